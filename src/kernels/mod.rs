@@ -1,0 +1,363 @@
+//! The measured kernels: a table that says what each one reads, writes and
+//! counts, and their implementations per instruction set and store mode.
+//!
+//! The runner, the validator and the reports all read [`KERNELS`]; nothing
+//! else in the program knows that a Triad counts 24 bytes per element.
+//! Implementations are picked once ([`KernelFns::select`]) and called through
+//! plain function pointers, one call per thread per repetition.
+
+mod portable;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// STREAM's scalar q.
+pub const SCALAR: f64 = 3.0;
+/// The value the `write` kernel stores.
+pub const WRITE_VALUE: f64 = SCALAR;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KernelId {
+    Copy,
+    Scale,
+    Add,
+    Triad,
+    Read,
+    Write,
+}
+
+/// STREAM's three arrays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArrayId {
+    A,
+    B,
+    C,
+}
+
+impl ArrayId {
+    pub const ALL: [ArrayId; 3] = [ArrayId::A, ArrayId::B, ArrayId::C];
+    pub fn index(self) -> usize {
+        self as usize
+    }
+    pub fn name(self) -> &'static str {
+        ["a", "b", "c"][self.index()]
+    }
+}
+
+/// What a kernel does, as data.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelSpec {
+    pub id: KernelId,
+    /// Lower-case name used on the command line and in JSON.
+    pub name: &'static str,
+    /// Row label in the STREAM table (`Copy:`).
+    pub label: &'static str,
+    /// The loop, as STREAM writes it.
+    pub formula: &'static str,
+    pub reads: &'static [ArrayId],
+    pub writes: Option<ArrayId>,
+    pub flops_per_element: u32,
+}
+
+impl KernelSpec {
+    /// Bytes per element as STREAM counts them: each array read or written once.
+    pub fn bytes_counted(&self) -> u64 {
+        8 * (self.reads.len() as u64 + u64::from(self.writes.is_some()))
+    }
+
+    /// Bytes per element that really cross the memory bus: with ordinary
+    /// stores every written line is first read (write-allocate).
+    pub fn bytes_moved(&self, stores: StoreMode) -> u64 {
+        let allocate = match stores {
+            StoreMode::Regular if self.writes.is_some() => 8,
+            _ => 0,
+        };
+        self.bytes_counted() + allocate
+    }
+
+    /// Arrays this kernel touches.
+    pub fn arrays(&self) -> impl Iterator<Item = ArrayId> + '_ {
+        self.reads.iter().copied().chain(self.writes)
+    }
+}
+
+/// STREAM's four, then the two extras, in the order they run in a repetition.
+pub const KERNELS: [KernelSpec; 6] = [
+    KernelSpec {
+        id: KernelId::Copy,
+        name: "copy",
+        label: "Copy:",
+        formula: "c[i] = a[i]",
+        reads: &[ArrayId::A],
+        writes: Some(ArrayId::C),
+        flops_per_element: 0,
+    },
+    KernelSpec {
+        id: KernelId::Scale,
+        name: "scale",
+        label: "Scale:",
+        formula: "b[i] = q*c[i]",
+        reads: &[ArrayId::C],
+        writes: Some(ArrayId::B),
+        flops_per_element: 1,
+    },
+    KernelSpec {
+        id: KernelId::Add,
+        name: "add",
+        label: "Add:",
+        formula: "c[i] = a[i] + b[i]",
+        reads: &[ArrayId::A, ArrayId::B],
+        writes: Some(ArrayId::C),
+        flops_per_element: 1,
+    },
+    KernelSpec {
+        id: KernelId::Triad,
+        name: "triad",
+        label: "Triad:",
+        formula: "a[i] = b[i] + q*c[i]",
+        reads: &[ArrayId::B, ArrayId::C],
+        writes: Some(ArrayId::A),
+        flops_per_element: 2,
+    },
+    KernelSpec {
+        id: KernelId::Read,
+        name: "read",
+        label: "Read:",
+        formula: "sum += a[i]",
+        reads: &[ArrayId::A],
+        writes: None,
+        flops_per_element: 1,
+    },
+    KernelSpec {
+        id: KernelId::Write,
+        name: "write",
+        label: "Write:",
+        formula: "c[i] = q",
+        reads: &[],
+        writes: Some(ArrayId::C),
+        flops_per_element: 0,
+    },
+];
+
+/// STREAM's default selection.
+pub const STREAM_KERNELS: [KernelId; 4] =
+    [KernelId::Copy, KernelId::Scale, KernelId::Add, KernelId::Triad];
+
+impl KernelId {
+    pub fn spec(self) -> &'static KernelSpec {
+        &KERNELS[self as usize]
+    }
+
+    pub fn parse(name: &str) -> Option<KernelId> {
+        KERNELS
+            .iter()
+            .find(|k| k.name.eq_ignore_ascii_case(name.trim()))
+            .map(|k| k.id)
+    }
+}
+
+impl fmt::Display for KernelId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.spec().name)
+    }
+}
+
+/// Instruction-set level of the kernel implementations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Isa {
+    Scalar,
+    Sse2,
+    Avx2,
+    Avx512,
+}
+
+impl Isa {
+    pub const ALL: [Isa; 4] = [Isa::Avx512, Isa::Avx2, Isa::Sse2, Isa::Scalar];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Sse2 => "sse2",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Isa> {
+        Isa::ALL.into_iter().find(|i| i.name() == text)
+    }
+
+    /// Whether this CPU can run this level (avx2 means AVX2 and FMA).
+    pub fn supported(self) -> bool {
+        match self {
+            Isa::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            _ => x86::supported(self),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+
+    /// The widest supported level.
+    pub fn best() -> Isa {
+        Isa::ALL.into_iter().find(|i| i.supported()).unwrap_or(Isa::Scalar)
+    }
+
+    /// f64 lanes per vector.
+    pub fn lanes(self) -> usize {
+        match self {
+            Isa::Scalar => 1,
+            Isa::Sse2 => 2,
+            Isa::Avx2 => 4,
+            Isa::Avx512 => 8,
+        }
+    }
+
+    /// Non-temporal stores exist only in the explicit x86 variants.
+    pub fn has_streaming_stores(self) -> bool {
+        self != Isa::Scalar
+    }
+}
+
+impl fmt::Display for Isa {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How the kernels store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreMode {
+    /// Ordinary stores: each written cache line is read first (write-allocate).
+    Regular,
+    /// Non-temporal (streaming) stores that bypass the caches.
+    Nt,
+}
+
+impl StoreMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            StoreMode::Regular => "regular",
+            StoreMode::Nt => "nt",
+        }
+    }
+}
+
+impl fmt::Display for StoreMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One implementation of every kernel for one ISA and store mode.
+///
+/// Slices passed to one call have equal lengths (checked once per call).
+#[derive(Clone, Copy, Debug)]
+pub struct KernelFns {
+    pub isa: Isa,
+    pub stores: StoreMode,
+    pub copy: fn(&mut [f64], &[f64]),
+    pub scale: fn(&mut [f64], &[f64], f64),
+    pub add: fn(&mut [f64], &[f64], &[f64]),
+    pub triad: fn(&mut [f64], &[f64], &[f64], f64),
+    pub read: fn(&[f64]) -> f64,
+    pub write: fn(&mut [f64], f64),
+}
+
+impl KernelFns {
+    /// The implementation for `isa` and `stores`, or why there is none.
+    pub fn select(isa: Isa, stores: StoreMode) -> Result<KernelFns, String> {
+        if !isa.supported() {
+            return Err(format!(
+                "--isa {isa}: this CPU does not support it (best available: {})",
+                Isa::best()
+            ));
+        }
+        if stores == StoreMode::Nt && !isa.has_streaming_stores() {
+            return Err(format!(
+                "--stores nt needs an x86 SIMD ISA (avx512, avx2 or sse2), not --isa {isa}"
+            ));
+        }
+        let nt = stores == StoreMode::Nt;
+        match isa {
+            Isa::Scalar => Ok(portable::table()),
+            #[cfg(target_arch = "x86_64")]
+            _ => x86::table(isa, nt).ok_or_else(|| format!("--isa {isa}: not available")),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => Err(format!("--isa {isa}: not available on this architecture")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_counts_follow_stream() {
+        let counted: Vec<u64> = KERNELS.iter().map(|k| k.bytes_counted()).collect();
+        assert_eq!(counted, vec![16, 16, 24, 24, 8, 8]);
+        assert_eq!(KernelId::Copy.spec().bytes_moved(StoreMode::Regular), 24);
+        assert_eq!(KernelId::Triad.spec().bytes_moved(StoreMode::Regular), 32);
+        assert_eq!(KernelId::Triad.spec().bytes_moved(StoreMode::Nt), 24);
+        assert_eq!(KernelId::Read.spec().bytes_moved(StoreMode::Regular), 8);
+    }
+
+    #[test]
+    fn table_order_matches_ids() {
+        for (i, k) in KERNELS.iter().enumerate() {
+            assert_eq!(k.id as usize, i);
+            assert_eq!(KernelId::parse(k.name), Some(k.id));
+        }
+        assert_eq!(KernelId::parse("TRIAD"), Some(KernelId::Triad));
+        assert_eq!(KernelId::parse("daxpy"), None);
+    }
+
+    /// Every supported variant computes what the formulas say, for lengths and
+    /// offsets that exercise the unaligned head, the vector body and the tail.
+    #[test]
+    fn every_variant_computes_the_formulas() {
+        for isa in Isa::ALL.into_iter().filter(|i| i.supported()) {
+            for stores in [StoreMode::Regular, StoreMode::Nt] {
+                let Ok(f) = KernelFns::select(isa, stores) else {
+                    assert_eq!(isa, Isa::Scalar);
+                    continue;
+                };
+                for (len, off) in [(0, 0), (1, 0), (7, 1), (64, 0), (1000, 3), (4099, 5)] {
+                    let x: Vec<f64> = (0..len + off).map(|i| i as f64 + 0.5).collect();
+                    let y: Vec<f64> = (0..len + off).map(|i| 2.0 * i as f64).collect();
+                    let (x, y) = (&x[off..], &y[off..]);
+                    let mut d = vec![-1.0; len + off];
+                    let d = &mut d[off..];
+                    (f.copy)(d, x);
+                    assert_eq!(d, x, "{isa} {stores} copy len {len}");
+                    (f.scale)(d, x, SCALAR);
+                    assert!(d.iter().zip(x).all(|(d, x)| *d == SCALAR * x));
+                    (f.add)(d, x, y);
+                    assert!(d.iter().zip(x.iter().zip(y)).all(|(d, (x, y))| *d == x + y));
+                    (f.triad)(d, x, y, SCALAR);
+                    for i in 0..len {
+                        assert!((d[i] - (x[i] + SCALAR * y[i])).abs() <= 1e-12 * d[i].abs());
+                    }
+                    (f.write)(d, 7.0);
+                    assert!(d.iter().all(|&v| v == 7.0));
+                    let expect: f64 = x.iter().sum();
+                    assert!(((f.read)(x) - expect).abs() <= 1e-9 * expect.abs().max(1.0));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unsupported_requests_are_refused() {
+        assert!(KernelFns::select(Isa::Scalar, StoreMode::Nt)
+            .unwrap_err()
+            .contains("--stores nt"));
+    }
+}

@@ -1,0 +1,262 @@
+//! Explicit SIMD kernels for x86_64: AVX-512F, AVX2+FMA and SSE2, each with
+//! ordinary and non-temporal stores.
+//!
+//! One macro writes every ISA's module from the same loop shapes, so the
+//! variants differ only in their intrinsics. Each loop stores a scalar head
+//! until the destination is vector-aligned (arrays and chunks are page
+//! aligned, so in practice the head is empty), then runs a body unrolled
+//! four vectors deep, then a scalar tail. Streaming variants end with an
+//! `sfence` so their stores are globally visible before the barrier.
+
+use super::{Isa, KernelFns};
+
+pub(super) fn supported(isa: Isa) -> bool {
+    match isa {
+        Isa::Scalar | Isa::Sse2 => true,
+        Isa::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
+        Isa::Avx512 => is_x86_feature_detected!("avx512f"),
+    }
+}
+
+/// The kernels for `isa`, or `None` when this CPU lacks it. This check is what
+/// makes the safe wrappers below sound: they are reachable only through it.
+pub(super) fn table(isa: Isa, nt: bool) -> Option<KernelFns> {
+    if !supported(isa) {
+        return None;
+    }
+    Some(match isa {
+        Isa::Avx512 => avx512::table(nt),
+        Isa::Avx2 => avx2::table(nt),
+        Isa::Sse2 => sse2::table(nt),
+        Isa::Scalar => return None,
+    })
+}
+
+/// Runs `dst[i] = <expr of i>` over `n` elements: scalar head to alignment,
+/// 4×unrolled vector body with ordinary or streaming stores, scalar tail.
+macro_rules! store_loop {
+    ($nt:expr, $store:path, $stream:path, $lanes:expr, $dst:expr, $n:expr,
+     |$i:ident| vector: $vexpr:expr, scalar: $sexpr:expr) => {{
+        let dst: *mut f64 = $dst;
+        let n: usize = $n;
+        let mut k = 0usize;
+        while k < n && (dst.add(k) as usize) % ($lanes * 8) != 0 {
+            let $i = k;
+            *dst.add(k) = $sexpr;
+            k += 1;
+        }
+        let body_end = k + (n - k) / (4 * $lanes) * (4 * $lanes);
+        while k < body_end {
+            let $i = k;
+            let v0 = $vexpr;
+            let $i = k + $lanes;
+            let v1 = $vexpr;
+            let $i = k + 2 * $lanes;
+            let v2 = $vexpr;
+            let $i = k + 3 * $lanes;
+            let v3 = $vexpr;
+            if $nt {
+                $stream(dst.add(k), v0);
+                $stream(dst.add(k + $lanes), v1);
+                $stream(dst.add(k + 2 * $lanes), v2);
+                $stream(dst.add(k + 3 * $lanes), v3);
+            } else {
+                $store(dst.add(k), v0);
+                $store(dst.add(k + $lanes), v1);
+                $store(dst.add(k + 2 * $lanes), v2);
+                $store(dst.add(k + 3 * $lanes), v3);
+            }
+            k += 4 * $lanes;
+        }
+        while k < n {
+            let $i = k;
+            *dst.add(k) = $sexpr;
+            k += 1;
+        }
+        if $nt {
+            std::arch::x86_64::_mm_sfence();
+        }
+    }};
+}
+
+macro_rules! isa_module {
+    ($name:ident, $feature:literal, $isa:ident, lanes: $lanes:literal,
+     load: $load:path, store: $store:path, storeu: $storeu:path, stream: $stream:path,
+     splat: $splat:path, zero: $zero:path, add: $add:path, mul: $mul:path,
+     madd: |$q:ident, $c:ident, $b:ident| $madd:expr) => {
+        mod $name {
+            use super::super::{Isa, KernelFns, StoreMode};
+            #[allow(unused_imports)]
+            use std::arch::x86_64::*;
+
+            const LANES: usize = $lanes;
+
+            pub(super) fn table(nt: bool) -> KernelFns {
+                if nt {
+                    KernelFns {
+                        isa: Isa::$isa,
+                        stores: StoreMode::Nt,
+                        copy: copy::<true>,
+                        scale: scale::<true>,
+                        add: add::<true>,
+                        triad: triad::<true>,
+                        read,
+                        write: write::<true>,
+                    }
+                } else {
+                    KernelFns {
+                        isa: Isa::$isa,
+                        stores: StoreMode::Regular,
+                        copy: copy::<false>,
+                        scale: scale::<false>,
+                        add: add::<false>,
+                        triad: triad::<false>,
+                        read,
+                        write: write::<false>,
+                    }
+                }
+            }
+
+            #[target_feature(enable = $feature)]
+            unsafe fn copy_impl<const NT: bool>(d: *mut f64, a: *const f64, n: usize) {
+                // SAFETY: the caller passes pointers valid for n elements.
+                unsafe {
+                    store_loop!(NT, $store, $stream, LANES, d, n,
+                        |i| vector: $load(a.add(i)), scalar: *a.add(i))
+                }
+            }
+
+            #[target_feature(enable = $feature)]
+            unsafe fn scale_impl<const NT: bool>(d: *mut f64, c: *const f64, n: usize, q: f64) {
+                // SAFETY: the caller passes pointers valid for n elements.
+                unsafe {
+                    let qv = $splat(q);
+                    store_loop!(NT, $store, $stream, LANES, d, n,
+                        |i| vector: $mul(qv, $load(c.add(i))), scalar: q * *c.add(i))
+                }
+            }
+
+            #[target_feature(enable = $feature)]
+            unsafe fn add_impl<const NT: bool>(d: *mut f64, x: *const f64, y: *const f64, n: usize) {
+                // SAFETY: the caller passes pointers valid for n elements.
+                unsafe {
+                    store_loop!(NT, $store, $stream, LANES, d, n,
+                        |i| vector: $add($load(x.add(i)), $load(y.add(i))),
+                        scalar: *x.add(i) + *y.add(i))
+                }
+            }
+
+            #[target_feature(enable = $feature)]
+            unsafe fn triad_impl<const NT: bool>(
+                d: *mut f64, x: *const f64, y: *const f64, n: usize, q: f64,
+            ) {
+                // SAFETY: the caller passes pointers valid for n elements.
+                unsafe {
+                    let qv = $splat(q);
+                    store_loop!(NT, $store, $stream, LANES, d, n,
+                        |i| vector: {
+                            let $q = qv;
+                            let $c = $load(y.add(i));
+                            let $b = $load(x.add(i));
+                            $madd
+                        },
+                        scalar: *x.add(i) + q * *y.add(i))
+                }
+            }
+
+            #[target_feature(enable = $feature)]
+            unsafe fn write_impl<const NT: bool>(d: *mut f64, n: usize, value: f64) {
+                // SAFETY: the caller passes a pointer valid for n elements.
+                unsafe {
+                    let v = $splat(value);
+                    store_loop!(NT, $store, $stream, LANES, d, n,
+                        |i| vector: { let _ = i; v }, scalar: { let _ = i; value })
+                }
+            }
+
+            #[target_feature(enable = $feature)]
+            unsafe fn read_impl(a: *const f64, n: usize) -> f64 {
+                // SAFETY: the caller passes a pointer valid for n elements.
+                unsafe {
+                    let mut k = 0usize;
+                    let mut head = 0.0;
+                    while k < n && (a.add(k) as usize) % (LANES * 8) != 0 {
+                        head += *a.add(k);
+                        k += 1;
+                    }
+                    let (mut s0, mut s1, mut s2, mut s3) = ($zero(), $zero(), $zero(), $zero());
+                    let body_end = k + (n - k) / (4 * LANES) * (4 * LANES);
+                    while k < body_end {
+                        s0 = $add(s0, $load(a.add(k)));
+                        s1 = $add(s1, $load(a.add(k + LANES)));
+                        s2 = $add(s2, $load(a.add(k + 2 * LANES)));
+                        s3 = $add(s3, $load(a.add(k + 3 * LANES)));
+                        k += 4 * LANES;
+                    }
+                    while k < n {
+                        head += *a.add(k);
+                        k += 1;
+                    }
+                    let mut lanes = [0.0f64; LANES];
+                    $storeu(lanes.as_mut_ptr(), $add($add(s0, s1), $add(s2, s3)));
+                    head + lanes.iter().sum::<f64>()
+                }
+            }
+
+            // The safe wrappers. They are only reachable through `table`, which
+            // `super::table` calls after checking the CPU has `$feature`.
+
+            fn copy<const NT: bool>(d: &mut [f64], a: &[f64]) {
+                assert_eq!(d.len(), a.len());
+                // SAFETY: feature checked before this table was built; lengths equal.
+                unsafe { copy_impl::<NT>(d.as_mut_ptr(), a.as_ptr(), d.len()) }
+            }
+
+            fn scale<const NT: bool>(d: &mut [f64], c: &[f64], q: f64) {
+                assert_eq!(d.len(), c.len());
+                // SAFETY: feature checked before this table was built; lengths equal.
+                unsafe { scale_impl::<NT>(d.as_mut_ptr(), c.as_ptr(), d.len(), q) }
+            }
+
+            fn add<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64]) {
+                assert!(d.len() == x.len() && d.len() == y.len());
+                // SAFETY: feature checked before this table was built; lengths equal.
+                unsafe { add_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len()) }
+            }
+
+            fn triad<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64], q: f64) {
+                assert!(d.len() == x.len() && d.len() == y.len());
+                // SAFETY: feature checked before this table was built; lengths equal.
+                unsafe { triad_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len(), q) }
+            }
+
+            fn read(a: &[f64]) -> f64 {
+                // SAFETY: feature checked before this table was built.
+                unsafe { read_impl(a.as_ptr(), a.len()) }
+            }
+
+            fn write<const NT: bool>(d: &mut [f64], value: f64) {
+                // SAFETY: feature checked before this table was built.
+                unsafe { write_impl::<NT>(d.as_mut_ptr(), d.len(), value) }
+            }
+        }
+    };
+}
+
+isa_module!(avx512, "avx512f", Avx512, lanes: 8,
+    load: _mm512_loadu_pd, store: _mm512_store_pd, storeu: _mm512_storeu_pd,
+    stream: _mm512_stream_pd, splat: _mm512_set1_pd, zero: _mm512_setzero_pd,
+    add: _mm512_add_pd, mul: _mm512_mul_pd,
+    madd: |q, c, b| _mm512_fmadd_pd(q, c, b));
+
+isa_module!(avx2, "avx2,fma", Avx2, lanes: 4,
+    load: _mm256_loadu_pd, store: _mm256_store_pd, storeu: _mm256_storeu_pd,
+    stream: _mm256_stream_pd, splat: _mm256_set1_pd, zero: _mm256_setzero_pd,
+    add: _mm256_add_pd, mul: _mm256_mul_pd,
+    madd: |q, c, b| _mm256_fmadd_pd(q, c, b));
+
+isa_module!(sse2, "sse2", Sse2, lanes: 2,
+    load: _mm_loadu_pd, store: _mm_store_pd, storeu: _mm_storeu_pd,
+    stream: _mm_stream_pd, splat: _mm_set1_pd, zero: _mm_setzero_pd,
+    add: _mm_add_pd, mul: _mm_mul_pd,
+    madd: |q, c, b| _mm_add_pd(b, _mm_mul_pd(q, c)));

@@ -1,0 +1,197 @@
+//! The thin layer of Linux calls: thread affinity, anonymous mappings,
+//! hugepage advice, host facts. Each `unsafe` block is small and says why it
+//! is sound; callers above this module see only safe functions.
+
+use std::io;
+
+/// Pins the calling thread to one CPU.
+pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("CPU {cpu} is beyond the {} CPUs of a cpu_set_t", libc::CPU_SETSIZE),
+        ));
+    }
+    // SAFETY: cpu_set_t is plain data for which all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is below CPU_SETSIZE, checked above.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 = this thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The CPU the calling thread is running on right now.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no arguments and only reads the thread state.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
+/// The host name, as `hostname` prints it.
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is writable for its full length, which is passed.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// The running kernel's release (`uname -r`).
+pub fn kernel_release() -> String {
+    // SAFETY: utsname is plain data; all-zero is a valid value to pass to uname.
+    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `uts` is a valid, writable utsname.
+    if unsafe { libc::uname(&mut uts) } != 0 {
+        return "unknown".into();
+    }
+    let bytes: Vec<u8> = uts
+        .release
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Size of a base page.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(v).unwrap_or(4096)
+}
+
+/// Size of a transparent hugepage on x86_64 and most aarch64 kernels.
+pub const HUGEPAGE_BYTES: usize = 2 << 20;
+
+/// An anonymous, private, zero-filled mapping of f64s, aligned to a hugepage.
+///
+/// Mapping touches no page: pages are placed by whoever writes them first
+/// (first touch), which is why arrays are mapped rather than allocated.
+pub struct MappedArray {
+    base: *mut libc::c_void,
+    map_len: usize,
+    data: *mut f64,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned memory like a Box<[f64]>; access goes through
+// &self / &mut self, so the usual borrow rules make sharing sound.
+unsafe impl Send for MappedArray {}
+// SAFETY: as above; &MappedArray only hands out shared slices.
+unsafe impl Sync for MappedArray {}
+
+impl MappedArray {
+    /// Maps `len` f64s (len > 0) starting on a 2 MiB boundary.
+    pub fn new(len: usize) -> io::Result<MappedArray> {
+        let bytes = len
+            .checked_mul(8)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "array too large"))?;
+        // Over-map by one hugepage so the data can start on a 2 MiB boundary.
+        let map_len = bytes + HUGEPAGE_BYTES;
+        // SAFETY: anonymous private mapping with no address hint; the result is checked.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let offset = (HUGEPAGE_BYTES - (base as usize % HUGEPAGE_BYTES)) % HUGEPAGE_BYTES;
+        // SAFETY: offset < HUGEPAGE_BYTES, so data..data+bytes lies inside the mapping.
+        let data = unsafe { base.cast::<u8>().add(offset) }.cast::<f64>();
+        Ok(MappedArray {
+            base,
+            map_len,
+            data,
+            len,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn as_slice(&self) -> &[f64] {
+        // SAFETY: data is aligned, valid for len f64s (zero-filled by mmap) and
+        // lives as long as self.
+        unsafe { std::slice::from_raw_parts(self.data, self.len) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [f64] {
+        // SAFETY: as in as_slice, and &mut self guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.data, self.len) }
+    }
+
+    /// Asks for (or against) transparent hugepages on the array's range.
+    pub fn advise_hugepages(&self, use_them: bool) -> io::Result<()> {
+        let advice = if use_them {
+            libc::MADV_HUGEPAGE
+        } else {
+            libc::MADV_NOHUGEPAGE
+        };
+        // SAFETY: the range is part of our own live mapping.
+        let rc = unsafe { libc::madvise(self.base, self.map_len, advice) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// Address of the first element, for page-location queries.
+    pub fn addr(&self) -> usize {
+        self.data as usize
+    }
+}
+
+impl Drop for MappedArray {
+    fn drop(&mut self) {
+        // SAFETY: base/map_len are exactly what mmap returned; nothing borrows
+        // the memory any more since we hold &mut self.
+        unsafe { libc::munmap(self.base, self.map_len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mapped_arrays_are_aligned_and_zeroed() {
+        let mut a = MappedArray::new(1000).unwrap();
+        assert_eq!(a.addr() % HUGEPAGE_BYTES, 0);
+        assert!(a.as_slice().iter().all(|&x| x == 0.0));
+        a.as_mut_slice()[999] = 1.5;
+        assert_eq!(a.as_slice()[999], 1.5);
+    }
+
+    #[test]
+    fn pinning_to_an_allowed_cpu_sticks() {
+        let cpu = current_cpu().unwrap();
+        std::thread::spawn(move || {
+            pin_current_thread(cpu).unwrap();
+            assert_eq!(current_cpu(), Some(cpu));
+        })
+        .join()
+        .unwrap();
+        assert!(pin_current_thread(100_000).is_err());
+    }
+}

@@ -1,0 +1,570 @@
+//! The node's topology, read once from sysfs and procfs under a root path.
+//!
+//! Everything membw knows about the machine comes from here: logical CPUs,
+//! cores and SMT siblings, packages, NUMA nodes and their distances, caches
+//! and which CPUs share them, the CPUs and memory nodes this process may use,
+//! memory limits and hugepage settings. No other module reads `/sys` or
+//! `/proc`. The root is a parameter so that the same code reads fixture trees
+//! (`tests/fixtures/...`) describing machines we do not have.
+//!
+//! A file that is missing or unreadable gives `None` ("unknown"), never a
+//! panic; only a machine with no readable CPU at all is an error.
+
+pub mod cpulist;
+
+use crate::units::Bytes;
+use cpulist::{IdSet, parse_list};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One logical CPU (hardware thread).
+#[derive(Debug, Clone, Serialize)]
+pub struct Cpu {
+    pub id: usize,
+    /// Physical package (socket) id; 0 when the kernel does not say.
+    pub package: usize,
+    pub die: usize,
+    /// Core id as the kernel numbers it within its package.
+    pub core: usize,
+    /// NUMA node holding this CPU (0 on a machine without NUMA information).
+    pub node: usize,
+    /// Hardware threads sharing this CPU's core, itself included.
+    pub siblings: IdSet,
+}
+
+/// A NUMA node: CPUs (possibly none, as for HBM or CXL memory), memory, distances.
+#[derive(Debug, Clone, Serialize)]
+pub struct Node {
+    pub id: usize,
+    pub cpus: IdSet,
+    pub mem_total: Option<Bytes>,
+    pub mem_free: Option<Bytes>,
+    /// Distance to every node, in the order of [`Topology::nodes`].
+    pub distances: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheKind {
+    Data,
+    Instruction,
+    Unified,
+}
+
+/// One cache instance and the CPUs that share it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cache {
+    pub level: u8,
+    pub kind: CacheKind,
+    pub size: Option<Bytes>,
+    pub line_size: Option<u32>,
+    pub cpus: IdSet,
+}
+
+/// Memory totals and the limits an allocation must respect.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MemoryInfo {
+    pub total: Option<Bytes>,
+    pub available: Option<Bytes>,
+    /// The tightest `memory.max` (or v1 `memory.limit_in_bytes`) on our cgroup path.
+    pub cgroup_limit: Option<Bytes>,
+    pub cgroup_usage: Option<Bytes>,
+    pub thp_mode: Option<String>,
+    pub hugepage_size: Option<Bytes>,
+    pub hugepages_total: Option<u64>,
+    pub hugepages_free: Option<u64>,
+}
+
+impl MemoryInfo {
+    /// What a new allocation may use: MemAvailable, lowered to the room left
+    /// under the cgroup limit. `None` when neither is known.
+    pub fn allocatable(&self) -> Option<Bytes> {
+        let cgroup_room = self
+            .cgroup_limit
+            .map(|l| Bytes(l.0.saturating_sub(self.cgroup_usage.map_or(0, |u| u.0))));
+        match (self.available, cgroup_room) {
+            (Some(a), Some(c)) => Some(a.min(c)),
+            (a, c) => a.or(c),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CpuInfo {
+    pub vendor: Option<String>,
+    pub model_name: Option<String>,
+    pub family: Option<u32>,
+    pub model: Option<u32>,
+    pub flags: Vec<String>,
+}
+
+/// Everything membw knows about the machine.
+#[derive(Debug, Clone, Serialize)]
+pub struct Topology {
+    /// Root the files were read from (`/` on a live machine).
+    pub root: PathBuf,
+    /// Online logical CPUs, by id.
+    pub cpus: Vec<Cpu>,
+    /// NUMA nodes, by id. One synthetic node when the kernel reports none.
+    pub nodes: Vec<Node>,
+    /// False when `/sys/devices/system/node` was absent and node 0 was made up.
+    pub numa_reported: bool,
+    pub caches: Vec<Cache>,
+    /// CPUs this process may run on (its affinity mask), within the online ones.
+    pub allowed_cpus: IdSet,
+    /// Memory nodes the cpuset lets this process allocate from.
+    pub allowed_mems: IdSet,
+    pub memory: MemoryInfo,
+    pub cpu_info: CpuInfo,
+}
+
+/// Reads files relative to the root, trimming them; `None` when unreadable.
+struct Reader<'a> {
+    root: &'a Path,
+}
+
+impl Reader<'_> {
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel.trim_start_matches('/'))
+    }
+    fn text(&self, rel: &str) -> Option<String> {
+        std::fs::read_to_string(self.path(rel))
+            .ok()
+            .map(|s| s.trim().to_string())
+    }
+    fn number<T: std::str::FromStr>(&self, rel: &str) -> Option<T> {
+        self.text(rel)?.parse().ok()
+    }
+    fn list(&self, rel: &str) -> Option<Vec<usize>> {
+        parse_list(&self.text(rel)?).ok()
+    }
+    /// Ids of entries named `<prefix><number>` in a directory.
+    fn numbered_entries(&self, rel: &str, prefix: &str) -> Vec<usize> {
+        let mut ids: Vec<usize> = std::fs::read_dir(self.path(rel))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_prefix(prefix)?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+}
+
+const CPU_DIR: &str = "sys/devices/system/cpu";
+const NODE_DIR: &str = "sys/devices/system/node";
+
+impl Topology {
+    /// Reads the live machine.
+    pub fn live() -> Result<Topology, String> {
+        Topology::read(Path::new("/"))
+    }
+
+    /// Reads `root/sys/...` and `root/proc/...`.
+    pub fn read(root: &Path) -> Result<Topology, String> {
+        let r = Reader { root };
+        let online = r
+            .list(&format!("{CPU_DIR}/online"))
+            .filter(|l| !l.is_empty())
+            .unwrap_or_else(|| r.numbered_entries(CPU_DIR, "cpu"));
+        if online.is_empty() {
+            return Err(format!(
+                "no CPUs found under {} (is it a sysfs tree?)",
+                r.path(CPU_DIR).display()
+            ));
+        }
+        let (nodes, numa_reported) = read_nodes(&r, &online);
+        let node_of: BTreeMap<usize, usize> = nodes
+            .iter()
+            .flat_map(|n| n.cpus.ids().iter().map(move |&c| (c, n.id)))
+            .collect();
+        let cpus: Vec<Cpu> = online
+            .iter()
+            .map(|&id| read_cpu(&r, id, node_of.get(&id).copied().unwrap_or(0)))
+            .collect();
+        let caches = read_caches(&r, &online);
+        let online_set = IdSet::new(online);
+        let status = r.text("proc/self/status").unwrap_or_default();
+        let status_list = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| parse_list(v.trim()).ok())
+                .map(IdSet::new)
+        };
+        let allowed_cpus = status_list("Cpus_allowed_list:")
+            .map(|s| s.intersection(&online_set))
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| online_set.clone());
+        let node_ids: IdSet = nodes.iter().map(|n| n.id).collect();
+        let allowed_mems = status_list("Mems_allowed_list:")
+            .map(|s| s.intersection(&node_ids))
+            .filter(|s| !s.is_empty())
+            .unwrap_or(node_ids);
+        Ok(Topology {
+            root: root.to_path_buf(),
+            cpus,
+            nodes,
+            numa_reported,
+            caches,
+            allowed_cpus,
+            allowed_mems,
+            memory: read_memory(&r),
+            cpu_info: read_cpu_info(&r),
+        })
+    }
+
+    pub fn cpu(&self, id: usize) -> Option<&Cpu> {
+        self.cpus.iter().find(|c| c.id == id)
+    }
+
+    pub fn node(&self, id: usize) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.id == id)
+    }
+
+    pub fn online_cpus(&self) -> IdSet {
+        self.cpus.iter().map(|c| c.id).collect()
+    }
+
+    /// Physical packages (sockets) in id order.
+    pub fn packages(&self) -> Vec<usize> {
+        let set: IdSet = self.cpus.iter().map(|c| c.package).collect();
+        set.ids().to_vec()
+    }
+
+    /// Physical cores, each as its set of hardware threads, ordered by first CPU.
+    pub fn cores(&self) -> Vec<IdSet> {
+        let mut seen: Vec<IdSet> = Vec::new();
+        for cpu in &self.cpus {
+            if !seen.contains(&cpu.siblings) {
+                seen.push(cpu.siblings.clone());
+            }
+        }
+        seen.sort_by_key(|s| s.first());
+        seen
+    }
+
+    /// Hardware threads per core (the largest sibling set seen).
+    pub fn threads_per_core(&self) -> usize {
+        self.cpus.iter().map(|c| c.siblings.len()).max().unwrap_or(1)
+    }
+
+    /// The caches that serve any of `cpus`.
+    pub fn caches_serving<'a>(&'a self, cpus: &'a IdSet) -> impl Iterator<Item = &'a Cache> + 'a {
+        self.caches.iter().filter(move |c| c.cpus.intersects(cpus))
+    }
+
+    /// Sum of the sizes of every cache instance serving `cpus` (what lscpu
+    /// calls "sum of all"), used by STREAM's array-size rule.
+    pub fn cache_sum(&self, cpus: &IdSet) -> Bytes {
+        Bytes(self.caches_serving(cpus).filter_map(|c| c.size).map(|b| b.0).sum())
+    }
+
+    /// Highest cache level present.
+    pub fn last_level(&self) -> Option<u8> {
+        self.caches.iter().map(|c| c.level).max()
+    }
+
+    /// Total last-level cache serving `cpus`.
+    pub fn llc_sum(&self, cpus: &IdSet) -> Bytes {
+        let level = self.last_level();
+        Bytes(
+            self.caches_serving(cpus)
+                .filter(|c| Some(c.level) == level)
+                .filter_map(|c| c.size)
+                .map(|b| b.0)
+                .sum(),
+        )
+    }
+
+    /// The last-level cache domains (e.g. AMD CCXs), each as its CPU set.
+    pub fn llc_domains(&self) -> Vec<IdSet> {
+        let level = self.last_level();
+        let mut doms: Vec<IdSet> = self
+            .caches
+            .iter()
+            .filter(|c| Some(c.level) == level && c.kind != CacheKind::Instruction)
+            .map(|c| c.cpus.clone())
+            .collect();
+        doms.sort_by_key(|s| s.first());
+        doms
+    }
+
+    /// Distance between two nodes, when both are known.
+    pub fn distance(&self, from: usize, to: usize) -> Option<u32> {
+        let to_idx = self.nodes.iter().position(|n| n.id == to)?;
+        self.node(from)?.distances.get(to_idx).copied()
+    }
+
+    /// True when the CPU model reports an x86 SIMD flag such as `avx512f`.
+    pub fn has_flag(&self, flag: &str) -> bool {
+        self.cpu_info.flags.iter().any(|f| f == flag)
+    }
+}
+
+fn read_cpu(r: &Reader, id: usize, node: usize) -> Cpu {
+    let base = format!("{CPU_DIR}/cpu{id}/topology");
+    let siblings = r
+        .list(&format!("{base}/thread_siblings_list"))
+        .or_else(|| r.list(&format!("{base}/core_cpus_list")))
+        .map(IdSet::new)
+        .filter(|s| s.contains(id))
+        .unwrap_or_else(|| IdSet::new(vec![id]));
+    // Some kernels write -1 for an unknown package; treat that as 0.
+    let id_or_zero = |file: &str| -> usize {
+        r.number::<i64>(&format!("{base}/{file}"))
+            .and_then(|v| usize::try_from(v).ok())
+            .unwrap_or(0)
+    };
+    Cpu {
+        id,
+        package: id_or_zero("physical_package_id"),
+        die: id_or_zero("die_id"),
+        core: r
+            .number::<i64>(&format!("{base}/core_id"))
+            .and_then(|v| usize::try_from(v).ok())
+            .unwrap_or(id),
+        node,
+        siblings,
+    }
+}
+
+fn read_nodes(r: &Reader, online: &[usize]) -> (Vec<Node>, bool) {
+    let ids = r
+        .list(&format!("{NODE_DIR}/online"))
+        .filter(|l| !l.is_empty())
+        .unwrap_or_else(|| r.numbered_entries(NODE_DIR, "node"));
+    let online_set = IdSet::new(online.to_vec());
+    if ids.is_empty() {
+        // No NUMA directory at all (NUMA disabled in the kernel): one node.
+        let node = Node {
+            id: 0,
+            cpus: online_set,
+            mem_total: None,
+            mem_free: None,
+            distances: vec![10],
+        };
+        return (vec![node], false);
+    }
+    let nodes = ids
+        .iter()
+        .map(|&id| {
+            let base = format!("{NODE_DIR}/node{id}");
+            let meminfo = r.text(&format!("{base}/meminfo")).unwrap_or_default();
+            let field = |name: &str| {
+                meminfo.lines().find_map(|l| {
+                    let rest = l.split_once(name)?.1.trim_start_matches(':');
+                    meminfo_kib(rest)
+                })
+            };
+            let distances: Vec<u32> = r
+                .text(&format!("{base}/distance"))
+                .map(|t| t.split_whitespace().filter_map(|d| d.parse().ok()).collect())
+                .unwrap_or_default();
+            Node {
+                id,
+                cpus: r
+                    .list(&format!("{base}/cpulist"))
+                    .map(|l| IdSet::new(l).intersection(&online_set))
+                    .unwrap_or_default(),
+                mem_total: field("MemTotal"),
+                mem_free: field("MemFree"),
+                distances: if distances.len() == ids.len() {
+                    distances
+                } else {
+                    Vec::new()
+                },
+            }
+        })
+        .collect();
+    (nodes, true)
+}
+
+/// Parses `  1234 kB` into bytes.
+fn meminfo_kib(text: &str) -> Option<Bytes> {
+    let mut parts = text.split_whitespace();
+    let value: u64 = parts.next()?.parse().ok()?;
+    match parts.next() {
+        Some("kB") => Some(Bytes(value * 1024)),
+        None => Some(Bytes(value)),
+        Some(_) => None,
+    }
+}
+
+fn read_caches(r: &Reader, online: &[usize]) -> Vec<Cache> {
+    let mut caches: Vec<Cache> = Vec::new();
+    for &cpu in online {
+        let dir = format!("{CPU_DIR}/cpu{cpu}/cache");
+        for index in r.numbered_entries(&dir, "index") {
+            let base = format!("{dir}/index{index}");
+            let Some(level) = r.number::<u8>(&format!("{base}/level")) else {
+                continue;
+            };
+            let kind = match r.text(&format!("{base}/type")).as_deref() {
+                Some("Data") => CacheKind::Data,
+                Some("Instruction") => CacheKind::Instruction,
+                _ => CacheKind::Unified,
+            };
+            // Without shared_cpu_list, the cache is known to serve this CPU only.
+            let cpus = r
+                .list(&format!("{base}/shared_cpu_list"))
+                .map(IdSet::new)
+                .filter(|s| s.contains(cpu))
+                .unwrap_or_else(|| IdSet::new(vec![cpu]));
+            if caches
+                .iter()
+                .any(|c| c.level == level && c.kind == kind && c.cpus == cpus)
+            {
+                continue;
+            }
+            caches.push(Cache {
+                level,
+                kind,
+                size: r.text(&format!("{base}/size")).and_then(|s| cache_size(&s)),
+                line_size: r.number(&format!("{base}/coherency_line_size")),
+                cpus,
+            });
+        }
+    }
+    caches.sort_by_key(|c| (c.level, c.kind as u8, c.cpus.first()));
+    caches
+}
+
+/// Parses sysfs cache sizes such as `32K`, `1024K`, `16M`.
+fn cache_size(text: &str) -> Option<Bytes> {
+    let t = text.trim();
+    let (num, mult) = match t.chars().last()? {
+        'K' | 'k' => (&t[..t.len() - 1], Bytes::KIB),
+        'M' | 'm' => (&t[..t.len() - 1], Bytes::MIB),
+        'G' | 'g' => (&t[..t.len() - 1], Bytes::GIB),
+        _ => (t, 1),
+    };
+    num.trim().parse::<u64>().ok().map(|n| Bytes(n * mult))
+}
+
+fn read_memory(r: &Reader) -> MemoryInfo {
+    let meminfo = r.text("proc/meminfo").unwrap_or_default();
+    let field = |name: &str| {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':').and_then(meminfo_kib))
+    };
+    let (cgroup_limit, cgroup_usage) = read_cgroup_memory(r);
+    let thp_mode = r
+        .text("sys/kernel/mm/transparent_hugepage/enabled")
+        .and_then(|t| Some(t.split_once('[')?.1.split_once(']')?.0.to_string()));
+    MemoryInfo {
+        total: field("MemTotal"),
+        available: field("MemAvailable"),
+        cgroup_limit,
+        cgroup_usage,
+        thp_mode,
+        hugepage_size: field("Hugepagesize"),
+        hugepages_total: field("HugePages_Total").map(|b| b.0),
+        hugepages_free: field("HugePages_Free").map(|b| b.0),
+    }
+}
+
+/// The tightest memory limit on this process's cgroup path (v2 or v1), and
+/// the usage of the cgroup holding it.
+fn read_cgroup_memory(r: &Reader) -> (Option<Bytes>, Option<Bytes>) {
+    let Some(text) = r.text("proc/self/cgroup") else {
+        return (None, None);
+    };
+    let mut best: Option<(Bytes, Option<Bytes>)> = None;
+    let mut consider = |limit: Option<u64>, usage: Option<u64>| {
+        // v1 reports "no limit" as a number near 2^63.
+        if let Some(l) = limit.filter(|&l| l < (1 << 62)) {
+            if best.is_none_or(|(b, _)| l < b.0) {
+                best = Some((Bytes(l), usage.map(Bytes)));
+            }
+        }
+    };
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let (base, limit_file, usage_file) = if controllers.is_empty() {
+            ("sys/fs/cgroup", "memory.max", "memory.current")
+        } else if controllers.split(',').any(|c| c == "memory") {
+            (
+                "sys/fs/cgroup/memory",
+                "memory.limit_in_bytes",
+                "memory.usage_in_bytes",
+            )
+        } else {
+            continue;
+        };
+        // Walk from our cgroup up to the root: any ancestor's limit applies.
+        let mut dir = PathBuf::from(path.trim_start_matches('/'));
+        loop {
+            let d = Path::new(base).join(&dir);
+            let d = d.to_string_lossy();
+            consider(
+                r.number(&format!("{d}/{limit_file}")),
+                r.number(&format!("{d}/{usage_file}")),
+            );
+            if !dir.pop() {
+                break;
+            }
+        }
+    }
+    match best {
+        Some((l, u)) => (Some(l), u),
+        None => (None, None),
+    }
+}
+
+fn read_cpu_info(r: &Reader) -> CpuInfo {
+    let text = r.text("proc/cpuinfo").unwrap_or_default();
+    // The first processor's block describes the model.
+    let block = text.split("\n\n").next().unwrap_or("");
+    let field = |name: &str| {
+        block.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().to_string())
+        })
+    };
+    let flags = field("flags")
+        .or_else(|| field("Features"))
+        .map(|f| f.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default();
+    CpuInfo {
+        vendor: field("vendor_id").or_else(|| field("CPU implementer")),
+        model_name: field("model name").or_else(|| field("Model name")),
+        family: field("cpu family").and_then(|v| v.parse().ok()),
+        model: field("model").and_then(|v| v.parse().ok()),
+        flags,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_sizes_parse() {
+        assert_eq!(cache_size("32K"), Some(Bytes(32 * 1024)));
+        assert_eq!(cache_size("16M"), Some(Bytes(16 << 20)));
+        assert_eq!(cache_size("garbage"), None);
+    }
+
+    #[test]
+    fn meminfo_values_parse() {
+        assert_eq!(meminfo_kib("   1024 kB"), Some(Bytes(1 << 20)));
+        assert_eq!(meminfo_kib(" 7"), Some(Bytes(7)));
+        assert_eq!(meminfo_kib("x kB"), None);
+    }
+
+    #[test]
+    fn live_machine_reads() {
+        let t = Topology::live().expect("this machine has CPUs");
+        assert!(!t.cpus.is_empty());
+        assert!(!t.allowed_cpus.is_empty());
+        assert!(t.allowed_cpus.ids().iter().all(|&c| t.cpu(c).is_some()));
+        assert_eq!(t.nodes.iter().map(|n| n.cpus.len()).sum::<usize>(), t.cpus.len());
+    }
+}

@@ -1,0 +1,163 @@
+//! Sizes: parsing `80M` / `6GiB` / `512MB`, and printing bytes for people.
+
+use std::fmt;
+
+/// Bytes of an f64 array element.
+pub const ELEMENT_BYTES: u64 = 8;
+
+/// A quantity of bytes. A type of its own so that it cannot be mixed up with
+/// element counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, serde::Serialize)]
+#[serde(transparent)]
+pub struct Bytes(pub u64);
+
+impl Bytes {
+    pub const KIB: u64 = 1 << 10;
+    pub const MIB: u64 = 1 << 20;
+    pub const GIB: u64 = 1 << 30;
+
+    pub fn mib(self) -> f64 {
+        self.0 as f64 / Self::MIB as f64
+    }
+    pub fn gib(self) -> f64 {
+        self.0 as f64 / Self::GIB as f64
+    }
+}
+
+impl fmt::Display for Bytes {
+    /// Binary units, as `lscpu` and `numactl -H` print them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        let (value, unit) = if b >= Self::GIB {
+            (b as f64 / Self::GIB as f64, "GiB")
+        } else if b >= Self::MIB {
+            (b as f64 / Self::MIB as f64, "MiB")
+        } else if b >= Self::KIB {
+            (b as f64 / Self::KIB as f64, "KiB")
+        } else {
+            return write!(f, "{b} B");
+        };
+        if value.fract() == 0.0 {
+            write!(f, "{value:.0} {unit}")
+        } else {
+            write!(f, "{value:.1} {unit}")
+        }
+    }
+}
+
+/// What `--size` asked for: a count of elements or a number of bytes per array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArraySize {
+    Elements(u64),
+    Bytes(Bytes),
+}
+
+impl ArraySize {
+    pub fn elements(self) -> u64 {
+        match self {
+            ArraySize::Elements(n) => n,
+            ArraySize::Bytes(b) => b.0 / ELEMENT_BYTES,
+        }
+    }
+}
+
+/// Parses `--size`: a bare count or a count with a decimal suffix (`k`, `M`,
+/// `G`: 10^3, 10^6, 10^9) is a number of elements, as in STREAM's
+/// `-DSTREAM_ARRAY_SIZE=80000000`; a value with a byte unit (`B`, `KB`, `MB`,
+/// `GB`, `KiB`, `MiB`, `GiB`, `TiB`) is bytes per array.
+pub fn parse_array_size(text: &str) -> Result<ArraySize, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let num = num.replace('_', "");
+    if num.is_empty() {
+        return Err(format!("size '{text}' does not start with a number"));
+    }
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("size '{text}': '{num}' is not a number"))?;
+    let (scale, is_bytes) = match unit.trim() {
+        "" => (1.0, false),
+        "k" | "K" => (1e3, false),
+        "M" | "m" => (1e6, false),
+        "G" | "g" => (1e9, false),
+        "B" => (1.0, true),
+        "KB" | "kB" => (1e3, true),
+        "MB" => (1e6, true),
+        "GB" => (1e9, true),
+        "TB" => (1e12, true),
+        "KiB" => (Bytes::KIB as f64, true),
+        "MiB" => (Bytes::MIB as f64, true),
+        "GiB" => (Bytes::GIB as f64, true),
+        "TiB" => ((1u64 << 40) as f64, true),
+        other => {
+            return Err(format!(
+                "size '{text}': unknown unit '{other}' (use an element count such as 80M, or bytes such as 512MB or 6GiB)"
+            ));
+        }
+    };
+    let total = value * scale;
+    if !total.is_finite() || total >= u64::MAX as f64 {
+        return Err(format!("size '{text}' is too large"));
+    }
+    let total = total.round() as u64;
+    let size = if is_bytes {
+        ArraySize::Bytes(Bytes(total))
+    } else {
+        ArraySize::Elements(total)
+    };
+    if size.elements() == 0 {
+        return Err(format!("size '{text}' is zero elements"));
+    }
+    Ok(size)
+}
+
+/// Parses a plain byte quantity such as `64MiB` or `2GB` (for limits and sweeps).
+pub fn parse_bytes(text: &str) -> Result<Bytes, String> {
+    match parse_array_size(text)? {
+        ArraySize::Bytes(b) => Ok(b),
+        ArraySize::Elements(_) => Err(format!(
+            "'{text}' needs a byte unit (B, KB, MB, GB, KiB, MiB, GiB)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn element_counts_use_decimal_suffixes() {
+        assert_eq!(parse_array_size("80M"), Ok(ArraySize::Elements(80_000_000)));
+        assert_eq!(parse_array_size("800000000"), Ok(ArraySize::Elements(800_000_000)));
+        assert_eq!(parse_array_size("2.5k"), Ok(ArraySize::Elements(2500)));
+        assert_eq!(parse_array_size("10_000"), Ok(ArraySize::Elements(10_000)));
+    }
+
+    #[test]
+    fn byte_units_give_bytes_per_array() {
+        assert_eq!(parse_array_size("6GiB").unwrap().elements(), 6 * (1 << 30) / 8);
+        assert_eq!(parse_array_size("512MB").unwrap().elements(), 64_000_000);
+        assert_eq!(parse_bytes("1KiB"), Ok(Bytes(1024)));
+    }
+
+    #[test]
+    fn bad_sizes_are_refused_with_the_bad_part_named() {
+        assert!(parse_array_size("0").unwrap_err().contains("zero"));
+        assert!(parse_array_size("4B").unwrap_err().contains("zero"));
+        assert!(parse_array_size("abc").unwrap_err().contains("number"));
+        assert!(parse_array_size("12XB").unwrap_err().contains("'XB'"));
+        assert!(parse_array_size("1..2M").unwrap_err().contains("not a number"));
+        assert!(parse_bytes("12").is_err());
+    }
+
+    #[test]
+    fn bytes_print_in_binary_units() {
+        assert_eq!(Bytes(512).to_string(), "512 B");
+        assert_eq!(Bytes(48 * 1024).to_string(), "48 KiB");
+        assert_eq!(Bytes(3 * Bytes::MIB / 2).to_string(), "1.5 MiB");
+        assert_eq!(Bytes(16 * Bytes::GIB).to_string(), "16 GiB");
+    }
+}
