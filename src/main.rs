@@ -1,1 +1,6 @@
-fn main() {}
+fn main() {
+    if let Err(e) = membw::cli::main() {
+        eprintln!("membw: error: {e}");
+        std::process::exit(e.exit_code());
+    }
+}

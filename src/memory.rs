@@ -1,0 +1,212 @@
+//! The arrays: sizing, the fit check against available memory, mapping,
+//! hugepage advice, and the split into per-thread chunks that each thread
+//! first-touches itself.
+
+use crate::error::{Error, Result};
+use crate::kernels::ArrayId;
+use crate::sys::MappedArray;
+use crate::topology::Topology;
+use crate::units::{Bytes, ELEMENT_BYTES};
+use std::ops::Range;
+
+/// Elements per base page: chunk boundaries fall on page boundaries so
+/// that no page is first-touched by two threads.
+pub const PAGE_ELEMENTS: usize = 4096 / ELEMENT_BYTES as usize;
+
+/// Transparent hugepage choice (`--hugepages`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Hugepages {
+    /// Ask for THP (madvise) when the kernel allows it; harmless otherwise.
+    Auto,
+    /// Ask for THP and fail if the kernel has THP disabled.
+    Thp,
+    /// Ask the kernel not to use THP for the arrays.
+    Never,
+}
+
+/// STREAM's sizing rule: each array at least 4 × the sum of all caches serving
+/// the CPUs used, and never below STREAM's own default of 10M elements;
+/// rounded up so every thread gets whole pages.
+pub fn default_elements(topo: &Topology, cpus: &[usize]) -> u64 {
+    let used = cpus.iter().copied().collect();
+    let rule = 4 * topo.cache_sum(&used).0 / ELEMENT_BYTES;
+    let elements = rule.max(10_000_000);
+    let unit = (PAGE_ELEMENTS * cpus.len().max(1)) as u64;
+    elements.div_ceil(unit) * unit
+}
+
+/// Refuses, before anything is mapped, an array set larger than what the
+/// machine (and our cgroup) can give.
+pub fn check_fits(topo: &Topology, arrays: usize, elements: u64) -> Result<()> {
+    let needed = Bytes(
+        elements
+            .checked_mul(ELEMENT_BYTES * arrays as u64)
+            .ok_or_else(|| Error::Usage(format!("array size {elements} elements overflows")))?,
+    );
+    if let Some(available) = topo.memory.allocatable() {
+        if needed > available {
+            let limit = match topo.memory.cgroup_limit {
+                Some(l) if Some(available) != topo.memory.available => {
+                    format!(" (cgroup limit {l})")
+                }
+                _ => String::new(),
+            };
+            return Err(Error::Usage(format!(
+                "--size: {arrays} arrays of {elements} elements need {needed} but only {available} is available{limit}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Contiguous, page-aligned ranges, one per thread, like OpenMP's
+/// `schedule(static)`; sizes differ by at most one page.
+pub fn partition(elements: usize, threads: usize) -> Vec<Range<usize>> {
+    let pages = elements.div_ceil(PAGE_ELEMENTS);
+    let (per, extra) = (pages / threads, pages % threads);
+    let mut start = 0;
+    (0..threads)
+        .map(|t| {
+            // The extra pages go to the last threads, which also hold the
+            // partial last page, so sizes stay within one page of each other.
+            let count = (per + usize::from(t >= threads - extra)) * PAGE_ELEMENTS;
+            let end = (start + count).min(elements);
+            let range = start..end;
+            start = end;
+            range
+        })
+        .collect()
+}
+
+/// The mapped arrays; `None` for an array no selected kernel uses.
+pub struct Arrays {
+    arrays: [Option<MappedArray>; 3],
+    pub elements: usize,
+}
+
+/// One thread's share of every mapped array.
+pub struct Chunk<'a> {
+    pub arrays: [Option<&'a mut [f64]>; 3],
+    /// Index of the chunk's first element in the whole array.
+    pub offset: usize,
+}
+
+impl Chunk<'_> {
+    pub fn get(&mut self, id: ArrayId) -> &mut [f64] {
+        self.arrays[id.index()]
+            .as_deref_mut()
+            .expect("kernel uses an array that was mapped")
+    }
+}
+
+impl Arrays {
+    /// Maps (without touching) the arrays in `needed`.
+    pub fn map(needed: &[ArrayId], elements: usize, hugepages: Hugepages) -> Result<Arrays> {
+        let mut arrays: [Option<MappedArray>; 3] = [None, None, None];
+        for &id in needed {
+            let array = MappedArray::new(elements)
+                .map_err(|e| Error::Runtime(format!("cannot map array {}: {e}", id.name())))?;
+            let advice = match hugepages {
+                Hugepages::Auto => array.advise_hugepages(true).or(Ok(())),
+                Hugepages::Thp => array.advise_hugepages(true),
+                Hugepages::Never => array.advise_hugepages(false),
+            };
+            advice.map_err(|e: std::io::Error| {
+                Error::Runtime(format!("madvise on array {}: {e}", id.name()))
+            })?;
+            arrays[id.index()] = Some(array);
+        }
+        Ok(Arrays { arrays, elements })
+    }
+
+    pub fn has(&self, id: ArrayId) -> bool {
+        self.arrays[id.index()].is_some()
+    }
+
+    pub fn array(&self, id: ArrayId) -> Option<&MappedArray> {
+        self.arrays[id.index()].as_ref()
+    }
+
+    /// Splits every array along `ranges` into one [`Chunk`] per thread.
+    pub fn chunks(&mut self, ranges: &[Range<usize>]) -> Vec<Chunk<'_>> {
+        let mut per_array: Vec<Vec<Option<&mut [f64]>>> = self
+            .arrays
+            .iter_mut()
+            .map(|slot| match slot {
+                Some(array) => split_ranges(array.as_mut_slice(), ranges)
+                    .into_iter()
+                    .map(Some)
+                    .collect(),
+                None => ranges.iter().map(|_| None).collect(),
+            })
+            .collect();
+        let mut columns: Vec<_> = per_array.iter_mut().map(|v| v.drain(..)).collect();
+        ranges
+            .iter()
+            .map(|r| Chunk {
+                arrays: [
+                    columns[0].next().flatten(),
+                    columns[1].next().flatten(),
+                    columns[2].next().flatten(),
+                ],
+                offset: r.start,
+            })
+            .collect()
+    }
+}
+
+fn split_ranges<'a>(mut rest: &'a mut [f64], ranges: &[Range<usize>]) -> Vec<&'a mut [f64]> {
+    let mut consumed = 0;
+    ranges
+        .iter()
+        .map(|r| {
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - consumed);
+            let (chunk, tail) = tail.split_at_mut(r.len());
+            consumed = r.end;
+            rest = tail;
+            chunk
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_covers_everything_on_page_boundaries() {
+        for (n, t) in [(1, 1), (10_000, 3), (1 << 20, 7), (512, 4), (100, 2)] {
+            let parts = partition(n, t);
+            assert_eq!(parts.len(), t);
+            assert_eq!(parts[0].start, 0);
+            assert_eq!(parts.last().unwrap().end, n);
+            for w in parts.windows(2) {
+                assert_eq!(w[0].end, w[1].start);
+                assert!(w[1].start % PAGE_ELEMENTS == 0 || w[1].start == n);
+            }
+            let lens: Vec<usize> = parts.iter().map(|r| r.len()).collect();
+            let (lo, hi) = (lens.iter().min().unwrap(), lens.iter().max().unwrap());
+            assert!(hi - lo <= PAGE_ELEMENTS || *lo == 0);
+        }
+    }
+
+    #[test]
+    fn chunks_split_only_mapped_arrays() {
+        let mut arrays = Arrays::map(&[ArrayId::A, ArrayId::C], 3000, Hugepages::Never).unwrap();
+        let ranges = partition(3000, 2);
+        let mut chunks = arrays.chunks(&ranges);
+        assert_eq!(chunks.len(), 2);
+        assert!(chunks[1].arrays[ArrayId::B.index()].is_none());
+        assert_eq!(chunks[0].get(ArrayId::A).len() + chunks[1].get(ArrayId::C).len(), 3000);
+        assert_eq!(chunks[1].offset, ranges[1].start);
+    }
+
+    #[test]
+    fn too_large_arrays_are_refused_before_mapping() {
+        let topo = Topology::live().unwrap();
+        let err = check_fits(&topo, 3, 1 << 50).unwrap_err();
+        assert!(err.to_string().contains("available"), "{err}");
+        assert!(check_fits(&topo, 3, 1000).is_ok());
+    }
+}

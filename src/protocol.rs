@@ -1,0 +1,520 @@
+//! STREAM's measurement protocol: first-touch initialization, the timing
+//! test, `ntimes` repetitions of every selected kernel timed barrier to
+//! barrier, statistics without the first repetition, and validation against
+//! the same recurrence STREAM's `checkSTREAMresults` uses.
+//!
+//! Returns a [`Measurement`] (plain data) and prints nothing.
+
+use crate::error::{Error, Result};
+use crate::kernels::{ArrayId, Isa, KernelFns, KernelId, SCALAR, StoreMode, WRITE_VALUE};
+use crate::memory::{self, Arrays, Chunk, Hugepages};
+use crate::team::{self, Member};
+use crate::units::ELEMENT_BYTES;
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+/// STREAM's tolerance for 8-byte reals.
+pub const EPSILON: f64 = 1e-13;
+/// Below this a kernel's time is too close to the timer to trust (STREAM: 20 ticks).
+pub const MIN_TICKS: f64 = 20.0;
+/// And below this, too short to include the effects that matter (STREAM's advice).
+pub const MIN_KERNEL_SECONDS: f64 = 1e-3;
+
+/// Everything needed to run one measurement.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub elements: usize,
+    pub ntimes: usize,
+    pub kernels: Vec<KernelId>,
+    pub fns: KernelFns,
+    /// CPU of each thread, by thread number.
+    pub cpus: Vec<usize>,
+    pub hugepages: Hugepages,
+}
+
+impl Plan {
+    /// The arrays the selected kernels touch; `a` always, for the timing test.
+    pub fn arrays_needed(&self) -> Vec<ArrayId> {
+        ArrayId::ALL
+            .into_iter()
+            .filter(|&id| {
+                id == ArrayId::A || self.kernels.iter().any(|k| k.spec().arrays().any(|a| a == id))
+            })
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ThreadPlacement {
+    pub thread: usize,
+    pub cpu: usize,
+    /// Where the thread found itself after pinning (sched_getcpu).
+    pub observed_cpu: Option<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KernelResult {
+    pub kernel: KernelId,
+    /// Bytes per element as STREAM counts them.
+    pub bytes_per_element: u64,
+    /// Bytes per element on the memory bus, write-allocate included.
+    pub dram_bytes_per_element: u64,
+    pub best_rate_mb_s: f64,
+    pub avg_time_s: f64,
+    pub min_time_s: f64,
+    pub max_time_s: f64,
+    /// max/min time over the counted repetitions.
+    pub spread: f64,
+    /// Every repetition's time, the first (not counted) included.
+    pub times_s: Vec<f64>,
+}
+
+impl KernelResult {
+    /// Best rate in GB/s (10^9 bytes/s), STREAM's counting.
+    pub fn best_gb_s(&self) -> f64 {
+        self.best_rate_mb_s / 1e3
+    }
+    /// Best rate of bytes really moved, write-allocate included.
+    pub fn dram_gb_s(&self) -> f64 {
+        self.best_gb_s() * self.dram_bytes_per_element as f64 / self.bytes_per_element as f64
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ArrayCheck {
+    pub array: String,
+    pub expected: f64,
+    /// Mean absolute error over the array, relative to `expected`.
+    pub avg_rel_error: f64,
+    /// Elements whose own relative error exceeds epsilon.
+    pub bad_elements: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Validation {
+    pub passed: bool,
+    pub epsilon: f64,
+    pub arrays: Vec<ArrayCheck>,
+    /// The read kernel's last sum against the expected one, when it ran.
+    pub read_rel_error: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TimerCheck {
+    pub granularity_ns: f64,
+    /// Time of STREAM's `a = 2a` timing test, which estimates one kernel's time.
+    pub timing_test_us: f64,
+    /// How many timer ticks the shortest kernel took.
+    pub min_kernel_ticks: f64,
+}
+
+/// The result of one run: what was measured, and how it was set up.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Measurement {
+    pub array_elements: u64,
+    pub bytes_per_array: u64,
+    pub arrays: usize,
+    pub ntimes: usize,
+    pub isa: Isa,
+    pub stores: StoreMode,
+    pub hugepages: Hugepages,
+    pub threads: Vec<ThreadPlacement>,
+    pub results: Vec<KernelResult>,
+    pub validation: Validation,
+    pub timer: TimerCheck,
+    /// Mapping plus parallel first touch.
+    pub setup_s: f64,
+    /// Setup, repetitions and validation together.
+    pub total_s: f64,
+    pub warnings: Vec<String>,
+}
+
+impl Measurement {
+    pub fn result(&self, kernel: KernelId) -> Option<&KernelResult> {
+        self.results.iter().find(|r| r.kernel == kernel)
+    }
+}
+
+/// What every array should hold after the run, by STREAM's recurrence.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Expected {
+    pub values: [f64; 3],
+    /// The value of `a` when the read kernel last ran.
+    pub read_a: Option<f64>,
+}
+
+pub fn expected_values(kernels: &[KernelId], ntimes: usize) -> Expected {
+    let (mut a, mut b, mut c) = (1.0, 2.0, 0.0);
+    a *= 2.0; // the timing test
+    let mut read_a = None;
+    for _ in 0..ntimes {
+        for k in kernels {
+            match k {
+                KernelId::Copy => c = a,
+                KernelId::Scale => b = SCALAR * c,
+                KernelId::Add => c = a + b,
+                KernelId::Triad => a = b + SCALAR * c,
+                KernelId::Read => read_a = Some(a),
+                KernelId::Write => c = WRITE_VALUE,
+            }
+        }
+    }
+    Expected {
+        values: [a, b, c],
+        read_a,
+    }
+}
+
+/// Per-thread error sums, merged after the run.
+#[derive(Debug, Clone, Copy, Default)]
+struct ErrorSums {
+    abs_error: [f64; 3],
+    bad: [u64; 3],
+    read_sum: f64,
+    read_len: usize,
+}
+
+struct ThreadOutcome {
+    times: Vec<f64>,
+    timing_test: f64,
+    first_touch_done: Instant,
+    errors: ErrorSums,
+}
+
+/// The smallest step of the clock, measured like STREAM's `checktick`.
+pub fn clock_granularity() -> Duration {
+    (0..20)
+        .map(|_| {
+            let t0 = Instant::now();
+            loop {
+                let t1 = Instant::now();
+                if t1 > t0 {
+                    break t1 - t0;
+                }
+            }
+        })
+        .min()
+        .unwrap_or(Duration::from_nanos(1))
+}
+
+/// Runs the plan and returns its measurement. Fails only if the system
+/// refuses memory or pinning; a failed validation is reported in the data.
+pub fn measure(plan: &Plan) -> Result<Measurement> {
+    let started = Instant::now();
+    let granularity = clock_granularity();
+    let ranges = memory::partition(plan.elements, plan.cpus.len());
+    let mut arrays = Arrays::map(&plan.arrays_needed(), plan.elements, plan.hugepages)?;
+    let expected = expected_values(&plan.kernels, plan.ntimes);
+    let chunks = arrays.chunks(&ranges);
+    let outcomes = team::run(&plan.cpus, chunks, |m, chunk| {
+        run_member(plan, &expected, m, chunk)
+    })?;
+    let first_touch_done = outcomes
+        .iter()
+        .map(|o| o.value.first_touch_done)
+        .max()
+        .unwrap_or(started);
+    let leader = &outcomes[0].value;
+    let results: Vec<KernelResult> = plan
+        .kernels
+        .iter()
+        .enumerate()
+        .map(|(k, &kernel)| {
+            let times = leader.times[k * plan.ntimes..(k + 1) * plan.ntimes].to_vec();
+            kernel_statistics(kernel, plan.fns.stores, plan.elements, times)
+        })
+        .collect();
+    let errors = outcomes.iter().fold(ErrorSums::default(), |acc, o| {
+        let e = o.value.errors;
+        ErrorSums {
+            abs_error: std::array::from_fn(|i| acc.abs_error[i] + e.abs_error[i]),
+            bad: std::array::from_fn(|i| acc.bad[i] + e.bad[i]),
+            read_sum: acc.read_sum + e.read_sum,
+            read_len: acc.read_len + e.read_len,
+        }
+    });
+    let validation = validation_report(&arrays, &expected, &errors);
+    let min_time = results.iter().map(|r| r.min_time_s).fold(f64::INFINITY, f64::min);
+    let tick = granularity.as_secs_f64();
+    let timer = TimerCheck {
+        granularity_ns: tick * 1e9,
+        timing_test_us: leader.timing_test * 1e6,
+        min_kernel_ticks: min_time / tick,
+    };
+    let threads: Vec<ThreadPlacement> = outcomes
+        .iter()
+        .enumerate()
+        .map(|(thread, o)| ThreadPlacement {
+            thread,
+            cpu: plan.cpus[thread],
+            observed_cpu: o.observed_cpu,
+        })
+        .collect();
+    let mut warnings = Vec::new();
+    if min_time.is_finite() && (timer.min_kernel_ticks < MIN_TICKS || min_time < MIN_KERNEL_SECONDS)
+    {
+        let factor = (MIN_KERNEL_SECONDS * 10.0 / min_time).ceil() as u64;
+        warnings.push(format!(
+            "the shortest kernel took {:.1} us ({:.0} clock ticks); results below ~1 ms are unreliable: try --size {}",
+            min_time * 1e6,
+            timer.min_kernel_ticks,
+            plan.elements as u64 * factor.max(2)
+        ));
+    }
+    for t in &threads {
+        if t.observed_cpu.is_some_and(|c| c != t.cpu) {
+            warnings.push(format!(
+                "thread {} was pinned to CPU {} but found itself on CPU {}",
+                t.thread,
+                t.cpu,
+                t.observed_cpu.unwrap_or(0)
+            ));
+        }
+    }
+    Ok(Measurement {
+        array_elements: plan.elements as u64,
+        bytes_per_array: plan.elements as u64 * ELEMENT_BYTES,
+        arrays: plan.arrays_needed().len(),
+        ntimes: plan.ntimes,
+        isa: plan.fns.isa,
+        stores: plan.fns.stores,
+        hugepages: plan.hugepages,
+        threads,
+        results,
+        validation,
+        timer,
+        setup_s: (first_touch_done - started).as_secs_f64(),
+        total_s: started.elapsed().as_secs_f64(),
+        warnings,
+    })
+}
+
+/// The SPMD body: what every thread does, in lock step.
+fn run_member(plan: &Plan, expected: &Expected, m: &Member, mut chunk: Chunk) -> ThreadOutcome {
+    let fns = &plan.fns;
+    // Allocated before the timed loop; only the leader's entries are written.
+    let mut times = vec![0.0; plan.kernels.len() * plan.ntimes];
+
+    // First touch: STREAM's initial values, written by the thread that will use them.
+    for (id, value) in [(ArrayId::A, 1.0), (ArrayId::B, 2.0), (ArrayId::C, 0.0)] {
+        if let Some(array) = chunk.arrays[id.index()].as_deref_mut() {
+            (fns.write)(array, value);
+        }
+    }
+    let first_touch_done = Instant::now();
+    m.barrier();
+
+    // STREAM's timing test, a = 2a: estimates the time of one kernel.
+    let start = Instant::now();
+    for x in chunk.get(ArrayId::A).iter_mut() {
+        *x *= 2.0;
+    }
+    m.barrier();
+    let timing_test = start.elapsed().as_secs_f64();
+
+    let mut read_sum = 0.0;
+    for rep in 0..plan.ntimes {
+        for (k, &kernel) in plan.kernels.iter().enumerate() {
+            m.barrier();
+            let start = m.is_leader().then(Instant::now);
+            run_kernel(fns, kernel, &mut chunk, &mut read_sum);
+            m.barrier();
+            if let Some(start) = start {
+                times[k * plan.ntimes + rep] = start.elapsed().as_secs_f64();
+            }
+        }
+    }
+    let errors = check_chunk(&mut chunk, expected, read_sum);
+    ThreadOutcome {
+        times,
+        timing_test,
+        first_touch_done,
+        errors,
+    }
+}
+
+fn run_kernel(fns: &KernelFns, kernel: KernelId, chunk: &mut Chunk, read_sum: &mut f64) {
+    let [a, b, c] = &mut chunk.arrays;
+    let (a, b, c) = (a.as_deref_mut(), b.as_deref_mut(), c.as_deref_mut());
+    const MAPPED: &str = "the plan maps every array its kernels use";
+    match kernel {
+        KernelId::Copy => (fns.copy)(c.expect(MAPPED), a.expect(MAPPED)),
+        KernelId::Scale => (fns.scale)(b.expect(MAPPED), c.expect(MAPPED), SCALAR),
+        KernelId::Add => (fns.add)(c.expect(MAPPED), a.expect(MAPPED), b.expect(MAPPED)),
+        KernelId::Triad => (fns.triad)(a.expect(MAPPED), b.expect(MAPPED), c.expect(MAPPED), SCALAR),
+        KernelId::Read => *read_sum = std::hint::black_box((fns.read)(a.expect(MAPPED))),
+        KernelId::Write => (fns.write)(c.expect(MAPPED), WRITE_VALUE),
+    }
+}
+
+fn check_chunk(chunk: &mut Chunk, expected: &Expected, read_sum: f64) -> ErrorSums {
+    let mut sums = ErrorSums::default();
+    for id in ArrayId::ALL {
+        let want = expected.values[id.index()];
+        if let Some(array) = chunk.arrays[id.index()].as_deref() {
+            for &x in array {
+                let err = (x - want).abs();
+                sums.abs_error[id.index()] += err;
+                if err > EPSILON * want.abs().max(f64::MIN_POSITIVE) {
+                    sums.bad[id.index()] += 1;
+                }
+            }
+        }
+    }
+    sums.read_sum = read_sum;
+    sums.read_len = chunk.arrays[0].as_deref().map_or(0, <[f64]>::len);
+    sums
+}
+
+fn validation_report(arrays: &Arrays, expected: &Expected, errors: &ErrorSums) -> Validation {
+    let n = arrays.elements as f64;
+    let checks: Vec<ArrayCheck> = ArrayId::ALL
+        .into_iter()
+        .filter(|&id| arrays.has(id))
+        .map(|id| {
+            let want = expected.values[id.index()];
+            let avg = errors.abs_error[id.index()] / n;
+            ArrayCheck {
+                array: id.name().into(),
+                expected: want,
+                avg_rel_error: if want == 0.0 { avg } else { avg / want.abs() },
+                bad_elements: errors.bad[id.index()],
+            }
+        })
+        .collect();
+    let read_rel_error = expected.read_a.map(|a| {
+        let want = a * errors.read_len as f64;
+        (errors.read_sum - want).abs() / want.abs()
+    });
+    let passed = checks.iter().all(|c| c.avg_rel_error <= EPSILON)
+        && read_rel_error.is_none_or(|e| e <= 1e-9);
+    Validation {
+        passed,
+        epsilon: EPSILON,
+        arrays: checks,
+        read_rel_error,
+    }
+}
+
+/// Best/avg/min/max over the repetitions after the first, as STREAM reports.
+pub fn kernel_statistics(
+    kernel: KernelId,
+    stores: StoreMode,
+    elements: usize,
+    times: Vec<f64>,
+) -> KernelResult {
+    let counted = &times[1.min(times.len())..];
+    let min = counted.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = counted.iter().copied().fold(0.0, f64::max);
+    let avg = counted.iter().sum::<f64>() / counted.len().max(1) as f64;
+    let spec = kernel.spec();
+    let bytes = spec.bytes_counted() as f64 * elements as f64;
+    KernelResult {
+        kernel,
+        bytes_per_element: spec.bytes_counted(),
+        dram_bytes_per_element: spec.bytes_moved(stores),
+        best_rate_mb_s: 1e-6 * bytes / min,
+        avg_time_s: avg,
+        min_time_s: min,
+        max_time_s: max,
+        spread: max / min,
+        times_s: times,
+    }
+}
+
+/// Turns a failed validation into the error `membw run` exits with.
+pub fn require_valid(m: &Measurement) -> Result<()> {
+    if m.validation.passed {
+        return Ok(());
+    }
+    let mut parts: Vec<String> = m
+        .validation
+        .arrays
+        .iter()
+        .filter(|c| c.avg_rel_error > m.validation.epsilon)
+        .map(|c| {
+            format!(
+                "array {}: avg relative error {:.3e}, {} of {} elements wrong (expected {})",
+                c.array, c.avg_rel_error, c.bad_elements, m.array_elements, c.expected
+            )
+        })
+        .collect();
+    if let Some(e) = m.validation.read_rel_error.filter(|&e| e > 1e-9) {
+        parts.push(format!("read kernel sum off by {e:.3e}"));
+    }
+    Err(Error::Validation(format!(
+        "Failed Validation: {}",
+        parts.join("; ")
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::STREAM_KERNELS;
+
+    #[test]
+    fn recurrence_matches_stream() {
+        // STREAM's checkSTREAMresults with NTIMES = 1, by hand.
+        let e = expected_values(&STREAM_KERNELS, 1);
+        let (a, b, c) = (2.0, 3.0 * 2.0, 2.0 + 6.0);
+        assert_eq!(e.values, [b + 3.0 * c, b, c]);
+        let _ = a;
+        // A kernel that did not run leaves its array alone.
+        assert_eq!(expected_values(&[KernelId::Copy], 5).values, [2.0, 2.0, 2.0]);
+        assert_eq!(expected_values(&[KernelId::Read], 3).read_a, Some(2.0));
+    }
+
+    #[test]
+    fn statistics_skip_the_first_repetition() {
+        let r = kernel_statistics(KernelId::Triad, StoreMode::Regular, 1000, vec![9.0, 2.0, 1.0, 3.0]);
+        assert_eq!((r.min_time_s, r.max_time_s, r.avg_time_s), (1.0, 3.0, 2.0));
+        assert_eq!(r.best_rate_mb_s, 24.0 * 1000.0 / 1.0 / 1e6);
+        assert_eq!(r.spread, 3.0);
+        assert_eq!(r.times_s.len(), 4);
+        assert_eq!(r.dram_bytes_per_element, 32);
+    }
+
+    fn small_plan(kernels: Vec<KernelId>, stores: StoreMode) -> Plan {
+        let cpu = crate::sys::current_cpu().unwrap();
+        Plan {
+            elements: 100_003,
+            ntimes: 3,
+            kernels,
+            fns: KernelFns::select(Isa::best(), stores).unwrap(),
+            cpus: vec![cpu, cpu],
+            hugepages: Hugepages::Auto,
+        }
+    }
+
+    #[test]
+    fn a_small_run_validates() {
+        for stores in [StoreMode::Regular, StoreMode::Nt] {
+            let all: Vec<KernelId> = crate::kernels::KERNELS.iter().map(|k| k.id).collect();
+            let m = measure(&small_plan(all, stores)).unwrap();
+            assert!(m.validation.passed, "{:?}", m.validation);
+            assert_eq!(m.results.len(), 6);
+            assert!(m.results.iter().all(|r| r.best_rate_mb_s > 0.0 && r.times_s.len() == 3));
+            assert!(m.validation.read_rel_error.unwrap() < 1e-12);
+            require_valid(&m).unwrap();
+        }
+    }
+
+    #[test]
+    fn only_used_arrays_are_mapped() {
+        let plan = small_plan(vec![KernelId::Read], StoreMode::Regular);
+        assert_eq!(plan.arrays_needed(), vec![ArrayId::A]);
+        let m = measure(&plan).unwrap();
+        assert_eq!(m.arrays, 1);
+        assert!(m.validation.passed);
+    }
+
+    #[test]
+    fn a_wrong_result_fails_validation() {
+        let mut m = measure(&small_plan(vec![KernelId::Copy], StoreMode::Regular)).unwrap();
+        m.validation.arrays[0].avg_rel_error = 1e-3;
+        m.validation.passed = false;
+        let err = require_valid(&m).unwrap_err().to_string();
+        assert!(err.contains("array a"), "{err}");
+    }
+}

@@ -1,0 +1,9 @@
+//! The JSON document (schema in the README).
+
+use super::RunReport;
+
+pub fn render(report: &RunReport) -> String {
+    let mut s = serde_json::to_string_pretty(report).expect("plain data serializes");
+    s.push('\n');
+    s
+}

@@ -1,0 +1,131 @@
+//! STREAM's text layout, so `grep "Triad:" | awk '{print $2}'` keeps working,
+//! followed by a short summary for people.
+
+use super::RunReport;
+use crate::protocol::{KernelResult, Measurement};
+use crate::topology::cpulist::format_ranges;
+use crate::units::Bytes;
+use std::fmt::Write;
+
+const RULE: &str = "-------------------------------------------------------------";
+
+/// STREAM's table header, byte for byte.
+pub const TABLE_HEADER: &str = "Function    Best Rate MB/s  Avg time     Min time     Max time";
+
+/// The table alone (what `-q` prints).
+pub fn table(m: &Measurement) -> String {
+    let mut out = String::new();
+    out.push_str(TABLE_HEADER);
+    out.push('\n');
+    for r in &m.results {
+        out.push_str(&table_row(r));
+    }
+    out
+}
+
+/// One row, with STREAM's printf: an 11-character label, then `%12.1f  %11.6f  %11.6f  %11.6f`.
+fn table_row(r: &KernelResult) -> String {
+    format!(
+        "{:<11}{:>12.1}  {:>11.6}  {:>11.6}  {:>11.6}\n",
+        r.kernel.spec().label,
+        r.best_rate_mb_s,
+        r.avg_time_s,
+        r.min_time_s,
+        r.max_time_s
+    )
+}
+
+pub fn render(report: &RunReport) -> String {
+    let m = &report.measurement;
+    let mut o = String::new();
+    let per_array = Bytes(m.bytes_per_array);
+    let total = Bytes(m.bytes_per_array * m.arrays as u64);
+    let _ = writeln!(o, "{RULE}");
+    let _ = writeln!(o, "membw {} (STREAM-compatible output)", report.version);
+    let _ = writeln!(o, "{RULE}");
+    let _ = writeln!(o, "This system uses 8 bytes per array element.");
+    let _ = writeln!(o, "{RULE}");
+    let _ = writeln!(o, "Array size = {} (elements), Offset = 0 (elements)", m.array_elements);
+    let _ = writeln!(o, "Memory per array = {:.1} MiB (= {:.1} GiB).", per_array.mib(), per_array.gib());
+    let _ = writeln!(o, "Total memory required = {:.1} MiB (= {:.1} GiB).", total.mib(), total.gib());
+    let _ = writeln!(o, "Each kernel will be executed {} times.", m.ntimes);
+    let _ = writeln!(o, " The *best* time for each kernel (excluding the first iteration)");
+    let _ = writeln!(o, " will be used to compute the reported bandwidth.");
+    let _ = writeln!(o, "{RULE}");
+    let _ = writeln!(o, "Number of Threads requested = {}", m.threads.len());
+    let _ = writeln!(o, "Number of Threads counted = {}", m.threads.len());
+    let cpus: Vec<usize> = m.threads.iter().map(|t| t.cpu).collect();
+    let _ = writeln!(o, "Thread affinity (thread i on the i-th CPU) = {}", format_ranges(&cpus));
+    let _ = writeln!(o, "Kernels: {} ISA, {} stores ({})", m.isa, m.stores, report.request.stores_reason);
+    let _ = writeln!(o, "Hugepages: {:?}", m.hugepages);
+    let _ = writeln!(o, "Host: {} ({})", report.host.hostname, report.host.cpu_model.as_deref().unwrap_or("unknown CPU"));
+    let _ = writeln!(o, "{RULE}");
+    let tick_us = m.timer.granularity_ns / 1e3;
+    let _ = writeln!(o, "Your clock granularity/precision appears to be {tick_us:.3} microseconds.");
+    let _ = writeln!(o, "Each test below will take on the order of {:.0} microseconds.", m.timer.timing_test_us);
+    let _ = writeln!(o, "   (= {:.0} clock ticks)", m.timer.timing_test_us / tick_us.max(1e-9));
+    let _ = writeln!(o, "Increase the size of the arrays if this shows that");
+    let _ = writeln!(o, "you are not getting at least 20 clock ticks per test.");
+    let _ = writeln!(o, "{RULE}");
+    o.push_str(&table(m));
+    let _ = writeln!(o, "{RULE}");
+    if m.validation.passed {
+        let _ = writeln!(
+            o,
+            "Solution Validates: avg error less than {:.6e} on all {} arrays",
+            m.validation.epsilon,
+            m.validation.arrays.len()
+        );
+    } else {
+        let _ = writeln!(o, "Failed Validation (see the error below)");
+    }
+    let _ = writeln!(o, "{RULE}");
+    o.push_str(&summary(m));
+    o
+}
+
+/// The part for people: GB/s, stability and write-allocate traffic.
+fn summary(m: &Measurement) -> String {
+    let mut o = String::new();
+    let counted = m.ntimes.saturating_sub(1);
+    let _ = writeln!(o, "Summary (GB/s = 10^9 B/s, best of {counted} timed repetitions):");
+    for r in &m.results {
+        let _ = write!(
+            o,
+            "  {:<7}{:>9.2} GB/s   spread {:>5.3} (max/min time)",
+            r.kernel.spec().name,
+            r.best_gb_s(),
+            r.spread
+        );
+        if r.dram_bytes_per_element != r.bytes_per_element {
+            let _ = write!(
+                o,
+                "   {:.2} GB/s on the bus with write-allocate ({} B/elem, not {})",
+                r.dram_gb_s(),
+                r.dram_bytes_per_element,
+                r.bytes_per_element
+            );
+        }
+        o.push('\n');
+    }
+    let _ = writeln!(o, "  setup (map + parallel first touch) {:.3} s, whole run {:.3} s", m.setup_s, m.total_s);
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::{KernelId, StoreMode};
+    use crate::protocol::kernel_statistics;
+
+    #[test]
+    fn rows_use_streams_printf_layout() {
+        let r = kernel_statistics(KernelId::Triad, StoreMode::Nt, 10_000_000, vec![1.0, 0.014735, 0.014967]);
+        let row = table_row(&r);
+        // STREAM: "Triad:          16287.5     0.014848     0.014735     0.014967"
+        assert_eq!(row, "Triad:          16287.8     0.014851     0.014735     0.014967\n");
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(fields[0], "Triad:");
+        assert_eq!(fields[1], "16287.8");
+    }
+}
