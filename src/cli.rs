@@ -129,7 +129,9 @@ pub fn main() -> Result<()> {
         Err(e) => {
             let rendered = e.render().to_string();
             let first = rendered.lines().next().unwrap_or("invalid arguments");
-            return Err(Error::Usage(first.trim_start_matches("error: ").to_string()));
+            return Err(Error::Usage(
+                first.trim_start_matches("error: ").to_string(),
+            ));
         }
     };
     match cli.command {
@@ -238,7 +240,8 @@ fn run(args: RunArgs) -> Result<()> {
     };
     let mut stdout = std::io::stdout().lock();
     // A closed pipe (`| head`) is not an error worth reporting.
-    let _ = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush());
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
     protocol::require_valid(&report.measurement)
 }
-

@@ -38,7 +38,11 @@ impl Plan {
         ArrayId::ALL
             .into_iter()
             .filter(|&id| {
-                id == ArrayId::A || self.kernels.iter().any(|k| k.spec().arrays().any(|a| a == id))
+                id == ArrayId::A
+                    || self
+                        .kernels
+                        .iter()
+                        .any(|k| k.spec().arrays().any(|a| a == id))
             })
             .collect()
     }
@@ -234,7 +238,10 @@ pub fn measure(plan: &Plan) -> Result<Measurement> {
         }
     });
     let validation = validation_report(&arrays, &expected, &errors);
-    let min_time = results.iter().map(|r| r.min_time_s).fold(f64::INFINITY, f64::min);
+    let min_time = results
+        .iter()
+        .map(|r| r.min_time_s)
+        .fold(f64::INFINITY, f64::min);
     let tick = granularity.as_secs_f64();
     let timer = TimerCheck {
         granularity_ns: tick * 1e9,
@@ -341,7 +348,9 @@ fn run_kernel(fns: &KernelFns, kernel: KernelId, chunk: &mut Chunk, read_sum: &m
         KernelId::Copy => (fns.copy)(c.expect(MAPPED), a.expect(MAPPED)),
         KernelId::Scale => (fns.scale)(b.expect(MAPPED), c.expect(MAPPED), SCALAR),
         KernelId::Add => (fns.add)(c.expect(MAPPED), a.expect(MAPPED), b.expect(MAPPED)),
-        KernelId::Triad => (fns.triad)(a.expect(MAPPED), b.expect(MAPPED), c.expect(MAPPED), SCALAR),
+        KernelId::Triad => {
+            (fns.triad)(a.expect(MAPPED), b.expect(MAPPED), c.expect(MAPPED), SCALAR)
+        }
         KernelId::Read => *read_sum = std::hint::black_box((fns.read)(a.expect(MAPPED))),
         KernelId::Write => (fns.write)(c.expect(MAPPED), WRITE_VALUE),
     }
@@ -461,13 +470,21 @@ mod tests {
         assert_eq!(e.values, [b + 3.0 * c, b, c]);
         let _ = a;
         // A kernel that did not run leaves its array alone.
-        assert_eq!(expected_values(&[KernelId::Copy], 5).values, [2.0, 2.0, 2.0]);
+        assert_eq!(
+            expected_values(&[KernelId::Copy], 5).values,
+            [2.0, 2.0, 2.0]
+        );
         assert_eq!(expected_values(&[KernelId::Read], 3).read_a, Some(2.0));
     }
 
     #[test]
     fn statistics_skip_the_first_repetition() {
-        let r = kernel_statistics(KernelId::Triad, StoreMode::Regular, 1000, vec![9.0, 2.0, 1.0, 3.0]);
+        let r = kernel_statistics(
+            KernelId::Triad,
+            StoreMode::Regular,
+            1000,
+            vec![9.0, 2.0, 1.0, 3.0],
+        );
         assert_eq!((r.min_time_s, r.max_time_s, r.avg_time_s), (1.0, 3.0, 2.0));
         assert_eq!(r.best_rate_mb_s, 24.0 * 1000.0 / 1.0 / 1e6);
         assert_eq!(r.spread, 3.0);
@@ -494,7 +511,11 @@ mod tests {
             let m = measure(&small_plan(all, stores)).unwrap();
             assert!(m.validation.passed, "{:?}", m.validation);
             assert_eq!(m.results.len(), 6);
-            assert!(m.results.iter().all(|r| r.best_rate_mb_s > 0.0 && r.times_s.len() == 3));
+            assert!(
+                m.results
+                    .iter()
+                    .all(|r| r.best_rate_mb_s > 0.0 && r.times_s.len() == 3)
+            );
             assert!(m.validation.read_rel_error.unwrap() < 1e-12);
             require_valid(&m).unwrap();
         }

@@ -9,7 +9,10 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("CPU {cpu} is beyond the {} CPUs of a cpu_set_t", libc::CPU_SETSIZE),
+            format!(
+                "CPU {cpu} is beyond the {} CPUs of a cpu_set_t",
+                libc::CPU_SETSIZE
+            ),
         ));
     }
     // SAFETY: cpu_set_t is plain data for which all-zero is the empty set.

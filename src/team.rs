@@ -162,7 +162,9 @@ mod tests {
     #[test]
     fn an_unpinnable_cpu_fails_without_running_the_body() {
         let ran = AtomicBool::new(false);
-        let err = run(&[0, 5000], vec![(), ()], |_, ()| ran.store(true, Ordering::Relaxed));
+        let err = run(&[0, 5000], vec![(), ()], |_, ()| {
+            ran.store(true, Ordering::Relaxed)
+        });
         assert!(err.is_err());
         assert!(!ran.load(Ordering::Relaxed));
     }

@@ -131,14 +131,20 @@ mod tests {
     #[test]
     fn element_counts_use_decimal_suffixes() {
         assert_eq!(parse_array_size("80M"), Ok(ArraySize::Elements(80_000_000)));
-        assert_eq!(parse_array_size("800000000"), Ok(ArraySize::Elements(800_000_000)));
+        assert_eq!(
+            parse_array_size("800000000"),
+            Ok(ArraySize::Elements(800_000_000))
+        );
         assert_eq!(parse_array_size("2.5k"), Ok(ArraySize::Elements(2500)));
         assert_eq!(parse_array_size("10_000"), Ok(ArraySize::Elements(10_000)));
     }
 
     #[test]
     fn byte_units_give_bytes_per_array() {
-        assert_eq!(parse_array_size("6GiB").unwrap().elements(), 6 * (1 << 30) / 8);
+        assert_eq!(
+            parse_array_size("6GiB").unwrap().elements(),
+            6 * (1 << 30) / 8
+        );
         assert_eq!(parse_array_size("512MB").unwrap().elements(), 64_000_000);
         assert_eq!(parse_bytes("1KiB"), Ok(Bytes(1024)));
     }
@@ -149,7 +155,11 @@ mod tests {
         assert!(parse_array_size("4B").unwrap_err().contains("zero"));
         assert!(parse_array_size("abc").unwrap_err().contains("number"));
         assert!(parse_array_size("12XB").unwrap_err().contains("'XB'"));
-        assert!(parse_array_size("1..2M").unwrap_err().contains("not a number"));
+        assert!(
+            parse_array_size("1..2M")
+                .unwrap_err()
+                .contains("not a number")
+        );
         assert!(parse_bytes("12").is_err());
     }
 

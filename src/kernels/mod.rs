@@ -144,8 +144,12 @@ pub const KERNELS: [KernelSpec; 6] = [
 ];
 
 /// STREAM's default selection.
-pub const STREAM_KERNELS: [KernelId; 4] =
-    [KernelId::Copy, KernelId::Scale, KernelId::Add, KernelId::Triad];
+pub const STREAM_KERNELS: [KernelId; 4] = [
+    KernelId::Copy,
+    KernelId::Scale,
+    KernelId::Add,
+    KernelId::Triad,
+];
 
 impl KernelId {
     pub fn spec(self) -> &'static KernelSpec {
@@ -205,7 +209,10 @@ impl Isa {
 
     /// The widest supported level.
     pub fn best() -> Isa {
-        Isa::ALL.into_iter().find(|i| i.supported()).unwrap_or(Isa::Scalar)
+        Isa::ALL
+            .into_iter()
+            .find(|i| i.supported())
+            .unwrap_or(Isa::Scalar)
     }
 
     /// f64 lanes per vector.
@@ -356,8 +363,10 @@ mod tests {
 
     #[test]
     fn unsupported_requests_are_refused() {
-        assert!(KernelFns::select(Isa::Scalar, StoreMode::Nt)
-            .unwrap_err()
-            .contains("--stores nt"));
+        assert!(
+            KernelFns::select(Isa::Scalar, StoreMode::Nt)
+                .unwrap_err()
+                .contains("--stores nt")
+        );
     }
 }

@@ -58,10 +58,10 @@ fn nodes_alternating_sockets(topo: &Topology) -> Vec<usize> {
     let longest = by_package.iter().map(Vec::len).max().unwrap_or(0);
     for i in 0..longest {
         for nodes in &by_package {
-            if let Some(&n) = nodes.get(i) {
-                if !order.contains(&n) {
-                    order.push(n);
-                }
+            if let Some(&n) = nodes.get(i)
+                && !order.contains(&n)
+            {
+                order.push(n);
             }
         }
     }
@@ -97,23 +97,31 @@ pub fn default_placement(topo: &Topology, threads: Option<usize>) -> Result<Vec<
 }
 
 fn count_cores(topo: &Topology, allowed: &IdSet) -> usize {
-    topo.cores().iter().filter(|c| c.intersects(allowed)).count()
+    topo.cores()
+        .iter()
+        .filter(|c| c.intersects(allowed))
+        .count()
 }
 
 /// `--cpus 0,2,4-10:2`: thread i runs on the i-th listed CPU. Every CPU must
 /// be allowed and listed once; `threads`, if given, must match the count or
 /// take a prefix of it.
-pub fn cpu_list_placement(topo: &Topology, list: &str, threads: Option<usize>) -> Result<Vec<usize>> {
+pub fn cpu_list_placement(
+    topo: &Topology,
+    list: &str,
+    threads: Option<usize>,
+) -> Result<Vec<usize>> {
     let cpus = parse_list(list).map_err(|e| Error::Usage(format!("--cpus '{list}': {e}")))?;
     if cpus.is_empty() {
         return Err(Error::Usage(format!("--cpus '{list}': no CPU listed")));
     }
-    let mut seen = IdSet::default();
+    let mut seen = std::collections::HashSet::new();
     for &cpu in &cpus {
-        if seen.contains(cpu) {
-            return Err(Error::Usage(format!("--cpus '{list}': CPU {cpu} is listed twice")));
+        if !seen.insert(cpu) {
+            return Err(Error::Usage(format!(
+                "--cpus '{list}': CPU {cpu} is listed twice"
+            )));
         }
-        seen = IdSet::new(seen.ids().iter().copied().chain([cpu]).collect());
         if topo.cpu(cpu).is_none() {
             return Err(Error::Usage(format!(
                 "--cpus '{list}': CPU {cpu} does not exist or is offline (online: {})",
@@ -155,10 +163,23 @@ mod tests {
     fn cpu_lists_are_checked() {
         let topo = Topology::live().unwrap();
         let first = topo.allowed_cpus.first().unwrap();
-        assert_eq!(cpu_list_placement(&topo, &first.to_string(), None).unwrap(), vec![first]);
+        assert_eq!(
+            cpu_list_placement(&topo, &first.to_string(), None).unwrap(),
+            vec![first]
+        );
         let twice = format!("{first},{first}");
-        assert!(cpu_list_placement(&topo, &twice, None).unwrap_err().to_string().contains("twice"));
-        assert!(cpu_list_placement(&topo, "9999", None).unwrap_err().to_string().contains("9999"));
+        assert!(
+            cpu_list_placement(&topo, &twice, None)
+                .unwrap_err()
+                .to_string()
+                .contains("twice")
+        );
+        assert!(
+            cpu_list_placement(&topo, "9999", None)
+                .unwrap_err()
+                .to_string()
+                .contains("9999")
+        );
         assert!(cpu_list_placement(&topo, "0-x", None).is_err());
         assert!(cpu_list_placement(&topo, &first.to_string(), Some(2)).is_err());
     }

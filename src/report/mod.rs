@@ -21,6 +21,8 @@ pub struct Host {
     pub online_cpus: usize,
     pub numa_nodes: usize,
     pub sockets: usize,
+    /// Transparent hugepage mode of the system (`always`, `madvise`, `never`).
+    pub thp_mode: Option<String>,
 }
 
 impl Host {
@@ -32,6 +34,7 @@ impl Host {
             online_cpus: topo.cpus.len(),
             numa_nodes: topo.nodes.len(),
             sockets: topo.packages().len(),
+            thp_mode: topo.memory.thp_mode.clone(),
         }
     }
 }

@@ -45,25 +45,71 @@ pub fn render(report: &RunReport) -> String {
     let _ = writeln!(o, "{RULE}");
     let _ = writeln!(o, "This system uses 8 bytes per array element.");
     let _ = writeln!(o, "{RULE}");
-    let _ = writeln!(o, "Array size = {} (elements), Offset = 0 (elements)", m.array_elements);
-    let _ = writeln!(o, "Memory per array = {:.1} MiB (= {:.1} GiB).", per_array.mib(), per_array.gib());
-    let _ = writeln!(o, "Total memory required = {:.1} MiB (= {:.1} GiB).", total.mib(), total.gib());
+    let _ = writeln!(
+        o,
+        "Array size = {} (elements), Offset = 0 (elements)",
+        m.array_elements
+    );
+    let _ = writeln!(
+        o,
+        "Memory per array = {:.1} MiB (= {:.1} GiB).",
+        per_array.mib(),
+        per_array.gib()
+    );
+    let _ = writeln!(
+        o,
+        "Total memory required = {:.1} MiB (= {:.1} GiB).",
+        total.mib(),
+        total.gib()
+    );
     let _ = writeln!(o, "Each kernel will be executed {} times.", m.ntimes);
-    let _ = writeln!(o, " The *best* time for each kernel (excluding the first iteration)");
+    let _ = writeln!(
+        o,
+        " The *best* time for each kernel (excluding the first iteration)"
+    );
     let _ = writeln!(o, " will be used to compute the reported bandwidth.");
     let _ = writeln!(o, "{RULE}");
     let _ = writeln!(o, "Number of Threads requested = {}", m.threads.len());
     let _ = writeln!(o, "Number of Threads counted = {}", m.threads.len());
     let cpus: Vec<usize> = m.threads.iter().map(|t| t.cpu).collect();
-    let _ = writeln!(o, "Thread affinity (thread i on the i-th CPU) = {}", format_ranges(&cpus));
-    let _ = writeln!(o, "Kernels: {} ISA, {} stores ({})", m.isa, m.stores, report.request.stores_reason);
-    let _ = writeln!(o, "Hugepages: {:?}", m.hugepages);
-    let _ = writeln!(o, "Host: {} ({})", report.host.hostname, report.host.cpu_model.as_deref().unwrap_or("unknown CPU"));
+    let _ = writeln!(
+        o,
+        "Thread affinity (thread i on the i-th CPU) = {}",
+        format_ranges(&cpus)
+    );
+    let _ = writeln!(
+        o,
+        "Kernels: {} ISA, {} stores ({})",
+        m.isa, m.stores, report.request.stores_reason
+    );
+    let _ = writeln!(
+        o,
+        "Hugepages: {} (system THP mode: {})",
+        m.hugepages.name(),
+        report.host.thp_mode.as_deref().unwrap_or("unknown")
+    );
+    let _ = writeln!(
+        o,
+        "Host: {} ({})",
+        report.host.hostname,
+        report.host.cpu_model.as_deref().unwrap_or("unknown CPU")
+    );
     let _ = writeln!(o, "{RULE}");
     let tick_us = m.timer.granularity_ns / 1e3;
-    let _ = writeln!(o, "Your clock granularity/precision appears to be {tick_us:.3} microseconds.");
-    let _ = writeln!(o, "Each test below will take on the order of {:.0} microseconds.", m.timer.timing_test_us);
-    let _ = writeln!(o, "   (= {:.0} clock ticks)", m.timer.timing_test_us / tick_us.max(1e-9));
+    let _ = writeln!(
+        o,
+        "Your clock granularity/precision appears to be {tick_us:.3} microseconds."
+    );
+    let _ = writeln!(
+        o,
+        "Each test below will take on the order of {:.0} microseconds.",
+        m.timer.timing_test_us
+    );
+    let _ = writeln!(
+        o,
+        "   (= {:.0} clock ticks)",
+        m.timer.timing_test_us / tick_us.max(1e-9)
+    );
     let _ = writeln!(o, "Increase the size of the arrays if this shows that");
     let _ = writeln!(o, "you are not getting at least 20 clock ticks per test.");
     let _ = writeln!(o, "{RULE}");
@@ -88,7 +134,10 @@ pub fn render(report: &RunReport) -> String {
 fn summary(m: &Measurement) -> String {
     let mut o = String::new();
     let counted = m.ntimes.saturating_sub(1);
-    let _ = writeln!(o, "Summary (GB/s = 10^9 B/s, best of {counted} timed repetitions):");
+    let _ = writeln!(
+        o,
+        "Summary (GB/s = 10^9 B/s, best of {counted} timed repetitions):"
+    );
     for r in &m.results {
         let _ = write!(
             o,
@@ -108,7 +157,11 @@ fn summary(m: &Measurement) -> String {
         }
         o.push('\n');
     }
-    let _ = writeln!(o, "  setup (map + parallel first touch) {:.3} s, whole run {:.3} s", m.setup_s, m.total_s);
+    let _ = writeln!(
+        o,
+        "  setup (map + parallel first touch) {:.3} s, whole run {:.3} s",
+        m.setup_s, m.total_s
+    );
     o
 }
 
@@ -120,10 +173,18 @@ mod tests {
 
     #[test]
     fn rows_use_streams_printf_layout() {
-        let r = kernel_statistics(KernelId::Triad, StoreMode::Nt, 10_000_000, vec![1.0, 0.014735, 0.014967]);
+        let r = kernel_statistics(
+            KernelId::Triad,
+            StoreMode::Nt,
+            10_000_000,
+            vec![1.0, 0.014735, 0.014967],
+        );
         let row = table_row(&r);
         // STREAM: "Triad:          16287.5     0.014848     0.014735     0.014967"
-        assert_eq!(row, "Triad:          16287.8     0.014851     0.014735     0.014967\n");
+        assert_eq!(
+            row,
+            "Triad:          16287.8     0.014851     0.014735     0.014967\n"
+        );
         let fields: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(fields[0], "Triad:");
         assert_eq!(fields[1], "16287.8");

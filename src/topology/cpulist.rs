@@ -30,7 +30,13 @@ impl IdSet {
         self.0.iter().any(|&id| other.contains(id))
     }
     pub fn intersection(&self, other: &IdSet) -> IdSet {
-        IdSet(self.0.iter().copied().filter(|&id| other.contains(id)).collect())
+        IdSet(
+            self.0
+                .iter()
+                .copied()
+                .filter(|&id| other.contains(id))
+                .collect(),
+        )
     }
     pub fn first(&self) -> Option<usize> {
         self.0.first().copied()
@@ -159,7 +165,11 @@ pub fn parse_set(text: &str) -> Result<IdSet, ListError> {
     let set = IdSet::new(ids.clone());
     if set.len() != ids.len() {
         let mut seen = std::collections::HashSet::new();
-        let dup = ids.iter().find(|&&id| !seen.insert(id)).copied().unwrap_or(0);
+        let dup = ids
+            .iter()
+            .find(|&&id| !seen.insert(id))
+            .copied()
+            .unwrap_or(0);
         return Err(ListError {
             column: 1,
             message: format!("{dup} is listed twice"),
@@ -175,7 +185,10 @@ mod tests {
 
     #[test]
     fn kernel_lists_parse() {
-        assert_eq!(parse_list("0-3,8-11\n").unwrap(), vec![0, 1, 2, 3, 8, 9, 10, 11]);
+        assert_eq!(
+            parse_list("0-3,8-11\n").unwrap(),
+            vec![0, 1, 2, 3, 8, 9, 10, 11]
+        );
         assert_eq!(parse_list("5").unwrap(), vec![5]);
         assert_eq!(parse_list("\n").unwrap(), Vec::<usize>::new());
     }
@@ -195,7 +208,12 @@ mod tests {
         assert!(parse_list("7-3").unwrap_err().message.contains("backwards"));
         assert!(parse_list("0-4:0").unwrap_err().message.contains("stride"));
         assert!(parse_list("99999999999").is_err());
-        assert!(parse_set("1,2,1").unwrap_err().message.contains("1 is listed twice"));
+        assert!(
+            parse_set("1,2,1")
+                .unwrap_err()
+                .message
+                .contains("1 is listed twice")
+        );
     }
 
     #[test]

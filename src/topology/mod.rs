@@ -247,7 +247,11 @@ impl Topology {
 
     /// Hardware threads per core (the largest sibling set seen).
     pub fn threads_per_core(&self) -> usize {
-        self.cpus.iter().map(|c| c.siblings.len()).max().unwrap_or(1)
+        self.cpus
+            .iter()
+            .map(|c| c.siblings.len())
+            .max()
+            .unwrap_or(1)
     }
 
     /// The caches that serve any of `cpus`.
@@ -258,7 +262,12 @@ impl Topology {
     /// Sum of the sizes of every cache instance serving `cpus` (what lscpu
     /// calls "sum of all"), used by STREAM's array-size rule.
     pub fn cache_sum(&self, cpus: &IdSet) -> Bytes {
-        Bytes(self.caches_serving(cpus).filter_map(|c| c.size).map(|b| b.0).sum())
+        Bytes(
+            self.caches_serving(cpus)
+                .filter_map(|c| c.size)
+                .map(|b| b.0)
+                .sum(),
+        )
     }
 
     /// Highest cache level present.
@@ -360,7 +369,11 @@ fn read_nodes(r: &Reader, online: &[usize]) -> (Vec<Node>, bool) {
             };
             let distances: Vec<u32> = r
                 .text(&format!("{base}/distance"))
-                .map(|t| t.split_whitespace().filter_map(|d| d.parse().ok()).collect())
+                .map(|t| {
+                    t.split_whitespace()
+                        .filter_map(|d| d.parse().ok())
+                        .collect()
+                })
                 .unwrap_or_default();
             Node {
                 id,
@@ -446,9 +459,11 @@ fn cache_size(text: &str) -> Option<Bytes> {
 fn read_memory(r: &Reader) -> MemoryInfo {
     let meminfo = r.text("proc/meminfo").unwrap_or_default();
     let field = |name: &str| {
-        meminfo
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':').and_then(meminfo_kib))
+        meminfo.lines().find_map(|l| {
+            l.strip_prefix(name)?
+                .strip_prefix(':')
+                .and_then(meminfo_kib)
+        })
     };
     let (cgroup_limit, cgroup_usage) = read_cgroup_memory(r);
     let thp_mode = r
@@ -475,10 +490,10 @@ fn read_cgroup_memory(r: &Reader) -> (Option<Bytes>, Option<Bytes>) {
     let mut best: Option<(Bytes, Option<Bytes>)> = None;
     let mut consider = |limit: Option<u64>, usage: Option<u64>| {
         // v1 reports "no limit" as a number near 2^63.
-        if let Some(l) = limit.filter(|&l| l < (1 << 62)) {
-            if best.is_none_or(|(b, _)| l < b.0) {
-                best = Some((Bytes(l), usage.map(Bytes)));
-            }
+        if let Some(l) = limit.filter(|&l| l < (1 << 62))
+            && best.is_none_or(|(b, _)| l < b.0)
+        {
+            best = Some((Bytes(l), usage.map(Bytes)));
         }
     };
     for line in text.lines() {
@@ -565,6 +580,9 @@ mod tests {
         assert!(!t.cpus.is_empty());
         assert!(!t.allowed_cpus.is_empty());
         assert!(t.allowed_cpus.ids().iter().all(|&c| t.cpu(c).is_some()));
-        assert_eq!(t.nodes.iter().map(|n| n.cpus.len()).sum::<usize>(), t.cpus.len());
+        assert_eq!(
+            t.nodes.iter().map(|n| n.cpus.len()).sum::<usize>(),
+            t.cpus.len()
+        );
     }
 }

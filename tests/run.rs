@@ -1,0 +1,284 @@
+//! `membw run` end to end: the real binary on small arrays.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn membw() -> Command {
+    Command::cargo_bin("membw").unwrap()
+}
+
+/// Runs membw with `args` and returns stdout, asserting success.
+fn run_ok(args: &[&str]) -> String {
+    let out = membw().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "membw {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs membw with `args`, expects exit code 2 and a one-line error containing `needle`.
+fn usage_error(args: &[&str], needle: &str) {
+    let out = membw().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "membw {args:?}: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "one line expected: {stderr}"
+    );
+    assert!(stderr.contains(needle), "'{needle}' not in: {stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing on stdout after a usage error"
+    );
+}
+
+const SMALL: [&str; 5] = ["run", "--size", "2M", "--ntimes", "3"];
+
+#[test]
+fn stream_table_parses_like_streams() {
+    let out = run_ok(&SMALL);
+    assert!(out.contains("Function    Best Rate MB/s  Avg time     Min time     Max time\n"));
+    assert!(out.contains("Array size = 2000000 (elements), Offset = 0 (elements)"));
+    assert!(out.contains("Solution Validates"));
+    // What `grep "Triad:" | awk '{print $2}'` does.
+    for label in ["Copy:", "Scale:", "Add:", "Triad:"] {
+        let line = out.lines().find(|l| l.starts_with(label)).expect(label);
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(fields.len(), 5, "{line}");
+        let rate: f64 = fields[1].parse().unwrap();
+        let (avg, min, max): (f64, f64, f64) = (
+            fields[2].parse().unwrap(),
+            fields[3].parse().unwrap(),
+            fields[4].parse().unwrap(),
+        );
+        assert!(rate > 0.0 && min <= avg && avg <= max, "{line}");
+    }
+    assert!(out.contains("Thread affinity"));
+    assert!(out.contains("GB/s"));
+}
+
+#[test]
+fn quiet_prints_only_the_table() {
+    let out = run_ok(&[
+        "run",
+        "--size",
+        "2M",
+        "--ntimes",
+        "3",
+        "-q",
+        "--kernels",
+        "triad,copy",
+    ]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(lines[0].starts_with("Function"));
+    // Kernels run (and print) in STREAM's order whatever order they were asked in.
+    assert!(lines[1].starts_with("Copy:") && lines[2].starts_with("Triad:"));
+}
+
+#[test]
+fn json_is_self_describing_and_consistent() {
+    let out = run_ok(&[
+        "run",
+        "--size",
+        "1M",
+        "--ntimes",
+        "4",
+        "--json",
+        "--kernels",
+        "copy,scale,add,triad,read,write",
+    ]);
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["tool"], "membw");
+    for key in ["version", "timestamp", "host", "request", "measurement"] {
+        assert!(!doc[key].is_null(), "missing {key}");
+    }
+    assert!(doc["host"]["hostname"].is_string());
+    let m = &doc["measurement"];
+    assert_eq!(m["array_elements"], 1_000_000);
+    assert_eq!(m["validation"]["passed"], true);
+    let elements = m["array_elements"].as_f64().unwrap();
+    let results = m["results"].as_array().unwrap();
+    assert_eq!(results.len(), 6);
+    for r in results {
+        let times = r["times_s"].as_array().unwrap();
+        assert_eq!(times.len(), 4);
+        let min = r["min_time_s"].as_f64().unwrap();
+        // min over repetitions 2..n, as STREAM does.
+        let counted_min = times[1..]
+            .iter()
+            .map(|t| t.as_f64().unwrap())
+            .fold(f64::INFINITY, f64::min);
+        assert_eq!(min, counted_min);
+        let bytes = r["bytes_per_element"].as_f64().unwrap() * elements;
+        let rate = r["best_rate_mb_s"].as_f64().unwrap();
+        assert!(
+            (bytes / min / 1e6 - rate).abs() <= 1e-6 * rate,
+            "bytes/time != rate for {r}"
+        );
+    }
+    let threads = m["threads"].as_array().unwrap();
+    assert!(!threads.is_empty());
+    for t in threads {
+        assert_eq!(
+            t["cpu"], t["observed_cpu"],
+            "thread ran where it was pinned"
+        );
+    }
+}
+
+#[test]
+fn csv_has_a_fixed_header_and_one_row_per_kernel() {
+    let out = run_ok(&[
+        "run",
+        "--size",
+        "1M",
+        "--ntimes",
+        "3",
+        "--format",
+        "csv",
+        "--kernels",
+        "copy,triad",
+    ]);
+    let mut lines = out.lines();
+    let header = lines.next().unwrap();
+    assert!(header.starts_with("schema_version,hostname,kernel,best_rate_mb_s,"));
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 2);
+    assert!(rows[0].contains(",copy,") && rows[1].contains(",triad,"));
+    assert!(rows.iter().all(|r| r.ends_with(",true")));
+}
+
+#[test]
+fn regular_stores_state_the_write_allocate_traffic() {
+    let out = run_ok(&[
+        "run",
+        "--size",
+        "1M",
+        "--ntimes",
+        "3",
+        "--stores",
+        "regular",
+        "--kernels",
+        "copy",
+    ]);
+    assert!(out.contains("regular stores (requested)"));
+    assert!(out.contains("write-allocate (24 B/elem, not 16)"), "{out}");
+}
+
+#[test]
+fn every_isa_this_cpu_has_validates() {
+    for isa in ["scalar", "sse2", "avx2", "avx512"] {
+        let out = membw()
+            .args([
+                "run",
+                "--size",
+                "300k",
+                "--ntimes",
+                "2",
+                "--isa",
+                isa,
+                "-q",
+                "--threads",
+                "1",
+            ])
+            .output()
+            .unwrap();
+        let supported = match isa {
+            "avx512" => std::is_x86_feature_detected!("avx512f"),
+            "avx2" => std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
+            _ => true,
+        };
+        if supported {
+            assert!(
+                out.status.success(),
+                "{isa}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        } else {
+            assert_eq!(out.status.code(), Some(2), "{isa} should be refused");
+            assert!(String::from_utf8_lossy(&out.stderr).contains("does not support"));
+        }
+    }
+}
+
+#[test]
+fn explicit_cpus_are_used_in_order() {
+    let out = run_ok(&[
+        "run", "--size", "1M", "--ntimes", "2", "--cpus", "0", "--json",
+    ]);
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let threads = doc["measurement"]["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 1);
+    assert_eq!(threads[0]["cpu"], 0);
+    assert_eq!(threads[0]["observed_cpu"], 0);
+}
+
+#[test]
+fn bad_input_is_a_one_line_error_with_exit_code_2() {
+    usage_error(&["run", "--kernels", "daxpy"], "unknown kernel 'daxpy'");
+    usage_error(&["run", "--size", "0"], "zero");
+    usage_error(&["run", "--size", "lots"], "'lots'");
+    usage_error(&["run", "--size", "12XB"], "'XB'");
+    usage_error(&["run", "--ntimes", "1"], "--ntimes");
+    usage_error(&["run", "--threads", "0"], "--threads");
+    usage_error(&["run", "--threads", "100000"], "--threads 100000");
+    usage_error(&["run", "--cpus", "9999"], "CPU 9999");
+    usage_error(&["run", "--cpus", "0,x"], "column 3");
+    usage_error(&["run", "--cpus", "0,0"], "listed twice");
+    usage_error(&["run", "--isa", "neon"], "'neon'");
+    usage_error(&["run", "--isa", "scalar", "--stores", "nt"], "--stores nt");
+    usage_error(&["run", "--size", "1TiB"], "available");
+    usage_error(&["run", "--format", "xml"], "'xml'");
+    usage_error(&["frobnicate"], "frobnicate");
+}
+
+#[test]
+fn help_and_version_exit_zero() {
+    let help = run_ok(&["run", "--help"]);
+    assert!(help.contains("--stores"));
+    let version = run_ok(&["--version"]);
+    assert!(version.starts_with("membw "));
+}
+
+#[test]
+fn an_inherited_mask_is_respected() {
+    // taskset (util-linux) restricts membw to the last online CPU; the default
+    // placement must stay inside it.
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    let last = online.trim().rsplit([',', '-']).next().unwrap().to_string();
+    let bin = assert_cmd::cargo::cargo_bin("membw");
+    let out = std::process::Command::new("taskset")
+        .args(["-c", &last])
+        .arg(bin)
+        .args(["run", "--size", "1M", "--ntimes", "2", "--json"])
+        .output();
+    let Ok(out) = out else {
+        eprintln!("taskset not installed: skipped");
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let threads = doc["measurement"]["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 1);
+    assert_eq!(threads[0]["cpu"].to_string(), last);
+    // And asking for a CPU outside the mask is refused.
+    let out = std::process::Command::new("taskset")
+        .args(["-c", &last])
+        .arg(assert_cmd::cargo::cargo_bin("membw"))
+        .args(["run", "--cpus", "0", "--size", "1M"])
+        .output()
+        .unwrap();
+    if last != "0" {
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("outside the allowed set"));
+    }
+}
