@@ -4,13 +4,15 @@
 use crate::error::{Error, Result};
 use crate::kernels::{Isa, KernelFns, KernelId, StoreMode};
 use crate::memory::{self, Hugepages};
+use crate::peak::{self, PeakRequest};
 use crate::placement;
 use crate::protocol::{self, Plan};
 use crate::report::{self, Request, RunReport};
-use crate::topology::Topology;
+use crate::topology::{Topology, fixture};
 use crate::units::{ArraySize, Bytes, ELEMENT_BYTES, parse_array_size};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -28,6 +30,56 @@ pub struct Cli {
 enum Command {
     /// Measure bandwidth with STREAM's kernels (Copy, Scale, Add, Triad, plus read and write)
     Run(RunArgs),
+    /// Show sockets, NUMA nodes and distances, cores, caches, allowed CPUs and the theoretical peak
+    Topo(TopoArgs),
+}
+
+/// How the theoretical peak is given, when the user knows it.
+#[derive(Args, Debug, Clone)]
+struct PeakArgs {
+    /// Theoretical peak of the whole node (409.6GB/s)
+    #[arg(long, value_parser = peak::parse_peak, help_heading = "Theoretical peak")]
+    peak: Option<f64>,
+
+    /// Memory channels per socket (with --mts)
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Theoretical peak")]
+    channels: Option<u32>,
+
+    /// Memory transfer rate in MT/s, e.g. 3200 for DDR4-3200 (with --channels)
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Theoretical peak")]
+    mts: Option<u32>,
+}
+
+impl PeakArgs {
+    fn request(&self) -> PeakRequest {
+        PeakRequest {
+            node_gb_s: self.peak,
+            channels: self.channels,
+            mts: self.mts,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct TopoArgs {
+    /// Read DIR/sys and DIR/proc instead of the live machine (a captured or generated fixture)
+    #[arg(long, value_name = "DIR")]
+    sysroot: Option<PathBuf>,
+
+    /// Print the full model as JSON
+    #[arg(long)]
+    json: bool,
+
+    /// Copy this machine's topology files into DIR (to report a node, or as a test fixture)
+    #[arg(long, value_name = "DIR", conflicts_with = "sysroot")]
+    capture: Option<PathBuf>,
+
+    /// Write a fixture tree for the machine described in SPEC (JSON) into DIR
+    #[arg(long, num_args = 2, value_names = ["SPEC", "DIR"], conflicts_with_all = ["sysroot", "capture"])]
+    generate: Option<Vec<PathBuf>>,
+
+    #[command(flatten)]
+    peak: PeakArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +161,9 @@ struct RunArgs {
     /// Print only the STREAM table
     #[arg(short, long)]
     quiet: bool,
+
+    #[command(flatten)]
+    peak: PeakArgs,
 }
 
 fn parse_kernel(name: &str) -> std::result::Result<KernelId, String> {
@@ -136,7 +191,56 @@ pub fn main() -> Result<()> {
     };
     match cli.command {
         Command::Run(args) => run(args),
+        Command::Topo(args) => topo(args),
     }
+}
+
+fn topo(args: TopoArgs) -> Result<()> {
+    if let Some(dir) = &args.capture {
+        let files = fixture::capture(std::path::Path::new("/"), dir)
+            .map_err(|e| Error::Runtime(format!("--capture {}: {e}", dir.display())))?;
+        eprintln!(
+            "membw: captured {files} files into {}; read them back with: membw topo --sysroot {}",
+            dir.display(),
+            dir.display()
+        );
+        return Ok(());
+    }
+    if let Some(paths) = &args.generate {
+        let (spec_path, dir) = (&paths[0], &paths[1]);
+        let text = std::fs::read_to_string(spec_path)
+            .map_err(|e| Error::Usage(format!("--generate {}: {e}", spec_path.display())))?;
+        let spec: fixture::MachineSpec = serde_json::from_str(&text)
+            .map_err(|e| Error::Usage(format!("--generate {}: {e}", spec_path.display())))?;
+        spec.write(dir)
+            .map_err(|e| Error::Runtime(format!("--generate into {}: {e}", dir.display())))?;
+        eprintln!(
+            "membw: wrote a {}-CPU fixture into {}",
+            spec.cpus(),
+            dir.display()
+        );
+        return Ok(());
+    }
+    let topo = match &args.sysroot {
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Err(Error::Usage(format!(
+                    "--sysroot {}: not a directory",
+                    dir.display()
+                )));
+            }
+            Topology::read(dir).map_err(|e| Error::Usage(format!("--sysroot: {e}")))?
+        }
+        None => Topology::live().map_err(Error::Runtime)?,
+    };
+    let peak = peak::estimate(&topo, &args.peak.request())?;
+    let out = if args.json {
+        report::topo::json(&topo, peak.as_ref())
+    } else {
+        report::topo::text(&topo, peak.as_ref())
+    };
+    print!("{out}");
+    Ok(())
 }
 
 fn run(args: RunArgs) -> Result<()> {
@@ -204,6 +308,7 @@ fn run(args: RunArgs) -> Result<()> {
         hugepages,
     };
     memory::check_fits(&topo, plan.arrays_needed().len(), elements as u64)?;
+    let peak = peak::estimate(&topo, &args.peak.request())?;
 
     let interactive = std::io::stderr().is_terminal();
     if interactive && !args.quiet {
@@ -230,7 +335,7 @@ fn run(args: RunArgs) -> Result<()> {
         stores: format!("{:?}", args.stores).to_lowercase(),
         stores_reason,
     };
-    let report = RunReport::new(&topo, request, measurement);
+    let report = RunReport::new(&topo, request, measurement, peak);
     let format = if args.json { Format::Json } else { args.format };
     let text = match format {
         _ if args.quiet && format == Format::Text => report::text::table(&report.measurement),

@@ -4,6 +4,7 @@ pub mod cli;
 pub mod error;
 pub mod kernels;
 pub mod memory;
+pub mod peak;
 pub mod placement;
 pub mod protocol;
 pub mod report;

@@ -4,10 +4,13 @@
 pub mod csv;
 pub mod json;
 pub mod text;
+pub mod topo;
 
+use crate::peak::Peak;
 use crate::protocol::Measurement;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Version of the JSON/CSV layout; bumped only on incompatible changes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -62,11 +65,54 @@ pub struct RunReport {
     pub host: Host,
     pub request: Request,
     pub measurement: Measurement,
+    /// The theoretical peak for the sockets the threads ran on; null when unknown.
+    pub peak: Option<PeakUse>,
+}
+
+/// The peak as it applies to one run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PeakUse {
+    #[serde(flatten)]
+    pub peak: Peak,
+    /// Sockets holding at least one thread.
+    pub sockets_used: usize,
+    /// Peak of those sockets, GB/s.
+    pub used_gb_s: f64,
+    /// Each kernel's best rate as a percentage of `used_gb_s`.
+    pub percent_of_peak: BTreeMap<String, f64>,
+}
+
+impl PeakUse {
+    pub fn new(peak: Peak, topo: &Topology, m: &Measurement) -> PeakUse {
+        let sockets: std::collections::BTreeSet<usize> = m
+            .threads
+            .iter()
+            .filter_map(|t| topo.cpu(t.cpu).map(|c| c.package))
+            .collect();
+        let used_gb_s = peak.for_sockets(sockets.len());
+        let percent_of_peak = m
+            .results
+            .iter()
+            .map(|r| (r.kernel.to_string(), 100.0 * r.best_gb_s() / used_gb_s))
+            .collect();
+        PeakUse {
+            peak,
+            sockets_used: sockets.len(),
+            used_gb_s,
+            percent_of_peak,
+        }
+    }
 }
 
 impl RunReport {
-    pub fn new(topo: &Topology, request: Request, measurement: Measurement) -> RunReport {
+    pub fn new(
+        topo: &Topology,
+        request: Request,
+        measurement: Measurement,
+        peak: Option<Peak>,
+    ) -> RunReport {
         RunReport {
+            peak: peak.map(|p| PeakUse::new(p, topo, &measurement)),
             schema_version: SCHEMA_VERSION,
             tool: "membw".into(),
             version: env!("CARGO_PKG_VERSION").into(),

@@ -1,7 +1,7 @@
 //! STREAM's text layout, so `grep "Triad:" | awk '{print $2}'` keeps working,
 //! followed by a short summary for people.
 
-use super::RunReport;
+use super::{PeakUse, RunReport};
 use crate::protocol::{KernelResult, Measurement};
 use crate::topology::cpulist::format_ranges;
 use crate::units::Bytes;
@@ -126,12 +126,12 @@ pub fn render(report: &RunReport) -> String {
         let _ = writeln!(o, "Failed Validation (see the error below)");
     }
     let _ = writeln!(o, "{RULE}");
-    o.push_str(&summary(m));
+    o.push_str(&summary(m, report.peak.as_ref()));
     o
 }
 
 /// The part for people: GB/s, stability and write-allocate traffic.
-fn summary(m: &Measurement) -> String {
+fn summary(m: &Measurement, peak: Option<&PeakUse>) -> String {
     let mut o = String::new();
     let counted = m.ntimes.saturating_sub(1);
     let _ = writeln!(
@@ -146,6 +146,9 @@ fn summary(m: &Measurement) -> String {
             r.best_gb_s(),
             r.spread
         );
+        if let Some(p) = peak.and_then(|p| p.percent_of_peak.get(r.kernel.spec().name)) {
+            let _ = write!(o, "   {p:>5.1} % of peak");
+        }
         if r.dram_bytes_per_element != r.bytes_per_element {
             let _ = write!(
                 o,
@@ -156,6 +159,25 @@ fn summary(m: &Measurement) -> String {
             );
         }
         o.push('\n');
+    }
+    match peak {
+        Some(p) => {
+            let _ = writeln!(
+                o,
+                "  peak for the {} socket{} used: {:.1} GB/s of {}\n    source: {}",
+                p.sockets_used,
+                if p.sockets_used == 1 { "" } else { "s" },
+                p.used_gb_s,
+                p.peak,
+                p.peak.detail
+            );
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "  theoretical peak unknown: give --peak 409.6GB/s or --channels 8 --mts 3200 to see percentages"
+            );
+        }
     }
     let _ = writeln!(
         o,

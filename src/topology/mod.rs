@@ -11,6 +11,7 @@
 //! panic; only a machine with no readable CPU at all is an error.
 
 pub mod cpulist;
+pub mod fixture;
 
 use crate::units::Bytes;
 use cpulist::{IdSet, parse_list};

@@ -1,0 +1,451 @@
+//! Theoretical peak memory bandwidth: channels × MT/s × 8 B per socket.
+//!
+//! Sources, in order: the user (`--peak`, or `--channels` with `--mts`);
+//! SMBIOS memory devices (type 17, readable by root), where populated DIMMs
+//! per socket stand in for channels; a built-in table of server CPUs; else
+//! unknown, and no percentage is printed. Every figure carries its source.
+
+use crate::error::{Error, Result};
+use crate::topology::Topology;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PeakSource {
+    User,
+    Smbios,
+    Table,
+}
+
+/// A per-socket peak and where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Peak {
+    /// GB/s (10^9 B/s) of one socket.
+    pub per_socket_gb_s: f64,
+    pub sockets: usize,
+    pub channels_per_socket: Option<u32>,
+    pub mts: Option<u32>,
+    pub source: PeakSource,
+    /// How the figure was obtained, for people.
+    pub detail: String,
+}
+
+impl Peak {
+    pub fn node_gb_s(&self) -> f64 {
+        self.per_socket_gb_s * self.sockets as f64
+    }
+
+    /// The peak available to threads spread over `sockets_used` sockets.
+    pub fn for_sockets(&self, sockets_used: usize) -> f64 {
+        self.per_socket_gb_s * sockets_used.clamp(1, self.sockets.max(1)) as f64
+    }
+}
+
+impl fmt::Display for Peak {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.1} GB/s", self.node_gb_s())?;
+        match (self.channels_per_socket, self.mts) {
+            (Some(ch), Some(mts)) => write!(
+                f,
+                " ({} socket{} × {ch} channels × {mts} MT/s × 8 B)",
+                self.sockets,
+                if self.sockets == 1 { "" } else { "s" }
+            )?,
+            _ if self.sockets > 1 => write!(
+                f,
+                " ({} sockets × {:.1} GB/s)",
+                self.sockets, self.per_socket_gb_s
+            )?,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// What the user said on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct PeakRequest {
+    /// Whole-node peak in GB/s (`--peak 409.6GB/s`).
+    pub node_gb_s: Option<f64>,
+    pub channels: Option<u32>,
+    pub mts: Option<u32>,
+}
+
+/// Parses `--peak`: `409.6`, `409.6GB/s`, `409.6 GB/s`, `0.4TB/s`.
+pub fn parse_peak(text: &str) -> std::result::Result<f64, String> {
+    let t = text.trim();
+    let lower = t.to_ascii_lowercase();
+    let (num, scale) = if let Some(n) = lower.strip_suffix("tb/s") {
+        (n, 1e3)
+    } else if let Some(n) = lower.strip_suffix("gb/s") {
+        (n, 1.0)
+    } else if let Some(n) = lower.strip_suffix("mb/s") {
+        (n, 1e-3)
+    } else {
+        (lower.as_str(), 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("peak '{text}' is not a bandwidth (e.g. 409.6GB/s)"))?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!("peak '{text}' must be positive"));
+    }
+    Ok(v * scale)
+}
+
+/// Picks the best-sourced peak for this machine; `None` when unknown.
+pub fn estimate(topo: &Topology, request: &PeakRequest) -> Result<Option<Peak>> {
+    let sockets = topo.packages().len().max(1);
+    if let Some(p) = user_peak(request, sockets)? {
+        return Ok(Some(p));
+    }
+    if let Some(p) = smbios_peak(topo, sockets) {
+        return Ok(Some(p));
+    }
+    Ok(table_peak(topo, sockets))
+}
+
+fn user_peak(request: &PeakRequest, sockets: usize) -> Result<Option<Peak>> {
+    match (request.node_gb_s, request.channels, request.mts) {
+        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => Err(Error::Usage(
+            "--peak cannot be combined with --channels/--mts".into(),
+        )),
+        (Some(total), None, None) => Ok(Some(Peak {
+            per_socket_gb_s: total / sockets as f64,
+            sockets,
+            channels_per_socket: None,
+            mts: None,
+            source: PeakSource::User,
+            detail: "--peak".into(),
+        })),
+        (None, Some(ch), Some(mts)) => Ok(Some(Peak {
+            per_socket_gb_s: ch as f64 * mts as f64 * 8.0 / 1e3,
+            sockets,
+            channels_per_socket: Some(ch),
+            mts: Some(mts),
+            source: PeakSource::User,
+            detail: "--channels and --mts".into(),
+        })),
+        (None, Some(_), None) => Err(Error::Usage("--channels needs --mts too".into())),
+        (None, None, Some(_)) => Err(Error::Usage("--mts needs --channels too".into())),
+        (None, None, None) => Ok(None),
+    }
+}
+
+/// A populated memory device from an SMBIOS type 17 structure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryDevice {
+    pub size_mib: u64,
+    /// Configured speed when given, else the rated speed (MT/s).
+    pub mts: u32,
+    pub data_width_bits: u16,
+}
+
+/// Parses one raw type 17 structure; `None` for an empty slot or garbage.
+pub fn parse_memory_device(raw: &[u8]) -> Option<MemoryDevice> {
+    let len = *raw.get(1)? as usize;
+    if *raw.first()? != 17 || len < 0x17 || raw.len() < len {
+        return None;
+    }
+    let word = |off: usize| -> Option<u16> {
+        (off + 2 <= len).then(|| u16::from_le_bytes([raw[off], raw[off + 1]]))
+    };
+    let dword = |off: usize| -> Option<u32> {
+        (off + 4 <= len)
+            .then(|| u32::from_le_bytes([raw[off], raw[off + 1], raw[off + 2], raw[off + 3]]))
+    };
+    let size_mib = match word(0x0C)? {
+        0 | 0xFFFF => return None,
+        0x7FFF => u64::from(dword(0x1C)? & 0x7FFF_FFFF),
+        s if s & 0x8000 != 0 => u64::from(s & 0x7FFF) / 1024, // KiB granularity
+        s => u64::from(s),
+    };
+    let speed = |word_off: usize, ext_off: usize| -> Option<u32> {
+        match word(word_off)? {
+            0 => None,
+            0xFFFF => dword(ext_off).filter(|&v| v > 0),
+            v => Some(u32::from(v)),
+        }
+    };
+    let mts = speed(0x20, 0x58).or_else(|| speed(0x15, 0x54))?;
+    Some(MemoryDevice {
+        size_mib,
+        mts,
+        data_width_bits: word(0x0A).filter(|&w| w != 0 && w != 0xFFFF).unwrap_or(64),
+    })
+}
+
+fn smbios_peak(topo: &Topology, sockets: usize) -> Option<Peak> {
+    let dir = topo.root.join("sys/firmware/dmi/entries");
+    let devices: Vec<MemoryDevice> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("17-"))
+        .filter_map(|e| std::fs::read(e.path().join("raw")).ok())
+        .filter_map(|raw| parse_memory_device(&raw))
+        .collect();
+    if devices.is_empty() {
+        return None;
+    }
+    let mts = devices.iter().map(|d| d.mts).min()?;
+    let bytes_per_transfer = devices.iter().map(|d| u32::from(d.data_width_bits)).min()? / 8;
+    let per_socket = (devices.len() / sockets).max(1) as u32;
+    Some(Peak {
+        per_socket_gb_s: per_socket as f64 * mts as f64 * bytes_per_transfer as f64 / 1e3,
+        sockets,
+        channels_per_socket: Some(per_socket),
+        mts: Some(mts),
+        source: PeakSource::Smbios,
+        detail: format!(
+            "SMBIOS: {} populated DIMMs at {mts} MT/s, taken as one DIMM per channel",
+            devices.len()
+        ),
+    })
+}
+
+/// One row of the built-in table.
+struct CpuFamily {
+    name: &'static str,
+    channels: u32,
+    mts: u32,
+}
+
+fn family(name: &'static str, channels: u32, mts: u32) -> Option<CpuFamily> {
+    Some(CpuFamily {
+        name,
+        channels,
+        mts,
+    })
+}
+
+/// Matches a model-name string against the built-in table of server CPUs.
+fn lookup_model(model: &str) -> Option<CpuFamily> {
+    let words: Vec<&str> = model.split_whitespace().collect();
+    let after = |key: &str| {
+        words
+            .iter()
+            .position(|w| w.eq_ignore_ascii_case(key))
+            .and_then(|i| words.get(i + 1))
+            .copied()
+    };
+    if let Some(num) = after("EPYC") {
+        // 7xx1 Naples, 7xx2 Rome, 7xx3 Milan, 9xx4 Genoa, 9xx5 Turin, 8xx4 Siena.
+        let digits: Vec<char> = num.chars().collect();
+        if digits.len() < 4 {
+            return None;
+        }
+        return match (digits[0], digits[3]) {
+            ('7', '1') => family("AMD EPYC 7001 (Naples)", 8, 2666),
+            ('7', '2') => family("AMD EPYC 7002 (Rome)", 8, 3200),
+            ('7', '3') => family("AMD EPYC 7003 (Milan)", 8, 3200),
+            ('9', '4') => family("AMD EPYC 9004 (Genoa)", 12, 4800),
+            ('9', '5') => family("AMD EPYC 9005 (Turin)", 12, 6000),
+            ('8', '4') => family("AMD EPYC 8004 (Siena)", 6, 4800),
+            _ => None,
+        };
+    }
+    if let Some(pos) = words.iter().position(|w| w.starts_with("E5-")) {
+        let version = words.get(pos + 1).copied().unwrap_or("");
+        return match version {
+            "v2" => family("Intel Xeon E5 v2 (Ivy Bridge-EP)", 4, 1866),
+            "v3" => family("Intel Xeon E5 v3 (Haswell-EP)", 4, 2133),
+            "v4" => family("Intel Xeon E5 v4 (Broadwell-EP)", 4, 2400),
+            _ => family("Intel Xeon E5 (Sandy Bridge-EP)", 4, 1600),
+        };
+    }
+    for tier in ["Platinum", "Gold", "Silver", "Bronze"] {
+        let Some(num) = after(tier) else { continue };
+        // Xeon Scalable: the second digit is the generation, the first the class.
+        let d: Vec<char> = num.chars().collect();
+        if d.len() < 4 {
+            return None;
+        }
+        let high = tier == "Platinum" || (tier == "Gold" && d[0] == '6');
+        return match d[1] {
+            '1' => family(
+                "Intel Xeon Scalable 1st gen (Skylake-SP)",
+                6,
+                if high { 2666 } else { 2400 },
+            ),
+            '2' if tier == "Platinum" && d[0] == '9' => {
+                family("Intel Xeon Platinum 9200 (Cascade Lake-AP)", 12, 2933)
+            }
+            '2' => family(
+                "Intel Xeon Scalable 2nd gen (Cascade Lake)",
+                6,
+                if high { 2933 } else { 2666 },
+            ),
+            '3' => family(
+                "Intel Xeon Scalable 3rd gen (Ice Lake-SP)",
+                8,
+                match tier {
+                    "Silver" | "Bronze" => 2666,
+                    _ if high => 3200,
+                    _ => 2933,
+                },
+            ),
+            '4' => family(
+                "Intel Xeon Scalable 4th gen (Sapphire Rapids)",
+                8,
+                if high { 4800 } else { 4400 },
+            ),
+            '5' => family(
+                "Intel Xeon Scalable 5th gen (Emerald Rapids)",
+                8,
+                if high { 5600 } else { 5200 },
+            ),
+            _ => None,
+        };
+    }
+    if model.contains("Altra") {
+        return family("Ampere Altra", 8, 3200);
+    }
+    None
+}
+
+/// aarch64 parts named only by implementer/part in /proc/cpuinfo.
+/// (description, GB/s per socket, channels and MT/s when they apply)
+type ArmPart = (String, f64, Option<(u32, u32)>);
+
+fn lookup_arm(topo: &Topology) -> Option<ArmPart> {
+    let text = std::fs::read_to_string(topo.root.join("proc/cpuinfo")).ok()?;
+    let field = |k: &str| {
+        text.lines().find_map(|l| {
+            l.split_once(':')
+                .filter(|(a, _)| a.trim() == k)
+                .map(|(_, v)| v.trim().to_string())
+        })
+    };
+    match (
+        field("CPU implementer")?.as_str(),
+        field("CPU part")?.as_str(),
+    ) {
+        ("0x46", "0x001") => Some((
+            "Fujitsu A64FX: 4 HBM2 stacks × 256 GB/s".into(),
+            1024.0,
+            None,
+        )),
+        ("0x41", "0xd4f") => Some((
+            "NVIDIA Grace (Neoverse V2), LPDDR5X: NVIDIA's per-CPU figure".into(),
+            512.0,
+            None,
+        )),
+        ("0x41", "0xd0c") => Some(("Ampere Altra (Neoverse N1)".into(), 204.8, Some((8, 3200)))),
+        _ => None,
+    }
+}
+
+fn table_peak(topo: &Topology, sockets: usize) -> Option<Peak> {
+    if let Some(f) = topo.cpu_info.model_name.as_deref().and_then(lookup_model) {
+        return Some(Peak {
+            per_socket_gb_s: f.channels as f64 * f.mts as f64 * 8.0 / 1e3,
+            sockets,
+            channels_per_socket: Some(f.channels),
+            mts: Some(f.mts),
+            source: PeakSource::Table,
+            detail: format!(
+                "built-in table: {}, rated {} × {} MT/s per socket; DIMMs may run slower",
+                f.name, f.channels, f.mts
+            ),
+        });
+    }
+    let (name, gb_s, chmts) = lookup_arm(topo)?;
+    Some(Peak {
+        per_socket_gb_s: gb_s,
+        sockets,
+        channels_per_socket: chmts.map(|c| c.0),
+        mts: chmts.map(|c| c.1),
+        source: PeakSource::Table,
+        detail: format!("built-in table: {name}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::fixture::smbios_memory_device;
+
+    #[test]
+    fn table_knows_common_server_cpus() {
+        let per_socket =
+            |m: &str| lookup_model(m).map(|f| f.channels as f64 * f.mts as f64 * 8.0 / 1e3);
+        assert_eq!(per_socket("AMD EPYC 7H12 64-Core Processor"), Some(204.8));
+        assert_eq!(per_socket("AMD EPYC 7742 64-Core Processor"), Some(204.8));
+        assert_eq!(per_socket("AMD EPYC 9654 96-Core Processor"), Some(460.8));
+        assert_eq!(
+            per_socket("Intel(R) Xeon(R) CPU E5-2680 v3 @ 2.50GHz"),
+            Some(68.256)
+        );
+        assert_eq!(
+            per_socket("Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz"),
+            Some(127.968)
+        );
+        assert_eq!(per_socket("Intel(R) Xeon(R) Platinum 8480+"), Some(307.2));
+        assert_eq!(
+            per_socket("Intel(R) Xeon(R) Silver 4314 CPU @ 2.40GHz"),
+            Some(170.624)
+        );
+        assert_eq!(
+            per_socket("Intel(R) Xeon(R) Gold 6348 CPU @ 2.60GHz"),
+            Some(204.8)
+        );
+        assert_eq!(per_socket("AMD EPYC"), None);
+        assert_eq!(per_socket("Intel(R) Core(TM) i7-8700"), None);
+        assert_eq!(per_socket(""), None);
+    }
+
+    #[test]
+    fn peaks_parse() {
+        assert_eq!(parse_peak("409.6GB/s"), Ok(409.6));
+        assert_eq!(parse_peak("409.6 GB/s"), Ok(409.6));
+        assert_eq!(parse_peak("0.5TB/s"), Ok(500.0));
+        assert_eq!(parse_peak("100"), Ok(100.0));
+        assert!(parse_peak("fast").is_err());
+        assert!(parse_peak("-3").is_err());
+    }
+
+    #[test]
+    fn smbios_memory_devices_parse() {
+        let d = parse_memory_device(&smbios_memory_device(3, 32 * 1024, 3200)).unwrap();
+        assert_eq!(
+            d,
+            MemoryDevice {
+                size_mib: 32 * 1024,
+                mts: 3200,
+                data_width_bits: 64
+            }
+        );
+        let mut empty = smbios_memory_device(1, 0, 3200);
+        assert_eq!(parse_memory_device(&empty), None);
+        empty[0] = 16;
+        assert_eq!(parse_memory_device(&empty), None);
+        assert_eq!(parse_memory_device(&[17]), None);
+        assert_eq!(parse_memory_device(&[]), None);
+    }
+
+    #[test]
+    fn user_figures_win_and_conflicts_are_refused() {
+        let req = PeakRequest {
+            channels: Some(8),
+            mts: Some(3200),
+            node_gb_s: None,
+        };
+        let p = user_peak(&req, 2).unwrap().unwrap();
+        assert_eq!(p.node_gb_s(), 409.6);
+        assert_eq!(p.for_sockets(1), 204.8);
+        let req = PeakRequest {
+            channels: Some(8),
+            mts: None,
+            node_gb_s: None,
+        };
+        assert!(user_peak(&req, 2).is_err());
+        let req = PeakRequest {
+            channels: Some(8),
+            mts: Some(1),
+            node_gb_s: Some(1.0),
+        };
+        assert!(user_peak(&req, 2).is_err());
+    }
+}

@@ -1,0 +1,258 @@
+//! `membw topo`: the machine at a glance (ranges, not 256 numbers), and the
+//! JSON document with the full model.
+
+use crate::peak::Peak;
+use crate::topology::cpulist::{IdSet, format_ranges};
+use crate::topology::{CacheKind, Topology};
+use crate::units::Bytes;
+use serde::Serialize;
+use std::fmt::Write;
+
+/// Facts derived from the model, for people and tests alike.
+#[derive(Debug, Clone, Serialize)]
+pub struct Derived {
+    pub sockets: usize,
+    pub numa_nodes: usize,
+    pub cores: usize,
+    pub cpus: usize,
+    pub threads_per_core: usize,
+    pub smt: bool,
+    /// Sum of every cache instance (lscpu's "sum of all").
+    pub cache_sum: Bytes,
+    /// Per level and kind: (name, instance size, instances, total).
+    pub cache_levels: Vec<CacheLevel>,
+    pub llc_domains: Vec<IdSet>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CacheLevel {
+    pub name: String,
+    pub size: Option<Bytes>,
+    pub instances: usize,
+    pub total: Bytes,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TopoReport<'a> {
+    pub schema_version: u32,
+    pub topology: &'a Topology,
+    pub derived: Derived,
+    pub peak: Option<&'a Peak>,
+}
+
+pub fn derive(topo: &Topology) -> Derived {
+    let all = topo.online_cpus();
+    let mut cache_levels: Vec<CacheLevel> = Vec::new();
+    for c in &topo.caches {
+        let name = format!(
+            "L{}{}",
+            c.level,
+            match c.kind {
+                CacheKind::Data => "d",
+                CacheKind::Instruction => "i",
+                CacheKind::Unified => "",
+            }
+        );
+        match cache_levels.iter_mut().find(|l| l.name == name) {
+            Some(l) => {
+                l.instances += 1;
+                l.total.0 += c.size.map_or(0, |s| s.0);
+            }
+            None => cache_levels.push(CacheLevel {
+                name,
+                size: c.size,
+                instances: 1,
+                total: c.size.unwrap_or_default(),
+            }),
+        }
+    }
+    Derived {
+        sockets: topo.packages().len(),
+        numa_nodes: topo.nodes.len(),
+        cores: topo.cores().len(),
+        cpus: topo.cpus.len(),
+        threads_per_core: topo.threads_per_core(),
+        smt: topo.threads_per_core() > 1,
+        cache_sum: topo.cache_sum(&all),
+        cache_levels,
+        llc_domains: topo.llc_domains(),
+    }
+}
+
+pub fn json(topo: &Topology, peak: Option<&Peak>) -> String {
+    let report = TopoReport {
+        schema_version: super::SCHEMA_VERSION,
+        topology: topo,
+        derived: derive(topo),
+        peak,
+    };
+    let mut s = serde_json::to_string_pretty(&report).expect("plain data serializes");
+    s.push('\n');
+    s
+}
+
+fn or_unknown(b: Option<Bytes>) -> String {
+    b.map_or_else(|| "unknown".to_string(), |b| b.to_string())
+}
+
+/// The first hardware thread of every core in `cpus`, as ranges.
+fn physical(topo: &Topology, cpus: &IdSet) -> String {
+    let firsts: Vec<usize> = cpus
+        .ids()
+        .iter()
+        .copied()
+        .filter(|&c| {
+            topo.cpu(c)
+                .is_some_and(|cpu| cpu.siblings.first() == Some(c))
+        })
+        .collect();
+    format_ranges(&firsts)
+}
+
+pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
+    let d = derive(topo);
+    let mut o = String::new();
+    let model = topo
+        .cpu_info
+        .model_name
+        .as_deref()
+        .unwrap_or("unknown CPU model");
+    let simd: Vec<&str> = ["avx512f", "avx2", "fma", "sse2", "asimd", "sve"]
+        .into_iter()
+        .filter(|f| topo.has_flag(f))
+        .collect();
+    let _ = writeln!(o, "{:<11}{model}", "CPU");
+    let _ = writeln!(
+        o,
+        "{:<11}{}",
+        "SIMD",
+        if simd.is_empty() {
+            "unknown".to_string()
+        } else {
+            simd.join(" ")
+        }
+    );
+    let _ = writeln!(
+        o,
+        "{:<11}{} socket{} · {} NUMA node{}{} · {} cores · {} CPUs · SMT {}",
+        "Layout",
+        d.sockets,
+        if d.sockets == 1 { "" } else { "s" },
+        d.numa_nodes,
+        if d.numa_nodes == 1 { "" } else { "s" },
+        if topo.numa_reported {
+            ""
+        } else {
+            " (kernel reports no NUMA)"
+        },
+        d.cores,
+        d.cpus,
+        if d.smt {
+            format!("on ({} threads per core)", d.threads_per_core)
+        } else {
+            "off".to_string()
+        }
+    );
+    let levels: Vec<String> = d
+        .cache_levels
+        .iter()
+        .map(|l| format!("{} {} × {}", l.name, or_unknown(l.size), l.instances))
+        .collect();
+    let _ = writeln!(o, "{:<11}{}", "Caches", levels.join(" · "));
+    let _ = writeln!(o, "{:<11}sum of all {}", "", d.cache_sum);
+    let _ = writeln!(
+        o,
+        "{:<11}CPUs {} ({} of {}) · memory nodes {}",
+        "Allowed",
+        topo.allowed_cpus,
+        topo.allowed_cpus.len(),
+        d.cpus,
+        topo.allowed_mems
+    );
+    let m = &topo.memory;
+    let _ = writeln!(
+        o,
+        "{:<11}{} total · {} available · cgroup limit {} · THP {} · hugepages {} × {}",
+        "Memory",
+        or_unknown(m.total),
+        or_unknown(m.available),
+        m.cgroup_limit.map_or("none".to_string(), |l| l.to_string()),
+        m.thp_mode.as_deref().unwrap_or("unknown"),
+        m.hugepages_total.map_or("?".to_string(), |n| n.to_string()),
+        or_unknown(m.hugepage_size)
+    );
+    let llc_level = topo.last_level();
+    for package in topo.packages() {
+        let _ = writeln!(o, "\nSocket {package}");
+        for node in &topo.nodes {
+            let on_package = node
+                .cpus
+                .ids()
+                .iter()
+                .any(|&c| topo.cpu(c).is_some_and(|cpu| cpu.package == package));
+            if !on_package {
+                continue;
+            }
+            let domains: Vec<String> = topo
+                .llc_domains()
+                .iter()
+                .filter(|dom| dom.intersects(&node.cpus))
+                .map(|dom| physical(topo, &dom.intersection(&node.cpus)))
+                .collect();
+            let _ = writeln!(
+                o,
+                "  node {:<3} cores {:<12} CPUs {:<20} {:>10}   L{} domains: {}",
+                node.id,
+                physical(topo, &node.cpus),
+                node.cpus.to_string(),
+                or_unknown(node.mem_total),
+                llc_level.unwrap_or(3),
+                if domains.is_empty() {
+                    "unknown".to_string()
+                } else {
+                    domains.join(" ")
+                }
+            );
+        }
+    }
+    let memory_only: Vec<_> = topo.nodes.iter().filter(|n| n.cpus.is_empty()).collect();
+    if !memory_only.is_empty() {
+        let _ = writeln!(o, "\nMemory-only nodes");
+        for node in memory_only {
+            let _ = writeln!(
+                o,
+                "  node {:<3} no CPUs {:>10}",
+                node.id,
+                or_unknown(node.mem_total)
+            );
+        }
+    }
+    if topo.nodes.len() > 1 || topo.numa_reported {
+        let _ = writeln!(o, "\nNUMA distances");
+        let _ = write!(o, "  node");
+        for n in &topo.nodes {
+            let _ = write!(o, "{:>4}", n.id);
+        }
+        o.push('\n');
+        for n in &topo.nodes {
+            let _ = write!(o, "  {:>4}", n.id);
+            if n.distances.is_empty() {
+                let _ = write!(o, "   unknown");
+            }
+            for d in &n.distances {
+                let _ = write!(o, "{d:>4}");
+            }
+            o.push('\n');
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\n{:<11}{}",
+        "Peak",
+        peak.map_or_else(
+            || "unknown: no SMBIOS memory devices readable and the CPU model is not in the built-in table; give --peak 409.6GB/s or --channels 8 --mts 3200".to_string(),
+            |p| format!("{p}\n{:<11}source: {}", "", p.detail)
+        )
+    );
+    o
+}

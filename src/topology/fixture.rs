@@ -1,0 +1,344 @@
+//! Writes sysfs/procfs trees for machines we do not have, from a compact
+//! description, so topology, placement and peak logic can be tested against
+//! 2-socket, 8-node, 256-CPU nodes on a 2-core VM. Also captures the
+//! relevant files of a real machine into such a tree (`membw topo --capture`).
+//!
+//! CPU numbering follows what Linux shows on x86 servers: first thread of
+//! every core (socket by socket, node by node), then the second threads in
+//! the same order, so CPU `c` and `c + cores` are SMT siblings.
+
+use crate::topology::cpulist::format_ranges;
+use serde::{Deserialize, Serialize};
+use std::fs;
+use std::io;
+use std::path::Path;
+
+/// A machine in a few numbers. Deserialized from `tests/fixtures/*.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineSpec {
+    pub model_name: String,
+    #[serde(default = "default_vendor")]
+    pub vendor: String,
+    #[serde(default)]
+    pub flags: String,
+    pub sockets: usize,
+    /// NUMA nodes with CPUs per socket (NPS4 = 4).
+    #[serde(default = "one")]
+    pub nodes_per_socket: usize,
+    pub cores_per_node: usize,
+    #[serde(default = "one")]
+    pub threads_per_core: usize,
+    /// Cores sharing one L3 (an AMD CCX: 4; a whole Intel socket: all).
+    pub cores_per_l3: usize,
+    pub l1d: String,
+    pub l1i: String,
+    pub l2: String,
+    pub l3: String,
+    pub distance_local: u32,
+    /// Between nodes of one socket (NPS2/NPS4, sub-NUMA clustering).
+    #[serde(default)]
+    pub distance_same_socket: u32,
+    pub distance_remote: u32,
+    pub node_memory_gib: u64,
+    /// False for a kernel without NUMA support: no `node/` directory at all.
+    #[serde(default = "yes")]
+    pub numa: bool,
+    /// Extra CPU-less memory nodes (HBM, CXL), placed after the CPU nodes.
+    #[serde(default)]
+    pub memory_only_nodes: usize,
+    /// SMBIOS type 17 entries: populated DIMMs per socket and their speed.
+    #[serde(default)]
+    pub dimms_per_socket: usize,
+    #[serde(default)]
+    pub dimm_mts: u16,
+}
+
+fn one() -> usize {
+    1
+}
+fn yes() -> bool {
+    true
+}
+fn default_vendor() -> String {
+    "GenuineIntel".into()
+}
+
+impl MachineSpec {
+    pub fn cpu_nodes(&self) -> usize {
+        self.sockets * self.nodes_per_socket
+    }
+    pub fn cores(&self) -> usize {
+        self.cpu_nodes() * self.cores_per_node
+    }
+    pub fn cpus(&self) -> usize {
+        self.cores() * self.threads_per_core
+    }
+    /// CPU id of hardware thread `thread` of global core `core`.
+    pub fn cpu_id(&self, core: usize, thread: usize) -> usize {
+        thread * self.cores() + core
+    }
+    fn siblings(&self, core: usize) -> Vec<usize> {
+        (0..self.threads_per_core)
+            .map(|t| self.cpu_id(core, t))
+            .collect()
+    }
+    fn cpus_of_cores(&self, cores: std::ops::Range<usize>) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..self.threads_per_core)
+            .flat_map(|t| cores.clone().map(move |c| (c, t)))
+            .map(|(c, t)| self.cpu_id(c, t))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn distance(&self, from: usize, to: usize) -> u32 {
+        let socket_of = |n: usize| {
+            if n < self.cpu_nodes() {
+                Some(n / self.nodes_per_socket)
+            } else {
+                None
+            }
+        };
+        if from == to {
+            self.distance_local
+        } else if socket_of(from).is_some() && socket_of(from) == socket_of(to) {
+            self.distance_same_socket
+        } else {
+            self.distance_remote
+        }
+    }
+
+    /// Writes the tree under `root` (which should be empty or absent).
+    pub fn write(&self, root: &Path) -> io::Result<()> {
+        let w = |rel: &str, text: &str| -> io::Result<()> {
+            let p = root.join(rel);
+            fs::create_dir_all(p.parent().expect("relative path has a parent"))?;
+            fs::write(p, text)
+        };
+        let ncpus = self.cpus();
+        let all = format!("0-{}\n", ncpus - 1);
+        for f in ["online", "possible", "present"] {
+            w(&format!("sys/devices/system/cpu/{f}"), &all)?;
+        }
+        let cores_per_socket = self.nodes_per_socket * self.cores_per_node;
+        for core in 0..self.cores() {
+            let socket = core / cores_per_socket;
+            let socket_cores = socket * cores_per_socket..(socket + 1) * cores_per_socket;
+            let l3_first = core / self.cores_per_l3 * self.cores_per_l3;
+            let l3_cores = l3_first..(l3_first + self.cores_per_l3).min(socket_cores.end);
+            for thread in 0..self.threads_per_core {
+                let cpu = self.cpu_id(core, thread);
+                let base = format!("sys/devices/system/cpu/cpu{cpu}");
+                let siblings = format_ranges(&self.siblings(core)) + "\n";
+                let package = format_ranges(&self.cpus_of_cores(socket_cores.clone())) + "\n";
+                w(
+                    &format!("{base}/topology/physical_package_id"),
+                    &format!("{socket}\n"),
+                )?;
+                w(&format!("{base}/topology/die_id"), "0\n")?;
+                w(
+                    &format!("{base}/topology/core_id"),
+                    &format!("{}\n", core - socket_cores.start),
+                )?;
+                w(&format!("{base}/topology/thread_siblings_list"), &siblings)?;
+                w(&format!("{base}/topology/core_cpus_list"), &siblings)?;
+                w(&format!("{base}/topology/core_siblings_list"), &package)?;
+                w(&format!("{base}/topology/package_cpus_list"), &package)?;
+                let l3 = format_ranges(&self.cpus_of_cores(l3_cores.clone())) + "\n";
+                let caches = [
+                    (1, "Data", &self.l1d, &siblings),
+                    (1, "Instruction", &self.l1i, &siblings),
+                    (2, "Unified", &self.l2, &siblings),
+                    (3, "Unified", &self.l3, &l3),
+                ];
+                for (i, (level, kind, size, shared)) in caches.iter().enumerate() {
+                    let c = format!("{base}/cache/index{i}");
+                    w(&format!("{c}/level"), &format!("{level}\n"))?;
+                    w(&format!("{c}/type"), &format!("{kind}\n"))?;
+                    w(&format!("{c}/size"), &format!("{size}\n"))?;
+                    w(&format!("{c}/coherency_line_size"), "64\n")?;
+                    w(&format!("{c}/shared_cpu_list"), shared)?;
+                }
+            }
+        }
+        let nodes = self.cpu_nodes() + self.memory_only_nodes;
+        let node_kib = self.node_memory_gib << 20;
+        if self.numa {
+            let ids = format!("0-{}\n", nodes - 1);
+            for f in ["online", "possible", "has_memory", "has_normal_memory"] {
+                w(&format!("sys/devices/system/node/{f}"), &ids)?;
+            }
+            w(
+                "sys/devices/system/node/has_cpu",
+                &format!("0-{}\n", self.cpu_nodes() - 1),
+            )?;
+            for node in 0..nodes {
+                let base = format!("sys/devices/system/node/node{node}");
+                let cpus = if node < self.cpu_nodes() {
+                    let first = node * self.cores_per_node;
+                    format_ranges(&self.cpus_of_cores(first..first + self.cores_per_node))
+                } else {
+                    String::new()
+                };
+                w(&format!("{base}/cpulist"), &format!("{cpus}\n"))?;
+                let d: Vec<String> = (0..nodes)
+                    .map(|to| self.distance(node, to).to_string())
+                    .collect();
+                w(&format!("{base}/distance"), &format!("{}\n", d.join(" ")))?;
+                w(
+                    &format!("{base}/meminfo"),
+                    &format!(
+                        "Node {node} MemTotal:       {node_kib} kB\nNode {node} MemFree:        {} kB\nNode {node} MemUsed:        {} kB\n",
+                        node_kib * 9 / 10,
+                        node_kib / 10
+                    ),
+                )?;
+            }
+        }
+        let total_kib = node_kib * nodes as u64;
+        w(
+            "proc/meminfo",
+            &format!(
+                "MemTotal:       {total_kib} kB\nMemFree:        {} kB\nMemAvailable:   {} kB\nHugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:       2048 kB\n",
+                total_kib * 9 / 10,
+                total_kib * 9 / 10
+            ),
+        )?;
+        w(
+            "proc/self/status",
+            &format!(
+                "Name:\tmembw\nCpus_allowed_list:\t0-{}\nMems_allowed_list:\t0-{}\n",
+                ncpus - 1,
+                nodes - 1
+            ),
+        )?;
+        w("proc/self/cgroup", "0::/\n")?;
+        w(
+            "sys/kernel/mm/transparent_hugepage/enabled",
+            "always [madvise] never\n",
+        )?;
+        let mut cpuinfo = String::new();
+        for cpu in 0..ncpus {
+            let core = cpu % self.cores();
+            cpuinfo.push_str(&format!(
+                "processor\t: {cpu}\nvendor_id\t: {}\nmodel name\t: {}\nphysical id\t: {}\ncore id\t\t: {}\nflags\t\t: {}\n\n",
+                self.vendor,
+                self.model_name,
+                core / cores_per_socket,
+                core % cores_per_socket,
+                self.flags
+            ));
+        }
+        w("proc/cpuinfo", &cpuinfo)?;
+        for i in 0..self.dimms_per_socket * self.sockets {
+            let p = root.join(format!("sys/firmware/dmi/entries/17-{i}/raw"));
+            fs::create_dir_all(p.parent().expect("has parent"))?;
+            fs::write(p, smbios_memory_device(i as u16, 64 * 1024, self.dimm_mts))?;
+        }
+        Ok(())
+    }
+}
+
+/// A minimal SMBIOS 3.x type 17 (Memory Device) structure: formatted area of
+/// 0x54 bytes, then two strings (locator, bank) and the double NUL.
+pub fn smbios_memory_device(handle: u16, size_mib: u32, mts: u16) -> Vec<u8> {
+    let mut f = vec![0u8; 0x54];
+    f[0] = 17;
+    f[1] = 0x54;
+    f[2..4].copy_from_slice(&handle.to_le_bytes());
+    f[0x08..0x0A].copy_from_slice(&72u16.to_le_bytes()); // total width (ECC)
+    f[0x0A..0x0C].copy_from_slice(&64u16.to_le_bytes()); // data width
+    if size_mib < 0x7FFF {
+        f[0x0C..0x0E].copy_from_slice(&(size_mib as u16).to_le_bytes());
+    } else {
+        // 32 GiB and up: the extended size field holds the value.
+        f[0x0C..0x0E].copy_from_slice(&0x7FFFu16.to_le_bytes());
+        f[0x1C..0x20].copy_from_slice(&size_mib.to_le_bytes());
+    }
+    f[0x10] = 1; // device locator: string 1
+    f[0x11] = 2; // bank locator: string 2
+    f[0x12] = 0x1A; // DDR4
+    f[0x15..0x17].copy_from_slice(&mts.to_le_bytes()); // rated speed
+    f[0x20..0x22].copy_from_slice(&mts.to_le_bytes()); // configured speed
+    f.extend_from_slice(format!("DIMM {handle}\0BANK {handle}\0\0").as_bytes());
+    f
+}
+
+/// The files `membw topo` reads, relative to the root, for `--capture`.
+/// Directories are walked; missing paths are skipped.
+const CAPTURE_PATHS: &[&str] = &[
+    "sys/devices/system/cpu/online",
+    "sys/devices/system/cpu/possible",
+    "sys/devices/system/cpu/present",
+    "sys/devices/system/node",
+    "sys/kernel/mm/transparent_hugepage/enabled",
+    "sys/firmware/dmi/entries",
+    "proc/cpuinfo",
+    "proc/meminfo",
+    "proc/self/status",
+    "proc/self/cgroup",
+];
+
+/// Copies the topology-relevant files of `source` (normally `/`) into `dest`.
+/// Returns the number of files written.
+pub fn capture(source: &Path, dest: &Path) -> io::Result<usize> {
+    let mut count = 0;
+    for rel in CAPTURE_PATHS {
+        count += copy_tree(source, dest, Path::new(rel), 0)?;
+    }
+    // Per-CPU topology and caches: only the files the reader uses.
+    let cpu_dir = source.join("sys/devices/system/cpu");
+    for entry in fs::read_dir(&cpu_dir)?.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name
+            .strip_prefix("cpu")
+            .is_none_or(|n| n.parse::<usize>().is_err())
+        {
+            continue;
+        }
+        let rel = Path::new("sys/devices/system/cpu").join(&*name);
+        count += copy_tree(source, dest, &rel.join("topology"), 0)?;
+        count += copy_tree(source, dest, &rel.join("cache"), 0)?;
+    }
+    Ok(count)
+}
+
+/// Copies regular files under `rel`, following no symlinks out of the tree,
+/// at most a few levels deep (sysfs is full of loops).
+fn copy_tree(source: &Path, dest: &Path, rel: &Path, depth: usize) -> io::Result<usize> {
+    let from = source.join(rel);
+    let Ok(meta) = fs::symlink_metadata(&from) else {
+        return Ok(0);
+    };
+    if meta.is_file() {
+        // Some sysfs files refuse reads (write-only or privileged): skip them.
+        let Ok(bytes) = fs::read(&from) else {
+            return Ok(0);
+        };
+        let to = dest.join(rel);
+        fs::create_dir_all(to.parent().expect("has parent"))?;
+        fs::write(to, bytes)?;
+        return Ok(1);
+    }
+    if !meta.is_dir() || depth > 3 {
+        return Ok(0);
+    }
+    let mut count = 0;
+    for entry in fs::read_dir(&from)?.flatten() {
+        let name = entry.file_name();
+        let keep = |n: &str| {
+            // Under node/: node dirs and their lists; skip per-node device links.
+            !matches!(
+                n,
+                "power" | "subsystem" | "uevent" | "hugepages" | "memory_side_cache"
+            ) && !n.starts_with("memory")
+                && !n.starts_with("access")
+        };
+        if keep(&name.to_string_lossy()) {
+            count += copy_tree(source, dest, &rel.join(&name), depth + 1)?;
+        }
+    }
+    Ok(count)
+}

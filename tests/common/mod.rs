@@ -1,0 +1,53 @@
+//! Helpers shared by the integration tests: fixture trees made from the
+//! compact machine descriptions in `tests/fixtures/*.json`.
+
+#![allow(dead_code)]
+
+use membw::topology::Topology;
+use membw::topology::fixture::MachineSpec;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+pub fn spec(name: &str) -> MachineSpec {
+    let path = fixtures_dir().join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Writes the named fixture into a fresh temporary directory.
+pub fn tree(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    spec(name).write(dir.path()).unwrap();
+    dir
+}
+
+/// The named fixture, written once per test binary and shared read-only.
+pub fn shared_tree(name: &str) -> PathBuf {
+    static ROOT: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static WRITTEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let root = ROOT.get_or_init(|| tempfile::tempdir().unwrap());
+    let path = root.path().join(name);
+    let mut written = WRITTEN.lock().unwrap();
+    if !written.iter().any(|n| n == name) {
+        spec(name).write(&path).unwrap();
+        written.push(name.to_string());
+    }
+    path
+}
+
+pub fn topology(name: &str) -> Topology {
+    Topology::read(&shared_tree(name)).unwrap()
+}
+
+/// Every fixture description in tests/fixtures.
+pub const MACHINES: [&str; 5] = [
+    "epyc-7742-2s-nps4",
+    "epyc-7h12-2s",
+    "xeon-e5-2680v3-2s",
+    "xeon-e5-2650v3-2s-noht",
+    "xeon-gold-6248-1s-nonuma",
+];

@@ -1,0 +1,282 @@
+//! `membw topo` end to end, and agreement with lscpu and numactl.
+
+mod common;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn membw() -> Command {
+    Command::cargo_bin("membw").unwrap()
+}
+
+fn stdout(args: &[&str]) -> String {
+    let out = membw().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn usage_error(args: &[&str], needle: &str) {
+    let out = membw().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(needle), "'{needle}' not in {err}");
+}
+
+#[test]
+fn a_256_cpu_node_prints_as_ranges() {
+    let dir = common::shared_tree("epyc-7742-2s-nps4");
+    let out = stdout(&["topo", "--sysroot", dir.to_str().unwrap()]);
+    assert!(
+        out.contains(
+            "2 sockets · 8 NUMA nodes · 128 cores · 256 CPUs · SMT on (2 threads per core)"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("node 5   cores 80-95        CPUs 80-95,208-223"),
+        "{out}"
+    );
+    assert!(out.contains("L3 domains: 0-3 4-7 8-11 12-15"));
+    assert!(out.contains("     0  10  12  12  12  32  32  32  32\n"));
+    assert!(out.contains("Peak       409.6 GB/s (2 sockets × 8 channels × 3200 MT/s × 8 B)\n           source: built-in table"));
+    assert!(
+        out.lines().all(|l| l.chars().count() <= 120),
+        "readable width:\n{out}"
+    );
+}
+
+#[test]
+fn json_holds_the_full_model() {
+    let dir = common::shared_tree("epyc-7h12-2s");
+    let out = stdout(&["topo", "--json", "--sysroot", dir.to_str().unwrap()]);
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["derived"]["cpus"], 256);
+    assert_eq!(doc["derived"]["cache_sum"], 584u64 << 20);
+    assert_eq!(
+        doc["topology"]["nodes"][1]["distances"],
+        serde_json::json!([32, 10])
+    );
+    assert_eq!(
+        doc["topology"]["cpus"][130]["siblings"],
+        serde_json::json!([2, 130])
+    );
+    assert_eq!(doc["peak"]["source"], "smbios");
+    assert_eq!(doc["peak"]["channels_per_socket"], 8);
+}
+
+#[test]
+fn user_peak_flags_are_checked() {
+    let out = stdout(&["topo", "--channels", "8", "--mts", "3200"]);
+    assert!(out.contains("channels × 3200 MT/s"), "{out}");
+    usage_error(&["topo", "--channels", "8"], "--mts");
+    usage_error(&["topo", "--peak", "100GB/s", "--mts", "3200"], "--peak");
+    usage_error(&["topo", "--peak", "fast"], "'fast'");
+    usage_error(
+        &["topo", "--sysroot", "/nonexistent/membw"],
+        "not a directory",
+    );
+    let empty = tempfile::tempdir().unwrap();
+    usage_error(
+        &["topo", "--sysroot", empty.path().to_str().unwrap()],
+        "no CPUs found",
+    );
+}
+
+#[test]
+fn run_reports_percent_of_peak() {
+    let out = stdout(&[
+        "run",
+        "--size",
+        "1M",
+        "--ntimes",
+        "2",
+        "--channels",
+        "8",
+        "--mts",
+        "3200",
+    ]);
+    assert!(out.contains("% of peak"), "{out}");
+    let json = stdout(&[
+        "run",
+        "--size",
+        "1M",
+        "--ntimes",
+        "2",
+        "--peak",
+        "100GB/s",
+        "--json",
+        "--kernels",
+        "triad",
+    ]);
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    let peak = &doc["peak"];
+    assert_eq!(peak["source"], "user");
+    assert_eq!(peak["sockets_used"], 1);
+    let rate = doc["measurement"]["results"][0]["best_rate_mb_s"]
+        .as_f64()
+        .unwrap();
+    let pct = peak["percent_of_peak"]["triad"].as_f64().unwrap();
+    let used = peak["used_gb_s"].as_f64().unwrap();
+    assert!((pct - 100.0 * rate / 1e3 / used).abs() < 1e-9);
+    // No peak known: no percentage, and the text says how to give one.
+    let out = stdout(&["run", "--size", "1M", "--ntimes", "2"]);
+    if !out.contains("peak for the") {
+        assert!(out.contains("theoretical peak unknown"));
+        assert!(!out.contains("% of peak"));
+    }
+}
+
+#[test]
+fn capture_then_sysroot_reproduces_the_live_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("node");
+    membw()
+        .args(["topo", "--capture", target.to_str().unwrap()])
+        .assert()
+        .success();
+    let live = stdout(&["topo"]);
+    let captured = stdout(&["topo", "--sysroot", target.to_str().unwrap()]);
+    for prefix in ["CPU ", "Layout", "Caches", "Allowed", "  node"] {
+        let pick = |s: &str| {
+            s.lines()
+                .filter(|l| l.starts_with(prefix))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(pick(&live), pick(&captured), "{prefix}");
+    }
+}
+
+#[test]
+fn generate_writes_a_fixture_from_a_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = common::fixtures_dir().join("xeon-e5-2680v3-2s.json");
+    let target = dir.path().join("t");
+    membw()
+        .args([
+            "topo",
+            "--generate",
+            spec.to_str().unwrap(),
+            target.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let out = stdout(&["topo", "--sysroot", target.to_str().unwrap()]);
+    assert!(
+        out.contains("2 sockets · 2 NUMA nodes · 24 cores · 48 CPUs"),
+        "{out}"
+    );
+    usage_error(
+        &["topo", "--generate", "/nonexistent.json", "x"],
+        "/nonexistent.json",
+    );
+}
+
+/// `membw topo --json` agrees with lscpu and numactl on this machine.
+#[test]
+fn agrees_with_lscpu_and_numactl() {
+    let doc: Value = serde_json::from_str(&stdout(&["topo", "--json"])).unwrap();
+    let d = &doc["derived"];
+    match std::process::Command::new("lscpu")
+        .args(["-p=CPU,CORE,SOCKET,NODE"])
+        .output()
+    {
+        Ok(out) if out.status.success() => {
+            let text = String::from_utf8(out.stdout).unwrap();
+            let rows: Vec<Vec<&str>> = text
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(|l| l.split(',').collect())
+                .collect();
+            assert_eq!(d["cpus"].as_u64().unwrap() as usize, rows.len());
+            let sockets: std::collections::BTreeSet<&str> = rows.iter().map(|r| r[2]).collect();
+            assert_eq!(d["sockets"].as_u64().unwrap() as usize, sockets.len());
+            let cores: std::collections::BTreeSet<(&str, &str)> =
+                rows.iter().map(|r| (r[2], r[1])).collect();
+            assert_eq!(d["cores"].as_u64().unwrap() as usize, cores.len());
+        }
+        _ => eprintln!("lscpu not available: CPU comparison skipped"),
+    }
+    match std::process::Command::new("lscpu")
+        .args(["-C", "-J", "-B"])
+        .output()
+    {
+        Ok(out) if out.status.success() => {
+            let caches: Value = serde_json::from_slice(&out.stdout).unwrap();
+            for c in caches["caches"].as_array().unwrap() {
+                let name = c["name"].as_str().unwrap();
+                let ours = d["cache_levels"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|l| l["name"] == name);
+                let ours = ours.unwrap_or_else(|| panic!("lscpu has {name}, membw does not"));
+                let all: u64 = c["all-size"].as_str().unwrap().parse().unwrap();
+                let one: u64 = c["one-size"].as_str().unwrap().parse().unwrap();
+                assert_eq!(ours["total"].as_u64().unwrap(), all, "{name} sum of all");
+                assert_eq!(ours["size"].as_u64().unwrap(), one, "{name} instance size");
+            }
+        }
+        _ => eprintln!("lscpu -C not available: cache comparison skipped"),
+    }
+    match std::process::Command::new("numactl").arg("-H").output() {
+        Ok(out) if out.status.success() => {
+            let text = String::from_utf8(out.stdout).unwrap();
+            let available = text.lines().find(|l| l.starts_with("available:")).unwrap();
+            let n: usize = available
+                .split_whitespace()
+                .nth(1)
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(d["numa_nodes"].as_u64().unwrap() as usize, n);
+            for node in doc["topology"]["nodes"].as_array().unwrap() {
+                let id = node["id"].as_u64().unwrap();
+                let line = text
+                    .lines()
+                    .find(|l| l.starts_with(&format!("node {id} cpus:")))
+                    .unwrap();
+                let cpus: Vec<u64> = line
+                    .split(':')
+                    .nth(1)
+                    .unwrap()
+                    .split_whitespace()
+                    .map(|c| c.parse().unwrap())
+                    .collect();
+                let ours: Vec<u64> = node["cpus"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c.as_u64().unwrap())
+                    .collect();
+                assert_eq!(ours, cpus, "node {id}");
+                // The distance row.
+                let row = text
+                    .lines()
+                    .find(|l| l.trim_start().starts_with(&format!("{id}:")))
+                    .unwrap();
+                let dists: Vec<u64> = row
+                    .split(':')
+                    .nth(1)
+                    .unwrap()
+                    .split_whitespace()
+                    .map(|c| c.parse().unwrap())
+                    .collect();
+                let ours: Vec<u64> = node["distances"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c.as_u64().unwrap())
+                    .collect();
+                assert_eq!(ours, dists, "distances of node {id}");
+            }
+        }
+        _ => eprintln!("numactl not installed: NUMA comparison skipped"),
+    }
+}

@@ -1,0 +1,247 @@
+//! The topology model on fixture trees of machines users have, on the live
+//! capture of a development VM, and on broken trees.
+
+mod common;
+
+use common::{MACHINES, topology, tree};
+use membw::peak::{self, PeakRequest, PeakSource};
+use membw::report::topo::derive;
+use membw::topology::Topology;
+use membw::topology::cpulist::IdSet;
+use membw::units::Bytes;
+use std::fs;
+
+const MIB: u64 = 1 << 20;
+
+fn set(list: &str) -> IdSet {
+    IdSet::new(membw::topology::cpulist::parse_list(list).unwrap())
+}
+
+#[test]
+fn every_fixture_parses_and_is_consistent() {
+    for name in MACHINES {
+        let t = topology(name);
+        let spec = common::spec(name);
+        assert_eq!(t.cpus.len(), spec.cpus(), "{name}");
+        assert_eq!(t.cores().len(), spec.cores(), "{name}");
+        assert_eq!(t.packages().len(), spec.sockets, "{name}");
+        assert_eq!(t.allowed_cpus, t.online_cpus(), "{name}");
+        // Every CPU sits in exactly one node, and the distance matrix is square.
+        let in_nodes: usize = t.nodes.iter().map(|n| n.cpus.len()).sum();
+        assert_eq!(in_nodes, t.cpus.len(), "{name}");
+        for n in &t.nodes {
+            assert_eq!(n.distances.len(), t.nodes.len(), "{name} node {}", n.id);
+            assert_eq!(t.distance(n.id, n.id), Some(10), "{name}");
+        }
+    }
+}
+
+#[test]
+fn epyc_7742_nps4_has_eight_nodes_of_sixteen_cores() {
+    let t = topology("epyc-7742-2s-nps4");
+    let d = derive(&t);
+    assert_eq!((d.sockets, d.numa_nodes, d.cores, d.cpus), (2, 8, 128, 256));
+    assert!(d.smt);
+    assert_eq!(t.cpu(0).unwrap().siblings, set("0,128"));
+    assert_eq!(t.cpu(200).unwrap().siblings, set("72,200"));
+    // NUMA node of CPUs: 16 cores per node, siblings on the same node.
+    assert_eq!(t.cpu(17).unwrap().node, 1);
+    assert_eq!(t.cpu(200).unwrap().node, 4);
+    assert_eq!(t.cpu(255).unwrap().node, 7);
+    assert_eq!(t.node(3).unwrap().cpus, set("48-63,176-191"));
+    assert_eq!(t.cpu(64).unwrap().package, 1);
+    // numactl -H on such a node: 10 local, 12 within the socket, 32 across.
+    assert_eq!(t.distance(0, 1), Some(12));
+    assert_eq!(t.distance(2, 3), Some(12));
+    assert_eq!(t.distance(0, 4), Some(32));
+    assert_eq!(t.distance(7, 0), Some(32));
+    // L3 per 4-core CCX.
+    assert_eq!(d.llc_domains.len(), 32);
+    assert_eq!(d.llc_domains[0], set("0-3,128-131"));
+    assert!(d.llc_domains.iter().all(|l| l.len() == 8));
+}
+
+#[test]
+fn epyc_7h12_cache_sum_matches_lscpu_sum_of_all() {
+    let t = topology("epyc-7h12-2s");
+    let d = derive(&t);
+    let level = |name: &str| {
+        d.cache_levels
+            .iter()
+            .find(|l| l.name == name)
+            .unwrap()
+            .total
+    };
+    assert_eq!(level("L1d"), Bytes(4 * MIB));
+    assert_eq!(level("L1i"), Bytes(4 * MIB));
+    assert_eq!(level("L2"), Bytes(64 * MIB));
+    assert_eq!(level("L3"), Bytes(512 * MIB));
+    assert_eq!(d.cache_sum, Bytes(584 * MIB));
+    // The CPUs sharing an L3: one 4-core CCX and its SMT siblings.
+    assert_eq!(d.llc_domains.len(), 32);
+    assert_eq!(d.llc_domains[1], set("4-7,132-135"));
+    // Cache sum for the CPUs of one CCX: 4 × (32+32+512) KiB + 16 MiB.
+    assert_eq!(t.cache_sum(&set("4-7")), Bytes(4 * 576 * 1024 + 16 * MIB));
+    assert_eq!(t.llc_sum(&set("0,4")), Bytes(32 * MIB));
+    assert_eq!((d.numa_nodes, d.sockets, d.cores), (2, 2, 128));
+}
+
+#[test]
+fn intel_two_socket_nodes_have_their_distances() {
+    let t = topology("xeon-e5-2680v3-2s");
+    assert_eq!(t.distance(0, 1), Some(21));
+    assert_eq!(t.node(1).unwrap().cpus, set("12-23,36-47"));
+    assert_eq!(t.llc_domains(), vec![set("0-11,24-35"), set("12-23,36-47")]);
+    assert_eq!(t.threads_per_core(), 2);
+
+    let t = topology("xeon-e5-2650v3-2s-noht");
+    assert_eq!(t.distance(1, 0), Some(11));
+    assert_eq!(t.threads_per_core(), 1);
+    assert!(!derive(&t).smt);
+    assert_eq!(t.cpu(13).unwrap().node, 1);
+}
+
+#[test]
+fn a_kernel_without_numa_gives_one_made_up_node() {
+    let t = topology("xeon-gold-6248-1s-nonuma");
+    assert!(!t.numa_reported);
+    assert_eq!(t.nodes.len(), 1);
+    assert_eq!(t.nodes[0].cpus, set("0-39"));
+    assert_eq!(t.nodes[0].distances, vec![10]);
+    assert_eq!(t.allowed_mems, set("0"));
+}
+
+#[test]
+fn the_captured_development_vm_reads_back() {
+    let t = Topology::read(&common::fixtures_dir().join("live-vm")).unwrap();
+    let d = derive(&t);
+    assert_eq!((d.sockets, d.numa_nodes, d.cores, d.cpus), (1, 1, 2, 2));
+    let level = |name: &str| {
+        d.cache_levels
+            .iter()
+            .find(|l| l.name == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        (level("L1d").size, level("L1d").instances),
+        (Some(Bytes(48 * 1024)), 2)
+    );
+    assert_eq!(
+        (level("L3").size, level("L3").instances),
+        (Some(Bytes(32 * MIB)), 1)
+    );
+    assert_eq!(t.cpu_info.model_name.as_deref(), Some("AMD EPYC"));
+    assert!(t.has_flag("avx512f"));
+}
+
+#[test]
+fn peak_sources_are_tried_in_order() {
+    // 7H12 fixture has SMBIOS DIMMs: 8 per socket at 3200 MT/s.
+    let t = topology("epyc-7h12-2s");
+    let p = peak::estimate(&t, &PeakRequest::default())
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.source, PeakSource::Smbios);
+    assert!((p.node_gb_s() - 409.6).abs() < 1e-9);
+    assert!((p.for_sockets(1) - 204.8).abs() < 1e-9);
+    // The user overrides everything.
+    let user = PeakRequest {
+        node_gb_s: Some(300.0),
+        ..Default::default()
+    };
+    let p = peak::estimate(&t, &user).unwrap().unwrap();
+    assert_eq!((p.source, p.per_socket_gb_s), (PeakSource::User, 150.0));
+    // 7742 fixture has no DIMMs: the built-in table.
+    let t = topology("epyc-7742-2s-nps4");
+    let p = peak::estimate(&t, &PeakRequest::default())
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.source, PeakSource::Table);
+    assert!((p.node_gb_s() - 409.6).abs() < 1e-9);
+    // This VM's "AMD EPYC" is not in the table and has no SMBIOS: unknown.
+    let t = Topology::read(&common::fixtures_dir().join("live-vm")).unwrap();
+    assert!(
+        peak::estimate(&t, &PeakRequest::default())
+            .unwrap()
+            .is_none()
+    );
+}
+
+/// Broken trees degrade to "unknown" values; they never panic.
+#[test]
+fn malformed_trees_degrade_gracefully() {
+    let dir = tree("xeon-e5-2680v3-2s");
+    let root = dir.path();
+    let cpu = root.join("sys/devices/system/cpu");
+    let node = root.join("sys/devices/system/node");
+    fs::write(node.join("node0/cpulist"), "zz-top\n").unwrap();
+    fs::remove_dir_all(node.join("node1")).unwrap();
+    fs::remove_file(cpu.join("cpu3/cache/index3/shared_cpu_list")).unwrap();
+    fs::write(cpu.join("cpu4/cache/index2/size"), "lots\n").unwrap();
+    fs::write(cpu.join("cpu5/topology/thread_siblings_list"), "1-\n").unwrap();
+    fs::remove_file(cpu.join("cpu5/topology/core_cpus_list")).unwrap();
+    fs::write(cpu.join("cpu6/topology/physical_package_id"), "-1\n").unwrap();
+    fs::write(root.join("proc/meminfo"), "garbage\n").unwrap();
+    fs::write(root.join("proc/self/status"), "Cpus_allowed_list:\t!!\n").unwrap();
+    let t = Topology::read(root).unwrap();
+    assert_eq!(t.cpus.len(), 48);
+    assert!(t.node(0).unwrap().cpus.is_empty());
+    assert!(t.node(1).unwrap().cpus.is_empty() && t.node(1).unwrap().mem_total.is_none());
+    assert_eq!(t.cpu(5).unwrap().siblings, set("5"));
+    assert_eq!(t.cpu(6).unwrap().package, 0);
+    assert!(t.caches.iter().any(|c| c.level == 2 && c.size.is_none()));
+    assert!(t.caches.iter().any(|c| c.level == 3 && c.cpus == set("3")));
+    assert!(t.memory.available.is_none());
+    assert_eq!(
+        t.allowed_cpus.len(),
+        48,
+        "unparsable mask falls back to online CPUs"
+    );
+    // The text view still renders.
+    let text = membw::report::topo::text(&t, None);
+    assert!(text.contains("unknown"));
+
+    // No CPU at all is an error with a message, not a panic.
+    let empty = tempfile::tempdir().unwrap();
+    let err = Topology::read(empty.path()).unwrap_err();
+    assert!(err.contains("no CPUs found"), "{err}");
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    const FILES: [&str; 8] = [
+        "sys/devices/system/cpu/online",
+        "sys/devices/system/cpu/cpu1/topology/thread_siblings_list",
+        "sys/devices/system/cpu/cpu0/cache/index3/shared_cpu_list",
+        "sys/devices/system/cpu/cpu2/cache/index0/size",
+        "sys/devices/system/node/online",
+        "sys/devices/system/node/node1/distance",
+        "sys/devices/system/node/node0/meminfo",
+        "proc/self/status",
+    ];
+
+    fn fixture() -> &'static tempfile::TempDir {
+        static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+        DIR.get_or_init(|| tree("xeon-e5-2650v3-2s-noht"))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn random_file_contents_never_panic(which in 0usize..FILES.len(), junk in "\\PC{0,30}") {
+            // One tree, one file spoiled per case and put back afterwards.
+            let path = fixture().path().join(FILES[which]);
+            let original = fs::read(&path).unwrap();
+            fs::write(&path, junk).unwrap();
+            let read = Topology::read(fixture().path());
+            fs::write(&path, original).unwrap();
+            if let Ok(t) = read {
+                let _ = membw::report::topo::text(&t, None);
+                let _ = derive(&t);
+            }
+        }
+    }
+}
