@@ -3,11 +3,13 @@
 
 use crate::error::{Error, Result};
 use crate::kernels::{Isa, KernelFns, KernelId, StoreMode};
+use crate::memory::policy::{self as mempolicy, MemPolicy};
 use crate::memory::{self, Hugepages};
 use crate::peak::{self, PeakRequest};
-use crate::placement;
+use crate::placement::{self, omp::Bind, spellings};
 use crate::protocol::{self, Plan};
 use crate::report::{self, Request, RunReport};
+use crate::topology::cpulist::{IdSet, parse_list};
 use crate::topology::{Topology, fixture};
 use crate::units::{ArraySize, Bytes, ELEMENT_BYTES, parse_array_size};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -32,6 +34,133 @@ enum Command {
     Run(RunArgs),
     /// Show sockets, NUMA nodes and distances, cores, caches, allowed CPUs and the theoretical peak
     Topo(TopoArgs),
+    /// Resolve a placement (OMP_PLACES, likwid-pin, CPU list, strategy) and show how to reproduce it
+    Place(PlaceArgs),
+}
+
+/// Where threads run. At most one of --cpus, --places, --pin, --strategy.
+#[derive(Args, Debug, Clone)]
+struct PlacementArgs {
+    /// CPUs to pin thread 0, 1, ... to, in order (0,2,4-10:2)
+    #[arg(long, conflicts_with_all = ["places", "pin", "strategy"], help_heading = "Placement")]
+    cpus: Option<String>,
+
+    /// OpenMP places: '{0}:64:2', '{0:4}:8:4', '{0,1},{2,3}', cores, sockets(1), ll_caches, numa_domains
+    #[arg(long, conflicts_with_all = ["pin", "strategy"], help_heading = "Placement")]
+    places: Option<String>,
+
+    /// likwid-pin expression: N:0-23, S0:0-7@S1:0-7, M1:0-3, C0:0-3, E:N:8:1:2, M:scatter
+    #[arg(long, conflicts_with = "strategy", help_heading = "Placement")]
+    pin: Option<String>,
+
+    /// compact, spread, per-socket=K, per-numa=K, per-l3=K, stride=S
+    #[arg(long, help_heading = "Placement")]
+    strategy: Option<String>,
+
+    /// OMP_PROC_BIND for --places: close, spread, primary (master)
+    #[arg(long, requires = "places", value_parser = parse_bind, help_heading = "Placement")]
+    bind: Option<Bind>,
+
+    /// Allow more than one thread per core (SMT hardware threads)
+    #[arg(long, help_heading = "Placement")]
+    smt: bool,
+
+    /// Only CPUs of these NUMA nodes, like numactl --cpunodebind
+    #[arg(long, value_name = "NODES", help_heading = "Placement")]
+    cpunode: Option<String>,
+
+    /// Number of threads [default: one per physical core of the allowed CPUs, or one per place]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Placement")]
+    threads: Option<u32>,
+}
+
+fn parse_bind(text: &str) -> std::result::Result<Bind, String> {
+    Bind::parse(text).ok_or_else(|| format!("unknown binding '{text}' (close, spread, primary)"))
+}
+
+impl PlacementArgs {
+    fn request(&self) -> Result<placement::Request> {
+        let spec = if let Some(list) = &self.cpus {
+            placement::Spec::Cpus(list.clone())
+        } else if let Some(places) = &self.places {
+            placement::Spec::Places {
+                places: places.clone(),
+                bind: self.bind.unwrap_or(Bind::Close),
+            }
+        } else if let Some(expr) = &self.pin {
+            placement::Spec::Likwid(expr.clone())
+        } else if let Some(s) = &self.strategy {
+            placement::Spec::Strategy(s.clone())
+        } else {
+            placement::Spec::Default
+        };
+        let cpu_nodes = self
+            .cpunode
+            .as_ref()
+            .map(|t| {
+                parse_list(t)
+                    .map(IdSet::new)
+                    .map_err(|e| Error::Usage(format!("--cpunode '{t}': {e}")))
+            })
+            .transpose()?;
+        Ok(placement::Request {
+            spec,
+            threads: self.threads.map(|t| t as usize),
+            smt: self.smt,
+            cpu_nodes,
+        })
+    }
+
+    /// What was asked, in the user's words.
+    fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(c) = &self.cpus {
+            parts.push(format!("--cpus {c}"));
+        }
+        if let Some(p) = &self.places {
+            parts.push(format!(
+                "--places '{p}' --bind {}",
+                self.bind.unwrap_or(Bind::Close)
+            ));
+        }
+        if let Some(p) = &self.pin {
+            parts.push(format!("--pin {p}"));
+        }
+        if let Some(s) = &self.strategy {
+            parts.push(format!("--strategy {s}"));
+        }
+        if parts.is_empty() {
+            parts.push("default: one thread per core, spread".into());
+        }
+        if let Some(t) = self.threads {
+            parts.push(format!("--threads {t}"));
+        }
+        if self.smt {
+            parts.push("--smt".into());
+        }
+        if let Some(n) = &self.cpunode {
+            parts.push(format!("--cpunode {n}"));
+        }
+        parts.join(" ")
+    }
+}
+
+#[derive(Args, Debug)]
+struct PlaceArgs {
+    #[command(flatten)]
+    placement: PlacementArgs,
+
+    /// Memory policy to include in the numactl line (see membw run --mem)
+    #[arg(long)]
+    mem: Option<String>,
+
+    /// Resolve against a fixture tree instead of the live machine
+    #[arg(long, value_name = "DIR")]
+    sysroot: Option<PathBuf>,
+
+    /// Print the placement as JSON
+    #[arg(long)]
+    json: bool,
 }
 
 /// How the theoretical peak is given, when the user knows it.
@@ -130,13 +259,12 @@ struct RunArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_kernel, default_value = "copy,scale,add,triad")]
     kernels: Vec<KernelId>,
 
-    /// Number of threads [default: one per physical core of the allowed CPUs]
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    threads: Option<u32>,
+    #[command(flatten)]
+    placement: PlacementArgs,
 
-    /// CPUs to pin thread 0, 1, ... to, in order (0,2,4-10:2)
-    #[arg(long)]
-    cpus: Option<String>,
+    /// NUMA memory policy of the arrays: local, bind:1, interleave:all, preferred:2, or per array a=bind:0,b=bind:1,c=local
+    #[arg(long, default_value = "local")]
+    mem: String,
 
     /// Instruction set of the kernels
     #[arg(long, value_enum, default_value_t = IsaArg::Auto)]
@@ -166,6 +294,28 @@ struct RunArgs {
     peak: PeakArgs,
 }
 
+/// Folds clap's multi-line message (error, details, usage, hint) into the
+/// error and its details on one line.
+fn one_line(rendered: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for line in rendered.lines() {
+        let line = line.trim();
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            break;
+        }
+        if !line.is_empty() && !line.starts_with("tip:") {
+            parts.push(line);
+        }
+    }
+    let text = parts.join(" ");
+    let text = text.trim_start_matches("error: ");
+    if text.is_empty() {
+        "invalid arguments".into()
+    } else {
+        text.to_string()
+    }
+}
+
 fn parse_kernel(name: &str) -> std::result::Result<KernelId, String> {
     KernelId::parse(name).ok_or_else(|| {
         format!("unknown kernel '{name}' (choose from copy, scale, add, triad, read, write)")
@@ -182,17 +332,96 @@ pub fn main() -> Result<()> {
             return Ok(());
         }
         Err(e) => {
-            let rendered = e.render().to_string();
-            let first = rendered.lines().next().unwrap_or("invalid arguments");
-            return Err(Error::Usage(
-                first.trim_start_matches("error: ").to_string(),
-            ));
+            return Err(Error::Usage(one_line(&e.render().to_string())));
         }
     };
     match cli.command {
         Command::Run(args) => run(args),
         Command::Topo(args) => topo(args),
+        Command::Place(args) => place(args),
     }
+}
+
+fn read_topology(sysroot: Option<&PathBuf>) -> Result<Topology> {
+    match sysroot {
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Err(Error::Usage(format!(
+                    "--sysroot {}: not a directory",
+                    dir.display()
+                )));
+            }
+            Topology::read(dir).map_err(|e| Error::Usage(format!("--sysroot: {e}")))
+        }
+        None => Topology::live().map_err(Error::Runtime),
+    }
+}
+
+/// The placement's reproduction lines; per-array memory policies have no
+/// numactl spelling, which the numactl line then says.
+fn spell(cpus: &[usize], mem: &MemPolicy) -> spellings::Spellings {
+    let mut s = spellings::spell(cpus, &mem.numactl().unwrap_or_default());
+    if mem.numactl().is_none() {
+        s.numactl
+            .push_str("   # per-array policies have no numactl equivalent");
+    }
+    s
+}
+
+fn place(args: PlaceArgs) -> Result<()> {
+    let topo = read_topology(args.sysroot.as_ref())?;
+    let mem = match &args.mem {
+        Some(m) => mempolicy::parse(m, &topo)?,
+        None => MemPolicy::default(),
+    };
+    let cpus = placement::resolve(&topo, &args.placement.request()?)?;
+    let s = spell(&cpus, &mem);
+    if args.json {
+        let threads: Vec<serde_json::Value> = cpus
+            .iter()
+            .enumerate()
+            .map(|(t, &c)| {
+                let cpu = topo.cpu(c);
+                serde_json::json!({
+                    "thread": t, "cpu": c,
+                    "core": cpu.map(|x| x.core), "socket": cpu.map(|x| x.package), "node": cpu.map(|x| x.node),
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "schema_version": report::SCHEMA_VERSION,
+            "request": args.placement.describe(),
+            "memory_policy": mem.to_string(),
+            "threads": threads,
+            "spellings": s,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).expect("plain data serializes")
+        );
+        return Ok(());
+    }
+    println!("Placement  {}", args.placement.describe());
+    println!(
+        "Threads    {} on CPUs {}",
+        cpus.len(),
+        crate::topology::cpulist::format_ranges(&cpus)
+    );
+    println!("\n  thread   cpu  core  socket  node");
+    for (t, &c) in cpus.iter().enumerate() {
+        let cpu = topo.cpu(c);
+        println!(
+            "  {t:>6} {c:>5} {:>5} {:>7} {:>5}",
+            cpu.map_or(0, |x| x.core),
+            cpu.map_or(0, |x| x.package),
+            cpu.map_or(0, |x| x.node)
+        );
+    }
+    println!("\nReproduce with");
+    for line in [&s.openmp, &s.likwid_pin, &s.numactl, &s.srun, &s.taskset] {
+        println!("  {line}");
+    }
+    Ok(())
 }
 
 fn topo(args: TopoArgs) -> Result<()> {
@@ -221,18 +450,7 @@ fn topo(args: TopoArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let topo = match &args.sysroot {
-        Some(dir) => {
-            if !dir.is_dir() {
-                return Err(Error::Usage(format!(
-                    "--sysroot {}: not a directory",
-                    dir.display()
-                )));
-            }
-            Topology::read(dir).map_err(|e| Error::Usage(format!("--sysroot: {e}")))?
-        }
-        None => Topology::live().map_err(Error::Runtime)?,
-    };
+    let topo = read_topology(args.sysroot.as_ref())?;
     let peak = peak::estimate(&topo, &args.peak.request())?;
     let out = if args.json {
         report::topo::json(&topo, peak.as_ref())
@@ -245,11 +463,8 @@ fn topo(args: TopoArgs) -> Result<()> {
 
 fn run(args: RunArgs) -> Result<()> {
     let topo = Topology::live().map_err(Error::Runtime)?;
-    let threads = args.threads.map(|t| t as usize);
-    let cpus = match &args.cpus {
-        Some(list) => placement::cpu_list_placement(&topo, list, threads)?,
-        None => placement::default_placement(&topo, threads)?,
-    };
+    let cpus = placement::resolve(&topo, &args.placement.request()?)?;
+    let mem = mempolicy::parse(&args.mem, &topo)?;
     let elements = match args.size {
         Some(size) => size.elements(),
         None => memory::default_elements(&topo, &cpus),
@@ -304,8 +519,10 @@ fn run(args: RunArgs) -> Result<()> {
         ntimes: args.ntimes as usize,
         kernels,
         fns,
+        cpu_nodes: cpus.iter().map(|&c| topo.cpu(c).map(|x| x.node)).collect(),
         cpus,
         hugepages,
+        mem,
     };
     memory::check_fits(&topo, plan.arrays_needed().len(), elements as u64)?;
     let peak = peak::estimate(&topo, &args.peak.request())?;
@@ -329,13 +546,14 @@ fn run(args: RunArgs) -> Result<()> {
             ArraySize::Elements(n) => n.to_string(),
             ArraySize::Bytes(b) => format!("{} B", b.0),
         }),
-        threads,
-        cpus: args.cpus.clone(),
+        threads: args.placement.threads.map(|t| t as usize),
+        placement: args.placement.describe(),
         isa: format!("{:?}", args.isa).to_lowercase(),
         stores: format!("{:?}", args.stores).to_lowercase(),
         stores_reason,
     };
-    let report = RunReport::new(&topo, request, measurement, peak);
+    let spellings = spell(&plan.cpus, &plan.mem);
+    let report = RunReport::new(&topo, request, measurement, peak, spellings);
     let format = if args.json { Format::Json } else { args.format };
     let text = match format {
         _ if args.quiet && format == Format::Text => report::text::table(&report.measurement),

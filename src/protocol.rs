@@ -7,6 +7,7 @@
 
 use crate::error::{Error, Result};
 use crate::kernels::{ArrayId, Isa, KernelFns, KernelId, SCALAR, StoreMode, WRITE_VALUE};
+use crate::memory::policy::{MemPolicy, PagePlacement};
 use crate::memory::{self, Arrays, Chunk, Hugepages};
 use crate::team::{self, Member};
 use crate::units::ELEMENT_BYTES;
@@ -29,7 +30,10 @@ pub struct Plan {
     pub fns: KernelFns,
     /// CPU of each thread, by thread number.
     pub cpus: Vec<usize>,
+    /// NUMA node of each of those CPUs (for judging first-touch placement).
+    pub cpu_nodes: Vec<Option<usize>>,
     pub hugepages: Hugepages,
+    pub mem: MemPolicy,
 }
 
 impl Plan {
@@ -122,7 +126,11 @@ pub struct Measurement {
     pub isa: Isa,
     pub stores: StoreMode,
     pub hugepages: Hugepages,
+    /// The `--mem` policy, as given (normalized).
+    pub mem_policy: String,
     pub threads: Vec<ThreadPlacement>,
+    /// Where each array's pages were found after the run (sampled).
+    pub pages: Vec<PagePlacement>,
     pub results: Vec<KernelResult>,
     pub validation: Validation,
     pub timer: TimerCheck,
@@ -179,6 +187,7 @@ struct ErrorSums {
 }
 
 struct ThreadOutcome {
+    node: Option<usize>,
     times: Vec<f64>,
     timing_test: f64,
     first_touch_done: Instant,
@@ -207,7 +216,12 @@ pub fn measure(plan: &Plan) -> Result<Measurement> {
     let started = Instant::now();
     let granularity = clock_granularity();
     let ranges = memory::partition(plan.elements, plan.cpus.len());
-    let mut arrays = Arrays::map(&plan.arrays_needed(), plan.elements, plan.hugepages)?;
+    let mut arrays = Arrays::map(
+        &plan.arrays_needed(),
+        plan.elements,
+        plan.hugepages,
+        &plan.mem,
+    )?;
     let expected = expected_values(&plan.kernels, plan.ntimes);
     let chunks = arrays.chunks(&ranges);
     let outcomes = team::run(&plan.cpus, chunks, |m, chunk| {
@@ -248,6 +262,8 @@ pub fn measure(plan: &Plan) -> Result<Measurement> {
         timing_test_us: leader.timing_test * 1e6,
         min_kernel_ticks: min_time / tick,
     };
+    let thread_nodes: Vec<Option<usize>> = outcomes.iter().map(|o| o.value.node).collect();
+    let (pages, page_warnings) = arrays.page_placement(&plan.mem, &ranges, &thread_nodes);
     let threads: Vec<ThreadPlacement> = outcomes
         .iter()
         .enumerate()
@@ -257,7 +273,7 @@ pub fn measure(plan: &Plan) -> Result<Measurement> {
             observed_cpu: o.observed_cpu,
         })
         .collect();
-    let mut warnings = Vec::new();
+    let mut warnings = page_warnings;
     if min_time.is_finite() && (timer.min_kernel_ticks < MIN_TICKS || min_time < MIN_KERNEL_SECONDS)
     {
         let factor = (MIN_KERNEL_SECONDS * 10.0 / min_time).ceil() as u64;
@@ -286,7 +302,9 @@ pub fn measure(plan: &Plan) -> Result<Measurement> {
         isa: plan.fns.isa,
         stores: plan.fns.stores,
         hugepages: plan.hugepages,
+        mem_policy: plan.mem.to_string(),
         threads,
+        pages,
         results,
         validation,
         timer,
@@ -333,6 +351,7 @@ fn run_member(plan: &Plan, expected: &Expected, m: &Member, mut chunk: Chunk) ->
     }
     let errors = check_chunk(&mut chunk, expected, read_sum);
     ThreadOutcome {
+        node: plan.cpu_nodes.get(m.index).copied().flatten(),
         times,
         timing_test,
         first_touch_done,
@@ -500,7 +519,9 @@ mod tests {
             kernels,
             fns: KernelFns::select(Isa::best(), stores).unwrap(),
             cpus: vec![cpu, cpu],
+            cpu_nodes: vec![None, None],
             hugepages: Hugepages::Auto,
+            mem: MemPolicy::default(),
         }
     }
 

@@ -198,3 +198,73 @@ mod tests {
         assert!(pin_current_thread(100_000).is_err());
     }
 }
+
+/// NUMA memory policy modes of `mbind(2)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemPolicyMode {
+    Preferred = 1,
+    Bind = 2,
+    Interleave = 3,
+}
+
+/// Sets the NUMA policy of a whole mapped array before its pages are
+/// touched. `nodes` must be non-empty.
+pub fn mbind(array: &MappedArray, mode: MemPolicyMode, nodes: &[usize]) -> io::Result<()> {
+    let max = nodes.iter().copied().max().unwrap_or(0);
+    let mut mask = vec![0u64; max / 64 + 1];
+    for &n in nodes {
+        mask[n / 64] |= 1 << (n % 64);
+    }
+    // The kernel reads maxnode - 1 bits; pass one more than the mask holds.
+    let maxnode = mask.len() as u64 * 64 + 1;
+    let len = array.len * 8;
+    // SAFETY: the range is the array's own page-aligned mapping, and `mask`
+    // is a live buffer of the size maxnode describes; flags 0 moves nothing.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            array.data as usize,
+            len,
+            mode as libc::c_int,
+            mask.as_ptr(),
+            maxnode,
+            0u32,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The NUMA node of each page holding the given element indices of
+/// `array` (move_pages in query mode); `None` for a page not present.
+pub fn page_nodes(array: &MappedArray, elements: &[usize]) -> io::Result<Vec<Option<usize>>> {
+    let base = array.data as usize;
+    let pages: Vec<*mut libc::c_void> = elements
+        .iter()
+        .map(|&i| (base + i.min(array.len.saturating_sub(1)) * 8) as *mut libc::c_void)
+        .collect();
+    let mut status = vec![0i32; pages.len()];
+    // SAFETY: `pages` and `status` are live buffers of `pages.len()` entries;
+    // a null `nodes` pointer asks only where the pages are (nothing moves).
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            0,
+            pages.len() as libc::c_ulong,
+            pages.as_ptr(),
+            std::ptr::null::<libc::c_int>(),
+            status.as_mut_ptr(),
+            0,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(status
+        .into_iter()
+        .map(|s| usize::try_from(s).ok())
+        .collect())
+}

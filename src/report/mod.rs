@@ -7,6 +7,7 @@ pub mod text;
 pub mod topo;
 
 use crate::peak::Peak;
+use crate::placement::spellings::Spellings;
 use crate::protocol::Measurement;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
@@ -47,7 +48,8 @@ impl Host {
 pub struct Request {
     pub size: Option<String>,
     pub threads: Option<usize>,
-    pub cpus: Option<String>,
+    /// The placement options, as given.
+    pub placement: String,
     pub isa: String,
     pub stores: String,
     /// Why the store mode was chosen (for `auto`).
@@ -67,6 +69,8 @@ pub struct RunReport {
     pub measurement: Measurement,
     /// The theoretical peak for the sockets the threads ran on; null when unknown.
     pub peak: Option<PeakUse>,
+    /// The same placement and memory policy in other tools' spellings.
+    pub reproduce: Spellings,
 }
 
 /// The peak as it applies to one run.
@@ -110,8 +114,10 @@ impl RunReport {
         request: Request,
         measurement: Measurement,
         peak: Option<Peak>,
+        reproduce: Spellings,
     ) -> RunReport {
         RunReport {
+            reproduce,
             peak: peak.map(|p| PeakUse::new(p, topo, &measurement)),
             schema_version: SCHEMA_VERSION,
             tool: "membw".into(),

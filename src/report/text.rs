@@ -77,6 +77,13 @@ pub fn render(report: &RunReport) -> String {
         "Thread affinity (thread i on the i-th CPU) = {}",
         format_ranges(&cpus)
     );
+    let _ = writeln!(o, "Placement: {}", report.request.placement);
+    let _ = writeln!(
+        o,
+        "Memory policy: {} (pages found: {})",
+        m.mem_policy,
+        pages_summary(m)
+    );
     let _ = writeln!(
         o,
         "Kernels: {} ISA, {} stores ({})",
@@ -127,7 +134,35 @@ pub fn render(report: &RunReport) -> String {
     }
     let _ = writeln!(o, "{RULE}");
     o.push_str(&summary(m, report.peak.as_ref()));
+    let r = &report.reproduce;
+    let _ = writeln!(o, "Reproduce this placement:");
+    for line in [&r.openmp, &r.likwid_pin, &r.numactl, &r.srun, &r.taskset] {
+        let _ = writeln!(o, "  {line}");
+    }
     o
+}
+
+/// `a: node 0 100%, 100% local · b: ...`
+fn pages_summary(m: &Measurement) -> String {
+    if m.pages.is_empty() {
+        return "not checked".into();
+    }
+    m.pages
+        .iter()
+        .map(|p| {
+            let nodes: Vec<String> = p
+                .nodes
+                .iter()
+                .map(|(n, share)| format!("node {n} {:.0}%", share * 100.0))
+                .collect();
+            let local = p
+                .local_share
+                .map_or(String::new(), |s| format!(", {:.0}% local", s * 100.0));
+            let verdict = if p.held { "" } else { " NOT AS ASKED" };
+            format!("{}: {}{local}{verdict}", p.array, nodes.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
 }
 
 /// The part for people: GB/s, stability and write-allocate traffic.

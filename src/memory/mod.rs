@@ -1,12 +1,16 @@
 //! The arrays: sizing, the fit check against available memory, mapping,
-//! hugepage advice, and the split into per-thread chunks that each thread
-//! first-touches itself.
+//! NUMA policy and hugepage advice, the split into per-thread chunks that
+//! each thread first-touches itself, and where the pages ended up.
+
+pub mod policy;
 
 use crate::error::{Error, Result};
 use crate::kernels::ArrayId;
-use crate::sys::MappedArray;
+use crate::sys::{self, MappedArray};
 use crate::topology::Topology;
 use crate::units::{Bytes, ELEMENT_BYTES};
+use policy::{MemPolicy, PagePlacement, Policy};
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 /// Elements per base page: chunk boundaries fall on page boundaries so
@@ -115,12 +119,23 @@ impl Chunk<'_> {
 }
 
 impl Arrays {
-    /// Maps (without touching) the arrays in `needed`.
-    pub fn map(needed: &[ArrayId], elements: usize, hugepages: Hugepages) -> Result<Arrays> {
+    /// Maps (without touching) the arrays in `needed`, each under its NUMA
+    /// policy: mbind happens here, before any page exists.
+    pub fn map(
+        needed: &[ArrayId],
+        elements: usize,
+        hugepages: Hugepages,
+        mem: &MemPolicy,
+    ) -> Result<Arrays> {
         let mut arrays: [Option<MappedArray>; 3] = [None, None, None];
         for &id in needed {
             let array = MappedArray::new(elements)
                 .map_err(|e| Error::Runtime(format!("cannot map array {}: {e}", id.name())))?;
+            if let Some((mode, nodes)) = mem.get(id).mbind_args() {
+                sys::mbind(&array, mode, &nodes).map_err(|e| {
+                    Error::Runtime(format!("mbind {} on array {}: {e}", mem.get(id), id.name()))
+                })?;
+            }
             let advice = match hugepages {
                 Hugepages::Auto => Ok(()),
                 Hugepages::Thp => array.advise_hugepages(true),
@@ -140,6 +155,78 @@ impl Arrays {
 
     pub fn array(&self, id: ArrayId) -> Option<&MappedArray> {
         self.arrays[id.index()].as_ref()
+    }
+
+    /// Samples up to `MAX_SAMPLES` pages of every array and reports, per
+    /// array, the share of pages on each node and whether the policy held.
+    /// `thread_nodes[t]` is the node of the thread that touched `ranges[t]`.
+    pub fn page_placement(
+        &self,
+        mem: &MemPolicy,
+        ranges: &[Range<usize>],
+        thread_nodes: &[Option<usize>],
+    ) -> (Vec<PagePlacement>, Vec<String>) {
+        const MAX_SAMPLES: usize = 1024;
+        let mut placements = Vec::new();
+        let mut warnings = Vec::new();
+        for id in ArrayId::ALL {
+            let Some(array) = self.array(id) else {
+                continue;
+            };
+            let pages = self.elements.div_ceil(PAGE_ELEMENTS);
+            let step = pages.div_ceil(MAX_SAMPLES).max(1);
+            let samples: Vec<usize> = (0..pages)
+                .step_by(step)
+                .map(|p| p * PAGE_ELEMENTS)
+                .collect();
+            let found = match sys::page_nodes(array, &samples) {
+                Ok(f) => f,
+                Err(e) => {
+                    warnings.push(format!(
+                        "cannot query page locations of array {}: {e}",
+                        id.name()
+                    ));
+                    continue;
+                }
+            };
+            let present: Vec<(usize, usize)> = samples
+                .iter()
+                .zip(&found)
+                .filter_map(|(&i, n)| n.map(|n| (i, n)))
+                .collect();
+            let mut nodes: BTreeMap<usize, f64> = BTreeMap::new();
+            for &(_, n) in &present {
+                *nodes.entry(n).or_default() += 1.0 / present.len() as f64;
+            }
+            let policy = mem.get(id);
+            let local_share = (*policy == Policy::Local && !present.is_empty()).then(|| {
+                let local = present
+                    .iter()
+                    .filter(|&&(i, n)| {
+                        let owner = ranges.iter().position(|r| r.contains(&i));
+                        owner.and_then(|t| thread_nodes.get(t).copied().flatten()) == Some(n)
+                    })
+                    .count();
+                local as f64 / present.len() as f64
+            });
+            let (held, why) = policy::judge(policy, &nodes, local_share);
+            if let Some(why) = why {
+                warnings.push(format!(
+                    "memory policy {policy} did not hold for array {}: {why}",
+                    id.name()
+                ));
+            }
+            placements.push(PagePlacement {
+                array: id.name().into(),
+                policy: policy.to_string(),
+                pages_sampled: samples.len(),
+                pages_missing: samples.len() - present.len(),
+                nodes,
+                local_share,
+                held,
+            });
+        }
+        (placements, warnings)
     }
 
     /// Splits every array along `ranges` into one [`Chunk`] per thread.
@@ -207,7 +294,13 @@ mod tests {
 
     #[test]
     fn chunks_split_only_mapped_arrays() {
-        let mut arrays = Arrays::map(&[ArrayId::A, ArrayId::C], 3000, Hugepages::Never).unwrap();
+        let mut arrays = Arrays::map(
+            &[ArrayId::A, ArrayId::C],
+            3000,
+            Hugepages::Never,
+            &MemPolicy::default(),
+        )
+        .unwrap();
         let ranges = partition(3000, 2);
         let mut chunks = arrays.chunks(&ranges);
         assert_eq!(chunks.len(), 2);

@@ -1,0 +1,350 @@
+//! NUMA memory policy for the arrays (`--mem`), numactl-style, applied with
+//! mbind to each array before first touch (membw's own memory is left
+//! alone), then verified page by page.
+//!
+//! - `local`: no policy on the arrays: first touch by the owning thread (or
+//!   whatever policy membw inherited, e.g. from `numactl --interleave`);
+//! - `bind:1`, `bind:0,1`: only these nodes;
+//! - `interleave:all`, `interleave:0-3`: round-robin page by page;
+//! - `preferred:2`: this node first, others when it is full;
+//! - per array: `a=bind:0,b=bind:1,c=interleave:all` (unnamed arrays: local).
+
+use crate::error::{Error, Result};
+use crate::kernels::ArrayId;
+use crate::sys::MemPolicyMode;
+use crate::topology::Topology;
+use crate::topology::cpulist::{IdSet, parse_list};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Policy {
+    Local,
+    Bind(IdSet),
+    Interleave(IdSet),
+    Preferred(usize),
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Policy::Local => f.write_str("local"),
+            Policy::Bind(n) => write!(f, "bind:{n}"),
+            Policy::Interleave(n) => write!(f, "interleave:{n}"),
+            Policy::Preferred(n) => write!(f, "preferred:{n}"),
+        }
+    }
+}
+
+impl Policy {
+    /// The mbind call for this policy, if any.
+    pub fn mbind_args(&self) -> Option<(MemPolicyMode, Vec<usize>)> {
+        match self {
+            Policy::Local => None,
+            Policy::Bind(n) => Some((MemPolicyMode::Bind, n.ids().to_vec())),
+            Policy::Interleave(n) => Some((MemPolicyMode::Interleave, n.ids().to_vec())),
+            Policy::Preferred(n) => Some((MemPolicyMode::Preferred, vec![*n])),
+        }
+    }
+
+    /// The numactl flag with the same effect on the whole process.
+    pub fn numactl(&self) -> String {
+        match self {
+            Policy::Local => "--localalloc".into(),
+            Policy::Bind(n) => format!("--membind={n}"),
+            Policy::Interleave(n) => format!("--interleave={n}"),
+            Policy::Preferred(n) => format!("--preferred={n}"),
+        }
+    }
+}
+
+/// One policy per STREAM array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemPolicy {
+    pub arrays: [Policy; 3],
+}
+
+impl Default for MemPolicy {
+    fn default() -> Self {
+        MemPolicy {
+            arrays: [Policy::Local, Policy::Local, Policy::Local],
+        }
+    }
+}
+
+impl MemPolicy {
+    pub fn get(&self, id: ArrayId) -> &Policy {
+        &self.arrays[id.index()]
+    }
+
+    pub fn is_uniform(&self) -> bool {
+        self.arrays.iter().all(|p| *p == self.arrays[0])
+    }
+
+    /// The numactl memory flags reproducing this policy, or `None` when the
+    /// arrays differ (numactl cannot say that).
+    pub fn numactl(&self) -> Option<String> {
+        match &self.arrays[0] {
+            _ if !self.is_uniform() => None,
+            Policy::Local => Some(String::new()),
+            p => Some(p.numactl()),
+        }
+    }
+}
+
+impl fmt::Display for MemPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_uniform() {
+            return write!(f, "{}", self.arrays[0]);
+        }
+        let parts: Vec<String> = ArrayId::ALL
+            .iter()
+            .map(|&id| format!("{}={}", id.name(), self.get(id)))
+            .collect();
+        f.write_str(&parts.join(","))
+    }
+}
+
+/// Parses `--mem` against the topology: nodes must exist and be allowed by
+/// the cpuset.
+pub fn parse(text: &str, topo: &Topology) -> Result<MemPolicy> {
+    let err = |m: String| Error::Usage(format!("--mem '{text}': {m}"));
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(err("empty policy".into()));
+    }
+    // Per-array form: split where `a=`, `b=` or `c=` starts an entry.
+    let starts: Vec<usize> = (0..t.len())
+        .filter(|&i| {
+            (i == 0 || t.as_bytes()[i - 1] == b',')
+                && t[i..].len() >= 2
+                && matches!(&t[i..i + 2], "a=" | "b=" | "c=")
+        })
+        .collect();
+    if starts.first() != Some(&0) {
+        if !starts.is_empty() {
+            return Err(err(
+                "give every policy per array (a=...,b=...) or one for all".into(),
+            ));
+        }
+        let p = parse_one(t, topo).map_err(err)?;
+        return Ok(MemPolicy {
+            arrays: [p.clone(), p.clone(), p],
+        });
+    }
+    let mut policy = MemPolicy::default();
+    let mut named = [false; 3];
+    for (k, &start) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).map_or(t.len(), |&e| e - 1);
+        let entry = &t[start..end];
+        let id = ArrayId::ALL[(entry.as_bytes()[0] - b'a') as usize];
+        if std::mem::replace(&mut named[id.index()], true) {
+            return Err(err(format!("array {} is given twice", id.name())));
+        }
+        policy.arrays[id.index()] =
+            parse_one(&entry[2..], topo).map_err(|m| err(format!("column {}: {m}", start + 3)))?;
+    }
+    Ok(policy)
+}
+
+fn parse_one(text: &str, topo: &Topology) -> std::result::Result<Policy, String> {
+    let (kind, arg) = match text.split_once(':') {
+        Some((k, a)) => (k.trim(), Some(a.trim())),
+        None => (text.trim(), None),
+    };
+    let nodes = |arg: Option<&str>| -> std::result::Result<IdSet, String> {
+        let a = arg
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| format!("'{kind}' needs nodes, e.g. {kind}:0"))?;
+        let set = if a == "all" {
+            topo.allowed_mems.clone()
+        } else {
+            IdSet::new(parse_list(a).map_err(|e| format!("nodes '{a}': {e}"))?)
+        };
+        check_nodes(&set, topo)?;
+        Ok(set)
+    };
+    match kind {
+        "local" | "firsttouch" if arg.is_none() => Ok(Policy::Local),
+        "bind" | "membind" => Ok(Policy::Bind(nodes(arg)?)),
+        "interleave" => Ok(Policy::Interleave(nodes(arg)?)),
+        "preferred" => {
+            let set = nodes(arg)?;
+            match set.ids() {
+                [one] => Ok(Policy::Preferred(*one)),
+                _ => Err(format!("preferred takes one node, not '{set}'")),
+            }
+        }
+        _ => Err(format!(
+            "unknown policy '{text}' (local, bind:NODES, interleave:NODES|all, preferred:NODE)"
+        )),
+    }
+}
+
+fn check_nodes(set: &IdSet, topo: &Topology) -> std::result::Result<(), String> {
+    let existing: IdSet = topo.nodes.iter().map(|n| n.id).collect();
+    for &n in set.ids() {
+        if !existing.contains(n) {
+            return Err(format!("node {n} does not exist (nodes: {existing})"));
+        }
+        if !topo.allowed_mems.contains(n) {
+            return Err(format!(
+                "node {n} is outside this cpuset's memory nodes ({})",
+                topo.allowed_mems
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Where one array's pages were found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PagePlacement {
+    pub array: String,
+    pub policy: String,
+    pub pages_sampled: usize,
+    /// Sampled pages not present (should be 0 after first touch).
+    pub pages_missing: usize,
+    /// Share of the sampled pages on each node (node id → fraction).
+    pub nodes: BTreeMap<usize, f64>,
+    /// For `local`: share of pages on the node of the thread that touched them.
+    pub local_share: Option<f64>,
+    /// Whether the distribution matches the policy.
+    pub held: bool,
+}
+
+/// Judges a sampled distribution against its policy; returns the verdict
+/// and, when it failed, why.
+pub fn judge(
+    policy: &Policy,
+    nodes: &BTreeMap<usize, f64>,
+    local_share: Option<f64>,
+) -> (bool, Option<String>) {
+    let share_in = |set: &IdSet| {
+        nodes
+            .iter()
+            .filter(|(n, _)| set.contains(**n))
+            .map(|(_, s)| s)
+            .sum::<f64>()
+    };
+    match policy {
+        Policy::Local => match local_share {
+            Some(s) if s < 0.9 => (
+                false,
+                Some(format!(
+                    "only {:.0} % of pages are on their thread's node",
+                    s * 100.0
+                )),
+            ),
+            _ => (true, None),
+        },
+        Policy::Bind(set) => {
+            let inside = share_in(set);
+            if inside < 0.999 {
+                (
+                    false,
+                    Some(format!(
+                        "{:.1} % of pages are outside nodes {set}",
+                        (1.0 - inside) * 100.0
+                    )),
+                )
+            } else {
+                (true, None)
+            }
+        }
+        Policy::Preferred(n) => {
+            let on = nodes.get(n).copied().unwrap_or(0.0);
+            if on < 0.9 {
+                (
+                    false,
+                    Some(format!(
+                        "only {:.0} % of pages are on node {n} (is it full?)",
+                        on * 100.0
+                    )),
+                )
+            } else {
+                (true, None)
+            }
+        }
+        Policy::Interleave(set) => {
+            let fair = 1.0 / set.len() as f64;
+            let worst = set
+                .ids()
+                .iter()
+                .map(|n| nodes.get(n).copied().unwrap_or(0.0))
+                .fold(1.0, f64::min);
+            if share_in(set) < 0.999 || worst < 0.5 * fair {
+                (
+                    false,
+                    Some(format!(
+                        "pages are not spread over nodes {set} (least: {:.0} %)",
+                        worst * 100.0
+                    )),
+                )
+            } else {
+                (true, None)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topo() -> Topology {
+        Topology::live().unwrap()
+    }
+
+    #[test]
+    fn policies_parse_on_this_machine() {
+        let t = topo();
+        let n0 = t.allowed_mems.first().unwrap();
+        assert_eq!(parse("local", &t).unwrap(), MemPolicy::default());
+        let bind = parse(&format!("bind:{n0}"), &t).unwrap();
+        assert_eq!(bind.arrays[0], Policy::Bind(IdSet::new(vec![n0])));
+        assert!(bind.is_uniform());
+        assert_eq!(bind.numactl(), Some(format!("--membind={n0}")));
+        let all = parse("interleave:all", &t).unwrap();
+        assert_eq!(all.arrays[2], Policy::Interleave(t.allowed_mems.clone()));
+        let per = parse(&format!("a=bind:{n0},c=preferred:{n0}"), &t).unwrap();
+        assert_eq!(per.arrays[1], Policy::Local);
+        assert_eq!(per.arrays[2], Policy::Preferred(n0));
+        assert_eq!(per.numactl(), None);
+        assert_eq!(
+            per.to_string(),
+            format!("a=bind:{n0},b=local,c=preferred:{n0}")
+        );
+    }
+
+    #[test]
+    fn bad_policies_name_the_bad_part() {
+        let t = topo();
+        let e = |s: &str| parse(s, &t).unwrap_err().to_string();
+        assert!(e("bind:99").contains("node 99 does not exist"));
+        assert!(e("bind:").contains("needs nodes"));
+        assert!(e("scatter").contains("unknown policy"));
+        assert!(
+            e("preferred:0,0-1").contains("one node")
+                || e("preferred:0,0-1").contains("does not exist")
+        );
+        assert!(e("a=bind:0,a=local").contains("twice"));
+        assert!(e("bind:0,b=local").contains("per array"));
+        assert!(e("a=bind:x").contains("column 3"));
+        assert!(e("").contains("empty"));
+    }
+
+    #[test]
+    fn distributions_are_judged() {
+        let two: IdSet = [0, 1].into_iter().collect();
+        let half: BTreeMap<usize, f64> = [(0, 0.5), (1, 0.5)].into();
+        let all_on_1: BTreeMap<usize, f64> = [(1, 1.0)].into();
+        assert!(judge(&Policy::Interleave(two.clone()), &half, None).0);
+        assert!(!judge(&Policy::Interleave(two), &all_on_1, None).0);
+        assert!(judge(&Policy::Bind([1].into_iter().collect()), &all_on_1, None).0);
+        assert!(!judge(&Policy::Bind([0].into_iter().collect()), &half, None).0);
+        assert!(!judge(&Policy::Preferred(0), &all_on_1, None).0);
+        assert!(!judge(&Policy::Local, &half, Some(0.5)).0);
+    }
+}

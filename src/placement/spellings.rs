@@ -1,0 +1,87 @@
+//! The same placement in the spellings of other tools, so a user can
+//! reproduce membw's best configuration in their own application.
+
+use crate::topology::cpulist::format_ranges;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spellings {
+    /// `OMP_NUM_THREADS=.. OMP_PLACES=.. OMP_PROC_BIND=close`
+    pub openmp: String,
+    pub likwid_pin: String,
+    pub numactl: String,
+    pub srun: String,
+    pub taskset: String,
+}
+
+/// OMP_PLACES for thread i on `cpus[i]`: interval notation when the CPUs
+/// form an arithmetic progression, explicit places otherwise.
+pub fn omp_places(cpus: &[usize]) -> String {
+    if let [first, second, ..] = cpus {
+        let stride = *second as i64 - *first as i64;
+        let progression = cpus.windows(2).all(|w| w[1] as i64 - w[0] as i64 == stride);
+        if progression && stride > 0 {
+            return if stride == 1 {
+                format!("{{{first}}}:{}", cpus.len())
+            } else {
+                format!("{{{first}}}:{}:{stride}", cpus.len())
+            };
+        }
+    }
+    cpus.iter()
+        .map(|c| format!("{{{c}}}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `numactl_memory` is the memory part of the numactl line (e.g.
+/// `--membind=1`), empty for first touch.
+pub fn spell(cpus: &[usize], numactl_memory: &str) -> Spellings {
+    let list = format_ranges(cpus);
+    let plain: Vec<String> = cpus.iter().map(usize::to_string).collect();
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    let set = format_ranges(&sorted);
+    let memory = if numactl_memory.is_empty() {
+        String::new()
+    } else {
+        format!(" {numactl_memory}")
+    };
+    Spellings {
+        openmp: format!(
+            "OMP_NUM_THREADS={} OMP_PLACES='{}' OMP_PROC_BIND=close",
+            cpus.len(),
+            omp_places(cpus)
+        ),
+        likwid_pin: format!("likwid-pin -c {list}"),
+        numactl: format!("numactl --physcpubind={set}{memory}"),
+        srun: format!("srun --cpu-bind=map_cpu:{}", plain.join(",")),
+        taskset: format!("taskset -c {set}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progressions_use_interval_notation() {
+        assert_eq!(omp_places(&[0, 2, 4, 6]), "{0}:4:2");
+        assert_eq!(omp_places(&[4, 5, 6]), "{4}:3");
+        assert_eq!(omp_places(&[0, 64, 1]), "{0},{64},{1}");
+        assert_eq!(omp_places(&[7]), "{7}");
+    }
+
+    #[test]
+    fn every_tool_gets_a_line() {
+        let s = spell(&[0, 2, 4, 5], "--membind=1");
+        assert_eq!(
+            s.openmp,
+            "OMP_NUM_THREADS=4 OMP_PLACES='{0},{2},{4},{5}' OMP_PROC_BIND=close"
+        );
+        assert_eq!(s.likwid_pin, "likwid-pin -c 0,2,4-5");
+        assert_eq!(s.numactl, "numactl --physcpubind=0,2,4-5 --membind=1");
+        assert_eq!(s.srun, "srun --cpu-bind=map_cpu:0,2,4,5");
+        assert_eq!(s.taskset, "taskset -c 0,2,4-5");
+    }
+}

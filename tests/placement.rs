@@ -1,0 +1,351 @@
+//! Placement on fixture machines: the examples from the OpenMP and likwid
+//! documentation and from users' experiments, table-driven, plus invariants
+//! checked on random requests.
+
+mod common;
+
+use membw::placement::omp::Bind;
+use membw::placement::{Request, Spec, resolve};
+use membw::topology::Topology;
+use membw::topology::cpulist::{IdSet, parse_list};
+
+fn req(spec: Spec, threads: Option<usize>, smt: bool) -> Request {
+    Request {
+        spec,
+        threads,
+        smt,
+        cpu_nodes: None,
+    }
+}
+
+fn places(text: &str, bind: Bind, threads: Option<usize>) -> Request {
+    req(
+        Spec::Places {
+            places: text.into(),
+            bind,
+        },
+        threads,
+        false,
+    )
+}
+
+fn run(machine: &str, r: &Request) -> Result<Vec<usize>, String> {
+    resolve(&common::topology(machine), r).map_err(|e| e.to_string())
+}
+
+fn list(text: &str) -> Vec<usize> {
+    parse_list(text).unwrap()
+}
+
+const AMD_2X64: &str = "epyc-7h12-2s";
+const AMD_NPS4: &str = "epyc-7742-2s-nps4";
+const INTEL_2X12: &str = "xeon-e5-2680v3-2s";
+
+#[test]
+fn openmp_places_examples() {
+    let cases: Vec<(&str, Request, &str)> = vec![
+        // Every second core of a 2×64-core node.
+        (AMD_2X64, places("{0:1}:64:2", Bind::Close, None), "0-126:2"),
+        (AMD_2X64, places("{0}:128:1", Bind::Close, None), "0-127"),
+        // 8 threads inside one NUMA node: {0:1}:8:2 versus {0:1}:8:1.
+        (AMD_NPS4, places("{0:1}:8:2", Bind::Close, None), "0-14:2"),
+        (AMD_NPS4, places("{0:1}:8:1", Bind::Close, None), "0-7"),
+        // Places of 4 CPUs: one thread per place on its first CPU.
+        (AMD_NPS4, places("{0:4}:8:4", Bind::Close, None), "0-28:4"),
+        (INTEL_2X12, places("{0,1},{2,3}", Bind::Close, None), "0,2"),
+        (
+            INTEL_2X12,
+            places("{0:12,!5}", Bind::Close, Some(3)),
+            "0,1,2",
+        ),
+        // Abstract names with OMP_PROC_BIND.
+        (
+            AMD_NPS4,
+            places("cores", Bind::Spread, Some(4)),
+            "0,32,64,96",
+        ),
+        (
+            AMD_NPS4,
+            places("numa_domains", Bind::Close, None),
+            "0-112:16",
+        ),
+        (
+            AMD_NPS4,
+            places("ll_caches", Bind::Spread, Some(8)),
+            "0-112:16",
+        ),
+        (AMD_NPS4, places("sockets(1)", Bind::Close, Some(3)), "0-2"),
+        (
+            INTEL_2X12,
+            places("sockets", Bind::Close, Some(8)),
+            "0-3,12-15",
+        ),
+        (INTEL_2X12, places("sockets", Bind::Spread, Some(2)), "0,12"),
+        (INTEL_2X12, places("threads", Bind::Close, Some(3)), "0-2"),
+        (INTEL_2X12, places("cores", Bind::Primary, Some(1)), "0"),
+    ];
+    for (machine, r, want) in cases {
+        let got = run(machine, &r).unwrap_or_else(|e| panic!("{machine} {r:?}: {e}"));
+        let mut sorted = got.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, list(want), "{machine} {r:?}");
+    }
+}
+
+#[test]
+fn likwid_pin_examples() {
+    let pin = |e: &str| req(Spec::Likwid(e.into()), None, false);
+    let cases: Vec<(&str, &str, &str)> = vec![
+        // N:0-23 on 2×12 cores with SMT: logical ids are physical cores first.
+        (INTEL_2X12, "N:0-23", "0-23"),
+        (INTEL_2X12, "S0:0-7", "0-7"),
+        (INTEL_2X12, "S1:0-3", "12-15"),
+        (INTEL_2X12, "S0:0-3@S1:0-3", "0-3,12-15"),
+        (INTEL_2X12, "S0:12-13", "24-25"),
+        (INTEL_2X12, "E:N:8:1:2", "0,2,4,6,8,10,12,14"),
+        (INTEL_2X12, "E:S0:4:2:4", "0,1,4,5"),
+        (AMD_NPS4, "M1:0-3", "16-19"),
+        (AMD_NPS4, "C0:0-3", "0-3"),
+        (AMD_NPS4, "C1:4-7", "132-135"),
+        (AMD_NPS4, "D0:0-1", "0-1"),
+        (INTEL_2X12, "0,2,4", "0,2,4"),
+    ];
+    for (machine, expr, want) in cases {
+        assert_eq!(
+            run(machine, &pin(expr)).unwrap(),
+            list(want),
+            "{machine} {expr}"
+        );
+    }
+    // Scatter round-robins the domains, keeping the order.
+    assert_eq!(
+        run(AMD_NPS4, &pin("M:scatter")).unwrap()[..9],
+        [0, 16, 32, 48, 64, 80, 96, 112, 1]
+    );
+    assert_eq!(
+        run(INTEL_2X12, &pin("S:scatter")).unwrap()[..4],
+        [0, 12, 1, 13]
+    );
+}
+
+#[test]
+fn named_strategies() {
+    let strat = |s: &str, t: Option<usize>, smt: bool| req(Spec::Strategy(s.into()), t, smt);
+    let cases: Vec<(&str, Request, &str)> = vec![
+        // KMP_AFFINITY=compact vs scatter with 8 threads on two sockets.
+        (INTEL_2X12, strat("compact", Some(8), false), "0-7"),
+        (INTEL_2X12, strat("spread", Some(8), false), "0-3,12-15"),
+        (INTEL_2X12, strat("compact", Some(4), true), "0,1,24,25"),
+        (INTEL_2X12, strat("spread", None, false), "0-23"),
+        (INTEL_2X12, strat("spread", None, true), "0-47"),
+        (
+            AMD_NPS4,
+            strat("spread", Some(8), false),
+            "0,16,32,48,64,80,96,112",
+        ),
+        // Spread reaches different L3 domains inside a node before reusing one.
+        (AMD_NPS4, strat("spread", Some(32), false), "0-124:4"),
+        (AMD_NPS4, strat("per-numa=1", None, false), "0-112:16"),
+        (
+            AMD_NPS4,
+            strat("per-numa=2", None, false),
+            "0,4,16,20,32,36,48,52,64,68,80,84,96,100,112,116",
+        ),
+        (AMD_NPS4, strat("per-l3=1", None, false), "0-124:4"),
+        (AMD_NPS4, strat("per-socket=2", None, false), "0,64,16,80"),
+        (AMD_2X64, strat("stride=2", None, false), "0-126:2"),
+        // Fewer threads than K × domains: one per domain first.
+        (AMD_2X64, strat("per-l3=2", Some(4), false), "0,4,64,68"),
+    ];
+    for (machine, r, want) in cases {
+        let got = run(machine, &r).unwrap_or_else(|e| panic!("{machine} {r:?}: {e}"));
+        let mut want = list(want);
+        want.sort_unstable();
+        assert_eq!(got, want, "{machine} {r:?}");
+    }
+    // spread with 8 threads on two sockets: four on each.
+    let t = common::topology(AMD_2X64);
+    let cpus = resolve(&t, &strat("spread", Some(8), false)).unwrap();
+    let on0 = cpus
+        .iter()
+        .filter(|&&c| t.cpu(c).unwrap().package == 0)
+        .count();
+    assert_eq!(on0, 4);
+}
+
+#[test]
+fn cpunode_restricts_like_numactl() {
+    let mut r = req(Spec::Strategy("compact".into()), None, false);
+    r.cpu_nodes = Some(IdSet::new(vec![1]));
+    assert_eq!(run(INTEL_2X12, &r).unwrap(), list("12-23"));
+    r.cpu_nodes = Some(IdSet::new(vec![7]));
+    assert!(run(INTEL_2X12, &r).unwrap_err().contains("--cpunode 7"));
+}
+
+#[test]
+fn errors_name_the_bad_part() {
+    let err = |m: &str, r: Request| run(m, &r).unwrap_err();
+    assert!(err(INTEL_2X12, places("{0:4}:8:x", Bind::Close, None)).contains("column 9"));
+    assert!(
+        err(INTEL_2X12, places("{0}:4:100", Bind::Close, None)).contains("CPU 100 does not exist")
+    );
+    // 2 threads per core place without --smt.
+    let e = err(INTEL_2X12, places("cores", Bind::Close, Some(48)));
+    assert!(e.contains("--smt"), "{e}");
+    assert_eq!(
+        run(
+            INTEL_2X12,
+            &req(
+                Spec::Places {
+                    places: "cores".into(),
+                    bind: Bind::Close
+                },
+                Some(48),
+                true
+            )
+        )
+        .unwrap()
+        .len(),
+        48
+    );
+    assert!(err(INTEL_2X12, places("{0}", Bind::Close, Some(2))).contains("place 0"));
+    assert!(
+        err(INTEL_2X12, req(Spec::Likwid("S5:0".into()), None, false)).contains("no such socket")
+    );
+    assert!(
+        err(INTEL_2X12, req(Spec::Likwid("S0:0-99".into()), None, false))
+            .contains("S0 has 24 CPUs, logical id 24")
+    );
+    assert!(
+        err(
+            INTEL_2X12,
+            req(Spec::Likwid("S0:0@@S1:0".into()), None, false)
+        )
+        .contains("column 6")
+    );
+    assert!(err(INTEL_2X12, req(Spec::Likwid("0,0".into()), None, false)).contains("twice"));
+    assert!(
+        err(INTEL_2X12, req(Spec::Likwid("X:0".into()), None, false)).contains("unknown domain")
+    );
+    assert!(
+        err(
+            INTEL_2X12,
+            req(Spec::Strategy("spread".into()), Some(25), false)
+        )
+        .contains("--smt")
+    );
+    assert!(
+        err(
+            INTEL_2X12,
+            req(Spec::Strategy("per-numa=13".into()), None, false)
+        )
+        .contains("fewer than 13")
+    );
+    assert!(
+        err(
+            INTEL_2X12,
+            req(Spec::Strategy("zigzag".into()), None, false)
+        )
+        .contains("unknown strategy")
+    );
+    assert!(
+        err(
+            INTEL_2X12,
+            req(Spec::Strategy("stride=0".into()), None, false)
+        )
+        .contains("positive")
+    );
+    assert!(err(INTEL_2X12, req(Spec::Cpus("0-3,99".into()), None, false)).contains("CPU 99"));
+}
+
+/// A fixture whose process may use only CPUs 4-11: nothing lands outside.
+#[test]
+fn the_allowed_mask_is_never_left() {
+    let dir = common::tree(INTEL_2X12);
+    std::fs::write(
+        dir.path().join("proc/self/status"),
+        "Cpus_allowed_list:\t4-11\nMems_allowed_list:\t0-1\n",
+    )
+    .unwrap();
+    let t = Topology::read(dir.path()).unwrap();
+    assert_eq!(
+        resolve(&t, &req(Spec::Default, None, false)).unwrap(),
+        list("4-11")
+    );
+    assert_eq!(
+        resolve(&t, &req(Spec::Likwid("N:0-1".into()), None, false)).unwrap(),
+        list("4-5")
+    );
+    assert_eq!(
+        resolve(&t, &places("cores", Bind::Close, None)).unwrap(),
+        list("4-11")
+    );
+    let e = resolve(&t, &places("{0}", Bind::Close, None))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("outside the allowed set 4-11"), "{e}");
+    assert!(resolve(&t, &req(Spec::Cpus("3".into()), None, false)).is_err());
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn check(t: &Topology, r: &Request, cpus: &[usize]) -> Result<(), TestCaseError> {
+        let mut seen = std::collections::HashSet::new();
+        for &c in cpus {
+            prop_assert!(
+                t.allowed_cpus.contains(c),
+                "CPU {} outside the allowed set",
+                c
+            );
+            prop_assert!(seen.insert(c), "CPU {} repeated", c);
+        }
+        if let Some(n) = r.threads {
+            prop_assert_eq!(cpus.len(), n);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn strategies_keep_the_invariants(
+            machine in 0usize..5,
+            strategy in prop::sample::select(vec!["compact", "spread", "per-numa=1", "per-numa=3", "per-l3=1", "per-socket=4", "stride=3"]),
+            threads in prop::option::of(1usize..300),
+            smt: bool,
+        ) {
+            let t = common::topology(common::MACHINES[machine]);
+            let r = req(Spec::Strategy(strategy.into()), threads, smt);
+            if let Ok(cpus) = resolve(&t, &r) {
+                check(&t, &r, &cpus)?;
+            }
+        }
+
+        #[test]
+        fn omp_places_keep_the_invariants(
+            start in 0usize..300, len in 1usize..200, stride in 1usize..5, width in 1usize..4,
+            threads in prop::option::of(1usize..100),
+            bind in prop::sample::select(vec![Bind::Close, Bind::Spread, Bind::Primary]),
+            smt: bool,
+        ) {
+            let t = common::topology(AMD_NPS4);
+            let text = format!("{{{start}:{width}}}:{len}:{stride}");
+            let r = req(Spec::Places { places: text, bind }, threads, smt);
+            if let Ok(cpus) = resolve(&t, &r) {
+                check(&t, &r, &cpus)?;
+            }
+        }
+
+        #[test]
+        fn likwid_expressions_never_panic(e in "[NSMCDE0-9:@,\\-a-z]{0,16}") {
+            let t = common::topology(INTEL_2X12);
+            let r = req(Spec::Likwid(e), None, false);
+            if let Ok(cpus) = resolve(&t, &r) {
+                check(&t, &r, &cpus)?;
+            }
+        }
+    }
+}
