@@ -2,12 +2,13 @@
 //! into the plain settings the rest of the program uses, and runs commands.
 
 use crate::error::{Error, Result};
-use crate::kernels::{Isa, KernelFns, KernelId, StoreMode};
+use crate::kernels::{Isa, KernelId};
 use crate::memory::policy::{self as mempolicy, MemPolicy};
-use crate::memory::{self, Hugepages};
+use crate::memory::Hugepages;
+use crate::plan::{self, Prepared, Settings, StoresRequest};
 use crate::peak::{self, PeakRequest};
 use crate::placement::{self, omp::Bind, spellings};
-use crate::protocol::{self, Plan};
+use crate::protocol;
 use crate::report::{self, Request, RunReport};
 use crate::topology::cpulist::{IdSet, parse_list};
 use crate::topology::{Topology, fixture};
@@ -220,6 +221,18 @@ enum IsaArg {
     Scalar,
 }
 
+impl IsaArg {
+    fn isa(self) -> Option<Isa> {
+        match self {
+            IsaArg::Auto => None,
+            IsaArg::Avx512 => Some(Isa::Avx512),
+            IsaArg::Avx2 => Some(Isa::Avx2),
+            IsaArg::Sse2 => Some(Isa::Sse2),
+            IsaArg::Scalar => Some(Isa::Scalar),
+        }
+    }
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum StoresArg {
     /// Non-temporal when each array is larger than the last-level cache
@@ -230,11 +243,31 @@ enum StoresArg {
     Nt,
 }
 
+impl StoresArg {
+    fn request(self) -> StoresRequest {
+        match self {
+            StoresArg::Auto => StoresRequest::Auto,
+            StoresArg::Regular => StoresRequest::Regular,
+            StoresArg::Nt => StoresRequest::Nt,
+        }
+    }
+}
+
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum HugepagesArg {
     Auto,
     Thp,
     Never,
+}
+
+impl HugepagesArg {
+    fn hugepages(self) -> Hugepages {
+        match self {
+            HugepagesArg::Auto => Hugepages::Auto,
+            HugepagesArg::Thp => Hugepages::Thp,
+            HugepagesArg::Never => Hugepages::Never,
+        }
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -463,68 +496,19 @@ fn topo(args: TopoArgs) -> Result<()> {
 
 fn run(args: RunArgs) -> Result<()> {
     let topo = Topology::live().map_err(Error::Runtime)?;
-    let cpus = placement::resolve(&topo, &args.placement.request()?)?;
-    let mem = mempolicy::parse(&args.mem, &topo)?;
-    let elements = match args.size {
-        Some(size) => size.elements(),
-        None => memory::default_elements(&topo, &cpus),
-    };
-    let elements = usize::try_from(elements)
-        .map_err(|_| Error::Usage(format!("--size: {elements} elements is too large")))?;
-
-    let isa = match args.isa {
-        IsaArg::Auto => Isa::best(),
-        IsaArg::Avx512 => Isa::Avx512,
-        IsaArg::Avx2 => Isa::Avx2,
-        IsaArg::Sse2 => Isa::Sse2,
-        IsaArg::Scalar => Isa::Scalar,
-    };
-    let used = cpus.iter().copied().collect();
-    let llc = topo.llc_sum(&used);
-    let array_bytes = Bytes(elements as u64 * ELEMENT_BYTES);
-    let (stores, stores_reason) = match args.stores {
-        StoresArg::Regular => (StoreMode::Regular, "requested".to_string()),
-        StoresArg::Nt => (StoreMode::Nt, "requested".to_string()),
-        StoresArg::Auto if !isa.has_streaming_stores() => (
-            StoreMode::Regular,
-            format!("auto: the {isa} kernels have no streaming stores"),
-        ),
-        StoresArg::Auto if array_bytes > llc => (
-            StoreMode::Nt,
-            format!("auto: {array_bytes} arrays exceed the {llc} last-level cache"),
-        ),
-        StoresArg::Auto => (
-            StoreMode::Regular,
-            format!("auto: {array_bytes} arrays fit in the {llc} last-level cache"),
-        ),
-    };
-    let fns = KernelFns::select(isa, stores).map_err(Error::Usage)?;
-    let hugepages = match args.hugepages {
-        HugepagesArg::Auto => Hugepages::Auto,
-        HugepagesArg::Thp => {
-            if topo.memory.thp_mode.as_deref() == Some("never") {
-                return Err(Error::Usage(
-                    "--hugepages thp: transparent hugepages are disabled on this system (mode 'never')".into(),
-                ));
-            }
-            Hugepages::Thp
-        }
-        HugepagesArg::Never => Hugepages::Never,
-    };
-    let mut kernels = args.kernels.clone();
-    kernels.sort();
-    kernels.dedup();
-    let plan = Plan {
-        elements,
+    let settings = Settings {
+        placement: args.placement.request()?,
+        elements: args.size.map(ArraySize::elements),
         ntimes: args.ntimes as usize,
-        kernels,
-        fns,
-        cpu_nodes: cpus.iter().map(|&c| topo.cpu(c).map(|x| x.node)).collect(),
-        cpus,
-        hugepages,
-        mem,
+        kernels: args.kernels.clone(),
+        isa: args.isa.isa(),
+        stores: args.stores.request(),
+        hugepages: args.hugepages.hugepages(),
+        mem: mempolicy::parse(&args.mem, &topo)?,
+        inner_repeats: 1,
     };
-    memory::check_fits(&topo, plan.arrays_needed().len(), elements as u64)?;
+    let Prepared { plan, stores_reason } = plan::prepare(&topo, &settings)?;
+    let array_bytes = Bytes(plan.elements as u64 * ELEMENT_BYTES);
     let peak = peak::estimate(&topo, &args.peak.request())?;
 
     let interactive = std::io::stderr().is_terminal();

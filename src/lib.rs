@@ -12,3 +12,4 @@ pub mod sys;
 pub mod team;
 pub mod topology;
 pub mod units;
+pub mod plan;

@@ -34,6 +34,10 @@ pub struct Plan {
     pub cpu_nodes: Vec<Option<usize>>,
     pub hugepages: Hugepages,
     pub mem: MemPolicy,
+    /// Kernel calls per timed repetition (1 = STREAM). Cache-sized arrays
+    /// need several so that a repetition outlasts the barrier and the timer;
+    /// every kernel is idempotent, so validation is unchanged.
+    pub inner_repeats: usize,
 }
 
 impl Plan {
@@ -123,6 +127,9 @@ pub struct Measurement {
     pub bytes_per_array: u64,
     pub arrays: usize,
     pub ntimes: usize,
+    /// Kernel calls per timed repetition (1 for STREAM's protocol).
+    #[serde(default = "one")]
+    pub inner_repeats: usize,
     pub isa: Isa,
     pub stores: StoreMode,
     pub hugepages: Hugepages,
@@ -145,6 +152,10 @@ impl Measurement {
     pub fn result(&self, kernel: KernelId) -> Option<&KernelResult> {
         self.results.iter().find(|r| r.kernel == kernel)
     }
+}
+
+fn one() -> usize {
+    1
 }
 
 /// What every array should hold after the run, by STREAM's recurrence.
@@ -239,7 +250,7 @@ pub fn measure(plan: &Plan) -> Result<Measurement> {
         .enumerate()
         .map(|(k, &kernel)| {
             let times = leader.times[k * plan.ntimes..(k + 1) * plan.ntimes].to_vec();
-            kernel_statistics(kernel, plan.fns.stores, plan.elements, times)
+            kernel_statistics(kernel, plan.fns.stores, plan.elements * plan.inner_repeats, times)
         })
         .collect();
     let errors = outcomes.iter().fold(ErrorSums::default(), |acc, o| {
@@ -299,6 +310,7 @@ pub fn measure(plan: &Plan) -> Result<Measurement> {
         bytes_per_array: plan.elements as u64 * ELEMENT_BYTES,
         arrays: plan.arrays_needed().len(),
         ntimes: plan.ntimes,
+        inner_repeats: plan.inner_repeats,
         isa: plan.fns.isa,
         stores: plan.fns.stores,
         hugepages: plan.hugepages,
@@ -342,7 +354,9 @@ fn run_member(plan: &Plan, expected: &Expected, m: &Member, mut chunk: Chunk) ->
         for (k, &kernel) in plan.kernels.iter().enumerate() {
             m.barrier();
             let start = m.is_leader().then(Instant::now);
-            run_kernel(fns, kernel, &mut chunk, &mut read_sum);
+            for _ in 0..plan.inner_repeats {
+                run_kernel(fns, kernel, &mut chunk, &mut read_sum);
+            }
             m.barrier();
             if let Some(start) = start {
                 times[k * plan.ntimes + rep] = start.elapsed().as_secs_f64();
@@ -522,6 +536,7 @@ mod tests {
             cpu_nodes: vec![None, None],
             hugepages: Hugepages::Auto,
             mem: MemPolicy::default(),
+            inner_repeats: 1,
         }
     }
 
@@ -540,6 +555,17 @@ mod tests {
             assert!(m.validation.read_rel_error.unwrap() < 1e-12);
             require_valid(&m).unwrap();
         }
+    }
+
+    #[test]
+    fn inner_repeats_count_every_call() {
+        let mut plan = small_plan(vec![KernelId::Triad], StoreMode::Regular);
+        plan.inner_repeats = 4;
+        let m = measure(&plan).unwrap();
+        assert!(m.validation.passed);
+        let r = &m.results[0];
+        let bytes = 24.0 * plan.elements as f64 * 4.0;
+        assert!((r.best_rate_mb_s - bytes / r.min_time_s / 1e6).abs() < 1e-6 * r.best_rate_mb_s);
     }
 
     #[test]
