@@ -14,6 +14,8 @@ pub enum Error {
     Runtime(String),
     /// The kernels ran but their results are wrong: exit code 1.
     Validation(String),
+    /// Stopped by Ctrl-C after saving what was done: exit code 130.
+    Interrupted(String),
 }
 
 impl Error {
@@ -21,6 +23,7 @@ impl Error {
         match self {
             Error::Usage(_) => 2,
             Error::Runtime(_) | Error::Validation(_) => 1,
+            Error::Interrupted(_) => 130,
         }
     }
 }
@@ -28,7 +31,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Usage(m) | Error::Runtime(m) | Error::Validation(m) => f.write_str(m),
+            Error::Usage(m) | Error::Runtime(m) | Error::Validation(m) | Error::Interrupted(m) => {
+                f.write_str(m)
+            }
         }
     }
 }

@@ -1,6 +1,9 @@
 fn main() {
     if let Err(e) = membw::cli::main() {
-        eprintln!("membw: error: {e}");
+        match e {
+            membw::error::Error::Interrupted(_) => eprintln!("membw: {e}"),
+            _ => eprintln!("membw: error: {e}"),
+        }
         std::process::exit(e.exit_code());
     }
 }

@@ -250,7 +250,12 @@ pub fn measure(plan: &Plan) -> Result<Measurement> {
         .enumerate()
         .map(|(k, &kernel)| {
             let times = leader.times[k * plan.ntimes..(k + 1) * plan.ntimes].to_vec();
-            kernel_statistics(kernel, plan.fns.stores, plan.elements * plan.inner_repeats, times)
+            kernel_statistics(
+                kernel,
+                plan.fns.stores,
+                plan.elements * plan.inner_repeats,
+                times,
+            )
         })
         .collect();
     let errors = outcomes.iter().fold(ErrorSums::default(), |acc, o| {

@@ -12,6 +12,8 @@ pub struct Spellings {
     pub numactl: String,
     pub srun: String,
     pub taskset: String,
+    /// Open MPI, one rank per listed CPU.
+    pub mpirun: String,
 }
 
 /// OMP_PLACES for thread i on `cpus[i]`: interval notation when the CPUs
@@ -57,6 +59,10 @@ pub fn spell(cpus: &[usize], numactl_memory: &str) -> Spellings {
         numactl: format!("numactl --physcpubind={set}{memory}"),
         srun: format!("srun --cpu-bind=map_cpu:{}", plain.join(",")),
         taskset: format!("taskset -c {set}"),
+        mpirun: format!(
+            "mpirun -np {} --cpu-set {set} --bind-to core --map-by core",
+            cpus.len()
+        ),
     }
 }
 
@@ -83,5 +89,9 @@ mod tests {
         assert_eq!(s.numactl, "numactl --physcpubind=0,2,4-5 --membind=1");
         assert_eq!(s.srun, "srun --cpu-bind=map_cpu:0,2,4,5");
         assert_eq!(s.taskset, "taskset -c 0,2,4-5");
+        assert_eq!(
+            s.mpirun,
+            "mpirun -np 4 --cpu-set 0,2,4-5 --bind-to core --map-by core"
+        );
     }
 }

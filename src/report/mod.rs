@@ -3,6 +3,8 @@
 
 pub mod csv;
 pub mod json;
+pub mod plot;
+pub mod study;
 pub mod text;
 pub mod topo;
 

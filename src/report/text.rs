@@ -136,7 +136,14 @@ pub fn render(report: &RunReport) -> String {
     o.push_str(&summary(m, report.peak.as_ref()));
     let r = &report.reproduce;
     let _ = writeln!(o, "Reproduce this placement:");
-    for line in [&r.openmp, &r.likwid_pin, &r.numactl, &r.srun, &r.taskset] {
+    for line in [
+        &r.openmp,
+        &r.likwid_pin,
+        &r.numactl,
+        &r.srun,
+        &r.taskset,
+        &r.mpirun,
+    ] {
         let _ = writeln!(o, "  {line}");
     }
     o

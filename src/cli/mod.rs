@@ -3,17 +3,19 @@
 
 use crate::error::{Error, Result};
 use crate::kernels::{Isa, KernelId};
-use crate::memory::policy::{self as mempolicy, MemPolicy};
 use crate::memory::Hugepages;
-use crate::plan::{self, Prepared, Settings, StoresRequest};
+use crate::memory::policy::{self as mempolicy, MemPolicy};
 use crate::peak::{self, PeakRequest};
 use crate::placement::{self, omp::Bind, spellings};
+use crate::plan::{self, Prepared, Settings, StoresRequest};
 use crate::protocol;
 use crate::report::{self, Request, RunReport};
 use crate::topology::cpulist::{IdSet, parse_list};
 use crate::topology::{Topology, fixture};
 use crate::units::{ArraySize, Bytes, ELEMENT_BYTES, parse_array_size};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+mod study;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -37,11 +39,19 @@ enum Command {
     Topo(TopoArgs),
     /// Resolve a placement (OMP_PLACES, likwid-pin, CPU list, strategy) and show how to reproduce it
     Place(PlaceArgs),
+    /// Measure many configurations (threads, placements, memory policies, sizes, NUMA matrix) with repeats
+    Sweep(study::SweepArgs),
+    /// Search threads × placement × store mode for the best sustained bandwidth within a time budget
+    Tune(study::TuneArgs),
+    /// Tables, SVG plots, Markdown and a self-contained HTML report from a results file
+    Report(study::ReportArgs),
+    /// Two results files side by side, with ratios
+    Compare(study::CompareArgs),
 }
 
 /// Where threads run. At most one of --cpus, --places, --pin, --strategy.
 #[derive(Args, Debug, Clone)]
-struct PlacementArgs {
+pub(crate) struct PlacementArgs {
     /// CPUs to pin thread 0, 1, ... to, in order (0,2,4-10:2)
     #[arg(long, conflicts_with_all = ["places", "pin", "strategy"], help_heading = "Placement")]
     cpus: Option<String>,
@@ -75,12 +85,12 @@ struct PlacementArgs {
     threads: Option<u32>,
 }
 
-fn parse_bind(text: &str) -> std::result::Result<Bind, String> {
+pub(crate) fn parse_bind(text: &str) -> std::result::Result<Bind, String> {
     Bind::parse(text).ok_or_else(|| format!("unknown binding '{text}' (close, spread, primary)"))
 }
 
 impl PlacementArgs {
-    fn request(&self) -> Result<placement::Request> {
+    pub(crate) fn request(&self) -> Result<placement::Request> {
         let spec = if let Some(list) = &self.cpus {
             placement::Spec::Cpus(list.clone())
         } else if let Some(places) = &self.places {
@@ -166,7 +176,7 @@ struct PlaceArgs {
 
 /// How the theoretical peak is given, when the user knows it.
 #[derive(Args, Debug, Clone)]
-struct PeakArgs {
+pub(crate) struct PeakArgs {
     /// Theoretical peak of the whole node (409.6GB/s)
     #[arg(long, value_parser = peak::parse_peak, help_heading = "Theoretical peak")]
     peak: Option<f64>,
@@ -181,7 +191,7 @@ struct PeakArgs {
 }
 
 impl PeakArgs {
-    fn request(&self) -> PeakRequest {
+    pub(crate) fn request(&self) -> PeakRequest {
         PeakRequest {
             node_gb_s: self.peak,
             channels: self.channels,
@@ -213,7 +223,7 @@ struct TopoArgs {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum IsaArg {
+pub(crate) enum IsaArg {
     Auto,
     Avx512,
     Avx2,
@@ -222,7 +232,7 @@ enum IsaArg {
 }
 
 impl IsaArg {
-    fn isa(self) -> Option<Isa> {
+    pub(crate) fn isa(self) -> Option<Isa> {
         match self {
             IsaArg::Auto => None,
             IsaArg::Avx512 => Some(Isa::Avx512),
@@ -234,7 +244,7 @@ impl IsaArg {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum StoresArg {
+pub(crate) enum StoresArg {
     /// Non-temporal when each array is larger than the last-level cache
     Auto,
     /// Ordinary stores (write-allocate)
@@ -244,7 +254,7 @@ enum StoresArg {
 }
 
 impl StoresArg {
-    fn request(self) -> StoresRequest {
+    pub(crate) fn request(self) -> StoresRequest {
         match self {
             StoresArg::Auto => StoresRequest::Auto,
             StoresArg::Regular => StoresRequest::Regular,
@@ -254,14 +264,14 @@ impl StoresArg {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum HugepagesArg {
+pub(crate) enum HugepagesArg {
     Auto,
     Thp,
     Never,
 }
 
 impl HugepagesArg {
-    fn hugepages(self) -> Hugepages {
+    pub(crate) fn hugepages(self) -> Hugepages {
         match self {
             HugepagesArg::Auto => Hugepages::Auto,
             HugepagesArg::Thp => Hugepages::Thp,
@@ -349,7 +359,7 @@ fn one_line(rendered: &str) -> String {
     }
 }
 
-fn parse_kernel(name: &str) -> std::result::Result<KernelId, String> {
+pub(crate) fn parse_kernel(name: &str) -> std::result::Result<KernelId, String> {
     KernelId::parse(name).ok_or_else(|| {
         format!("unknown kernel '{name}' (choose from copy, scale, add, triad, read, write)")
     })
@@ -372,10 +382,14 @@ pub fn main() -> Result<()> {
         Command::Run(args) => run(args),
         Command::Topo(args) => topo(args),
         Command::Place(args) => place(args),
+        Command::Sweep(args) => study::sweep(args),
+        Command::Tune(args) => study::tune(args),
+        Command::Report(args) => study::report(args),
+        Command::Compare(args) => study::compare(args),
     }
 }
 
-fn read_topology(sysroot: Option<&PathBuf>) -> Result<Topology> {
+pub(crate) fn read_topology(sysroot: Option<&PathBuf>) -> Result<Topology> {
     match sysroot {
         Some(dir) => {
             if !dir.is_dir() {
@@ -392,7 +406,7 @@ fn read_topology(sysroot: Option<&PathBuf>) -> Result<Topology> {
 
 /// The placement's reproduction lines; per-array memory policies have no
 /// numactl spelling, which the numactl line then says.
-fn spell(cpus: &[usize], mem: &MemPolicy) -> spellings::Spellings {
+pub(crate) fn spell(cpus: &[usize], mem: &MemPolicy) -> spellings::Spellings {
     let mut s = spellings::spell(cpus, &mem.numactl().unwrap_or_default());
     if mem.numactl().is_none() {
         s.numactl
@@ -451,7 +465,14 @@ fn place(args: PlaceArgs) -> Result<()> {
         );
     }
     println!("\nReproduce with");
-    for line in [&s.openmp, &s.likwid_pin, &s.numactl, &s.srun, &s.taskset] {
+    for line in [
+        &s.openmp,
+        &s.likwid_pin,
+        &s.numactl,
+        &s.srun,
+        &s.taskset,
+        &s.mpirun,
+    ] {
         println!("  {line}");
     }
     Ok(())
@@ -507,7 +528,10 @@ fn run(args: RunArgs) -> Result<()> {
         mem: mempolicy::parse(&args.mem, &topo)?,
         inner_repeats: 1,
     };
-    let Prepared { plan, stores_reason } = plan::prepare(&topo, &settings)?;
+    let Prepared {
+        plan,
+        stores_reason,
+    } = plan::prepare(&topo, &settings)?;
     let array_bytes = Bytes(plan.elements as u64 * ELEMENT_BYTES);
     let peak = peak::estimate(&topo, &args.peak.request())?;
 

@@ -1,0 +1,390 @@
+//! `membw sweep`: the cross product of thread counts, placements, memory
+//! policies, store modes and working-set sizes (or the NUMA cpu × memory
+//! matrix), each point measured `repeat` times with fresh arrays and
+//! appended to a JSON Lines file as soon as it completes.
+
+use super::{NumaCell, Point, Record, RunResult, append};
+use crate::error::{Error, Result};
+use crate::kernels::{ArrayId, Isa, KernelId};
+use crate::memory::{Hugepages, PAGE_ELEMENTS, policy as mempolicy};
+use crate::peak::Peak;
+use crate::placement::{self, Spec};
+use crate::plan::{self, Settings, StoresRequest};
+use crate::protocol;
+use crate::report::{Host, SCHEMA_VERSION};
+use crate::topology::Topology;
+use crate::topology::cpulist::IdSet;
+use crate::units::ELEMENT_BYTES;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Which NUMA-matrix cells to measure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NumaMode {
+    Single,
+    All,
+    Both,
+}
+
+/// The axes of a sweep, as the user gave them.
+#[derive(Debug, Clone)]
+pub struct SweepSpec {
+    /// `None` = the placement's own thread count.
+    pub threads: Vec<Option<usize>>,
+    /// (label, placement).
+    pub placements: Vec<(String, Spec)>,
+    pub smt: bool,
+    pub mems: Vec<String>,
+    pub stores: Vec<StoresRequest>,
+    /// Working set per thread in bytes (all arrays); empty = fixed size.
+    pub sizes: Vec<u64>,
+    /// Elements per array when there is no size axis; `None` = STREAM's rule.
+    pub elements: Option<u64>,
+    pub numa_matrix: Option<NumaMode>,
+    pub kernels: Vec<KernelId>,
+    pub ntimes: usize,
+    pub isa: Option<Isa>,
+    pub hugepages: Hugepages,
+}
+
+/// A point ready to run.
+pub struct Job {
+    pub point: Point,
+    pub settings: Settings,
+    pub label: String,
+}
+
+/// Bytes per timed repetition that make a cache-sized kernel long enough to
+/// time (a few hundred microseconds at cache bandwidth).
+const MIN_BYTES_PER_REPETITION: u64 = 64 << 20;
+
+fn arrays_used(kernels: &[KernelId]) -> u64 {
+    ArrayId::ALL
+        .iter()
+        .filter(|&&id| {
+            id == ArrayId::A || kernels.iter().any(|k| k.spec().arrays().any(|a| a == id))
+        })
+        .count() as u64
+}
+
+/// Expands the axes into jobs, resolving and checking every point before
+/// anything runs, so a bad combination fails at once, not after an hour.
+pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
+    let arrays = arrays_used(&spec.kernels);
+    let fixed_elements = spec.elements.unwrap_or_else(|| {
+        let all: Vec<usize> = topo.allowed_cpus.ids().to_vec();
+        crate::memory::default_elements(topo, &all)
+    });
+    let min_bytes = spec
+        .kernels
+        .iter()
+        .map(|k| k.spec().bytes_counted())
+        .min()
+        .unwrap_or(8);
+    let mut cases: Vec<(String, placement::Request, String, Option<NumaCell>)> = Vec::new();
+    if let Some(mode) = spec.numa_matrix {
+        let cpu_nodes: Vec<usize> = topo
+            .nodes
+            .iter()
+            .filter(|n| n.cpus.intersects(&topo.allowed_cpus))
+            .map(|n| n.id)
+            .collect();
+        let modes: &[bool] = match mode {
+            NumaMode::Single => &[false],
+            NumaMode::All => &[true],
+            NumaMode::Both => &[false, true],
+        };
+        for &all_cores in modes {
+            for &cn in &cpu_nodes {
+                for &mn in topo.allowed_mems.ids() {
+                    let request = placement::Request {
+                        spec: Spec::Strategy(if all_cores { "spread" } else { "compact" }.into()),
+                        threads: if all_cores { None } else { Some(1) },
+                        smt: false,
+                        cpu_nodes: Some(IdSet::new(vec![cn])),
+                    };
+                    let label = format!(
+                        "cpu node {cn}{}",
+                        if all_cores {
+                            ", all cores"
+                        } else {
+                            ", 1 thread"
+                        }
+                    );
+                    cases.push((
+                        label,
+                        request,
+                        format!("bind:{mn}"),
+                        Some(NumaCell {
+                            cpu_node: cn,
+                            mem_node: mn,
+                            all_cores,
+                        }),
+                    ));
+                }
+            }
+        }
+    } else {
+        for (label, p) in &spec.placements {
+            for &threads in &spec.threads {
+                for mem in &spec.mems {
+                    let request = placement::Request {
+                        spec: p.clone(),
+                        threads,
+                        smt: spec.smt,
+                        cpu_nodes: None,
+                    };
+                    cases.push((label.clone(), request, mem.clone(), None));
+                }
+            }
+        }
+    }
+    let sizes: Vec<Option<u64>> = if spec.sizes.is_empty() || spec.numa_matrix.is_some() {
+        vec![None]
+    } else {
+        spec.sizes.iter().map(|&s| Some(s)).collect()
+    };
+    let mut jobs = Vec::new();
+    for (label, request, mem_text, numa) in cases {
+        let cpus = placement::resolve(topo, &request)?;
+        let threads = cpus.len() as u64;
+        let mem = mempolicy::parse(&mem_text, topo)?;
+        for &stores in &spec.stores {
+            for &size in &sizes {
+                let (elements, inner) = match size {
+                    Some(ws) => {
+                        let e = (ws * threads / (ELEMENT_BYTES * arrays)).max(PAGE_ELEMENTS as u64);
+                        (
+                            e,
+                            MIN_BYTES_PER_REPETITION.div_ceil(min_bytes * e).max(1) as usize,
+                        )
+                    }
+                    None => (fixed_elements, 1),
+                };
+                let settings = Settings {
+                    placement: request.clone(),
+                    elements: Some(elements),
+                    ntimes: spec.ntimes,
+                    kernels: spec.kernels.clone(),
+                    isa: spec.isa,
+                    stores,
+                    hugepages: spec.hugepages,
+                    mem: mem.clone(),
+                    inner_repeats: inner,
+                };
+                plan::prepare(topo, &settings)?;
+                let point = Point {
+                    threads: cpus.len(),
+                    placement: label.clone(),
+                    mem: mem_text.clone(),
+                    stores,
+                    kernels: spec.kernels.clone(),
+                    elements,
+                    working_set_per_thread: elements * ELEMENT_BYTES * arrays / threads,
+                    ntimes: spec.ntimes,
+                    numa,
+                };
+                let describe = format!(
+                    "{label} × {} · {mem_text}{}{}",
+                    cpus.len(),
+                    match stores {
+                        StoresRequest::Auto => String::new(),
+                        s => format!(" · {s:?} stores").to_lowercase(),
+                    },
+                    size.map_or(String::new(), |ws| format!(
+                        " · {}/thread",
+                        crate::units::Bytes(ws)
+                    ))
+                );
+                jobs.push(Job {
+                    point,
+                    settings,
+                    label: describe,
+                });
+            }
+        }
+    }
+    Ok(jobs)
+}
+
+/// Cache capacity per thread at each level, for the CPUs a run used.
+pub fn cache_per_thread(topo: &Topology, cpus: &[usize]) -> BTreeMap<String, u64> {
+    let used: IdSet = cpus.iter().copied().collect();
+    let mut out = BTreeMap::new();
+    for level in 1..=topo.last_level().unwrap_or(0) {
+        let total: u64 = topo
+            .caches_serving(&used)
+            .filter(|c| c.level == level && c.kind != crate::topology::CacheKind::Instruction)
+            .filter_map(|c| c.size)
+            .map(|b| b.0)
+            .sum();
+        if total > 0 {
+            let name = if level == 1 {
+                "L1d".to_string()
+            } else {
+                format!("L{level}")
+            };
+            out.insert(name, total / cpus.len().max(1) as u64);
+        }
+    }
+    out
+}
+
+/// How a sweep ended.
+pub struct Outcome {
+    pub written: usize,
+    pub skipped: usize,
+    pub interrupted: bool,
+    /// Wall time outside the timed repetitions, as a share of the whole.
+    pub overhead_share: f64,
+}
+
+/// Runs the jobs, appending one record per completed point to `file`.
+/// Points whose key is in `done` are skipped. `stop` is polled after every
+/// repetition (Ctrl-C sets it).
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    topo: &Topology,
+    experiment: &str,
+    jobs: &[Job],
+    repeat: usize,
+    file: &mut std::fs::File,
+    done: &HashSet<String>,
+    peak: Option<&Peak>,
+    stop: &Arc<AtomicBool>,
+    mut on_run: impl FnMut(&Job, &RunResult),
+) -> Result<Outcome> {
+    let started = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let host = Host::describe(topo);
+    let clock = std::time::Instant::now();
+    let (mut written, mut skipped, mut measured) = (0, 0, 0.0);
+    for job in jobs {
+        if done.contains(&job.point.key()) {
+            skipped += 1;
+            continue;
+        }
+        let prepared = plan::prepare(topo, &job.settings)?;
+        let mut runs = Vec::with_capacity(repeat);
+        for _ in 0..repeat {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let m = protocol::measure(&prepared.plan)?;
+            let r = RunResult::from_measurement(&m);
+            measured += r.measured_s;
+            on_run(job, &r);
+            runs.push(r);
+        }
+        if runs.len() < repeat {
+            // Interrupted inside this point: it is not written, and a resume re-runs it.
+            break;
+        }
+        let sockets: HashSet<usize> = prepared
+            .plan
+            .cpus
+            .iter()
+            .filter_map(|&c| topo.cpu(c).map(|x| x.package))
+            .collect();
+        let record = Record {
+            schema_version: SCHEMA_VERSION,
+            experiment: experiment.into(),
+            started: started.clone(),
+            timestamp: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            host: host.clone(),
+            point: job.point.clone(),
+            stats: Record::stats_of(&runs),
+            peak_gb_s: peak.map(|p| p.for_sockets(sockets.len())),
+            peak_source: peak.map(|p| p.detail.clone()),
+            cache_per_thread: cache_per_thread(topo, &prepared.plan.cpus),
+            runs,
+        };
+        append(file, &record).map_err(|e| Error::Runtime(format!("writing results: {e}")))?;
+        written += 1;
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+    }
+    let wall = clock.elapsed().as_secs_f64();
+    Ok(Outcome {
+        written,
+        skipped,
+        interrupted: stop.load(Ordering::Relaxed),
+        overhead_share: if wall > 0.0 {
+            1.0 - measured / wall
+        } else {
+            0.0
+        },
+    })
+}
+
+/// Parses `--sizes`: `16KiB..4GiB` (powers of two from the first to the
+/// last) or a list `1MiB,64MiB`.
+pub fn parse_sizes(text: &str) -> std::result::Result<Vec<u64>, String> {
+    if let Some((a, b)) = text.split_once("..") {
+        let lo = crate::units::parse_bytes(a)?.0;
+        let hi = crate::units::parse_bytes(b)?.0;
+        if lo == 0 || hi < lo {
+            return Err(format!(
+                "sizes '{text}': the range must run upwards from a positive size"
+            ));
+        }
+        let mut v = Vec::new();
+        let mut s = lo;
+        while s <= hi {
+            v.push(s);
+            s = s.saturating_mul(2);
+        }
+        return Ok(v);
+    }
+    text.split(',')
+        .map(|t| crate::units::parse_bytes(t).map(|b| b.0))
+        .collect()
+}
+
+/// Parses `--threads` for sweeps: `1-12`, `1,2,4,8`, `1-16:2`, or `cores`
+/// (1 to the number of allowed cores).
+pub fn parse_threads(
+    text: &str,
+    topo: &Topology,
+) -> std::result::Result<Vec<Option<usize>>, String> {
+    if text.trim() == "cores" {
+        let n = placement::cores(topo, &topo.allowed_cpus).len();
+        return Ok((1..=n).map(Some).collect());
+    }
+    let ids = crate::topology::cpulist::parse_list(text)
+        .map_err(|e| format!("--threads '{text}': {e}"))?;
+    if ids.is_empty() || ids.contains(&0) {
+        return Err(format!("--threads '{text}': thread counts start at 1"));
+    }
+    Ok(ids.into_iter().map(Some).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_log_spaced() {
+        assert_eq!(
+            parse_sizes("16KiB..128KiB").unwrap(),
+            vec![16384, 32768, 65536, 131072]
+        );
+        assert_eq!(parse_sizes("1MiB,3MiB").unwrap(), vec![1 << 20, 3 << 20]);
+        assert!(parse_sizes("4GiB..1GiB").is_err());
+        assert!(parse_sizes("16..32").is_err());
+    }
+
+    #[test]
+    fn thread_axes_parse() {
+        let t = Topology::live().unwrap();
+        assert_eq!(
+            parse_threads("1-3", &t).unwrap(),
+            vec![Some(1), Some(2), Some(3)]
+        );
+        assert_eq!(parse_threads("1,8", &t).unwrap(), vec![Some(1), Some(8)]);
+        assert!(!parse_threads("cores", &t).unwrap().is_empty());
+        assert!(parse_threads("0-2", &t).is_err());
+        assert!(parse_threads("x", &t).is_err());
+    }
+}

@@ -1,0 +1,415 @@
+//! SVG plots of experiment records (plotters, SVG backend: no fonts needed).
+//!
+//! - bandwidth vs threads: one line per placement / memory policy / store
+//!   mode, error bars of ± one standard deviation over repeats, and the
+//!   theoretical peak as a horizontal line;
+//! - bandwidth vs working-set size per thread, log scale, with the cache
+//!   capacities per thread marked;
+//! - the NUMA matrix as a heat map with the numbers written in.
+//!
+//! Each data series is exactly one `stroke-width="2"` polyline; axes, grid,
+//! legend marks and the peak line are thinner (tests rely on that).
+
+use crate::experiments::Record;
+use crate::kernels::KernelId;
+use crate::units::Bytes;
+use plotters::prelude::*;
+use std::collections::BTreeMap;
+
+const SIZE: (u32, u32) = (860, 500);
+
+/// A series: its label and (x, mean, sd) points sorted by x.
+type Series = (String, Vec<(f64, f64, f64)>);
+
+/// Labels differ only in what varies across the records.
+fn series_label(r: &Record, records: &[Record], with_threads: bool) -> String {
+    let varies = |f: &dyn Fn(&Record) -> String| records.iter().any(|o| f(o) != f(&records[0]));
+    let mut parts = Vec::new();
+    if varies(&|r| r.point.placement.clone()) || !with_threads {
+        parts.push(r.point.placement.clone());
+    }
+    if varies(&|r| r.point.mem.clone()) {
+        parts.push(format!("mem {}", r.point.mem));
+    }
+    if varies(&|r| format!("{:?}", r.point.stores)) {
+        parts.push(format!("{:?} stores", r.point.stores).to_lowercase());
+    }
+    if !with_threads && varies(&|r| r.point.threads.to_string()) {
+        parts.push(format!("{} threads", r.point.threads));
+    }
+    if parts.is_empty() {
+        parts.push(r.point.placement.clone());
+    }
+    parts.join(" · ")
+}
+
+fn collect_series(
+    records: &[Record],
+    kernel: KernelId,
+    x: impl Fn(&Record) -> f64,
+    with_threads: bool,
+) -> Vec<Series> {
+    let mut map: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
+    for r in records {
+        if let Some(s) = r.stats.get(&kernel) {
+            map.entry(series_label(r, records, with_threads))
+                .or_default()
+                .push((x(r), s.mean, s.sd));
+        }
+    }
+    map.into_iter()
+        .map(|(k, mut v)| {
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (k, v)
+        })
+        .collect()
+}
+
+fn peak_of(records: &[Record]) -> Option<f64> {
+    records.iter().filter_map(|r| r.peak_gb_s).reduce(f64::max)
+}
+
+fn color(i: usize) -> RGBAColor {
+    Palette99::pick(i).to_rgba()
+}
+
+/// Bandwidth vs threads; `None` when the records have one thread count.
+pub fn threads_plot(records: &[Record], kernel: KernelId) -> Option<String> {
+    let records: Vec<Record> = records
+        .iter()
+        .filter(|r| r.point.numa.is_none())
+        .cloned()
+        .collect();
+    let counts: std::collections::BTreeSet<usize> =
+        records.iter().map(|r| r.point.threads).collect();
+    if counts.len() < 2 {
+        return None;
+    }
+    let series = collect_series(&records, kernel, |r| r.point.threads as f64, true);
+    let peak = peak_of(&records);
+    let x_max = *counts.last()? as f64 + 0.5;
+    let y_max = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|q| q.1 + q.2))
+        .chain(peak)
+        .fold(1.0, f64::max)
+        * 1.1;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).ok()?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!(
+                    "{} bandwidth vs threads",
+                    kernel.spec().label.trim_end_matches(':')
+                ),
+                ("sans-serif", 22),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.5f64..x_max, 0f64..y_max)
+            .ok()?;
+        chart
+            .configure_mesh()
+            .x_desc("threads")
+            .y_desc("GB/s (10^9 B/s)")
+            .x_labels((x_max as usize + 1).min(33))
+            .x_label_formatter(&integer_tick)
+            .draw()
+            .ok()?;
+        draw_series(&mut chart, &series)?;
+        if let Some(p) = peak {
+            chart
+                .draw_series(LineSeries::new(
+                    [(0.5, p), (x_max, p)],
+                    BLACK.stroke_width(1),
+                ))
+                .ok()?
+                .label(format!("theoretical peak {p:.1} GB/s"))
+                .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .ok()?;
+        root.present().ok()?;
+    }
+    Some(svg)
+}
+
+/// Labels only whole-number ticks (thread counts, powers of two).
+fn integer_tick(x: &f64) -> String {
+    if (x - x.round()).abs() < 1e-6 {
+        format!("{x:.0}")
+    } else {
+        String::new()
+    }
+}
+
+fn draw_series<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    series: &[Series],
+) -> Option<()> {
+    for (i, (label, points)) in series.iter().enumerate() {
+        let c = color(i);
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().map(|p| (p.0, p.1)),
+                c.stroke_width(2),
+            ))
+            .ok()?
+            .label(label.clone())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c));
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|&(x, m, sd)| ErrorBar::new_vertical(x, m - sd, m, m + sd, c.filled(), 6)),
+            )
+            .ok()?;
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|&(x, m, _)| Circle::new((x, m), 3, c.filled())),
+            )
+            .ok()?;
+    }
+    Some(())
+}
+
+/// Bandwidth vs working set per thread; `None` without a size axis.
+pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
+    let records: Vec<Record> = records
+        .iter()
+        .filter(|r| r.point.numa.is_none())
+        .cloned()
+        .collect();
+    let sizes: std::collections::BTreeSet<u64> = records
+        .iter()
+        .map(|r| r.point.working_set_per_thread)
+        .collect();
+    if sizes.len() < 3 {
+        return None;
+    }
+    // x is log2(bytes) on a linear axis, so ticks fall on powers of two.
+    let series = collect_series(
+        &records,
+        kernel,
+        |r| (r.point.working_set_per_thread as f64).log2(),
+        false,
+    );
+    let (lo, hi) = (
+        (*sizes.first()? as f64).log2() - 0.5,
+        (*sizes.last()? as f64).log2() + 0.5,
+    );
+    let y_max = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|q| q.1 + q.2))
+        .fold(1.0, f64::max)
+        * 1.15;
+    let caches = records
+        .first()
+        .map(|r| r.cache_per_thread.clone())
+        .unwrap_or_default();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).ok()?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!(
+                    "{} bandwidth vs working set per thread",
+                    kernel.spec().label.trim_end_matches(':')
+                ),
+                ("sans-serif", 22),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(lo..hi, 0f64..y_max)
+            .ok()?;
+        chart
+            .configure_mesh()
+            .x_desc("working set per thread (all arrays), log scale")
+            .y_desc("GB/s (10^9 B/s)")
+            .x_labels(((hi - lo) as usize + 1).min(40))
+            .x_label_formatter(&|x| {
+                if (x - x.round()).abs() < 1e-6 {
+                    Bytes(2f64.powf(x.round()) as u64).to_string()
+                } else {
+                    String::new()
+                }
+            })
+            .draw()
+            .ok()?;
+        for (name, &bytes) in &caches {
+            let x = (bytes as f64).log2();
+            if x > lo && x < hi {
+                let grey = RGBColor(120, 120, 120);
+                chart
+                    .draw_series(LineSeries::new(
+                        [(x, 0.0), (x, y_max)],
+                        grey.stroke_width(1),
+                    ))
+                    .ok()?;
+                chart
+                    .draw_series([Text::new(
+                        format!("{name} {}", Bytes(bytes)),
+                        (x + 0.08, y_max * 0.97),
+                        ("sans-serif", 13).into_font().color(&grey),
+                    )])
+                    .ok()?;
+            }
+        }
+        for (i, (label, points)) in series.iter().enumerate() {
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(
+                    points.iter().map(|p| (p.0, p.1)),
+                    c.stroke_width(2),
+                ))
+                .ok()?
+                .label(label.clone())
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c));
+            chart
+                .draw_series(
+                    points.iter().map(|&(x, m, sd)| {
+                        ErrorBar::new_vertical(x, m - sd, m, m + sd, c.filled(), 6)
+                    }),
+                )
+                .ok()?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .ok()?;
+        root.present().ok()?;
+    }
+    Some(svg)
+}
+
+/// The NUMA matrix (CPU node rows × memory node columns) as heat maps, one
+/// per mode (1 thread, all cores) present in the records.
+pub fn numa_plots(records: &[Record], kernel: KernelId) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for all_cores in [false, true] {
+        let cells: Vec<(usize, usize, f64)> = records
+            .iter()
+            .filter_map(|r| {
+                let n = r.point.numa?;
+                (n.all_cores == all_cores).then_some((
+                    n.cpu_node,
+                    n.mem_node,
+                    r.stats.get(&kernel)?.mean,
+                ))
+            })
+            .collect();
+        if cells.is_empty() {
+            continue;
+        }
+        let title = format!(
+            "{} GB/s, CPU node × memory node, {}",
+            kernel.spec().label.trim_end_matches(':'),
+            if all_cores {
+                "all cores of the CPU node"
+            } else {
+                "one thread"
+            }
+        );
+        if let Some(svg) = heat_map(&cells, &title) {
+            out.push((title, svg));
+        }
+    }
+    out
+}
+
+/// Drawn in pixels rather than on a chart: cells, numbers and node labels
+/// stay centered whatever the matrix size (one node included).
+fn heat_map(cells: &[(usize, usize, f64)], title: &str) -> Option<String> {
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    let rows: std::collections::BTreeSet<usize> = cells.iter().map(|c| c.0).collect();
+    let cols: std::collections::BTreeSet<usize> = cells.iter().map(|c| c.1).collect();
+    let (rows, cols): (Vec<usize>, Vec<usize>) =
+        (rows.into_iter().collect(), cols.into_iter().collect());
+    let max = cells.iter().map(|c| c.2).fold(f64::MIN_POSITIVE, f64::max);
+    let cell: i32 = if rows.len().max(cols.len()) > 8 {
+        48
+    } else {
+        72
+    };
+    let (left, top) = (90, 50);
+    let width = (left + cell * cols.len() as i32 + 30).max(560);
+    let height = top + cell * rows.len() as i32 + 70;
+    let centered = |size: u32| {
+        TextStyle::from(("sans-serif", size).into_font()).pos(Pos::new(HPos::Center, VPos::Center))
+    };
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (width as u32, height as u32)).into_drawing_area();
+        root.fill(&WHITE).ok()?;
+        root.draw(&Text::new(title.to_string(), (width / 2, 22), centered(16)))
+            .ok()?;
+        for &(r, c, v) in cells {
+            let x = left + cell * cols.iter().position(|&n| n == c)? as i32;
+            let y = top + cell * rows.iter().position(|&n| n == r)? as i32;
+            // Pale blue (low) to deep red (high).
+            let t = (v / max).clamp(0.0, 1.0);
+            let fill = HSLColor(0.66 * (1.0 - t), 0.75, 0.85 - 0.35 * t);
+            root.draw(&Rectangle::new(
+                [(x, y), (x + cell, y + cell)],
+                fill.filled(),
+            ))
+            .ok()?;
+            root.draw(&Rectangle::new(
+                [(x, y), (x + cell, y + cell)],
+                WHITE.stroke_width(1),
+            ))
+            .ok()?;
+            root.draw(&Text::new(
+                format!("{v:.1}"),
+                (x + cell / 2, y + cell / 2),
+                centered(14),
+            ))
+            .ok()?;
+        }
+        for (i, n) in cols.iter().enumerate() {
+            let x = left + cell * i as i32 + cell / 2;
+            root.draw(&Text::new(
+                n.to_string(),
+                (x, top + cell * rows.len() as i32 + 14),
+                centered(13),
+            ))
+            .ok()?;
+        }
+        for (i, n) in rows.iter().enumerate() {
+            let y = top + cell * i as i32 + cell / 2;
+            root.draw(&Text::new(n.to_string(), (left - 14, y), centered(13)))
+                .ok()?;
+        }
+        let grid_bottom = top + cell * rows.len() as i32;
+        root.draw(&Text::new(
+            "memory node",
+            (left + cell * cols.len() as i32 / 2, grid_bottom + 40),
+            centered(14),
+        ))
+        .ok()?;
+        root.draw(&Text::new(
+            "CPU node",
+            (left - 50, top + cell * rows.len() as i32 / 2),
+            centered(14),
+        ))
+        .ok()?;
+        root.present().ok()?;
+    }
+    Some(svg)
+}

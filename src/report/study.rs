@@ -1,0 +1,437 @@
+//! Reports of experiment records: tables (plain, Markdown, HTML), the
+//! self-contained HTML report, and side-by-side comparison of two result
+//! sets. Pure functions of the records.
+
+use crate::experiments::{Record, Stats};
+use crate::kernels::KernelId;
+use crate::units::Bytes;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Triad when it was measured, else the first kernel present.
+pub fn primary_kernel(records: &[Record]) -> Option<KernelId> {
+    let all: std::collections::BTreeSet<KernelId> = records
+        .iter()
+        .flat_map(|r| r.stats.keys().copied())
+        .collect();
+    if all.contains(&KernelId::Triad) {
+        Some(KernelId::Triad)
+    } else {
+        all.into_iter().next()
+    }
+}
+
+/// A table as headers and rows of cells, rendered three ways.
+pub struct Table {
+    pub headers: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// Row to emphasize (the best point).
+    pub best: Option<usize>,
+}
+
+impl Table {
+    pub fn plain(&self) -> String {
+        let widths: Vec<usize> = (0..self.headers.len())
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .map(|r| r[c].chars().count())
+                    .chain([self.headers[c].chars().count()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: &[String], mark: &str| {
+            let mut s = String::from(mark);
+            for (c, cell) in cells.iter().enumerate() {
+                let pad = widths[c] - cell.chars().count();
+                // Numbers right-aligned, text left-aligned.
+                if cell.starts_with(|ch: char| ch.is_ascii_digit()) {
+                    s.push_str(&" ".repeat(pad));
+                    s.push_str(cell);
+                } else {
+                    s.push_str(cell);
+                    s.push_str(&" ".repeat(pad));
+                }
+                s.push_str("  ");
+            }
+            s.trim_end().to_string() + "\n"
+        };
+        let mut out = line(&self.headers, "  ");
+        for (i, r) in self.rows.iter().enumerate() {
+            out.push_str(&line(r, if Some(i) == self.best { "▶ " } else { "  " }));
+        }
+        out
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut out = format!("| {} |\n", self.headers.join(" | "));
+        out.push_str(&format!(
+            "|{}\n",
+            self.headers.iter().map(|_| "---|").collect::<String>()
+        ));
+        for (i, r) in self.rows.iter().enumerate() {
+            let cells: Vec<String> = if Some(i) == self.best {
+                r.iter()
+                    .map(|c| {
+                        if c.is_empty() {
+                            c.clone()
+                        } else {
+                            format!("**{c}**")
+                        }
+                    })
+                    .collect()
+            } else {
+                r.clone()
+            };
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        out
+    }
+
+    pub fn html(&self) -> String {
+        let mut out = String::from("<table>\n<thead><tr>");
+        for h in &self.headers {
+            let _ = write!(out, "<th>{}</th>", escape(h));
+        }
+        out.push_str("</tr></thead>\n<tbody>\n");
+        for (i, r) in self.rows.iter().enumerate() {
+            out.push_str(if Some(i) == self.best {
+                "<tr class=\"best\">"
+            } else {
+                "<tr>"
+            });
+            for c in r {
+                let _ = write!(out, "<td>{}</td>", escape(c));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody>\n</table>\n");
+        out
+    }
+}
+
+pub fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn stats_cell(s: Option<&Stats>) -> [String; 3] {
+    match s {
+        Some(s) => [
+            format!("{:.2} ± {:.2}", s.mean, s.sd),
+            format!("{:.2}", s.min),
+            format!("{:.2}", s.max),
+        ],
+        None => ["-".into(), "-".into(), "-".into()],
+    }
+}
+
+/// One row per record, sorted for reading, the best mean highlighted.
+pub fn results_table(records: &[Record], kernel: KernelId) -> Table {
+    let mut sorted: Vec<&Record> = records.iter().collect();
+    sorted.sort_by(|a, b| {
+        let key = |r: &Record| {
+            (
+                r.point.numa.map(|n| (n.all_cores, n.cpu_node, n.mem_node)),
+                r.point.placement.clone(),
+                r.point.mem.clone(),
+                format!("{:?}", r.point.stores),
+                r.point.threads,
+                r.point.working_set_per_thread,
+            )
+        };
+        key(a).cmp(&key(b))
+    });
+    let sizes_vary = sorted
+        .iter()
+        .any(|r| r.point.working_set_per_thread != sorted[0].point.working_set_per_thread);
+    let numa = sorted.iter().any(|r| r.point.numa.is_some());
+    let mut headers: Vec<String> = vec![
+        "threads".into(),
+        "placement".into(),
+        "mem".into(),
+        "stores".into(),
+    ];
+    if sizes_vary {
+        headers.push("working set/thread".into());
+    }
+    if numa {
+        headers.push("cpu→mem node".into());
+    }
+    let name = kernel.spec().name;
+    headers.extend([
+        format!("{name} GB/s (mean ± sd)"),
+        "min".into(),
+        "max".into(),
+        "runs".into(),
+        "% of peak".into(),
+    ]);
+    let mut best: Option<(usize, f64)> = None;
+    let rows = sorted
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let s = r.stats.get(&kernel);
+            if let Some(s) = s
+                && best.is_none_or(|(_, b)| s.mean > b)
+            {
+                best = Some((i, s.mean));
+            }
+            let mut row = vec![
+                r.point.threads.to_string(),
+                r.point.placement.clone(),
+                r.point.mem.clone(),
+                format!("{:?}", r.point.stores).to_lowercase(),
+            ];
+            if sizes_vary {
+                row.push(Bytes(r.point.working_set_per_thread).to_string());
+            }
+            if numa {
+                row.push(
+                    r.point
+                        .numa
+                        .map_or("-".into(), |n| format!("{} → {}", n.cpu_node, n.mem_node)),
+                );
+            }
+            row.extend(stats_cell(s));
+            row.push(s.map_or("0".into(), |s| s.n.to_string()));
+            row.push(match (s, r.peak_gb_s) {
+                (Some(s), Some(p)) => format!("{:.1}", 100.0 * s.mean / p),
+                _ => "-".into(),
+            });
+            row
+        })
+        .collect();
+    Table {
+        headers,
+        rows,
+        best: best.map(|b| b.0),
+    }
+}
+
+/// What a set of records shares: host, experiment, kernels, repetitions.
+fn context(records: &[Record]) -> Vec<(String, String)> {
+    let Some(first) = records.first() else {
+        return Vec::new();
+    };
+    let h = &first.host;
+    let uniq = |f: &dyn Fn(&Record) -> String| {
+        let mut v: Vec<String> = records.iter().map(f).collect();
+        v.sort();
+        v.dedup();
+        v.join(", ")
+    };
+    vec![
+        ("host".into(), uniq(&|r| r.host.hostname.clone())),
+        (
+            "CPU".into(),
+            h.cpu_model.clone().unwrap_or_else(|| "unknown".into()),
+        ),
+        (
+            "machine".into(),
+            format!(
+                "{} sockets · {} NUMA nodes · {} CPUs · kernel {} · THP {}",
+                h.sockets,
+                h.numa_nodes,
+                h.online_cpus,
+                h.kernel,
+                h.thp_mode.as_deref().unwrap_or("unknown")
+            ),
+        ),
+        (
+            "experiment".into(),
+            uniq(&|r| format!("{} started {}", r.experiment, r.started)),
+        ),
+        (
+            "kernels".into(),
+            uniq(&|r| {
+                r.point
+                    .kernels
+                    .iter()
+                    .map(|k| k.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }),
+        ),
+        (
+            "repetitions".into(),
+            uniq(&|r| format!("{} runs × ntimes {}", r.runs.len(), r.point.ntimes)),
+        ),
+        (
+            "array size".into(),
+            uniq(&|r| format!("{} elements", r.point.elements)),
+        ),
+        (
+            "cache per thread".into(),
+            first
+                .cache_per_thread
+                .iter()
+                .map(|(k, v)| format!("{k} {}", Bytes(*v)))
+                .collect::<Vec<_>>()
+                .join(" · "),
+        ),
+        (
+            "theoretical peak".into(),
+            first
+                .peak_source
+                .clone()
+                .unwrap_or_else(|| "unknown".into()),
+        ),
+        ("points".into(), records.len().to_string()),
+    ]
+}
+
+/// The summary printed after a sweep and by `membw report`.
+pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
+    let t = results_table(records, kernel);
+    let mut out = if markdown { t.markdown() } else { t.plain() };
+    if let Some(b) = t.best {
+        let _ = writeln!(
+            out,
+            "\nbest: {} threads, {} ({} GB/s)",
+            t.rows[b][0],
+            t.rows[b][1],
+            t.rows[b][t.headers.len() - 5]
+        );
+    }
+    out
+}
+
+/// The Markdown report: context, table, and links to the plot files.
+pub fn markdown(records: &[Record], kernel: KernelId, plots: &[(String, String)]) -> String {
+    let mut out = String::from("# membw report\n\n");
+    for (k, v) in context(records) {
+        let _ = writeln!(out, "- **{k}**: {v}");
+    }
+    let _ = writeln!(
+        out,
+        "\n## Results\n\n{}",
+        results_table(records, kernel).markdown()
+    );
+    for (title, file) in plots {
+        let _ = writeln!(out, "\n### {title}\n\n![{title}]({file})");
+    }
+    out
+}
+
+/// One self-contained HTML file: inline CSS and SVG, nothing fetched.
+pub fn html(records: &[Record], kernel: KernelId, plots: &[(String, String)]) -> String {
+    let host = records
+        .first()
+        .map_or("unknown".to_string(), |r| r.host.hostname.clone());
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>membw report: {}</title>\n<style>\n\
+body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }}\n\
+table {{ border-collapse: collapse; margin: 1em 0; font-size: 14px; }}\n\
+th, td {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; }}\n\
+th {{ background: #f2f2f2; }}\n\
+tr.best td {{ background: #fff4c2; font-weight: bold; }}\n\
+figure {{ margin: 2em 0; }} figcaption {{ color: #555; }}\n\
+dl {{ display: grid; grid-template-columns: max-content auto; gap: 4px 16px; }} dt {{ font-weight: bold; }}\n\
+</style>\n</head>\n<body>\n<h1>membw report: {}</h1>\n",
+        escape(&host),
+        escape(&host)
+    );
+    out.push_str("<section>\n<h2>Host and configuration</h2>\n<dl>\n");
+    for (k, v) in context(records) {
+        let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", escape(&k), escape(&v));
+    }
+    out.push_str("</dl>\n</section>\n<section>\n<h2>Results</h2>\n");
+    out.push_str(&results_table(records, kernel).html());
+    out.push_str("</section>\n");
+    if !plots.is_empty() {
+        out.push_str("<section>\n<h2>Plots</h2>\n");
+        for (title, svg) in plots {
+            let _ = write!(
+                out,
+                "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
+                strip_xml_prolog(svg),
+                escape(title)
+            );
+        }
+        out.push_str("</section>\n");
+    }
+    let _ = writeln!(
+        out,
+        "<footer><p>membw {}</p></footer>\n</body>\n</html>",
+        env!("CARGO_PKG_VERSION")
+    );
+    out
+}
+
+fn strip_xml_prolog(svg: &str) -> &str {
+    match svg.find("<svg") {
+        Some(i) => &svg[i..],
+        None => svg,
+    }
+}
+
+/// Two result sets side by side, matched by point, with B/A ratios.
+pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> String {
+    let index = |rs: &[Record]| -> BTreeMap<String, (String, f64)> {
+        rs.iter()
+            .filter_map(|r| {
+                let label = format!(
+                    "{} × {} · {} · {:?}{}",
+                    r.point.placement,
+                    r.point.threads,
+                    r.point.mem,
+                    r.point.stores,
+                    if r.point.working_set_per_thread > 0 {
+                        format!(" · {}/thread", Bytes(r.point.working_set_per_thread))
+                    } else {
+                        String::new()
+                    }
+                )
+                .to_lowercase();
+                Some((r.point.key(), (label, r.stats.get(&kernel)?.mean)))
+            })
+            .collect()
+    };
+    let (ia, ib) = (index(a), index(b));
+    let mut keys: Vec<&String> = ia.keys().chain(ib.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let name = kernel.spec().name;
+    let rows: Vec<Vec<String>> = keys
+        .iter()
+        .map(|k| {
+            let (la, va) = ia
+                .get(*k)
+                .map_or((None, None), |(l, v)| (Some(l), Some(*v)));
+            let (lb, vb) = ib
+                .get(*k)
+                .map_or((None, None), |(l, v)| (Some(l), Some(*v)));
+            let label = la.or(lb).cloned().unwrap_or_default();
+            let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+            let ratio = match (va, vb) {
+                (Some(x), Some(y)) if x > 0.0 => format!("{:.3}", y / x),
+                _ => "-".into(),
+            };
+            vec![label, f(va), f(vb), ratio]
+        })
+        .collect();
+    let t = Table {
+        headers: vec![
+            "point".into(),
+            format!("A {name} GB/s"),
+            format!("B {name} GB/s"),
+            "B/A".into(),
+        ],
+        rows,
+        best: None,
+    };
+    let host = |rs: &[Record]| {
+        rs.first().map_or("?".to_string(), |r| {
+            format!("{} ({})", r.host.hostname, r.started)
+        })
+    };
+    let mut out = format!("A: {}\nB: {}\n\n", host(a), host(b));
+    out.push_str(&if markdown { t.markdown() } else { t.plain() });
+    out
+}
