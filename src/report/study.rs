@@ -120,12 +120,25 @@ pub fn escape(s: &str) -> String {
 
 fn stats_cell(s: Option<&Stats>) -> [String; 3] {
     match s {
+        Some(s) if s.n == 1 => [
+            format!("{:.2}", s.mean),
+            format!("{:.2}", s.min),
+            format!("{:.2}", s.max),
+        ],
         Some(s) => [
             format!("{:.2} ± {:.2}", s.mean, s.sd),
             format!("{:.2}", s.min),
             format!("{:.2}", s.max),
         ],
         None => ["-".into(), "-".into(), "-".into()],
+    }
+}
+
+/// The store mode asked for, and what `auto` became (`auto→nt`).
+fn stores_cell(r: &Record) -> String {
+    match (r.point.stores, r.runs.first()) {
+        (crate::plan::StoresRequest::Auto, Some(run)) => format!("auto→{}", run.stores),
+        (s, _) => format!("{s:?}").to_lowercase(),
     }
 }
 
@@ -184,7 +197,7 @@ pub fn results_table(records: &[Record], kernel: KernelId) -> Table {
                 r.point.threads.to_string(),
                 r.point.placement.clone(),
                 r.point.mem.clone(),
-                format!("{:?}", r.point.stores).to_lowercase(),
+                stores_cell(r),
             ];
             if sizes_vary {
                 row.push(Bytes(r.point.working_set_per_thread).to_string());
@@ -291,10 +304,13 @@ pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
     if let Some(b) = t.best {
         let _ = writeln!(
             out,
-            "\nbest: {} threads, {} ({} GB/s)",
-            t.rows[b][0],
+            "\nbest {}: {} GB/s with {} × {} threads, mem {}, {} stores",
+            kernel.spec().name,
+            t.rows[b][t.headers.len() - 5],
             t.rows[b][1],
-            t.rows[b][t.headers.len() - 5]
+            t.rows[b][0],
+            t.rows[b][2],
+            t.rows[b][3]
         );
     }
     out
@@ -377,18 +393,17 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
         rs.iter()
             .filter_map(|r| {
                 let label = format!(
-                    "{} × {} · {} · {:?}{}",
+                    "{} × {} · {} · {}{}",
                     r.point.placement,
                     r.point.threads,
                     r.point.mem,
-                    r.point.stores,
+                    stores_cell(r),
                     if r.point.working_set_per_thread > 0 {
                         format!(" · {}/thread", Bytes(r.point.working_set_per_thread))
                     } else {
                         String::new()
                     }
-                )
-                .to_lowercase();
+                );
                 Some((r.point.key(), (label, r.stats.get(&kernel)?.mean)))
             })
             .collect()

@@ -1,0 +1,366 @@
+//! `membw sweep`, `tune`, `report` and `compare` end to end on this machine.
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+
+fn membw() -> Command {
+    Command::cargo_bin("membw").unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = membw().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn usage_error(args: &[&str], needle: &str) {
+    let out = membw().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(needle), "'{needle}' not in {err}");
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The issue's bar: 1..2 threads × 2 strategies × 2 memory policies × 3 repeats.
+fn quality_sweep(dir: &Path) -> std::path::PathBuf {
+    let out = dir.join("sweep.jsonl");
+    let stdout = ok(&[
+        "sweep",
+        "--threads",
+        "1-2",
+        "--strategy",
+        "compact,spread",
+        "--mem",
+        "local;interleave:all",
+        "--repeat",
+        "3",
+        "--size",
+        "1M",
+        "--ntimes",
+        "3",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(stdout.contains("triad GB/s (mean ± sd)"), "{stdout}");
+    assert!(stdout.contains("▶"), "best point highlighted: {stdout}");
+    assert!(stdout.contains("best triad:"));
+    out
+}
+
+#[test]
+fn a_sweep_records_every_point_with_its_repeats() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = quality_sweep(dir.path());
+    let records = lines(&out);
+    assert_eq!(records.len(), 8);
+    let mut keys = std::collections::HashSet::new();
+    for r in &records {
+        assert_eq!(r["schema_version"], 1);
+        assert_eq!(r["experiment"], "sweep");
+        assert_eq!(r["runs"].as_array().unwrap().len(), 3);
+        assert!(
+            r["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|run| run["validated"] == true)
+        );
+        let s = &r["stats"]["triad"];
+        assert_eq!(s["n"], 3);
+        assert!(s["min"].as_f64().unwrap() <= s["mean"].as_f64().unwrap());
+        assert!(s["mean"].as_f64().unwrap() <= s["max"].as_f64().unwrap());
+        assert!(r["host"]["hostname"].is_string());
+        assert!(keys.insert(r["point"].to_string()));
+    }
+    // Resuming a finished sweep runs nothing and adds nothing.
+    ok(&[
+        "sweep",
+        "--threads",
+        "1-2",
+        "--strategy",
+        "compact,spread",
+        "--mem",
+        "local;interleave:all",
+        "--repeat",
+        "3",
+        "--size",
+        "1M",
+        "--ntimes",
+        "3",
+        "--resume",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(lines(&out).len(), 8);
+}
+
+#[test]
+fn ctrl_c_keeps_what_completed_and_resume_finishes_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.jsonl");
+    let args = [
+        "sweep",
+        "--threads",
+        "1-2",
+        "--strategy",
+        "compact,spread",
+        "--mem",
+        "local;interleave:all",
+        "--repeat",
+        "3",
+        "--size",
+        "6M",
+        "--ntimes",
+        "12",
+    ];
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
+        .args(args)
+        .args(["-o", out.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupt once the first point is on disk.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_to_string(&out).map_or(0, |s| s.lines().count()) < 1 {
+        assert!(std::time::Instant::now() < deadline, "no point completed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    let before = lines(&out).len();
+    assert!(
+        before < 8,
+        "the sweep ended before the interrupt; make it longer"
+    );
+    assert_eq!(status.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("--resume"), "{stderr}");
+    // Resume completes the rest; every point exactly once.
+    let mut resumed = args.to_vec();
+    resumed.extend(["--resume", out.to_str().unwrap()]);
+    ok(&resumed);
+    let records = lines(&out);
+    assert_eq!(records.len(), 8);
+    let keys: std::collections::HashSet<String> =
+        records.iter().map(|r| r["point"].to_string()).collect();
+    assert_eq!(keys.len(), 8, "no point duplicated");
+    assert!(
+        records
+            .iter()
+            .all(|r| r["runs"].as_array().unwrap().len() == 3)
+    );
+}
+
+/// Number of data series in a plot: one 2-pixel polyline each.
+fn series_in(svg: &str) -> usize {
+    let doc = roxmltree::Document::parse(svg).expect("SVG is well-formed XML");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke-width") == Some("2"))
+        .count()
+}
+
+#[test]
+fn report_writes_parsable_plots_and_a_self_contained_html() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = quality_sweep(dir.path());
+    let plots = dir.path().join("plots");
+    let html = dir.path().join("report.html");
+    let stdout = ok(&[
+        "report",
+        results.to_str().unwrap(),
+        "--plots",
+        plots.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(stdout.contains("▶"));
+    let svg = std::fs::read_to_string(plots.join("triad-threads.svg")).unwrap();
+    // compact/spread × local/interleave: four lines.
+    assert_eq!(series_in(&svg), 4);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert_eq!(page.matches("<svg").count(), 1, "every plot inline");
+    assert!(
+        !page.contains("src=") && !page.contains("href=\"http"),
+        "nothing fetched"
+    );
+    assert!(page.contains("<tr class=\"best\">"));
+    assert!(page.contains("Host and configuration"));
+    // Rendered by a real browser where one is installed.
+    if let Ok(out) = std::process::Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", html.display()))
+        .output()
+    {
+        let dom = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && dom.contains("<svg") && dom.contains("polyline"),
+            "chromium: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let md = ok(&[
+        "report",
+        results.to_str().unwrap(),
+        "--plots",
+        plots.to_str().unwrap(),
+        "--markdown",
+    ]);
+    assert!(md.contains("| threads | placement |"));
+    assert!(md.contains("![triad bandwidth vs threads]("));
+}
+
+#[test]
+fn size_sweeps_and_numa_matrices_get_their_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = dir.path().join("sizes.jsonl");
+    ok(&[
+        "sweep",
+        "--threads",
+        "1",
+        "--sizes",
+        "64KiB..4MiB",
+        "--kernels",
+        "triad",
+        "--ntimes",
+        "3",
+        "-o",
+        sizes.to_str().unwrap(),
+    ]);
+    let records = lines(&sizes);
+    assert_eq!(records.len(), 7);
+    assert!(
+        records
+            .iter()
+            .all(|r| r["runs"][0]["inner_repeats"].as_u64().unwrap() >= 1)
+    );
+    assert!(records[0]["cache_per_thread"]["L1d"].as_u64().unwrap() > 0);
+    let plots = dir.path().join("p");
+    ok(&[
+        "report",
+        sizes.to_str().unwrap(),
+        "--plots",
+        plots.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        series_in(&std::fs::read_to_string(plots.join("triad-sizes.svg")).unwrap()),
+        1
+    );
+
+    let numa = dir.path().join("numa.jsonl");
+    ok(&[
+        "sweep",
+        "--numa-matrix",
+        "both",
+        "--size",
+        "1M",
+        "--ntimes",
+        "2",
+        "-o",
+        numa.to_str().unwrap(),
+    ]);
+    let records = lines(&numa);
+    let nodes = membw::topology::Topology::live().unwrap();
+    let cpu_nodes = nodes.nodes.iter().filter(|n| !n.cpus.is_empty()).count();
+    assert_eq!(records.len(), 2 * cpu_nodes * nodes.allowed_mems.len());
+    assert!(
+        records
+            .iter()
+            .all(|r| r["point"]["mem"].as_str().unwrap().starts_with("bind:"))
+    );
+    let plots = dir.path().join("n");
+    ok(&[
+        "report",
+        numa.to_str().unwrap(),
+        "--plots",
+        plots.to_str().unwrap(),
+    ]);
+    for f in ["triad-numa-a.svg", "triad-numa-b.svg"] {
+        let svg = std::fs::read_to_string(plots.join(f)).unwrap();
+        roxmltree::Document::parse(&svg).unwrap();
+        assert!(svg.contains("memory node"));
+    }
+}
+
+#[test]
+fn compare_matches_points_and_gives_ratios() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.jsonl");
+    ok(&[
+        "sweep",
+        "--threads",
+        "1-2",
+        "--size",
+        "1M",
+        "--ntimes",
+        "2",
+        "-o",
+        a.to_str().unwrap(),
+    ]);
+    let out = ok(&["compare", a.to_str().unwrap(), a.to_str().unwrap()]);
+    let ratios: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("spread ×"))
+        .map(|l| l.split_whitespace().last().unwrap())
+        .collect();
+    assert_eq!(ratios, vec!["1.000", "1.000"], "{out}");
+}
+
+#[test]
+fn tune_reports_the_best_and_how_to_reproduce_it() {
+    let out = ok(&[
+        "tune", "--budget", "3s", "--size", "1M", "--ntimes", "3", "--repeat", "1",
+    ]);
+    assert!(out.contains("Best sustained triad:"), "{out}");
+    for line in [
+        "OMP_NUM_THREADS=",
+        "likwid-pin -c",
+        "numactl --physcpubind=",
+        "srun --cpu-bind=map_cpu:",
+        "mpirun -np",
+    ] {
+        assert!(out.contains(line), "{line} missing: {out}");
+    }
+    assert!(out.contains("against one thread on every core"));
+}
+
+#[test]
+fn experiment_input_errors_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let existing = dir.path().join("x.jsonl");
+    std::fs::write(&existing, "not json\n").unwrap();
+    let x = existing.to_str().unwrap();
+    usage_error(&["sweep", "--sizes", "4GiB..1GiB"], "upwards");
+    usage_error(&["sweep", "--sizes", "16..32"], "byte unit");
+    usage_error(&["sweep", "--threads", "0-2"], "start at 1");
+    usage_error(&["sweep", "--strategy", "zigzag"], "unknown strategy");
+    usage_error(&["sweep", "--mem", "bind:77"], "node 77");
+    usage_error(&["sweep", "-o", x], "--resume");
+    usage_error(
+        &["sweep", "--resume", "/nonexistent/membw.jsonl"],
+        "/nonexistent/membw.jsonl",
+    );
+    usage_error(&["report", x], "line 1 is not a membw result record");
+    usage_error(&["compare", x, x], "line 1");
+    usage_error(&["tune", "--budget", "soon"], "--budget");
+}
