@@ -340,6 +340,7 @@ fn run_member(plan: &Plan, expected: &Expected, m: &Member, mut chunk: Chunk) ->
     // First touch: STREAM's initial values, written by the thread that will use them.
     for (id, value) in [(ArrayId::A, 1.0), (ArrayId::B, 2.0), (ArrayId::C, 0.0)] {
         if let Some(array) = chunk.arrays[id.index()].as_deref_mut() {
+            crate::sys::populate_for_write(array);
             (fns.write)(array, value);
         }
     }

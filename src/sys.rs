@@ -268,3 +268,27 @@ pub fn page_nodes(array: &MappedArray, elements: &[usize]) -> io::Result<Vec<Opt
         .map(|s| usize::try_from(s).ok())
         .collect())
 }
+
+/// Faults in the pages of `chunk` for writing in one call (Linux 5.14+), on
+/// behalf of the calling thread: the same placement as touching them one by
+/// one, with far fewer trips into the kernel. Returns false where the kernel
+/// lacks it (the caller's own writes then fault the pages in).
+pub fn populate_for_write(chunk: &mut [f64]) -> bool {
+    let page = page_size();
+    let start = chunk.as_ptr() as usize;
+    let aligned = start.next_multiple_of(page);
+    let end = (start + std::mem::size_of_val(chunk)) / page * page;
+    if end <= aligned {
+        return false;
+    }
+    // SAFETY: the range lies inside `chunk`, which we borrow mutably; populating
+    // allocates zeroed pages and changes no byte that we could observe.
+    let rc = unsafe {
+        libc::madvise(
+            aligned as *mut libc::c_void,
+            end - aligned,
+            libc::MADV_POPULATE_WRITE,
+        )
+    };
+    rc == 0
+}

@@ -225,6 +225,10 @@ pub fn results_table(records: &[Record], kernel: KernelId) -> Table {
     }
 }
 
+fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
 /// What a set of records shares: host, experiment, kernels, repetitions.
 fn context(records: &[Record]) -> Vec<(String, String)> {
     let Some(first) = records.first() else {
@@ -246,9 +250,9 @@ fn context(records: &[Record]) -> Vec<(String, String)> {
         (
             "machine".into(),
             format!(
-                "{} sockets · {} NUMA nodes · {} CPUs · kernel {} · THP {}",
-                h.sockets,
-                h.numa_nodes,
+                "{} · {} · {} CPUs · kernel {} · THP {}",
+                plural(h.sockets, "socket"),
+                plural(h.numa_nodes, "NUMA node"),
                 h.online_cpus,
                 h.kernel,
                 h.thp_mode.as_deref().unwrap_or("unknown")
@@ -288,10 +292,10 @@ fn context(records: &[Record]) -> Vec<(String, String)> {
         ),
         (
             "theoretical peak".into(),
-            first
-                .peak_source
-                .clone()
-                .unwrap_or_else(|| "unknown".into()),
+            match (first.peak_gb_s, &first.peak_source) {
+                (Some(p), Some(src)) => format!("{p:.1} GB/s for the sockets used; {src}"),
+                _ => "unknown".into(),
+            },
         ),
         ("points".into(), records.len().to_string()),
     ]
