@@ -411,8 +411,8 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
         start.elapsed().as_secs_f64(),
         humantime::format_duration(args.budget)
     );
-    let top: Vec<Record> = ranked.iter().take(12).map(|(r, _)| (*r).clone()).collect();
-    print!("{}", study::results_table(&top, args.kernel).plain());
+    let top: Vec<&Record> = ranked.iter().take(12).map(|(r, _)| *r).collect();
+    print!("{}", study::table_in_order(&top, args.kernel).plain());
     let baseline = records
         .iter()
         .find(|r| r.point.placement == "spread")
@@ -420,16 +420,20 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let cpus = &best.runs[0].cpus;
     println!();
     println!(
-        "Best sustained {name}: {best_rate:.2} GB/s with {} ({} threads, {:?} stores)",
+        "Best sustained {name}: {best_rate:.2} GB/s with {} ({} threads, {} stores)",
         best.point.placement,
         cpus.len(),
         best.runs[0].stores
     );
-    if let Some(b) = baseline {
-        println!(
+    match baseline {
+        Some(b) if best.point.placement == "spread" => println!(
+            "  that is one thread on every core ({b:.2} GB/s): no subset of cores does better here"
+        ),
+        Some(b) => println!(
             "  {:+.1} % against one thread on every core ({b:.2} GB/s)",
             100.0 * (best_rate / b - 1.0)
-        );
+        ),
+        None => {}
     }
     match best.peak_gb_s {
         Some(p) => println!(

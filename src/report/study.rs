@@ -158,6 +158,11 @@ pub fn results_table(records: &[Record], kernel: KernelId) -> Table {
         };
         key(a).cmp(&key(b))
     });
+    table_in_order(&sorted, kernel)
+}
+
+/// One row per record in the order given, the best mean highlighted.
+pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
     let sizes_vary = sorted
         .iter()
         .any(|r| r.point.working_set_per_thread != sorted[0].point.working_set_per_thread);
