@@ -233,6 +233,9 @@ pub fn measure(plan: &Plan) -> Result<Measurement> {
         plan.hugepages,
         &plan.mem,
     )?;
+    if plan.hugepages != Hugepages::Never {
+        arrays.split_hugepages_at(&ranges)?;
+    }
     let expected = expected_values(&plan.kernels, plan.ntimes);
     let chunks = arrays.chunks(&ranges);
     let outcomes = team::run(&plan.cpus, chunks, |m, chunk| {

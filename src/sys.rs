@@ -292,3 +292,27 @@ pub fn populate_for_write(chunk: &mut [f64]) -> bool {
     };
     rc == 0
 }
+
+/// Asks for base pages (no THP) on the 2 MiB-aligned region of `array`
+/// around element `index`, so that the pages on either side of it can be
+/// first-touched by different threads.
+pub fn no_hugepage_around(array: &MappedArray, index: usize) -> io::Result<()> {
+    let addr = array.data as usize + index * 8;
+    let start = addr / HUGEPAGE_BYTES * HUGEPAGE_BYTES;
+    let map_start = array.base as usize;
+    let map_end = map_start + array.map_len;
+    let (start, end) = (start.max(map_start), (start + HUGEPAGE_BYTES).min(map_end));
+    // SAFETY: [start, end) lies inside our own live mapping.
+    let rc = unsafe {
+        libc::madvise(
+            start as *mut libc::c_void,
+            end - start,
+            libc::MADV_NOHUGEPAGE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

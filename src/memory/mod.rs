@@ -149,6 +149,25 @@ impl Arrays {
         Ok(Arrays { arrays, elements })
     }
 
+    /// Keeps THP off the 2 MiB regions that straddle a boundary between two
+    /// threads' chunks: a huge page there would be faulted in whole by
+    /// whichever thread touched it first, putting part of the other thread's
+    /// chunk on the wrong node. Chunk interiors keep whatever THP gives them.
+    pub fn split_hugepages_at(&self, ranges: &[Range<usize>]) -> Result<()> {
+        const HUGE_ELEMENTS: usize = sys::HUGEPAGE_BYTES / ELEMENT_BYTES as usize;
+        for array in self.arrays.iter().flatten() {
+            for r in ranges
+                .iter()
+                .skip(1)
+                .filter(|r| r.start % HUGE_ELEMENTS != 0)
+            {
+                sys::no_hugepage_around(array, r.start)
+                    .map_err(|e| Error::Runtime(format!("madvise at a chunk boundary: {e}")))?;
+            }
+        }
+        Ok(())
+    }
+
     pub fn has(&self, id: ArrayId) -> bool {
         self.arrays[id.index()].is_some()
     }

@@ -1,0 +1,24 @@
+//! The QEMU test bed (tests/vm/run.sh): real kernels with 2 sockets and SMT,
+//! 4 NUMA nodes, and a CPU-less memory node, checked from inside.
+//!
+//! Skipped (with a message) where qemu, a kernel or busybox is missing; in CI
+//! (CI=true) a skip is a failure, since .ci/run installs them.
+
+#[test]
+fn guests_report_what_qemu_was_told() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = std::process::Command::new("bash")
+        .arg(format!("{root}/tests/vm/run.sh"))
+        .current_dir(root)
+        .output()
+        .expect("bash runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match out.status.code() {
+        Some(0) => println!("{stdout}"),
+        Some(77) if std::env::var("CI").as_deref() != Ok("true") => {
+            eprintln!("QEMU test bed skipped: {}", stderr.trim());
+        }
+        code => panic!("tests/vm/run.sh exited with {code:?}\n{stdout}\n{stderr}"),
+    }
+}

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Checks what membw reported inside a QEMU guest against the shape QEMU was
+given. Usage: check.py SHAPE RESULTS_FILE. Prints one line per check and a
+closing 'N passed, M failed' line; exits 1 on any failure."""
+
+import json
+import sys
+
+shape, path = sys.argv[1], sys.argv[2]
+passed, failed = 0, 0
+
+
+def parse(path):
+    """Splits the guest's framed output into {name: (rc, stdout, stderr)}."""
+    results, name, buf, out = {}, None, [], None
+    try:
+        text = open(path, encoding="utf-8", errors="replace").read().replace("\r", "")
+    except OSError as e:
+        return {"__error__": str(e)}
+    for line in text.split("\n"):
+        if line.startswith("@@@BEGIN "):
+            name, buf = line.split(" ", 1)[1], []
+        elif line.startswith("@@@STDERR ") and name:
+            out, buf = "\n".join(buf), []
+        elif line.startswith("@@@END ") and name:
+            rc = int(line.rsplit("rc=", 1)[1])
+            results[name] = (rc, out, "\n".join(buf))
+            name = None
+        elif name is not None:
+            buf.append(line)
+    results["__done__"] = "@@@DONE" in text
+    return results
+
+
+def check(what, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"  ok    {shape}/{what}")
+    else:
+        failed += 1
+        print(f"  FAIL  {shape}/{what}: {detail}")
+
+
+R = parse(path)
+
+
+def doc(name):
+    """The JSON a command printed, or None (the failure is recorded)."""
+    if name not in R:
+        check(name, False, "no output from the guest")
+        return None
+    rc, out, err = R[name]
+    try:
+        d = json.loads(out)
+    except ValueError:
+        check(name, False, f"rc={rc}, not JSON; stderr: {err.strip()[:300]}")
+        return None
+    return d
+
+
+def pages(d):
+    return {p["array"]: {int(k): v for k, v in p["nodes"].items()} for p in d["measurement"]["pages"]}
+
+
+def run_ok(name, d):
+    m = d["measurement"]
+    check(f"{name}: validates", m["validation"]["passed"])
+    pinned = all(t["observed_cpu"] == t["cpu"] for t in m["threads"])
+    check(f"{name}: threads run where pinned (sched_getcpu)", pinned, str(m["threads"]))
+
+
+def expect_pages(name, want):
+    """want: {array: {node: minimum share}}."""
+    d = doc(name)
+    if d is None:
+        return
+    run_ok(name, d)
+    got = pages(d)
+    for array, shares in want.items():
+        for node, least in shares.items():
+            share = got.get(array, {}).get(node, 0.0)
+            check(f"{name}: array {array} has >= {least:.0%} of its pages on node {node}",
+                  share >= least, f"found {got.get(array)}")
+
+
+def threads(name):
+    d = doc(name)
+    if d is None:
+        return None
+    run_ok(name, d)
+    return [t["observed_cpu"] for t in d["measurement"]["threads"]]
+
+
+def topo(nodes, sockets, cores, cpus, tpc, dist):
+    d = doc("topo")
+    if d is None:
+        return None
+    der, t = d["derived"], d["topology"]
+    check("topo: sockets, nodes, cores, CPUs, threads per core",
+          (der["sockets"], der["numa_nodes"], der["cores"], der["cpus"], der["threads_per_core"])
+          == (sockets, nodes, cores, cpus, tpc), str(der))
+    matrix = [n["distances"] for n in t["nodes"]]
+    check("topo: distance matrix", matrix == dist, str(matrix))
+    return t
+
+
+def usage_error(name, needle):
+    if name not in R:
+        check(name, False, "no output from the guest")
+        return
+    rc, _, err = R[name]
+    check(f"{name}: exit 2 naming the problem", rc == 2 and needle in err, f"rc={rc} stderr={err.strip()}")
+
+
+if "__error__" in R:
+    check("results", False, R["__error__"])
+check("guest finished its commands", R.get("__done__", False), "no @@@DONE marker (guest crashed or timed out?)")
+
+if shape == "two-socket-smt":
+    t = topo(2, 2, 4, 8, 2, [[10, 21], [21, 10]])
+    pkg = {c["id"]: c["package"] for c in t["cpus"]} if t else {}
+    sib = {c["id"]: tuple(c["siblings"]) for c in t["cpus"]} if t else {}
+    if t:
+        check("topo: SMT siblings are pairs", all(len(s) == 2 for s in sib.values()), str(sib))
+        node_of_socket = all(c["node"] == c["package"] for c in t["cpus"])
+        check("topo: node i is socket i", node_of_socket)
+    expect_pages("bind1", {a: {1: 1.0} for a in "abc"})
+    expect_pages("interleave", {a: {0: 0.3, 1: 0.3} for a in "abc"})
+    expect_pages("preferred1", {a: {1: 0.9} for a in "abc"})
+    expect_pages("per-array", {"a": {0: 1.0}, "b": {1: 1.0}, "c": {0: 0.3, 1: 0.3}})
+    d = doc("local")
+    if d:
+        run_ok("local", d)
+        shares = [p["local_share"] for p in d["measurement"]["pages"]]
+        check("local: first touch puts each chunk on its thread's node", all(s >= 0.9 for s in shares), str(shares))
+        check("local: per-numa=1 uses both nodes", len(d["measurement"]["threads"]) == 2)
+    for name, rule in [
+        ("spread2", lambda c: len(c) == 2 and pkg[c[0]] != pkg[c[1]]),
+        ("compact2", lambda c: len(c) == 2 and pkg[c[0]] == pkg[c[1]] and sib[c[0]] != sib[c[1]]),
+        ("compact2smt", lambda c: len(c) == 2 and sib[c[0]] == sib[c[1]]),
+        ("places", lambda c: c == [0, 4]),
+        ("likwid", lambda c: len(c) == 2 and all(pkg[x] == 1 for x in c) and sib[c[0]] != sib[c[1]]),
+    ]:
+        cpus = threads(name)
+        if cpus is not None and pkg:
+            check(f"{name}: CPUs {cpus} as the placement says", rule(cpus), str(cpus))
+    usage_error("nonode", "node 7 does not exist")
+
+elif shape == "nps4":
+    dist = [[10 if i == j else 12 for j in range(4)] for i in range(4)]
+    t = topo(4, 1, 4, 4, 1, dist)
+    node = {c["id"]: c["node"] for c in t["cpus"]} if t else {}
+    expect_pages("interleave", {a: {n: 0.15 for n in range(4)} for a in "abc"})
+    expect_pages("bind3", {a: {3: 1.0} for a in "abc"})
+    cpus = threads("pernuma")
+    if cpus is not None and node:
+        check("pernuma: one thread on each of the 4 nodes", sorted(node[c] for c in cpus) == [0, 1, 2, 3], str(cpus))
+    cpus = threads("mscatter")
+    if cpus is not None and node:
+        check("mscatter: M:scatter deals nodes 0 then 1", [node[c] for c in cpus] == [0, 1], str(cpus))
+
+elif shape == "memory-only-node":
+    t = topo(3, 2, 2, 2, 1, [[10, 20, 30], [20, 10, 30], [30, 30, 10]])
+    if t:
+        check("topo: node 2 has memory and no CPUs",
+              t["nodes"][2]["cpus"] == [] and (t["nodes"][2]["mem_total"] or 0) > 0, str(t["nodes"][2]))
+    expect_pages("bind2", {a: {2: 1.0} for a in "abc"})
+    expect_pages("preferred2", {a: {2: 0.9} for a in "abc"})
+    usage_error("cpunode2", "node 2 has no CPUs")
+
+else:
+    check("shape", False, f"no checks written for shape '{shape}'")
+
+print(f"{shape}: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Boots a real Linux kernel under QEMU in each guest shape (sockets, cores,
+# SMT, NUMA nodes and distances), runs membw inside, and checks on the host
+# that topology, pinning and memory policy came out as QEMU was told.
+#
+#   tests/vm/run.sh [SHAPE...]      default: every tests/vm/shapes/*.sh
+#
+# Exit status: 0 all checks passed, 1 a check failed, 77 skipped because
+# qemu-system-x86_64, a kernel in /boot, a static busybox, cpio or python3
+# is missing (Debian: qemu-system-x86 linux-image-amd64 busybox-static cpio).
+# Bandwidth inside an emulated guest means nothing; nothing asserts on it.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+here=tests/vm
+out=${MEMBW_VM_OUT:-target/vm}
+
+skip() { echo "SKIP: $*" >&2; exit 77; }
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not found (Debian package qemu-system-x86)"
+kernel=${MEMBW_VM_KERNEL:-$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1 || true)}
+[ -n "$kernel" ] && [ -r "$kernel" ] || skip "no readable kernel in /boot (Debian package linux-image-amd64)"
+busybox=${MEMBW_VM_BUSYBOX:-/bin/busybox}
+[ -x "$busybox" ] || skip "no busybox at $busybox (Debian package busybox-static)"
+if ldd "$busybox" >/dev/null 2>&1; then skip "$busybox is dynamically linked (Debian package busybox-static)"; fi
+command -v cpio >/dev/null || skip "cpio not found"
+command -v python3 >/dev/null || skip "python3 not found"
+
+# A static-pie membw runs in the initramfs without any library.
+echo "building a static membw ..." >&2
+RUSTFLAGS="-C target-feature=+crt-static" cargo build --release --quiet \
+    --target x86_64-unknown-linux-gnu --target-dir target/vm-build
+membw=target/vm-build/x86_64-unknown-linux-gnu/release/membw
+
+shapes=("$@")
+if [ ${#shapes[@]} -eq 0 ]; then
+    shapes=()
+    for f in "$here"/shapes/*.sh; do shapes+=("$(basename "$f" .sh)"); done
+fi
+
+status=0
+for shape in "${shapes[@]}"; do
+    spec="$here/shapes/$shape.sh"
+    [ -r "$spec" ] || { echo "unknown shape '$shape' (see $here/shapes/)" >&2; exit 2; }
+    unset QEMU_SMP QEMU_NODES QEMU_DIST
+    # shellcheck source=/dev/null
+    source "$spec"
+    dir="$out/$shape"
+    rm -rf "$dir"
+    mkdir -p "$dir/root/bin" "$dir/root/proc" "$dir/root/sys" "$dir/root/dev" "$dir/root/tmp"
+    cp "$busybox" "$dir/root/bin/busybox"
+    cp "$membw" "$dir/root/bin/membw"
+    cp "$here/init.sh" "$dir/root/init"
+    chmod +x "$dir/root/init"
+    guest_commands >"$dir/root/commands.sh"
+    (cd "$dir/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$dir/initramfs.gz"
+
+    # NUMA nodes: "id:cpus:size" (cpus empty for a memory-only node).
+    numa=()
+    total=0
+    for node in $QEMU_NODES; do
+        IFS=: read -r id cpus size <<<"$node"
+        numa+=(-object "memory-backend-ram,id=m$id,size=$size")
+        if [ -n "$cpus" ]; then
+            numa+=(-numa "node,nodeid=$id,cpus=$cpus,memdev=m$id")
+        else
+            numa+=(-numa "node,nodeid=$id,memdev=m$id")
+        fi
+        total=$((total + ${size%M}))
+    done
+    for d in $QEMU_DIST; do
+        IFS=, read -r src dst val <<<"$d"
+        numa+=(-numa "dist,src=$src,dst=$dst,val=$val")
+    done
+
+    echo "booting '$shape': -smp $QEMU_SMP, nodes $QEMU_NODES" >&2
+    started=$(date +%s)
+    timeout 240 qemu-system-x86_64 -accel tcg -machine q35 -cpu max,vendor=GenuineIntel \
+        -smp "$QEMU_SMP" -m "${total}M" "${numa[@]}" \
+        -kernel "$kernel" -initrd "$dir/initramfs.gz" \
+        -append "console=ttyS0 quiet loglevel=1 panic=-1" \
+        -display none -no-reboot \
+        -serial "file:$dir/console.log" -serial "file:$dir/results.txt" \
+        >"$dir/qemu.log" 2>&1 || echo "qemu exited with $? (see $dir/qemu.log)" >&2
+    echo "  guest ran $(( $(date +%s) - started )) s" >&2
+    python3 "$here/check.py" "$shape" "$dir/results.txt" || status=1
+done
+exit $status

@@ -1,0 +1,14 @@
+# (c) two CPU nodes and a third node with memory but no CPUs, as HBM or CXL
+# memory shows up.
+QEMU_SMP="2,sockets=2,cores=1,threads=1"
+QEMU_NODES="0:0:256M 1:1:256M 2::256M"
+QEMU_DIST="0,1,20 0,2,30 1,2,30"
+
+guest_commands() {
+cat <<'CMDS'
+run topo membw topo --json
+run bind2 membw run --size 256k --ntimes 3 --json --mem bind:2
+run preferred2 membw run --size 256k --ntimes 3 --json --mem preferred:2
+run cpunode2 membw run --size 256k --cpunode 2
+CMDS
+}

@@ -1,0 +1,22 @@
+# (a) 2 sockets × 2 cores × 2 hardware threads, one NUMA node per socket,
+# distances 10/21: a classic dual-socket Intel node in miniature.
+QEMU_SMP="8,sockets=2,cores=2,threads=2"
+QEMU_NODES="0:0-3:512M 1:4-7:512M"
+QEMU_DIST="0,1,21"
+
+guest_commands() {
+cat <<'CMDS'
+run topo membw topo --json
+run bind1 membw run --size 256k --ntimes 3 --json --mem bind:1
+run interleave membw run --size 256k --ntimes 3 --json --mem interleave:all
+run preferred1 membw run --size 256k --ntimes 3 --json --mem preferred:1
+run per-array membw run --size 256k --ntimes 3 --json --mem a=bind:0,b=bind:1,c=interleave:all
+run local membw run --size 256k --ntimes 3 --json --strategy per-numa=1
+run spread2 membw run --size 256k --ntimes 2 --json --strategy spread --threads 2
+run compact2 membw run --size 256k --ntimes 2 --json --strategy compact --threads 2
+run compact2smt membw run --size 256k --ntimes 2 --json --strategy compact --threads 2 --smt
+run places membw run --size 256k --ntimes 2 --json --places '{0}:2:4'
+run likwid membw run --size 256k --ntimes 2 --json --pin S1:0-1
+run nonode membw run --size 256k --mem bind:7
+CMDS
+}
