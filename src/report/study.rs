@@ -306,14 +306,79 @@ fn context(records: &[Record]) -> Vec<(String, String)> {
     ]
 }
 
+/// What a NUMA matrix says: the cost of remote memory (mean off-diagonal
+/// against mean diagonal) and how symmetric it is (largest difference between
+/// cpu i → mem j and cpu j → mem i), for each mode measured.
+pub fn numa_findings(records: &[Record], kernel: KernelId) -> Vec<String> {
+    let mut lines = Vec::new();
+    for all_cores in [false, true] {
+        let cells: BTreeMap<(usize, usize), f64> = records
+            .iter()
+            .filter_map(|r| {
+                let n = r.point.numa.filter(|n| n.all_cores == all_cores)?;
+                Some(((n.cpu_node, n.mem_node), r.stats.get(&kernel)?.mean))
+            })
+            .collect();
+        if cells.is_empty() {
+            continue;
+        }
+        let mode = if all_cores {
+            "all cores of a node"
+        } else {
+            "one thread"
+        };
+        let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+        let local = mean(
+            cells
+                .iter()
+                .filter(|(k, _)| k.0 == k.1)
+                .map(|(_, v)| *v)
+                .collect(),
+        );
+        let remote = mean(
+            cells
+                .iter()
+                .filter(|(k, _)| k.0 != k.1)
+                .map(|(_, v)| *v)
+                .collect(),
+        );
+        match (local, remote) {
+            (Some(l), Some(r)) => lines.push(format!(
+                "NUMA matrix ({mode}): local {l:.2} GB/s, remote {r:.2} GB/s on average: remote memory costs {:.0} %",
+                100.0 * (1.0 - r / l)
+            )),
+            (Some(l), None) => lines.push(format!("NUMA matrix ({mode}): local {l:.2} GB/s; no remote pair measured (one node)")),
+            _ => {}
+        }
+        let worst = cells
+            .iter()
+            .filter(|(k, _)| k.0 < k.1)
+            .filter_map(|(&(i, j), &a)| {
+                let b = *cells.get(&(j, i))?;
+                Some(((i, j), a, b, (a - b).abs() / ((a + b) / 2.0)))
+            })
+            .max_by(|x, y| x.3.total_cmp(&y.3));
+        if let Some(((i, j), a, b, asym)) = worst {
+            lines.push(format!(
+                "NUMA matrix ({mode}): symmetric within {:.1} % (largest: cpu {i}→mem {j} {a:.2} vs cpu {j}→mem {i} {b:.2} GB/s)",
+                100.0 * asym
+            ));
+        }
+    }
+    lines
+}
+
 /// The summary printed after a sweep and by `membw report`.
 pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
     let t = results_table(records, kernel);
     let mut out = if markdown { t.markdown() } else { t.plain() };
+    for line in numa_findings(records, kernel) {
+        let _ = write!(out, "\n{line}");
+    }
     if let Some(b) = t.best {
         let _ = writeln!(
             out,
-            "\nbest {}: {} GB/s with {} × {} threads, mem {}, {} stores",
+            "\nbest {}: {} GB/s with {} ({} threads, mem {}, {} stores)",
             kernel.spec().name,
             t.rows[b][t.headers.len() - 5],
             t.rows[b][1],
@@ -336,6 +401,9 @@ pub fn markdown(records: &[Record], kernel: KernelId, plots: &[(String, String)]
         "\n## Results\n\n{}",
         results_table(records, kernel).markdown()
     );
+    for line in numa_findings(records, kernel) {
+        let _ = writeln!(out, "- {line}");
+    }
     for (title, file) in plots {
         let _ = writeln!(out, "\n### {title}\n\n![{title}]({file})");
     }
@@ -368,6 +436,14 @@ dl {{ display: grid; grid-template-columns: max-content auto; gap: 4px 16px; }} 
     }
     out.push_str("</dl>\n</section>\n<section>\n<h2>Results</h2>\n");
     out.push_str(&results_table(records, kernel).html());
+    let findings = numa_findings(records, kernel);
+    if !findings.is_empty() {
+        out.push_str("<ul>\n");
+        for line in findings {
+            let _ = writeln!(out, "<li>{}</li>", escape(&line));
+        }
+        out.push_str("</ul>\n");
+    }
     out.push_str("</section>\n");
     if !plots.is_empty() {
         out.push_str("<section>\n<h2>Plots</h2>\n");
@@ -458,4 +534,87 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
     let mut out = format!("A: {}\nB: {}\n\n", host(a), host(b));
     out.push_str(&if markdown { t.markdown() } else { t.plain() });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::{NumaCell, Point, Stats};
+    use crate::plan::StoresRequest;
+    use crate::report::Host;
+
+    fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
+        Record {
+            schema_version: 1,
+            experiment: "sweep".into(),
+            started: "t".into(),
+            timestamp: "t".into(),
+            host: Host {
+                hostname: "h".into(),
+                cpu_model: None,
+                kernel: "k".into(),
+                online_cpus: 4,
+                numa_nodes: 2,
+                sockets: 2,
+                thp_mode: None,
+            },
+            point: Point {
+                threads: 1,
+                placement: format!("cpu node {cpu}"),
+                mem: format!("bind:{mem}"),
+                stores: StoresRequest::Auto,
+                kernels: vec![KernelId::Triad],
+                elements: 1,
+                working_set_per_thread: 24,
+                ntimes: 2,
+                numa: Some(NumaCell {
+                    cpu_node: cpu,
+                    mem_node: mem,
+                    all_cores: false,
+                }),
+            },
+            runs: Vec::new(),
+            stats: [(
+                KernelId::Triad,
+                Stats {
+                    mean: gb_s,
+                    sd: 0.0,
+                    min: gb_s,
+                    max: gb_s,
+                    n: 1,
+                },
+            )]
+            .into(),
+            peak_gb_s: None,
+            peak_source: None,
+            cache_per_thread: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn numa_findings_give_remote_cost_and_symmetry() {
+        let records = vec![
+            cell(0, 0, 40.0),
+            cell(0, 1, 26.0),
+            cell(1, 0, 24.0),
+            cell(1, 1, 40.0),
+        ];
+        let lines = numa_findings(&records, KernelId::Triad);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].contains("remote memory costs 38 %"),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[1].contains("symmetric within 8.0 %"), "{}", lines[1]);
+        let t = results_table(&records, KernelId::Triad);
+        assert_eq!(t.best, Some(0));
+        assert!(t.markdown().contains("**40.00**"));
+        assert!(t.html().contains("<tr class=\"best\">"));
+    }
+
+    #[test]
+    fn html_escapes_labels() {
+        assert_eq!(escape("{0}<1> & \"x\""), "{0}&lt;1&gt; &amp; &quot;x&quot;");
+    }
 }
