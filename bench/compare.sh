@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Side-by-side bandwidth: membw against likwid-bench, same threads, same CPUs,
-# same bytes per array, interleaved (A B A B ...) so that both see the same
-# machine. Prints one ratio per kernel and store mode; installs nothing and
-# skips a peer that is absent.
+# Side-by-side bandwidth: membw against STREAM's loops built with gcc and
+# against likwid-bench, same threads, same CPUs, same bytes per array,
+# interleaved (A B A B ...) so that all see the same machine. Prints one ratio
+# per kernel and store mode; installs nothing and skips a peer that is absent.
 #
 #   bench/compare.sh [THREADS] [BYTES_PER_ARRAY] [ROUNDS]
 #   MEMBW=path/to/membw bench/compare.sh 2 1000000000 3
@@ -43,6 +43,36 @@ likwid_rate() { # likwid kernel, arrays -> MB/s (its byte parser overflows past 
   likwid-bench -t "$1" -w "N:$(( BYTES * $2 / 1000 ))kB:$THREADS" 2>/dev/null | awk '/^MByte\/s:/ {print $2}'
 }
 
+gcc_stream() { # -> "copy triad" MB/s from STREAM's loops built by gcc
+  OMP_NUM_THREADS=$THREADS OMP_PLACES="$(echo "$CPUS" | sed 's/[0-9]\+/{&}/g')" OMP_PROC_BIND=close \
+    bench/out/stream-omp "$(( BYTES / 8 ))" 20 2>/dev/null | awk '/^Copy:/ {c=$2} /^Triad:/ {t=$2} END {print c, t}'
+}
+
+# Part 1: STREAM's loops as gcc builds them, same threads, CPUs and array size.
+if command -v gcc >/dev/null; then
+  mkdir -p bench/out
+  gcc -O3 -march=native -fopenmp -o bench/out/stream-omp bench/stream-omp.c
+  echo "membw vs STREAM loops (gcc -O3 -march=native -fopenmp): $THREADS threads on CPUs $CPUS, $BYTES bytes per array, best of $ROUNDS interleaved rounds"
+  printf '%-8s %-10s %12s %12s %8s\n' kernel membw membw_MB/s gcc_MB/s ratio
+  for stores in auto regular; do
+    gc=0; gt=0; mc=0; mt=0
+    for _ in $(seq "$ROUNDS"); do
+      read -r c t < <(gcc_stream)
+      read -r mc1 mt1 < <("$MEMBW" run --kernels copy,triad --stores "$stores" --size "${BYTES}B" --cpus "$CPUS" --format csv \
+        | awk -F, 'NR==2 {c=$4} NR==3 {t=$4} END {print c, t}')
+      gc=$(awk -v x="$gc" -v y="$c" 'BEGIN{print (y>x)?y:x}'); gt=$(awk -v x="$gt" -v y="$t" 'BEGIN{print (y>x)?y:x}')
+      mc=$(awk -v x="$mc" -v y="$mc1" 'BEGIN{print (y>x)?y:x}'); mt=$(awk -v x="$mt" -v y="$mt1" 'BEGIN{print (y>x)?y:x}')
+    done
+    awk -v s="$stores" -v mc="$mc" -v gc="$gc" -v mt="$mt" -v gt="$gt" 'BEGIN {
+      printf "%-8s %-10s %12.1f %12.1f %8.3f\n", "copy", "--stores " s, mc, gc, mc/gc
+      printf "%-8s %-10s %12.1f %12.1f %8.3f\n", "triad", "--stores " s, mt, gt, mt/gt }'
+  done
+  echo
+else
+  echo "gcc not found: STREAM comparison skipped"
+fi
+
+# Part 2: likwid-bench.
 echo "membw vs likwid-bench: $THREADS threads on CPUs $CPUS, $BYTES bytes per array, best of $ROUNDS interleaved rounds"
 if ! command -v likwid-bench >/dev/null; then
   echo "likwid-bench not found (Debian package likwid): skipped"; exit 0

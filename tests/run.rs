@@ -1,45 +1,16 @@
 //! `membw run` end to end: the real binary on small arrays.
 
-use assert_cmd::Command;
+mod common;
+
+use common::{membw, stdout, usage_error};
+
 use serde_json::Value;
-
-fn membw() -> Command {
-    Command::cargo_bin("membw").unwrap()
-}
-
-/// Runs membw with `args` and returns stdout, asserting success.
-fn run_ok(args: &[&str]) -> String {
-    let out = membw().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "membw {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// Runs membw with `args`, expects exit code 2 and a one-line error containing `needle`.
-fn usage_error(args: &[&str], needle: &str) {
-    let out = membw().args(args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "membw {args:?}: {stderr}");
-    assert_eq!(
-        stderr.trim_end().lines().count(),
-        1,
-        "one line expected: {stderr}"
-    );
-    assert!(stderr.contains(needle), "'{needle}' not in: {stderr}");
-    assert!(
-        out.stdout.is_empty(),
-        "nothing on stdout after a usage error"
-    );
-}
 
 const SMALL: [&str; 5] = ["run", "--size", "2M", "--ntimes", "3"];
 
 #[test]
 fn stream_table_parses_like_streams() {
-    let out = run_ok(&SMALL);
+    let out = stdout(&SMALL);
     assert!(out.contains("Function    Best Rate MB/s  Avg time     Min time     Max time\n"));
     assert!(out.contains("Array size = 2000000 (elements), Offset = 0 (elements)"));
     assert!(out.contains("Solution Validates"));
@@ -62,7 +33,7 @@ fn stream_table_parses_like_streams() {
 
 #[test]
 fn quiet_prints_only_the_table() {
-    let out = run_ok(&[
+    let out = stdout(&[
         "run",
         "--size",
         "2M",
@@ -81,7 +52,7 @@ fn quiet_prints_only_the_table() {
 
 #[test]
 fn json_is_self_describing_and_consistent() {
-    let out = run_ok(&[
+    let out = stdout(&[
         "run",
         "--size",
         "1M",
@@ -133,7 +104,7 @@ fn json_is_self_describing_and_consistent() {
 
 #[test]
 fn csv_has_a_fixed_header_and_one_row_per_kernel() {
-    let out = run_ok(&[
+    let out = stdout(&[
         "run",
         "--size",
         "1M",
@@ -155,7 +126,7 @@ fn csv_has_a_fixed_header_and_one_row_per_kernel() {
 
 #[test]
 fn regular_stores_state_the_write_allocate_traffic() {
-    let out = run_ok(&[
+    let out = stdout(&[
         "run",
         "--size",
         "1M",
@@ -208,7 +179,7 @@ fn every_isa_this_cpu_has_validates() {
 
 #[test]
 fn explicit_cpus_are_used_in_order() {
-    let out = run_ok(&[
+    let out = stdout(&[
         "run", "--size", "1M", "--ntimes", "2", "--cpus", "0", "--json",
     ]);
     let doc: Value = serde_json::from_str(&out).unwrap();
@@ -239,9 +210,9 @@ fn bad_input_is_a_one_line_error_with_exit_code_2() {
 
 #[test]
 fn help_and_version_exit_zero() {
-    let help = run_ok(&["run", "--help"]);
+    let help = stdout(&["run", "--help"]);
     assert!(help.contains("--stores"));
-    let version = run_ok(&["--version"]);
+    let version = stdout(&["--version"]);
     assert!(version.starts_with("membw "));
 }
 

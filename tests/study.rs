@@ -1,30 +1,11 @@
 //! `membw sweep`, `tune`, `report` and `compare` end to end on this machine.
 
-use assert_cmd::Command;
+mod common;
+
+use common::{stdout, usage_error};
+
 use serde_json::Value;
 use std::path::Path;
-
-fn membw() -> Command {
-    Command::cargo_bin("membw").unwrap()
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = membw().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn usage_error(args: &[&str], needle: &str) {
-    let out = membw().args(args).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains(needle), "'{needle}' not in {err}");
-}
 
 fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
@@ -37,7 +18,7 @@ fn lines(path: &Path) -> Vec<Value> {
 /// The bar: 1..2 threads × 2 strategies × 2 memory policies × 3 repeats.
 fn quality_sweep(dir: &Path) -> std::path::PathBuf {
     let out = dir.join("sweep.jsonl");
-    let stdout = ok(&[
+    let printed = stdout(&[
         "sweep",
         "--threads",
         "1-2",
@@ -54,9 +35,9 @@ fn quality_sweep(dir: &Path) -> std::path::PathBuf {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert!(stdout.contains("triad GB/s (mean ± sd)"), "{stdout}");
-    assert!(stdout.contains("▶"), "best point highlighted: {stdout}");
-    assert!(stdout.contains("best triad:"));
+    assert!(printed.contains("triad GB/s (mean ± sd)"), "{printed}");
+    assert!(printed.contains("▶"), "best point highlighted: {printed}");
+    assert!(printed.contains("best triad:"));
     out
 }
 
@@ -86,7 +67,7 @@ fn a_sweep_records_every_point_with_its_repeats() {
         assert!(keys.insert(r["point"].to_string()));
     }
     // Resuming a finished sweep runs nothing and adds nothing.
-    ok(&[
+    stdout(&[
         "sweep",
         "--threads",
         "1-2",
@@ -152,7 +133,7 @@ fn ctrl_c_keeps_what_completed_and_resume_finishes_the_rest() {
     // Resume completes the rest; every point exactly once.
     let mut resumed = args.to_vec();
     resumed.extend(["--resume", out.to_str().unwrap()]);
-    ok(&resumed);
+    stdout(&resumed);
     let records = lines(&out);
     assert_eq!(records.len(), 8);
     let keys: std::collections::HashSet<String> =
@@ -179,7 +160,7 @@ fn report_writes_parsable_plots_and_a_self_contained_html() {
     let results = quality_sweep(dir.path());
     let plots = dir.path().join("plots");
     let html = dir.path().join("report.html");
-    let stdout = ok(&[
+    let printed = stdout(&[
         "report",
         results.to_str().unwrap(),
         "--plots",
@@ -187,7 +168,7 @@ fn report_writes_parsable_plots_and_a_self_contained_html() {
         "--html",
         html.to_str().unwrap(),
     ]);
-    assert!(stdout.contains("▶"));
+    assert!(printed.contains("▶"));
     let svg = std::fs::read_to_string(plots.join("triad-threads.svg")).unwrap();
     // compact/spread × local/interleave: four lines.
     assert_eq!(series_in(&svg), 4);
@@ -219,7 +200,7 @@ fn report_writes_parsable_plots_and_a_self_contained_html() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let md = ok(&[
+    let md = stdout(&[
         "report",
         results.to_str().unwrap(),
         "--plots",
@@ -234,7 +215,7 @@ fn report_writes_parsable_plots_and_a_self_contained_html() {
 fn size_sweeps_and_numa_matrices_get_their_plots() {
     let dir = tempfile::tempdir().unwrap();
     let sizes = dir.path().join("sizes.jsonl");
-    ok(&[
+    stdout(&[
         "sweep",
         "--threads",
         "1",
@@ -256,7 +237,7 @@ fn size_sweeps_and_numa_matrices_get_their_plots() {
     );
     assert!(records[0]["cache_per_thread"]["L1d"].as_u64().unwrap() > 0);
     let plots = dir.path().join("p");
-    ok(&[
+    stdout(&[
         "report",
         sizes.to_str().unwrap(),
         "--plots",
@@ -268,7 +249,7 @@ fn size_sweeps_and_numa_matrices_get_their_plots() {
     );
 
     let numa = dir.path().join("numa.jsonl");
-    ok(&[
+    stdout(&[
         "sweep",
         "--numa-matrix",
         "both",
@@ -289,7 +270,7 @@ fn size_sweeps_and_numa_matrices_get_their_plots() {
             .all(|r| r["point"]["mem"].as_str().unwrap().starts_with("bind:"))
     );
     let plots = dir.path().join("n");
-    ok(&[
+    stdout(&[
         "report",
         numa.to_str().unwrap(),
         "--plots",
@@ -306,7 +287,7 @@ fn size_sweeps_and_numa_matrices_get_their_plots() {
 fn compare_matches_points_and_gives_ratios() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.jsonl");
-    ok(&[
+    stdout(&[
         "sweep",
         "--threads",
         "1-2",
@@ -317,7 +298,7 @@ fn compare_matches_points_and_gives_ratios() {
         "-o",
         a.to_str().unwrap(),
     ]);
-    let out = ok(&["compare", a.to_str().unwrap(), a.to_str().unwrap()]);
+    let out = stdout(&["compare", a.to_str().unwrap(), a.to_str().unwrap()]);
     let ratios: Vec<&str> = out
         .lines()
         .filter(|l| l.contains("spread ×"))
@@ -328,7 +309,7 @@ fn compare_matches_points_and_gives_ratios() {
 
 #[test]
 fn tune_reports_the_best_and_how_to_reproduce_it() {
-    let out = ok(&[
+    let out = stdout(&[
         "tune", "--budget", "3s", "--size", "1M", "--ntimes", "3", "--repeat", "1",
     ]);
     assert!(out.contains("Best sustained triad:"), "{out}");

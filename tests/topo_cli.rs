@@ -2,30 +2,9 @@
 
 mod common;
 
-use assert_cmd::Command;
+use common::{membw, stdout, usage_error};
+
 use serde_json::Value;
-
-fn membw() -> Command {
-    Command::cargo_bin("membw").unwrap()
-}
-
-fn stdout(args: &[&str]) -> String {
-    let out = membw().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn usage_error(args: &[&str], needle: &str) {
-    let out = membw().args(args).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains(needle), "'{needle}' not in {err}");
-}
 
 #[test]
 fn a_256_cpu_node_prints_as_ranges() {

@@ -15,7 +15,7 @@
 
 use super::cores;
 use crate::topology::Topology;
-use crate::topology::cpulist::{IdSet, MAX_ID};
+use crate::topology::cpulist::{IdSet, ListError, MAX_ID};
 use std::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,18 +46,8 @@ impl fmt::Display for Bind {
     }
 }
 
-/// A parse error at a 1-based column.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlacesError {
-    pub column: usize,
-    pub message: String,
-}
-
-impl fmt::Display for PlacesError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "column {}: {}", self.column, self.message)
-    }
-}
+/// A parse error at a 1-based column (the CPU-list parser's type).
+pub type PlacesError = ListError;
 
 struct Parser<'a> {
     text: &'a [u8],

@@ -267,24 +267,7 @@ pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
                     .ok()?;
             }
         }
-        for (i, (label, points)) in series.iter().enumerate() {
-            let c = color(i);
-            chart
-                .draw_series(LineSeries::new(
-                    points.iter().map(|p| (p.0, p.1)),
-                    c.stroke_width(2),
-                ))
-                .ok()?
-                .label(label.clone())
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c));
-            chart
-                .draw_series(
-                    points.iter().map(|&(x, m, sd)| {
-                        ErrorBar::new_vertical(x, m - sd, m, m + sd, c.filled(), 6)
-                    }),
-                )
-                .ok()?;
-        }
+        draw_series(&mut chart, &series)?;
         chart
             .configure_series_labels()
             .background_style(WHITE.mix(0.85))

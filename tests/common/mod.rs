@@ -51,3 +51,37 @@ pub const MACHINES: [&str; 5] = [
     "xeon-e5-2650v3-2s-noht",
     "xeon-gold-6248-1s-nonuma",
 ];
+
+/// The membw binary built for these tests.
+pub fn membw() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("membw").unwrap()
+}
+
+/// Runs membw with `args`, asserts success, returns stdout.
+pub fn stdout(args: &[&str]) -> String {
+    let out = membw().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "membw {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs membw with `args` and expects exit code 2 with a one-line error on
+/// stderr that contains `needle`, and nothing on stdout.
+pub fn usage_error(args: &[&str], needle: &str) {
+    let out = membw().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "membw {args:?}: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "one line expected: {stderr}"
+    );
+    assert!(stderr.contains(needle), "'{needle}' not in: {stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing on stdout after a usage error"
+    );
+}
