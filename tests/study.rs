@@ -15,26 +15,35 @@ fn lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// The bar: 1..2 threads × 2 strategies × 2 memory policies × 3 repeats.
+/// The bar: 1..2 threads × 2 strategies × 2 memory policies × 3
+/// repeats, 8 points.
+const AXES: [&str; 9] = [
+    "sweep",
+    "--threads",
+    "1-2",
+    "--strategy",
+    "compact,spread",
+    "--mem",
+    "local;interleave:all",
+    "--repeat",
+    "3",
+];
+
+/// `AXES` with these further arguments.
+fn sweep_args<'a>(more: &[&'a str]) -> Vec<&'a str> {
+    AXES.iter().copied().chain(more.iter().copied()).collect()
+}
+
 fn quality_sweep(dir: &Path) -> std::path::PathBuf {
     let out = dir.join("sweep.jsonl");
-    let printed = stdout(&[
-        "sweep",
-        "--threads",
-        "1-2",
-        "--strategy",
-        "compact,spread",
-        "--mem",
-        "local;interleave:all",
-        "--repeat",
-        "3",
+    let printed = stdout(&sweep_args(&[
         "--size",
         "1M",
         "--ntimes",
         "3",
         "-o",
         out.to_str().unwrap(),
-    ]);
+    ]));
     assert!(printed.contains("triad GB/s (mean ± sd)"), "{printed}");
     assert!(printed.contains("▶"), "best point highlighted: {printed}");
     assert!(printed.contains("best triad:"));
@@ -67,23 +76,14 @@ fn a_sweep_records_every_point_with_its_repeats() {
         assert!(keys.insert(r["point"].to_string()));
     }
     // Resuming a finished sweep runs nothing and adds nothing.
-    stdout(&[
-        "sweep",
-        "--threads",
-        "1-2",
-        "--strategy",
-        "compact,spread",
-        "--mem",
-        "local;interleave:all",
-        "--repeat",
-        "3",
+    stdout(&sweep_args(&[
         "--size",
         "1M",
         "--ntimes",
         "3",
         "--resume",
         out.to_str().unwrap(),
-    ]);
+    ]));
     assert_eq!(lines(&out).len(), 8);
 }
 
@@ -91,23 +91,9 @@ fn a_sweep_records_every_point_with_its_repeats() {
 fn ctrl_c_keeps_what_completed_and_resume_finishes_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("s.jsonl");
-    let args = [
-        "sweep",
-        "--threads",
-        "1-2",
-        "--strategy",
-        "compact,spread",
-        "--mem",
-        "local;interleave:all",
-        "--repeat",
-        "3",
-        "--size",
-        "6M",
-        "--ntimes",
-        "12",
-    ];
+    let args = sweep_args(&["--size", "6M", "--ntimes", "12"]);
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
-        .args(args)
+        .args(&args)
         .args(["-o", out.to_str().unwrap()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -131,7 +117,7 @@ fn ctrl_c_keeps_what_completed_and_resume_finishes_the_rest() {
     assert_eq!(status.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("--resume"), "{stderr}");
     // Resume completes the rest; every point exactly once.
-    let mut resumed = args.to_vec();
+    let mut resumed = args.clone();
     resumed.extend(["--resume", out.to_str().unwrap()]);
     stdout(&resumed);
     let records = lines(&out);

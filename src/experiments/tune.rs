@@ -54,35 +54,28 @@ pub fn candidates(topo: &Topology) -> Vec<Candidate> {
         false,
         Some("--map-by core".into()),
     )];
-    let mut k = 1;
-    while k < per_l3 {
-        list.push(strategy(
-            &format!("per-l3={k}"),
-            None,
-            false,
-            Some(format!("--map-by ppr:{k}:l3cache")),
-        ));
-        k *= 2;
-    }
-    let mut k = 1;
-    while k < per_node {
-        list.push(strategy(
-            &format!("per-numa={k}"),
-            None,
-            false,
-            Some(format!("--map-by ppr:{k}:numa")),
-        ));
-        k *= 2;
-    }
-    let mut k = 1;
-    while k < per_socket && topo.packages().len() > 1 {
-        list.push(strategy(
-            &format!("per-socket={k}"),
-            None,
-            false,
-            Some(format!("--map-by ppr:{k}:package")),
-        ));
-        k *= 2;
+    // K threads per domain, K = 1, 2, 4, ... below the domain's core count;
+    // per socket only where there is more than one socket.
+    let sockets = topo.packages().len();
+    for (name, limit, mpi_domain) in [
+        ("per-l3", per_l3, "l3cache"),
+        ("per-numa", per_node, "numa"),
+        (
+            "per-socket",
+            if sockets > 1 { per_socket } else { 0 },
+            "package",
+        ),
+    ] {
+        let mut k = 1;
+        while k < limit {
+            list.push(strategy(
+                &format!("{name}={k}"),
+                None,
+                false,
+                Some(format!("--map-by ppr:{k}:{mpi_domain}")),
+            ));
+            k *= 2;
+        }
     }
     if n >= 4 {
         list.push(strategy("stride=2", None, false, None));
