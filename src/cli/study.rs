@@ -263,12 +263,16 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         .iter()
         .filter(|j| !done.contains(&j.point.key()))
         .count();
+    let already = jobs.len() - todo;
     eprintln!(
-        "membw: sweep of {} points × {repeat} runs ({} already in {}), results → {}",
+        "membw: sweep of {} points × {repeat} runs → {}{}",
         jobs.len(),
-        jobs.len() - todo,
         path.display(),
-        path.display()
+        if already > 0 {
+            format!(" ({already} points already there)")
+        } else {
+            String::new()
+        }
     );
     let stop = stop_flag();
     let bar = progress((todo * repeat) as u64);
