@@ -109,7 +109,10 @@ pub fn parse_array_size(text: &str) -> Result<ArraySize, String> {
         ArraySize::Elements(total)
     };
     if size.elements() == 0 {
-        return Err(format!("size '{text}' is zero elements"));
+        return Err(match size {
+            ArraySize::Bytes(_) => format!("size '{text}' is less than one 8-byte element"),
+            ArraySize::Elements(_) => format!("size '{text}' is zero elements"),
+        });
     }
     Ok(size)
 }
@@ -152,7 +155,11 @@ mod tests {
     #[test]
     fn bad_sizes_are_refused_with_the_bad_part_named() {
         assert!(parse_array_size("0").unwrap_err().contains("zero"));
-        assert!(parse_array_size("4B").unwrap_err().contains("zero"));
+        assert!(
+            parse_array_size("4B")
+                .unwrap_err()
+                .contains("less than one 8-byte element")
+        );
         assert!(parse_array_size("abc").unwrap_err().contains("number"));
         assert!(parse_array_size("12XB").unwrap_err().contains("'XB'"));
         assert!(
