@@ -27,6 +27,18 @@ fn a_256_cpu_node_prints_as_ranges() {
         out.lines().all(|l| l.chars().count() <= 120),
         "readable width:\n{out}"
     );
+    // 16 CCXs per node wrap onto continuation lines.
+    let dir = common::shared_tree("epyc-7h12-2s");
+    let out = stdout(&["topo", "--sysroot", dir.to_str().unwrap()]);
+    assert!(
+        out.lines().all(|l| l.chars().count() <= 120),
+        "readable width:\n{out}"
+    );
+    assert!(
+        out.contains("L3 domains: 0-3 4-7 8-11 12-15 16-19"),
+        "{out}"
+    );
+    assert!(out.contains("124-127\n"), "{out}");
 }
 
 #[test]

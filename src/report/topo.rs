@@ -199,20 +199,35 @@ pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
                 .filter(|dom| dom.intersects(&node.cpus))
                 .map(|dom| physical(topo, &dom.intersection(&node.cpus)))
                 .collect();
-            let _ = writeln!(
-                o,
-                "  node {:<3} cores {:<12} CPUs {:<20} {:>10}   L{} domains: {}",
+            let head = format!(
+                "  node {:<3} cores {:<12} CPUs {:<20} {:>10}   L{} domains: ",
                 node.id,
                 physical(topo, &node.cpus),
                 node.cpus.to_string(),
                 or_unknown(node.mem_total),
                 llc_level.unwrap_or(3),
-                if domains.is_empty() {
-                    "unknown".to_string()
-                } else {
-                    domains.join(" ")
-                }
             );
+            o.push_str(&head);
+            if domains.is_empty() {
+                o.push_str("unknown");
+            }
+            // Wrapped to fit 120 columns, continuation lines aligned under the first.
+            let indent = " ".repeat(head.chars().count());
+            let budget = 120usize.saturating_sub(head.chars().count()).max(24);
+            let mut width = 0;
+            for (i, d) in domains.iter().enumerate() {
+                if i > 0 && width + 1 + d.len() > budget {
+                    o.push('\n');
+                    o.push_str(&indent);
+                    width = 0;
+                } else if i > 0 {
+                    o.push(' ');
+                    width += 1;
+                }
+                o.push_str(d);
+                width += d.len();
+            }
+            o.push('\n');
         }
     }
     let memory_only: Vec<_> = topo.nodes.iter().filter(|n| n.cpus.is_empty()).collect();
