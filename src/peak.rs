@@ -134,58 +134,8 @@ fn user_peak(request: &PeakRequest, sockets: usize) -> Result<Option<Peak>> {
     }
 }
 
-/// A populated memory device from an SMBIOS type 17 structure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MemoryDevice {
-    pub size_mib: u64,
-    /// Configured speed when given, else the rated speed (MT/s).
-    pub mts: u32,
-    pub data_width_bits: u16,
-}
-
-/// Parses one raw type 17 structure; `None` for an empty slot or garbage.
-pub fn parse_memory_device(raw: &[u8]) -> Option<MemoryDevice> {
-    let len = *raw.get(1)? as usize;
-    if *raw.first()? != 17 || len < 0x17 || raw.len() < len {
-        return None;
-    }
-    let word = |off: usize| -> Option<u16> {
-        (off + 2 <= len).then(|| u16::from_le_bytes([raw[off], raw[off + 1]]))
-    };
-    let dword = |off: usize| -> Option<u32> {
-        (off + 4 <= len)
-            .then(|| u32::from_le_bytes([raw[off], raw[off + 1], raw[off + 2], raw[off + 3]]))
-    };
-    let size_mib = match word(0x0C)? {
-        0 | 0xFFFF => return None,
-        0x7FFF => u64::from(dword(0x1C)? & 0x7FFF_FFFF),
-        s if s & 0x8000 != 0 => u64::from(s & 0x7FFF) / 1024, // KiB granularity
-        s => u64::from(s),
-    };
-    let speed = |word_off: usize, ext_off: usize| -> Option<u32> {
-        match word(word_off)? {
-            0 => None,
-            0xFFFF => dword(ext_off).filter(|&v| v > 0),
-            v => Some(u32::from(v)),
-        }
-    };
-    let mts = speed(0x20, 0x58).or_else(|| speed(0x15, 0x54))?;
-    Some(MemoryDevice {
-        size_mib,
-        mts,
-        data_width_bits: word(0x0A).filter(|&w| w != 0 && w != 0xFFFF).unwrap_or(64),
-    })
-}
-
 fn smbios_peak(topo: &Topology, sockets: usize) -> Option<Peak> {
-    let dir = topo.root.join("sys/firmware/dmi/entries");
-    let devices: Vec<MemoryDevice> = std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("17-"))
-        .filter_map(|e| std::fs::read(e.path().join("raw")).ok())
-        .filter_map(|raw| parse_memory_device(&raw))
-        .collect();
+    let devices = &topo.memory_devices;
     if devices.is_empty() {
         return None;
     }
@@ -305,23 +255,13 @@ fn lookup_model(model: &str) -> Option<CpuFamily> {
     None
 }
 
-/// aarch64 parts named only by implementer/part in /proc/cpuinfo.
+/// aarch64 parts, named only by implementer and part number.
 /// (description, GB/s per socket, channels and MT/s when they apply)
 type ArmPart = (String, f64, Option<(u32, u32)>);
 
 fn lookup_arm(topo: &Topology) -> Option<ArmPart> {
-    let text = std::fs::read_to_string(topo.root.join("proc/cpuinfo")).ok()?;
-    let field = |k: &str| {
-        text.lines().find_map(|l| {
-            l.split_once(':')
-                .filter(|(a, _)| a.trim() == k)
-                .map(|(_, v)| v.trim().to_string())
-        })
-    };
-    match (
-        field("CPU implementer")?.as_str(),
-        field("CPU part")?.as_str(),
-    ) {
+    let info = &topo.cpu_info;
+    match (info.implementer.as_deref()?, info.part.as_deref()?) {
         ("0x46", "0x001") => Some((
             "Fujitsu A64FX: 4 HBM2 stacks × 256 GB/s".into(),
             1024.0,
@@ -365,7 +305,6 @@ fn table_peak(topo: &Topology, sockets: usize) -> Option<Peak> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::fixture::smbios_memory_device;
 
     #[test]
     fn table_knows_common_server_cpus() {
@@ -404,25 +343,6 @@ mod tests {
         assert_eq!(parse_peak("100"), Ok(100.0));
         assert!(parse_peak("fast").is_err());
         assert!(parse_peak("-3").is_err());
-    }
-
-    #[test]
-    fn smbios_memory_devices_parse() {
-        let d = parse_memory_device(&smbios_memory_device(3, 32 * 1024, 3200)).unwrap();
-        assert_eq!(
-            d,
-            MemoryDevice {
-                size_mib: 32 * 1024,
-                mts: 3200,
-                data_width_bits: 64
-            }
-        );
-        let mut empty = smbios_memory_device(1, 0, 3200);
-        assert_eq!(parse_memory_device(&empty), None);
-        empty[0] = 16;
-        assert_eq!(parse_memory_device(&empty), None);
-        assert_eq!(parse_memory_device(&[17]), None);
-        assert_eq!(parse_memory_device(&[]), None);
     }
 
     #[test]

@@ -43,16 +43,7 @@ pub struct Plan {
 impl Plan {
     /// The arrays the selected kernels touch; `a` always, for the timing test.
     pub fn arrays_needed(&self) -> Vec<ArrayId> {
-        ArrayId::ALL
-            .into_iter()
-            .filter(|&id| {
-                id == ArrayId::A
-                    || self
-                        .kernels
-                        .iter()
-                        .any(|k| k.spec().arrays().any(|a| a == id))
-            })
-            .collect()
+        crate::kernels::arrays_used(&self.kernels)
     }
 }
 

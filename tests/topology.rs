@@ -168,6 +168,25 @@ fn peak_sources_are_tried_in_order() {
     );
 }
 
+#[test]
+fn aarch64_parts_are_found_by_implementer_and_part() {
+    let dir = tree("xeon-e5-2650v3-2s-noht");
+    std::fs::write(
+        dir.path().join("proc/cpuinfo"),
+        "processor\t: 0\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd sve\nCPU implementer\t: 0x41\nCPU part\t: 0xd4f\n\n",
+    )
+    .unwrap();
+    let t = Topology::read(dir.path()).unwrap();
+    assert_eq!(t.cpu_info.implementer.as_deref(), Some("0x41"));
+    assert!(t.has_flag("asimd"));
+    let p = peak::estimate(&t, &PeakRequest::default())
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.source, PeakSource::Table);
+    assert!(p.detail.contains("Grace"), "{}", p.detail);
+    assert_eq!(p.node_gb_s(), 1024.0);
+}
+
 /// Broken trees degrade to "unknown" values; they never panic.
 #[test]
 fn malformed_trees_degrade_gracefully() {

@@ -349,10 +349,10 @@ pub(crate) struct TuneArgs {
 
 pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let topo = Topology::live().map_err(Error::Runtime)?;
-    let elements = args.size.map(ArraySize::elements).unwrap_or_else(|| {
-        let all: Vec<usize> = topo.allowed_cpus.ids().to_vec();
-        crate::memory::default_elements(&topo, &all)
-    });
+    let elements = args
+        .size
+        .map(ArraySize::elements)
+        .unwrap_or_else(|| crate::memory::default_elements(&topo, topo.allowed_cpus.ids()));
     let jobs = tune::jobs(&topo, args.kernel, elements, args.ntimes as usize);
     let peak = peak::estimate(&topo, &args.peak.request())?;
     let (path, mut file) = match &args.output {

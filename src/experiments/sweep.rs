@@ -5,7 +5,7 @@
 
 use super::{NumaCell, Point, Record, RunResult, append};
 use crate::error::{Error, Result};
-use crate::kernels::{ArrayId, Isa, KernelId};
+use crate::kernels::{Isa, KernelId};
 use crate::memory::{Hugepages, PAGE_ELEMENTS, policy as mempolicy};
 use crate::peak::Peak;
 use crate::placement::{self, Spec};
@@ -59,23 +59,13 @@ pub struct Job {
 /// time (a few hundred microseconds at cache bandwidth).
 const MIN_BYTES_PER_REPETITION: u64 = 64 << 20;
 
-fn arrays_used(kernels: &[KernelId]) -> u64 {
-    ArrayId::ALL
-        .iter()
-        .filter(|&&id| {
-            id == ArrayId::A || kernels.iter().any(|k| k.spec().arrays().any(|a| a == id))
-        })
-        .count() as u64
-}
-
 /// Expands the axes into jobs, resolving and checking every point before
 /// anything runs, so a bad combination fails at once, not after an hour.
 pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
-    let arrays = arrays_used(&spec.kernels);
-    let fixed_elements = spec.elements.unwrap_or_else(|| {
-        let all: Vec<usize> = topo.allowed_cpus.ids().to_vec();
-        crate::memory::default_elements(topo, &all)
-    });
+    let arrays = crate::kernels::arrays_used(&spec.kernels).len() as u64;
+    let fixed_elements = spec
+        .elements
+        .unwrap_or_else(|| crate::memory::default_elements(topo, topo.allowed_cpus.ids()));
     let min_bytes = spec
         .kernels
         .iter()

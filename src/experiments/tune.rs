@@ -104,7 +104,7 @@ pub fn jobs(
     elements: u64,
     ntimes: usize,
 ) -> Vec<(Job, Option<String>)> {
-    let arrays = 3u64;
+    let arrays = crate::kernels::arrays_used(&[kernel]).len() as u64;
     let mut seen: Vec<(Vec<usize>, StoresRequest)> = Vec::new();
     let mut out = Vec::new();
     for c in candidates(topo) {

@@ -143,6 +143,17 @@ pub const KERNELS: [KernelSpec; 6] = [
     },
 ];
 
+/// The arrays a set of kernels touches; `a` always (STREAM's timing test
+/// writes it).
+pub fn arrays_used(kernels: &[KernelId]) -> Vec<ArrayId> {
+    ArrayId::ALL
+        .into_iter()
+        .filter(|&id| {
+            id == ArrayId::A || kernels.iter().any(|k| k.spec().arrays().any(|a| a == id))
+        })
+        .collect()
+}
+
 /// STREAM's default selection.
 pub const STREAM_KERNELS: [KernelId; 4] = [
     KernelId::Copy,

@@ -41,17 +41,6 @@ pub struct Request {
     pub cpu_nodes: Option<IdSet>,
 }
 
-impl Request {
-    pub fn default_spec() -> Request {
-        Request {
-            spec: Spec::Default,
-            threads: None,
-            smt: false,
-            cpu_nodes: None,
-        }
-    }
-}
-
 /// One physical core as placement sees it: its allowed hardware threads and
 /// where it sits.
 #[derive(Debug, Clone)]
@@ -263,7 +252,13 @@ mod tests {
     #[test]
     fn default_uses_allowed_cpus_once_each() {
         let topo = Topology::live().unwrap();
-        let cpus = resolve(&topo, &Request::default_spec()).unwrap();
+        let request = Request {
+            spec: Spec::Default,
+            threads: None,
+            smt: false,
+            cpu_nodes: None,
+        };
+        let cpus = resolve(&topo, &request).unwrap();
         assert_eq!(cpus.len(), cores(&topo, &topo.allowed_cpus).len());
         assert!(cpus.iter().all(|&c| topo.allowed_cpus.contains(c)));
     }

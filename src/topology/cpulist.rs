@@ -159,25 +159,6 @@ fn parse_item(item: &str, column: usize, ids: &mut Vec<usize>) -> Result<(), Lis
     Ok(())
 }
 
-/// Parses a list and refuses repeats, returning the set.
-pub fn parse_set(text: &str) -> Result<IdSet, ListError> {
-    let ids = parse_list(text)?;
-    let set = IdSet::new(ids.clone());
-    if set.len() != ids.len() {
-        let mut seen = std::collections::HashSet::new();
-        let dup = ids
-            .iter()
-            .find(|&&id| !seen.insert(id))
-            .copied()
-            .unwrap_or(0);
-        return Err(ListError {
-            column: 1,
-            message: format!("{dup} is listed twice"),
-        });
-    }
-    Ok(set)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,12 +189,8 @@ mod tests {
         assert!(parse_list("7-3").unwrap_err().message.contains("backwards"));
         assert!(parse_list("0-4:0").unwrap_err().message.contains("stride"));
         assert!(parse_list("99999999999").is_err());
-        assert!(
-            parse_set("1,2,1")
-                .unwrap_err()
-                .message
-                .contains("1 is listed twice")
-        );
+        // Repeats are kept, in order, for callers to refuse (--cpus "listed twice").
+        assert_eq!(parse_list("1,2,1").unwrap(), vec![1, 2, 1]);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 
 pub mod cpulist;
 pub mod fixture;
+pub mod smbios;
 
 use crate::units::Bytes;
 use cpulist::{IdSet, parse_list};
@@ -97,6 +98,9 @@ pub struct CpuInfo {
     pub model_name: Option<String>,
     pub family: Option<u32>,
     pub model: Option<u32>,
+    /// aarch64: `CPU implementer` and `CPU part` (e.g. 0x41, 0xd4f).
+    pub implementer: Option<String>,
+    pub part: Option<String>,
     pub flags: Vec<String>,
 }
 
@@ -118,6 +122,8 @@ pub struct Topology {
     pub allowed_mems: IdSet,
     pub memory: MemoryInfo,
     pub cpu_info: CpuInfo,
+    /// Populated DIMMs from SMBIOS (empty unless readable, i.e. as root).
+    pub memory_devices: Vec<smbios::MemoryDevice>,
 }
 
 /// Reads files relative to the root, trimming them; `None` when unreadable.
@@ -213,6 +219,7 @@ impl Topology {
             allowed_mems,
             memory: read_memory(&r),
             cpu_info: read_cpu_info(&r),
+            memory_devices: smbios::read(root),
         })
     }
 
@@ -549,10 +556,12 @@ fn read_cpu_info(r: &Reader) -> CpuInfo {
         .map(|f| f.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default();
     CpuInfo {
-        vendor: field("vendor_id").or_else(|| field("CPU implementer")),
+        vendor: field("vendor_id"),
         model_name: field("model name").or_else(|| field("Model name")),
         family: field("cpu family").and_then(|v| v.parse().ok()),
         model: field("model").and_then(|v| v.parse().ok()),
+        implementer: field("CPU implementer"),
+        part: field("CPU part"),
         flags,
     }
 }

@@ -1,0 +1,92 @@
+//! SMBIOS type 17 (Memory Device) entries, as the kernel exposes them under
+//! `/sys/firmware/dmi/entries/17-*/raw` (readable by root): which DIMM slots
+//! are populated and at what speed, for the theoretical peak.
+
+use serde::Serialize;
+
+/// A populated memory device from an SMBIOS type 17 structure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MemoryDevice {
+    pub size_mib: u64,
+    /// Configured speed when given, else the rated speed (MT/s).
+    pub mts: u32,
+    pub data_width_bits: u16,
+}
+
+/// Parses one raw type 17 structure; `None` for an empty slot or garbage.
+pub fn parse_memory_device(raw: &[u8]) -> Option<MemoryDevice> {
+    let len = *raw.get(1)? as usize;
+    if *raw.first()? != 17 || len < 0x17 || raw.len() < len {
+        return None;
+    }
+    let word = |off: usize| -> Option<u16> {
+        (off + 2 <= len).then(|| u16::from_le_bytes([raw[off], raw[off + 1]]))
+    };
+    let dword = |off: usize| -> Option<u32> {
+        (off + 4 <= len)
+            .then(|| u32::from_le_bytes([raw[off], raw[off + 1], raw[off + 2], raw[off + 3]]))
+    };
+    let size_mib = match word(0x0C)? {
+        0 | 0xFFFF => return None,
+        0x7FFF => u64::from(dword(0x1C)? & 0x7FFF_FFFF),
+        s if s & 0x8000 != 0 => u64::from(s & 0x7FFF) / 1024, // KiB granularity
+        s => u64::from(s),
+    };
+    let speed = |word_off: usize, ext_off: usize| -> Option<u32> {
+        match word(word_off)? {
+            0 => None,
+            0xFFFF => dword(ext_off).filter(|&v| v > 0),
+            v => Some(u32::from(v)),
+        }
+    };
+    let mts = speed(0x20, 0x58).or_else(|| speed(0x15, 0x54))?;
+    Some(MemoryDevice {
+        size_mib,
+        mts,
+        data_width_bits: word(0x0A).filter(|&w| w != 0 && w != 0xFFFF).unwrap_or(64),
+    })
+}
+
+/// Every populated memory device under `root`; empty when the entries are
+/// absent or unreadable (not root).
+pub(super) fn read(root: &std::path::Path) -> Vec<MemoryDevice> {
+    let Ok(dir) = std::fs::read_dir(root.join("sys/firmware/dmi/entries")) else {
+        return Vec::new();
+    };
+    let mut entries: Vec<_> = dir
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("17-"))
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    entries
+        .iter()
+        .filter_map(|p| std::fs::read(p.join("raw")).ok())
+        .filter_map(|raw| parse_memory_device(&raw))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::fixture::smbios_memory_device;
+
+    #[test]
+    fn smbios_memory_devices_parse() {
+        let d = parse_memory_device(&smbios_memory_device(3, 32 * 1024, 3200)).unwrap();
+        assert_eq!(
+            d,
+            MemoryDevice {
+                size_mib: 32 * 1024,
+                mts: 3200,
+                data_width_bits: 64
+            }
+        );
+        let mut empty = smbios_memory_device(1, 0, 3200);
+        assert_eq!(parse_memory_device(&empty), None);
+        empty[0] = 16;
+        assert_eq!(parse_memory_device(&empty), None);
+        assert_eq!(parse_memory_device(&[17]), None);
+        assert_eq!(parse_memory_device(&[]), None);
+    }
+}
