@@ -5,7 +5,6 @@
 //! per socket stand in for channels; a built-in table of server CPUs; else
 //! unknown, and no percentage is printed. Every figure carries its source.
 
-use crate::error::{Error, Result};
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -63,13 +62,16 @@ impl fmt::Display for Peak {
     }
 }
 
-/// What the user said on the command line.
-#[derive(Debug, Clone, Default)]
-pub struct PeakRequest {
-    /// Whole-node peak in GB/s (`--peak 409.6GB/s`).
-    pub node_gb_s: Option<f64>,
-    pub channels: Option<u32>,
-    pub mts: Option<u32>,
+/// What the user said about the peak, if anything.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub enum PeakRequest {
+    /// Find it: SMBIOS, then the built-in table.
+    #[default]
+    Detect,
+    /// The whole node's peak in GB/s.
+    Node(f64),
+    /// Memory channels per socket and their transfer rate.
+    Channels { channels: u32, mts: u32 },
 }
 
 /// Parses `--peak`: `409.6`, `409.6GB/s`, `409.6 GB/s`, `0.4TB/s`.
@@ -96,41 +98,32 @@ pub fn parse_peak(text: &str) -> std::result::Result<f64, String> {
 }
 
 /// Picks the best-sourced peak for this machine; `None` when unknown.
-pub fn estimate(topo: &Topology, request: &PeakRequest) -> Result<Option<Peak>> {
+pub fn estimate(topo: &Topology, request: &PeakRequest) -> Option<Peak> {
     let sockets = topo.packages().len().max(1);
-    if let Some(p) = user_peak(request, sockets)? {
-        return Ok(Some(p));
-    }
-    if let Some(p) = smbios_peak(topo, sockets) {
-        return Ok(Some(p));
-    }
-    Ok(table_peak(topo, sockets))
+    user_peak(request, sockets)
+        .or_else(|| smbios_peak(topo, sockets))
+        .or_else(|| table_peak(topo, sockets))
 }
 
-fn user_peak(request: &PeakRequest, sockets: usize) -> Result<Option<Peak>> {
-    match (request.node_gb_s, request.channels, request.mts) {
-        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => Err(Error::Usage(
-            "--peak cannot be combined with --channels/--mts".into(),
-        )),
-        (Some(total), None, None) => Ok(Some(Peak {
+fn user_peak(request: &PeakRequest, sockets: usize) -> Option<Peak> {
+    match *request {
+        PeakRequest::Node(total) => Some(Peak {
             per_socket_gb_s: total / sockets as f64,
             sockets,
             channels_per_socket: None,
             mts: None,
             source: PeakSource::User,
-            detail: "--peak".into(),
-        })),
-        (None, Some(ch), Some(mts)) => Ok(Some(Peak {
-            per_socket_gb_s: ch as f64 * mts as f64 * 8.0 / 1e3,
+            detail: "given by the user for the whole node".into(),
+        }),
+        PeakRequest::Channels { channels, mts } => Some(Peak {
+            per_socket_gb_s: channels as f64 * mts as f64 * 8.0 / 1e3,
             sockets,
-            channels_per_socket: Some(ch),
+            channels_per_socket: Some(channels),
             mts: Some(mts),
             source: PeakSource::User,
-            detail: "--channels and --mts".into(),
-        })),
-        (None, Some(_), None) => Err(Error::Usage("--channels needs --mts too".into())),
-        (None, None, Some(_)) => Err(Error::Usage("--mts needs --channels too".into())),
-        (None, None, None) => Ok(None),
+            detail: "memory channels and MT/s given by the user".into(),
+        }),
+        PeakRequest::Detect => None,
     }
 }
 
@@ -346,26 +339,16 @@ mod tests {
     }
 
     #[test]
-    fn user_figures_win_and_conflicts_are_refused() {
-        let req = PeakRequest {
-            channels: Some(8),
-            mts: Some(3200),
-            node_gb_s: None,
+    fn user_figures_are_per_socket() {
+        let req = PeakRequest::Channels {
+            channels: 8,
+            mts: 3200,
         };
-        let p = user_peak(&req, 2).unwrap().unwrap();
+        let p = user_peak(&req, 2).unwrap();
         assert_eq!(p.node_gb_s(), 409.6);
         assert_eq!(p.for_sockets(1), 204.8);
-        let req = PeakRequest {
-            channels: Some(8),
-            mts: None,
-            node_gb_s: None,
-        };
-        assert!(user_peak(&req, 2).is_err());
-        let req = PeakRequest {
-            channels: Some(8),
-            mts: Some(1),
-            node_gb_s: Some(1.0),
-        };
-        assert!(user_peak(&req, 2).is_err());
+        let p = user_peak(&PeakRequest::Node(300.0), 2).unwrap();
+        assert_eq!((p.per_socket_gb_s, p.channels_per_socket), (150.0, None));
+        assert!(user_peak(&PeakRequest::Detect, 2).is_none());
     }
 }

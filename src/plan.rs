@@ -1,19 +1,19 @@
 //! From settings and the topology to a runnable [`Plan`]: placement, array
-//! size, store mode, kernel implementation, memory policy. `run`, `sweep`
-//! and `tune` all build their measurements here.
+//! size, store mode, kernel implementation, memory policy. Settings are
+//! resolved here once, before anything runs; every measurement source runs
+//! plans.
 
-use crate::error::{Error, Result};
-use crate::kernels::{Isa, KernelFns, KernelId, StoreMode};
+use crate::error::{Error, Input, Result};
+use crate::kernels::{ArrayId, Isa, KernelFns, KernelId, StoreMode};
 use crate::memory::policy::MemPolicy;
 use crate::memory::{self, Hugepages};
 use crate::placement;
-use crate::protocol::Plan;
 use crate::topology::Topology;
 use crate::units::{Bytes, ELEMENT_BYTES};
 use serde::{Deserialize, Serialize};
 
-/// `--stores`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The store instructions asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StoresRequest {
     /// Non-temporal when each array is larger than the last-level cache.
@@ -21,6 +21,49 @@ pub enum StoresRequest {
     Regular,
     Nt,
 }
+
+impl StoresRequest {
+    pub fn name(self) -> &'static str {
+        match self {
+            StoresRequest::Auto => "auto",
+            StoresRequest::Regular => "regular",
+            StoresRequest::Nt => "nt",
+        }
+    }
+}
+
+impl std::fmt::Display for StoresRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything needed to run one measurement.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub elements: usize,
+    pub ntimes: usize,
+    pub kernels: Vec<KernelId>,
+    pub fns: KernelFns,
+    /// CPU of each thread, by thread number.
+    pub cpus: Vec<usize>,
+    /// NUMA node of each of those CPUs (for judging first-touch placement).
+    pub cpu_nodes: Vec<Option<usize>>,
+    pub hugepages: Hugepages,
+    pub mem: MemPolicy,
+    /// Kernel calls per timed repetition (1 = STREAM). Cache-sized arrays
+    /// need several so that a repetition outlasts the barrier and the timer;
+    /// every kernel is idempotent, so validation is unchanged.
+    pub inner_repeats: usize,
+}
+
+impl Plan {
+    /// The arrays the selected kernels touch; `a` always, for the timing test.
+    pub fn arrays_needed(&self) -> Vec<ArrayId> {
+        crate::kernels::arrays_used(&self.kernels)
+    }
+}
+
 
 /// Everything that decides one measurement, before the topology resolves it.
 #[derive(Debug, Clone)]
@@ -77,23 +120,24 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         .elements
         .unwrap_or_else(|| memory::default_elements(topo, &cpus));
     let elements = usize::try_from(elements)
-        .map_err(|_| Error::Usage(format!("--size: {elements} elements is too large")))?;
+        .map_err(|_| Error::input(Input::Size, elements.to_string(), "too many elements"))?;
     let isa = s.isa.unwrap_or_else(Isa::best);
     let used = cpus.iter().copied().collect();
     let array_bytes = Bytes(elements as u64 * ELEMENT_BYTES);
     let (stores, stores_reason) = resolve_stores(s.stores, isa, array_bytes, topo.llc_sum(&used));
-    let fns = KernelFns::select(isa, stores).map_err(Error::Usage)?;
+    let fns = KernelFns::select(isa, stores)?;
     if s.hugepages == Hugepages::Thp && topo.memory.thp_mode.as_deref() == Some("never") {
-        return Err(Error::Usage(
-            "--hugepages thp: transparent hugepages are disabled on this system (mode 'never')"
-                .into(),
+        return Err(Error::input(
+            Input::Hugepages,
+            "thp",
+            "transparent hugepages are disabled on this system (mode 'never')",
         ));
     }
     let mut kernels = s.kernels.clone();
     kernels.sort();
     kernels.dedup();
     if kernels.is_empty() {
-        return Err(Error::Usage("--kernels: no kernel selected".into()));
+        return Err(Error::about(Input::Kernels, "no kernel selected"));
     }
     let plan = Plan {
         elements,

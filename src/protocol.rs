@@ -3,15 +3,19 @@
 //! barrier, statistics without the first repetition, and validation against
 //! the same recurrence STREAM's `checkSTREAMresults` uses.
 //!
-//! Returns a [`Measurement`] (plain data) and prints nothing.
+//! This is the in-process measurement source. It returns a [`Measurement`]
+//! (plain data) and prints nothing.
 
-use crate::error::{Error, Result};
-use crate::kernels::{ArrayId, Isa, KernelFns, KernelId, SCALAR, StoreMode, WRITE_VALUE};
-use crate::memory::policy::{MemPolicy, PagePlacement};
+use crate::error::Result;
+use crate::kernels::{ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};
 use crate::memory::{self, Arrays, Chunk, Hugepages};
+use crate::plan::Plan;
+use crate::results::measurement::{
+    ArrayCheck, KernelResult, Measurement, ThreadPlacement, TimerCheck, Validation,
+    kernel_statistics,
+};
 use crate::team::{self, Member};
 use crate::units::ELEMENT_BYTES;
-use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 /// STREAM's tolerance for 8-byte reals.
@@ -20,134 +24,6 @@ pub const EPSILON: f64 = 1e-13;
 pub const MIN_TICKS: f64 = 20.0;
 /// And below this, too short to include the effects that matter (STREAM's advice).
 pub const MIN_KERNEL_SECONDS: f64 = 1e-3;
-
-/// Everything needed to run one measurement.
-#[derive(Debug, Clone)]
-pub struct Plan {
-    pub elements: usize,
-    pub ntimes: usize,
-    pub kernels: Vec<KernelId>,
-    pub fns: KernelFns,
-    /// CPU of each thread, by thread number.
-    pub cpus: Vec<usize>,
-    /// NUMA node of each of those CPUs (for judging first-touch placement).
-    pub cpu_nodes: Vec<Option<usize>>,
-    pub hugepages: Hugepages,
-    pub mem: MemPolicy,
-    /// Kernel calls per timed repetition (1 = STREAM). Cache-sized arrays
-    /// need several so that a repetition outlasts the barrier and the timer;
-    /// every kernel is idempotent, so validation is unchanged.
-    pub inner_repeats: usize,
-}
-
-impl Plan {
-    /// The arrays the selected kernels touch; `a` always, for the timing test.
-    pub fn arrays_needed(&self) -> Vec<ArrayId> {
-        crate::kernels::arrays_used(&self.kernels)
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ThreadPlacement {
-    pub thread: usize,
-    pub cpu: usize,
-    /// Where the thread found itself after pinning (sched_getcpu).
-    pub observed_cpu: Option<usize>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct KernelResult {
-    pub kernel: KernelId,
-    /// Bytes per element as STREAM counts them.
-    pub bytes_per_element: u64,
-    /// Bytes per element on the memory bus, write-allocate included.
-    pub dram_bytes_per_element: u64,
-    pub best_rate_mb_s: f64,
-    pub avg_time_s: f64,
-    pub min_time_s: f64,
-    pub max_time_s: f64,
-    /// max/min time over the counted repetitions.
-    pub spread: f64,
-    /// Every repetition's time, the first (not counted) included.
-    pub times_s: Vec<f64>,
-}
-
-impl KernelResult {
-    /// Best rate in GB/s (10^9 bytes/s), STREAM's counting.
-    pub fn best_gb_s(&self) -> f64 {
-        self.best_rate_mb_s / 1e3
-    }
-    /// Best rate of bytes really moved, write-allocate included.
-    pub fn dram_gb_s(&self) -> f64 {
-        self.best_gb_s() * self.dram_bytes_per_element as f64 / self.bytes_per_element as f64
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ArrayCheck {
-    pub array: String,
-    pub expected: f64,
-    /// Mean absolute error over the array, relative to `expected`.
-    pub avg_rel_error: f64,
-    /// Elements whose own relative error exceeds epsilon.
-    pub bad_elements: u64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Validation {
-    pub passed: bool,
-    pub epsilon: f64,
-    pub arrays: Vec<ArrayCheck>,
-    /// The read kernel's last sum against the expected one, when it ran.
-    pub read_rel_error: Option<f64>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TimerCheck {
-    pub granularity_ns: f64,
-    /// Time of STREAM's `a = 2a` timing test, which estimates one kernel's time.
-    pub timing_test_us: f64,
-    /// How many timer ticks the shortest kernel took.
-    pub min_kernel_ticks: f64,
-}
-
-/// The result of one run: what was measured, and how it was set up.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Measurement {
-    pub array_elements: u64,
-    pub bytes_per_array: u64,
-    pub arrays: usize,
-    pub ntimes: usize,
-    /// Kernel calls per timed repetition (1 for STREAM's protocol).
-    #[serde(default = "one")]
-    pub inner_repeats: usize,
-    pub isa: Isa,
-    pub stores: StoreMode,
-    pub hugepages: Hugepages,
-    /// The `--mem` policy, as given (normalized).
-    pub mem_policy: String,
-    pub threads: Vec<ThreadPlacement>,
-    /// Where each array's pages were found after the run (sampled).
-    pub pages: Vec<PagePlacement>,
-    pub results: Vec<KernelResult>,
-    pub validation: Validation,
-    pub timer: TimerCheck,
-    /// Mapping plus parallel first touch.
-    pub setup_s: f64,
-    /// Setup, repetitions and validation together.
-    pub total_s: f64,
-    pub warnings: Vec<String>,
-}
-
-impl Measurement {
-    pub fn result(&self, kernel: KernelId) -> Option<&KernelResult> {
-        self.results.iter().find(|r| r.kernel == kernel)
-    }
-}
-
-fn one() -> usize {
-    1
-}
 
 /// What every array should hold after the run, by STREAM's recurrence.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -215,6 +91,13 @@ pub fn clock_granularity() -> Duration {
 /// Runs the plan and returns its measurement. Fails only if the system
 /// refuses memory or pinning; a failed validation is reported in the data.
 pub fn measure(plan: &Plan) -> Result<Measurement> {
+    measure_with(plan, |_, _| {})
+}
+
+/// [`measure`] with a hook that each thread calls on its chunk after the
+/// timed repetitions and before validation: tests use it to corrupt a
+/// result and show that validation catches it.
+fn measure_with(plan: &Plan, after_run: impl Fn(usize, &mut Chunk) + Sync) -> Result<Measurement> {
     let started = Instant::now();
     let granularity = clock_granularity();
     let ranges = memory::partition(plan.elements, plan.cpus.len());
@@ -230,7 +113,7 @@ pub fn measure(plan: &Plan) -> Result<Measurement> {
     let expected = expected_values(&plan.kernels, plan.ntimes);
     let chunks = arrays.chunks(&ranges);
     let outcomes = team::run(&plan.cpus, chunks, |m, chunk| {
-        run_member(plan, &expected, m, chunk)
+        run_member(plan, &expected, m, chunk, &after_run)
     })?;
     let first_touch_done = outcomes
         .iter()
@@ -288,7 +171,7 @@ pub fn measure(plan: &Plan) -> Result<Measurement> {
     {
         let factor = (MIN_KERNEL_SECONDS * 10.0 / min_time).ceil() as u64;
         warnings.push(format!(
-            "the shortest kernel took {:.1} us ({:.0} clock ticks); results below ~1 ms are unreliable: try --size {}",
+            "the shortest kernel took {:.1} us ({:.0} clock ticks); results below ~1 ms are unreliable: use arrays of at least {} elements",
             min_time * 1e6,
             timer.min_kernel_ticks,
             plan.elements as u64 * factor.max(2)
@@ -326,7 +209,13 @@ pub fn measure(plan: &Plan) -> Result<Measurement> {
 }
 
 /// The SPMD body: what every thread does, in lock step.
-fn run_member(plan: &Plan, expected: &Expected, m: &Member, mut chunk: Chunk) -> ThreadOutcome {
+fn run_member(
+    plan: &Plan,
+    expected: &Expected,
+    m: &Member,
+    mut chunk: Chunk,
+    after_run: &(impl Fn(usize, &mut Chunk) + Sync),
+) -> ThreadOutcome {
     let fns = &plan.fns;
     // Allocated before the timed loop; only the leader's entries are written.
     let mut times = vec![0.0; plan.kernels.len() * plan.ntimes];
@@ -363,6 +252,7 @@ fn run_member(plan: &Plan, expected: &Expected, m: &Member, mut chunk: Chunk) ->
             }
         }
     }
+    after_run(m.index, &mut chunk);
     let errors = check_chunk(&mut chunk, expected, read_sum);
     ThreadOutcome {
         node: plan.cpu_nodes.get(m.index).copied().flatten(),
@@ -438,62 +328,12 @@ fn validation_report(arrays: &Arrays, expected: &Expected, errors: &ErrorSums) -
     }
 }
 
-/// Best/avg/min/max over the repetitions after the first, as STREAM reports.
-pub fn kernel_statistics(
-    kernel: KernelId,
-    stores: StoreMode,
-    elements: usize,
-    times: Vec<f64>,
-) -> KernelResult {
-    let counted = &times[1.min(times.len())..];
-    let min = counted.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = counted.iter().copied().fold(0.0, f64::max);
-    let avg = counted.iter().sum::<f64>() / counted.len().max(1) as f64;
-    let spec = kernel.spec();
-    let bytes = spec.bytes_counted() as f64 * elements as f64;
-    KernelResult {
-        kernel,
-        bytes_per_element: spec.bytes_counted(),
-        dram_bytes_per_element: spec.bytes_moved(stores),
-        best_rate_mb_s: 1e-6 * bytes / min,
-        avg_time_s: avg,
-        min_time_s: min,
-        max_time_s: max,
-        spread: max / min,
-        times_s: times,
-    }
-}
-
-/// Turns a failed validation into the error `membw run` exits with.
-pub fn require_valid(m: &Measurement) -> Result<()> {
-    if m.validation.passed {
-        return Ok(());
-    }
-    let mut parts: Vec<String> = m
-        .validation
-        .arrays
-        .iter()
-        .filter(|c| c.avg_rel_error > m.validation.epsilon)
-        .map(|c| {
-            format!(
-                "array {}: avg relative error {:.3e}, {} of {} elements wrong (expected {})",
-                c.array, c.avg_rel_error, c.bad_elements, m.array_elements, c.expected
-            )
-        })
-        .collect();
-    if let Some(e) = m.validation.read_rel_error.filter(|&e| e > 1e-9) {
-        parts.push(format!("read kernel sum off by {e:.3e}"));
-    }
-    Err(Error::Validation(format!(
-        "Failed Validation: {}",
-        parts.join("; ")
-    )))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::STREAM_KERNELS;
+    use crate::kernels::{Isa, STREAM_KERNELS, StoreMode};
+    use crate::memory::policy::MemPolicy;
+    use crate::results::require_valid;
 
     #[test]
     fn recurrence_matches_stream() {
@@ -578,11 +418,21 @@ mod tests {
     }
 
     #[test]
-    fn a_wrong_result_fails_validation() {
-        let mut m = measure(&small_plan(vec![KernelId::Copy], StoreMode::Regular)).unwrap();
-        m.validation.arrays[0].avg_rel_error = 1e-3;
-        m.validation.passed = false;
+    fn a_corrupted_element_fails_validation_and_names_its_array() {
+        let plan = small_plan(STREAM_KERNELS.to_vec(), StoreMode::Regular);
+        // Thread 1 flips one element of b after the timed loops.
+        let m = measure_with(&plan, |thread, chunk| {
+            if thread == 1 {
+                chunk.get(ArrayId::B)[7] += 1.0;
+            }
+        })
+        .unwrap();
+        assert!(!m.validation.passed);
+        let b = &m.validation.arrays[ArrayId::B.index()];
+        assert_eq!((b.array.as_str(), b.bad_elements), ("b", 1));
+        assert!(m.validation.arrays.iter().filter(|c| c.bad_elements > 0).count() == 1);
         let err = require_valid(&m).unwrap_err().to_string();
-        assert!(err.contains("array a"), "{err}");
+        assert!(err.contains("array b") && err.contains("1 of"), "{err}");
+        assert!(!err.contains("array a") && !err.contains("array c"), "{err}");
     }
 }

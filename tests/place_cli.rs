@@ -117,7 +117,7 @@ fn placement_errors_are_one_line_with_exit_2() {
     );
     usage_error(
         &["place", "--sysroot", root, "--cpunode", "5"],
-        "--cpunode 5",
+        "--cpunode '5'",
     );
     usage_error(
         &["place", "--sysroot", root, "--mem", "bind:2"],

@@ -30,7 +30,8 @@ fn places(text: &str, bind: Bind, threads: Option<usize>) -> Request {
 }
 
 fn run(machine: &str, r: &Request) -> Result<Vec<usize>, String> {
-    resolve(&common::topology(machine), r).map_err(|e| e.to_string())
+    // Rendered as the CLI does, naming inputs by their flags.
+    resolve(&common::topology(machine), r).map_err(|e| e.render(|i| format!("--{}", i.name())))
 }
 
 fn list(text: &str) -> Vec<usize> {
@@ -179,7 +180,7 @@ fn cpunode_restricts_like_numactl() {
     r.cpu_nodes = Some(IdSet::new(vec![1]));
     assert_eq!(run(INTEL_2X12, &r).unwrap(), list("12-23"));
     r.cpu_nodes = Some(IdSet::new(vec![7]));
-    assert!(run(INTEL_2X12, &r).unwrap_err().contains("--cpunode 7"));
+    assert!(run(INTEL_2X12, &r).unwrap_err().contains("--cpunode '7'"));
 }
 
 #[test]

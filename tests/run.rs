@@ -197,12 +197,12 @@ fn bad_input_is_a_one_line_error_with_exit_code_2() {
     usage_error(&["run", "--size", "12XB"], "'XB'");
     usage_error(&["run", "--ntimes", "1"], "--ntimes");
     usage_error(&["run", "--threads", "0"], "--threads");
-    usage_error(&["run", "--threads", "100000"], "--threads 100000");
+    usage_error(&["run", "--threads", "100000"], "--threads '100000'");
     usage_error(&["run", "--cpus", "9999"], "CPU 9999");
     usage_error(&["run", "--cpus", "0,x"], "column 3");
     usage_error(&["run", "--cpus", "0,0"], "listed twice");
     usage_error(&["run", "--isa", "neon"], "'neon'");
-    usage_error(&["run", "--isa", "scalar", "--stores", "nt"], "--stores nt");
+    usage_error(&["run", "--isa", "scalar", "--stores", "nt"], "--stores 'nt'");
     usage_error(&["run", "--size", "1TiB"], "available");
     usage_error(&["run", "--format", "xml"], "'xml'");
     usage_error(&["frobnicate"], "frobnicate");

@@ -139,32 +139,22 @@ fn the_captured_development_vm_reads_back() {
 fn peak_sources_are_tried_in_order() {
     // 7H12 fixture has SMBIOS DIMMs: 8 per socket at 3200 MT/s.
     let t = topology("epyc-7h12-2s");
-    let p = peak::estimate(&t, &PeakRequest::default())
-        .unwrap()
-        .unwrap();
+    let p = peak::estimate(&t, &PeakRequest::default()).unwrap();
     assert_eq!(p.source, PeakSource::Smbios);
     assert!((p.node_gb_s() - 409.6).abs() < 1e-9);
     assert!((p.for_sockets(1) - 204.8).abs() < 1e-9);
     // The user overrides everything.
-    let user = PeakRequest {
-        node_gb_s: Some(300.0),
-        ..Default::default()
-    };
-    let p = peak::estimate(&t, &user).unwrap().unwrap();
+    let p = peak::estimate(&t, &PeakRequest::Node(300.0)).unwrap();
     assert_eq!((p.source, p.per_socket_gb_s), (PeakSource::User, 150.0));
     // 7742 fixture has no DIMMs: the built-in table.
     let t = topology("epyc-7742-2s-nps4");
-    let p = peak::estimate(&t, &PeakRequest::default())
-        .unwrap()
-        .unwrap();
+    let p = peak::estimate(&t, &PeakRequest::default()).unwrap();
     assert_eq!(p.source, PeakSource::Table);
     assert!((p.node_gb_s() - 409.6).abs() < 1e-9);
     // This VM's "AMD EPYC" is not in the table and has no SMBIOS: unknown.
     let t = Topology::read(&common::fixtures_dir().join("live-vm")).unwrap();
     assert!(
-        peak::estimate(&t, &PeakRequest::default())
-            .unwrap()
-            .is_none()
+        peak::estimate(&t, &PeakRequest::default()).is_none()
     );
 }
 
@@ -179,9 +169,7 @@ fn aarch64_parts_are_found_by_implementer_and_part() {
     let t = Topology::read(dir.path()).unwrap();
     assert_eq!(t.cpu_info.implementer.as_deref(), Some("0x41"));
     assert!(t.has_flag("asimd"));
-    let p = peak::estimate(&t, &PeakRequest::default())
-        .unwrap()
-        .unwrap();
+    let p = peak::estimate(&t, &PeakRequest::default()).unwrap();
     assert_eq!(p.source, PeakSource::Table);
     assert!(p.detail.contains("Grace"), "{}", p.detail);
     assert_eq!(p.node_gb_s(), 1024.0);

@@ -1,21 +1,23 @@
-//! The command line: the only module that knows clap. It turns arguments
-//! into the plain settings the rest of the program uses, and runs commands.
+//! The command line: the only module that knows clap and flag names. It
+//! turns arguments into the plain settings the rest of the program uses,
+//! runs the command, and words domain errors with the flags they concern.
 
-use crate::error::{Error, Result};
-use crate::kernels::{Isa, KernelId};
-use crate::memory::Hugepages;
-use crate::memory::policy::{self as mempolicy, MemPolicy};
-use crate::peak::{self, PeakRequest};
-use crate::placement::{self, omp::Bind, spellings};
-use crate::plan::{self, Prepared, Settings, StoresRequest};
-use crate::protocol;
-use crate::report::{self, Request, RunReport};
-use crate::topology::cpulist::{IdSet, parse_list};
-use crate::topology::{Topology, fixture};
-use crate::units::{ArraySize, Bytes, ELEMENT_BYTES, parse_array_size};
-use clap::{Args, Parser, Subcommand, ValueEnum};
-
+mod args;
 mod study;
+
+use crate::engine::Engine;
+use crate::error::{Error, Input, Result};
+use crate::kernels::KernelId;
+use crate::memory::policy::{self as mempolicy, MemPolicy};
+use crate::peak;
+use crate::placement::{self, spellings};
+use crate::plan::{self, Prepared, Settings};
+use crate::report;
+use crate::results::{Request, RunReport};
+use crate::topology::{Topology, fixture};
+use crate::units::{ArraySize, Bytes, ELEMENT_BYTES};
+use args::{MeasureArgs, PeakArgs, PlacementArgs, parse_kernel};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -49,113 +51,6 @@ enum Command {
     Compare(study::CompareArgs),
 }
 
-/// Where threads run. At most one of --cpus, --places, --pin, --strategy.
-#[derive(Args, Debug, Clone)]
-pub(crate) struct PlacementArgs {
-    /// CPUs to pin thread 0, 1, ... to, in order (0,2,4-10:2)
-    #[arg(long, conflicts_with_all = ["places", "pin", "strategy"], help_heading = "Placement")]
-    cpus: Option<String>,
-
-    /// OpenMP places: '{0}:64:2', '{0:4}:8:4', '{0,1},{2,3}', cores, sockets(1), ll_caches, numa_domains
-    #[arg(long, conflicts_with_all = ["pin", "strategy"], help_heading = "Placement")]
-    places: Option<String>,
-
-    /// likwid-pin expression: N:0-23, S0:0-7@S1:0-7, M1:0-3, C0:0-3, E:N:8:1:2, M:scatter
-    #[arg(long, conflicts_with = "strategy", help_heading = "Placement")]
-    pin: Option<String>,
-
-    /// compact, spread, per-socket=K, per-numa=K, per-l3=K, stride=S
-    #[arg(long, help_heading = "Placement")]
-    strategy: Option<String>,
-
-    /// OMP_PROC_BIND for --places: close, spread, primary (master)
-    #[arg(long, requires = "places", value_parser = parse_bind, help_heading = "Placement")]
-    bind: Option<Bind>,
-
-    /// Allow more than one thread per core (SMT hardware threads)
-    #[arg(long, help_heading = "Placement")]
-    smt: bool,
-
-    /// Only CPUs of these NUMA nodes, like numactl --cpunodebind
-    #[arg(long, value_name = "NODES", help_heading = "Placement")]
-    cpunode: Option<String>,
-
-    /// Number of threads [default: one per physical core of the allowed CPUs, or one per place]
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Placement")]
-    threads: Option<u32>,
-}
-
-pub(crate) fn parse_bind(text: &str) -> std::result::Result<Bind, String> {
-    Bind::parse(text).ok_or_else(|| format!("unknown binding '{text}' (close, spread, primary)"))
-}
-
-impl PlacementArgs {
-    pub(crate) fn request(&self) -> Result<placement::Request> {
-        let spec = if let Some(list) = &self.cpus {
-            placement::Spec::Cpus(list.clone())
-        } else if let Some(places) = &self.places {
-            placement::Spec::Places {
-                places: places.clone(),
-                bind: self.bind.unwrap_or(Bind::Close),
-            }
-        } else if let Some(expr) = &self.pin {
-            placement::Spec::Likwid(expr.clone())
-        } else if let Some(s) = &self.strategy {
-            placement::Spec::Strategy(s.clone())
-        } else {
-            placement::Spec::Default
-        };
-        let cpu_nodes = self
-            .cpunode
-            .as_ref()
-            .map(|t| {
-                parse_list(t)
-                    .map(IdSet::new)
-                    .map_err(|e| Error::Usage(format!("--cpunode '{t}': {e}")))
-            })
-            .transpose()?;
-        Ok(placement::Request {
-            spec,
-            threads: self.threads.map(|t| t as usize),
-            smt: self.smt,
-            cpu_nodes,
-        })
-    }
-
-    /// What was asked, in the user's words.
-    fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(c) = &self.cpus {
-            parts.push(format!("--cpus {c}"));
-        }
-        if let Some(p) = &self.places {
-            parts.push(format!(
-                "--places '{p}' --bind {}",
-                self.bind.unwrap_or(Bind::Close)
-            ));
-        }
-        if let Some(p) = &self.pin {
-            parts.push(format!("--pin {p}"));
-        }
-        if let Some(s) = &self.strategy {
-            parts.push(format!("--strategy {s}"));
-        }
-        if parts.is_empty() {
-            parts.push("default: one thread per core, spread".into());
-        }
-        if let Some(t) = self.threads {
-            parts.push(format!("--threads {t}"));
-        }
-        if self.smt {
-            parts.push("--smt".into());
-        }
-        if let Some(n) = &self.cpunode {
-            parts.push(format!("--cpunode {n}"));
-        }
-        parts.join(" ")
-    }
-}
-
 #[derive(Args, Debug)]
 struct PlaceArgs {
     #[command(flatten)]
@@ -172,32 +67,6 @@ struct PlaceArgs {
     /// Print the placement as JSON
     #[arg(long)]
     json: bool,
-}
-
-/// How the theoretical peak is given, when the user knows it.
-#[derive(Args, Debug, Clone)]
-pub(crate) struct PeakArgs {
-    /// Theoretical peak of the whole node (409.6GB/s)
-    #[arg(long, value_parser = peak::parse_peak, help_heading = "Theoretical peak")]
-    peak: Option<f64>,
-
-    /// Memory channels per socket (with --mts)
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Theoretical peak")]
-    channels: Option<u32>,
-
-    /// Memory transfer rate in MT/s, e.g. 3200 for DDR4-3200 (with --channels)
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Theoretical peak")]
-    mts: Option<u32>,
-}
-
-impl PeakArgs {
-    pub(crate) fn request(&self) -> PeakRequest {
-        PeakRequest {
-            node_gb_s: self.peak,
-            channels: self.channels,
-            mts: self.mts,
-        }
-    }
 }
 
 #[derive(Args, Debug)]
@@ -223,64 +92,6 @@ struct TopoArgs {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum IsaArg {
-    Auto,
-    Avx512,
-    Avx2,
-    Sse2,
-    Scalar,
-}
-
-impl IsaArg {
-    pub(crate) fn isa(self) -> Option<Isa> {
-        match self {
-            IsaArg::Auto => None,
-            IsaArg::Avx512 => Some(Isa::Avx512),
-            IsaArg::Avx2 => Some(Isa::Avx2),
-            IsaArg::Sse2 => Some(Isa::Sse2),
-            IsaArg::Scalar => Some(Isa::Scalar),
-        }
-    }
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum StoresArg {
-    /// Non-temporal when each array is larger than the last-level cache
-    Auto,
-    /// Ordinary stores (write-allocate)
-    Regular,
-    /// Non-temporal (streaming) stores
-    Nt,
-}
-
-impl StoresArg {
-    pub(crate) fn request(self) -> StoresRequest {
-        match self {
-            StoresArg::Auto => StoresRequest::Auto,
-            StoresArg::Regular => StoresRequest::Regular,
-            StoresArg::Nt => StoresRequest::Nt,
-        }
-    }
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum HugepagesArg {
-    Auto,
-    Thp,
-    Never,
-}
-
-impl HugepagesArg {
-    pub(crate) fn hugepages(self) -> Hugepages {
-        match self {
-            HugepagesArg::Auto => Hugepages::Auto,
-            HugepagesArg::Thp => Hugepages::Thp,
-            HugepagesArg::Never => Hugepages::Never,
-        }
-    }
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
     Text,
     Json,
@@ -289,37 +100,15 @@ enum Format {
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// Elements per array (80M, 800000000) or bytes per array (512MB, 6GiB)
-    /// [default: 4 × the caches of the CPUs used, at least 10M]
-    #[arg(long, value_parser = parse_array_size)]
-    size: Option<ArraySize>,
-
-    /// Repetitions of each kernel; the first is not counted
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(2..))]
-    ntimes: u32,
-
     /// Kernels to run, comma-separated: copy, scale, add, triad, read, write
     #[arg(long, value_delimiter = ',', value_parser = parse_kernel, default_value = "copy,scale,add,triad")]
     kernels: Vec<KernelId>,
 
     #[command(flatten)]
+    measure: MeasureArgs,
+
+    #[command(flatten)]
     placement: PlacementArgs,
-
-    /// NUMA memory policy of the arrays: local, bind:1, interleave:all, preferred:2, or per array a=bind:0,b=bind:1,c=local
-    #[arg(long, default_value = "local")]
-    mem: String,
-
-    /// Instruction set of the kernels
-    #[arg(long, value_enum, default_value_t = IsaArg::Auto)]
-    isa: IsaArg,
-
-    /// Store instructions of the kernels
-    #[arg(long, value_enum, default_value_t = StoresArg::Auto)]
-    stores: StoresArg,
-
-    /// Transparent hugepages for the arrays (madvise)
-    #[arg(long, value_enum, default_value_t = HugepagesArg::Auto)]
-    hugepages: HugepagesArg,
 
     /// Output format
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -359,13 +148,13 @@ fn one_line(rendered: &str) -> String {
     }
 }
 
-pub(crate) fn parse_kernel(name: &str) -> std::result::Result<KernelId, String> {
-    KernelId::parse(name).ok_or_else(|| {
-        format!("unknown kernel '{name}' (choose from copy, scale, add, triad, read, write)")
-    })
+/// The flag a domain input error is about.
+fn flag(input: Input) -> String {
+    format!("--{}", input.name())
 }
 
-/// Parses the process arguments; clap's own errors are cut to one line.
+/// Parses the process arguments and runs the command; clap's own errors
+/// are cut to one line, domain errors are worded with flag names.
 pub fn main() -> Result<()> {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -378,7 +167,7 @@ pub fn main() -> Result<()> {
             return Err(Error::Usage(one_line(&e.render().to_string())));
         }
     };
-    match cli.command {
+    let result = match cli.command {
         Command::Run(args) => run(args),
         Command::Topo(args) => topo(args),
         Command::Place(args) => place(args),
@@ -386,7 +175,11 @@ pub fn main() -> Result<()> {
         Command::Tune(args) => study::tune(args),
         Command::Report(args) => study::report(args),
         Command::Compare(args) => study::compare(args),
-    }
+    };
+    result.map_err(|e| match e {
+        Error::Input { .. } => Error::Usage(e.render(flag)),
+        other => other,
+    })
 }
 
 pub(crate) fn read_topology(sysroot: Option<&PathBuf>) -> Result<Topology> {
@@ -404,15 +197,18 @@ pub(crate) fn read_topology(sysroot: Option<&PathBuf>) -> Result<Topology> {
     }
 }
 
-/// The placement's reproduction lines; per-array memory policies have no
-/// numactl spelling, which the numactl line then says.
-pub(crate) fn spell(cpus: &[usize], mem: &MemPolicy) -> spellings::Spellings {
-    let mut s = spellings::spell(cpus, &mem.numactl().unwrap_or_default());
-    if mem.numactl().is_none() {
-        s.numactl
-            .push_str("   # per-array policies have no numactl equivalent");
+/// Writes what a command printed; a closed pipe (`| head`) is not an error.
+pub(crate) fn print(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::Runtime(format!("writing to stdout: {e}")))
+        }
+        _ => Ok(()),
     }
-    s
 }
 
 fn place(args: PlaceArgs) -> Result<()> {
@@ -422,60 +218,19 @@ fn place(args: PlaceArgs) -> Result<()> {
         None => MemPolicy::default(),
     };
     let cpus = placement::resolve(&topo, &args.placement.request()?)?;
-    let s = spell(&cpus, &mem);
-    if args.json {
-        let threads: Vec<serde_json::Value> = cpus
-            .iter()
-            .enumerate()
-            .map(|(t, &c)| {
-                let cpu = topo.cpu(c);
-                serde_json::json!({
-                    "thread": t, "cpu": c,
-                    "core": cpu.map(|x| x.core), "socket": cpu.map(|x| x.package), "node": cpu.map(|x| x.node),
-                })
-            })
-            .collect();
-        let doc = serde_json::json!({
-            "schema_version": report::SCHEMA_VERSION,
-            "request": args.placement.describe(),
-            "memory_policy": mem.to_string(),
-            "threads": threads,
-            "spellings": s,
-        });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&doc).expect("plain data serializes")
-        );
-        return Ok(());
-    }
-    println!("Placement  {}", args.placement.describe());
-    println!(
-        "Threads    {} on CPUs {}",
-        cpus.len(),
-        crate::topology::cpulist::format_ranges(&cpus)
-    );
-    println!("\n  thread   cpu  core  socket  node");
-    for (t, &c) in cpus.iter().enumerate() {
-        let cpu = topo.cpu(c);
-        println!(
-            "  {t:>6} {c:>5} {:>5} {:>7} {:>5}",
-            cpu.map_or(0, |x| x.core),
-            cpu.map_or(0, |x| x.package),
-            cpu.map_or(0, |x| x.node)
-        );
-    }
-    println!("\nReproduce with");
-    for line in [
-        &s.openmp,
-        &s.likwid_pin,
-        &s.numactl,
-        &s.srun,
-        &s.taskset,
-        &s.mpirun,
-    ] {
-        println!("  {line}");
-    }
-    Ok(())
+    let spellings = spellings::spell_plan(&cpus, &mem);
+    let view = report::place::PlaceView {
+        topo: &topo,
+        request: args.placement.describe(),
+        memory_policy: mem.to_string(),
+        cpus: &cpus,
+        spellings: &spellings,
+    };
+    print(&if args.json {
+        report::place::json(&view)
+    } else {
+        report::place::text(&view)
+    })
 }
 
 fn topo(args: TopoArgs) -> Result<()> {
@@ -505,27 +260,27 @@ fn topo(args: TopoArgs) -> Result<()> {
         return Ok(());
     }
     let topo = read_topology(args.sysroot.as_ref())?;
-    let peak = peak::estimate(&topo, &args.peak.request())?;
-    let out = if args.json {
+    let peak = peak::estimate(&topo, &args.peak.request());
+    print(&if args.json {
         report::topo::json(&topo, peak.as_ref())
     } else {
         report::topo::text(&topo, peak.as_ref())
-    };
-    print!("{out}");
-    Ok(())
+    })
 }
 
 fn run(args: RunArgs) -> Result<()> {
     let topo = Topology::live().map_err(Error::Runtime)?;
+    let m = &args.measure;
+    let (mem_text, stores) = m.single("run")?;
     let settings = Settings {
         placement: args.placement.request()?,
-        elements: args.size.map(ArraySize::elements),
-        ntimes: args.ntimes as usize,
+        elements: m.elements(),
+        ntimes: m.ntimes as usize,
         kernels: args.kernels.clone(),
-        isa: args.isa.isa(),
-        stores: args.stores.request(),
-        hugepages: args.hugepages.hugepages(),
-        mem: mempolicy::parse(&args.mem, &topo)?,
+        isa: m.isa(),
+        stores,
+        hugepages: m.hugepages(),
+        mem: mempolicy::parse(&mem_text, &topo)?,
         inner_repeats: 1,
     };
     let Prepared {
@@ -533,10 +288,16 @@ fn run(args: RunArgs) -> Result<()> {
         stores_reason,
     } = plan::prepare(&topo, &settings)?;
     let array_bytes = Bytes(plan.elements as u64 * ELEMENT_BYTES);
-    let peak = peak::estimate(&topo, &args.peak.request())?;
+    let mut source = m.source()?;
+    let mut engine = Engine::new(
+        &topo,
+        source.as_mut(),
+        "run",
+        peak::estimate(&topo, &args.peak.request()),
+        Default::default(),
+    );
 
-    let interactive = std::io::stderr().is_terminal();
-    if interactive && !args.quiet {
+    if std::io::stderr().is_terminal() && !args.quiet {
         eprintln!(
             "membw: {} threads, {} × {} arrays, {} repetitions ...",
             plan.cpus.len(),
@@ -545,34 +306,39 @@ fn run(args: RunArgs) -> Result<()> {
             plan.ntimes
         );
     }
-    let measurement = protocol::measure(&plan)?;
+    let measurement = engine.measure(&plan)?;
     for w in &measurement.warnings {
         eprintln!("membw: warning: {w}");
     }
     let request = Request {
-        size: args.size.map(|s| match s {
+        size: m.size.map(|s| match s {
             ArraySize::Elements(n) => n.to_string(),
             ArraySize::Bytes(b) => format!("{} B", b.0),
         }),
         threads: args.placement.threads.map(|t| t as usize),
         placement: args.placement.describe(),
-        isa: format!("{:?}", args.isa).to_lowercase(),
-        stores: format!("{:?}", args.stores).to_lowercase(),
+        isa: m.isa().map_or("auto", |i| i.name()).into(),
+        stores: stores.to_string(),
         stores_reason,
     };
-    let spellings = spell(&plan.cpus, &plan.mem);
-    let report = RunReport::new(&topo, request, measurement, peak, spellings);
+    let peak = engine.peak_use(
+        &plan.cpus,
+        measurement.results.iter().map(|r| (r.kernel, r.best_gb_s())),
+    );
+    let report = RunReport::new(
+        &topo,
+        engine.source_name(),
+        request,
+        measurement,
+        peak,
+        spellings::spell_plan(&plan.cpus, &plan.mem),
+    );
     let format = if args.json { Format::Json } else { args.format };
-    let text = match format {
+    print(&match format {
         _ if args.quiet && format == Format::Text => report::text::table(&report.measurement),
         Format::Text => report::text::render(&report),
         Format::Json => report::json::render(&report),
         Format::Csv => report::csv::render(&report),
-    };
-    let mut stdout = std::io::stdout().lock();
-    // A closed pipe (`| head`) is not an error worth reporting.
-    let _ = stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush());
-    protocol::require_valid(&report.measurement)
+    })?;
+    crate::results::require_valid(&report.measurement)
 }

@@ -1,20 +1,21 @@
 //! The experiment commands: `sweep`, `tune`, `report`, `compare`.
 
-use super::{HugepagesArg, IsaArg, PeakArgs, StoresArg, parse_bind, parse_kernel, spell};
+use super::args::{MeasureArgs, PeakArgs, parse_bind, parse_kernel};
+use super::print;
+use crate::engine::sweep::{self, NumaMode, SweepSpec};
+use crate::engine::tune::{self, TuneSpec};
+use crate::engine::{Collect, Engine, Job};
 use crate::error::{Error, Result};
-use crate::experiments::sweep::{self, NumaMode, SweepSpec};
-use crate::experiments::{self, Record, RunResult, tune};
 use crate::kernels::KernelId;
-use crate::memory::policy::MemPolicy;
+use crate::memory::policy as mempolicy;
 use crate::peak;
 use crate::placement::{Spec, omp::Bind};
-use crate::plan::StoresRequest;
-use crate::report::{plot, study};
+use crate::report::{self, plot, study};
+use crate::results::file::{self, FileError, ResultsFile};
+use crate::results::{Record, RunResult};
 use crate::topology::Topology;
-use crate::units::{ArraySize, parse_array_size};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,10 +54,6 @@ pub(crate) struct SweepArgs {
     #[arg(long, help_heading = "Axes")]
     smt: bool,
 
-    /// Memory policies, one per flag or separated by ';': --mem local --mem bind:1
-    #[arg(long, help_heading = "Axes")]
-    mem: Vec<String>,
-
     /// Every CPU node × memory node pair: one thread, all cores of the node, or both
     #[arg(long, num_args = 0..=1, default_missing_value = "single", value_enum, help_heading = "Axes")]
     numa_matrix: Option<NumaArg>,
@@ -65,27 +62,9 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_parser = parse_sizes, help_heading = "Axes")]
     sizes: Option<Sizes>,
 
-    /// Store modes, comma-separated: auto, regular, nt
-    #[arg(
-        long,
-        value_delimiter = ',',
-        value_enum,
-        default_value = "auto",
-        help_heading = "Axes"
-    )]
-    stores: Vec<StoresArg>,
-
-    /// Kernels to run at every point
+    /// Kernels to run at every point: copy, scale, add, triad, read, write
     #[arg(long, value_delimiter = ',', value_parser = parse_kernel, default_value = "copy,scale,add,triad")]
     kernels: Vec<KernelId>,
-
-    /// Elements or bytes per array when there is no --sizes axis [default: STREAM's rule for all allowed CPUs]
-    #[arg(long, value_parser = parse_array_size)]
-    size: Option<ArraySize>,
-
-    /// Repetitions of each kernel per run (the first is not counted)
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..))]
-    ntimes: u32,
 
     /// Independent runs per point (fresh arrays), for mean ± sd
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -99,15 +78,12 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     resume: Option<PathBuf>,
 
-    #[arg(long, value_enum, default_value_t = IsaArg::Auto)]
-    isa: IsaArg,
-
-    #[arg(long, value_enum, default_value_t = HugepagesArg::Auto)]
-    hugepages: HugepagesArg,
-
     /// Print the summary table as Markdown
     #[arg(long)]
     markdown: bool,
+
+    #[command(flatten)]
+    measure: MeasureArgs,
 
     #[command(flatten)]
     peak: PeakArgs,
@@ -153,7 +129,7 @@ fn progress(total: u64) -> ProgressBar {
     bar
 }
 
-fn run_message(job: &sweep::Job, r: &RunResult) -> String {
+fn run_message(job: &Job, r: &RunResult) -> String {
     let (k, v) = r
         .best_gb_s
         .get_key_value(&KernelId::Triad)
@@ -162,39 +138,20 @@ fn run_message(job: &sweep::Job, r: &RunResult) -> String {
     format!("{} → {k} {v:.1} GB/s", job.label)
 }
 
-fn open_results(
-    output: Option<&PathBuf>,
-    resume: Option<&PathBuf>,
-    kind: &str,
-) -> Result<(PathBuf, std::fs::File, HashSet<String>)> {
-    if let Some(path) = resume {
-        let done: HashSet<String> = experiments::read_records(path)?
-            .iter()
-            .map(|r| r.point.key())
-            .collect();
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(|e| Error::Usage(format!("--resume {}: {e}", path.display())))?;
-        return Ok((path.clone(), file, done));
+/// Words a results-file error for the flag that named the file.
+fn file_error(e: FileError, flag: &str) -> Error {
+    match e {
+        FileError::Exists(p) => Error::Usage(format!(
+            "{flag} {}: already exists (continue that sweep with --resume, or choose another file)",
+            p.display()
+        )),
+        other => Error::Usage(format!("{flag} {other}")),
     }
-    let path = output.cloned().unwrap_or_else(|| default_output(kind));
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|e| {
-            Error::Usage(format!(
-                "--output {}: {e}{}",
-                path.display(),
-                if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    " (continue it with --resume)"
-                } else {
-                    ""
-                }
-            ))
-        })?;
-    Ok((path, file, HashSet::new()))
+}
+
+/// Reads a results file given on the command line.
+fn read_records(path: &Path) -> Result<Vec<Record>> {
+    file::read_records(path).map_err(|e| Error::Usage(e.to_string()))
 }
 
 pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
@@ -221,49 +178,45 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
     if placements.is_empty() {
         placements.push(("spread".into(), Spec::Strategy("spread".into())));
     }
-    let mut mems: Vec<String> = args
-        .mem
-        .iter()
-        .flat_map(|m| m.split(';'))
-        .map(|m| m.trim().to_string())
-        .filter(|m| !m.is_empty())
-        .collect();
-    if mems.is_empty() {
-        mems.push("local".into());
-    }
     let threads = match &args.threads {
-        Some(t) => sweep::parse_threads(t, &topo).map_err(Error::Usage)?,
+        Some(t) => sweep::parse_threads(t, &topo)?,
         None => vec![None],
     };
-    let mut stores: Vec<StoresRequest> = args.stores.iter().map(|s| s.request()).collect();
-    stores.dedup();
+    let m = &args.measure;
     let spec = SweepSpec {
         threads,
         placements,
         smt: args.smt,
-        mems,
-        stores,
+        mems: m.mems(),
+        stores: m.stores(),
         sizes: args.sizes.clone().map(|s| s.0).unwrap_or_default(),
-        elements: args.size.map(ArraySize::elements),
+        elements: m.elements(),
         numa_matrix: args.numa_matrix.map(|m| match m {
             NumaArg::Single => NumaMode::Single,
             NumaArg::All => NumaMode::All,
             NumaArg::Both => NumaMode::Both,
         }),
         kernels: args.kernels.clone(),
-        ntimes: args.ntimes as usize,
-        isa: args.isa.isa(),
-        hugepages: args.hugepages.hugepages(),
+        ntimes: m.ntimes as usize,
+        isa: m.isa(),
+        hugepages: m.hugepages(),
     };
     let jobs = sweep::expand(&topo, &spec)?;
-    let peak = peak::estimate(&topo, &args.peak.request())?;
-    let (path, mut file, done) = open_results(args.output.as_ref(), args.resume.as_ref(), "sweep")?;
+    let mut file = match &args.resume {
+        Some(path) => ResultsFile::resume(path).map_err(|e| file_error(e, "--resume"))?,
+        None => {
+            let path = args.output.clone().unwrap_or_else(|| default_output("sweep"));
+            ResultsFile::create(&path).map_err(|e| file_error(e, "--output"))?
+        }
+    };
+    let done = std::mem::take(&mut file.done);
     let repeat = args.repeat as usize;
     let todo = jobs
         .iter()
         .filter(|j| !done.contains(&j.point.key()))
         .count();
     let already = jobs.len() - todo;
+    let path = file.path.clone();
     eprintln!(
         "membw: sweep of {} points × {repeat} runs → {}{}",
         jobs.len(),
@@ -274,32 +227,32 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
             String::new()
         }
     );
-    let stop = stop_flag();
-    let bar = progress((todo * repeat) as u64);
-    let outcome = sweep::run(
+    let mut source = m.source()?;
+    let mut engine = Engine::new(
         &topo,
+        source.as_mut(),
         "sweep",
-        &jobs,
-        repeat,
-        &mut file,
-        &done,
-        peak.as_ref(),
-        &stop,
-        |job, r| {
-            bar.set_message(run_message(job, r));
-            bar.inc(1);
-        },
-    )?;
+        peak::estimate(&topo, &args.peak.request()),
+        stop_flag(),
+    );
+    let bar = progress((todo * repeat) as u64);
+    let outcome = engine.run(&jobs, repeat, &done, &mut file, &mut |job, r| {
+        bar.set_message(run_message(job, r));
+        bar.inc(1);
+    })?;
     bar.finish_and_clear();
-    let records = experiments::read_records(&path)?;
+    let records = read_records(&path)?;
     if let Some(kernel) = study::primary_kernel(&records) {
-        print!("{}", study::summary(&records, kernel, args.markdown));
+        print(&study::summary(&records, kernel, args.markdown))?;
     }
     eprintln!(
-        "membw: {} points written, {} skipped (already done); time outside timed repetitions: {:.0} % (mapping, first touch, validation, thread start)",
+        "membw: {} points written, {} skipped (already done){}",
         outcome.written,
         outcome.skipped,
-        outcome.overhead_share * 100.0
+        engine.overhead_share().map_or(String::new(), |share| format!(
+            "; time outside timed repetitions: {:.0} % (mapping, first touch, validation, thread start)",
+            share * 100.0
+        ))
     );
     eprintln!(
         "membw: results in {}; plots and HTML with: membw report {} --html report.html",
@@ -327,14 +280,6 @@ pub(crate) struct TuneArgs {
     #[arg(long, default_value = "triad", value_parser = parse_kernel)]
     kernel: KernelId,
 
-    /// Elements or bytes per array [default: STREAM's rule for all allowed CPUs]
-    #[arg(long, value_parser = parse_array_size)]
-    size: Option<ArraySize>,
-
-    /// Repetitions of the kernel per run
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..))]
-    ntimes: u32,
-
     /// Runs per candidate (fresh arrays); the mean of their best rates ranks it
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
@@ -344,139 +289,100 @@ pub(crate) struct TuneArgs {
     output: Option<PathBuf>,
 
     #[command(flatten)]
+    measure: MeasureArgs,
+
+    #[command(flatten)]
     peak: PeakArgs,
 }
 
 pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let topo = Topology::live().map_err(Error::Runtime)?;
-    let elements = args
-        .size
-        .map(ArraySize::elements)
-        .unwrap_or_else(|| crate::memory::default_elements(&topo, topo.allowed_cpus.ids()));
-    let jobs = tune::jobs(&topo, args.kernel, elements, args.ntimes as usize);
-    let peak = peak::estimate(&topo, &args.peak.request())?;
-    let (path, mut file) = match &args.output {
-        Some(p) => {
-            let (path, file, _) = open_results(Some(p), None, "tune")?;
-            (Some(path), Some(file))
-        }
-        None => (None, None),
-    };
-    // Records go to a scratch file when no output was asked for.
-    let scratch = tempfile_in_target()?;
-    let mut sink = match file.take() {
-        Some(f) => f,
-        None => scratch.1,
-    };
-    let results_path = path.clone().unwrap_or(scratch.0.clone());
-    let stop = stop_flag();
-    let start = std::time::Instant::now();
-    let bar = progress(jobs.len() as u64 * args.repeat as u64);
-    let mut tried = 0;
-    let mut per_job = Duration::ZERO;
-    for (job, _) in &jobs {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        // Stop before a candidate that would overrun the budget (the first always runs).
-        if tried > 0 && start.elapsed() + per_job > args.budget {
-            break;
-        }
-        let t0 = std::time::Instant::now();
-        let one = std::slice::from_ref(job);
-        sweep::run(
-            &topo,
-            "tune",
-            one,
-            args.repeat as usize,
-            &mut sink,
-            &HashSet::new(),
-            peak.as_ref(),
-            &stop,
-            |j, r| {
-                bar.set_message(run_message(j, r));
-                bar.inc(1);
-            },
-        )?;
-        per_job = per_job.max(t0.elapsed());
-        tried += 1;
+    let m = &args.measure;
+    let mems = m.mems();
+    if mems.len() > 1 {
+        return Err(Error::Usage(
+            "--mem: tune takes one policy; membw sweep --mem compares several".into(),
+        ));
     }
+    let mem = mempolicy::parse(&mems[0], &topo)?;
+    let spec = TuneSpec {
+        kernel: args.kernel,
+        elements: m
+            .elements()
+            .unwrap_or_else(|| crate::memory::default_elements(&topo, topo.allowed_cpus.ids())),
+        ntimes: m.ntimes as usize,
+        isa: m.isa(),
+        hugepages: m.hugepages(),
+        mem: (mems[0].clone(), mem),
+        stores: m.stores(),
+    };
+    let trials = tune::trials(&topo, &spec)?;
+    let file = args
+        .output
+        .as_ref()
+        .map(|p| ResultsFile::create(p).map_err(|e| file_error(e, "--output")))
+        .transpose()?;
+    let mut source = m.source()?;
+    let mut engine = Engine::new(
+        &topo,
+        source.as_mut(),
+        "tune",
+        peak::estimate(&topo, &args.peak.request()),
+        stop_flag(),
+    );
+    let bar = progress(trials.len() as u64 * args.repeat as u64);
+    let searched = tune::search(
+        &mut engine,
+        &trials,
+        args.repeat as usize,
+        args.budget,
+        Collect {
+            records: Vec::new(),
+            file,
+        },
+        &mut |job, r| {
+            bar.set_message(run_message(job, r));
+            bar.inc(1);
+        },
+    )?;
     bar.finish_and_clear();
-    let records = experiments::read_records(&results_path)?;
-    let _ = std::fs::remove_file(&scratch.0);
-    let ranked = tune::ranking(&records, args.kernel);
-    let Some(&(best, best_rate)) = ranked.first() else {
+    let ranked = tune::ranking(&searched.records, args.kernel);
+    let Some(&(best, _)) = ranked.first() else {
         return Err(Error::Runtime("no candidate completed".into()));
     };
-    let name = args.kernel.spec().name;
-    println!(
-        "Candidates tried: {tried} of {} in {:.0} s (budget {})",
-        jobs.len(),
-        start.elapsed().as_secs_f64(),
-        humantime::format_duration(args.budget)
-    );
-    let top: Vec<&Record> = ranked.iter().take(12).map(|(r, _)| *r).collect();
-    print!("{}", study::table_in_order(&top, args.kernel).plain());
-    let baseline = records
+    // One thread on every core: the widest plain `spread` candidate.
+    let baseline = searched
+        .records
         .iter()
-        .find(|r| r.point.placement == "spread")
-        .and_then(|r| Some(r.stats.get(&args.kernel)?.mean));
-    let cpus = &best.runs[0].cpus;
-    println!();
-    println!(
-        "Best sustained {name}: {best_rate:.2} GB/s with {} ({} threads, {} stores)",
-        best.point.placement,
-        cpus.len(),
-        best.runs[0].stores
-    );
-    match baseline {
-        Some(b) if best.point.placement == "spread" => println!(
-            "  that is one thread on every core ({b:.2} GB/s): no subset of cores does better here"
-        ),
-        Some(b) => println!(
-            "  {:+.1} % against one thread on every core ({b:.2} GB/s)",
-            100.0 * (best_rate / b - 1.0)
-        ),
-        None => {}
-    }
-    match best.peak_gb_s {
-        Some(p) => println!(
-            "  {:.1} % of the theoretical peak of the sockets used ({p:.1} GB/s)",
-            100.0 * best_rate / p
-        ),
-        None => println!("  theoretical peak unknown (give --peak or --channels/--mts)"),
-    }
-    let s = spell(cpus, &MemPolicy::default());
-    let mpirun_map = jobs
+        .filter(|r| r.point.placement == "spread")
+        .max_by(|a, b| {
+            (a.point.threads, a.mean(args.kernel).unwrap_or(0.0))
+                .partial_cmp(&(b.point.threads, b.mean(args.kernel).unwrap_or(0.0)))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+    let mpi_map = trials
         .iter()
-        .find(|(j, _)| j.point.key() == best.point.key())
-        .and_then(|(_, m)| m.clone());
-    println!("\nReproduce it in your application:");
-    println!("  {}", s.openmp);
-    println!("  {}", s.likwid_pin);
-    println!("  {}", s.numactl);
-    println!("  {}", s.srun);
-    match mpirun_map {
-        Some(map) => println!("  mpirun -np {} {map} --bind-to core", cpus.len()),
-        None => println!("  {}", s.mpirun),
-    }
-    if let Some(p) = path {
+        .find(|t| t.job.point == best.point)
+        .and_then(|t| t.mpi_map.as_deref());
+    print(&report::tune::text(&report::tune::TuneView {
+        kernel: args.kernel,
+        ranked: &ranked,
+        tried: searched.tried,
+        candidates: trials.len(),
+        elapsed: searched.elapsed,
+        budget: args.budget,
+        baseline,
+        mpi_map,
+    }))?;
+    if let Some(p) = &args.output {
         eprintln!("membw: every candidate is in {}", p.display());
     }
-    if stop.load(Ordering::Relaxed) {
+    if engine.stopped() {
         return Err(Error::Interrupted(
             "interrupted; the best so far is shown above".into(),
         ));
     }
     Ok(())
-}
-
-/// A scratch results file for `tune` without `--output`.
-fn tempfile_in_target() -> Result<(PathBuf, std::fs::File)> {
-    let path = std::env::temp_dir().join(format!("membw-tune-{}.jsonl", std::process::id()));
-    let file = std::fs::File::create(&path)
-        .map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))?;
-    Ok((path, file))
 }
 
 #[derive(Args, Debug)]
@@ -506,7 +412,7 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 }
 
 pub(crate) fn report(args: ReportArgs) -> Result<()> {
-    let records = experiments::read_records(&args.results)?;
+    let records = read_records(&args.results)?;
     if records.is_empty() {
         return Err(Error::Usage(format!(
             "{}: no records",
@@ -566,9 +472,9 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             .iter()
             .map(|(t, f, _)| (t.clone(), dir.join(f).to_string_lossy().into_owned()))
             .collect();
-        print!("{}", study::markdown(&records, kernel, &links));
+        print(&study::markdown(&records, kernel, &links))?;
     } else {
-        print!("{}", study::summary(&records, kernel, false));
+        print(&study::summary(&records, kernel, false))?;
     }
     if !plots.is_empty() {
         eprintln!("membw: {} plots in {}", plots.len(), dir.display());
@@ -597,14 +503,13 @@ pub(crate) struct CompareArgs {
 }
 
 pub(crate) fn compare(args: CompareArgs) -> Result<()> {
-    let a = experiments::read_records(&args.a)?;
-    let b = experiments::read_records(&args.b)?;
+    let a = read_records(&args.a)?;
+    let b = read_records(&args.b)?;
     let both: Vec<Record> = a.iter().chain(&b).cloned().collect();
     let kernel = match args.kernel {
         Some(k) => k,
         None => study::primary_kernel(&both)
             .ok_or_else(|| Error::Usage("no kernel results in either file".into()))?,
     };
-    print!("{}", study::compare(&a, &b, kernel, args.markdown));
-    Ok(())
+    print(&study::compare(&a, &b, kernel, args.markdown))
 }

@@ -290,25 +290,31 @@ pub struct KernelFns {
 
 impl KernelFns {
     /// The implementation for `isa` and `stores`, or why there is none.
-    pub fn select(isa: Isa, stores: StoreMode) -> Result<KernelFns, String> {
+    pub fn select(isa: Isa, stores: StoreMode) -> crate::error::Result<KernelFns> {
+        use crate::error::{Error, Input};
+        let unavailable = |why: String| Error::input(Input::Isa, isa.name(), why);
         if !isa.supported() {
-            return Err(format!(
-                "--isa {isa}: this CPU does not support it (best available: {})",
+            return Err(unavailable(format!(
+                "this CPU does not support it (best available: {})",
                 Isa::best()
-            ));
+            )));
         }
         if stores == StoreMode::Nt && !isa.has_streaming_stores() {
-            return Err(format!(
-                "--stores nt needs an x86 SIMD ISA (avx512, avx2 or sse2), not --isa {isa}"
+            return Err(Error::input(
+                Input::Stores,
+                "nt",
+                format!(
+                    "needs an x86 SIMD ISA (avx512, avx2 or sse2); the {isa} kernels have no streaming stores"
+                ),
             ));
         }
         let nt = stores == StoreMode::Nt;
         match isa {
             Isa::Scalar => Ok(portable::table()),
             #[cfg(target_arch = "x86_64")]
-            _ => x86::table(isa, nt).ok_or_else(|| format!("--isa {isa}: not available")),
+            _ => x86::table(isa, nt).ok_or_else(|| unavailable("not available".into())),
             #[cfg(not(target_arch = "x86_64"))]
-            _ => Err(format!("--isa {isa}: not available on this architecture")),
+            _ => Err(unavailable("not available on this architecture".into())),
         }
     }
 }
@@ -374,10 +380,11 @@ mod tests {
 
     #[test]
     fn unsupported_requests_are_refused() {
+        let e = KernelFns::select(Isa::Scalar, StoreMode::Nt).unwrap_err();
         assert!(
-            KernelFns::select(Isa::Scalar, StoreMode::Nt)
-                .unwrap_err()
-                .contains("--stores nt")
+            matches!(&e, crate::error::Error::Input { input: crate::error::Input::Stores, .. }),
+            "{e:?}"
         );
+        assert!(e.to_string().contains("no streaming stores"), "{e}");
     }
 }

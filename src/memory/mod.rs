@@ -4,7 +4,7 @@
 
 pub mod policy;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Input, Result};
 use crate::kernels::ArrayId;
 use crate::sys::{self, MappedArray};
 use crate::topology::Topology;
@@ -58,7 +58,9 @@ pub fn check_fits(topo: &Topology, arrays: usize, elements: u64) -> Result<()> {
     let needed = Bytes(
         elements
             .checked_mul(ELEMENT_BYTES * arrays as u64)
-            .ok_or_else(|| Error::Usage(format!("array size {elements} elements overflows")))?,
+            .ok_or_else(|| {
+                Error::input(Input::Size, elements.to_string(), "the arrays' size overflows")
+            })?,
     );
     if let Some(available) = topo.memory.allocatable()
         && needed > available
@@ -70,9 +72,12 @@ pub fn check_fits(topo: &Topology, arrays: usize, elements: u64) -> Result<()> {
                 }
                 _ => String::new(),
             };
-            return Err(Error::Usage(format!(
-                "--size: {arrays} arrays of {elements} elements need {needed} but only {available} is available{limit}"
-            )));
+            return Err(Error::about(
+                Input::Size,
+                format!(
+                    "{arrays} arrays of {elements} elements need {needed} but only {available} is available{limit}"
+                ),
+            ));
         }
     }
     Ok(())

@@ -9,7 +9,7 @@
 //! - `preferred:2`: this node first, others when it is full;
 //! - per array: `a=bind:0,b=bind:1,c=interleave:all` (unnamed arrays: local).
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Input, Result};
 use crate::kernels::ArrayId;
 use crate::sys::MemPolicyMode;
 use crate::topology::Topology;
@@ -109,7 +109,7 @@ impl fmt::Display for MemPolicy {
 /// Parses `--mem` against the topology: nodes must exist and be allowed by
 /// the cpuset.
 pub fn parse(text: &str, topo: &Topology) -> Result<MemPolicy> {
-    let err = |m: String| Error::Usage(format!("--mem '{text}': {m}"));
+    let err = |m: String| Error::input(Input::Mem, text, m);
     let t = text.trim();
     if t.is_empty() {
         return Err(err("empty policy".into()));

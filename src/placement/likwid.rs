@@ -10,96 +10,40 @@
 //!   every domain of that kind;
 //! - parts joined with `@`, threads pinned in the order written.
 
-use super::{cores, interleave};
-use crate::topology::Topology;
-use crate::topology::cpulist::{IdSet, parse_list};
+use super::domains::{Domains, Kind, interleave};
+use crate::topology::cpulist::parse_list;
 
-/// A domain's CPUs in likwid's logical order.
-fn logical_order(topo: &Topology, cpus: &IdSet) -> Vec<usize> {
-    let cs = cores(topo, cpus);
-    let depth = cs.iter().map(|c| c.cpus.len()).max().unwrap_or(0);
-    (0..depth)
-        .flat_map(|t| cs.iter().filter_map(move |c| c.cpus.get(t).copied()))
-        .collect()
-}
-
-/// Every domain of one kind, as CPU sets within the allowed CPUs.
-fn domains(topo: &Topology, allowed: &IdSet, kind: char) -> Vec<IdSet> {
-    let sets: Vec<IdSet> = match kind {
-        'N' => vec![allowed.clone()],
-        'S' => topo
-            .packages()
-            .into_iter()
-            .map(|p| {
-                topo.cpus
-                    .iter()
-                    .filter(|c| c.package == p)
-                    .map(|c| c.id)
-                    .collect()
-            })
-            .collect(),
-        'M' => topo.nodes.iter().map(|n| n.cpus.clone()).collect(),
-        'C' => topo.llc_domains(),
-        'D' => {
-            let mut dies: Vec<(usize, usize)> =
-                topo.cpus.iter().map(|c| (c.package, c.die)).collect();
-            dies.sort_unstable();
-            dies.dedup();
-            dies.into_iter()
-                .map(|d| {
-                    topo.cpus
-                        .iter()
-                        .filter(|c| (c.package, c.die) == d)
-                        .map(|c| c.id)
-                        .collect()
-                })
-                .collect()
-        }
-        _ => Vec::new(),
-    };
-    sets.into_iter().map(|s| s.intersection(allowed)).collect()
-}
-
-fn kind_name(kind: char) -> &'static str {
-    match kind {
-        'N' => "node",
-        'S' => "socket",
-        'M' => "memory domain",
-        'C' => "cache domain",
-        _ => "die",
-    }
+fn kind_of(letter: char) -> Option<Kind> {
+    "NSMCD".contains(letter).then(|| Kind::from_letter(letter))?
 }
 
 /// `S1` → the domain's CPUs in logical order.
-fn domain(topo: &Topology, allowed: &IdSet, name: &str) -> Result<Vec<usize>, String> {
+fn domain(d: &Domains, name: &str) -> Result<Vec<usize>, String> {
     let mut chars = name.chars();
-    let kind = chars.next().ok_or("missing domain")?;
-    if !"NSMCD".contains(kind) {
-        return Err(format!(
-            "unknown domain '{name}' (N, S<i>, M<i>, C<i>, D<i>)"
-        ));
-    }
-    let all = domains(topo, allowed, kind);
+    let letter = chars.next().ok_or("missing domain")?;
+    let kind = kind_of(letter)
+        .ok_or_else(|| format!("unknown domain '{name}' (N, S<i>, M<i>, C<i>, D<i>)"))?;
+    let all = d.of_kind(kind);
     let index_text = chars.as_str();
-    let index: usize = if kind == 'N' && index_text.is_empty() {
+    let index: usize = if kind == Kind::Node && index_text.is_empty() {
         0
     } else {
         index_text
             .parse()
-            .map_err(|_| format!("domain '{name}' needs a number, e.g. {kind}0"))?
+            .map_err(|_| format!("domain '{name}' needs a number, e.g. {letter}0"))?
     };
-    let set = all.get(index).ok_or_else(|| {
+    let cores = all.get(index).ok_or_else(|| {
         format!(
-            "{name}: no such {} ({} exist: {kind}0-{kind}{})",
-            kind_name(kind),
+            "{name}: no such {} ({} exist: {letter}0-{letter}{})",
+            kind.name(),
             all.len(),
             all.len().saturating_sub(1)
         )
     })?;
-    if set.is_empty() {
+    if cores.is_empty() {
         return Err(format!("{name} has no allowed CPUs"));
     }
-    Ok(logical_order(topo, set))
+    Ok(d.tiers(cores, true))
 }
 
 fn pick_logical(order: &[usize], ids: &[usize], domain: &str) -> Result<Vec<usize>, String> {
@@ -115,13 +59,13 @@ fn pick_logical(order: &[usize], ids: &[usize], domain: &str) -> Result<Vec<usiz
         .collect()
 }
 
-fn part(topo: &Topology, allowed: &IdSet, part: &str) -> Result<Vec<usize>, String> {
+fn part(d: &Domains, part: &str) -> Result<Vec<usize>, String> {
     if let Some(rest) = part.strip_prefix("E:") {
         let fields: Vec<&str> = rest.split(':').collect();
         if !(fields.len() == 2 || fields.len() == 4) {
             return Err("an expression is E:<domain>:<count>[:<chunk>:<stride>]".into());
         }
-        let order = domain(topo, allowed, fields[0])?;
+        let order = domain(d, fields[0])?;
         let num = |s: &str, what: &str| -> Result<usize, String> {
             s.parse::<usize>()
                 .ok()
@@ -154,18 +98,20 @@ fn part(topo: &Topology, allowed: &IdSet, part: &str) -> Result<Vec<usize>, Stri
             let k = kind
                 .chars()
                 .next()
-                .filter(|k| kind.len() == 1 && "NSMCD".contains(*k));
+                .filter(|_| kind.len() == 1)
+                .and_then(kind_of);
             let k = k.ok_or_else(|| {
                 format!("'{kind}:scatter' needs a domain letter: N, S, M, C or D")
             })?;
-            let groups: Vec<Vec<usize>> = domains(topo, allowed, k)
+            let groups: Vec<Vec<usize>> = d
+                .of_kind(k)
                 .iter()
-                .map(|d| logical_order(topo, d))
+                .map(|cores| d.tiers(cores, true))
                 .collect();
             Ok(interleave(&groups))
         }
         Some((name, list)) => {
-            let order = domain(topo, allowed, name)?;
+            let order = domain(d, name)?;
             let ids = parse_list(list).map_err(|e| format!("logical ids '{list}': {e}"))?;
             if ids.is_empty() {
                 return Err(format!("{name}: no logical ids"));
@@ -175,8 +121,11 @@ fn part(topo: &Topology, allowed: &IdSet, part: &str) -> Result<Vec<usize>, Stri
         None => {
             let ids = parse_list(part).map_err(|e| format!("CPU list '{part}': {e}"))?;
             for &cpu in &ids {
-                if !allowed.contains(cpu) {
-                    return Err(format!("CPU {cpu} is outside the allowed set {allowed}"));
+                if !d.allowed.contains(cpu) {
+                    return Err(format!(
+                        "CPU {cpu} is outside the allowed set {}",
+                        d.allowed
+                    ));
                 }
             }
             Ok(ids)
@@ -185,14 +134,14 @@ fn part(topo: &Topology, allowed: &IdSet, part: &str) -> Result<Vec<usize>, Stri
 }
 
 /// Resolves an expression to CPUs in pinning order.
-pub fn resolve(topo: &Topology, allowed: &IdSet, expr: &str) -> Result<Vec<usize>, String> {
+pub fn resolve(d: &Domains, expr: &str) -> Result<Vec<usize>, String> {
     let mut cpus = Vec::new();
     let mut column = 1;
     for p in expr.split('@') {
         if p.trim().is_empty() {
             return Err(format!("column {column}: empty part"));
         }
-        let got = part(topo, allowed, p.trim()).map_err(|e| format!("column {column}: {e}"))?;
+        let got = part(d, p.trim()).map_err(|e| format!("column {column}: {e}"))?;
         for cpu in got {
             if cpus.contains(&cpu) {
                 return Err(format!("column {column}: CPU {cpu} is selected twice"));

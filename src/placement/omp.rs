@@ -13,7 +13,8 @@
 //! each; `primary` (`master`) puts every thread on place 0. Within a place
 //! membw pins each thread to one CPU, distinct cores first.
 
-use super::cores;
+use super::Fault;
+use super::domains::{Domains, Kind};
 use crate::topology::Topology;
 use crate::topology::cpulist::{IdSet, ListError, MAX_ID};
 use std::fmt;
@@ -249,36 +250,25 @@ pub fn parse(text: &str) -> Result<Parsed, PlacesError> {
 }
 
 /// The places an abstract name stands for, within the allowed CPUs.
-fn abstract_places(topo: &Topology, allowed: &IdSet, name: &str) -> Vec<Vec<usize>> {
-    let keep = |set: &IdSet| -> Vec<usize> { set.intersection(allowed).ids().to_vec() };
+fn abstract_places(d: &Domains, name: &str) -> Vec<Vec<usize>> {
+    let of_kind = |kind| -> Vec<Vec<usize>> {
+        d.of_kind(kind).iter().map(|cores| d.cpus_of(cores)).collect()
+    };
     let places: Vec<Vec<usize>> = match name {
-        "threads" => allowed.ids().iter().map(|&c| vec![c]).collect(),
-        "cores" => cores(topo, allowed).into_iter().map(|c| c.cpus).collect(),
-        "sockets" => topo
-            .packages()
-            .into_iter()
-            .map(|p| {
-                keep(
-                    &topo
-                        .cpus
-                        .iter()
-                        .filter(|c| c.package == p)
-                        .map(|c| c.id)
-                        .collect(),
-                )
-            })
-            .collect(),
-        "ll_caches" => topo.llc_domains().iter().map(keep).collect(),
-        _ => topo.nodes.iter().map(|n| keep(&n.cpus)).collect(),
+        "threads" => d.allowed.ids().iter().map(|&c| vec![c]).collect(),
+        "cores" => d.cores.iter().map(|c| c.cpus.clone()).collect(),
+        "sockets" => of_kind(Kind::Socket),
+        "ll_caches" => of_kind(Kind::Cache),
+        _ => of_kind(Kind::Memory),
     };
     places.into_iter().filter(|p| !p.is_empty()).collect()
 }
 
 /// Expands `text` into places over this topology.
-pub fn places(topo: &Topology, allowed: &IdSet, text: &str) -> Result<Vec<Vec<usize>>, String> {
+pub fn places(topo: &Topology, d: &Domains, text: &str) -> Result<Vec<Vec<usize>>, String> {
     match parse(text).map_err(|e| e.to_string())? {
         Parsed::Abstract { name, count } => {
-            let all = abstract_places(topo, allowed, &name);
+            let all = abstract_places(d, &name);
             match count {
                 Some(n) if n > all.len() => Err(format!(
                     "{name}({n}): only {} {name} are available",
@@ -297,8 +287,11 @@ pub fn places(topo: &Topology, allowed: &IdSet, text: &str) -> Result<Vec<Vec<us
                         topo.online_cpus()
                     ));
                 }
-                if !allowed.contains(cpu) {
-                    return Err(format!("CPU {cpu} is outside the allowed set {allowed}"));
+                if !d.allowed.contains(cpu) {
+                    return Err(format!(
+                        "CPU {cpu} is outside the allowed set {}",
+                        d.allowed
+                    ));
                 }
             }
             Ok(places)
@@ -328,32 +321,27 @@ pub fn assign(bind: Bind, threads: usize, places: usize) -> Vec<usize> {
 /// threads on one core need `smt`.
 pub fn resolve(
     topo: &Topology,
-    allowed: &IdSet,
+    d: &Domains,
     text: &str,
     bind: Bind,
     threads: Option<usize>,
     smt: bool,
-) -> Result<Vec<usize>, String> {
-    let places = places(topo, allowed, text)?;
+) -> Result<Vec<usize>, Fault> {
+    let places = places(topo, d, text)?;
     let n = threads.unwrap_or(places.len());
     let slots = assign(bind, n, places.len());
     // Per place, its CPUs with the first hardware thread of each core first.
     let ordered: Vec<Vec<usize>> = places
         .iter()
         .map(|place| {
-            let set: IdSet = place.iter().copied().collect();
-            let mut firsts = Vec::new();
-            let mut rest: Vec<usize> = Vec::new();
-            for core in cores(topo, &set) {
-                firsts.push(core.cpus[0]);
-                rest.extend(&core.cpus[1..]);
-            }
-            firsts.extend(rest);
-            firsts
+            let cores = d.cores_within(&place.iter().copied().collect());
+            let firsts = cores.iter().map(|c| c[0]);
+            let rest = cores.iter().flat_map(|c| c[1..].iter().copied());
+            firsts.chain(rest).collect()
         })
         .collect();
     let mut used_in_place = vec![0usize; places.len()];
-    let mut busy_cores: Vec<IdSet> = Vec::new();
+    let mut busy_cores: Vec<&IdSet> = Vec::new();
     let mut cpus = Vec::with_capacity(n);
     for (thread, &slot) in slots.iter().enumerate() {
         let k = used_in_place[slot];
@@ -364,22 +352,23 @@ pub fn resolve(
                 slot,
                 crate::topology::cpulist::format_ranges(&places[slot]),
                 ordered[slot].len()
-            ));
+            )
+            .into());
         };
         used_in_place[slot] += 1;
-        let siblings = topo
-            .cpu(cpu)
-            .map(|c| c.siblings.clone())
-            .unwrap_or_default();
+        let Some(siblings) = topo.cpu(cpu).map(|c| &c.siblings) else {
+            return Err(format!("CPU {cpu} does not exist or is offline").into());
+        };
         if !smt && busy_cores.contains(&siblings) {
-            return Err(format!(
-                "thread {thread} would share a core with another thread (CPU {cpu}); add --smt to allow hardware threads"
-            ));
+            return Err(Fault {
+                message: format!(
+                    "thread {thread} would share a core with another thread (CPU {cpu})"
+                ),
+                smt_would_help: true,
+            });
         }
         if cpus.contains(&cpu) {
-            return Err(format!(
-                "CPU {cpu} is in two places and would run two threads"
-            ));
+            return Err(format!("CPU {cpu} is in two places and would run two threads").into());
         }
         busy_cores.push(siblings);
         cpus.push(cpu);

@@ -1,6 +1,7 @@
 //! The same placement in the spellings of other tools, so a user can
 //! reproduce membw's best configuration in their own application.
 
+use crate::memory::policy::MemPolicy;
 use crate::topology::cpulist::format_ranges;
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +35,33 @@ pub fn omp_places(cpus: &[usize]) -> String {
         .map(|c| format!("{{{c}}}"))
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// The reproduction lines for threads on `cpus` under a memory policy;
+/// per-array policies have no numactl spelling, which the numactl line
+/// then says.
+pub fn spell_plan(cpus: &[usize], mem: &MemPolicy) -> Spellings {
+    match mem.numactl() {
+        Some(memory) => spell(cpus, &memory),
+        None => {
+            let mut s = spell(cpus, "");
+            s.numactl
+                .push_str("   # per-array policies have no numactl equivalent");
+            s
+        }
+    }
+}
+
+/// Every line, in the order people read them.
+pub fn lines(s: &Spellings) -> [&str; 6] {
+    [
+        &s.openmp,
+        &s.likwid_pin,
+        &s.numactl,
+        &s.srun,
+        &s.taskset,
+        &s.mpirun,
+    ]
 }
 
 /// `numactl_memory` is the memory part of the numactl line (e.g.

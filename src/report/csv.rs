@@ -1,6 +1,6 @@
 //! One CSV row per kernel, with a fixed header (documented in the README).
 
-use super::RunReport;
+use crate::results::RunReport;
 
 pub const HEADER: [&str; 16] = [
     "schema_version",

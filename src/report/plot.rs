@@ -10,7 +10,7 @@
 //! Each data series is exactly one `stroke-width="2"` polyline; axes, grid,
 //! legend marks and the peak line are thinner (tests rely on that).
 
-use crate::experiments::Record;
+use crate::results::Record;
 use crate::kernels::KernelId;
 use crate::units::Bytes;
 use plotters::prelude::*;
@@ -31,8 +31,8 @@ fn series_label(r: &Record, records: &[Record], with_threads: bool) -> String {
     if varies(&|r| r.point.mem.clone()) {
         parts.push(format!("mem {}", r.point.mem));
     }
-    if varies(&|r| format!("{:?}", r.point.stores)) {
-        parts.push(format!("{:?} stores", r.point.stores).to_lowercase());
+    if varies(&|r| r.point.stores.to_string()) {
+        parts.push(format!("{} stores", r.point.stores));
     }
     if !with_threads && varies(&|r| r.point.threads.to_string()) {
         parts.push(format!("{} threads", r.point.threads));

@@ -2,7 +2,7 @@
 //! self-contained HTML report, and side-by-side comparison of two result
 //! sets. Pure functions of the records.
 
-use crate::experiments::{Record, Stats};
+use crate::results::{Record, Stats};
 use crate::kernels::KernelId;
 use crate::units::Bytes;
 use std::collections::BTreeMap;
@@ -134,16 +134,9 @@ fn stats_cell(s: Option<&Stats>) -> [String; 3] {
     }
 }
 
-/// The store mode asked for, and what `auto` became (`auto→nt`).
-fn stores_cell(r: &Record) -> String {
-    match (r.point.stores, r.runs.first()) {
-        (crate::plan::StoresRequest::Auto, Some(run)) => format!("auto→{}", run.stores),
-        (s, _) => format!("{s:?}").to_lowercase(),
-    }
-}
-
-/// One row per record, sorted for reading, the best mean highlighted.
-pub fn results_table(records: &[Record], kernel: KernelId) -> Table {
+/// The records in reading order: NUMA cells, placement, memory policy,
+/// stores, threads, working set.
+fn reading_order(records: &[Record]) -> Vec<&Record> {
     let mut sorted: Vec<&Record> = records.iter().collect();
     sorted.sort_by(|a, b| {
         let key = |r: &Record| {
@@ -151,14 +144,32 @@ pub fn results_table(records: &[Record], kernel: KernelId) -> Table {
                 r.point.numa.map(|n| (n.all_cores, n.cpu_node, n.mem_node)),
                 r.point.placement.clone(),
                 r.point.mem.clone(),
-                format!("{:?}", r.point.stores),
+                r.point.stores,
                 r.point.threads,
                 r.point.working_set_per_thread,
             )
         };
         key(a).cmp(&key(b))
     });
-    table_in_order(&sorted, kernel)
+    sorted
+}
+
+/// One row per record, sorted for reading, the best mean highlighted.
+pub fn results_table(records: &[Record], kernel: KernelId) -> Table {
+    table_in_order(&reading_order(records), kernel)
+}
+
+/// Position of the record with the highest mean rate (the first of equals).
+fn best_index(records: &[&Record], kernel: KernelId) -> Option<usize> {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, r) in records.iter().enumerate() {
+        if let Some(m) = r.mean(kernel)
+            && best.is_none_or(|(_, b)| m > b)
+        {
+            best = Some((i, m));
+        }
+    }
+    best.map(|b| b.0)
 }
 
 /// One row per record in the order given, the best mean highlighted.
@@ -187,22 +198,15 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
         "runs".into(),
         "% of peak".into(),
     ]);
-    let mut best: Option<(usize, f64)> = None;
     let rows = sorted
         .iter()
-        .enumerate()
-        .map(|(i, r)| {
+        .map(|r| {
             let s = r.stats.get(&kernel);
-            if let Some(s) = s
-                && best.is_none_or(|(_, b)| s.mean > b)
-            {
-                best = Some((i, s.mean));
-            }
             let mut row = vec![
                 r.point.threads.to_string(),
                 r.point.placement.clone(),
                 r.point.mem.clone(),
-                stores_cell(r),
+                r.stores_label(),
             ];
             if sizes_vary {
                 row.push(Bytes(r.point.working_set_per_thread).to_string());
@@ -216,17 +220,17 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
             }
             row.extend(stats_cell(s));
             row.push(s.map_or("0".into(), |s| s.n.to_string()));
-            row.push(match (s, r.peak_gb_s) {
-                (Some(s), Some(p)) => format!("{:.1}", 100.0 * s.mean / p),
-                _ => "-".into(),
-            });
+            row.push(
+                r.percent_of_peak(kernel)
+                    .map_or("-".into(), |p| format!("{p:.1}")),
+            );
             row
         })
         .collect();
     Table {
         headers,
         rows,
-        best: best.map(|b| b.0),
+        best: best_index(sorted, kernel),
     }
 }
 
@@ -375,17 +379,26 @@ pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
     for line in numa_findings(records, kernel) {
         let _ = write!(out, "\n{line}");
     }
-    if let Some(b) = t.best {
+    let sorted = reading_order(records);
+    if let Some(best) = best_index(&sorted, kernel).map(|i| sorted[i]) {
         let _ = writeln!(
             out,
-            "\nbest {}: {} GB/s with {} ({} threads, mem {}, {} stores)",
+            "\nbest {}: {:.2} GB/s with {} ({} threads, mem {}, {} stores)",
             kernel.spec().name,
-            t.rows[b][t.headers.len() - 5],
-            t.rows[b][1],
-            t.rows[b][0],
-            t.rows[b][2],
-            t.rows[b][3]
+            best.mean(kernel).unwrap_or(0.0),
+            best.point.placement,
+            best.point.threads,
+            best.point.mem,
+            best.stores_label()
         );
+        if let Some(s) = &best.reproduce {
+            let block = super::reproduce_block("Reproduce it:", s);
+            if markdown {
+                let _ = write!(out, "\n```\n{block}```\n");
+            } else {
+                let _ = write!(out, "\n{block}");
+            }
+        }
     }
     out
 }
@@ -482,7 +495,7 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
                     r.point.placement,
                     r.point.threads,
                     r.point.mem,
-                    stores_cell(r),
+                    r.stores_label(),
                     if r.point.working_set_per_thread > 0 {
                         format!(" · {}/thread", Bytes(r.point.working_set_per_thread))
                     } else {
@@ -539,9 +552,8 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::{NumaCell, Point, Stats};
+    use crate::results::{Host, NumaCell, Point, Stats};
     use crate::plan::StoresRequest;
-    use crate::report::Host;
 
     fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
         Record {
@@ -549,6 +561,8 @@ mod tests {
             experiment: "sweep".into(),
             started: "t".into(),
             timestamp: "t".into(),
+            source: "fake".into(),
+            reproduce: None,
             host: Host {
                 hostname: "h".into(),
                 cpu_model: None,

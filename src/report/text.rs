@@ -1,8 +1,8 @@
 //! STREAM's text layout, so `grep "Triad:" | awk '{print $2}'` keeps working,
 //! followed by a short summary for people.
 
-use super::{PeakUse, RunReport};
-use crate::protocol::{KernelResult, Measurement};
+use crate::results::measurement::KernelResult;
+use crate::results::{Measurement, PeakUse, RunReport};
 use crate::topology::cpulist::format_ranges;
 use crate::units::Bytes;
 use std::fmt::Write;
@@ -134,18 +134,10 @@ pub fn render(report: &RunReport) -> String {
     }
     let _ = writeln!(o, "{RULE}");
     o.push_str(&summary(m, report.peak.as_ref()));
-    let r = &report.reproduce;
-    let _ = writeln!(o, "Reproduce this placement:");
-    for line in [
-        &r.openmp,
-        &r.likwid_pin,
-        &r.numactl,
-        &r.srun,
-        &r.taskset,
-        &r.mpirun,
-    ] {
-        let _ = writeln!(o, "  {line}");
-    }
+    o.push_str(&super::reproduce_block(
+        "Reproduce this placement:",
+        &report.reproduce,
+    ));
     o
 }
 
@@ -233,7 +225,7 @@ fn summary(m: &Measurement, peak: Option<&PeakUse>) -> String {
 mod tests {
     use super::*;
     use crate::kernels::{KernelId, StoreMode};
-    use crate::protocol::kernel_statistics;
+    use crate::results::measurement::kernel_statistics;
 
     #[test]
     fn rows_use_streams_printf_layout() {

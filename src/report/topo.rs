@@ -81,7 +81,7 @@ pub fn derive(topo: &Topology) -> Derived {
 
 pub fn json(topo: &Topology, peak: Option<&Peak>) -> String {
     let report = TopoReport {
-        schema_version: super::SCHEMA_VERSION,
+        schema_version: crate::results::SCHEMA_VERSION,
         topology: topo,
         derived: derive(topo),
         peak,

@@ -124,7 +124,12 @@ pub struct Topology {
     pub cpu_info: CpuInfo,
     /// Populated DIMMs from SMBIOS (empty unless readable, i.e. as root).
     pub memory_devices: Vec<smbios::MemoryDevice>,
+    /// Position in `cpus` of each CPU id (`NO_CPU` for ids not online).
+    #[serde(skip)]
+    cpu_index: Vec<usize>,
 }
+
+const NO_CPU: usize = usize::MAX;
 
 /// Reads files relative to the root, trimming them; `None` when unreadable.
 struct Reader<'a> {
@@ -209,7 +214,12 @@ impl Topology {
             .map(|s| s.intersection(&node_ids))
             .filter(|s| !s.is_empty())
             .unwrap_or(node_ids);
+        let mut cpu_index = vec![NO_CPU; cpus.iter().map(|c| c.id + 1).max().unwrap_or(0)];
+        for (i, c) in cpus.iter().enumerate() {
+            cpu_index[c.id] = i;
+        }
         Ok(Topology {
+            cpu_index,
             root: root.to_path_buf(),
             cpus,
             nodes,
@@ -224,7 +234,10 @@ impl Topology {
     }
 
     pub fn cpu(&self, id: usize) -> Option<&Cpu> {
-        self.cpus.iter().find(|c| c.id == id)
+        match self.cpu_index.get(id) {
+            Some(&i) if i != NO_CPU => self.cpus.get(i),
+            _ => None,
+        }
     }
 
     pub fn node(&self, id: usize) -> Option<&Node> {

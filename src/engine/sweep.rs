@@ -3,21 +3,16 @@
 //! matrix), each point measured `repeat` times with fresh arrays and
 //! appended to a JSON Lines file as soon as it completes.
 
-use super::{NumaCell, Point, Record, RunResult, append};
-use crate::error::{Error, Result};
+use super::Job;
+use crate::error::{Error, Input, Result};
 use crate::kernels::{Isa, KernelId};
 use crate::memory::{Hugepages, PAGE_ELEMENTS, policy as mempolicy};
-use crate::peak::Peak;
 use crate::placement::{self, Spec};
 use crate::plan::{self, Settings, StoresRequest};
-use crate::protocol;
-use crate::report::{Host, SCHEMA_VERSION};
+use crate::results::{NumaCell, Point};
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
 use crate::units::ELEMENT_BYTES;
-use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Which NUMA-matrix cells to measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,13 +41,6 @@ pub struct SweepSpec {
     pub ntimes: usize,
     pub isa: Option<Isa>,
     pub hugepages: Hugepages,
-}
-
-/// A point ready to run.
-pub struct Job {
-    pub point: Point,
-    pub settings: Settings,
-    pub label: String,
 }
 
 /// Bytes per timed repetition that make a cache-sized kernel long enough to
@@ -163,149 +151,17 @@ pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
                     mem: mem.clone(),
                     inner_repeats: inner,
                 };
-                plan::prepare(topo, &settings)?;
-                let point = Point {
-                    threads: cpus.len(),
-                    placement: label.clone(),
-                    mem: mem_text.clone(),
-                    stores,
-                    kernels: spec.kernels.clone(),
-                    elements,
-                    working_set_per_thread: elements * ELEMENT_BYTES * arrays / threads,
-                    ntimes: spec.ntimes,
-                    numa,
-                };
-                let describe = format!(
-                    "{label} × {} · {mem_text}{}{}",
-                    cpus.len(),
-                    match stores {
-                        StoresRequest::Auto => String::new(),
-                        s => format!(" · {s:?} stores").to_lowercase(),
-                    },
-                    size.map_or(String::new(), |ws| format!(
-                        " · {}/thread",
-                        crate::units::Bytes(ws)
-                    ))
-                );
-                jobs.push(Job {
-                    point,
-                    settings,
-                    label: describe,
-                });
+                let plan = plan::prepare(topo, &settings)?.plan;
+                let point = Point::new(label.clone(), &mem_text, stores, &plan, numa);
+                let label = point.label()
+                    + &size.map_or(String::new(), |ws| {
+                        format!(" · {}/thread", crate::units::Bytes(ws))
+                    });
+                jobs.push(Job { point, plan, label });
             }
         }
     }
     Ok(jobs)
-}
-
-/// Cache capacity per thread at each level, for the CPUs a run used.
-pub fn cache_per_thread(topo: &Topology, cpus: &[usize]) -> BTreeMap<String, u64> {
-    let used: IdSet = cpus.iter().copied().collect();
-    let mut out = BTreeMap::new();
-    for level in 1..=topo.last_level().unwrap_or(0) {
-        let total: u64 = topo
-            .caches_serving(&used)
-            .filter(|c| c.level == level && c.kind != crate::topology::CacheKind::Instruction)
-            .filter_map(|c| c.size)
-            .map(|b| b.0)
-            .sum();
-        if total > 0 {
-            let name = if level == 1 {
-                "L1d".to_string()
-            } else {
-                format!("L{level}")
-            };
-            out.insert(name, total / cpus.len().max(1) as u64);
-        }
-    }
-    out
-}
-
-/// How a sweep ended.
-pub struct Outcome {
-    pub written: usize,
-    pub skipped: usize,
-    pub interrupted: bool,
-    /// Wall time outside the timed repetitions, as a share of the whole.
-    pub overhead_share: f64,
-}
-
-/// Runs the jobs, appending one record per completed point to `file`.
-/// Points whose key is in `done` are skipped. `stop` is polled after every
-/// repetition (Ctrl-C sets it).
-#[allow(clippy::too_many_arguments)]
-pub fn run(
-    topo: &Topology,
-    experiment: &str,
-    jobs: &[Job],
-    repeat: usize,
-    file: &mut std::fs::File,
-    done: &HashSet<String>,
-    peak: Option<&Peak>,
-    stop: &Arc<AtomicBool>,
-    mut on_run: impl FnMut(&Job, &RunResult),
-) -> Result<Outcome> {
-    let started = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let host = Host::describe(topo);
-    let clock = std::time::Instant::now();
-    let (mut written, mut skipped, mut measured) = (0, 0, 0.0);
-    for job in jobs {
-        if done.contains(&job.point.key()) {
-            skipped += 1;
-            continue;
-        }
-        let prepared = plan::prepare(topo, &job.settings)?;
-        let mut runs = Vec::with_capacity(repeat);
-        for _ in 0..repeat {
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
-            let m = protocol::measure(&prepared.plan)?;
-            let r = RunResult::from_measurement(&m);
-            measured += r.measured_s;
-            on_run(job, &r);
-            runs.push(r);
-        }
-        if runs.len() < repeat {
-            // Interrupted inside this point: it is not written, and a resume re-runs it.
-            break;
-        }
-        let sockets: HashSet<usize> = prepared
-            .plan
-            .cpus
-            .iter()
-            .filter_map(|&c| topo.cpu(c).map(|x| x.package))
-            .collect();
-        let record = Record {
-            schema_version: SCHEMA_VERSION,
-            experiment: experiment.into(),
-            started: started.clone(),
-            timestamp: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-            host: host.clone(),
-            point: job.point.clone(),
-            stats: Record::stats_of(&runs),
-            peak_gb_s: peak.map(|p| p.for_sockets(sockets.len())),
-            peak_source: peak.map(|p| p.detail.clone()),
-            cache_per_thread: cache_per_thread(topo, &prepared.plan.cpus),
-            runs,
-        };
-        append(file, &record).map_err(|e| Error::Runtime(format!("writing results: {e}")))?;
-        written += 1;
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-    }
-    let wall = clock.elapsed().as_secs_f64();
-    Ok(Outcome {
-        written,
-        skipped,
-        interrupted: stop.load(Ordering::Relaxed),
-        overhead_share: if wall > 0.0 {
-            1.0 - measured / wall
-        } else {
-            0.0
-        },
-    })
 }
 
 /// Parses `--sizes`: `16KiB..4GiB` (powers of two from the first to the
@@ -316,7 +172,7 @@ pub fn parse_sizes(text: &str) -> std::result::Result<Vec<u64>, String> {
         let hi = crate::units::parse_bytes(b)?.0;
         if lo == 0 || hi < lo {
             return Err(format!(
-                "sizes '{text}': the range must run upwards from a positive size"
+                "'{text}': the range must run upwards from a positive size"
             ));
         }
         let mut v = Vec::new();
@@ -332,20 +188,17 @@ pub fn parse_sizes(text: &str) -> std::result::Result<Vec<u64>, String> {
         .collect()
 }
 
-/// Parses `--threads` for sweeps: `1-12`, `1,2,4,8`, `1-16:2`, or `cores`
+/// Parses a thread-count axis: `1-12`, `1,2,4,8`, `1-16:2`, or `cores`
 /// (1 to the number of allowed cores).
-pub fn parse_threads(
-    text: &str,
-    topo: &Topology,
-) -> std::result::Result<Vec<Option<usize>>, String> {
+pub fn parse_threads(text: &str, topo: &Topology) -> Result<Vec<Option<usize>>> {
     if text.trim() == "cores" {
-        let n = placement::cores(topo, &topo.allowed_cpus).len();
+        let n = placement::Domains::new(topo, &topo.allowed_cpus).cores.len();
         return Ok((1..=n).map(Some).collect());
     }
     let ids = crate::topology::cpulist::parse_list(text)
-        .map_err(|e| format!("--threads '{text}': {e}"))?;
+        .map_err(|e| Error::input(Input::Threads, text, e.to_string()))?;
     if ids.is_empty() || ids.contains(&0) {
-        return Err(format!("--threads '{text}': thread counts start at 1"));
+        return Err(Error::input(Input::Threads, text, "thread counts start at 1"));
     }
     Ok(ids.into_iter().map(Some).collect())
 }

@@ -1,0 +1,316 @@
+//! Argument groups shared by several commands (clap's flatten): placement,
+//! measurement and theoretical peak, and the value enums behind them. One
+//! definition each, so every command has the same flags and defaults.
+
+use crate::engine::{FakeSource, Source, StreamSource};
+use crate::error::{Error, Result};
+use crate::kernels::{Isa, KernelId};
+use crate::memory::Hugepages;
+use crate::peak::{self, PeakRequest};
+use crate::placement::{self, omp::Bind};
+use crate::plan::StoresRequest;
+use crate::topology::cpulist::{IdSet, parse_list};
+use crate::units::{ArraySize, parse_array_size};
+use clap::{Args, ValueEnum};
+
+/// Where threads run. At most one of --cpus, --places, --pin, --strategy.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct PlacementArgs {
+    /// CPUs to pin thread 0, 1, ... to, in order (0,2,4-10:2)
+    #[arg(long, conflicts_with_all = ["places", "pin", "strategy"], help_heading = "Placement")]
+    cpus: Option<String>,
+
+    /// OpenMP places: '{0}:64:2', '{0:4}:8:4', '{0,1},{2,3}', cores, sockets(1), ll_caches, numa_domains
+    #[arg(long, conflicts_with_all = ["pin", "strategy"], help_heading = "Placement")]
+    places: Option<String>,
+
+    /// likwid-pin expression: N:0-23, S0:0-7@S1:0-7, M1:0-3, C0:0-3, E:N:8:1:2, M:scatter
+    #[arg(long, conflicts_with = "strategy", help_heading = "Placement")]
+    pin: Option<String>,
+
+    /// compact, spread, per-socket=K, per-numa=K, per-l3=K, stride=S
+    #[arg(long, help_heading = "Placement")]
+    strategy: Option<String>,
+
+    /// OMP_PROC_BIND for --places: close, spread, primary (master)
+    #[arg(long, requires = "places", value_parser = parse_bind, help_heading = "Placement")]
+    bind: Option<Bind>,
+
+    /// Allow more than one thread per core (SMT hardware threads)
+    #[arg(long, help_heading = "Placement")]
+    smt: bool,
+
+    /// Only CPUs of these NUMA nodes, like numactl --cpunodebind
+    #[arg(long, value_name = "NODES", help_heading = "Placement")]
+    cpunode: Option<String>,
+
+    /// Number of threads [default: one per physical core of the allowed CPUs, or one per place]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Placement")]
+    pub(crate) threads: Option<u32>,
+}
+
+pub(crate) fn parse_bind(text: &str) -> std::result::Result<Bind, String> {
+    Bind::parse(text).ok_or_else(|| format!("unknown binding '{text}' (close, spread, primary)"))
+}
+
+impl PlacementArgs {
+    pub(crate) fn request(&self) -> Result<placement::Request> {
+        let spec = if let Some(list) = &self.cpus {
+            placement::Spec::Cpus(list.clone())
+        } else if let Some(places) = &self.places {
+            placement::Spec::Places {
+                places: places.clone(),
+                bind: self.bind.unwrap_or(Bind::Close),
+            }
+        } else if let Some(expr) = &self.pin {
+            placement::Spec::Likwid(expr.clone())
+        } else if let Some(s) = &self.strategy {
+            placement::Spec::Strategy(s.clone())
+        } else {
+            placement::Spec::Default
+        };
+        let cpu_nodes = self
+            .cpunode
+            .as_ref()
+            .map(|t| {
+                parse_list(t)
+                    .map(IdSet::new)
+                    .map_err(|e| Error::Usage(format!("--cpunode '{t}': {e}")))
+            })
+            .transpose()?;
+        Ok(placement::Request {
+            spec,
+            threads: self.threads.map(|t| t as usize),
+            smt: self.smt,
+            cpu_nodes,
+        })
+    }
+
+    /// What was asked, in the user's words.
+    pub(crate) fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(c) = &self.cpus {
+            parts.push(format!("--cpus {c}"));
+        }
+        if let Some(p) = &self.places {
+            parts.push(format!(
+                "--places '{p}' --bind {}",
+                self.bind.unwrap_or(Bind::Close)
+            ));
+        }
+        if let Some(p) = &self.pin {
+            parts.push(format!("--pin {p}"));
+        }
+        if let Some(s) = &self.strategy {
+            parts.push(format!("--strategy {s}"));
+        }
+        if parts.is_empty() {
+            parts.push("default: one thread per core, spread".into());
+        }
+        if let Some(t) = self.threads {
+            parts.push(format!("--threads {t}"));
+        }
+        if self.smt {
+            parts.push("--smt".into());
+        }
+        if let Some(n) = &self.cpunode {
+            parts.push(format!("--cpunode {n}"));
+        }
+        parts.join(" ")
+    }
+}
+
+/// How every run is measured: the same flags and defaults for run, sweep
+/// and tune. Where sweep and tune take several values (--mem, --stores),
+/// each value is a point of their search; run takes one.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct MeasureArgs {
+    /// Elements per array (80M, 800000000) or bytes per array (512MB, 6GiB)
+    /// [default: STREAM's rule, 4 × the caches of the CPUs used (sweep, tune: of all allowed CPUs), at least 10M]
+    #[arg(long, value_parser = parse_array_size, help_heading = "Measurement")]
+    pub(crate) size: Option<ArraySize>,
+
+    /// Repetitions of each kernel per run; the first is not counted, as in STREAM
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..), help_heading = "Measurement")]
+    pub(crate) ntimes: u32,
+
+    /// NUMA memory policy of the arrays: local, bind:1, interleave:all, preferred:2, or per array
+    /// a=bind:0,b=bind:1,c=local; sweep and tune: repeat the flag or separate policies with ';'
+    /// [default: local]
+    #[arg(long, help_heading = "Measurement")]
+    mem: Vec<String>,
+
+    /// Instruction set of the kernels
+    #[arg(long, value_enum, default_value_t = IsaArg::Auto, help_heading = "Measurement")]
+    isa: IsaArg,
+
+    /// Store instructions: auto (non-temporal when arrays exceed the LLC), regular, nt;
+    /// sweep: comma-separated, each a point; tune: auto tries both
+    #[arg(long, value_delimiter = ',', value_enum, default_value = "auto", help_heading = "Measurement")]
+    stores: Vec<StoresArg>,
+
+    /// Transparent hugepages for the arrays (madvise)
+    #[arg(long, value_enum, default_value_t = HugepagesArg::Auto, help_heading = "Measurement")]
+    hugepages: HugepagesArg,
+
+    /// Measure nothing: report fixed rates (GB/s per thread[,delay=DURATION]); for tests
+    #[arg(long, hide = true, value_name = "RATE")]
+    fake_source: Option<String>,
+}
+
+impl MeasureArgs {
+    pub(crate) fn elements(&self) -> Option<u64> {
+        self.size.map(ArraySize::elements)
+    }
+
+    pub(crate) fn isa(&self) -> Option<Isa> {
+        self.isa.isa()
+    }
+
+    pub(crate) fn hugepages(&self) -> Hugepages {
+        self.hugepages.hugepages()
+    }
+
+    /// The memory policies, as given, in order; `local` when none.
+    pub(crate) fn mems(&self) -> Vec<String> {
+        let mut mems: Vec<String> = self
+            .mem
+            .iter()
+            .flat_map(|m| m.split(';'))
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty())
+            .collect();
+        if mems.is_empty() {
+            mems.push("local".into());
+        }
+        mems
+    }
+
+    /// The store modes, in order, each once.
+    pub(crate) fn stores(&self) -> Vec<StoresRequest> {
+        let mut out: Vec<StoresRequest> = Vec::new();
+        for s in &self.stores {
+            if !out.contains(&s.request()) {
+                out.push(s.request());
+            }
+        }
+        out
+    }
+
+    /// The one memory policy and store mode of a single run.
+    pub(crate) fn single(&self, command: &str) -> Result<(String, StoresRequest)> {
+        let (mems, stores) = (self.mems(), self.stores());
+        if mems.len() > 1 {
+            return Err(Error::Usage(format!(
+                "--mem: {command} takes one policy, not {}; membw sweep --mem measures several",
+                mems.len()
+            )));
+        }
+        if stores.len() > 1 {
+            return Err(Error::Usage(format!(
+                "--stores: {command} takes one store mode; membw sweep --stores measures several"
+            )));
+        }
+        Ok((mems[0].clone(), stores[0]))
+    }
+
+    /// The measurement source: membw's kernels, or the hidden fake.
+    pub(crate) fn source(&self) -> Result<Box<dyn Source>> {
+        match &self.fake_source {
+            None => Ok(Box::new(StreamSource)),
+            Some(spec) => FakeSource::parse(spec)
+                .map(|f| Box::new(f) as Box<dyn Source>)
+                .map_err(|e| Error::Usage(format!("--fake-source {e}"))),
+        }
+    }
+}
+
+/// How the theoretical peak is given, when the user knows it.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct PeakArgs {
+    /// Theoretical peak of the whole node (409.6GB/s)
+    #[arg(long, value_parser = peak::parse_peak, conflicts_with_all = ["channels", "mts"], help_heading = "Theoretical peak")]
+    peak: Option<f64>,
+
+    /// Memory channels per socket (with --mts)
+    #[arg(long, requires = "mts", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Theoretical peak")]
+    channels: Option<u32>,
+
+    /// Memory transfer rate in MT/s, e.g. 3200 for DDR4-3200 (with --channels)
+    #[arg(long, requires = "channels", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Theoretical peak")]
+    mts: Option<u32>,
+}
+
+impl PeakArgs {
+    pub(crate) fn request(&self) -> PeakRequest {
+        match (self.peak, self.channels, self.mts) {
+            (Some(gb_s), _, _) => PeakRequest::Node(gb_s),
+            (None, Some(channels), Some(mts)) => PeakRequest::Channels { channels, mts },
+            _ => PeakRequest::Detect,
+        }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum IsaArg {
+    Auto,
+    Avx512,
+    Avx2,
+    Sse2,
+    Scalar,
+}
+
+impl IsaArg {
+    pub(crate) fn isa(self) -> Option<Isa> {
+        match self {
+            IsaArg::Auto => None,
+            IsaArg::Avx512 => Some(Isa::Avx512),
+            IsaArg::Avx2 => Some(Isa::Avx2),
+            IsaArg::Sse2 => Some(Isa::Sse2),
+            IsaArg::Scalar => Some(Isa::Scalar),
+        }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StoresArg {
+    /// Non-temporal when each array is larger than the last-level cache
+    Auto,
+    /// Ordinary stores (write-allocate)
+    Regular,
+    /// Non-temporal (streaming) stores
+    Nt,
+}
+
+impl StoresArg {
+    pub(crate) fn request(self) -> StoresRequest {
+        match self {
+            StoresArg::Auto => StoresRequest::Auto,
+            StoresArg::Regular => StoresRequest::Regular,
+            StoresArg::Nt => StoresRequest::Nt,
+        }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HugepagesArg {
+    Auto,
+    Thp,
+    Never,
+}
+
+impl HugepagesArg {
+    pub(crate) fn hugepages(self) -> Hugepages {
+        match self {
+            HugepagesArg::Auto => Hugepages::Auto,
+            HugepagesArg::Thp => Hugepages::Thp,
+            HugepagesArg::Never => Hugepages::Never,
+        }
+    }
+}
+
+pub(crate) fn parse_kernel(name: &str) -> std::result::Result<KernelId, String> {
+    KernelId::parse(name).ok_or_else(|| {
+        format!("unknown kernel '{name}' (choose from copy, scale, add, triad, read, write)")
+    })
+}

@@ -1,0 +1,242 @@
+//! The measurement engine: jobs (settings already resolved into plans) go
+//! through a [`Source`] and come out as [`Record`]s into a [`Sink`].
+//!
+//! `run` is the one-job case ([`Engine::measure`]), `sweep` the many-job
+//! case ([`Engine::run`]), `tune` a search that hands the engine one job at a
+//! time ([`tune::search`]). The engine owns ordering, repeats, resume (points
+//! already done are skipped) and stopping on a signal; a source owns only
+//! how one plan is measured, a sink only where records go.
+
+pub mod source;
+pub mod sweep;
+pub mod tune;
+
+pub use source::{FakeSource, Source, StreamSource};
+
+use crate::error::{Error, Result};
+use crate::peak::Peak;
+use crate::placement::spellings::{self, Spellings};
+use crate::plan::Plan;
+use crate::results::file::ResultsFile;
+use crate::results::{Host, Measurement, PeakUse, Point, Record, RunResult, SCHEMA_VERSION};
+use crate::topology::{CacheKind, Topology};
+use crate::topology::cpulist::IdSet;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// A point ready to measure.
+pub struct Job {
+    pub point: Point,
+    pub plan: Plan,
+    /// For progress lines: `spread × 4 · local · 1 MiB/thread`.
+    pub label: String,
+}
+
+impl Job {
+    /// The lines that reproduce this job's placement and memory policy.
+    pub fn reproduce(&self) -> Spellings {
+        spellings::spell_plan(&self.plan.cpus, &self.plan.mem)
+    }
+}
+
+/// Where records go as points complete.
+pub trait Sink {
+    fn write(&mut self, record: &Record) -> Result<()>;
+}
+
+impl Sink for ResultsFile {
+    fn write(&mut self, record: &Record) -> Result<()> {
+        self.append(record).map_err(|e| {
+            Error::Runtime(format!("writing results to {}: {e}", self.path.display()))
+        })
+    }
+}
+
+impl Sink for Vec<Record> {
+    fn write(&mut self, record: &Record) -> Result<()> {
+        self.push(record.clone());
+        Ok(())
+    }
+}
+
+/// Keeps every record in memory and also writes it to a file, when given.
+pub struct Collect {
+    pub records: Vec<Record>,
+    pub file: Option<ResultsFile>,
+}
+
+impl Sink for Collect {
+    fn write(&mut self, record: &Record) -> Result<()> {
+        if let Some(f) = &mut self.file {
+            f.write(record)?;
+        }
+        self.records.write(record)
+    }
+}
+
+/// How a batch of jobs ended.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Outcome {
+    pub written: usize,
+    pub skipped: usize,
+    pub interrupted: bool,
+}
+
+pub struct Engine<'a> {
+    topo: &'a Topology,
+    source: &'a mut dyn Source,
+    experiment: &'static str,
+    host: Host,
+    peak: Option<Peak>,
+    /// When the experiment started (RFC 3339): one value for all its records.
+    started: String,
+    stop: Arc<AtomicBool>,
+    clock: Instant,
+    /// Seconds inside timed repetitions, over every measurement so far.
+    measured_s: f64,
+}
+
+impl<'a> Engine<'a> {
+    /// `stop` is polled between repetitions (a signal handler sets it).
+    pub fn new(
+        topo: &'a Topology,
+        source: &'a mut dyn Source,
+        experiment: &'static str,
+        peak: Option<Peak>,
+        stop: Arc<AtomicBool>,
+    ) -> Engine<'a> {
+        Engine {
+            topo,
+            source,
+            experiment,
+            host: Host::describe(topo),
+            peak,
+            started: now(),
+            stop,
+            clock: Instant::now(),
+            measured_s: 0.0,
+        }
+    }
+
+    pub fn source_name(&self) -> &'static str {
+        self.source.name()
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Wall time outside timed repetitions, as a share of the engine's life
+    /// (mapping, first touch, validation, thread start); `None` before any
+    /// measurement.
+    pub fn overhead_share(&self) -> Option<f64> {
+        let wall = self.clock.elapsed().as_secs_f64();
+        (self.measured_s > 0.0 && wall > 0.0).then(|| (1.0 - self.measured_s / wall).max(0.0))
+    }
+
+    /// The theoretical peak of the sockets `cpus` run on, with each rate against it.
+    pub fn peak_use(
+        &self,
+        cpus: &[usize],
+        rates: impl IntoIterator<Item = (crate::kernels::KernelId, f64)>,
+    ) -> Option<PeakUse> {
+        Some(PeakUse::new(self.peak.clone()?, self.topo, cpus, rates))
+    }
+
+    /// Measures one plan: the only place a source is called.
+    pub fn measure(&mut self, plan: &Plan) -> Result<Measurement> {
+        let m = self.source.measure(plan)?;
+        self.measured_s += m.results.iter().flat_map(|r| &r.times_s).sum::<f64>();
+        Ok(m)
+    }
+
+    /// Measures each job `repeat` times and writes one record per job,
+    /// skipping jobs whose point is in `done`. Stops after the current
+    /// repetition once `stop` is set; a job cut short is not written.
+    pub fn run(
+        &mut self,
+        jobs: &[Job],
+        repeat: usize,
+        done: &HashSet<String>,
+        sink: &mut dyn Sink,
+        on_run: &mut dyn FnMut(&Job, &RunResult),
+    ) -> Result<Outcome> {
+        let mut outcome = Outcome {
+            written: 0,
+            skipped: 0,
+            interrupted: false,
+        };
+        for job in jobs {
+            if self.stopped() {
+                break;
+            }
+            if done.contains(&job.point.key()) {
+                outcome.skipped += 1;
+                continue;
+            }
+            let mut runs = Vec::with_capacity(repeat);
+            while runs.len() < repeat && !self.stopped() {
+                let r = RunResult::from_measurement(&self.measure(&job.plan)?);
+                on_run(job, &r);
+                runs.push(r);
+            }
+            if runs.len() < repeat {
+                break;
+            }
+            sink.write(&self.record(job, runs))?;
+            outcome.written += 1;
+        }
+        outcome.interrupted = self.stopped();
+        Ok(outcome)
+    }
+
+    /// One results-file line for a measured job.
+    pub fn record(&self, job: &Job, runs: Vec<RunResult>) -> Record {
+        let peak = self.peak_use(&job.plan.cpus, []);
+        Record {
+            schema_version: SCHEMA_VERSION,
+            experiment: self.experiment.into(),
+            started: self.started.clone(),
+            timestamp: now(),
+            source: self.source.name().into(),
+            host: self.host.clone(),
+            point: job.point.clone(),
+            stats: Record::stats_of(&runs),
+            peak_gb_s: peak.as_ref().map(|p| p.used_gb_s),
+            peak_source: peak.map(|p| p.peak.detail),
+            cache_per_thread: cache_per_thread(self.topo, &job.plan.cpus),
+            reproduce: Some(job.reproduce()),
+            runs,
+        }
+    }
+}
+
+/// RFC 3339, UTC, to the second.
+pub fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// Cache capacity per thread at each level, for the CPUs a run used.
+pub fn cache_per_thread(topo: &Topology, cpus: &[usize]) -> BTreeMap<String, u64> {
+    let used: IdSet = cpus.iter().copied().collect();
+    let mut out = BTreeMap::new();
+    for level in 1..=topo.last_level().unwrap_or(0) {
+        let total: u64 = topo
+            .caches_serving(&used)
+            .filter(|c| c.level == level && c.kind != CacheKind::Instruction)
+            .filter_map(|c| c.size)
+            .map(|b| b.0)
+            .sum();
+        if total > 0 {
+            let name = if level == 1 {
+                "L1d".to_string()
+            } else {
+                format!("L{level}")
+            };
+            out.insert(name, total / cpus.len().max(1) as u64);
+        }
+    }
+    out
+}

@@ -1,0 +1,171 @@
+//! Measurement sources: how one plan becomes one [`Measurement`]. The engine
+//! calls nothing else to measure, so a new way of measuring (a foreign
+//! program, MPI ranks) is one more implementation of [`Source`].
+
+use crate::error::Result;
+use crate::kernels::{KernelId, StoreMode};
+use crate::plan::Plan;
+use crate::protocol;
+use crate::results::Measurement;
+use crate::results::measurement::{
+    ArrayCheck, KernelResult, ThreadPlacement, TimerCheck, Validation, kernel_statistics,
+};
+use crate::units::ELEMENT_BYTES;
+use std::time::Duration;
+
+pub trait Source {
+    /// Short name recorded with every result (`stream`, `fake`).
+    fn name(&self) -> &'static str;
+    /// Measures one plan. A failed validation is data, not an error.
+    fn measure(&mut self, plan: &Plan) -> Result<Measurement>;
+}
+
+/// STREAM's protocol on membw's own kernels, in this process.
+pub struct StreamSource;
+
+impl Source for StreamSource {
+    fn name(&self) -> &'static str {
+        "stream"
+    }
+    fn measure(&mut self, plan: &Plan) -> Result<Measurement> {
+        protocol::measure(plan)
+    }
+}
+
+/// A deterministic stand-in that times nothing: every kernel runs at a
+/// fixed rate per thread (×1.25 with non-temporal stores, as if free of
+/// write-allocate), optionally after a delay. It lets the tests of sweep,
+/// resume, signals, tune and reports run in milliseconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeSource {
+    pub gb_s_per_thread: f64,
+    pub delay: Duration,
+}
+
+impl FakeSource {
+    /// `RATE[,delay=DURATION]`: GB/s per thread, e.g. `5` or `5,delay=20ms`.
+    pub fn parse(text: &str) -> std::result::Result<FakeSource, String> {
+        let mut parts = text.split(',');
+        let rate: f64 = parts
+            .next()
+            .unwrap_or("")
+            .trim()
+            .parse()
+            .ok()
+            .filter(|r: &f64| r.is_finite() && *r > 0.0)
+            .ok_or_else(|| format!("'{text}': the rate is a positive number of GB/s"))?;
+        let mut delay = Duration::ZERO;
+        for p in parts {
+            match p.trim().split_once('=') {
+                Some(("delay", d)) => {
+                    delay = humantime::parse_duration(d).map_err(|e| format!("'{d}': {e}"))?;
+                }
+                _ => return Err(format!("'{p}': expected delay=DURATION")),
+            }
+        }
+        Ok(FakeSource {
+            gb_s_per_thread: rate,
+            delay,
+        })
+    }
+
+    /// The rate this source reports for a plan, GB/s.
+    pub fn rate(&self, plan: &Plan) -> f64 {
+        let stores = if plan.fns.stores == StoreMode::Nt {
+            1.25
+        } else {
+            1.0
+        };
+        self.gb_s_per_thread * plan.cpus.len() as f64 * stores
+    }
+}
+
+impl Source for FakeSource {
+    fn name(&self) -> &'static str {
+        "fake"
+    }
+
+    fn measure(&mut self, plan: &Plan) -> Result<Measurement> {
+        std::thread::sleep(self.delay);
+        let rate = self.rate(plan) * 1e9;
+        let calls = plan.elements * plan.inner_repeats;
+        let results: Vec<KernelResult> = plan
+            .kernels
+            .iter()
+            .map(|&k: &KernelId| {
+                let seconds = k.spec().bytes_counted() as f64 * calls as f64 / rate;
+                kernel_statistics(k, plan.fns.stores, calls, vec![seconds; plan.ntimes])
+            })
+            .collect();
+        let measured: f64 = results.iter().flat_map(|r| &r.times_s).sum();
+        let min_kernel_ticks = results
+            .iter()
+            .map(|r| r.min_time_s * 1e9)
+            .fold(f64::MAX, f64::min);
+        let arrays = plan.arrays_needed();
+        Ok(Measurement {
+            array_elements: plan.elements as u64,
+            bytes_per_array: plan.elements as u64 * ELEMENT_BYTES,
+            arrays: arrays.len(),
+            ntimes: plan.ntimes,
+            inner_repeats: plan.inner_repeats,
+            isa: plan.fns.isa,
+            stores: plan.fns.stores,
+            hugepages: plan.hugepages,
+            mem_policy: plan.mem.to_string(),
+            threads: plan
+                .cpus
+                .iter()
+                .enumerate()
+                .map(|(thread, &cpu)| ThreadPlacement {
+                    thread,
+                    cpu,
+                    observed_cpu: Some(cpu),
+                })
+                .collect(),
+            pages: Vec::new(),
+            results,
+            validation: Validation {
+                passed: true,
+                epsilon: protocol::EPSILON,
+                arrays: arrays
+                    .iter()
+                    .map(|a| ArrayCheck {
+                        array: a.name().into(),
+                        expected: 0.0,
+                        avg_rel_error: 0.0,
+                        bad_elements: 0,
+                    })
+                    .collect(),
+                read_rel_error: None,
+            },
+            timer: TimerCheck {
+                granularity_ns: 1.0,
+                timing_test_us: 0.0,
+                min_kernel_ticks,
+            },
+            setup_s: 0.0,
+            total_s: measured + self.delay.as_secs_f64(),
+            warnings: Vec::new(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fake_specs_parse() {
+        assert_eq!(
+            FakeSource::parse("5,delay=20ms").unwrap(),
+            FakeSource {
+                gb_s_per_thread: 5.0,
+                delay: Duration::from_millis(20)
+            }
+        );
+        assert!(FakeSource::parse("-1").is_err());
+        assert!(FakeSource::parse("5,speed=2").is_err());
+        assert!(FakeSource::parse("5,delay=soon").is_err());
+    }
+}

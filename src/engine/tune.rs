@@ -1,0 +1,216 @@
+//! `membw tune`: search threads × placement × store mode within a time
+//! budget for the best sustained rate of one kernel, and say how to get it
+//! in the user's own application.
+
+use super::{Collect, Engine, Job};
+use crate::error::Result;
+use crate::kernels::{Isa, KernelId};
+use crate::memory::Hugepages;
+use crate::memory::policy::MemPolicy;
+use crate::placement::domains::Kind;
+use crate::placement::{self, Domains, Spec};
+use crate::plan::{self, Settings, StoresRequest};
+use crate::results::{Point, Record, RunResult};
+use crate::topology::Topology;
+use std::time::{Duration, Instant};
+
+/// A candidate: a label, the placement, and the mpirun mapping that gives
+/// the same placement to MPI ranks.
+pub struct Candidate {
+    pub label: String,
+    pub request: placement::Request,
+    pub mpi_map: Option<String>,
+}
+
+fn strategy(label: &str, threads: Option<usize>, smt: bool, map: Option<String>) -> Candidate {
+    Candidate {
+        label: label.to_string() + if smt { " +smt" } else { "" },
+        request: placement::Request {
+            spec: Spec::Strategy(label.into()),
+            threads,
+            smt,
+            cpu_nodes: None,
+        },
+        mpi_map: map,
+    }
+}
+
+/// The candidates, most promising first: all cores, then fewer threads per
+/// L3 domain, per NUMA node and per socket, every second core, fewer
+/// threads spread, and SMT.
+pub fn candidates(topo: &Topology) -> Vec<Candidate> {
+    let domains = Domains::new(topo, &topo.allowed_cpus);
+    let n = domains.cores.len();
+    let mut list = vec![strategy(
+        "spread",
+        None,
+        false,
+        Some("--map-by core".into()),
+    )];
+    // K threads per domain, K = 1, 2, 4, ... below the domain's core count;
+    // per socket only where there is more than one socket.
+    let sockets = topo.packages().len();
+    for (name, kind, mpi_domain) in [
+        ("per-l3", Kind::Cache, "l3cache"),
+        ("per-numa", Kind::Memory, "numa"),
+        ("per-socket", Kind::Socket, "package"),
+    ] {
+        let limit = match kind {
+            Kind::Socket if sockets < 2 => 0,
+            _ => domains.fewest_cores(kind),
+        };
+        let mut k = 1;
+        while k < limit {
+            list.push(strategy(
+                &format!("{name}={k}"),
+                None,
+                false,
+                Some(format!("--map-by ppr:{k}:{mpi_domain}")),
+            ));
+            k *= 2;
+        }
+    }
+    if n >= 4 {
+        list.push(strategy("stride=2", None, false, None));
+    }
+    let mut t = 1;
+    while t < n {
+        list.push(strategy("spread", Some(t), false, None));
+        t *= 2;
+    }
+    if topo.threads_per_core() > 1 {
+        list.push(strategy(
+            "spread",
+            None,
+            true,
+            Some("--map-by hwthread".into()),
+        ));
+    }
+    list
+}
+
+/// What tune measures at every candidate.
+#[derive(Debug, Clone)]
+pub struct TuneSpec {
+    pub kernel: KernelId,
+    pub elements: u64,
+    pub ntimes: usize,
+    pub isa: Option<Isa>,
+    pub hugepages: Hugepages,
+    /// The memory policy as given, and parsed.
+    pub mem: (String, MemPolicy),
+    /// Store modes to try; `auto` tries both non-temporal and regular.
+    pub stores: Vec<StoresRequest>,
+}
+
+/// A job and the mpirun mapping that gives MPI ranks the same placement.
+pub struct Trial {
+    pub job: Job,
+    pub mpi_map: Option<String>,
+}
+
+/// Jobs for every candidate in every store mode, dropping those that
+/// resolve to a placement already listed or cannot run here.
+pub fn trials(topo: &Topology, spec: &TuneSpec) -> Result<Vec<Trial>> {
+    let mut stores: Vec<StoresRequest> = spec
+        .stores
+        .iter()
+        .flat_map(|&s| match s {
+            StoresRequest::Auto => vec![StoresRequest::Nt, StoresRequest::Regular],
+            s => vec![s],
+        })
+        .collect();
+    stores.dedup();
+    let mut seen: Vec<(Vec<usize>, StoresRequest)> = Vec::new();
+    let mut out = Vec::new();
+    for c in candidates(topo) {
+        let Ok(cpus) = placement::resolve(topo, &c.request) else {
+            continue;
+        };
+        for &stores in &stores {
+            if seen.contains(&(cpus.clone(), stores)) {
+                continue;
+            }
+            seen.push((cpus.clone(), stores));
+            let settings = Settings {
+                placement: c.request.clone(),
+                elements: Some(spec.elements),
+                ntimes: spec.ntimes,
+                kernels: vec![spec.kernel],
+                isa: spec.isa,
+                stores,
+                hugepages: spec.hugepages,
+                mem: spec.mem.1.clone(),
+                inner_repeats: 1,
+            };
+            let plan = plan::prepare(topo, &settings)?.plan;
+            let point = Point::new(
+                c.label.clone(),
+                &spec.mem.0,
+                stores,
+                &plan,
+                None,
+            );
+            let label = point.label();
+            out.push(Trial {
+                job: Job { point, plan, label },
+                mpi_map: c.mpi_map.clone(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// How a search ended.
+pub struct Searched {
+    pub records: Vec<Record>,
+    /// Candidates measured (the last may be cut short by a signal).
+    pub tried: usize,
+    pub elapsed: Duration,
+}
+
+/// Measures trials in order until the budget would be overrun: a trial is
+/// skipped when the slowest so far would not fit in what is left (the first
+/// always runs). Records go to `sink` and are kept.
+pub fn search(
+    engine: &mut Engine,
+    trials: &[Trial],
+    repeat: usize,
+    budget: Duration,
+    mut sink: Collect,
+    on_run: &mut dyn FnMut(&Job, &RunResult),
+) -> Result<Searched> {
+    let start = Instant::now();
+    let mut slowest = Duration::ZERO;
+    let mut tried = 0;
+    for trial in trials {
+        if engine.stopped() || (tried > 0 && start.elapsed() + slowest > budget) {
+            break;
+        }
+        let t0 = Instant::now();
+        engine.run(
+            std::slice::from_ref(&trial.job),
+            repeat,
+            &Default::default(),
+            &mut sink,
+            on_run,
+        )?;
+        slowest = slowest.max(t0.elapsed());
+        tried += 1;
+    }
+    Ok(Searched {
+        records: sink.records,
+        tried,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// The measured candidates, best first, by the mean of their best rates.
+pub fn ranking(records: &[Record], kernel: KernelId) -> Vec<(&Record, f64)> {
+    let mut ranked: Vec<(&Record, f64)> = records
+        .iter()
+        .filter_map(|r| Some((r, r.mean(kernel)?)))
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    ranked
+}

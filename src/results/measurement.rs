@@ -1,0 +1,167 @@
+//! What one run of a source produced: rates and times per kernel, where the
+//! threads ran and the pages landed, validation and timer checks. Every
+//! measurement source (the in-process STREAM protocol, the fake source of
+//! the tests, later foreign programs and MPI ranks) returns this shape.
+
+use crate::error::{Error, Result};
+use crate::kernels::{Isa, KernelId, StoreMode};
+use crate::memory::Hugepages;
+use crate::memory::policy::PagePlacement;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ThreadPlacement {
+    pub thread: usize,
+    pub cpu: usize,
+    /// Where the thread found itself after pinning (sched_getcpu).
+    pub observed_cpu: Option<usize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KernelResult {
+    pub kernel: KernelId,
+    /// Bytes per element as STREAM counts them.
+    pub bytes_per_element: u64,
+    /// Bytes per element on the memory bus, write-allocate included.
+    pub dram_bytes_per_element: u64,
+    pub best_rate_mb_s: f64,
+    pub avg_time_s: f64,
+    pub min_time_s: f64,
+    pub max_time_s: f64,
+    /// max/min time over the counted repetitions.
+    pub spread: f64,
+    /// Every repetition's time, the first (not counted) included.
+    pub times_s: Vec<f64>,
+}
+
+impl KernelResult {
+    /// Best rate in GB/s (10^9 bytes/s), STREAM's counting.
+    pub fn best_gb_s(&self) -> f64 {
+        self.best_rate_mb_s / 1e3
+    }
+    /// Best rate of bytes really moved, write-allocate included.
+    pub fn dram_gb_s(&self) -> f64 {
+        self.best_gb_s() * self.dram_bytes_per_element as f64 / self.bytes_per_element as f64
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ArrayCheck {
+    pub array: String,
+    pub expected: f64,
+    /// Mean absolute error over the array, relative to `expected`.
+    pub avg_rel_error: f64,
+    /// Elements whose own relative error exceeds epsilon.
+    pub bad_elements: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Validation {
+    pub passed: bool,
+    pub epsilon: f64,
+    pub arrays: Vec<ArrayCheck>,
+    /// The read kernel's last sum against the expected one, when it ran.
+    pub read_rel_error: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TimerCheck {
+    pub granularity_ns: f64,
+    /// Time of STREAM's `a = 2a` timing test, which estimates one kernel's time.
+    pub timing_test_us: f64,
+    /// How many timer ticks the shortest kernel took.
+    pub min_kernel_ticks: f64,
+}
+
+/// The result of one run: what was measured, and how it was set up.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Measurement {
+    pub array_elements: u64,
+    pub bytes_per_array: u64,
+    pub arrays: usize,
+    pub ntimes: usize,
+    /// Kernel calls per timed repetition (1 for STREAM's protocol).
+    #[serde(default = "one")]
+    pub inner_repeats: usize,
+    pub isa: Isa,
+    pub stores: StoreMode,
+    pub hugepages: Hugepages,
+    /// The `--mem` policy, as given (normalized).
+    pub mem_policy: String,
+    pub threads: Vec<ThreadPlacement>,
+    /// Where each array's pages were found after the run (sampled).
+    pub pages: Vec<PagePlacement>,
+    pub results: Vec<KernelResult>,
+    pub validation: Validation,
+    pub timer: TimerCheck,
+    /// Mapping plus parallel first touch.
+    pub setup_s: f64,
+    /// Setup, repetitions and validation together.
+    pub total_s: f64,
+    pub warnings: Vec<String>,
+}
+
+impl Measurement {
+    pub fn result(&self, kernel: KernelId) -> Option<&KernelResult> {
+        self.results.iter().find(|r| r.kernel == kernel)
+    }
+}
+
+fn one() -> usize {
+    1
+}
+
+
+/// Best/avg/min/max over the repetitions after the first, as STREAM reports.
+pub fn kernel_statistics(
+    kernel: KernelId,
+    stores: StoreMode,
+    elements: usize,
+    times: Vec<f64>,
+) -> KernelResult {
+    let counted = &times[1.min(times.len())..];
+    let min = counted.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = counted.iter().copied().fold(0.0, f64::max);
+    let avg = counted.iter().sum::<f64>() / counted.len().max(1) as f64;
+    let spec = kernel.spec();
+    let bytes = spec.bytes_counted() as f64 * elements as f64;
+    KernelResult {
+        kernel,
+        bytes_per_element: spec.bytes_counted(),
+        dram_bytes_per_element: spec.bytes_moved(stores),
+        best_rate_mb_s: 1e-6 * bytes / min,
+        avg_time_s: avg,
+        min_time_s: min,
+        max_time_s: max,
+        spread: max / min,
+        times_s: times,
+    }
+}
+
+
+/// Turns a failed validation into the error `membw run` exits with.
+pub fn require_valid(m: &Measurement) -> Result<()> {
+    if m.validation.passed {
+        return Ok(());
+    }
+    let mut parts: Vec<String> = m
+        .validation
+        .arrays
+        .iter()
+        .filter(|c| c.avg_rel_error > m.validation.epsilon)
+        .map(|c| {
+            format!(
+                "array {}: avg relative error {:.3e}, {} of {} elements wrong (expected {})",
+                c.array, c.avg_rel_error, c.bad_elements, m.array_elements, c.expected
+            )
+        })
+        .collect();
+    if let Some(e) = m.validation.read_rel_error.filter(|&e| e > 1e-9) {
+        parts.push(format!("read kernel sum off by {e:.3e}"));
+    }
+    Err(Error::Validation(format!(
+        "Failed Validation: {}",
+        parts.join("; ")
+    )))
+}
+

@@ -1,0 +1,366 @@
+//! The results model: what membw measured, as plain data that serializes.
+//! Sources produce [`Measurement`]s; the engine turns them into [`Record`]s
+//! (one line of a results file) or a [`RunReport`] (one `membw run`); the
+//! report renderers and `compare` only read these types. The JSON forms are
+//! documented in the README and versioned by [`SCHEMA_VERSION`].
+
+pub mod file;
+pub mod measurement;
+
+pub use measurement::{Measurement, require_valid};
+
+use crate::kernels::{Isa, KernelId, StoreMode};
+use crate::peak::Peak;
+use crate::placement::spellings::Spellings;
+use crate::plan::StoresRequest;
+use crate::topology::Topology;
+use crate::topology::cpulist::IdSet;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the JSON/CSV layout; bumped only on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Facts about the machine a measurement was taken on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Host {
+    pub hostname: String,
+    pub cpu_model: Option<String>,
+    pub kernel: String,
+    pub online_cpus: usize,
+    pub numa_nodes: usize,
+    pub sockets: usize,
+    /// Transparent hugepage mode of the system (`always`, `madvise`, `never`).
+    pub thp_mode: Option<String>,
+}
+
+impl Host {
+    pub fn describe(topo: &Topology) -> Host {
+        Host {
+            hostname: crate::sys::hostname(),
+            cpu_model: topo.cpu_info.model_name.clone(),
+            kernel: crate::sys::kernel_release(),
+            online_cpus: topo.cpus.len(),
+            numa_nodes: topo.nodes.len(),
+            sockets: topo.packages().len(),
+            thp_mode: topo.memory.thp_mode.clone(),
+        }
+    }
+}
+
+/// The peak as it applies to the CPUs of one run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PeakUse {
+    #[serde(flatten)]
+    pub peak: Peak,
+    /// Sockets holding at least one thread.
+    pub sockets_used: usize,
+    /// Peak of those sockets, GB/s.
+    pub used_gb_s: f64,
+    /// Each kernel's best rate as a percentage of `used_gb_s`.
+    pub percent_of_peak: BTreeMap<String, f64>,
+}
+
+impl PeakUse {
+    /// The peak of the sockets `cpus` run on, and each rate (GB/s) against it.
+    pub fn new(
+        peak: Peak,
+        topo: &Topology,
+        cpus: &[usize],
+        rates: impl IntoIterator<Item = (KernelId, f64)>,
+    ) -> PeakUse {
+        let sockets: IdSet = cpus
+            .iter()
+            .filter_map(|&c| topo.cpu(c).map(|x| x.package))
+            .collect();
+        let used_gb_s = peak.for_sockets(sockets.len());
+        PeakUse {
+            percent_of_peak: rates
+                .into_iter()
+                .map(|(k, gb_s)| (k.to_string(), 100.0 * gb_s / used_gb_s))
+                .collect(),
+            peak,
+            sockets_used: sockets.len(),
+            used_gb_s,
+        }
+    }
+}
+
+/// What the user asked for in `membw run`, before defaults were resolved.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Request {
+    pub size: Option<String>,
+    pub threads: Option<usize>,
+    /// The placement options, as given.
+    pub placement: String,
+    pub isa: String,
+    pub stores: String,
+    /// Why the store mode was chosen (for `auto`).
+    pub stores_reason: String,
+}
+
+/// One `membw run`: the self-describing document behind every format.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunReport {
+    pub schema_version: u32,
+    pub tool: String,
+    pub version: String,
+    /// RFC 3339, UTC.
+    pub timestamp: String,
+    /// What measured: `stream` (membw's kernels) or `fake` (tests).
+    #[serde(default = "stream_source")]
+    pub source: String,
+    pub host: Host,
+    pub request: Request,
+    pub measurement: Measurement,
+    /// The theoretical peak for the sockets the threads ran on; null when unknown.
+    pub peak: Option<PeakUse>,
+    /// The same placement and memory policy in other tools' spellings.
+    pub reproduce: Spellings,
+}
+
+impl RunReport {
+    pub fn new(
+        topo: &Topology,
+        source: &str,
+        request: Request,
+        measurement: Measurement,
+        peak: Option<PeakUse>,
+        reproduce: Spellings,
+    ) -> RunReport {
+        RunReport {
+            schema_version: SCHEMA_VERSION,
+            tool: "membw".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            timestamp: crate::engine::now(),
+            source: source.into(),
+            host: Host::describe(topo),
+            request,
+            measurement,
+            peak,
+            reproduce,
+        }
+    }
+}
+
+pub(crate) fn stream_source() -> String {
+    "stream".into()
+}
+
+/// One configuration of a sweep. Its JSON form is its identity: `--resume`
+/// skips a point whose key is already in the file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub threads: usize,
+    /// Placement label: `spread`, `per-l3=1`, `places {0:1}:8:2 close`, ...
+    pub placement: String,
+    /// Memory policy as given: `local`, `bind:1`, ...
+    pub mem: String,
+    pub stores: StoresRequest,
+    pub kernels: Vec<KernelId>,
+    pub elements: u64,
+    /// Bytes of all arrays per thread: the working set a size sweep varies.
+    pub working_set_per_thread: u64,
+    pub ntimes: usize,
+    /// For NUMA-matrix points: the CPU node and the memory node.
+    pub numa: Option<NumaCell>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumaCell {
+    pub cpu_node: usize,
+    pub mem_node: usize,
+    /// One thread, or all cores of the CPU node.
+    pub all_cores: bool,
+}
+
+impl Point {
+    /// The point a plan measures, under a placement label and the memory
+    /// policy as the user wrote it.
+    pub fn new(
+        placement: String,
+        mem: &str,
+        stores: StoresRequest,
+        plan: &crate::plan::Plan,
+        numa: Option<NumaCell>,
+    ) -> Point {
+        let threads = plan.cpus.len().max(1);
+        let arrays = plan.arrays_needed().len() as u64;
+        let elements = plan.elements as u64;
+        Point {
+            threads,
+            placement,
+            mem: mem.to_string(),
+            stores,
+            kernels: plan.kernels.clone(),
+            elements,
+            working_set_per_thread: elements * crate::units::ELEMENT_BYTES * arrays
+                / threads as u64,
+            ntimes: plan.ntimes,
+            numa,
+        }
+    }
+
+    pub fn key(&self) -> String {
+        serde_json::to_string(self).expect("plain data serializes")
+    }
+
+    /// A short label for tables and progress: `spread × 4 · local · nt stores`.
+    pub fn label(&self) -> String {
+        let mut s = format!("{} × {} · {}", self.placement, self.threads, self.mem);
+        if self.stores != StoresRequest::Auto {
+            s.push_str(&format!(" · {} stores", self.stores));
+        }
+        s
+    }
+}
+
+/// One measurement of a point, summarized.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    pub cpus: Vec<usize>,
+    pub isa: Isa,
+    pub stores: StoreMode,
+    pub inner_repeats: usize,
+    /// Best rate of each kernel, GB/s.
+    pub best_gb_s: BTreeMap<KernelId, f64>,
+    /// max/min time of each kernel.
+    pub spread: BTreeMap<KernelId, f64>,
+    pub validated: bool,
+    /// Whether every array's pages were where the memory policy said.
+    pub pages_held: bool,
+    pub setup_s: f64,
+    pub total_s: f64,
+    /// Seconds spent inside timed repetitions.
+    pub measured_s: f64,
+    pub warnings: Vec<String>,
+}
+
+impl RunResult {
+    pub fn from_measurement(m: &Measurement) -> RunResult {
+        RunResult {
+            cpus: m.threads.iter().map(|t| t.cpu).collect(),
+            isa: m.isa,
+            stores: m.stores,
+            inner_repeats: m.inner_repeats,
+            best_gb_s: m
+                .results
+                .iter()
+                .map(|r| (r.kernel, r.best_gb_s()))
+                .collect(),
+            spread: m.results.iter().map(|r| (r.kernel, r.spread)).collect(),
+            validated: m.validation.passed,
+            pages_held: m.pages.iter().all(|p| p.held),
+            setup_s: m.setup_s,
+            total_s: m.total_s,
+            measured_s: m.results.iter().flat_map(|r| &r.times_s).sum(),
+            warnings: m.warnings.clone(),
+        }
+    }
+}
+
+/// Mean ± standard deviation, min and max of the runs' best rates.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    pub mean: f64,
+    pub sd: f64,
+    pub min: f64,
+    pub max: f64,
+    pub n: usize,
+}
+
+impl Stats {
+    pub fn of(values: &[f64]) -> Option<Stats> {
+        if values.is_empty() {
+            return None;
+        }
+        let n = values.len();
+        let mean = values.iter().sum::<f64>() / n as f64;
+        let var = if n > 1 {
+            values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64
+        } else {
+            0.0
+        };
+        Some(Stats {
+            mean,
+            sd: var.sqrt(),
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            n,
+        })
+    }
+}
+
+/// One line of a results file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    pub schema_version: u32,
+    /// `sweep` or `tune`.
+    pub experiment: String,
+    /// When the experiment started (RFC 3339); the same for all its lines.
+    pub started: String,
+    pub timestamp: String,
+    /// What measured: `stream` (membw's kernels) or `fake` (tests).
+    #[serde(default = "stream_source")]
+    pub source: String,
+    pub host: Host,
+    pub point: Point,
+    pub runs: Vec<RunResult>,
+    /// Per kernel, over the runs' best rates (GB/s).
+    pub stats: BTreeMap<KernelId, Stats>,
+    /// Theoretical peak of the sockets the threads ran on, when known.
+    pub peak_gb_s: Option<f64>,
+    pub peak_source: Option<String>,
+    /// Cache capacity per thread at each level (`L1d`, `L2`, `L3`), bytes.
+    pub cache_per_thread: BTreeMap<String, u64>,
+    /// The point's placement and memory policy in other tools' spellings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduce: Option<Spellings>,
+}
+
+impl Record {
+    pub fn stats_of(runs: &[RunResult]) -> BTreeMap<KernelId, Stats> {
+        let mut by_kernel: BTreeMap<KernelId, Vec<f64>> = BTreeMap::new();
+        for r in runs {
+            for (&k, &v) in &r.best_gb_s {
+                by_kernel.entry(k).or_default().push(v);
+            }
+        }
+        by_kernel
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, Stats::of(&v)?)))
+            .collect()
+    }
+
+    /// The mean best rate of a kernel, GB/s.
+    pub fn mean(&self, kernel: KernelId) -> Option<f64> {
+        self.stats.get(&kernel).map(|s| s.mean)
+    }
+
+    /// The mean best rate as a percentage of the peak of the sockets used.
+    pub fn percent_of_peak(&self, kernel: KernelId) -> Option<f64> {
+        Some(100.0 * self.mean(kernel)? / self.peak_gb_s?)
+    }
+
+    /// The store mode asked for, and what `auto` became (`auto→nt`).
+    pub fn stores_label(&self) -> String {
+        match (self.point.stores, self.runs.first()) {
+            (StoresRequest::Auto, Some(run)) => format!("auto→{}", run.stores),
+            (s, _) => s.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_use_the_sample_standard_deviation() {
+        let s = Stats::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+        assert_eq!((s.mean, s.min, s.max, s.n), (5.0, 2.0, 9.0, 8));
+        assert!((s.sd - 2.138089935).abs() < 1e-6);
+        assert_eq!(Stats::of(&[3.0]).unwrap().sd, 0.0);
+        assert!(Stats::of(&[]).is_none());
+    }
+}
