@@ -64,7 +64,6 @@ impl Plan {
     }
 }
 
-
 /// Everything that decides one measurement, before the topology resolves it.
 #[derive(Debug, Clone)]
 pub struct Settings {

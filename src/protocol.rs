@@ -430,9 +430,19 @@ mod tests {
         assert!(!m.validation.passed);
         let b = &m.validation.arrays[ArrayId::B.index()];
         assert_eq!((b.array.as_str(), b.bad_elements), ("b", 1));
-        assert!(m.validation.arrays.iter().filter(|c| c.bad_elements > 0).count() == 1);
+        assert!(
+            m.validation
+                .arrays
+                .iter()
+                .filter(|c| c.bad_elements > 0)
+                .count()
+                == 1
+        );
         let err = require_valid(&m).unwrap_err().to_string();
         assert!(err.contains("array b") && err.contains("1 of"), "{err}");
-        assert!(!err.contains("array a") && !err.contains("array c"), "{err}");
+        assert!(
+            !err.contains("array a") && !err.contains("array c"),
+            "{err}"
+        );
     }
 }

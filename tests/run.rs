@@ -202,7 +202,10 @@ fn bad_input_is_a_one_line_error_with_exit_code_2() {
     usage_error(&["run", "--cpus", "0,x"], "column 3");
     usage_error(&["run", "--cpus", "0,0"], "listed twice");
     usage_error(&["run", "--isa", "neon"], "'neon'");
-    usage_error(&["run", "--isa", "scalar", "--stores", "nt"], "--stores 'nt'");
+    usage_error(
+        &["run", "--isa", "scalar", "--stores", "nt"],
+        "--stores 'nt'",
+    );
     usage_error(&["run", "--size", "1TiB"], "available");
     usage_error(&["run", "--format", "xml"], "'xml'");
     usage_error(&["frobnicate"], "frobnicate");

@@ -1,4 +1,6 @@
-//! `membw sweep`, `tune`, `report` and `compare` end to end on this machine.
+//! `membw sweep`, `tune`, `report` and `compare` end to end. The logic
+//! under test is not the measurement, so most tests use the hidden fake
+//! source (fixed rates, no timing); one small sweep measures for real.
 
 mod common;
 
@@ -29,9 +31,16 @@ const AXES: [&str; 9] = [
     "3",
 ];
 
-/// `AXES` with these further arguments.
+/// The fake source: 4 GB/s per thread (×1.25 with non-temporal stores).
+const FAKE: [&str; 2] = ["--fake-source", "4"];
+
+/// `AXES` with these further arguments, measured by the fake source.
 fn sweep_args<'a>(more: &[&'a str]) -> Vec<&'a str> {
-    AXES.iter().copied().chain(more.iter().copied()).collect()
+    AXES.iter()
+        .copied()
+        .chain(FAKE)
+        .chain(more.iter().copied())
+        .collect()
 }
 
 fn quality_sweep(dir: &Path) -> std::path::PathBuf {
@@ -44,6 +53,7 @@ fn quality_sweep(dir: &Path) -> std::path::PathBuf {
         "-o",
         out.to_str().unwrap(),
     ]));
+    assert!(printed.contains("Reproduce it:"), "{printed}");
     assert!(printed.contains("triad GB/s (mean ± sd)"), "{printed}");
     assert!(printed.contains("▶"), "best point highlighted: {printed}");
     assert!(printed.contains("best triad:"));
@@ -73,6 +83,19 @@ fn a_sweep_records_every_point_with_its_repeats() {
         assert!(s["min"].as_f64().unwrap() <= s["mean"].as_f64().unwrap());
         assert!(s["mean"].as_f64().unwrap() <= s["max"].as_f64().unwrap());
         assert!(r["host"]["hostname"].is_string());
+        assert_eq!(r["source"], "fake");
+        // 1M elements per array fit no LLC here? Either way the rate is the fake's.
+        let threads = r["point"]["threads"].as_f64().unwrap();
+        let nt = r["runs"][0]["stores"] == "nt";
+        let want = 4.0 * threads * if nt { 1.25 } else { 1.0 };
+        assert!((s["mean"].as_f64().unwrap() - want).abs() < 1e-9, "{s}");
+        assert_eq!(r["started"], records[0]["started"]);
+        assert!(
+            r["reproduce"]["numactl"]
+                .as_str()
+                .unwrap()
+                .starts_with("numactl")
+        );
         assert!(keys.insert(r["point"].to_string()));
     }
     // Resuming a finished sweep runs nothing and adds nothing.
@@ -91,8 +114,17 @@ fn a_sweep_records_every_point_with_its_repeats() {
 fn ctrl_c_keeps_what_completed_and_resume_finishes_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("s.jsonl");
-    let args = sweep_args(&["--size", "6M", "--ntimes", "12"]);
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
+    // 150 ms per run: 24 runs take 3.6 s, and the first point is on disk after 0.45 s.
+    let mut args: Vec<&str> = AXES.to_vec();
+    args.extend([
+        "--size",
+        "6M",
+        "--ntimes",
+        "12",
+        "--fake-source",
+        "4,delay=150ms",
+    ]);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
         .args(&args)
         .args(["-o", out.to_str().unwrap()])
         .stdout(std::process::Stdio::null())
@@ -103,6 +135,7 @@ fn ctrl_c_keeps_what_completed_and_resume_finishes_the_rest() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while std::fs::read_to_string(&out).map_or(0, |s| s.lines().count()) < 1 {
         assert!(std::time::Instant::now() < deadline, "no point completed");
+        assert!(child.try_wait().unwrap().is_none(), "the sweep ended early");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     // SAFETY: plain kill(2) on our own child.
@@ -203,6 +236,8 @@ fn size_sweeps_and_numa_matrices_get_their_plots() {
     let sizes = dir.path().join("sizes.jsonl");
     stdout(&[
         "sweep",
+        "--fake-source",
+        "4",
         "--threads",
         "1",
         "--sizes",
@@ -237,6 +272,8 @@ fn size_sweeps_and_numa_matrices_get_their_plots() {
     let numa = dir.path().join("numa.jsonl");
     stdout(&[
         "sweep",
+        "--fake-source",
+        "4",
         "--numa-matrix",
         "both",
         "--size",
@@ -273,6 +310,21 @@ fn size_sweeps_and_numa_matrices_get_their_plots() {
 fn compare_matches_points_and_gives_ratios() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.jsonl");
+    let b = dir.path().join("b.jsonl");
+    stdout(&[
+        "sweep",
+        "--fake-source",
+        "5",
+        "--threads",
+        "1-2",
+        "--size",
+        "1M",
+        "--ntimes",
+        "2",
+        "-o",
+        b.to_str().unwrap(),
+    ]);
+    // The one sweep of this file that measures for real: small and short.
     stdout(&[
         "sweep",
         "--threads",
@@ -284,6 +336,11 @@ fn compare_matches_points_and_gives_ratios() {
         "-o",
         a.to_str().unwrap(),
     ]);
+    let real = lines(&a);
+    assert!(
+        real.iter()
+            .all(|r| r["source"] == "stream" && r["runs"][0]["validated"] == true)
+    );
     let out = stdout(&["compare", a.to_str().unwrap(), a.to_str().unwrap()]);
     let ratios: Vec<&str> = out
         .lines()
@@ -291,24 +348,92 @@ fn compare_matches_points_and_gives_ratios() {
         .map(|l| l.split_whitespace().last().unwrap())
         .collect();
     assert_eq!(ratios, vec!["1.000", "1.000"], "{out}");
+    // B/A against the fake: 5 GB/s per thread over what was measured.
+    let out = stdout(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    for r in &real {
+        let measured = r["stats"]["triad"]["mean"].as_f64().unwrap();
+        let fake = 5.0
+            * r["point"]["threads"].as_f64().unwrap()
+            * if r["runs"][0]["stores"] == "nt" {
+                1.25
+            } else {
+                1.0
+            };
+        let ratio = format!("{:.3}", fake / measured);
+        assert!(out.contains(&ratio), "{ratio} not in {out}");
+    }
 }
 
 #[test]
 fn tune_reports_the_best_and_how_to_reproduce_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tune.jsonl");
     let out = stdout(&[
-        "tune", "--budget", "3s", "--size", "1M", "--ntimes", "3", "--repeat", "1",
+        "tune",
+        "--fake-source",
+        "4",
+        "--budget",
+        "10s",
+        "--size",
+        "1M",
+        "--ntimes",
+        "3",
+        "--repeat",
+        "1",
+        "-o",
+        file.to_str().unwrap(),
     ]);
+    // The fake scales with threads and favours non-temporal stores.
     assert!(out.contains("Best sustained triad:"), "{out}");
+    assert!(out.contains("with spread ("), "{out}");
+    assert!(out.contains("nt stores)"), "{out}");
+    assert!(out.contains("one thread on every core"), "{out}");
     for line in [
         "OMP_NUM_THREADS=",
         "likwid-pin -c",
         "numactl --physcpubind=",
         "srun --cpu-bind=map_cpu:",
+        "taskset -c",
         "mpirun -np",
     ] {
         assert!(out.contains(line), "{line} missing: {out}");
     }
-    assert!(out.contains("one thread on every core"));
+    // Every candidate in one file with one `started`.
+    let records = lines(&file);
+    assert!(records.len() >= 2, "{out}");
+    assert!(records.iter().all(|r| r["experiment"] == "tune"));
+    assert!(
+        records
+            .iter()
+            .all(|r| r["started"] == records[0]["started"])
+    );
+    // The same placement gets the same reproduce lines from run, sweep and tune.
+    let block = |text: &str| -> Vec<String> {
+        let start = text
+            .lines()
+            .position(|l| l.starts_with("Reproduce"))
+            .unwrap();
+        text.lines()
+            .skip(start + 1)
+            .take(6)
+            .map(str::to_string)
+            .collect()
+    };
+    let run = stdout(&["run", "--fake-source", "4", "--size", "1M", "--ntimes", "3"]);
+    let sweep_file = dir.path().join("s.jsonl");
+    let sweep = stdout(&[
+        "sweep",
+        "--fake-source",
+        "4",
+        "--size",
+        "1M",
+        "--ntimes",
+        "3",
+        "-o",
+        sweep_file.to_str().unwrap(),
+    ]);
+    assert_eq!(block(&run), block(&out));
+    assert_eq!(block(&sweep), block(&out));
 }
 
 #[test]

@@ -153,9 +153,7 @@ fn peak_sources_are_tried_in_order() {
     assert!((p.node_gb_s() - 409.6).abs() < 1e-9);
     // This VM's "AMD EPYC" is not in the table and has no SMBIOS: unknown.
     let t = Topology::read(&common::fixtures_dir().join("live-vm")).unwrap();
-    assert!(
-        peak::estimate(&t, &PeakRequest::default()).is_none()
-    );
+    assert!(peak::estimate(&t, &PeakRequest::default()).is_none());
 }
 
 #[test]

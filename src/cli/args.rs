@@ -146,7 +146,13 @@ pub(crate) struct MeasureArgs {
 
     /// Store instructions: auto (non-temporal when arrays exceed the LLC), regular, nt;
     /// sweep: comma-separated, each a point; tune: auto tries both
-    #[arg(long, value_delimiter = ',', value_enum, default_value = "auto", help_heading = "Measurement")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_enum,
+        default_value = "auto",
+        help_heading = "Measurement"
+    )]
     stores: Vec<StoresArg>,
 
     /// Transparent hugepages for the arrays (madvise)

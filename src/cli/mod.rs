@@ -323,7 +323,10 @@ fn run(args: RunArgs) -> Result<()> {
     };
     let peak = engine.peak_use(
         &plan.cpus,
-        measurement.results.iter().map(|r| (r.kernel, r.best_gb_s())),
+        measurement
+            .results
+            .iter()
+            .map(|r| (r.kernel, r.best_gb_s())),
     );
     let report = RunReport::new(
         &topo,

@@ -205,7 +205,10 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
     let mut file = match &args.resume {
         Some(path) => ResultsFile::resume(path).map_err(|e| file_error(e, "--resume"))?,
         None => {
-            let path = args.output.clone().unwrap_or_else(|| default_output("sweep"));
+            let path = args
+                .output
+                .clone()
+                .unwrap_or_else(|| default_output("sweep"));
             ResultsFile::create(&path).map_err(|e| file_error(e, "--output"))?
         }
     };

@@ -19,8 +19,8 @@ use crate::placement::spellings::{self, Spellings};
 use crate::plan::Plan;
 use crate::results::file::ResultsFile;
 use crate::results::{Host, Measurement, PeakUse, Point, Record, RunResult, SCHEMA_VERSION};
-use crate::topology::{CacheKind, Topology};
 use crate::topology::cpulist::IdSet;
+use crate::topology::{CacheKind, Topology};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,9 +48,8 @@ pub trait Sink {
 
 impl Sink for ResultsFile {
     fn write(&mut self, record: &Record) -> Result<()> {
-        self.append(record).map_err(|e| {
-            Error::Runtime(format!("writing results to {}: {e}", self.path.display()))
-        })
+        self.append(record)
+            .map_err(|e| Error::Runtime(format!("writing results to {}: {e}", self.path.display())))
     }
 }
 
@@ -239,4 +238,146 @@ pub fn cache_per_thread(topo: &Topology, cpus: &[usize]) -> BTreeMap<String, u64
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sweep::{SweepSpec, expand};
+    use super::*;
+    use crate::kernels::KernelId;
+    use crate::placement::Spec;
+    use crate::plan::StoresRequest;
+
+    fn jobs(topo: &Topology) -> Vec<Job> {
+        let spec = SweepSpec {
+            threads: vec![Some(1), None],
+            placements: vec![
+                ("compact".into(), Spec::Strategy("compact".into())),
+                ("spread".into(), Spec::Strategy("spread".into())),
+            ],
+            smt: false,
+            mems: vec!["local".into()],
+            stores: vec![StoresRequest::Regular, StoresRequest::Nt],
+            sizes: Vec::new(),
+            elements: Some(1 << 20),
+            numa_matrix: None,
+            kernels: vec![KernelId::Copy, KernelId::Triad],
+            ntimes: 3,
+            isa: None,
+            hugepages: crate::memory::Hugepages::Auto,
+        };
+        expand(topo, &spec).unwrap()
+    }
+
+    fn fake() -> FakeSource {
+        FakeSource::parse("2").unwrap()
+    }
+
+    #[test]
+    fn every_job_becomes_one_record_with_its_repeats() {
+        let topo = Topology::live().unwrap();
+        let jobs = jobs(&topo);
+        let mut source = fake();
+        let mut engine = Engine::new(&topo, &mut source, "sweep", None, Default::default());
+        let mut sink: Vec<Record> = Vec::new();
+        let mut runs = 0;
+        let outcome = engine
+            .run(&jobs, 3, &HashSet::new(), &mut sink, &mut |_, _| runs += 1)
+            .unwrap();
+        assert_eq!(outcome.written, jobs.len());
+        assert_eq!(runs, 3 * jobs.len());
+        assert!(!outcome.interrupted);
+        for (r, job) in sink.iter().zip(&jobs) {
+            assert_eq!(r.point, job.point);
+            assert_eq!(r.started, sink[0].started);
+            assert_eq!(r.source, "fake");
+            let s = r.stats[&KernelId::Triad];
+            assert_eq!(s.n, 3);
+            let nt = if job.plan.fns.stores == crate::kernels::StoreMode::Nt {
+                1.25
+            } else {
+                1.0
+            };
+            assert!((s.mean - 2.0 * job.plan.cpus.len() as f64 * nt).abs() < 1e-9);
+            assert_eq!(r.reproduce, Some(job.reproduce()));
+        }
+    }
+
+    #[test]
+    fn points_already_done_are_skipped() {
+        let topo = Topology::live().unwrap();
+        let jobs = jobs(&topo);
+        let done: HashSet<String> = jobs[..2].iter().map(|j| j.point.key()).collect();
+        let mut source = fake();
+        let mut engine = Engine::new(&topo, &mut source, "sweep", None, Default::default());
+        let mut sink: Vec<Record> = Vec::new();
+        let outcome = engine
+            .run(&jobs, 1, &done, &mut sink, &mut |_, _| {})
+            .unwrap();
+        assert_eq!((outcome.written, outcome.skipped), (jobs.len() - 2, 2));
+        assert!(sink.iter().all(|r| !done.contains(&r.point.key())));
+    }
+
+    #[test]
+    fn a_stop_keeps_completed_points_and_drops_the_one_cut_short() {
+        let topo = Topology::live().unwrap();
+        let jobs = jobs(&topo);
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut source = fake();
+        let mut engine = Engine::new(&topo, &mut source, "sweep", None, stop.clone());
+        let mut sink: Vec<Record> = Vec::new();
+        let mut runs = 0;
+        // The signal arrives during the second run of the second point.
+        let outcome = engine
+            .run(&jobs, 2, &HashSet::new(), &mut sink, &mut |_, _| {
+                runs += 1;
+                if runs == 3 {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            })
+            .unwrap();
+        assert!(outcome.interrupted);
+        assert_eq!(outcome.written, 1);
+        assert_eq!(sink.len(), 1);
+        assert_eq!(sink[0].point, jobs[0].point);
+    }
+
+    #[test]
+    fn a_search_stays_within_its_budget_and_shares_one_start() {
+        let topo = Topology::live().unwrap();
+        let trials = tune::trials(
+            &topo,
+            &tune::TuneSpec {
+                kernel: KernelId::Triad,
+                elements: 1 << 20,
+                ntimes: 3,
+                isa: None,
+                hugepages: crate::memory::Hugepages::Auto,
+                mem: ("local".into(), Default::default()),
+                stores: vec![StoresRequest::Auto],
+            },
+        )
+        .unwrap();
+        assert!(trials.len() >= 2);
+        let mut source = FakeSource::parse("2,delay=30ms").unwrap();
+        let mut engine = Engine::new(&topo, &mut source, "tune", None, Default::default());
+        let collect = Collect {
+            records: Vec::new(),
+            file: None,
+        };
+        // Room for the first trial only: each takes at least 60 ms.
+        let searched = tune::search(
+            &mut engine,
+            &trials,
+            2,
+            std::time::Duration::from_millis(70),
+            collect,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert_eq!(searched.tried, 1);
+        assert_eq!(searched.records.len(), 1);
+        let ranked = tune::ranking(&searched.records, KernelId::Triad);
+        assert_eq!(ranked[0].0.point, trials[0].job.point);
+    }
 }

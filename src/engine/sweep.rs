@@ -192,13 +192,19 @@ pub fn parse_sizes(text: &str) -> std::result::Result<Vec<u64>, String> {
 /// (1 to the number of allowed cores).
 pub fn parse_threads(text: &str, topo: &Topology) -> Result<Vec<Option<usize>>> {
     if text.trim() == "cores" {
-        let n = placement::Domains::new(topo, &topo.allowed_cpus).cores.len();
+        let n = placement::Domains::new(topo, &topo.allowed_cpus)
+            .cores
+            .len();
         return Ok((1..=n).map(Some).collect());
     }
     let ids = crate::topology::cpulist::parse_list(text)
         .map_err(|e| Error::input(Input::Threads, text, e.to_string()))?;
     if ids.is_empty() || ids.contains(&0) {
-        return Err(Error::input(Input::Threads, text, "thread counts start at 1"));
+        return Err(Error::input(
+            Input::Threads,
+            text,
+            "thread counts start at 1",
+        ));
     }
     Ok(ids.into_iter().map(Some).collect())
 }

@@ -144,13 +144,7 @@ pub fn trials(topo: &Topology, spec: &TuneSpec) -> Result<Vec<Trial>> {
                 inner_repeats: 1,
             };
             let plan = plan::prepare(topo, &settings)?.plan;
-            let point = Point::new(
-                c.label.clone(),
-                &spec.mem.0,
-                stores,
-                &plan,
-                None,
-            );
+            let point = Point::new(c.label.clone(), &spec.mem.0, stores, &plan, None);
             let label = point.label();
             out.push(Trial {
                 job: Job { point, plan, label },

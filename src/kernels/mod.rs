@@ -382,7 +382,13 @@ mod tests {
     fn unsupported_requests_are_refused() {
         let e = KernelFns::select(Isa::Scalar, StoreMode::Nt).unwrap_err();
         assert!(
-            matches!(&e, crate::error::Error::Input { input: crate::error::Input::Stores, .. }),
+            matches!(
+                &e,
+                crate::error::Error::Input {
+                    input: crate::error::Input::Stores,
+                    ..
+                }
+            ),
             "{e:?}"
         );
         assert!(e.to_string().contains("no streaming stores"), "{e}");

@@ -59,7 +59,11 @@ pub fn check_fits(topo: &Topology, arrays: usize, elements: u64) -> Result<()> {
         elements
             .checked_mul(ELEMENT_BYTES * arrays as u64)
             .ok_or_else(|| {
-                Error::input(Input::Size, elements.to_string(), "the arrays' size overflows")
+                Error::input(
+                    Input::Size,
+                    elements.to_string(),
+                    "the arrays' size overflows",
+                )
             })?,
     );
     if let Some(available) = topo.memory.allocatable()

@@ -14,7 +14,9 @@ use super::domains::{Domains, Kind, interleave};
 use crate::topology::cpulist::parse_list;
 
 fn kind_of(letter: char) -> Option<Kind> {
-    "NSMCD".contains(letter).then(|| Kind::from_letter(letter))?
+    "NSMCD"
+        .contains(letter)
+        .then(|| Kind::from_letter(letter))?
 }
 
 /// `S1` → the domain's CPUs in logical order.

@@ -120,7 +120,10 @@ pub fn allowed_cpus(topo: &Topology, cpu_nodes: Option<&IdSet>) -> Result<IdSet>
         return Err(Error::input(
             Input::CpuNode,
             nodes.to_string(),
-            format!("none of its CPUs is in the allowed set {}", topo.allowed_cpus),
+            format!(
+                "none of its CPUs is in the allowed set {}",
+                topo.allowed_cpus
+            ),
         ));
     }
     Ok(set)
@@ -141,9 +144,8 @@ pub fn resolve(topo: &Topology, req: &Request) -> Result<Vec<usize>> {
             // default promises one thread per core only while cores last.
             let smt = req.smt || req.threads.is_some_and(|n| n > domains.cores.len());
             let n = req.threads.map_or(String::new(), |n| n.to_string());
-            strategy::resolve(&domains, "spread", req.threads, smt).map_err(|f| {
-                Fault::from(f.message).into_error(Input::Threads, &n)
-            })?
+            strategy::resolve(&domains, "spread", req.threads, smt)
+                .map_err(|f| Fault::from(f.message).into_error(Input::Threads, &n))?
         }
         Spec::Cpus(list) => take_threads(
             cpu_list(topo, &allowed, list).map_err(|m| fault(m.into()))?,
@@ -165,7 +167,10 @@ pub fn resolve(topo: &Topology, req: &Request) -> Result<Vec<usize>> {
 }
 
 /// A thread count with an explicit list: a prefix of it.
-fn take_threads(cpus: Vec<usize>, threads: Option<usize>) -> std::result::Result<Vec<usize>, String> {
+fn take_threads(
+    cpus: Vec<usize>,
+    threads: Option<usize>,
+) -> std::result::Result<Vec<usize>, String> {
     match threads {
         None => Ok(cpus),
         Some(n) if n <= cpus.len() => Ok(cpus[..n].to_vec()),
@@ -197,7 +202,11 @@ fn check(topo: &Topology, allowed: &IdSet, cpus: &[usize]) -> std::result::Resul
 }
 
 /// `0,2,4-10:2`: physical ids, each existing, allowed and listed once.
-fn cpu_list(topo: &Topology, allowed: &IdSet, list: &str) -> std::result::Result<Vec<usize>, String> {
+fn cpu_list(
+    topo: &Topology,
+    allowed: &IdSet,
+    list: &str,
+) -> std::result::Result<Vec<usize>, String> {
     let cpus = parse_list(list).map_err(|e| e.to_string())?;
     if cpus.is_empty() {
         return Err("no CPU listed".into());

@@ -252,7 +252,10 @@ pub fn parse(text: &str) -> Result<Parsed, PlacesError> {
 /// The places an abstract name stands for, within the allowed CPUs.
 fn abstract_places(d: &Domains, name: &str) -> Vec<Vec<usize>> {
     let of_kind = |kind| -> Vec<Vec<usize>> {
-        d.of_kind(kind).iter().map(|cores| d.cpus_of(cores)).collect()
+        d.of_kind(kind)
+            .iter()
+            .map(|cores| d.cpus_of(cores))
+            .collect()
     };
     let places: Vec<Vec<usize>> = match name {
         "threads" => d.allowed.ids().iter().map(|&c| vec![c]).collect(),

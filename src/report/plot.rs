@@ -10,8 +10,8 @@
 //! Each data series is exactly one `stroke-width="2"` polyline; axes, grid,
 //! legend marks and the peak line are thinner (tests rely on that).
 
-use crate::results::Record;
 use crate::kernels::KernelId;
+use crate::results::Record;
 use crate::units::Bytes;
 use plotters::prelude::*;
 use std::collections::BTreeMap;

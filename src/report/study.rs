@@ -2,8 +2,8 @@
 //! self-contained HTML report, and side-by-side comparison of two result
 //! sets. Pure functions of the records.
 
-use crate::results::{Record, Stats};
 use crate::kernels::KernelId;
+use crate::results::{Record, Stats};
 use crate::units::Bytes;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -552,8 +552,8 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{Host, NumaCell, Point, Stats};
     use crate::plan::StoresRequest;
+    use crate::results::{Host, NumaCell, Point, Stats};
 
     fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
         Record {

@@ -111,7 +111,6 @@ fn one() -> usize {
     1
 }
 
-
 /// Best/avg/min/max over the repetitions after the first, as STREAM reports.
 pub fn kernel_statistics(
     kernel: KernelId,
@@ -138,7 +137,6 @@ pub fn kernel_statistics(
     }
 }
 
-
 /// Turns a failed validation into the error `membw run` exits with.
 pub fn require_valid(m: &Measurement) -> Result<()> {
     if m.validation.passed {
@@ -164,4 +162,3 @@ pub fn require_valid(m: &Measurement) -> Result<()> {
         parts.join("; ")
     )))
 }
-
