@@ -226,20 +226,15 @@ fn an_inherited_mask_is_respected() {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
     let last = online.trim().rsplit([',', '-']).next().unwrap().to_string();
     let bin = assert_cmd::cargo::cargo_bin("membw");
-    let out = std::process::Command::new("taskset")
-        .args(["-c", &last])
-        .arg(bin)
-        .args(["run", "--size", "1M", "--ntimes", "2", "--json"])
-        .output();
-    let Ok(out) = out else {
-        eprintln!("taskset not installed: skipped");
+    let Some(out) = common::tool(
+        std::process::Command::new("taskset")
+            .args(["-c", &last])
+            .arg(bin)
+            .args(["run", "--size", "1M", "--ntimes", "2", "--json"]),
+        "util-linux",
+    ) else {
         return;
     };
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let threads = doc["measurement"]["threads"].as_array().unwrap();
     assert_eq!(threads.len(), 1);

@@ -201,23 +201,20 @@ fn report_writes_parsable_plots_and_a_self_contained_html() {
     assert!(page.contains("<tr class=\"best\">"));
     assert!(page.contains("Host and configuration"));
     // Rendered by a real browser where one is installed.
-    if let Ok(out) = std::process::Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--dump-dom",
-        ])
-        .arg(format!("file://{}", html.display()))
-        .output()
-    {
+    if let Some(out) = common::tool(
+        std::process::Command::new("chromium")
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--dump-dom",
+            ])
+            .arg(format!("file://{}", html.display())),
+        "chromium",
+    ) {
         let dom = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success() && dom.contains("<svg") && dom.contains("polyline"),
-            "chromium: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(dom.contains("<svg") && dom.contains("polyline"), "{dom}");
     }
     let md = stdout(&[
         "report",

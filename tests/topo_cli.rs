@@ -174,11 +174,10 @@ fn generate_writes_a_fixture_from_a_spec() {
 fn agrees_with_lscpu_and_numactl() {
     let doc: Value = serde_json::from_str(&stdout(&["topo", "--json"])).unwrap();
     let d = &doc["derived"];
-    match std::process::Command::new("lscpu")
-        .args(["-p=CPU,CORE,SOCKET,NODE"])
-        .output()
-    {
-        Ok(out) if out.status.success() => {
+    let lscpu =
+        |args: &[&str]| common::tool(std::process::Command::new("lscpu").args(args), "util-linux");
+    if let Some(out) = lscpu(&["-p=CPU,CORE,SOCKET,NODE"]) {
+        {
             let text = String::from_utf8(out.stdout).unwrap();
             let rows: Vec<Vec<&str>> = text
                 .lines()
@@ -192,13 +191,9 @@ fn agrees_with_lscpu_and_numactl() {
                 rows.iter().map(|r| (r[2], r[1])).collect();
             assert_eq!(d["cores"].as_u64().unwrap() as usize, cores.len());
         }
-        _ => eprintln!("lscpu not available: CPU comparison skipped"),
     }
-    match std::process::Command::new("lscpu")
-        .args(["-C", "-J", "-B"])
-        .output()
-    {
-        Ok(out) if out.status.success() => {
+    if let Some(out) = lscpu(&["-C", "-J", "-B"]) {
+        {
             let caches: Value = serde_json::from_slice(&out.stdout).unwrap();
             for c in caches["caches"].as_array().unwrap() {
                 let name = c["name"].as_str().unwrap();
@@ -214,10 +209,9 @@ fn agrees_with_lscpu_and_numactl() {
                 assert_eq!(ours["size"].as_u64().unwrap(), one, "{name} instance size");
             }
         }
-        _ => eprintln!("lscpu -C not available: cache comparison skipped"),
     }
-    match std::process::Command::new("numactl").arg("-H").output() {
-        Ok(out) if out.status.success() => {
+    if let Some(out) = common::tool(std::process::Command::new("numactl").arg("-H"), "numactl") {
+        {
             let text = String::from_utf8(out.stdout).unwrap();
             let available = text.lines().find(|l| l.starts_with("available:")).unwrap();
             let n: usize = available
@@ -268,6 +262,5 @@ fn agrees_with_lscpu_and_numactl() {
                 assert_eq!(ours, dists, "distances of node {id}");
             }
         }
-        _ => eprintln!("numactl not installed: NUMA comparison skipped"),
     }
 }

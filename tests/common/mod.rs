@@ -85,3 +85,30 @@ pub fn usage_error(args: &[&str], needle: &str) {
         "nothing on stdout after a usage error"
     );
 }
+
+/// Runs an external tool the test compares against. Where it is not
+/// installed the test is skipped locally, saying why, and fails in CI
+/// (CI=true), whose .ci/run installs every tool the tests use. A tool that
+/// runs but fails is a failure everywhere.
+pub fn tool(cmd: &mut std::process::Command, package: &str) -> Option<std::process::Output> {
+    let name = cmd.get_program().to_string_lossy().into_owned();
+    match cmd.output() {
+        Ok(out) => {
+            assert!(
+                out.status.success(),
+                "{name} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Some(out)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "{name} is missing in CI: .ci/run must install Debian package {package}"
+            );
+            eprintln!("skipped: {name} not installed (Debian package {package})");
+            None
+        }
+        Err(e) => panic!("{name}: {e}"),
+    }
+}
