@@ -139,28 +139,45 @@ fn run_json(extra: &[&str]) -> Value {
 
 #[test]
 fn memory_policies_are_applied_and_verified() {
-    let node = membw::topology::Topology::live()
-        .unwrap()
-        .allowed_mems
-        .first()
-        .unwrap();
-    for policy in [
-        format!("bind:{node}"),
-        "interleave:all".to_string(),
-        format!("preferred:{node}"),
-        format!("a=bind:{node},b=interleave:all,c=local"),
-        "local".to_string(),
+    let topo = membw::topology::Topology::live().unwrap();
+    let mems = topo.allowed_mems.ids().to_vec();
+    let node = mems[0];
+    // What each array's policy promises, computed from this host's nodes.
+    let check = |policy: &str, kind: &str, p: &Value| {
+        let share = |n: usize| p["nodes"][n.to_string()].as_f64().unwrap_or(0.0);
+        match kind {
+            "bind" | "preferred" => assert!((share(node) - 1.0).abs() < 1e-9, "{policy}: {p}"),
+            "interleave" => {
+                // Round-robin over every allowed node: each holds its share.
+                let even = 1.0 / mems.len() as f64;
+                for &n in &mems {
+                    assert!((share(n) - even).abs() <= 0.1, "{policy}: node {n}: {p}");
+                }
+            }
+            _ => assert_eq!(p["local_share"], 1.0, "{policy}: {p}"),
+        }
+        let total: f64 = mems.iter().map(|&n| share(n)).sum();
+        assert!((total - 1.0).abs() < 1e-9, "{policy}: {p}");
+    };
+    for (policy, kinds) in [
+        (format!("bind:{node}"), ["bind"; 3]),
+        ("interleave:all".to_string(), ["interleave"; 3]),
+        (format!("preferred:{node}"), ["preferred"; 3]),
+        (
+            format!("a=bind:{node},b=interleave:all,c=local"),
+            ["bind", "interleave", "local"],
+        ),
+        ("local".to_string(), ["local"; 3]),
     ] {
         let doc = run_json(&["--mem", &policy]);
         let m = &doc["measurement"];
         assert_eq!(m["validation"]["passed"], true, "{policy}");
         let pages = m["pages"].as_array().unwrap();
         assert_eq!(pages.len(), 3, "{policy}");
-        for p in pages {
+        for (p, kind) in pages.iter().zip(kinds) {
             assert_eq!(p["held"], true, "{policy}: {p}");
             assert_eq!(p["pages_missing"], 0, "{policy}: {p}");
-            let on_node = p["nodes"][node.to_string()].as_f64().unwrap();
-            assert!((on_node - 1.0).abs() < 1e-9, "{policy}: {p}");
+            check(&policy, kind, p);
         }
         assert!(
             m["warnings"].as_array().unwrap().is_empty(),
@@ -168,8 +185,6 @@ fn memory_policies_are_applied_and_verified() {
             m["warnings"]
         );
     }
-    let doc = run_json(&["--mem", "local"]);
-    assert_eq!(doc["measurement"]["pages"][0]["local_share"], 1.0);
 }
 
 #[test]
