@@ -289,7 +289,12 @@ fn the_allowed_mask_is_never_left() {
 }
 
 mod properties {
+    //! Requests generated valid by construction for each fixture machine (so
+    //! every case reaches the assertions), and requests generated invalid by
+    //! construction, each of which must be refused with exit code 2.
     use super::*;
+    use membw::placement::Domains;
+    use membw::placement::domains::Kind;
     use proptest::prelude::*;
 
     fn check(t: &Topology, r: &Request, cpus: &[usize]) -> Result<(), TestCaseError> {
@@ -305,48 +310,197 @@ mod properties {
         if let Some(n) = r.threads {
             prop_assert_eq!(cpus.len(), n);
         }
+        if !r.smt {
+            let cores: std::collections::HashSet<_> = cpus
+                .iter()
+                .map(|&c| t.cpu(c).unwrap().siblings.clone())
+                .collect();
+            prop_assert_eq!(
+                cores.len(),
+                cpus.len(),
+                "two threads share a core without smt"
+            );
+        }
         Ok(())
+    }
+
+    fn resolved(t: &Topology, r: &Request) -> Result<Vec<usize>, TestCaseError> {
+        let cpus =
+            resolve(t, r).map_err(|e| TestCaseError::fail(format!("{r:?} was refused: {e}")))?;
+        check(t, r, &cpus)?;
+        Ok(cpus)
+    }
+
+    fn domains(machine: usize) -> (Topology, Domains) {
+        let t = common::topology(common::MACHINES[machine]);
+        let d = Domains::new(&t, &t.allowed_cpus);
+        (t, d)
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
 
+        /// K per domain with K no larger than the smallest domain, and any
+        /// thread count the strategy can give.
         #[test]
-        fn strategies_keep_the_invariants(
+        fn valid_strategies_resolve_and_keep_the_invariants(
             machine in 0usize..5,
-            strategy in prop::sample::select(vec!["compact", "spread", "per-numa=1", "per-numa=3", "per-l3=1", "per-socket=4", "stride=3"]),
-            threads in prop::option::of(1usize..300),
+            which in 0usize..6,
+            k_pick in 0usize..1000,
+            threads_pick in prop::option::of(0usize..1000),
             smt: bool,
         ) {
-            let t = common::topology(common::MACHINES[machine]);
-            let r = req(Spec::Strategy(strategy.into()), threads, smt);
-            if let Ok(cpus) = resolve(&t, &r) {
-                check(&t, &r, &cpus)?;
-            }
+            let (t, d) = domains(machine);
+            let per_core = if smt { t.threads_per_core() } else { 1 };
+            let cores = d.cores.len();
+            let (name, yields) = match which {
+                0 => ("compact".to_string(), cores * per_core),
+                1 => ("spread".to_string(), cores * per_core),
+                2..=4 => {
+                    let (label, kind) = [("per-numa", Kind::Memory), ("per-l3", Kind::Cache), ("per-socket", Kind::Socket)][which - 2];
+                    let fewest = d.fewest_cores(kind) * per_core;
+                    let k = 1 + k_pick % fewest;
+                    let groups = d.of_kind(kind).iter().filter(|g| !g.is_empty()).count();
+                    (format!("{label}={k}"), k * groups)
+                }
+                _ => {
+                    let stride = 1 + k_pick % cores;
+                    (format!("stride={stride}"), cores.div_ceil(stride) * per_core)
+                }
+            };
+            let threads = threads_pick.map(|n| 1 + n % yields);
+            let r = req(Spec::Strategy(name), threads, smt);
+            let cpus = resolved(&t, &r)?;
+            prop_assert_eq!(cpus.len(), threads.unwrap_or(yields));
         }
 
+        /// OMP_PLACES intervals inside the machine and abstract names with
+        /// counts it has; every thread lands in the place OpenMP assigns it.
         #[test]
-        fn omp_places_keep_the_invariants(
-            start in 0usize..300, len in 1usize..200, stride in 1usize..5, width in 1usize..4,
-            threads in prop::option::of(1usize..100),
+        fn valid_omp_places_put_each_thread_in_its_place(
+            machine in 0usize..5,
+            start_pick in 0usize..1000, len_pick in 0usize..1000, stride in 1usize..5,
+            abstract_pick in prop::option::of(0usize..4),
+            threads_pick in prop::option::of(0usize..1000),
             bind in prop::sample::select(vec![Bind::Close, Bind::Spread, Bind::Primary]),
-            smt: bool,
         ) {
-            let t = common::topology(AMD_NPS4);
-            let text = format!("{{{start}:{width}}}:{len}:{stride}");
-            let r = req(Spec::Places { places: text, bind }, threads, smt);
-            if let Ok(cpus) = resolve(&t, &r) {
-                check(&t, &r, &cpus)?;
+            let (t, d) = domains(machine);
+            let n = t.cpus.len();
+            let (text, places): (String, Vec<Vec<usize>>) = match abstract_pick {
+                Some(i) => {
+                    let (name, kind) = [("cores", None), ("sockets", Some(Kind::Socket)), ("numa_domains", Some(Kind::Memory)), ("ll_caches", Some(Kind::Cache))][i];
+                    let all: Vec<Vec<usize>> = match kind {
+                        None => d.cores.iter().map(|c| c.cpus.clone()).collect(),
+                        Some(k) => d.of_kind(k).iter().map(|g| d.cpus_of(g)).filter(|p| !p.is_empty()).collect(),
+                    };
+                    let count = 1 + len_pick % all.len();
+                    (format!("{name}({count})"), all[..count].to_vec())
+                }
+                None => {
+                    let start = start_pick % n;
+                    let len = 1 + len_pick % ((n - 1 - start) / stride + 1);
+                    (format!("{{{start}}}:{len}:{stride}"), (0..len).map(|i| vec![start + i * stride]).collect())
+                }
+            };
+            // One thread per place at most, so that no two share a core.
+            let threads = threads_pick.map(|p| 1 + p % places.len());
+            // Primary stacks every thread on place 0: only where it has room.
+            let n = threads.unwrap_or(places.len());
+            let bind = if bind == Bind::Primary && places[0].len() < n {
+                Bind::Close
+            } else {
+                bind
+            };
+            let r = Request { spec: Spec::Places { places: text, bind }, threads, smt: true, cpu_nodes: None };
+            let cpus = resolved(&t, &r)?;
+            let slots = membw::placement::omp::assign(bind, cpus.len(), places.len());
+            for (thread, (&cpu, &slot)) in cpus.iter().zip(&slots).enumerate() {
+                prop_assert!(places[slot].contains(&cpu), "thread {} on CPU {} outside place {}", thread, cpu, slot);
             }
         }
 
+        /// likwid-pin: a range of logical ids in one socket, an expression
+        /// with a stride over the node, or a scatter.
         #[test]
-        fn likwid_expressions_never_panic(e in "[NSMCDE0-9:@,\\-a-z]{0,16}") {
-            let t = common::topology(INTEL_2X12);
-            let r = req(Spec::Likwid(e), None, false);
-            if let Ok(cpus) = resolve(&t, &r) {
-                check(&t, &r, &cpus)?;
+        fn valid_likwid_expressions_pin_in_order(
+            machine in 0usize..5,
+            form in 0usize..3,
+            a in 0usize..1000, b in 0usize..1000, stride in 1usize..4,
+        ) {
+            let (t, d) = domains(machine);
+            let sockets = d.of_kind(Kind::Socket);
+            let (expr, expected): (String, Option<Vec<usize>>) = match form {
+                0 => {
+                    let s = a % sockets.len();
+                    let order = d.tiers(&sockets[s], true);
+                    let lo = b % order.len();
+                    let hi = lo + (a / 7) % (order.len() - lo);
+                    (format!("S{s}:{lo}-{hi}"), Some(order[lo..=hi].to_vec()))
+                }
+                1 => {
+                    let order = d.tiers(&(0..d.cores.len()).collect::<Vec<_>>(), true);
+                    let count = 1 + a % ((order.len() - 1) / stride + 1);
+                    let want = (0..count).map(|i| order[i * stride]).collect();
+                    (format!("E:N:{count}:1:{stride}"), Some(want))
+                }
+                _ => (format!("{}:scatter", ['S', 'M', 'C'][a % 3]), None),
+            };
+            let r = req(Spec::Likwid(expr), None, true);
+            let cpus = resolved(&t, &r)?;
+            if let Some(want) = expected {
+                prop_assert_eq!(cpus, want);
+            } else {
+                prop_assert_eq!(cpus.len(), t.allowed_cpus.len());
             }
+        }
+    }
+
+    /// Invalid by construction: an index, count or CPU past what the machine
+    /// has, a grammar slip, or a thread count above what the request yields.
+    fn invalid(machine: usize, k: usize, form: usize) -> Vec<String> {
+        let (t, d) = domains(machine);
+        let n = t.cpus.len();
+        let sockets = d.of_kind(Kind::Socket).len();
+        let fewest_numa = d.fewest_cores(Kind::Memory) * t.threads_per_core();
+        let flags: Vec<String> = match form {
+            0 => vec!["--pin".into(), format!("S{}:0", sockets + k)],
+            1 => vec!["--pin".into(), format!("N:0-{}", n + k)],
+            2 => vec!["--pin".into(), format!("E:N:{}:1:1", n + 1 + k)],
+            3 => vec!["--places".into(), format!("{{{}}}:2", n + k)],
+            4 => vec![
+                "--places".into(),
+                format!("cores({})", d.cores.len() + 1 + k),
+            ],
+            5 => vec![
+                "--strategy".into(),
+                format!("per-numa={}", fewest_numa + 1 + k),
+                "--smt".into(),
+            ],
+            6 => vec![
+                "--strategy".into(),
+                "spread".into(),
+                "--threads".into(),
+                (d.cores.len() + 1 + k).to_string(),
+            ],
+            7 => vec!["--cpus".into(), format!("0,{}", n + k)],
+            8 => vec!["--places".into(), format!("{{0:{}", k + 1)],
+            _ => vec!["--pin".into(), format!("S0:{k}@@S0:0")],
+        };
+        flags
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(40))]
+
+        #[test]
+        fn invalid_requests_fail_with_exit_code_2(machine in 0usize..5, k in 0usize..50, form in 0usize..10) {
+            let root = common::shared_tree(common::MACHINES[machine]);
+            let mut args = vec!["place".to_string(), "--sysroot".into(), root.to_string_lossy().into_owned()];
+            args.extend(invalid(machine, k, form));
+            let out = common::membw().args(&args).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            prop_assert_eq!(out.status.code(), Some(2), "{:?}: {}", args, stderr);
+            prop_assert_eq!(stderr.trim_end().lines().count(), 1, "{}", stderr);
         }
     }
 }
