@@ -250,3 +250,89 @@ mod fuzz {
         }
     }
 }
+
+/// A hwloc cpuset (`0x0000000f,,0x00000001`: 32-bit words, most significant
+/// first, empty words zero) as CPU ids.
+fn hwloc_cpuset(mask: &str) -> Vec<usize> {
+    let mut ids = Vec::new();
+    for (word, text) in mask.split(',').rev().enumerate() {
+        let hex = text.trim_start_matches("0x");
+        let bits = if hex.is_empty() {
+            0
+        } else {
+            u32::from_str_radix(hex, 16).unwrap()
+        };
+        ids.extend(
+            (0..32)
+                .filter(|b| bits & (1 << b) != 0)
+                .map(|b| word * 32 + b),
+        );
+    }
+    ids
+}
+
+/// Every fixture, generated or captured, read by an independent reader:
+/// hwloc (`HWLOC_FSROOT`) must find the packages, cores, hardware threads,
+/// NUMA nodes and L3 groups that `membw topo --sysroot --json` finds.
+#[test]
+fn hwloc_reads_every_fixture_as_membw_does() {
+    let mut roots: Vec<std::path::PathBuf> = common::MACHINES
+        .iter()
+        .map(|m| common::shared_tree(m))
+        .collect();
+    roots.push(common::fixtures_dir().join("live-vm"));
+    for root in roots {
+        let Some(out) = common::tool(
+            std::process::Command::new("lstopo-no-graphics")
+                .args(["--of", "xml"])
+                .env("HWLOC_FSROOT", &root),
+            "hwloc",
+        ) else {
+            return;
+        };
+        let xml = String::from_utf8(out.stdout).unwrap();
+        let options = roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..Default::default()
+        };
+        let doc = roxmltree::Document::parse_with_options(&xml, options).unwrap();
+        let groups = |kind: &str| -> std::collections::BTreeSet<Vec<usize>> {
+            doc.descendants()
+                .filter(|n| n.has_tag_name("object") && n.attribute("type") == Some(kind))
+                .map(|n| hwloc_cpuset(n.attribute("cpuset").unwrap()))
+                .collect()
+        };
+        let t = Topology::read(&root).unwrap();
+        let ours = |key: &dyn Fn(&membw::topology::Cpu) -> usize| -> std::collections::BTreeSet<Vec<usize>> {
+            let mut by: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+            for c in &t.cpus {
+                by.entry(key(c)).or_default().push(c.id);
+            }
+            by.into_values().collect()
+        };
+        let what = root.display();
+        assert_eq!(
+            groups("Package"),
+            ours(&|c| c.package),
+            "packages of {what}"
+        );
+        let cores: std::collections::BTreeSet<Vec<usize>> =
+            t.cores().iter().map(|s| s.ids().to_vec()).collect();
+        assert_eq!(groups("Core"), cores, "cores of {what}");
+        let pus: std::collections::BTreeSet<Vec<usize>> =
+            t.cpus.iter().map(|c| vec![c.id]).collect();
+        assert_eq!(groups("PU"), pus, "hardware threads of {what}");
+        // hwloc counts CPU-less memory nodes too, with an empty cpuset.
+        let nodes: std::collections::BTreeSet<Vec<usize>> =
+            t.nodes.iter().map(|n| n.cpus.ids().to_vec()).collect();
+        let hw_nodes = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("object") && n.attribute("type") == Some("NUMANode"))
+            .count();
+        assert_eq!(hw_nodes, t.nodes.len(), "NUMA nodes of {what}");
+        assert_eq!(groups("NUMANode"), nodes, "NUMA node CPUs of {what}");
+        let l3: std::collections::BTreeSet<Vec<usize>> =
+            t.llc_domains().iter().map(|s| s.ids().to_vec()).collect();
+        assert_eq!(groups("L3Cache"), l3, "L3 groups of {what}");
+    }
+}

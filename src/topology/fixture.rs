@@ -13,6 +13,21 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
+/// A CPU set as sysfs writes it in `*_map`/`cpumap` files: 32-bit hex
+/// words, most significant first, as many as `ncpus` needs.
+pub fn cpumask(ids: &[usize], ncpus: usize) -> String {
+    let mut words = vec![0u32; ncpus.div_ceil(32).max(1)];
+    for &id in ids {
+        words[id / 32] |= 1 << (id % 32);
+    }
+    words
+        .iter()
+        .rev()
+        .map(|w| format!("{w:08x}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// A machine in a few numbers. Deserialized from `tests/fixtures/*.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -130,8 +145,12 @@ impl MachineSpec {
             for thread in 0..self.threads_per_core {
                 let cpu = self.cpu_id(core, thread);
                 let base = format!("sys/devices/system/cpu/cpu{cpu}");
-                let siblings = format_ranges(&self.siblings(core)) + "\n";
-                let package = format_ranges(&self.cpus_of_cores(socket_cores.clone())) + "\n";
+                let sibling_ids = self.siblings(core);
+                let package_ids = self.cpus_of_cores(socket_cores.clone());
+                let siblings = format_ranges(&sibling_ids) + "\n";
+                let package = format_ranges(&package_ids) + "\n";
+                let mask = |ids: &[usize]| cpumask(ids, ncpus) + "\n";
+                w(&format!("{base}/online"), "1\n")?;
                 w(
                     &format!("{base}/topology/physical_package_id"),
                     &format!("{socket}\n"),
@@ -145,20 +164,42 @@ impl MachineSpec {
                 w(&format!("{base}/topology/core_cpus_list"), &siblings)?;
                 w(&format!("{base}/topology/core_siblings_list"), &package)?;
                 w(&format!("{base}/topology/package_cpus_list"), &package)?;
-                let l3 = format_ranges(&self.cpus_of_cores(l3_cores.clone())) + "\n";
+                // The masks Linux writes beside the lists (hwloc reads these).
+                w(
+                    &format!("{base}/topology/thread_siblings"),
+                    &mask(&sibling_ids),
+                )?;
+                w(&format!("{base}/topology/core_cpus"), &mask(&sibling_ids))?;
+                w(
+                    &format!("{base}/topology/core_siblings"),
+                    &mask(&package_ids),
+                )?;
+                w(
+                    &format!("{base}/topology/package_cpus"),
+                    &mask(&package_ids),
+                )?;
+                w(&format!("{base}/topology/die_cpus"), &mask(&package_ids))?;
+                w(&format!("{base}/topology/die_cpus_list"), &package)?;
+                let l3_ids = self.cpus_of_cores(l3_cores.clone());
+                let l3_id = core / self.cores_per_l3;
                 let caches = [
-                    (1, "Data", &self.l1d, &siblings),
-                    (1, "Instruction", &self.l1i, &siblings),
-                    (2, "Unified", &self.l2, &siblings),
-                    (3, "Unified", &self.l3, &l3),
+                    (1, "Data", &self.l1d, &sibling_ids, core),
+                    (1, "Instruction", &self.l1i, &sibling_ids, core),
+                    (2, "Unified", &self.l2, &sibling_ids, core),
+                    (3, "Unified", &self.l3, &l3_ids, l3_id),
                 ];
-                for (i, (level, kind, size, shared)) in caches.iter().enumerate() {
+                for (i, (level, kind, size, shared, id)) in caches.iter().enumerate() {
                     let c = format!("{base}/cache/index{i}");
                     w(&format!("{c}/level"), &format!("{level}\n"))?;
                     w(&format!("{c}/type"), &format!("{kind}\n"))?;
                     w(&format!("{c}/size"), &format!("{size}\n"))?;
+                    w(&format!("{c}/id"), &format!("{id}\n"))?;
                     w(&format!("{c}/coherency_line_size"), "64\n")?;
-                    w(&format!("{c}/shared_cpu_list"), shared)?;
+                    w(
+                        &format!("{c}/shared_cpu_list"),
+                        &(format_ranges(shared) + "\n"),
+                    )?;
+                    w(&format!("{c}/shared_cpu_map"), &mask(shared))?;
                 }
             }
         }
@@ -177,11 +218,12 @@ impl MachineSpec {
                 let base = format!("sys/devices/system/node/node{node}");
                 let cpus = if node < self.cpu_nodes() {
                     let first = node * self.cores_per_node;
-                    format_ranges(&self.cpus_of_cores(first..first + self.cores_per_node))
+                    self.cpus_of_cores(first..first + self.cores_per_node)
                 } else {
-                    String::new()
+                    Vec::new()
                 };
-                w(&format!("{base}/cpulist"), &format!("{cpus}\n"))?;
+                w(&format!("{base}/cpulist"), &(format_ranges(&cpus) + "\n"))?;
+                w(&format!("{base}/cpumap"), &(cpumask(&cpus, ncpus) + "\n"))?;
                 let d: Vec<String> = (0..nodes)
                     .map(|to| self.distance(node, to).to_string())
                     .collect();
