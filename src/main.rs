@@ -1,3 +1,6 @@
+//! The `membw` binary: runs the CLI and turns its error into one line on
+//! stderr and the documented exit code.
+
 fn main() {
     if let Err(e) = membw::cli::main() {
         match e {

@@ -64,20 +64,45 @@ impl Plan {
     }
 }
 
-/// Everything that decides one measurement, before the topology resolves it.
+/// What every measurement of one command shares: its measurement flags.
 #[derive(Debug, Clone)]
-pub struct Settings {
-    pub placement: placement::Request,
+pub struct Measure {
     /// Elements per array; `None` for STREAM's rule.
     pub elements: Option<u64>,
     pub ntimes: usize,
     pub kernels: Vec<KernelId>,
     /// `None` for the widest the CPU has.
     pub isa: Option<Isa>,
-    pub stores: StoresRequest,
     pub hugepages: Hugepages,
+}
+
+/// Everything that decides one measurement, before the topology resolves it.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub measure: Measure,
+    pub placement: placement::Request,
+    pub stores: StoresRequest,
     pub mem: MemPolicy,
+    /// Kernel calls per timed repetition (1 = STREAM).
     pub inner_repeats: usize,
+}
+
+impl Settings {
+    /// One measurement of `measure` with this placement, store mode and policy.
+    pub fn new(
+        measure: &Measure,
+        placement: placement::Request,
+        stores: StoresRequest,
+        mem: MemPolicy,
+    ) -> Settings {
+        Settings {
+            measure: measure.clone(),
+            placement,
+            stores,
+            mem,
+            inner_repeats: 1,
+        }
+    }
 }
 
 /// A plan and the reasons behind its automatic choices.
@@ -116,23 +141,24 @@ pub fn resolve_stores(
 pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
     let cpus = placement::resolve(topo, &s.placement)?;
     let elements = s
+        .measure
         .elements
         .unwrap_or_else(|| memory::default_elements(topo, &cpus));
     let elements = usize::try_from(elements)
         .map_err(|_| Error::input(Input::Size, elements.to_string(), "too many elements"))?;
-    let isa = s.isa.unwrap_or_else(Isa::best);
+    let isa = s.measure.isa.unwrap_or_else(Isa::best);
     let used = cpus.iter().copied().collect();
     let array_bytes = Bytes(elements as u64 * ELEMENT_BYTES);
     let (stores, stores_reason) = resolve_stores(s.stores, isa, array_bytes, topo.llc_sum(&used));
     let fns = KernelFns::select(isa, stores)?;
-    if s.hugepages == Hugepages::Thp && topo.memory.thp_mode.as_deref() == Some("never") {
+    if s.measure.hugepages == Hugepages::Thp && topo.memory.thp_mode.as_deref() == Some("never") {
         return Err(Error::input(
             Input::Hugepages,
             "thp",
             "transparent hugepages are disabled on this system (mode 'never')",
         ));
     }
-    let mut kernels = s.kernels.clone();
+    let mut kernels = s.measure.kernels.clone();
     kernels.sort();
     kernels.dedup();
     if kernels.is_empty() {
@@ -140,12 +166,12 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
     }
     let plan = Plan {
         elements,
-        ntimes: s.ntimes,
+        ntimes: s.measure.ntimes,
         kernels,
         fns,
         cpu_nodes: cpus.iter().map(|&c| topo.cpu(c).map(|x| x.node)).collect(),
         cpus,
-        hugepages: s.hugepages,
+        hugepages: s.measure.hugepages,
         mem: s.mem.clone(),
         inner_repeats: s.inner_repeats.max(1),
     };

@@ -8,7 +8,7 @@ use crate::kernels::{Isa, KernelId};
 use crate::memory::Hugepages;
 use crate::peak::{self, PeakRequest};
 use crate::placement::{self, omp::Bind};
-use crate::plan::StoresRequest;
+use crate::plan::{Measure, StoresRequest};
 use crate::topology::cpulist::{IdSet, parse_list};
 use crate::units::{ArraySize, parse_array_size};
 use clap::{Args, ValueEnum};
@@ -165,16 +165,15 @@ pub(crate) struct MeasureArgs {
 }
 
 impl MeasureArgs {
-    pub(crate) fn elements(&self) -> Option<u64> {
-        self.size.map(ArraySize::elements)
-    }
-
-    pub(crate) fn isa(&self) -> Option<Isa> {
-        self.isa.isa()
-    }
-
-    pub(crate) fn hugepages(&self) -> Hugepages {
-        self.hugepages.hugepages()
+    /// The settings every measurement of the command shares.
+    pub(crate) fn measure(&self, kernels: Vec<KernelId>) -> Measure {
+        Measure {
+            elements: self.size.map(ArraySize::elements),
+            ntimes: self.ntimes as usize,
+            kernels,
+            isa: self.isa.isa(),
+            hugepages: self.hugepages.hugepages(),
+        }
     }
 
     /// The memory policies, as given, in order; `local` when none.

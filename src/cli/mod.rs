@@ -272,17 +272,12 @@ fn run(args: RunArgs) -> Result<()> {
     let topo = Topology::live().map_err(Error::Runtime)?;
     let m = &args.measure;
     let (mem_text, stores) = m.single("run")?;
-    let settings = Settings {
-        placement: args.placement.request()?,
-        elements: m.elements(),
-        ntimes: m.ntimes as usize,
-        kernels: args.kernels.clone(),
-        isa: m.isa(),
+    let settings = Settings::new(
+        &m.measure(args.kernels.clone()),
+        args.placement.request()?,
         stores,
-        hugepages: m.hugepages(),
-        mem: mempolicy::parse(&mem_text, &topo)?,
-        inner_repeats: 1,
-    };
+        mempolicy::parse(&mem_text, &topo)?,
+    );
     let Prepared {
         plan,
         stores_reason,
@@ -317,7 +312,7 @@ fn run(args: RunArgs) -> Result<()> {
         }),
         threads: args.placement.threads.map(|t| t as usize),
         placement: args.placement.describe(),
-        isa: m.isa().map_or("auto", |i| i.name()).into(),
+        isa: settings.measure.isa.map_or("auto", |i| i.name()).into(),
         stores: stores.to_string(),
         stores_reason,
     };

@@ -190,16 +190,12 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         mems: m.mems(),
         stores: m.stores(),
         sizes: args.sizes.clone().map(|s| s.0).unwrap_or_default(),
-        elements: m.elements(),
         numa_matrix: args.numa_matrix.map(|m| match m {
             NumaArg::Single => NumaMode::Single,
             NumaArg::All => NumaMode::All,
             NumaArg::Both => NumaMode::Both,
         }),
-        kernels: args.kernels.clone(),
-        ntimes: m.ntimes as usize,
-        isa: m.isa(),
-        hugepages: m.hugepages(),
+        measure: m.measure(args.kernels.clone()),
     };
     let jobs = sweep::expand(&topo, &spec)?;
     let mut file = match &args.resume {
@@ -308,14 +304,17 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
         ));
     }
     let mem = mempolicy::parse(&mems[0], &topo)?;
+    let mut measure = m.measure(vec![args.kernel]);
+    // One array size for every candidate: STREAM's rule for all allowed CPUs.
+    measure.elements = measure.elements.or_else(|| {
+        Some(crate::memory::default_elements(
+            &topo,
+            topo.allowed_cpus.ids(),
+        ))
+    });
     let spec = TuneSpec {
         kernel: args.kernel,
-        elements: m
-            .elements()
-            .unwrap_or_else(|| crate::memory::default_elements(&topo, topo.allowed_cpus.ids())),
-        ntimes: m.ntimes as usize,
-        isa: m.isa(),
-        hugepages: m.hugepages(),
+        measure,
         mem: (mems[0].clone(), mem),
         stores: m.stores(),
     };

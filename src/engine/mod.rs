@@ -259,14 +259,20 @@ mod tests {
             mems: vec!["local".into()],
             stores: vec![StoresRequest::Regular, StoresRequest::Nt],
             sizes: Vec::new(),
-            elements: Some(1 << 20),
             numa_matrix: None,
-            kernels: vec![KernelId::Copy, KernelId::Triad],
-            ntimes: 3,
-            isa: None,
-            hugepages: crate::memory::Hugepages::Auto,
+            measure: measure(vec![KernelId::Copy, KernelId::Triad]),
         };
         expand(topo, &spec).unwrap()
+    }
+
+    fn measure(kernels: Vec<KernelId>) -> crate::plan::Measure {
+        crate::plan::Measure {
+            elements: Some(1 << 20),
+            ntimes: 3,
+            kernels,
+            isa: None,
+            hugepages: crate::memory::Hugepages::Auto,
+        }
     }
 
     fn fake() -> FakeSource {
@@ -349,10 +355,7 @@ mod tests {
             &topo,
             &tune::TuneSpec {
                 kernel: KernelId::Triad,
-                elements: 1 << 20,
-                ntimes: 3,
-                isa: None,
-                hugepages: crate::memory::Hugepages::Auto,
+                measure: measure(vec![KernelId::Triad]),
                 mem: ("local".into(), Default::default()),
                 stores: vec![StoresRequest::Auto],
             },

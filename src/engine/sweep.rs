@@ -5,10 +5,9 @@
 
 use super::Job;
 use crate::error::{Error, Input, Result};
-use crate::kernels::{Isa, KernelId};
-use crate::memory::{Hugepages, PAGE_ELEMENTS, policy as mempolicy};
+use crate::memory::{PAGE_ELEMENTS, policy as mempolicy};
 use crate::placement::{self, Spec};
-use crate::plan::{self, Settings, StoresRequest};
+use crate::plan::{self, Measure, Settings, StoresRequest};
 use crate::results::{NumaCell, Point};
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
@@ -34,13 +33,10 @@ pub struct SweepSpec {
     pub stores: Vec<StoresRequest>,
     /// Working set per thread in bytes (all arrays); empty = fixed size.
     pub sizes: Vec<u64>,
-    /// Elements per array when there is no size axis; `None` = STREAM's rule.
-    pub elements: Option<u64>,
     pub numa_matrix: Option<NumaMode>,
-    pub kernels: Vec<KernelId>,
-    pub ntimes: usize,
-    pub isa: Option<Isa>,
-    pub hugepages: Hugepages,
+    /// Fixed for the whole sweep; its elements apply when there is no size
+    /// axis (`None` = STREAM's rule for all allowed CPUs, the same at every point).
+    pub measure: Measure,
 }
 
 /// Bytes per timed repetition that make a cache-sized kernel long enough to
@@ -50,11 +46,13 @@ const MIN_BYTES_PER_REPETITION: u64 = 64 << 20;
 /// Expands the axes into jobs, resolving and checking every point before
 /// anything runs, so a bad combination fails at once, not after an hour.
 pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
-    let arrays = crate::kernels::arrays_used(&spec.kernels).len() as u64;
+    let arrays = crate::kernels::arrays_used(&spec.measure.kernels).len() as u64;
     let fixed_elements = spec
+        .measure
         .elements
         .unwrap_or_else(|| crate::memory::default_elements(topo, topo.allowed_cpus.ids()));
     let min_bytes = spec
+        .measure
         .kernels
         .iter()
         .map(|k| k.spec().bytes_counted())
@@ -141,15 +139,12 @@ pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
                     None => (fixed_elements, 1),
                 };
                 let settings = Settings {
-                    placement: request.clone(),
-                    elements: Some(elements),
-                    ntimes: spec.ntimes,
-                    kernels: spec.kernels.clone(),
-                    isa: spec.isa,
-                    stores,
-                    hugepages: spec.hugepages,
-                    mem: mem.clone(),
+                    measure: Measure {
+                        elements: Some(elements),
+                        ..spec.measure.clone()
+                    },
                     inner_repeats: inner,
+                    ..Settings::new(&spec.measure, request.clone(), stores, mem.clone())
                 };
                 let plan = plan::prepare(topo, &settings)?.plan;
                 let point = Point::new(label.clone(), &mem_text, stores, &plan, numa);

@@ -4,12 +4,11 @@
 
 use super::{Collect, Engine, Job};
 use crate::error::Result;
-use crate::kernels::{Isa, KernelId};
-use crate::memory::Hugepages;
+use crate::kernels::KernelId;
 use crate::memory::policy::MemPolicy;
 use crate::placement::domains::Kind;
 use crate::placement::{self, Domains, Spec};
-use crate::plan::{self, Settings, StoresRequest};
+use crate::plan::{self, Measure, Settings, StoresRequest};
 use crate::results::{Point, Record, RunResult};
 use crate::topology::Topology;
 use std::time::{Duration, Instant};
@@ -92,11 +91,9 @@ pub fn candidates(topo: &Topology) -> Vec<Candidate> {
 /// What tune measures at every candidate.
 #[derive(Debug, Clone)]
 pub struct TuneSpec {
+    /// The kernel to maximize, the one `measure` runs.
     pub kernel: KernelId,
-    pub elements: u64,
-    pub ntimes: usize,
-    pub isa: Option<Isa>,
-    pub hugepages: Hugepages,
+    pub measure: Measure,
     /// The memory policy as given, and parsed.
     pub mem: (String, MemPolicy),
     /// Store modes to try; `auto` tries both non-temporal and regular.
@@ -132,17 +129,8 @@ pub fn trials(topo: &Topology, spec: &TuneSpec) -> Result<Vec<Trial>> {
                 continue;
             }
             seen.push((cpus.clone(), stores));
-            let settings = Settings {
-                placement: c.request.clone(),
-                elements: Some(spec.elements),
-                ntimes: spec.ntimes,
-                kernels: vec![spec.kernel],
-                isa: spec.isa,
-                stores,
-                hugepages: spec.hugepages,
-                mem: spec.mem.1.clone(),
-                inner_repeats: 1,
-            };
+            let settings =
+                Settings::new(&spec.measure, c.request.clone(), stores, spec.mem.1.clone());
             let plan = plan::prepare(topo, &settings)?.plan;
             let point = Point::new(c.label.clone(), &spec.mem.0, stores, &plan, None);
             let label = point.label();

@@ -68,7 +68,10 @@ pub fn text(v: &TuneView) -> String {
             );
         }
         _ => {
-            let _ = writeln!(o, "  theoretical peak unknown");
+            let _ = writeln!(
+                o,
+                "  theoretical peak unknown (give --peak or --channels/--mts)"
+            );
         }
     }
     if let Some(s) = &best.reproduce {
