@@ -452,4 +452,16 @@ fn experiment_input_errors_are_one_line() {
     usage_error(&["report", x], "line 1 is not a membw result record");
     usage_error(&["compare", x, x], "line 1");
     usage_error(&["tune", "--budget", "soon"], "--budget");
+    // The shared measurement flags: one policy and store mode where one is measured.
+    usage_error(&["run", "--mem", "local;bind:0"], "run takes one policy");
+    usage_error(
+        &["tune", "--mem", "local", "--mem", "local"],
+        "tune takes one policy",
+    );
+    usage_error(&["run", "--stores", "regular,nt"], "one store mode");
+    usage_error(&["tune", "--isa", "neon"], "'neon'");
+    usage_error(&["sweep", "--fake-source", "fast"], "--fake-source");
+    // The peak is given one way.
+    usage_error(&["run", "--peak", "100", "--channels", "8"], "--peak");
+    usage_error(&["run", "--channels", "8"], "--mts");
 }

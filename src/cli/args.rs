@@ -135,8 +135,8 @@ pub(crate) struct MeasureArgs {
     pub(crate) ntimes: u32,
 
     /// NUMA memory policy of the arrays: local, bind:1, interleave:all, preferred:2, or per array
-    /// a=bind:0,b=bind:1,c=local; sweep and tune: repeat the flag or separate policies with ';'
-    /// [default: local]
+    /// a=bind:0,b=bind:1,c=local; sweep: several, each a point (repeat the flag or separate
+    /// them with ';') [default: local]
     #[arg(long, help_heading = "Measurement")]
     mem: Vec<String>,
 
@@ -202,21 +202,26 @@ impl MeasureArgs {
         out
     }
 
+    /// The one memory policy of a command that measures under one.
+    pub(crate) fn one_mem(&self, command: &str) -> Result<String> {
+        match self.mems().as_slice() {
+            [one] => Ok(one.clone()),
+            many => Err(Error::Usage(format!(
+                "--mem: {command} takes one policy, not {}; membw sweep --mem measures several",
+                many.len()
+            ))),
+        }
+    }
+
     /// The one memory policy and store mode of a single run.
     pub(crate) fn single(&self, command: &str) -> Result<(String, StoresRequest)> {
-        let (mems, stores) = (self.mems(), self.stores());
-        if mems.len() > 1 {
-            return Err(Error::Usage(format!(
-                "--mem: {command} takes one policy, not {}; membw sweep --mem measures several",
-                mems.len()
-            )));
-        }
+        let stores = self.stores();
         if stores.len() > 1 {
             return Err(Error::Usage(format!(
                 "--stores: {command} takes one store mode; membw sweep --stores measures several"
             )));
         }
-        Ok((mems[0].clone(), stores[0]))
+        Ok((self.one_mem(command)?, stores[0]))
     }
 
     /// The measurement source: membw's kernels, or the hidden fake.

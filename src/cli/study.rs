@@ -198,6 +198,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         measure: m.measure(args.kernels.clone()),
     };
     let jobs = sweep::expand(&topo, &spec)?;
+    let mut source = m.source()?;
     let mut file = match &args.resume {
         Some(path) => ResultsFile::resume(path).map_err(|e| file_error(e, "--resume"))?,
         None => {
@@ -226,7 +227,6 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
             String::new()
         }
     );
-    let mut source = m.source()?;
     let mut engine = Engine::new(
         &topo,
         source.as_mut(),
@@ -297,13 +297,8 @@ pub(crate) struct TuneArgs {
 pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let topo = Topology::live().map_err(Error::Runtime)?;
     let m = &args.measure;
-    let mems = m.mems();
-    if mems.len() > 1 {
-        return Err(Error::Usage(
-            "--mem: tune takes one policy; membw sweep --mem compares several".into(),
-        ));
-    }
-    let mem = mempolicy::parse(&mems[0], &topo)?;
+    let mem_text = m.one_mem("tune")?;
+    let mem = mempolicy::parse(&mem_text, &topo)?;
     let mut measure = m.measure(vec![args.kernel]);
     // One array size for every candidate: STREAM's rule for all allowed CPUs.
     measure.elements = measure.elements.or_else(|| {
@@ -315,16 +310,16 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let spec = TuneSpec {
         kernel: args.kernel,
         measure,
-        mem: (mems[0].clone(), mem),
+        mem: (mem_text, mem),
         stores: m.stores(),
     };
     let trials = tune::trials(&topo, &spec)?;
+    let mut source = m.source()?;
     let file = args
         .output
         .as_ref()
         .map(|p| ResultsFile::create(p).map_err(|e| file_error(e, "--output")))
         .transpose()?;
-    let mut source = m.source()?;
     let mut engine = Engine::new(
         &topo,
         source.as_mut(),
