@@ -20,6 +20,10 @@ pub enum Input {
     Pin,
     /// Named placement strategy.
     Strategy,
+    /// GNU libgomp's CPU list.
+    Gomp,
+    /// Intel's affinity specification.
+    Kmp,
     /// Thread count (or a list of them for a sweep).
     Threads,
     /// Permission to use SMT siblings.
@@ -46,6 +50,8 @@ impl Input {
             Input::Places => "places",
             Input::Pin => "pin",
             Input::Strategy => "strategy",
+            Input::Gomp => "gomp-affinity",
+            Input::Kmp => "kmp-affinity",
             Input::Threads => "threads",
             Input::Smt => "smt",
             Input::CpuNode => "cpunode",

@@ -220,3 +220,126 @@ fn run_header_shows_placement_policy_and_reproduction() {
     assert_eq!(doc["measurement"]["threads"].as_array().unwrap().len(), 1);
     assert_eq!(doc["reproduce"]["likwid_pin"], "likwid-pin -c 0");
 }
+
+/// Runs membw with extra environment variables; returns (exit code, stdout, stderr).
+fn with_env(vars: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String, String) {
+    let mut cmd = common::membw();
+    for name in [
+        "OMP_NUM_THREADS",
+        "OMP_PLACES",
+        "OMP_PROC_BIND",
+        "GOMP_CPU_AFFINITY",
+        "KMP_AFFINITY",
+    ] {
+        cmd.env_remove(name);
+    }
+    let out = cmd.envs(vars.iter().copied()).args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn openmp_gnu_and_intel_variables_place_threads_unless_a_flag_does() {
+    let root = common::shared_tree("xeon-e5-2680v3-2s");
+    let fixture = ["place", "--sysroot", root.to_str().unwrap(), "--json"];
+    let cpus = |vars: &[(&str, &str)], more: &[&str]| -> (Vec<u64>, String) {
+        let args: Vec<&str> = fixture.iter().chain(more).copied().collect();
+        let (code, out, err) = with_env(vars, &args);
+        assert_eq!(code, Some(0), "{vars:?} {more:?}: {err}");
+        let doc: Value = serde_json::from_str(&out).unwrap();
+        let cpus = doc["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["cpu"].as_u64().unwrap())
+            .collect();
+        (cpus, doc["request"].as_str().unwrap().to_string())
+    };
+    // 2 sockets × 12 cores × 2 threads: CPU c and c + 24 are siblings.
+    let (c, why) = cpus(
+        &[
+            ("OMP_NUM_THREADS", "4"),
+            ("OMP_PLACES", "cores"),
+            ("OMP_PROC_BIND", "spread"),
+        ],
+        &[],
+    );
+    assert_eq!(c, [0, 6, 12, 18]);
+    assert_eq!(
+        why,
+        "from environment OMP_NUM_THREADS=4 OMP_PLACES=cores OMP_PROC_BIND=spread"
+    );
+    let (c, _) = cpus(&[("GOMP_CPU_AFFINITY", "0 2 4-10:2")], &[]);
+    assert_eq!(c, [0, 2, 4, 6, 8, 10]);
+    let (c, _) = cpus(
+        &[("KMP_AFFINITY", "granularity=fine,explicit,proclist=[3,1]")],
+        &[],
+    );
+    assert_eq!(c, [3, 1]);
+    // Intel's compact fills a core's hardware threads first; scatter deals sockets.
+    let (c, _) = cpus(
+        &[("KMP_AFFINITY", "compact"), ("OMP_NUM_THREADS", "3")],
+        &[],
+    );
+    assert_eq!(c, [0, 24, 1]);
+    let (c, _) = cpus(
+        &[("KMP_AFFINITY", "scatter"), ("OMP_NUM_THREADS", "3")],
+        &[],
+    );
+    assert_eq!(c, [0, 12, 1]);
+    // The flag wins and the header says so; --threads wins over OMP_NUM_THREADS.
+    let (c, why) = cpus(
+        &[("OMP_PLACES", "{5}"), ("OMP_NUM_THREADS", "1")],
+        &["--cpus", "7,8", "--threads", "2"],
+    );
+    assert_eq!(c, [7, 8]);
+    assert!(
+        why.contains(
+            "not used: OMP_NUM_THREADS=1 (--threads wins), OMP_PLACES={5} (the placement flag wins)"
+        ),
+        "{why}"
+    );
+    // The same grammars as flags.
+    let (c, _) = cpus(&[], &["--kmp-affinity", "scatter", "--threads", "2"]);
+    assert_eq!(c, [0, 12]);
+    // --ignore-env.
+    let (c, _) = cpus(&[("OMP_NUM_THREADS", "1")], &["--ignore-env"]);
+    assert_eq!(c.len(), 24);
+    // A value membw cannot parse is an error naming the variable.
+    for (name, value) in [
+        ("OMP_NUM_THREADS", "0"),
+        ("OMP_PLACES", "corez"),
+        ("OMP_PROC_BIND", "sideways"),
+        ("GOMP_CPU_AFFINITY", "0-x"),
+        ("KMP_AFFINITY", "granularity=atom,compact"),
+    ] {
+        let args: Vec<&str> = fixture[..3].to_vec();
+        let (code, out, err) = with_env(&[(name, value)], &args);
+        assert_eq!(code, Some(2), "{name}={value}: {err}");
+        assert!(out.is_empty());
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("environment {name} '{value}'")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn run_follows_omp_num_threads_and_says_so() {
+    let (code, out, err) = with_env(
+        &[("OMP_NUM_THREADS", "1")],
+        &["run", "--fake-source", "4", "--size", "1M", "--ntimes", "2"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("Number of Threads counted = 1"), "{out}");
+    assert!(out.contains("OMP_NUM_THREADS=1 from environment"), "{out}");
+    assert!(out.contains("GOMP_CPU_AFFINITY='"), "{out}");
+    assert!(
+        out.contains("KMP_AFFINITY=granularity=fine,explicit,proclist=["),
+        "{out}"
+    );
+}

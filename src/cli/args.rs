@@ -3,7 +3,7 @@
 //! definition each, so every command has the same flags and defaults.
 
 use crate::engine::{FakeSource, Source, StreamSource};
-use crate::error::{Error, Result};
+use crate::error::{Error, Input, Result};
 use crate::kernels::{Isa, KernelId};
 use crate::memory::Hugepages;
 use crate::peak::{self, PeakRequest};
@@ -17,20 +17,32 @@ use clap::{Args, ValueEnum};
 #[derive(Args, Debug, Clone)]
 pub(crate) struct PlacementArgs {
     /// CPUs to pin thread 0, 1, ... to, in order (0,2,4-10:2)
-    #[arg(long, conflicts_with_all = ["places", "pin", "strategy"], help_heading = "Placement")]
+    #[arg(long, group = "where", help_heading = "Placement")]
     cpus: Option<String>,
 
     /// OpenMP places: '{0}:64:2', '{0:4}:8:4', '{0,1},{2,3}', cores, sockets(1), ll_caches, numa_domains
-    #[arg(long, conflicts_with_all = ["pin", "strategy"], help_heading = "Placement")]
+    #[arg(long, group = "where", help_heading = "Placement")]
     places: Option<String>,
 
     /// likwid-pin expression: N:0-23, S0:0-7@S1:0-7, M1:0-3, C0:0-3, E:N:8:1:2, M:scatter
-    #[arg(long, conflicts_with = "strategy", help_heading = "Placement")]
+    #[arg(long, group = "where", help_heading = "Placement")]
     pin: Option<String>,
 
     /// compact, spread, per-socket=K, per-numa=K, per-l3=K, stride=S
-    #[arg(long, help_heading = "Placement")]
+    #[arg(long, group = "where", help_heading = "Placement")]
     strategy: Option<String>,
+
+    /// GNU libgomp's GOMP_CPU_AFFINITY list: '0 2 4-10:2'
+    #[arg(long, group = "where", value_name = "LIST", help_heading = "Placement")]
+    gomp_affinity: Option<String>,
+
+    /// Intel's KMP_AFFINITY: compact, scatter, 'granularity=fine,explicit,proclist=[0,2,4]', with permute and offset
+    #[arg(long, group = "where", value_name = "SPEC", help_heading = "Placement")]
+    kmp_affinity: Option<String>,
+
+    /// Do not read OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY, KMP_AFFINITY
+    #[arg(long, help_heading = "Placement")]
+    ignore_env: bool,
 
     /// OMP_PROC_BIND for --places: close, spread, primary (master)
     #[arg(long, requires = "places", value_parser = parse_bind, help_heading = "Placement")]
@@ -53,22 +65,95 @@ pub(crate) fn parse_bind(text: &str) -> std::result::Result<Bind, String> {
     Bind::parse(text).ok_or_else(|| format!("unknown binding '{text}' (close, spread, primary)"))
 }
 
+/// A placement request and where its parts came from.
+pub(crate) struct Placement {
+    pub request: placement::Request,
+    /// For the header: the flags or variables used, and those not used.
+    pub described: String,
+    /// Inputs that came from environment variables.
+    env_inputs: Vec<(Input, &'static str)>,
+}
+
+impl Placement {
+    /// Names an input error by the variable it came from, when it did.
+    pub(crate) fn name_error(&self, e: Error) -> Error {
+        match &e {
+            Error::Input { input, .. } => match self.env_inputs.iter().find(|(i, _)| i == input) {
+                Some((_, var)) => Error::Usage(
+                    e.render(|_| format!("environment {var}"))
+                        + " (--ignore-env ignores the environment)",
+                ),
+                None => e,
+            },
+            _ => e,
+        }
+    }
+}
+
 impl PlacementArgs {
-    pub(crate) fn request(&self) -> Result<placement::Request> {
-        let spec = if let Some(list) = &self.cpus {
-            placement::Spec::Cpus(list.clone())
+    fn flag_spec(&self) -> Option<placement::Spec> {
+        if let Some(list) = &self.cpus {
+            Some(placement::Spec::Cpus(list.clone()))
         } else if let Some(places) = &self.places {
-            placement::Spec::Places {
+            Some(placement::Spec::Places {
                 places: places.clone(),
                 bind: self.bind.unwrap_or(Bind::Close),
-            }
+            })
         } else if let Some(expr) = &self.pin {
-            placement::Spec::Likwid(expr.clone())
+            Some(placement::Spec::Likwid(expr.clone()))
         } else if let Some(s) = &self.strategy {
-            placement::Spec::Strategy(s.clone())
+            Some(placement::Spec::Strategy(s.clone()))
+        } else if let Some(g) = &self.gomp_affinity {
+            Some(placement::Spec::Gomp(g.clone()))
         } else {
-            placement::Spec::Default
+            self.kmp_affinity.clone().map(placement::Spec::Kmp)
+        }
+    }
+
+    /// The request from flags, and from the environment where no flag
+    /// decides (unless --ignore-env).
+    pub(crate) fn placement(&self, vars: &super::env::Vars) -> Result<Placement> {
+        let flags = self.request()?;
+        let from_flags = self.flag_spec().is_some();
+        let env = if self.ignore_env {
+            Default::default()
+        } else {
+            super::env::placement(vars, from_flags, self.threads.is_some())?
         };
+        let mut request = flags;
+        if let Some(spec) = env.spec.clone() {
+            request.spec = spec;
+        }
+        if request.threads.is_none() {
+            request.threads = env.threads;
+        }
+        let mut described = if env.spec.is_some() {
+            format!("from environment {}", env.used.join(" "))
+        } else {
+            let mut d = self.describe();
+            let env_threads: Vec<&String> = env
+                .used
+                .iter()
+                .filter(|u| u.starts_with("OMP_NUM_THREADS"))
+                .collect();
+            if let Some(t) = env_threads.first() {
+                d.push_str(&format!(", {t} from environment"));
+            }
+            d
+        };
+        if !env.unused.is_empty() {
+            described.push_str(&format!("; not used: {}", env.unused.join(", ")));
+        }
+        Ok(Placement {
+            request,
+            described,
+            env_inputs: env.inputs,
+        })
+    }
+
+    /// The request from the flags alone.
+    fn request(&self) -> Result<placement::Request> {
+        let spec = self.flag_spec().unwrap_or(placement::Spec::Default);
         let cpu_nodes = self
             .cpunode
             .as_ref()
@@ -103,6 +188,12 @@ impl PlacementArgs {
         }
         if let Some(s) = &self.strategy {
             parts.push(format!("--strategy {s}"));
+        }
+        if let Some(g) = &self.gomp_affinity {
+            parts.push(format!("--gomp-affinity '{g}'"));
+        }
+        if let Some(k) = &self.kmp_affinity {
+            parts.push(format!("--kmp-affinity {k}"));
         }
         if parts.is_empty() {
             parts.push("default: one thread per core, spread".into());

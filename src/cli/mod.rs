@@ -3,6 +3,7 @@
 //! runs the command, and words domain errors with the flags they concern.
 
 mod args;
+mod env;
 mod study;
 
 use crate::engine::Engine;
@@ -217,11 +218,13 @@ fn place(args: PlaceArgs) -> Result<()> {
         Some(m) => mempolicy::parse(m, &topo)?,
         None => MemPolicy::default(),
     };
-    let cpus = placement::resolve(&topo, &args.placement.request()?)?;
+    let placement = args.placement.placement(&env::Vars::from_process())?;
+    let cpus =
+        placement::resolve(&topo, &placement.request).map_err(|e| placement.name_error(e))?;
     let spellings = spellings::spell_plan(&cpus, &mem);
     let view = report::place::PlaceView {
         topo: &topo,
-        request: args.placement.describe(),
+        request: placement.described.clone(),
         memory_policy: mem.to_string(),
         cpus: &cpus,
         spellings: &spellings,
@@ -272,16 +275,17 @@ fn run(args: RunArgs) -> Result<()> {
     let topo = Topology::live().map_err(Error::Runtime)?;
     let m = &args.measure;
     let (mem_text, stores) = m.single("run")?;
+    let placement = args.placement.placement(&env::Vars::from_process())?;
     let settings = Settings::new(
         &m.measure(args.kernels.clone()),
-        args.placement.request()?,
+        placement.request.clone(),
         stores,
         mempolicy::parse(&mem_text, &topo)?,
     );
     let Prepared {
         plan,
         stores_reason,
-    } = plan::prepare(&topo, &settings)?;
+    } = plan::prepare(&topo, &settings).map_err(|e| placement.name_error(e))?;
     let array_bytes = Bytes(plan.elements as u64 * ELEMENT_BYTES);
     let mut source = m.source()?;
     let mut engine = Engine::new(
@@ -310,8 +314,8 @@ fn run(args: RunArgs) -> Result<()> {
             ArraySize::Elements(n) => n.to_string(),
             ArraySize::Bytes(b) => format!("{} B", b.0),
         }),
-        threads: args.placement.threads.map(|t| t as usize),
-        placement: args.placement.describe(),
+        threads: placement.request.threads,
+        placement: placement.described.clone(),
         isa: settings.measure.isa.map_or("auto", |i| i.name()).into(),
         stores: stores.to_string(),
         stores_reason,

@@ -156,6 +156,7 @@ fn read_records(path: &Path) -> Result<Vec<Record>> {
 
 pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
     let topo = Topology::live().map_err(Error::Runtime)?;
+    super::env::note_unused(&super::env::Vars::from_process(), "sweep");
     let mut placements: Vec<(String, Spec)> = Vec::new();
     if let Some(list) = &args.strategy {
         for s in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -296,6 +297,7 @@ pub(crate) struct TuneArgs {
 
 pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let topo = Topology::live().map_err(Error::Runtime)?;
+    super::env::note_unused(&super::env::Vars::from_process(), "tune");
     let m = &args.measure;
     let mem_text = m.one_mem("tune")?;
     let mem = mempolicy::parse(&mem_text, &topo)?;

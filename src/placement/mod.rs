@@ -9,6 +9,7 @@
 pub mod domains;
 pub mod likwid;
 pub mod omp;
+pub mod runtime;
 pub mod spellings;
 pub mod strategy;
 
@@ -31,6 +32,10 @@ pub enum Spec {
     Likwid(String),
     /// `compact|spread|per-socket=K|per-numa=K|per-l3=K|stride=S`.
     Strategy(String),
+    /// GNU libgomp's GOMP_CPU_AFFINITY.
+    Gomp(String),
+    /// Intel's KMP_AFFINITY.
+    Kmp(String),
 }
 
 impl Spec {
@@ -42,6 +47,8 @@ impl Spec {
             Spec::Places { places, .. } => (Input::Places, places),
             Spec::Likwid(t) => (Input::Pin, t),
             Spec::Strategy(t) => (Input::Strategy, t),
+            Spec::Gomp(t) => (Input::Gomp, t),
+            Spec::Kmp(t) => (Input::Kmp, t),
         }
     }
 }
@@ -161,6 +168,11 @@ pub fn resolve(topo: &Topology, req: &Request) -> Result<Vec<usize>> {
         )
         .map_err(|m| fault(m.into()))?,
         Spec::Strategy(s) => strategy::resolve(&domains, s, req.threads, req.smt).map_err(fault)?,
+        Spec::Gomp(list) => runtime::gomp(list, req.threads).map_err(fault)?,
+        Spec::Kmp(text) => {
+            let kmp = runtime::parse_kmp(text).map_err(|m| fault(m.into()))?;
+            runtime::kmp(topo, &domains, &kmp, req.threads).map_err(fault)?
+        }
     };
     check(topo, &allowed, &cpus).map_err(|m| fault(m.into()))?;
     Ok(cpus)

@@ -15,6 +15,12 @@ pub struct Spellings {
     pub taskset: String,
     /// Open MPI, one rank per listed CPU.
     pub mpirun: String,
+    /// GNU libgomp (gcc builds).
+    #[serde(default)]
+    pub gomp: String,
+    /// Intel's runtime (icc/icx builds).
+    #[serde(default)]
+    pub kmp: String,
 }
 
 /// OMP_PLACES for thread i on `cpus[i]`: interval notation when the CPUs
@@ -53,15 +59,17 @@ pub fn spell_plan(cpus: &[usize], mem: &MemPolicy) -> Spellings {
 }
 
 /// Every line, in the order people read them.
-pub fn lines(s: &Spellings) -> [&str; 6] {
-    [
-        &s.openmp,
-        &s.likwid_pin,
-        &s.numactl,
-        &s.srun,
-        &s.taskset,
-        &s.mpirun,
-    ]
+pub fn lines(s: &Spellings) -> Vec<&str> {
+    let mut v: Vec<&str> = vec![&s.openmp];
+    // Files written before these lines existed lack them.
+    v.extend(
+        [&s.gomp, &s.kmp]
+            .into_iter()
+            .filter(|l| !l.is_empty())
+            .map(String::as_str),
+    );
+    v.extend([&s.likwid_pin, &s.numactl, &s.srun, &s.taskset, &s.mpirun].map(String::as_str));
+    v
 }
 
 /// `numactl_memory` is the memory part of the numactl line (e.g.
@@ -90,6 +98,16 @@ pub fn spell(cpus: &[usize], numactl_memory: &str) -> Spellings {
         mpirun: format!(
             "mpirun -np {} --cpu-set {set} --bind-to core --map-by core",
             cpus.len()
+        ),
+        gomp: format!(
+            "OMP_NUM_THREADS={} GOMP_CPU_AFFINITY='{}'",
+            cpus.len(),
+            plain.join(" ")
+        ),
+        kmp: format!(
+            "OMP_NUM_THREADS={} KMP_AFFINITY=granularity=fine,explicit,proclist=[{}]",
+            cpus.len(),
+            plain.join(",")
         ),
     }
 }
@@ -121,5 +139,11 @@ mod tests {
             s.mpirun,
             "mpirun -np 4 --cpu-set 0,2,4-5 --bind-to core --map-by core"
         );
+        assert_eq!(s.gomp, "OMP_NUM_THREADS=4 GOMP_CPU_AFFINITY='0 2 4 5'");
+        assert_eq!(
+            s.kmp,
+            "OMP_NUM_THREADS=4 KMP_AFFINITY=granularity=fine,explicit,proclist=[0,2,4,5]"
+        );
+        assert_eq!(lines(&s).len(), 8);
     }
 }

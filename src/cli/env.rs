@@ -1,0 +1,288 @@
+//! The OpenMP, GNU and Intel environment variables people set for STREAM,
+//! read when no placement flag is given, with their runtimes' meanings:
+//! `OMP_NUM_THREADS`, `OMP_PLACES`, `OMP_PROC_BIND`, `GOMP_CPU_AFFINITY`,
+//! `KMP_AFFINITY`. A flag wins over the variable it replaces, and the header
+//! says so; a value membw cannot parse is an error naming the variable.
+
+use crate::error::{Error, Input, Result};
+use crate::placement::{Spec, omp::Bind, runtime};
+
+/// The variables membw reads, in the order it prefers them for placement:
+/// the OpenMP standard's first, then GNU's, then Intel's.
+pub(crate) const PLACEMENT_VARS: [&str; 4] = [
+    "OMP_PLACES",
+    "OMP_PROC_BIND",
+    "GOMP_CPU_AFFINITY",
+    "KMP_AFFINITY",
+];
+
+/// A snapshot of the variables (tests pass their own).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Vars(pub Vec<(&'static str, String)>);
+
+impl Vars {
+    pub(crate) fn from_process() -> Vars {
+        let names = ["OMP_NUM_THREADS"].into_iter().chain(PLACEMENT_VARS);
+        Vars(
+            names
+                .filter_map(|n| Some((n, std::env::var(n).ok()?)))
+                .filter(|(_, v)| !v.trim().is_empty())
+                .collect(),
+        )
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn show(&self, name: &str) -> Option<String> {
+        self.get(name).map(|v| format!("{name}={v}"))
+    }
+}
+
+/// What the environment contributes to a placement request.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FromEnv {
+    pub spec: Option<Spec>,
+    pub threads: Option<usize>,
+    /// `OMP_PLACES=cores OMP_PROC_BIND=spread`: the variables used.
+    pub used: Vec<String>,
+    /// Variables set but not used, with why.
+    pub unused: Vec<String>,
+    /// Which input came from which variable, to name it in errors.
+    pub inputs: Vec<(Input, &'static str)>,
+}
+
+fn env_error(var: &str, value: &str, message: impl std::fmt::Display) -> Error {
+    Error::Usage(format!(
+        "environment {var} '{value}': {message} (--ignore-env ignores the environment)"
+    ))
+}
+
+/// `8` or `8,4` (nested levels: the outermost counts).
+fn threads(value: &str) -> Result<usize> {
+    value
+        .split(',')
+        .next()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n >= 1)
+        .ok_or_else(|| env_error("OMP_NUM_THREADS", value, "not a positive thread count"))
+}
+
+/// `spread`, `close,spread`, `true`, `false`, `primary`, `master`: the
+/// outermost level; `None` for `false`.
+fn bind(value: &str) -> Result<Option<Bind>> {
+    let first = value.split(',').next().unwrap_or("").trim();
+    match first.to_ascii_lowercase().as_str() {
+        "false" => Ok(None),
+        other => Bind::parse(other).map(Some).ok_or_else(|| {
+            env_error(
+                "OMP_PROC_BIND",
+                value,
+                "expected true, false, close, spread or primary",
+            )
+        }),
+    }
+}
+
+/// For sweep and tune, whose axes decide placement: a note naming the
+/// variables they do not use, so none is ignored silently.
+pub(crate) fn note_unused(vars: &Vars, command: &str) {
+    let set: Vec<String> = vars.0.iter().map(|(n, v)| format!("{n}={v}")).collect();
+    if !set.is_empty() {
+        eprintln!(
+            "membw: note: {command} places threads by its own axes; not used: {}",
+            set.join(" ")
+        );
+    }
+}
+
+/// Reads the placement the environment asks for. `placement_flag` and
+/// `threads_flag` say whether flags already decide those.
+pub(crate) fn placement(vars: &Vars, placement_flag: bool, threads_flag: bool) -> Result<FromEnv> {
+    let mut out = FromEnv::default();
+    if let Some(v) = vars.get("OMP_NUM_THREADS") {
+        if threads_flag {
+            out.unused
+                .push(format!("OMP_NUM_THREADS={v} (--threads wins)"));
+        } else {
+            out.threads = Some(threads(v)?);
+            out.used.push(format!("OMP_NUM_THREADS={v}"));
+            out.inputs.push((Input::Threads, "OMP_NUM_THREADS"));
+        }
+    }
+    let set: Vec<&str> = PLACEMENT_VARS
+        .into_iter()
+        .filter(|n| vars.get(n).is_some())
+        .collect();
+    if placement_flag {
+        out.unused.extend(
+            set.iter()
+                .filter_map(|n| vars.show(n))
+                .map(|s| format!("{s} (the placement flag wins)")),
+        );
+        return Ok(out);
+    }
+    let places = vars.get("OMP_PLACES");
+    let binding = vars.get("OMP_PROC_BIND").map(bind).transpose()?;
+    let mut chosen: Vec<&str> = Vec::new();
+    match (places, binding) {
+        (_, Some(None)) => {
+            out.unused.push(format!(
+                "OMP_PROC_BIND={} (binding off; membw always pins)",
+                vars.get("OMP_PROC_BIND").unwrap_or("")
+            ));
+            if places.is_some() {
+                out.unused
+                    .push("OMP_PLACES (unused while binding is off)".into());
+            }
+            chosen.extend(["OMP_PLACES", "OMP_PROC_BIND"]);
+        }
+        (Some(p), b) => {
+            out.spec = Some(Spec::Places {
+                places: p.to_string(),
+                bind: b.flatten().unwrap_or(Bind::Close),
+            });
+            out.inputs.push((Input::Places, "OMP_PLACES"));
+            chosen.extend(["OMP_PLACES", "OMP_PROC_BIND"]);
+        }
+        (None, Some(Some(b))) => {
+            // Binding without places: one place per core.
+            out.spec = Some(Spec::Places {
+                places: "cores".into(),
+                bind: b,
+            });
+            out.inputs.push((Input::Places, "OMP_PROC_BIND"));
+            chosen.push("OMP_PROC_BIND");
+        }
+        (None, None) => {
+            if let Some(g) = vars.get("GOMP_CPU_AFFINITY") {
+                runtime::gomp(g, None).map_err(|f| env_error("GOMP_CPU_AFFINITY", g, f.message))?;
+                out.spec = Some(Spec::Gomp(g.to_string()));
+                out.inputs.push((Input::Gomp, "GOMP_CPU_AFFINITY"));
+                chosen.push("GOMP_CPU_AFFINITY");
+            } else if let Some(k) = vars.get("KMP_AFFINITY") {
+                match runtime::parse_kmp(k).map_err(|m| env_error("KMP_AFFINITY", k, m))? {
+                    runtime::Kmp::None => {
+                        out.unused.push(format!(
+                            "KMP_AFFINITY={k} (binds nothing; membw always pins)"
+                        ));
+                    }
+                    _ => {
+                        out.spec = Some(Spec::Kmp(k.to_string()));
+                        out.inputs.push((Input::Kmp, "KMP_AFFINITY"));
+                    }
+                }
+                chosen.push("KMP_AFFINITY");
+            }
+        }
+    }
+    for name in &set {
+        let shown = vars.show(name).unwrap_or_default();
+        if chosen.contains(name) {
+            if out.spec.is_some() {
+                out.used.push(shown);
+            }
+        } else {
+            out.unused.push(format!(
+                "{shown} (the OpenMP standard's variables, then GOMP's, then KMP's: the first set wins)"
+            ));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&'static str, &str)]) -> Vars {
+        Vars(pairs.iter().map(|(n, v)| (*n, v.to_string())).collect())
+    }
+
+    #[test]
+    fn openmp_variables_become_places() {
+        let e = placement(
+            &vars(&[
+                ("OMP_PLACES", "cores"),
+                ("OMP_PROC_BIND", "spread"),
+                ("OMP_NUM_THREADS", "8,2"),
+            ]),
+            false,
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            e.spec,
+            Some(Spec::Places {
+                places: "cores".into(),
+                bind: Bind::Spread
+            })
+        );
+        assert_eq!(e.threads, Some(8));
+        assert_eq!(
+            e.used,
+            [
+                "OMP_NUM_THREADS=8,2",
+                "OMP_PLACES=cores",
+                "OMP_PROC_BIND=spread"
+            ]
+        );
+        // Binding alone: one place per core.
+        let e = placement(&vars(&[("OMP_PROC_BIND", "close")]), false, false).unwrap();
+        assert!(
+            matches!(e.spec, Some(Spec::Places { ref places, bind: Bind::Close }) if places == "cores")
+        );
+    }
+
+    #[test]
+    fn flags_win_and_the_rest_is_named() {
+        let e = placement(
+            &vars(&[("OMP_NUM_THREADS", "1"), ("KMP_AFFINITY", "compact")]),
+            true,
+            true,
+        )
+        .unwrap();
+        assert!(e.spec.is_none() && e.threads.is_none() && e.used.is_empty());
+        assert_eq!(e.unused.len(), 2, "{:?}", e.unused);
+        // OMP_PLACES is preferred over GOMP_CPU_AFFINITY, which is named.
+        let e = placement(
+            &vars(&[("OMP_PLACES", "{0}"), ("GOMP_CPU_AFFINITY", "1")]),
+            false,
+            false,
+        )
+        .unwrap();
+        assert!(matches!(e.spec, Some(Spec::Places { .. })));
+        assert!(
+            e.unused[0].starts_with("GOMP_CPU_AFFINITY=1"),
+            "{:?}",
+            e.unused
+        );
+    }
+
+    #[test]
+    fn runtime_variables_and_bad_values() {
+        let e = placement(&vars(&[("GOMP_CPU_AFFINITY", "0 2 4-10:2")]), false, false).unwrap();
+        assert_eq!(e.spec, Some(Spec::Gomp("0 2 4-10:2".into())));
+        let e = placement(&vars(&[("KMP_AFFINITY", "none")]), false, false).unwrap();
+        assert!(e.spec.is_none() && e.unused[0].contains("binds nothing"));
+        for (name, value) in [
+            ("OMP_NUM_THREADS", "0"),
+            ("OMP_NUM_THREADS", "lots"),
+            ("OMP_PROC_BIND", "sideways"),
+            ("GOMP_CPU_AFFINITY", "0 x"),
+            ("KMP_AFFINITY", "compactt"),
+        ] {
+            let err = placement(&vars(&[(name, value)]), false, false)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(&format!("environment {name} '{value}'")),
+                "{err}"
+            );
+        }
+    }
+}
