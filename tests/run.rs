@@ -251,3 +251,54 @@ fn an_inherited_mask_is_respected() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("outside the allowed set"));
     }
 }
+
+#[test]
+fn bare_membw_prints_the_help_and_slips_get_hints() {
+    let out = membw().output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("Commands:") && help.contains("sweep"),
+        "{help}"
+    );
+    assert!(out.stderr.is_empty());
+    usage_error(
+        &["run", "--thread", "2"],
+        "unexpected argument '--thread' (did you mean '--threads'?)",
+    );
+    usage_error(&["run", "--threads", "-1"], "'--threads <THREADS>'");
+    usage_error(&["sweep", "--repeat", "-2"], "'--repeat <REPEAT>'");
+}
+
+#[test]
+fn completions_and_the_man_page_come_from_the_cli_definition() {
+    let bash = stdout(&["completions", "bash"]);
+    // bash loads it and registers the completion for membw.
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("membw.bash");
+    std::fs::write(&script, &bash).unwrap();
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("source {} && complete -p membw", script.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("membw"));
+    for shell in ["zsh", "fish"] {
+        let text = stdout(&["completions", shell]);
+        assert!(
+            text.contains("kmp-affinity") && text.contains("sweep"),
+            "{shell}"
+        );
+    }
+    let man = stdout(&["man"]);
+    assert!(man.contains(".TH membw 1"), "{man}");
+    for sub in ["run", "sweep", "tune", "report", "completions"] {
+        assert!(man.contains(sub), "{sub} missing from the man page");
+    }
+    usage_error(&["completions", "tcsh"], "'tcsh'");
+}

@@ -57,7 +57,7 @@ pub(crate) struct PlacementArgs {
     cpunode: Option<String>,
 
     /// Number of threads [default: one per physical core of the allowed CPUs, or one per place]
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Placement")]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Placement")]
     pub(crate) threads: Option<u32>,
 }
 
@@ -222,7 +222,7 @@ pub(crate) struct MeasureArgs {
     pub(crate) size: Option<ArraySize>,
 
     /// Repetitions of each kernel per run; the first is not counted, as in STREAM
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..), help_heading = "Measurement")]
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..), help_heading = "Measurement")]
     pub(crate) ntimes: u32,
 
     /// NUMA memory policy of the arrays: local, bind:1, interleave:all, preferred:2, or per array
@@ -334,11 +334,11 @@ pub(crate) struct PeakArgs {
     peak: Option<f64>,
 
     /// Memory channels per socket (with --mts)
-    #[arg(long, requires = "mts", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Theoretical peak")]
+    #[arg(long, requires = "mts", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Theoretical peak")]
     channels: Option<u32>,
 
     /// Memory transfer rate in MT/s, e.g. 3200 for DDR4-3200 (with --channels)
-    #[arg(long, requires = "channels", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Theoretical peak")]
+    #[arg(long, requires = "channels", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Theoretical peak")]
     mts: Option<u32>,
 }
 

@@ -27,6 +27,7 @@ use std::path::PathBuf;
     name = "membw",
     version,
     about = "Sustainable memory bandwidth, measured the STREAM way, pinned and validated",
+    arg_required_else_help = true,
     max_term_width = 100
 )]
 pub struct Cli {
@@ -50,6 +51,13 @@ enum Command {
     Report(study::ReportArgs),
     /// Two results files side by side, with ratios
     Compare(study::CompareArgs),
+    /// Print a shell completion script: membw completions bash > /etc/bash_completion.d/membw
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): membw man > membw.1; man ./membw.1
+    Man,
 }
 
 #[derive(Args, Debug)]
@@ -130,17 +138,24 @@ struct RunArgs {
 /// Folds clap's multi-line message (error, details, usage, hint) into the
 /// error and its details on one line.
 fn one_line(rendered: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
+    let mut parts: Vec<String> = Vec::new();
     for line in rendered.lines() {
         let line = line.trim();
         if line.starts_with("Usage:") || line.starts_with("For more information") {
             break;
         }
-        if !line.is_empty() && !line.starts_with("tip:") {
-            parts.push(line);
+        if let Some(tip) = line.strip_prefix("tip: ") {
+            // "a similar argument exists: '--threads'" → "(did you mean '--threads'?)"
+            if let Some((_, name)) = tip.split_once("exists: ") {
+                parts.push(format!("(did you mean {name}?)"));
+            }
+        } else if !line.is_empty() {
+            parts.push(line.to_string());
         }
     }
-    let text = parts.join(" ");
+    let text = parts
+        .join(" ")
+        .replace(" found (did you mean", " (did you mean");
     let text = text.trim_start_matches("error: ");
     if text.is_empty() {
         "invalid arguments".into()
@@ -159,10 +174,12 @@ fn flag(input: Input) -> String {
 pub fn main() -> Result<()> {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) if !e.use_stderr() => {
-            // --help and --version.
-            print!("{e}");
-            return Ok(());
+        Err(e)
+            if !e.use_stderr()
+                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            // --help, --version, and bare `membw`: the help on stdout.
+            return print(&e.render().to_string());
         }
         Err(e) => {
             return Err(Error::Usage(one_line(&e.render().to_string())));
@@ -176,6 +193,23 @@ pub fn main() -> Result<()> {
         Command::Tune(args) => study::tune(args),
         Command::Report(args) => study::report(args),
         Command::Compare(args) => study::compare(args),
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(
+                shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "membw",
+                &mut out,
+            );
+            print(&String::from_utf8_lossy(&out))
+        }
+        Command::Man => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+                .render(&mut out)
+                .map_err(|e| Error::Runtime(format!("rendering the man page: {e}")))?;
+            print(&String::from_utf8_lossy(&out))
+        }
     };
     result.map_err(|e| match e {
         Error::Input { .. } => Error::Usage(e.render(flag)),

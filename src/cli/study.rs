@@ -67,7 +67,7 @@ pub(crate) struct SweepArgs {
     kernels: Vec<KernelId>,
 
     /// Independent runs per point (fresh arrays), for mean ± sd
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
 
     /// Results file (JSON Lines) [default: membw-sweep-<time>.jsonl]
@@ -281,7 +281,7 @@ pub(crate) struct TuneArgs {
     kernel: KernelId,
 
     /// Runs per candidate (fresh arrays); the mean of their best rates ranks it
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
 
     /// Also write every candidate's record to FILE (JSON Lines, for membw report)
