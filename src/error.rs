@@ -89,8 +89,9 @@ pub enum Error {
     Runtime(String),
     /// The kernels ran but their results are wrong: exit code 1.
     Validation(String),
-    /// Stopped by Ctrl-C after saving what was done: exit code 130.
-    Interrupted(String),
+    /// Stopped by a signal (SIGINT, SIGTERM, SIGHUP) after saving what was
+    /// done: exit code 128 + the signal (130, 143, 129).
+    Interrupted { signal: i32, message: String },
 }
 
 impl Error {
@@ -136,7 +137,7 @@ impl Error {
         match self {
             Error::Input { .. } | Error::Usage(_) => 2,
             Error::Runtime(_) | Error::Validation(_) => 1,
-            Error::Interrupted(_) => 130,
+            Error::Interrupted { signal, .. } => 128 + signal,
         }
     }
 
@@ -159,9 +160,10 @@ impl Error {
                 }
                 s
             }
-            Error::Usage(m) | Error::Runtime(m) | Error::Validation(m) | Error::Interrupted(m) => {
-                m.clone()
-            }
+            Error::Usage(m)
+            | Error::Runtime(m)
+            | Error::Validation(m)
+            | Error::Interrupted { message: m, .. } => m.clone(),
         }
     }
 }

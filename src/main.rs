@@ -4,7 +4,7 @@
 fn main() {
     if let Err(e) = membw::cli::main() {
         match e {
-            membw::error::Error::Interrupted(_) => eprintln!("membw: {e}"),
+            membw::error::Error::Interrupted { .. } => eprintln!("membw: {e}"),
             _ => eprintln!("membw: error: {e}"),
         }
         std::process::exit(e.exit_code());

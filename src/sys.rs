@@ -316,3 +316,37 @@ pub fn no_hugepage_around(array: &MappedArray, index: usize) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+/// Where the stop signals land: 0 while running, else the signal number.
+static STOP_SIGNAL: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicI32>> =
+    std::sync::OnceLock::new();
+
+extern "C" fn on_stop_signal(signal: libc::c_int) {
+    if let Some(flag) = STOP_SIGNAL.get() {
+        flag.store(signal, std::sync::atomic::Ordering::Relaxed);
+    }
+    // A second signal of the same kind ends the process at once.
+    // SAFETY: signal(2) is async-signal-safe; SIG_DFL is a valid disposition.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+    }
+}
+
+/// SIGINT (Ctrl-C), SIGTERM (Slurm's time limit) and SIGHUP store their
+/// number in `flag`, so that work stops after the current repetition; a
+/// second one kills as usual. Installed once per process.
+pub fn stop_on_signals(flag: std::sync::Arc<std::sync::atomic::AtomicI32>) {
+    if STOP_SIGNAL.set(flag).is_err() {
+        return;
+    }
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only does an atomic store and signal(2), both
+        // async-signal-safe; the function pointer has the C signature.
+        unsafe {
+            libc::signal(
+                signal,
+                on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
+}

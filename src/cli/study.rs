@@ -4,7 +4,7 @@ use super::args::{MeasureArgs, PeakArgs, parse_bind, parse_kernel};
 use super::print;
 use crate::engine::sweep::{self, NumaMode, SweepSpec};
 use crate::engine::tune::{self, TuneSpec};
-use crate::engine::{Collect, Engine, Job};
+use crate::engine::{Collect, Engine, Job, Stop};
 use crate::error::{Error, Result};
 use crate::kernels::KernelId;
 use crate::memory::policy as mempolicy;
@@ -17,8 +17,6 @@ use crate::topology::Topology;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,13 +105,21 @@ fn default_output(kind: &str) -> PathBuf {
     PathBuf::from(format!("membw-{kind}-{stamp}.jsonl"))
 }
 
-/// Ctrl-C sets the flag; work stops after the current repetition.
-fn stop_flag() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let f = flag.clone();
-    // Fails only if a handler is already set (a second experiment in-process).
-    let _ = ctrlc::set_handler(move || f.store(true, Ordering::Relaxed));
-    flag
+fn signal_name(signal: i32) -> String {
+    match signal {
+        libc::SIGINT => "SIGINT (Ctrl-C)".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        other => format!("signal {other}"),
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP set the flag; work stops after the current
+/// repetition.
+fn stop_flag() -> Stop {
+    let stop = Stop::default();
+    crate::sys::stop_on_signals(stop.0.clone());
+    stop
 }
 
 fn progress(total: u64) -> ProgressBar {
@@ -259,13 +265,17 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         path.display(),
         path.display()
     );
-    if outcome.interrupted {
-        return Err(Error::Interrupted(format!(
-            "interrupted; the {} completed points are in {}; continue with: membw sweep ... --resume {}",
-            records.len(),
-            path.display(),
-            path.display()
-        )));
+    if let Some(signal) = engine.stop_signal() {
+        return Err(Error::Interrupted {
+            signal,
+            message: format!(
+                "stopped by {}; the {} completed points are in {}; continue with: membw sweep ... --resume {}",
+                signal_name(signal),
+                records.len(),
+                path.display(),
+                path.display()
+            ),
+        });
     }
     Ok(())
 }
@@ -376,10 +386,14 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     if let Some(p) = &args.output {
         eprintln!("membw: every candidate is in {}", p.display());
     }
-    if engine.stopped() {
-        return Err(Error::Interrupted(
-            "interrupted; the best so far is shown above".into(),
-        ));
+    if let Some(signal) = engine.stop_signal() {
+        return Err(Error::Interrupted {
+            signal,
+            message: format!(
+                "stopped by {}; the best so far is shown above",
+                signal_name(signal)
+            ),
+        });
     }
     Ok(())
 }

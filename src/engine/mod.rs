@@ -23,7 +23,7 @@ use crate::topology::cpulist::IdSet;
 use crate::topology::{CacheKind, Topology};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Instant;
 
 /// A point ready to measure.
@@ -75,6 +75,20 @@ impl Sink for Collect {
     }
 }
 
+/// Set by a signal handler (or a test): the engine stops after the current
+/// repetition. Holds the signal number, 0 while running.
+#[derive(Debug, Clone, Default)]
+pub struct Stop(pub Arc<AtomicI32>);
+
+impl Stop {
+    pub fn request(&self, signal: i32) {
+        self.0.store(signal, Ordering::Relaxed);
+    }
+    pub fn signal(&self) -> Option<i32> {
+        Some(self.0.load(Ordering::Relaxed)).filter(|&s| s != 0)
+    }
+}
+
 /// How a batch of jobs ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Outcome {
@@ -91,7 +105,7 @@ pub struct Engine<'a> {
     peak: Option<Peak>,
     /// When the experiment started (RFC 3339): one value for all its records.
     started: String,
-    stop: Arc<AtomicBool>,
+    stop: Stop,
     clock: Instant,
     /// Seconds inside timed repetitions, over every measurement so far.
     measured_s: f64,
@@ -104,7 +118,7 @@ impl<'a> Engine<'a> {
         source: &'a mut dyn Source,
         experiment: &'static str,
         peak: Option<Peak>,
-        stop: Arc<AtomicBool>,
+        stop: Stop,
     ) -> Engine<'a> {
         Engine {
             topo,
@@ -124,7 +138,12 @@ impl<'a> Engine<'a> {
     }
 
     pub fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        self.stop.signal().is_some()
+    }
+
+    /// The signal that stopped the engine, if one did.
+    pub fn stop_signal(&self) -> Option<i32> {
+        self.stop.signal()
     }
 
     /// Wall time outside timed repetitions, as a share of the engine's life
@@ -328,7 +347,7 @@ mod tests {
     fn a_stop_keeps_completed_points_and_drops_the_one_cut_short() {
         let topo = Topology::live().unwrap();
         let jobs = jobs(&topo);
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Stop::default();
         let mut source = fake();
         let mut engine = Engine::new(&topo, &mut source, "sweep", None, stop.clone());
         let mut sink: Vec<Record> = Vec::new();
@@ -338,7 +357,7 @@ mod tests {
             .run(&jobs, 2, &HashSet::new(), &mut sink, &mut |_, _| {
                 runs += 1;
                 if runs == 3 {
-                    stop.store(true, Ordering::Relaxed);
+                    stop.request(15);
                 }
             })
             .unwrap();
