@@ -480,3 +480,63 @@ fn experiment_input_errors_are_one_line() {
     usage_error(&["run", "--peak", "100", "--channels", "8"], "--peak");
     usage_error(&["run", "--channels", "8"], "--mts");
 }
+
+#[test]
+fn torn_lines_other_versions_and_odd_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.jsonl");
+    let args = sweep_args(&["--size", "1M", "--ntimes", "2"]);
+    let mut first = args.clone();
+    first.extend(["-o", out.to_str().unwrap()]);
+    stdout(&first);
+    let whole = std::fs::read_to_string(&out).unwrap();
+    let complete: Vec<&str> = whole.lines().collect();
+    assert_eq!(complete.len(), 8);
+    // A crash mid-write: the last line is cut in half.
+    let torn = complete[..7].join("\n") + "\n" + &complete[7][..complete[7].len() / 2];
+    std::fs::write(&out, &torn).unwrap();
+    let o = common::membw()
+        .args([
+            "report",
+            out.to_str().unwrap(),
+            "--plots",
+            dir.path().join("p").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("line 8 is cut short") && err.contains("7 complete records"),
+        "{err}"
+    );
+    // Resume drops it, says so, and measures that point again.
+    let mut resumed = args.clone();
+    resumed.extend(["--resume", out.to_str().unwrap()]);
+    let o = common::membw().args(&resumed).output().unwrap();
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("dropped line 8"));
+    assert_eq!(lines(&out).len(), 8);
+    // A record of another schema version is refused, naming the version.
+    let v2 = complete[0].replace("\"schema_version\":1", "\"schema_version\":2");
+    let other = dir.path().join("v2.jsonl");
+    std::fs::write(&other, v2 + "\n").unwrap();
+    usage_error(&["report", other.to_str().unwrap()], "schema_version 2");
+    usage_error(
+        &["sweep", "--resume", other.to_str().unwrap()],
+        "schema_version 2",
+    );
+    // Empty files, devices and FIFOs: a clear error, at once.
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    usage_error(
+        &["compare", out.to_str().unwrap(), empty.to_str().unwrap()],
+        "no records",
+    );
+    usage_error(&["report", "/dev/zero"], "not a regular file");
+    usage_error(&["sweep", "--resume", "/dev/full"], "not a regular file");
+    usage_error(
+        &["compare", "/dev/null", out.to_str().unwrap()],
+        "not a regular file",
+    );
+}

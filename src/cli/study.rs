@@ -155,9 +155,18 @@ fn file_error(e: FileError, flag: &str) -> Error {
     }
 }
 
-/// Reads a results file given on the command line.
+/// Reads a results file given on the command line; a torn last line is
+/// left out with a warning.
 fn read_records(path: &Path) -> Result<Vec<Record>> {
-    file::read_records(path).map_err(|e| Error::Usage(e.to_string()))
+    let read = file::read(path).map_err(|e| Error::Usage(e.to_string()))?;
+    if let Some((line, _)) = read.torn {
+        eprintln!(
+            "membw: warning: {}: line {line} is cut short (a crash or full disk while writing); using the {} complete records",
+            path.display(),
+            read.records.len()
+        );
+    }
+    Ok(read.records)
 }
 
 pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
@@ -207,7 +216,16 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
     let jobs = sweep::expand(&topo, &spec)?;
     let mut source = m.source()?;
     let mut file = match &args.resume {
-        Some(path) => ResultsFile::resume(path).map_err(|e| file_error(e, "--resume"))?,
+        Some(path) => {
+            let (file, torn) = ResultsFile::resume(path).map_err(|e| file_error(e, "--resume"))?;
+            if let Some(line) = torn {
+                eprintln!(
+                    "membw: {}: dropped line {line}, cut short by an earlier crash or full disk; its point runs again",
+                    path.display()
+                );
+            }
+            file
+        }
         None => {
             let path = args
                 .output
@@ -518,6 +536,11 @@ pub(crate) struct CompareArgs {
 pub(crate) fn compare(args: CompareArgs) -> Result<()> {
     let a = read_records(&args.a)?;
     let b = read_records(&args.b)?;
+    for (records, path) in [(&a, &args.a), (&b, &args.b)] {
+        if records.is_empty() {
+            return Err(Error::Usage(format!("{}: no records", path.display())));
+        }
+    }
     let both: Vec<Record> = a.iter().chain(&b).cloned().collect();
     let kernel = match args.kernel {
         Some(k) => k,
