@@ -25,24 +25,35 @@ impl Bytes {
 }
 
 impl fmt::Display for Bytes {
-    /// Binary units, as `lscpu` and `numactl -H` print them.
+    /// Binary units, as `lscpu` and `numactl -H` print them; a value that
+    /// rounds up to 1024 of one unit is shown in the next (`1 MiB`, never
+    /// `1024.0 KiB`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let b = self.0;
-        let (value, unit) = if b >= Self::GIB {
-            (b as f64 / Self::GIB as f64, "GiB")
-        } else if b >= Self::MIB {
-            (b as f64 / Self::MIB as f64, "MiB")
-        } else if b >= Self::KIB {
-            (b as f64 / Self::KIB as f64, "KiB")
-        } else {
-            return write!(f, "{b} B");
+        const UNITS: [(u64, &str); 3] = [
+            (Bytes::KIB, "KiB"),
+            (Bytes::MIB, "MiB"),
+            (Bytes::GIB, "GiB"),
+        ];
+        let Some(mut i) = UNITS.iter().rposition(|&(size, _)| self.0 >= size) else {
+            return write!(f, "{} B", self.0);
         };
-        if value.fract() == 0.0 {
-            write!(f, "{value:.0} {unit}")
+        let mut shown = (self.0 as f64 / UNITS[i].0 as f64 * 10.0).round() / 10.0;
+        if shown >= 1024.0 && i + 1 < UNITS.len() {
+            i += 1;
+            shown /= 1024.0;
+        }
+        let unit = UNITS[i].1;
+        if shown.fract() == 0.0 {
+            write!(f, "{shown:.0} {unit}")
         } else {
-            write!(f, "{value:.1} {unit}")
+            write!(f, "{shown:.1} {unit}")
         }
     }
+}
+
+/// `1 thread`, `2 threads`.
+pub fn plural(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
 /// What `--size` asked for: a count of elements or a number of bytes per array.
@@ -175,6 +186,10 @@ mod tests {
         assert_eq!(Bytes(512).to_string(), "512 B");
         assert_eq!(Bytes(48 * 1024).to_string(), "48 KiB");
         assert_eq!(Bytes(3 * Bytes::MIB / 2).to_string(), "1.5 MiB");
+        // Rounding never shows 1024 of a unit.
+        assert_eq!(Bytes(Bytes::MIB - 1).to_string(), "1 MiB");
+        assert_eq!(Bytes(Bytes::GIB - 100).to_string(), "1 GiB");
+        assert_eq!(Bytes(1000).to_string(), "1000 B");
         assert_eq!(Bytes(16 * Bytes::GIB).to_string(), "16 GiB");
     }
 }

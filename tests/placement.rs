@@ -184,6 +184,14 @@ fn cpunode_restricts_like_numactl() {
 }
 
 #[test]
+fn smt_is_suggested_only_where_cores_have_it() {
+    let r = req(Spec::Strategy("spread".into()), Some(25), false);
+    assert!(run("xeon-e5-2680v3-2s", &r).unwrap_err().contains("--smt"));
+    let e = run("xeon-e5-2650v3-2s-noht", &r).unwrap_err();
+    assert!(!e.contains("--smt"), "{e}");
+}
+
+#[test]
 fn errors_name_the_bad_part() {
     let err = |m: &str, r: Request| run(m, &r).unwrap_err();
     assert!(err(INTEL_2X12, places("{0:4}:8:x", Bind::Close, None)).contains("column 9"));

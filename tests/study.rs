@@ -476,6 +476,13 @@ fn experiment_input_errors_are_one_line() {
     usage_error(&["run", "--stores", "regular,nt"], "one store mode");
     usage_error(&["tune", "--isa", "neon"], "'neon'");
     usage_error(&["sweep", "--fake-source", "fast"], "--fake-source");
+    // The sweep's default placement names the thread count, not a strategy never given.
+    usage_error(&["sweep", "--threads", "1-999"], "--threads '");
+    // The NUMA matrix sets threads and placement itself.
+    usage_error(
+        &["sweep", "--numa-matrix", "--threads", "2"],
+        "cannot be used with",
+    );
     // The peak is given one way.
     usage_error(&["run", "--peak", "100", "--channels", "8"], "--peak");
     usage_error(&["run", "--channels", "8"], "--mts");

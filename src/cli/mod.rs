@@ -332,11 +332,11 @@ fn run(args: RunArgs) -> Result<()> {
 
     if std::io::stderr().is_terminal() && !args.quiet {
         eprintln!(
-            "membw: {} threads, {} × {} arrays, {} repetitions ...",
-            plan.cpus.len(),
+            "membw: {}, {} × {} arrays, {} ...",
+            crate::units::plural(plan.cpus.len(), "thread"),
             plan.arrays_needed().len(),
             array_bytes,
-            plan.ntimes
+            crate::units::plural(plan.ntimes, "repetition")
         );
     }
     let measurement = engine.measure(&plan)?;

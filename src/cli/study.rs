@@ -14,6 +14,7 @@ use crate::report::{self, plot, study};
 use crate::results::file::{self, FileError, ResultsFile};
 use crate::results::{Record, RunResult};
 use crate::topology::Topology;
+use crate::units::plural;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -53,7 +54,8 @@ pub(crate) struct SweepArgs {
     smt: bool,
 
     /// Every CPU node × memory node pair: one thread, all cores of the node, or both
-    #[arg(long, num_args = 0..=1, default_missing_value = "single", value_enum, help_heading = "Axes")]
+    #[arg(long, num_args = 0..=1, default_missing_value = "single", value_enum, help_heading = "Axes",
+          conflicts_with_all = ["threads", "strategy", "places", "pin", "sizes"])]
     numa_matrix: Option<NumaArg>,
 
     /// Working sets per thread (all arrays): 16KiB..4GiB (powers of two) or 1MiB,64MiB
@@ -102,7 +104,8 @@ fn default_output(kind: &str) -> PathBuf {
         .replace('T', "-")
         .trim_end_matches('Z')
         .to_string();
-    PathBuf::from(format!("membw-{kind}-{stamp}.jsonl"))
+    // The process id keeps two sweeps started in the same second apart.
+    PathBuf::from(format!("membw-{kind}-{stamp}-{}.jsonl", std::process::id()))
 }
 
 fn signal_name(signal: i32) -> String {
@@ -148,7 +151,8 @@ fn run_message(job: &Job, r: &RunResult) -> String {
 fn file_error(e: FileError, flag: &str) -> Error {
     match e {
         FileError::Exists(p) => Error::Usage(format!(
-            "{flag} {}: already exists (continue that sweep with --resume, or choose another file)",
+            "{flag} {}: already exists; to add this sweep's missing points to it use --resume {}, else choose another file",
+            p.display(),
             p.display()
         )),
         other => Error::Usage(format!("{flag} {other}")),
@@ -192,7 +196,8 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         placements.push((format!("pin {e}"), Spec::Likwid(e.clone())));
     }
     if placements.is_empty() {
-        placements.push(("spread".into(), Spec::Strategy("spread".into())));
+        // membw's default placement: its faults name the thread count, not a strategy.
+        placements.push(("spread".into(), Spec::Default));
     }
     let threads = match &args.threads {
         Some(t) => sweep::parse_threads(t, &topo)?,
@@ -243,8 +248,9 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
     let already = jobs.len() - todo;
     let path = file.path.clone();
     eprintln!(
-        "membw: sweep of {} points × {repeat} runs → {}{}",
-        jobs.len(),
+        "membw: sweep of {} × {} → {}{}",
+        plural(jobs.len(), "point"),
+        plural(repeat, "run"),
         path.display(),
         if already > 0 {
             format!(" ({already} points already there)")
@@ -508,7 +514,11 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
         print(&study::summary(&records, kernel, false))?;
     }
     if !plots.is_empty() {
-        eprintln!("membw: {} plots in {}", plots.len(), dir.display());
+        eprintln!(
+            "membw: {} in {}",
+            plural(plots.len(), "plot"),
+            dir.display()
+        );
     }
     if let Some(html) = &args.html {
         let inline: Vec<(String, String)> = plots

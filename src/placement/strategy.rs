@@ -29,12 +29,17 @@ fn per_domain(d: &Domains, k: usize, smt: bool, kind: Kind) -> Result<Vec<usize>
                     kind_label(kind),
                     cpus.len()
                 ),
-                smt_would_help: !smt,
+                smt_would_help: !smt && has_smt(d),
             });
         }
         picks.push(cpus[..k].to_vec());
     }
     Ok(interleave(&picks))
+}
+
+/// Whether any allowed core has a second hardware thread to offer.
+fn has_smt(d: &Domains) -> bool {
+    d.cores.iter().any(|c| c.cpus.len() > 1)
 }
 
 fn kind_label(kind: Kind) -> &'static str {
@@ -102,7 +107,7 @@ pub fn resolve(
     if n > order.len() {
         return Err(Fault {
             message: format!("{n} threads but only {} CPUs are usable", order.len()),
-            smt_would_help: !smt,
+            smt_would_help: !smt && has_smt(d),
         });
     }
     let mut cpus = order[..n].to_vec();

@@ -213,7 +213,10 @@ mod tests {
         let path = dir.path().join("huge.jsonl");
         std::fs::write(&path, vec![b'x'; (MAX_LINE + 10) as usize]).unwrap();
         let err = read(&path).unwrap_err().to_string();
-        assert!(err.contains("line 1") && err.contains("longer than 16 MiB"), "{err}");
+        assert!(
+            err.contains("line 1") && err.contains("longer than 16 MiB"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -221,7 +224,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bad.jsonl");
         std::fs::write(&path, "{\"cut\n{}\n").unwrap();
-        assert!(matches!(read(&path), Err(FileError::NotARecord { line: 1, .. })));
+        assert!(matches!(
+            read(&path),
+            Err(FileError::NotARecord { line: 1, .. })
+        ));
         std::fs::write(&path, "\n{\"cut").unwrap();
         let r = read(&path).unwrap();
         assert_eq!((r.records.len(), r.torn), (0, Some((2, 1))));
