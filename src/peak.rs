@@ -91,10 +91,14 @@ pub fn parse_peak(text: &str) -> std::result::Result<f64, String> {
         .trim()
         .parse()
         .map_err(|_| format!("peak '{text}' is not a bandwidth (e.g. 409.6GB/s)"))?;
-    if !(v.is_finite() && v > 0.0) {
-        return Err(format!("peak '{text}' must be positive"));
+    let gb_s = v * scale;
+    // No memory system is below 0.1 GB/s or above a petabyte per second.
+    if !(gb_s.is_finite() && (0.1..=1e6).contains(&gb_s)) {
+        return Err(format!(
+            "peak '{text}' is outside 0.1 GB/s to 1 PB/s (e.g. 409.6GB/s)"
+        ));
     }
-    Ok(v * scale)
+    Ok(gb_s)
 }
 
 /// Picks the best-sourced peak for this machine; `None` when unknown.

@@ -113,6 +113,9 @@ pub fn parse_array_size(text: &str) -> Result<ArraySize, String> {
     if !total.is_finite() || total >= u64::MAX as f64 {
         return Err(format!("size '{text}' is too large"));
     }
+    if !is_bytes && total.fract() != 0.0 {
+        return Err(format!("size '{text}' is not a whole number of elements"));
+    }
     let total = total.round() as u64;
     let size = if is_bytes {
         ArraySize::Bytes(Bytes(total))

@@ -343,3 +343,58 @@ fn run_follows_omp_num_threads_and_says_so() {
         "{out}"
     );
 }
+
+#[test]
+fn user_counts_are_bounded_before_anything_is_allocated() {
+    for (flag, value) in [
+        ("--pin", "E:N:4294967296:1:1"),
+        ("--places", "{0:65536}:65536"),
+        ("--places", "{0:65536,!0:65536}"),
+        ("--gomp-affinity", "0"),
+        ("--kmp-affinity", "compact"),
+    ] {
+        usage_error(&["place", flag, value, "--threads", "4294967295"], "");
+        if !flag.ends_with("affinity") {
+            usage_error(&["place", flag, value], "");
+        }
+    }
+    usage_error(&["place", "--threads", "4294967295"], "threads but only");
+    usage_error(&["run", "--size", "0.5"], "whole number of elements");
+    usage_error(
+        &["run", "--peak", "1e308TB/s"],
+        "outside 0.1 GB/s to 1 PB/s",
+    );
+    usage_error(
+        &["run", "--peak", "1e-300GB/s"],
+        "outside 0.1 GB/s to 1 PB/s",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let spec = std::fs::read_to_string(common::fixtures_dir().join("epyc-7h12-2s.json")).unwrap();
+    for (from, to, needle) in [
+        (
+            "\"cores_per_l3\": 4",
+            "\"cores_per_l3\": 0",
+            "cores_per_l3 must be at least 1",
+        ),
+        (
+            "\"sockets\": 2",
+            "\"sockets\": 1000000000",
+            "more than 65537 CPUs",
+        ),
+    ] {
+        assert!(spec.contains(from), "{from}");
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, spec.replace(from, to)).unwrap();
+        let tree = dir.path().join("tree");
+        usage_error(
+            &[
+                "topo",
+                "--generate",
+                bad.to_str().unwrap(),
+                tree.to_str().unwrap(),
+            ],
+            needle,
+        );
+        assert!(!tree.exists(), "nothing written");
+    }
+}

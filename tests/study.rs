@@ -547,3 +547,25 @@ fn torn_lines_other_versions_and_odd_files() {
         "not a regular file",
     );
 }
+
+#[test]
+fn absurd_numbers_in_a_results_file_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.jsonl");
+    stdout(&[
+        "sweep",
+        "--fake-source",
+        "4",
+        "--size",
+        "1M",
+        "--ntimes",
+        "2",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut doc: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    doc["stats"]["triad"]["mean"] = serde_json::json!(1.7e308);
+    std::fs::write(&out, doc.to_string() + "\n").unwrap();
+    usage_error(&["report", out.to_str().unwrap()], "is not a measurement");
+}

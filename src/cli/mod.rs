@@ -287,6 +287,8 @@ fn topo(args: TopoArgs) -> Result<()> {
             .map_err(|e| Error::Usage(format!("--generate {}: {e}", spec_path.display())))?;
         let spec: fixture::MachineSpec = serde_json::from_str(&text)
             .map_err(|e| Error::Usage(format!("--generate {}: {e}", spec_path.display())))?;
+        spec.check()
+            .map_err(|e| Error::Usage(format!("--generate {}: {e}", spec_path.display())))?;
         spec.write(dir)
             .map_err(|e| Error::Runtime(format!("--generate into {}: {e}", dir.display())))?;
         eprintln!(

@@ -80,6 +80,13 @@ fn part(d: &Domains, part: &str) -> Result<Vec<usize>, String> {
         } else {
             (1, 1)
         };
+        if count > order.len() {
+            return Err(format!(
+                "{} has {} CPUs, fewer than the {count} asked for",
+                fields[0],
+                order.len()
+            ));
+        }
         let mut ids = Vec::with_capacity(count);
         let mut start = 0;
         while ids.len() < count {

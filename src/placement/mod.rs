@@ -142,6 +142,15 @@ pub fn resolve(topo: &Topology, req: &Request) -> Result<Vec<usize>> {
         return Err(Error::input(Input::Threads, "0", "must be at least 1"));
     }
     let allowed = allowed_cpus(topo, req.cpu_nodes.as_ref())?;
+    // One thread per CPU at most: bound before any grammar allocates per thread.
+    if let Some(n) = req.threads.filter(|&n| n > allowed.len()) {
+        let e = Error::input(
+            Input::Threads,
+            n.to_string(),
+            format!("{n} threads but only {} CPUs may be used", allowed.len()),
+        );
+        return Err(e);
+    }
     let domains = Domains::new(topo, &allowed);
     let (input, value) = req.spec.input();
     let fault = |f: Fault| f.into_error(input, value);

@@ -164,9 +164,14 @@ fn parse_place(p: &mut Parser) -> Result<Vec<usize>, PlacesError> {
             .map(|k| shifted(first, k * stride, column))
             .collect::<Result<Vec<_>, _>>()?;
         if exclude {
-            ids.retain(|c| !members.contains(c));
+            let gone: std::collections::HashSet<usize> = members.into_iter().collect();
+            ids.retain(|c| !gone.contains(c));
         } else {
             ids.extend(members);
+            if ids.len() > MAX_ID + 1 {
+                ids.sort_unstable();
+                ids.dedup();
+            }
         }
         if !p.eat(b',') {
             break;
@@ -222,16 +227,29 @@ pub fn parse(text: &str) -> Result<Parsed, PlacesError> {
         let exclude = p.eat(b'!');
         let place = parse_place(&mut p)?;
         let (len, stride) = p.interval()?;
-        for k in 0..len as i64 {
-            let member = place
-                .iter()
-                .map(|&c| shifted(c as i64, k * stride, column))
-                .collect::<Result<Vec<_>, _>>()?;
-            if exclude {
-                places.retain(|q| *q != member);
-            } else {
-                places.push(member);
-            }
+        // Every CPU id is at most MAX_ID: more places than ids cannot be distinct.
+        if places.len() + len > MAX_ID + 1 || place.len() * len > (MAX_ID + 1) * 16 {
+            return Err(PlacesError {
+                column,
+                message: format!(
+                    "{len} places of {} CPUs each are more than any machine has",
+                    place.len()
+                ),
+            });
+        }
+        let members = (0..len as i64)
+            .map(|k| {
+                place
+                    .iter()
+                    .map(|&c| shifted(c as i64, k * stride, column))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if exclude {
+            let gone: std::collections::HashSet<Vec<usize>> = members.into_iter().collect();
+            places.retain(|q| !gone.contains(q));
+        } else {
+            places.extend(members);
         }
         if !p.eat(b',') {
             break;

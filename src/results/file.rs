@@ -126,7 +126,20 @@ fn parse_record(text: &str) -> Result<Record, String> {
         }
         _ => {}
     }
-    serde_json::from_str(text).map_err(|e| e.to_string())
+    let record: Record = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    // Rates outside what any memory system does (a hand-edited or corrupt
+    // file) would only break the plots' axes.
+    let rates = record
+        .stats
+        .values()
+        .flat_map(|s| [s.mean, s.sd, s.min, s.max])
+        .chain(record.peak_gb_s);
+    for v in rates {
+        if !(v.is_finite() && (0.0..=1e7).contains(&v)) {
+            return Err(format!("a rate of {v:e} GB/s is not a measurement"));
+        }
+    }
+    Ok(record)
 }
 
 /// The records of a results file, refusing a torn last line too (for

@@ -124,8 +124,45 @@ impl MachineSpec {
         }
     }
 
+    /// Refuses descriptions no machine has, before anything is written:
+    /// zero counts, more CPUs than CPU ids go, caches or nodes that do not
+    /// divide the cores.
+    pub fn check(&self) -> Result<(), String> {
+        let counts = [
+            ("sockets", self.sockets),
+            ("nodes_per_socket", self.nodes_per_socket),
+            ("cores_per_node", self.cores_per_node),
+            ("threads_per_core", self.threads_per_core),
+            ("cores_per_l3", self.cores_per_l3),
+        ];
+        for (name, n) in counts {
+            if n == 0 {
+                return Err(format!("{name} must be at least 1"));
+            }
+        }
+        counts[..4]
+            .iter()
+            .try_fold(1usize, |acc, (_, n)| acc.checked_mul(*n))
+            .filter(|&c| c <= crate::topology::cpulist::MAX_ID + 1)
+            .ok_or_else(|| {
+                format!(
+                    "more than {} CPUs; no machine membw knows has that many",
+                    crate::topology::cpulist::MAX_ID + 1
+                )
+            })?;
+        let nodes = self.sockets * self.nodes_per_socket + self.memory_only_nodes;
+        if nodes > 1024 || self.dimms_per_socket > 64 || self.node_memory_gib > 1 << 20 {
+            return Err("more than 1024 NUMA nodes, 64 DIMMs per socket or 1 PiB per node".into());
+        }
+        if self.threads_per_core > 8 {
+            return Err("more than 8 hardware threads per core".into());
+        }
+        Ok(())
+    }
+
     /// Writes the tree under `root` (which should be empty or absent).
     pub fn write(&self, root: &Path) -> io::Result<()> {
+        self.check().map_err(io::Error::other)?;
         let w = |rel: &str, text: &str| -> io::Result<()> {
             let p = root.join(rel);
             fs::create_dir_all(p.parent().expect("relative path has a parent"))?;
