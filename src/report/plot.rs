@@ -21,26 +21,54 @@ const SIZE: (u32, u32) = (860, 500);
 /// A series: its label and (x, mean, sd) points sorted by x.
 type Series = (String, Vec<(f64, f64, f64)>);
 
-/// Labels differ only in what varies across the records.
-fn series_label(r: &Record, records: &[Record], with_threads: bool) -> String {
-    let varies = |f: &dyn Fn(&Record) -> String| records.iter().any(|o| f(o) != f(&records[0]));
-    let mut parts = Vec::new();
-    if varies(&|r| r.point.placement.clone()) || !with_threads {
-        parts.push(r.point.placement.clone());
+/// Which parts of a point vary across the records: computed once, so that
+/// labelling is linear in the number of records.
+struct Varies {
+    placement: bool,
+    mem: bool,
+    stores: bool,
+    threads: bool,
+}
+
+impl Varies {
+    fn of(records: &[Record]) -> Varies {
+        let Some(first) = records.first() else {
+            return Varies {
+                placement: false,
+                mem: false,
+                stores: false,
+                threads: false,
+            };
+        };
+        let p = &first.point;
+        Varies {
+            placement: records.iter().any(|r| r.point.placement != p.placement),
+            mem: records.iter().any(|r| r.point.mem != p.mem),
+            stores: records.iter().any(|r| r.point.stores != p.stores),
+            threads: records.iter().any(|r| r.point.threads != p.threads),
+        }
     }
-    if varies(&|r| r.point.mem.clone()) {
-        parts.push(format!("mem {}", r.point.mem));
+
+    /// A series label naming only what varies.
+    fn label(&self, r: &Record, with_threads: bool) -> String {
+        let mut parts = Vec::new();
+        if self.placement || !with_threads {
+            parts.push(r.point.placement.clone());
+        }
+        if self.mem {
+            parts.push(format!("mem {}", r.point.mem));
+        }
+        if self.stores {
+            parts.push(format!("{} stores", r.point.stores));
+        }
+        if !with_threads && self.threads {
+            parts.push(format!("{} threads", r.point.threads));
+        }
+        if parts.is_empty() {
+            parts.push(r.point.placement.clone());
+        }
+        parts.join(" · ")
     }
-    if varies(&|r| r.point.stores.to_string()) {
-        parts.push(format!("{} stores", r.point.stores));
-    }
-    if !with_threads && varies(&|r| r.point.threads.to_string()) {
-        parts.push(format!("{} threads", r.point.threads));
-    }
-    if parts.is_empty() {
-        parts.push(r.point.placement.clone());
-    }
-    parts.join(" · ")
 }
 
 fn collect_series(
@@ -49,10 +77,11 @@ fn collect_series(
     x: impl Fn(&Record) -> f64,
     with_threads: bool,
 ) -> Vec<Series> {
+    let varies = Varies::of(records);
     let mut map: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
     for r in records {
         if let Some(s) = r.stats.get(&kernel) {
-            map.entry(series_label(r, records, with_threads))
+            map.entry(varies.label(r, with_threads))
                 .or_default()
                 .push((x(r), s.mean, s.sd));
         }
