@@ -178,6 +178,16 @@ impl std::error::Error for Error {}
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// Writes a line to stderr. Unlike `eprintln!`, a closed or full stderr is
+/// not a panic: there is nowhere left to report it, so it is dropped.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// Shorthand for a usage error built with `format!`.
 #[macro_export]
 macro_rules! usage {

@@ -4,8 +4,8 @@
 fn main() {
     if let Err(e) = membw::cli::main() {
         match e {
-            membw::error::Error::Interrupted { .. } => eprintln!("membw: {e}"),
-            _ => eprintln!("membw: error: {e}"),
+            membw::error::Error::Interrupted { .. } => membw::say!("membw: {e}"),
+            _ => membw::say!("membw: error: {e}"),
         }
         std::process::exit(e.exit_code());
     }

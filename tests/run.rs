@@ -302,3 +302,97 @@ fn completions_and_the_man_page_come_from_the_cli_definition() {
     }
     usage_error(&["completions", "tcsh"], "'tcsh'");
 }
+
+/// A full disk is a one-line error with exit 1; a closed pipe (`| head`)
+/// ends quietly with exit 0; neither is a panic.
+#[test]
+fn full_disks_and_closed_pipes_are_handled_by_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    let plots = dir.path().join("p");
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["topo"],
+        vec!["topo", "--json"],
+        vec!["place"],
+        vec!["--help"],
+        vec!["run", "--help"],
+        vec!["run", "--fake-source", "3", "--size", "1M"],
+        vec!["run", "--fake-source", "3", "--size", "1M", "--json"],
+        vec![
+            "tune",
+            "--fake-source",
+            "3",
+            "--size",
+            "1M",
+            "--budget",
+            "1s",
+        ],
+        vec!["completions", "bash"],
+        vec!["man"],
+        vec![
+            "report",
+            "docs/study/threads.jsonl",
+            "--plots",
+            plots.to_str().unwrap(),
+        ],
+        vec![
+            "compare",
+            "docs/study/threads.jsonl",
+            "docs/study/threads.jsonl",
+        ],
+    ];
+    for args in &commands {
+        let full = std::fs::File::options()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(full)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?} >/dev/full: {stderr}");
+        assert!(
+            stderr.contains("No space left on device") && !stderr.contains("panicked"),
+            "{stderr}"
+        );
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?} | closed pipe: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // A sweep into a full stdout still writes its points.
+    let full = std::fs::File::options()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
+        .args([
+            "sweep",
+            "--fake-source",
+            "3",
+            "--size",
+            "1M",
+            "-o",
+            results.to_str().unwrap(),
+        ])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!std::fs::read_to_string(&results).unwrap().is_empty());
+}

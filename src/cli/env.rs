@@ -93,7 +93,7 @@ fn bind(value: &str) -> Result<Option<Bind>> {
 pub(crate) fn note_unused(vars: &Vars, command: &str) {
     let set: Vec<String> = vars.0.iter().map(|(n, v)| format!("{n}={v}")).collect();
     if !set.is_empty() {
-        eprintln!(
+        crate::say!(
             "membw: note: {command} places threads by its own axes; not used: {}",
             set.join(" ")
         );

@@ -274,7 +274,7 @@ fn topo(args: TopoArgs) -> Result<()> {
     if let Some(dir) = &args.capture {
         let files = fixture::capture(std::path::Path::new("/"), dir)
             .map_err(|e| Error::Runtime(format!("--capture {}: {e}", dir.display())))?;
-        eprintln!(
+        crate::say!(
             "membw: captured {files} files into {}; read them back with: membw topo --sysroot {}",
             dir.display(),
             dir.display()
@@ -291,7 +291,7 @@ fn topo(args: TopoArgs) -> Result<()> {
             .map_err(|e| Error::Usage(format!("--generate {}: {e}", spec_path.display())))?;
         spec.write(dir)
             .map_err(|e| Error::Runtime(format!("--generate into {}: {e}", dir.display())))?;
-        eprintln!(
+        crate::say!(
             "membw: wrote a {}-CPU fixture into {}",
             spec.cpus(),
             dir.display()
@@ -333,7 +333,7 @@ fn run(args: RunArgs) -> Result<()> {
     );
 
     if std::io::stderr().is_terminal() && !args.quiet {
-        eprintln!(
+        crate::say!(
             "membw: {}, {} × {} arrays, {} ...",
             crate::units::plural(plan.cpus.len(), "thread"),
             plan.arrays_needed().len(),
@@ -343,7 +343,7 @@ fn run(args: RunArgs) -> Result<()> {
     }
     let measurement = engine.measure(&plan)?;
     for w in &measurement.warnings {
-        eprintln!("membw: warning: {w}");
+        crate::say!("membw: warning: {w}");
     }
     let request = Request {
         size: m.size.map(|s| match s {

@@ -164,7 +164,7 @@ fn file_error(e: FileError, flag: &str) -> Error {
 fn read_records(path: &Path) -> Result<Vec<Record>> {
     let read = file::read(path).map_err(|e| Error::Usage(e.to_string()))?;
     if let Some((line, _)) = read.torn {
-        eprintln!(
+        crate::say!(
             "membw: warning: {}: line {line} is cut short (a crash or full disk while writing); using the {} complete records",
             path.display(),
             read.records.len()
@@ -224,7 +224,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         Some(path) => {
             let (file, torn) = ResultsFile::resume(path).map_err(|e| file_error(e, "--resume"))?;
             if let Some(line) = torn {
-                eprintln!(
+                crate::say!(
                     "membw: {}: dropped line {line}, cut short by an earlier crash or full disk; its point runs again",
                     path.display()
                 );
@@ -247,7 +247,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         .count();
     let already = jobs.len() - todo;
     let path = file.path.clone();
-    eprintln!(
+    crate::say!(
         "membw: sweep of {} × {} → {}{}",
         plural(jobs.len(), "point"),
         plural(repeat, "run"),
@@ -275,7 +275,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
     if let Some(kernel) = study::primary_kernel(&records) {
         print(&study::summary(&records, kernel, args.markdown))?;
     }
-    eprintln!(
+    crate::say!(
         "membw: {} points written, {} skipped (already done){}",
         outcome.written,
         outcome.skipped,
@@ -284,7 +284,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
             share * 100.0
         ))
     );
-    eprintln!(
+    crate::say!(
         "membw: results in {}; plots and HTML with: membw report {} --html report.html",
         path.display(),
         path.display()
@@ -408,7 +408,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
         mpi_map,
     }))?;
     if let Some(p) = &args.output {
-        eprintln!("membw: every candidate is in {}", p.display());
+        crate::say!("membw: every candidate is in {}", p.display());
     }
     if let Some(signal) = engine.stop_signal() {
         return Err(Error::Interrupted {
@@ -431,7 +431,7 @@ pub(crate) struct ReportArgs {
     #[arg(long, value_parser = parse_kernel)]
     kernel: Option<KernelId>,
 
-    /// Directory for the SVG plots [default: <RESULTS>-plots]
+    /// Directory for the SVG plots [default: next to the results, named after them: study.jsonl → study-plots]
     #[arg(long, value_name = "DIR")]
     plots: Option<PathBuf>,
 
@@ -514,7 +514,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
         print(&study::summary(&records, kernel, false))?;
     }
     if !plots.is_empty() {
-        eprintln!(
+        crate::say!(
             "membw: {} in {}",
             plural(plots.len(), "plot"),
             dir.display()
@@ -526,7 +526,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             .map(|(t, _, s)| (t.clone(), s.clone()))
             .collect();
         write_file(html, &study::html(&records, kernel, &inline))?;
-        eprintln!("membw: report in {}", html.display());
+        crate::say!("membw: report in {}", html.display());
     }
     Ok(())
 }
@@ -537,8 +537,10 @@ pub(crate) struct CompareArgs {
     a: PathBuf,
     /// Results file B (after, or node B)
     b: PathBuf,
+    /// Kernel to compare [default: triad when measured]
     #[arg(long, value_parser = parse_kernel)]
     kernel: Option<KernelId>,
+    /// Print the table as Markdown
     #[arg(long)]
     markdown: bool,
 }
