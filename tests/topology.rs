@@ -336,3 +336,48 @@ fn hwloc_reads_every_fixture_as_membw_does() {
         assert_eq!(groups("L3Cache"), l3, "L3 groups of {what}");
     }
 }
+
+/// Contents no kernel writes are warnings naming the file, never silence.
+#[test]
+fn impossible_node_files_are_warned_about() {
+    let dir = tree("xeon-e5-2680v3-2s");
+    let node = dir.path().join("sys/devices/system/node");
+    // CPU 0 in both nodes, a CPU that does not exist, and a lopsided matrix.
+    fs::write(node.join("node1/cpulist"), "0,12-23,36-47,99\n").unwrap();
+    fs::write(node.join("node0/distance"), "10 21\n").unwrap();
+    fs::write(node.join("node1/distance"), "31 10\n").unwrap();
+    let t = Topology::read(dir.path()).unwrap();
+    let all = t.warnings.join("\n");
+    assert!(
+        all.contains("node1/cpulist: CPU 0 is also listed in node 0"),
+        "{all}"
+    );
+    assert!(
+        all.contains("node1/cpulist: CPUs 99 are not online CPUs"),
+        "{all}"
+    );
+    assert!(
+        all.contains("node0/distance: distance to node 1 is 21 but node 1's back is 31"),
+        "{all}"
+    );
+    fs::write(node.join("node0/distance"), "10 0 5\n").unwrap();
+    let t = Topology::read(dir.path()).unwrap();
+    assert!(
+        t.warnings
+            .iter()
+            .any(|w| w.contains("3 distances for 2 nodes")),
+        "{:?}",
+        t.warnings
+    );
+    // The CLI prints them on stderr and still shows the topology.
+    let out = common::membw()
+        .args(["topo", "--sysroot", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("membw: warning:"));
+    // Generated fixtures are clean.
+    for m in MACHINES {
+        assert!(topology(m).warnings.is_empty(), "{m}");
+    }
+}

@@ -217,7 +217,16 @@ pub fn main() -> Result<()> {
     })
 }
 
+/// Reads the machine (or a fixture tree) and warns about impossible contents.
 pub(crate) fn read_topology(sysroot: Option<&PathBuf>) -> Result<Topology> {
+    let topo = read_topology_quietly(sysroot)?;
+    for w in &topo.warnings {
+        crate::say!("membw: warning: {w}");
+    }
+    Ok(topo)
+}
+
+fn read_topology_quietly(sysroot: Option<&PathBuf>) -> Result<Topology> {
     match sysroot {
         Some(dir) => {
             if !dir.is_dir() {
@@ -308,7 +317,7 @@ fn topo(args: TopoArgs) -> Result<()> {
 }
 
 fn run(args: RunArgs) -> Result<()> {
-    let topo = Topology::live().map_err(Error::Runtime)?;
+    let topo = read_topology(None)?;
     let m = &args.measure;
     let (mem_text, stores) = m.single("run")?;
     let placement = args.placement.placement(&env::Vars::from_process())?;

@@ -1,7 +1,7 @@
 //! The experiment commands: `sweep`, `tune`, `report`, `compare`.
 
 use super::args::{MeasureArgs, PeakArgs, parse_bind, parse_kernel};
-use super::print;
+use super::{print, read_topology};
 use crate::engine::sweep::{self, NumaMode, SweepSpec};
 use crate::engine::tune::{self, TuneSpec};
 use crate::engine::{Collect, Engine, Job, Stop};
@@ -13,7 +13,6 @@ use crate::placement::{Spec, omp::Bind};
 use crate::report::{self, plot, study};
 use crate::results::file::{self, FileError, ResultsFile};
 use crate::results::{Record, RunResult};
-use crate::topology::Topology;
 use crate::units::plural;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -174,7 +173,7 @@ fn read_records(path: &Path) -> Result<Vec<Record>> {
 }
 
 pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
-    let topo = Topology::live().map_err(Error::Runtime)?;
+    let topo = read_topology(None)?;
     super::env::note_unused(&super::env::Vars::from_process(), "sweep");
     let mut placements: Vec<(String, Spec)> = Vec::new();
     if let Some(list) = &args.strategy {
@@ -330,7 +329,7 @@ pub(crate) struct TuneArgs {
 }
 
 pub(crate) fn tune(args: TuneArgs) -> Result<()> {
-    let topo = Topology::live().map_err(Error::Runtime)?;
+    let topo = read_topology(None)?;
     super::env::note_unused(&super::env::Vars::from_process(), "tune");
     let m = &args.measure;
     let mem_text = m.one_mem("tune")?;

@@ -124,6 +124,10 @@ pub struct Topology {
     pub cpu_info: CpuInfo,
     /// Populated DIMMs from SMBIOS (empty unless readable, i.e. as root).
     pub memory_devices: Vec<smbios::MemoryDevice>,
+    /// Contents no real kernel writes (a CPU in two nodes, an asymmetric
+    /// distance matrix, ...), each naming its file. The values are used as
+    /// read; these say why results may look odd.
+    pub warnings: Vec<String>,
     /// Position in `cpus` of each CPU id (`NO_CPU` for ids not online).
     #[serde(skip)]
     cpu_index: Vec<usize>,
@@ -218,7 +222,13 @@ impl Topology {
         for (i, c) in cpus.iter().enumerate() {
             cpu_index[c.id] = i;
         }
+        let warnings = if numa_reported {
+            node_warnings(&r, &nodes, &online_set)
+        } else {
+            Vec::new()
+        };
         Ok(Topology {
+            warnings,
             cpu_index,
             root: root.to_path_buf(),
             cpus,
@@ -413,6 +423,80 @@ fn read_nodes(r: &Reader, online: &[usize]) -> (Vec<Node>, bool) {
         })
         .collect();
     (nodes, true)
+}
+
+/// What is impossible in the NUMA files: CPUs that are not online or in two
+/// nodes, distance rows of the wrong length, zero or asymmetric distances,
+/// a node nearer to another than to itself.
+fn node_warnings(r: &Reader, nodes: &[Node], online: &IdSet) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let path = |id: usize, file: &str| {
+        r.path(&format!("{NODE_DIR}/node{id}/{file}"))
+            .display()
+            .to_string()
+    };
+    let mut owner: BTreeMap<usize, usize> = BTreeMap::new();
+    for n in nodes {
+        if let Some(raw) = r.list(&format!("{NODE_DIR}/node{}/cpulist", n.id)) {
+            let absent: Vec<usize> = raw
+                .iter()
+                .copied()
+                .filter(|c| !online.contains(*c))
+                .collect();
+            if !absent.is_empty() {
+                warnings.push(format!(
+                    "{}: CPUs {} are not online CPUs",
+                    path(n.id, "cpulist"),
+                    cpulist::format_ranges(&absent)
+                ));
+            }
+        }
+        for &c in n.cpus.ids() {
+            if let Some(other) = owner.insert(c, n.id) {
+                warnings.push(format!(
+                    "{}: CPU {c} is also listed in node {other}",
+                    path(n.id, "cpulist")
+                ));
+            }
+        }
+        let row = r.text(&format!("{NODE_DIR}/node{}/distance", n.id));
+        let entries = row.as_deref().map_or(0, |t| t.split_whitespace().count());
+        if row.is_some() && entries != nodes.len() {
+            warnings.push(format!(
+                "{}: {entries} distances for {} nodes; distances ignored",
+                path(n.id, "distance"),
+                nodes.len()
+            ));
+        }
+        if n.distances.contains(&0) {
+            warnings.push(format!("{}: a distance of 0", path(n.id, "distance")));
+        }
+    }
+    for (i, a) in nodes.iter().enumerate() {
+        for (j, b) in nodes.iter().enumerate() {
+            let (Some(&ab), Some(&ba), Some(&aa)) =
+                (a.distances.get(j), b.distances.get(i), a.distances.get(i))
+            else {
+                continue;
+            };
+            if i < j && ab != ba {
+                warnings.push(format!(
+                    "{}: distance to node {} is {ab} but node {}'s back is {ba}",
+                    path(a.id, "distance"),
+                    b.id,
+                    b.id
+                ));
+            }
+            if i != j && ab < aa {
+                warnings.push(format!(
+                    "{}: node {} is nearer ({ab}) than the node itself ({aa})",
+                    path(a.id, "distance"),
+                    b.id
+                ));
+            }
+        }
+    }
+    warnings
 }
 
 /// Parses `  1234 kB` into bytes.
