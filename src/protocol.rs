@@ -108,7 +108,7 @@ fn measure_with(plan: &Plan, after_run: impl Fn(usize, &mut Chunk) + Sync) -> Re
         &plan.mem,
     )?;
     if plan.hugepages != Hugepages::Never {
-        arrays.split_hugepages_at(&ranges)?;
+        arrays.split_hugepages_at(&ranges, &plan.mem)?;
     }
     let expected = expected_values(&plan.kernels, plan.ntimes);
     let chunks = arrays.chunks(&ranges);

@@ -77,6 +77,8 @@ def expect_pages(name, want):
         return
     run_ok(name, d)
     got = pages(d)
+    held = all(p["held"] for p in d["measurement"]["pages"])
+    check(f"{name}: every array's pages as the policy asks", held, str(d["measurement"]["pages"]))
     for array, shares in want.items():
         for node, least in shares.items():
             share = got.get(array, {}).get(node, 0.0)
@@ -127,6 +129,10 @@ if shape == "two-socket-smt":
         check("topo: node i is socket i", node_of_socket)
     expect_pages("bind1", {a: {1: 1.0} for a in "abc"})
     expect_pages("interleave", {a: {0: 0.3, 1: 0.3} for a in "abc"})
+    # 16 MiB and 64 MiB arrays, base pages and THP: round-robin holds, and the
+    # page sample does not alias with it.
+    for name in ["interleave16never", "interleave16thp", "interleave64thp"]:
+        expect_pages(name, {a: {0: 0.4, 1: 0.4} for a in "ac"})
     expect_pages("preferred1", {a: {1: 0.9} for a in "abc"})
     expect_pages("per-array", {"a": {0: 1.0}, "b": {1: 1.0}, "c": {0: 0.3, 1: 0.3}})
     d = doc("local")

@@ -9,6 +9,9 @@ cat <<'CMDS'
 run topo membw topo --json
 run bind1 membw run --size 256k --ntimes 3 --json --mem bind:1
 run interleave membw run --size 256k --ntimes 3 --json --mem interleave:all
+run interleave16never membw run --size 2M --ntimes 2 --json --kernels copy --mem interleave:all --hugepages never
+run interleave16thp membw run --size 2M --ntimes 2 --json --kernels copy --mem interleave:all --hugepages thp
+run interleave64thp membw run --size 8M --ntimes 2 --json --kernels copy --mem interleave:all --hugepages thp
 run preferred1 membw run --size 256k --ntimes 3 --json --mem preferred:1
 run per-array membw run --size 256k --ntimes 3 --json --mem a=bind:0,b=bind:1,c=interleave:all
 run local membw run --size 256k --ntimes 3 --json --strategy per-numa=1
