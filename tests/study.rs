@@ -54,7 +54,16 @@ fn quality_sweep(dir: &Path) -> std::path::PathBuf {
         out.to_str().unwrap(),
     ]));
     assert!(printed.contains("Reproduce it:"), "{printed}");
-    assert!(printed.contains("triad GB/s (mean ± sd)"), "{printed}");
+    assert!(
+        printed.contains("triad GB/s") && printed.contains("mean ± sd"),
+        "{printed}"
+    );
+    for line in printed.lines() {
+        assert!(
+            line.chars().count() <= 100,
+            "wider than 100 columns: {line}"
+        );
+    }
     assert!(printed.contains("▶"), "best point highlighted: {printed}");
     assert!(printed.contains("best triad:"));
     out

@@ -4,7 +4,7 @@
 
 use crate::kernels::KernelId;
 use crate::results::{Record, Stats};
-use crate::units::Bytes;
+use crate::units::{Bytes, plural};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -154,6 +154,21 @@ fn reading_order(records: &[Record]) -> Vec<&Record> {
     sorted
 }
 
+/// What the rate columns hold, printed under every results table.
+pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
+    let mut counts: Vec<usize> = records.into_iter().map(|r| r.runs.len()).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let runs = match counts.as_slice() {
+        [n] => format!("the best rates of {}", plural(*n, "run")),
+        _ => "the runs' best rates (runs: how many)".into(),
+    };
+    format!(
+        "GB/s: mean ± sd of {runs}, then their min and max\n\
+         set/thread: bytes of all arrays per thread · % peak: of the sockets the threads ran on"
+    )
+}
+
 /// One row per record, sorted for reading, the best mean highlighted.
 pub fn results_table(records: &[Record], kernel: KernelId) -> Table {
     table_in_order(&reading_order(records), kernel)
@@ -174,10 +189,12 @@ fn best_index(records: &[&Record], kernel: KernelId) -> Option<usize> {
 
 /// One row per record in the order given, the best mean highlighted.
 pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
-    let sizes_vary = sorted
-        .iter()
-        .any(|r| r.point.working_set_per_thread != sorted[0].point.working_set_per_thread);
     let numa = sorted.iter().any(|r| r.point.numa.is_some());
+    // In a NUMA matrix the working set follows from the thread count.
+    let sizes_vary = !numa
+        && sorted
+            .iter()
+            .any(|r| r.point.working_set_per_thread != sorted[0].point.working_set_per_thread);
     let mut headers: Vec<String> = vec![
         "threads".into(),
         "placement".into(),
@@ -185,26 +202,32 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
         "stores".into(),
     ];
     if sizes_vary {
-        headers.push("working set/thread".into());
+        headers.push("set/thread".into());
     }
     if numa {
-        headers.push("cpu→mem node".into());
+        headers.push("cpu→mem".into());
     }
+    // The run count is a column only where it differs between points.
+    let runs_vary = sorted.iter().any(|r| r.runs.len() != sorted[0].runs.len());
     let name = kernel.spec().name;
-    headers.extend([
-        format!("{name} GB/s (mean ± sd)"),
-        "min".into(),
-        "max".into(),
-        "runs".into(),
-        "% of peak".into(),
-    ]);
+    headers.extend([format!("{name} GB/s"), "min".into(), "max".into()]);
+    if runs_vary {
+        headers.push("runs".into());
+    }
+    headers.push("% peak".into());
     let rows = sorted
         .iter()
         .map(|r| {
             let s = r.stats.get(&kernel);
+            // A NUMA cell's nodes have their own column.
+            let placement = match r.point.numa {
+                Some(n) if n.all_cores => "all cores".into(),
+                Some(_) => "one thread".into(),
+                None => r.point.placement.clone(),
+            };
             let mut row = vec![
                 r.point.threads.to_string(),
-                r.point.placement.clone(),
+                placement,
                 r.point.mem.clone(),
                 r.stores_label(),
             ];
@@ -219,7 +242,9 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
                 );
             }
             row.extend(stats_cell(s));
-            row.push(s.map_or("0".into(), |s| s.n.to_string()));
+            if runs_vary {
+                row.push(s.map_or("0".into(), |s| s.n.to_string()));
+            }
             row.push(
                 r.percent_of_peak(kernel)
                     .map_or("-".into(), |p| format!("{p:.1}")),
@@ -232,10 +257,6 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
         rows,
         best: best_index(sorted, kernel),
     }
-}
-
-fn plural(n: usize, word: &str) -> String {
-    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }
 
 /// What a set of records shares: host, experiment, kernels, repetitions.
@@ -376,6 +397,7 @@ pub fn numa_findings(records: &[Record], kernel: KernelId) -> Vec<String> {
 pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
     let t = results_table(records, kernel);
     let mut out = if markdown { t.markdown() } else { t.plain() };
+    let _ = writeln!(out, "{}", legend(records));
     for line in numa_findings(records, kernel) {
         let _ = write!(out, "\n{line}");
     }
@@ -623,6 +645,14 @@ mod tests {
         assert!(lines[1].contains("symmetric within 8.0 %"), "{}", lines[1]);
         let t = results_table(&records, KernelId::Triad);
         assert_eq!(t.best, Some(0));
+        // The widest table (NUMA cells) fits 100 columns.
+        for line in t.plain().lines() {
+            assert!(
+                line.chars().count() <= 100,
+                "{} columns: {line}",
+                line.chars().count()
+            );
+        }
         assert!(t.markdown().contains("**40.00**"));
         assert!(t.html().contains("<tr class=\"best\">"));
     }

@@ -34,6 +34,7 @@ pub fn text(v: &TuneView) -> String {
     );
     let top: Vec<&Record> = v.ranked.iter().take(12).map(|(r, _)| *r).collect();
     o.push_str(&super::study::table_in_order(&top, v.kernel).plain());
+    let _ = writeln!(o, "{}", super::study::legend(top.iter().copied()));
     let Some(&(best, rate)) = v.ranked.first() else {
         return o;
     };
