@@ -16,7 +16,24 @@ use crate::units::Bytes;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 
-const SIZE: (u32, u32) = (860, 500);
+const SIZE: (u32, u32) = (900, 540);
+/// Text large enough to read on a slide.
+const TITLE_FONT: (&str, u32) = ("sans-serif", 26);
+const AXIS_FONT: (&str, u32) = ("sans-serif", 18);
+const TICK_FONT: (&str, u32) = ("sans-serif", 15);
+const MINOR_GRID: RGBColor = RGBColor(242, 242, 242);
+const MAJOR_GRID: RGBColor = RGBColor(210, 210, 210);
+
+/// Okabe and Ito's colour-blind-safe palette, without its pale yellow
+/// (black is kept for the peak line).
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+];
 
 /// A series: its label and (x, mean, sd) points sorted by x.
 type Series = (String, Vec<(f64, f64, f64)>);
@@ -99,7 +116,7 @@ fn peak_of(records: &[Record]) -> Option<f64> {
 }
 
 fn color(i: usize) -> RGBAColor {
-    Palette99::pick(i).to_rgba()
+    PALETTE[i % PALETTE.len()].to_rgba()
 }
 
 /// Bandwidth vs threads; `None` when the records have one thread count.
@@ -133,7 +150,7 @@ pub fn threads_plot(records: &[Record], kernel: KernelId) -> Option<String> {
                     "{} bandwidth vs threads",
                     kernel.spec().label.trim_end_matches(':')
                 ),
-                ("sans-serif", 22),
+                TITLE_FONT,
             )
             .margin(12)
             .x_label_area_size(40)
@@ -142,6 +159,10 @@ pub fn threads_plot(records: &[Record], kernel: KernelId) -> Option<String> {
             .ok()?;
         chart
             .configure_mesh()
+            .label_style(TICK_FONT)
+            .axis_desc_style(AXIS_FONT)
+            .light_line_style(MINOR_GRID)
+            .bold_line_style(MAJOR_GRID)
             .x_desc("threads")
             .y_desc("GB/s (10^9 B/s)")
             .x_labels((x_max as usize + 1).min(33))
@@ -161,6 +182,7 @@ pub fn threads_plot(records: &[Record], kernel: KernelId) -> Option<String> {
         }
         chart
             .configure_series_labels()
+            .label_font(("sans-serif", 15))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .position(SeriesLabelPosition::LowerRight)
@@ -256,7 +278,7 @@ pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
                     "{} bandwidth vs working set per thread",
                     kernel.spec().label.trim_end_matches(':')
                 ),
-                ("sans-serif", 22),
+                TITLE_FONT,
             )
             .margin(12)
             .x_label_area_size(40)
@@ -265,6 +287,10 @@ pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
             .ok()?;
         chart
             .configure_mesh()
+            .label_style(TICK_FONT)
+            .axis_desc_style(AXIS_FONT)
+            .light_line_style(MINOR_GRID)
+            .bold_line_style(MAJOR_GRID)
             .x_desc("working set per thread (all arrays), log scale")
             .y_desc("GB/s (10^9 B/s)")
             .x_labels(((hi - lo) as usize + 1).min(40))
@@ -299,6 +325,7 @@ pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
         draw_series(&mut chart, &series)?;
         chart
             .configure_series_labels()
+            .label_font(("sans-serif", 15))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .position(SeriesLabelPosition::UpperRight)
@@ -344,6 +371,14 @@ pub fn numa_plots(records: &[Record], kernel: KernelId) -> Vec<(String, String)>
     out
 }
 
+/// The heat map's colour for a share of the largest value: one hue from
+/// pale (low) to dark (high), so lightness alone carries the value, which
+/// colour-blind readers and grey-scale prints see too.
+fn heat(t: f64) -> HSLColor {
+    let t = t.clamp(0.0, 1.0);
+    HSLColor(0.58, 0.65, 0.93 - 0.58 * t)
+}
+
 /// Drawn in pixels rather than on a chart: cells, numbers and node labels
 /// stay centered whatever the matrix size (one node included).
 fn heat_map(cells: &[(usize, usize, f64)], title: &str) -> Option<String> {
@@ -359,7 +394,8 @@ fn heat_map(cells: &[(usize, usize, f64)], title: &str) -> Option<String> {
         72
     };
     let (left, top) = (90, 50);
-    let width = (left + cell * cols.len() as i32 + 30).max(560);
+    let scale_x = left + cell * cols.len() as i32 + 40;
+    let width = (scale_x + 130).max(560);
     let height = top + cell * rows.len() as i32 + 70;
     let centered = |size: u32| {
         TextStyle::from(("sans-serif", size).into_font()).pos(Pos::new(HPos::Center, VPos::Center))
@@ -374,9 +410,7 @@ fn heat_map(cells: &[(usize, usize, f64)], title: &str) -> Option<String> {
         for &(r, c, v) in cells {
             let x = left + cell * cols.iter().position(|&n| n == c)? as i32;
             let y = top + cell * rows.iter().position(|&n| n == r)? as i32;
-            // Pale blue (low) to deep red (high).
-            let t = (v / max).clamp(0.0, 1.0);
-            let fill = HSLColor(0.66 * (1.0 - t), 0.75, 0.85 - 0.35 * t);
+            let fill = heat(v / max);
             root.draw(&Rectangle::new(
                 [(x, y), (x + cell, y + cell)],
                 fill.filled(),
@@ -387,10 +421,12 @@ fn heat_map(cells: &[(usize, usize, f64)], title: &str) -> Option<String> {
                 WHITE.stroke_width(1),
             ))
             .ok()?;
+            // White numbers on the dark cells.
+            let ink = if v / max > 0.6 { WHITE } else { BLACK };
             root.draw(&Text::new(
                 format!("{v:.1}"),
                 (x + cell / 2, y + cell / 2),
-                centered(14),
+                centered(14).color(&ink),
             ))
             .ok()?;
         }
@@ -409,6 +445,35 @@ fn heat_map(cells: &[(usize, usize, f64)], title: &str) -> Option<String> {
                 .ok()?;
         }
         let grid_bottom = top + cell * rows.len() as i32;
+        // The colour scale: 0 at the bottom, the largest cell at the top.
+        let steps = 32;
+        let bar_height = (grid_bottom - top).max(steps);
+        for k in 0..steps {
+            let y0 = grid_bottom - bar_height * (k + 1) / steps;
+            let y1 = grid_bottom - bar_height * k / steps;
+            let t = (k as f64 + 0.5) / steps as f64;
+            root.draw(&Rectangle::new(
+                [(scale_x, y0), (scale_x + 18, y1)],
+                heat(t).filled(),
+            ))
+            .ok()?;
+        }
+        let left_text = |size: u32| {
+            TextStyle::from(("sans-serif", size).into_font())
+                .pos(Pos::new(HPos::Left, VPos::Center))
+        };
+        root.draw(&Text::new(
+            format!("{max:.1} GB/s"),
+            (scale_x + 24, grid_bottom - bar_height),
+            left_text(13),
+        ))
+        .ok()?;
+        root.draw(&Text::new(
+            "0 GB/s".to_string(),
+            (scale_x + 24, grid_bottom),
+            left_text(13),
+        ))
+        .ok()?;
         root.draw(&Text::new(
             "memory node",
             (left + cell * cols.len() as i32 / 2, grid_bottom + 40),
