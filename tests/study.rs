@@ -215,6 +215,28 @@ fn report_writes_parsable_plots_and_a_self_contained_html() {
     let svg = std::fs::read_to_string(plots.join("triad-threads.svg")).unwrap();
     // compact/spread × local/interleave: four lines.
     assert_eq!(series_in(&svg), 4);
+    // --png: the same plot as PNG, twice the size.
+    stdout(&[
+        "report",
+        results.to_str().unwrap(),
+        "--plots",
+        plots.to_str().unwrap(),
+        "--png",
+    ]);
+    let png = std::fs::read(plots.join("triad-threads.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let (w, h) = (
+        u32::from_be_bytes(png[16..20].try_into().unwrap()),
+        u32::from_be_bytes(png[20..24].try_into().unwrap()),
+    );
+    let svg_doc = roxmltree::Document::parse(&svg).unwrap();
+    let svg_width: u32 = svg_doc
+        .root_element()
+        .attribute("width")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(w, 2 * svg_width, "{w}x{h}");
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>"));
     assert_eq!(page.matches("<svg").count(), 1, "every plot inline");

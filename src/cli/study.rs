@@ -438,6 +438,10 @@ pub(crate) struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
 
+    /// Also write each plot as PNG (twice the SVG's size, for slides and papers)
+    #[arg(long)]
+    png: bool,
+
     /// Print a Markdown report (tables and links to the SVG plots) instead of plain tables
     #[arg(long)]
     markdown: bool,
@@ -501,6 +505,13 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
         for (_, file, svg) in &plots {
             write_file(&dir.join(file), svg)?;
+            if args.png {
+                let png = report::png::render(svg, 2.0)
+                    .map_err(|e| Error::Runtime(format!("rendering {file} as PNG: {e}")))?;
+                let path = dir.join(file).with_extension("png");
+                std::fs::write(&path, png)
+                    .map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))?;
+            }
         }
     }
     if args.markdown {

@@ -7,6 +7,7 @@ pub mod csv;
 pub mod json;
 pub mod place;
 pub mod plot;
+pub mod png;
 pub mod study;
 pub mod text;
 pub mod topo;
