@@ -381,3 +381,35 @@ fn impossible_node_files_are_warned_about() {
         assert!(topology(m).warnings.is_empty(), "{m}");
     }
 }
+
+/// A FIFO or a device in a --sysroot tree neither hangs nor reads forever.
+#[test]
+fn fifos_and_devices_in_a_tree_are_not_read() {
+    let dir = tree("xeon-e5-2680v3-2s");
+    let root = dir.path();
+    let fifo = root.join("sys/devices/system/cpu/cpu0/topology/core_id");
+    fs::remove_file(&fifo).unwrap();
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) on a path we own, with a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    fs::remove_file(root.join("proc/cpuinfo")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", root.join("proc/cpuinfo")).unwrap();
+    let started = std::time::Instant::now();
+    let out = common::membw()
+        .args(["topo", "--sysroot", root.to_str().unwrap()])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let t = Topology::read(root).unwrap();
+    assert_eq!(t.cpus.len(), 48);
+    assert!(
+        t.cpu_info.model_name.is_none(),
+        "nothing read from /dev/zero"
+    );
+}

@@ -69,7 +69,7 @@ pub(crate) struct SweepArgs {
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     repeat: u32,
 
-    /// Results file (JSON Lines) [default: membw-sweep-<time>.jsonl]
+    /// Results file (JSON Lines) [default: membw-sweep-<time>-<pid>.jsonl]
     #[arg(long, short, conflicts_with = "resume")]
     output: Option<PathBuf>,
 

@@ -145,9 +145,8 @@ impl Reader<'_> {
         self.root.join(rel.trim_start_matches('/'))
     }
     fn text(&self, rel: &str) -> Option<String> {
-        std::fs::read_to_string(self.path(rel))
-            .ok()
-            .map(|s| s.trim().to_string())
+        let bytes = read_bounded(&self.path(rel))?;
+        String::from_utf8(bytes).ok().map(|s| s.trim().to_string())
     }
     fn number<T: std::str::FromStr>(&self, rel: &str) -> Option<T> {
         self.text(rel)?.parse().ok()
@@ -166,6 +165,27 @@ impl Reader<'_> {
         ids.sort_unstable();
         ids
     }
+}
+
+/// The most membw reads of one sysfs/procfs-style file (`/proc/cpuinfo` of
+/// a 1024-CPU machine is about 1.5 MiB).
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// Reads a regular file, at most [`MAX_FILE_BYTES`]; `None` for anything
+/// else (a FIFO or device in a fixture tree would hang or never end) or a
+/// file that is longer.
+pub fn read_bounded(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= MAX_FILE_BYTES).then_some(bytes)
 }
 
 const CPU_DIR: &str = "sys/devices/system/cpu";

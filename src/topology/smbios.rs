@@ -61,7 +61,7 @@ pub(super) fn read(root: &std::path::Path) -> Vec<MemoryDevice> {
     entries.sort();
     entries
         .iter()
-        .filter_map(|p| std::fs::read(p.join("raw")).ok())
+        .filter_map(|p| super::read_bounded(&p.join("raw")))
         .filter_map(|raw| parse_memory_device(&raw))
         .collect()
 }
