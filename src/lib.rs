@@ -10,6 +10,7 @@
 pub mod cli;
 pub mod engine;
 pub mod error;
+pub mod foreign;
 pub mod kernels;
 pub mod memory;
 pub mod peak;

@@ -350,3 +350,85 @@ pub fn stop_on_signals(flag: std::sync::Arc<std::sync::atomic::AtomicI32>) {
         }
     }
 }
+
+/// Arranges for a child to start in its own process group (so a timeout can
+/// kill all of it), pinned to `cpus` (the union its threads may use) and
+/// under a memory policy (numactl's way: set_mempolicy before exec, which
+/// the program inherits). Masks are built here, before fork; the child only
+/// makes three system calls.
+pub fn place_child(
+    cmd: &mut std::process::Command,
+    cpus: &[usize],
+    policy: Option<(MemPolicyMode, Vec<usize>)>,
+) -> io::Result<()> {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write inside it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        if c >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {c} is beyond this system's CPU set size"),
+            ));
+        }
+        // SAFETY: c is below CPU_SETSIZE, checked above.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    let (mode, mask) = match policy {
+        Some((mode, nodes)) => {
+            let max = nodes.iter().copied().max().unwrap_or(0);
+            let mut mask = vec![0u64; max / 64 + 1];
+            for n in nodes {
+                mask[n / 64] |= 1 << (n % 64);
+            }
+            (Some(mode as libc::c_int), mask)
+        }
+        None => (None, Vec::new()),
+    };
+    let maxnode = mask.len() as u64 * 64 + 1;
+    // SAFETY: the closure runs between fork and exec and only calls setpgid,
+    // sched_setaffinity and set_mempolicy (async-signal-safe system calls)
+    // on data prepared before the fork; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0
+                || libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            if let Some(mode) = mode
+                && libc::syscall(libc::SYS_set_mempolicy, mode, mask.as_ptr(), maxnode) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+/// The CPUs a thread (any task id) may run on; `None` when it is gone.
+pub fn thread_affinity(tid: i32) -> Option<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the set is a valid, writable cpu_set_t of the size passed.
+    let rc =
+        unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: CPU_ISSET reads inside the set for ids below CPU_SETSIZE.
+    Some(
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect(),
+    )
+}
+
+/// Kills a whole process group (a program and every child it started).
+pub fn kill_group(pgid: u32) {
+    // SAFETY: kill(2) with a negative pid signals that process group only.
+    unsafe {
+        libc::kill(-(pgid as i32), libc::SIGKILL);
+    }
+}

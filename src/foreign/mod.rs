@@ -1,0 +1,338 @@
+//! Other people's bandwidth programs (a `stream.c` build, BabelStream,
+//! likwid-bench) run under membw's placement and memory policy, and checked
+//! the way membw checks its own threads: where each thread really ran and
+//! where the pages landed.
+//!
+//! The placement reaches the program in every runtime's own terms
+//! ([`placement_env`]) and through the process's affinity mask; the memory
+//! policy is set before exec, as numactl does. While it runs, membw samples
+//! its threads (`/proc/PID/task/*/stat`, sched_getaffinity) and its page
+//! placement (`/proc/PID/numa_maps`); [`parse`] reads what it printed.
+
+pub mod parse;
+
+use crate::sys::{self, MemPolicyMode};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// What membw sets for the program: the variables of every OpenMP runtime.
+pub fn placement_env(cpus: &[usize]) -> Vec<(&'static str, String)> {
+    let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
+    vec![
+        ("OMP_NUM_THREADS", cpus.len().to_string()),
+        (
+            "OMP_PLACES",
+            cpus.iter()
+                .map(|c| format!("{{{c}}}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        ("OMP_PROC_BIND", "close".into()),
+        ("GOMP_CPU_AFFINITY", list.join(" ")),
+        (
+            "KMP_AFFINITY",
+            format!("granularity=fine,explicit,proclist=[{}]", list.join(",")),
+        ),
+    ]
+}
+
+/// How to run one program.
+pub struct Launch<'a> {
+    /// The program and its arguments.
+    pub argv: &'a [String],
+    /// The CPU of each thread, in thread order.
+    pub cpus: &'a [usize],
+    /// The memory policy for the whole process, when not first touch.
+    pub policy: Option<(MemPolicyMode, Vec<usize>)>,
+    /// Variables the user set explicitly: membw leaves those alone.
+    pub keep: &'a BTreeSet<String>,
+    pub timeout: Duration,
+    /// How often threads and pages are sampled.
+    pub sample_every: Duration,
+}
+
+/// Where one of the program's threads was seen.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ThreadSeen {
+    pub tid: i32,
+    /// Every CPU the samples found it on.
+    pub cpus: Vec<usize>,
+    /// Its affinity mask at the last sample.
+    pub allowed: Vec<usize>,
+}
+
+/// How a program ended and what membw saw while it ran.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Ran {
+    /// Exit code, when it exited.
+    pub code: Option<i32>,
+    /// The signal that ended it, when one did.
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub wall_s: f64,
+    pub stdout: String,
+    /// The last lines it wrote to stderr.
+    pub stderr_tail: Vec<String>,
+    /// The variables membw set (those the user had not).
+    pub env_set: Vec<(String, String)>,
+    pub threads: Vec<ThreadSeen>,
+    /// Pages per NUMA node from the last numa_maps sample.
+    pub pages_per_node: BTreeMap<usize, u64>,
+}
+
+/// Why a program could not be started.
+#[derive(Debug)]
+pub struct LaunchError(pub String);
+
+/// The most of a program's output membw keeps.
+const MAX_OUTPUT: u64 = 16 << 20;
+
+/// Runs the program to its end (or the timeout, which kills its whole
+/// process group), sampling its threads and pages meanwhile.
+pub fn run(l: &Launch) -> Result<Ran, LaunchError> {
+    let (program, args) = l
+        .argv
+        .split_first()
+        .ok_or_else(|| LaunchError("no program given".into()))?;
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let env_set: Vec<(String, String)> = placement_env(l.cpus)
+        .into_iter()
+        .filter(|(k, _)| !l.keep.contains(*k))
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    cmd.envs(env_set.iter().map(|(k, v)| (k, v)));
+    let mut union: Vec<usize> = l.cpus.to_vec();
+    union.sort_unstable();
+    union.dedup();
+    sys::place_child(&mut cmd, &union, l.policy.clone()).map_err(|e| LaunchError(e.to_string()))?;
+    let started = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| LaunchError(format!("{program}: {e}")))?;
+    let pid = child.id();
+    let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(p) = pipe {
+                let _ = p.take(MAX_OUTPUT).read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let out = reader(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = reader(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let mut seen: BTreeMap<i32, ThreadSeen> = BTreeMap::new();
+    let mut pages = BTreeMap::new();
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => return Err(LaunchError(format!("waiting for {program}: {e}"))),
+        }
+        sample_threads(pid, &mut seen);
+        if let Some(p) = numa_pages(&format!("/proc/{pid}/numa_maps")) {
+            pages = p;
+        }
+        if started.elapsed() > l.timeout {
+            timed_out = true;
+            sys::kill_group(pid);
+        }
+        std::thread::sleep(l.sample_every);
+    };
+    use std::os::unix::process::ExitStatusExt;
+    let stderr = err.join().unwrap_or_default();
+    let tail: Vec<String> = stderr.lines().rev().take(5).map(str::to_string).collect();
+    Ok(Ran {
+        code: status.code(),
+        signal: status.signal(),
+        timed_out,
+        wall_s: started.elapsed().as_secs_f64(),
+        stdout: out.join().unwrap_or_default(),
+        stderr_tail: tail.into_iter().rev().collect(),
+        env_set,
+        threads: seen.into_values().collect(),
+        pages_per_node: pages,
+    })
+}
+
+/// Adds where each of the process's threads is now (field 39 of
+/// `/proc/PID/task/TID/stat`, the CPU it last ran on) and its mask.
+fn sample_threads(pid: u32, seen: &mut BTreeMap<i32, ThreadSeen>) {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return;
+    };
+    for task in tasks.flatten() {
+        let Some(tid) = task
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Some(cpu) = std::fs::read_to_string(task.path().join("stat"))
+            .ok()
+            .and_then(|s| last_cpu(&s))
+        else {
+            continue;
+        };
+        let entry = seen.entry(tid).or_insert_with(|| ThreadSeen {
+            tid,
+            cpus: Vec::new(),
+            allowed: Vec::new(),
+        });
+        if !entry.cpus.contains(&cpu) {
+            entry.cpus.push(cpu);
+            entry.cpus.sort_unstable();
+        }
+        if let Some(mask) = sys::thread_affinity(tid) {
+            entry.allowed = mask;
+        }
+    }
+}
+
+/// The `processor` field of a stat line: the 39th, counted after the
+/// command name in parentheses (which may itself hold spaces).
+pub fn last_cpu(stat: &str) -> Option<usize> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    // Fields from the 3rd (state) on; processor is the 39th overall.
+    after.split_whitespace().nth(39 - 3)?.parse().ok()
+}
+
+/// Pages per node over every mapping of a numa_maps file (`N0=12 N1=3`).
+pub fn numa_pages(path: &str) -> Option<BTreeMap<usize, u64>> {
+    let text = crate::topology::read_bounded(Path::new(path))?;
+    let text = String::from_utf8_lossy(&text);
+    let mut pages = BTreeMap::new();
+    for word in text.split_whitespace() {
+        if let Some((node, count)) = word
+            .strip_prefix('N')
+            .and_then(|w| w.split_once('='))
+            .and_then(|(n, c)| Some((n.parse::<usize>().ok()?, c.parse::<u64>().ok()?)))
+        {
+            *pages.entry(node).or_insert(0) += count;
+        }
+    }
+    (!pages.is_empty()).then_some(pages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_give_the_last_cpu() {
+        // A command name with spaces and parentheses.
+        let stat = "4242 (my (odd) prog) R 1 4242 4242 0 -1 4194304 100 0 0 0 5 1 0 0 20 0 3 0 \
+                    12345 1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0";
+        assert_eq!(last_cpu(stat), Some(3));
+        let own = std::fs::read_to_string("/proc/self/stat").unwrap();
+        assert!(last_cpu(&own).is_some());
+    }
+
+    #[test]
+    fn numa_maps_are_summed_per_node() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("numa_maps");
+        std::fs::write(
+            &path,
+            "7f00 default anon=10 dirty=10 N0=6 N1=4 kernelpagesize_kB=4\n7f10 bind:1 anon=5 N1=5\n",
+        )
+        .unwrap();
+        let pages = numa_pages(path.to_str().unwrap()).unwrap();
+        assert_eq!(pages, BTreeMap::from([(0, 6), (1, 9)]));
+    }
+
+    #[test]
+    fn a_program_runs_pinned_with_the_runtimes_variables() {
+        let cpu = *crate::topology::Topology::live()
+            .unwrap()
+            .allowed_cpus
+            .ids()
+            .last()
+            .unwrap();
+        let argv: Vec<String> = [
+            "sh",
+            "-c",
+            "echo $OMP_NUM_THREADS $OMP_PLACES $GOMP_CPU_AFFINITY; grep Cpus_allowed_list /proc/self/status; sleep 0.3",
+        ]
+        .map(String::from)
+        .to_vec();
+        let keep = BTreeSet::from(["OMP_PROC_BIND".to_string()]);
+        let ran = run(&Launch {
+            argv: &argv,
+            cpus: &[cpu],
+            policy: None,
+            keep: &keep,
+            timeout: Duration::from_secs(20),
+            sample_every: Duration::from_millis(20),
+        })
+        .unwrap();
+        assert_eq!(ran.code, Some(0));
+        assert!(
+            ran.stdout.starts_with(&format!("1 {{{cpu}}} {cpu}\n")),
+            "{}",
+            ran.stdout
+        );
+        assert!(
+            ran.stdout.contains(&format!("Cpus_allowed_list:\t{cpu}\n")),
+            "{}",
+            ran.stdout
+        );
+        assert!(ran.env_set.iter().all(|(k, _)| k != "OMP_PROC_BIND"));
+        assert!(!ran.threads.is_empty());
+        assert!(
+            ran.threads
+                .iter()
+                .all(|t| t.cpus == [cpu] && t.allowed == [cpu]),
+            "{:?}",
+            ran.threads
+        );
+    }
+
+    #[test]
+    fn a_hanging_program_is_killed_with_its_children() {
+        let argv: Vec<String> = ["sh", "-c", "sleep 30 & sleep 30"]
+            .map(String::from)
+            .to_vec();
+        let started = Instant::now();
+        let ran = run(&Launch {
+            argv: &argv,
+            cpus: &[0],
+            policy: None,
+            keep: &BTreeSet::new(),
+            timeout: Duration::from_millis(300),
+            sample_every: Duration::from_millis(20),
+        })
+        .unwrap();
+        assert!(ran.timed_out);
+        assert_eq!(ran.signal, Some(libc::SIGKILL));
+        // The background sleep held stdout open: it died too, or this would wait 30 s.
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let missing = run(&Launch {
+            argv: &["/nonexistent/stream".to_string()],
+            cpus: &[0],
+            policy: None,
+            keep: &BTreeSet::new(),
+            timeout: Duration::from_secs(1),
+            sample_every: Duration::from_millis(20),
+        });
+        assert!(missing.unwrap_err().0.contains("/nonexistent/stream"));
+    }
+}
