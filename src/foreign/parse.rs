@@ -53,6 +53,32 @@ pub struct ForeignOutput {
     pub validated: Option<bool>,
 }
 
+impl ForeignOutput {
+    fn empty(format: Format, validated: Option<bool>) -> ForeignOutput {
+        ForeignOutput {
+            format,
+            rates: Vec::new(),
+            array_elements: None,
+            element_bytes: None,
+            ntimes: None,
+            threads: None,
+            validated,
+        }
+    }
+}
+
+/// A BabelStream row: its name, rate in MB/s, and min, max, average times.
+fn babel_rate(name: &str, mb_s: f64, [min, max, avg]: [f64; 3]) -> ForeignRate {
+    ForeignRate {
+        name: name.to_string(),
+        kernel: stream_kernel(name),
+        best_mb_s: mb_s,
+        min_time_s: Some(min),
+        max_time_s: Some(max),
+        avg_time_s: Some(avg),
+    }
+}
+
 /// Why the output was not understood: the formats tried and the first lines.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NotUnderstood {
@@ -112,15 +138,7 @@ fn stream_kernel(label: &str) -> Option<KernelId> {
 /// STREAM: `Copy:  12345.6  0.012  0.011  0.013` rows (best rate, avg,
 /// min, max time), and the header lines around them.
 fn stream(output: &str) -> Option<ForeignOutput> {
-    let mut out = ForeignOutput {
-        format: Format::Stream,
-        rates: Vec::new(),
-        array_elements: None,
-        element_bytes: None,
-        ntimes: None,
-        threads: None,
-        validated: None,
-    };
+    let mut out = ForeignOutput::empty(Format::Stream, None);
     for line in output.lines() {
         let t = line.trim();
         if let Some(n) = number_after(t, "Array size =") {
@@ -175,24 +193,15 @@ fn babel_unit(text: &str) -> Option<f64> {
     })
 }
 
-fn babel_kernel(name: &str) -> Option<KernelId> {
-    stream_kernel(name)
-}
-
 /// `function,num_times,n_elements,sizeof,max_MB_per_sec,min_runtime,max_runtime,avg_runtime`
 fn babelstream_csv(output: &str) -> Option<ForeignOutput> {
     let mut lines = output.lines().skip_while(|l| !l.starts_with("function,"));
     let header: Vec<&str> = lines.next()?.split(',').collect();
     let scale = babel_unit(header.get(4)?)?;
-    let mut out = ForeignOutput {
-        format: Format::Babelstream,
-        rates: Vec::new(),
-        array_elements: None,
-        element_bytes: None,
-        ntimes: None,
-        threads: None,
-        validated: Some(!output.contains("Validation failed")),
-    };
+    let mut out = ForeignOutput::empty(
+        Format::Babelstream,
+        Some(!output.contains("Validation failed")),
+    );
     for line in lines {
         let f: Vec<&str> = line.split(',').collect();
         if f.len() < 8 {
@@ -205,29 +214,18 @@ fn babelstream_csv(output: &str) -> Option<ForeignOutput> {
         out.ntimes = f[1].trim().parse().ok().or(out.ntimes);
         out.array_elements = f[2].trim().parse().ok().or(out.array_elements);
         out.element_bytes = f[3].trim().parse().ok().or(out.element_bytes);
-        out.rates.push(ForeignRate {
-            name: f[0].to_string(),
-            kernel: babel_kernel(f[0]),
-            best_mb_s: rate * scale,
-            min_time_s: Some(min),
-            max_time_s: Some(max),
-            avg_time_s: Some(avg),
-        });
+        out.rates
+            .push(babel_rate(f[0], rate * scale, [min, max, avg]));
     }
     (!out.rates.is_empty()).then_some(out)
 }
 
 /// `Function    MB/s        Min (sec)   Max         Average` then rows.
 fn babelstream_text(output: &str) -> Option<ForeignOutput> {
-    let mut out = ForeignOutput {
-        format: Format::Babelstream,
-        rates: Vec::new(),
-        array_elements: None,
-        element_bytes: None,
-        ntimes: None,
-        threads: None,
-        validated: Some(!output.contains("Validation failed")),
-    };
+    let mut out = ForeignOutput::empty(
+        Format::Babelstream,
+        Some(!output.contains("Validation failed")),
+    );
     let mut scale = None;
     for line in output.lines() {
         let t = line.trim();
@@ -245,14 +243,7 @@ fn babelstream_text(output: &str) -> Option<ForeignOutput> {
             if let (Some(r), Some(mn), Some(mx), Some(av)) =
                 (num(rate), num(min), num(max), num(avg))
             {
-                out.rates.push(ForeignRate {
-                    name: name.to_string(),
-                    kernel: babel_kernel(name),
-                    best_mb_s: r * s,
-                    min_time_s: Some(mn),
-                    max_time_s: Some(mx),
-                    avg_time_s: Some(av),
-                });
+                out.rates.push(babel_rate(name, r * s, [mn, mx, av]));
             }
         }
     }
