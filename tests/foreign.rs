@@ -58,3 +58,124 @@ fn a_gcc_stream_build_runs_pinned_and_its_table_is_read() {
             .any(|(k, v)| k == "OMP_NUM_THREADS" && *v == cpus.len().to_string())
     );
 }
+
+/// bench/stream-omp.c built with gcc, in a directory that lives as long as the test.
+fn gcc_stream(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let exe = dir.join("stream-gcc");
+    common::tool(
+        std::process::Command::new("gcc").args([
+            "-O2",
+            "-fopenmp",
+            root.join("bench/stream-omp.c").to_str().unwrap(),
+            "-o",
+            exe.to_str().unwrap(),
+        ]),
+        "gcc",
+    )?;
+    Some(exe)
+}
+
+#[test]
+fn membw_exec_runs_a_stream_build_pinned_and_verified() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = gcc_stream(dir.path()) else {
+        return;
+    };
+    let exe = exe.to_str().unwrap();
+    let cpu = *membw::topology::Topology::live()
+        .unwrap()
+        .allowed_cpus
+        .ids()
+        .last()
+        .unwrap();
+    let cpu_text = cpu.to_string();
+    let out = common::stdout(&[
+        "exec", "--cpus", &cpu_text, "--repeat", "2", "--", exe, "2000000", "4",
+    ]);
+    assert!(
+        out.contains(&format!("CPUs:      {cpu} (1 thread)")),
+        "{out}"
+    );
+    assert!(
+        out.contains("GB/s (mean ± sd of 2 runs)") && out.contains("triad"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Verified:  threads stayed on their CPUs"),
+        "{out}"
+    );
+    // The same record shape as a sweep's, with the program named.
+    let json = common::stdout(&[
+        "exec", "--cpus", &cpu_text, "--format", "json", "--label", "gcc-O2", "--", exe, "2000000",
+        "4",
+    ]);
+    let r: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(r["source"], "exec");
+    assert_eq!(r["experiment"], "exec");
+    assert_eq!(r["point"]["program"], "gcc-O2");
+    assert_eq!(r["runs"][0]["validated"], true);
+    assert!(r["runs"][0]["isa"].is_null());
+    assert!(r["stats"]["triad"]["mean"].as_f64().unwrap() > 0.0);
+    assert!(
+        r["runs"][0]["cpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c == cpu)
+    );
+}
+
+#[test]
+fn membw_exec_failures_are_reported_with_their_reason() {
+    common::usage_error(&["exec", "--", "/nonexistent/stream"], "no such program");
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("stream.c");
+    std::fs::write(&plain, "int main() { return 0; }\n").unwrap();
+    common::usage_error(&["exec", "--", plain.to_str().unwrap()], "not executable");
+    common::usage_error(
+        &["exec", "--mem", "a=bind:0", "--", "true"],
+        "whole process",
+    );
+    for (args, reason) in [
+        (
+            vec!["sh", "-c", "echo hello"],
+            "printed nothing membw understands",
+        ),
+        (
+            vec!["sh", "-c", "echo oops >&2; exit 3"],
+            "exited with status 3; its stderr ended: oops",
+        ),
+        (
+            vec![
+                "sh",
+                "-c",
+                "echo 'Copy: 1.0 1 1 1'; echo Failed Validation on array a",
+            ],
+            "failed validation",
+        ),
+    ] {
+        let mut full = vec!["exec", "--"];
+        full.extend(args);
+        let out = common::membw().args(&full).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(reason), "{reason}: {stderr}");
+    }
+    let started = std::time::Instant::now();
+    let out = common::membw()
+        .args([
+            "exec",
+            "--timeout",
+            "1s",
+            "--",
+            "sh",
+            "-c",
+            "sleep 30 & sleep 30",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("timed out after"));
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+}

@@ -4,6 +4,7 @@
 
 mod args;
 mod env;
+mod exec;
 mod study;
 
 use crate::engine::Engine;
@@ -51,6 +52,8 @@ enum Command {
     Report(study::ReportArgs),
     /// Two results files side by side, with ratios
     Compare(study::CompareArgs),
+    /// Run your own STREAM build (or BabelStream, likwid-bench) under membw's placement and memory policy, verified
+    Exec(exec::ExecArgs),
     /// Print a shell completion script: membw completions bash > /etc/bash_completion.d/membw
     Completions {
         #[arg(value_enum)]
@@ -193,6 +196,7 @@ pub fn main() -> Result<()> {
         Command::Tune(args) => study::tune(args),
         Command::Report(args) => study::report(args),
         Command::Compare(args) => study::compare(args),
+        Command::Exec(args) => exec::exec(args),
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(

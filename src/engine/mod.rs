@@ -7,6 +7,7 @@
 //! already done are skipped) and stopping on a signal; a source owns only
 //! how one plan is measured, a sink only where records go.
 
+pub mod exec;
 pub mod source;
 pub mod sweep;
 pub mod tune;

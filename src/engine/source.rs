@@ -109,8 +109,8 @@ impl Source for FakeSource {
             arrays: arrays.len(),
             ntimes: plan.ntimes,
             inner_repeats: plan.inner_repeats,
-            isa: plan.fns.isa,
-            stores: plan.fns.stores,
+            isa: Some(plan.fns.isa),
+            stores: Some(plan.fns.stores),
             hugepages: plan.hugepages,
             mem_policy: plan.mem.to_string(),
             threads: plan

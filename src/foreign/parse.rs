@@ -89,7 +89,7 @@ impl fmt::Display for NotUnderstood {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "output not understood (membw reads STREAM's table, BabelStream's text or --csv output, and likwid-bench's MByte/s line); it began: {}",
+            "printed nothing membw understands (it reads STREAM's table, BabelStream's text or --csv output, and likwid-bench's MByte/s line); its output began: {}",
             if self.first_lines.is_empty() {
                 "(nothing)".to_string()
             } else {
@@ -389,7 +389,7 @@ MByte/s:		31234.56
         assert_eq!(o.rates[0].best_mb_s, 31234.56);
         assert_eq!(o.threads, Some(2));
         let err = parse("hello\nworld\n").unwrap_err().to_string();
-        assert!(err.contains("it began: hello | world"), "{err}");
+        assert!(err.contains("its output began: hello | world"), "{err}");
         assert!(parse("").unwrap_err().to_string().contains("(nothing)"));
     }
 }

@@ -40,8 +40,8 @@ pub fn render(report: &RunReport) -> String {
             m.array_elements.to_string(),
             m.ntimes.to_string(),
             m.threads.len().to_string(),
-            m.isa.to_string(),
-            m.stores.to_string(),
+            m.isa.map_or(String::new(), |i| i.to_string()),
+            m.stores.map_or(String::new(), |s| s.to_string()),
             m.validation.passed.to_string(),
         ])
         .expect("writing to memory");

@@ -608,6 +608,7 @@ mod tests {
                     mem_node: mem,
                     all_cores: false,
                 }),
+                program: None,
             },
             runs: Vec::new(),
             stats: [(

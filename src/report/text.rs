@@ -87,7 +87,9 @@ pub fn render(report: &RunReport) -> String {
     let _ = writeln!(
         o,
         "Kernels: {} ISA, {} stores ({})",
-        m.isa, m.stores, report.request.stores_reason
+        m.isa.map_or("unknown".into(), |i| i.to_string()),
+        m.stores.map_or("unknown".into(), |s| s.to_string()),
+        report.request.stores_reason
     );
     let _ = writeln!(
         o,

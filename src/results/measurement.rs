@@ -83,8 +83,9 @@ pub struct Measurement {
     /// Kernel calls per timed repetition (1 for STREAM's protocol).
     #[serde(default = "one")]
     pub inner_repeats: usize,
-    pub isa: Isa,
-    pub stores: StoreMode,
+    /// The kernels' ISA and store mode; null for another program's.
+    pub isa: Option<Isa>,
+    pub stores: Option<StoreMode>,
     pub hugepages: Hugepages,
     /// The `--mem` policy, as given (normalized).
     pub mem_policy: String,

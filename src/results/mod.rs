@@ -164,6 +164,9 @@ pub struct Point {
     pub ntimes: usize,
     /// For NUMA-matrix points: the CPU node and the memory node.
     pub numa: Option<NumaCell>,
+    /// Another program measured at this point (`membw exec`): its label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -198,6 +201,7 @@ impl Point {
                 / threads as u64,
             ntimes: plan.ntimes,
             numa,
+            program: None,
         }
     }
 
@@ -219,8 +223,9 @@ impl Point {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     pub cpus: Vec<usize>,
-    pub isa: Isa,
-    pub stores: StoreMode,
+    /// Null for another program's run.
+    pub isa: Option<Isa>,
+    pub stores: Option<StoreMode>,
     pub inner_repeats: usize,
     /// Best rate of each kernel, GB/s.
     pub best_gb_s: BTreeMap<KernelId, f64>,
@@ -345,7 +350,10 @@ impl Record {
     /// The store mode asked for, and what `auto` became (`auto→nt`).
     pub fn stores_label(&self) -> String {
         match (self.point.stores, self.runs.first()) {
-            (StoresRequest::Auto, Some(run)) => format!("auto→{}", run.stores),
+            (StoresRequest::Auto, Some(run)) => match run.stores {
+                Some(s) => format!("auto→{s}"),
+                None => "program's".into(),
+            },
             (s, _) => s.to_string(),
         }
     }

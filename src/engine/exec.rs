@@ -1,0 +1,202 @@
+//! Another program as a measurement source (`membw exec`): it runs under the
+//! plan's placement and memory policy, its output gives the rates, and what
+//! membw saw of its threads and pages becomes the verification. A program
+//! that fails (exits non-zero, is killed, prints a failed validation or
+//! nothing membw understands) is a failed measurement with the reason, not
+//! an error of membw's.
+
+use super::Source;
+use crate::error::{Error, Input, Result};
+use crate::foreign::{self, Launch, parse};
+use crate::memory::Hugepages;
+use crate::memory::policy::{self, PagePlacement, Policy};
+use crate::plan::Plan;
+use crate::results::Measurement;
+use crate::results::measurement::{KernelResult, ThreadPlacement, TimerCheck, Validation};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+pub struct ExecSource {
+    pub argv: Vec<String>,
+    pub timeout: Duration,
+    /// Placement variables the user set: passed through untouched.
+    pub keep: BTreeSet<String>,
+}
+
+impl Source for ExecSource {
+    fn name(&self) -> &'static str {
+        "exec"
+    }
+
+    fn measure(&mut self, plan: &Plan) -> Result<Measurement> {
+        if !plan.mem.is_uniform() {
+            return Err(Error::input(
+                Input::Mem,
+                plan.mem.to_string(),
+                "another program's arrays cannot be told apart: give one policy for the whole process",
+            ));
+        }
+        let policy = plan.mem.get(crate::kernels::ArrayId::A).clone();
+        let ran = foreign::run(&Launch {
+            argv: &self.argv,
+            cpus: &plan.cpus,
+            policy: policy.mbind_args(),
+            keep: &self.keep,
+            timeout: self.timeout,
+            sample_every: Duration::from_millis(50),
+        })
+        .map_err(|e| Error::Usage(format!("cannot run {}", e.0)))?;
+        Ok(measurement(plan, &policy, &ran))
+    }
+}
+
+/// Why a run failed, if it did: the exit, a timeout, or the output.
+fn failure(
+    ran: &foreign::Ran,
+    parsed: &std::result::Result<parse::ForeignOutput, parse::NotUnderstood>,
+) -> Option<String> {
+    let tail = if ran.stderr_tail.is_empty() {
+        String::new()
+    } else {
+        format!("; its stderr ended: {}", ran.stderr_tail.join(" | "))
+    };
+    if ran.timed_out {
+        return Some(format!(
+            "timed out after {:.0} s and was killed{tail}",
+            ran.wall_s
+        ));
+    }
+    if let Some(sig) = ran.signal {
+        return Some(format!("was killed by signal {sig}{tail}"));
+    }
+    if ran.code != Some(0) {
+        return Some(format!(
+            "exited with status {}{tail}",
+            ran.code.unwrap_or(-1)
+        ));
+    }
+    match parsed {
+        Err(e) => Some(e.to_string()),
+        Ok(o) if o.validated == Some(false) => Some(format!("reported a failed validation{tail}")),
+        Ok(o) if o.rates.iter().all(|r| r.kernel.is_none()) => {
+            Some("printed no Copy, Scale, Add or Triad rate".into())
+        }
+        Ok(_) => None,
+    }
+}
+
+fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement {
+    let parsed = parse::parse(&ran.stdout);
+    let failed = failure(ran, &parsed);
+    let out = parsed.ok();
+    let elements = out.as_ref().and_then(|o| o.array_elements).unwrap_or(0);
+    let element_bytes = out.as_ref().and_then(|o| o.element_bytes).unwrap_or(8);
+    let results: Vec<KernelResult> = out
+        .iter()
+        .flat_map(|o| &o.rates)
+        .filter_map(|r| {
+            let kernel = r.kernel?;
+            let bytes = kernel.spec().bytes_counted();
+            let min = r.min_time_s.unwrap_or(0.0);
+            let max = r.max_time_s.unwrap_or(min);
+            Some(KernelResult {
+                kernel,
+                bytes_per_element: bytes,
+                dram_bytes_per_element: bytes,
+                best_rate_mb_s: r.best_mb_s,
+                avg_time_s: r.avg_time_s.unwrap_or(min),
+                min_time_s: min,
+                max_time_s: max,
+                spread: if min > 0.0 { max / min } else { 1.0 },
+                times_s: Vec::new(),
+            })
+        })
+        .collect();
+    let mut warnings = Vec::new();
+    if let Some(why) = &failed {
+        warnings.push(format!("the program {why}"));
+    }
+    // Threads, in the order the kernel created them (main thread first).
+    let allowed: BTreeSet<usize> = plan.cpus.iter().copied().collect();
+    let threads: Vec<ThreadPlacement> = ran
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if t.cpus.iter().any(|c| !allowed.contains(c)) {
+                warnings.push(format!(
+                    "thread {} (tid {}) ran on CPUs {:?}, outside the placement's {}",
+                    i,
+                    t.tid,
+                    t.cpus,
+                    crate::topology::cpulist::format_ranges(&plan.cpus)
+                ));
+            }
+            ThreadPlacement {
+                thread: i,
+                cpu: plan.cpus.get(i).copied().unwrap_or(usize::MAX),
+                observed_cpu: (t.cpus.len() == 1).then(|| t.cpus[0]),
+            }
+        })
+        .collect();
+    let pages = page_placement(policy, &ran.pages_per_node, &mut warnings);
+    Measurement {
+        array_elements: elements,
+        bytes_per_array: elements * element_bytes,
+        arrays: 3,
+        ntimes: out.as_ref().and_then(|o| o.ntimes).unwrap_or(0) as usize,
+        inner_repeats: 1,
+        isa: None,
+        stores: None,
+        hugepages: Hugepages::Auto,
+        mem_policy: policy.to_string(),
+        threads,
+        pages,
+        results,
+        validation: Validation {
+            passed: failed.is_none(),
+            epsilon: 0.0,
+            arrays: Vec::new(),
+            read_rel_error: None,
+        },
+        timer: TimerCheck {
+            granularity_ns: 0.0,
+            timing_test_us: 0.0,
+            min_kernel_ticks: 0.0,
+        },
+        setup_s: 0.0,
+        total_s: ran.wall_s,
+        warnings,
+    }
+}
+
+/// The process's pages per node against its policy.
+fn page_placement(
+    policy: &Policy,
+    pages: &BTreeMap<usize, u64>,
+    warnings: &mut Vec<String>,
+) -> Vec<PagePlacement> {
+    let total: u64 = pages.values().sum();
+    if total == 0 {
+        return Vec::new();
+    }
+    let shares: BTreeMap<usize, f64> = pages
+        .iter()
+        .map(|(&n, &p)| (n, p as f64 / total as f64))
+        .collect();
+    let (held, why) = policy::judge(policy, &shares, None);
+    if let Some(why) = why {
+        warnings.push(format!(
+            "memory policy {policy} did not hold for the program: {why}"
+        ));
+    }
+    vec![PagePlacement {
+        array: "program".into(),
+        policy: policy.to_string(),
+        pages_sampled: total as usize,
+        pages_missing: 0,
+        nodes: shares,
+        local_share: None,
+        held,
+    }]
+}
