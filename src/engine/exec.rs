@@ -43,7 +43,7 @@ impl Source for ExecSource {
             policy: policy.mbind_args(),
             keep: &self.keep,
             timeout: self.timeout,
-            sample_every: Duration::from_millis(50),
+            sample_every: Duration::from_millis(100),
         })
         .map_err(|e| Error::Usage(format!("cannot run {}", e.0)))?;
         Ok(measurement(plan, &policy, &ran))
