@@ -116,27 +116,32 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
     if let Some(why) = &failed {
         warnings.push(format!("the program {why}"));
     }
-    // Threads, in the order the kernel created them (main thread first).
+    // Every thread seen must have stayed inside the placement's CPUs.
     let allowed: BTreeSet<usize> = plan.cpus.iter().copied().collect();
-    let threads: Vec<ThreadPlacement> = ran
-        .threads
+    for t in &ran.threads {
+        if t.cpus.iter().any(|c| !allowed.contains(c)) {
+            warnings.push(format!(
+                "thread {} ran on CPUs {:?}, outside the placement's {}",
+                t.tid,
+                t.cpus,
+                crate::topology::cpulist::format_ranges(&plan.cpus)
+            ));
+        }
+    }
+    // Thread i of the placement against the i-th thread seen (task ids in
+    // creation order: the main thread first, as OpenMP numbers them).
+    let threads: Vec<ThreadPlacement> = plan
+        .cpus
         .iter()
         .enumerate()
-        .map(|(i, t)| {
-            if t.cpus.iter().any(|c| !allowed.contains(c)) {
-                warnings.push(format!(
-                    "thread {} (tid {}) ran on CPUs {:?}, outside the placement's {}",
-                    i,
-                    t.tid,
-                    t.cpus,
-                    crate::topology::cpulist::format_ranges(&plan.cpus)
-                ));
-            }
-            ThreadPlacement {
-                thread: i,
-                cpu: plan.cpus.get(i).copied().unwrap_or(usize::MAX),
-                observed_cpu: (t.cpus.len() == 1).then(|| t.cpus[0]),
-            }
+        .map(|(i, &cpu)| ThreadPlacement {
+            thread: i,
+            cpu,
+            observed_cpu: ran
+                .threads
+                .get(i)
+                .filter(|t| t.cpus.len() == 1)
+                .map(|t| t.cpus[0]),
         })
         .collect();
     let pages = page_placement(policy, &ran.pages_per_node, &mut warnings);
@@ -178,6 +183,9 @@ fn page_placement(
 ) -> Vec<PagePlacement> {
     let total: u64 = pages.values().sum();
     if total == 0 {
+        warnings.push(
+            "the program ended before its pages could be sampled (it ran under 0.25 s)".into(),
+        );
         return Vec::new();
     }
     let shares: BTreeMap<usize, f64> = pages

@@ -222,12 +222,15 @@ pub fn last_cpu(stat: &str) -> Option<usize> {
     after.split_whitespace().nth(39 - 3)?.parse().ok()
 }
 
-/// Pages per node over every mapping of a numa_maps file (`N0=12 N1=3`).
+/// Pages per node over the anonymous mappings of a numa_maps file
+/// (`N0=12 N1=3`): the memory the program allocated, which its policy
+/// governs; its binary and libraries stay where the page cache has them.
 pub fn numa_pages(path: &str) -> Option<BTreeMap<usize, u64>> {
     let text = crate::topology::read_bounded(Path::new(path))?;
     let text = String::from_utf8_lossy(&text);
     let mut pages = BTreeMap::new();
-    for word in text.split_whitespace() {
+    let anonymous = text.lines().filter(|l| l.contains(" anon="));
+    for word in anonymous.flat_map(str::split_whitespace) {
         if let Some((node, count)) = word
             .strip_prefix('N')
             .and_then(|w| w.split_once('='))
@@ -259,7 +262,8 @@ mod tests {
         let path = dir.path().join("numa_maps");
         std::fs::write(
             &path,
-            "7f00 default anon=10 dirty=10 N0=6 N1=4 kernelpagesize_kB=4\n7f10 bind:1 anon=5 N1=5\n",
+            "7f00 default anon=10 dirty=10 N0=6 N1=4 kernelpagesize_kB=4\n7f10 bind:1 anon=5 N1=5\n\
+             5600 default file=/usr/bin/stream mapped=3 N0=3\n",
         )
         .unwrap();
         let pages = numa_pages(path.to_str().unwrap()).unwrap();

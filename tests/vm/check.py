@@ -133,6 +133,22 @@ if shape == "two-socket-smt":
     # page sample does not alias with it.
     for name in ["interleave16never", "interleave16thp", "interleave64thp"]:
         expect_pages(name, {a: {0: 0.4, 1: 0.4} for a in "ac"})
+    # membw exec: another program (here membw run itself, whose output is
+    # STREAM's table) under a memory policy and a CPU, checked from outside.
+    for name in ["execbind1", "execcpu1"]:
+        d = doc(name)
+        if d:
+            run = d["runs"][0]
+            check(f"{name}: the program's table was read and validated",
+                  run["validated"] and "triad" in d["stats"], str(run["warnings"]))
+            check(f"{name}: its pages were sampled and are as the policy asks (numa_maps)",
+                  run["pages_held"] and not any("before its pages" in w for w in run["warnings"]),
+                  str(run["warnings"]))
+            check(f"{name}: its threads stayed on their CPUs",
+                  not any("outside the placement" in w for w in run["warnings"]), str(run["warnings"]))
+    d = doc("execcpu1")
+    if d:
+        check("execcpu1: the program ran on CPU 1", d["runs"][0]["cpus"] == [1], str(d["runs"][0]["cpus"]))
     expect_pages("preferred1", {a: {1: 0.9} for a in "abc"})
     expect_pages("per-array", {"a": {0: 1.0}, "b": {1: 1.0}, "c": {0: 0.3, 1: 0.3}})
     d = doc("local")
