@@ -179,3 +179,75 @@ fn membw_exec_failures_are_reported_with_their_reason() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("timed out after"));
     assert!(started.elapsed() < std::time::Duration::from_secs(15));
 }
+
+#[test]
+fn sweep_exec_measures_programs_beside_membw_and_reports_one_line_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = gcc_stream(dir.path()) else {
+        return;
+    };
+    let out = dir.path().join("ex.jsonl");
+    let gcc = format!("gcc={} 2000000 4", exe.display());
+    let args = [
+        "sweep",
+        "--fake-source",
+        "4",
+        "--threads",
+        "1-2",
+        "--exec",
+        "membw",
+        "--exec",
+        &gcc,
+        "--repeat",
+        "2",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let printed = common::stdout(&args);
+    assert!(
+        printed.contains("program") && printed.contains("gcc"),
+        "{printed}"
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let records: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 4);
+    let gcc_runs: Vec<&serde_json::Value> = records
+        .iter()
+        .filter(|r| r["point"]["program"] == "gcc")
+        .collect();
+    assert_eq!(gcc_runs.len(), 2);
+    assert!(
+        gcc_runs
+            .iter()
+            .all(|r| r["source"] == "exec" && r["stats"]["triad"]["n"] == 2)
+    );
+    assert!(records.iter().filter(|r| r["source"] == "fake").count() == 2);
+    // One line per program in the threads plot.
+    let plots = dir.path().join("p");
+    common::stdout(&[
+        "report",
+        out.to_str().unwrap(),
+        "--plots",
+        plots.to_str().unwrap(),
+    ]);
+    let svg = std::fs::read_to_string(plots.join("triad-threads.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let lines = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke-width") == Some("2"))
+        .count();
+    assert_eq!(lines, 2, "membw and gcc");
+    // Resume knows the programs' points apart.
+    let mut resumed: Vec<&str> = args[..args.len() - 2].to_vec();
+    resumed.extend(["--resume", out.to_str().unwrap()]);
+    common::stdout(&resumed);
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 4);
+    common::usage_error(&["sweep", "--exec", "noequals"], "LABEL=PROGRAM");
+    common::usage_error(
+        &["sweep", "--exec", "x=/nonexistent/prog"],
+        "no such program",
+    );
+}

@@ -60,7 +60,7 @@ pub(crate) struct ExecArgs {
 }
 
 /// Refuses a program that cannot be started, before anything runs.
-fn check_program(name: &str) -> Result<()> {
+pub(crate) fn check_program(name: &str) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let candidates: Vec<std::path::PathBuf> = if name.contains('/') {
         vec![name.into()]

@@ -61,6 +61,20 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_parser = parse_sizes, help_heading = "Axes")]
     sizes: Option<Sizes>,
 
+    /// Programs to measure at every point, one per flag: 'gcc=./stream-gcc' 'clang=./stream-clang 80000000';
+    /// `membw` stands for membw's own kernels (arguments split at spaces)
+    #[arg(
+        long,
+        value_name = "LABEL=PROGRAM ARGS",
+        conflicts_with = "sizes",
+        help_heading = "Axes"
+    )]
+    exec: Vec<String>,
+
+    /// Kill a --exec program and everything it started after this long
+    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration, requires = "exec")]
+    timeout: Duration,
+
     /// Kernels to run at every point: copy, scale, add, triad, read, write
     #[arg(long, value_delimiter = ',', value_parser = parse_kernel, default_value = "copy,scale,add,triad")]
     kernels: Vec<KernelId>,
@@ -146,6 +160,77 @@ fn run_message(job: &Job, r: &RunResult) -> String {
     format!("{} → {k} {v:.1} GB/s", job.label)
 }
 
+/// The sweep's jobs for every `--exec` entry: membw's own (`membw`) as
+/// expanded, each program at every placement and policy point.
+#[allow(clippy::type_complexity)]
+fn with_programs(
+    base: Vec<Job>,
+    entries: &[String],
+    timeout: Duration,
+) -> Result<(Vec<Job>, Vec<(String, Box<dyn crate::engine::Source>)>)> {
+    if entries.is_empty() {
+        return Ok((base, Vec::new()));
+    }
+    let keep: std::collections::BTreeSet<String> = super::env::Vars::from_process()
+        .0
+        .iter()
+        .map(|(k, _)| k.to_string())
+        .collect();
+    let mut jobs = Vec::new();
+    let mut programs: Vec<(String, Box<dyn crate::engine::Source>)> = Vec::new();
+    for entry in entries {
+        if entry.trim() == "membw" {
+            jobs.extend(base.iter().map(|j| Job {
+                point: j.point.clone(),
+                plan: j.plan.clone(),
+                label: j.label.clone(),
+            }));
+            continue;
+        }
+        let (label, command) = entry
+            .split_once('=')
+            .map(|(l, c)| (l.trim(), c.trim()))
+            .filter(|(l, c)| !l.is_empty() && !c.is_empty())
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "--exec '{entry}': expected LABEL=PROGRAM ARGS (or membw for membw's kernels)"
+                ))
+            })?;
+        if programs.iter().any(|(l, _)| l == label) {
+            return Err(Error::Usage(format!(
+                "--exec: the label '{label}' is used twice"
+            )));
+        }
+        let argv: Vec<String> = command.split_whitespace().map(str::to_string).collect();
+        super::exec::check_program(&argv[0])?;
+        let mut seen = std::collections::HashSet::new();
+        for j in &base {
+            let mut point = j.point.clone();
+            point.program = Some(label.to_string());
+            point.elements = 0;
+            point.ntimes = 0;
+            point.working_set_per_thread = 0;
+            point.stores = crate::plan::StoresRequest::Auto;
+            if seen.insert(point.key()) {
+                jobs.push(Job {
+                    label: format!("{label} · {}", point.label()),
+                    point,
+                    plan: j.plan.clone(),
+                });
+            }
+        }
+        programs.push((
+            label.to_string(),
+            Box::new(crate::engine::exec::ExecSource {
+                argv,
+                timeout,
+                keep: keep.clone(),
+            }),
+        ));
+    }
+    Ok((jobs, programs))
+}
+
 /// Words a results-file error for the flag that named the file.
 fn file_error(e: FileError, flag: &str) -> Error {
     match e {
@@ -217,7 +302,8 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         }),
         measure: m.measure(args.kernels.clone()),
     };
-    let jobs = sweep::expand(&topo, &spec)?;
+    let base = sweep::expand(&topo, &spec)?;
+    let (jobs, programs) = with_programs(base, &args.exec, args.timeout)?;
     let mut source = m.source()?;
     let mut file = match &args.resume {
         Some(path) => {
@@ -263,7 +349,8 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         "sweep",
         peak::estimate(&topo, &args.peak.request()),
         stop_flag(),
-    );
+    )
+    .with_programs(programs);
     let bar = progress((todo * repeat) as u64);
     let outcome = engine.run(&jobs, repeat, &done, &mut file, &mut |job, r| {
         bar.set_message(run_message(job, r));

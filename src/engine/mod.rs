@@ -107,6 +107,8 @@ pub struct Engine<'a> {
     /// When the experiment started (RFC 3339): one value for all its records.
     started: String,
     stop: Stop,
+    /// Other programs of a sweep (`--exec LABEL=...`), by label.
+    programs: Vec<(String, Box<dyn Source>)>,
     clock: Instant,
     /// Seconds inside timed repetitions, over every measurement so far.
     measured_s: f64,
@@ -129,6 +131,7 @@ impl<'a> Engine<'a> {
             peak,
             started: now(),
             stop,
+            programs: Vec::new(),
             clock: Instant::now(),
             measured_s: 0.0,
         }
@@ -164,9 +167,28 @@ impl<'a> Engine<'a> {
         Some(PeakUse::new(self.peak.clone()?, self.topo, cpus, rates))
     }
 
+    /// Adds the programs a sweep measures besides membw's kernels; a point
+    /// whose `program` names one is measured by it.
+    pub fn with_programs(mut self, programs: Vec<(String, Box<dyn Source>)>) -> Self {
+        self.programs = programs;
+        self
+    }
+
+    /// The source of a point: the program it names, else the engine's own.
+    fn source_for(&mut self, program: Option<&str>) -> &mut dyn Source {
+        match program.and_then(|p| self.programs.iter_mut().find(|(l, _)| l == p)) {
+            Some((_, s)) => s.as_mut(),
+            None => &mut *self.source,
+        }
+    }
+
     /// Measures one plan: the only place a source is called.
     pub fn measure(&mut self, plan: &Plan) -> Result<Measurement> {
-        let m = self.source.measure(plan)?;
+        self.measure_for(plan, None)
+    }
+
+    fn measure_for(&mut self, plan: &Plan, program: Option<&str>) -> Result<Measurement> {
+        let m = self.source_for(program).measure(plan)?;
         self.measured_s += m.results.iter().flat_map(|r| &r.times_s).sum::<f64>();
         Ok(m)
     }
@@ -197,7 +219,9 @@ impl<'a> Engine<'a> {
             }
             let mut runs = Vec::with_capacity(repeat);
             while runs.len() < repeat && !self.stopped() {
-                let r = RunResult::from_measurement(&self.measure(&job.plan)?);
+                let program = job.point.program.clone();
+                let r =
+                    RunResult::from_measurement(&self.measure_for(&job.plan, program.as_deref())?);
                 on_run(job, &r);
                 runs.push(r);
             }
@@ -219,7 +243,10 @@ impl<'a> Engine<'a> {
             experiment: self.experiment.into(),
             started: self.started.clone(),
             timestamp: now(),
-            source: self.source.name().into(),
+            source: match &job.point.program {
+                Some(p) if self.programs.iter().any(|(l, _)| l == p) => "exec".into(),
+                _ => self.source.name().into(),
+            },
             host: self.host.clone(),
             point: job.point.clone(),
             stats: Record::stats_of(&runs),

@@ -14,7 +14,7 @@ use crate::units::ELEMENT_BYTES;
 use std::time::Duration;
 
 pub trait Source {
-    /// Short name recorded with every result (`stream`, `fake`).
+    /// Short name recorded with every result (`stream`, `fake`, `exec`).
     fn name(&self) -> &'static str;
     /// Measures one plan. A failed validation is data, not an error.
     fn measure(&mut self, plan: &Plan) -> Result<Measurement>;

@@ -41,6 +41,7 @@ type Series = (String, Vec<(f64, f64, f64)>);
 /// Which parts of a point vary across the records: computed once, so that
 /// labelling is linear in the number of records.
 struct Varies {
+    program: bool,
     placement: bool,
     mem: bool,
     stores: bool,
@@ -51,6 +52,7 @@ impl Varies {
     fn of(records: &[Record]) -> Varies {
         let Some(first) = records.first() else {
             return Varies {
+                program: false,
                 placement: false,
                 mem: false,
                 stores: false,
@@ -59,6 +61,7 @@ impl Varies {
         };
         let p = &first.point;
         Varies {
+            program: records.iter().any(|r| r.point.program != p.program),
             placement: records.iter().any(|r| r.point.placement != p.placement),
             mem: records.iter().any(|r| r.point.mem != p.mem),
             stores: records.iter().any(|r| r.point.stores != p.stores),
@@ -69,6 +72,9 @@ impl Varies {
     /// A series label naming only what varies.
     fn label(&self, r: &Record, with_threads: bool) -> String {
         let mut parts = Vec::new();
+        if self.program {
+            parts.push(r.point.program.clone().unwrap_or_else(|| "membw".into()));
+        }
         if self.placement || !with_threads {
             parts.push(r.point.placement.clone());
         }
@@ -236,9 +242,10 @@ fn draw_series<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
 
 /// Bandwidth vs working set per thread; `None` without a size axis.
 pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
+    // Programs size their own arrays (0 here): no place on a size axis.
     let records: Vec<Record> = records
         .iter()
-        .filter(|r| r.point.numa.is_none())
+        .filter(|r| r.point.numa.is_none() && r.point.working_set_per_thread > 0)
         .cloned()
         .collect();
     let sizes: std::collections::BTreeSet<u64> = records

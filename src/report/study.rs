@@ -141,6 +141,7 @@ fn reading_order(records: &[Record]) -> Vec<&Record> {
     sorted.sort_by(|a, b| {
         let key = |r: &Record| {
             (
+                r.point.program.clone(),
                 r.point.numa.map(|n| (n.all_cores, n.cpu_node, n.mem_node)),
                 r.point.placement.clone(),
                 r.point.mem.clone(),
@@ -195,12 +196,17 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
         && sorted
             .iter()
             .any(|r| r.point.working_set_per_thread != sorted[0].point.working_set_per_thread);
-    let mut headers: Vec<String> = vec![
+    let programs = sorted.iter().any(|r| r.point.program.is_some());
+    let mut headers: Vec<String> = Vec::new();
+    if programs {
+        headers.push("program".into());
+    }
+    headers.extend([
         "threads".into(),
         "placement".into(),
         "mem".into(),
         "stores".into(),
-    ];
+    ]);
     if sizes_vary {
         headers.push("set/thread".into());
     }
@@ -225,14 +231,22 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
                 Some(_) => "one thread".into(),
                 None => r.point.placement.clone(),
             };
-            let mut row = vec![
+            let mut row = Vec::new();
+            if programs {
+                row.push(r.point.program.clone().unwrap_or_else(|| "membw".into()));
+            }
+            row.extend([
                 r.point.threads.to_string(),
                 placement,
                 r.point.mem.clone(),
                 r.stores_label(),
-            ];
+            ]);
             if sizes_vary {
-                row.push(Bytes(r.point.working_set_per_thread).to_string());
+                // A program sizes its own arrays: membw does not know them.
+                row.push(match r.point.working_set_per_thread {
+                    0 => "-".into(),
+                    b => Bytes(b).to_string(),
+                });
             }
             if numa {
                 row.push(
@@ -513,7 +527,11 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
         rs.iter()
             .filter_map(|r| {
                 let label = format!(
-                    "{} × {} · {} · {}{}",
+                    "{}{} × {} · {} · {}{}",
+                    r.point
+                        .program
+                        .as_ref()
+                        .map_or(String::new(), |p| format!("{p} · ")),
                     r.point.placement,
                     r.point.threads,
                     r.point.mem,
