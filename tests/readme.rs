@@ -28,12 +28,12 @@ fn examples(readme: &str) -> Vec<String> {
             _ => {}
         }
     }
-    // Only membw's own commands (after any VAR=value prefixes); the QEMU
-    // test bed and the benchmarks have tests of their own.
+    // membw's own commands (after any VAR=value prefixes) and the gcc builds
+    // they use; the QEMU test bed and the benchmarks have tests of their own.
     out.retain(|cmd| {
         cmd.split_whitespace()
             .find(|w| !w.contains('='))
-            .is_some_and(|w| w == "membw")
+            .is_some_and(|w| w == "membw" || w == "gcc")
     });
     out
 }
@@ -66,7 +66,7 @@ fn readme_examples_run_verbatim() {
     // The examples use paths relative to the repository.
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
-    for d in ["tests", "docs"] {
+    for d in ["tests", "docs", "bench"] {
         std::os::unix::fs::symlink(root.join(d), work.join(d)).unwrap();
     }
     let path = format!(
