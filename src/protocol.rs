@@ -205,6 +205,7 @@ fn measure_with(plan: &Plan, after_run: impl Fn(usize, &mut Chunk) + Sync) -> Re
         setup_s: (first_touch_done - started).as_secs_f64(),
         total_s: started.elapsed().as_secs_f64(),
         warnings,
+        program: None,
     })
 }
 

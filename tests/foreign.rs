@@ -124,6 +124,60 @@ fn membw_exec_runs_a_stream_build_pinned_and_verified() {
             .iter()
             .all(|c| c == cpu)
     );
+    // The run keeps how the program ended and the end of what it printed.
+    let p = &r["runs"][0]["program"];
+    assert_eq!(
+        (p["exit_code"].as_i64(), p["format"].as_str()),
+        (Some(0), Some("stream"))
+    );
+    assert!(
+        p["stdout_tail"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap().starts_with("Triad:"))
+    );
+    assert!(
+        p["stderr_tail"][0].as_str().unwrap().starts_with("check "),
+        "{p}"
+    );
+}
+
+/// clang builds run the same way, where clang is installed (it is optional:
+/// gcc is the compiler CI provides).
+#[test]
+fn a_clang_build_runs_too_where_clang_is_installed() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("stream-clang");
+    let built = std::process::Command::new("clang")
+        .args([
+            "-O2",
+            "-fopenmp",
+            root.join("bench/stream-omp.c").to_str().unwrap(),
+            "-o",
+        ])
+        .arg(&exe)
+        .output();
+    match built {
+        Ok(o) if o.status.success() => {
+            let out = common::stdout(&[
+                "exec",
+                "--cpus",
+                "0",
+                "--",
+                exe.to_str().unwrap(),
+                "2000000",
+                "4",
+            ]);
+            assert!(out.contains("triad"), "{out}");
+        }
+        Ok(o) => eprintln!(
+            "skipped: clang could not build with OpenMP: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(_) => eprintln!("skipped: clang not installed (optional; Debian package clang)"),
+    }
 }
 
 #[test]

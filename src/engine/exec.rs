@@ -172,6 +172,18 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
         setup_s: 0.0,
         total_s: ran.wall_s,
         warnings,
+        program: Some(crate::results::measurement::ProgramRun {
+            exit_code: ran.code,
+            signal: ran.signal,
+            timed_out: ran.timed_out,
+            format: out.as_ref().map(|o| o.format.name().to_string()),
+            stdout_tail: {
+                let lines: Vec<&str> = ran.stdout.lines().collect();
+                let from = lines.len().saturating_sub(20);
+                lines[from..].iter().map(|l| l.to_string()).collect()
+            },
+            stderr_tail: ran.stderr_tail.clone(),
+        }),
     }
 }
 

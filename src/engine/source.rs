@@ -147,6 +147,7 @@ impl Source for FakeSource {
             setup_s: 0.0,
             total_s: measured + self.delay.as_secs_f64(),
             warnings: Vec::new(),
+            program: None,
         })
     }
 }

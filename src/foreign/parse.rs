@@ -16,6 +16,17 @@ pub enum Format {
     LikwidBench,
 }
 
+impl Format {
+    /// The name in records: `stream`, `babelstream`, `likwid-bench`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Stream => "stream",
+            Format::Babelstream => "babelstream",
+            Format::LikwidBench => "likwid-bench",
+        }
+    }
+}
+
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

@@ -100,6 +100,21 @@ pub struct Measurement {
     /// Setup, repetitions and validation together.
     pub total_s: f64,
     pub warnings: Vec<String>,
+    /// For another program's run: how it ended and the end of what it printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<ProgramRun>,
+}
+
+/// How another program's run ended, and the tails of its output.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProgramRun {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    /// The output format membw understood (`stream`, `babelstream`, `likwid-bench`).
+    pub format: Option<String>,
+    pub stdout_tail: Vec<String>,
+    pub stderr_tail: Vec<String>,
 }
 
 impl Measurement {

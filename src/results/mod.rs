@@ -239,6 +239,9 @@ pub struct RunResult {
     /// Seconds spent inside timed repetitions.
     pub measured_s: f64,
     pub warnings: Vec<String>,
+    /// For another program's run: its exit and the tails of its output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<measurement::ProgramRun>,
 }
 
 impl RunResult {
@@ -260,6 +263,7 @@ impl RunResult {
             total_s: m.total_s,
             measured_s: m.results.iter().flat_map(|r| &r.times_s).sum(),
             warnings: m.warnings.clone(),
+            program: m.program.clone(),
         }
     }
 }
