@@ -10,19 +10,8 @@ use std::time::Duration;
 
 #[test]
 fn a_gcc_stream_build_runs_pinned_and_its_table_is_read() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("stream-gcc");
-    let Some(_) = common::tool(
-        std::process::Command::new("gcc").args([
-            "-O2",
-            "-fopenmp",
-            root.join("bench/stream-omp.c").to_str().unwrap(),
-            "-o",
-            exe.to_str().unwrap(),
-        ]),
-        "gcc",
-    ) else {
+    let Some(exe) = gcc_stream(dir.path()) else {
         return;
     };
     let topo = membw::topology::Topology::live().unwrap();
