@@ -188,12 +188,6 @@ macro_rules! say {
     }};
 }
 
-/// Shorthand for a usage error built with `format!`.
-#[macro_export]
-macro_rules! usage {
-    ($($arg:tt)*) => { $crate::error::Error::Usage(format!($($arg)*)) };
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -332,6 +332,13 @@ extern "C" fn on_stop_signal(signal: libc::c_int) {
     }
 }
 
+/// Whether a stop signal has arrived since [`stop_on_signals`].
+pub fn stop_requested() -> bool {
+    STOP_SIGNAL
+        .get()
+        .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed) != 0)
+}
+
 /// SIGINT (Ctrl-C), SIGTERM (Slurm's time limit) and SIGHUP store their
 /// number in `flag`, so that work stops after the current repetition; a
 /// second one kills as usual. Installed once per process.

@@ -294,3 +294,47 @@ fn sweep_exec_measures_programs_beside_membw_and_reports_one_line_each() {
         "no such program",
     );
 }
+
+/// Ctrl-C at the terminal reaches membw only (the program has its own
+/// process group): membw kills the program and all it started, exit 130.
+#[test]
+fn a_signal_to_membw_exec_ends_the_program_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let script = format!(
+        "sleep 30 & echo $! > {0}; echo $$ >> {0}; wait",
+        pids.display()
+    );
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
+        .args(["exec", "--", "sh", "-c", &script])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&pids).map_or(0, |s| s.lines().count()) < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the program never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    for pid in std::fs::read_to_string(&pids).unwrap().lines() {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| s.contains(") Z ")),
+            "process {pid} outlived membw"
+        );
+    }
+}

@@ -6,7 +6,7 @@ use super::args::{PeakArgs, PlacementArgs};
 use super::env;
 use super::print;
 use crate::engine::exec::ExecSource;
-use crate::engine::{Engine, Job, Stop};
+use crate::engine::{Engine, Job};
 use crate::error::{Error, Result};
 use crate::memory::PAGE_ELEMENTS;
 use crate::memory::policy as mempolicy;
@@ -141,7 +141,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         &mut source,
         "exec",
         peak::estimate(&topo, &args.peak.request()),
-        Stop::default(),
+        super::study::stop_flag(),
     );
     let mut records: Vec<Record> = Vec::new();
     let mut failures = Vec::new();
@@ -159,6 +159,13 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
             }
         },
     )?;
+    if let Some(signal) = engine.stop_signal() {
+        return Err(Error::Interrupted {
+            signal,
+            message: "stopped by a signal; the program and everything it started were killed"
+                .into(),
+        });
+    }
     let Some(record) = records.first() else {
         return Err(Error::Runtime("the program did not run".into()));
     };

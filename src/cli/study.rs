@@ -132,7 +132,7 @@ fn signal_name(signal: i32) -> String {
 
 /// SIGINT, SIGTERM and SIGHUP set the flag; work stops after the current
 /// repetition.
-fn stop_flag() -> Stop {
+pub(crate) fn stop_flag() -> Stop {
     let stop = Stop::default();
     crate::sys::stop_on_signals(stop.0.clone());
     stop

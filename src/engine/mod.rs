@@ -222,6 +222,10 @@ impl<'a> Engine<'a> {
                 let program = job.point.program.clone();
                 let r =
                     RunResult::from_measurement(&self.measure_for(&job.plan, program.as_deref())?);
+                if self.stopped() {
+                    // A program killed by the signal, or a run it cut into: not kept.
+                    break;
+                }
                 on_run(job, &r);
                 runs.push(r);
             }

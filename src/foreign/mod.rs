@@ -161,6 +161,11 @@ pub fn run(l: &Launch) -> Result<Ran, LaunchError> {
             timed_out = true;
             sys::kill_group(pid);
         }
+        // The program runs in its own process group, which a Ctrl-C at the
+        // terminal does not reach: membw passes the stop on.
+        if sys::stop_requested() {
+            sys::kill_group(pid);
+        }
         std::thread::sleep(l.sample_every);
     };
     use std::os::unix::process::ExitStatusExt;

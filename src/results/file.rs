@@ -142,12 +142,6 @@ fn parse_record(text: &str) -> Result<Record, String> {
     Ok(record)
 }
 
-/// The records of a results file, refusing a torn last line too (for
-/// callers that only read).
-pub fn read_records(path: &Path) -> Result<Vec<Record>, FileError> {
-    Ok(read(path)?.records)
-}
-
 /// A results file open for appending, and the points already in it.
 pub struct ResultsFile {
     pub path: PathBuf,
