@@ -94,6 +94,7 @@ fn membw_exec_runs_a_stream_build_pinned_and_verified() {
         out.contains("Verified:  threads stayed on their CPUs"),
         "{out}"
     );
+    assert!(out.contains("Watching:  membw used "), "{out}");
     // The same record shape as a sweep's, with the program named.
     let json = common::stdout(&[
         "exec", "--cpus", &cpu_text, "--format", "json", "--label", "gcc-O2", "--", exe, "2000000",
@@ -130,6 +131,10 @@ fn membw_exec_runs_a_stream_build_pinned_and_verified() {
         p["stderr_tail"][0].as_str().unwrap().starts_with("check "),
         "{p}"
     );
+    // What watching cost is measured, and is a small part of the run.
+    let watch = p["watch_cpu_s"].as_f64().unwrap();
+    let wall = r["runs"][0]["total_s"].as_f64().unwrap();
+    assert!(watch > 0.0 && watch < 0.5 * wall, "{watch} s of {wall} s");
 }
 
 /// clang builds run the same way, where clang is installed (it is optional:

@@ -237,9 +237,10 @@ fn text(
             .iter()
             .all(|w| !w.contains("outside the placement"))
     });
+    let _ = writeln!(o, "{}", watch_line(&r.runs, cpus.len()));
     let _ = writeln!(
         o,
-        "\nVerified:  threads {} · pages {}",
+        "Verified:  threads {} · pages {}",
         if pinned {
             "stayed on their CPUs"
         } else {
@@ -252,4 +253,23 @@ fn text(
         }
     );
     o
+}
+
+/// What watching the program cost: membw's own CPU time over the CPU time
+/// the program's CPUs had while it ran.
+fn watch_line(runs: &[crate::results::RunResult], cpus: usize) -> String {
+    let (watch, wall) = runs
+        .iter()
+        .filter_map(|run| Some((run.program.as_ref()?.watch_cpu_s, run.total_s)))
+        .fold((0.0, 0.0), |(w, t), (rw, rt)| (w + rw, t + rt));
+    let share = if wall > 0.0 {
+        100.0 * watch / (wall * cpus.max(1) as f64)
+    } else {
+        0.0
+    };
+    format!(
+        "\nWatching:  membw used {:.1} ms of CPU in {:.2} s ({share:.3} % of the program's CPUs)",
+        watch * 1e3,
+        wall
+    )
 }

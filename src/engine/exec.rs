@@ -144,7 +144,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
                 .map(|t| t.cpus[0]),
         })
         .collect();
-    let pages = page_placement(policy, &ran.pages_per_node, &mut warnings);
+    let pages = page_placement(policy, &ran.pages_per_node, ran.pages_absent, &mut warnings);
     Measurement {
         array_elements: elements,
         bytes_per_array: elements * element_bytes,
@@ -183,6 +183,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
                 lines[from..].iter().map(|l| l.to_string()).collect()
             },
             stderr_tail: ran.stderr_tail.clone(),
+            watch_cpu_s: ran.watch_cpu_s,
         }),
     }
 }
@@ -191,12 +192,13 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
 fn page_placement(
     policy: &Policy,
     pages: &BTreeMap<usize, u64>,
+    absent: u64,
     warnings: &mut Vec<String>,
 ) -> Vec<PagePlacement> {
     let total: u64 = pages.values().sum();
     if total == 0 {
         warnings.push(
-            "the program ended before its pages could be sampled (it ran under 0.25 s)".into(),
+            "the program ended before its pages could be sampled (it ran under 0.1 s)".into(),
         );
         return Vec::new();
     }
@@ -214,7 +216,7 @@ fn page_placement(
         array: "program".into(),
         policy: policy.to_string(),
         pages_sampled: total as usize,
-        pages_missing: 0,
+        pages_missing: absent as usize,
         nodes: shares,
         local_share: None,
         held,

@@ -115,6 +115,10 @@ pub struct ProgramRun {
     pub format: Option<String>,
     pub stdout_tail: Vec<String>,
     pub stderr_tail: Vec<String>,
+    /// CPU seconds membw itself used while the program ran (thread and
+    /// numa_maps sampling, reading its output): the cost of watching it.
+    #[serde(default)]
+    pub watch_cpu_s: f64,
 }
 
 impl Measurement {

@@ -141,7 +141,7 @@ if shape == "two-socket-smt":
             run = d["runs"][0]
             check(f"{name}: the program's table was read and validated",
                   run["validated"] and "triad" in d["stats"], str(run["warnings"]))
-            check(f"{name}: its pages were sampled and are as the policy asks (numa_maps)",
+            check(f"{name}: its pages were sampled (move_pages) and are as the policy asks",
                   run["pages_held"] and not any("before its pages" in w for w in run["warnings"]),
                   str(run["warnings"]))
             check(f"{name}: its threads stayed on their CPUs",
