@@ -17,6 +17,7 @@ pub mod peak;
 pub mod placement;
 pub mod plan;
 pub mod protocol;
+pub mod ranks;
 pub mod report;
 pub mod results;
 pub mod sys;

@@ -3,9 +3,17 @@
 
 fn main() {
     if let Err(e) = membw::cli::main() {
+        // One of several ranks says which, as every rank shares one stderr.
+        let rank = membw::ranks::launcher::detect(|k| std::env::var(k).ok())
+            .ok()
+            .flatten()
+            .filter(|l| l.size > 1)
+            .map_or(String::new(), |l| {
+                format!("rank {} ({}): ", l.rank, membw::sys::hostname())
+            });
         match e {
-            membw::error::Error::Interrupted { .. } => membw::say!("membw: {e}"),
-            _ => membw::say!("membw: error: {e}"),
+            membw::error::Error::Interrupted { .. } => membw::say!("membw: {rank}{e}"),
+            _ => membw::say!("membw: error: {rank}{e}"),
         }
         std::process::exit(e.exit_code());
     }

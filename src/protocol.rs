@@ -16,6 +16,7 @@ use crate::results::measurement::{
 };
 use crate::team::{self, Member};
 use crate::units::ELEMENT_BYTES;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// STREAM's tolerance for 8-byte reals.
@@ -64,9 +65,33 @@ struct ErrorSums {
     read_len: usize,
 }
 
+/// How one rank of a multi-process measurement (MPI) keeps step with the
+/// others. The leader thread calls it; the team waits at its own barrier.
+pub trait RankGate: Sync {
+    /// After first touch and the timing test: whether every rank got this
+    /// far (false: one failed, and no rank measures).
+    fn ready(&self) -> bool;
+    /// Before each timed kernel: returns once every rank is about to start.
+    fn start(&self);
+    /// After each timed kernel: returns once every rank has finished.
+    fn finish(&self);
+}
+
+/// The times of a gated run: each rank's own kernel times, and the times to
+/// the moment the last rank finished (what the aggregate is made of).
+pub struct Gated {
+    pub measurement: Measurement,
+    /// Per kernel, per repetition (`k * ntimes + rep`), start to the end of
+    /// the finishing barrier.
+    pub synced_times: Vec<f64>,
+}
+
 struct ThreadOutcome {
     node: Option<usize>,
     times: Vec<f64>,
+    synced_times: Vec<f64>,
+    /// False when another rank failed and nothing was measured.
+    measured: bool,
     timing_test: f64,
     first_touch_done: Instant,
     errors: ErrorSums,
@@ -91,13 +116,23 @@ pub fn clock_granularity() -> Duration {
 /// Runs the plan and returns its measurement. Fails only if the system
 /// refuses memory or pinning; a failed validation is reported in the data.
 pub fn measure(plan: &Plan) -> Result<Measurement> {
-    measure_with(plan, |_, _| {})
+    measure_with(plan, |_, _| {}, None).map(|g| g.measurement)
+}
+
+/// [`measure`] as one rank of several: every timed kernel starts and ends
+/// together with the other ranks' through `gate`.
+pub fn measure_gated(plan: &Plan, gate: &dyn RankGate) -> Result<Gated> {
+    measure_with(plan, |_, _| {}, Some(gate))
 }
 
 /// [`measure`] with a hook that each thread calls on its chunk after the
 /// timed repetitions and before validation: tests use it to corrupt a
 /// result and show that validation catches it.
-fn measure_with(plan: &Plan, after_run: impl Fn(usize, &mut Chunk) + Sync) -> Result<Measurement> {
+fn measure_with(
+    plan: &Plan,
+    after_run: impl Fn(usize, &mut Chunk) + Sync,
+    gate: Option<&dyn RankGate>,
+) -> Result<Gated> {
     let started = Instant::now();
     let granularity = clock_granularity();
     let ranges = memory::partition(plan.elements, plan.cpus.len());
@@ -112,9 +147,15 @@ fn measure_with(plan: &Plan, after_run: impl Fn(usize, &mut Chunk) + Sync) -> Re
     }
     let expected = expected_values(&plan.kernels, plan.ntimes);
     let chunks = arrays.chunks(&ranges);
-    let outcomes = team::run(&plan.cpus, chunks, |m, chunk| {
-        run_member(plan, &expected, m, chunk, &after_run)
+    let go = AtomicBool::new(true);
+    let mut outcomes = team::run(&plan.cpus, chunks, |m, chunk| {
+        run_member(plan, &expected, m, chunk, &after_run, gate, &go)
     })?;
+    if !outcomes[0].value.measured {
+        return Err(crate::error::Error::Runtime(
+            "another rank failed before measuring".into(),
+        ));
+    }
     let first_touch_done = outcomes
         .iter()
         .map(|o| o.value.first_touch_done)
@@ -187,7 +228,8 @@ fn measure_with(plan: &Plan, after_run: impl Fn(usize, &mut Chunk) + Sync) -> Re
             ));
         }
     }
-    Ok(Measurement {
+    let synced_times = std::mem::take(&mut outcomes[0].value.synced_times);
+    let measurement = Measurement {
         array_elements: plan.elements as u64,
         bytes_per_array: plan.elements as u64 * ELEMENT_BYTES,
         arrays: plan.arrays_needed().len(),
@@ -206,6 +248,11 @@ fn measure_with(plan: &Plan, after_run: impl Fn(usize, &mut Chunk) + Sync) -> Re
         total_s: started.elapsed().as_secs_f64(),
         warnings,
         program: None,
+        ranks: None,
+    };
+    Ok(Gated {
+        measurement,
+        synced_times,
     })
 }
 
@@ -216,10 +263,13 @@ fn run_member(
     m: &Member,
     mut chunk: Chunk,
     after_run: &(impl Fn(usize, &mut Chunk) + Sync),
+    gate: Option<&dyn RankGate>,
+    go: &AtomicBool,
 ) -> ThreadOutcome {
     let fns = &plan.fns;
     // Allocated before the timed loop; only the leader's entries are written.
     let mut times = vec![0.0; plan.kernels.len() * plan.ntimes];
+    let mut synced_times = vec![0.0; if gate.is_some() { times.len() } else { 0 }];
 
     // First touch: STREAM's initial values, written by the thread that will use them.
     for (id, value) in [(ArrayId::A, 1.0), (ArrayId::B, 2.0), (ArrayId::C, 0.0)] {
@@ -238,11 +288,36 @@ fn run_member(
     }
     m.barrier();
     let timing_test = start.elapsed().as_secs_f64();
+    if let Some(gate) = gate {
+        if m.is_leader() {
+            go.store(gate.ready(), Ordering::Relaxed);
+        }
+        m.barrier();
+        if !go.load(Ordering::Relaxed) {
+            return ThreadOutcome {
+                node: None,
+                times,
+                synced_times,
+                measured: false,
+                timing_test,
+                first_touch_done,
+                errors: ErrorSums::default(),
+            };
+        }
+    }
 
     let mut read_sum = 0.0;
     for rep in 0..plan.ntimes {
         for (k, &kernel) in plan.kernels.iter().enumerate() {
             m.barrier();
+            if let Some(gate) = gate {
+                // All ranks start together: the leader waits for the other
+                // ranks, its team for the leader.
+                if m.is_leader() {
+                    gate.start();
+                }
+                m.barrier();
+            }
             let start = m.is_leader().then(Instant::now);
             for _ in 0..plan.inner_repeats {
                 run_kernel(fns, kernel, &mut chunk, &mut read_sum);
@@ -250,6 +325,10 @@ fn run_member(
             m.barrier();
             if let Some(start) = start {
                 times[k * plan.ntimes + rep] = start.elapsed().as_secs_f64();
+                if let Some(gate) = gate {
+                    gate.finish();
+                    synced_times[k * plan.ntimes + rep] = start.elapsed().as_secs_f64();
+                }
             }
         }
     }
@@ -258,6 +337,8 @@ fn run_member(
     ThreadOutcome {
         node: plan.cpu_nodes.get(m.index).copied().flatten(),
         times,
+        synced_times,
+        measured: true,
         timing_test,
         first_touch_done,
         errors,
@@ -422,12 +503,17 @@ mod tests {
     fn a_corrupted_element_fails_validation_and_names_its_array() {
         let plan = small_plan(STREAM_KERNELS.to_vec(), StoreMode::Regular);
         // Thread 1 flips one element of b after the timed loops.
-        let m = measure_with(&plan, |thread, chunk| {
-            if thread == 1 {
-                chunk.get(ArrayId::B)[7] += 1.0;
-            }
-        })
-        .unwrap();
+        let m = measure_with(
+            &plan,
+            |thread, chunk| {
+                if thread == 1 {
+                    chunk.get(ArrayId::B)[7] += 1.0;
+                }
+            },
+            None,
+        )
+        .unwrap()
+        .measurement;
         assert!(!m.validation.passed);
         let b = &m.validation.arrays[ArrayId::B.index()];
         assert_eq!((b.array.as_str(), b.bad_elements), ("b", 1));
@@ -445,5 +531,59 @@ mod tests {
             !err.contains("array a") && !err.contains("array c"),
             "{err}"
         );
+    }
+
+    /// Counts the gate's calls, and can say another rank failed.
+    struct CountingGate {
+        ready: bool,
+        calls: std::sync::Mutex<Vec<&'static str>>,
+    }
+
+    impl RankGate for CountingGate {
+        fn ready(&self) -> bool {
+            self.calls.lock().unwrap().push("ready");
+            self.ready
+        }
+        fn start(&self) {
+            self.calls.lock().unwrap().push("start");
+        }
+        fn finish(&self) {
+            self.calls.lock().unwrap().push("finish");
+        }
+    }
+
+    #[test]
+    fn a_gated_run_meets_the_other_ranks_around_every_kernel() {
+        let plan = small_plan(STREAM_KERNELS.to_vec(), StoreMode::Regular);
+        let gate = CountingGate {
+            ready: true,
+            calls: Default::default(),
+        };
+        let g = measure_gated(&plan, &gate).unwrap();
+        assert!(g.measurement.validation.passed);
+        let calls = gate.calls.into_inner().unwrap();
+        let timed = plan.ntimes * plan.kernels.len();
+        assert_eq!(calls[0], "ready");
+        assert_eq!(calls.len(), 1 + 2 * timed);
+        assert!(calls[1..].chunks(2).all(|c| c == ["start", "finish"]));
+        // The synchronized time of a kernel includes its own time.
+        assert_eq!(g.synced_times.len(), timed);
+        for (k, r) in g.measurement.results.iter().enumerate() {
+            for rep in 0..plan.ntimes {
+                assert!(g.synced_times[k * plan.ntimes + rep] >= r.times_s[rep]);
+            }
+        }
+    }
+
+    #[test]
+    fn when_another_rank_fails_nothing_is_timed() {
+        let plan = small_plan(STREAM_KERNELS.to_vec(), StoreMode::Regular);
+        let gate = CountingGate {
+            ready: false,
+            calls: Default::default(),
+        };
+        let err = measure_gated(&plan, &gate).err().unwrap().to_string();
+        assert!(err.contains("another rank failed"), "{err}");
+        assert_eq!(gate.calls.into_inner().unwrap(), vec!["ready"]);
     }
 }

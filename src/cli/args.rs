@@ -253,9 +253,40 @@ pub(crate) struct MeasureArgs {
     /// Measure nothing: report fixed rates (GB/s per thread[,delay=DURATION]); for tests
     #[arg(long, hide = true, value_name = "RATE")]
     fake_source: Option<String>,
+
+    /// Started by mpirun/srun as one of several ranks: let each rank measure on its own, uncoordinated
+    #[arg(long, help_heading = "Across ranks (MPI)")]
+    pub(crate) independent: bool,
 }
 
 impl MeasureArgs {
+    /// The multi-rank launch this process belongs to, when it is to be
+    /// measured as one (`run` on an MPI build). Several ranks anywhere else
+    /// would fight over the node: that is an error, unless --independent.
+    pub(crate) fn launch(&self, command: &str) -> Result<Option<crate::ranks::launcher::Launch>> {
+        let Some(launch) = crate::ranks::launcher::detect(|k| std::env::var(k).ok())? else {
+            return Ok(None);
+        };
+        if launch.size < 2 || self.independent {
+            return Ok(None);
+        }
+        let started = format!(
+            "started as rank {} of {} ({}={})",
+            launch.rank, launch.size, launch.size_variable, launch.size
+        );
+        if !cfg!(feature = "mpi") {
+            return Err(Error::Usage(format!(
+                "{started}, but this membw was built without MPI: build it with `cargo build --release --features mpi`, or pass --independent to let each rank measure on its own"
+            )));
+        }
+        if command != "run" {
+            return Err(Error::Usage(format!(
+                "{started}: `membw {command}` does not run across ranks; use `mpirun ... membw run` for each point, or pass --independent"
+            )));
+        }
+        Ok(Some(launch))
+    }
+
     /// The settings every measurement of the command shares.
     pub(crate) fn measure(&self, kernels: Vec<KernelId>) -> Measure {
         Measure {

@@ -5,6 +5,7 @@
 mod args;
 mod env;
 mod exec;
+mod nodes;
 mod study;
 
 use crate::engine::Engine;
@@ -136,6 +137,26 @@ struct RunArgs {
 
     #[command(flatten)]
     peak: PeakArgs,
+
+    /// Across ranks: flag nodes below this share of the median node
+    #[arg(long, default_value_t = crate::ranks::DEFAULT_OUTLIER, value_parser = parse_share, help_heading = "Across ranks (MPI)")]
+    outlier: f64,
+
+    /// Across ranks: give up on a rank that does not answer within this time
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration, help_heading = "Across ranks (MPI)")]
+    rank_timeout: std::time::Duration,
+}
+
+/// A share strictly between 0 and 1 (0.9 or 90%).
+fn parse_share(text: &str) -> std::result::Result<f64, String> {
+    let value = match text.trim().strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
+        None => text.trim().parse::<f64>(),
+    };
+    value
+        .ok()
+        .filter(|v| *v > 0.0 && *v < 1.0)
+        .ok_or_else(|| format!("'{text}': a share between 0 and 1, like 0.9 or 90%"))
 }
 
 /// Folds clap's multi-line message (error, details, usage, hint) into the
@@ -320,6 +341,31 @@ fn topo(args: TopoArgs) -> Result<()> {
     })
 }
 
+/// The source for one rank of a multi-rank run.
+#[cfg(feature = "mpi")]
+fn ranks_source(
+    launch: &crate::ranks::launcher::Launch,
+    args: &RunArgs,
+    peak: Option<&peak::Peak>,
+) -> Result<Box<dyn crate::engine::source::Source>> {
+    let source = crate::ranks::mpi::MpiSource::init(
+        launch.local_rank,
+        peak.map(|p| p.per_socket_gb_s * p.sockets as f64),
+        args.outlier,
+        args.rank_timeout,
+    )?;
+    Ok(Box::new(source))
+}
+
+#[cfg(not(feature = "mpi"))]
+fn ranks_source(
+    _: &crate::ranks::launcher::Launch,
+    _: &RunArgs,
+    _: Option<&peak::Peak>,
+) -> Result<Box<dyn crate::engine::source::Source>> {
+    unreachable!("MeasureArgs::launch refuses ranks without the mpi feature")
+}
+
 fn run(args: RunArgs) -> Result<()> {
     let topo = read_topology(None)?;
     let m = &args.measure;
@@ -336,12 +382,16 @@ fn run(args: RunArgs) -> Result<()> {
         stores_reason,
     } = plan::prepare(&topo, &settings).map_err(|e| placement.name_error(e))?;
     let array_bytes = Bytes(plan.elements as u64 * ELEMENT_BYTES);
-    let mut source = m.source()?;
+    let peak_estimate = peak::estimate(&topo, &args.peak.request());
+    let mut source = match m.launch("run")? {
+        Some(launch) => ranks_source(&launch, &args, peak_estimate.as_ref())?,
+        None => m.source()?,
+    };
     let mut engine = Engine::new(
         &topo,
         source.as_mut(),
         "run",
-        peak::estimate(&topo, &args.peak.request()),
+        peak_estimate,
         Default::default(),
     );
 
@@ -355,6 +405,10 @@ fn run(args: RunArgs) -> Result<()> {
         );
     }
     let measurement = engine.measure(&plan)?;
+    if !engine.reports() {
+        // Rank 0 prints for every rank.
+        return Ok(());
+    }
     for w in &measurement.warnings {
         crate::say!("membw: warning: {w}");
     }
@@ -376,7 +430,7 @@ fn run(args: RunArgs) -> Result<()> {
             .iter()
             .map(|r| (r.kernel, r.best_gb_s())),
     );
-    let report = RunReport::new(
+    let mut report = RunReport::new(
         &topo,
         engine.source_name(),
         request,
@@ -384,6 +438,11 @@ fn run(args: RunArgs) -> Result<()> {
         peak,
         spellings::spell_plan(&plan.cpus, &plan.mem),
     );
+    if report.measurement.ranks.is_some() {
+        // Rank 0's sockets are not the ranks' sockets: the per-node table
+        // carries each node's share of its peak instead.
+        report.peak = None;
+    }
     let format = if args.json { Format::Json } else { args.format };
     print(&match format {
         _ if args.quiet && format == Format::Text => report::text::table(&report.measurement),

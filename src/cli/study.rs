@@ -259,6 +259,8 @@ fn read_records(path: &Path) -> Result<Vec<Record>> {
 
 pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
     let topo = read_topology(None)?;
+    // Refuses to be one of several uncoordinated ranks.
+    args.measure.launch("sweep")?;
     super::env::note_unused(&super::env::Vars::from_process(), "sweep");
     let mut placements: Vec<(String, Spec)> = Vec::new();
     if let Some(list) = &args.strategy {
@@ -417,6 +419,7 @@ pub(crate) struct TuneArgs {
 
 pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let topo = read_topology(None)?;
+    args.measure.launch("tune")?;
     super::env::note_unused(&super::env::Vars::from_process(), "tune");
     let m = &args.measure;
     let mem_text = m.one_mem("tune")?;
@@ -510,8 +513,13 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
 
 #[derive(Args, Debug)]
 pub(crate) struct ReportArgs {
-    /// Results file written by membw sweep or tune (JSON Lines)
-    results: PathBuf,
+    /// Results file written by membw sweep or tune (JSON Lines), or one or more `membw run --json` documents: per-node files to merge, or MPI runs
+    #[arg(num_args = 1.., required = true, value_name = "RESULTS")]
+    inputs: Vec<PathBuf>,
+
+    /// Per-node files and MPI runs: flag nodes below this share of the median node
+    #[arg(long, default_value_t = crate::ranks::DEFAULT_OUTLIER, value_parser = super::parse_share)]
+    outlier: f64,
 
     /// Kernel to tabulate and plot [default: triad when measured]
     #[arg(long, value_parser = parse_kernel)]
@@ -539,12 +547,20 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
 }
 
 pub(crate) fn report(args: ReportArgs) -> Result<()> {
-    let records = read_records(&args.results)?;
+    if let Some(docs) = super::nodes::run_documents(&args.inputs)? {
+        let first = &args.inputs[0];
+        let plots = args.plots.clone().unwrap_or_else(|| {
+            first
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join("membw-nodes-plots")
+        });
+        return super::nodes::report(&docs, args.outlier, &plots, args.png);
+    }
+    let results = &args.inputs[0];
+    let records = read_records(results)?;
     if records.is_empty() {
-        return Err(Error::Usage(format!(
-            "{}: no records",
-            args.results.display()
-        )));
+        return Err(Error::Usage(format!("{}: no records", results.display())));
     }
     let kernel = match args.kernel {
         Some(k) => k,
@@ -554,7 +570,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
     if !records.iter().any(|r| r.stats.contains_key(&kernel)) {
         return Err(Error::Usage(format!(
             "--kernel {kernel}: not measured in {}",
-            args.results.display()
+            results.display()
         )));
     }
     let mut plots: Vec<(String, String, String)> = Vec::new();
@@ -581,11 +597,10 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
         ));
     }
     let dir = args.plots.clone().unwrap_or_else(|| {
-        let stem = args
-            .results
+        let stem = results
             .file_stem()
             .map_or("membw".into(), |s| s.to_string_lossy().into_owned());
-        args.results.with_file_name(format!("{stem}-plots"))
+        results.with_file_name(format!("{stem}-plots"))
     });
     if !plots.is_empty() {
         std::fs::create_dir_all(&dir)
@@ -643,6 +658,16 @@ pub(crate) struct CompareArgs {
 }
 
 pub(crate) fn compare(args: CompareArgs) -> Result<()> {
+    if let Some(docs) = super::nodes::run_documents(&[args.a.clone(), args.b.clone()])
+        .ok()
+        .flatten()
+    {
+        return print(&super::nodes::compare(
+            &docs[0].1,
+            &docs[1].1,
+            args.markdown,
+        ));
+    }
     let a = read_records(&args.a)?;
     let b = read_records(&args.b)?;
     for (records, path) in [(&a, &args.a), (&b, &args.b)] {

@@ -185,6 +185,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
             stderr_tail: ran.stderr_tail.clone(),
             watch_cpu_s: ran.watch_cpu_s,
         }),
+        ranks: None,
     }
 }
 

@@ -141,6 +141,12 @@ impl<'a> Engine<'a> {
         self.source.name()
     }
 
+    /// Whether this process reports what it measured (not so on MPI ranks
+    /// other than 0).
+    pub fn reports(&self) -> bool {
+        self.source.reports()
+    }
+
     pub fn stopped(&self) -> bool {
         self.stop.signal().is_some()
     }

@@ -18,6 +18,11 @@ pub trait Source {
     fn name(&self) -> &'static str;
     /// Measures one plan. A failed validation is data, not an error.
     fn measure(&mut self, plan: &Plan) -> Result<Measurement>;
+    /// Whether this process prints and writes what was measured: false on
+    /// the MPI ranks other than 0, which only send theirs to rank 0.
+    fn reports(&self) -> bool {
+        true
+    }
 }
 
 /// STREAM's protocol on membw's own kernels, in this process.
@@ -148,6 +153,7 @@ impl Source for FakeSource {
             total_s: measured + self.delay.as_secs_f64(),
             warnings: Vec::new(),
             program: None,
+            ranks: None,
         })
     }
 }

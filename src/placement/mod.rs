@@ -147,7 +147,10 @@ pub fn resolve(topo: &Topology, req: &Request) -> Result<Vec<usize>> {
         let e = Error::input(
             Input::Threads,
             n.to_string(),
-            format!("{n} threads but only {} CPUs may be used", allowed.len()),
+            format!(
+                "{n} threads but only {} may be used",
+                crate::units::plural(allowed.len(), "CPU")
+            ),
         );
         return Err(e);
     }

@@ -8,6 +8,7 @@ pub mod json;
 pub mod place;
 pub mod plot;
 pub mod png;
+pub mod ranks;
 pub mod study;
 pub mod text;
 pub mod topo;

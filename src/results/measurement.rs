@@ -103,6 +103,10 @@ pub struct Measurement {
     /// For another program's run: how it ended and the end of what it printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<ProgramRun>,
+    /// For a run across MPI ranks: every rank, the nodes and the aggregate
+    /// (the results above are then the aggregate's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<crate::ranks::Ranks>,
 }
 
 /// How another program's run ended, and the tails of its output.
@@ -176,6 +180,16 @@ pub fn require_valid(m: &Measurement) -> Result<()> {
         .collect();
     if let Some(e) = m.validation.read_rel_error.filter(|&e| e > 1e-9) {
         parts.push(format!("read kernel sum off by {e:.3e}"));
+    }
+    if let Some(ranks) = &m.ranks {
+        parts.extend(ranks.ranks.iter().filter(|r| !r.validated).map(|r| {
+            format!(
+                "rank {} ({}): {}",
+                r.rank,
+                r.host,
+                r.validation_error.as_deref().unwrap_or("failed")
+            )
+        }));
     }
     Err(Error::Validation(format!(
         "Failed Validation: {}",

@@ -1,0 +1,246 @@
+//! `report` and `compare` over `membw run --json` documents: per-node files
+//! written by any launcher (pdsh, clush, srun without MPI: each node runs
+//! `membw run --json > $(hostname).json`) merged into one per-node table
+//! with its slow nodes, or MPI runs side by side by node count.
+
+use super::print;
+use crate::error::{Error, Result};
+use crate::kernels::KernelId;
+use crate::ranks::{RankRun, Ranks};
+use crate::report::{self, plot};
+use crate::results::RunReport;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// The most a run document may weigh (an MPI run of thousands of ranks is
+/// a few MiB).
+const MAX_DOCUMENT: u64 = 256 << 20;
+
+fn read_document(path: &Path) -> Result<Option<RunReport>> {
+    use std::io::Read;
+    let file =
+        std::fs::File::open(path).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_DOCUMENT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+    if bytes.len() as u64 > MAX_DOCUMENT {
+        return Err(Error::Usage(format!(
+            "{}: larger than {} MiB",
+            path.display(),
+            MAX_DOCUMENT >> 20
+        )));
+    }
+    Ok(serde_json::from_slice(&bytes).ok())
+}
+
+/// The run documents among `paths`: None when the one path is a results
+/// file (JSON Lines) instead; an error when several paths are not all run
+/// documents.
+pub(crate) fn run_documents(paths: &[PathBuf]) -> Result<Option<Vec<(PathBuf, RunReport)>>> {
+    let mut docs = Vec::new();
+    for path in paths {
+        match read_document(path)? {
+            Some(doc) => docs.push((path.clone(), doc)),
+            None if paths.len() == 1 => return Ok(None),
+            None => {
+                return Err(Error::Usage(format!(
+                    "{}: not the JSON of `membw run --json` (several files are merged as one run per node)",
+                    path.display()
+                )));
+            }
+        }
+    }
+    Ok(Some(docs))
+}
+
+/// One node's file as a rank of a merged, unsynchronized measurement.
+fn as_rank(index: usize, doc: &RunReport) -> RankRun {
+    RankRun::new(
+        index,
+        None,
+        doc.host.hostname.clone(),
+        &doc.measurement,
+        &[],
+        doc.peak.as_ref().map(|p| p.peak.node_gb_s()),
+    )
+}
+
+/// Per-node files merged: every host once.
+pub(crate) fn merge(docs: &[(PathBuf, RunReport)], outlier: f64) -> Result<Ranks> {
+    let mut seen: BTreeMap<&str, &Path> = BTreeMap::new();
+    for (path, doc) in docs {
+        if doc.measurement.ranks.is_some() {
+            return Err(Error::Usage(format!(
+                "{}: an MPI run; merge either per-node files or MPI runs, not both",
+                path.display()
+            )));
+        }
+        if let Some(first) = seen.insert(&doc.host.hostname, path) {
+            return Err(Error::Usage(format!(
+                "{} and {}: both from host {}; give one file per node",
+                first.display(),
+                path.display(),
+                doc.host.hostname
+            )));
+        }
+    }
+    let ranks: Vec<RankRun> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, (_, doc))| as_rank(i, doc))
+        .collect();
+    Ranks::summarize("files", ranks, outlier)
+        .ok_or_else(|| Error::Usage("no kernel results in the files".into()))
+}
+
+/// `membw report` over run documents: the per-node table (merged files or
+/// one MPI run), or MPI runs by node count; plots into `plots`.
+pub(crate) fn report(
+    docs: &[(PathBuf, RunReport)],
+    outlier: f64,
+    plots: &Path,
+    png: bool,
+) -> Result<()> {
+    let mpi: Vec<(&PathBuf, &Ranks)> = docs
+        .iter()
+        .filter_map(|(p, d)| Some((p, d.measurement.ranks.as_ref()?)))
+        .collect();
+    let mut out = String::new();
+    let mut svgs: Vec<(String, String)> = Vec::new();
+    if mpi.is_empty() {
+        let ranks = merge(docs, outlier)?;
+        out.push_str(&report::ranks::render(&ranks));
+        svgs.extend(plot::nodes_plot(&ranks).map(|s| ("nodes.svg".to_string(), s)));
+    } else if mpi.len() == docs.len() {
+        let kernel = mpi[0].1.kernel;
+        let _ = writeln!(
+            out,
+            "  {:<28} {:>6} {:>6} {:>15} {:>14}  slow nodes",
+            "run",
+            "nodes",
+            "ranks",
+            format!("{} aggregate", kernel.spec().name),
+            "sum of bests"
+        );
+        let mut points = Vec::new();
+        for (path, r) in &mpi {
+            let agg = r.aggregate_gb_s.get(&kernel).copied().unwrap_or(0.0);
+            let slow: Vec<&str> = r
+                .nodes
+                .iter()
+                .filter(|n| n.slow)
+                .map(|n| n.host.as_str())
+                .collect();
+            let _ = writeln!(
+                out,
+                "  {:<28} {:>6} {:>6} {:>15.2} {:>14.2}  {}",
+                path.file_name()
+                    .map_or(String::new(), |f| f.to_string_lossy().into_owned()),
+                r.nodes.len(),
+                r.ranks.len(),
+                agg,
+                r.sum_of_best_gb_s.get(&kernel).copied().unwrap_or(0.0),
+                if slow.is_empty() {
+                    "none".into()
+                } else {
+                    slow.join(", ")
+                }
+            );
+            points.push((r.nodes.len(), agg));
+        }
+        if let [(_, only)] = mpi.as_slice() {
+            let _ = writeln!(out);
+            out.push_str(&report::ranks::render(only));
+            svgs.extend(plot::nodes_plot(only).map(|s| ("nodes.svg".to_string(), s)));
+        }
+        svgs.extend(
+            plot::aggregate_plot(&points, kernel)
+                .map(|s| ("aggregate-vs-nodes.svg".to_string(), s)),
+        );
+    } else {
+        return Err(Error::Usage(
+            "merge either per-node files or MPI runs, not both".into(),
+        ));
+    }
+    print(&out)?;
+    if !svgs.is_empty() {
+        std::fs::create_dir_all(plots)
+            .map_err(|e| Error::Usage(format!("{}: {e}", plots.display())))?;
+        for (file, svg) in &svgs {
+            let path = plots.join(file);
+            std::fs::write(&path, svg)
+                .map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))?;
+            if png {
+                let bytes = report::png::render(svg, 2.0)
+                    .map_err(|e| Error::Runtime(format!("rendering {file} as PNG: {e}")))?;
+                let path = path.with_extension("png");
+                std::fs::write(&path, bytes)
+                    .map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))?;
+            }
+        }
+        crate::say!(
+            "membw: {} in {}",
+            crate::units::plural(svgs.len(), "plot"),
+            plots.display()
+        );
+    }
+    Ok(())
+}
+
+/// `membw compare A.json B.json`: each kernel's best rate (the aggregate
+/// for MPI runs) side by side, and for nodes in both, their rates.
+pub(crate) fn compare(a: &RunReport, b: &RunReport, markdown: bool) -> String {
+    let rates = |d: &RunReport| -> BTreeMap<KernelId, f64> {
+        d.measurement
+            .results
+            .iter()
+            .map(|r| (r.kernel, r.best_gb_s()))
+            .collect()
+    };
+    let (ra, rb) = (rates(a), rates(b));
+    let mut rows: Vec<[String; 4]> = ra
+        .iter()
+        .filter_map(|(k, x)| {
+            let y = rb.get(k)?;
+            Some([
+                k.spec().name.to_string(),
+                format!("{x:.2}"),
+                format!("{y:.2}"),
+                format!("{:.3}", y / x),
+            ])
+        })
+        .collect();
+    if let (Some(na), Some(nb)) = (&a.measurement.ranks, &b.measurement.ranks) {
+        for n in &na.nodes {
+            if let Some(m) = nb.nodes.iter().find(|m| m.host == n.host) {
+                rows.push([
+                    format!("{} {}", na.kernel.spec().name, n.host),
+                    format!("{:.2}", n.gb_s),
+                    format!("{:.2}", m.gb_s),
+                    format!("{:.3}", m.gb_s / n.gb_s.max(f64::MIN_POSITIVE)),
+                ]);
+            }
+        }
+    }
+    let head = ["", "A GB/s", "B GB/s", "B/A"];
+    let mut o = String::new();
+    if markdown {
+        let _ = writeln!(o, "| {} |", head.join(" | "));
+        let _ = writeln!(o, "|---|---:|---:|---:|");
+        for r in &rows {
+            let _ = writeln!(o, "| {} |", r.join(" | "));
+        }
+    } else {
+        let _ = writeln!(
+            o,
+            "  {:<24} {:>10} {:>10} {:>7}",
+            head[0], head[1], head[2], head[3]
+        );
+        for r in &rows {
+            let _ = writeln!(o, "  {:<24} {:>10} {:>10} {:>7}", r[0], r[1], r[2], r[3]);
+        }
+    }
+    o
+}

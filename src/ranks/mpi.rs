@@ -1,0 +1,308 @@
+//! MPI ranks as a measurement source: each rank runs membw's protocol on
+//! its own CPUs, meets the others at an MPI barrier around every timed
+//! kernel, and sends what it measured to rank 0, which builds the
+//! aggregate. Every wait on another rank has a deadline, so a rank that
+//! fails or hangs is named instead of hanging the job.
+
+use super::{RankRun, Ranks};
+use crate::engine::source::Source as MeasurementSource;
+use crate::error::{Error, Result};
+use crate::plan::Plan;
+use crate::protocol::{self, RankGate};
+use crate::results::Measurement;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+const READY: i32 = 11;
+const GO: i32 = 12;
+const RESULT: i32 = 13;
+
+/// MPI's side of a multi-rank measurement.
+pub struct MpiSource {
+    // Dropping the universe finalizes MPI: it lives as long as the source.
+    _universe: mpi::environment::Universe,
+    link: Link,
+    local_rank: Option<usize>,
+    node_peak_gb_s: Option<f64>,
+    outlier: f64,
+}
+
+/// This rank's way to the others: plain data, so that the team's leader
+/// thread can use it (MPI's handles may not cross threads; the world
+/// communicator is named afresh where it is needed).
+struct Link {
+    rank: usize,
+    size: usize,
+    timeout: Duration,
+}
+
+impl MpiSource {
+    /// Joins the MPI job this process was started in.
+    pub fn init(
+        local_rank: Option<usize>,
+        node_peak_gb_s: Option<f64>,
+        outlier: f64,
+        timeout: Duration,
+    ) -> Result<MpiSource> {
+        // The team's leader thread, not the main thread, waits at the
+        // barriers; one thread at a time calls MPI.
+        let (universe, provided) = mpi::initialize_with_threading(mpi::Threading::Serialized)
+            .ok_or_else(|| Error::Runtime("MPI was already initialized".into()))?;
+        if provided < mpi::Threading::Serialized {
+            return Err(Error::Runtime(format!(
+                "this MPI library offers threading level {provided:?}; membw needs Serialized"
+            )));
+        }
+        let world = universe.world();
+        let link = Link {
+            rank: world.rank() as usize,
+            size: world.size() as usize,
+            timeout,
+        };
+        Ok(MpiSource {
+            _universe: universe,
+            link,
+            local_rank,
+            node_peak_gb_s,
+            outlier,
+        })
+    }
+
+    pub fn rank(&self) -> usize {
+        self.link.rank
+    }
+}
+
+impl Link {
+    fn world(&self) -> SimpleCommunicator {
+        SimpleCommunicator::world()
+    }
+
+    /// Ends the whole job after rank 0 has said why.
+    fn abort(&self, message: &str) -> ! {
+        crate::say!("membw: rank {}: {message}", self.rank);
+        self.world().abort(3)
+    }
+
+    /// Receives one message with `tag` from `rank`, waiting until the deadline.
+    fn receive_from(&self, rank: usize, tag: i32, deadline: Instant) -> Option<Vec<u8>> {
+        let world = self.world();
+        let process = world.process_at_rank(rank as i32);
+        loop {
+            if let Some(probed) = process.immediate_matched_probe_with_tag(tag) {
+                let (bytes, _) = probed.matched_receive_vec::<u8>();
+                return Some(bytes);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// Rank 0 receives one message with `tag` from every rank (its own
+    /// given), or names those that sent nothing in time and aborts.
+    fn collect(&self, tag: i32, own: Vec<u8>, waiting_for: &str) -> Vec<Vec<u8>> {
+        let deadline = Instant::now() + self.timeout;
+        let mut got = vec![own];
+        let mut missing = Vec::new();
+        for rank in 1..self.size {
+            match self.receive_from(rank, tag, deadline) {
+                Some(bytes) => got.push(bytes),
+                None => {
+                    missing.push(rank.to_string());
+                    got.push(Vec::new());
+                }
+            }
+        }
+        if !missing.is_empty() {
+            self.abort(&format!(
+                "rank {} sent no {waiting_for} within {}: it failed, died or hangs",
+                missing.join(", "),
+                humantime::format_duration(self.timeout)
+            ));
+        }
+        got
+    }
+}
+
+/// What a rank says when it gets to the start line.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Ready {
+    host: String,
+    error: Option<String>,
+}
+
+/// The MPI barriers around each kernel, and the readiness check before.
+struct Gate<'a> {
+    link: &'a Link,
+    asked: AtomicBool,
+    /// Set on this rank when its own setup failed.
+    own_error: Option<String>,
+    /// On rank 0: the ranks that failed, with their reasons.
+    failures: std::sync::Mutex<Vec<String>>,
+}
+
+impl Gate<'_> {
+    fn barrier(&self, at: &str) {
+        let deadline = Instant::now() + self.link.timeout;
+        let mut request = self.link.world().immediate_barrier();
+        loop {
+            match request.test() {
+                Ok(_) => return,
+                Err(pending) => request = pending,
+            }
+            if Instant::now() > deadline {
+                self.link.abort(&format!(
+                    "the other ranks did not reach {at} within {}",
+                    humantime::format_duration(self.link.timeout)
+                ));
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
+impl RankGate for Gate<'_> {
+    fn ready(&self) -> bool {
+        self.asked.store(true, Ordering::Relaxed);
+        let s = self.link;
+        let mine = serde_json::to_vec(&Ready {
+            host: crate::sys::hostname(),
+            error: self.own_error.clone(),
+        })
+        .unwrap_or_default();
+        if s.rank == 0 {
+            let all = s.collect(READY, mine, "word that it was ready");
+            let mut failures = Vec::new();
+            for (rank, bytes) in all.iter().enumerate() {
+                match serde_json::from_slice::<Ready>(bytes) {
+                    Ok(Ready { error: None, .. }) => {}
+                    Ok(Ready {
+                        host,
+                        error: Some(e),
+                    }) => failures.push(format!("rank {rank} ({host}): {e}")),
+                    Err(_) => failures.push(format!("rank {rank}: an unreadable message")),
+                }
+            }
+            let go = [u8::from(failures.is_empty())];
+            let world = s.world();
+            for rank in 1..s.size {
+                world
+                    .process_at_rank(rank as i32)
+                    .send_with_tag(&go[..], GO);
+            }
+            let ok = failures.is_empty();
+            if let Ok(mut f) = self.failures.lock() {
+                *f = failures;
+            }
+            ok
+        } else {
+            s.world().process_at_rank(0).send_with_tag(&mine[..], READY);
+            let deadline = Instant::now() + s.timeout;
+            match s.receive_from(0, GO, deadline) {
+                Some(go) => go.first() == Some(&1),
+                None => s.abort("rank 0 did not say go in time"),
+            }
+        }
+    }
+
+    fn start(&self) {
+        self.barrier("the start of a kernel");
+    }
+
+    fn finish(&self) {
+        self.barrier("the end of a kernel");
+    }
+}
+
+impl MeasurementSource for MpiSource {
+    fn name(&self) -> &'static str {
+        "mpi"
+    }
+
+    fn reports(&self) -> bool {
+        self.rank() == 0
+    }
+
+    fn measure(&mut self, plan: &Plan) -> Result<Measurement> {
+        let this = &*self;
+        let mut gate = Gate {
+            link: &this.link,
+            asked: AtomicBool::new(false),
+            own_error: None,
+            failures: Default::default(),
+        };
+        let gated = match protocol::measure_gated(plan, &gate) {
+            Ok(g) => g,
+            Err(e) => {
+                // Failed before the start line (memory, pinning): say so
+                // there, so the other ranks stop too.
+                if !gate.asked.load(Ordering::Relaxed) {
+                    gate.own_error = Some(e.to_string());
+                    gate.ready();
+                }
+                let failures = gate.failures.into_inner().unwrap_or_default();
+                if this.rank() == 0 && !failures.is_empty() {
+                    return Err(Error::Runtime(format!(
+                        "{} failed before measuring: {}",
+                        crate::units::plural(failures.len(), "rank"),
+                        failures.join("; ")
+                    )));
+                }
+                return Err(e);
+            }
+        };
+        let mut m = gated.measurement;
+        let run = RankRun::new(
+            this.rank(),
+            this.local_rank,
+            crate::sys::hostname(),
+            &m,
+            &gated.synced_times,
+            this.node_peak_gb_s,
+        );
+        let mine = serde_json::to_vec(&run).unwrap_or_default();
+        if this.rank() != 0 {
+            this.link
+                .world()
+                .process_at_rank(0)
+                .send_with_tag(&mine[..], RESULT);
+            return Ok(m);
+        }
+        let runs: Vec<RankRun> = this
+            .link
+            .collect(RESULT, mine, "result")
+            .iter()
+            .enumerate()
+            .map(|(rank, bytes)| {
+                serde_json::from_slice(bytes).map_err(|e| {
+                    Error::Runtime(format!("rank {rank} sent an unreadable result: {e}"))
+                })
+            })
+            .collect::<Result<_>>()?;
+        let ranks = Ranks::summarize("mpi", runs, this.outlier)
+            .ok_or_else(|| Error::Runtime("no rank measured a kernel".into()))?;
+        // The table STREAM prints is the aggregate; rank 0's own threads,
+        // pages and timer checks stay as they are.
+        m.results = ranks.aggregate_results(plan.fns.stores);
+        m.array_elements = ranks.ranks.iter().map(|r| r.elements).sum();
+        m.bytes_per_array = m.array_elements * crate::units::ELEMENT_BYTES;
+        m.validation.passed = ranks.failed_validation().is_empty();
+        for r in &ranks.ranks[1..] {
+            for w in &r.warnings {
+                m.warnings
+                    .push(format!("rank {} ({}): {w}", r.rank, r.host));
+            }
+        }
+        for o in &ranks.overlaps {
+            m.warnings.push(format!(
+                "{o}: the ranks fight over those cores; bind each rank to its own (mpirun --bind-to core, srun --cpu-bind=cores)"
+            ));
+        }
+        m.ranks = Some(ranks);
+        Ok(m)
+    }
+}

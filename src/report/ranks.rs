@@ -1,0 +1,85 @@
+//! The view of a measurement across ranks: the aggregate against the sum of
+//! the ranks' own bests, and the per-node table with its slow nodes marked.
+
+use crate::ranks::Ranks;
+use std::fmt::Write;
+
+pub fn render(r: &Ranks) -> String {
+    let mut o = String::new();
+    let kernel = r.kernel.spec().name;
+    let hosts = r.nodes.len();
+    let _ = writeln!(
+        o,
+        "Ranks: {} on {}{}",
+        r.ranks.len(),
+        crate::units::plural(hosts, "node"),
+        if r.how == "files" {
+            " (merged results files, not synchronized)"
+        } else {
+            ""
+        }
+    );
+    if let Some(agg) = r.aggregate_gb_s.get(&r.kernel) {
+        let _ = writeln!(
+            o,
+            "  {kernel} aggregate {agg:.2} GB/s (all ranks' bytes over the slowest rank's time, best repetition)"
+        );
+    }
+    if let Some(sum) = r.sum_of_best_gb_s.get(&r.kernel) {
+        let _ = writeln!(
+            o,
+            "  {kernel} sum of the ranks' own bests {sum:.2} GB/s · skew {:.1} % (slowest rank's best vs fastest's)",
+            100.0 * r.skew
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\n  {:<20} {:>5} {:>7} {:>12} {:>10} {:>8}",
+        "node",
+        "ranks",
+        "threads",
+        format!("{kernel} GB/s"),
+        "of median",
+        "of peak"
+    );
+    for n in &r.nodes {
+        let _ = writeln!(
+            o,
+            "  {:<20} {:>5} {:>7} {:>12.2} {:>9.1}% {:>8}{}",
+            n.host,
+            n.ranks,
+            n.threads,
+            n.gb_s,
+            100.0 * n.of_median,
+            n.of_peak
+                .map_or("-".into(), |p| format!("{:.1}%", 100.0 * p)),
+            if n.slow { "  SLOW" } else { "" }
+        );
+    }
+    let slow: Vec<&str> = r
+        .nodes
+        .iter()
+        .filter(|n| n.slow)
+        .map(|n| n.host.as_str())
+        .collect();
+    let _ = writeln!(
+        o,
+        "\n{}",
+        if slow.is_empty() {
+            format!(
+                "Slow nodes: none (every node at {:.0} % of the median or more)",
+                100.0 * r.outlier
+            )
+        } else {
+            format!(
+                "Slow nodes: {} (below {:.0} % of the median node)",
+                slow.join(", "),
+                100.0 * r.outlier
+            )
+        }
+    );
+    for overlap in &r.overlaps {
+        let _ = writeln!(o, "Overlap: {overlap}");
+    }
+    o
+}

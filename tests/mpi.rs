@@ -1,0 +1,533 @@
+//! Across ranks: the MPI build under real `mpirun` (Open MPI), "nodes" made
+//! of UTS namespaces with their own hostnames, a node slowed down on
+//! purpose, a rank that hangs, and per-node files merged by `report`.
+//!
+//! mpirun, unshare and the MPI build are tools here: missing, they fail in
+//! CI and skip locally, saying why.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+/// One multi-rank job at a time: they share two cores.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The membw built with `--features mpi`, into its own target directory
+/// (the test run holds the default one). None, with the reason printed,
+/// where Open MPI is not installed; in CI that is a failure.
+fn mpi_membw() -> Option<PathBuf> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            common::tool(Command::new("mpirun").arg("--version"), "openmpi-bin")?;
+            let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+            let target = root.join("target/mpi");
+            let out = Command::new(env!("CARGO"))
+                .args(["build", "--release", "--features", "mpi", "--target-dir"])
+                .arg(&target)
+                .current_dir(root)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "cargo build --features mpi failed (libopenmpi-dev and libclang-dev installed?): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Some(target.join("release/membw"))
+        })
+        .clone()
+}
+
+/// mpirun, allowed to run as root (CI runs as root).
+fn mpirun() -> Command {
+    let mut cmd = Command::new("mpirun");
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+    cmd
+}
+
+/// Runs a command to its end, killing it after `limit`: a hang fails the
+/// test instead of stalling the run.
+fn run_for(cmd: &mut Command, limit: Duration) -> std::process::Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watch = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            while start.elapsed() < limit {
+                if done.load(std::sync::atomic::Ordering::Relaxed) {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            true
+        })
+    };
+    let out = child.wait_with_output().unwrap();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(!watch.join().unwrap(), "{cmd:?} ran past {limit:?}");
+    out
+}
+
+fn json(out: &std::process::Output) -> serde_json::Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {text}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Without the feature, several ranks must not measure each on their own
+/// unless asked to: one line, exit 2.
+#[test]
+fn a_build_without_mpi_refuses_to_run_as_one_of_several_ranks() {
+    let out = common::membw()
+        .args(["run", "--fake-source", "5"])
+        .env("OMPI_COMM_WORLD_SIZE", "4")
+        .env("OMPI_COMM_WORLD_RANK", "2")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if cfg!(feature = "mpi") {
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("rank 2 of 4")
+            && stderr.contains("--features mpi")
+            && stderr.contains("--independent"),
+        "{stderr}"
+    );
+    // Each rank on its own, when that is what the user wants.
+    let out = common::membw()
+        .args(["run", "--fake-source", "5", "--independent", "--json"])
+        .env("OMPI_COMM_WORLD_SIZE", "4")
+        .env("OMPI_COMM_WORLD_RANK", "2")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(json(&out)["measurement"]["ranks"].is_null());
+    // Sweeps refuse too; a garbled launcher variable is named.
+    let out = common::membw()
+        .args(["sweep", "--fake-source", "5", "--threads", "1"])
+        .env("PMI_SIZE", "2")
+        .env("PMI_RANK", "0")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = common::membw()
+        .args(["run", "--fake-source", "5"])
+        .env("SLURM_STEP_NUM_TASKS", "many")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("SLURM_STEP_NUM_TASKS='many'"), "{stderr}");
+}
+
+#[test]
+fn two_ranks_measure_together_and_rank_0_reports_every_rank() {
+    let Some(membw) = mpi_membw() else { return };
+    let _one = one_at_a_time();
+    let out = run_for(
+        mpirun()
+            .args(["-np", "2", "--bind-to", "core", "--map-by", "core"])
+            .arg(&membw)
+            .args(["run", "--size", "2M", "--ntimes", "4", "--json"]),
+        Duration::from_secs(120),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Rank 0 alone printed: one document.
+    let d = json(&out);
+    let ranks = &d["measurement"]["ranks"];
+    assert_eq!(ranks["how"], "mpi");
+    let list = ranks["ranks"].as_array().unwrap();
+    assert_eq!(list.len(), 2);
+    let cpus: Vec<&serde_json::Value> = list.iter().map(|r| &r["cpus"]).collect();
+    assert_ne!(cpus[0], cpus[1], "each rank on its own core: {cpus:?}");
+    assert!(list.iter().all(|r| r["validated"] == true));
+    assert!(list.iter().all(|r| r["local_rank"].is_u64()));
+    assert!(ranks["overlaps"].as_array().unwrap().is_empty());
+    // The table's figure is the aggregate: both ranks' elements, and a rate
+    // no higher than the sum of the ranks' own bests.
+    assert_eq!(d["measurement"]["array_elements"], 4_000_000);
+    let triad = d["measurement"]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kernel"] == "triad")
+        .unwrap()["best_rate_mb_s"]
+        .as_f64()
+        .unwrap()
+        / 1e3;
+    let aggregate = ranks["aggregate_gb_s"]["triad"].as_f64().unwrap();
+    let sum = ranks["sum_of_best_gb_s"]["triad"].as_f64().unwrap();
+    assert!(
+        (triad - aggregate).abs() < 1e-6 * aggregate,
+        "{triad} vs {aggregate}"
+    );
+    assert!(aggregate <= sum * 1.0001, "{aggregate} > {sum}");
+
+    // Text: STREAM's table once (grep Triad: still works), then the nodes.
+    let out = run_for(
+        mpirun()
+            .args(["-np", "2", "--bind-to", "core"])
+            .arg(&membw)
+            .args(["run", "--size", "2M", "--ntimes", "3"]),
+        Duration::from_secs(120),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(text.matches("\nTriad:").count(), 1, "{text}");
+    assert!(text.contains("Ranks: 2 on 1 node"), "{text}");
+    assert!(text.contains("Slow nodes: none"), "{text}");
+}
+
+#[test]
+fn four_oversubscribed_ranks_run_and_their_shared_cpus_are_reported() {
+    let Some(membw) = mpi_membw() else { return };
+    let _one = one_at_a_time();
+    let out = run_for(
+        mpirun()
+            .args(["-np", "4", "--oversubscribe", "--bind-to", "none"])
+            .arg(&membw)
+            .args([
+                "run",
+                "--size",
+                "1M",
+                "--ntimes",
+                "3",
+                "--threads",
+                "1",
+                "--json",
+            ]),
+        Duration::from_secs(180),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = json(&out);
+    let ranks = &d["measurement"]["ranks"];
+    assert_eq!(ranks["ranks"].as_array().unwrap().len(), 4);
+    let overlaps = ranks["overlaps"].as_array().unwrap();
+    assert!(
+        overlaps
+            .iter()
+            .any(|o| o.as_str().unwrap().starts_with("ranks 0 and 1 on ")),
+        "{overlaps:?}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("fight over those cores"), "{stderr}");
+}
+
+/// A process pinned to `cpu` that streams through memory until killed.
+struct Hog(std::process::Child);
+
+impl Hog {
+    fn start(cpu: usize) -> Hog {
+        let child = Command::new(assert_cmd::cargo::cargo_bin("membw"))
+            .args(["run", "--quiet", "--kernels", "triad", "--size", "8M"])
+            .args(["--ntimes", "100000", "--cpus", &cpu.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        Hog(child)
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `unshare --uts` works here (root, or a user namespace allowed).
+fn uts_namespaces() -> bool {
+    common::tool(
+        Command::new("unshare").args(["--uts", "true"]),
+        "util-linux",
+    )
+    .is_some()
+}
+
+/// `sh -c 'hostname NAME && exec membw ARGS'` inside its own UTS namespace.
+fn as_node(cmd: &mut Command, host: &str, membw: &Path, args: &[&str]) {
+    cmd.args([
+        "unshare",
+        "--uts",
+        "sh",
+        "-c",
+        "hostname \"$0\" && exec \"$@\"",
+        host,
+    ])
+    .arg(membw)
+    .args(args);
+}
+
+#[test]
+fn ranks_on_two_named_nodes_are_grouped_and_exactly_the_slow_node_is_flagged() {
+    let Some(membw) = mpi_membw() else { return };
+    if !uts_namespaces() {
+        return;
+    }
+    let _one = one_at_a_time();
+    // Rank 0 on CPU 0 as node-a, rank 1 on CPU 1 as node-b; node-b shares
+    // its CPU with a memory-bound process.
+    let _hog = Hog::start(1);
+    let args = ["run", "--size", "4M", "--ntimes", "6", "--json"];
+    let mut cmd = mpirun();
+    cmd.args(["--bind-to", "core", "--map-by", "core", "-np", "1"]);
+    as_node(&mut cmd, "node-a", &membw, &args);
+    cmd.args([":", "-np", "1"]);
+    as_node(&mut cmd, "node-b", &membw, &args);
+    let out = run_for(&mut cmd, Duration::from_secs(120));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = json(&out);
+    let ranks = &d["measurement"]["ranks"];
+    let nodes = ranks["nodes"].as_array().unwrap();
+    let hosts: Vec<&str> = nodes.iter().map(|n| n["host"].as_str().unwrap()).collect();
+    assert_eq!(hosts, vec!["node-a", "node-b"]);
+    let b = &ranks["ranks"].as_array().unwrap()[1];
+    assert_eq!(
+        (b["host"].as_str(), b["cpus"][0].as_u64()),
+        (Some("node-b"), Some(1))
+    );
+    let slow: Vec<&str> = nodes
+        .iter()
+        .filter(|n| n["slow"] == true)
+        .map(|n| n["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(slow, vec!["node-b"], "{nodes:?}");
+}
+
+#[test]
+fn a_rank_that_hangs_is_given_up_on_and_the_job_ends() {
+    let Some(membw) = mpi_membw() else { return };
+    let _one = one_at_a_time();
+    // A size no other test uses, to find this job's ranks.
+    let marker = "3141593";
+    let mut cmd = mpirun();
+    cmd.args(["-np", "2", "--bind-to", "core"])
+        .arg(&membw)
+        .args([
+            "run",
+            "--size",
+            marker,
+            "--ntimes",
+            "100000",
+            "--kernels",
+            "copy",
+        ])
+        .args(["--rank-timeout", "2s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().unwrap();
+    // Stop rank 1 once both are measuring.
+    let started = Instant::now();
+    let rank1 = loop {
+        if let Some(pid) = find_rank(marker, 1) {
+            break pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "rank 1 never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    let _ = Command::new("kill")
+        .args(["-STOP", &rank1.to_string()])
+        .status();
+    let out = {
+        let pid = child.id();
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(60));
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        });
+        let out = child.wait_with_output().unwrap();
+        drop(killer);
+        out
+    };
+    let _ = Command::new("kill")
+        .args(["-9", &rank1.to_string()])
+        .status();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "it hung: {stderr}"
+    );
+    assert!(
+        stderr.contains("did not reach") && stderr.contains("within 2s"),
+        "{stderr}"
+    );
+}
+
+/// The PID of the process of MPI rank `rank` whose command line holds `marker`.
+fn find_rank(marker: &str, rank: usize) -> Option<u32> {
+    let want = format!("OMPI_COMM_WORLD_RANK={rank}");
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+        if !String::from_utf8_lossy(&cmdline).contains(marker) {
+            return None;
+        }
+        let environ = std::fs::read(e.path().join("environ")).ok()?;
+        environ
+            .split(|b| *b == 0)
+            .any(|v| v == want.as_bytes())
+            .then_some(pid)
+    })
+}
+
+/// Per-node files from a launcher that is not MPI (here: two runs, each in
+/// its own UTS namespace) merged by `report` into one table and verdict.
+#[test]
+fn per_node_files_are_merged_and_the_slow_node_is_flagged() {
+    if !uts_namespaces() {
+        return;
+    }
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let membw = assert_cmd::cargo::cargo_bin("membw");
+    for (host, cpu, slowed) in [
+        ("node-a", "0", false),
+        ("node-b", "1", true),
+        ("node-c", "0", false),
+    ] {
+        let _hog = slowed.then(|| Hog::start(1));
+        let mut cmd = Command::new("unshare");
+        cmd.args(["--uts", "sh", "-c", "hostname \"$0\" && exec \"$@\"", host])
+            .arg(&membw)
+            .args([
+                "run", "--json", "--size", "4M", "--ntimes", "6", "--cpus", cpu,
+            ]);
+        let out = run_for(&mut cmd, Duration::from_secs(60));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::write(dir.path().join(format!("{host}.json")), &out.stdout).unwrap();
+    }
+    let files: Vec<String> = ["node-a", "node-b", "node-c"]
+        .iter()
+        .map(|h| {
+            dir.path()
+                .join(format!("{h}.json"))
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let mut args = vec!["report"];
+    args.extend(files.iter().map(String::as_str));
+    let text = common::stdout(&args);
+    assert!(
+        text.contains("Ranks: 3 on 3 nodes (merged results files"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Slow nodes: node-b (below 90 % of the median node)"),
+        "{text}"
+    );
+    let slow_lines: Vec<&str> = text.lines().filter(|l| l.ends_with("SLOW")).collect();
+    assert_eq!(slow_lines.len(), 1, "{text}");
+    assert!(slow_lines[0].trim_start().starts_with("node-b"), "{text}");
+    let svg = std::fs::read_to_string(dir.path().join("membw-nodes-plots/nodes.svg")).unwrap();
+    assert!(svg.contains("node-b") && svg.contains("per node"));
+    // Two files of one host are refused; so is a file that is not a run's JSON.
+    common::usage_error(&["report", &files[0], &files[0]], "both from host node-a");
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{}").unwrap();
+    common::usage_error(
+        &["report", &files[0], junk.to_str().unwrap()],
+        "not the JSON of `membw run --json`",
+    );
+    // compare reads run documents too.
+    let text = common::stdout(&["compare", &files[0], &files[1]]);
+    assert!(text.contains("triad") && text.contains("B/A"), "{text}");
+}
+
+/// Ranks × threads: each rank places its threads inside the CPUs its
+/// launcher bound it to, and never beyond them.
+#[test]
+fn each_ranks_threads_stay_inside_its_own_binding() {
+    let Some(membw) = mpi_membw() else { return };
+    let _one = one_at_a_time();
+    // Unbound ranks: 2 ranks × 2 threads on the node's two CPUs.
+    let out = run_for(
+        mpirun()
+            .args(["-np", "2", "--bind-to", "none"])
+            .arg(&membw)
+            .args([
+                "run",
+                "--size",
+                "1M",
+                "--ntimes",
+                "3",
+                "--threads",
+                "2",
+                "--json",
+            ]),
+        Duration::from_secs(120),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = json(&out);
+    let ranks = &d["measurement"]["ranks"];
+    assert!(
+        ranks["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["cpus"].as_array().unwrap().len() == 2)
+    );
+    assert_eq!(ranks["nodes"][0]["threads"], 4);
+    // Bound to one core each, two threads per rank would widen the binding.
+    let out = run_for(
+        mpirun()
+            .args(["-np", "2", "--bind-to", "core"])
+            .arg(&membw)
+            .args(["run", "--size", "1M", "--ntimes", "3", "--threads", "2"]),
+        Duration::from_secs(120),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("rank 0 (") && stderr.contains("2 threads but only 1 CPU may be used"),
+        "{stderr}"
+    );
+}
