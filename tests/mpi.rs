@@ -531,3 +531,46 @@ fn each_ranks_threads_stay_inside_its_own_binding() {
         "{stderr}"
     );
 }
+
+/// Slurm launches the same ranks: a one-node cluster that .ci/run starts
+/// (.ci/slurm-single-node.sh), `srun --mpi=pmix --cpu-bind=cores`.
+#[test]
+fn srun_launches_ranks_that_measure_together() {
+    let Some(membw) = mpi_membw() else { return };
+    if common::tool(Command::new("srun").arg("--version"), "slurm-wlm").is_none() {
+        return;
+    }
+    let up = Command::new("sinfo")
+        .args(["-h", "-o", "%t"])
+        .output()
+        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("idle"));
+    if !up {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "no idle Slurm node in CI: .ci/run must run .ci/slurm-single-node.sh"
+        );
+        eprintln!("skipped: no Slurm node up (run .ci/slurm-single-node.sh as root)");
+        return;
+    }
+    let _one = one_at_a_time();
+    let out = run_for(
+        Command::new("srun")
+            .args(["-n", "2", "--mpi=pmix", "--cpu-bind=cores"])
+            .arg(&membw)
+            .args(["run", "--size", "1M", "--ntimes", "3", "--json"]),
+        Duration::from_secs(120),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = json(&out);
+    let ranks = d["measurement"]["ranks"]["ranks"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(ranks.len(), 2);
+    assert_ne!(ranks[0]["cpus"], ranks[1]["cpus"]);
+    assert!(ranks.iter().all(|r| r["validated"] == true));
+}

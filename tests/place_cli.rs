@@ -179,8 +179,14 @@ fn memory_policies_are_applied_and_verified() {
             assert_eq!(p["pages_missing"], 0, "{policy}: {p}");
             check(&policy, kind, p);
         }
+        // No page warning; a 1M-element kernel may well take under the
+        // 1 ms that the timing warning asks for, which is not the point here.
         assert!(
-            m["warnings"].as_array().unwrap().is_empty(),
+            m["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|w| w.as_str().unwrap().starts_with("the shortest kernel took")),
             "{policy}: {}",
             m["warnings"]
         );

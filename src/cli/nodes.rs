@@ -17,21 +17,16 @@ use std::path::{Path, PathBuf};
 /// a few MiB).
 const MAX_DOCUMENT: u64 = 256 << 20;
 
+/// A `membw run --json` document, or None when the file is something else
+/// (a results file, or not a regular file: the caller says what it is).
 fn read_document(path: &Path) -> Result<Option<RunReport>> {
-    use std::io::Read;
-    let file =
-        std::fs::File::open(path).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_DOCUMENT + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
-    if bytes.len() as u64 > MAX_DOCUMENT {
-        return Err(Error::Usage(format!(
-            "{}: larger than {} MiB",
-            path.display(),
-            MAX_DOCUMENT >> 20
-        )));
+    let meta =
+        std::fs::metadata(path).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+    if !meta.is_file() || meta.len() > MAX_DOCUMENT {
+        return Ok(None);
     }
+    let bytes =
+        std::fs::read(path).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
     Ok(serde_json::from_slice(&bytes).ok())
 }
 
