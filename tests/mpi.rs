@@ -93,6 +93,28 @@ fn json(out: &std::process::Output) -> serde_json::Value {
     })
 }
 
+/// `mpirun LAUNCH membw run RUN --json`, which must succeed: its document.
+fn mpi_json(membw: &Path, launch: &[&str], run: &[&str]) -> (serde_json::Value, String) {
+    let out = run_for(
+        mpirun()
+            .args(launch)
+            .arg(membw)
+            .arg("run")
+            .args(run)
+            .arg("--json"),
+        Duration::from_secs(180),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        json(&out),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Without the feature, several ranks must not measure each on their own
 /// unless asked to: one line, exit 2.
 #[test]
@@ -146,20 +168,12 @@ fn a_build_without_mpi_refuses_to_run_as_one_of_several_ranks() {
 fn two_ranks_measure_together_and_rank_0_reports_every_rank() {
     let Some(membw) = mpi_membw() else { return };
     let _one = one_at_a_time();
-    let out = run_for(
-        mpirun()
-            .args(["-np", "2", "--bind-to", "core", "--map-by", "core"])
-            .arg(&membw)
-            .args(["run", "--size", "2M", "--ntimes", "4", "--json"]),
-        Duration::from_secs(120),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     // Rank 0 alone printed: one document.
-    let d = json(&out);
+    let (d, _) = mpi_json(
+        &membw,
+        &["-np", "2", "--bind-to", "core", "--map-by", "core"],
+        &["--size", "2M", "--ntimes", "4"],
+    );
     let ranks = &d["measurement"]["ranks"];
     assert_eq!(ranks["how"], "mpi");
     let list = ranks["ranks"].as_array().unwrap();
@@ -208,28 +222,11 @@ fn two_ranks_measure_together_and_rank_0_reports_every_rank() {
 fn four_oversubscribed_ranks_run_and_their_shared_cpus_are_reported() {
     let Some(membw) = mpi_membw() else { return };
     let _one = one_at_a_time();
-    let out = run_for(
-        mpirun()
-            .args(["-np", "4", "--oversubscribe", "--bind-to", "none"])
-            .arg(&membw)
-            .args([
-                "run",
-                "--size",
-                "1M",
-                "--ntimes",
-                "3",
-                "--threads",
-                "1",
-                "--json",
-            ]),
-        Duration::from_secs(180),
+    let (d, stderr) = mpi_json(
+        &membw,
+        &["-np", "4", "--oversubscribe", "--bind-to", "none"],
+        &["--size", "1M", "--ntimes", "3", "--threads", "1"],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let d = json(&out);
     let ranks = &d["measurement"]["ranks"];
     assert_eq!(ranks["ranks"].as_array().unwrap().len(), 4);
     let overlaps = ranks["overlaps"].as_array().unwrap();
@@ -239,11 +236,13 @@ fn four_oversubscribed_ranks_run_and_their_shared_cpus_are_reported() {
             .any(|o| o.as_str().unwrap().starts_with("ranks 0 and 1 on ")),
         "{overlaps:?}"
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("fight over those cores"), "{stderr}");
 }
 
-/// A process pinned to `cpu` that streams through memory until killed.
+/// A process pinned to `cpu` that streams through memory until killed. It
+/// takes about half of that CPU's time; the measured arrays are large
+/// enough (32M elements, tens of ms a kernel) that no repetition fits in
+/// one time slice, so the best repetition shows the loss too.
 struct Hog(std::process::Child);
 
 impl Hog {
@@ -300,7 +299,7 @@ fn ranks_on_two_named_nodes_are_grouped_and_exactly_the_slow_node_is_flagged() {
     // Rank 0 on CPU 0 as node-a, rank 1 on CPU 1 as node-b; node-b shares
     // its CPU with a memory-bound process.
     let _hog = Hog::start(1);
-    let args = ["run", "--size", "4M", "--ntimes", "6", "--json"];
+    let args = ["run", "--size", "32M", "--ntimes", "6", "--json"];
     let mut cmd = mpirun();
     cmd.args(["--bind-to", "core", "--map-by", "core", "-np", "1"]);
     as_node(&mut cmd, "node-a", &membw, &args);
@@ -430,7 +429,7 @@ fn per_node_files_are_merged_and_the_slow_node_is_flagged() {
         cmd.args(["--uts", "sh", "-c", "hostname \"$0\" && exec \"$@\"", host])
             .arg(&membw)
             .args([
-                "run", "--json", "--size", "4M", "--ntimes", "6", "--cpus", cpu,
+                "run", "--json", "--size", "32M", "--ntimes", "6", "--cpus", cpu,
             ]);
         let out = run_for(&mut cmd, Duration::from_secs(60));
         assert!(
@@ -485,28 +484,11 @@ fn each_ranks_threads_stay_inside_its_own_binding() {
     let Some(membw) = mpi_membw() else { return };
     let _one = one_at_a_time();
     // Unbound ranks: 2 ranks × 2 threads on the node's two CPUs.
-    let out = run_for(
-        mpirun()
-            .args(["-np", "2", "--bind-to", "none"])
-            .arg(&membw)
-            .args([
-                "run",
-                "--size",
-                "1M",
-                "--ntimes",
-                "3",
-                "--threads",
-                "2",
-                "--json",
-            ]),
-        Duration::from_secs(120),
+    let (d, _) = mpi_json(
+        &membw,
+        &["-np", "2", "--bind-to", "none"],
+        &["--size", "1M", "--ntimes", "3", "--threads", "2"],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let d = json(&out);
     let ranks = &d["measurement"]["ranks"];
     assert!(
         ranks["ranks"]

@@ -122,12 +122,7 @@ pub(crate) fn report(
         let mut points = Vec::new();
         for (path, r) in &mpi {
             let agg = r.aggregate_gb_s.get(&kernel).copied().unwrap_or(0.0);
-            let slow: Vec<&str> = r
-                .nodes
-                .iter()
-                .filter(|n| n.slow)
-                .map(|n| n.host.as_str())
-                .collect();
+            let slow = r.slow_hosts();
             let _ = writeln!(
                 out,
                 "  {:<28} {:>6} {:>6} {:>15.2} {:>14.2}  {}",

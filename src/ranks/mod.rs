@@ -310,6 +310,15 @@ impl Ranks {
             .collect()
     }
 
+    /// The hosts flagged slow, in table order.
+    pub fn slow_hosts(&self) -> Vec<&str> {
+        self.nodes
+            .iter()
+            .filter(|n| n.slow)
+            .map(|n| n.host.as_str())
+            .collect()
+    }
+
     /// The ranks whose validation failed, as `rank R (host)`.
     pub fn failed_validation(&self) -> Vec<String> {
         self.ranks
@@ -378,12 +387,7 @@ mod tests {
             rank(3, "n4", vec![0], vec![1.0, 0.105, 0.105]),
         ];
         let s = Ranks::summarize("files", ranks, 0.9).unwrap();
-        let slow: Vec<&str> = s
-            .nodes
-            .iter()
-            .filter(|n| n.slow)
-            .map(|n| n.host.as_str())
-            .collect();
+        let slow = s.slow_hosts();
         assert_eq!(slow, vec!["n3"]);
         assert!(s.aggregate_gb_s.is_empty());
         let n3 = &s.nodes[2];

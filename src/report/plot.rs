@@ -149,32 +149,11 @@ pub fn threads_plot(records: &[Record], kernel: KernelId) -> Option<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).ok()?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!(
-                    "{} bandwidth vs threads",
-                    kernel.spec().label.trim_end_matches(':')
-                ),
-                TITLE_FONT,
-            )
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.5f64..x_max, 0f64..y_max)
-            .ok()?;
-        chart
-            .configure_mesh()
-            .label_style(TICK_FONT)
-            .axis_desc_style(AXIS_FONT)
-            .light_line_style(MINOR_GRID)
-            .bold_line_style(MAJOR_GRID)
-            .x_desc("threads")
-            .y_desc("GB/s (10^9 B/s)")
-            .x_labels((x_max as usize + 1).min(33))
-            .x_label_formatter(&integer_tick)
-            .draw()
-            .ok()?;
+        let title = format!(
+            "{} bandwidth vs threads",
+            kernel.spec().label.trim_end_matches(':')
+        );
+        let mut chart = counted_x_chart(&root, &title, "threads", x_max, y_max)?;
         draw_series(&mut chart, &series)?;
         if let Some(p) = peak {
             chart
@@ -200,6 +179,44 @@ pub fn threads_plot(records: &[Record], kernel: KernelId) -> Option<String> {
 }
 
 /// Labels only whole-number ticks (thread counts, powers of two).
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// A white chart with membw's frame: the title, a count (threads, nodes)
+/// from 1 to `x_max` on x with integer ticks, GB/s from 0 to `y_max` on y.
+fn counted_x_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    x_desc: &str,
+    x_max: f64,
+    y_max: f64,
+) -> Option<Chart<'a, 'b>> {
+    root.fill(&WHITE).ok()?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, TITLE_FONT)
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.5f64..x_max, 0f64..y_max)
+        .ok()?;
+    chart
+        .configure_mesh()
+        .label_style(TICK_FONT)
+        .axis_desc_style(AXIS_FONT)
+        .light_line_style(MINOR_GRID)
+        .bold_line_style(MAJOR_GRID)
+        .x_desc(x_desc)
+        .y_desc("GB/s (10^9 B/s)")
+        .x_labels((x_max as usize + 1).min(33))
+        .x_label_formatter(&integer_tick)
+        .draw()
+        .ok()?;
+    Some(chart)
+}
+
 fn integer_tick(x: &f64) -> String {
     if (x - x.round()).abs() < 1e-6 {
         format!("{x:.0}")
@@ -583,7 +600,7 @@ pub fn nodes_plot(ranks: &crate::ranks::Ranks) -> Option<String> {
             .label_font(TICK_FONT)
             .background_style(WHITE.mix(0.85))
             .border_style(MAJOR_GRID)
-            .position(SeriesLabelPosition::LowerRight)
+            .position(SeriesLabelPosition::UpperRight)
             .draw()
             .ok()?;
         root.present().ok()?;
@@ -604,32 +621,11 @@ pub fn aggregate_plot(points: &[(usize, f64)], kernel: KernelId) -> Option<Strin
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).ok()?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!(
-                    "{} aggregate vs nodes",
-                    kernel.spec().label.trim_end_matches(':')
-                ),
-                TITLE_FONT,
-            )
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.5f64..x_max, 0f64..y_max)
-            .ok()?;
-        chart
-            .configure_mesh()
-            .label_style(TICK_FONT)
-            .axis_desc_style(AXIS_FONT)
-            .light_line_style(MINOR_GRID)
-            .bold_line_style(MAJOR_GRID)
-            .x_desc("nodes")
-            .y_desc("GB/s (10^9 B/s)")
-            .x_labels((x_max as usize + 1).min(33))
-            .x_label_formatter(&integer_tick)
-            .draw()
-            .ok()?;
+        let title = format!(
+            "{} aggregate vs nodes",
+            kernel.spec().label.trim_end_matches(':')
+        );
+        let mut chart = counted_x_chart(&root, &title, "nodes", x_max, y_max)?;
         chart
             .draw_series(LineSeries::new(
                 sorted.iter().map(|p| (p.0 as f64, p.1)),

@@ -56,12 +56,7 @@ pub fn render(r: &Ranks) -> String {
             if n.slow { "  SLOW" } else { "" }
         );
     }
-    let slow: Vec<&str> = r
-        .nodes
-        .iter()
-        .filter(|n| n.slow)
-        .map(|n| n.host.as_str())
-        .collect();
+    let slow = r.slow_hosts();
     let _ = writeln!(
         o,
         "\n{}",
