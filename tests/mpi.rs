@@ -44,6 +44,32 @@ fn mpi_membw() -> Option<PathBuf> {
         .clone()
 }
 
+/// The membw built against MPICH (Debian's libmpich-dev beside Open MPI:
+/// `MPICC=mpicc.mpich`), into target/mpich.
+fn mpich_membw() -> Option<PathBuf> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            common::tool(Command::new("mpicc.mpich").arg("-show"), "libmpich-dev")?;
+            let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+            let target = root.join("target/mpich");
+            let out = Command::new(env!("CARGO"))
+                .args(["build", "--release", "--features", "mpi", "--target-dir"])
+                .arg(&target)
+                .env("MPICC", "mpicc.mpich")
+                .current_dir(root)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "cargo build --features mpi against MPICH failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Some(target.join("release/membw"))
+        })
+        .clone()
+}
+
 /// mpirun, allowed to run as root (CI runs as root).
 fn mpirun() -> Command {
     let mut cmd = Command::new("mpirun");
@@ -554,5 +580,39 @@ fn srun_launches_ranks_that_measure_together() {
         .clone();
     assert_eq!(ranks.len(), 2);
     assert_ne!(ranks[0]["cpus"], ranks[1]["cpus"]);
+    assert!(ranks.iter().all(|r| r["validated"] == true));
+}
+
+/// MPICH's Hydra launcher (PMI_SIZE, MPI_LOCALRANKID) with the MPICH build.
+#[test]
+fn mpich_ranks_measure_together_too() {
+    let Some(membw) = mpich_membw() else { return };
+    let _one = one_at_a_time();
+    let out = run_for(
+        Command::new("mpirun.mpich")
+            .args(["-np", "2", "-bind-to", "core"])
+            .arg(&membw)
+            .args(["run", "--size", "1M", "--ntimes", "3", "--json"]),
+        Duration::from_secs(120),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = json(&out);
+    let ranks = d["measurement"]["ranks"]["ranks"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(ranks.len(), 2);
+    assert_ne!(ranks[0]["cpus"], ranks[1]["cpus"]);
+    assert_eq!(
+        (
+            ranks[0]["local_rank"].as_u64(),
+            ranks[1]["local_rank"].as_u64()
+        ),
+        (Some(0), Some(1))
+    );
     assert!(ranks.iter().all(|r| r["validated"] == true));
 }
