@@ -229,6 +229,36 @@ fn two_ranks_measure_together_and_rank_0_reports_every_rank() {
     );
     assert!(aggregate <= sum * 1.0001, "{aggregate} > {sum}");
 
+    // The same run as a results-file record, which report reads.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ranks.jsonl");
+    let out = run_for(
+        mpirun()
+            .args(["-np", "2", "--bind-to", "core"])
+            .arg(&membw)
+            .args(["run", "--size", "1M", "--ntimes", "3", "-q", "-o"])
+            .arg(&file),
+        Duration::from_secs(120),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.lines().count(), 1, "only rank 0 writes: {text}");
+    let record: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(record["source"], "mpi");
+    assert_eq!(
+        record["runs"][0]["ranks"]["ranks"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let report = common::stdout(&["report", file.to_str().unwrap()]);
+    assert!(report.contains("Ranks: 2 on 1 node"), "{report}");
+
     // Text: STREAM's table once (grep Triad: still works), then the nodes.
     let out = run_for(
         mpirun()

@@ -396,3 +396,51 @@ fn full_disks_and_closed_pipes_are_handled_by_every_command() {
     assert_eq!(out.status.code(), Some(1));
     assert!(!std::fs::read_to_string(&results).unwrap().is_empty());
 }
+
+/// `run -o FILE` appends one sweep-shaped record per run, which `report`
+/// reads; an existing file grows, a torn last line is dropped first.
+#[test]
+fn run_appends_its_record_to_a_results_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("runs.jsonl");
+    let path = file.to_str().unwrap();
+    for _ in 0..2 {
+        common::stdout(&[
+            "run",
+            "--fake-source",
+            "5",
+            "--size",
+            "1M",
+            "-q",
+            "-o",
+            path,
+        ]);
+    }
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    for line in text.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(r["experiment"], "run");
+        assert_eq!(r["source"], "fake");
+        assert!(r["stats"]["triad"]["mean"].as_f64().unwrap() > 0.0);
+    }
+    std::fs::write(&file, format!("{text}{{\"schema_vers")).unwrap();
+    let out = common::membw()
+        .args([
+            "run",
+            "--fake-source",
+            "5",
+            "--size",
+            "1M",
+            "-q",
+            "-o",
+            path,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("dropped line 3"));
+    assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 3);
+    let report = common::stdout(&["report", path]);
+    assert!(report.contains("triad"), "{report}");
+}

@@ -138,6 +138,10 @@ struct RunArgs {
     #[command(flatten)]
     peak: PeakArgs,
 
+    /// Also append this run to a results file as one JSON Lines record (created if missing), for report and compare
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<std::path::PathBuf>,
+
     /// Across ranks: flag nodes below this share of the median node
     #[arg(long, default_value_t = crate::ranks::DEFAULT_OUTLIER, value_parser = parse_share, help_heading = "Across ranks (MPI)")]
     outlier: f64,
@@ -366,6 +370,45 @@ fn ranks_source(
     unreachable!("MeasureArgs::launch refuses ranks without the mpi feature")
 }
 
+/// `run -o FILE`: the run as one record of a results file, the same shape
+/// as a sweep's, so that `report` and `compare` read it. An existing file
+/// is appended to (a torn last line from a crash is dropped first).
+fn append_run(
+    path: &std::path::Path,
+    engine: &Engine,
+    placement: &str,
+    mem: &str,
+    stores: crate::plan::StoresRequest,
+    plan: &crate::plan::Plan,
+    measurement: &crate::results::Measurement,
+) -> Result<()> {
+    use crate::results::file::ResultsFile;
+    let mut file = if path.exists() {
+        let (file, torn) =
+            ResultsFile::resume(path).map_err(|e| Error::Usage(format!("--output {e}")))?;
+        if let Some(line) = torn {
+            crate::say!(
+                "membw: {}: dropped line {line}, cut short by an earlier crash or full disk",
+                path.display()
+            );
+        }
+        file
+    } else {
+        ResultsFile::create(path).map_err(|e| Error::Usage(format!("--output {e}")))?
+    };
+    let job = crate::engine::Job {
+        point: crate::results::Point::new(placement.to_string(), mem, stores, plan, None),
+        plan: plan.clone(),
+        label: String::new(),
+    };
+    let record = engine.record(
+        &job,
+        vec![crate::results::RunResult::from_measurement(measurement)],
+    );
+    file.append(&record)
+        .map_err(|e| Error::Runtime(format!("writing {}: {e}", path.display())))
+}
+
 fn run(args: RunArgs) -> Result<()> {
     let topo = read_topology(None)?;
     let m = &args.measure;
@@ -442,6 +485,17 @@ fn run(args: RunArgs) -> Result<()> {
         // Rank 0's sockets are not the ranks' sockets: the per-node table
         // carries each node's share of its peak instead.
         report.peak = None;
+    }
+    if let Some(path) = &args.output {
+        append_run(
+            path,
+            &engine,
+            &placement.described,
+            &mem_text,
+            stores,
+            &plan,
+            &report.measurement,
+        )?;
     }
     let format = if args.json { Format::Json } else { args.format };
     print(&match format {

@@ -625,6 +625,17 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
     } else {
         print(&study::summary(&records, kernel, false))?;
     }
+    // Runs across MPI ranks (`mpirun ... membw run -o FILE`): their nodes.
+    for record in &records {
+        if let Some(ranks) = record.runs.iter().rev().find_map(|r| r.ranks.as_ref()) {
+            print(&format!(
+                "\n{} ({}):\n{}",
+                record.point.label(),
+                record.timestamp,
+                report::ranks::render(ranks)
+            ))?;
+        }
+    }
     if !plots.is_empty() {
         crate::say!(
             "membw: {} in {}",

@@ -242,6 +242,9 @@ pub struct RunResult {
     /// For another program's run: its exit and the tails of its output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<measurement::ProgramRun>,
+    /// For a run across MPI ranks: every rank, the nodes and the aggregate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<crate::ranks::Ranks>,
 }
 
 impl RunResult {
@@ -264,6 +267,7 @@ impl RunResult {
             measured_s: m.results.iter().flat_map(|r| &r.times_s).sum(),
             warnings: m.warnings.clone(),
             program: m.program.clone(),
+            ranks: m.ranks.clone(),
         }
     }
 }
