@@ -12,6 +12,7 @@ pub mod engine;
 pub mod error;
 pub mod foreign;
 pub mod kernels;
+pub mod latency;
 pub mod memory;
 pub mod peak;
 pub mod placement;

@@ -144,6 +144,14 @@ impl MappedArray {
         unsafe { std::slice::from_raw_parts_mut(self.data, self.len) }
     }
 
+    /// The same memory as 64-bit words (a pointer chase stores indices).
+    pub fn as_mut_words(&mut self) -> &mut [u64] {
+        // SAFETY: u64 has f64's size and alignment and every bit pattern is
+        // a valid u64; the mapping is valid for len of them and &mut self
+        // guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.data.cast::<u64>(), self.len) }
+    }
+
     /// Asks for (or against) transparent hugepages on the array's range.
     pub fn advise_hugepages(&self, use_them: bool) -> io::Result<()> {
         let advice = if use_them {

@@ -5,6 +5,7 @@
 mod args;
 mod env;
 mod exec;
+mod latency;
 mod nodes;
 mod study;
 
@@ -55,6 +56,8 @@ enum Command {
     Compare(study::CompareArgs),
     /// Run your own STREAM build (or BabelStream, likwid-bench) under membw's placement and memory policy, verified
     Exec(exec::ExecArgs),
+    /// Idle memory latency by pointer chasing, from L1 to DRAM (ns and cycles per load, percentiles)
+    Latency(latency::LatencyArgs),
     /// Print a shell completion script: membw completions bash > /etc/bash_completion.d/membw
     Completions {
         #[arg(value_enum)]
@@ -222,6 +225,7 @@ pub fn main() -> Result<()> {
         Command::Report(args) => study::report(args),
         Command::Compare(args) => study::compare(args),
         Command::Exec(args) => exec::exec(args),
+        Command::Latency(args) => latency::latency(args),
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(

@@ -6,6 +6,7 @@
 //! Implementations are picked once ([`KernelFns::select`]) and called through
 //! plain function pointers, one call per thread per repetition.
 
+pub mod chase;
 mod portable;
 #[cfg(target_arch = "x86_64")]
 mod x86;

@@ -1,0 +1,230 @@
+//! Idle memory latency by pointer chasing: one pinned thread follows a
+//! random cyclic permutation of the cache lines of a working set, so every
+//! load depends on the one before, each line is visited once per cycle, and
+//! neither the adjacent-line nor the stride prefetcher can guess the next
+//! address (no MSR is touched; no root needed).
+//!
+//! The chase runs in timed chunks; the report gives the distribution of
+//! nanoseconds per load over the chunks (min, p50, p90, p99), not only a
+//! mean.
+
+use crate::error::{Error, Result};
+use crate::kernels::chase::chase;
+use crate::memory::policy::Policy;
+use crate::sys::{self, MappedArray};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+/// Bytes of one cache line: one link per line.
+pub const LINE: usize = 64;
+const WORDS_PER_LINE: usize = LINE / 8;
+/// Loads per timed chunk at least: long enough for the clock (tens of µs
+/// even in L1), short enough for many chunks.
+const MIN_CHUNK_LOADS: usize = 1 << 14;
+
+/// A small, fast, seedable generator (SplitMix64): the permutation must be
+/// random to the prefetchers, not to an adversary.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in 0..n (n > 0), by Lemire's multiply-shift.
+    fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next()) * n as u128) >> 64) as usize
+    }
+}
+
+/// `next[i]`: the line visited after line `i`, one cycle through all
+/// `lines` lines (Sattolo's algorithm: a uniformly random cyclic
+/// permutation).
+pub fn cyclic_order(lines: usize, seed: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..lines).collect();
+    let mut rng = SplitMix(seed);
+    for i in (1..lines).rev() {
+        let j = rng.below(i);
+        order.swap(i, j);
+    }
+    // `order` is now one cycle as a sequence; turn it into successor links.
+    let mut next = vec![0; lines];
+    for w in 0..lines {
+        next[order[w]] = order[(w + 1) % lines];
+    }
+    next
+}
+
+/// What one working set gave.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LatencyPoint {
+    pub bytes: u64,
+    pub lines: u64,
+    /// Nanoseconds per load: the fastest chunk, and percentiles over chunks.
+    pub min_ns: f64,
+    pub p50_ns: f64,
+    pub p90_ns: f64,
+    pub p99_ns: f64,
+    pub mean_ns: f64,
+    /// p50 in core clock cycles, when the clock rate is known.
+    pub p50_cycles: Option<f64>,
+    pub chunks: usize,
+    pub loads_per_chunk: usize,
+    /// Share of the working set's pages that were transparent hugepages.
+    pub huge_share: Option<f64>,
+}
+
+/// How to measure.
+#[derive(Debug, Clone)]
+pub struct LatencyPlan {
+    pub cpu: usize,
+    pub sizes: Vec<u64>,
+    pub hugepages: bool,
+    pub policy: Policy,
+    /// Timed chasing per working set (after one warm-up cycle).
+    pub time_per_size: Duration,
+    pub clock_ghz: Option<f64>,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Measures every working set of the plan in turn, pinned to its CPU.
+pub fn measure(plan: &LatencyPlan) -> Result<Vec<LatencyPoint>> {
+    sys::pin_current_thread(plan.cpu)
+        .map_err(|e| Error::Runtime(format!("cannot pin to CPU {}: {e}", plan.cpu)))?;
+    plan.sizes.iter().map(|&s| measure_one(plan, s)).collect()
+}
+
+fn measure_one(plan: &LatencyPlan, bytes: u64) -> Result<LatencyPoint> {
+    let lines = (bytes as usize / LINE).max(2);
+    let words = lines * WORDS_PER_LINE;
+    let mut array = MappedArray::new(words)
+        .map_err(|e| Error::Runtime(format!("mapping {bytes} bytes: {e}")))?;
+    // Advice and policy before the first touch, which places the pages.
+    let _ = array.advise_hugepages(plan.hugepages);
+    if let Some((mode, nodes)) = plan.policy.mbind_args() {
+        sys::mbind(&array, mode, &nodes)
+            .map_err(|e| Error::Runtime(format!("memory policy {}: {e}", plan.policy)))?;
+    }
+    let next = cyclic_order(lines, 0x6d65_6d62_7700 ^ bytes);
+    let chain = array.as_mut_words();
+    for (line, &to) in next.iter().enumerate() {
+        chain[line * WORDS_PER_LINE] = (to * WORDS_PER_LINE) as u64;
+    }
+    let chain: &[u64] = chain;
+    // One whole cycle untimed: caches and TLBs as the timed chunks find them.
+    let mut at = chase(chain, 0, lines);
+    let per_chunk = lines.max(MIN_CHUNK_LOADS);
+    let mut samples = Vec::new();
+    let started = Instant::now();
+    while samples.len() < 5 || (started.elapsed() < plan.time_per_size && samples.len() < 100_000) {
+        let t = Instant::now();
+        at = chase(chain, at, per_chunk);
+        samples.push(t.elapsed().as_secs_f64() * 1e9 / per_chunk as f64);
+    }
+    let huge_share = huge_share(array.addr(), array.len() * 8);
+    let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+    samples.sort_by(f64::total_cmp);
+    let p50 = percentile(&samples, 0.5);
+    Ok(LatencyPoint {
+        bytes,
+        lines: lines as u64,
+        min_ns: samples[0],
+        p50_ns: p50,
+        p90_ns: percentile(&samples, 0.9),
+        p99_ns: percentile(&samples, 0.99),
+        mean_ns: mean,
+        p50_cycles: plan.clock_ghz.map(|ghz| p50 * ghz),
+        chunks: samples.len(),
+        loads_per_chunk: per_chunk,
+        huge_share,
+    })
+}
+
+/// The share of the resident memory in `[addr, addr + len)` that is in
+/// transparent hugepages, from /proc/self/smaps (None where unreadable).
+fn huge_share(addr: usize, len: usize) -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let (mut rss, mut huge, mut inside) = (0u64, 0u64, false);
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let first = words.next()?;
+        if let Some((from, to)) = first.split_once('-').filter(|_| !first.ends_with(':')) {
+            let (Ok(from), Ok(to)) = (
+                usize::from_str_radix(from, 16),
+                usize::from_str_radix(to, 16),
+            ) else {
+                continue;
+            };
+            inside = from < addr + len && to > addr;
+        } else if inside {
+            let kib = || words.clone().next().and_then(|w| w.parse::<u64>().ok());
+            match first {
+                "Rss:" => rss += kib().unwrap_or(0),
+                "AnonHugePages:" => huge += kib().unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    (rss > 0).then(|| huge as f64 / rss as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn the_order_is_one_cycle_through_every_line(lines in 2usize..5000, seed: u64) {
+            let next = cyclic_order(lines, seed);
+            let mut seen = vec![false; lines];
+            let mut at = 0;
+            for _ in 0..lines {
+                prop_assert!(!seen[at], "line {} visited twice", at);
+                seen[at] = true;
+                at = next[at];
+            }
+            prop_assert_eq!(at, 0);
+            prop_assert!(seen.iter().all(|&s| s));
+        }
+    }
+
+    #[test]
+    fn neighbours_rarely_follow_each_other() {
+        // A prefetcher would love next[i] == i + 1.
+        let next = cyclic_order(1 << 16, 7);
+        let adjacent = next
+            .iter()
+            .enumerate()
+            .filter(|&(i, &n)| n == i + 1)
+            .count();
+        assert!(adjacent < 10, "{adjacent} adjacent links");
+    }
+
+    #[test]
+    fn a_small_working_set_is_chased_and_summarized() {
+        let plan = LatencyPlan {
+            cpu: sys::current_cpu().unwrap(),
+            sizes: vec![16 << 10],
+            hugepages: false,
+            policy: Policy::Local,
+            time_per_size: Duration::from_millis(20),
+            clock_ghz: Some(2.0),
+        };
+        let p = &measure(&plan).unwrap()[0];
+        assert_eq!(p.lines, 256);
+        assert!(p.chunks >= 5 && p.loads_per_chunk == MIN_CHUNK_LOADS);
+        assert!(
+            p.min_ns > 0.0 && p.min_ns <= p.p50_ns && p.p50_ns <= p.p90_ns && p.p90_ns <= p.p99_ns
+        );
+        assert_eq!(p.p50_cycles, Some(p.p50_ns * 2.0));
+    }
+}
