@@ -192,8 +192,9 @@ fn a_build_without_mpi_refuses_to_run_as_one_of_several_ranks() {
 
 #[test]
 fn two_ranks_measure_together_and_rank_0_reports_every_rank() {
-    let Some(membw) = mpi_membw() else { return };
+    // Builds (minutes of both cores) must not overlap a measurement.
     let _one = one_at_a_time();
+    let Some(membw) = mpi_membw() else { return };
     // Rank 0 alone printed: one document.
     let (d, _) = mpi_json(
         &membw,
@@ -276,8 +277,9 @@ fn two_ranks_measure_together_and_rank_0_reports_every_rank() {
 
 #[test]
 fn four_oversubscribed_ranks_run_and_their_shared_cpus_are_reported() {
-    let Some(membw) = mpi_membw() else { return };
+    // Builds (minutes of both cores) must not overlap a measurement.
     let _one = one_at_a_time();
+    let Some(membw) = mpi_membw() else { return };
     let (d, stderr) = mpi_json(
         &membw,
         &["-np", "4", "--oversubscribe", "--bind-to", "none"],
@@ -347,11 +349,12 @@ fn as_node(cmd: &mut Command, host: &str, membw: &Path, args: &[&str]) {
 
 #[test]
 fn ranks_on_two_named_nodes_are_grouped_and_exactly_the_slow_node_is_flagged() {
+    // Builds (minutes of both cores) must not overlap a measurement.
+    let _one = one_at_a_time();
     let Some(membw) = mpi_membw() else { return };
     if !uts_namespaces() {
         return;
     }
-    let _one = one_at_a_time();
     // Rank 0 on CPU 0 as node-a, rank 1 on CPU 1 as node-b; node-b shares
     // its CPU with a memory-bound process.
     let _hog = Hog::start(1);
@@ -387,8 +390,9 @@ fn ranks_on_two_named_nodes_are_grouped_and_exactly_the_slow_node_is_flagged() {
 
 #[test]
 fn a_rank_that_hangs_is_given_up_on_and_the_job_ends() {
-    let Some(membw) = mpi_membw() else { return };
+    // Builds (minutes of both cores) must not overlap a measurement.
     let _one = one_at_a_time();
+    let Some(membw) = mpi_membw() else { return };
     // A size no other test uses, to find this job's ranks.
     let marker = "3141593";
     let mut cmd = mpirun();
@@ -537,8 +541,9 @@ fn per_node_files_are_merged_and_the_slow_node_is_flagged() {
 /// launcher bound it to, and never beyond them.
 #[test]
 fn each_ranks_threads_stay_inside_its_own_binding() {
-    let Some(membw) = mpi_membw() else { return };
+    // Builds (minutes of both cores) must not overlap a measurement.
     let _one = one_at_a_time();
+    let Some(membw) = mpi_membw() else { return };
     // Unbound ranks: 2 ranks × 2 threads on the node's two CPUs.
     let (d, _) = mpi_json(
         &membw,
@@ -574,6 +579,8 @@ fn each_ranks_threads_stay_inside_its_own_binding() {
 /// (.ci/slurm-single-node.sh), `srun --mpi=pmix --cpu-bind=cores`.
 #[test]
 fn srun_launches_ranks_that_measure_together() {
+    // Builds (minutes of both cores) must not overlap a measurement.
+    let _one = one_at_a_time();
     let Some(membw) = mpi_membw() else { return };
     if common::tool(Command::new("srun").arg("--version"), "slurm-wlm").is_none() {
         return;
@@ -590,7 +597,6 @@ fn srun_launches_ranks_that_measure_together() {
         eprintln!("skipped: no Slurm node up (run .ci/slurm-single-node.sh as root)");
         return;
     }
-    let _one = one_at_a_time();
     let out = run_for(
         Command::new("srun")
             .args(["-n", "2", "--mpi=pmix", "--cpu-bind=cores"])
@@ -616,8 +622,9 @@ fn srun_launches_ranks_that_measure_together() {
 /// MPICH's Hydra launcher (PMI_SIZE, MPI_LOCALRANKID) with the MPICH build.
 #[test]
 fn mpich_ranks_measure_together_too() {
-    let Some(membw) = mpich_membw() else { return };
+    // Builds (minutes of both cores) must not overlap a measurement.
     let _one = one_at_a_time();
+    let Some(membw) = mpich_membw() else { return };
     let out = run_for(
         Command::new("mpirun.mpich")
             .args(["-np", "2", "-bind-to", "core"])
