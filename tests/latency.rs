@@ -47,6 +47,16 @@ fn bad_latency_input_is_one_line() {
     usage_error(&["latency", "--cpu", "100000"], "--cpu 100000");
     usage_error(&["latency", "--sizes", "1TiB"], "--sizes");
     usage_error(&["latency", "--sizes", "64B"], "--sizes");
+    // More than the machine has is refused before anything is mapped.
+    let total_kib: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    if total_kib < 30 << 20 {
+        usage_error(&["latency", "--sizes", "32GiB"], "available");
+    }
     usage_error(&["latency", "--sizes", "lots"], "--sizes");
     usage_error(&["latency", "--mem", "bind:99"], "--mem");
     usage_error(&["latency", "--mem", "a=local,b=bind:0"], "--mem");

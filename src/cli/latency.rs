@@ -80,6 +80,27 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
             Bytes(MAX_WORKING_SET)
         )));
     }
+    // The largest set is mapped and touched whole: refuse what cannot fit
+    // before allocating, as run does.
+    let room = [
+        topo.memory.available,
+        topo.memory
+            .cgroup_limit
+            .map(|l| Bytes(l.0.saturating_sub(topo.memory.cgroup_usage.map_or(0, |u| u.0)))),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|b| b.0)
+    .min();
+    if let (Some(room), Some(&largest)) = (room, sizes.iter().max())
+        && largest > room
+    {
+        return Err(Error::Usage(format!(
+            "--sizes {}: more than the {} of memory available",
+            Bytes(largest),
+            Bytes(room)
+        )));
+    }
     if sizes.len() > 64 {
         return Err(Error::Usage("--sizes: at most 64 working sets".into()));
     }
