@@ -32,7 +32,7 @@ pub(crate) struct LatencyArgs {
     #[arg(long, default_value = "300ms", value_parser = humantime::parse_duration)]
     time: Duration,
 
-    /// Core clock in GHz, to show cycles per load [default: the CPU's maximum from cpufreq]
+    /// Core clock in GHz, to show cycles per load [default: cpufreq's maximum, else /proc/cpuinfo's cpu MHz]
     #[arg(long)]
     ghz: Option<f64>,
 
@@ -45,11 +45,31 @@ pub(crate) struct LatencyArgs {
 /// than this says nothing new and takes minutes.
 const MAX_WORKING_SET: u64 = 64 << 30;
 
-/// The CPU's maximum clock from cpufreq, GHz.
-fn max_clock_ghz(cpu: usize) -> Option<f64> {
+/// The CPU's clock, GHz: cpufreq's maximum, else /proc/cpuinfo's `cpu MHz`
+/// for that CPU (inside a VM, the host's nominal clock).
+fn clock_ghz(cpu: usize) -> Option<f64> {
     let path = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/cpuinfo_max_freq");
-    let khz: f64 = std::fs::read_to_string(path).ok()?.trim().parse().ok()?;
-    (khz > 0.0).then_some(khz / 1e6)
+    let from_cpufreq = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.trim().parse::<f64>().ok())
+        .map(|khz| khz / 1e6);
+    from_cpufreq
+        .or_else(|| {
+            let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+            let block = text.split("\n\n").find(|b| {
+                b.lines().any(|l| {
+                    l.split_once(':').is_some_and(|(k, v)| {
+                        k.trim() == "processor" && v.trim().parse() == Ok(cpu)
+                    })
+                })
+            })?;
+            let mhz: f64 = block.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == "cpu MHz").then(|| v.trim().parse().ok())?
+            })?;
+            Some(mhz / 1e3)
+        })
+        .filter(|g| *g > 0.0)
 }
 
 pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
@@ -126,7 +146,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         hugepages: args.hugepages == "thp",
         policy: whole,
         time_per_size: args.time,
-        clock_ghz: args.ghz.or_else(|| max_clock_ghz(cpu)),
+        clock_ghz: args.ghz.or_else(|| clock_ghz(cpu)),
     };
     let points = latency::measure(&plan)?;
     print(&if args.format == "json" {
