@@ -18,54 +18,48 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The membw built with `--features mpi`, into its own target directory
-/// (the test run holds the default one). None, with the reason printed,
-/// where Open MPI is not installed; in CI that is a failure.
+/// `cargo build --release --features mpi` into `target/DIR` (the test run
+/// holds the default target directory), with `MPICC` when given.
+fn build_mpi(dir: &str, mpicc: Option<&str>) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = root.join("target").join(dir);
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
+        .args(["build", "--release", "--features", "mpi", "--target-dir"])
+        .arg(&target)
+        .current_dir(root);
+    if let Some(cc) = mpicc {
+        cargo.env("MPICC", cc);
+    }
+    let out = cargo.output().unwrap();
+    assert!(
+        out.status.success(),
+        "cargo build --features mpi into target/{dir} failed (the MPI -dev package and libclang-dev installed?): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    target.join("release/membw")
+}
+
+/// The membw built against Open MPI. None, with the reason printed, where
+/// Open MPI is not installed; in CI that is a failure.
 fn mpi_membw() -> Option<PathBuf> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
             common::tool(Command::new("mpirun").arg("--version"), "openmpi-bin")?;
-            let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-            let target = root.join("target/mpi");
-            let out = Command::new(env!("CARGO"))
-                .args(["build", "--release", "--features", "mpi", "--target-dir"])
-                .arg(&target)
-                .current_dir(root)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "cargo build --features mpi failed (libopenmpi-dev and libclang-dev installed?): {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            Some(target.join("release/membw"))
+            Some(build_mpi("mpi", None))
         })
         .clone()
 }
 
 /// The membw built against MPICH (Debian's libmpich-dev beside Open MPI:
-/// `MPICC=mpicc.mpich`), into target/mpich.
+/// `MPICC=mpicc.mpich`).
 fn mpich_membw() -> Option<PathBuf> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
             common::tool(Command::new("mpicc.mpich").arg("-show"), "libmpich-dev")?;
-            let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-            let target = root.join("target/mpich");
-            let out = Command::new(env!("CARGO"))
-                .args(["build", "--release", "--features", "mpi", "--target-dir"])
-                .arg(&target)
-                .env("MPICC", "mpicc.mpich")
-                .current_dir(root)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "cargo build --features mpi against MPICH failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            Some(target.join("release/membw"))
+            Some(build_mpi("mpich", Some("mpicc.mpich")))
         })
         .clone()
 }
@@ -119,15 +113,11 @@ fn json(out: &std::process::Output) -> serde_json::Value {
     })
 }
 
-/// `mpirun LAUNCH membw run RUN --json`, which must succeed: its document.
-fn mpi_json(membw: &Path, launch: &[&str], run: &[&str]) -> (serde_json::Value, String) {
+/// `LAUNCHER membw run RUN --json`, which must succeed: its document and
+/// what the ranks wrote to stderr.
+fn launched_json(mut launcher: Command, membw: &Path, run: &[&str]) -> (serde_json::Value, String) {
     let out = run_for(
-        mpirun()
-            .args(launch)
-            .arg(membw)
-            .arg("run")
-            .args(run)
-            .arg("--json"),
+        launcher.arg(membw).arg("run").args(run).arg("--json"),
         Duration::from_secs(180),
     );
     assert!(
@@ -139,6 +129,13 @@ fn mpi_json(membw: &Path, launch: &[&str], run: &[&str]) -> (serde_json::Value, 
         json(&out),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// `mpirun LAUNCH membw run RUN --json`.
+fn mpi_json(membw: &Path, launch: &[&str], run: &[&str]) -> (serde_json::Value, String) {
+    let mut launcher = mpirun();
+    launcher.args(launch);
+    launched_json(launcher, membw, run)
 }
 
 /// Without the feature, several ranks must not measure each on their own
@@ -597,19 +594,9 @@ fn srun_launches_ranks_that_measure_together() {
         eprintln!("skipped: no Slurm node up (run .ci/slurm-single-node.sh as root)");
         return;
     }
-    let out = run_for(
-        Command::new("srun")
-            .args(["-n", "2", "--mpi=pmix", "--cpu-bind=cores"])
-            .arg(&membw)
-            .args(["run", "--size", "1M", "--ntimes", "3", "--json"]),
-        Duration::from_secs(120),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let d = json(&out);
+    let mut launcher = Command::new("srun");
+    launcher.args(["-n", "2", "--mpi=pmix", "--cpu-bind=cores"]);
+    let (d, _) = launched_json(launcher, &membw, &["--size", "1M", "--ntimes", "3"]);
     let ranks = d["measurement"]["ranks"]["ranks"]
         .as_array()
         .unwrap()
@@ -625,19 +612,9 @@ fn mpich_ranks_measure_together_too() {
     // Builds (minutes of both cores) must not overlap a measurement.
     let _one = one_at_a_time();
     let Some(membw) = mpich_membw() else { return };
-    let out = run_for(
-        Command::new("mpirun.mpich")
-            .args(["-np", "2", "-bind-to", "core"])
-            .arg(&membw)
-            .args(["run", "--size", "1M", "--ntimes", "3", "--json"]),
-        Duration::from_secs(120),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let d = json(&out);
+    let mut launcher = Command::new("mpirun.mpich");
+    launcher.args(["-np", "2", "-bind-to", "core"]);
+    let (d, _) = launched_json(launcher, &membw, &["--size", "1M", "--ntimes", "3"]);
     let ranks = d["measurement"]["ranks"]["ranks"]
         .as_array()
         .unwrap()
