@@ -404,17 +404,18 @@ fn run_appends_its_record_to_a_results_file() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("runs.jsonl");
     let path = file.to_str().unwrap();
+    let args = [
+        "run",
+        "--fake-source",
+        "5",
+        "--size",
+        "1M",
+        "-q",
+        "-o",
+        path,
+    ];
     for _ in 0..2 {
-        common::stdout(&[
-            "run",
-            "--fake-source",
-            "5",
-            "--size",
-            "1M",
-            "-q",
-            "-o",
-            path,
-        ]);
+        common::stdout(&args);
     }
     let text = std::fs::read_to_string(&file).unwrap();
     assert_eq!(text.lines().count(), 2, "{text}");
@@ -425,19 +426,7 @@ fn run_appends_its_record_to_a_results_file() {
         assert!(r["stats"]["triad"]["mean"].as_f64().unwrap() > 0.0);
     }
     std::fs::write(&file, format!("{text}{{\"schema_vers")).unwrap();
-    let out = common::membw()
-        .args([
-            "run",
-            "--fake-source",
-            "5",
-            "--size",
-            "1M",
-            "-q",
-            "-o",
-            path,
-        ])
-        .output()
-        .unwrap();
+    let out = common::membw().args(args).output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("dropped line 3"));
     assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 3);

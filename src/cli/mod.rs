@@ -358,7 +358,7 @@ fn ranks_source(
 ) -> Result<Box<dyn crate::engine::source::Source>> {
     let source = crate::ranks::mpi::MpiSource::init(
         launch.local_rank,
-        peak.map(|p| p.per_socket_gb_s * p.sockets as f64),
+        peak.map(peak::Peak::node_gb_s),
         args.outlier,
         args.rank_timeout,
     )?;
