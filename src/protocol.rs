@@ -7,7 +7,7 @@
 //! (plain data) and prints nothing.
 
 use crate::error::Result;
-use crate::kernels::{ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};
+use crate::kernels::{ARRAYS, ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};
 use crate::memory::{self, Arrays, Chunk, Hugepages};
 use crate::plan::Plan;
 use crate::results::measurement::{
@@ -26,18 +26,23 @@ pub const MIN_TICKS: f64 = 20.0;
 /// And below this, too short to include the effects that matter (STREAM's advice).
 pub const MIN_KERNEL_SECONDS: f64 = 1e-3;
 
+/// First-touch values of a, b, c (STREAM's) and d.
+pub const INITIAL_VALUES: [f64; ARRAYS] = [1.0, 2.0, 0.0, 1.0];
+
 /// What every array should hold after the run, by STREAM's recurrence.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Expected {
-    pub values: [f64; 3],
+    pub values: [f64; ARRAYS],
     /// The value of `a` when the read kernel last ran.
     pub read_a: Option<f64>,
+    /// The value of `a·b` when the dot kernel last ran.
+    pub dot_ab: Option<f64>,
 }
 
 pub fn expected_values(kernels: &[KernelId], ntimes: usize) -> Expected {
-    let (mut a, mut b, mut c) = (1.0, 2.0, 0.0);
+    let [mut a, mut b, mut c, d] = INITIAL_VALUES;
     a *= 2.0; // the timing test
-    let mut read_a = None;
+    let (mut read_a, mut dot_ab) = (None, None);
     for _ in 0..ntimes {
         for k in kernels {
             match k {
@@ -47,21 +52,53 @@ pub fn expected_values(kernels: &[KernelId], ntimes: usize) -> Expected {
                 KernelId::Triad => a = b + SCALAR * c,
                 KernelId::Read => read_a = Some(a),
                 KernelId::Write => c = WRITE_VALUE,
+                KernelId::Init => a = WRITE_VALUE,
+                KernelId::Update => a *= SCALAR,
+                KernelId::Daxpy => a += SCALAR * b,
+                KernelId::Striad => a = b + c * d,
+                KernelId::Sdaxpy => a += b * c,
+                KernelId::Nstream => a += b + SCALAR * c,
+                KernelId::Dot => dot_ab = Some(a * b),
             }
         }
     }
     Expected {
-        values: [a, b, c],
+        values: [a, b, c, d],
         read_a,
+        dot_ab,
     }
+}
+
+/// The relative error a sum of `n` equal terms may carry in any order of
+/// addition: (n−1) roundings of at most half an ulp each, bounded by n·ε.
+/// The reductions (read, dot) are checked against the exact sum with it.
+pub fn sum_tolerance(n: usize) -> f64 {
+    (n as f64 * f64::EPSILON).max(EPSILON)
+}
+
+/// An element's error against `want`, and whether it exceeds epsilon.
+/// Values that overflowed (update over many repetitions) must match exactly.
+fn element_error(x: f64, want: f64) -> (f64, bool) {
+    if !want.is_finite() {
+        return if x == want {
+            (0.0, false)
+        } else {
+            (f64::INFINITY, true)
+        };
+    }
+    let err = (x - want).abs();
+    // NaN compares false: an element that became NaN counts as bad.
+    let within = err <= EPSILON * want.abs().max(f64::MIN_POSITIVE);
+    (err, !within)
 }
 
 /// Per-thread error sums, merged after the run.
 #[derive(Debug, Clone, Copy, Default)]
 struct ErrorSums {
-    abs_error: [f64; 3],
-    bad: [u64; 3],
+    abs_error: [f64; ARRAYS],
+    bad: [u64; ARRAYS],
     read_sum: f64,
+    dot_sum: f64,
     read_len: usize,
 }
 
@@ -182,6 +219,7 @@ fn measure_with(
             abs_error: std::array::from_fn(|i| acc.abs_error[i] + e.abs_error[i]),
             bad: std::array::from_fn(|i| acc.bad[i] + e.bad[i]),
             read_sum: acc.read_sum + e.read_sum,
+            dot_sum: acc.dot_sum + e.dot_sum,
             read_len: acc.read_len + e.read_len,
         }
     });
@@ -272,7 +310,7 @@ fn run_member(
     let mut synced_times = vec![0.0; if gate.is_some() { times.len() } else { 0 }];
 
     // First touch: STREAM's initial values, written by the thread that will use them.
-    for (id, value) in [(ArrayId::A, 1.0), (ArrayId::B, 2.0), (ArrayId::C, 0.0)] {
+    for (id, value) in ArrayId::ALL.into_iter().zip(INITIAL_VALUES) {
         if let Some(array) = chunk.arrays[id.index()].as_deref_mut() {
             crate::sys::populate_for_write(array);
             (fns.write)(array, value);
@@ -306,7 +344,7 @@ fn run_member(
         }
     }
 
-    let mut read_sum = 0.0;
+    let mut sums = Sums::default();
     for rep in 0..plan.ntimes {
         for (k, &kernel) in plan.kernels.iter().enumerate() {
             m.barrier();
@@ -320,7 +358,7 @@ fn run_member(
             }
             let start = m.is_leader().then(Instant::now);
             for _ in 0..plan.inner_repeats {
-                run_kernel(fns, kernel, &mut chunk, &mut read_sum);
+                run_kernel(fns, kernel, &mut chunk, &mut sums);
             }
             m.barrier();
             if let Some(start) = start {
@@ -333,7 +371,7 @@ fn run_member(
         }
     }
     after_run(m.index, &mut chunk);
-    let errors = check_chunk(&mut chunk, expected, read_sum);
+    let errors = check_chunk(&mut chunk, expected, sums);
     ThreadOutcome {
         node: plan.cpu_nodes.get(m.index).copied().flatten(),
         times,
@@ -345,39 +383,56 @@ fn run_member(
     }
 }
 
-fn run_kernel(fns: &KernelFns, kernel: KernelId, chunk: &mut Chunk, read_sum: &mut f64) {
-    let [a, b, c] = &mut chunk.arrays;
-    let (a, b, c) = (a.as_deref_mut(), b.as_deref_mut(), c.as_deref_mut());
+/// The reductions' last results on one thread's chunk.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sums {
+    read: f64,
+    dot: f64,
+}
+
+fn run_kernel(fns: &KernelFns, kernel: KernelId, chunk: &mut Chunk, sums: &mut Sums) {
+    let [a, b, c, d] = &mut chunk.arrays;
+    let (a, b, c, d) = (
+        a.as_deref_mut(),
+        b.as_deref_mut(),
+        c.as_deref_mut(),
+        d.as_deref_mut(),
+    );
     const MAPPED: &str = "the plan maps every array its kernels use";
+    let a = a.expect(MAPPED);
     match kernel {
-        KernelId::Copy => (fns.copy)(c.expect(MAPPED), a.expect(MAPPED)),
+        KernelId::Copy => (fns.copy)(c.expect(MAPPED), a),
         KernelId::Scale => (fns.scale)(b.expect(MAPPED), c.expect(MAPPED), SCALAR),
-        KernelId::Add => (fns.add)(c.expect(MAPPED), a.expect(MAPPED), b.expect(MAPPED)),
-        KernelId::Triad => {
-            (fns.triad)(a.expect(MAPPED), b.expect(MAPPED), c.expect(MAPPED), SCALAR)
-        }
-        KernelId::Read => *read_sum = std::hint::black_box((fns.read)(a.expect(MAPPED))),
+        KernelId::Add => (fns.add)(c.expect(MAPPED), a, b.expect(MAPPED)),
+        KernelId::Triad => (fns.triad)(a, b.expect(MAPPED), c.expect(MAPPED), SCALAR),
+        KernelId::Read => sums.read = std::hint::black_box((fns.read)(a)),
         KernelId::Write => (fns.write)(c.expect(MAPPED), WRITE_VALUE),
+        KernelId::Init => (fns.write)(a, WRITE_VALUE),
+        KernelId::Update => (fns.update)(a, SCALAR),
+        KernelId::Daxpy => (fns.daxpy)(a, b.expect(MAPPED), SCALAR),
+        KernelId::Striad => (fns.striad)(a, b.expect(MAPPED), c.expect(MAPPED), d.expect(MAPPED)),
+        KernelId::Sdaxpy => (fns.sdaxpy)(a, b.expect(MAPPED), c.expect(MAPPED)),
+        KernelId::Nstream => (fns.nstream)(a, b.expect(MAPPED), c.expect(MAPPED), SCALAR),
+        KernelId::Dot => sums.dot = std::hint::black_box((fns.dot)(a, b.expect(MAPPED))),
     }
 }
 
-fn check_chunk(chunk: &mut Chunk, expected: &Expected, read_sum: f64) -> ErrorSums {
-    let mut sums = ErrorSums::default();
+fn check_chunk(chunk: &mut Chunk, expected: &Expected, sums: Sums) -> ErrorSums {
+    let mut errors = ErrorSums::default();
     for id in ArrayId::ALL {
         let want = expected.values[id.index()];
         if let Some(array) = chunk.arrays[id.index()].as_deref() {
             for &x in array {
-                let err = (x - want).abs();
-                sums.abs_error[id.index()] += err;
-                if err > EPSILON * want.abs().max(f64::MIN_POSITIVE) {
-                    sums.bad[id.index()] += 1;
-                }
+                let (err, bad) = element_error(x, want);
+                errors.abs_error[id.index()] += err;
+                errors.bad[id.index()] += u64::from(bad);
             }
         }
     }
-    sums.read_sum = read_sum;
-    sums.read_len = chunk.arrays[0].as_deref().map_or(0, <[f64]>::len);
-    sums
+    errors.read_sum = sums.read;
+    errors.dot_sum = sums.dot;
+    errors.read_len = chunk.arrays[0].as_deref().map_or(0, <[f64]>::len);
+    errors
 }
 
 fn validation_report(arrays: &Arrays, expected: &Expected, errors: &ErrorSums) -> Validation {
@@ -391,22 +446,41 @@ fn validation_report(arrays: &Arrays, expected: &Expected, errors: &ErrorSums) -
             ArrayCheck {
                 array: id.name().into(),
                 expected: want,
-                avg_rel_error: if want == 0.0 { avg } else { avg / want.abs() },
+                avg_rel_error: match want {
+                    0.0 => avg,
+                    _ if !want.is_finite() => avg, // 0 when every element matched
+                    _ => avg / want.abs(),
+                },
                 bad_elements: errors.bad[id.index()],
             }
         })
         .collect();
-    let read_rel_error = expected.read_a.map(|a| {
-        let want = a * errors.read_len as f64;
-        (errors.read_sum - want).abs() / want.abs()
-    });
+    // Every element of a (and b) holds the same value, so the exact sum is
+    // n times it; a sum that overflowed must be the same infinity.
+    let rel_error = |term: f64, got: f64| {
+        let want = term * errors.read_len as f64;
+        match want {
+            _ if got == want => 0.0,
+            0.0 => got.abs(),
+            _ if !want.is_finite() => f64::INFINITY,
+            _ => (got - want).abs() / want.abs(),
+        }
+    };
+    let read_rel_error = expected.read_a.map(|a| rel_error(a, errors.read_sum));
+    let dot_rel_error = expected.dot_ab.map(|ab| rel_error(ab, errors.dot_sum));
+    let sum_tolerance = sum_tolerance(errors.read_len);
     let passed = checks.iter().all(|c| c.avg_rel_error <= EPSILON)
-        && read_rel_error.is_none_or(|e| e <= 1e-9);
+        && [read_rel_error, dot_rel_error]
+            .into_iter()
+            .flatten()
+            .all(|e| e <= sum_tolerance);
     Validation {
         passed,
         epsilon: EPSILON,
         arrays: checks,
         read_rel_error,
+        dot_rel_error,
+        sum_tolerance,
     }
 }
 
@@ -422,14 +496,57 @@ mod tests {
         // STREAM's checkSTREAMresults with NTIMES = 1, by hand.
         let e = expected_values(&STREAM_KERNELS, 1);
         let (a, b, c) = (2.0, 3.0 * 2.0, 2.0 + 6.0);
-        assert_eq!(e.values, [b + 3.0 * c, b, c]);
+        assert_eq!(e.values, [b + 3.0 * c, b, c, 1.0]);
         let _ = a;
         // A kernel that did not run leaves its array alone.
         assert_eq!(
             expected_values(&[KernelId::Copy], 5).values,
-            [2.0, 2.0, 2.0]
+            [2.0, 2.0, 2.0, 1.0]
         );
         assert_eq!(expected_values(&[KernelId::Read], 3).read_a, Some(2.0));
+    }
+
+    #[test]
+    fn the_added_kernels_follow_their_formulas() {
+        let v = |k: KernelId, n: usize| expected_values(&[k], n);
+        assert_eq!(v(KernelId::Init, 2).values[0], WRITE_VALUE);
+        assert_eq!(v(KernelId::Update, 3).values[0], 2.0 * 27.0);
+        assert_eq!(v(KernelId::Daxpy, 2).values[0], 2.0 + 2.0 * 3.0 * 2.0);
+        assert_eq!(v(KernelId::Striad, 2).values[0], 2.0 + 0.0 * 1.0);
+        assert_eq!(v(KernelId::Sdaxpy, 2).values[0], 2.0);
+        assert_eq!(v(KernelId::Nstream, 2).values[0], 2.0 + 2.0 * 2.0);
+        assert_eq!(v(KernelId::Dot, 2).dot_ab, Some(4.0));
+        // Update overflows after ~650 repetitions; the expected infinity
+        // must still validate, and a finite value against it must not.
+        let inf = v(KernelId::Update, 700).values[0];
+        assert!(inf.is_infinite());
+        assert_eq!(element_error(inf, inf), (0.0, false));
+        assert!(element_error(1.0, inf).1);
+        assert!(element_error(f64::NAN, 2.0).1, "NaN is never right");
+    }
+
+    #[test]
+    fn sums_are_held_to_the_rounding_bound_of_their_length() {
+        assert_eq!(sum_tolerance(10), EPSILON);
+        assert!((sum_tolerance(1 << 30) - 2.4e-7).abs() < 1e-8);
+        let expected = expected_values(&[KernelId::Dot], 2);
+        let arrays = Arrays::map(
+            &[ArrayId::A, ArrayId::B],
+            1000,
+            Hugepages::Never,
+            &Default::default(),
+        )
+        .unwrap();
+        let mut errors = ErrorSums {
+            read_len: 1000,
+            dot_sum: 4000.0,
+            ..Default::default()
+        };
+        assert!(validation_report(&arrays, &expected, &errors).passed);
+        errors.dot_sum = 4000.0 * (1.0 + 1e-11);
+        let v = validation_report(&arrays, &expected, &errors);
+        assert!(!v.passed, "{v:?}");
+        assert!(v.dot_rel_error.unwrap() > 1e-12);
     }
 
     #[test]
@@ -468,13 +585,15 @@ mod tests {
             let all: Vec<KernelId> = crate::kernels::KERNELS.iter().map(|k| k.id).collect();
             let m = measure(&small_plan(all, stores)).unwrap();
             assert!(m.validation.passed, "{:?}", m.validation);
-            assert_eq!(m.results.len(), 6);
+            assert_eq!(m.results.len(), crate::kernels::KERNELS.len());
+            assert_eq!(m.arrays, 4);
             assert!(
                 m.results
                     .iter()
                     .all(|r| r.best_rate_mb_s > 0.0 && r.times_s.len() == 3)
             );
             assert!(m.validation.read_rel_error.unwrap() < 1e-12);
+            assert!(m.validation.dot_rel_error.unwrap() < 1e-12);
             require_valid(&m).unwrap();
         }
     }

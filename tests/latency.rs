@@ -62,3 +62,220 @@ fn bad_latency_input_is_one_line() {
     usage_error(&["latency", "--mem", "a=local,b=bind:0"], "--mem");
     usage_error(&["latency", "--ghz", "0"], "--ghz");
 }
+
+/// The allowed CPUs and the nodes as `membw topo --json` sees them:
+/// (CPU nodes with an allowed CPU, every node with memory).
+fn nodes() -> (Vec<u64>, Vec<u64>) {
+    let t: serde_json::Value = serde_json::from_str(&stdout(&["topo", "--json"])).unwrap();
+    let nodes = t["topology"]["nodes"].as_array().unwrap();
+    let with_cpus = nodes
+        .iter()
+        .filter(|n| !n["cpus"].as_array().unwrap().is_empty())
+        .map(|n| n["id"].as_u64().unwrap())
+        .collect();
+    let all = nodes.iter().map(|n| n["id"].as_u64().unwrap()).collect();
+    (with_cpus, all)
+}
+
+#[test]
+fn the_numa_matrix_has_a_row_per_cpu_node_and_a_cell_per_memory_node() {
+    let json = stdout(&[
+        "latency",
+        "--numa-matrix",
+        "--sizes",
+        "64KiB",
+        "--time",
+        "10ms",
+        "--format",
+        "json",
+    ]);
+    let d: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(d["study"], "matrix");
+    let (cpu_nodes, mem_nodes) = nodes();
+    let cells: Vec<(u64, u64)> = d["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let p = &r["point"];
+            assert_eq!(p["bytes"], 64 << 10);
+            assert!(r["latency"]["p50_ns"].as_f64().unwrap() > 0.0);
+            (p["cpu_node"].as_u64().unwrap(), p["mem_node"].as_u64().unwrap())
+        })
+        .collect();
+    let want: Vec<(u64, u64)> = cpu_nodes
+        .iter()
+        .flat_map(|&c| mem_nodes.iter().map(move |&m| (c, m)))
+        .collect();
+    assert_eq!(cells, want);
+    let text = stdout(&["latency", "--numa-matrix", "--sizes", "64KiB", "--time", "10ms"]);
+    assert!(text.contains("Latency matrix") && text.contains("mem 0"), "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.trim_start().starts_with("node ")).count(),
+        cpu_nodes.len(),
+        "{text}"
+    );
+}
+
+/// Needs two CPUs: one chases, one loads. The machines here and in CI
+/// have them.
+#[test]
+fn loaded_latency_sweeps_the_delay_and_counts_the_load() {
+    let json = stdout(&[
+        "latency",
+        "--loaded",
+        "--cpu",
+        "0",
+        "--load-cpus",
+        "1",
+        "--sizes",
+        "2MiB",
+        "--mix",
+        "read,copy,nt-write",
+        "--delays",
+        "2us,0",
+        "--load-size",
+        "16MiB",
+        "--time",
+        "40ms",
+        "--format",
+        "json",
+    ]);
+    let d: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(d["study"], "loaded");
+    let records = d["records"].as_array().unwrap();
+    // The idle reference first, then 3 mixes × 2 delays.
+    assert_eq!(records.len(), 7);
+    assert_eq!(records[0]["point"]["study"], "idle");
+    let idle = records[0]["latency"]["p50_ns"].as_f64().unwrap();
+    for pair in records[1..].chunks(2) {
+        let (slow, free) = (&pair[0], &pair[1]);
+        assert_eq!(slow["point"]["mix"], free["point"]["mix"]);
+        assert_eq!(slow["point"]["delay_ns"], 2000.0);
+        assert_eq!(free["point"]["delay_ns"], 0.0);
+        assert_eq!(slow["point"]["load_cpus"], serde_json::json!([1]));
+        assert_eq!(slow["idle_p50_ns"].as_f64(), Some(idle));
+        let gb = |r: &serde_json::Value| r["load"]["gb_s"].as_f64().unwrap();
+        // 64 B per 2 µs is 0.03 GB/s; unthrottled is gigabytes.
+        assert!(gb(slow) > 0.0 && gb(slow) < 0.1, "{slow}");
+        assert!(gb(free) > 10.0 * gb(slow), "{free}");
+        assert!(slow["load"]["delay_spins"].as_u64().unwrap() > 0);
+    }
+    let copy = &records[3];
+    assert_eq!(copy["point"]["mix"], "copy");
+    let (counted, bus) = (
+        copy["load"]["gb_s"].as_f64().unwrap(),
+        copy["load"]["bus_gb_s"].as_f64().unwrap(),
+    );
+    assert!((bus / counted - 1.5).abs() < 1e-9, "copy's write-allocate");
+}
+
+#[test]
+fn latency_files_resume_report_and_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lat.jsonl");
+    let f = file.to_str().unwrap();
+    let base = ["latency", "--time", "10ms", "--hugepages", "never"];
+    let with = |extra: &[&str]| -> Vec<String> {
+        base.iter().chain(extra).map(|s| s.to_string()).collect()
+    };
+    let run = |args: Vec<String>| {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        stdout(&a)
+    };
+    run(with(&["--sizes", "8KiB,64KiB", "-o", f]));
+    let lines = || std::fs::read_to_string(&file).unwrap().lines().count();
+    assert_eq!(lines(), 2);
+    // An existing file is never overwritten.
+    usage_error(
+        &["latency", "--sizes", "8KiB", "-o", f],
+        "already exists",
+    );
+    // A torn last line (a crash mid-write) is dropped on resume; the points
+    // already there are not measured again.
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("{\"schema_version\":");
+    std::fs::write(&file, text).unwrap();
+    let out = common::membw()
+        .args(with(&["--sizes", "8KiB,64KiB,1MiB", "--resume", f]))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("dropped line 3"));
+    assert_eq!(lines(), 3);
+    let plots = dir.path().join("plots");
+    let report = stdout(&["report", f, "--plots", plots.to_str().unwrap()]);
+    assert!(report.contains("1 MiB") && report.contains("p50 ns"), "{report}");
+    let svg = std::fs::read_to_string(plots.join("latency-sizes.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let series = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke-width") == Some("2"))
+        .count();
+    assert_eq!(series, 1, "one line: one CPU, one placement");
+    assert!(svg.contains("L1d"), "the cache capacities are marked");
+    let same = stdout(&["compare", f, f]);
+    assert!(same.contains("3 of 3 points"), "{same}");
+    assert_eq!(same.matches(" 1.000").count(), 3, "{same}");
+    // A bandwidth file is not a latency file.
+    let sweep = dir.path().join("s.jsonl");
+    stdout(&[
+        "sweep",
+        "--threads",
+        "1",
+        "--size",
+        "1M",
+        "--fake-source",
+        "5",
+        "-o",
+        sweep.to_str().unwrap(),
+    ]);
+    usage_error(&["compare", f, sweep.to_str().unwrap()], "cannot be compared");
+}
+
+#[test]
+fn ctrl_c_keeps_the_points_measured_and_resume_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lat.jsonl");
+    let f = file.to_str().unwrap();
+    let args = [
+        "latency", "--sizes", "4KiB..64MiB", "--time", "150ms", "--hugepages", "never",
+    ];
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
+        .args(args)
+        .args(["-o", f])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let lines = || std::fs::read_to_string(&file).map_or(0, |s| s.lines().count());
+    while lines() < 1 {
+        assert!(std::time::Instant::now() < deadline, "no point completed");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("stopped by SIGINT") && stderr.contains("--resume"), "{stderr}");
+    let before = lines();
+    assert!((1..15).contains(&before), "{before} points before the signal");
+    let mut resumed: Vec<&str> = args.to_vec();
+    resumed.extend(["--resume", f]);
+    stdout(&resumed);
+    assert_eq!(lines(), 15, "4 KiB to 64 MiB, each once");
+}
+
+#[test]
+fn bad_loaded_input_is_one_line() {
+    usage_error(&["latency", "--loaded", "--cpu", "0", "--load-cpus", "0"], "chaser's");
+    usage_error(&["latency", "--loaded", "--load-cpus", "0-99999"], "--load-cpus");
+    usage_error(&["latency", "--loaded", "--mix", "read,4:1"], "unknown mix '4:1'");
+    usage_error(&["latency", "--loaded", "--delays", "1h"], "no load at all");
+    usage_error(&["latency", "--loaded", "--delays", "soon"], "'soon'");
+    usage_error(&["latency", "--loaded", "--numa-matrix"], "--numa-matrix");
+    usage_error(&["latency", "--mix", "read"], "--loaded");
+    usage_error(&["latency", "--numa-matrix", "--mem", "bind:0"], "--mem");
+}

@@ -226,7 +226,7 @@ pub(crate) struct MeasureArgs {
     pub(crate) ntimes: u32,
 
     /// NUMA memory policy of the arrays: local, bind:1, interleave:all, preferred:2, or per array
-    /// a=bind:0,b=bind:1,c=local; sweep: several, each a point (repeat the flag or separate
+    /// a=bind:0,b=bind:1,c=local (d: striad's 4th array); sweep: several, each a point (repeat the flag or separate
     /// them with ';') [default: local]
     #[arg(long, help_heading = "Measurement")]
     mem: Vec<String>,
@@ -443,6 +443,31 @@ impl HugepagesArg {
 
 pub(crate) fn parse_kernel(name: &str) -> std::result::Result<KernelId, String> {
     KernelId::parse(name).ok_or_else(|| {
-        format!("unknown kernel '{name}' (choose from copy, scale, add, triad, read, write)")
+        let names: Vec<&str> = crate::kernels::KERNELS.iter().map(|k| k.name).collect();
+        format!("unknown kernel '{name}' (choose from {})", names.join(", "))
     })
+}
+
+/// `--kernels`: kernel and group names, comma-separated; a kernel named
+/// twice runs once (the plan runs them in the kernel table's order).
+#[derive(Debug, Clone)]
+pub(crate) struct KernelList(pub(crate) Vec<KernelId>);
+
+pub(crate) fn parse_kernel_list(text: &str) -> std::result::Result<KernelList, String> {
+    let mut kernels = Vec::new();
+    for name in text.split(',') {
+        let picked = crate::kernels::parse_selection(name).ok_or_else(|| {
+            format!(
+                "unknown kernel or group '{}' (choose from {})",
+                name.trim(),
+                crate::kernels::selection_names()
+            )
+        })?;
+        for k in picked {
+            if !kernels.contains(&k) {
+                kernels.push(k);
+            }
+        }
+    }
+    Ok(KernelList(kernels))
 }

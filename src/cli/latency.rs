@@ -1,34 +1,46 @@
 //! `membw latency`: idle latency by pointer chasing over working sets from
-//! L1 to DRAM, pinned to one CPU, with the memory placed by `--mem`.
+//! L1 to DRAM, the CPU node × memory node latency matrix, and loaded
+//! latency (bandwidth-latency curves), with results files like the
+//! bandwidth studies'.
 
+use super::args::{IsaArg, PeakArgs};
 use super::print;
+use crate::engine::Stop;
 use crate::error::{Error, Input, Result};
-use crate::latency::{self, LatencyPlan, LatencyPoint};
-use crate::memory::policy as mempolicy;
+use crate::latency::load::{self, LoadPoint, LoadedPlan, Mix};
+use crate::latency::record::{self, LatencyKey, LatencyRecord, Study};
+use crate::latency::{self, Chain, LatencyPlan, LatencyPoint};
+use crate::memory::policy::{self as mempolicy, Policy};
+use crate::results::file::{FileError, ResultsFile};
+use crate::topology::Topology;
+use crate::topology::cpulist::IdSet;
 use crate::units::Bytes;
 use clap::Args;
+use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub(crate) struct LatencyArgs {
     /// The CPU that chases [default: the first allowed CPU]
-    #[arg(long)]
+    #[arg(long, conflicts_with = "numa_matrix")]
     cpu: Option<usize>,
 
-    /// Working sets: a list (32KiB,1MiB,256MiB) or a doubling range (4KiB..1GiB)
+    /// Working sets: a list (32KiB,1MiB,256MiB) or a doubling range (4KiB..1GiB);
+    /// --numa-matrix and --loaded use the largest
     #[arg(long, default_value = "4KiB..256MiB")]
     sizes: String,
 
     /// Memory policy of the working set (local, bind:N, interleave:all, preferred:N)
-    #[arg(long, default_value = "local")]
+    #[arg(long, default_value = "local", conflicts_with = "numa_matrix")]
     mem: String,
 
     /// Page size: transparent hugepages (thp) or base pages (never)
     #[arg(long, value_parser = ["thp", "never"], default_value = "thp")]
     hugepages: String,
 
-    /// Timed chasing per working set
+    /// Timed chasing per point
     #[arg(long, default_value = "300ms", value_parser = humantime::parse_duration)]
     time: Duration,
 
@@ -36,9 +48,54 @@ pub(crate) struct LatencyArgs {
     #[arg(long)]
     ghz: Option<f64>,
 
+    /// Latency from every CPU node (its first allowed CPU) to every memory node, CPU-less nodes included
+    #[arg(long, help_heading = "Studies")]
+    numa_matrix: bool,
+
+    /// Loaded latency: load threads run a traffic mix with a swept delay while one thread chases
+    #[arg(long, conflicts_with = "numa_matrix", help_heading = "Studies")]
+    loaded: bool,
+
+    /// CPUs of the load threads (0-15, 1,3,5) [default: every allowed CPU but the chaser's]
+    #[arg(long, requires = "loaded", help_heading = "Studies")]
+    load_cpus: Option<String>,
+
+    /// Traffic mixes of the load threads: read, 2:1, 3:1 (reads:writes), copy, nt-write
+    #[arg(
+        long,
+        requires = "loaded",
+        default_value = "read,2:1,3:1,copy,nt-write",
+        help_heading = "Studies"
+    )]
+    mix: String,
+
+    /// Delays after each cache line a load thread moves, heaviest first
+    /// [default: 10us,3us,1us,500ns,250ns,120ns,60ns,30ns,10ns,0]
+    #[arg(long, requires = "loaded", help_heading = "Studies")]
+    delays: Option<String>,
+
+    /// Bytes per array of each load thread [default: 4 × the last-level cache / load threads, at least 64MiB]
+    #[arg(long, requires = "loaded", value_parser = crate::units::parse_array_size, help_heading = "Studies")]
+    load_size: Option<crate::units::ArraySize>,
+
+    /// Instruction set of the load threads' kernels
+    #[arg(long, value_enum, default_value_t = IsaArg::Auto, requires = "loaded", help_heading = "Studies")]
+    isa: IsaArg,
+
+    /// Also append every point to this results file (JSON Lines), for report and compare
+    #[arg(long, short, conflicts_with = "resume", help_heading = "Results")]
+    output: Option<PathBuf>,
+
+    /// Continue into FILE: skip the points already in it, append the rest
+    #[arg(long, value_name = "FILE", help_heading = "Results")]
+    resume: Option<PathBuf>,
+
     /// Output format
     #[arg(long, value_parser = ["text", "json"], default_value = "text")]
     format: String,
+
+    #[command(flatten)]
+    peak: PeakArgs,
 }
 
 /// The most memory one working set may take: a pointer chase over more
@@ -75,20 +132,14 @@ fn clock_ghz(cpu: usize) -> Option<f64> {
 pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     let topo = super::read_topology(None)?;
     let cpu = match args.cpu {
-        Some(c) if topo.allowed_cpus.contains(c) => c,
-        Some(c) => {
-            return Err(Error::Usage(format!(
-                "--cpu {c}: not among the CPUs this process may use ({})",
-                topo.allowed_cpus
-            )));
-        }
+        Some(c) => allowed_cpu(&topo, c, "--cpu")?,
         None => *topo
             .allowed_cpus
             .ids()
             .first()
             .ok_or_else(|| Error::Runtime("no CPU may be used".into()))?,
     };
-    let sizes = crate::engine::sweep::parse_sizes(&args.sizes)
+    let mut sizes = crate::engine::sweep::parse_sizes(&args.sizes)
         .map_err(|e| Error::Usage(format!("--sizes {e}")))?;
     if let Some(&bad) = sizes
         .iter()
@@ -100,30 +151,12 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
             Bytes(MAX_WORKING_SET)
         )));
     }
-    // The largest set is mapped and touched whole: refuse what cannot fit
-    // before allocating, as run does.
-    let room = [
-        topo.memory.available,
-        topo.memory
-            .cgroup_limit
-            .map(|l| Bytes(l.0.saturating_sub(topo.memory.cgroup_usage.map_or(0, |u| u.0)))),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|b| b.0)
-    .min();
-    // Building the permutation takes two words per 64-byte line besides.
-    if let (Some(room), Some(&largest)) = (room, sizes.iter().max())
-        && largest + largest / 4 > room
-    {
-        return Err(Error::Usage(format!(
-            "--sizes {}: more than the {} of memory available",
-            Bytes(largest),
-            Bytes(room)
-        )));
-    }
     if sizes.len() > 64 {
         return Err(Error::Usage("--sizes: at most 64 working sets".into()));
+    }
+    if args.numa_matrix || args.loaded {
+        let largest = sizes.iter().copied().max().unwrap_or(256 << 20);
+        sizes = vec![largest];
     }
     let policy = mempolicy::parse(&args.mem, &topo)?;
     let whole = policy.arrays[0].clone();
@@ -141,6 +174,34 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
             "--ghz: a clock rate between 0 and 20 GHz".into(),
         ));
     }
+    let loaded = if args.loaded {
+        Some(loaded_plan(&args, &topo, cpu, sizes[0], &whole)?)
+    } else {
+        None
+    };
+    // The largest set is mapped and touched whole, with the load threads'
+    // arrays beside it: refuse what cannot fit before allocating.
+    // Building the permutation takes two words per 64-byte line besides.
+    let load_bytes = loaded.as_ref().map_or(0, |p| {
+        (p.load_elements as u64)
+            .saturating_mul(8 * crate::kernels::ARRAYS as u64)
+            .saturating_mul(p.load_cpus.len() as u64)
+    });
+    let largest = sizes.iter().max().copied().unwrap_or(0);
+    if let Some(room) = room(&topo)
+        && largest + largest / 4 + load_bytes > room
+    {
+        return Err(Error::Usage(format!(
+            "--sizes {}{}: more than the {} of memory available",
+            Bytes(largest),
+            if load_bytes > 0 {
+                format!(" with {} of load arrays", Bytes(load_bytes))
+            } else {
+                String::new()
+            },
+            Bytes(room)
+        )));
+    }
     let plan = LatencyPlan {
         cpu,
         sizes,
@@ -149,58 +210,489 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         time_per_size: args.time,
         clock_ghz: args.ghz.or_else(|| clock_ghz(cpu)),
     };
-    let points = latency::measure(&plan)?;
+    let mut out = Recorder::open(&args, &topo, &plan)?;
+    let study = if args.numa_matrix {
+        Study::Matrix
+    } else if loaded.is_some() {
+        Study::Loaded
+    } else {
+        Study::Idle
+    };
+    let result = match &loaded {
+        Some(l) => run_loaded(&plan, l, &mut out),
+        None if args.numa_matrix => run_matrix(&plan, &topo, &mut out),
+        None => run_idle(&plan, &mut out),
+    };
+    let interrupted = out.stop.signal();
+    result?;
     print(&if args.format == "json" {
         let doc = serde_json::json!({
             "schema_version": crate::results::SCHEMA_VERSION,
-            "experiment": "latency",
-            "timestamp": crate::engine::now(),
+            "experiment": record::EXPERIMENT,
+            "study": study,
+            "timestamp": out.started,
             "host": crate::results::Host::describe(&topo),
             "cpu": cpu,
             "mem": plan.policy.to_string(),
             "hugepages": args.hugepages,
             "clock_ghz": plan.clock_ghz,
-            "points": points,
+            "points": out.records.iter().map(|r| &r.latency).collect::<Vec<_>>(),
+            "records": out.records,
         });
         serde_json::to_string_pretty(&doc).expect("plain data serializes") + "\n"
     } else {
-        render(&plan, &args.hugepages, &points)
+        crate::report::latency::render(&out.records)
+    })?;
+    if let Some(signal) = interrupted {
+        return Err(Error::Interrupted {
+            signal,
+            message: match &out.file {
+                Some(f) => format!(
+                    "stopped by {}; the completed points are in {}; continue with: membw latency ... --resume {}",
+                    super::study::signal_name(signal),
+                    f.path.display(),
+                    f.path.display()
+                ),
+                None => format!(
+                    "stopped by {}; the completed points are shown above",
+                    super::study::signal_name(signal)
+                ),
+            },
+        });
+    }
+    Ok(())
+}
+
+fn allowed_cpu(topo: &Topology, cpu: usize, flag: &str) -> Result<usize> {
+    if topo.allowed_cpus.contains(cpu) {
+        Ok(cpu)
+    } else {
+        Err(Error::Usage(format!(
+            "{flag} {cpu}: not among the CPUs this process may use ({})",
+            topo.allowed_cpus
+        )))
+    }
+}
+
+/// Memory this process may still take: the smaller of what the system has
+/// available and what its cgroup allows.
+fn room(topo: &Topology) -> Option<u64> {
+    [
+        topo.memory.available,
+        topo.memory
+            .cgroup_limit
+            .map(|l| Bytes(l.0.saturating_sub(topo.memory.cgroup_usage.map_or(0, |u| u.0)))),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|b| b.0)
+    .min()
+}
+
+/// The most load threads and delays a loaded study takes.
+const MAX_LOAD_THREADS: usize = 4096;
+const MAX_DELAYS: usize = 64;
+/// A delay longer than this is no load at all.
+const MAX_DELAY: Duration = Duration::from_millis(10);
+
+fn loaded_plan(
+    args: &LatencyArgs,
+    topo: &Topology,
+    cpu: usize,
+    bytes: u64,
+    policy: &Policy,
+) -> Result<LoadedPlan> {
+    let load_cpus: Vec<usize> = match &args.load_cpus {
+        Some(text) => {
+            let ids = crate::topology::cpulist::parse_list(text)
+                .map_err(|e| Error::Usage(format!("--load-cpus {text}: {e}")))?;
+            if ids.len() > MAX_LOAD_THREADS {
+                return Err(Error::Usage(format!(
+                    "--load-cpus {text}: at most {MAX_LOAD_THREADS} load threads"
+                )));
+            }
+            for &c in &ids {
+                allowed_cpu(topo, c, "--load-cpus")?;
+            }
+            if ids.contains(&cpu) {
+                return Err(Error::Usage(format!(
+                    "--load-cpus {text}: CPU {cpu} is the chaser's; give the load other CPUs"
+                )));
+            }
+            ids
+        }
+        None => topo
+            .allowed_cpus
+            .ids()
+            .iter()
+            .copied()
+            .filter(|&c| c != cpu)
+            .collect(),
+    };
+    if load_cpus.is_empty() {
+        return Err(Error::Usage(format!(
+            "--loaded: no CPU is left for load threads besides the chaser's (allowed: {})",
+            topo.allowed_cpus
+        )));
+    }
+    let mut mixes = Vec::new();
+    for name in args.mix.split(',') {
+        let mix = Mix::parse(name).ok_or_else(|| {
+            Error::Usage(format!(
+                "--mix {}: unknown mix '{}' (choose from read, 2:1, 3:1, copy, nt-write)",
+                args.mix,
+                name.trim()
+            ))
+        })?;
+        if !mixes.contains(&mix) {
+            mixes.push(mix);
+        }
+    }
+    let delays_ns: Vec<f64> = match &args.delays {
+        None => load::DEFAULT_DELAYS_NS.to_vec(),
+        Some(text) => {
+            let mut v = Vec::new();
+            for part in text.split(',') {
+                let part = part.trim();
+                let d = if part == "0" {
+                    Duration::ZERO
+                } else {
+                    humantime::parse_duration(part).map_err(|e| {
+                        Error::Usage(format!("--delays {text}: '{part}' is not a duration: {e}"))
+                    })?
+                };
+                if d > MAX_DELAY {
+                    return Err(Error::Usage(format!(
+                        "--delays {text}: '{part}' is over {} (no load at all)",
+                        humantime::format_duration(MAX_DELAY)
+                    )));
+                }
+                v.push(d.as_nanos() as f64);
+            }
+            if v.len() > MAX_DELAYS {
+                return Err(Error::Usage(format!(
+                    "--delays: at most {MAX_DELAYS} delays"
+                )));
+            }
+            v
+        }
+    };
+    let isa = match args.isa.isa() {
+        Some(isa) => isa,
+        None => crate::kernels::Isa::best(),
+    };
+    for m in &mixes {
+        crate::kernels::KernelFns::select(isa, m.stores())?;
+    }
+    let used: IdSet = load_cpus.iter().copied().collect();
+    let llc = topo.llc_sum(&used).0;
+    let load_elements = match args.load_size {
+        Some(size) => usize::try_from(size.elements()).unwrap_or(usize::MAX),
+        None => ((4 * llc / load_cpus.len() as u64).max(64 << 20) / 8) as usize,
+    }
+    .max(8192);
+    Ok(LoadedPlan {
+        chaser_cpu: cpu,
+        load_cpus,
+        mixes,
+        delays_ns,
+        bytes,
+        load_elements,
+        hugepages: args.hugepages == "thp",
+        policy: policy.clone(),
+        isa,
+        time_per_point: args.time,
+        settle: Duration::from_millis(30),
+        clock_ghz: None,
     })
 }
 
-fn render(plan: &LatencyPlan, hugepages: &str, points: &[LatencyPoint]) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "Latency: dependent loads through a random cycle of cache lines · CPU {} · memory {} · pages: {hugepages}{}",
-        plan.cpu,
-        plan.policy,
-        plan.clock_ghz
-            .map_or(String::new(), |g| format!(" · clock {g:.2} GHz"))
-    );
-    let _ = writeln!(
-        o,
-        "\n  {:>10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7}",
-        "working set", "min ns", "p50 ns", "p90 ns", "p99 ns", "cycles", "huge"
-    );
-    for p in points {
-        let _ = writeln!(
-            o,
-            "  {:>10} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>8} {:>7}",
-            Bytes(p.bytes).to_string(),
-            p.min_ns,
-            p.p50_ns,
-            p.p90_ns,
-            p.p99_ns,
-            p.p50_cycles.map_or("-".into(), |c| format!("{c:.1}")),
-            p.huge_share
-                .map_or("-".into(), |h| format!("{:.0}%", 100.0 * h))
+/// Where points go: the records shown at the end, and the results file
+/// when one was named. Also owns the stop flag the signals set.
+struct Recorder {
+    started: String,
+    host: crate::results::Host,
+    caches: BTreeMap<String, u64>,
+    peak_gb_s: Option<f64>,
+    clock_ghz: Option<f64>,
+    file: Option<ResultsFile>,
+    done: std::collections::HashSet<String>,
+    records: Vec<LatencyRecord>,
+    skipped: usize,
+    stop: Stop,
+}
+
+impl Recorder {
+    fn open(args: &LatencyArgs, topo: &Topology, plan: &LatencyPlan) -> Result<Recorder> {
+        let file_error = |e: FileError, flag: &str| match e {
+            FileError::Exists(p) => Error::Usage(format!(
+                "{flag} {}: already exists; to add the missing points to it use --resume {}, else choose another file",
+                p.display(),
+                p.display()
+            )),
+            other => Error::Usage(format!("{flag} {other}")),
+        };
+        let mut file = match (&args.resume, &args.output) {
+            (Some(path), _) => {
+                let (file, torn) =
+                    ResultsFile::resume_with(path, |t| record::parse(t).map(|r| r.point.key()))
+                        .map_err(|e| file_error(e, "--resume"))?;
+                if let Some(line) = torn {
+                    crate::say!(
+                        "membw: {}: dropped line {line}, cut short by an earlier crash or full disk; its point runs again",
+                        path.display()
+                    );
+                }
+                Some(file)
+            }
+            (None, Some(path)) => {
+                Some(ResultsFile::create(path).map_err(|e| file_error(e, "--output"))?)
+            }
+            (None, None) => None,
+        };
+        let done = file
+            .as_mut()
+            .map(|f| std::mem::take(&mut f.done))
+            .unwrap_or_default();
+        let stop = Stop::default();
+        crate::sys::stop_on_signals(stop.0.clone());
+        Ok(Recorder {
+            started: crate::engine::now(),
+            host: crate::results::Host::describe(topo),
+            caches: crate::engine::cache_per_thread(topo, &[plan.cpu]),
+            peak_gb_s: crate::peak::estimate(topo, &args.peak.request()).map(|p| p.node_gb_s()),
+            clock_ghz: plan.clock_ghz,
+            file,
+            done,
+            records: Vec::new(),
+            skipped: 0,
+            stop,
+        })
+    }
+
+    /// Whether the point is already in the resumed file.
+    fn done(&mut self, key: &LatencyKey) -> bool {
+        let done = self.done.contains(&key.key());
+        self.skipped += usize::from(done);
+        done
+    }
+
+    /// Keeps one point and appends it to the file; false once a signal
+    /// asked to stop.
+    fn keep(
+        &mut self,
+        point: LatencyKey,
+        latency: LatencyPoint,
+        load: Option<LoadPoint>,
+        idle_p50_ns: Option<f64>,
+    ) -> Result<bool> {
+        let record = LatencyRecord {
+            schema_version: crate::results::SCHEMA_VERSION,
+            experiment: record::EXPERIMENT.into(),
+            started: self.started.clone(),
+            timestamp: crate::engine::now(),
+            host: self.host.clone(),
+            point,
+            latency,
+            load,
+            idle_p50_ns,
+            clock_ghz: self.clock_ghz,
+            caches: self.caches.clone(),
+            peak_gb_s: self.peak_gb_s,
+        };
+        if let Some(file) = &mut self.file {
+            file.append(&record).map_err(|e| {
+                Error::Runtime(format!(
+                    "{}: cannot append a point: {e}",
+                    file.path.display()
+                ))
+            })?;
+        }
+        self.records.push(record);
+        Ok(self.stop.signal().is_none())
+    }
+}
+
+fn key(plan: &LatencyPlan, study: Study, cpu: usize, policy: &Policy, bytes: u64) -> LatencyKey {
+    LatencyKey {
+        study,
+        cpu,
+        cpu_node: None,
+        mem: policy.to_string(),
+        mem_node: None,
+        bytes,
+        hugepages: if plan.hugepages { "thp" } else { "never" }.into(),
+        load_cpus: Vec::new(),
+        mix: None,
+        delay_ns: None,
+    }
+}
+
+fn run_idle(plan: &LatencyPlan, out: &mut Recorder) -> Result<()> {
+    latency::pin(plan.cpu)?;
+    for &bytes in &plan.sizes {
+        let k = key(plan, Study::Idle, plan.cpu, &plan.policy, bytes);
+        if out.done(&k) {
+            continue;
+        }
+        let point = Chain::build(bytes, plan.hugepages, &plan.policy)?
+            .sample(plan.time_per_size, plan.clock_ghz);
+        if !out.keep(k, point, None, None)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Every CPU node that has an allowed CPU chases, from its first one, a
+/// working set bound to each allowed memory node in turn.
+fn run_matrix(plan: &LatencyPlan, topo: &Topology, out: &mut Recorder) -> Result<()> {
+    let bytes = plan.sizes[0];
+    for node in &topo.nodes {
+        let Some(&cpu) = node
+            .cpus
+            .ids()
+            .iter()
+            .find(|&&c| topo.allowed_cpus.contains(c))
+        else {
+            continue;
+        };
+        latency::pin(cpu)?;
+        for &mem in topo.allowed_mems.ids() {
+            let policy = Policy::Bind(IdSet::new(vec![mem]));
+            let mut k = key(plan, Study::Matrix, cpu, &policy, bytes);
+            (k.cpu_node, k.mem_node) = (Some(node.id), Some(mem));
+            if out.done(&k) {
+                continue;
+            }
+            let point = Chain::build(bytes, plan.hugepages, &policy)?
+                .sample(plan.time_per_size, plan.clock_ghz);
+            if !out.keep(k, point, None, None)? {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The chaser's idle latency first, then every mix and delay under load.
+fn run_loaded(plan: &LatencyPlan, loaded: &LoadedPlan, out: &mut Recorder) -> Result<()> {
+    latency::pin(plan.cpu)?;
+    let bytes = loaded.bytes;
+    let mut chain = Chain::build(bytes, plan.hugepages, &plan.policy)?;
+    let idle = chain.sample(plan.time_per_size, plan.clock_ghz);
+    let idle_ns = idle.p50_ns;
+    let idle_key = key(plan, Study::Idle, plan.cpu, &plan.policy, bytes);
+    if !out.done(&idle_key) && !out.keep(idle_key, idle, None, None)? {
+        return Ok(());
+    }
+    let point_key = |p: &LoadPoint| {
+        let mut k = key(plan, Study::Loaded, plan.cpu, &plan.policy, bytes);
+        k.load_cpus = loaded.load_cpus.clone();
+        (k.mix, k.delay_ns) = (Some(p.mix), Some(p.delay_ns));
+        k
+    };
+    // A resumed file skips whole mixes that are done, not single delays:
+    // the load threads run each mix's delays in one go.
+    let mut todo = loaded.clone();
+    todo.clock_ghz = plan.clock_ghz;
+    todo.mixes.retain(|&mix| {
+        loaded.delays_ns.iter().any(|&delay_ns| {
+            let probe = LoadPoint {
+                mix,
+                delay_ns,
+                delay_spins: 0,
+                threads: 0,
+                gb_s: 0.0,
+                bus_gb_s: 0.0,
+            };
+            !out.done.contains(&point_key(&probe).key())
+        })
+    });
+    if todo.mixes.is_empty() {
+        return Ok(());
+    }
+    load::measure(&todo, &mut chain, |p, latency| {
+        let k = point_key(p);
+        if out.done(&k) {
+            return Ok(out.stop.signal().is_none());
+        }
+        out.keep(k, latency.clone(), Some(p.clone()), Some(idle_ns))
+    })
+}
+
+/// Whether a results file holds latency records (its first line says so).
+pub(crate) fn is_latency_file(path: &std::path::Path) -> bool {
+    use std::io::{BufRead, Read};
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut first = String::new();
+    let mut reader = std::io::BufReader::new(file.take(1 << 20));
+    while first.trim().is_empty() {
+        first.clear();
+        if !matches!(reader.read_line(&mut first), Ok(n) if n > 0) {
+            return false;
+        }
+    }
+    crate::results::file::experiment_of(&first).as_deref() == Some(record::EXPERIMENT)
+}
+
+/// Reads a latency results file; a torn last line is left out with a warning.
+pub(crate) fn read_records(path: &std::path::Path) -> Result<Vec<LatencyRecord>> {
+    let read = crate::results::file::read_lines(path, record::parse)
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    if let Some((line, _)) = read.torn {
+        crate::say!(
+            "membw: warning: {}: line {line} is cut short (a crash or full disk while writing); using the {} complete records",
+            path.display(),
+            read.items.len()
         );
     }
-    let _ = writeln!(
-        o,
-        "\nns per load over {}-load chunks; cycles = p50 × clock; huge = share of the working set in transparent hugepages",
-        points.first().map_or(0, |p| p.loads_per_chunk)
-    );
-    o
+    if read.items.is_empty() {
+        return Err(Error::Usage(format!("{}: no records", path.display())));
+    }
+    Ok(read.items)
+}
+
+/// `membw report` on a latency file: the tables, and the plots written to
+/// `dir` (SVG, and PNG when asked).
+pub(crate) fn report(
+    path: &std::path::Path,
+    dir: &std::path::Path,
+    png: bool,
+    markdown: bool,
+) -> Result<()> {
+    let records = read_records(path)?;
+    let plots = crate::report::latency::plots(&records);
+    if !plots.is_empty() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
+    }
+    for (_, file, svg) in &plots {
+        let target = dir.join(file);
+        std::fs::write(&target, svg)
+            .map_err(|e| Error::Runtime(format!("{}: {e}", target.display())))?;
+        if png {
+            let image = crate::report::png::render(svg, 2.0)
+                .map_err(|e| Error::Runtime(format!("rendering {file} as PNG: {e}")))?;
+            let target = target.with_extension("png");
+            std::fs::write(&target, image)
+                .map_err(|e| Error::Runtime(format!("{}: {e}", target.display())))?;
+        }
+    }
+    let tables = crate::report::latency::render(&records);
+    let mut o = String::new();
+    if markdown {
+        let _ = writeln!(o, "## Latency\n\n```text\n{}```\n", tables);
+        for (title, file, _) in &plots {
+            let _ = writeln!(o, "![{title}]({})\n", dir.join(file).display());
+        }
+    } else {
+        o.push_str(&tables);
+        for (title, file, _) in &plots {
+            let _ = writeln!(o, "plot: {} ({title})", dir.join(file).display());
+        }
+    }
+    print(&o)
 }

@@ -11,7 +11,6 @@ mod study;
 
 use crate::engine::Engine;
 use crate::error::{Error, Input, Result};
-use crate::kernels::KernelId;
 use crate::memory::policy::{self as mempolicy, MemPolicy};
 use crate::peak;
 use crate::placement::{self, spellings};
@@ -20,7 +19,7 @@ use crate::report;
 use crate::results::{Request, RunReport};
 use crate::topology::{Topology, fixture};
 use crate::units::{ArraySize, Bytes, ELEMENT_BYTES};
-use args::{MeasureArgs, PeakArgs, PlacementArgs, parse_kernel};
+use args::{KernelList, MeasureArgs, PeakArgs, PlacementArgs, parse_kernel_list};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -116,9 +115,11 @@ enum Format {
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// Kernels to run, comma-separated: copy, scale, add, triad, read, write
-    #[arg(long, value_delimiter = ',', value_parser = parse_kernel, default_value = "copy,scale,add,triad")]
-    kernels: Vec<KernelId>,
+    /// Kernels to run, comma-separated (each repetition runs them in this order): copy, scale,
+    /// add, triad, read, write, init, update, daxpy, striad, sdaxpy, nstream, dot; or a group:
+    /// stream (the first four), tbb (TheBandwidthBenchmark's), babelstream, all
+    #[arg(long, value_parser = parse_kernel_list, default_value = "stream")]
+    kernels: KernelList,
 
     #[command(flatten)]
     measure: MeasureArgs,
@@ -419,7 +420,7 @@ fn run(args: RunArgs) -> Result<()> {
     let (mem_text, stores) = m.single("run")?;
     let placement = args.placement.placement(&env::Vars::from_process())?;
     let settings = Settings::new(
-        &m.measure(args.kernels.clone()),
+        &m.measure(args.kernels.0.clone()),
         placement.request.clone(),
         stores,
         mempolicy::parse(&mem_text, &topo)?,

@@ -1,6 +1,6 @@
 //! The experiment commands: `sweep`, `tune`, `report`, `compare`.
 
-use super::args::{MeasureArgs, PeakArgs, parse_bind, parse_kernel};
+use super::args::{KernelList, MeasureArgs, PeakArgs, parse_bind, parse_kernel, parse_kernel_list};
 use super::{print, read_topology};
 use crate::engine::sweep::{self, NumaMode, SweepSpec};
 use crate::engine::tune::{self, TuneSpec};
@@ -75,9 +75,11 @@ pub(crate) struct SweepArgs {
     #[arg(long, default_value = "1h", value_parser = humantime::parse_duration, requires = "exec")]
     timeout: Duration,
 
-    /// Kernels to run at every point: copy, scale, add, triad, read, write
-    #[arg(long, value_delimiter = ',', value_parser = parse_kernel, default_value = "copy,scale,add,triad")]
-    kernels: Vec<KernelId>,
+    /// Kernels to run, comma-separated (each repetition runs them in this order): copy, scale,
+    /// add, triad, read, write, init, update, daxpy, striad, sdaxpy, nstream, dot; or a group:
+    /// stream (the first four), tbb (TheBandwidthBenchmark's), babelstream, all
+    #[arg(long, value_parser = parse_kernel_list, default_value = "stream")]
+    kernels: KernelList,
 
     /// Independent runs per point (fresh arrays), for mean ± sd
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
@@ -121,7 +123,7 @@ fn default_output(kind: &str) -> PathBuf {
     PathBuf::from(format!("membw-{kind}-{stamp}-{}.jsonl", std::process::id()))
 }
 
-fn signal_name(signal: i32) -> String {
+pub(super) fn signal_name(signal: i32) -> String {
     match signal {
         libc::SIGINT => "SIGINT (Ctrl-C)".into(),
         libc::SIGTERM => "SIGTERM".into(),
@@ -302,7 +304,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
             NumaArg::All => NumaMode::All,
             NumaArg::Both => NumaMode::Both,
         }),
-        measure: m.measure(args.kernels.clone()),
+        measure: m.measure(args.kernels.0.clone()),
     };
     let base = sweep::expand(&topo, &spec)?;
     let (jobs, programs) = with_programs(base, &args.exec, args.timeout)?;
@@ -558,6 +560,15 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
         return super::nodes::report(&docs, args.outlier, &plots, args.png);
     }
     let results = &args.inputs[0];
+    if super::latency::is_latency_file(results) {
+        let dir = args.plots.clone().unwrap_or_else(|| {
+            let stem = results
+                .file_stem()
+                .map_or("membw".into(), |s| s.to_string_lossy().into_owned());
+            results.with_file_name(format!("{stem}-plots"))
+        });
+        return super::latency::report(results, &dir, args.png, args.markdown);
+    }
     let records = read_records(results)?;
     if records.is_empty() {
         return Err(Error::Usage(format!("{}: no records", results.display())));
@@ -678,6 +689,24 @@ pub(crate) fn compare(args: CompareArgs) -> Result<()> {
             &docs[1].1,
             args.markdown,
         ));
+    }
+    match (
+        super::latency::is_latency_file(&args.a),
+        super::latency::is_latency_file(&args.b),
+    ) {
+        (true, true) => {
+            let a = super::latency::read_records(&args.a)?;
+            let b = super::latency::read_records(&args.b)?;
+            return print(&report::latency::compare(&a, &b, args.markdown));
+        }
+        (false, false) => {}
+        _ => {
+            return Err(Error::Usage(format!(
+                "{} and {}: a latency file and a bandwidth file cannot be compared",
+                args.a.display(),
+                args.b.display()
+            )));
+        }
     }
     let a = read_records(&args.a)?;
     let b = read_records(&args.b)?;

@@ -163,6 +163,8 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
             epsilon: 0.0,
             arrays: Vec::new(),
             read_rel_error: None,
+            dot_rel_error: None,
+            sum_tolerance: crate::protocol::EPSILON,
         },
         timer: TimerCheck {
             granularity_ns: 0.0,

@@ -143,6 +143,8 @@ impl Source for FakeSource {
                     })
                     .collect(),
                 read_rel_error: None,
+                dot_rel_error: None,
+                sum_tolerance: crate::protocol::EPSILON,
             },
             timer: TimerCheck {
                 granularity_ns: 1.0,

@@ -142,6 +142,8 @@ fn stream_kernel(label: &str) -> Option<KernelId> {
         "Scale" | "Mul" => Some(KernelId::Scale),
         "Add" => Some(KernelId::Add),
         "Triad" => Some(KernelId::Triad),
+        "Dot" => Some(KernelId::Dot),
+        "Nstream" => Some(KernelId::Nstream),
         _ => None,
     }
 }
@@ -274,8 +276,12 @@ fn likwid(output: &str) -> Option<ForeignOutput> {
         .parse()
         .ok()?;
     let kernel = match test.split('_').next().unwrap_or("") {
+        // likwid's `stream` is STREAM's triad; its `triad` has four arrays.
         "copy" => Some(KernelId::Copy),
-        "stream" | "triad" => Some(KernelId::Triad),
+        "stream" => Some(KernelId::Triad),
+        "triad" => Some(KernelId::Striad),
+        "daxpy" => Some(KernelId::Daxpy),
+        "ddot" => Some(KernelId::Dot),
         "load" | "sum" => Some(KernelId::Read),
         "store" => Some(KernelId::Write),
         _ => None,
@@ -370,7 +376,7 @@ Dot         45000.000   0.01193     0.01300     0.01240
         assert_eq!(o.format, Format::Babelstream);
         assert_eq!(o.rates.len(), 5);
         assert_eq!(o.rates[1].kernel, Some(KernelId::Scale));
-        assert_eq!(o.rates[4].kernel, None);
+        assert_eq!(o.rates[4].kernel, Some(KernelId::Dot));
         assert_eq!((o.ntimes, o.element_bytes), (Some(100), Some(8)));
         let csv = "function,num_times,n_elements,sizeof,max_GB_per_sec,min_runtime,max_runtime,avg_runtime
 Copy,100,33554432,8,40.123,0.0134,0.0151,0.0140
@@ -399,6 +405,9 @@ MByte/s:		31234.56
         assert_eq!(o.rates[0].kernel, Some(KernelId::Triad));
         assert_eq!(o.rates[0].best_mb_s, 31234.56);
         assert_eq!(o.threads, Some(2));
+        // likwid's triad is a = b + c·d: membw's striad.
+        let four = parse(&out.replace("stream_mem", "triad_mem")).unwrap();
+        assert_eq!(four.rates[0].kernel, Some(KernelId::Striad));
         let err = parse("hello\nworld\n").unwrap_err().to_string();
         assert!(err.contains("its output began: hello | world"), "{err}");
         assert!(parse("").unwrap_err().to_string().contains("(nothing)"));

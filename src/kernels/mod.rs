@@ -28,24 +28,38 @@ pub enum KernelId {
     Triad,
     Read,
     Write,
+    Init,
+    Update,
+    Daxpy,
+    Striad,
+    Sdaxpy,
+    Nstream,
+    Dot,
 }
 
-/// STREAM's three arrays.
+/// STREAM's three arrays, and `d` for the kernels that read three.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ArrayId {
     A,
     B,
     C,
+    D,
 }
 
+/// How many arrays there can be.
+pub const ARRAYS: usize = 4;
+
 impl ArrayId {
-    pub const ALL: [ArrayId; 3] = [ArrayId::A, ArrayId::B, ArrayId::C];
+    pub const ALL: [ArrayId; ARRAYS] = [ArrayId::A, ArrayId::B, ArrayId::C, ArrayId::D];
     pub fn index(self) -> usize {
         self as usize
     }
     pub fn name(self) -> &'static str {
-        ["a", "b", "c"][self.index()]
+        ["a", "b", "c", "d"][self.index()]
+    }
+    pub fn parse(name: &str) -> Option<ArrayId> {
+        ArrayId::ALL.into_iter().find(|a| a.name() == name)
     }
 }
 
@@ -71,10 +85,11 @@ impl KernelSpec {
     }
 
     /// Bytes per element that really cross the memory bus: with ordinary
-    /// stores every written line is first read (write-allocate).
+    /// stores every written line is first read (write-allocate), unless the
+    /// kernel reads that array anyway (update, daxpy: the line is already in).
     pub fn bytes_moved(&self, stores: StoreMode) -> u64 {
-        let allocate = match stores {
-            StoreMode::Regular if self.writes.is_some() => 8,
+        let allocate = match (stores, self.writes) {
+            (StoreMode::Regular, Some(w)) if !self.reads.contains(&w) => 8,
             _ => 0,
         };
         self.bytes_counted() + allocate
@@ -86,8 +101,9 @@ impl KernelSpec {
     }
 }
 
-/// STREAM's four, then the two extras, in the order they run in a repetition.
-pub const KERNELS: [KernelSpec; 6] = [
+/// STREAM's four, read and write, then TheBandwidthBenchmark's and
+/// BabelStream's; a repetition runs the selected ones in the order given.
+pub const KERNELS: [KernelSpec; 13] = [
     KernelSpec {
         id: KernelId::Copy,
         name: "copy",
@@ -142,7 +158,138 @@ pub const KERNELS: [KernelSpec; 6] = [
         writes: Some(ArrayId::C),
         flops_per_element: 0,
     },
+    KernelSpec {
+        id: KernelId::Init,
+        name: "init",
+        label: "Init:",
+        formula: "a[i] = q",
+        reads: &[],
+        writes: Some(ArrayId::A),
+        flops_per_element: 0,
+    },
+    KernelSpec {
+        id: KernelId::Update,
+        name: "update",
+        label: "Update:",
+        formula: "a[i] = q*a[i]",
+        reads: &[ArrayId::A],
+        writes: Some(ArrayId::A),
+        flops_per_element: 1,
+    },
+    KernelSpec {
+        id: KernelId::Daxpy,
+        name: "daxpy",
+        label: "Daxpy:",
+        formula: "a[i] = a[i] + q*b[i]",
+        reads: &[ArrayId::A, ArrayId::B],
+        writes: Some(ArrayId::A),
+        flops_per_element: 2,
+    },
+    KernelSpec {
+        id: KernelId::Striad,
+        name: "striad",
+        label: "STriad:",
+        formula: "a[i] = b[i] + c[i]*d[i]",
+        reads: &[ArrayId::B, ArrayId::C, ArrayId::D],
+        writes: Some(ArrayId::A),
+        flops_per_element: 2,
+    },
+    KernelSpec {
+        id: KernelId::Sdaxpy,
+        name: "sdaxpy",
+        label: "SDaxpy:",
+        formula: "a[i] = a[i] + b[i]*c[i]",
+        reads: &[ArrayId::A, ArrayId::B, ArrayId::C],
+        writes: Some(ArrayId::A),
+        flops_per_element: 2,
+    },
+    KernelSpec {
+        id: KernelId::Nstream,
+        name: "nstream",
+        label: "Nstream:",
+        formula: "a[i] += b[i] + q*c[i]",
+        reads: &[ArrayId::A, ArrayId::B, ArrayId::C],
+        writes: Some(ArrayId::A),
+        flops_per_element: 3,
+    },
+    KernelSpec {
+        id: KernelId::Dot,
+        name: "dot",
+        label: "Dot:",
+        formula: "sum += a[i]*b[i]",
+        reads: &[ArrayId::A, ArrayId::B],
+        writes: None,
+        flops_per_element: 2,
+    },
 ];
+
+/// Named kernel selections for `--kernels`.
+pub const KERNEL_GROUPS: [(&str, &[KernelId]); 4] = [
+    ("stream", &STREAM_KERNELS),
+    // TheBandwidthBenchmark's set, in its order (its `sum` is our `read`).
+    (
+        "tbb",
+        &[
+            KernelId::Init,
+            KernelId::Read,
+            KernelId::Copy,
+            KernelId::Update,
+            KernelId::Triad,
+            KernelId::Daxpy,
+            KernelId::Striad,
+            KernelId::Sdaxpy,
+        ],
+    ),
+    // BabelStream's five (its `mul` is STREAM's scale).
+    (
+        "babelstream",
+        &[
+            KernelId::Copy,
+            KernelId::Scale,
+            KernelId::Add,
+            KernelId::Triad,
+            KernelId::Dot,
+            KernelId::Nstream,
+        ],
+    ),
+    (
+        "all",
+        &[
+            KernelId::Copy,
+            KernelId::Scale,
+            KernelId::Add,
+            KernelId::Triad,
+            KernelId::Read,
+            KernelId::Write,
+            KernelId::Init,
+            KernelId::Update,
+            KernelId::Daxpy,
+            KernelId::Striad,
+            KernelId::Sdaxpy,
+            KernelId::Nstream,
+            KernelId::Dot,
+        ],
+    ),
+];
+
+/// One `--kernels` entry: a kernel's name or a group's.
+pub fn parse_selection(name: &str) -> Option<Vec<KernelId>> {
+    let name = name.trim();
+    if let Some((_, group)) = KERNEL_GROUPS
+        .iter()
+        .find(|(g, _)| g.eq_ignore_ascii_case(name))
+    {
+        return Some(group.to_vec());
+    }
+    KernelId::parse(name).map(|k| vec![k])
+}
+
+/// The names `--kernels` accepts, for error messages and help.
+pub fn selection_names() -> String {
+    let kernels = KERNELS.iter().map(|k| k.name);
+    let groups = KERNEL_GROUPS.iter().map(|(g, _)| *g);
+    kernels.chain(groups).collect::<Vec<_>>().join(", ")
+}
 
 /// The arrays a set of kernels touches; `a` always (STREAM's timing test
 /// writes it).
@@ -274,6 +421,9 @@ impl fmt::Display for StoreMode {
     }
 }
 
+/// A kernel writing one array from three others.
+pub type ThreeInputs = fn(&mut [f64], &[f64], &[f64], &[f64]);
+
 /// One implementation of every kernel for one ISA and store mode.
 ///
 /// Slices passed to one call have equal lengths (checked once per call).
@@ -287,6 +437,18 @@ pub struct KernelFns {
     pub triad: fn(&mut [f64], &[f64], &[f64], f64),
     pub read: fn(&[f64]) -> f64,
     pub write: fn(&mut [f64], f64),
+    /// `a = q·a`, in place.
+    pub update: fn(&mut [f64], f64),
+    /// `a = a + q·x`.
+    pub daxpy: fn(&mut [f64], &[f64], f64),
+    /// `a = x + y·z`.
+    pub striad: ThreeInputs,
+    /// `a = a + x·y`.
+    pub sdaxpy: fn(&mut [f64], &[f64], &[f64]),
+    /// `a = a + (x + q·y)`.
+    pub nstream: fn(&mut [f64], &[f64], &[f64], f64),
+    /// `sum of x·y`.
+    pub dot: fn(&[f64], &[f64]) -> f64,
 }
 
 impl KernelFns {
@@ -327,11 +489,25 @@ mod tests {
     #[test]
     fn byte_counts_follow_stream() {
         let counted: Vec<u64> = KERNELS.iter().map(|k| k.bytes_counted()).collect();
-        assert_eq!(counted, vec![16, 16, 24, 24, 8, 8]);
+        // STREAM's four, read, write; then TheBandwidthBenchmark's and
+        // BabelStream's counts (init 1 word, update 2, daxpy 3, striad,
+        // sdaxpy and nstream 4, dot 2).
+        assert_eq!(
+            counted,
+            vec![16, 16, 24, 24, 8, 8, 8, 16, 24, 32, 32, 32, 16]
+        );
         assert_eq!(KernelId::Copy.spec().bytes_moved(StoreMode::Regular), 24);
         assert_eq!(KernelId::Triad.spec().bytes_moved(StoreMode::Regular), 32);
         assert_eq!(KernelId::Triad.spec().bytes_moved(StoreMode::Nt), 24);
         assert_eq!(KernelId::Read.spec().bytes_moved(StoreMode::Regular), 8);
+        assert_eq!(KernelId::Striad.spec().bytes_moved(StoreMode::Regular), 40);
+        // In-place kernels read the line they write: no allocate.
+        for k in [KernelId::Update, KernelId::Daxpy, KernelId::Nstream] {
+            assert_eq!(
+                k.spec().bytes_moved(StoreMode::Regular),
+                k.spec().bytes_counted()
+            );
+        }
     }
 
     #[test]
@@ -341,7 +517,29 @@ mod tests {
             assert_eq!(KernelId::parse(k.name), Some(k.id));
         }
         assert_eq!(KernelId::parse("TRIAD"), Some(KernelId::Triad));
-        assert_eq!(KernelId::parse("daxpy"), None);
+        assert_eq!(KernelId::parse("saxpy"), None);
+    }
+
+    #[test]
+    fn groups_name_their_kernels() {
+        assert_eq!(parse_selection("stream"), Some(STREAM_KERNELS.to_vec()));
+        assert_eq!(parse_selection(" Dot "), Some(vec![KernelId::Dot]));
+        let all = parse_selection("all").unwrap();
+        assert_eq!(all, KERNELS.iter().map(|k| k.id).collect::<Vec<_>>());
+        let tbb = parse_selection("tbb").unwrap();
+        assert_eq!(tbb.len(), 8);
+        assert!(tbb.contains(&KernelId::Striad) && !tbb.contains(&KernelId::Dot));
+        assert_eq!(parse_selection("nope"), None);
+        assert!(selection_names().ends_with("babelstream, all"));
+        assert_eq!(
+            arrays_used(&[KernelId::Striad]),
+            ArrayId::ALL.to_vec(),
+            "striad needs a 4th array"
+        );
+    }
+
+    fn close(got: f64, want: f64) -> bool {
+        (got - want).abs() <= 1e-12 * want.abs().max(1.0)
     }
 
     /// Every supported variant computes what the formulas say, for lengths and
@@ -357,23 +555,47 @@ mod tests {
                 for (len, off) in [(0, 0), (1, 0), (7, 1), (64, 0), (1000, 3), (4099, 5)] {
                     let x: Vec<f64> = (0..len + off).map(|i| i as f64 + 0.5).collect();
                     let y: Vec<f64> = (0..len + off).map(|i| 2.0 * i as f64).collect();
-                    let (x, y) = (&x[off..], &y[off..]);
+                    let z: Vec<f64> = (0..len + off).map(|i| 1.0 - i as f64).collect();
+                    let (x, y, z) = (&x[off..], &y[off..], &z[off..]);
                     let mut d = vec![-1.0; len + off];
                     let d = &mut d[off..];
+                    let all = |d: &[f64], want: &dyn Fn(usize) -> f64| {
+                        (0..len).all(|i| close(d[i], want(i)))
+                    };
+                    let at = format!("{isa} {stores} len {len}");
                     (f.copy)(d, x);
-                    assert_eq!(d, x, "{isa} {stores} copy len {len}");
+                    assert_eq!(d, x, "copy {at}");
                     (f.scale)(d, x, SCALAR);
-                    assert!(d.iter().zip(x).all(|(d, x)| *d == SCALAR * x));
+                    assert!(d.iter().zip(x).all(|(d, x)| *d == SCALAR * x), "scale {at}");
                     (f.add)(d, x, y);
                     assert!(d.iter().zip(x.iter().zip(y)).all(|(d, (x, y))| *d == x + y));
                     (f.triad)(d, x, y, SCALAR);
-                    for i in 0..len {
-                        assert!((d[i] - (x[i] + SCALAR * y[i])).abs() <= 1e-12 * d[i].abs());
-                    }
+                    assert!(all(d, &|i| x[i] + SCALAR * y[i]), "triad {at}");
                     (f.write)(d, 7.0);
                     assert!(d.iter().all(|&v| v == 7.0));
                     let expect: f64 = x.iter().sum();
-                    assert!(((f.read)(x) - expect).abs() <= 1e-9 * expect.abs().max(1.0));
+                    assert!(close((f.read)(x), expect), "read {at}");
+                    let expect: f64 = x.iter().zip(y).map(|(x, y)| x * y).sum();
+                    assert!(close((f.dot)(x, y), expect), "dot {at}");
+
+                    // The in-place kernels, each from a known `d`.
+                    d.copy_from_slice(z);
+                    (f.update)(d, SCALAR);
+                    assert!(
+                        d.iter().zip(z).all(|(d, z)| *d == SCALAR * z),
+                        "update {at}"
+                    );
+                    d.copy_from_slice(z);
+                    (f.daxpy)(d, x, SCALAR);
+                    assert!(all(d, &|i| z[i] + SCALAR * x[i]), "daxpy {at}");
+                    (f.striad)(d, x, y, z);
+                    assert!(all(d, &|i| x[i] + y[i] * z[i]), "striad {at}");
+                    d.copy_from_slice(z);
+                    (f.sdaxpy)(d, x, y);
+                    assert!(all(d, &|i| z[i] + x[i] * y[i]), "sdaxpy {at}");
+                    d.copy_from_slice(z);
+                    (f.nstream)(d, x, y, SCALAR);
+                    assert!(all(d, &|i| z[i] + x[i] + SCALAR * y[i]), "nstream {at}");
                 }
             }
         }

@@ -79,6 +79,54 @@ macro_rules! store_loop {
     }};
 }
 
+/// Sums `<term of k>` over `n` elements into four vector accumulators
+/// (aligned on `base`), with scalar head and tail, and returns the total.
+macro_rules! sum_loop {
+    ($lanes:expr, $zero:path, $add:path, $storeu:path, $base:expr, $n:expr,
+     |$acc:ident, $k:ident| vector: $vstep:expr, scalar: $sterm:expr) => {{
+        let base: *const f64 = $base;
+        let n: usize = $n;
+        let mut $k = 0usize;
+        let mut scalar = 0.0;
+        while $k < n && (base.add($k) as usize) % ($lanes * 8) != 0 {
+            scalar += $sterm;
+            $k += 1;
+        }
+        let (mut s0, mut s1, mut s2, mut s3) = ($zero(), $zero(), $zero(), $zero());
+        let body_end = $k + (n - $k) / (4 * $lanes) * (4 * $lanes);
+        while $k < body_end {
+            let start = $k;
+            s0 = {
+                let $acc = s0;
+                $vstep
+            };
+            $k = start + $lanes;
+            s1 = {
+                let $acc = s1;
+                $vstep
+            };
+            $k = start + 2 * $lanes;
+            s2 = {
+                let $acc = s2;
+                $vstep
+            };
+            $k = start + 3 * $lanes;
+            s3 = {
+                let $acc = s3;
+                $vstep
+            };
+            $k = start + 4 * $lanes;
+        }
+        while $k < n {
+            scalar += $sterm;
+            $k += 1;
+        }
+        let mut lanes = [0.0f64; $lanes];
+        $storeu(lanes.as_mut_ptr(), $add($add(s0, s1), $add(s2, s3)));
+        scalar + lanes.iter().sum::<f64>()
+    }};
+}
+
 macro_rules! isa_module {
     ($name:ident, $feature:literal, $isa:ident, lanes: $lanes:literal,
      load: $load:path, store: $store:path, storeu: $storeu:path, stream: $stream:path,
@@ -102,6 +150,12 @@ macro_rules! isa_module {
                         triad: triad::<true>,
                         read,
                         write: write::<true>,
+                        update: update::<true>,
+                        daxpy: daxpy::<true>,
+                        striad: striad::<true>,
+                        sdaxpy: sdaxpy::<true>,
+                        nstream: nstream::<true>,
+                        dot,
                     }
                 } else {
                     KernelFns {
@@ -113,6 +167,12 @@ macro_rules! isa_module {
                         triad: triad::<false>,
                         read,
                         write: write::<false>,
+                        update: update::<false>,
+                        daxpy: daxpy::<false>,
+                        striad: striad::<false>,
+                        sdaxpy: sdaxpy::<false>,
+                        nstream: nstream::<false>,
+                        dot,
                     }
                 }
             }
@@ -175,31 +235,104 @@ macro_rules! isa_module {
             }
 
             #[target_feature(enable = $feature)]
+            unsafe fn update_impl<const NT: bool>(d: *mut f64, n: usize, q: f64) {
+                // SAFETY: the caller passes a pointer valid for n elements.
+                unsafe {
+                    let qv = $splat(q);
+                    store_loop!(NT, $store, $stream, LANES, d, n,
+                        |i| vector: $mul(qv, $load(d.add(i))), scalar: q * *d.add(i))
+                }
+            }
+
+            #[target_feature(enable = $feature)]
+            unsafe fn daxpy_impl<const NT: bool>(d: *mut f64, x: *const f64, n: usize, q: f64) {
+                // SAFETY: the caller passes pointers valid for n elements.
+                unsafe {
+                    let qv = $splat(q);
+                    store_loop!(NT, $store, $stream, LANES, d, n,
+                        |i| vector: {
+                            let $q = qv;
+                            let $c = $load(x.add(i));
+                            let $b = $load(d.add(i));
+                            $madd
+                        },
+                        scalar: *d.add(i) + q * *x.add(i))
+                }
+            }
+
+            #[target_feature(enable = $feature)]
+            unsafe fn striad_impl<const NT: bool>(
+                d: *mut f64, x: *const f64, y: *const f64, z: *const f64, n: usize,
+            ) {
+                // SAFETY: the caller passes pointers valid for n elements.
+                unsafe {
+                    store_loop!(NT, $store, $stream, LANES, d, n,
+                        |i| vector: {
+                            let $q = $load(y.add(i));
+                            let $c = $load(z.add(i));
+                            let $b = $load(x.add(i));
+                            $madd
+                        },
+                        scalar: *x.add(i) + *y.add(i) * *z.add(i))
+                }
+            }
+
+            #[target_feature(enable = $feature)]
+            unsafe fn sdaxpy_impl<const NT: bool>(
+                d: *mut f64, x: *const f64, y: *const f64, n: usize,
+            ) {
+                // SAFETY: the caller passes pointers valid for n elements.
+                unsafe {
+                    store_loop!(NT, $store, $stream, LANES, d, n,
+                        |i| vector: {
+                            let $q = $load(x.add(i));
+                            let $c = $load(y.add(i));
+                            let $b = $load(d.add(i));
+                            $madd
+                        },
+                        scalar: *d.add(i) + *x.add(i) * *y.add(i))
+                }
+            }
+
+            #[target_feature(enable = $feature)]
+            unsafe fn nstream_impl<const NT: bool>(
+                d: *mut f64, x: *const f64, y: *const f64, n: usize, q: f64,
+            ) {
+                // SAFETY: the caller passes pointers valid for n elements.
+                unsafe {
+                    let qv = $splat(q);
+                    store_loop!(NT, $store, $stream, LANES, d, n,
+                        |i| vector: {
+                            let $q = qv;
+                            let $c = $load(y.add(i));
+                            let $b = $load(x.add(i));
+                            $add($load(d.add(i)), $madd)
+                        },
+                        scalar: *d.add(i) + (*x.add(i) + q * *y.add(i)))
+                }
+            }
+
+            #[target_feature(enable = $feature)]
             unsafe fn read_impl(a: *const f64, n: usize) -> f64 {
                 // SAFETY: the caller passes a pointer valid for n elements.
                 unsafe {
-                    let mut k = 0usize;
-                    let mut head = 0.0;
-                    while k < n && (a.add(k) as usize) % (LANES * 8) != 0 {
-                        head += *a.add(k);
-                        k += 1;
-                    }
-                    let (mut s0, mut s1, mut s2, mut s3) = ($zero(), $zero(), $zero(), $zero());
-                    let body_end = k + (n - k) / (4 * LANES) * (4 * LANES);
-                    while k < body_end {
-                        s0 = $add(s0, $load(a.add(k)));
-                        s1 = $add(s1, $load(a.add(k + LANES)));
-                        s2 = $add(s2, $load(a.add(k + 2 * LANES)));
-                        s3 = $add(s3, $load(a.add(k + 3 * LANES)));
-                        k += 4 * LANES;
-                    }
-                    while k < n {
-                        head += *a.add(k);
-                        k += 1;
-                    }
-                    let mut lanes = [0.0f64; LANES];
-                    $storeu(lanes.as_mut_ptr(), $add($add(s0, s1), $add(s2, s3)));
-                    head + lanes.iter().sum::<f64>()
+                    sum_loop!(LANES, $zero, $add, $storeu, a, n,
+                        |acc, k| vector: $add(acc, $load(a.add(k))), scalar: *a.add(k))
+                }
+            }
+
+            #[target_feature(enable = $feature)]
+            unsafe fn dot_impl(x: *const f64, y: *const f64, n: usize) -> f64 {
+                // SAFETY: the caller passes pointers valid for n elements.
+                unsafe {
+                    sum_loop!(LANES, $zero, $add, $storeu, x, n,
+                        |acc, k| vector: {
+                            let $q = $load(x.add(k));
+                            let $c = $load(y.add(k));
+                            let $b = acc;
+                            $madd
+                        },
+                        scalar: *x.add(k) * *y.add(k))
                 }
             }
 
@@ -238,6 +371,43 @@ macro_rules! isa_module {
             fn write<const NT: bool>(d: &mut [f64], value: f64) {
                 // SAFETY: feature checked before this table was built.
                 unsafe { write_impl::<NT>(d.as_mut_ptr(), d.len(), value) }
+            }
+
+            fn update<const NT: bool>(d: &mut [f64], q: f64) {
+                // SAFETY: feature checked before this table was built.
+                unsafe { update_impl::<NT>(d.as_mut_ptr(), d.len(), q) }
+            }
+
+            fn daxpy<const NT: bool>(d: &mut [f64], x: &[f64], q: f64) {
+                assert_eq!(d.len(), x.len());
+                // SAFETY: feature checked before this table was built; lengths equal.
+                unsafe { daxpy_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), d.len(), q) }
+            }
+
+            fn striad<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64], z: &[f64]) {
+                assert!(d.len() == x.len() && d.len() == y.len() && d.len() == z.len());
+                // SAFETY: feature checked before this table was built; lengths equal.
+                unsafe {
+                    striad_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), z.as_ptr(), d.len())
+                }
+            }
+
+            fn sdaxpy<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64]) {
+                assert!(d.len() == x.len() && d.len() == y.len());
+                // SAFETY: feature checked before this table was built; lengths equal.
+                unsafe { sdaxpy_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len()) }
+            }
+
+            fn nstream<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64], q: f64) {
+                assert!(d.len() == x.len() && d.len() == y.len());
+                // SAFETY: feature checked before this table was built; lengths equal.
+                unsafe { nstream_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len(), q) }
+            }
+
+            fn dot(x: &[f64], y: &[f64]) -> f64 {
+                assert_eq!(x.len(), y.len());
+                // SAFETY: feature checked before this table was built; lengths equal.
+                unsafe { dot_impl(x.as_ptr(), y.as_ptr(), x.len()) }
             }
         }
     };

@@ -8,6 +8,9 @@
 //! nanoseconds per load over the chunks (min, p50, p90, p99), not only a
 //! mean.
 
+pub mod load;
+pub mod record;
+
 use crate::error::{Error, Result};
 use crate::kernels::chase::chase;
 use crate::memory::policy::Policy;
@@ -18,9 +21,10 @@ use std::time::{Duration, Instant};
 /// Bytes of one cache line: one link per line.
 pub const LINE: usize = 64;
 const WORDS_PER_LINE: usize = LINE / 8;
-/// Loads per timed chunk at least: long enough for the clock (tens of µs
-/// even in L1), short enough for many chunks.
-const MIN_CHUNK_LOADS: usize = 1 << 14;
+/// Loads per timed chunk: long enough for the clock (tens of µs even in
+/// L1), short enough for many chunks in DRAM (about 3 ms at 170 ns). The
+/// cycle is random, so any stretch of it is a fair sample.
+const CHUNK_LOADS: usize = 1 << 14;
 
 /// A small, fast, seedable generator (SplitMix64): the permutation must be
 /// random to the prefetchers, not to an adversary.
@@ -97,55 +101,94 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// Measures every working set of the plan in turn, pinned to its CPU.
 pub fn measure(plan: &LatencyPlan) -> Result<Vec<LatencyPoint>> {
-    sys::pin_current_thread(plan.cpu)
-        .map_err(|e| Error::Runtime(format!("cannot pin to CPU {}: {e}", plan.cpu)))?;
-    plan.sizes.iter().map(|&s| measure_one(plan, s)).collect()
+    pin(plan.cpu)?;
+    plan.sizes
+        .iter()
+        .map(|&s| {
+            Chain::build(s, plan.hugepages, &plan.policy)
+                .map(|mut c| c.sample(plan.time_per_size, plan.clock_ghz))
+        })
+        .collect()
 }
 
-fn measure_one(plan: &LatencyPlan, bytes: u64) -> Result<LatencyPoint> {
-    let lines = (bytes as usize / LINE).max(2);
-    let words = lines * WORDS_PER_LINE;
-    let mut array = MappedArray::new(words)
-        .map_err(|e| Error::Runtime(format!("mapping {bytes} bytes: {e}")))?;
-    // Advice and policy before the first touch, which places the pages.
-    let _ = array.advise_hugepages(plan.hugepages);
-    if let Some((mode, nodes)) = plan.policy.mbind_args() {
-        sys::mbind(&array, mode, &nodes)
-            .map_err(|e| Error::Runtime(format!("memory policy {}: {e}", plan.policy)))?;
+/// Pins the calling thread, which then chases from that CPU.
+pub fn pin(cpu: usize) -> Result<()> {
+    sys::pin_current_thread(cpu)
+        .map_err(|e| Error::Runtime(format!("cannot pin to CPU {cpu}: {e}")))
+}
+
+/// A working set linked into one random cycle, placed and touched by the
+/// calling thread, ready to chase.
+pub struct Chain {
+    array: MappedArray,
+    bytes: u64,
+    lines: usize,
+    /// Where the chase stopped last: the next sample continues from there.
+    at: usize,
+}
+
+impl Chain {
+    /// Maps `bytes` under `policy`, links its lines in a random cycle and
+    /// chases one whole cycle untimed, so caches and TLBs are as the timed
+    /// chunks find them.
+    pub fn build(bytes: u64, hugepages: bool, policy: &Policy) -> Result<Chain> {
+        let lines = (bytes as usize / LINE).max(2);
+        let words = lines * WORDS_PER_LINE;
+        let mut array = MappedArray::new(words)
+            .map_err(|e| Error::Runtime(format!("mapping {bytes} bytes: {e}")))?;
+        // Advice and policy before the first touch, which places the pages.
+        let _ = array.advise_hugepages(hugepages);
+        if let Some((mode, nodes)) = policy.mbind_args() {
+            sys::mbind(&array, mode, &nodes)
+                .map_err(|e| Error::Runtime(format!("memory policy {policy}: {e}")))?;
+        }
+        let next = cyclic_order(lines, 0x6d65_6d62_7700 ^ bytes);
+        let chain = array.as_mut_words();
+        for (line, &to) in next.iter().enumerate() {
+            chain[line * WORDS_PER_LINE] = (to * WORDS_PER_LINE) as u64;
+        }
+        let mut c = Chain {
+            array,
+            bytes,
+            lines,
+            at: 0,
+        };
+        c.at = chase(c.array.as_mut_words(), 0, lines);
+        Ok(c)
     }
-    let next = cyclic_order(lines, 0x6d65_6d62_7700 ^ bytes);
-    let chain = array.as_mut_words();
-    for (line, &to) in next.iter().enumerate() {
-        chain[line * WORDS_PER_LINE] = (to * WORDS_PER_LINE) as u64;
+
+    /// Chases in timed chunks for about `time` (at least 5 chunks) and
+    /// summarizes the chunks' nanoseconds per load.
+    pub fn sample(&mut self, time: Duration, clock_ghz: Option<f64>) -> LatencyPoint {
+        let per_chunk = CHUNK_LOADS;
+        let chain: &[u64] = self.array.as_mut_words();
+        let mut at = self.at;
+        let mut samples = Vec::new();
+        let started = Instant::now();
+        while samples.len() < 5 || (started.elapsed() < time && samples.len() < 100_000) {
+            let t = Instant::now();
+            at = chase(chain, at, per_chunk);
+            samples.push(t.elapsed().as_secs_f64() * 1e9 / per_chunk as f64);
+        }
+        self.at = at;
+        let huge_share = huge_share(self.array.addr(), self.array.len() * 8);
+        let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+        samples.sort_by(f64::total_cmp);
+        let p50 = percentile(&samples, 0.5);
+        LatencyPoint {
+            bytes: self.bytes,
+            lines: self.lines as u64,
+            min_ns: samples[0],
+            p50_ns: p50,
+            p90_ns: percentile(&samples, 0.9),
+            p99_ns: percentile(&samples, 0.99),
+            mean_ns: mean,
+            p50_cycles: clock_ghz.map(|ghz| p50 * ghz),
+            chunks: samples.len(),
+            loads_per_chunk: per_chunk,
+            huge_share,
+        }
     }
-    let chain: &[u64] = chain;
-    // One whole cycle untimed: caches and TLBs as the timed chunks find them.
-    let mut at = chase(chain, 0, lines);
-    let per_chunk = lines.max(MIN_CHUNK_LOADS);
-    let mut samples = Vec::new();
-    let started = Instant::now();
-    while samples.len() < 5 || (started.elapsed() < plan.time_per_size && samples.len() < 100_000) {
-        let t = Instant::now();
-        at = chase(chain, at, per_chunk);
-        samples.push(t.elapsed().as_secs_f64() * 1e9 / per_chunk as f64);
-    }
-    let huge_share = huge_share(array.addr(), array.len() * 8);
-    let mean = samples.iter().sum::<f64>() / samples.len() as f64;
-    samples.sort_by(f64::total_cmp);
-    let p50 = percentile(&samples, 0.5);
-    Ok(LatencyPoint {
-        bytes,
-        lines: lines as u64,
-        min_ns: samples[0],
-        p50_ns: p50,
-        p90_ns: percentile(&samples, 0.9),
-        p99_ns: percentile(&samples, 0.99),
-        mean_ns: mean,
-        p50_cycles: plan.clock_ghz.map(|ghz| p50 * ghz),
-        chunks: samples.len(),
-        loads_per_chunk: per_chunk,
-        huge_share,
-    })
 }
 
 /// The share of the resident memory in `[addr, addr + len)` that is in
@@ -221,7 +264,7 @@ mod tests {
         };
         let p = &measure(&plan).unwrap()[0];
         assert_eq!(p.lines, 256);
-        assert!(p.chunks >= 5 && p.loads_per_chunk == MIN_CHUNK_LOADS);
+        assert!(p.chunks >= 5 && p.loads_per_chunk == CHUNK_LOADS);
         assert!(
             p.min_ns > 0.0 && p.min_ns <= p.p50_ns && p.p50_ns <= p.p90_ns && p.p90_ns <= p.p99_ns
         );

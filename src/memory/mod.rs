@@ -5,7 +5,7 @@
 pub mod policy;
 
 use crate::error::{Error, Input, Result};
-use crate::kernels::ArrayId;
+use crate::kernels::{ARRAYS, ArrayId};
 use crate::sys::{self, MappedArray};
 use crate::topology::Topology;
 use crate::units::{Bytes, ELEMENT_BYTES};
@@ -108,13 +108,13 @@ pub fn partition(elements: usize, threads: usize) -> Vec<Range<usize>> {
 
 /// The mapped arrays; `None` for an array no selected kernel uses.
 pub struct Arrays {
-    arrays: [Option<MappedArray>; 3],
+    arrays: [Option<MappedArray>; ARRAYS],
     pub elements: usize,
 }
 
 /// One thread's share of every mapped array.
 pub struct Chunk<'a> {
-    pub arrays: [Option<&'a mut [f64]>; 3],
+    pub arrays: [Option<&'a mut [f64]>; ARRAYS],
     /// Index of the chunk's first element in the whole array.
     pub offset: usize,
 }
@@ -156,7 +156,7 @@ impl Arrays {
         hugepages: Hugepages,
         mem: &MemPolicy,
     ) -> Result<Arrays> {
-        let mut arrays: [Option<MappedArray>; 3] = [None, None, None];
+        let mut arrays: [Option<MappedArray>; ARRAYS] = Default::default();
         for &id in needed {
             let array = MappedArray::new(elements)
                 .map_err(|e| Error::Runtime(format!("cannot map array {}: {e}", id.name())))?;
@@ -301,11 +301,7 @@ impl Arrays {
         ranges
             .iter()
             .map(|r| Chunk {
-                arrays: [
-                    columns[0].next().flatten(),
-                    columns[1].next().flatten(),
-                    columns[2].next().flatten(),
-                ],
+                arrays: std::array::from_fn(|i| columns[i].next().flatten()),
                 offset: r.start,
             })
             .collect()

@@ -10,7 +10,7 @@
 //! - per array: `a=bind:0,b=bind:1,c=interleave:all` (unnamed arrays: local).
 
 use crate::error::{Error, Input, Result};
-use crate::kernels::ArrayId;
+use crate::kernels::{ARRAYS, ArrayId};
 use crate::sys::MemPolicyMode;
 use crate::topology::Topology;
 use crate::topology::cpulist::{IdSet, parse_list};
@@ -62,13 +62,13 @@ impl Policy {
 /// One policy per STREAM array.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemPolicy {
-    pub arrays: [Policy; 3],
+    pub arrays: [Policy; ARRAYS],
 }
 
 impl Default for MemPolicy {
     fn default() -> Self {
         MemPolicy {
-            arrays: [Policy::Local, Policy::Local, Policy::Local],
+            arrays: std::array::from_fn(|_| Policy::Local),
         }
     }
 }
@@ -98,8 +98,11 @@ impl fmt::Display for MemPolicy {
         if self.is_uniform() {
             return write!(f, "{}", self.arrays[0]);
         }
+        // d (striad's 4th array) is named only when it is not local, so the
+        // three-array policies read as they always have.
         let parts: Vec<String> = ArrayId::ALL
             .iter()
+            .filter(|&&id| id != ArrayId::D || *self.get(id) != Policy::Local)
             .map(|&id| format!("{}={}", id.name(), self.get(id)))
             .collect();
         f.write_str(&parts.join(","))
@@ -119,7 +122,7 @@ pub fn parse(text: &str, topo: &Topology) -> Result<MemPolicy> {
         .filter(|&i| {
             (i == 0 || t.as_bytes()[i - 1] == b',')
                 && t[i..].len() >= 2
-                && matches!(&t[i..i + 2], "a=" | "b=" | "c=")
+                && matches!(&t[i..i + 2], "a=" | "b=" | "c=" | "d=")
         })
         .collect();
     if starts.first() != Some(&0) {
@@ -130,11 +133,11 @@ pub fn parse(text: &str, topo: &Topology) -> Result<MemPolicy> {
         }
         let p = parse_one(t, topo).map_err(err)?;
         return Ok(MemPolicy {
-            arrays: [p.clone(), p.clone(), p],
+            arrays: std::array::from_fn(|_| p.clone()),
         });
     }
     let mut policy = MemPolicy::default();
-    let mut named = [false; 3];
+    let mut named = [false; ARRAYS];
     for (k, &start) in starts.iter().enumerate() {
         let end = starts.get(k + 1).map_or(t.len(), |&e| e - 1);
         let entry = &t[start..end];
@@ -315,6 +318,12 @@ mod tests {
         assert_eq!(
             per.to_string(),
             format!("a=bind:{n0},b=local,c=preferred:{n0}")
+        );
+        let d = parse(&format!("d=bind:{n0}"), &t).unwrap();
+        assert_eq!(d.arrays[3], Policy::Bind(IdSet::new(vec![n0])));
+        assert_eq!(
+            d.to_string(),
+            format!("a=local,b=local,c=local,d=bind:{n0}")
         );
     }
 

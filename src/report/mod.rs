@@ -5,6 +5,7 @@
 
 pub mod csv;
 pub mod json;
+pub mod latency;
 pub mod place;
 pub mod plot;
 pub mod png;

@@ -292,18 +292,37 @@ pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
         .first()
         .map(|r| r.cache_per_thread.clone())
         .unwrap_or_default();
+    size_axis_plot(
+        &format!(
+            "{} bandwidth vs working set per thread",
+            kernel.spec().label.trim_end_matches(':')
+        ),
+        "working set per thread (all arrays), log scale",
+        "GB/s (10^9 B/s)",
+        &series,
+        &caches,
+        (lo, hi, y_max),
+        SeriesLabelPosition::UpperRight,
+    )
+}
+
+/// A plot over working-set sizes: x is log2(bytes) on a linear axis, so
+/// ticks fall on powers of two; the cache capacities are marked.
+fn size_axis_plot(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    caches: &BTreeMap<String, u64>,
+    (lo, hi, y_max): (f64, f64, f64),
+    legend: SeriesLabelPosition,
+) -> Option<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).ok()?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(
-                format!(
-                    "{} bandwidth vs working set per thread",
-                    kernel.spec().label.trim_end_matches(':')
-                ),
-                TITLE_FONT,
-            )
+            .caption(title, TITLE_FONT)
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
@@ -315,8 +334,8 @@ pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
             .axis_desc_style(AXIS_FONT)
             .light_line_style(MINOR_GRID)
             .bold_line_style(MAJOR_GRID)
-            .x_desc("working set per thread (all arrays), log scale")
-            .y_desc("GB/s (10^9 B/s)")
+            .x_desc(x_desc)
+            .y_desc(y_desc)
             .x_labels(((hi - lo) as usize + 1).min(40))
             .x_label_formatter(&|x| {
                 if (x - x.round()).abs() < 1e-6 {
@@ -327,7 +346,7 @@ pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
             })
             .draw()
             .ok()?;
-        for (name, &bytes) in &caches {
+        for (name, &bytes) in caches {
             let x = (bytes as f64).log2();
             if x > lo && x < hi {
                 let grey = RGBColor(120, 120, 120);
@@ -346,18 +365,159 @@ pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
                     .ok()?;
             }
         }
+        draw_series(&mut chart, series)?;
+        chart
+            .configure_series_labels()
+            .label_font(("sans-serif", 15))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(legend)
+            .draw()
+            .ok()?;
+        root.present().ok()?;
+    }
+    Some(svg)
+}
+
+/// Latency (p50 ns per load) vs working set, one line per CPU and memory
+/// placement, with the chasing CPU's cache capacities marked: the steps
+/// should sit at them. `None` with fewer than three sizes.
+pub fn latency_sizes_plot(
+    series: &[(String, Vec<(u64, f64)>)],
+    caches: &BTreeMap<String, u64>,
+) -> Option<String> {
+    let sizes: std::collections::BTreeSet<u64> = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|q| q.0))
+        .collect();
+    if sizes.len() < 3 {
+        return None;
+    }
+    let (lo, hi) = (
+        (*sizes.first()? as f64).log2() - 0.5,
+        (*sizes.last()? as f64).log2() + 0.5,
+    );
+    let y_max = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|q| q.1))
+        .fold(1.0, f64::max)
+        * 1.15;
+    let series: Vec<Series> = series
+        .iter()
+        .map(|(l, p)| {
+            let pts = p
+                .iter()
+                .map(|&(b, ns)| ((b as f64).log2(), ns, 0.0))
+                .collect();
+            (l.clone(), pts)
+        })
+        .collect();
+    size_axis_plot(
+        "Latency vs working set (dependent loads, random cycle)",
+        "working set, log scale",
+        "ns per load (p50)",
+        &series,
+        caches,
+        (lo, hi, y_max),
+        SeriesLabelPosition::UpperLeft,
+    )
+}
+
+/// Loaded latency: the load threads' bandwidth on x, the chaser's p50 on
+/// y, one line per traffic mix; the idle latency as a dashed horizontal
+/// line and the theoretical peak as a vertical one when known.
+pub fn loaded_plot(
+    curves: &[(String, Vec<(f64, f64)>)],
+    idle_ns: Option<f64>,
+    peak_gb_s: Option<f64>,
+) -> Option<String> {
+    let points = || curves.iter().flat_map(|(_, p)| p.iter());
+    points().next()?;
+    let x_max = points().map(|p| p.0).chain(peak_gb_s).fold(1.0, f64::max) * 1.08;
+    let y_max = points().map(|p| p.1).chain(idle_ns).fold(1.0, f64::max) * 1.15;
+    let series: Vec<Series> = curves
+        .iter()
+        .map(|(l, p)| {
+            let mut pts: Vec<(f64, f64, f64)> = p.iter().map(|&(x, y)| (x, y, 0.0)).collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (l.clone(), pts)
+        })
+        .collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).ok()?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("Loaded latency: bandwidth vs latency per mix", TITLE_FONT)
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+            .ok()?;
+        chart
+            .configure_mesh()
+            .label_style(TICK_FONT)
+            .axis_desc_style(AXIS_FONT)
+            .light_line_style(MINOR_GRID)
+            .bold_line_style(MAJOR_GRID)
+            .x_desc("load threads' bandwidth, GB/s (10^9 B/s)")
+            .y_desc("chaser's latency, ns per load (p50)")
+            .draw()
+            .ok()?;
+        if let Some(idle) = idle_ns {
+            let grey = RGBColor(120, 120, 120);
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(0.0, idle), (x_max, idle)],
+                    6,
+                    4,
+                    grey.stroke_width(1),
+                ))
+                .ok()?;
+            chart
+                .draw_series([Text::new(
+                    format!("idle {idle:.0} ns"),
+                    (x_max * 0.01, idle * 0.96),
+                    ("sans-serif", 13).into_font().color(&grey),
+                )])
+                .ok()?;
+        }
+        if let Some(peak) = peak_gb_s {
+            chart
+                .draw_series(LineSeries::new(
+                    [(peak, 0.0), (peak, y_max)],
+                    BLACK.stroke_width(1),
+                ))
+                .ok()?;
+            chart
+                .draw_series([Text::new(
+                    format!("peak {peak:.0} GB/s"),
+                    (peak * 0.8, y_max * 0.97),
+                    ("sans-serif", 13).into_font(),
+                )])
+                .ok()?;
+        }
         draw_series(&mut chart, &series)?;
         chart
             .configure_series_labels()
             .label_font(("sans-serif", 15))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
+            .position(SeriesLabelPosition::UpperLeft)
             .draw()
             .ok()?;
         root.present().ok()?;
     }
     Some(svg)
+}
+
+/// The latency matrix (CPU node rows × memory node columns, p50 ns).
+pub fn latency_matrix_plot(cells: &[(usize, usize, f64)]) -> Option<String> {
+    heat_map(
+        cells,
+        "Latency ns per load (p50), CPU node × memory node",
+        "ns",
+    )
 }
 
 /// The NUMA matrix (CPU node rows × memory node columns) as heat maps, one
@@ -388,7 +548,7 @@ pub fn numa_plots(records: &[Record], kernel: KernelId) -> Vec<(String, String)>
                 "one thread"
             }
         );
-        if let Some(svg) = heat_map(&cells, &title) {
+        if let Some(svg) = heat_map(&cells, &title, "GB/s") {
             out.push((title, svg));
         }
     }
@@ -405,7 +565,7 @@ fn heat(t: f64) -> HSLColor {
 
 /// Drawn in pixels rather than on a chart: cells, numbers and node labels
 /// stay centered whatever the matrix size (one node included).
-fn heat_map(cells: &[(usize, usize, f64)], title: &str) -> Option<String> {
+fn heat_map(cells: &[(usize, usize, f64)], title: &str, unit: &str) -> Option<String> {
     use plotters::style::text_anchor::{HPos, Pos, VPos};
     let rows: std::collections::BTreeSet<usize> = cells.iter().map(|c| c.0).collect();
     let cols: std::collections::BTreeSet<usize> = cells.iter().map(|c| c.1).collect();
@@ -487,13 +647,13 @@ fn heat_map(cells: &[(usize, usize, f64)], title: &str) -> Option<String> {
                 .pos(Pos::new(HPos::Left, VPos::Center))
         };
         root.draw(&Text::new(
-            format!("{max:.1} GB/s"),
+            format!("{max:.1} {unit}"),
             (scale_x + 24, grid_bottom - bar_height),
             left_text(13),
         ))
         .ok()?;
         root.draw(&Text::new(
-            "0 GB/s".to_string(),
+            format!("0 {unit}"),
             (scale_x + 24, grid_bottom),
             left_text(13),
         ))

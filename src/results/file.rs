@@ -67,9 +67,32 @@ fn regular_file(path: &Path) -> Result<std::fs::File, FileError> {
 /// reported in [`Records::torn`]. Records of another schema version are
 /// refused.
 pub fn read(path: &Path) -> Result<Records, FileError> {
+    let lines = read_lines(path, parse_record)?;
+    Ok(Records {
+        records: lines.items,
+        torn: lines.torn,
+    })
+}
+
+/// The items of a JSON Lines file of any record type.
+#[derive(Debug)]
+pub struct Lines<T> {
+    pub items: Vec<T>,
+    /// As [`Records::torn`].
+    pub torn: Option<(usize, u64)>,
+}
+
+/// [`read`] for any record type: `parse` turns one line into one item.
+pub fn read_lines<T>(
+    path: &Path,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Lines<T>, FileError> {
     let io = |e| FileError::Io(path.to_path_buf(), e);
     let mut reader = std::io::BufReader::new(regular_file(path)?);
-    let mut out = Records::default();
+    let mut out = Lines {
+        items: Vec::new(),
+        torn: None,
+    };
     let mut line = Vec::new();
     let (mut number, mut offset) = (0usize, 0u64);
     loop {
@@ -92,8 +115,8 @@ pub fn read(path: &Path) -> Result<Records, FileError> {
         }
         let text = String::from_utf8_lossy(&line);
         if !text.trim().is_empty() {
-            match parse_record(&text) {
-                Ok(r) => out.records.push(r),
+            match parse(&text) {
+                Ok(r) => out.items.push(r),
                 Err(_) if !complete => {
                     out.torn = Some((number, offset));
                     break;
@@ -112,20 +135,34 @@ pub fn read(path: &Path) -> Result<Records, FileError> {
     Ok(out)
 }
 
-fn parse_record(text: &str) -> Result<Record, String> {
+/// Refuses a line written by another schema version, by name.
+pub fn check_version(text: &str) -> Result<(), String> {
     #[derive(serde::Deserialize)]
     struct Version {
         schema_version: u32,
     }
     match serde_json::from_str::<Version>(text) {
-        Ok(v) if v.schema_version != SCHEMA_VERSION => {
-            return Err(format!(
-                "schema_version {} is not the version {SCHEMA_VERSION} this membw reads",
-                v.schema_version
-            ));
-        }
-        _ => {}
+        Ok(v) if v.schema_version != SCHEMA_VERSION => Err(format!(
+            "schema_version {} is not the version {SCHEMA_VERSION} this membw reads",
+            v.schema_version
+        )),
+        _ => Ok(()),
     }
+}
+
+/// The `experiment` a line says it belongs to (`sweep`, `latency`, ...).
+pub fn experiment_of(text: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Experiment {
+        experiment: String,
+    }
+    serde_json::from_str::<Experiment>(text)
+        .ok()
+        .map(|e| e.experiment)
+}
+
+fn parse_record(text: &str) -> Result<Record, String> {
+    check_version(text)?;
     let record: Record = serde_json::from_str(text).map_err(|e| e.to_string())?;
     // Rates outside what any memory system does (a hand-edited or corrupt
     // file) would only break the plots' axes.
@@ -172,8 +209,17 @@ impl ResultsFile {
     /// last line (a write cut short) is cut off; the line number is
     /// returned so the caller can say so.
     pub fn resume(path: &Path) -> Result<(ResultsFile, Option<usize>), FileError> {
-        let read = read(path)?;
-        let done = read.records.iter().map(|r| r.point.key()).collect();
+        Self::resume_with(path, |text| parse_record(text).map(|r| r.point.key()))
+    }
+
+    /// [`resume`](Self::resume) for any record type: `key` reads one line
+    /// and returns the key of the point it holds.
+    pub fn resume_with(
+        path: &Path,
+        key: impl Fn(&str) -> Result<String, String>,
+    ) -> Result<(ResultsFile, Option<usize>), FileError> {
+        let read = read_lines(path, key)?;
+        let done = read.items.into_iter().collect();
         let io = |e| FileError::Io(path.to_path_buf(), e);
         let file = std::fs::OpenOptions::new()
             .append(true)
@@ -194,7 +240,7 @@ impl ResultsFile {
 
     /// Appends one record as one line and flushes it. A write that fails
     /// (a full disk, a file too large) leaves no partial line behind.
-    pub fn append(&mut self, record: &Record) -> std::io::Result<()> {
+    pub fn append(&mut self, record: &impl serde::Serialize) -> std::io::Result<()> {
         let mut line = serde_json::to_string(record).expect("plain data serializes");
         line.push('\n');
         let before = self.file.metadata()?.len();

@@ -60,8 +60,19 @@ pub struct Validation {
     pub passed: bool,
     pub epsilon: f64,
     pub arrays: Vec<ArrayCheck>,
-    /// The read kernel's last sum against the expected one, when it ran.
+    /// The read kernel's last sum against the exact one, when it ran.
     pub read_rel_error: Option<f64>,
+    /// The dot kernel's last sum against the exact one, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dot_rel_error: Option<f64>,
+    /// The largest relative error a sum of this many elements may carry.
+    #[serde(default = "default_sum_tolerance")]
+    pub sum_tolerance: f64,
+}
+
+/// Records written before the tolerance was recorded used this one.
+fn default_sum_tolerance() -> f64 {
+    1e-9
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -178,8 +189,13 @@ pub fn require_valid(m: &Measurement) -> Result<()> {
             )
         })
         .collect();
-    if let Some(e) = m.validation.read_rel_error.filter(|&e| e > 1e-9) {
+    let tolerance = m.validation.sum_tolerance;
+    let off = |e: f64| e.is_nan() || e > tolerance;
+    if let Some(e) = m.validation.read_rel_error.filter(|&e| off(e)) {
         parts.push(format!("read kernel sum off by {e:.3e}"));
+    }
+    if let Some(e) = m.validation.dot_rel_error.filter(|&e| off(e)) {
+        parts.push(format!("dot kernel sum off by {e:.3e}"));
     }
     if let Some(ranks) = &m.ranks {
         parts.extend(ranks.ranks.iter().filter(|r| !r.validated).map(|r| {

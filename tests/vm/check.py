@@ -107,6 +107,21 @@ def topo(nodes, sockets, cores, cpus, tpc, dist):
     return t
 
 
+def latency_matrix(cpu_nodes, mem_nodes):
+    """`latency --numa-matrix`: one row per CPU node, one cell per memory
+    node (CPU-less ones included), each a positive latency. No bound on the
+    nanoseconds: this is an emulator."""
+    d = doc("latmatrix")
+    if d is None:
+        return
+    cells = {(r["point"]["cpu_node"], r["point"]["mem_node"]): r["latency"]["p50_ns"] for r in d["records"]}
+    rows = sorted({c for c, _ in cells})
+    check("latmatrix: one row per CPU node", rows == cpu_nodes, str(rows))
+    want = {(c, m) for c in cpu_nodes for m in mem_nodes}
+    check("latmatrix: every CPU node to every memory node", set(cells) == want, str(sorted(cells)))
+    check("latmatrix: every cell measured", all(v > 0 for v in cells.values()), str(cells))
+
+
 def usage_error(name, needle):
     if name not in R:
         check(name, False, "no output from the guest")
@@ -181,6 +196,7 @@ elif shape == "nps4":
     cpus = threads("mscatter")
     if cpus is not None and node:
         check("mscatter: M:scatter deals nodes 0 then 1", [node[c] for c in cpus] == [0, 1], str(cpus))
+    latency_matrix([0, 1, 2, 3], [0, 1, 2, 3])
 
 elif shape == "memory-only-node":
     t = topo(3, 2, 2, 2, 1, [[10, 20, 30], [20, 10, 30], [30, 30, 10]])
@@ -190,6 +206,7 @@ elif shape == "memory-only-node":
     expect_pages("bind2", {a: {2: 1.0} for a in "abc"})
     expect_pages("preferred2", {a: {2: 0.9} for a in "abc"})
     usage_error("cpunode2", "node 2 has no CPUs")
+    latency_matrix([0, 1], [0, 1, 2])
 
 else:
     check("shape", False, f"no checks written for shape '{shape}'")

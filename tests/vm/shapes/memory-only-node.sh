@@ -10,5 +10,6 @@ run topo membw topo --json
 run bind2 membw run --size 256k --ntimes 3 --json --mem bind:2
 run preferred2 membw run --size 256k --ntimes 3 --json --mem preferred:2
 run cpunode2 membw run --size 256k --cpunode 2
+run latmatrix membw latency --numa-matrix --sizes 1MiB --time 20ms --format json
 CMDS
 }

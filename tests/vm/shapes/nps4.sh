@@ -10,5 +10,6 @@ run interleave membw run --size 256k --ntimes 3 --json --mem interleave:all
 run bind3 membw run --size 256k --ntimes 3 --json --mem bind:3
 run pernuma membw run --size 256k --ntimes 2 --json --strategy per-numa=1
 run mscatter membw run --size 256k --ntimes 2 --json --pin M:scatter --threads 2
+run latmatrix membw latency --numa-matrix --sizes 1MiB --time 20ms --format json
 CMDS
 }

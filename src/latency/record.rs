@@ -1,0 +1,175 @@
+//! Latency results as JSON Lines records, one per measured point, in the
+//! same files and with the same resume rules as the bandwidth studies.
+
+use super::LatencyPoint;
+use super::load::LoadPoint;
+use crate::results::Host;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The `experiment` of every latency record.
+pub const EXPERIMENT: &str = "latency";
+
+/// Which latency study a point belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Study {
+    /// Latency vs working set, no other traffic.
+    Idle,
+    /// One cell of the CPU node × memory node matrix.
+    Matrix,
+    /// One point of a bandwidth-latency curve.
+    Loaded,
+}
+
+/// What a point measured: the key for resume and for comparing files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyKey {
+    pub study: Study,
+    pub cpu: usize,
+    pub cpu_node: Option<usize>,
+    /// The memory policy, as `--mem` spells it.
+    pub mem: String,
+    /// The node the working set was bound to (matrix cells).
+    pub mem_node: Option<usize>,
+    pub bytes: u64,
+    /// `thp` or `never`.
+    pub hugepages: String,
+    /// Loaded points: the load threads' CPUs, mix and delay.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub load_cpus: Vec<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<super::load::Mix>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ns: Option<f64>,
+}
+
+impl LatencyKey {
+    /// A stable text key: the fields, serialized.
+    pub fn key(&self) -> String {
+        serde_json::to_string(self).expect("plain data serializes")
+    }
+
+    /// A short label for tables and plot legends.
+    pub fn label(&self) -> String {
+        let mut l = format!("CPU {} → {}", self.cpu, self.mem);
+        if self.hugepages != "thp" {
+            l.push_str(&format!(", {} pages", self.hugepages));
+        }
+        l
+    }
+}
+
+/// One line of a latency results file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LatencyRecord {
+    pub schema_version: u32,
+    /// Always [`EXPERIMENT`].
+    pub experiment: String,
+    /// When the command started; the same for all its lines.
+    pub started: String,
+    pub timestamp: String,
+    pub host: Host,
+    pub point: LatencyKey,
+    pub latency: LatencyPoint,
+    /// The load threads' traffic (loaded points).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadPoint>,
+    /// The chaser's idle latency at the same working set, measured just
+    /// before the loaded sweep (loaded points).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_p50_ns: Option<f64>,
+    pub clock_ghz: Option<f64>,
+    /// Capacity of each cache level serving the chasing CPU (`L1d`, `L2`,
+    /// `L3`), bytes: where the latency steps are expected.
+    pub caches: BTreeMap<String, u64>,
+    /// Theoretical peak bandwidth of the node, when known (loaded plots).
+    pub peak_gb_s: Option<f64>,
+}
+
+/// Reads one line of a latency results file.
+pub fn parse(text: &str) -> Result<LatencyRecord, String> {
+    crate::results::file::check_version(text)?;
+    let r: LatencyRecord = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if r.experiment != EXPERIMENT {
+        return Err(format!("a '{}' record among latency records", r.experiment));
+    }
+    let l = &r.latency;
+    let times = [l.min_ns, l.p50_ns, l.p90_ns, l.p99_ns, l.mean_ns];
+    if let Some(v) = times
+        .iter()
+        .find(|v| !(v.is_finite() && (0.0..=1e9).contains(*v)))
+    {
+        return Err(format!("a latency of {v:e} ns is not a measurement"));
+    }
+    if let Some(load) = &r.load
+        && !(load.gb_s.is_finite() && (0.0..=1e7).contains(&load.gb_s))
+    {
+        return Err(format!(
+            "a load of {:e} GB/s is not a measurement",
+            load.gb_s
+        ));
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_tell_points_apart_and_records_round_trip() {
+        let key = LatencyKey {
+            study: Study::Idle,
+            cpu: 0,
+            cpu_node: Some(0),
+            mem: "local".into(),
+            mem_node: None,
+            bytes: 4096,
+            hugepages: "thp".into(),
+            load_cpus: vec![],
+            mix: None,
+            delay_ns: None,
+        };
+        let mut other = key.clone();
+        other.bytes = 8192;
+        assert_ne!(key.key(), other.key());
+        assert!(!key.key().contains("mix"), "{}", key.key());
+        let record = LatencyRecord {
+            schema_version: crate::results::SCHEMA_VERSION,
+            experiment: EXPERIMENT.into(),
+            started: "s".into(),
+            timestamp: "t".into(),
+            host: serde_json::from_value(serde_json::json!({
+                "hostname": "h", "cpu_model": null, "kernel": "k",
+                "online_cpus": 2, "numa_nodes": 1, "sockets": 1, "thp_mode": null
+            }))
+            .unwrap(),
+            point: key,
+            latency: LatencyPoint {
+                bytes: 4096,
+                lines: 64,
+                min_ns: 1.0,
+                p50_ns: 1.1,
+                p90_ns: 1.2,
+                p99_ns: 1.3,
+                mean_ns: 1.1,
+                p50_cycles: None,
+                chunks: 5,
+                loads_per_chunk: 16384,
+                huge_share: None,
+            },
+            load: None,
+            idle_p50_ns: None,
+            clock_ghz: None,
+            caches: BTreeMap::new(),
+            peak_gb_s: None,
+        };
+        let line = serde_json::to_string(&record).unwrap();
+        assert_eq!(parse(&line).unwrap().point, record.point);
+        let bad = line.replace("\"p50_ns\":1.1", "\"p50_ns\":-1.0");
+        assert!(parse(&bad).unwrap_err().contains("not a measurement"));
+        let sweep = line.replace("\"experiment\":\"latency\"", "\"experiment\":\"sweep\"");
+        assert!(parse(&sweep).unwrap_err().contains("'sweep' record"));
+    }
+}
