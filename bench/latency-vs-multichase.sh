@@ -23,7 +23,8 @@ for _ in $(seq 1 "$rounds"); do
 done | python3 -c "
 import statistics, sys
 rows = [tuple(map(float, l.split())) for l in sys.stdin if len(l.split()) == 3]
-for t, mn, p50 in rows: print(f'multichase {t:7.1f} ns   membw min {mn:7.1f} p50 {p50:7.1f} ns   min/multichase {mn / t:.3f}')
-r = [mn / t for t, mn, _ in rows]
-print(f'{len(r)} rounds: median ratio membw min / multichase best {statistics.median(r):.3f}, range {min(r):.3f}-{max(r):.3f}')
+for t, mn, p50 in rows: print(f'multichase {t:7.1f} ns   membw min {mn:7.1f} p50 {p50:7.1f} ns   p50/multichase {p50 / t:.3f}')
+for name, col in (('min', 1), ('p50', 2)):
+    r = [row[col] / row[0] for row in rows]
+    print(f'{len(r)} rounds: median ratio membw {name} / multichase best {statistics.median(r):.3f}, range {min(r):.3f}-{max(r):.3f}')
 "

@@ -100,7 +100,10 @@ fn the_numa_matrix_has_a_row_per_cpu_node_and_a_cell_per_memory_node() {
             let p = &r["point"];
             assert_eq!(p["bytes"], 64 << 10);
             assert!(r["latency"]["p50_ns"].as_f64().unwrap() > 0.0);
-            (p["cpu_node"].as_u64().unwrap(), p["mem_node"].as_u64().unwrap())
+            (
+                p["cpu_node"].as_u64().unwrap(),
+                p["mem_node"].as_u64().unwrap(),
+            )
         })
         .collect();
     let want: Vec<(u64, u64)> = cpu_nodes
@@ -108,10 +111,22 @@ fn the_numa_matrix_has_a_row_per_cpu_node_and_a_cell_per_memory_node() {
         .flat_map(|&c| mem_nodes.iter().map(move |&m| (c, m)))
         .collect();
     assert_eq!(cells, want);
-    let text = stdout(&["latency", "--numa-matrix", "--sizes", "64KiB", "--time", "10ms"]);
-    assert!(text.contains("Latency matrix") && text.contains("mem 0"), "{text}");
+    let text = stdout(&[
+        "latency",
+        "--numa-matrix",
+        "--sizes",
+        "64KiB",
+        "--time",
+        "10ms",
+    ]);
+    assert!(
+        text.contains("Latency matrix") && text.contains("mem 0"),
+        "{text}"
+    );
     assert_eq!(
-        text.lines().filter(|l| l.trim_start().starts_with("node ")).count(),
+        text.lines()
+            .filter(|l| l.trim_start().starts_with("node "))
+            .count(),
         cpu_nodes.len(),
         "{text}"
     );
@@ -187,10 +202,7 @@ fn latency_files_resume_report_and_compare() {
     let lines = || std::fs::read_to_string(&file).unwrap().lines().count();
     assert_eq!(lines(), 2);
     // An existing file is never overwritten.
-    usage_error(
-        &["latency", "--sizes", "8KiB", "-o", f],
-        "already exists",
-    );
+    usage_error(&["latency", "--sizes", "8KiB", "-o", f], "already exists");
     // A torn last line (a crash mid-write) is dropped on resume; the points
     // already there are not measured again.
     let mut text = std::fs::read_to_string(&file).unwrap();
@@ -205,7 +217,10 @@ fn latency_files_resume_report_and_compare() {
     assert_eq!(lines(), 3);
     let plots = dir.path().join("plots");
     let report = stdout(&["report", f, "--plots", plots.to_str().unwrap()]);
-    assert!(report.contains("1 MiB") && report.contains("p50 ns"), "{report}");
+    assert!(
+        report.contains("1 MiB") && report.contains("p50 ns"),
+        "{report}"
+    );
     let svg = std::fs::read_to_string(plots.join("latency-sizes.svg")).unwrap();
     let doc = roxmltree::Document::parse(&svg).unwrap();
     let series = doc
@@ -230,7 +245,10 @@ fn latency_files_resume_report_and_compare() {
         "-o",
         sweep.to_str().unwrap(),
     ]);
-    usage_error(&["compare", f, sweep.to_str().unwrap()], "cannot be compared");
+    usage_error(
+        &["compare", f, sweep.to_str().unwrap()],
+        "cannot be compared",
+    );
 }
 
 #[test]
@@ -239,9 +257,15 @@ fn ctrl_c_keeps_the_points_measured_and_resume_finishes() {
     let file = dir.path().join("lat.jsonl");
     let f = file.to_str().unwrap();
     let args = [
-        "latency", "--sizes", "4KiB..64MiB", "--time", "150ms", "--hugepages", "never",
+        "latency",
+        "--sizes",
+        "4KiB..64MiB",
+        "--time",
+        "150ms",
+        "--hugepages",
+        "never",
     ];
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
         .args(args)
         .args(["-o", f])
         .stdout(std::process::Stdio::null())
@@ -259,9 +283,15 @@ fn ctrl_c_keeps_the_points_measured_and_resume_finishes() {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("stopped by SIGINT") && stderr.contains("--resume"), "{stderr}");
+    assert!(
+        stderr.contains("stopped by SIGINT") && stderr.contains("--resume"),
+        "{stderr}"
+    );
     let before = lines();
-    assert!((1..15).contains(&before), "{before} points before the signal");
+    assert!(
+        (1..15).contains(&before),
+        "{before} points before the signal"
+    );
     let mut resumed: Vec<&str> = args.to_vec();
     resumed.extend(["--resume", f]);
     stdout(&resumed);
@@ -270,9 +300,18 @@ fn ctrl_c_keeps_the_points_measured_and_resume_finishes() {
 
 #[test]
 fn bad_loaded_input_is_one_line() {
-    usage_error(&["latency", "--loaded", "--cpu", "0", "--load-cpus", "0"], "chaser's");
-    usage_error(&["latency", "--loaded", "--load-cpus", "0-99999"], "--load-cpus");
-    usage_error(&["latency", "--loaded", "--mix", "read,4:1"], "unknown mix '4:1'");
+    usage_error(
+        &["latency", "--loaded", "--cpu", "0", "--load-cpus", "0"],
+        "chaser's",
+    );
+    usage_error(
+        &["latency", "--loaded", "--load-cpus", "0-99999"],
+        "--load-cpus",
+    );
+    usage_error(
+        &["latency", "--loaded", "--mix", "read,4:1"],
+        "unknown mix '4:1'",
+    );
     usage_error(&["latency", "--loaded", "--delays", "1h"], "no load at all");
     usage_error(&["latency", "--loaded", "--delays", "soon"], "'soon'");
     usage_error(&["latency", "--loaded", "--numa-matrix"], "--numa-matrix");

@@ -153,6 +153,8 @@ fn every_isa_this_cpu_has_validates() {
                 "2",
                 "--isa",
                 isa,
+                "--kernels",
+                "all",
                 "-q",
                 "--threads",
                 "1",
@@ -177,6 +179,64 @@ fn every_isa_this_cpu_has_validates() {
     }
 }
 
+/// Groups expand, a kernel named twice runs once, and the 4th array is
+/// mapped only for striad.
+#[test]
+fn kernel_groups_select_and_validate() {
+    let run = |kernels: &str| -> Value {
+        let out = stdout(&[
+            "run",
+            "--size",
+            "300k",
+            "--ntimes",
+            "3",
+            "--threads",
+            "1",
+            "--kernels",
+            kernels,
+            "--json",
+        ]);
+        serde_json::from_str(&out).unwrap()
+    };
+    let doc = run("tbb,dot,copy");
+    let m = &doc["measurement"];
+    let names: Vec<&str> = m["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kernel"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "copy", "triad", "read", "init", "update", "daxpy", "striad", "sdaxpy", "dot"
+        ]
+    );
+    assert_eq!(m["arrays"], 4);
+    assert_eq!(m["validation"]["passed"], true);
+    assert!(m["validation"]["dot_rel_error"].as_f64().unwrap() <= 1e-12);
+    let striad = &m["results"][6];
+    assert_eq!(
+        (
+            striad["bytes_per_element"].as_u64(),
+            striad["dram_bytes_per_element"].as_u64()
+        ),
+        (Some(32), Some(if m["stores"] == "nt" { 32 } else { 40 }))
+    );
+    assert_eq!(run("babelstream")["measurement"]["arrays"], 3);
+    let text = stdout(&[
+        "run",
+        "--size",
+        "300k",
+        "--ntimes",
+        "2",
+        "--kernels",
+        "nstream",
+        "-q",
+    ]);
+    assert!(text.contains("Nstream:"), "{text}");
+}
+
 #[test]
 fn explicit_cpus_are_used_in_order() {
     let out = stdout(&[
@@ -191,7 +251,10 @@ fn explicit_cpus_are_used_in_order() {
 
 #[test]
 fn bad_input_is_a_one_line_error_with_exit_code_2() {
-    usage_error(&["run", "--kernels", "daxpy"], "unknown kernel 'daxpy'");
+    usage_error(
+        &["run", "--kernels", "triad,saxpy"],
+        "unknown kernel or group 'saxpy'",
+    );
     usage_error(&["run", "--size", "0"], "zero");
     usage_error(&["run", "--size", "lots"], "'lots'");
     usage_error(&["run", "--size", "12XB"], "'XB'");
