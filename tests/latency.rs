@@ -136,8 +136,12 @@ fn the_numa_matrix_has_a_row_per_cpu_node_and_a_cell_per_memory_node() {
 /// have them.
 #[test]
 fn loaded_latency_sweeps_the_delay_and_counts_the_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("loaded.jsonl");
     let json = stdout(&[
         "latency",
+        "-o",
+        file.to_str().unwrap(),
         "--loaded",
         "--cpu",
         "0",
@@ -183,6 +187,29 @@ fn loaded_latency_sweeps_the_delay_and_counts_the_load() {
         copy["load"]["bus_gb_s"].as_f64().unwrap(),
     );
     assert!((bus / counted - 1.5).abs() < 1e-9, "copy's write-allocate");
+    // The file holds the same records; its plot has one line per mix.
+    let plots = dir.path().join("plots");
+    let report = stdout(&[
+        "report",
+        file.to_str().unwrap(),
+        "--plots",
+        plots.to_str().unwrap(),
+    ]);
+    assert!(
+        report.contains("Loaded latency") && report.contains("nt-write"),
+        "{report}"
+    );
+    let svg = std::fs::read_to_string(plots.join("latency-loaded.svg")).unwrap();
+    assert_eq!(series_in(&svg), 3, "read, copy, nt-write");
+    assert!(svg.contains("idle"), "the idle latency is marked");
+}
+
+/// Number of data series in a plot: one 2-pixel polyline each.
+fn series_in(svg: &str) -> usize {
+    let doc = roxmltree::Document::parse(svg).expect("SVG is well-formed XML");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke-width") == Some("2"))
+        .count()
 }
 
 #[test]
@@ -222,12 +249,7 @@ fn latency_files_resume_report_and_compare() {
         "{report}"
     );
     let svg = std::fs::read_to_string(plots.join("latency-sizes.svg")).unwrap();
-    let doc = roxmltree::Document::parse(&svg).unwrap();
-    let series = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke-width") == Some("2"))
-        .count();
-    assert_eq!(series, 1, "one line: one CPU, one placement");
+    assert_eq!(series_in(&svg), 1, "one line: one CPU, one placement");
     assert!(svg.contains("L1d"), "the cache capacities are marked");
     let same = stdout(&["compare", f, f]);
     assert!(same.contains("3 of 3 points"), "{same}");

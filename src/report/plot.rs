@@ -194,26 +194,46 @@ fn counted_x_chart<'a, 'b>(
     x_max: f64,
     y_max: f64,
 ) -> Option<Chart<'a, 'b>> {
+    framed_chart(
+        root,
+        title,
+        (0.5..x_max, 0.0..y_max),
+        (x_desc, "GB/s (10^9 B/s)"),
+        Some(((x_max as usize + 1).min(33), &integer_tick)),
+    )
+}
+
+/// Writes an x tick's label.
+type TickFormat = dyn Fn(&f64) -> String;
+
+/// A white chart with membw's frame: the title, fonts and grid, the axis
+/// descriptions, and on x optionally a tick count and a tick formatter.
+fn framed_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    (x, y): (std::ops::Range<f64>, std::ops::Range<f64>),
+    (x_desc, y_desc): (&str, &str),
+    x_ticks: Option<(usize, &TickFormat)>,
+) -> Option<Chart<'a, 'b>> {
     root.fill(&WHITE).ok()?;
     let mut chart = ChartBuilder::on(root)
         .caption(title, TITLE_FONT)
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0.5f64..x_max, 0f64..y_max)
+        .build_cartesian_2d(x, y)
         .ok()?;
-    chart
-        .configure_mesh()
-        .label_style(TICK_FONT)
+    let mut mesh = chart.configure_mesh();
+    mesh.label_style(TICK_FONT)
         .axis_desc_style(AXIS_FONT)
         .light_line_style(MINOR_GRID)
         .bold_line_style(MAJOR_GRID)
         .x_desc(x_desc)
-        .y_desc("GB/s (10^9 B/s)")
-        .x_labels((x_max as usize + 1).min(33))
-        .x_label_formatter(&integer_tick)
-        .draw()
-        .ok()?;
+        .y_desc(y_desc);
+    if let Some((count, format)) = x_ticks {
+        mesh.x_labels(count).x_label_formatter(format);
+    }
+    mesh.draw().ok()?;
     Some(chart)
 }
 
@@ -223,6 +243,36 @@ fn integer_tick(x: &f64) -> String {
     } else {
         String::new()
     }
+}
+
+/// Reference lines (cache capacities, idle latency) are grey.
+const GREY: RGBColor = RGBColor(120, 120, 120);
+
+/// A thin reference line (dashed or not) with its label.
+fn marker<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    line: [(f64, f64); 2],
+    dashed: bool,
+    color: RGBColor,
+    label: String,
+    at: (f64, f64),
+) -> Option<()> {
+    let style = color.stroke_width(1);
+    if dashed {
+        chart
+            .draw_series(DashedLineSeries::new(line, 6, 4, style))
+            .ok()?;
+    } else {
+        chart.draw_series(LineSeries::new(line, style)).ok()?;
+    }
+    chart
+        .draw_series([Text::new(
+            label,
+            at,
+            ("sans-serif", 13).into_font().color(&color),
+        )])
+        .ok()?;
+    Some(())
 }
 
 fn draw_series<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
@@ -320,49 +370,31 @@ fn size_axis_plot(
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).ok()?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, TITLE_FONT)
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(lo..hi, 0f64..y_max)
-            .ok()?;
-        chart
-            .configure_mesh()
-            .label_style(TICK_FONT)
-            .axis_desc_style(AXIS_FONT)
-            .light_line_style(MINOR_GRID)
-            .bold_line_style(MAJOR_GRID)
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .x_labels(((hi - lo) as usize + 1).min(40))
-            .x_label_formatter(&|x| {
-                if (x - x.round()).abs() < 1e-6 {
-                    Bytes(2f64.powf(x.round()) as u64).to_string()
-                } else {
-                    String::new()
-                }
-            })
-            .draw()
-            .ok()?;
+        let power_of_two = |x: &f64| {
+            if (x - x.round()).abs() < 1e-6 {
+                Bytes(2f64.powf(x.round()) as u64).to_string()
+            } else {
+                String::new()
+            }
+        };
+        let mut chart = framed_chart(
+            &root,
+            title,
+            (lo..hi, 0.0..y_max),
+            (x_desc, y_desc),
+            Some((((hi - lo) as usize + 1).min(40), &power_of_two)),
+        )?;
         for (name, &bytes) in caches {
             let x = (bytes as f64).log2();
             if x > lo && x < hi {
-                let grey = RGBColor(120, 120, 120);
-                chart
-                    .draw_series(LineSeries::new(
-                        [(x, 0.0), (x, y_max)],
-                        grey.stroke_width(1),
-                    ))
-                    .ok()?;
-                chart
-                    .draw_series([Text::new(
-                        format!("{name} {}", Bytes(bytes)),
-                        (x + 0.08, y_max * 0.97),
-                        ("sans-serif", 13).into_font().color(&grey),
-                    )])
-                    .ok()?;
+                marker(
+                    &mut chart,
+                    [(x, 0.0), (x, y_max)],
+                    false,
+                    GREY,
+                    format!("{name} {}", Bytes(bytes)),
+                    (x + 0.08, y_max * 0.97),
+                )?;
             }
         }
         draw_series(&mut chart, series)?;
@@ -446,56 +478,37 @@ pub fn loaded_plot(
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).ok()?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption("Loaded latency: bandwidth vs latency per mix", TITLE_FONT)
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..x_max, 0f64..y_max)
-            .ok()?;
-        chart
-            .configure_mesh()
-            .label_style(TICK_FONT)
-            .axis_desc_style(AXIS_FONT)
-            .light_line_style(MINOR_GRID)
-            .bold_line_style(MAJOR_GRID)
-            .x_desc("load threads' bandwidth, GB/s (10^9 B/s)")
-            .y_desc("chaser's latency, ns per load (p50)")
-            .draw()
-            .ok()?;
+        let mut chart = framed_chart(
+            &root,
+            "Loaded latency: bandwidth vs latency per mix",
+            (0.0..x_max, 0.0..y_max),
+            (
+                "load threads' bandwidth, GB/s (10^9 B/s)",
+                "chaser's latency, ns per load (p50)",
+            ),
+            None,
+        )?;
         if let Some(idle) = idle_ns {
-            let grey = RGBColor(120, 120, 120);
-            chart
-                .draw_series(DashedLineSeries::new(
-                    [(0.0, idle), (x_max, idle)],
-                    6,
-                    4,
-                    grey.stroke_width(1),
-                ))
-                .ok()?;
-            chart
-                .draw_series([Text::new(
-                    format!("idle {idle:.0} ns"),
-                    (x_max * 0.01, idle * 0.96),
-                    ("sans-serif", 13).into_font().color(&grey),
-                )])
-                .ok()?;
+            let at = (x_max * 0.01, idle * 0.96);
+            marker(
+                &mut chart,
+                [(0.0, idle), (x_max, idle)],
+                true,
+                GREY,
+                format!("idle {idle:.0} ns"),
+                at,
+            )?;
         }
         if let Some(peak) = peak_gb_s {
-            chart
-                .draw_series(LineSeries::new(
-                    [(peak, 0.0), (peak, y_max)],
-                    BLACK.stroke_width(1),
-                ))
-                .ok()?;
-            chart
-                .draw_series([Text::new(
-                    format!("peak {peak:.0} GB/s"),
-                    (peak * 0.8, y_max * 0.97),
-                    ("sans-serif", 13).into_font(),
-                )])
-                .ok()?;
+            let at = (peak * 0.8, y_max * 0.97);
+            marker(
+                &mut chart,
+                [(peak, 0.0), (peak, y_max)],
+                false,
+                BLACK,
+                format!("peak {peak:.0} GB/s"),
+                at,
+            )?;
         }
         draw_series(&mut chart, &series)?;
         chart
