@@ -252,26 +252,14 @@ fn lookup_model(model: &str) -> Option<CpuFamily> {
     None
 }
 
-/// aarch64 parts, named only by implementer and part number.
-/// (description, GB/s per socket, channels and MT/s when they apply)
-type ArmPart = (String, f64, Option<(u32, u32)>);
-
-fn lookup_arm(topo: &Topology) -> Option<ArmPart> {
+/// aarch64 chips, by implementer, part and system vendor.
+fn lookup_arm(topo: &Topology) -> Option<crate::topology::arm::Chip> {
     let info = &topo.cpu_info;
-    match (info.implementer.as_deref()?, info.part.as_deref()?) {
-        ("0x46", "0x001") => Some((
-            "Fujitsu A64FX: 4 HBM2 stacks × 256 GB/s".into(),
-            1024.0,
-            None,
-        )),
-        ("0x41", "0xd4f") => Some((
-            "NVIDIA Grace (Neoverse V2), LPDDR5X: NVIDIA's per-CPU figure".into(),
-            512.0,
-            None,
-        )),
-        ("0x41", "0xd0c") => Some(("Ampere Altra (Neoverse N1)".into(), 204.8, Some((8, 3200)))),
-        _ => None,
-    }
+    crate::topology::arm::chip(
+        info.implementer.as_deref()?,
+        info.part.as_deref()?,
+        info.system_vendor.as_deref(),
+    )
 }
 
 fn table_peak(topo: &Topology, sockets: usize) -> Option<Peak> {

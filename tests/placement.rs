@@ -352,7 +352,7 @@ mod properties {
         /// thread count the strategy can give.
         #[test]
         fn valid_strategies_resolve_and_keep_the_invariants(
-            machine in 0usize..5,
+            machine in 0usize..common::MACHINES.len(),
             which in 0usize..6,
             k_pick in 0usize..1000,
             threads_pick in prop::option::of(0usize..1000),
@@ -386,7 +386,7 @@ mod properties {
         /// counts it has; every thread lands in the place OpenMP assigns it.
         #[test]
         fn valid_omp_places_put_each_thread_in_its_place(
-            machine in 0usize..5,
+            machine in 0usize..common::MACHINES.len(),
             start_pick in 0usize..1000, len_pick in 0usize..1000, stride in 1usize..5,
             abstract_pick in prop::option::of(0usize..4),
             threads_pick in prop::option::of(0usize..1000),
@@ -431,7 +431,7 @@ mod properties {
         /// with a stride over the node, or a scatter.
         #[test]
         fn valid_likwid_expressions_pin_in_order(
-            machine in 0usize..5,
+            machine in 0usize..common::MACHINES.len(),
             form in 0usize..3,
             a in 0usize..1000, b in 0usize..1000, stride in 1usize..4,
         ) {
@@ -501,7 +501,7 @@ mod properties {
         #![proptest_config(ProptestConfig::with_cases(40))]
 
         #[test]
-        fn invalid_requests_fail_with_exit_code_2(machine in 0usize..5, k in 0usize..50, form in 0usize..10) {
+        fn invalid_requests_fail_with_exit_code_2(machine in 0usize..common::MACHINES.len(), k in 0usize..50, form in 0usize..10) {
             let root = common::shared_tree(common::MACHINES[machine]);
             let mut args = vec!["place".to_string(), "--sysroot".into(), root.to_string_lossy().into_owned()];
             args.extend(invalid(machine, k, form));

@@ -389,6 +389,8 @@ pub(crate) enum IsaArg {
     Avx512,
     Avx2,
     Sse2,
+    Sve,
+    Neon,
     Scalar,
 }
 
@@ -399,6 +401,8 @@ impl IsaArg {
             IsaArg::Avx512 => Some(Isa::Avx512),
             IsaArg::Avx2 => Some(Isa::Avx2),
             IsaArg::Sse2 => Some(Isa::Sse2),
+            IsaArg::Sve => Some(Isa::Sve),
+            IsaArg::Neon => Some(Isa::Neon),
             IsaArg::Scalar => Some(Isa::Scalar),
         }
     }

@@ -6,6 +6,8 @@
 //! Implementations are picked once ([`KernelFns::select`]) and called through
 //! plain function pointers, one call per thread per repetition.
 
+#[cfg(target_arch = "aarch64")]
+mod aarch64;
 pub mod chase;
 mod portable;
 #[cfg(target_arch = "x86_64")]
@@ -337,10 +339,20 @@ pub enum Isa {
     Sse2,
     Avx2,
     Avx512,
+    Neon,
+    Sve,
 }
 
 impl Isa {
-    pub const ALL: [Isa; 4] = [Isa::Avx512, Isa::Avx2, Isa::Sse2, Isa::Scalar];
+    /// Widest first: `best` picks the first one the CPU has.
+    pub const ALL: [Isa; 6] = [
+        Isa::Avx512,
+        Isa::Avx2,
+        Isa::Sse2,
+        Isa::Sve,
+        Isa::Neon,
+        Isa::Scalar,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -348,6 +360,8 @@ impl Isa {
             Isa::Sse2 => "sse2",
             Isa::Avx2 => "avx2",
             Isa::Avx512 => "avx512",
+            Isa::Neon => "neon",
+            Isa::Sve => "sve",
         }
     }
 
@@ -361,7 +375,9 @@ impl Isa {
             Isa::Scalar => true,
             #[cfg(target_arch = "x86_64")]
             _ => x86::supported(self),
-            #[cfg(not(target_arch = "x86_64"))]
+            #[cfg(target_arch = "aarch64")]
+            _ => aarch64::supported(self),
+            #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
             _ => false,
         }
     }
@@ -374,17 +390,22 @@ impl Isa {
             .unwrap_or(Isa::Scalar)
     }
 
-    /// f64 lanes per vector.
+    /// f64 lanes per vector; for SVE, this CPU's vector length (1 where
+    /// the CPU has no SVE).
     pub fn lanes(self) -> usize {
         match self {
             Isa::Scalar => 1,
-            Isa::Sse2 => 2,
+            Isa::Sse2 | Isa::Neon => 2,
             Isa::Avx2 => 4,
             Isa::Avx512 => 8,
+            #[cfg(target_arch = "aarch64")]
+            Isa::Sve if self.supported() => aarch64::sve_lanes(),
+            Isa::Sve => 1,
         }
     }
 
-    /// Non-temporal stores exist only in the explicit x86 variants.
+    /// Non-temporal stores exist in every explicit SIMD variant (x86
+    /// `movntpd`, Arm `stnp` and `stnt1d`), not in the portable loops.
     pub fn has_streaming_stores(self) -> bool {
         self != Isa::Scalar
     }
@@ -467,7 +488,7 @@ impl KernelFns {
                 Input::Stores,
                 "nt",
                 format!(
-                    "needs an x86 SIMD ISA (avx512, avx2 or sse2); the {isa} kernels have no streaming stores"
+                    "needs a SIMD ISA (avx512, avx2, sse2; sve, neon); the {isa} kernels have no streaming stores"
                 ),
             ));
         }
@@ -476,8 +497,13 @@ impl KernelFns {
             Isa::Scalar => Ok(portable::table()),
             #[cfg(target_arch = "x86_64")]
             _ => x86::table(isa, nt).ok_or_else(|| unavailable("not available".into())),
-            #[cfg(not(target_arch = "x86_64"))]
-            _ => Err(unavailable("not available on this architecture".into())),
+            #[cfg(target_arch = "aarch64")]
+            _ => aarch64::table(isa, nt).ok_or_else(|| unavailable("not available".into())),
+            #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+            _ => {
+                let _ = nt;
+                Err(unavailable("not available on this architecture".into()))
+            }
         }
     }
 }
@@ -598,6 +624,27 @@ mod tests {
                     assert!(all(d, &|i| z[i] + x[i] + SCALAR * y[i]), "nstream {at}");
                 }
             }
+        }
+    }
+
+    /// CI runs the kernel tests under qemu-user at several CPUs and says
+    /// what dispatch must find: MEMBW_EXPECT_ISA (what `auto` picks) and
+    /// MEMBW_EXPECT_SVE_BYTES (the vector length qemu was given).
+    #[test]
+    fn dispatch_follows_the_cpu() {
+        let best = Isa::best();
+        assert!(best.supported());
+        assert!(KernelFns::select(best, StoreMode::Regular).is_ok());
+        if let Ok(want) = std::env::var("MEMBW_EXPECT_ISA") {
+            assert_eq!(best.name(), want);
+        }
+        if let Ok(bytes) = std::env::var("MEMBW_EXPECT_SVE_BYTES") {
+            assert!(Isa::Sve.supported(), "SVE expected");
+            assert_eq!(Isa::Sve.lanes() * 8, bytes.parse::<usize>().unwrap());
+        }
+        for isa in Isa::ALL.into_iter().filter(|i| !i.supported()) {
+            let e = KernelFns::select(isa, StoreMode::Regular).unwrap_err();
+            assert!(e.to_string().contains("does not support"), "{e}");
         }
     }
 

@@ -15,6 +15,7 @@ pub(super) fn supported(isa: Isa) -> bool {
         Isa::Scalar | Isa::Sse2 => true,
         Isa::Avx2 => is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
         Isa::Avx512 => is_x86_feature_detected!("avx512f"),
+        Isa::Neon | Isa::Sve => false,
     }
 }
 
@@ -28,7 +29,7 @@ pub(super) fn table(isa: Isa, nt: bool) -> Option<KernelFns> {
         Isa::Avx512 => avx512::table(nt),
         Isa::Avx2 => avx2::table(nt),
         Isa::Sse2 => sse2::table(nt),
-        Isa::Scalar => return None,
+        Isa::Scalar | Isa::Neon | Isa::Sve => return None,
     })
 }
 

@@ -1,6 +1,7 @@
 //! STREAM's text layout, so `grep "Triad:" | awk '{print $2}'` keeps working,
 //! followed by a short summary for people.
 
+use crate::kernels::Isa;
 use crate::results::measurement::KernelResult;
 use crate::results::{Measurement, PeakUse, RunReport};
 use crate::topology::cpulist::format_ranges;
@@ -94,7 +95,11 @@ pub fn render(report: &RunReport) -> String {
     let _ = writeln!(
         o,
         "Kernels: {} ISA, {} stores ({})",
-        m.isa.map_or("unknown".into(), |i| i.to_string()),
+        m.isa.map_or("unknown".into(), |i| match i {
+            // Vector-length agnostic: say what this CPU's vectors are.
+            Isa::Sve => format!("sve ({}-bit vectors)", 64 * i.lanes()),
+            _ => i.to_string(),
+        }),
         m.stores.map_or("unknown".into(), |s| s.to_string()),
         report.request.stores_reason
     );

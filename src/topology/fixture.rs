@@ -67,6 +67,15 @@ pub struct MachineSpec {
     pub dimms_per_socket: usize,
     #[serde(default)]
     pub dimm_mts: u16,
+    /// Arm machines: /proc/cpuinfo in Arm's form (no model name; `CPU
+    /// implementer` and `CPU part`), `flags` written as `Features`.
+    #[serde(default)]
+    pub implementer: Option<String>,
+    #[serde(default)]
+    pub part: Option<String>,
+    /// /sys/class/dmi/id/sys_vendor, when the machine has one.
+    #[serde(default)]
+    pub system_vendor: Option<String>,
 }
 
 fn one() -> usize {
@@ -300,6 +309,13 @@ impl MachineSpec {
         let mut cpuinfo = String::new();
         for cpu in 0..ncpus {
             let core = cpu % self.cores();
+            if let (Some(implementer), Some(part)) = (&self.implementer, &self.part) {
+                cpuinfo.push_str(&format!(
+                    "processor\t: {cpu}\nBogoMIPS\t: 2000.00\nFeatures\t: {}\nCPU implementer\t: {implementer}\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: {part}\nCPU revision\t: 1\n\n",
+                    self.flags
+                ));
+                continue;
+            }
             cpuinfo.push_str(&format!(
                 "processor\t: {cpu}\nvendor_id\t: {}\nmodel name\t: {}\nphysical id\t: {}\ncore id\t\t: {}\nflags\t\t: {}\n\n",
                 self.vendor,
@@ -310,6 +326,9 @@ impl MachineSpec {
             ));
         }
         w("proc/cpuinfo", &cpuinfo)?;
+        if let Some(vendor) = &self.system_vendor {
+            w("sys/class/dmi/id/sys_vendor", &format!("{vendor}\n"))?;
+        }
         for i in 0..self.dimms_per_socket * self.sockets {
             let p = root.join(format!("sys/firmware/dmi/entries/17-{i}/raw"));
             fs::create_dir_all(p.parent().expect("has parent"))?;
@@ -353,6 +372,7 @@ const CAPTURE_PATHS: &[&str] = &[
     "sys/devices/system/node",
     "sys/kernel/mm/transparent_hugepage/enabled",
     "sys/firmware/dmi/entries",
+    "sys/class/dmi/id/sys_vendor",
     "proc/cpuinfo",
     "proc/meminfo",
     "proc/self/status",

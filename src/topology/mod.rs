@@ -10,6 +10,7 @@
 //! A file that is missing or unreadable gives `None` ("unknown"), never a
 //! panic; only a machine with no readable CPU at all is an error.
 
+pub mod arm;
 pub mod cpulist;
 pub mod fixture;
 pub mod smbios;
@@ -102,6 +103,9 @@ pub struct CpuInfo {
     pub implementer: Option<String>,
     pub part: Option<String>,
     pub flags: Vec<String>,
+    /// The DMI system vendor (`Amazon EC2`, ...): tells apart chips built
+    /// on the same Arm core.
+    pub system_vendor: Option<String>,
 }
 
 /// Everything membw knows about the machine.
@@ -672,14 +676,26 @@ fn read_cpu_info(r: &Reader) -> CpuInfo {
         .or_else(|| field("Features"))
         .map(|f| f.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default();
+    let (implementer, part) = (field("CPU implementer"), field("CPU part"));
+    // Arm cores print no model name: name the core from its part number.
+    let arm_core = || {
+        let name = arm::core_name(implementer.as_deref()?, part.as_deref()?)?;
+        Some(name.to_string())
+    };
     CpuInfo {
         vendor: field("vendor_id"),
-        model_name: field("model name").or_else(|| field("Model name")),
+        model_name: field("model name")
+            .or_else(|| field("Model name"))
+            .or_else(arm_core),
         family: field("cpu family").and_then(|v| v.parse().ok()),
         model: field("model").and_then(|v| v.parse().ok()),
-        implementer: field("CPU implementer"),
-        part: field("CPU part"),
+        implementer,
+        part,
         flags,
+        system_vendor: r
+            .text("sys/class/dmi/id/sys_vendor")
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty()),
     }
 }
 

@@ -44,12 +44,15 @@ pub fn topology(name: &str) -> Topology {
 }
 
 /// Every fixture description in tests/fixtures.
-pub const MACHINES: [&str; 5] = [
+pub const MACHINES: [&str; 8] = [
     "epyc-7742-2s-nps4",
     "epyc-7h12-2s",
     "xeon-e5-2680v3-2s",
     "xeon-e5-2650v3-2s-noht",
     "xeon-gold-6248-1s-nonuma",
+    "grace-superchip-2s",
+    "graviton3-1s",
+    "graviton4-2s",
 ];
 
 /// The membw binary built for these tests.
