@@ -60,7 +60,7 @@ pub fn kernel_release() -> String {
         .release
         .iter()
         .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
+        .map(|&c| c.to_ne_bytes()[0]) // c_char is i8 on x86, u8 on Arm
         .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }

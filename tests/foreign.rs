@@ -310,7 +310,7 @@ fn a_signal_to_membw_exec_ends_the_program_too() {
         "sleep 30 & echo $! > {0}; echo $$ >> {0}; wait",
         pids.display()
     );
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
+    let child = common::membw_process()
         .args(["exec", "--", "sh", "-c", &script])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

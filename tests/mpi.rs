@@ -4,6 +4,11 @@
 //!
 //! mpirun, unshare and the MPI build are tools here: missing, they fail in
 //! CI and skip locally, saying why.
+//!
+//! Native x86_64 only: the MPI build is the host's own, so the aarch64 run
+//! under qemu-user (`--target aarch64-unknown-linux-gnu`) would only test
+//! that same binary again.
+#![cfg(target_arch = "x86_64")]
 
 mod common;
 

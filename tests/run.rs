@@ -143,7 +143,7 @@ fn regular_stores_state_the_write_allocate_traffic() {
 
 #[test]
 fn every_isa_this_cpu_has_validates() {
-    for isa in ["scalar", "sse2", "avx2", "avx512"] {
+    for isa in ["scalar", "sse2", "avx2", "avx512", "neon", "sve"] {
         let out = membw()
             .args([
                 "run",
@@ -161,12 +161,7 @@ fn every_isa_this_cpu_has_validates() {
             ])
             .output()
             .unwrap();
-        let supported = match isa {
-            "avx512" => std::is_x86_feature_detected!("avx512f"),
-            "avx2" => std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
-            _ => true,
-        };
-        if supported {
+        if cpu_has(isa) {
             assert!(
                 out.status.success(),
                 "{isa}: {}",
@@ -181,6 +176,26 @@ fn every_isa_this_cpu_has_validates() {
 
 /// Groups expand, a kernel named twice runs once, and the 4th array is
 /// mapped only for striad.
+/// The CPU's features, asked directly (not through membw).
+fn cpu_has(isa: &str) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return match isa {
+        "avx512" => std::is_x86_feature_detected!("avx512f"),
+        "avx2" => std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
+        "sse2" | "scalar" => true,
+        _ => false,
+    };
+    #[cfg(target_arch = "aarch64")]
+    return match isa {
+        "sve" => std::arch::is_aarch64_feature_detected!("sve"),
+        "neon" => std::arch::is_aarch64_feature_detected!("neon"),
+        "scalar" => true,
+        _ => false,
+    };
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    return isa == "scalar";
+}
+
 #[test]
 fn kernel_groups_select_and_validate() {
     let run = |kernels: &str| -> Value {
@@ -264,7 +279,7 @@ fn bad_input_is_a_one_line_error_with_exit_code_2() {
     usage_error(&["run", "--cpus", "9999"], "CPU 9999");
     usage_error(&["run", "--cpus", "0,x"], "column 3");
     usage_error(&["run", "--cpus", "0,0"], "listed twice");
-    usage_error(&["run", "--isa", "neon"], "'neon'");
+    usage_error(&["run", "--isa", "altivec"], "'altivec'");
     usage_error(
         &["run", "--isa", "scalar", "--stores", "nt"],
         "--stores 'nt'",
@@ -288,11 +303,10 @@ fn an_inherited_mask_is_respected() {
     // placement must stay inside it.
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
     let last = online.trim().rsplit([',', '-']).next().unwrap().to_string();
-    let bin = assert_cmd::cargo::cargo_bin("membw");
     let Some(out) = common::tool(
         std::process::Command::new("taskset")
             .args(["-c", &last])
-            .arg(bin)
+            .args(common::membw_argv())
             .args(["run", "--size", "1M", "--ntimes", "2", "--json"]),
         "util-linux",
     ) else {
@@ -305,7 +319,7 @@ fn an_inherited_mask_is_respected() {
     // And asking for a CPU outside the mask is refused.
     let out = std::process::Command::new("taskset")
         .args(["-c", &last])
-        .arg(assert_cmd::cargo::cargo_bin("membw"))
+        .args(common::membw_argv())
         .args(["run", "--cpus", "0", "--size", "1M"])
         .output()
         .unwrap();
@@ -409,7 +423,7 @@ fn full_disks_and_closed_pipes_are_handled_by_every_command() {
             .write(true)
             .open("/dev/full")
             .unwrap();
-        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
+        let out = common::membw_process()
             .args(args)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stdout(full)
@@ -421,7 +435,7 @@ fn full_disks_and_closed_pipes_are_handled_by_every_command() {
             stderr.contains("No space left on device") && !stderr.contains("panicked"),
             "{stderr}"
         );
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
+        let mut child = common::membw_process()
             .args(args)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .stdout(std::process::Stdio::piped())
@@ -443,7 +457,7 @@ fn full_disks_and_closed_pipes_are_handled_by_every_command() {
         .write(true)
         .open("/dev/full")
         .unwrap();
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
+    let out = common::membw_process()
         .args([
             "sweep",
             "--fake-source",

@@ -145,7 +145,7 @@ fn signal_keeps_what_completed(signal: i32, code: i32, name: &str) {
         "--fake-source",
         "4,delay=100ms",
     ]);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("membw"))
+    let mut child = common::membw_process()
         .args(&args)
         .args(["-o", out.to_str().unwrap()])
         .stdout(std::process::Stdio::null())
@@ -505,7 +505,7 @@ fn experiment_input_errors_are_one_line() {
         "tune takes one policy",
     );
     usage_error(&["run", "--stores", "regular,nt"], "one store mode");
-    usage_error(&["tune", "--isa", "neon"], "'neon'");
+    usage_error(&["tune", "--isa", "altivec"], "'altivec'");
     usage_error(&["sweep", "--fake-source", "fast"], "--fake-source");
     // The sweep's default placement names the thread count, not a strategy never given.
     usage_error(&["sweep", "--threads", "1-999"], "--threads '");

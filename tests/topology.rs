@@ -420,9 +420,21 @@ fn fifos_and_devices_in_a_tree_are_not_read() {
 #[test]
 fn arm_nodes_are_named_and_their_peaks_known() {
     let cases = [
-        ("grace-superchip-2s", "Arm Neoverse V2", "Grace", 2.0 * 512.0, 72),
+        (
+            "grace-superchip-2s",
+            "Arm Neoverse V2",
+            "Grace",
+            2.0 * 512.0,
+            72,
+        ),
         ("graviton3-1s", "Arm Neoverse V1", "Graviton3", 307.2, 64),
-        ("graviton4-2s", "Arm Neoverse V2", "Graviton4", 2.0 * 537.6, 96),
+        (
+            "graviton4-2s",
+            "Arm Neoverse V2",
+            "Graviton4",
+            2.0 * 537.6,
+            96,
+        ),
     ];
     for (name, core, chip, node_gb_s, per_l3) in cases {
         let t = topology(name);
@@ -430,7 +442,11 @@ fn arm_nodes_are_named_and_their_peaks_known() {
         assert!(t.has_flag("asimd") && t.has_flag("sve"), "{name}");
         let p = peak::estimate(&t, &PeakRequest::default()).unwrap();
         assert!(p.detail.contains(chip), "{name}: {}", p.detail);
-        assert!((p.node_gb_s() - node_gb_s).abs() < 1e-9, "{name}: {}", p.node_gb_s());
+        assert!(
+            (p.node_gb_s() - node_gb_s).abs() < 1e-9,
+            "{name}: {}",
+            p.node_gb_s()
+        );
         let l3: Vec<_> = t.caches.iter().filter(|c| c.level == 3).collect();
         assert_eq!(l3.len(), t.packages().len(), "{name}: one L3 per socket");
         assert!(l3.iter().all(|c| c.cpus.len() == per_l3), "{name}");
@@ -440,5 +456,8 @@ fn arm_nodes_are_named_and_their_peaks_known() {
         "--sysroot",
         common::shared_tree("graviton4-2s").to_str().unwrap(),
     ]);
-    assert!(text.contains("Neoverse V2") && text.contains("Graviton4"), "{text}");
+    assert!(
+        text.contains("Neoverse V2") && text.contains("Graviton4"),
+        "{text}"
+    );
 }

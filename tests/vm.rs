@@ -3,6 +3,10 @@
 //!
 //! Skipped (with a message) where qemu, a kernel or busybox is missing; in CI
 //! (CI=true) a skip is a failure, since .ci/run installs them.
+//!
+//! Native x86_64 only: the guests are x86_64 kernels, which cannot run the
+//! aarch64 build that `--target aarch64-unknown-linux-gnu` tests.
+#![cfg(target_arch = "x86_64")]
 
 #[test]
 fn guests_report_what_qemu_was_told() {

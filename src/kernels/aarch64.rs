@@ -127,13 +127,21 @@ mod neon {
     }
 
     pub(super) fn table(nt: bool) -> KernelFns {
-        if nt { table_for::<true>() } else { table_for::<false>() }
+        if nt {
+            table_for::<true>()
+        } else {
+            table_for::<false>()
+        }
     }
 
     fn table_for<const NT: bool>() -> KernelFns {
         KernelFns {
             isa: Isa::Neon,
-            stores: if NT { StoreMode::Nt } else { StoreMode::Regular },
+            stores: if NT {
+                StoreMode::Nt
+            } else {
+                StoreMode::Regular
+            },
             copy: copy::<NT>,
             scale: scale::<NT>,
             add: add::<NT>,
@@ -376,13 +384,21 @@ mod sve {
     }
 
     pub(super) fn table(nt: bool) -> KernelFns {
-        if nt { table_for::<true>() } else { table_for::<false>() }
+        if nt {
+            table_for::<true>()
+        } else {
+            table_for::<false>()
+        }
     }
 
     fn table_for<const NT: bool>() -> KernelFns {
         KernelFns {
             isa: Isa::Sve,
-            stores: if NT { StoreMode::Nt } else { StoreMode::Regular },
+            stores: if NT {
+                StoreMode::Nt
+            } else {
+                StoreMode::Regular
+            },
             copy: copy::<NT>,
             scale: scale::<NT>,
             add: add::<NT>,
@@ -407,7 +423,14 @@ mod sve {
     unsafe fn copy_impl<const NT: bool>(d: *mut f64, a: *const f64, n: usize) {
         // SAFETY: pointers valid for n elements (the caller checks).
         unsafe {
-            sve_kernel!(NT, "", "ld1d {{z0.d}}, p0/z, [{a}, {i}, lsl #3]", d = d, n = n, a = a)
+            sve_kernel!(
+                NT,
+                "",
+                "ld1d {{z0.d}}, p0/z, [{a}, {i}, lsl #3]",
+                d = d,
+                n = n,
+                a = a
+            )
         }
     }
 
@@ -415,9 +438,15 @@ mod sve {
     unsafe fn scale_impl<const NT: bool>(d: *mut f64, c: *const f64, n: usize, q: f64) {
         // SAFETY: as in copy_impl.
         unsafe {
-            sve_kernel!(NT, "dup z2.d, {q}",
+            sve_kernel!(
+                NT,
+                "dup z2.d, {q}",
                 "ld1d {{z0.d}}, p0/z, [{c}, {i}, lsl #3]\nfmul z0.d, z0.d, z2.d",
-                d = d, n = n, c = c, q = q.to_bits())
+                d = d,
+                n = n,
+                c = c,
+                q = q.to_bits()
+            )
         }
     }
 
@@ -425,9 +454,15 @@ mod sve {
     unsafe fn add_impl<const NT: bool>(d: *mut f64, x: *const f64, y: *const f64, n: usize) {
         // SAFETY: as in copy_impl.
         unsafe {
-            sve_kernel!(NT, "",
+            sve_kernel!(
+                NT,
+                "",
                 "ld1d {{z0.d}}, p0/z, [{x}, {i}, lsl #3]\nld1d {{z1.d}}, p0/z, [{y}, {i}, lsl #3]\nfadd z0.d, z0.d, z1.d",
-                d = d, n = n, x = x, y = y)
+                d = d,
+                n = n,
+                x = x,
+                y = y
+            )
         }
     }
 
@@ -441,25 +476,46 @@ mod sve {
     ) {
         // SAFETY: as in copy_impl.
         unsafe {
-            sve_kernel!(NT, "dup z2.d, {q}",
+            sve_kernel!(
+                NT,
+                "dup z2.d, {q}",
                 "ld1d {{z0.d}}, p0/z, [{x}, {i}, lsl #3]\nld1d {{z1.d}}, p0/z, [{y}, {i}, lsl #3]\nfmla z0.d, p0/m, z1.d, z2.d",
-                d = d, n = n, x = x, y = y, q = q.to_bits())
+                d = d,
+                n = n,
+                x = x,
+                y = y,
+                q = q.to_bits()
+            )
         }
     }
 
     #[target_feature(enable = "sve")]
     unsafe fn write_impl<const NT: bool>(d: *mut f64, n: usize, value: f64) {
         // SAFETY: as in copy_impl.
-        unsafe { sve_kernel!(NT, "dup z2.d, {v}", "mov z0.d, z2.d", d = d, n = n, v = value.to_bits()) }
+        unsafe {
+            sve_kernel!(
+                NT,
+                "dup z2.d, {v}",
+                "mov z0.d, z2.d",
+                d = d,
+                n = n,
+                v = value.to_bits()
+            )
+        }
     }
 
     #[target_feature(enable = "sve")]
     unsafe fn update_impl<const NT: bool>(d: *mut f64, n: usize, q: f64) {
         // SAFETY: as in copy_impl; each element is read before it is written.
         unsafe {
-            sve_kernel!(NT, "dup z2.d, {q}",
+            sve_kernel!(
+                NT,
+                "dup z2.d, {q}",
                 "ld1d {{z0.d}}, p0/z, [{d}, {i}, lsl #3]\nfmul z0.d, z0.d, z2.d",
-                d = d, n = n, q = q.to_bits())
+                d = d,
+                n = n,
+                q = q.to_bits()
+            )
         }
     }
 
@@ -467,9 +523,15 @@ mod sve {
     unsafe fn daxpy_impl<const NT: bool>(d: *mut f64, x: *const f64, n: usize, q: f64) {
         // SAFETY: as in update_impl.
         unsafe {
-            sve_kernel!(NT, "dup z2.d, {q}",
+            sve_kernel!(
+                NT,
+                "dup z2.d, {q}",
                 "ld1d {{z0.d}}, p0/z, [{d}, {i}, lsl #3]\nld1d {{z1.d}}, p0/z, [{x}, {i}, lsl #3]\nfmla z0.d, p0/m, z1.d, z2.d",
-                d = d, n = n, x = x, q = q.to_bits())
+                d = d,
+                n = n,
+                x = x,
+                q = q.to_bits()
+            )
         }
     }
 
@@ -483,9 +545,16 @@ mod sve {
     ) {
         // SAFETY: as in copy_impl.
         unsafe {
-            sve_kernel!(NT, "",
+            sve_kernel!(
+                NT,
+                "",
                 "ld1d {{z0.d}}, p0/z, [{x}, {i}, lsl #3]\nld1d {{z1.d}}, p0/z, [{y}, {i}, lsl #3]\nld1d {{z3.d}}, p0/z, [{z}, {i}, lsl #3]\nfmla z0.d, p0/m, z1.d, z3.d",
-                d = d, n = n, x = x, y = y, z = z)
+                d = d,
+                n = n,
+                x = x,
+                y = y,
+                z = z
+            )
         }
     }
 
@@ -493,9 +562,15 @@ mod sve {
     unsafe fn sdaxpy_impl<const NT: bool>(d: *mut f64, x: *const f64, y: *const f64, n: usize) {
         // SAFETY: as in update_impl.
         unsafe {
-            sve_kernel!(NT, "",
+            sve_kernel!(
+                NT,
+                "",
                 "ld1d {{z0.d}}, p0/z, [{d}, {i}, lsl #3]\nld1d {{z1.d}}, p0/z, [{x}, {i}, lsl #3]\nld1d {{z3.d}}, p0/z, [{y}, {i}, lsl #3]\nfmla z0.d, p0/m, z1.d, z3.d",
-                d = d, n = n, x = x, y = y)
+                d = d,
+                n = n,
+                x = x,
+                y = y
+            )
         }
     }
 
@@ -509,9 +584,16 @@ mod sve {
     ) {
         // SAFETY: as in update_impl.
         unsafe {
-            sve_kernel!(NT, "dup z2.d, {q}",
+            sve_kernel!(
+                NT,
+                "dup z2.d, {q}",
                 "ld1d {{z0.d}}, p0/z, [{x}, {i}, lsl #3]\nld1d {{z1.d}}, p0/z, [{y}, {i}, lsl #3]\nfmla z0.d, p0/m, z1.d, z2.d\nld1d {{z3.d}}, p0/z, [{d}, {i}, lsl #3]\nfadd z0.d, z3.d, z0.d",
-                d = d, n = n, x = x, y = y, q = q.to_bits())
+                d = d,
+                n = n,
+                x = x,
+                y = y,
+                q = q.to_bits()
+            )
         }
     }
 
@@ -519,8 +601,11 @@ mod sve {
     unsafe fn read_impl(a: *const f64, n: usize) -> f64 {
         // SAFETY: as in copy_impl.
         unsafe {
-            sve_sum_loop!("ld1d {{z0.d}}, p0/z, [{a}, {i}, lsl #3]\nfadd z3.d, p0/m, z3.d, z0.d",
-                n = n, a = a)
+            sve_sum_loop!(
+                "ld1d {{z0.d}}, p0/z, [{a}, {i}, lsl #3]\nfadd z3.d, p0/m, z3.d, z0.d",
+                n = n,
+                a = a
+            )
         }
     }
 
@@ -528,8 +613,12 @@ mod sve {
     unsafe fn dot_impl(x: *const f64, y: *const f64, n: usize) -> f64 {
         // SAFETY: as in copy_impl.
         unsafe {
-            sve_sum_loop!("ld1d {{z0.d}}, p0/z, [{x}, {i}, lsl #3]\nld1d {{z1.d}}, p0/z, [{y}, {i}, lsl #3]\nfmla z3.d, p0/m, z0.d, z1.d",
-                n = n, x = x, y = y)
+            sve_sum_loop!(
+                "ld1d {{z0.d}}, p0/z, [{x}, {i}, lsl #3]\nld1d {{z1.d}}, p0/z, [{y}, {i}, lsl #3]\nfmla z3.d, p0/m, z0.d, z1.d",
+                n = n,
+                x = x,
+                y = y
+            )
         }
     }
 

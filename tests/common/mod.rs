@@ -60,6 +60,51 @@ pub fn membw() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("membw").unwrap()
 }
 
+/// The words that start the membw under test: the binary, behind the
+/// target's runner when there is one (qemu-user for aarch64, set in
+/// .cargo/config.toml), for tests that start it through another program.
+pub fn membw_argv() -> Vec<String> {
+    let triple = std::env::consts::ARCH.to_uppercase();
+    let runner = std::env::var(format!("CARGO_TARGET_{triple}_UNKNOWN_LINUX_GNU_RUNNER"))
+        .unwrap_or_default();
+    let mut argv: Vec<String> = runner.split_whitespace().map(str::to_string).collect();
+    argv.push(assert_cmd::cargo::cargo_bin("membw").display().to_string());
+    argv
+}
+
+/// A `std::process::Command` for membw (behind the runner, see
+/// [`membw_argv`]), for tests that need a child process.
+pub fn membw_process() -> std::process::Command {
+    let argv = membw_argv();
+    let mut cmd = std::process::Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    cmd
+}
+
+/// Whether the kernel calls behind `--mem` work here: qemu-user does not
+/// implement mbind. Tests of memory policies skip under it (and only under
+/// a runner), saying why; natively a failing mbind fails them.
+pub fn mbind_works() -> bool {
+    if membw_argv().len() == 1 {
+        return true;
+    }
+    let out = membw()
+        .args([
+            "latency", "--sizes", "4KiB", "--time", "1ms", "--mem", "bind:0",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("Function not implemented") {
+        eprintln!(
+            "skipped: mbind is not implemented here (qemu-user): {}",
+            stderr.trim()
+        );
+        return false;
+    }
+    true
+}
+
 /// Runs membw with `args`, asserts success, returns stdout.
 pub fn stdout(args: &[&str]) -> String {
     let out = membw().args(args).output().unwrap();
