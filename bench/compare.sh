@@ -74,6 +74,11 @@ fi
 
 # Part 2: likwid-bench.
 echo "membw vs likwid-bench: $THREADS threads on CPUs $CPUS, $BYTES bytes per array, best of $ROUNDS interleaved rounds"
+if [ "$(uname -m)" != x86_64 ]; then
+  # On Arm, likwid's kernels exist for fixed SVE widths only: gcc's STREAM
+  # loops above are the peer there.
+  echo "likwid-bench comparison is x86_64 only ($(uname -m) here): skipped"; exit 0
+fi
 if ! command -v likwid-bench >/dev/null; then
   echo "likwid-bench not found (Debian package likwid): skipped"; exit 0
 fi
