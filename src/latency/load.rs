@@ -105,10 +105,12 @@ pub struct DelayCalibration {
 }
 
 impl DelayCalibration {
-    /// Times the spin loop on the calling thread (best of several tries,
-    /// so an interruption does not make every delay too short).
+    /// Times the spin loop on the calling thread (best of several tries of
+    /// about a millisecond, so an interruption does not make every delay
+    /// too short). Each load thread calibrates on its own CPU: inside a VM
+    /// two vCPUs can run at different speeds.
     pub fn measure() -> DelayCalibration {
-        const SPINS: u64 = 100_000;
+        const SPINS: u64 = 1_000_000;
         let best = (0..7)
             .map(|_| {
                 let t = Instant::now();
@@ -179,16 +181,22 @@ pub struct LoadPoint {
 }
 
 /// A load thread's progress counter, alone on its cache lines so the
-/// chaser's reads do not slow the writer.
+/// chaser's reads do not slow the writer; and its delay calibration
+/// (ns per spin, as f64 bits), for the record.
 #[repr(align(128))]
 #[derive(Default)]
-struct Progress(AtomicU64);
+struct Progress {
+    elements: AtomicU64,
+    ns_per_spin: AtomicU64,
+}
 
 /// What the chaser tells the load threads; read once per step.
 struct Control {
     /// Index into the plan's mixes, or `IDLE`.
     mix: AtomicUsize,
-    spins: AtomicU64,
+    /// The delay per cache line, ns (f64 bits); each thread turns it into
+    /// spins with its own calibration.
+    delay_ns: AtomicU64,
     quit: AtomicBool,
     ready: AtomicUsize,
     failed: AtomicBool,
@@ -212,10 +220,9 @@ pub fn measure(
         .iter()
         .map(|m| KernelFns::select(plan.isa, m.stores()))
         .collect::<Result<_>>()?;
-    let calibration = DelayCalibration::measure();
     let control = Control {
         mix: AtomicUsize::new(IDLE),
-        spins: AtomicU64::new(0),
+        delay_ns: AtomicU64::new(0),
         quit: AtomicBool::new(false),
         ready: AtomicUsize::new(0),
         failed: AtomicBool::new(false),
@@ -231,7 +238,7 @@ pub fn measure(
                 scope.spawn(move || load_thread(plan, cpu, fns, control, counter))
             })
             .collect();
-        let result = drive(plan, chain, &calibration, &control, &progress, &mut each);
+        let result = drive(plan, chain, &control, &progress, &mut each);
         control.quit.store(true, Ordering::Relaxed);
         for w in workers {
             match w.join() {
@@ -247,7 +254,6 @@ pub fn measure(
 fn drive(
     plan: &LoadedPlan,
     chain: &mut Chain,
-    calibration: &DelayCalibration,
     control: &Control,
     progress: &[Progress],
     each: &mut impl FnMut(&LoadPoint, &super::LatencyPoint) -> Result<bool>,
@@ -261,15 +267,27 @@ fn drive(
     for (m, &mix) in plan.mixes.iter().enumerate() {
         let spec = mix.kernel().spec();
         for &delay_ns in &plan.delays_ns {
-            let spins = calibration.spins_for(delay_ns * LINES_PER_STEP as f64);
-            control.spins.store(spins, Ordering::Relaxed);
+            control
+                .delay_ns
+                .store(delay_ns.to_bits(), Ordering::Relaxed);
             control.mix.store(m, Ordering::Release);
             std::thread::sleep(plan.settle);
-            let before: u64 = progress.iter().map(|p| p.0.load(Ordering::Relaxed)).sum();
+            let moved = || -> u64 {
+                progress
+                    .iter()
+                    .map(|p| p.elements.load(Ordering::Relaxed))
+                    .sum()
+            };
+            let before = moved();
             let t = Instant::now();
             let latency = chain.sample(plan.time_per_point, plan.clock_ghz);
             let seconds = t.elapsed().as_secs_f64();
-            let after: u64 = progress.iter().map(|p| p.0.load(Ordering::Relaxed)).sum();
+            let after = moved();
+            // The first load thread's spins, for the record.
+            let first = DelayCalibration {
+                ns_per_spin: f64::from_bits(progress[0].ns_per_spin.load(Ordering::Relaxed)),
+            };
+            let spins = first.spins_for(delay_ns * LINES_PER_STEP as f64);
             let elements = after.saturating_sub(before) as f64;
             let point = LoadPoint {
                 mix,
@@ -328,6 +346,10 @@ fn load_thread(
     for (s, value) in slices.iter_mut().zip(crate::protocol::INITIAL_VALUES) {
         s.fill(value);
     }
+    let calibration = DelayCalibration::measure();
+    progress
+        .ns_per_spin
+        .store(calibration.ns_per_spin.to_bits(), Ordering::Relaxed);
     control.ready.fetch_add(1, Ordering::Release);
     let [a, b, c, d] = &mut slices[..] else {
         unreachable!("four arrays were mapped")
@@ -339,7 +361,8 @@ fn load_thread(
             std::thread::sleep(Duration::from_micros(200));
             continue;
         }
-        let spins = control.spins.load(Ordering::Relaxed);
+        let delay_ns = f64::from_bits(control.delay_ns.load(Ordering::Relaxed));
+        let spins = calibration.spins_for(delay_ns * LINES_PER_STEP as f64);
         let step = if spins == 0 {
             FREE_ELEMENTS
         } else {
@@ -361,7 +384,7 @@ fn load_thread(
         }
         at += step;
         moved += step as u64;
-        progress.0.store(moved, Ordering::Relaxed);
+        progress.elements.store(moved, Ordering::Relaxed);
         spin(spins);
     }
     Ok(())
