@@ -126,36 +126,7 @@ mod neon {
         }};
     }
 
-    pub(super) fn table(nt: bool) -> KernelFns {
-        if nt {
-            table_for::<true>()
-        } else {
-            table_for::<false>()
-        }
-    }
-
-    fn table_for<const NT: bool>() -> KernelFns {
-        KernelFns {
-            isa: Isa::Neon,
-            stores: if NT {
-                StoreMode::Nt
-            } else {
-                StoreMode::Regular
-            },
-            copy: copy::<NT>,
-            scale: scale::<NT>,
-            add: add::<NT>,
-            triad: triad::<NT>,
-            read,
-            write: write::<NT>,
-            update: update::<NT>,
-            daxpy: daxpy::<NT>,
-            striad: striad::<NT>,
-            sdaxpy: sdaxpy::<NT>,
-            nstream: nstream::<NT>,
-            dot,
-        }
-    }
+    kernel_table!(Isa::Neon);
 
     // The wrappers below are reachable only through `table`, built after
     // `supported(Isa::Neon)`; NEON intrinsics then only need valid pointers,
@@ -383,36 +354,7 @@ mod sve {
         }};
     }
 
-    pub(super) fn table(nt: bool) -> KernelFns {
-        if nt {
-            table_for::<true>()
-        } else {
-            table_for::<false>()
-        }
-    }
-
-    fn table_for<const NT: bool>() -> KernelFns {
-        KernelFns {
-            isa: Isa::Sve,
-            stores: if NT {
-                StoreMode::Nt
-            } else {
-                StoreMode::Regular
-            },
-            copy: copy::<NT>,
-            scale: scale::<NT>,
-            add: add::<NT>,
-            triad: triad::<NT>,
-            read,
-            write: write::<NT>,
-            update: update::<NT>,
-            daxpy: daxpy::<NT>,
-            striad: striad::<NT>,
-            sdaxpy: sdaxpy::<NT>,
-            nstream: nstream::<NT>,
-            dot,
-        }
-    }
+    kernel_table!(Isa::Sve);
 
     // The safe wrappers are reachable only through `table`, built after
     // `supported(Isa::Sve)`. Each checks the lengths, so that the
@@ -622,72 +564,5 @@ mod sve {
         }
     }
 
-    fn copy<const NT: bool>(d: &mut [f64], a: &[f64]) {
-        assert_eq!(d.len(), a.len());
-        // SAFETY: SVE checked before this table was built; lengths equal.
-        unsafe { copy_impl::<NT>(d.as_mut_ptr(), a.as_ptr(), d.len()) }
-    }
-
-    fn scale<const NT: bool>(d: &mut [f64], c: &[f64], q: f64) {
-        assert_eq!(d.len(), c.len());
-        // SAFETY: as in copy.
-        unsafe { scale_impl::<NT>(d.as_mut_ptr(), c.as_ptr(), d.len(), q) }
-    }
-
-    fn add<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64]) {
-        assert!(d.len() == x.len() && d.len() == y.len());
-        // SAFETY: as in copy.
-        unsafe { add_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len()) }
-    }
-
-    fn triad<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64], q: f64) {
-        assert!(d.len() == x.len() && d.len() == y.len());
-        // SAFETY: as in copy.
-        unsafe { triad_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len(), q) }
-    }
-
-    fn read(a: &[f64]) -> f64 {
-        // SAFETY: as in copy.
-        unsafe { read_impl(a.as_ptr(), a.len()) }
-    }
-
-    fn write<const NT: bool>(d: &mut [f64], value: f64) {
-        // SAFETY: as in copy.
-        unsafe { write_impl::<NT>(d.as_mut_ptr(), d.len(), value) }
-    }
-
-    fn update<const NT: bool>(d: &mut [f64], q: f64) {
-        // SAFETY: as in copy.
-        unsafe { update_impl::<NT>(d.as_mut_ptr(), d.len(), q) }
-    }
-
-    fn daxpy<const NT: bool>(d: &mut [f64], x: &[f64], q: f64) {
-        assert_eq!(d.len(), x.len());
-        // SAFETY: as in copy.
-        unsafe { daxpy_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), d.len(), q) }
-    }
-
-    fn striad<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64], z: &[f64]) {
-        assert!(d.len() == x.len() && d.len() == y.len() && d.len() == z.len());
-        // SAFETY: as in copy.
-        unsafe { striad_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), z.as_ptr(), d.len()) }
-    }
-
-    fn sdaxpy<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64]) {
-        assert!(d.len() == x.len() && d.len() == y.len());
-        // SAFETY: as in copy.
-        unsafe { sdaxpy_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len()) }
-    }
-
-    fn nstream<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64], q: f64) {
-        assert!(d.len() == x.len() && d.len() == y.len());
-        // SAFETY: as in copy.
-        unsafe { nstream_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len(), q) }
-    }
-
-    fn dot(x: &[f64], y: &[f64]) -> f64 {
-        assert_eq!(x.len(), y.len());
-        // SAFETY: as in copy.
-        unsafe { dot_impl(x.as_ptr(), y.as_ptr(), x.len()) }
-    }
+    checked_kernels!();
 }

@@ -6,6 +6,122 @@
 //! Implementations are picked once ([`KernelFns::select`]) and called through
 //! plain function pointers, one call per thread per repetition.
 
+/// `table(nt)` for an ISA module whose functions are named after the
+/// kernels (`copy::<NT>`, ..., `read`, `dot`).
+macro_rules! kernel_table {
+    ($isa:expr) => {
+        pub(super) fn table(nt: bool) -> KernelFns {
+            if nt {
+                table_for::<true>()
+            } else {
+                table_for::<false>()
+            }
+        }
+
+        fn table_for<const NT: bool>() -> KernelFns {
+            KernelFns {
+                isa: $isa,
+                stores: if NT {
+                    StoreMode::Nt
+                } else {
+                    StoreMode::Regular
+                },
+                copy: copy::<NT>,
+                scale: scale::<NT>,
+                add: add::<NT>,
+                triad: triad::<NT>,
+                read,
+                write: write::<NT>,
+                update: update::<NT>,
+                daxpy: daxpy::<NT>,
+                striad: striad::<NT>,
+                sdaxpy: sdaxpy::<NT>,
+                nstream: nstream::<NT>,
+                dot,
+            }
+        }
+    };
+}
+
+/// The safe kernel functions over an ISA module's `*_impl` functions
+/// (raw pointers, the ISA's target feature). They are reachable only
+/// through the module's `table`, which its parent builds after checking
+/// the CPU has the feature; each checks the slices' lengths are equal.
+macro_rules! checked_kernels {
+    () => {
+        fn copy<const NT: bool>(d: &mut [f64], a: &[f64]) {
+            assert_eq!(d.len(), a.len());
+            // SAFETY: feature checked before this table was built; lengths equal.
+            unsafe { copy_impl::<NT>(d.as_mut_ptr(), a.as_ptr(), d.len()) }
+        }
+
+        fn scale<const NT: bool>(d: &mut [f64], c: &[f64], q: f64) {
+            assert_eq!(d.len(), c.len());
+            // SAFETY: feature checked before this table was built; lengths equal.
+            unsafe { scale_impl::<NT>(d.as_mut_ptr(), c.as_ptr(), d.len(), q) }
+        }
+
+        fn add<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64]) {
+            assert!(d.len() == x.len() && d.len() == y.len());
+            // SAFETY: feature checked before this table was built; lengths equal.
+            unsafe { add_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len()) }
+        }
+
+        fn triad<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64], q: f64) {
+            assert!(d.len() == x.len() && d.len() == y.len());
+            // SAFETY: feature checked before this table was built; lengths equal.
+            unsafe { triad_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len(), q) }
+        }
+
+        fn read(a: &[f64]) -> f64 {
+            // SAFETY: feature checked before this table was built.
+            unsafe { read_impl(a.as_ptr(), a.len()) }
+        }
+
+        fn write<const NT: bool>(d: &mut [f64], value: f64) {
+            // SAFETY: feature checked before this table was built.
+            unsafe { write_impl::<NT>(d.as_mut_ptr(), d.len(), value) }
+        }
+
+        fn update<const NT: bool>(d: &mut [f64], q: f64) {
+            // SAFETY: feature checked before this table was built.
+            unsafe { update_impl::<NT>(d.as_mut_ptr(), d.len(), q) }
+        }
+
+        fn daxpy<const NT: bool>(d: &mut [f64], x: &[f64], q: f64) {
+            assert_eq!(d.len(), x.len());
+            // SAFETY: feature checked before this table was built; lengths equal.
+            unsafe { daxpy_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), d.len(), q) }
+        }
+
+        fn striad<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64], z: &[f64]) {
+            assert!(d.len() == x.len() && d.len() == y.len() && d.len() == z.len());
+            // SAFETY: feature checked before this table was built; lengths equal.
+            unsafe {
+                striad_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), z.as_ptr(), d.len())
+            }
+        }
+
+        fn sdaxpy<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64]) {
+            assert!(d.len() == x.len() && d.len() == y.len());
+            // SAFETY: feature checked before this table was built; lengths equal.
+            unsafe { sdaxpy_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len()) }
+        }
+
+        fn nstream<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64], q: f64) {
+            assert!(d.len() == x.len() && d.len() == y.len());
+            // SAFETY: feature checked before this table was built; lengths equal.
+            unsafe { nstream_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len(), q) }
+        }
+
+        fn dot(x: &[f64], y: &[f64]) -> f64 {
+            assert_eq!(x.len(), y.len());
+            // SAFETY: feature checked before this table was built; lengths equal.
+            unsafe { dot_impl(x.as_ptr(), y.as_ptr(), x.len()) }
+        }
+    };
+}
+
 #[cfg(target_arch = "aarch64")]
 mod aarch64;
 pub mod chase;

@@ -140,43 +140,7 @@ macro_rules! isa_module {
 
             const LANES: usize = $lanes;
 
-            pub(super) fn table(nt: bool) -> KernelFns {
-                if nt {
-                    KernelFns {
-                        isa: Isa::$isa,
-                        stores: StoreMode::Nt,
-                        copy: copy::<true>,
-                        scale: scale::<true>,
-                        add: add::<true>,
-                        triad: triad::<true>,
-                        read,
-                        write: write::<true>,
-                        update: update::<true>,
-                        daxpy: daxpy::<true>,
-                        striad: striad::<true>,
-                        sdaxpy: sdaxpy::<true>,
-                        nstream: nstream::<true>,
-                        dot,
-                    }
-                } else {
-                    KernelFns {
-                        isa: Isa::$isa,
-                        stores: StoreMode::Regular,
-                        copy: copy::<false>,
-                        scale: scale::<false>,
-                        add: add::<false>,
-                        triad: triad::<false>,
-                        read,
-                        write: write::<false>,
-                        update: update::<false>,
-                        daxpy: daxpy::<false>,
-                        striad: striad::<false>,
-                        sdaxpy: sdaxpy::<false>,
-                        nstream: nstream::<false>,
-                        dot,
-                    }
-                }
-            }
+            kernel_table!(Isa::$isa);
 
             #[target_feature(enable = $feature)]
             unsafe fn copy_impl<const NT: bool>(d: *mut f64, a: *const f64, n: usize) {
@@ -337,79 +301,7 @@ macro_rules! isa_module {
                 }
             }
 
-            // The safe wrappers. They are only reachable through `table`, which
-            // `super::table` calls after checking the CPU has `$feature`.
-
-            fn copy<const NT: bool>(d: &mut [f64], a: &[f64]) {
-                assert_eq!(d.len(), a.len());
-                // SAFETY: feature checked before this table was built; lengths equal.
-                unsafe { copy_impl::<NT>(d.as_mut_ptr(), a.as_ptr(), d.len()) }
-            }
-
-            fn scale<const NT: bool>(d: &mut [f64], c: &[f64], q: f64) {
-                assert_eq!(d.len(), c.len());
-                // SAFETY: feature checked before this table was built; lengths equal.
-                unsafe { scale_impl::<NT>(d.as_mut_ptr(), c.as_ptr(), d.len(), q) }
-            }
-
-            fn add<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64]) {
-                assert!(d.len() == x.len() && d.len() == y.len());
-                // SAFETY: feature checked before this table was built; lengths equal.
-                unsafe { add_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len()) }
-            }
-
-            fn triad<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64], q: f64) {
-                assert!(d.len() == x.len() && d.len() == y.len());
-                // SAFETY: feature checked before this table was built; lengths equal.
-                unsafe { triad_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len(), q) }
-            }
-
-            fn read(a: &[f64]) -> f64 {
-                // SAFETY: feature checked before this table was built.
-                unsafe { read_impl(a.as_ptr(), a.len()) }
-            }
-
-            fn write<const NT: bool>(d: &mut [f64], value: f64) {
-                // SAFETY: feature checked before this table was built.
-                unsafe { write_impl::<NT>(d.as_mut_ptr(), d.len(), value) }
-            }
-
-            fn update<const NT: bool>(d: &mut [f64], q: f64) {
-                // SAFETY: feature checked before this table was built.
-                unsafe { update_impl::<NT>(d.as_mut_ptr(), d.len(), q) }
-            }
-
-            fn daxpy<const NT: bool>(d: &mut [f64], x: &[f64], q: f64) {
-                assert_eq!(d.len(), x.len());
-                // SAFETY: feature checked before this table was built; lengths equal.
-                unsafe { daxpy_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), d.len(), q) }
-            }
-
-            fn striad<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64], z: &[f64]) {
-                assert!(d.len() == x.len() && d.len() == y.len() && d.len() == z.len());
-                // SAFETY: feature checked before this table was built; lengths equal.
-                unsafe {
-                    striad_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), z.as_ptr(), d.len())
-                }
-            }
-
-            fn sdaxpy<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64]) {
-                assert!(d.len() == x.len() && d.len() == y.len());
-                // SAFETY: feature checked before this table was built; lengths equal.
-                unsafe { sdaxpy_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len()) }
-            }
-
-            fn nstream<const NT: bool>(d: &mut [f64], x: &[f64], y: &[f64], q: f64) {
-                assert!(d.len() == x.len() && d.len() == y.len());
-                // SAFETY: feature checked before this table was built; lengths equal.
-                unsafe { nstream_impl::<NT>(d.as_mut_ptr(), x.as_ptr(), y.as_ptr(), d.len(), q) }
-            }
-
-            fn dot(x: &[f64], y: &[f64]) -> f64 {
-                assert_eq!(x.len(), y.len());
-                // SAFETY: feature checked before this table was built; lengths equal.
-                unsafe { dot_impl(x.as_ptr(), y.as_ptr(), x.len()) }
-            }
+            checked_kernels!();
         }
     };
 }
