@@ -55,7 +55,7 @@ enum Command {
     Compare(study::CompareArgs),
     /// Run your own STREAM build (or BabelStream, likwid-bench) under membw's placement and memory policy, verified
     Exec(exec::ExecArgs),
-    /// Idle memory latency by pointer chasing, from L1 to DRAM (ns and cycles per load, percentiles)
+    /// Memory latency by pointer chasing, L1 to DRAM (ns and cycles per load, percentiles); the NUMA latency matrix; loaded latency
     Latency(latency::LatencyArgs),
     /// Print a shell completion script: membw completions bash > /etc/bash_completion.d/membw
     Completions {
