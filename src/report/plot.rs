@@ -370,8 +370,11 @@ fn size_axis_plot(
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        let power_of_two = |x: &f64| {
-            if (x - x.round()).abs() < 1e-6 {
+        // Past a dozen powers of two the labels would run into each other:
+        // then every other one is written.
+        let every = if hi - lo > 13.0 { 2 } else { 1 };
+        let power_of_two = move |x: &f64| {
+            if (x - x.round()).abs() < 1e-6 && (x.round() as i64).rem_euclid(every) == 0 {
                 Bytes(2f64.powf(x.round()) as u64).to_string()
             } else {
                 String::new()
