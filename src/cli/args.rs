@@ -452,26 +452,24 @@ pub(crate) fn parse_kernel(name: &str) -> std::result::Result<KernelId, String> 
     })
 }
 
-/// `--kernels`: kernel and group names, comma-separated; a kernel named
-/// twice runs once (the plan runs them in the kernel table's order).
+/// `--kernels`: kernel and group names, comma-separated; each kernel once,
+/// in the kernel table's order (the order the plan runs them in, so that
+/// records of `copy,triad` and `triad,copy` have one key).
 #[derive(Debug, Clone)]
 pub(crate) struct KernelList(pub(crate) Vec<KernelId>);
 
 pub(crate) fn parse_kernel_list(text: &str) -> std::result::Result<KernelList, String> {
     let mut kernels = Vec::new();
     for name in text.split(',') {
-        let picked = crate::kernels::parse_selection(name).ok_or_else(|| {
+        kernels.extend(crate::kernels::parse_selection(name).ok_or_else(|| {
             format!(
                 "unknown kernel or group '{}' (choose from {})",
                 name.trim(),
                 crate::kernels::selection_names()
             )
-        })?;
-        for k in picked {
-            if !kernels.contains(&k) {
-                kernels.push(k);
-            }
-        }
+        })?);
     }
+    kernels.sort();
+    kernels.dedup();
     Ok(KernelList(kernels))
 }

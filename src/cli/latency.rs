@@ -11,7 +11,7 @@ use crate::latency::load::{self, LoadPoint, LoadedPlan, Mix};
 use crate::latency::record::{self, LatencyKey, LatencyRecord, Study};
 use crate::latency::{self, Chain, LatencyPlan, LatencyPoint};
 use crate::memory::policy::{self as mempolicy, Policy};
-use crate::results::file::{FileError, ResultsFile};
+use crate::results::file::ResultsFile;
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
 use crate::units::Bytes;
@@ -174,8 +174,9 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
             "--ghz: a clock rate between 0 and 20 GHz".into(),
         ));
     }
+    let clock_ghz = args.ghz.or_else(|| clock_ghz(cpu));
     let loaded = if args.loaded {
-        Some(loaded_plan(&args, &topo, cpu, sizes[0], &whole)?)
+        Some(loaded_plan(&args, &topo, cpu, sizes[0], &whole, clock_ghz)?)
     } else {
         None
     };
@@ -188,8 +189,9 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
             .saturating_mul(p.load_cpus.len() as u64)
     });
     let largest = sizes.iter().max().copied().unwrap_or(0);
-    if let Some(room) = room(&topo)
-        && largest + largest / 4 + load_bytes > room
+    let needed = (largest + largest / 4).saturating_add(load_bytes);
+    if let Some(room) = topo.memory.allocatable().map(|b| b.0)
+        && needed > room
     {
         return Err(Error::Usage(format!(
             "--sizes {}{}: more than the {} of memory available",
@@ -208,7 +210,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         hugepages: args.hugepages == "thp",
         policy: whole,
         time_per_size: args.time,
-        clock_ghz: args.ghz.or_else(|| clock_ghz(cpu)),
+        clock_ghz,
     };
     let mut out = Recorder::open(&args, &topo, &plan)?;
     let study = if args.numa_matrix {
@@ -225,6 +227,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     };
     let interrupted = out.stop.signal();
     result?;
+    out.say_skipped();
     print(&if args.format == "json" {
         let doc = serde_json::json!({
             "schema_version": crate::results::SCHEMA_VERSION,
@@ -274,24 +277,11 @@ fn allowed_cpu(topo: &Topology, cpu: usize, flag: &str) -> Result<usize> {
     }
 }
 
-/// Memory this process may still take: the smaller of what the system has
-/// available and what its cgroup allows.
-fn room(topo: &Topology) -> Option<u64> {
-    [
-        topo.memory.available,
-        topo.memory
-            .cgroup_limit
-            .map(|l| Bytes(l.0.saturating_sub(topo.memory.cgroup_usage.map_or(0, |u| u.0)))),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|b| b.0)
-    .min()
-}
-
-/// The most load threads and delays a loaded study takes.
-const MAX_LOAD_THREADS: usize = 4096;
+/// The most delays a loaded study takes.
 const MAX_DELAYS: usize = 64;
+/// The smallest array of a load thread: one free-running step of the
+/// kernels (4096 elements) twice over.
+const MIN_LOAD_ELEMENTS: u64 = 8192;
 /// A delay longer than this is no load at all.
 const MAX_DELAY: Duration = Duration::from_millis(10);
 
@@ -301,19 +291,13 @@ fn loaded_plan(
     cpu: usize,
     bytes: u64,
     policy: &Policy,
+    clock_ghz: Option<f64>,
 ) -> Result<LoadedPlan> {
     let load_cpus: Vec<usize> = match &args.load_cpus {
         Some(text) => {
-            let ids = crate::topology::cpulist::parse_list(text)
+            // Each CPU existing, allowed and listed once, as for --cpus.
+            let ids = crate::placement::cpu_list(topo, &topo.allowed_cpus, text)
                 .map_err(|e| Error::Usage(format!("--load-cpus {text}: {e}")))?;
-            if ids.len() > MAX_LOAD_THREADS {
-                return Err(Error::Usage(format!(
-                    "--load-cpus {text}: at most {MAX_LOAD_THREADS} load threads"
-                )));
-            }
-            for &c in &ids {
-                allowed_cpu(topo, c, "--load-cpus")?;
-            }
             if ids.contains(&cpu) {
                 return Err(Error::Usage(format!(
                     "--load-cpus {text}: CPU {cpu} is the chaser's; give the load other CPUs"
@@ -351,6 +335,11 @@ fn loaded_plan(
     let delays_ns: Vec<f64> = match &args.delays {
         None => load::DEFAULT_DELAYS_NS.to_vec(),
         Some(text) => {
+            if text.split(',').count() > MAX_DELAYS {
+                return Err(Error::Usage(format!(
+                    "--delays: at most {MAX_DELAYS} delays"
+                )));
+            }
             let mut v = Vec::new();
             for part in text.split(',') {
                 let part = part.trim();
@@ -369,11 +358,6 @@ fn loaded_plan(
                 }
                 v.push(d.as_nanos() as f64);
             }
-            if v.len() > MAX_DELAYS {
-                return Err(Error::Usage(format!(
-                    "--delays: at most {MAX_DELAYS} delays"
-                )));
-            }
             v
         }
     };
@@ -387,10 +371,15 @@ fn loaded_plan(
     let used: IdSet = load_cpus.iter().copied().collect();
     let llc = topo.llc_sum(&used).0;
     let load_elements = match args.load_size {
+        Some(size) if size.elements() < MIN_LOAD_ELEMENTS => {
+            return Err(Error::Usage(format!(
+                "--load-size: each load array needs at least {} ({MIN_LOAD_ELEMENTS} elements)",
+                Bytes(MIN_LOAD_ELEMENTS * 8)
+            )));
+        }
         Some(size) => usize::try_from(size.elements()).unwrap_or(usize::MAX),
         None => ((4 * llc / load_cpus.len() as u64).max(64 << 20) / 8) as usize,
-    }
-    .max(8192);
+    };
     Ok(LoadedPlan {
         chaser_cpu: cpu,
         load_cpus,
@@ -403,7 +392,7 @@ fn loaded_plan(
         isa,
         time_per_point: args.time,
         settle: Duration::from_millis(30),
-        clock_ghz: None,
+        clock_ghz,
     })
 }
 
@@ -424,14 +413,7 @@ struct Recorder {
 
 impl Recorder {
     fn open(args: &LatencyArgs, topo: &Topology, plan: &LatencyPlan) -> Result<Recorder> {
-        let file_error = |e: FileError, flag: &str| match e {
-            FileError::Exists(p) => Error::Usage(format!(
-                "{flag} {}: already exists; to add the missing points to it use --resume {}, else choose another file",
-                p.display(),
-                p.display()
-            )),
-            other => Error::Usage(format!("{flag} {other}")),
-        };
+        let file_error = super::study::file_error;
         let mut file = match (&args.resume, &args.output) {
             (Some(path), _) => {
                 let (file, torn) =
@@ -470,11 +452,23 @@ impl Recorder {
         })
     }
 
-    /// Whether the point is already in the resumed file.
+    /// Whether the point is already in the resumed file (then it is
+    /// counted, to be said at the end).
     fn done(&mut self, key: &LatencyKey) -> bool {
         let done = self.done.contains(&key.key());
         self.skipped += usize::from(done);
         done
+    }
+
+    /// Says on stderr how many points a resume found already done.
+    fn say_skipped(&self) {
+        if let (Some(file), 1..) = (&self.file, self.skipped) {
+            crate::say!(
+                "membw: {} already in {}, not measured again",
+                crate::units::plural(self.skipped, "point"),
+                file.path.display()
+            );
+        }
     }
 
     /// Keeps one point and appends it to the file; false once a signal
@@ -586,34 +580,26 @@ fn run_loaded(plan: &LatencyPlan, loaded: &LoadedPlan, out: &mut Recorder) -> Re
     if !out.done(&idle_key) && !out.keep(idle_key, idle, None, None)? {
         return Ok(());
     }
-    let point_key = |p: &LoadPoint| {
+    let point_key = |mix: Mix, delay_ns: f64| {
         let mut k = key(plan, Study::Loaded, plan.cpu, &plan.policy, bytes);
         k.load_cpus = loaded.load_cpus.clone();
-        (k.mix, k.delay_ns) = (Some(p.mix), Some(p.delay_ns));
+        (k.mix, k.delay_ns) = (Some(mix), Some(delay_ns));
         k
     };
     // A resumed file skips whole mixes that are done, not single delays:
     // the load threads run each mix's delays in one go.
     let mut todo = loaded.clone();
-    todo.clock_ghz = plan.clock_ghz;
     todo.mixes.retain(|&mix| {
-        loaded.delays_ns.iter().any(|&delay_ns| {
-            let probe = LoadPoint {
-                mix,
-                delay_ns,
-                delay_spins: 0,
-                threads: 0,
-                gb_s: 0.0,
-                bus_gb_s: 0.0,
-            };
-            !out.done.contains(&point_key(&probe).key())
-        })
+        loaded
+            .delays_ns
+            .iter()
+            .any(|&delay_ns| !out.done.contains(&point_key(mix, delay_ns).key()))
     });
     if todo.mixes.is_empty() {
         return Ok(());
     }
     load::measure(&todo, &mut chain, |p, latency| {
-        let k = point_key(p);
+        let k = point_key(p.mix, p.delay_ns);
         if out.done(&k) {
             return Ok(out.stop.signal().is_none());
         }

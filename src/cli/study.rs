@@ -234,10 +234,10 @@ fn with_programs(
 }
 
 /// Words a results-file error for the flag that named the file.
-fn file_error(e: FileError, flag: &str) -> Error {
+pub(super) fn file_error(e: FileError, flag: &str) -> Error {
     match e {
         FileError::Exists(p) => Error::Usage(format!(
-            "{flag} {}: already exists; to add this sweep's missing points to it use --resume {}, else choose another file",
+            "{flag} {}: already exists; to add the missing points to it use --resume {}, else choose another file",
             p.display(),
             p.display()
         )),

@@ -355,14 +355,19 @@ fn load_thread(
         unreachable!("four arrays were mapped")
     };
     let (mut at, mut moved) = (0usize, 0u64);
+    // The delay's spins, converted again only when the chaser changes it.
+    let (mut delay_bits, mut spins) = (0u64, 0u64);
     while !control.quit.load(Ordering::Relaxed) {
         let m = control.mix.load(Ordering::Acquire);
         if m == IDLE {
             std::thread::sleep(Duration::from_micros(200));
             continue;
         }
-        let delay_ns = f64::from_bits(control.delay_ns.load(Ordering::Relaxed));
-        let spins = calibration.spins_for(delay_ns * LINES_PER_STEP as f64);
+        let bits = control.delay_ns.load(Ordering::Relaxed);
+        if bits != delay_bits {
+            delay_bits = bits;
+            spins = calibration.spins_for(f64::from_bits(bits) * LINES_PER_STEP as f64);
+        }
         let step = if spins == 0 {
             FREE_ELEMENTS
         } else {

@@ -22,6 +22,17 @@ pub enum Study {
     Loaded,
 }
 
+impl Study {
+    /// The name in records and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Study::Idle => "idle",
+            Study::Matrix => "matrix",
+            Study::Loaded => "loaded",
+        }
+    }
+}
+
 /// What a point measured: the key for resume and for comparing files.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyKey {

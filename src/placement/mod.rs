@@ -226,7 +226,7 @@ fn check(topo: &Topology, allowed: &IdSet, cpus: &[usize]) -> std::result::Resul
 }
 
 /// `0,2,4-10:2`: physical ids, each existing, allowed and listed once.
-fn cpu_list(
+pub fn cpu_list(
     topo: &Topology,
     allowed: &IdSet,
     list: &str,

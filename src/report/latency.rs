@@ -173,13 +173,11 @@ fn loaded_curves(loaded: &[&LatencyRecord]) -> Curves {
     out
 }
 
+/// A delay as `--delays` spells it (`10us`, `500ns`, `0`).
 fn delay_text(ns: f64) -> String {
     match ns {
         0.0 => "0".into(),
-        _ if ns >= 1000.0 => format!("{:.3} µs", ns / 1000.0)
-            .replace(".000", "")
-            .replace(".500", ".5"),
-        _ => format!("{ns:.0} ns"),
+        _ => humantime::format_duration(std::time::Duration::from_nanos(ns as u64)).to_string(),
     }
 }
 
@@ -284,8 +282,8 @@ pub fn compare(a: &[LatencyRecord], b: &[LatencyRecord], markdown: bool) -> Stri
     let describe = |r: &LatencyRecord| {
         let p = &r.point;
         let mut d = format!(
-            "{:?} CPU {} → {} · {}",
-            p.study,
+            "{} CPU {} → {} · {}",
+            p.study.name(),
             p.cpu,
             p.mem,
             Bytes(p.bytes)
@@ -296,7 +294,7 @@ pub fn compare(a: &[LatencyRecord], b: &[LatencyRecord], markdown: bool) -> Stri
         if p.hugepages != "thp" {
             d.push_str(" · base pages");
         }
-        d.to_lowercase()
+        d
     };
     let index: BTreeMap<String, &LatencyRecord> = b.iter().map(|r| (r.point.key(), r)).collect();
     let rows: Vec<(String, f64, f64)> = a
