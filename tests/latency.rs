@@ -335,6 +335,16 @@ fn bad_loaded_input_is_one_line() {
         "--load-cpus",
     );
     usage_error(
+        &["latency", "--loaded", "--cpu", "0", "--load-cpus", "1,1"],
+        "listed twice",
+    );
+    usage_error(
+        &["latency", "--loaded", "--load-size", "1KiB"],
+        "at least 64 KiB",
+    );
+    let many = vec!["0"; 65].join(",");
+    usage_error(&["latency", "--loaded", "--delays", &many], "at most 64");
+    usage_error(
         &["latency", "--loaded", "--mix", "read,4:1"],
         "unknown mix '4:1'",
     );
