@@ -84,54 +84,85 @@ where
 {
     assert_eq!(cpus.len(), states.len(), "one state per thread");
     let barrier = SpinBarrier::new(cpus.len());
+    // Until every thread exists nobody may wait at the barrier: a spawn
+    // that fails (a pid limit, `ulimit -u`) would leave the others there.
+    let start = AtomicUsize::new(PENDING);
     let pin_failed = AtomicBool::new(false);
     let pin_errors: std::sync::Mutex<Vec<String>> = Default::default();
+    let mut spawn_error = None;
     let outcomes: Vec<Option<MemberResult<R>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = cpus
-            .iter()
-            .zip(states)
-            .enumerate()
-            .map(|(index, (&cpu, state))| {
-                let (barrier, pin_failed, pin_errors, body) =
-                    (&barrier, &pin_failed, &pin_errors, &body);
-                std::thread::Builder::new()
-                    .name(format!("membw-{index}"))
-                    .spawn_scoped(scope, move || {
-                        if let Err(e) = sys::pin_current_thread(cpu) {
-                            pin_failed.store(true, Ordering::Relaxed);
-                            if let Ok(mut errs) = pin_errors.lock() {
-                                errs.push(format!("cannot pin thread {index} to CPU {cpu}: {e}"));
-                            }
+        let mut handles = Vec::with_capacity(cpus.len());
+        for (index, (&cpu, state)) in cpus.iter().zip(states).enumerate() {
+            let (barrier, start, pin_failed, pin_errors, body) =
+                (&barrier, &start, &pin_failed, &pin_errors, &body);
+            let spawned = std::thread::Builder::new()
+                .name(format!("membw-{index}"))
+                .spawn_scoped(scope, move || {
+                    if !wait_for_start(start) {
+                        return None;
+                    }
+                    if let Err(e) = sys::pin_current_thread(cpu) {
+                        pin_failed.store(true, Ordering::Relaxed);
+                        if let Ok(mut errs) = pin_errors.lock() {
+                            errs.push(format!("cannot pin thread {index} to CPU {cpu}: {e}"));
                         }
-                        let observed_cpu = sys::current_cpu();
-                        barrier.wait();
-                        if pin_failed.load(Ordering::Relaxed) {
-                            return None;
-                        }
-                        let member = Member {
-                            index,
-                            team_size: cpus.len(),
-                            cpu,
-                            barrier,
-                        };
-                        Some(MemberResult {
-                            observed_cpu,
-                            value: body(&member, state),
-                        })
+                    }
+                    let observed_cpu = sys::current_cpu();
+                    barrier.wait();
+                    if pin_failed.load(Ordering::Relaxed) {
+                        return None;
+                    }
+                    let member = Member {
+                        index,
+                        team_size: cpus.len(),
+                        cpu,
+                        barrier,
+                    };
+                    Some(MemberResult {
+                        observed_cpu,
+                        value: body(&member, state),
                     })
-                    .expect("spawning a thread")
-            })
-            .collect();
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    spawn_error = Some(format!(
+                        "cannot start thread {index} of {}: {e}",
+                        cpus.len()
+                    ));
+                    break;
+                }
+            }
+        }
+        let go = if spawn_error.is_some() { ABORT } else { GO };
+        start.store(go, Ordering::Release);
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
+    if let Some(e) = spawn_error {
+        return Err(Error::Runtime(e));
+    }
     if pin_failed.load(Ordering::Relaxed) {
         let errs = pin_errors.into_inner().unwrap_or_default();
         return Err(Error::Runtime(errs.join("; ")));
     }
     Ok(outcomes.into_iter().flatten().collect())
+}
+
+const PENDING: usize = 0;
+const GO: usize = 1;
+const ABORT: usize = 2;
+
+/// Waits until the spawner says whether every thread of the team exists.
+fn wait_for_start(start: &AtomicUsize) -> bool {
+    loop {
+        match start.load(Ordering::Acquire) {
+            PENDING => std::thread::yield_now(),
+            state => return state == GO,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -439,9 +439,9 @@ impl Recorder {
         let stop = Stop::default();
         crate::sys::stop_on_signals(stop.0.clone());
         Ok(Recorder {
-            started: crate::engine::now(),
+            started: crate::results::now(),
             host: crate::results::Host::describe(topo),
-            caches: crate::engine::cache_per_thread(topo, &[plan.cpu]),
+            caches: topo.cache_per_thread(&[plan.cpu]),
             peak_gb_s: crate::peak::estimate(topo, &args.peak.request()).map(|p| p.node_gb_s()),
             clock_ghz: plan.clock_ghz,
             file,
@@ -484,7 +484,7 @@ impl Recorder {
             schema_version: crate::results::SCHEMA_VERSION,
             experiment: record::EXPERIMENT.into(),
             started: self.started.clone(),
-            timestamp: crate::engine::now(),
+            timestamp: crate::results::now(),
             host: self.host.clone(),
             point,
             latency,

@@ -20,9 +20,8 @@ use crate::placement::spellings::{self, Spellings};
 use crate::plan::Plan;
 use crate::results::file::ResultsFile;
 use crate::results::{Host, Measurement, PeakUse, Point, Record, RunResult, SCHEMA_VERSION};
-use crate::topology::cpulist::IdSet;
-use crate::topology::{CacheKind, Topology};
-use std::collections::{BTreeMap, HashSet};
+use crate::topology::Topology;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Instant;
@@ -129,7 +128,7 @@ impl<'a> Engine<'a> {
             experiment,
             host: Host::describe(topo),
             peak,
-            started: now(),
+            started: crate::results::now(),
             stop,
             programs: Vec::new(),
             clock: Instant::now(),
@@ -252,7 +251,7 @@ impl<'a> Engine<'a> {
             schema_version: SCHEMA_VERSION,
             experiment: self.experiment.into(),
             started: self.started.clone(),
-            timestamp: now(),
+            timestamp: crate::results::now(),
             source: match &job.point.program {
                 Some(p) if self.programs.iter().any(|(l, _)| l == p) => "exec".into(),
                 _ => self.source.name().into(),
@@ -262,39 +261,11 @@ impl<'a> Engine<'a> {
             stats: Record::stats_of(&runs),
             peak_gb_s: peak.as_ref().map(|p| p.used_gb_s),
             peak_source: peak.map(|p| p.peak.detail),
-            cache_per_thread: cache_per_thread(self.topo, &job.plan.cpus),
+            cache_per_thread: self.topo.cache_per_thread(&job.plan.cpus),
             reproduce: Some(job.reproduce()),
             runs,
         }
     }
-}
-
-/// RFC 3339, UTC, to the second.
-pub fn now() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
-}
-
-/// Cache capacity per thread at each level, for the CPUs a run used.
-pub fn cache_per_thread(topo: &Topology, cpus: &[usize]) -> BTreeMap<String, u64> {
-    let used: IdSet = cpus.iter().copied().collect();
-    let mut out = BTreeMap::new();
-    for level in 1..=topo.last_level().unwrap_or(0) {
-        let total: u64 = topo
-            .caches_serving(&used)
-            .filter(|c| c.level == level && c.kind != CacheKind::Instruction)
-            .filter_map(|c| c.size)
-            .map(|b| b.0)
-            .sum();
-        if total > 0 {
-            let name = if level == 1 {
-                "L1d".to_string()
-            } else {
-                format!("L{level}")
-            };
-            out.insert(name, total / cpus.len().max(1) as u64);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -8,78 +8,14 @@
 //! times), so at zero delay the load threads move what `membw run` moves.
 
 use super::Chain;
+pub use crate::results::latency::{LoadPoint, Mix};
 use crate::error::{Error, Result};
-use crate::kernels::{ARRAYS, ArrayId, KernelFns, KernelId, SCALAR, StoreMode};
+use crate::kernels::{ARRAYS, ArrayId, KernelFns, SCALAR};
 use crate::memory::policy::Policy;
 use crate::sys::{self, MappedArray};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-
-/// A load thread's traffic: which arrays it reads and writes per element.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Mix {
-    #[serde(rename = "read")]
-    Read,
-    #[serde(rename = "2:1")]
-    TwoToOne,
-    #[serde(rename = "3:1")]
-    ThreeToOne,
-    #[serde(rename = "copy")]
-    Copy,
-    #[serde(rename = "nt-write")]
-    NtWrite,
-}
-
-impl Mix {
-    pub const ALL: [Mix; 5] = [
-        Mix::Read,
-        Mix::TwoToOne,
-        Mix::ThreeToOne,
-        Mix::Copy,
-        Mix::NtWrite,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Mix::Read => "read",
-            Mix::TwoToOne => "2:1",
-            Mix::ThreeToOne => "3:1",
-            Mix::Copy => "copy",
-            Mix::NtWrite => "nt-write",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Mix> {
-        Mix::ALL.into_iter().find(|m| m.name() == text.trim())
-    }
-
-    /// The kernel that makes this traffic: read streams one array, 2:1 is
-    /// add (two read, one written), 3:1 is striad, copy is copy, nt-write
-    /// is write with streaming stores.
-    pub fn kernel(self) -> KernelId {
-        match self {
-            Mix::Read => KernelId::Read,
-            Mix::TwoToOne => KernelId::Add,
-            Mix::ThreeToOne => KernelId::Striad,
-            Mix::Copy => KernelId::Copy,
-            Mix::NtWrite => KernelId::Write,
-        }
-    }
-
-    pub fn stores(self) -> StoreMode {
-        match self {
-            Mix::NtWrite => StoreMode::Nt,
-            _ => StoreMode::Regular,
-        }
-    }
-}
-
-impl std::fmt::Display for Mix {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.name())
-    }
-}
 
 /// The delays swept by default (ns after each cache line, per load
 /// thread), from heavy throttling to none.
@@ -164,20 +100,6 @@ pub struct LoadedPlan {
     /// Time for the load to reach its new rate after a change of delay.
     pub settle: Duration,
     pub clock_ghz: Option<f64>,
-}
-
-/// One point of a bandwidth-latency curve.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct LoadPoint {
-    pub mix: Mix,
-    pub delay_ns: f64,
-    pub delay_spins: u64,
-    pub threads: usize,
-    /// The load threads' bandwidth while the chaser measured, bytes as
-    /// STREAM counts them, GB/s.
-    pub gb_s: f64,
-    /// The same traffic with write-allocate reads included.
-    pub bus_gb_s: f64,
 }
 
 /// A load thread's progress counter, alone on its cache lines so the
@@ -438,6 +360,6 @@ mod tests {
         }
         assert_eq!(Mix::parse("4:1"), None);
         assert_eq!(Mix::ThreeToOne.kernel().spec().reads.len(), 3);
-        assert_eq!(Mix::NtWrite.stores(), StoreMode::Nt);
+        assert_eq!(Mix::NtWrite.stores(), crate::kernels::StoreMode::Nt);
     }
 }

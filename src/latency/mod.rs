@@ -9,13 +9,14 @@
 //! mean.
 
 pub mod load;
-pub mod record;
+pub use crate::results::latency::LatencyPoint;
+/// The records latency results are kept in (the results model owns them).
+pub use crate::results::latency as record;
 
 use crate::error::{Error, Result};
 use crate::kernels::chase::chase;
 use crate::memory::policy::Policy;
 use crate::sys::{self, MappedArray};
-use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 /// Bytes of one cache line: one link per line.
@@ -61,25 +62,6 @@ pub fn cyclic_order(lines: usize, seed: u64) -> Vec<usize> {
         next[order[w]] = order[(w + 1) % lines];
     }
     next
-}
-
-/// What one working set gave.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct LatencyPoint {
-    pub bytes: u64,
-    pub lines: u64,
-    /// Nanoseconds per load: the fastest chunk, and percentiles over chunks.
-    pub min_ns: f64,
-    pub p50_ns: f64,
-    pub p90_ns: f64,
-    pub p99_ns: f64,
-    pub mean_ns: f64,
-    /// p50 in core clock cycles, when the clock rate is known.
-    pub p50_cycles: Option<f64>,
-    pub chunks: usize,
-    pub loads_per_chunk: usize,
-    /// Share of the working set's pages that were transparent hugepages.
-    pub huge_share: Option<f64>,
 }
 
 /// How to measure.

@@ -117,7 +117,7 @@ pub struct Measurement {
     /// For a run across MPI ranks: every rank, the nodes and the aggregate
     /// (the results above are then the aggregate's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ranks: Option<crate::ranks::Ranks>,
+    pub ranks: Option<super::ranks::Ranks>,
 }
 
 /// How another program's run ended, and the tails of its output.

@@ -5,7 +5,9 @@
 //! documented in the README and versioned by [`SCHEMA_VERSION`].
 
 pub mod file;
+pub mod latency;
 pub mod measurement;
+pub mod ranks;
 
 pub use measurement::{Measurement, require_valid};
 
@@ -132,7 +134,7 @@ impl RunReport {
             schema_version: SCHEMA_VERSION,
             tool: "membw".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            timestamp: crate::engine::now(),
+            timestamp: now(),
             source: source.into(),
             host: Host::describe(topo),
             request,
@@ -141,6 +143,11 @@ impl RunReport {
             reproduce,
         }
     }
+}
+
+/// A timestamp as records carry it: RFC 3339, UTC, to the second.
+pub fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
 pub(crate) fn stream_source() -> String {
@@ -244,7 +251,7 @@ pub struct RunResult {
     pub program: Option<measurement::ProgramRun>,
     /// For a run across MPI ranks: every rank, the nodes and the aggregate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ranks: Option<crate::ranks::Ranks>,
+    pub ranks: Option<super::ranks::Ranks>,
 }
 
 impl RunResult {

@@ -326,6 +326,30 @@ impl Topology {
     }
 
     /// Highest cache level present.
+    /// Cache capacity per thread at each level (`L1d`, `L2`, `L3`) for a
+    /// team on `cpus`: what each thread's share of the caches is.
+    pub fn cache_per_thread(&self, cpus: &[usize]) -> std::collections::BTreeMap<String, u64> {
+        let used: IdSet = cpus.iter().copied().collect();
+        let mut out = std::collections::BTreeMap::new();
+        for level in 1..=self.last_level().unwrap_or(0) {
+            let total: u64 = self
+                .caches_serving(&used)
+                .filter(|c| c.level == level && c.kind != CacheKind::Instruction)
+                .filter_map(|c| c.size)
+                .map(|b| b.0)
+                .sum();
+            if total > 0 {
+                let name = if level == 1 {
+                    "L1d".to_string()
+                } else {
+                    format!("L{level}")
+                };
+                out.insert(name, total / cpus.len().max(1) as u64);
+            }
+        }
+        out
+    }
+
     pub fn last_level(&self) -> Option<u8> {
         self.caches.iter().map(|c| c.level).max()
     }

@@ -1,11 +1,109 @@
-//! Latency results as JSON Lines records, one per measured point, in the
-//! same files and with the same resume rules as the bandwidth studies.
+//! Latency results: what one working set gave, one point of a loaded
+//! curve, and the JSON Lines records they are kept in, in the same files
+//! and with the same resume rules as the bandwidth studies.
 
-use super::LatencyPoint;
-use super::load::LoadPoint;
-use crate::results::Host;
+use super::Host;
+use crate::kernels::{KernelId, StoreMode};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// What one working set gave.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LatencyPoint {
+    pub bytes: u64,
+    pub lines: u64,
+    /// Nanoseconds per load: the fastest chunk, and percentiles over chunks.
+    pub min_ns: f64,
+    pub p50_ns: f64,
+    pub p90_ns: f64,
+    pub p99_ns: f64,
+    pub mean_ns: f64,
+    /// p50 in core clock cycles, when the clock rate is known.
+    pub p50_cycles: Option<f64>,
+    pub chunks: usize,
+    pub loads_per_chunk: usize,
+    /// Share of the working set's pages that were transparent hugepages.
+    pub huge_share: Option<f64>,
+}
+
+/// A load thread's traffic: which arrays it reads and writes per element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Mix {
+    #[serde(rename = "read")]
+    Read,
+    #[serde(rename = "2:1")]
+    TwoToOne,
+    #[serde(rename = "3:1")]
+    ThreeToOne,
+    #[serde(rename = "copy")]
+    Copy,
+    #[serde(rename = "nt-write")]
+    NtWrite,
+}
+
+impl Mix {
+    pub const ALL: [Mix; 5] = [
+        Mix::Read,
+        Mix::TwoToOne,
+        Mix::ThreeToOne,
+        Mix::Copy,
+        Mix::NtWrite,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mix::Read => "read",
+            Mix::TwoToOne => "2:1",
+            Mix::ThreeToOne => "3:1",
+            Mix::Copy => "copy",
+            Mix::NtWrite => "nt-write",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Mix> {
+        Mix::ALL.into_iter().find(|m| m.name() == text.trim())
+    }
+
+    /// The kernel that makes this traffic: read streams one array, 2:1 is
+    /// add (two read, one written), 3:1 is striad, copy is copy, nt-write
+    /// is write with streaming stores.
+    pub fn kernel(self) -> KernelId {
+        match self {
+            Mix::Read => KernelId::Read,
+            Mix::TwoToOne => KernelId::Add,
+            Mix::ThreeToOne => KernelId::Striad,
+            Mix::Copy => KernelId::Copy,
+            Mix::NtWrite => KernelId::Write,
+        }
+    }
+
+    pub fn stores(self) -> StoreMode {
+        match self {
+            Mix::NtWrite => StoreMode::Nt,
+            _ => StoreMode::Regular,
+        }
+    }
+}
+
+impl std::fmt::Display for Mix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+/// One point of a bandwidth-latency curve.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LoadPoint {
+    pub mix: Mix,
+    pub delay_ns: f64,
+    pub delay_spins: u64,
+    pub threads: usize,
+    /// The load threads' bandwidth while the chaser measured, bytes as
+    /// STREAM counts them, GB/s.
+    pub gb_s: f64,
+    /// The same traffic with write-allocate reads included.
+    pub bus_gb_s: f64,
+}
 
 /// The `experiment` of every latency record.
 pub const EXPERIMENT: &str = "latency";
@@ -50,7 +148,7 @@ pub struct LatencyKey {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub load_cpus: Vec<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mix: Option<super::load::Mix>,
+    pub mix: Option<Mix>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_ns: Option<f64>,
 }
@@ -100,7 +198,7 @@ pub struct LatencyRecord {
 
 /// Reads one line of a latency results file.
 pub fn parse(text: &str) -> Result<LatencyRecord, String> {
-    crate::results::file::check_version(text)?;
+    super::file::check_version(text)?;
     let r: LatencyRecord = serde_json::from_str(text).map_err(|e| e.to_string())?;
     if r.experiment != EXPERIMENT {
         return Err(format!("a '{}' record among latency records", r.experiment));

@@ -1,0 +1,421 @@
+//! What ranks measured: the ranks of an MPI job on one or many nodes, or
+//! per-node results files from a launcher that is not MPI.
+//!
+//! Each rank measures with membw's own protocol inside the CPUs its launcher
+//! bound it to. The ranks start and end every timed kernel together, so one
+//! repetition's aggregate is all ranks' bytes over the slowest rank's time,
+//! as stream_mpi.c counts it. This module holds the plain data (one
+//! [`RankRun`] per rank) and what is computed from it: the aggregate, the
+//! per-node table and its slow nodes, overlapping bindings. The transport
+//! is [`crate::ranks`].
+
+use crate::kernels::{KernelId, StoreMode};
+use super::measurement::{KernelResult, Measurement, kernel_statistics};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The share of the median node below which a node is flagged slow.
+pub const DEFAULT_OUTLIER: f64 = 0.9;
+
+/// What one rank measured and where.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RankRun {
+    pub rank: usize,
+    /// Its number among the ranks of its node, when the launcher says.
+    pub local_rank: Option<usize>,
+    pub host: String,
+    /// The CPUs its threads ran on.
+    pub cpus: Vec<usize>,
+    pub validated: bool,
+    /// What failed, when validation did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_error: Option<String>,
+    pub pages_held: bool,
+    /// Elements per array on this rank.
+    pub elements: u64,
+    /// Its own best rate per kernel, GB/s.
+    pub best_gb_s: BTreeMap<KernelId, f64>,
+    /// Its own time of every repetition, per kernel.
+    pub times_s: BTreeMap<KernelId, Vec<f64>>,
+    /// Per kernel and repetition, the time until every rank had finished.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub synced_s: BTreeMap<KernelId, Vec<f64>>,
+    /// Bytes one repetition of each kernel moves on this rank (STREAM's count).
+    pub bytes: BTreeMap<KernelId, f64>,
+    /// Theoretical peak of its node, GB/s, when known.
+    pub node_peak_gb_s: Option<f64>,
+    pub warnings: Vec<String>,
+}
+
+impl RankRun {
+    /// One rank's record from its own measurement (`synced`: per kernel
+    /// and repetition, laid out as the protocol returns it; may be empty).
+    pub fn new(
+        rank: usize,
+        local_rank: Option<usize>,
+        host: String,
+        m: &Measurement,
+        synced: &[f64],
+        node_peak_gb_s: Option<f64>,
+    ) -> RankRun {
+        let mut run = RankRun {
+            rank,
+            local_rank,
+            host,
+            cpus: m.threads.iter().map(|t| t.cpu).collect(),
+            validated: m.validation.passed,
+            validation_error: crate::results::require_valid(m)
+                .err()
+                .map(|e| e.to_string()),
+            pages_held: m.pages.iter().all(|p| p.held),
+            elements: m.array_elements,
+            best_gb_s: BTreeMap::new(),
+            times_s: BTreeMap::new(),
+            synced_s: BTreeMap::new(),
+            bytes: BTreeMap::new(),
+            node_peak_gb_s,
+            warnings: m.warnings.clone(),
+        };
+        for (k, r) in m.results.iter().enumerate() {
+            run.best_gb_s.insert(r.kernel, r.best_gb_s());
+            run.times_s.insert(r.kernel, r.times_s.clone());
+            let n = r.times_s.len();
+            if synced.len() >= (k + 1) * n {
+                run.synced_s
+                    .insert(r.kernel, synced[k * n..(k + 1) * n].to_vec());
+            }
+            run.bytes.insert(
+                r.kernel,
+                (r.bytes_per_element * m.array_elements * m.inner_repeats as u64) as f64,
+            );
+        }
+        run
+    }
+}
+
+/// One node's line of the per-node table.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NodeRow {
+    pub host: String,
+    pub ranks: usize,
+    pub threads: usize,
+    /// The node's bytes over its slowest rank's time, best repetition, GB/s.
+    pub gb_s: f64,
+    /// Its rate over the median node's.
+    pub of_median: f64,
+    /// Its rate over its theoretical peak, when known.
+    pub of_peak: Option<f64>,
+    /// Below the outlier threshold: the node an admin looks at first.
+    pub slow: bool,
+}
+
+/// Everything about the ranks of one measurement.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Ranks {
+    /// `mpi` (synchronized ranks) or `files` (merged per-node results).
+    pub how: String,
+    /// The kernel the per-node table and skew are about.
+    pub kernel: KernelId,
+    /// Total bytes over the slowest rank's time, best repetition, GB/s;
+    /// absent for merged files, which were not synchronized.
+    pub aggregate_gb_s: BTreeMap<KernelId, f64>,
+    /// The sum of every rank's own best rate, GB/s.
+    pub sum_of_best_gb_s: BTreeMap<KernelId, f64>,
+    /// 1 − slowest rank's best / fastest rank's best, for `kernel`.
+    pub skew: f64,
+    pub outlier: f64,
+    pub nodes: Vec<NodeRow>,
+    /// Ranks on the same node bound to the same CPUs.
+    pub overlaps: Vec<String>,
+    pub ranks: Vec<RankRun>,
+}
+
+/// The kernel a per-node verdict is about: Triad when it ran.
+fn verdict_kernel(ranks: &[RankRun]) -> Option<KernelId> {
+    let first = ranks.first()?;
+    if first.best_gb_s.contains_key(&KernelId::Triad) {
+        Some(KernelId::Triad)
+    } else {
+        first.best_gb_s.keys().next().copied()
+    }
+}
+
+/// Best over the counted repetitions (all but the first, as STREAM) of the
+/// bytes of `ranks` over the slowest of their times.
+fn best_together(
+    ranks: &[&RankRun],
+    kernel: KernelId,
+    times: impl Fn(&RankRun) -> Option<&Vec<f64>>,
+) -> f64 {
+    let bytes: f64 = ranks.iter().filter_map(|r| r.bytes.get(&kernel)).sum();
+    let reps = ranks
+        .iter()
+        .filter_map(|r| times(r).map(Vec::len))
+        .min()
+        .unwrap_or(0);
+    (1.min(reps)..reps)
+        .filter_map(|rep| {
+            let slowest = ranks
+                .iter()
+                .filter_map(|r| times(r).map(|t| t[rep]))
+                .fold(0.0, f64::max);
+            (slowest > 0.0).then(|| bytes / slowest / 1e9)
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Nodes in first-rank order, with their rates, share of the median node,
+/// and the slow ones flagged.
+pub fn node_table(ranks: &[RankRun], kernel: KernelId, outlier: f64) -> Vec<NodeRow> {
+    let mut hosts: Vec<&str> = Vec::new();
+    for r in ranks {
+        if !hosts.contains(&r.host.as_str()) {
+            hosts.push(&r.host);
+        }
+    }
+    let mut rows: Vec<NodeRow> = hosts
+        .iter()
+        .map(|host| {
+            let on: Vec<&RankRun> = ranks.iter().filter(|r| r.host == *host).collect();
+            let gb_s = best_together(&on, kernel, |r| r.times_s.get(&kernel));
+            NodeRow {
+                host: host.to_string(),
+                ranks: on.len(),
+                threads: on.iter().map(|r| r.cpus.len()).sum(),
+                gb_s,
+                of_median: 0.0,
+                of_peak: on[0].node_peak_gb_s.filter(|p| *p > 0.0).map(|p| gb_s / p),
+                slow: false,
+            }
+        })
+        .collect();
+    let median = median(rows.iter().map(|r| r.gb_s).collect());
+    for row in &mut rows {
+        row.of_median = if median > 0.0 { row.gb_s / median } else { 0.0 };
+        row.slow = row.of_median < outlier;
+    }
+    rows
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
+/// Pairs of ranks on one node whose CPUs overlap: they fight over cores,
+/// and their rates mean little.
+pub fn overlaps(ranks: &[RankRun]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (i, a) in ranks.iter().enumerate() {
+        for b in &ranks[i + 1..] {
+            if a.host != b.host {
+                continue;
+            }
+            let shared: Vec<String> = a
+                .cpus
+                .iter()
+                .filter(|c| b.cpus.contains(c))
+                .map(usize::to_string)
+                .collect();
+            if !shared.is_empty() {
+                found.push(format!(
+                    "ranks {} and {} on {} share CPU {}",
+                    a.rank,
+                    b.rank,
+                    a.host,
+                    shared.join(",")
+                ));
+            }
+        }
+    }
+    found
+}
+
+impl Ranks {
+    /// The summary of synchronized ranks (`how` = `mpi`) or of merged
+    /// per-node files (`files`, no aggregate). None without ranks.
+    pub fn summarize(how: &str, mut ranks: Vec<RankRun>, outlier: f64) -> Option<Ranks> {
+        ranks.sort_by_key(|r| r.rank);
+        let kernel = verdict_kernel(&ranks)?;
+        let kernels: Vec<KernelId> = ranks[0].best_gb_s.keys().copied().collect();
+        let all: Vec<&RankRun> = ranks.iter().collect();
+        let aggregate_gb_s = if how == "mpi" {
+            kernels
+                .iter()
+                .map(|&k| (k, best_together(&all, k, |r| r.synced_s.get(&k))))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
+        let sum_of_best_gb_s = kernels
+            .iter()
+            .map(|&k| (k, ranks.iter().filter_map(|r| r.best_gb_s.get(&k)).sum()))
+            .collect();
+        let bests: Vec<f64> = ranks
+            .iter()
+            .filter_map(|r| r.best_gb_s.get(&kernel).copied())
+            .collect();
+        let (lo, hi) = bests.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &b| {
+            (lo.min(b), hi.max(b))
+        });
+        Some(Ranks {
+            how: how.into(),
+            kernel,
+            aggregate_gb_s,
+            sum_of_best_gb_s,
+            skew: if hi > 0.0 { 1.0 - lo / hi } else { 0.0 },
+            outlier,
+            nodes: node_table(&ranks, kernel, outlier),
+            overlaps: overlaps(&ranks),
+            ranks,
+        })
+    }
+
+    /// STREAM's per-kernel results for the aggregate: every rank's bytes
+    /// over the slowest rank's synchronized time, per repetition.
+    pub fn aggregate_results(&self, stores: StoreMode) -> Vec<KernelResult> {
+        self.ranks[0]
+            .synced_s
+            .keys()
+            .map(|&k| {
+                let reps = self
+                    .ranks
+                    .iter()
+                    .filter_map(|r| r.synced_s.get(&k).map(Vec::len))
+                    .min()
+                    .unwrap_or(0);
+                let times: Vec<f64> = (0..reps)
+                    .map(|rep| {
+                        self.ranks
+                            .iter()
+                            .filter_map(|r| r.synced_s.get(&k).map(|t| t[rep]))
+                            .fold(0.0, f64::max)
+                    })
+                    .collect();
+                let elements: u64 = self.ranks.iter().map(|r| r.elements).sum();
+                kernel_statistics(k, stores, elements as usize, times)
+            })
+            .collect()
+    }
+
+    /// The hosts flagged slow, in table order.
+    pub fn slow_hosts(&self) -> Vec<&str> {
+        self.nodes
+            .iter()
+            .filter(|n| n.slow)
+            .map(|n| n.host.as_str())
+            .collect()
+    }
+
+    /// The ranks whose validation failed, as `rank R (host)`.
+    pub fn failed_validation(&self) -> Vec<String> {
+        self.ranks
+            .iter()
+            .filter(|r| !r.validated)
+            .map(|r| format!("rank {} ({})", r.rank, r.host))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rank that moved `gb` GB per repetition in `times` seconds.
+    fn rank(rank: usize, host: &str, cpus: Vec<usize>, times: Vec<f64>) -> RankRun {
+        let bytes = 1e9;
+        let best = times[1..]
+            .iter()
+            .map(|t| bytes / t / 1e9)
+            .fold(0.0, f64::max);
+        RankRun {
+            rank,
+            local_rank: None,
+            host: host.into(),
+            cpus,
+            validated: true,
+            validation_error: None,
+            pages_held: true,
+            elements: (bytes / 24.0) as u64,
+            best_gb_s: [(KernelId::Triad, best)].into(),
+            times_s: [(KernelId::Triad, times.clone())].into(),
+            synced_s: [(KernelId::Triad, times.iter().map(|t| t + 0.001).collect())].into(),
+            bytes: [(KernelId::Triad, bytes)].into(),
+            node_peak_gb_s: Some(100.0),
+            warnings: vec![],
+        }
+    }
+
+    #[test]
+    fn the_aggregate_is_all_bytes_over_the_slowest_rank_per_repetition() {
+        // Repetition 1: slowest 0.5 s; repetition 2: slowest 0.25 s. The
+        // first repetition does not count.
+        let ranks = vec![
+            rank(0, "a", vec![0], vec![0.01, 0.5, 0.1]),
+            rank(1, "a", vec![1], vec![0.01, 0.1, 0.25]),
+        ];
+        let s = Ranks::summarize("mpi", ranks, 0.9).unwrap();
+        let agg = s.aggregate_gb_s[&KernelId::Triad];
+        assert!((agg - 2.0 / 0.251).abs() < 1e-9, "{agg}");
+        // Each rank's own best summed is more than they got together.
+        let sum = s.sum_of_best_gb_s[&KernelId::Triad];
+        assert!((sum - (10.0 + 10.0)).abs() < 1e-9, "{sum}");
+        assert!(s.skew.abs() < 1e-12);
+        assert!(s.overlaps.is_empty());
+        assert_eq!(s.nodes.len(), 1);
+        assert_eq!((s.nodes[0].ranks, s.nodes[0].threads), (2, 2));
+    }
+
+    #[test]
+    fn exactly_the_slow_node_is_flagged() {
+        let ranks = vec![
+            rank(0, "n1", vec![0], vec![1.0, 0.1, 0.1]),
+            rank(1, "n2", vec![0], vec![1.0, 0.1, 0.1]),
+            rank(2, "n3", vec![0], vec![1.0, 0.2, 0.2]),
+            rank(3, "n4", vec![0], vec![1.0, 0.105, 0.105]),
+        ];
+        let s = Ranks::summarize("files", ranks, 0.9).unwrap();
+        let slow = s.slow_hosts();
+        assert_eq!(slow, vec!["n3"]);
+        assert!(s.aggregate_gb_s.is_empty());
+        let n3 = &s.nodes[2];
+        assert!((n3.gb_s - 5.0).abs() < 1e-9);
+        assert!((n3.of_peak.unwrap() - 0.05).abs() < 1e-9);
+        assert!((s.skew - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn ranks_bound_to_the_same_cpus_of_one_node_are_found() {
+        let ranks = vec![
+            rank(0, "a", vec![0, 1], vec![1.0, 1.0]),
+            rank(1, "a", vec![1, 2], vec![1.0, 1.0]),
+            rank(2, "b", vec![0, 1], vec![1.0, 1.0]),
+        ];
+        assert_eq!(overlaps(&ranks), vec!["ranks 0 and 1 on a share CPU 1"]);
+    }
+
+    #[test]
+    fn aggregate_results_count_every_ranks_elements() {
+        let ranks = vec![
+            rank(0, "a", vec![0], vec![0.5, 0.5]),
+            rank(1, "b", vec![0], vec![0.5, 0.4]),
+        ];
+        let s = Ranks::summarize("mpi", ranks, 0.9).unwrap();
+        let r = &s.aggregate_results(StoreMode::Regular)[0];
+        // Both ranks' bytes (2 × 1e9, to rounding of elements) over 0.501 s.
+        assert!(
+            (r.best_gb_s() - 2.0 / 0.501).abs() < 1e-3,
+            "{}",
+            r.best_gb_s()
+        );
+        assert_eq!(r.times_s.len(), 2);
+    }
+}
