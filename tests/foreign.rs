@@ -104,6 +104,11 @@ fn membw_exec_runs_a_stream_build_pinned_and_verified() {
     assert_eq!(r["source"], "exec");
     assert_eq!(r["experiment"], "exec");
     assert_eq!(r["point"]["program"], "gcc-O2");
+    // The point holds the program's own array size and repetitions.
+    assert_eq!(r["point"]["elements"], 2_000_000, "{}", r["point"]);
+    assert_eq!(r["point"]["ntimes"], 4, "{}", r["point"]);
+    assert_eq!(r["point"]["working_set_per_thread"], 2_000_000 * 8 * 3);
+    assert!(r["point"].get("element_bytes").is_none(), "8-byte elements");
     assert_eq!(r["runs"][0]["validated"], true);
     assert!(r["runs"][0]["isa"].is_null());
     assert!(r["stats"]["triad"]["mean"].as_f64().unwrap() > 0.0);

@@ -4,7 +4,7 @@
 
 use super::args::{PeakArgs, PlacementArgs};
 use super::env;
-use super::print;
+use super::common::print;
 use crate::engine::exec::ExecSource;
 use crate::engine::{Engine, Job};
 use crate::error::{Error, Result};
@@ -85,7 +85,7 @@ pub(crate) fn check_program(name: &str) -> Result<()> {
 
 pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     check_program(&args.program[0])?;
-    let topo = super::read_topology(None)?;
+    let topo = super::common::read_topology(None)?;
     let vars = env::Vars::from_process();
     let placement = args.placement.placement(&vars)?;
     let mem = mempolicy::parse(&args.mem, &topo)?;
@@ -141,7 +141,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         &mut source,
         "exec",
         peak::estimate(&topo, &args.peak.request()),
-        super::study::stop_flag(),
+        super::common::stop_flag(),
     );
     let mut records: Vec<Record> = Vec::new();
     let mut failures = Vec::new();

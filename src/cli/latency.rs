@@ -4,7 +4,7 @@
 //! bandwidth studies'.
 
 use super::args::{IsaArg, PeakArgs};
-use super::print;
+use super::common::print;
 use crate::engine::Stop;
 use crate::error::{Error, Input, Result};
 use crate::latency::load::{self, LoadPoint, LoadedPlan, Mix};
@@ -130,7 +130,7 @@ fn clock_ghz(cpu: usize) -> Option<f64> {
 }
 
 pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
-    let topo = super::read_topology(None)?;
+    let topo = super::common::read_topology(None)?;
     let cpu = match args.cpu {
         Some(c) => allowed_cpu(&topo, c, "--cpu")?,
         None => *topo
@@ -252,13 +252,13 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
             message: match &out.file {
                 Some(f) => format!(
                     "stopped by {}; the completed points are in {}; continue with: membw latency ... --resume {}",
-                    super::study::signal_name(signal),
+                    super::common::signal_name(signal),
                     f.path.display(),
                     f.path.display()
                 ),
                 None => format!(
                     "stopped by {}; the completed points are shown above",
-                    super::study::signal_name(signal)
+                    super::common::signal_name(signal)
                 ),
             },
         });
@@ -413,7 +413,7 @@ struct Recorder {
 
 impl Recorder {
     fn open(args: &LatencyArgs, topo: &Topology, plan: &LatencyPlan) -> Result<Recorder> {
-        let file_error = super::study::file_error;
+        let file_error = super::common::file_error;
         let mut file = match (&args.resume, &args.output) {
             (Some(path), _) => {
                 let (file, torn) =
@@ -607,50 +607,15 @@ fn run_loaded(plan: &LatencyPlan, loaded: &LoadedPlan, out: &mut Recorder) -> Re
     })
 }
 
-/// Whether a results file holds latency records (its first line says so).
-pub(crate) fn is_latency_file(path: &std::path::Path) -> bool {
-    use std::io::{BufRead, Read};
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let mut first = String::new();
-    let mut reader = std::io::BufReader::new(file.take(1 << 20));
-    while first.trim().is_empty() {
-        first.clear();
-        if !matches!(reader.read_line(&mut first), Ok(n) if n > 0) {
-            return false;
-        }
-    }
-    crate::results::file::experiment_of(&first).as_deref() == Some(record::EXPERIMENT)
-}
-
-/// Reads a latency results file; a torn last line is left out with a warning.
-pub(crate) fn read_records(path: &std::path::Path) -> Result<Vec<LatencyRecord>> {
-    let read = crate::results::file::read_lines(path, record::parse)
-        .map_err(|e| Error::Usage(e.to_string()))?;
-    if let Some((line, _)) = read.torn {
-        crate::say!(
-            "membw: warning: {}: line {line} is cut short (a crash or full disk while writing); using the {} complete records",
-            path.display(),
-            read.items.len()
-        );
-    }
-    if read.items.is_empty() {
-        return Err(Error::Usage(format!("{}: no records", path.display())));
-    }
-    Ok(read.items)
-}
-
 /// `membw report` on a latency file: the tables, and the plots written to
 /// `dir` (SVG, and PNG when asked).
 pub(crate) fn report(
-    path: &std::path::Path,
+    records: &[LatencyRecord],
     dir: &std::path::Path,
     png: bool,
     markdown: bool,
 ) -> Result<()> {
-    let records = read_records(path)?;
-    let plots = crate::report::latency::plots(&records);
+    let plots = crate::report::latency::plots(records);
     if !plots.is_empty() {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
@@ -667,7 +632,7 @@ pub(crate) fn report(
                 .map_err(|e| Error::Runtime(format!("{}: {e}", target.display())))?;
         }
     }
-    let tables = crate::report::latency::render(&records);
+    let tables = crate::report::latency::render(records);
     let mut o = String::new();
     if markdown {
         let _ = writeln!(o, "## Latency\n\n```text\n{}```\n", tables);

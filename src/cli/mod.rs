@@ -3,6 +3,7 @@
 //! runs the command, and words domain errors with the flags they concern.
 
 mod args;
+mod common;
 mod env;
 mod exec;
 mod latency;
@@ -17,11 +18,12 @@ use crate::placement::{self, spellings};
 use crate::plan::{self, Prepared, Settings};
 use crate::report;
 use crate::results::{Request, RunReport};
-use crate::topology::{Topology, fixture};
+use crate::topology::fixture;
 use crate::units::{ArraySize, Bytes, ELEMENT_BYTES};
+use common::{print, read_topology};
 use args::{KernelList, MeasureArgs, PeakArgs, PlacementArgs, parse_kernel_list};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -251,44 +253,6 @@ pub fn main() -> Result<()> {
     })
 }
 
-/// Reads the machine (or a fixture tree) and warns about impossible contents.
-pub(crate) fn read_topology(sysroot: Option<&PathBuf>) -> Result<Topology> {
-    let topo = read_topology_quietly(sysroot)?;
-    for w in &topo.warnings {
-        crate::say!("membw: warning: {w}");
-    }
-    Ok(topo)
-}
-
-fn read_topology_quietly(sysroot: Option<&PathBuf>) -> Result<Topology> {
-    match sysroot {
-        Some(dir) => {
-            if !dir.is_dir() {
-                return Err(Error::Usage(format!(
-                    "--sysroot {}: not a directory",
-                    dir.display()
-                )));
-            }
-            Topology::read(dir).map_err(|e| Error::Usage(format!("--sysroot: {e}")))
-        }
-        None => Topology::live().map_err(Error::Runtime),
-    }
-}
-
-/// Writes what a command printed; a closed pipe (`| head`) is not an error.
-pub(crate) fn print(text: &str) -> Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Error::Runtime(format!("writing to stdout: {e}")))
-        }
-        _ => Ok(()),
-    }
-}
-
 fn place(args: PlaceArgs) -> Result<()> {
     let topo = read_topology(args.sysroot.as_ref())?;
     let mem = match &args.mem {
@@ -375,43 +339,24 @@ fn ranks_source(
     unreachable!("MeasureArgs::launch refuses ranks without the mpi feature")
 }
 
-/// `run -o FILE`: the run as one record of a results file, the same shape
-/// as a sweep's, so that `report` and `compare` read it. An existing file
-/// is appended to (a torn last line from a crash is dropped first).
-fn append_run(
-    path: &std::path::Path,
-    engine: &Engine,
-    placement: &str,
-    mem: &str,
-    stores: crate::plan::StoresRequest,
-    plan: &crate::plan::Plan,
-    measurement: &crate::results::Measurement,
-) -> Result<()> {
+/// `run -o FILE`, opened before anything is measured: a new file, or an
+/// existing one to append to (a torn last line from a crash is dropped
+/// first). The run becomes one record, the same shape as a sweep's, so
+/// that `report` and `compare` read it.
+fn open_run_output(path: &std::path::Path) -> Result<crate::results::file::ResultsFile> {
     use crate::results::file::ResultsFile;
-    let mut file = if path.exists() {
-        let (file, torn) =
-            ResultsFile::resume(path).map_err(|e| Error::Usage(format!("--output {e}")))?;
-        if let Some(line) = torn {
-            crate::say!(
-                "membw: {}: dropped line {line}, cut short by an earlier crash or full disk",
-                path.display()
-            );
-        }
-        file
-    } else {
-        ResultsFile::create(path).map_err(|e| Error::Usage(format!("--output {e}")))?
-    };
-    let job = crate::engine::Job {
-        point: crate::results::Point::new(placement.to_string(), mem, stores, plan, None),
-        plan: plan.clone(),
-        label: String::new(),
-    };
-    let record = engine.record(
-        &job,
-        vec![crate::results::RunResult::from_measurement(measurement)],
-    );
-    file.append(&record)
-        .map_err(|e| Error::Runtime(format!("writing {}: {e}", path.display())))
+    if !path.exists() {
+        return ResultsFile::create(path).map_err(|e| common::file_error(e, "--output"));
+    }
+    let (file, torn) =
+        ResultsFile::resume(path).map_err(|e| common::file_error(e, "--output"))?;
+    if let Some(line) = torn {
+        crate::say!(
+            "membw: {}: dropped line {line}, cut short by an earlier crash or full disk",
+            path.display()
+        );
+    }
+    Ok(file)
 }
 
 fn run(args: RunArgs) -> Result<()> {
@@ -452,6 +397,11 @@ fn run(args: RunArgs) -> Result<()> {
             crate::units::plural(plan.ntimes, "repetition")
         );
     }
+    // Only the process that reports writes (rank 0 of an MPI run).
+    let mut output = match &args.output {
+        Some(path) if engine.reports() => Some(open_run_output(path)?),
+        _ => None,
+    };
     let measurement = engine.measure(&plan)?;
     if !engine.reports() {
         // Rank 0 prints for every rank.
@@ -491,16 +441,26 @@ fn run(args: RunArgs) -> Result<()> {
         // carries each node's share of its peak instead.
         report.peak = None;
     }
-    if let Some(path) = &args.output {
-        append_run(
-            path,
-            &engine,
-            &placement.described,
-            &mem_text,
-            stores,
-            &plan,
-            &report.measurement,
-        )?;
+    if let Some(file) = &mut output {
+        let job = crate::engine::Job {
+            point: crate::results::Point::new(
+                placement.described.clone(),
+                &mem_text,
+                stores,
+                &plan,
+                None,
+            ),
+            plan: plan.clone(),
+            label: String::new(),
+        };
+        let record = engine.record(
+            &job,
+            vec![crate::results::RunResult::from_measurement(
+                &report.measurement,
+            )],
+        );
+        file.append(&record)
+            .map_err(|e| Error::Runtime(format!("writing {}: {e}", file.path.display())))?;
     }
     let format = if args.json { Format::Json } else { args.format };
     print(&match format {

@@ -3,7 +3,7 @@
 //! `membw run --json > $(hostname).json`) merged into one per-node table
 //! with its slow nodes, or MPI runs side by side by node count.
 
-use super::print;
+use super::common::print;
 use crate::error::{Error, Result};
 use crate::kernels::KernelId;
 use crate::ranks::{RankRun, Ranks};
@@ -12,43 +12,6 @@ use crate::results::RunReport;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
-
-/// The most a run document may weigh (an MPI run of thousands of ranks is
-/// a few MiB).
-const MAX_DOCUMENT: u64 = 256 << 20;
-
-/// A `membw run --json` document, or None when the file is something else
-/// (a results file, or not a regular file: the caller says what it is).
-fn read_document(path: &Path) -> Result<Option<RunReport>> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
-    if !meta.is_file() || meta.len() > MAX_DOCUMENT {
-        return Ok(None);
-    }
-    let bytes =
-        std::fs::read(path).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
-    Ok(serde_json::from_slice(&bytes).ok())
-}
-
-/// The run documents among `paths`: None when the one path is a results
-/// file (JSON Lines) instead; an error when several paths are not all run
-/// documents.
-pub(crate) fn run_documents(paths: &[PathBuf]) -> Result<Option<Vec<(PathBuf, RunReport)>>> {
-    let mut docs = Vec::new();
-    for path in paths {
-        match read_document(path)? {
-            Some(doc) => docs.push((path.clone(), doc)),
-            None if paths.len() == 1 => return Ok(None),
-            None => {
-                return Err(Error::Usage(format!(
-                    "{}: not the JSON of `membw run --json` (several files are merged as one run per node)",
-                    path.display()
-                )));
-            }
-        }
-    }
-    Ok(Some(docs))
-}
 
 /// One node's file as a rank of a merged, unsynchronized measurement.
 fn as_rank(index: usize, doc: &RunReport) -> RankRun {

@@ -1,18 +1,19 @@
 //! The experiment commands: `sweep`, `tune`, `report`, `compare`.
 
 use super::args::{KernelList, MeasureArgs, PeakArgs, parse_bind, parse_kernel, parse_kernel_list};
-use super::{print, read_topology};
+use super::common::{file_error, print, read_document, read_topology, signal_name, stop_flag};
 use crate::engine::sweep::{self, NumaMode, SweepSpec};
 use crate::engine::tune::{self, TuneSpec};
-use crate::engine::{Collect, Engine, Job, Stop};
+use crate::engine::{Collect, Engine, Job};
 use crate::error::{Error, Result};
 use crate::kernels::KernelId;
 use crate::memory::policy as mempolicy;
 use crate::peak;
 use crate::placement::{Spec, omp::Bind};
 use crate::report::{self, plot, study};
-use crate::results::file::{self, FileError, ResultsFile};
-use crate::results::{Record, RunResult};
+use crate::results::file::ResultsFile;
+use crate::results::read::Document;
+use crate::results::{Record, RunReport, RunResult};
 use crate::units::plural;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -123,23 +124,6 @@ fn default_output(kind: &str) -> PathBuf {
     PathBuf::from(format!("membw-{kind}-{stamp}-{}.jsonl", std::process::id()))
 }
 
-pub(super) fn signal_name(signal: i32) -> String {
-    match signal {
-        libc::SIGINT => "SIGINT (Ctrl-C)".into(),
-        libc::SIGTERM => "SIGTERM".into(),
-        libc::SIGHUP => "SIGHUP".into(),
-        other => format!("signal {other}"),
-    }
-}
-
-/// SIGINT, SIGTERM and SIGHUP set the flag; work stops after the current
-/// repetition.
-pub(crate) fn stop_flag() -> Stop {
-    let stop = Stop::default();
-    crate::sys::stop_on_signals(stop.0.clone());
-    stop
-}
-
 fn progress(total: u64) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
     bar.set_style(
@@ -231,32 +215,6 @@ fn with_programs(
         ));
     }
     Ok((jobs, programs))
-}
-
-/// Words a results-file error for the flag that named the file.
-pub(super) fn file_error(e: FileError, flag: &str) -> Error {
-    match e {
-        FileError::Exists(p) => Error::Usage(format!(
-            "{flag} {}: already exists; to add the missing points to it use --resume {}, else choose another file",
-            p.display(),
-            p.display()
-        )),
-        other => Error::Usage(format!("{flag} {other}")),
-    }
-}
-
-/// Reads a results file given on the command line; a torn last line is
-/// left out with a warning.
-fn read_records(path: &Path) -> Result<Vec<Record>> {
-    let read = file::read(path).map_err(|e| Error::Usage(e.to_string()))?;
-    if let Some((line, _)) = read.torn {
-        crate::say!(
-            "membw: warning: {}: line {line} is cut short (a crash or full disk while writing); using the {} complete records",
-            path.display(),
-            read.records.len()
-        );
-    }
-    Ok(read.records)
 }
 
 pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
@@ -361,7 +319,10 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         bar.inc(1);
     })?;
     bar.finish_and_clear();
-    let records = read_records(&path)?;
+    // The whole file, the points of earlier runs into it included.
+    let records = crate::results::file::read(&path)
+        .map_err(super::common::input_file_error)?
+        .records;
     if let Some(kernel) = study::primary_kernel(&records) {
         print(&study::summary(&records, kernel, args.markdown))?;
     }
@@ -548,31 +509,52 @@ fn write_file(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))
 }
 
+/// The plots folder beside a results file: `sweep.jsonl` → `sweep-plots`.
+fn plots_beside(results: &Path) -> PathBuf {
+    let stem = results
+        .file_stem()
+        .map_or("membw".into(), |s| s.to_string_lossy().into_owned());
+    results.with_file_name(format!("{stem}-plots"))
+}
+
+/// Several files are merged only as run documents, one per node.
+fn run_documents(docs: Vec<(PathBuf, Document)>) -> Result<Vec<(PathBuf, RunReport)>> {
+    docs.into_iter()
+        .map(|(path, doc)| match doc {
+            Document::Run(run) => Ok((path, *run)),
+            other => Err(Error::Usage(format!(
+                "{}: {}; several files are merged only as `membw run --json` documents, one per node",
+                path.display(),
+                other.kind()
+            ))),
+        })
+        .collect()
+}
+
 pub(crate) fn report(args: ReportArgs) -> Result<()> {
-    if let Some(docs) = super::nodes::run_documents(&args.inputs)? {
-        let first = &args.inputs[0];
-        let plots = args.plots.clone().unwrap_or_else(|| {
-            first
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join("membw-nodes-plots")
-        });
-        return super::nodes::report(&docs, args.outlier, &plots, args.png);
+    let mut docs = Vec::with_capacity(args.inputs.len());
+    for path in &args.inputs {
+        docs.push((path.clone(), read_document(path)?));
     }
-    let results = &args.inputs[0];
-    if super::latency::is_latency_file(results) {
-        let dir = args.plots.clone().unwrap_or_else(|| {
-            let stem = results
-                .file_stem()
-                .map_or("membw".into(), |s| s.to_string_lossy().into_owned());
-            results.with_file_name(format!("{stem}-plots"))
-        });
-        return super::latency::report(results, &dir, args.png, args.markdown);
-    }
-    let records = read_records(results)?;
-    if records.is_empty() {
-        return Err(Error::Usage(format!("{}: no records", results.display())));
-    }
+    let results = args.inputs[0].clone();
+    let records = match docs.pop() {
+        Some((_, Document::Bandwidth(records))) if docs.is_empty() => records,
+        Some((_, Document::Latency(records))) if docs.is_empty() => {
+            let dir = args.plots.clone().unwrap_or_else(|| plots_beside(&results));
+            return super::latency::report(&records, &dir, args.png, args.markdown);
+        }
+        Some(last) => {
+            docs.push(last);
+            let plots = args.plots.clone().unwrap_or_else(|| {
+                results
+                    .parent()
+                    .unwrap_or(Path::new("."))
+                    .join("membw-nodes-plots")
+            });
+            return super::nodes::report(&run_documents(docs)?, args.outlier, &plots, args.png);
+        }
+        None => return Err(Error::Usage("no file to report on".into())),
+    };
     let kernel = match args.kernel {
         Some(k) => k,
         None => study::primary_kernel(&records)
@@ -607,12 +589,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             svg,
         ));
     }
-    let dir = args.plots.clone().unwrap_or_else(|| {
-        let stem = results
-            .file_stem()
-            .map_or("membw".into(), |s| s.to_string_lossy().into_owned());
-        results.with_file_name(format!("{stem}-plots"))
-    });
+    let dir = args.plots.clone().unwrap_or_else(|| plots_beside(&results));
     if !plots.is_empty() {
         std::fs::create_dir_all(&dir)
             .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
@@ -680,41 +657,24 @@ pub(crate) struct CompareArgs {
 }
 
 pub(crate) fn compare(args: CompareArgs) -> Result<()> {
-    if let Some(docs) = super::nodes::run_documents(&[args.a.clone(), args.b.clone()])
-        .ok()
-        .flatten()
-    {
-        return print(&super::nodes::compare(
-            &docs[0].1,
-            &docs[1].1,
-            args.markdown,
-        ));
-    }
-    match (
-        super::latency::is_latency_file(&args.a),
-        super::latency::is_latency_file(&args.b),
-    ) {
-        (true, true) => {
-            let a = super::latency::read_records(&args.a)?;
-            let b = super::latency::read_records(&args.b)?;
+    let (a, b) = match (read_document(&args.a)?, read_document(&args.b)?) {
+        (Document::Run(a), Document::Run(b)) => {
+            return print(&super::nodes::compare(&a, &b, args.markdown));
+        }
+        (Document::Latency(a), Document::Latency(b)) => {
             return print(&report::latency::compare(&a, &b, args.markdown));
         }
-        (false, false) => {}
-        _ => {
+        (Document::Bandwidth(a), Document::Bandwidth(b)) => (a, b),
+        (x, y) => {
             return Err(Error::Usage(format!(
-                "{} and {}: a latency file and a bandwidth file cannot be compared",
+                "{} is {} and {} is {}: they cannot be compared",
                 args.a.display(),
-                args.b.display()
+                x.kind(),
+                args.b.display(),
+                y.kind()
             )));
         }
-    }
-    let a = read_records(&args.a)?;
-    let b = read_records(&args.b)?;
-    for (records, path) in [(&a, &args.a), (&b, &args.b)] {
-        if records.is_empty() {
-            return Err(Error::Usage(format!("{}: no records", path.display())));
-        }
-    }
+    };
     let both: Vec<Record> = a.iter().chain(&b).cloned().collect();
     let kernel = match args.kernel {
         Some(k) => k,

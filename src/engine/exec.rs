@@ -121,9 +121,9 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
     for t in &ran.threads {
         if t.cpus.iter().any(|c| !allowed.contains(c)) {
             warnings.push(format!(
-                "thread {} ran on CPUs {:?}, outside the placement's {}",
+                "thread {} ran on CPUs {}, outside the placement's {}",
                 t.tid,
-                t.cpus,
+                crate::topology::cpulist::format_ranges(&t.cpus),
                 crate::topology::cpulist::format_ranges(&plan.cpus)
             ));
         }
@@ -186,6 +186,9 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
             },
             stderr_tail: ran.stderr_tail.clone(),
             watch_cpu_s: ran.watch_cpu_s,
+            array_elements: out.as_ref().and_then(|o| o.array_elements),
+            element_bytes: out.as_ref().and_then(|o| o.element_bytes),
+            ntimes: out.as_ref().and_then(|o| o.ntimes).map(|n| n as usize),
         }),
         ranks: None,
     }

@@ -194,7 +194,7 @@ impl<'a> Engine<'a> {
 
     fn measure_for(&mut self, plan: &Plan, program: Option<&str>) -> Result<Measurement> {
         let m = self.source_for(program).measure(plan)?;
-        self.measured_s += m.results.iter().flat_map(|r| &r.times_s).sum::<f64>();
+        self.measured_s += m.measured_s();
         Ok(m)
     }
 
@@ -257,7 +257,10 @@ impl<'a> Engine<'a> {
                 _ => self.source.name().into(),
             },
             host: self.host.clone(),
-            point: job.point.clone(),
+            point: match runs.last().and_then(|r| r.program.as_ref()) {
+                Some(program) => job.point.clone().with_program_sizes(program),
+                None => job.point.clone(),
+            },
             stats: Record::stats_of(&runs),
             peak_gb_s: peak.as_ref().map(|p| p.used_gb_s),
             peak_source: peak.map(|p| p.peak.detail),

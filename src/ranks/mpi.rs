@@ -52,7 +52,13 @@ impl MpiSource {
             .ok_or_else(|| Error::Runtime("MPI was already initialized".into()))?;
         if provided < mpi::Threading::Serialized {
             return Err(Error::Runtime(format!(
-                "this MPI library offers threading level {provided:?}; membw needs Serialized"
+                "this MPI library offers threading level {}; membw needs serialized (MPI_THREAD_SERIALIZED)",
+                match provided {
+                    mpi::Threading::Single => "single (MPI_THREAD_SINGLE)",
+                    mpi::Threading::Funneled => "funneled (MPI_THREAD_FUNNELED)",
+                    mpi::Threading::Serialized => "serialized (MPI_THREAD_SERIALIZED)",
+                    mpi::Threading::Multiple => "multiple (MPI_THREAD_MULTIPLE)",
+                }
             )));
         }
         let world = universe.world();

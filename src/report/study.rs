@@ -627,6 +627,7 @@ mod tests {
                     all_cores: false,
                 }),
                 program: None,
+                element_bytes: None,
             },
             runs: Vec::new(),
             stats: [(

@@ -24,6 +24,10 @@ pub enum FileError {
     },
     /// A FIFO, a device or a directory: nothing membw should read or append to.
     NotAFile(PathBuf),
+    /// A document larger than any membw writes (the limit, bytes).
+    TooLarge(PathBuf, u64),
+    /// A file with no record in it.
+    Empty(PathBuf),
 }
 
 impl fmt::Display for FileError {
@@ -31,6 +35,13 @@ impl fmt::Display for FileError {
         match self {
             FileError::Exists(p) => write!(f, "{}: already exists", p.display()),
             FileError::NotAFile(p) => write!(f, "{}: not a regular file", p.display()),
+            FileError::TooLarge(p, limit) => write!(
+                f,
+                "{}: larger than the {} MiB any membw document takes",
+                p.display(),
+                limit >> 20
+            ),
+            FileError::Empty(p) => write!(f, "{}: no records", p.display()),
             FileError::Io(p, e) => write!(f, "{}: {e}", p.display()),
             FileError::NotARecord {
                 path,
@@ -54,12 +65,21 @@ pub struct Records {
     pub torn: Option<(usize, u64)>,
 }
 
-fn regular_file(path: &Path) -> Result<std::fs::File, FileError> {
-    let meta = std::fs::metadata(path).map_err(|e| FileError::Io(path.to_path_buf(), e))?;
-    if !meta.is_file() {
+/// Opens a file for reading only if it is a regular file. The open does not
+/// block (a FIFO with no writer would hang a plain open), and the check is
+/// made on the opened descriptor, so nothing can swap the file in between.
+pub fn open_regular(path: &Path) -> Result<std::fs::File, FileError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |e| FileError::Io(path.to_path_buf(), e);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(io)?;
+    if !file.metadata().map_err(io)?.is_file() {
         return Err(FileError::NotAFile(path.to_path_buf()));
     }
-    std::fs::File::open(path).map_err(|e| FileError::Io(path.to_path_buf(), e))
+    Ok(file)
 }
 
 /// Reads a results file. A line that is not a record is an error naming
@@ -82,56 +102,115 @@ pub struct Lines<T> {
     pub torn: Option<(usize, u64)>,
 }
 
+/// One line of a JSON Lines file, read with a bounded buffer.
+pub(super) struct LineReader<R> {
+    path: PathBuf,
+    reader: std::io::BufReader<R>,
+    buf: Vec<u8>,
+    /// The number of the line last read, from 1.
+    pub number: usize,
+    /// Where the line last read starts.
+    pub offset: u64,
+    next_offset: u64,
+}
+
+impl<R: Read> LineReader<R> {
+    pub(super) fn new(path: &Path, reader: std::io::BufReader<R>) -> Self {
+        LineReader {
+            path: path.to_path_buf(),
+            reader,
+            buf: Vec::new(),
+            number: 0,
+            offset: 0,
+            next_offset: 0,
+        }
+    }
+
+    /// The next line (without its newline) and whether it had one; None at
+    /// the end. A line longer than [`MAX_LINE`] is refused after reading
+    /// at most that much of it.
+    pub(super) fn next_line(&mut self) -> Result<Option<(&str, bool)>, FileError> {
+        self.buf.clear();
+        let n = (&mut self.reader)
+            .take(MAX_LINE + 1)
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|e| FileError::Io(self.path.clone(), e))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        self.number += 1;
+        self.offset = self.next_offset;
+        self.next_offset += n as u64;
+        let complete = self.buf.last() == Some(&b'\n');
+        if !complete && n as u64 > MAX_LINE {
+            return Err(self.not_a_record(format!("longer than {} MiB", MAX_LINE >> 20)));
+        }
+        let line = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
+        match std::str::from_utf8(line) {
+            Ok(text) => Ok(Some((text, complete))),
+            // A write cut inside a character is torn like any other.
+            Err(_) if !complete => Ok(Some(("\u{fffd}", false))),
+            Err(e) => Err(self.not_a_record(format!("not UTF-8 text ({e})"))),
+        }
+    }
+
+    pub(super) fn not_a_record(&self, message: String) -> FileError {
+        FileError::NotARecord {
+            path: self.path.clone(),
+            line: self.number,
+            message,
+        }
+    }
+
+    /// The rest of the file after the lines read so far, at most `limit` bytes.
+    pub(super) fn rest(mut self, limit: u64) -> Result<Vec<u8>, FileError> {
+        let mut rest = Vec::new();
+        (&mut self.reader)
+            .take(limit + 1)
+            .read_to_end(&mut rest)
+            .map_err(|e| FileError::Io(self.path.clone(), e))?;
+        if rest.len() as u64 > limit {
+            return Err(FileError::TooLarge(self.path, limit));
+        }
+        Ok(rest)
+    }
+}
+
+/// Parses the lines of a JSON Lines file after those `lines` has read
+/// already: each non-blank line through `parse`. A torn last line ends
+/// the reading; any other line that does not parse is an error naming it.
+pub(super) fn parse_lines<R: Read, T>(
+    lines: &mut LineReader<R>,
+    parse: impl Fn(&str) -> Result<T, String>,
+    out: &mut Lines<T>,
+) -> Result<(), FileError> {
+    while let Some((text, complete)) = lines.next_line()? {
+        if text.trim().is_empty() {
+            continue;
+        }
+        match parse(text) {
+            Ok(r) => out.items.push(r),
+            Err(_) if !complete => {
+                out.torn = Some((lines.number, lines.offset));
+                break;
+            }
+            Err(message) => return Err(lines.not_a_record(message)),
+        }
+    }
+    Ok(())
+}
+
 /// [`read`] for any record type: `parse` turns one line into one item.
 pub fn read_lines<T>(
     path: &Path,
     parse: impl Fn(&str) -> Result<T, String>,
 ) -> Result<Lines<T>, FileError> {
-    let io = |e| FileError::Io(path.to_path_buf(), e);
-    let mut reader = std::io::BufReader::new(regular_file(path)?);
+    let mut lines = LineReader::new(path, std::io::BufReader::new(open_regular(path)?));
     let mut out = Lines {
         items: Vec::new(),
         torn: None,
     };
-    let mut line = Vec::new();
-    let (mut number, mut offset) = (0usize, 0u64);
-    loop {
-        line.clear();
-        let n = (&mut reader)
-            .take(MAX_LINE + 1)
-            .read_until(b'\n', &mut line)
-            .map_err(io)?;
-        if n == 0 {
-            break;
-        }
-        number += 1;
-        let complete = line.last() == Some(&b'\n');
-        if !complete && n as u64 > MAX_LINE {
-            return Err(FileError::NotARecord {
-                path: path.to_path_buf(),
-                line: number,
-                message: format!("longer than {} MiB", MAX_LINE >> 20),
-            });
-        }
-        let text = String::from_utf8_lossy(&line);
-        if !text.trim().is_empty() {
-            match parse(&text) {
-                Ok(r) => out.items.push(r),
-                Err(_) if !complete => {
-                    out.torn = Some((number, offset));
-                    break;
-                }
-                Err(message) => {
-                    return Err(FileError::NotARecord {
-                        path: path.to_path_buf(),
-                        line: number,
-                        message,
-                    });
-                }
-            }
-        }
-        offset += n as u64;
-    }
+    parse_lines(&mut lines, parse, &mut out)?;
     Ok(out)
 }
 
@@ -161,8 +240,11 @@ pub fn experiment_of(text: &str) -> Option<String> {
         .map(|e| e.experiment)
 }
 
-fn parse_record(text: &str) -> Result<Record, String> {
+pub(super) fn parse_record(text: &str) -> Result<Record, String> {
     check_version(text)?;
+    if experiment_of(text).as_deref() == Some(super::latency::EXPERIMENT) {
+        return Err("a latency record among bandwidth records".into());
+    }
     let record: Record = serde_json::from_str(text).map_err(|e| e.to_string())?;
     // Rates outside what any memory system does (a hand-edited or corrupt
     // file) would only break the plots' axes.

@@ -34,6 +34,17 @@ pub struct KernelResult {
     pub times_s: Vec<f64>,
 }
 
+impl Measurement {
+    /// Seconds inside timed repetitions, every kernel's (0 when none were
+    /// timed, as for another program's run; never -0.0).
+    pub fn measured_s(&self) -> f64 {
+        self.results
+            .iter()
+            .flat_map(|r| &r.times_s)
+            .fold(0.0, |a, t| a + t)
+    }
+}
+
 impl KernelResult {
     /// Best rate in GB/s (10^9 bytes/s), STREAM's counting.
     pub fn best_gb_s(&self) -> f64 {
@@ -134,6 +145,14 @@ pub struct ProgramRun {
     /// numa_maps sampling, reading its output): the cost of watching it.
     #[serde(default)]
     pub watch_cpu_s: f64,
+    /// The program's own array size, element size and repetitions, as it
+    /// printed them (null where it did not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub array_elements: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ntimes: Option<usize>,
 }
 
 impl Measurement {
@@ -156,7 +175,8 @@ pub fn kernel_statistics(
     let counted = &times[1.min(times.len())..];
     let min = counted.iter().copied().fold(f64::INFINITY, f64::min);
     let max = counted.iter().copied().fold(0.0, f64::max);
-    let avg = counted.iter().sum::<f64>() / counted.len().max(1) as f64;
+    // From +0.0: an empty float sum is -0.0, which JSON would show.
+    let avg = counted.iter().fold(0.0, |a, t| a + t) / counted.len().max(1) as f64;
     let spec = kernel.spec();
     let bytes = spec.bytes_counted() as f64 * elements as f64;
     KernelResult {

@@ -8,6 +8,7 @@ pub mod file;
 pub mod latency;
 pub mod measurement;
 pub mod ranks;
+pub mod read;
 
 pub use measurement::{Measurement, require_valid};
 
@@ -172,8 +173,13 @@ pub struct Point {
     /// For NUMA-matrix points: the CPU node and the memory node.
     pub numa: Option<NumaCell>,
     /// Another program measured at this point (`membw exec`): its label.
+    /// Its elements, ntimes and working set are then the program's own, as
+    /// it printed them, and not part of the point's key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<String>,
+    /// Bytes per element, when not 8 (another program's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -209,11 +215,40 @@ impl Point {
             ntimes: plan.ntimes,
             numa,
             program: None,
+            element_bytes: None,
         }
     }
 
+    /// What identifies the point for `--resume`: its JSON form, less what
+    /// a program only tells by running (its own sizes).
     pub fn key(&self) -> String {
-        serde_json::to_string(self).expect("plain data serializes")
+        let identity = match self.program {
+            Some(_) => Point {
+                elements: 0,
+                ntimes: 0,
+                working_set_per_thread: 0,
+                element_bytes: None,
+                ..self.clone()
+            },
+            None => self.clone(),
+        };
+        serde_json::to_string(&identity).unwrap_or_default()
+    }
+
+    /// A program's point with the sizes the program printed in `run`.
+    pub fn with_program_sizes(mut self, run: &measurement::ProgramRun) -> Point {
+        if let Some(n) = run.array_elements {
+            let element = run.element_bytes.unwrap_or(crate::units::ELEMENT_BYTES);
+            self.elements = n;
+            self.element_bytes = run.element_bytes.filter(|&b| b != crate::units::ELEMENT_BYTES);
+            // STREAM's three arrays.
+            self.working_set_per_thread =
+                n.saturating_mul(element).saturating_mul(3) / self.threads.max(1) as u64;
+        }
+        if let Some(n) = run.ntimes {
+            self.ntimes = n;
+        }
+        self
     }
 
     /// A short label for tables and progress: `spread × 4 · local · nt stores`.
@@ -271,7 +306,7 @@ impl RunResult {
             pages_held: m.pages.iter().all(|p| p.held),
             setup_s: m.setup_s,
             total_s: m.total_s,
-            measured_s: m.results.iter().flat_map(|r| &r.times_s).sum(),
+            measured_s: m.measured_s(),
             warnings: m.warnings.clone(),
             program: m.program.clone(),
             ranks: m.ranks.clone(),

@@ -1,0 +1,111 @@
+//! What every command of the CLI shares: reading the topology, reading a
+//! result document given on the command line, writing to stdout, wording
+//! file errors and signals. Commands import these from here, never from
+//! each other.
+
+use crate::engine::Stop;
+use crate::error::{Error, Result};
+use crate::results::file::FileError;
+use crate::results::read::{self, Document};
+use crate::topology::Topology;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Reads the machine (or a fixture tree) and warns about impossible contents.
+pub(crate) fn read_topology(sysroot: Option<&PathBuf>) -> Result<Topology> {
+    let topo = read_topology_quietly(sysroot)?;
+    for w in &topo.warnings {
+        crate::say!("membw: warning: {w}");
+    }
+    Ok(topo)
+}
+
+pub(crate) fn read_topology_quietly(sysroot: Option<&PathBuf>) -> Result<Topology> {
+    match sysroot {
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Err(Error::Usage(format!(
+                    "--sysroot {}: not a directory",
+                    dir.display()
+                )));
+            }
+            Topology::read(dir).map_err(|e| Error::Usage(format!("--sysroot: {e}")))
+        }
+        None => Topology::live().map_err(Error::Runtime),
+    }
+}
+
+/// Writes what a command printed; a closed pipe (`| head`) is not an error.
+pub(crate) fn print(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::Runtime(format!("writing to stdout: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+pub(crate) fn signal_name(signal: i32) -> String {
+    match signal {
+        libc::SIGINT => "SIGINT (Ctrl-C)".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        other => format!("signal {other}"),
+    }
+}
+
+/// SIGINT, SIGTERM and SIGHUP set the flag; work stops after the current
+/// repetition.
+pub(crate) fn stop_flag() -> Stop {
+    let stop = Stop::default();
+    crate::sys::stop_on_signals(stop.0.clone());
+    stop
+}
+
+/// Words a results-file error for the flag that named the file.
+pub(crate) fn file_error(e: FileError, flag: &str) -> Error {
+    match e {
+        FileError::Exists(p) => Error::Usage(format!(
+            "{flag} {}: already exists; to add the missing points to it use --resume {}, else choose another file",
+            p.display(),
+            p.display()
+        )),
+        other => Error::Usage(format!("{flag} {other}")),
+    }
+}
+
+/// Reads a result document named on the command line: a run document or a
+/// results file of either kind. A torn last line is left out with a
+/// warning; what cannot be read ends in one line naming the file (exit 2,
+/// or 1 when the system failed to read a file that is there).
+pub(crate) fn read_document(path: &Path) -> Result<Document> {
+    let read = read::read(path).map_err(input_file_error)?;
+    if let Some(line) = read.torn {
+        crate::say!(
+            "membw: warning: {}: line {line} is cut short (a crash or full disk while writing); using the complete records",
+            path.display()
+        );
+    }
+    Ok(read.document)
+}
+
+/// A file the user named that cannot be read: their input (exit 2), unless
+/// the system failed to read a file that is there (exit 1).
+pub(crate) fn input_file_error(e: FileError) -> Error {
+    use std::io::ErrorKind;
+    match &e {
+        FileError::Io(_, io)
+            if !matches!(
+                io.kind(),
+                ErrorKind::NotFound | ErrorKind::PermissionDenied | ErrorKind::IsADirectory
+            ) =>
+        {
+            Error::Runtime(e.to_string())
+        }
+        _ => Error::Usage(e.to_string()),
+    }
+}

@@ -1,0 +1,189 @@
+//! The one reader of membw's result documents. A file is opened once (only
+//! if it is a regular file, without blocking), its first line says what it
+//! is, and it is read with bounded buffers: a hostile or corrupt file ends
+//! in one error naming it, never a hang or a runaway allocation.
+//!
+//! - a `membw run --json` document: pretty-printed JSON, first line `{`;
+//! - a results file of bandwidth records (`sweep`, `tune`, `run -o`);
+//! - a results file of latency records (`latency -o`).
+
+use super::file::{FileError, LineReader, Lines, open_regular, parse_lines, parse_record};
+use super::latency::{self, LatencyRecord};
+use super::{Record, RunReport};
+use std::path::Path;
+
+/// The most a run document may weigh: an MPI run of thousands of ranks,
+/// pretty-printed, is a few MiB.
+pub const MAX_DOCUMENT: u64 = 32 << 20;
+
+/// What a file held.
+#[derive(Debug)]
+pub enum Document {
+    /// One `membw run --json` document.
+    Run(Box<RunReport>),
+    /// Bandwidth records (`sweep`, `tune`, `run -o`), in file order.
+    Bandwidth(Vec<Record>),
+    /// Latency records (`latency -o`), in file order.
+    Latency(Vec<LatencyRecord>),
+}
+
+impl Document {
+    /// What kind of document this is, for messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Document::Run(_) => "a `membw run --json` document",
+            Document::Bandwidth(_) => "a bandwidth results file",
+            Document::Latency(_) => "a latency results file",
+        }
+    }
+}
+
+/// A document, and the number of its last line when a write cut it short
+/// (that line is left out).
+#[derive(Debug)]
+pub struct Read {
+    pub document: Document,
+    pub torn: Option<usize>,
+}
+
+/// Reads any membw document. A results file with no record is an error.
+pub fn read(path: &Path) -> Result<Read, FileError> {
+    let file = open_regular(path)?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut lines = LineReader::new(path, std::io::BufReader::new(file));
+    let first = loop {
+        match lines.next_line()? {
+            None => return Err(FileError::Empty(path.to_path_buf())),
+            Some((text, _)) if text.trim().is_empty() => continue,
+            Some((text, complete)) => break (text.trim().to_string(), complete),
+        }
+    };
+    if first.0 == "{" {
+        // A pretty-printed document: its first line opens the object.
+        if len > MAX_DOCUMENT {
+            return Err(FileError::TooLarge(path.to_path_buf(), MAX_DOCUMENT));
+        }
+        let rest = lines.rest(MAX_DOCUMENT)?;
+        let mut text = b"{\n".to_vec();
+        text.extend_from_slice(&rest);
+        let report: RunReport = serde_json::from_slice(&text).map_err(|e| {
+            FileError::NotARecord {
+                path: path.to_path_buf(),
+                line: e.line(),
+                message: format!("not a `membw run --json` document: {e}"),
+            }
+        })?;
+        super::file::check_version(&format!(
+            "{{\"schema_version\":{}}}",
+            report.schema_version
+        ))
+        .map_err(|message| FileError::NotARecord {
+            path: path.to_path_buf(),
+            line: 1,
+            message,
+        })?;
+        return Ok(Read {
+            document: Document::Run(Box::new(report)),
+            torn: None,
+        });
+    }
+    let is_latency =
+        super::file::experiment_of(&first.0).as_deref() == Some(latency::EXPERIMENT);
+    // The first line is parsed again with the rest: one rule for every line.
+    let (document, torn) = if is_latency {
+        let items = records_from(&mut lines, &first, latency::parse)?;
+        (Document::Latency(items.items), items.torn)
+    } else {
+        let items = records_from(&mut lines, &first, parse_record)?;
+        (Document::Bandwidth(items.items), items.torn)
+    };
+    let empty = match &document {
+        Document::Bandwidth(r) => r.is_empty(),
+        Document::Latency(r) => r.is_empty(),
+        Document::Run(_) => false,
+    };
+    if empty {
+        return Err(FileError::Empty(path.to_path_buf()));
+    }
+    Ok(Read {
+        document,
+        torn: torn.map(|t| t.0),
+    })
+}
+
+/// The records of a JSON Lines file whose first line was `first`.
+fn records_from<R: std::io::Read, T>(
+    lines: &mut LineReader<R>,
+    first: &(String, bool),
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Lines<T>, FileError> {
+    let mut out = Lines {
+        items: Vec::new(),
+        torn: None,
+    };
+    match parse(&first.0) {
+        Ok(item) => out.items.push(item),
+        Err(_) if !first.1 => {
+            out.torn = Some((lines.number, lines.offset));
+            return Ok(out);
+        }
+        Err(message) => return Err(lines.not_a_record(message)),
+    }
+    parse_lines(lines, parse, &mut out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_is_not_a_regular_file_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates a node.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for path in [fifo.as_path(), dir.path(), Path::new("/dev/zero")] {
+            let err = read(path).unwrap_err();
+            assert!(matches!(err, FileError::NotAFile(_)), "{path:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_long_single_line_is_refused_after_the_line_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("one-line");
+        let line = vec![b'x'; (20 << 20) as usize];
+        std::fs::write(&path, line).unwrap();
+        let err = read(&path).unwrap_err().to_string();
+        assert!(err.contains("line 1") && err.contains("longer than"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_file_and_a_blank_one_have_no_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("blank");
+        for text in ["", "\n\n  \n"] {
+            std::fs::write(&path, text).unwrap();
+            assert!(matches!(read(&path), Err(FileError::Empty(_))));
+        }
+    }
+
+    #[test]
+    fn a_pretty_document_that_is_not_a_run_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("doc.json");
+        std::fs::write(&path, "{\n  \"x\": 1\n}\n").unwrap();
+        let err = read(&path).unwrap_err().to_string();
+        assert!(err.contains("not a `membw run --json` document"), "{err}");
+    }
+
+    #[test]
+    fn a_torn_first_line_leaves_no_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("torn.jsonl");
+        std::fs::write(&path, "{\"schema_version\":1,\"exp").unwrap();
+        assert!(matches!(read(&path), Err(FileError::Empty(_))));
+    }
+}
