@@ -7,6 +7,7 @@
 //! fake) and turns what comes back into the `results` model, which `report`
 //! renders. See docs/ARCHITECTURE.md.
 
+pub mod backend;
 pub mod cli;
 pub mod engine;
 pub mod error;

@@ -3,20 +3,19 @@
 //! barrier, statistics without the first repetition, and validation against
 //! the same recurrence STREAM's `checkSTREAMresults` uses.
 //!
-//! This is the in-process measurement source. It returns a [`Measurement`]
-//! (plain data) and prints nothing.
+//! It runs over a [`Backend`] (where the arrays live and how a kernel runs
+//! over them) and is the only place that times, repeats, computes
+//! statistics and validates, whatever the backend. It returns a
+//! [`Measurement`] (plain data) and prints nothing.
 
-use crate::error::Result;
-use crate::kernels::{ARRAYS, ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};
-use crate::memory::{self, Arrays, Chunk, Hugepages};
+use crate::backend::{Backend, Device, ReadBack};
+use crate::error::{Error, Result};
+use crate::kernels::{ARRAYS, ArrayId, KernelId, SCALAR, WRITE_VALUE};
 use crate::plan::Plan;
 use crate::results::measurement::{
-    ArrayCheck, KernelResult, Measurement, ThreadPlacement, TimerCheck, Validation,
-    kernel_statistics,
+    ArrayCheck, KernelResult, Measurement, TimerCheck, Validation, kernel_statistics,
 };
-use crate::team::{self, Member};
 use crate::units::ELEMENT_BYTES;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// STREAM's tolerance for 8-byte reals.
@@ -92,18 +91,17 @@ fn element_error(x: f64, want: f64) -> (f64, bool) {
     (err, !within)
 }
 
-/// Per-thread error sums, merged after the run.
-#[derive(Debug, Clone, Copy, Default)]
-struct ErrorSums {
-    abs_error: [f64; ARRAYS],
-    bad: [u64; ARRAYS],
-    read_sum: f64,
-    dot_sum: f64,
-    read_len: usize,
+/// The sum of absolute errors of `values` against `want`, and how many
+/// elements exceed epsilon: the rule every backend reads its arrays back by.
+pub fn array_errors(values: &[f64], want: f64) -> (f64, u64) {
+    values.iter().fold((0.0, 0), |(sum, bad), &x| {
+        let (err, over) = element_error(x, want);
+        (sum + err, bad + u64::from(over))
+    })
 }
 
 /// How one rank of a multi-process measurement (MPI) keeps step with the
-/// others. The leader thread calls it; the team waits at its own barrier.
+/// others. The protocol calls it between the backend's calls.
 pub trait RankGate: Sync {
     /// After first touch and the timing test: whether every rank got this
     /// far (false: one failed, and no rank measures).
@@ -123,17 +121,6 @@ pub struct Gated {
     pub synced_times: Vec<f64>,
 }
 
-struct ThreadOutcome {
-    node: Option<usize>,
-    times: Vec<f64>,
-    synced_times: Vec<f64>,
-    /// False when another rank failed and nothing was measured.
-    measured: bool,
-    timing_test: f64,
-    first_touch_done: Instant,
-    errors: ErrorSums,
-}
-
 /// The smallest step of the clock, measured like STREAM's `checktick`.
 pub fn clock_granularity() -> Duration {
     (0..20)
@@ -150,61 +137,68 @@ pub fn clock_granularity() -> Duration {
         .unwrap_or(Duration::from_nanos(1))
 }
 
-/// Runs the plan and returns its measurement. Fails only if the system
-/// refuses memory or pinning; a failed validation is reported in the data.
+/// Runs the plan on membw's pinned SIMD team and returns its measurement.
+/// Fails only if the system refuses memory or pinning; a failed validation
+/// is reported in the data.
 pub fn measure(plan: &Plan) -> Result<Measurement> {
-    measure_with(plan, |_, _| {}, None).map(|g| g.measurement)
+    measure_on(&mut crate::backend::cpu::CpuTeam, plan)
+}
+
+/// [`measure`] on any backend.
+pub fn measure_on(backend: &mut dyn Backend, plan: &Plan) -> Result<Measurement> {
+    measure_with(backend, plan, None).map(|g| g.measurement)
 }
 
 /// [`measure`] as one rank of several: every timed kernel starts and ends
 /// together with the other ranks' through `gate`.
 pub fn measure_gated(plan: &Plan, gate: &dyn RankGate) -> Result<Gated> {
-    measure_with(plan, |_, _| {}, Some(gate))
+    measure_with(&mut crate::backend::cpu::CpuTeam, plan, Some(gate))
 }
 
-/// [`measure`] with a hook that each thread calls on its chunk after the
-/// timed repetitions and before validation: tests use it to corrupt a
-/// result and show that validation catches it.
+/// What the driver saw, for the measurement.
+struct Driven {
+    times: Vec<f64>,
+    synced_times: Vec<f64>,
+    timing_test: f64,
+    first_touch_done: Option<Instant>,
+    read_back: ReadBack,
+    /// False when another rank failed and nothing was measured.
+    measured: bool,
+}
+
 fn measure_with(
+    backend: &mut dyn Backend,
     plan: &Plan,
-    after_run: impl Fn(usize, &mut Chunk) + Sync,
     gate: Option<&dyn RankGate>,
 ) -> Result<Gated> {
     let started = Instant::now();
     let granularity = clock_granularity();
-    let ranges = memory::partition(plan.elements, plan.cpus.len());
-    let mut arrays = Arrays::map(
-        &plan.arrays_needed(),
-        plan.elements,
-        plan.hugepages,
-        &plan.mem,
-    )?;
-    if plan.hugepages != Hugepages::Never {
-        arrays.split_hugepages_at(&ranges, &plan.mem)?;
-    }
     let expected = expected_values(&plan.kernels, plan.ntimes);
-    let chunks = arrays.chunks(&ranges);
-    let go = AtomicBool::new(true);
-    let mut outcomes = team::run(&plan.cpus, chunks, |m, chunk| {
-        run_member(plan, &expected, m, chunk, &after_run, gate, &go)
+    let timed = plan.kernels.len() * plan.ntimes;
+    // Allocated here: nothing allocates inside the timed calls.
+    let mut d = Driven {
+        times: vec![0.0; timed],
+        synced_times: vec![0.0; if gate.is_some() { timed } else { 0 }],
+        timing_test: 0.0,
+        first_touch_done: None,
+        read_back: ReadBack::default(),
+        measured: false,
+    };
+    let observed = backend.open(plan, &mut |device: &mut dyn Device| {
+        drive(plan, &expected, gate, device, &mut d);
+        Ok(())
     })?;
-    if !outcomes[0].value.measured {
-        return Err(crate::error::Error::Runtime(
+    if !d.measured {
+        return Err(Error::Runtime(
             "another rank failed before measuring".into(),
         ));
     }
-    let first_touch_done = outcomes
-        .iter()
-        .map(|o| o.value.first_touch_done)
-        .max()
-        .unwrap_or(started);
-    let leader = &outcomes[0].value;
     let results: Vec<KernelResult> = plan
         .kernels
         .iter()
         .enumerate()
         .map(|(k, &kernel)| {
-            let times = leader.times[k * plan.ntimes..(k + 1) * plan.ntimes].to_vec();
+            let times = d.times[k * plan.ntimes..(k + 1) * plan.ntimes].to_vec();
             kernel_statistics(
                 kernel,
                 plan.fns.stores,
@@ -213,17 +207,7 @@ fn measure_with(
             )
         })
         .collect();
-    let errors = outcomes.iter().fold(ErrorSums::default(), |acc, o| {
-        let e = o.value.errors;
-        ErrorSums {
-            abs_error: std::array::from_fn(|i| acc.abs_error[i] + e.abs_error[i]),
-            bad: std::array::from_fn(|i| acc.bad[i] + e.bad[i]),
-            read_sum: acc.read_sum + e.read_sum,
-            dot_sum: acc.dot_sum + e.dot_sum,
-            read_len: acc.read_len + e.read_len,
-        }
-    });
-    let validation = validation_report(&arrays, &expected, &errors);
+    let validation = validation_report(&expected, &d.read_back);
     let min_time = results
         .iter()
         .map(|r| r.min_time_s)
@@ -231,21 +215,10 @@ fn measure_with(
     let tick = granularity.as_secs_f64();
     let timer = TimerCheck {
         granularity_ns: tick * 1e9,
-        timing_test_us: leader.timing_test * 1e6,
+        timing_test_us: d.timing_test * 1e6,
         min_kernel_ticks: min_time / tick,
     };
-    let thread_nodes: Vec<Option<usize>> = outcomes.iter().map(|o| o.value.node).collect();
-    let (pages, page_warnings) = arrays.page_placement(&plan.mem, &ranges, &thread_nodes);
-    let threads: Vec<ThreadPlacement> = outcomes
-        .iter()
-        .enumerate()
-        .map(|(thread, o)| ThreadPlacement {
-            thread,
-            cpu: plan.cpus[thread],
-            observed_cpu: o.observed_cpu,
-        })
-        .collect();
-    let mut warnings = page_warnings;
+    let mut warnings = observed.warnings;
     if min_time.is_finite() && (timer.min_kernel_ticks < MIN_TICKS || min_time < MIN_KERNEL_SECONDS)
     {
         let factor = (MIN_KERNEL_SECONDS * 10.0 / min_time).ceil() as u64;
@@ -256,17 +229,14 @@ fn measure_with(
             plan.elements as u64 * factor.max(2)
         ));
     }
-    for t in &threads {
-        if t.observed_cpu.is_some_and(|c| c != t.cpu) {
+    for t in &observed.threads {
+        if let Some(found) = t.observed_cpu.filter(|&c| c != t.cpu) {
             warnings.push(format!(
-                "thread {} was pinned to CPU {} but found itself on CPU {}",
-                t.thread,
-                t.cpu,
-                t.observed_cpu.unwrap_or(0)
+                "thread {} was pinned to CPU {} but found itself on CPU {found}",
+                t.thread, t.cpu
             ));
         }
     }
-    let synced_times = std::mem::take(&mut outcomes[0].value.synced_times);
     let measurement = Measurement {
         array_elements: plan.elements as u64,
         bytes_per_array: plan.elements as u64 * ELEMENT_BYTES,
@@ -277,12 +247,14 @@ fn measure_with(
         stores: Some(plan.fns.stores),
         hugepages: plan.hugepages,
         mem_policy: plan.mem.to_string(),
-        threads,
-        pages,
+        threads: observed.threads,
+        pages: observed.pages,
         results,
         validation,
         timer,
-        setup_s: (first_touch_done - started).as_secs_f64(),
+        setup_s: d
+            .first_touch_done
+            .map_or(0.0, |t| (t - started).as_secs_f64()),
         total_s: started.elapsed().as_secs_f64(),
         warnings,
         program: None,
@@ -290,156 +262,56 @@ fn measure_with(
     };
     Ok(Gated {
         measurement,
-        synced_times,
+        synced_times: d.synced_times,
     })
 }
 
-/// The SPMD body: what every thread does, in lock step.
-fn run_member(
+/// STREAM's protocol over the backend's arrays: first touch, the timing
+/// test, `ntimes` repetitions of every kernel each timed on its own, and
+/// the read-back. With a gate, every timed kernel starts and ends with the
+/// other ranks'.
+fn drive(
     plan: &Plan,
     expected: &Expected,
-    m: &Member,
-    mut chunk: Chunk,
-    after_run: &(impl Fn(usize, &mut Chunk) + Sync),
     gate: Option<&dyn RankGate>,
-    go: &AtomicBool,
-) -> ThreadOutcome {
-    let fns = &plan.fns;
-    // Allocated before the timed loop; only the leader's entries are written.
-    let mut times = vec![0.0; plan.kernels.len() * plan.ntimes];
-    let mut synced_times = vec![0.0; if gate.is_some() { times.len() } else { 0 }];
-
-    // First touch: STREAM's initial values, written by the thread that will use them.
-    for (id, value) in ArrayId::ALL.into_iter().zip(INITIAL_VALUES) {
-        if let Some(array) = chunk.arrays[id.index()].as_deref_mut() {
-            crate::sys::populate_for_write(array);
-            (fns.write)(array, value);
-        }
-    }
-    let first_touch_done = Instant::now();
-    m.barrier();
-
-    // STREAM's timing test, a = 2a: estimates the time of one kernel.
+    device: &mut dyn Device,
+    d: &mut Driven,
+) {
+    device.init(INITIAL_VALUES);
+    d.first_touch_done = Some(Instant::now());
+    device.sync();
     let start = Instant::now();
-    for x in chunk.get(ArrayId::A).iter_mut() {
-        *x *= 2.0;
+    device.double_a();
+    d.timing_test = start.elapsed().as_secs_f64();
+    if let Some(gate) = gate
+        && !gate.ready()
+    {
+        return;
     }
-    m.barrier();
-    let timing_test = start.elapsed().as_secs_f64();
-    if let Some(gate) = gate {
-        if m.is_leader() {
-            go.store(gate.ready(), Ordering::Relaxed);
-        }
-        m.barrier();
-        if !go.load(Ordering::Relaxed) {
-            return ThreadOutcome {
-                node: None,
-                times,
-                synced_times,
-                measured: false,
-                timing_test,
-                first_touch_done,
-                errors: ErrorSums::default(),
-            };
-        }
-    }
-
-    let mut sums = Sums::default();
     for rep in 0..plan.ntimes {
         for (k, &kernel) in plan.kernels.iter().enumerate() {
-            m.barrier();
+            device.sync();
             if let Some(gate) = gate {
-                // All ranks start together: the leader waits for the other
-                // ranks, its team for the leader.
-                if m.is_leader() {
-                    gate.start();
-                }
-                m.barrier();
+                gate.start();
             }
-            let start = m.is_leader().then(Instant::now);
-            for _ in 0..plan.inner_repeats {
-                run_kernel(fns, kernel, &mut chunk, &mut sums);
-            }
-            m.barrier();
-            if let Some(start) = start {
-                times[k * plan.ntimes + rep] = start.elapsed().as_secs_f64();
-                if let Some(gate) = gate {
-                    gate.finish();
-                    synced_times[k * plan.ntimes + rep] = start.elapsed().as_secs_f64();
-                }
+            let start = Instant::now();
+            device.run(kernel, plan.inner_repeats);
+            d.times[k * plan.ntimes + rep] = start.elapsed().as_secs_f64();
+            if let Some(gate) = gate {
+                gate.finish();
+                d.synced_times[k * plan.ntimes + rep] = start.elapsed().as_secs_f64();
             }
         }
     }
-    after_run(m.index, &mut chunk);
-    let errors = check_chunk(&mut chunk, expected, sums);
-    ThreadOutcome {
-        node: plan.cpu_nodes.get(m.index).copied().flatten(),
-        times,
-        synced_times,
-        measured: true,
-        timing_test,
-        first_touch_done,
-        errors,
-    }
+    d.measured = true;
+    d.read_back = device.read_back(expected.values, array_errors);
 }
 
-/// The reductions' last results on one thread's chunk.
-#[derive(Debug, Clone, Copy, Default)]
-struct Sums {
-    read: f64,
-    dot: f64,
-}
-
-fn run_kernel(fns: &KernelFns, kernel: KernelId, chunk: &mut Chunk, sums: &mut Sums) {
-    let [a, b, c, d] = &mut chunk.arrays;
-    let (a, b, c, d) = (
-        a.as_deref_mut(),
-        b.as_deref_mut(),
-        c.as_deref_mut(),
-        d.as_deref_mut(),
-    );
-    const MAPPED: &str = "the plan maps every array its kernels use";
-    let a = a.expect(MAPPED);
-    match kernel {
-        KernelId::Copy => (fns.copy)(c.expect(MAPPED), a),
-        KernelId::Scale => (fns.scale)(b.expect(MAPPED), c.expect(MAPPED), SCALAR),
-        KernelId::Add => (fns.add)(c.expect(MAPPED), a, b.expect(MAPPED)),
-        KernelId::Triad => (fns.triad)(a, b.expect(MAPPED), c.expect(MAPPED), SCALAR),
-        KernelId::Read => sums.read = std::hint::black_box((fns.read)(a)),
-        KernelId::Write => (fns.write)(c.expect(MAPPED), WRITE_VALUE),
-        KernelId::Init => (fns.write)(a, WRITE_VALUE),
-        KernelId::Update => (fns.update)(a, SCALAR),
-        KernelId::Daxpy => (fns.daxpy)(a, b.expect(MAPPED), SCALAR),
-        KernelId::Striad => (fns.striad)(a, b.expect(MAPPED), c.expect(MAPPED), d.expect(MAPPED)),
-        KernelId::Sdaxpy => (fns.sdaxpy)(a, b.expect(MAPPED), c.expect(MAPPED)),
-        KernelId::Nstream => (fns.nstream)(a, b.expect(MAPPED), c.expect(MAPPED), SCALAR),
-        KernelId::Dot => sums.dot = std::hint::black_box((fns.dot)(a, b.expect(MAPPED))),
-    }
-}
-
-fn check_chunk(chunk: &mut Chunk, expected: &Expected, sums: Sums) -> ErrorSums {
-    let mut errors = ErrorSums::default();
-    for id in ArrayId::ALL {
-        let want = expected.values[id.index()];
-        if let Some(array) = chunk.arrays[id.index()].as_deref() {
-            for &x in array {
-                let (err, bad) = element_error(x, want);
-                errors.abs_error[id.index()] += err;
-                errors.bad[id.index()] += u64::from(bad);
-            }
-        }
-    }
-    errors.read_sum = sums.read;
-    errors.dot_sum = sums.dot;
-    errors.read_len = chunk.arrays[0].as_deref().map_or(0, <[f64]>::len);
-    errors
-}
-
-fn validation_report(arrays: &Arrays, expected: &Expected, errors: &ErrorSums) -> Validation {
-    let n = arrays.elements as f64;
+fn validation_report(expected: &Expected, errors: &ReadBack) -> Validation {
+    let n = errors.elements.max(1) as f64;
     let checks: Vec<ArrayCheck> = ArrayId::ALL
         .into_iter()
-        .filter(|&id| arrays.has(id))
+        .filter(|&id| errors.mapped[id.index()])
         .map(|id| {
             let want = expected.values[id.index()];
             let avg = errors.abs_error[id.index()] / n;
@@ -458,7 +330,7 @@ fn validation_report(arrays: &Arrays, expected: &Expected, errors: &ErrorSums) -
     // Every element of a (and b) holds the same value, so the exact sum is
     // n times it; a sum that overflowed must be the same infinity.
     let rel_error = |term: f64, got: f64| {
-        let want = term * errors.read_len as f64;
+        let want = term * errors.elements as f64;
         match want {
             _ if got == want => 0.0,
             0.0 => got.abs(),
@@ -468,7 +340,7 @@ fn validation_report(arrays: &Arrays, expected: &Expected, errors: &ErrorSums) -
     };
     let read_rel_error = expected.read_a.map(|a| rel_error(a, errors.read_sum));
     let dot_rel_error = expected.dot_ab.map(|ab| rel_error(ab, errors.dot_sum));
-    let sum_tolerance = sum_tolerance(errors.read_len);
+    let sum_tolerance = sum_tolerance(errors.elements);
     let passed = checks.iter().all(|c| c.avg_rel_error <= EPSILON)
         && [read_rel_error, dot_rel_error]
             .into_iter()
@@ -487,7 +359,9 @@ fn validation_report(arrays: &Arrays, expected: &Expected, errors: &ErrorSums) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::{Isa, STREAM_KERNELS, StoreMode};
+    use crate::backend::ArrayErrors;
+    use crate::kernels::{Isa, KernelFns, STREAM_KERNELS, StoreMode};
+    use crate::memory::Hugepages;
     use crate::memory::policy::MemPolicy;
     use crate::results::require_valid;
 
@@ -530,21 +404,15 @@ mod tests {
         assert_eq!(sum_tolerance(10), EPSILON);
         assert!((sum_tolerance(1 << 30) - 2.4e-7).abs() < 1e-8);
         let expected = expected_values(&[KernelId::Dot], 2);
-        let arrays = Arrays::map(
-            &[ArrayId::A, ArrayId::B],
-            1000,
-            Hugepages::Never,
-            &Default::default(),
-        )
-        .unwrap();
-        let mut errors = ErrorSums {
-            read_len: 1000,
+        let mut errors = ReadBack {
+            elements: 1000,
+            mapped: [true, true, false, false],
             dot_sum: 4000.0,
             ..Default::default()
         };
-        assert!(validation_report(&arrays, &expected, &errors).passed);
+        assert!(validation_report(&expected, &errors).passed);
         errors.dot_sum = 4000.0 * (1.0 + 1e-11);
-        let v = validation_report(&arrays, &expected, &errors);
+        let v = validation_report(&expected, &errors);
         assert!(!v.passed, "{v:?}");
         assert!(v.dot_rel_error.unwrap() > 1e-12);
     }
@@ -618,38 +486,115 @@ mod tests {
         assert!(m.validation.passed);
     }
 
+    /// A backend that runs another one and, before the read-back, sets
+    /// one element of `b` wrong: validation must catch it and name `b`.
+    struct Corrupting<B>(B);
+
+    struct CorruptingDevice<'d> {
+        inner: &'d mut dyn Device,
+    }
+
+    impl Device for CorruptingDevice<'_> {
+        fn init(&mut self, values: [f64; ARRAYS]) {
+            self.inner.init(values)
+        }
+        fn double_a(&mut self) {
+            self.inner.double_a()
+        }
+        fn sync(&mut self) {
+            self.inner.sync()
+        }
+        fn run(&mut self, kernel: KernelId, repeats: usize) {
+            self.inner.run(kernel, repeats)
+        }
+        fn read_back(&mut self, want: [f64; ARRAYS], errors: ArrayErrors) -> ReadBack {
+            let mut r = self.inner.read_back(want, errors);
+            // As if one element of b were off by one.
+            let (err, bad) = errors(&[want[ArrayId::B.index()] + 1.0], want[ArrayId::B.index()]);
+            r.abs_error[ArrayId::B.index()] += err;
+            r.bad[ArrayId::B.index()] += bad;
+            r
+        }
+    }
+
+    impl<B: Backend> Backend for Corrupting<B> {
+        fn name(&self) -> &'static str {
+            "corrupting"
+        }
+        fn open(
+            &mut self,
+            plan: &Plan,
+            driver: &mut crate::backend::Driver<'_>,
+        ) -> Result<crate::backend::Observed> {
+            self.0.open(plan, &mut |device: &mut dyn Device| {
+                driver(&mut CorruptingDevice { inner: device })
+            })
+        }
+    }
+
     #[test]
     fn a_corrupted_element_fails_validation_and_names_its_array() {
         let plan = small_plan(STREAM_KERNELS.to_vec(), StoreMode::Regular);
-        // Thread 1 flips one element of b after the timed loops.
-        let m = measure_with(
-            &plan,
-            |thread, chunk| {
-                if thread == 1 {
-                    chunk.get(ArrayId::B)[7] += 1.0;
-                }
-            },
-            None,
-        )
-        .unwrap()
-        .measurement;
-        assert!(!m.validation.passed);
-        let b = &m.validation.arrays[ArrayId::B.index()];
-        assert_eq!((b.array.as_str(), b.bad_elements), ("b", 1));
-        assert!(
-            m.validation
-                .arrays
-                .iter()
-                .filter(|c| c.bad_elements > 0)
-                .count()
-                == 1
-        );
-        let err = require_valid(&m).unwrap_err().to_string();
-        assert!(err.contains("array b") && err.contains("1 of"), "{err}");
-        assert!(
-            !err.contains("array a") && !err.contains("array c"),
-            "{err}"
-        );
+        let one = Plan {
+            cpus: vec![plan.cpus[0]],
+            cpu_nodes: vec![None],
+            ..plan.clone()
+        };
+        let mut team = Corrupting(crate::backend::cpu::CpuTeam);
+        let mut portable = Corrupting(crate::backend::portable::Portable);
+        for (m, name) in [
+            (measure_on(&mut team, &plan).unwrap(), "cpu"),
+            (measure_on(&mut portable, &one).unwrap(), "portable"),
+        ] {
+            assert!(!m.validation.passed, "{name}");
+            let b = &m.validation.arrays[ArrayId::B.index()];
+            assert_eq!((b.array.as_str(), b.bad_elements), ("b", 1), "{name}");
+            assert_eq!(
+                m.validation
+                    .arrays
+                    .iter()
+                    .filter(|c| c.bad_elements > 0)
+                    .count(),
+                1,
+                "{name}"
+            );
+            let err = require_valid(&m).unwrap_err().to_string();
+            assert!(err.contains("array b") && err.contains("1 of"), "{err}");
+            assert!(
+                !err.contains("array a") && !err.contains("array c"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn both_backends_run_every_kernel_and_validate_through_one_protocol() {
+        let all: Vec<KernelId> = crate::kernels::KERNELS.iter().map(|k| k.id).collect();
+        let plan = small_plan(all, StoreMode::Regular);
+        let one = Plan {
+            cpus: vec![plan.cpus[0]],
+            cpu_nodes: vec![None],
+            ..plan.clone()
+        };
+        for name in ["cpu", "portable"] {
+            let mut backend = crate::backend::by_name(name).unwrap();
+            let m = measure_on(backend.as_mut(), &one).unwrap();
+            assert!(m.validation.passed, "{name}: {:?}", m.validation);
+            assert_eq!(m.results.len(), crate::kernels::KERNELS.len(), "{name}");
+            assert!(
+                m.results
+                    .iter()
+                    .all(|r| r.times_s.len() == 3 && r.min_time_s > 0.0),
+                "{name}"
+            );
+            assert_eq!(m.threads.len(), 1, "{name}");
+        }
+        // The portable backend says it runs one thread, and what it skips.
+        let mut portable = crate::backend::portable::Portable;
+        assert!(measure_on(&mut portable, &plan).is_err());
+        let m = measure_on(&mut portable, &one).unwrap();
+        assert!(m.warnings.iter().any(|w| w.contains("portable backend")));
+        assert!(crate::backend::by_name("gpu").is_none());
     }
 
     /// Counts the gate's calls, and can say another rank failed.

@@ -7,7 +7,7 @@
 
 use crate::error::{Error, Result};
 use crate::sys;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// A sense-free, generation-counting barrier that spins (then yields, so an
 /// oversubscribed team still makes progress). Wake-up is a cache-line
@@ -15,6 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 pub struct SpinBarrier {
     arrived: AtomicUsize,
     generation: AtomicUsize,
+    /// A word one party leaves for the others as it arrives; it travels
+    /// in the cache line the release already brings.
+    payload: AtomicU64,
     parties: usize,
 }
 
@@ -23,8 +26,22 @@ impl SpinBarrier {
         SpinBarrier {
             arrived: AtomicUsize::new(0),
             generation: AtomicUsize::new(0),
+            payload: AtomicU64::new(0),
             parties,
         }
+    }
+
+    /// Leaves `payload` for the other parties, then waits: each reads it
+    /// with [`payload`](Self::payload) once released.
+    pub fn wait_with(&self, payload: u64) {
+        // Ordered before this party's arrival, so before the release.
+        self.payload.store(payload, Ordering::Relaxed);
+        self.wait();
+    }
+
+    /// The word left by [`wait_with`](Self::wait_with) before the last release.
+    pub fn payload(&self) -> u64 {
+        self.payload.load(Ordering::Relaxed)
     }
 
     pub fn wait(&self) {
@@ -60,6 +77,14 @@ pub struct Member<'a> {
 impl Member<'_> {
     pub fn barrier(&self) {
         self.barrier.wait();
+    }
+    /// A barrier at which this member leaves one word for the others.
+    pub fn barrier_with(&self, payload: u64) {
+        self.barrier.wait_with(payload);
+    }
+    /// The word a member left at the barrier just passed.
+    pub fn payload(&self) -> u64 {
+        self.barrier.payload()
     }
     pub fn is_leader(&self) -> bool {
         self.index == 0

@@ -33,7 +33,10 @@ fn refuses(args: &[&str], needle: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "membw {args:?}: {stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
-    assert!(stderr.contains(needle), "{args:?}: '{needle}' not in {stderr}");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: '{needle}' not in {stderr}"
+    );
     assert!(out.stdout.is_empty(), "{args:?}");
     // Generous for a loaded CI machine; a hang would be minutes.
     assert!(took < Duration::from_secs(5), "{args:?} took {took:?}");
@@ -52,7 +55,15 @@ fn hostile_files_end_in_one_line_quickly_and_in_bounded_memory() {
     std::fs::create_dir(&folder).unwrap();
     let good = dir.path().join("good.jsonl");
     let made = membw_process()
-        .args(["sweep", "--fake-source", "4", "--size", "1M", "--ntimes", "2"])
+        .args([
+            "sweep",
+            "--fake-source",
+            "4",
+            "--size",
+            "1M",
+            "--ntimes",
+            "2",
+        ])
         .arg("-o")
         .arg(&good)
         .output()

@@ -254,6 +254,17 @@ pub(crate) struct MeasureArgs {
     #[arg(long, hide = true, value_name = "RATE")]
     fake_source: Option<String>,
 
+    /// Where the arrays live and how kernels run over them: cpu (the pinned SIMD team) or
+    /// portable (one thread, portable loops; for tests of the protocol)
+    #[arg(
+        long,
+        hide = true,
+        value_name = "NAME",
+        default_value = "cpu",
+        conflicts_with = "fake_source"
+    )]
+    backend: String,
+
     /// Started by mpirun/srun as one of several ranks: let each rank measure on its own, uncoordinated
     #[arg(long, help_heading = "Across ranks (MPI)")]
     pub(crate) independent: bool,
@@ -349,7 +360,14 @@ impl MeasureArgs {
     /// The measurement source: membw's kernels, or the hidden fake.
     pub(crate) fn source(&self) -> Result<Box<dyn Source>> {
         match &self.fake_source {
-            None => Ok(Box::new(StreamSource)),
+            None => match crate::backend::by_name(&self.backend) {
+                Some(backend) => Ok(Box::new(StreamSource { backend })),
+                None => Err(Error::Usage(format!(
+                    "--backend {}: unknown backend (choose from {})",
+                    self.backend,
+                    crate::backend::names()
+                ))),
+            },
             Some(spec) => FakeSource::parse(spec)
                 .map(|f| Box::new(f) as Box<dyn Source>)
                 .map_err(|e| Error::Usage(format!("--fake-source {e}"))),

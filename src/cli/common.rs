@@ -86,8 +86,9 @@ pub(crate) fn read_document(path: &Path) -> Result<Document> {
     let read = read::read(path).map_err(input_file_error)?;
     if let Some(line) = read.torn {
         crate::say!(
-            "membw: warning: {}: line {line} is cut short (a crash or full disk while writing); using the complete records",
-            path.display()
+            "membw: warning: {}: line {line} is cut short (a crash or full disk while writing); using the {} complete records",
+            path.display(),
+            read.document.len()
         );
     }
     Ok(read.document)

@@ -3,8 +3,8 @@
 //! source.
 
 use super::args::{PeakArgs, PlacementArgs};
-use super::env;
 use super::common::print;
+use super::env;
 use crate::engine::exec::ExecSource;
 use crate::engine::{Engine, Job};
 use crate::error::{Error, Result};

@@ -20,9 +20,9 @@ use crate::report;
 use crate::results::{Request, RunReport};
 use crate::topology::fixture;
 use crate::units::{ArraySize, Bytes, ELEMENT_BYTES};
-use common::{print, read_topology};
 use args::{KernelList, MeasureArgs, PeakArgs, PlacementArgs, parse_kernel_list};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use common::{print, read_topology};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -348,8 +348,7 @@ fn open_run_output(path: &std::path::Path) -> Result<crate::results::file::Resul
     if !path.exists() {
         return ResultsFile::create(path).map_err(|e| common::file_error(e, "--output"));
     }
-    let (file, torn) =
-        ResultsFile::resume(path).map_err(|e| common::file_error(e, "--output"))?;
+    let (file, torn) = ResultsFile::resume(path).map_err(|e| common::file_error(e, "--output"))?;
     if let Some(line) = torn {
         crate::say!(
             "membw: {}: dropped line {line}, cut short by an earlier crash or full disk",

@@ -523,7 +523,7 @@ fn run_documents(docs: Vec<(PathBuf, Document)>) -> Result<Vec<(PathBuf, RunRepo
         .map(|(path, doc)| match doc {
             Document::Run(run) => Ok((path, *run)),
             other => Err(Error::Usage(format!(
-                "{}: {}; several files are merged only as `membw run --json` documents, one per node",
+                "{}: {}, not the JSON of `membw run --json` (several files are merged as one run per node)",
                 path.display(),
                 other.kind()
             ))),
@@ -534,7 +534,13 @@ fn run_documents(docs: Vec<(PathBuf, Document)>) -> Result<Vec<(PathBuf, RunRepo
 pub(crate) fn report(args: ReportArgs) -> Result<()> {
     let mut docs = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
-        docs.push((path.clone(), read_document(path)?));
+        let doc = read_document(path).map_err(|e| match e {
+            Error::Usage(why) if args.inputs.len() > 1 => Error::Usage(format!(
+                "{why}, not the JSON of `membw run --json` (several files are merged as one run per node)"
+            )),
+            other => other,
+        })?;
+        docs.push((path.clone(), doc));
     }
     let results = args.inputs[0].clone();
     let records = match docs.pop() {

@@ -25,15 +25,26 @@ pub trait Source {
     }
 }
 
-/// STREAM's protocol on membw's own kernels, in this process.
-pub struct StreamSource;
+/// STREAM's protocol in this process, over a backend: membw's pinned SIMD
+/// team unless another is named.
+pub struct StreamSource {
+    pub backend: Box<dyn crate::backend::Backend>,
+}
+
+impl Default for StreamSource {
+    fn default() -> Self {
+        StreamSource {
+            backend: Box::new(crate::backend::cpu::CpuTeam),
+        }
+    }
+}
 
 impl Source for StreamSource {
     fn name(&self) -> &'static str {
         "stream"
     }
     fn measure(&mut self, plan: &Plan) -> Result<Measurement> {
-        protocol::measure(plan)
+        protocol::measure_on(self.backend.as_mut(), plan)
     }
 }
 

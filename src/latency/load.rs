@@ -8,10 +8,10 @@
 //! times), so at zero delay the load threads move what `membw run` moves.
 
 use super::Chain;
-pub use crate::results::latency::{LoadPoint, Mix};
 use crate::error::{Error, Result};
 use crate::kernels::{ARRAYS, ArrayId, KernelFns, SCALAR};
 use crate::memory::policy::Policy;
+pub use crate::results::latency::{LoadPoint, Mix};
 use crate::sys::{self, MappedArray};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

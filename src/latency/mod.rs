@@ -9,9 +9,9 @@
 //! mean.
 
 pub mod load;
-pub use crate::results::latency::LatencyPoint;
 /// The records latency results are kept in (the results model owns them).
 pub use crate::results::latency as record;
+pub use crate::results::latency::LatencyPoint;
 
 use crate::error::{Error, Result};
 use crate::kernels::chase::chase;

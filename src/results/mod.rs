@@ -240,7 +240,9 @@ impl Point {
         if let Some(n) = run.array_elements {
             let element = run.element_bytes.unwrap_or(crate::units::ELEMENT_BYTES);
             self.elements = n;
-            self.element_bytes = run.element_bytes.filter(|&b| b != crate::units::ELEMENT_BYTES);
+            self.element_bytes = run
+                .element_bytes
+                .filter(|&b| b != crate::units::ELEMENT_BYTES);
             // STREAM's three arrays.
             self.working_set_per_thread =
                 n.saturating_mul(element).saturating_mul(3) / self.threads.max(1) as u64;

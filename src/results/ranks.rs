@@ -9,8 +9,8 @@
 //! per-node table and its slow nodes, overlapping bindings. The transport
 //! is [`crate::ranks`].
 
-use crate::kernels::{KernelId, StoreMode};
 use super::measurement::{KernelResult, Measurement, kernel_statistics};
+use crate::kernels::{KernelId, StoreMode};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -28,6 +28,19 @@ pub enum Document {
 }
 
 impl Document {
+    /// How many records (a run document is one).
+    pub fn len(&self) -> usize {
+        match self {
+            Document::Run(_) => 1,
+            Document::Bandwidth(r) => r.len(),
+            Document::Latency(r) => r.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// What kind of document this is, for messages.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -66,29 +79,34 @@ pub fn read(path: &Path) -> Result<Read, FileError> {
         let rest = lines.rest(MAX_DOCUMENT)?;
         let mut text = b"{\n".to_vec();
         text.extend_from_slice(&rest);
-        let report: RunReport = serde_json::from_slice(&text).map_err(|e| {
-            FileError::NotARecord {
+        let report: RunReport =
+            serde_json::from_slice(&text).map_err(|e| FileError::NotARecord {
                 path: path.to_path_buf(),
                 line: e.line(),
                 message: format!("not a `membw run --json` document: {e}"),
-            }
-        })?;
-        super::file::check_version(&format!(
-            "{{\"schema_version\":{}}}",
-            report.schema_version
-        ))
-        .map_err(|message| FileError::NotARecord {
-            path: path.to_path_buf(),
-            line: 1,
-            message,
-        })?;
+            })?;
+        super::file::check_version(&format!("{{\"schema_version\":{}}}", report.schema_version))
+            .map_err(|message| FileError::NotARecord {
+                path: path.to_path_buf(),
+                line: 1,
+                message,
+            })?;
         return Ok(Read {
             document: Document::Run(Box::new(report)),
             torn: None,
         });
     }
-    let is_latency =
-        super::file::experiment_of(&first.0).as_deref() == Some(latency::EXPERIMENT);
+    let experiment = super::file::experiment_of(&first.0);
+    if experiment.is_none()
+        && let Ok(report) = serde_json::from_str::<RunReport>(&first.0)
+    {
+        // A run document on one line (minified by another tool).
+        return Ok(Read {
+            document: Document::Run(Box::new(report)),
+            torn: None,
+        });
+    }
+    let is_latency = experiment.as_deref() == Some(latency::EXPERIMENT);
     // The first line is parsed again with the rest: one rule for every line.
     let (document, torn) = if is_latency {
         let items = records_from(&mut lines, &first, latency::parse)?;
@@ -97,12 +115,7 @@ pub fn read(path: &Path) -> Result<Read, FileError> {
         let items = records_from(&mut lines, &first, parse_record)?;
         (Document::Bandwidth(items.items), items.torn)
     };
-    let empty = match &document {
-        Document::Bandwidth(r) => r.is_empty(),
-        Document::Latency(r) => r.is_empty(),
-        Document::Run(_) => false,
-    };
-    if empty {
+    if document.is_empty() {
         return Err(FileError::Empty(path.to_path_buf()));
     }
     Ok(Read {
@@ -157,7 +170,10 @@ mod tests {
         let line = vec![b'x'; (20 << 20) as usize];
         std::fs::write(&path, line).unwrap();
         let err = read(&path).unwrap_err().to_string();
-        assert!(err.contains("line 1") && err.contains("longer than"), "{err}");
+        assert!(
+            err.contains("line 1") && err.contains("longer than"),
+            "{err}"
+        );
     }
 
     #[test]

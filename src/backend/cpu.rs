@@ -1,0 +1,264 @@
+//! membw's own backend: a team of threads, each pinned to its CPU, each
+//! owning one page-aligned chunk of every array (placed by the memory
+//! policy, first-touched by that thread), running the SIMD kernels the plan
+//! selected.
+//!
+//! The protocol's driver runs on the team's leader (member 0, pinned like
+//! the others), as an OpenMP master thread runs a parallel region: each
+//! call posts a command, releases the team at a barrier, does the leader's
+//! own chunk, and returns after the barrier where the last member arrives.
+//! Nothing in a timed call allocates, locks or logs.
+
+use super::{ArrayErrors, Backend, Device, Driver, Observed, ReadBack, Sums};
+use crate::error::{Error, Result};
+use crate::kernels::{ARRAYS, KernelFns, KernelId};
+use crate::memory::{self, Arrays, Chunk, Hugepages};
+use crate::plan::Plan;
+use crate::results::measurement::ThreadPlacement;
+use crate::team::{self, Member};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The pinned SIMD team.
+pub struct CpuTeam;
+
+impl Backend for CpuTeam {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn open(&mut self, plan: &Plan, driver: &mut Driver<'_>) -> Result<Observed> {
+        let ranges = memory::partition(plan.elements, plan.cpus.len());
+        let mut arrays = Arrays::map(
+            &plan.arrays_needed(),
+            plan.elements,
+            plan.hugepages,
+            &plan.mem,
+        )?;
+        if plan.hugepages != Hugepages::Never {
+            arrays.split_hugepages_at(&ranges, &plan.mem)?;
+        }
+        let orders = Orders::new(plan.cpus.len());
+        let driver = Mutex::new(Some(driver));
+        let outcome = team::run(&plan.cpus, arrays.chunks(&ranges), |m, chunk| {
+            let mut part = Part {
+                fns: &plan.fns,
+                chunk,
+                sums: Sums::default(),
+            };
+            if !m.is_leader() {
+                follow(m, &orders, &mut part);
+                return Ok(());
+            }
+            let taken = driver.lock().ok().and_then(|mut d| d.take());
+            let mut leader = Leader {
+                member: m,
+                orders: &orders,
+                part,
+            };
+            match taken {
+                Some(drive) => drive(&mut leader),
+                None => Err(Error::Runtime("the driver ran twice".into())),
+            }
+        })?;
+        let observed: Vec<Option<usize>> = outcome.iter().map(|o| o.observed_cpu).collect();
+        if let Some(leader) = outcome.into_iter().next() {
+            leader.value?;
+        }
+        let thread_nodes = plan.cpu_nodes.clone();
+        let (pages, warnings) = arrays.page_placement(&plan.mem, &ranges, &thread_nodes);
+        let threads = plan
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(thread, &cpu)| ThreadPlacement {
+                thread,
+                cpu,
+                observed_cpu: observed.get(thread).copied().flatten(),
+            })
+            .collect();
+        Ok(Observed {
+            threads,
+            pages,
+            warnings,
+        })
+    }
+}
+
+/// One member's chunk and what it needs to run kernels over it.
+struct Part<'a, 'c> {
+    fns: &'a KernelFns,
+    chunk: Chunk<'c>,
+    sums: Sums,
+}
+
+impl Part<'_, '_> {
+    fn obey(&mut self, order: Order, orders: &Orders, index: usize) {
+        match order {
+            Order::Init(values) => super::init_chunk(self.fns, &mut self.chunk, values),
+            Order::Double => super::double_chunk(&mut self.chunk),
+            Order::Sync => {}
+            Order::Run(kernel, repeats) => {
+                for _ in 0..repeats {
+                    super::run_kernel(self.fns, kernel, &mut self.chunk, &mut self.sums);
+                }
+            }
+            Order::ReadBack(want, errors) => {
+                let part = super::read_back_chunk(&self.chunk, self.sums, want, errors);
+                if let Some(slot) = orders.read_back.get(index)
+                    && let Ok(mut slot) = slot.lock()
+                {
+                    *slot = part;
+                }
+            }
+            Order::Quit => {}
+        }
+    }
+}
+
+/// What the leader asks of the team.
+#[derive(Clone, Copy)]
+enum Order {
+    Init([f64; ARRAYS]),
+    Double,
+    /// Nothing: the team meets at the barriers, idle.
+    Sync,
+    Run(KernelId, usize),
+    ReadBack([f64; ARRAYS], ArrayErrors),
+    Quit,
+}
+
+/// The leader's orders. Which order and its kernel ride on the barrier
+/// that releases the team (one word, in the line the release brings
+/// anyway); the values of `Init` and `ReadBack` (never timed) wait here,
+/// with what the members report back.
+struct Orders {
+    values: [AtomicU64; ARRAYS],
+    errors: Mutex<Option<ArrayErrors>>,
+    read_back: Vec<Mutex<ReadBack>>,
+}
+
+const INIT: u64 = 0;
+const DOUBLE: u64 = 1;
+const RUN: u64 = 2;
+const READ_BACK: u64 = 3;
+const QUIT: u64 = 4;
+const SYNC: u64 = 5;
+
+impl Orders {
+    fn new(members: usize) -> Orders {
+        Orders {
+            values: Default::default(),
+            errors: Mutex::new(None),
+            read_back: (0..members).map(|_| Mutex::default()).collect(),
+        }
+    }
+
+    /// Stores what the order carries besides its word; returns the word:
+    /// the kind in the low byte, the kernel in the next, the repeats above.
+    fn post(&self, order: Order) -> u64 {
+        let store_values = |values: [f64; ARRAYS]| {
+            for (slot, v) in self.values.iter().zip(values) {
+                slot.store(v.to_bits(), Ordering::Relaxed);
+            }
+        };
+        match order {
+            Order::Init(values) => {
+                store_values(values);
+                INIT
+            }
+            Order::ReadBack(values, errors) => {
+                store_values(values);
+                if let Ok(mut e) = self.errors.lock() {
+                    *e = Some(errors);
+                }
+                READ_BACK
+            }
+            Order::Double => DOUBLE,
+            Order::Sync => SYNC,
+            Order::Run(kernel, repeats) => RUN | (kernel as u64) << 8 | (repeats as u64) << 16,
+            Order::Quit => QUIT,
+        }
+    }
+
+    /// The order behind `word`, read after the barrier that carried it.
+    fn read(&self, word: u64) -> Order {
+        let values =
+            || std::array::from_fn(|i| f64::from_bits(self.values[i].load(Ordering::Relaxed)));
+        match word & 0xff {
+            INIT => Order::Init(values()),
+            DOUBLE => Order::Double,
+            SYNC => Order::Sync,
+            RUN => match crate::kernels::KERNELS.get(((word >> 8) & 0xff) as usize) {
+                Some(k) => Order::Run(k.id, (word >> 16) as usize),
+                None => Order::Quit,
+            },
+            READ_BACK => match self.errors.lock().ok().and_then(|e| *e) {
+                Some(errors) => Order::ReadBack(values(), errors),
+                None => Order::Quit,
+            },
+            _ => Order::Quit,
+        }
+    }
+}
+
+/// A member other than the leader: obeys orders until told to quit.
+fn follow(m: &Member, orders: &Orders, part: &mut Part) {
+    loop {
+        m.barrier();
+        let order = orders.read(m.payload());
+        part.obey(order, orders, m.index);
+        m.barrier();
+        if matches!(order, Order::Quit) {
+            return;
+        }
+    }
+}
+
+/// The leader, as the driver sees it: each call is one order to the team.
+struct Leader<'m, 'o, 'a, 'c> {
+    member: &'m Member<'m>,
+    orders: &'o Orders,
+    part: Part<'a, 'c>,
+}
+
+impl Leader<'_, '_, '_, '_> {
+    fn order(&mut self, order: Order) {
+        let word = self.orders.post(order);
+        self.member.barrier_with(word);
+        self.part.obey(order, self.orders, 0);
+        self.member.barrier();
+    }
+}
+
+impl Drop for Leader<'_, '_, '_, '_> {
+    /// However the driver ends (done, an error, a panic), the team is let go.
+    fn drop(&mut self) {
+        self.order(Order::Quit);
+    }
+}
+
+impl Device for Leader<'_, '_, '_, '_> {
+    fn init(&mut self, values: [f64; ARRAYS]) {
+        self.order(Order::Init(values));
+    }
+    fn double_a(&mut self) {
+        self.order(Order::Double);
+    }
+    fn sync(&mut self) {
+        self.order(Order::Sync);
+    }
+    fn run(&mut self, kernel: KernelId, repeats: usize) {
+        self.order(Order::Run(kernel, repeats));
+    }
+    fn read_back(&mut self, want: [f64; ARRAYS], errors: ArrayErrors) -> ReadBack {
+        self.order(Order::ReadBack(want, errors));
+        let mut whole = ReadBack::default();
+        for slot in &self.orders.read_back {
+            if let Ok(part) = slot.lock() {
+                whole.add(&part);
+            }
+        }
+        whole
+    }
+}

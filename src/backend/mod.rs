@@ -1,0 +1,212 @@
+//! The seam under the protocol, as BabelStream's `Stream` interface sits
+//! under its driver: a [`Backend`] owns where the arrays live and how a
+//! kernel runs over them; the protocol (`crate::protocol`) owns everything
+//! else: the timing test, the repetitions and the clock around them, the
+//! first-repetition rule, statistics, the timer check and validation.
+//!
+//! A backend allocates and places the arrays, writes their first values,
+//! runs one kernel once (or `repeats` times) over them and returns only
+//! when all of it is done, and reads them back for validation through the
+//! protocol's own rule. It never times and never judges.
+//!
+//! - [`cpu`]: membw's pinned team of threads with the SIMD kernels, arrays
+//!   placed by the memory policy and first-touched by their thread;
+//! - [`portable`]: one thread, portable loops, ordinary heap arrays: small
+//!   enough to read in one sitting, and the proof that the seam holds.
+//!
+//! Adding one (a GPU's device memory) is a module here and one line in
+//! [`BACKENDS`]; see docs/ARCHITECTURE.md.
+
+pub mod cpu;
+pub mod portable;
+
+use crate::error::Result;
+use crate::kernels::{ARRAYS, ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};
+use crate::memory::Chunk;
+use crate::memory::policy::PagePlacement;
+use crate::plan::Plan;
+use crate::results::measurement::ThreadPlacement;
+
+/// Where a plan's arrays live and how kernels run over them.
+pub trait Backend: Send {
+    /// The name `--backend` takes and records show.
+    fn name(&self) -> &'static str;
+
+    /// Allocates and places the plan's arrays and lends them to `driver`
+    /// as a [`Device`] while they exist; then says where the work ran and
+    /// where the pages went. An error of the driver's is returned as is.
+    fn open(&mut self, plan: &Plan, driver: &mut Driver<'_>) -> Result<Observed>;
+}
+
+/// The protocol's side of [`Backend::open`]: everything done with the arrays.
+pub type Driver<'a> = dyn FnMut(&mut dyn Device) -> Result<()> + Send + 'a;
+
+/// The arrays of one measurement, as the protocol drives them. Every call
+/// returns once the work is done everywhere (all threads, the whole device).
+pub trait Device {
+    /// First touch: every mapped array gets its value from `values` (by
+    /// index: a, b, c, d), written where it will be used.
+    fn init(&mut self, values: [f64; ARRAYS]);
+    /// STREAM's timing test: `a = 2a` over the whole array.
+    fn double_a(&mut self);
+    /// Returns once every worker is idle and waiting, so that the next
+    /// call starts everywhere at once: the protocol calls it before it
+    /// starts a clock, so that no worker's lateness is timed.
+    fn sync(&mut self);
+    /// `kernel`, `repeats` times over the whole arrays.
+    fn run(&mut self, kernel: KernelId, repeats: usize);
+    /// Reads every mapped array back: `errors` (the protocol's rule) gives
+    /// the error sum and the bad elements of a slice against its value in
+    /// `want`; the reductions' last results come with it.
+    fn read_back(&mut self, want: [f64; ARRAYS], errors: ArrayErrors) -> ReadBack;
+}
+
+/// The protocol's rule for one slice of an array against the value every
+/// element should hold: (sum of absolute errors, elements over tolerance).
+pub type ArrayErrors = fn(&[f64], f64) -> (f64, u64);
+
+/// What reading the arrays back found, summed over the whole arrays.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReadBack {
+    /// Elements per array.
+    pub elements: usize,
+    /// Which arrays were mapped.
+    pub mapped: [bool; ARRAYS],
+    pub abs_error: [f64; ARRAYS],
+    pub bad: [u64; ARRAYS],
+    /// The read kernel's and the dot kernel's last sums over the whole arrays.
+    pub read_sum: f64,
+    pub dot_sum: f64,
+}
+
+impl ReadBack {
+    /// Adds one part's (a thread's chunk) to the whole.
+    pub fn add(&mut self, part: &ReadBack) {
+        self.elements += part.elements;
+        for i in 0..ARRAYS {
+            self.mapped[i] |= part.mapped[i];
+            self.abs_error[i] += part.abs_error[i];
+            self.bad[i] += part.bad[i];
+        }
+        self.read_sum += part.read_sum;
+        self.dot_sum += part.dot_sum;
+    }
+}
+
+/// What a backend saw of where the work ran and the pages went.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    pub threads: Vec<ThreadPlacement>,
+    pub pages: Vec<PagePlacement>,
+    pub warnings: Vec<String>,
+}
+
+/// Makes a backend.
+pub type MakeBackend = fn() -> Box<dyn Backend>;
+
+/// Every backend, by name: the one registration a new backend adds.
+pub const BACKENDS: &[(&str, MakeBackend)] = &[
+    ("cpu", || Box::new(cpu::CpuTeam)),
+    ("portable", || Box::new(portable::Portable)),
+];
+
+/// The backend called `name`, if there is one.
+pub fn by_name(name: &str) -> Option<Box<dyn Backend>> {
+    BACKENDS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, make)| make())
+}
+
+/// The names of every backend, for messages.
+pub fn names() -> String {
+    BACKENDS
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The reductions' last results on one part of the arrays.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Sums {
+    pub read: f64,
+    pub dot: f64,
+}
+
+/// One kernel over one part of the arrays in host memory, with the
+/// selected implementations: what every host-memory backend runs.
+pub(crate) fn run_kernel(fns: &KernelFns, kernel: KernelId, chunk: &mut Chunk, sums: &mut Sums) {
+    let [a, b, c, d] = &mut chunk.arrays;
+    let (a, b, c, d) = (
+        a.as_deref_mut(),
+        b.as_deref_mut(),
+        c.as_deref_mut(),
+        d.as_deref_mut(),
+    );
+    // A plan maps every array its kernels use (`Plan::arrays_needed`).
+    let (Some(a), b, c, d) = (a, b, c, d) else {
+        return;
+    };
+    match (kernel, b, c, d) {
+        (KernelId::Copy, _, Some(c), _) => (fns.copy)(c, a),
+        (KernelId::Scale, Some(b), Some(c), _) => (fns.scale)(b, c, SCALAR),
+        (KernelId::Add, Some(b), Some(c), _) => (fns.add)(c, a, b),
+        (KernelId::Triad, Some(b), Some(c), _) => (fns.triad)(a, b, c, SCALAR),
+        (KernelId::Read, ..) => sums.read = std::hint::black_box((fns.read)(a)),
+        (KernelId::Write, _, Some(c), _) => (fns.write)(c, WRITE_VALUE),
+        (KernelId::Init, ..) => (fns.write)(a, WRITE_VALUE),
+        (KernelId::Update, ..) => (fns.update)(a, SCALAR),
+        (KernelId::Daxpy, Some(b), _, _) => (fns.daxpy)(a, b, SCALAR),
+        (KernelId::Striad, Some(b), Some(c), Some(d)) => (fns.striad)(a, b, c, d),
+        (KernelId::Sdaxpy, Some(b), Some(c), _) => (fns.sdaxpy)(a, b, c),
+        (KernelId::Nstream, Some(b), Some(c), _) => (fns.nstream)(a, b, c, SCALAR),
+        (KernelId::Dot, Some(b), _, _) => sums.dot = std::hint::black_box((fns.dot)(a, b)),
+        // An array the kernel needs is not mapped: nothing runs, and
+        // validation finds the array unchanged.
+        _ => {}
+    }
+}
+
+/// First touch of one part: each mapped array gets its value.
+pub(crate) fn init_chunk(fns: &KernelFns, chunk: &mut Chunk, values: [f64; ARRAYS]) {
+    for (id, value) in ArrayId::ALL.into_iter().zip(values) {
+        if let Some(array) = chunk.arrays[id.index()].as_deref_mut() {
+            crate::sys::populate_for_write(array);
+            (fns.write)(array, value);
+        }
+    }
+}
+
+/// STREAM's timing test on one part: `a = 2a`.
+pub(crate) fn double_chunk(chunk: &mut Chunk) {
+    if let Some(a) = chunk.arrays[ArrayId::A.index()].as_deref_mut() {
+        for x in a.iter_mut() {
+            *x *= 2.0;
+        }
+    }
+}
+
+/// Reads one part back.
+pub(crate) fn read_back_chunk(
+    chunk: &Chunk,
+    sums: Sums,
+    want: [f64; ARRAYS],
+    errors: ArrayErrors,
+) -> ReadBack {
+    let mut out = ReadBack {
+        read_sum: sums.read,
+        dot_sum: sums.dot,
+        ..Default::default()
+    };
+    for id in ArrayId::ALL {
+        if let Some(array) = chunk.arrays[id.index()].as_deref() {
+            let (abs, bad) = errors(array, want[id.index()]);
+            out.mapped[id.index()] = true;
+            out.abs_error[id.index()] = abs;
+            out.bad[id.index()] = bad;
+            out.elements = array.len();
+        }
+    }
+    out
+}
