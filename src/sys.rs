@@ -182,6 +182,34 @@ impl Drop for MappedArray {
     }
 }
 
+/// The share of the resident memory in `[addr, addr + len)` that is in
+/// transparent hugepages, from /proc/self/smaps (None where unreadable).
+pub fn huge_share(addr: usize, len: usize) -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let (mut rss, mut huge, mut inside) = (0u64, 0u64, false);
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let first = words.next()?;
+        if let Some((from, to)) = first.split_once('-').filter(|_| !first.ends_with(':')) {
+            let (Ok(from), Ok(to)) = (
+                usize::from_str_radix(from, 16),
+                usize::from_str_radix(to, 16),
+            ) else {
+                continue;
+            };
+            inside = from < addr + len && to > addr;
+        } else if inside {
+            let kib = || words.clone().next().and_then(|w| w.parse::<u64>().ok());
+            match first {
+                "Rss:" => rss += kib().unwrap_or(0),
+                "AnonHugePages:" => huge += kib().unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    (rss > 0).then(|| huge as f64 / rss as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -170,9 +170,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         return Err(Error::Runtime("the program did not run".into()));
     };
     print(&match args.format {
-        ExecFormat::Json => {
-            serde_json::to_string_pretty(record).expect("plain data serializes") + "\n"
-        }
+        ExecFormat::Json => crate::report::json::pretty(record)?,
         ExecFormat::Text => text(&args, &placement.described, &job.plan.cpus, &keep, record),
     })?;
     match failures.first() {

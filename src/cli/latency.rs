@@ -5,18 +5,17 @@
 
 use super::args::{IsaArg, PeakArgs};
 use super::common::print;
-use crate::engine::Stop;
+use crate::engine::latency::{Facts, LatencyRequest, LatencySession};
 use crate::error::{Error, Input, Result};
-use crate::latency::load::{self, LoadPoint, LoadedPlan, Mix};
-use crate::latency::record::{self, LatencyKey, LatencyRecord, Study};
-use crate::latency::{self, Chain, LatencyPlan, LatencyPoint};
+use crate::latency::LatencyPlan;
+use crate::latency::load::{self, LoadedPlan, Mix};
+use crate::latency::record::{self, LatencyRecord, Study};
 use crate::memory::policy::{self as mempolicy, Policy};
 use crate::results::file::ResultsFile;
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
 use crate::units::Bytes;
 use clap::Args;
-use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -102,33 +101,6 @@ pub(crate) struct LatencyArgs {
 /// than this says nothing new and takes minutes.
 const MAX_WORKING_SET: u64 = 64 << 30;
 
-/// The CPU's clock, GHz: cpufreq's maximum, else /proc/cpuinfo's `cpu MHz`
-/// for that CPU (inside a VM, the host's nominal clock).
-fn clock_ghz(cpu: usize) -> Option<f64> {
-    let path = format!("/sys/devices/system/cpu/cpu{cpu}/cpufreq/cpuinfo_max_freq");
-    let from_cpufreq = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| t.trim().parse::<f64>().ok())
-        .map(|khz| khz / 1e6);
-    from_cpufreq
-        .or_else(|| {
-            let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-            let block = text.split("\n\n").find(|b| {
-                b.lines().any(|l| {
-                    l.split_once(':').is_some_and(|(k, v)| {
-                        k.trim() == "processor" && v.trim().parse() == Ok(cpu)
-                    })
-                })
-            })?;
-            let mhz: f64 = block.lines().find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                (k.trim() == "cpu MHz").then(|| v.trim().parse().ok())?
-            })?;
-            Some(mhz / 1e3)
-        })
-        .filter(|g| *g > 0.0)
-}
-
 pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     let topo = super::common::read_topology(None)?;
     let cpu = match args.cpu {
@@ -174,7 +146,9 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
             "--ghz: a clock rate between 0 and 20 GHz".into(),
         ));
     }
-    let clock_ghz = args.ghz.or_else(|| clock_ghz(cpu));
+    let clock_ghz = args
+        .ghz
+        .or_else(|| crate::topology::clock::max_ghz(std::path::Path::new("/"), cpu));
     let loaded = if args.loaded {
         Some(loaded_plan(&args, &topo, cpu, sizes[0], &whole, clock_ghz)?)
     } else {
@@ -212,7 +186,6 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         time_per_size: args.time,
         clock_ghz,
     };
-    let mut out = Recorder::open(&args, &topo, &plan)?;
     let study = if args.numa_matrix {
         Study::Matrix
     } else if loaded.is_some() {
@@ -220,29 +193,48 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     } else {
         Study::Idle
     };
-    let result = match &loaded {
-        Some(l) => run_loaded(&plan, l, &mut out),
-        None if args.numa_matrix => run_matrix(&plan, &topo, &mut out),
-        None => run_idle(&plan, &mut out),
+    let request = LatencyRequest {
+        facts: Facts {
+            clock_ghz,
+            caches: topo.cache_per_thread(&[cpu]),
+            peak_gb_s: crate::peak::estimate(&topo, &args.peak.request()).map(|p| p.node_gb_s()),
+        },
+        plan,
+        study,
+        loaded,
     };
-    let interrupted = out.stop.signal();
+    let file = open_results(&args)?;
+    let mut out = LatencySession::new(
+        record::EXPERIMENT,
+        crate::results::Host::describe(&topo),
+        super::common::stop_flag(),
+        file,
+    );
+    let result = crate::engine::latency::measure(&topo, &request, &mut out);
+    let interrupted = out.signal();
     result?;
-    out.say_skipped();
+    if let (Some(file), 1..) = (&out.file, out.skipped) {
+        crate::say!(
+            "membw: {} already in {}, not measured again",
+            crate::units::plural(out.skipped, "point"),
+            file.path.display()
+        );
+    }
     print(&if args.format == "json" {
-        let doc = serde_json::json!({
-            "schema_version": crate::results::SCHEMA_VERSION,
-            "experiment": record::EXPERIMENT,
-            "study": study,
-            "timestamp": out.started,
-            "host": crate::results::Host::describe(&topo),
-            "cpu": cpu,
-            "mem": plan.policy.to_string(),
-            "hugepages": args.hugepages,
-            "clock_ghz": plan.clock_ghz,
-            "points": out.records.iter().map(|r| &r.latency).collect::<Vec<_>>(),
-            "records": out.records,
-        });
-        serde_json::to_string_pretty(&doc).expect("plain data serializes") + "\n"
+        let doc = record::LatencyReport {
+            schema_version: crate::results::SCHEMA_VERSION,
+            experiment: record::EXPERIMENT.into(),
+            study,
+            timestamp: out.started.clone(),
+            host: out.host.clone(),
+            cpu,
+            mem: request.plan.policy.to_string(),
+            hugepages: args.hugepages.clone(),
+            clock_ghz: request.plan.clock_ghz,
+            points: out.records.iter().map(|r| r.latency.clone()).collect(),
+            records: out.records.clone(),
+        };
+        crate::report::json::pretty(&doc)?
     } else {
         crate::report::latency::render(&out.records)
     })?;
@@ -396,214 +388,26 @@ fn loaded_plan(
     })
 }
 
-/// Where points go: the records shown at the end, and the results file
-/// when one was named. Also owns the stop flag the signals set.
-struct Recorder {
-    started: String,
-    host: crate::results::Host,
-    caches: BTreeMap<String, u64>,
-    peak_gb_s: Option<f64>,
-    clock_ghz: Option<f64>,
-    file: Option<ResultsFile>,
-    done: std::collections::HashSet<String>,
-    records: Vec<LatencyRecord>,
-    skipped: usize,
-    stop: Stop,
-}
-
-impl Recorder {
-    fn open(args: &LatencyArgs, topo: &Topology, plan: &LatencyPlan) -> Result<Recorder> {
-        let file_error = super::common::file_error;
-        let mut file = match (&args.resume, &args.output) {
-            (Some(path), _) => {
-                let (file, torn) =
-                    ResultsFile::resume_with(path, |t| record::parse(t).map(|r| r.point.key()))
-                        .map_err(|e| file_error(e, "--resume"))?;
-                if let Some(line) = torn {
-                    crate::say!(
-                        "membw: {}: dropped line {line}, cut short by an earlier crash or full disk; its point runs again",
-                        path.display()
-                    );
-                }
-                Some(file)
+/// The results file of `-o` (new) or `--resume` (its points count as done).
+fn open_results(args: &LatencyArgs) -> Result<Option<ResultsFile>> {
+    let file_error = super::common::file_error;
+    Ok(match (&args.resume, &args.output) {
+        (Some(path), _) => {
+            let (file, torn) =
+                ResultsFile::resume_with(path, |t| record::parse(t).map(|r| r.point.key()))
+                    .map_err(|e| file_error(e, "--resume"))?;
+            if let Some(line) = torn {
+                crate::say!(
+                    "membw: {}: dropped line {line}, cut short by an earlier crash or full disk; its point runs again",
+                    path.display()
+                );
             }
-            (None, Some(path)) => {
-                Some(ResultsFile::create(path).map_err(|e| file_error(e, "--output"))?)
-            }
-            (None, None) => None,
-        };
-        let done = file
-            .as_mut()
-            .map(|f| std::mem::take(&mut f.done))
-            .unwrap_or_default();
-        let stop = Stop::default();
-        crate::sys::stop_on_signals(stop.0.clone());
-        Ok(Recorder {
-            started: crate::results::now(),
-            host: crate::results::Host::describe(topo),
-            caches: topo.cache_per_thread(&[plan.cpu]),
-            peak_gb_s: crate::peak::estimate(topo, &args.peak.request()).map(|p| p.node_gb_s()),
-            clock_ghz: plan.clock_ghz,
-            file,
-            done,
-            records: Vec::new(),
-            skipped: 0,
-            stop,
-        })
-    }
-
-    /// Whether the point is already in the resumed file (then it is
-    /// counted, to be said at the end).
-    fn done(&mut self, key: &LatencyKey) -> bool {
-        let done = self.done.contains(&key.key());
-        self.skipped += usize::from(done);
-        done
-    }
-
-    /// Says on stderr how many points a resume found already done.
-    fn say_skipped(&self) {
-        if let (Some(file), 1..) = (&self.file, self.skipped) {
-            crate::say!(
-                "membw: {} already in {}, not measured again",
-                crate::units::plural(self.skipped, "point"),
-                file.path.display()
-            );
+            Some(file)
         }
-    }
-
-    /// Keeps one point and appends it to the file; false once a signal
-    /// asked to stop.
-    fn keep(
-        &mut self,
-        point: LatencyKey,
-        latency: LatencyPoint,
-        load: Option<LoadPoint>,
-        idle_p50_ns: Option<f64>,
-    ) -> Result<bool> {
-        let record = LatencyRecord {
-            schema_version: crate::results::SCHEMA_VERSION,
-            experiment: record::EXPERIMENT.into(),
-            started: self.started.clone(),
-            timestamp: crate::results::now(),
-            host: self.host.clone(),
-            point,
-            latency,
-            load,
-            idle_p50_ns,
-            clock_ghz: self.clock_ghz,
-            caches: self.caches.clone(),
-            peak_gb_s: self.peak_gb_s,
-        };
-        if let Some(file) = &mut self.file {
-            file.append(&record).map_err(|e| {
-                Error::Runtime(format!(
-                    "{}: cannot append a point: {e}",
-                    file.path.display()
-                ))
-            })?;
+        (None, Some(path)) => {
+            Some(ResultsFile::create(path).map_err(|e| file_error(e, "--output"))?)
         }
-        self.records.push(record);
-        Ok(self.stop.signal().is_none())
-    }
-}
-
-fn key(plan: &LatencyPlan, study: Study, cpu: usize, policy: &Policy, bytes: u64) -> LatencyKey {
-    LatencyKey {
-        study,
-        cpu,
-        cpu_node: None,
-        mem: policy.to_string(),
-        mem_node: None,
-        bytes,
-        hugepages: if plan.hugepages { "thp" } else { "never" }.into(),
-        load_cpus: Vec::new(),
-        mix: None,
-        delay_ns: None,
-    }
-}
-
-fn run_idle(plan: &LatencyPlan, out: &mut Recorder) -> Result<()> {
-    latency::pin(plan.cpu)?;
-    for &bytes in &plan.sizes {
-        let k = key(plan, Study::Idle, plan.cpu, &plan.policy, bytes);
-        if out.done(&k) {
-            continue;
-        }
-        let point = Chain::build(bytes, plan.hugepages, &plan.policy)?
-            .sample(plan.time_per_size, plan.clock_ghz);
-        if !out.keep(k, point, None, None)? {
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// Every CPU node that has an allowed CPU chases, from its first one, a
-/// working set bound to each allowed memory node in turn.
-fn run_matrix(plan: &LatencyPlan, topo: &Topology, out: &mut Recorder) -> Result<()> {
-    let bytes = plan.sizes[0];
-    for node in &topo.nodes {
-        let Some(&cpu) = node
-            .cpus
-            .ids()
-            .iter()
-            .find(|&&c| topo.allowed_cpus.contains(c))
-        else {
-            continue;
-        };
-        latency::pin(cpu)?;
-        for &mem in topo.allowed_mems.ids() {
-            let policy = Policy::Bind(IdSet::new(vec![mem]));
-            let mut k = key(plan, Study::Matrix, cpu, &policy, bytes);
-            (k.cpu_node, k.mem_node) = (Some(node.id), Some(mem));
-            if out.done(&k) {
-                continue;
-            }
-            let point = Chain::build(bytes, plan.hugepages, &policy)?
-                .sample(plan.time_per_size, plan.clock_ghz);
-            if !out.keep(k, point, None, None)? {
-                return Ok(());
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The chaser's idle latency first, then every mix and delay under load.
-fn run_loaded(plan: &LatencyPlan, loaded: &LoadedPlan, out: &mut Recorder) -> Result<()> {
-    latency::pin(plan.cpu)?;
-    let bytes = loaded.bytes;
-    let mut chain = Chain::build(bytes, plan.hugepages, &plan.policy)?;
-    let idle = chain.sample(plan.time_per_size, plan.clock_ghz);
-    let idle_ns = idle.p50_ns;
-    let idle_key = key(plan, Study::Idle, plan.cpu, &plan.policy, bytes);
-    if !out.done(&idle_key) && !out.keep(idle_key, idle, None, None)? {
-        return Ok(());
-    }
-    let point_key = |mix: Mix, delay_ns: f64| {
-        let mut k = key(plan, Study::Loaded, plan.cpu, &plan.policy, bytes);
-        k.load_cpus = loaded.load_cpus.clone();
-        (k.mix, k.delay_ns) = (Some(mix), Some(delay_ns));
-        k
-    };
-    // A resumed file skips whole mixes that are done, not single delays:
-    // the load threads run each mix's delays in one go.
-    let mut todo = loaded.clone();
-    todo.mixes.retain(|&mix| {
-        loaded
-            .delays_ns
-            .iter()
-            .any(|&delay_ns| !out.done.contains(&point_key(mix, delay_ns).key()))
-    });
-    if todo.mixes.is_empty() {
-        return Ok(());
-    }
-    load::measure(&todo, &mut chain, |p, latency| {
-        let k = point_key(p.mix, p.delay_ns);
-        if out.done(&k) {
-            return Ok(out.stop.signal().is_none());
-        }
-        out.keep(k, latency.clone(), Some(p.clone()), Some(idle_ns))
+        (None, None) => None,
     })
 }
 

@@ -465,7 +465,7 @@ fn run(args: RunArgs) -> Result<()> {
     print(&match format {
         _ if args.quiet && format == Format::Text => report::text::table(&report.measurement),
         Format::Text => report::text::render(&report),
-        Format::Json => report::json::render(&report),
+        Format::Json => report::json::render(&report)?,
         Format::Csv => report::csv::render(&report),
     })?;
     crate::results::require_valid(&report.measurement)

@@ -8,6 +8,8 @@
 //! how one plan is measured, a sink only where records go.
 
 pub mod exec;
+pub mod latency;
+pub mod session;
 pub mod source;
 pub mod sweep;
 pub mod tune;
@@ -19,7 +21,7 @@ use crate::peak::Peak;
 use crate::placement::spellings::{self, Spellings};
 use crate::plan::Plan;
 use crate::results::file::ResultsFile;
-use crate::results::{Host, Measurement, PeakUse, Point, Record, RunResult, SCHEMA_VERSION};
+use crate::results::{Host, Measurement, PeakUse, Point, Record, RunResult};
 use crate::topology::Topology;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -247,27 +249,29 @@ impl<'a> Engine<'a> {
     /// One results-file line for a measured job.
     pub fn record(&self, job: &Job, runs: Vec<RunResult>) -> Record {
         let peak = self.peak_use(&job.plan.cpus, []);
-        Record {
-            schema_version: SCHEMA_VERSION,
-            experiment: self.experiment.into(),
-            started: self.started.clone(),
-            timestamp: crate::results::now(),
-            source: match &job.point.program {
-                Some(p) if self.programs.iter().any(|(l, _)| l == p) => "exec".into(),
-                _ => self.source.name().into(),
+        let point = match runs.last().and_then(|r| r.program.as_ref()) {
+            Some(program) => job.point.clone().with_program_sizes(program),
+            None => job.point.clone(),
+        };
+        let source = match &job.point.program {
+            Some(p) if self.programs.iter().any(|(l, _)| l == p) => "exec",
+            _ => self.source.name(),
+        };
+        Record::new(
+            self.experiment,
+            &self.started,
+            &self.host,
+            point,
+            crate::results::Bandwidth {
+                source: source.into(),
+                stats: Record::stats_of(&runs),
+                peak_gb_s: peak.as_ref().map(|p| p.used_gb_s),
+                peak_source: peak.map(|p| p.peak.detail),
+                cache_per_thread: self.topo.cache_per_thread(&job.plan.cpus),
+                reproduce: Some(job.reproduce()),
+                runs,
             },
-            host: self.host.clone(),
-            point: match runs.last().and_then(|r| r.program.as_ref()) {
-                Some(program) => job.point.clone().with_program_sizes(program),
-                None => job.point.clone(),
-            },
-            stats: Record::stats_of(&runs),
-            peak_gb_s: peak.as_ref().map(|p| p.used_gb_s),
-            peak_source: peak.map(|p| p.peak.detail),
-            cache_per_thread: self.topo.cache_per_thread(&job.plan.cpus),
-            reproduce: Some(job.reproduce()),
-            runs,
-        }
+        )
     }
 }
 

@@ -153,7 +153,7 @@ impl Chain {
             samples.push(t.elapsed().as_secs_f64() * 1e9 / per_chunk as f64);
         }
         self.at = at;
-        let huge_share = huge_share(self.array.addr(), self.array.len() * 8);
+        let huge_share = crate::sys::huge_share(self.array.addr(), self.array.len() * 8);
         let mean = samples.iter().sum::<f64>() / samples.len() as f64;
         samples.sort_by(f64::total_cmp);
         let p50 = percentile(&samples, 0.5);
@@ -171,34 +171,6 @@ impl Chain {
             huge_share,
         }
     }
-}
-
-/// The share of the resident memory in `[addr, addr + len)` that is in
-/// transparent hugepages, from /proc/self/smaps (None where unreadable).
-fn huge_share(addr: usize, len: usize) -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/self/smaps").ok()?;
-    let (mut rss, mut huge, mut inside) = (0u64, 0u64, false);
-    for line in text.lines() {
-        let mut words = line.split_whitespace();
-        let first = words.next()?;
-        if let Some((from, to)) = first.split_once('-').filter(|_| !first.ends_with(':')) {
-            let (Ok(from), Ok(to)) = (
-                usize::from_str_radix(from, 16),
-                usize::from_str_radix(to, 16),
-            ) else {
-                continue;
-            };
-            inside = from < addr + len && to > addr;
-        } else if inside {
-            let kib = || words.clone().next().and_then(|w| w.parse::<u64>().ok());
-            match first {
-                "Rss:" => rss += kib().unwrap_or(0),
-                "AnonHugePages:" => huge += kib().unwrap_or(0),
-                _ => {}
-            }
-        }
-    }
-    (rss > 0).then(|| huge as f64 / rss as f64)
 }
 
 #[cfg(test)]

@@ -1,9 +1,19 @@
-//! The JSON document (schema in the README).
+//! The JSON documents (schemas in the README): pretty-printed, one newline
+//! at the end.
 
+use crate::error::{Error, Result};
 use crate::results::RunReport;
+use serde::Serialize;
 
-pub fn render(report: &RunReport) -> String {
-    let mut s = serde_json::to_string_pretty(report).expect("plain data serializes");
+/// Any document as pretty JSON.
+pub fn pretty<T: Serialize>(value: &T) -> Result<String> {
+    let mut s = serde_json::to_string_pretty(value)
+        .map_err(|e| Error::Runtime(format!("writing JSON: {e}")))?;
     s.push('\n');
-    s
+    Ok(s)
+}
+
+/// `membw run --json`.
+pub fn render(report: &RunReport) -> Result<String> {
+    pretty(report)
 }

@@ -593,58 +593,60 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
 mod tests {
     use super::*;
     use crate::plan::StoresRequest;
-    use crate::results::{Host, NumaCell, Point, Stats};
+    use crate::results::{Bandwidth, Host, NumaCell, Point, Stats};
 
     fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
-        Record {
-            schema_version: 1,
-            experiment: "sweep".into(),
-            started: "t".into(),
-            timestamp: "t".into(),
-            source: "fake".into(),
-            reproduce: None,
-            host: Host {
-                hostname: "h".into(),
-                cpu_model: None,
-                kernel: "k".into(),
-                online_cpus: 4,
-                numa_nodes: 2,
-                sockets: 2,
-                thp_mode: None,
+        let host = Host {
+            hostname: "h".into(),
+            cpu_model: None,
+            kernel: "k".into(),
+            online_cpus: 4,
+            numa_nodes: 2,
+            sockets: 2,
+            thp_mode: None,
+        };
+        let point = Point {
+            threads: 1,
+            placement: format!("cpu node {cpu}"),
+            mem: format!("bind:{mem}"),
+            stores: StoresRequest::Auto,
+            kernels: vec![KernelId::Triad],
+            elements: 1,
+            working_set_per_thread: 24,
+            ntimes: 2,
+            numa: Some(NumaCell {
+                cpu_node: cpu,
+                mem_node: mem,
+                all_cores: false,
+            }),
+            program: None,
+            element_bytes: None,
+        };
+        Record::new(
+            "sweep",
+            "t",
+            &host,
+            point,
+            Bandwidth {
+                source: "fake".into(),
+                reproduce: None,
+                runs: Vec::new(),
+                stats: [(
+                    KernelId::Triad,
+                    Stats {
+                        mean: gb_s,
+                        sd: 0.0,
+                        min: gb_s,
+                        max: gb_s,
+                        n: 1,
+                    },
+                )]
+                .into(),
+                peak_gb_s: None,
+                peak_source: None,
+                cache_per_thread: BTreeMap::new(),
             },
-            point: Point {
-                threads: 1,
-                placement: format!("cpu node {cpu}"),
-                mem: format!("bind:{mem}"),
-                stores: StoresRequest::Auto,
-                kernels: vec![KernelId::Triad],
-                elements: 1,
-                working_set_per_thread: 24,
-                ntimes: 2,
-                numa: Some(NumaCell {
-                    cpu_node: cpu,
-                    mem_node: mem,
-                    all_cores: false,
-                }),
-                program: None,
-                element_bytes: None,
-            },
-            runs: Vec::new(),
-            stats: [(
-                KernelId::Triad,
-                Stats {
-                    mean: gb_s,
-                    sd: 0.0,
-                    min: gb_s,
-                    max: gb_s,
-                    n: 1,
-                },
-            )]
-            .into(),
-            peak_gb_s: None,
-            peak_source: None,
-            cache_per_thread: BTreeMap::new(),
-        }
+        )
     }
 
     #[test]

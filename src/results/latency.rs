@@ -2,7 +2,6 @@
 //! curve, and the JSON Lines records they are kept in, in the same files
 //! and with the same resume rules as the bandwidth studies.
 
-use super::Host;
 use crate::kernels::{KernelId, StoreMode};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -170,16 +169,11 @@ impl LatencyKey {
 }
 
 /// One line of a latency results file.
+pub type LatencyRecord = super::Envelope<LatencyKey, Latency>;
+
+/// What a latency point measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LatencyRecord {
-    pub schema_version: u32,
-    /// Always [`EXPERIMENT`].
-    pub experiment: String,
-    /// When the command started; the same for all its lines.
-    pub started: String,
-    pub timestamp: String,
-    pub host: Host,
-    pub point: LatencyKey,
+pub struct Latency {
     pub latency: LatencyPoint,
     /// The load threads' traffic (loaded points).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -194,6 +188,23 @@ pub struct LatencyRecord {
     pub caches: BTreeMap<String, u64>,
     /// Theoretical peak bandwidth of the node, when known (loaded plots).
     pub peak_gb_s: Option<f64>,
+}
+
+/// What `membw latency --format json` prints: the experiment, and every
+/// point both on its own and as the record a results file holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LatencyReport {
+    pub schema_version: u32,
+    pub experiment: String,
+    pub study: Study,
+    pub timestamp: String,
+    pub host: super::Host,
+    pub cpu: usize,
+    pub mem: String,
+    pub hugepages: String,
+    pub clock_ghz: Option<f64>,
+    pub points: Vec<LatencyPoint>,
+    pub records: Vec<LatencyRecord>,
 }
 
 /// Reads one line of a latency results file.
@@ -244,17 +255,12 @@ mod tests {
         other.bytes = 8192;
         assert_ne!(key.key(), other.key());
         assert!(!key.key().contains("mix"), "{}", key.key());
-        let record = LatencyRecord {
-            schema_version: crate::results::SCHEMA_VERSION,
-            experiment: EXPERIMENT.into(),
-            started: "s".into(),
-            timestamp: "t".into(),
-            host: serde_json::from_value(serde_json::json!({
-                "hostname": "h", "cpu_model": null, "kernel": "k",
-                "online_cpus": 2, "numa_nodes": 1, "sockets": 1, "thp_mode": null
-            }))
-            .unwrap(),
-            point: key,
+        let host = serde_json::from_value(serde_json::json!({
+            "hostname": "h", "cpu_model": null, "kernel": "k",
+            "online_cpus": 2, "numa_nodes": 1, "sockets": 1, "thp_mode": null
+        }))
+        .unwrap();
+        let latency = Latency {
             latency: LatencyPoint {
                 bytes: 4096,
                 lines: 64,
@@ -274,6 +280,7 @@ mod tests {
             caches: BTreeMap::new(),
             peak_gb_s: None,
         };
+        let record = LatencyRecord::new(EXPERIMENT, "s", &host, key, latency);
         let line = serde_json::to_string(&record).unwrap();
         assert_eq!(parse(&line).unwrap().point, record.point);
         let bad = line.replace("\"p50_ns\":1.1", "\"p50_ns\":-1.0");

@@ -348,20 +348,61 @@ impl Stats {
     }
 }
 
-/// One line of a results file.
+/// One line of a results file, of any experiment: what every record
+/// shares (schema, experiment, when, where, which point), and the kind's
+/// own payload, whose fields sit beside them in the JSON. Fields of the
+/// payload read through it (`record.stats`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Record {
+pub struct Envelope<P, D> {
     pub schema_version: u32,
-    /// `sweep` or `tune`.
+    /// `sweep`, `tune`, `run`, `exec`, `latency`, ...
     pub experiment: String,
     /// When the experiment started (RFC 3339); the same for all its lines.
     pub started: String,
     pub timestamp: String,
-    /// What measured: `stream` (membw's kernels) or `fake` (tests).
+    pub host: Host,
+    pub point: P,
+    #[serde(flatten)]
+    pub payload: D,
+}
+
+impl<P, D> Envelope<P, D> {
+    /// A record of `experiment`, stamped now.
+    pub fn new(experiment: &str, started: &str, host: &Host, point: P, payload: D) -> Self {
+        Envelope {
+            schema_version: SCHEMA_VERSION,
+            experiment: experiment.into(),
+            started: started.into(),
+            timestamp: now(),
+            host: host.clone(),
+            point,
+            payload,
+        }
+    }
+}
+
+impl<P, D> std::ops::Deref for Envelope<P, D> {
+    type Target = D;
+    fn deref(&self) -> &D {
+        &self.payload
+    }
+}
+
+impl<P, D> std::ops::DerefMut for Envelope<P, D> {
+    fn deref_mut(&mut self) -> &mut D {
+        &mut self.payload
+    }
+}
+
+/// A bandwidth record (`sweep`, `tune`, `run -o`, `exec`).
+pub type Record = Envelope<Point, Bandwidth>;
+
+/// What a bandwidth point measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Bandwidth {
+    /// What measured: `stream` (membw's kernels), `exec` or `fake` (tests).
     #[serde(default = "stream_source")]
     pub source: String,
-    pub host: Host,
-    pub point: Point,
     pub runs: Vec<RunResult>,
     /// Per kernel, over the runs' best rates (GB/s).
     pub stats: BTreeMap<KernelId, Stats>,

@@ -1,0 +1,176 @@
+//! The latency experiment: idle latency over working sets, the CPU node ×
+//! memory node matrix, and loaded latency. Each point goes to the session
+//! as it is measured, so resume, stop and the results file work as for
+//! every other experiment.
+
+use super::session::Session;
+use crate::error::Result;
+use crate::latency::load::{self, LoadedPlan, Mix};
+use crate::latency::{self, Chain, LatencyPlan, LatencyPoint};
+use crate::memory::policy::Policy;
+use crate::results::latency::{Latency, LatencyKey, LoadPoint, Study};
+use crate::topology::Topology;
+use crate::topology::cpulist::IdSet;
+use std::collections::BTreeMap;
+
+/// The session of a latency experiment.
+pub type LatencySession = Session<LatencyKey, Latency>;
+
+/// What every point of one experiment carries besides its measurement.
+#[derive(Debug, Clone)]
+pub struct Facts {
+    pub clock_ghz: Option<f64>,
+    /// Capacity of each cache level serving the chasing CPU, bytes.
+    pub caches: BTreeMap<String, u64>,
+    /// Theoretical peak bandwidth of the node, when known.
+    pub peak_gb_s: Option<f64>,
+}
+
+/// One latency experiment, resolved.
+#[derive(Debug, Clone)]
+pub struct LatencyRequest {
+    pub plan: LatencyPlan,
+    pub study: Study,
+    pub loaded: Option<LoadedPlan>,
+    pub facts: Facts,
+}
+
+/// Measures the experiment's points that are not done yet, into `out`;
+/// stops after the current point once a signal asks.
+pub fn measure(topo: &Topology, request: &LatencyRequest, out: &mut LatencySession) -> Result<()> {
+    let (plan, facts) = (&request.plan, &request.facts);
+    match (&request.loaded, request.study) {
+        (Some(loaded), _) => run_loaded(plan, facts, loaded, out),
+        (None, Study::Matrix) => run_matrix(plan, facts, topo, out),
+        (None, _) => run_idle(plan, facts, out),
+    }
+}
+
+fn payload(
+    facts: &Facts,
+    latency: LatencyPoint,
+    load: Option<LoadPoint>,
+    idle_p50_ns: Option<f64>,
+) -> Latency {
+    Latency {
+        latency,
+        load,
+        idle_p50_ns,
+        clock_ghz: facts.clock_ghz,
+        caches: facts.caches.clone(),
+        peak_gb_s: facts.peak_gb_s,
+    }
+}
+
+fn key(plan: &LatencyPlan, study: Study, cpu: usize, policy: &Policy, bytes: u64) -> LatencyKey {
+    LatencyKey {
+        study,
+        cpu,
+        cpu_node: None,
+        mem: policy.to_string(),
+        mem_node: None,
+        bytes,
+        hugepages: if plan.hugepages { "thp" } else { "never" }.into(),
+        load_cpus: Vec::new(),
+        mix: None,
+        delay_ns: None,
+    }
+}
+
+fn run_idle(plan: &LatencyPlan, facts: &Facts, out: &mut LatencySession) -> Result<()> {
+    latency::pin(plan.cpu)?;
+    for &bytes in &plan.sizes {
+        let k = key(plan, Study::Idle, plan.cpu, &plan.policy, bytes);
+        if out.skip(&k) {
+            continue;
+        }
+        let point = Chain::build(bytes, plan.hugepages, &plan.policy)?
+            .sample(plan.time_per_size, plan.clock_ghz);
+        if !out.keep(k, payload(facts, point, None, None))? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Every CPU node that has an allowed CPU chases, from its first one, a
+/// working set bound to each allowed memory node in turn.
+fn run_matrix(
+    plan: &LatencyPlan,
+    facts: &Facts,
+    topo: &Topology,
+    out: &mut LatencySession,
+) -> Result<()> {
+    let bytes = plan.sizes[0];
+    for node in &topo.nodes {
+        let Some(&cpu) = node
+            .cpus
+            .ids()
+            .iter()
+            .find(|&&c| topo.allowed_cpus.contains(c))
+        else {
+            continue;
+        };
+        latency::pin(cpu)?;
+        for &mem in topo.allowed_mems.ids() {
+            let policy = Policy::Bind(IdSet::new(vec![mem]));
+            let mut k = key(plan, Study::Matrix, cpu, &policy, bytes);
+            (k.cpu_node, k.mem_node) = (Some(node.id), Some(mem));
+            if out.skip(&k) {
+                continue;
+            }
+            let point = Chain::build(bytes, plan.hugepages, &policy)?
+                .sample(plan.time_per_size, plan.clock_ghz);
+            if !out.keep(k, payload(facts, point, None, None))? {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The chaser's idle latency first, then every mix and delay under load.
+fn run_loaded(
+    plan: &LatencyPlan,
+    facts: &Facts,
+    loaded: &LoadedPlan,
+    out: &mut LatencySession,
+) -> Result<()> {
+    latency::pin(plan.cpu)?;
+    let bytes = loaded.bytes;
+    let mut chain = Chain::build(bytes, plan.hugepages, &plan.policy)?;
+    let idle = chain.sample(plan.time_per_size, plan.clock_ghz);
+    let idle_ns = idle.p50_ns;
+    let idle_key = key(plan, Study::Idle, plan.cpu, &plan.policy, bytes);
+    if !out.skip(&idle_key) && !out.keep(idle_key, payload(facts, idle, None, None))? {
+        return Ok(());
+    }
+    let point_key = |mix: Mix, delay_ns: f64| {
+        let mut k = key(plan, Study::Loaded, plan.cpu, &plan.policy, bytes);
+        k.load_cpus = loaded.load_cpus.clone();
+        (k.mix, k.delay_ns) = (Some(mix), Some(delay_ns));
+        k
+    };
+    // A resumed file skips whole mixes that are done, not single delays:
+    // the load threads run each mix's delays in one go.
+    let mut todo = loaded.clone();
+    todo.mixes.retain(|&mix| {
+        loaded
+            .delays_ns
+            .iter()
+            .any(|&delay_ns| !out.has(&point_key(mix, delay_ns)))
+    });
+    if todo.mixes.is_empty() {
+        return Ok(());
+    }
+    load::measure(&todo, &mut chain, |p, latency| {
+        let k = point_key(p.mix, p.delay_ns);
+        if out.skip(&k) {
+            return Ok(out.signal().is_none());
+        }
+        out.keep(
+            k,
+            payload(facts, latency.clone(), Some(p.clone()), Some(idle_ns)),
+        )
+    })
+}
