@@ -3,13 +3,18 @@
 //! file errors and signals. Commands import these from here, never from
 //! each other.
 
+use crate::engine::Job;
 use crate::engine::Stop;
 use crate::error::{Error, Result};
+use crate::kernels::KernelId;
+use crate::results::RunResult;
 use crate::results::file::FileError;
 use crate::results::read::{self, Document};
 use crate::topology::Topology;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Reads the machine (or a fixture tree) and warns about impossible contents.
 pub(crate) fn read_topology(sysroot: Option<&PathBuf>) -> Result<Topology> {
@@ -109,4 +114,50 @@ pub(crate) fn input_file_error(e: FileError) -> Error {
         }
         _ => Error::Usage(e.to_string()),
     }
+}
+
+pub(crate) fn progress(total: u64) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:28.cyan/blue}] {pos}/{len} runs · ETA {eta} · {msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(Duration::from_millis(250));
+    bar
+}
+
+pub(crate) fn run_message(job: &Job, r: &RunResult) -> String {
+    let (k, v) = r
+        .best_gb_s
+        .get_key_value(&KernelId::Triad)
+        .or_else(|| r.best_gb_s.iter().next())
+        .map_or(("-".to_string(), 0.0), |(k, v)| (k.to_string(), *v));
+    format!("{} → {k} {v:.1} GB/s", job.label)
+}
+
+/// Refuses a program that cannot be started, before anything runs.
+pub(crate) fn check_program(name: &str) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let candidates: Vec<std::path::PathBuf> = if name.contains('/') {
+        vec![name.into()]
+    } else {
+        std::env::var("PATH")
+            .unwrap_or_default()
+            .split(':')
+            .map(|d| Path::new(d).join(name))
+            .collect()
+    };
+    let Some(found) = candidates.iter().find(|p| p.is_file()) else {
+        return Err(Error::Usage(format!("{name}: no such program")));
+    };
+    let mode = std::fs::metadata(found)
+        .map(|m| m.permissions().mode())
+        .unwrap_or(0);
+    if mode & 0o111 == 0 {
+        return Err(Error::Usage(format!("{}: not executable", found.display())));
+    }
+    Ok(())
 }

@@ -59,32 +59,8 @@ pub(crate) struct ExecArgs {
     program: Vec<String>,
 }
 
-/// Refuses a program that cannot be started, before anything runs.
-pub(crate) fn check_program(name: &str) -> Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let candidates: Vec<std::path::PathBuf> = if name.contains('/') {
-        vec![name.into()]
-    } else {
-        std::env::var("PATH")
-            .unwrap_or_default()
-            .split(':')
-            .map(|d| Path::new(d).join(name))
-            .collect()
-    };
-    let Some(found) = candidates.iter().find(|p| p.is_file()) else {
-        return Err(Error::Usage(format!("{name}: no such program")));
-    };
-    let mode = std::fs::metadata(found)
-        .map(|m| m.permissions().mode())
-        .unwrap_or(0);
-    if mode & 0o111 == 0 {
-        return Err(Error::Usage(format!("{}: not executable", found.display())));
-    }
-    Ok(())
-}
-
 pub(crate) fn exec(args: ExecArgs) -> Result<()> {
-    check_program(&args.program[0])?;
+    super::common::check_program(&args.program[0])?;
     let topo = super::common::read_topology(None)?;
     let vars = env::Vars::from_process();
     let placement = args.placement.placement(&vars)?;

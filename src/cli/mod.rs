@@ -4,11 +4,13 @@
 
 mod args;
 mod common;
+mod documents;
 mod env;
 mod exec;
 mod latency;
 mod nodes;
-mod study;
+mod sweep;
+mod tune;
 
 use crate::engine::Engine;
 use crate::error::{Error, Input, Result};
@@ -48,13 +50,13 @@ enum Command {
     /// Resolve a placement (OMP_PLACES, likwid-pin, CPU list, strategy) and show how to reproduce it
     Place(PlaceArgs),
     /// Measure many configurations (threads, placements, memory policies, sizes, NUMA matrix) with repeats
-    Sweep(study::SweepArgs),
+    Sweep(sweep::SweepArgs),
     /// Search threads × placement × store mode for the best sustained bandwidth within a time budget
-    Tune(study::TuneArgs),
+    Tune(tune::TuneArgs),
     /// Tables, SVG plots, Markdown and a self-contained HTML report from a results file
-    Report(study::ReportArgs),
+    Report(documents::ReportArgs),
     /// Two results files side by side, with ratios
-    Compare(study::CompareArgs),
+    Compare(documents::CompareArgs),
     /// Run your own STREAM build (or BabelStream, likwid-bench) under membw's placement and memory policy, verified
     Exec(exec::ExecArgs),
     /// Memory latency by pointer chasing, L1 to DRAM (ns and cycles per load, percentiles); the NUMA latency matrix; loaded latency
@@ -223,10 +225,10 @@ pub fn main() -> Result<()> {
         Command::Run(args) => run(args),
         Command::Topo(args) => topo(args),
         Command::Place(args) => place(args),
-        Command::Sweep(args) => study::sweep(args),
-        Command::Tune(args) => study::tune(args),
-        Command::Report(args) => study::report(args),
-        Command::Compare(args) => study::compare(args),
+        Command::Sweep(args) => sweep::sweep(args),
+        Command::Tune(args) => tune::tune(args),
+        Command::Report(args) => documents::report(args),
+        Command::Compare(args) => documents::compare(args),
         Command::Exec(args) => exec::exec(args),
         Command::Latency(args) => latency::latency(args),
         Command::Completions { shell } => {

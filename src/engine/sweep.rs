@@ -204,6 +204,82 @@ pub fn parse_threads(text: &str, topo: &Topology) -> Result<Vec<Option<usize>>> 
     Ok(ids.into_iter().map(Some).collect())
 }
 
+/// What a sweep measures at each point besides membw's kernels (`--exec`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Program {
+    /// membw's own kernels, as expanded.
+    Membw,
+    /// Another program, by label, with its command line.
+    Other { label: String, argv: Vec<String> },
+}
+
+impl Program {
+    pub fn label(&self) -> Option<&str> {
+        match self {
+            Program::Membw => None,
+            Program::Other { label, .. } => Some(label),
+        }
+    }
+}
+
+/// A program's measurement source, by label.
+pub type ProgramSource = (String, Box<dyn super::Source>);
+
+/// The sweep's jobs for every program: membw's own as expanded, each other
+/// program once at every placement and policy point (its own sizes and
+/// store instructions are its business), with the source that measures it.
+/// With no program, the jobs are `base`.
+pub fn with_programs(
+    base: Vec<Job>,
+    programs: Vec<Program>,
+    timeout: std::time::Duration,
+    keep: &std::collections::BTreeSet<String>,
+) -> (Vec<Job>, Vec<ProgramSource>) {
+    if programs.is_empty() {
+        return (base, Vec::new());
+    }
+    let mut jobs = Vec::new();
+    let mut sources: Vec<ProgramSource> = Vec::new();
+    for program in programs {
+        let (label, argv) = match program {
+            Program::Membw => {
+                jobs.extend(base.iter().map(|j| Job {
+                    point: j.point.clone(),
+                    plan: j.plan.clone(),
+                    label: j.label.clone(),
+                }));
+                continue;
+            }
+            Program::Other { label, argv } => (label, argv),
+        };
+        let mut seen = std::collections::HashSet::new();
+        for j in &base {
+            let mut point = j.point.clone();
+            point.program = Some(label.clone());
+            point.elements = 0;
+            point.ntimes = 0;
+            point.working_set_per_thread = 0;
+            point.stores = crate::plan::StoresRequest::Auto;
+            if seen.insert(point.key()) {
+                jobs.push(Job {
+                    label: format!("{label} · {}", point.label()),
+                    point,
+                    plan: j.plan.clone(),
+                });
+            }
+        }
+        sources.push((
+            label,
+            Box::new(super::exec::ExecSource {
+                argv,
+                timeout,
+                keep: keep.clone(),
+            }),
+        ));
+    }
+    (jobs, sources)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

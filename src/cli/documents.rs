@@ -1,0 +1,230 @@
+//! `membw report` and `membw compare`: any result document (a results file
+//! of either kind, run documents of one or many nodes) read by the one
+//! reader, turned into tables, plots, Markdown and HTML.
+
+use super::args::parse_kernel;
+use super::common::{print, read_document};
+use crate::error::{Error, Result};
+use crate::kernels::KernelId;
+use crate::report::{self, plot, study};
+use crate::results::read::Document;
+use crate::results::{Record, RunReport};
+use crate::units::plural;
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub(crate) struct ReportArgs {
+    /// Results file written by membw sweep or tune (JSON Lines), or one or more `membw run --json` documents: per-node files to merge, or MPI runs
+    #[arg(num_args = 1.., required = true, value_name = "RESULTS")]
+    inputs: Vec<PathBuf>,
+
+    /// Per-node files and MPI runs: flag nodes below this share of the median node
+    #[arg(long, default_value_t = crate::ranks::DEFAULT_OUTLIER, value_parser = super::parse_share)]
+    outlier: f64,
+
+    /// Kernel to tabulate and plot [default: triad when measured]
+    #[arg(long, value_parser = parse_kernel)]
+    kernel: Option<KernelId>,
+
+    /// Directory for the SVG plots [default: next to the results, named after them: study.jsonl → study-plots]
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
+
+    /// Write one self-contained HTML report (inline SVG, nothing fetched)
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+
+    /// Also write each plot as PNG (twice the SVG's size, for slides and papers)
+    #[arg(long)]
+    png: bool,
+
+    /// Print a Markdown report (tables and links to the SVG plots) instead of plain tables
+    #[arg(long)]
+    markdown: bool,
+}
+
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))
+}
+
+/// The plots folder beside a results file: `sweep.jsonl` → `sweep-plots`.
+fn plots_beside(results: &Path) -> PathBuf {
+    let stem = results
+        .file_stem()
+        .map_or("membw".into(), |s| s.to_string_lossy().into_owned());
+    results.with_file_name(format!("{stem}-plots"))
+}
+
+/// Several files are merged only as run documents, one per node.
+fn run_documents(docs: Vec<(PathBuf, Document)>) -> Result<Vec<(PathBuf, RunReport)>> {
+    docs.into_iter()
+        .map(|(path, doc)| match doc {
+            Document::Run(run) => Ok((path, *run)),
+            other => Err(Error::Usage(format!(
+                "{}: {}, not the JSON of `membw run --json` (several files are merged as one run per node)",
+                path.display(),
+                other.kind()
+            ))),
+        })
+        .collect()
+}
+
+pub(crate) fn report(args: ReportArgs) -> Result<()> {
+    let mut docs = Vec::with_capacity(args.inputs.len());
+    for path in &args.inputs {
+        let doc = read_document(path).map_err(|e| match e {
+            Error::Usage(why) if args.inputs.len() > 1 => Error::Usage(format!(
+                "{why}, not the JSON of `membw run --json` (several files are merged as one run per node)"
+            )),
+            other => other,
+        })?;
+        docs.push((path.clone(), doc));
+    }
+    let results = args.inputs[0].clone();
+    let records = match docs.pop() {
+        Some((_, Document::Bandwidth(records))) if docs.is_empty() => records,
+        Some((_, Document::Latency(records))) if docs.is_empty() => {
+            let dir = args.plots.clone().unwrap_or_else(|| plots_beside(&results));
+            return super::latency::report(&records, &dir, args.png, args.markdown);
+        }
+        Some(last) => {
+            docs.push(last);
+            let plots = args.plots.clone().unwrap_or_else(|| {
+                results
+                    .parent()
+                    .unwrap_or(Path::new("."))
+                    .join("membw-nodes-plots")
+            });
+            return super::nodes::report(&run_documents(docs)?, args.outlier, &plots, args.png);
+        }
+        None => return Err(Error::Usage("no file to report on".into())),
+    };
+    let kernel = match args.kernel {
+        Some(k) => k,
+        None => study::primary_kernel(&records)
+            .ok_or_else(|| Error::Usage("no kernel results in the file".into()))?,
+    };
+    if !records.iter().any(|r| r.stats.contains_key(&kernel)) {
+        return Err(Error::Usage(format!(
+            "--kernel {kernel}: not measured in {}",
+            results.display()
+        )));
+    }
+    let mut plots: Vec<(String, String, String)> = Vec::new();
+    let name = kernel.spec().name;
+    if let Some(svg) = plot::threads_plot(&records, kernel) {
+        plots.push((
+            format!("{name} bandwidth vs threads"),
+            format!("{name}-threads.svg"),
+            svg,
+        ));
+    }
+    if let Some(svg) = plot::sizes_plot(&records, kernel) {
+        plots.push((
+            format!("{name} bandwidth vs working set per thread"),
+            format!("{name}-sizes.svg"),
+            svg,
+        ));
+    }
+    for (i, (title, svg)) in plot::numa_plots(&records, kernel).into_iter().enumerate() {
+        plots.push((
+            title,
+            format!("{name}-numa-{}.svg", if i == 0 { "a" } else { "b" }),
+            svg,
+        ));
+    }
+    let dir = args.plots.clone().unwrap_or_else(|| plots_beside(&results));
+    if !plots.is_empty() {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
+        for (_, file, svg) in &plots {
+            write_file(&dir.join(file), svg)?;
+            if args.png {
+                let png = report::png::render(svg, 2.0)
+                    .map_err(|e| Error::Runtime(format!("rendering {file} as PNG: {e}")))?;
+                let path = dir.join(file).with_extension("png");
+                std::fs::write(&path, png)
+                    .map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))?;
+            }
+        }
+    }
+    if args.markdown {
+        let links: Vec<(String, String)> = plots
+            .iter()
+            .map(|(t, f, _)| (t.clone(), dir.join(f).to_string_lossy().into_owned()))
+            .collect();
+        print(&study::markdown(&records, kernel, &links))?;
+    } else {
+        print(&study::summary(&records, kernel, false))?;
+    }
+    // Runs across MPI ranks (`mpirun ... membw run -o FILE`): their nodes.
+    for record in &records {
+        if let Some(ranks) = record.runs.iter().rev().find_map(|r| r.ranks.as_ref()) {
+            print(&format!(
+                "\n{} ({}):\n{}",
+                record.point.label(),
+                record.timestamp,
+                report::ranks::render(ranks)
+            ))?;
+        }
+    }
+    if !plots.is_empty() {
+        crate::say!(
+            "membw: {} in {}",
+            plural(plots.len(), "plot"),
+            dir.display()
+        );
+    }
+    if let Some(html) = &args.html {
+        let inline: Vec<(String, String)> = plots
+            .iter()
+            .map(|(t, _, s)| (t.clone(), s.clone()))
+            .collect();
+        write_file(html, &study::html(&records, kernel, &inline))?;
+        crate::say!("membw: report in {}", html.display());
+    }
+    Ok(())
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct CompareArgs {
+    /// Results file A (before, or node A)
+    a: PathBuf,
+    /// Results file B (after, or node B)
+    b: PathBuf,
+    /// Kernel to compare [default: triad when measured]
+    #[arg(long, value_parser = parse_kernel)]
+    kernel: Option<KernelId>,
+    /// Print the table as Markdown
+    #[arg(long)]
+    markdown: bool,
+}
+
+pub(crate) fn compare(args: CompareArgs) -> Result<()> {
+    let (a, b) = match (read_document(&args.a)?, read_document(&args.b)?) {
+        (Document::Run(a), Document::Run(b)) => {
+            return print(&super::nodes::compare(&a, &b, args.markdown));
+        }
+        (Document::Latency(a), Document::Latency(b)) => {
+            return print(&report::latency::compare(&a, &b, args.markdown));
+        }
+        (Document::Bandwidth(a), Document::Bandwidth(b)) => (a, b),
+        (x, y) => {
+            return Err(Error::Usage(format!(
+                "{} is {} and {} is {}: they cannot be compared",
+                args.a.display(),
+                x.kind(),
+                args.b.display(),
+                y.kind()
+            )));
+        }
+    };
+    let both: Vec<Record> = a.iter().chain(&b).cloned().collect();
+    let kernel = match args.kernel {
+        Some(k) => k,
+        None => study::primary_kernel(&both)
+            .ok_or_else(|| Error::Usage("no kernel results in either file".into()))?,
+    };
+    print(&study::compare(&a, &b, kernel, args.markdown))
+}

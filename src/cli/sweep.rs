@@ -1,0 +1,299 @@
+//! `membw sweep`: many configurations (threads, placements, memory
+//! policies, store modes, sizes, the NUMA matrix, other programs) measured
+//! with repeats into a results file, resumable.
+
+use super::args::{KernelList, MeasureArgs, PeakArgs, parse_bind, parse_kernel_list};
+use super::common::{file_error, print, read_topology, signal_name, stop_flag};
+use crate::engine::Engine;
+use crate::engine::sweep::{self, NumaMode, SweepSpec};
+use crate::error::{Error, Result};
+use crate::peak;
+use crate::placement::{Spec, omp::Bind};
+use crate::report::study;
+use crate::results::file::ResultsFile;
+use crate::units::plural;
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::common::{progress, run_message};
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NumaArg {
+    Single,
+    All,
+    Both,
+}
+
+#[derive(Args, Debug)]
+pub(crate) struct SweepArgs {
+    /// Thread counts: 1-12, 1,2,4,8,16, 2-16:2, or cores (1 to all) [default: one per core]
+    #[arg(long, help_heading = "Axes")]
+    threads: Option<String>,
+
+    /// Strategies, comma-separated: compact,spread,per-l3=1,per-numa=2,stride=2
+    #[arg(long, help_heading = "Axes")]
+    strategy: Option<String>,
+
+    /// OpenMP places, one per flag (repeat for several)
+    #[arg(long, help_heading = "Axes")]
+    places: Vec<String>,
+
+    /// OMP_PROC_BIND for every --places
+    #[arg(long, requires = "places", value_parser = parse_bind, help_heading = "Axes")]
+    bind: Option<Bind>,
+
+    /// likwid-pin expressions, one per flag (repeat for several)
+    #[arg(long, help_heading = "Axes")]
+    pin: Vec<String>,
+
+    /// Allow more than one thread per core
+    #[arg(long, help_heading = "Axes")]
+    smt: bool,
+
+    /// Every CPU node × memory node pair: one thread, all cores of the node, or both
+    #[arg(long, num_args = 0..=1, default_missing_value = "single", value_enum, help_heading = "Axes",
+          conflicts_with_all = ["threads", "strategy", "places", "pin", "sizes"])]
+    numa_matrix: Option<NumaArg>,
+
+    /// Working sets per thread (all arrays): 16KiB..4GiB (powers of two) or 1MiB,64MiB
+    #[arg(long, value_parser = parse_sizes, help_heading = "Axes")]
+    sizes: Option<Sizes>,
+
+    /// Programs to measure at every point, one per flag: 'gcc=./stream-gcc' 'clang=./stream-clang 80000000';
+    /// `membw` stands for membw's own kernels (arguments split at spaces)
+    #[arg(
+        long,
+        value_name = "LABEL=PROGRAM ARGS",
+        conflicts_with = "sizes",
+        help_heading = "Axes"
+    )]
+    exec: Vec<String>,
+
+    /// Kill a --exec program and everything it started after this long
+    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration, requires = "exec")]
+    timeout: Duration,
+
+    /// Kernels to run, comma-separated (each repetition runs them in this order): copy, scale,
+    /// add, triad, read, write, init, update, daxpy, striad, sdaxpy, nstream, dot; or a group:
+    /// stream (the first four), tbb (TheBandwidthBenchmark's), babelstream, all
+    #[arg(long, value_parser = parse_kernel_list, default_value = "stream")]
+    kernels: KernelList,
+
+    /// Independent runs per point (fresh arrays), for mean ± sd
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
+
+    /// Results file (JSON Lines) [default: membw-sweep-<time>-<pid>.jsonl]
+    #[arg(long, short, conflicts_with = "resume")]
+    output: Option<PathBuf>,
+
+    /// Continue a sweep: skip points already in FILE, append the rest to it
+    #[arg(long, value_name = "FILE")]
+    resume: Option<PathBuf>,
+
+    /// Print the summary table as Markdown
+    #[arg(long)]
+    markdown: bool,
+
+    #[command(flatten)]
+    measure: MeasureArgs,
+
+    #[command(flatten)]
+    peak: PeakArgs,
+}
+
+/// `--sizes` as one value (clap would read `Vec<u64>` as many flags).
+#[derive(Debug, Clone)]
+pub(crate) struct Sizes(Vec<u64>);
+
+fn parse_sizes(text: &str) -> std::result::Result<Sizes, String> {
+    sweep::parse_sizes(text).map(Sizes)
+}
+
+fn default_output(kind: &str) -> PathBuf {
+    let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace([':', '-'], "")
+        .replace('T', "-")
+        .trim_end_matches('Z')
+        .to_string();
+    // The process id keeps two sweeps started in the same second apart.
+    PathBuf::from(format!("membw-{kind}-{stamp}-{}.jsonl", std::process::id()))
+}
+
+/// `--exec` entries as typed programs: `membw` for membw's own kernels,
+/// else `LABEL=PROGRAM ARGS`, each label once, each program runnable.
+fn programs(entries: &[String]) -> Result<Vec<sweep::Program>> {
+    let mut out: Vec<sweep::Program> = Vec::new();
+    for entry in entries {
+        if entry.trim() == "membw" {
+            out.push(sweep::Program::Membw);
+            continue;
+        }
+        let (label, command) = entry
+            .split_once('=')
+            .map(|(l, c)| (l.trim(), c.trim()))
+            .filter(|(l, c)| !l.is_empty() && !c.is_empty())
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "--exec '{entry}': expected LABEL=PROGRAM ARGS (or membw for membw's kernels)"
+                ))
+            })?;
+        if out.iter().any(|p| p.label() == Some(label)) {
+            return Err(Error::Usage(format!(
+                "--exec: the label '{label}' is used twice"
+            )));
+        }
+        let argv: Vec<String> = command.split_whitespace().map(str::to_string).collect();
+        super::common::check_program(&argv[0])?;
+        out.push(sweep::Program::Other {
+            label: label.to_string(),
+            argv,
+        });
+    }
+    Ok(out)
+}
+
+pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
+    let topo = read_topology(None)?;
+    // Refuses to be one of several uncoordinated ranks.
+    args.measure.launch("sweep")?;
+    super::env::note_unused(&super::env::Vars::from_process(), "sweep");
+    let mut placements: Vec<(String, Spec)> = Vec::new();
+    if let Some(list) = &args.strategy {
+        for s in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            placements.push((s.to_string(), Spec::Strategy(s.to_string())));
+        }
+    }
+    let bind = args.bind.unwrap_or(Bind::Close);
+    for p in &args.places {
+        placements.push((
+            format!("places {p} {bind}"),
+            Spec::Places {
+                places: p.clone(),
+                bind,
+            },
+        ));
+    }
+    for e in &args.pin {
+        placements.push((format!("pin {e}"), Spec::Likwid(e.clone())));
+    }
+    if placements.is_empty() {
+        // membw's default placement: its faults name the thread count, not a strategy.
+        placements.push(("spread".into(), Spec::Default));
+    }
+    let threads = match &args.threads {
+        Some(t) => sweep::parse_threads(t, &topo)?,
+        None => vec![None],
+    };
+    let m = &args.measure;
+    let spec = SweepSpec {
+        threads,
+        placements,
+        smt: args.smt,
+        mems: m.mems(),
+        stores: m.stores(),
+        sizes: args.sizes.clone().map(|s| s.0).unwrap_or_default(),
+        numa_matrix: args.numa_matrix.map(|m| match m {
+            NumaArg::Single => NumaMode::Single,
+            NumaArg::All => NumaMode::All,
+            NumaArg::Both => NumaMode::Both,
+        }),
+        measure: m.measure(args.kernels.0.clone()),
+    };
+    let base = sweep::expand(&topo, &spec)?;
+    let keep = super::env::Vars::from_process()
+        .0
+        .iter()
+        .map(|(k, _)| k.to_string())
+        .collect();
+    let (jobs, programs) = sweep::with_programs(base, programs(&args.exec)?, args.timeout, &keep);
+    let mut source = m.source()?;
+    let mut file = match &args.resume {
+        Some(path) => {
+            let (file, torn) = ResultsFile::resume(path).map_err(|e| file_error(e, "--resume"))?;
+            if let Some(line) = torn {
+                crate::say!(
+                    "membw: {}: dropped line {line}, cut short by an earlier crash or full disk; its point runs again",
+                    path.display()
+                );
+            }
+            file
+        }
+        None => {
+            let path = args
+                .output
+                .clone()
+                .unwrap_or_else(|| default_output("sweep"));
+            ResultsFile::create(&path).map_err(|e| file_error(e, "--output"))?
+        }
+    };
+    let done = std::mem::take(&mut file.done);
+    let repeat = args.repeat as usize;
+    let todo = jobs
+        .iter()
+        .filter(|j| !done.contains(&j.point.key()))
+        .count();
+    let already = jobs.len() - todo;
+    let path = file.path.clone();
+    crate::say!(
+        "membw: sweep of {} × {} → {}{}",
+        plural(jobs.len(), "point"),
+        plural(repeat, "run"),
+        path.display(),
+        if already > 0 {
+            format!(" ({already} points already there)")
+        } else {
+            String::new()
+        }
+    );
+    let mut engine = Engine::new(
+        &topo,
+        source.as_mut(),
+        "sweep",
+        peak::estimate(&topo, &args.peak.request()),
+        stop_flag(),
+    )
+    .with_programs(programs);
+    let bar = progress((todo * repeat) as u64);
+    let outcome = engine.run(&jobs, repeat, &done, &mut file, &mut |job, r| {
+        bar.set_message(run_message(job, r));
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
+    // The whole file, the points of earlier runs into it included.
+    let records = crate::results::file::read(&path)
+        .map_err(super::common::input_file_error)?
+        .records;
+    if let Some(kernel) = study::primary_kernel(&records) {
+        print(&study::summary(&records, kernel, args.markdown))?;
+    }
+    crate::say!(
+        "membw: {} points written, {} skipped (already done){}",
+        outcome.written,
+        outcome.skipped,
+        engine.overhead_share().map_or(String::new(), |share| format!(
+            "; time outside timed repetitions: {:.0} % (mapping, first touch, validation, thread start)",
+            share * 100.0
+        ))
+    );
+    crate::say!(
+        "membw: results in {}; plots and HTML with: membw report {} --html report.html",
+        path.display(),
+        path.display()
+    );
+    if let Some(signal) = engine.stop_signal() {
+        return Err(Error::Interrupted {
+            signal,
+            message: format!(
+                "stopped by {}; the {} completed points are in {}; continue with: membw sweep ... --resume {}",
+                signal_name(signal),
+                records.len(),
+                path.display(),
+                path.display()
+            ),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,137 @@
+//! `membw tune`: a search over threads × placement × store mode for the
+//! best sustained bandwidth, within a time budget.
+
+use super::args::{MeasureArgs, PeakArgs, parse_kernel};
+use super::common::{file_error, print, read_topology, signal_name, stop_flag};
+use crate::engine::tune::{self, TuneSpec};
+use crate::engine::{Collect, Engine};
+use crate::error::{Error, Result};
+use crate::kernels::KernelId;
+use crate::memory::policy as mempolicy;
+use crate::peak;
+use crate::report::{self};
+use crate::results::file::ResultsFile;
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::common::{progress, run_message};
+
+#[derive(Args, Debug)]
+pub(crate) struct TuneArgs {
+    /// Time to spend searching (30s, 2m, 1h)
+    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+    budget: Duration,
+
+    /// Kernel to maximize
+    #[arg(long, default_value = "triad", value_parser = parse_kernel)]
+    kernel: KernelId,
+
+    /// Runs per candidate (fresh arrays); the mean of their best rates ranks it
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
+    repeat: u32,
+
+    /// Also write every candidate's record to FILE (JSON Lines, for membw report)
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+
+    #[command(flatten)]
+    measure: MeasureArgs,
+
+    #[command(flatten)]
+    peak: PeakArgs,
+}
+
+pub(crate) fn tune(args: TuneArgs) -> Result<()> {
+    let topo = read_topology(None)?;
+    args.measure.launch("tune")?;
+    super::env::note_unused(&super::env::Vars::from_process(), "tune");
+    let m = &args.measure;
+    let mem_text = m.one_mem("tune")?;
+    let mem = mempolicy::parse(&mem_text, &topo)?;
+    let mut measure = m.measure(vec![args.kernel]);
+    // One array size for every candidate: STREAM's rule for all allowed CPUs.
+    measure.elements = measure.elements.or_else(|| {
+        Some(crate::memory::default_elements(
+            &topo,
+            topo.allowed_cpus.ids(),
+        ))
+    });
+    let spec = TuneSpec {
+        kernel: args.kernel,
+        measure,
+        mem: (mem_text, mem),
+        stores: m.stores(),
+    };
+    let trials = tune::trials(&topo, &spec)?;
+    let mut source = m.source()?;
+    let file = args
+        .output
+        .as_ref()
+        .map(|p| ResultsFile::create(p).map_err(|e| file_error(e, "--output")))
+        .transpose()?;
+    let mut engine = Engine::new(
+        &topo,
+        source.as_mut(),
+        "tune",
+        peak::estimate(&topo, &args.peak.request()),
+        stop_flag(),
+    );
+    let bar = progress(trials.len() as u64 * args.repeat as u64);
+    let searched = tune::search(
+        &mut engine,
+        &trials,
+        args.repeat as usize,
+        args.budget,
+        Collect {
+            records: Vec::new(),
+            file,
+        },
+        &mut |job, r| {
+            bar.set_message(run_message(job, r));
+            bar.inc(1);
+        },
+    )?;
+    bar.finish_and_clear();
+    let ranked = tune::ranking(&searched.records, args.kernel);
+    let Some(&(best, _)) = ranked.first() else {
+        return Err(Error::Runtime("no candidate completed".into()));
+    };
+    // One thread on every core: the widest plain `spread` candidate.
+    let baseline = searched
+        .records
+        .iter()
+        .filter(|r| r.point.placement == "spread")
+        .max_by(|a, b| {
+            (a.point.threads, a.mean(args.kernel).unwrap_or(0.0))
+                .partial_cmp(&(b.point.threads, b.mean(args.kernel).unwrap_or(0.0)))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+    let mpi_map = trials
+        .iter()
+        .find(|t| t.job.point == best.point)
+        .and_then(|t| t.mpi_map.as_deref());
+    print(&report::tune::text(&report::tune::TuneView {
+        kernel: args.kernel,
+        ranked: &ranked,
+        tried: searched.tried,
+        candidates: trials.len(),
+        elapsed: searched.elapsed,
+        budget: args.budget,
+        baseline,
+        mpi_map,
+    }))?;
+    if let Some(p) = &args.output {
+        crate::say!("membw: every candidate is in {}", p.display());
+    }
+    if let Some(signal) = engine.stop_signal() {
+        return Err(Error::Interrupted {
+            signal,
+            message: format!(
+                "stopped by {}; the best so far is shown above",
+                signal_name(signal)
+            ),
+        });
+    }
+    Ok(())
+}

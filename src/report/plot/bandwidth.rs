@@ -1,0 +1,229 @@
+//! Bandwidth plots of experiment records: bandwidth vs threads (one line
+//! per placement, memory policy or store mode; ± one standard deviation;
+//! the peak as a horizontal line), vs working set per thread (log scale,
+//! cache capacities marked), and the NUMA matrix as a heat map.
+
+use super::*;
+use crate::kernels::KernelId;
+use crate::results::Record;
+use std::collections::BTreeMap;
+
+/// Which parts of a point vary across the records: computed once, so that
+/// labelling is linear in the number of records.
+pub(super) struct Varies {
+    program: bool,
+    placement: bool,
+    mem: bool,
+    stores: bool,
+    threads: bool,
+}
+
+impl Varies {
+    fn of(records: &[Record]) -> Varies {
+        let Some(first) = records.first() else {
+            return Varies {
+                program: false,
+                placement: false,
+                mem: false,
+                stores: false,
+                threads: false,
+            };
+        };
+        let p = &first.point;
+        Varies {
+            program: records.iter().any(|r| r.point.program != p.program),
+            placement: records.iter().any(|r| r.point.placement != p.placement),
+            mem: records.iter().any(|r| r.point.mem != p.mem),
+            stores: records.iter().any(|r| r.point.stores != p.stores),
+            threads: records.iter().any(|r| r.point.threads != p.threads),
+        }
+    }
+
+    /// A series label naming only what varies.
+    fn label(&self, r: &Record, with_threads: bool) -> String {
+        let mut parts = Vec::new();
+        if self.program {
+            parts.push(r.point.program.clone().unwrap_or_else(|| "membw".into()));
+        }
+        if self.placement || !with_threads {
+            parts.push(r.point.placement.clone());
+        }
+        if self.mem {
+            parts.push(format!("mem {}", r.point.mem));
+        }
+        if self.stores {
+            parts.push(format!("{} stores", r.point.stores));
+        }
+        if !with_threads && self.threads {
+            parts.push(format!("{} threads", r.point.threads));
+        }
+        if parts.is_empty() {
+            parts.push(r.point.placement.clone());
+        }
+        parts.join(" · ")
+    }
+}
+
+fn collect_series(
+    records: &[Record],
+    kernel: KernelId,
+    x: impl Fn(&Record) -> f64,
+    with_threads: bool,
+) -> Vec<Series> {
+    let varies = Varies::of(records);
+    let mut map: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
+    for r in records {
+        if let Some(s) = r.stats.get(&kernel) {
+            map.entry(varies.label(r, with_threads))
+                .or_default()
+                .push((x(r), s.mean, s.sd));
+        }
+    }
+    map.into_iter()
+        .map(|(k, mut v)| {
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (k, v)
+        })
+        .collect()
+}
+
+fn peak_of(records: &[Record]) -> Option<f64> {
+    records.iter().filter_map(|r| r.peak_gb_s).reduce(f64::max)
+}
+
+/// Bandwidth vs threads; `None` when the records have one thread count.
+pub fn threads_plot(records: &[Record], kernel: KernelId) -> Option<String> {
+    let records: Vec<Record> = records
+        .iter()
+        .filter(|r| r.point.numa.is_none())
+        .cloned()
+        .collect();
+    let counts: std::collections::BTreeSet<usize> =
+        records.iter().map(|r| r.point.threads).collect();
+    if counts.len() < 2 {
+        return None;
+    }
+    let series = collect_series(&records, kernel, |r| r.point.threads as f64, true);
+    let peak = peak_of(&records);
+    let x_max = *counts.last()? as f64 + 0.5;
+    let y_max = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|q| q.1 + q.2))
+        .chain(peak)
+        .fold(1.0, f64::max)
+        * 1.1;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let title = format!(
+            "{} bandwidth vs threads",
+            kernel.spec().label.trim_end_matches(':')
+        );
+        let mut chart = counted_x_chart(&root, &title, "threads", x_max, y_max)?;
+        draw_series(&mut chart, &series)?;
+        if let Some(p) = peak {
+            chart
+                .draw_series(LineSeries::new(
+                    [(0.5, p), (x_max, p)],
+                    BLACK.stroke_width(1),
+                ))
+                .ok()?
+                .label(format!("theoretical peak {p:.1} GB/s"))
+                .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK));
+        }
+        chart
+            .configure_series_labels()
+            .label_font(("sans-serif", 15))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .ok()?;
+        root.present().ok()?;
+    }
+    Some(svg)
+}
+
+/// Bandwidth vs working set per thread; `None` without a size axis.
+pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
+    // Programs size their own arrays (0 here): no place on a size axis.
+    let records: Vec<Record> = records
+        .iter()
+        .filter(|r| r.point.numa.is_none() && r.point.working_set_per_thread > 0)
+        .cloned()
+        .collect();
+    let sizes: std::collections::BTreeSet<u64> = records
+        .iter()
+        .map(|r| r.point.working_set_per_thread)
+        .collect();
+    if sizes.len() < 3 {
+        return None;
+    }
+    // x is log2(bytes) on a linear axis, so ticks fall on powers of two.
+    let series = collect_series(
+        &records,
+        kernel,
+        |r| (r.point.working_set_per_thread as f64).log2(),
+        false,
+    );
+    let (lo, hi) = (
+        (*sizes.first()? as f64).log2() - 0.5,
+        (*sizes.last()? as f64).log2() + 0.5,
+    );
+    let y_max = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|q| q.1 + q.2))
+        .fold(1.0, f64::max)
+        * 1.15;
+    let caches = records
+        .first()
+        .map(|r| r.cache_per_thread.clone())
+        .unwrap_or_default();
+    size_axis_plot(
+        &format!(
+            "{} bandwidth vs working set per thread",
+            kernel.spec().label.trim_end_matches(':')
+        ),
+        "working set per thread (all arrays), log scale",
+        "GB/s (10^9 B/s)",
+        &series,
+        &caches,
+        (lo, hi, y_max),
+        SeriesLabelPosition::UpperRight,
+    )
+}
+
+/// The NUMA matrix (CPU node rows × memory node columns) as heat maps, one
+/// per mode (1 thread, all cores) present in the records.
+pub fn numa_plots(records: &[Record], kernel: KernelId) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for all_cores in [false, true] {
+        let cells: Vec<(usize, usize, f64)> = records
+            .iter()
+            .filter_map(|r| {
+                let n = r.point.numa?;
+                (n.all_cores == all_cores).then_some((
+                    n.cpu_node,
+                    n.mem_node,
+                    r.stats.get(&kernel)?.mean,
+                ))
+            })
+            .collect();
+        if cells.is_empty() {
+            continue;
+        }
+        let title = format!(
+            "{} GB/s, CPU node × memory node, {}",
+            kernel.spec().label.trim_end_matches(':'),
+            if all_cores {
+                "all cores of the CPU node"
+            } else {
+                "one thread"
+            }
+        );
+        if let Some(svg) = heat_map(&cells, &title, "GB/s") {
+            out.push((title, svg));
+        }
+    }
+    out
+}

@@ -1,0 +1,353 @@
+//! SVG plots (plotters, SVG backend: no fonts needed): the chart
+//! primitives every plot shares (size, fonts, palette, frame, markers,
+//! series, the size axis, the heat map) here, and one module per domain:
+//! [`bandwidth`] (threads, sizes, NUMA matrix), [`latency`] (sizes, loaded
+//! curve, matrix) and [`nodes`] (per-node and per-node-count).
+//!
+//! Each data series is exactly one `stroke-width="2"` polyline; axes, grid,
+//! legend marks and the peak line are thinner (tests rely on that).
+
+pub mod bandwidth;
+pub mod latency;
+pub mod nodes;
+
+pub use bandwidth::{numa_plots, sizes_plot, threads_plot};
+pub use latency::{latency_matrix_plot, latency_sizes_plot, loaded_plot};
+pub use nodes::{aggregate_plot, nodes_plot};
+
+use crate::units::Bytes;
+use plotters::prelude::*;
+use std::collections::BTreeMap;
+
+pub(super) const SIZE: (u32, u32) = (900, 540);
+/// Text large enough to read on a slide.
+pub(super) const TITLE_FONT: (&str, u32) = ("sans-serif", 26);
+pub(super) const AXIS_FONT: (&str, u32) = ("sans-serif", 18);
+pub(super) const TICK_FONT: (&str, u32) = ("sans-serif", 15);
+pub(super) const MINOR_GRID: RGBColor = RGBColor(242, 242, 242);
+pub(super) const MAJOR_GRID: RGBColor = RGBColor(210, 210, 210);
+
+/// Okabe and Ito's colour-blind-safe palette, without its pale yellow
+/// (black is kept for the peak line).
+pub(super) const PALETTE: [RGBColor; 6] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+];
+
+/// A series: its label and (x, mean, sd) points sorted by x.
+pub(super) type Series = (String, Vec<(f64, f64, f64)>);
+
+pub(super) fn color(i: usize) -> RGBAColor {
+    PALETTE[i % PALETTE.len()].to_rgba()
+}
+
+/// Labels only whole-number ticks (thread counts, powers of two).
+pub(super) type Chart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// A white chart with membw's frame: the title, a count (threads, nodes)
+/// from 1 to `x_max` on x with integer ticks, GB/s from 0 to `y_max` on y.
+pub(super) fn counted_x_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    x_desc: &str,
+    x_max: f64,
+    y_max: f64,
+) -> Option<Chart<'a, 'b>> {
+    framed_chart(
+        root,
+        title,
+        (0.5..x_max, 0.0..y_max),
+        (x_desc, "GB/s (10^9 B/s)"),
+        Some(((x_max as usize + 1).min(33), &integer_tick)),
+    )
+}
+
+/// Writes an x tick's label.
+pub(super) type TickFormat = dyn Fn(&f64) -> String;
+
+/// A white chart with membw's frame: the title, fonts and grid, the axis
+/// descriptions, and on x optionally a tick count and a tick formatter.
+pub(super) fn framed_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    (x, y): (std::ops::Range<f64>, std::ops::Range<f64>),
+    (x_desc, y_desc): (&str, &str),
+    x_ticks: Option<(usize, &TickFormat)>,
+) -> Option<Chart<'a, 'b>> {
+    root.fill(&WHITE).ok()?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, TITLE_FONT)
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(x, y)
+        .ok()?;
+    let mut mesh = chart.configure_mesh();
+    mesh.label_style(TICK_FONT)
+        .axis_desc_style(AXIS_FONT)
+        .light_line_style(MINOR_GRID)
+        .bold_line_style(MAJOR_GRID)
+        .x_desc(x_desc)
+        .y_desc(y_desc);
+    if let Some((count, format)) = x_ticks {
+        mesh.x_labels(count).x_label_formatter(format);
+    }
+    mesh.draw().ok()?;
+    Some(chart)
+}
+
+pub(super) fn integer_tick(x: &f64) -> String {
+    if (x - x.round()).abs() < 1e-6 {
+        format!("{x:.0}")
+    } else {
+        String::new()
+    }
+}
+
+/// Reference lines (cache capacities, idle latency) are grey.
+pub(super) const GREY: RGBColor = RGBColor(120, 120, 120);
+
+/// A thin reference line (dashed or not) with its label.
+pub(super) fn marker<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    line: [(f64, f64); 2],
+    dashed: bool,
+    color: RGBColor,
+    label: String,
+    at: (f64, f64),
+) -> Option<()> {
+    let style = color.stroke_width(1);
+    if dashed {
+        chart
+            .draw_series(DashedLineSeries::new(line, 6, 4, style))
+            .ok()?;
+    } else {
+        chart.draw_series(LineSeries::new(line, style)).ok()?;
+    }
+    chart
+        .draw_series([Text::new(
+            label,
+            at,
+            ("sans-serif", 13).into_font().color(&color),
+        )])
+        .ok()?;
+    Some(())
+}
+
+pub(super) fn draw_series<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    series: &[Series],
+) -> Option<()> {
+    for (i, (label, points)) in series.iter().enumerate() {
+        let c = color(i);
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().map(|p| (p.0, p.1)),
+                c.stroke_width(2),
+            ))
+            .ok()?
+            .label(label.clone())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c));
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|&(x, m, sd)| ErrorBar::new_vertical(x, m - sd, m, m + sd, c.filled(), 6)),
+            )
+            .ok()?;
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|&(x, m, _)| Circle::new((x, m), 3, c.filled())),
+            )
+            .ok()?;
+    }
+    Some(())
+}
+
+/// A plot over working-set sizes: x is log2(bytes) on a linear axis, so
+/// ticks fall on powers of two; the cache capacities are marked.
+pub(super) fn size_axis_plot(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series],
+    caches: &BTreeMap<String, u64>,
+    (lo, hi, y_max): (f64, f64, f64),
+    legend: SeriesLabelPosition,
+) -> Option<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        // Past a dozen powers of two the labels would run into each other:
+        // then every other one is written.
+        let every = if hi - lo > 13.0 { 2 } else { 1 };
+        let power_of_two = move |x: &f64| {
+            if (x - x.round()).abs() < 1e-6 && (x.round() as i64).rem_euclid(every) == 0 {
+                Bytes(2f64.powf(x.round()) as u64).to_string()
+            } else {
+                String::new()
+            }
+        };
+        let mut chart = framed_chart(
+            &root,
+            title,
+            (lo..hi, 0.0..y_max),
+            (x_desc, y_desc),
+            Some((((hi - lo) as usize + 1).min(40), &power_of_two)),
+        )?;
+        for (name, &bytes) in caches {
+            let x = (bytes as f64).log2();
+            if x > lo && x < hi {
+                marker(
+                    &mut chart,
+                    [(x, 0.0), (x, y_max)],
+                    false,
+                    GREY,
+                    format!("{name} {}", Bytes(bytes)),
+                    (x + 0.08, y_max * 0.97),
+                )?;
+            }
+        }
+        draw_series(&mut chart, series)?;
+        chart
+            .configure_series_labels()
+            .label_font(("sans-serif", 15))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(legend)
+            .draw()
+            .ok()?;
+        root.present().ok()?;
+    }
+    Some(svg)
+}
+
+/// The heat map's colour for a share of the largest value: one hue from
+/// pale (low) to dark (high), so lightness alone carries the value, which
+/// colour-blind readers and grey-scale prints see too.
+pub(super) fn heat(t: f64) -> HSLColor {
+    let t = t.clamp(0.0, 1.0);
+    HSLColor(0.58, 0.65, 0.93 - 0.58 * t)
+}
+
+/// Drawn in pixels rather than on a chart: cells, numbers and node labels
+/// stay centered whatever the matrix size (one node included).
+pub(super) fn heat_map(cells: &[(usize, usize, f64)], title: &str, unit: &str) -> Option<String> {
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    let rows: std::collections::BTreeSet<usize> = cells.iter().map(|c| c.0).collect();
+    let cols: std::collections::BTreeSet<usize> = cells.iter().map(|c| c.1).collect();
+    let (rows, cols): (Vec<usize>, Vec<usize>) =
+        (rows.into_iter().collect(), cols.into_iter().collect());
+    let max = cells.iter().map(|c| c.2).fold(f64::MIN_POSITIVE, f64::max);
+    let cell: i32 = if rows.len().max(cols.len()) > 8 {
+        48
+    } else {
+        72
+    };
+    let (left, top) = (90, 50);
+    let scale_x = left + cell * cols.len() as i32 + 40;
+    let width = (scale_x + 130).max(560);
+    let height = top + cell * rows.len() as i32 + 70;
+    let centered = |size: u32| {
+        TextStyle::from(("sans-serif", size).into_font()).pos(Pos::new(HPos::Center, VPos::Center))
+    };
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (width as u32, height as u32)).into_drawing_area();
+        root.fill(&WHITE).ok()?;
+        root.draw(&Text::new(title.to_string(), (width / 2, 22), centered(16)))
+            .ok()?;
+        for &(r, c, v) in cells {
+            let x = left + cell * cols.iter().position(|&n| n == c)? as i32;
+            let y = top + cell * rows.iter().position(|&n| n == r)? as i32;
+            let fill = heat(v / max);
+            root.draw(&Rectangle::new(
+                [(x, y), (x + cell, y + cell)],
+                fill.filled(),
+            ))
+            .ok()?;
+            root.draw(&Rectangle::new(
+                [(x, y), (x + cell, y + cell)],
+                WHITE.stroke_width(1),
+            ))
+            .ok()?;
+            // White numbers on the dark cells.
+            let ink = if v / max > 0.6 { WHITE } else { BLACK };
+            root.draw(&Text::new(
+                format!("{v:.1}"),
+                (x + cell / 2, y + cell / 2),
+                centered(14).color(&ink),
+            ))
+            .ok()?;
+        }
+        for (i, n) in cols.iter().enumerate() {
+            let x = left + cell * i as i32 + cell / 2;
+            root.draw(&Text::new(
+                n.to_string(),
+                (x, top + cell * rows.len() as i32 + 14),
+                centered(13),
+            ))
+            .ok()?;
+        }
+        for (i, n) in rows.iter().enumerate() {
+            let y = top + cell * i as i32 + cell / 2;
+            root.draw(&Text::new(n.to_string(), (left - 14, y), centered(13)))
+                .ok()?;
+        }
+        let grid_bottom = top + cell * rows.len() as i32;
+        // The colour scale: 0 at the bottom, the largest cell at the top.
+        let steps = 32;
+        let bar_height = (grid_bottom - top).max(steps);
+        for k in 0..steps {
+            let y0 = grid_bottom - bar_height * (k + 1) / steps;
+            let y1 = grid_bottom - bar_height * k / steps;
+            let t = (k as f64 + 0.5) / steps as f64;
+            root.draw(&Rectangle::new(
+                [(scale_x, y0), (scale_x + 18, y1)],
+                heat(t).filled(),
+            ))
+            .ok()?;
+        }
+        let left_text = |size: u32| {
+            TextStyle::from(("sans-serif", size).into_font())
+                .pos(Pos::new(HPos::Left, VPos::Center))
+        };
+        root.draw(&Text::new(
+            format!("{max:.1} {unit}"),
+            (scale_x + 24, grid_bottom - bar_height),
+            left_text(13),
+        ))
+        .ok()?;
+        root.draw(&Text::new(
+            format!("0 {unit}"),
+            (scale_x + 24, grid_bottom),
+            left_text(13),
+        ))
+        .ok()?;
+        root.draw(&Text::new(
+            "memory node",
+            (left + cell * cols.len() as i32 / 2, grid_bottom + 40),
+            centered(14),
+        ))
+        .ok()?;
+        root.draw(&Text::new(
+            "CPU node",
+            (left - 50, top + cell * rows.len() as i32 / 2),
+            centered(14),
+        ))
+        .ok()?;
+        root.present().ok()?;
+    }
+    Some(svg)
+}

@@ -1,0 +1,134 @@
+//! Plots across nodes: each node's rate against the median (slow nodes
+//! marked), and the aggregate against the number of nodes.
+
+use super::*;
+use crate::kernels::KernelId;
+
+/// One bar per node, slow nodes in the warning colour, the median and the
+/// outlier threshold as lines: the picture an admin scans for a bad node.
+pub fn nodes_plot(ranks: &crate::ranks::Ranks) -> Option<String> {
+    let nodes = &ranks.nodes;
+    if nodes.is_empty() {
+        return None;
+    }
+    let median = nodes
+        .iter()
+        .find(|n| n.of_median > 0.0)
+        .map_or(0.0, |n| n.gb_s / n.of_median);
+    let y_max = nodes.iter().map(|n| n.gb_s).fold(median, f64::max).max(1.0) * 1.15;
+    let n = nodes.len();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).ok()?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!(
+                    "{} bandwidth per node",
+                    ranks.kernel.spec().label.trim_end_matches(':')
+                ),
+                TITLE_FONT,
+            )
+            .margin(12)
+            .x_label_area_size(if n > 12 { 90 } else { 40 })
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..n as f64, 0f64..y_max)
+            .ok()?;
+        let names: Vec<String> = nodes.iter().map(|n| n.host.clone()).collect();
+        let label = move |x: &f64| {
+            let i = x.floor() as usize;
+            // Centre ticks only (x = i + 0.5).
+            if (x - i as f64 - 0.5).abs() < 1e-6 {
+                names.get(i).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .label_style(TICK_FONT)
+            .axis_desc_style(AXIS_FONT)
+            .light_line_style(MINOR_GRID)
+            .bold_line_style(MAJOR_GRID)
+            .disable_x_mesh()
+            .x_desc("node")
+            .y_desc("GB/s (10^9 B/s)")
+            .x_labels(2 * n + 1)
+            .x_label_formatter(&label)
+            .draw()
+            .ok()?;
+        chart
+            .draw_series(nodes.iter().enumerate().map(|(i, node)| {
+                let fill = if node.slow { PALETTE[1] } else { PALETTE[0] };
+                Rectangle::new(
+                    [(i as f64 + 0.15, 0.0), (i as f64 + 0.85, node.gb_s)],
+                    fill.filled(),
+                )
+            }))
+            .ok()?;
+        for (value, style, text) in [
+            (
+                median,
+                BLACK.stroke_width(1),
+                format!("median node {median:.1} GB/s"),
+            ),
+            (
+                median * ranks.outlier,
+                PALETTE[1].stroke_width(1),
+                format!("slow below {:.0} % of the median", 100.0 * ranks.outlier),
+            ),
+        ] {
+            chart
+                .draw_series(LineSeries::new([(0.0, value), (n as f64, value)], style))
+                .ok()?
+                .label(text)
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
+        }
+        chart
+            .configure_series_labels()
+            .label_font(TICK_FONT)
+            .background_style(WHITE.mix(0.85))
+            .border_style(MAJOR_GRID)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .ok()?;
+        root.present().ok()?;
+    }
+    Some(svg)
+}
+
+/// The aggregate of MPI runs against their node count, one point per run.
+pub fn aggregate_plot(points: &[(usize, f64)], kernel: KernelId) -> Option<String> {
+    let counts: std::collections::BTreeSet<usize> = points.iter().map(|p| p.0).collect();
+    if counts.len() < 2 {
+        return None;
+    }
+    let mut sorted = points.to_vec();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let x_max = *counts.last()? as f64 + 0.5;
+    let y_max = sorted.iter().map(|p| p.1).fold(1.0, f64::max) * 1.1;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let title = format!(
+            "{} aggregate vs nodes",
+            kernel.spec().label.trim_end_matches(':')
+        );
+        let mut chart = counted_x_chart(&root, &title, "nodes", x_max, y_max)?;
+        chart
+            .draw_series(LineSeries::new(
+                sorted.iter().map(|p| (p.0 as f64, p.1)),
+                PALETTE[0].stroke_width(2),
+            ))
+            .ok()?;
+        chart
+            .draw_series(
+                sorted
+                    .iter()
+                    .map(|p| Circle::new((p.0 as f64, p.1), 4, PALETTE[0].filled())),
+            )
+            .ok()?;
+        root.present().ok()?;
+    }
+    Some(svg)
+}

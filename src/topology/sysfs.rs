@@ -1,0 +1,473 @@
+//! Reading the topology model from sysfs and procfs under a root path:
+//! CPUs and their packages, cores and siblings, NUMA nodes and distances,
+//! caches, memory limits (cgroup included) and /proc/cpuinfo. A file that
+//! is missing or unreadable gives "unknown", never a panic.
+
+use super::*;
+use crate::units::Bytes;
+use cpulist::{IdSet, parse_list};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub(super) const NO_CPU: usize = usize::MAX;
+
+/// Reads files relative to the root, trimming them; `None` when unreadable.
+pub(super) struct Reader<'a> {
+    root: &'a Path,
+}
+
+impl Reader<'_> {
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel.trim_start_matches('/'))
+    }
+    fn text(&self, rel: &str) -> Option<String> {
+        let bytes = read_bounded(&self.path(rel))?;
+        String::from_utf8(bytes).ok().map(|s| s.trim().to_string())
+    }
+    fn number<T: std::str::FromStr>(&self, rel: &str) -> Option<T> {
+        self.text(rel)?.parse().ok()
+    }
+    fn list(&self, rel: &str) -> Option<Vec<usize>> {
+        parse_list(&self.text(rel)?).ok()
+    }
+    /// Ids of entries named `<prefix><number>` in a directory.
+    fn numbered_entries(&self, rel: &str, prefix: &str) -> Vec<usize> {
+        let mut ids: Vec<usize> = std::fs::read_dir(self.path(rel))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_prefix(prefix)?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+}
+
+/// The most membw reads of one sysfs/procfs-style file (`/proc/cpuinfo` of
+/// a 1024-CPU machine is about 1.5 MiB).
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// Reads a regular file, at most [`MAX_FILE_BYTES`]; `None` for anything
+/// else (a FIFO or device in a fixture tree would hang or never end) or a
+/// file that is longer.
+pub fn read_bounded(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    (bytes.len() as u64 <= MAX_FILE_BYTES).then_some(bytes)
+}
+
+pub(super) const CPU_DIR: &str = "sys/devices/system/cpu";
+pub(super) const NODE_DIR: &str = "sys/devices/system/node";
+
+impl Topology {
+    /// Reads the live machine.
+    pub fn live() -> Result<Topology, String> {
+        Topology::read(Path::new("/"))
+    }
+
+    /// Reads `root/sys/...` and `root/proc/...`.
+    pub fn read(root: &Path) -> Result<Topology, String> {
+        let r = Reader { root };
+        let online = r
+            .list(&format!("{CPU_DIR}/online"))
+            .filter(|l| !l.is_empty())
+            .unwrap_or_else(|| r.numbered_entries(CPU_DIR, "cpu"));
+        if online.is_empty() {
+            return Err(format!(
+                "no CPUs found under {} (is it a sysfs tree?)",
+                r.path(CPU_DIR).display()
+            ));
+        }
+        let (nodes, numa_reported) = read_nodes(&r, &online);
+        let node_of: BTreeMap<usize, usize> = nodes
+            .iter()
+            .flat_map(|n| n.cpus.ids().iter().map(move |&c| (c, n.id)))
+            .collect();
+        let cpus: Vec<Cpu> = online
+            .iter()
+            .map(|&id| read_cpu(&r, id, node_of.get(&id).copied().unwrap_or(0)))
+            .collect();
+        let caches = read_caches(&r, &online);
+        let online_set = IdSet::new(online);
+        let status = r.text("proc/self/status").unwrap_or_default();
+        let status_list = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| parse_list(v.trim()).ok())
+                .map(IdSet::new)
+        };
+        let allowed_cpus = status_list("Cpus_allowed_list:")
+            .map(|s| s.intersection(&online_set))
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| online_set.clone());
+        let node_ids: IdSet = nodes.iter().map(|n| n.id).collect();
+        let allowed_mems = status_list("Mems_allowed_list:")
+            .map(|s| s.intersection(&node_ids))
+            .filter(|s| !s.is_empty())
+            .unwrap_or(node_ids);
+        let mut cpu_index = vec![NO_CPU; cpus.iter().map(|c| c.id + 1).max().unwrap_or(0)];
+        for (i, c) in cpus.iter().enumerate() {
+            cpu_index[c.id] = i;
+        }
+        let warnings = if numa_reported {
+            node_warnings(&r, &nodes, &online_set)
+        } else {
+            Vec::new()
+        };
+        Ok(Topology {
+            warnings,
+            cpu_index,
+            root: root.to_path_buf(),
+            cpus,
+            nodes,
+            numa_reported,
+            caches,
+            allowed_cpus,
+            allowed_mems,
+            memory: read_memory(&r),
+            cpu_info: read_cpu_info(&r),
+            memory_devices: smbios::read(root),
+        })
+    }
+}
+
+pub(super) fn read_cpu(r: &Reader, id: usize, node: usize) -> Cpu {
+    let base = format!("{CPU_DIR}/cpu{id}/topology");
+    let siblings = r
+        .list(&format!("{base}/thread_siblings_list"))
+        .or_else(|| r.list(&format!("{base}/core_cpus_list")))
+        .map(IdSet::new)
+        .filter(|s| s.contains(id))
+        .unwrap_or_else(|| IdSet::new(vec![id]));
+    // Some kernels write -1 for an unknown package; treat that as 0.
+    let id_or_zero = |file: &str| -> usize {
+        r.number::<i64>(&format!("{base}/{file}"))
+            .and_then(|v| usize::try_from(v).ok())
+            .unwrap_or(0)
+    };
+    Cpu {
+        id,
+        package: id_or_zero("physical_package_id"),
+        die: id_or_zero("die_id"),
+        core: r
+            .number::<i64>(&format!("{base}/core_id"))
+            .and_then(|v| usize::try_from(v).ok())
+            .unwrap_or(id),
+        node,
+        siblings,
+    }
+}
+
+pub(super) fn read_nodes(r: &Reader, online: &[usize]) -> (Vec<Node>, bool) {
+    let ids = r
+        .list(&format!("{NODE_DIR}/online"))
+        .filter(|l| !l.is_empty())
+        .unwrap_or_else(|| r.numbered_entries(NODE_DIR, "node"));
+    let online_set = IdSet::new(online.to_vec());
+    if ids.is_empty() {
+        // No NUMA directory at all (NUMA disabled in the kernel): one node.
+        let node = Node {
+            id: 0,
+            cpus: online_set,
+            mem_total: None,
+            mem_free: None,
+            distances: vec![10],
+        };
+        return (vec![node], false);
+    }
+    let nodes = ids
+        .iter()
+        .map(|&id| {
+            let base = format!("{NODE_DIR}/node{id}");
+            let meminfo = r.text(&format!("{base}/meminfo")).unwrap_or_default();
+            let field = |name: &str| {
+                meminfo.lines().find_map(|l| {
+                    let rest = l.split_once(name)?.1.trim_start_matches(':');
+                    meminfo_kib(rest)
+                })
+            };
+            let distances: Vec<u32> = r
+                .text(&format!("{base}/distance"))
+                .map(|t| {
+                    t.split_whitespace()
+                        .filter_map(|d| d.parse().ok())
+                        .collect()
+                })
+                .unwrap_or_default();
+            Node {
+                id,
+                cpus: r
+                    .list(&format!("{base}/cpulist"))
+                    .map(|l| IdSet::new(l).intersection(&online_set))
+                    .unwrap_or_default(),
+                mem_total: field("MemTotal"),
+                mem_free: field("MemFree"),
+                distances: if distances.len() == ids.len() {
+                    distances
+                } else {
+                    Vec::new()
+                },
+            }
+        })
+        .collect();
+    (nodes, true)
+}
+
+/// What is impossible in the NUMA files: CPUs that are not online or in two
+/// nodes, distance rows of the wrong length, zero or asymmetric distances,
+/// a node nearer to another than to itself.
+pub(super) fn node_warnings(r: &Reader, nodes: &[Node], online: &IdSet) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let path = |id: usize, file: &str| {
+        r.path(&format!("{NODE_DIR}/node{id}/{file}"))
+            .display()
+            .to_string()
+    };
+    let mut owner: BTreeMap<usize, usize> = BTreeMap::new();
+    for n in nodes {
+        if let Some(raw) = r.list(&format!("{NODE_DIR}/node{}/cpulist", n.id)) {
+            let absent: Vec<usize> = raw
+                .iter()
+                .copied()
+                .filter(|c| !online.contains(*c))
+                .collect();
+            if !absent.is_empty() {
+                warnings.push(format!(
+                    "{}: CPUs {} are not online CPUs",
+                    path(n.id, "cpulist"),
+                    cpulist::format_ranges(&absent)
+                ));
+            }
+        }
+        for &c in n.cpus.ids() {
+            if let Some(other) = owner.insert(c, n.id) {
+                warnings.push(format!(
+                    "{}: CPU {c} is also listed in node {other}",
+                    path(n.id, "cpulist")
+                ));
+            }
+        }
+        let row = r.text(&format!("{NODE_DIR}/node{}/distance", n.id));
+        let entries = row.as_deref().map_or(0, |t| t.split_whitespace().count());
+        if row.is_some() && entries != nodes.len() {
+            warnings.push(format!(
+                "{}: {entries} distances for {} nodes; distances ignored",
+                path(n.id, "distance"),
+                nodes.len()
+            ));
+        }
+        if n.distances.contains(&0) {
+            warnings.push(format!("{}: a distance of 0", path(n.id, "distance")));
+        }
+    }
+    for (i, a) in nodes.iter().enumerate() {
+        for (j, b) in nodes.iter().enumerate() {
+            let (Some(&ab), Some(&ba), Some(&aa)) =
+                (a.distances.get(j), b.distances.get(i), a.distances.get(i))
+            else {
+                continue;
+            };
+            if i < j && ab != ba {
+                warnings.push(format!(
+                    "{}: distance to node {} is {ab} but node {}'s back is {ba}",
+                    path(a.id, "distance"),
+                    b.id,
+                    b.id
+                ));
+            }
+            if i != j && ab < aa {
+                warnings.push(format!(
+                    "{}: node {} is nearer ({ab}) than the node itself ({aa})",
+                    path(a.id, "distance"),
+                    b.id
+                ));
+            }
+        }
+    }
+    warnings
+}
+
+/// Parses `  1234 kB` into bytes.
+pub(super) fn meminfo_kib(text: &str) -> Option<Bytes> {
+    let mut parts = text.split_whitespace();
+    let value: u64 = parts.next()?.parse().ok()?;
+    match parts.next() {
+        Some("kB") => Some(Bytes(value * 1024)),
+        None => Some(Bytes(value)),
+        Some(_) => None,
+    }
+}
+
+pub(super) fn read_caches(r: &Reader, online: &[usize]) -> Vec<Cache> {
+    let mut caches: Vec<Cache> = Vec::new();
+    for &cpu in online {
+        let dir = format!("{CPU_DIR}/cpu{cpu}/cache");
+        for index in r.numbered_entries(&dir, "index") {
+            let base = format!("{dir}/index{index}");
+            let Some(level) = r.number::<u8>(&format!("{base}/level")) else {
+                continue;
+            };
+            let kind = match r.text(&format!("{base}/type")).as_deref() {
+                Some("Data") => CacheKind::Data,
+                Some("Instruction") => CacheKind::Instruction,
+                _ => CacheKind::Unified,
+            };
+            // Without shared_cpu_list, the cache is known to serve this CPU only.
+            let cpus = r
+                .list(&format!("{base}/shared_cpu_list"))
+                .map(IdSet::new)
+                .filter(|s| s.contains(cpu))
+                .unwrap_or_else(|| IdSet::new(vec![cpu]));
+            if caches
+                .iter()
+                .any(|c| c.level == level && c.kind == kind && c.cpus == cpus)
+            {
+                continue;
+            }
+            caches.push(Cache {
+                level,
+                kind,
+                size: r.text(&format!("{base}/size")).and_then(|s| cache_size(&s)),
+                line_size: r.number(&format!("{base}/coherency_line_size")),
+                cpus,
+            });
+        }
+    }
+    caches.sort_by_key(|c| (c.level, c.kind as u8, c.cpus.first()));
+    caches
+}
+
+/// Parses sysfs cache sizes such as `32K`, `1024K`, `16M`.
+pub(super) fn cache_size(text: &str) -> Option<Bytes> {
+    let t = text.trim();
+    let (num, mult) = match t.chars().last()? {
+        'K' | 'k' => (&t[..t.len() - 1], Bytes::KIB),
+        'M' | 'm' => (&t[..t.len() - 1], Bytes::MIB),
+        'G' | 'g' => (&t[..t.len() - 1], Bytes::GIB),
+        _ => (t, 1),
+    };
+    num.trim().parse::<u64>().ok().map(|n| Bytes(n * mult))
+}
+
+pub(super) fn read_memory(r: &Reader) -> MemoryInfo {
+    let meminfo = r.text("proc/meminfo").unwrap_or_default();
+    let field = |name: &str| {
+        meminfo.lines().find_map(|l| {
+            l.strip_prefix(name)?
+                .strip_prefix(':')
+                .and_then(meminfo_kib)
+        })
+    };
+    let (cgroup_limit, cgroup_usage) = read_cgroup_memory(r);
+    let thp_mode = r
+        .text("sys/kernel/mm/transparent_hugepage/enabled")
+        .and_then(|t| Some(t.split_once('[')?.1.split_once(']')?.0.to_string()));
+    MemoryInfo {
+        total: field("MemTotal"),
+        available: field("MemAvailable"),
+        cgroup_limit,
+        cgroup_usage,
+        thp_mode,
+        hugepage_size: field("Hugepagesize"),
+        hugepages_total: field("HugePages_Total").map(|b| b.0),
+        hugepages_free: field("HugePages_Free").map(|b| b.0),
+    }
+}
+
+/// The tightest memory limit on this process's cgroup path (v2 or v1), and
+/// the usage of the cgroup holding it.
+pub(super) fn read_cgroup_memory(r: &Reader) -> (Option<Bytes>, Option<Bytes>) {
+    let Some(text) = r.text("proc/self/cgroup") else {
+        return (None, None);
+    };
+    let mut best: Option<(Bytes, Option<Bytes>)> = None;
+    let mut consider = |limit: Option<u64>, usage: Option<u64>| {
+        // v1 reports "no limit" as a number near 2^63.
+        if let Some(l) = limit.filter(|&l| l < (1 << 62))
+            && best.is_none_or(|(b, _)| l < b.0)
+        {
+            best = Some((Bytes(l), usage.map(Bytes)));
+        }
+    };
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let (base, limit_file, usage_file) = if controllers.is_empty() {
+            ("sys/fs/cgroup", "memory.max", "memory.current")
+        } else if controllers.split(',').any(|c| c == "memory") {
+            (
+                "sys/fs/cgroup/memory",
+                "memory.limit_in_bytes",
+                "memory.usage_in_bytes",
+            )
+        } else {
+            continue;
+        };
+        // Walk from our cgroup up to the root: any ancestor's limit applies.
+        let mut dir = PathBuf::from(path.trim_start_matches('/'));
+        loop {
+            let d = Path::new(base).join(&dir);
+            let d = d.to_string_lossy();
+            consider(
+                r.number(&format!("{d}/{limit_file}")),
+                r.number(&format!("{d}/{usage_file}")),
+            );
+            if !dir.pop() {
+                break;
+            }
+        }
+    }
+    match best {
+        Some((l, u)) => (Some(l), u),
+        None => (None, None),
+    }
+}
+
+pub(super) fn read_cpu_info(r: &Reader) -> CpuInfo {
+    let text = r.text("proc/cpuinfo").unwrap_or_default();
+    // The first processor's block describes the model.
+    let block = text.split("\n\n").next().unwrap_or("");
+    let field = |name: &str| {
+        block.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().to_string())
+        })
+    };
+    let flags = field("flags")
+        .or_else(|| field("Features"))
+        .map(|f| f.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default();
+    let (implementer, part) = (field("CPU implementer"), field("CPU part"));
+    // Arm cores print no model name: name the core from its part number.
+    let arm_core = || {
+        let name = arm::core_name(implementer.as_deref()?, part.as_deref()?)?;
+        Some(name.to_string())
+    };
+    CpuInfo {
+        vendor: field("vendor_id"),
+        model_name: field("model name")
+            .or_else(|| field("Model name"))
+            .or_else(arm_core),
+        family: field("cpu family").and_then(|v| v.parse().ok()),
+        model: field("model").and_then(|v| v.parse().ok()),
+        implementer,
+        part,
+        flags,
+        system_vendor: r
+            .text("sys/class/dmi/id/sys_vendor")
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty()),
+    }
+}
