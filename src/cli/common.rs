@@ -161,3 +161,31 @@ pub(crate) fn check_program(name: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// Writes a report's plots into `dir` (created if missing) as SVG, and as
+/// PNG beside them when asked; says where they went.
+pub(crate) fn write_plots(dir: &Path, plots: &[crate::report::Plot], png: bool) -> Result<()> {
+    if plots.is_empty() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::Runtime(format!("{}: {e}", dir.display())))?;
+    for p in plots {
+        write_file(&dir.join(&p.file), p.svg.as_bytes())?;
+        if png {
+            let image = crate::report::png::render(&p.svg, 2.0)
+                .map_err(|e| Error::Runtime(format!("rendering {} as PNG: {e}", p.file)))?;
+            write_file(&dir.join(&p.file).with_extension("png"), &image)?;
+        }
+    }
+    crate::say!(
+        "membw: {} in {}",
+        crate::units::plural(plots.len(), "plot"),
+        dir.display()
+    );
+    Ok(())
+}
+
+/// Writes a file the user asked for; a failure names it (exit 1).
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))
+}

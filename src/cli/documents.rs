@@ -3,13 +3,12 @@
 //! reader, turned into tables, plots, Markdown and HTML.
 
 use super::args::parse_kernel;
-use super::common::{print, read_document};
+use super::common::{print, read_document, write_file, write_plots};
 use crate::error::{Error, Result};
 use crate::kernels::KernelId;
-use crate::report::{self, plot, study};
+use crate::report::{self, study};
 use crate::results::read::Document;
 use crate::results::{Record, RunReport};
-use crate::units::plural;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -42,10 +41,6 @@ pub(crate) struct ReportArgs {
     /// Print a Markdown report (tables and links to the SVG plots) instead of plain tables
     #[arg(long)]
     markdown: bool,
-}
-
-fn write_file(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))
 }
 
 /// The plots folder beside a results file: `sweep.jsonl` → `sweep-plots`.
@@ -86,7 +81,14 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
         Some((_, Document::Bandwidth(records))) if docs.is_empty() => records,
         Some((_, Document::Latency(records))) if docs.is_empty() => {
             let dir = args.plots.clone().unwrap_or_else(|| plots_beside(&results));
-            return super::latency::report(&records, &dir, args.png, args.markdown);
+            let plots = report::latency::plots(&records);
+            write_plots(&dir, &plots, args.png)?;
+            return print(&report::latency::document(
+                &records,
+                &plots,
+                &dir,
+                args.markdown,
+            ));
         }
         Some(last) => {
             docs.push(last);
@@ -96,7 +98,10 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
                     .unwrap_or(Path::new("."))
                     .join("membw-nodes-plots")
             });
-            return super::nodes::report(&run_documents(docs)?, args.outlier, &plots, args.png);
+            let (text, svgs) = report::nodes::document(&run_documents(docs)?, args.outlier)
+                .map_err(Error::Usage)?;
+            print(&text)?;
+            return write_plots(&plots, &svgs, args.png);
         }
         None => return Err(Error::Usage("no file to report on".into())),
     };
@@ -111,48 +116,18 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             results.display()
         )));
     }
-    let mut plots: Vec<(String, String, String)> = Vec::new();
-    let name = kernel.spec().name;
-    if let Some(svg) = plot::threads_plot(&records, kernel) {
-        plots.push((
-            format!("{name} bandwidth vs threads"),
-            format!("{name}-threads.svg"),
-            svg,
-        ));
-    }
-    if let Some(svg) = plot::sizes_plot(&records, kernel) {
-        plots.push((
-            format!("{name} bandwidth vs working set per thread"),
-            format!("{name}-sizes.svg"),
-            svg,
-        ));
-    }
-    for (i, (title, svg)) in plot::numa_plots(&records, kernel).into_iter().enumerate() {
-        plots.push((
-            title,
-            format!("{name}-numa-{}.svg", if i == 0 { "a" } else { "b" }),
-            svg,
-        ));
-    }
+    let plots = study::plots(&records, kernel);
     let dir = args.plots.clone().unwrap_or_else(|| plots_beside(&results));
-    if !plots.is_empty() {
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
-        for (_, file, svg) in &plots {
-            write_file(&dir.join(file), svg)?;
-            if args.png {
-                let png = report::png::render(svg, 2.0)
-                    .map_err(|e| Error::Runtime(format!("rendering {file} as PNG: {e}")))?;
-                let path = dir.join(file).with_extension("png");
-                std::fs::write(&path, png)
-                    .map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))?;
-            }
-        }
-    }
+    write_plots(&dir, &plots, args.png)?;
     if args.markdown {
         let links: Vec<(String, String)> = plots
             .iter()
-            .map(|(t, f, _)| (t.clone(), dir.join(f).to_string_lossy().into_owned()))
+            .map(|p| {
+                (
+                    p.title.clone(),
+                    dir.join(&p.file).to_string_lossy().into_owned(),
+                )
+            })
             .collect();
         print(&study::markdown(&records, kernel, &links))?;
     } else {
@@ -169,19 +144,12 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             ))?;
         }
     }
-    if !plots.is_empty() {
-        crate::say!(
-            "membw: {} in {}",
-            plural(plots.len(), "plot"),
-            dir.display()
-        );
-    }
     if let Some(html) = &args.html {
         let inline: Vec<(String, String)> = plots
             .iter()
-            .map(|(t, _, s)| (t.clone(), s.clone()))
+            .map(|p| (p.title.clone(), p.svg.clone()))
             .collect();
-        write_file(html, &study::html(&records, kernel, &inline))?;
+        write_file(html, study::html(&records, kernel, &inline).as_bytes())?;
         crate::say!("membw: report in {}", html.display());
     }
     Ok(())
@@ -204,7 +172,7 @@ pub(crate) struct CompareArgs {
 pub(crate) fn compare(args: CompareArgs) -> Result<()> {
     let (a, b) = match (read_document(&args.a)?, read_document(&args.b)?) {
         (Document::Run(a), Document::Run(b)) => {
-            return print(&super::nodes::compare(&a, &b, args.markdown));
+            return print(&report::nodes::compare(&a, &b, args.markdown));
         }
         (Document::Latency(a), Document::Latency(b)) => {
             return print(&report::latency::compare(&a, &b, args.markdown));

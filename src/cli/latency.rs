@@ -9,14 +9,13 @@ use crate::engine::latency::{Facts, LatencyRequest, LatencySession};
 use crate::error::{Error, Input, Result};
 use crate::latency::LatencyPlan;
 use crate::latency::load::{self, LoadedPlan, Mix};
-use crate::latency::record::{self, LatencyRecord, Study};
+use crate::latency::record::{self, Study};
 use crate::memory::policy::{self as mempolicy, Policy};
 use crate::results::file::ResultsFile;
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
 use crate::units::Bytes;
 use clap::Args;
-use std::fmt::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -409,45 +408,4 @@ fn open_results(args: &LatencyArgs) -> Result<Option<ResultsFile>> {
         }
         (None, None) => None,
     })
-}
-
-/// `membw report` on a latency file: the tables, and the plots written to
-/// `dir` (SVG, and PNG when asked).
-pub(crate) fn report(
-    records: &[LatencyRecord],
-    dir: &std::path::Path,
-    png: bool,
-    markdown: bool,
-) -> Result<()> {
-    let plots = crate::report::latency::plots(records);
-    if !plots.is_empty() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::Usage(format!("{}: {e}", dir.display())))?;
-    }
-    for (_, file, svg) in &plots {
-        let target = dir.join(file);
-        std::fs::write(&target, svg)
-            .map_err(|e| Error::Runtime(format!("{}: {e}", target.display())))?;
-        if png {
-            let image = crate::report::png::render(svg, 2.0)
-                .map_err(|e| Error::Runtime(format!("rendering {file} as PNG: {e}")))?;
-            let target = target.with_extension("png");
-            std::fs::write(&target, image)
-                .map_err(|e| Error::Runtime(format!("{}: {e}", target.display())))?;
-        }
-    }
-    let tables = crate::report::latency::render(records);
-    let mut o = String::new();
-    if markdown {
-        let _ = writeln!(o, "## Latency\n\n```text\n{}```\n", tables);
-        for (title, file, _) in &plots {
-            let _ = writeln!(o, "![{title}]({})\n", dir.join(file).display());
-        }
-    } else {
-        o.push_str(&tables);
-        for (title, file, _) in &plots {
-            let _ = writeln!(o, "plot: {} ({title})", dir.join(file).display());
-        }
-    }
-    print(&o)
 }

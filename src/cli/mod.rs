@@ -8,7 +8,6 @@ mod documents;
 mod env;
 mod exec;
 mod latency;
-mod nodes;
 mod sweep;
 mod tune;
 

@@ -219,7 +219,7 @@ fn loaded_tables(o: &mut String, loaded: &[&LatencyRecord]) {
 }
 
 /// The plots the records make: (title, file name, SVG).
-pub fn plots(records: &[LatencyRecord]) -> Vec<(String, String, String)> {
+pub fn plots(records: &[LatencyRecord]) -> Vec<super::Plot> {
     let mut out = Vec::new();
     let of = |study: Study| -> Vec<&LatencyRecord> {
         records.iter().filter(|r| r.point.study == study).collect()
@@ -237,11 +237,11 @@ pub fn plots(records: &[LatencyRecord]) -> Vec<(String, String, String)> {
         .collect();
     let caches = idle.first().map(|r| r.caches.clone()).unwrap_or_default();
     if let Some(svg) = crate::report::plot::latency_sizes_plot(&series, &caches) {
-        out.push((
-            "latency vs working set".into(),
-            "latency-sizes.svg".into(),
+        out.push(super::Plot {
+            title: "latency vs working set".into(),
+            file: "latency-sizes.svg".into(),
             svg,
-        ));
+        });
     }
     let loaded = of(Study::Loaded);
     for (i, (setup, mixes)) in loaded_curves(&loaded).into_iter().enumerate() {
@@ -264,14 +264,22 @@ pub fn plots(records: &[LatencyRecord]) -> Vec<(String, String, String)> {
             } else {
                 format!("latency-loaded-{}.svg", i + 1)
             };
-            out.push((format!("loaded latency, {setup}"), file, svg));
+            out.push(super::Plot {
+                title: format!("loaded latency, {setup}"),
+                file,
+                svg,
+            });
         }
     }
     let cells = matrix_cells(&of(Study::Matrix));
     if !cells.is_empty()
         && let Some(svg) = crate::report::plot::latency_matrix_plot(&cells)
     {
-        out.push(("latency matrix".into(), "latency-matrix.svg".into(), svg));
+        out.push(super::Plot {
+            title: "latency matrix".into(),
+            file: "latency-matrix.svg".into(),
+            svg,
+        });
     }
     out
 }
@@ -331,5 +339,29 @@ pub fn compare(a: &[LatencyRecord], b: &[LatencyRecord], markdown: bool) -> Stri
         rows.len(),
         a.len()
     );
+    o
+}
+/// `membw report` on a latency file: the tables, then each plot as a line
+/// naming its file in `dir` (or as Markdown with the images linked).
+pub fn document(
+    records: &[LatencyRecord],
+    plots: &[super::Plot],
+    dir: &std::path::Path,
+    markdown: bool,
+) -> String {
+    use std::fmt::Write;
+    let tables = render(records);
+    let mut o = String::new();
+    if markdown {
+        let _ = writeln!(o, "## Latency\n\n```text\n{tables}```\n");
+        for p in plots {
+            let _ = writeln!(o, "![{}]({})\n", p.title, dir.join(&p.file).display());
+        }
+    } else {
+        o.push_str(&tables);
+        for p in plots {
+            let _ = writeln!(o, "plot: {} ({})", dir.join(&p.file).display(), p.title);
+        }
+    }
     o
 }

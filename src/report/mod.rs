@@ -6,6 +6,7 @@
 pub mod csv;
 pub mod json;
 pub mod latency;
+pub mod nodes;
 pub mod place;
 pub mod plot;
 pub mod png;
@@ -26,4 +27,13 @@ pub fn reproduce_block(title: &str, s: &Spellings) -> String {
         let _ = writeln!(o, "  {line}");
     }
     o
+}
+
+/// One plot of a report: its title, the file name it is written to, and
+/// the SVG itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plot {
+    pub title: String,
+    pub file: String,
+    pub svg: String,
 }

@@ -589,6 +589,38 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
     out
 }
 
+/// The plots of a bandwidth results file for one kernel: vs threads, vs
+/// working set, and the NUMA matrices, each where the records vary so.
+pub fn plots(records: &[Record], kernel: KernelId) -> Vec<super::Plot> {
+    let name = kernel.spec().name;
+    let mut out = Vec::new();
+    if let Some(svg) = super::plot::threads_plot(records, kernel) {
+        out.push(super::Plot {
+            title: format!("{name} bandwidth vs threads"),
+            file: format!("{name}-threads.svg"),
+            svg,
+        });
+    }
+    if let Some(svg) = super::plot::sizes_plot(records, kernel) {
+        out.push(super::Plot {
+            title: format!("{name} bandwidth vs working set per thread"),
+            file: format!("{name}-sizes.svg"),
+            svg,
+        });
+    }
+    for (i, (title, svg)) in super::plot::numa_plots(records, kernel)
+        .into_iter()
+        .enumerate()
+    {
+        out.push(super::Plot {
+            title,
+            file: format!("{name}-numa-{}.svg", if i == 0 { "a" } else { "b" }),
+            svg,
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

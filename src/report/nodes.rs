@@ -3,12 +3,10 @@
 //! `membw run --json > $(hostname).json`) merged into one per-node table
 //! with its slow nodes, or MPI runs side by side by node count.
 
-use super::common::print;
-use crate::error::{Error, Result};
+use super::{Plot, plot};
 use crate::kernels::KernelId;
-use crate::ranks::{RankRun, Ranks};
-use crate::report::{self, plot};
 use crate::results::RunReport;
+use crate::results::ranks::{RankRun, Ranks};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -26,22 +24,22 @@ fn as_rank(index: usize, doc: &RunReport) -> RankRun {
 }
 
 /// Per-node files merged: every host once.
-pub(crate) fn merge(docs: &[(PathBuf, RunReport)], outlier: f64) -> Result<Ranks> {
+pub fn merge(docs: &[(PathBuf, RunReport)], outlier: f64) -> Result<Ranks, String> {
     let mut seen: BTreeMap<&str, &Path> = BTreeMap::new();
     for (path, doc) in docs {
         if doc.measurement.ranks.is_some() {
-            return Err(Error::Usage(format!(
+            return Err(format!(
                 "{}: an MPI run; merge either per-node files or MPI runs, not both",
                 path.display()
-            )));
+            ));
         }
         if let Some(first) = seen.insert(&doc.host.hostname, path) {
-            return Err(Error::Usage(format!(
+            return Err(format!(
                 "{} and {}: both from host {}; give one file per node",
                 first.display(),
                 path.display(),
                 doc.host.hostname
-            )));
+            ));
         }
     }
     let ranks: Vec<RankRun> = docs
@@ -50,17 +48,15 @@ pub(crate) fn merge(docs: &[(PathBuf, RunReport)], outlier: f64) -> Result<Ranks
         .map(|(i, (_, doc))| as_rank(i, doc))
         .collect();
     Ranks::summarize("files", ranks, outlier)
-        .ok_or_else(|| Error::Usage("no kernel results in the files".into()))
+        .ok_or_else(|| "no kernel results in the files".to_string())
 }
 
 /// `membw report` over run documents: the per-node table (merged files or
-/// one MPI run), or MPI runs by node count; plots into `plots`.
-pub(crate) fn report(
+/// one MPI run), or MPI runs by node count, and its plots.
+pub fn document(
     docs: &[(PathBuf, RunReport)],
     outlier: f64,
-    plots: &Path,
-    png: bool,
-) -> Result<()> {
+) -> Result<(String, Vec<Plot>), String> {
     let mpi: Vec<(&PathBuf, &Ranks)> = docs
         .iter()
         .filter_map(|(p, d)| Some((p, d.measurement.ranks.as_ref()?)))
@@ -69,7 +65,7 @@ pub(crate) fn report(
     let mut svgs: Vec<(String, String)> = Vec::new();
     if mpi.is_empty() {
         let ranks = merge(docs, outlier)?;
-        out.push_str(&report::ranks::render(&ranks));
+        out.push_str(&super::ranks::render(&ranks));
         svgs.extend(plot::nodes_plot(&ranks).map(|s| ("nodes.svg".to_string(), s)));
     } else if mpi.len() == docs.len() {
         let kernel = mpi[0].1.kernel;
@@ -105,7 +101,7 @@ pub(crate) fn report(
         }
         if let [(_, only)] = mpi.as_slice() {
             let _ = writeln!(out);
-            out.push_str(&report::ranks::render(only));
+            out.push_str(&super::ranks::render(only));
             svgs.extend(plot::nodes_plot(only).map(|s| ("nodes.svg".to_string(), s)));
         }
         svgs.extend(
@@ -113,38 +109,22 @@ pub(crate) fn report(
                 .map(|s| ("aggregate-vs-nodes.svg".to_string(), s)),
         );
     } else {
-        return Err(Error::Usage(
-            "merge either per-node files or MPI runs, not both".into(),
-        ));
+        return Err("merge either per-node files or MPI runs, not both".into());
     }
-    print(&out)?;
-    if !svgs.is_empty() {
-        std::fs::create_dir_all(plots)
-            .map_err(|e| Error::Usage(format!("{}: {e}", plots.display())))?;
-        for (file, svg) in &svgs {
-            let path = plots.join(file);
-            std::fs::write(&path, svg)
-                .map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))?;
-            if png {
-                let bytes = report::png::render(svg, 2.0)
-                    .map_err(|e| Error::Runtime(format!("rendering {file} as PNG: {e}")))?;
-                let path = path.with_extension("png");
-                std::fs::write(&path, bytes)
-                    .map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))?;
-            }
-        }
-        crate::say!(
-            "membw: {} in {}",
-            crate::units::plural(svgs.len(), "plot"),
-            plots.display()
-        );
-    }
-    Ok(())
+    let plots = svgs
+        .into_iter()
+        .map(|(file, svg)| Plot {
+            title: file.trim_end_matches(".svg").replace('-', " "),
+            file,
+            svg,
+        })
+        .collect();
+    Ok((out, plots))
 }
 
 /// `membw compare A.json B.json`: each kernel's best rate (the aggregate
 /// for MPI runs) side by side, and for nodes in both, their rates.
-pub(crate) fn compare(a: &RunReport, b: &RunReport, markdown: bool) -> String {
+pub fn compare(a: &RunReport, b: &RunReport, markdown: bool) -> String {
     let rates = |d: &RunReport| -> BTreeMap<KernelId, f64> {
         d.measurement
             .results
