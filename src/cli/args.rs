@@ -491,3 +491,9 @@ pub(crate) fn parse_kernel_list(text: &str) -> std::result::Result<KernelList, S
     kernels.dedup();
     Ok(KernelList(kernels))
 }
+
+/// `--format`, the same for every command that prints results: one of the
+/// registered exporters (text, json, csv, markdown).
+pub(crate) fn format_parser() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(crate::report::export::NAMES)
+}

@@ -189,3 +189,30 @@ pub(crate) fn write_plots(dir: &Path, plots: &[crate::report::Plot], png: bool) 
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))
 }
+
+/// Refuses, before anything is measured, a `--format` that has no form for
+/// `command`'s document (exit 2), naming those it has.
+pub(crate) fn check_format(format: &str, command: &str) -> Result<()> {
+    let formats = crate::report::export::formats_for(command);
+    if formats.contains(&format) {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!(
+            "--format {format}: membw {command} has no {format} form (choose from {})",
+            formats.join(", ")
+        )))
+    }
+}
+
+/// The document in the format `--format` named.
+pub(crate) fn export(format: &str, doc: &crate::report::export::Document) -> Result<String> {
+    check_format(format, doc.command())?;
+    let exporter = crate::report::export::by_name(format)
+        .ok_or_else(|| Error::Usage(format!("--format {format}: unknown format")))?;
+    exporter.export(doc).unwrap_or_else(|| {
+        Err(Error::Runtime(format!(
+            "the {format} exporter lists membw {} but has no form for it",
+            doc.command()
+        )))
+    })
+}

@@ -13,17 +13,10 @@ use crate::memory::policy as mempolicy;
 use crate::peak;
 use crate::plan::{self, Measure, Settings, StoresRequest};
 use crate::results::{Point, Record};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::collections::BTreeSet;
-use std::fmt::Write;
 use std::path::Path;
 use std::time::Duration;
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ExecFormat {
-    Text,
-    Json,
-}
 
 #[derive(Args, Debug)]
 pub(crate) struct ExecArgs {
@@ -48,8 +41,8 @@ pub(crate) struct ExecArgs {
     label: Option<String>,
 
     /// Output format
-    #[arg(long, value_enum, default_value_t = ExecFormat::Text)]
-    format: ExecFormat,
+    #[arg(long, default_value = "text", value_parser = super::args::format_parser())]
+    format: String,
 
     #[command(flatten)]
     peak: PeakArgs,
@@ -60,6 +53,7 @@ pub(crate) struct ExecArgs {
 }
 
 pub(crate) fn exec(args: ExecArgs) -> Result<()> {
+    super::common::check_format(&args.format, "exec")?;
     super::common::check_program(&args.program[0])?;
     let topo = super::common::read_topology(None)?;
     let vars = env::Vars::from_process();
@@ -145,105 +139,19 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     let Some(record) = records.first() else {
         return Err(Error::Runtime("the program did not run".into()));
     };
-    print(&match args.format {
-        ExecFormat::Json => crate::report::json::pretty(record)?,
-        ExecFormat::Text => text(&args, &placement.described, &job.plan.cpus, &keep, record),
-    })?;
+    let view = crate::report::exec::ExecView {
+        program: &args.program,
+        placement: &placement.described,
+        cpus: &job.plan.cpus,
+        kept: &keep,
+        record,
+    };
+    print(&super::common::export(
+        &args.format,
+        &crate::report::export::Document::Exec(view),
+    )?)?;
     match failures.first() {
         Some(why) => Err(Error::Validation(why.clone())),
         None => Ok(()),
     }
-}
-
-fn text(
-    args: &ExecArgs,
-    placement: &str,
-    cpus: &[usize],
-    kept: &BTreeSet<String>,
-    r: &Record,
-) -> String {
-    let mut o = String::new();
-    let _ = writeln!(o, "Program:   {}", args.program.join(" "));
-    let _ = writeln!(o, "Placement: {placement}");
-    let _ = writeln!(o, "Memory:    {}", r.point.mem);
-    let _ = writeln!(
-        o,
-        "CPUs:      {} ({})",
-        crate::topology::cpulist::format_ranges(cpus),
-        crate::units::plural(cpus.len(), "thread")
-    );
-    let set: Vec<String> = crate::foreign::placement_env(cpus)
-        .into_iter()
-        .filter(|(k, _)| !kept.contains(*k))
-        .map(|(k, v)| format!("{k}='{v}'"))
-        .collect();
-    let _ = writeln!(o, "membw set: the affinity mask, {}", set.join(" "));
-    if !kept.is_empty() {
-        let kept: Vec<&str> = kept.iter().map(String::as_str).collect();
-        let _ = writeln!(
-            o,
-            "yours:     {} (passed through as you set them)",
-            kept.join(" ")
-        );
-    }
-    let _ = writeln!(
-        o,
-        "\n  kernel   GB/s (mean ± sd of {} run{})    min      max",
-        r.runs.len(),
-        if r.runs.len() == 1 { "" } else { "s" }
-    );
-    if r.stats.is_empty() {
-        let _ = writeln!(o, "  (no rates: see the error)");
-    }
-    for (k, s) in &r.stats {
-        let _ = writeln!(
-            o,
-            "  {:<7}  {:>16}  {:>8.2}  {:>8.2}",
-            k.spec().name,
-            format!("{:.2} ± {:.2}", s.mean, s.sd),
-            s.min,
-            s.max
-        );
-    }
-    let held = r.runs.iter().all(|run| run.pages_held);
-    let pinned = r.runs.iter().all(|run| {
-        run.warnings
-            .iter()
-            .all(|w| !w.contains("outside the placement"))
-    });
-    let _ = writeln!(o, "{}", watch_line(&r.runs, cpus.len()));
-    let _ = writeln!(
-        o,
-        "Verified:  threads {} · pages {}",
-        if pinned {
-            "stayed on their CPUs"
-        } else {
-            "LEFT their CPUs (see the warnings)"
-        },
-        if held {
-            "as the policy asks"
-        } else {
-            "NOT as the policy asks (see the warnings)"
-        }
-    );
-    o
-}
-
-/// What watching the program cost: membw's own CPU time over the CPU time
-/// the program's CPUs had while it ran.
-fn watch_line(runs: &[crate::results::RunResult], cpus: usize) -> String {
-    let (watch, wall) = runs
-        .iter()
-        .filter_map(|run| Some((run.program.as_ref()?.watch_cpu_s, run.total_s)))
-        .fold((0.0, 0.0), |(w, t), (rw, rt)| (w + rw, t + rt));
-    let share = if wall > 0.0 {
-        100.0 * watch / (wall * cpus.max(1) as f64)
-    } else {
-        0.0
-    };
-    format!(
-        "\nWatching:  membw used {:.1} ms of CPU in {:.2} s ({share:.3} % of the program's CPUs)",
-        watch * 1e3,
-        wall
-    )
 }

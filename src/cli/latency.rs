@@ -89,7 +89,7 @@ pub(crate) struct LatencyArgs {
     resume: Option<PathBuf>,
 
     /// Output format
-    #[arg(long, value_parser = ["text", "json"], default_value = "text")]
+    #[arg(long, default_value = "text", value_parser = super::args::format_parser())]
     format: String,
 
     #[command(flatten)]
@@ -101,6 +101,7 @@ pub(crate) struct LatencyArgs {
 const MAX_WORKING_SET: u64 = 64 << 30;
 
 pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
+    super::common::check_format(&args.format, "latency")?;
     let topo = super::common::read_topology(None)?;
     let cpu = match args.cpu {
         Some(c) => allowed_cpu(&topo, c, "--cpu")?,
@@ -219,24 +220,23 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
             file.path.display()
         );
     }
-    print(&if args.format == "json" {
-        let doc = record::LatencyReport {
-            schema_version: crate::results::SCHEMA_VERSION,
-            experiment: record::EXPERIMENT.into(),
-            study,
-            timestamp: out.started.clone(),
-            host: out.host.clone(),
-            cpu,
-            mem: request.plan.policy.to_string(),
-            hugepages: args.hugepages.clone(),
-            clock_ghz: request.plan.clock_ghz,
-            points: out.records.iter().map(|r| r.latency.clone()).collect(),
-            records: out.records.clone(),
-        };
-        crate::report::json::pretty(&doc)?
-    } else {
-        crate::report::latency::render(&out.records)
-    })?;
+    let doc = record::LatencyReport {
+        schema_version: crate::results::SCHEMA_VERSION,
+        experiment: record::EXPERIMENT.into(),
+        study,
+        timestamp: out.started.clone(),
+        host: out.host.clone(),
+        cpu,
+        mem: request.plan.policy.to_string(),
+        hugepages: args.hugepages.clone(),
+        clock_ghz: request.plan.clock_ghz,
+        points: out.records.iter().map(|r| r.latency.clone()).collect(),
+        records: std::mem::take(&mut out.records),
+    };
+    print(&super::common::export(
+        &args.format,
+        &crate::report::export::Document::Latency(&doc),
+    )?)?;
     if let Some(signal) = interrupted {
         return Err(Error::Interrupted {
             signal,

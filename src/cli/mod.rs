@@ -22,7 +22,7 @@ use crate::results::{Request, RunReport};
 use crate::topology::fixture;
 use crate::units::{ArraySize, Bytes, ELEMENT_BYTES};
 use args::{KernelList, MeasureArgs, PeakArgs, PlacementArgs, parse_kernel_list};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use common::{print, read_topology};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -109,13 +109,6 @@ struct TopoArgs {
     peak: PeakArgs,
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
-    Text,
-    Json,
-    Csv,
-}
-
 #[derive(Args, Debug)]
 struct RunArgs {
     /// Kernels to run, comma-separated (each repetition runs them in this order): copy, scale,
@@ -131,8 +124,8 @@ struct RunArgs {
     placement: PlacementArgs,
 
     /// Output format
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
+    #[arg(long, default_value = "text", value_parser = args::format_parser())]
+    format: String,
 
     /// Same as --format json
     #[arg(long, conflicts_with = "format")]
@@ -360,6 +353,7 @@ fn open_run_output(path: &std::path::Path) -> Result<crate::results::file::Resul
 }
 
 fn run(args: RunArgs) -> Result<()> {
+    common::check_format(if args.json { "json" } else { &args.format }, "run")?;
     let topo = read_topology(None)?;
     let m = &args.measure;
     let (mem_text, stores) = m.single("run")?;
@@ -462,12 +456,17 @@ fn run(args: RunArgs) -> Result<()> {
         file.append(&record)
             .map_err(|e| Error::Runtime(format!("writing {}: {e}", file.path.display())))?;
     }
-    let format = if args.json { Format::Json } else { args.format };
-    print(&match format {
-        _ if args.quiet && format == Format::Text => report::text::table(&report.measurement),
-        Format::Text => report::text::render(&report),
-        Format::Json => report::json::render(&report)?,
-        Format::Csv => report::csv::render(&report),
-    })?;
+    let format = if args.json {
+        "json"
+    } else {
+        args.format.as_str()
+    };
+    print(&common::export(
+        format,
+        &report::export::Document::Run {
+            report: &report,
+            quiet: args.quiet,
+        },
+    )?)?;
     crate::results::require_valid(&report.measurement)
 }

@@ -1,6 +1,9 @@
-//! One CSV row per kernel, with a fixed header (documented in the README).
+//! CSV with fixed headers (documented in the README): one row per kernel
+//! of a run, one row per latency point.
 
+use crate::error::{Error, Result};
 use crate::results::RunReport;
+use crate::results::latency::LatencyRecord;
 
 pub const HEADER: [&str; 16] = [
     "schema_version",
@@ -21,12 +24,11 @@ pub const HEADER: [&str; 16] = [
     "validated",
 ];
 
-pub fn render(report: &RunReport) -> String {
+pub fn render(report: &RunReport) -> Result<String> {
     let m = &report.measurement;
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(HEADER).expect("writing to memory");
+    let mut rows = Vec::with_capacity(m.results.len());
     for r in &m.results {
-        w.write_record([
+        rows.push([
             report.schema_version.to_string(),
             report.host.hostname.clone(),
             r.kernel.to_string(),
@@ -43,8 +45,89 @@ pub fn render(report: &RunReport) -> String {
             m.isa.map_or(String::new(), |i| i.to_string()),
             m.stores.map_or(String::new(), |s| s.to_string()),
             m.validation.passed.to_string(),
-        ])
-        .expect("writing to memory");
+        ]);
     }
-    String::from_utf8(w.into_inner().expect("flushing to memory")).expect("CSV is UTF-8")
+    write(&HEADER, rows)
+}
+
+/// The header of a latency CSV: the point, then its latency and load.
+pub const LATENCY_HEADER: [&str; 16] = [
+    "schema_version",
+    "hostname",
+    "study",
+    "cpu",
+    "mem",
+    "mem_node",
+    "bytes",
+    "hugepages",
+    "mix",
+    "delay_ns",
+    "min_ns",
+    "p50_ns",
+    "p90_ns",
+    "p99_ns",
+    "p50_cycles",
+    "load_gb_s",
+];
+
+/// One row per latency point.
+pub fn latency(records: &[LatencyRecord]) -> Result<String> {
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    let rows = records.iter().map(|r| {
+        let (p, l) = (&r.point, &r.latency);
+        [
+            r.schema_version.to_string(),
+            r.host.hostname.clone(),
+            p.study.name().to_string(),
+            p.cpu.to_string(),
+            p.mem.clone(),
+            opt(p.mem_node.map(|n| n.to_string())),
+            p.bytes.to_string(),
+            p.hugepages.clone(),
+            opt(p.mix.map(|m| m.name().to_string())),
+            opt(p.delay_ns.map(|d| format!("{d:.0}"))),
+            format!("{:.2}", l.min_ns),
+            format!("{:.2}", l.p50_ns),
+            format!("{:.2}", l.p90_ns),
+            format!("{:.2}", l.p99_ns),
+            opt(l.p50_cycles.map(|c| format!("{c:.1}"))),
+            opt(r.load.as_ref().map(|x| format!("{:.3}", x.gb_s))),
+        ]
+    });
+    write(&LATENCY_HEADER, rows)
+}
+
+/// The header and the rows as CSV text.
+fn write<const N: usize>(
+    header: &[&str; N],
+    rows: impl IntoIterator<Item = [String; N]>,
+) -> Result<String> {
+    let fail = |e: &dyn std::fmt::Display| Error::Runtime(format!("writing CSV: {e}"));
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(header).map_err(|e| fail(&e))?;
+    for row in rows {
+        w.write_record(&row).map_err(|e| fail(&e))?;
+    }
+    let bytes = w.into_inner().map_err(|e| fail(&e))?;
+    String::from_utf8(bytes).map_err(|e| fail(&e))
+}
+
+/// The CSV exporter: runs and latency points; nothing for `exec`.
+pub struct Csv;
+
+impl super::export::Exporter for Csv {
+    fn name(&self) -> &'static str {
+        "csv"
+    }
+    fn commands(&self) -> &'static [&'static str] {
+        &["run", "latency"]
+    }
+    fn export(&self, doc: &super::export::Document) -> Option<Result<String>> {
+        use super::export::Document;
+        match doc {
+            Document::Run { report, .. } => Some(render(report)),
+            Document::Latency(report) => Some(latency(&report.records)),
+            Document::Exec(_) => None,
+        }
+    }
 }

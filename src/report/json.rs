@@ -17,3 +17,23 @@ pub fn pretty<T: Serialize>(value: &T) -> Result<String> {
 pub fn render(report: &RunReport) -> Result<String> {
     pretty(report)
 }
+
+/// The JSON exporter: each command's document, pretty-printed.
+pub struct Json;
+
+impl super::export::Exporter for Json {
+    fn name(&self) -> &'static str {
+        "json"
+    }
+    fn commands(&self) -> &'static [&'static str] {
+        &["run", "exec", "latency"]
+    }
+    fn export(&self, doc: &super::export::Document) -> Option<Result<String>> {
+        use super::export::Document;
+        Some(match doc {
+            Document::Run { report, .. } => render(report),
+            Document::Exec(view) => pretty(view.record),
+            Document::Latency(report) => pretty(report),
+        })
+    }
+}

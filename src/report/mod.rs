@@ -4,8 +4,11 @@
 //! results files; the `place`, `tune` and `topo` views.
 
 pub mod csv;
+pub mod exec;
+pub mod export;
 pub mod json;
 pub mod latency;
+pub mod markdown;
 pub mod nodes;
 pub mod place;
 pub mod plot;

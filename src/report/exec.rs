@@ -1,0 +1,106 @@
+//! `membw exec`'s text: another program's run under membw's placement and
+//! memory policy, with what was verified.
+
+use crate::results::{Record, RunResult};
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+/// What `membw exec` shows besides the record: the command line, the
+/// placement as asked, its CPUs, and the user's own variables passed through.
+pub struct ExecView<'a> {
+    pub program: &'a [String],
+    pub placement: &'a str,
+    pub cpus: &'a [usize],
+    pub kept: &'a BTreeSet<String>,
+    pub record: &'a Record,
+}
+
+/// The text form: setup, the rates (mean ± sd over the runs), what
+/// watching cost, and what was verified.
+pub fn text(view: &ExecView) -> String {
+    let (placement, cpus, kept, r) = (view.placement, view.cpus, view.kept, view.record);
+    let mut o = String::new();
+    let _ = writeln!(o, "Program:   {}", view.program.join(" "));
+    let _ = writeln!(o, "Placement: {placement}");
+    let _ = writeln!(o, "Memory:    {}", r.point.mem);
+    let _ = writeln!(
+        o,
+        "CPUs:      {} ({})",
+        crate::topology::cpulist::format_ranges(cpus),
+        crate::units::plural(cpus.len(), "thread")
+    );
+    let set: Vec<String> = crate::foreign::placement_env(cpus)
+        .into_iter()
+        .filter(|(k, _)| !kept.contains(*k))
+        .map(|(k, v)| format!("{k}='{v}'"))
+        .collect();
+    let _ = writeln!(o, "membw set: the affinity mask, {}", set.join(" "));
+    if !kept.is_empty() {
+        let kept: Vec<&str> = kept.iter().map(String::as_str).collect();
+        let _ = writeln!(
+            o,
+            "yours:     {} (passed through as you set them)",
+            kept.join(" ")
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\n  kernel   GB/s (mean ± sd of {} run{})    min      max",
+        r.runs.len(),
+        if r.runs.len() == 1 { "" } else { "s" }
+    );
+    if r.stats.is_empty() {
+        let _ = writeln!(o, "  (no rates: see the error)");
+    }
+    for (k, s) in &r.stats {
+        let _ = writeln!(
+            o,
+            "  {:<7}  {:>16}  {:>8.2}  {:>8.2}",
+            k.spec().name,
+            format!("{:.2} ± {:.2}", s.mean, s.sd),
+            s.min,
+            s.max
+        );
+    }
+    let held = r.runs.iter().all(|run| run.pages_held);
+    let pinned = r.runs.iter().all(|run| {
+        run.warnings
+            .iter()
+            .all(|w| !w.contains("outside the placement"))
+    });
+    let _ = writeln!(o, "{}", watch_line(&r.runs, cpus.len()));
+    let _ = writeln!(
+        o,
+        "Verified:  threads {} · pages {}",
+        if pinned {
+            "stayed on their CPUs"
+        } else {
+            "LEFT their CPUs (see the warnings)"
+        },
+        if held {
+            "as the policy asks"
+        } else {
+            "NOT as the policy asks (see the warnings)"
+        }
+    );
+    o
+}
+
+/// What watching the program cost: membw's own CPU time over the CPU time
+/// the program's CPUs had while it ran.
+fn watch_line(runs: &[RunResult], cpus: usize) -> String {
+    let (watch, wall) = runs
+        .iter()
+        .filter_map(|run| Some((run.program.as_ref()?.watch_cpu_s, run.total_s)))
+        .fold((0.0, 0.0), |(w, t), (rw, rt)| (w + rw, t + rt));
+    let share = if wall > 0.0 {
+        100.0 * watch / (wall * cpus.max(1) as f64)
+    } else {
+        0.0
+    };
+    format!(
+        "\nWatching:  membw used {:.1} ms of CPU in {:.2} s ({share:.3} % of the program's CPUs)",
+        watch * 1e3,
+        wall
+    )
+}

@@ -1,0 +1,82 @@
+//! One trait for every output format a command prints, and one registry.
+//! A command builds a [`Document`] and hands it to the exporter the user
+//! named with `--format`; the exporter renders it, or says it has no form
+//! for that document. Adding a format is one file implementing
+//! [`Exporter`] and one line in [`EXPORTERS`].
+
+use super::exec::ExecView;
+use crate::error::Result;
+use crate::results::RunReport;
+use crate::results::latency::LatencyReport;
+
+/// What a command prints.
+pub enum Document<'a> {
+    /// `membw run`; `quiet`: STREAM's table alone where the format has one.
+    Run { report: &'a RunReport, quiet: bool },
+    /// `membw exec`.
+    Exec(ExecView<'a>),
+    /// `membw latency`.
+    Latency(&'a LatencyReport),
+}
+
+impl Document<'_> {
+    /// The command the document comes from, for messages.
+    pub fn command(&self) -> &'static str {
+        match self {
+            Document::Run { .. } => "run",
+            Document::Exec(_) => "exec",
+            Document::Latency(_) => "latency",
+        }
+    }
+}
+
+/// An output format.
+pub trait Exporter: Sync {
+    /// The name `--format` takes.
+    fn name(&self) -> &'static str;
+    /// The commands whose documents it renders (`run`, `exec`, `latency`),
+    /// known before anything is measured.
+    fn commands(&self) -> &'static [&'static str];
+    /// The document in this format; `None` when the format has no form for it.
+    fn export(&self, doc: &Document) -> Option<Result<String>>;
+}
+
+/// Every format, by name, in the order `--help` lists them.
+pub const EXPORTERS: &[&dyn Exporter] = &[
+    &super::text::Text,
+    &super::json::Json,
+    &super::csv::Csv,
+    &super::markdown::Markdown,
+];
+
+/// The names `--format` takes.
+pub const NAMES: [&str; 4] = ["text", "json", "csv", "markdown"];
+
+/// The exporter called `name`.
+pub fn by_name(name: &str) -> Option<&'static dyn Exporter> {
+    EXPORTERS.iter().copied().find(|e| e.name() == name)
+}
+
+/// The formats that render `command`'s documents.
+pub fn formats_for(command: &str) -> Vec<&'static str> {
+    EXPORTERS
+        .iter()
+        .filter(|e| e.commands().contains(&command))
+        .map(|e| e.name())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_registry_and_the_names_agree() {
+        let names: Vec<&str> = EXPORTERS.iter().map(|e| e.name()).collect();
+        assert_eq!(names, NAMES);
+        assert!(NAMES.iter().all(|n| by_name(n).is_some()));
+        assert!(by_name("yaml").is_none());
+        assert_eq!(formats_for("exec"), ["text", "json"]);
+        assert_eq!(formats_for("latency"), NAMES);
+    }
+}

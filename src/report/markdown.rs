@@ -1,0 +1,69 @@
+//! Markdown, to paste into an issue, a wiki page or a lab report: a run's
+//! kernels as a table with the setup above it; latency's tables as a block.
+
+use super::export::{Document, Exporter};
+use crate::error::Result;
+use crate::results::RunReport;
+use std::fmt::Write;
+
+/// A run as a Markdown table, best rate first as STREAM orders columns.
+pub fn run(report: &RunReport) -> String {
+    let m = &report.measurement;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "**{}** · {} · {} × {} elements · {}",
+        report.host.hostname,
+        crate::units::plural(m.threads.len(), "thread"),
+        m.arrays,
+        m.array_elements,
+        report.request.placement
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "| kernel | best MB/s | avg time s | min time s | max time s |"
+    );
+    let _ = writeln!(o, "|---|---:|---:|---:|---:|");
+    for r in &m.results {
+        let _ = writeln!(
+            o,
+            "| {} | {:.1} | {:.6} | {:.6} | {:.6} |",
+            r.kernel.spec().name,
+            r.best_rate_mb_s,
+            r.avg_time_s,
+            r.min_time_s,
+            r.max_time_s
+        );
+    }
+    if let Some(p) = &report.peak {
+        let _ = writeln!(
+            o,
+            "\nTheoretical peak of the sockets used: {:.1} GB/s",
+            p.used_gb_s
+        );
+    }
+    o
+}
+
+/// The Markdown exporter.
+pub struct Markdown;
+
+impl Exporter for Markdown {
+    fn name(&self) -> &'static str {
+        "markdown"
+    }
+    fn commands(&self) -> &'static [&'static str] {
+        &["run", "latency"]
+    }
+    fn export(&self, doc: &Document) -> Option<Result<String>> {
+        match doc {
+            Document::Run { report, .. } => Some(Ok(run(report))),
+            Document::Latency(report) => Some(Ok(format!(
+                "## Latency\n\n```text\n{}```\n",
+                super::latency::render(&report.records)
+            ))),
+            Document::Exec(_) => None,
+        }
+    }
+}
