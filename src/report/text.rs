@@ -242,6 +242,30 @@ fn summary(m: &Measurement, peak: Option<&PeakUse>) -> String {
     o
 }
 
+/// The text exporter: what people read in a terminal.
+pub struct Text;
+
+impl super::export::Exporter for Text {
+    fn name(&self) -> &'static str {
+        "text"
+    }
+    fn commands(&self) -> &'static [&'static str] {
+        &["run", "exec", "latency"]
+    }
+    fn export(&self, doc: &super::export::Document) -> Option<crate::error::Result<String>> {
+        use super::export::Document;
+        Some(Ok(match doc {
+            Document::Run {
+                report,
+                quiet: true,
+            } => table(&report.measurement),
+            Document::Run { report, .. } => render(report),
+            Document::Exec(view) => super::exec::text(view),
+            Document::Latency(report) => super::latency::render(&report.records),
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,29 +289,5 @@ mod tests {
         let fields: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(fields[0], "Triad:");
         assert_eq!(fields[1], "16287.8");
-    }
-}
-
-/// The text exporter: what people read in a terminal.
-pub struct Text;
-
-impl super::export::Exporter for Text {
-    fn name(&self) -> &'static str {
-        "text"
-    }
-    fn commands(&self) -> &'static [&'static str] {
-        &["run", "exec", "latency"]
-    }
-    fn export(&self, doc: &super::export::Document) -> Option<crate::error::Result<String>> {
-        use super::export::Document;
-        Some(Ok(match doc {
-            Document::Run {
-                report,
-                quiet: true,
-            } => table(&report.measurement),
-            Document::Run { report, .. } => render(report),
-            Document::Exec(view) => super::exec::text(view),
-            Document::Latency(report) => super::latency::render(&report.records),
-        }))
     }
 }
