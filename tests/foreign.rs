@@ -211,11 +211,11 @@ fn a_clang_build_runs_too_where_clang_is_installed() {
             ]);
             assert!(out.contains("triad"), "{out}");
         }
-        Ok(o) => eprintln!(
-            "skipped: clang could not build with OpenMP: {}",
+        Ok(o) => common::skip(format!(
+            "clang could not build with OpenMP: {}",
             String::from_utf8_lossy(&o.stderr)
-        ),
-        Err(_) => eprintln!("skipped: clang not installed (optional; Debian package clang)"),
+        )),
+        Err(_) => common::skip("clang not installed (optional; Debian package clang)"),
     }
 }
 

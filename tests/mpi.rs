@@ -596,7 +596,7 @@ fn srun_launches_ranks_that_measure_together() {
             std::env::var("CI").as_deref() != Ok("true"),
             "no idle Slurm node in CI: .ci/run must run .ci/slurm-single-node.sh"
         );
-        eprintln!("skipped: no Slurm node up (run .ci/slurm-single-node.sh as root)");
+        common::skip("no Slurm node up (run .ci/slurm-single-node.sh as root)");
         return;
     }
     let mut launcher = Command::new("srun");

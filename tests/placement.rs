@@ -5,7 +5,7 @@
 mod common;
 
 use membw::placement::omp::Bind;
-use membw::placement::{Request, Spec, resolve};
+use membw::placement::{Request, Spec, Strategy, resolve};
 use membw::topology::Topology;
 use membw::topology::cpulist::{IdSet, parse_list};
 
@@ -131,7 +131,8 @@ fn likwid_pin_examples() {
 
 #[test]
 fn named_strategies() {
-    let strat = |s: &str, t: Option<usize>, smt: bool| req(Spec::Strategy(s.into()), t, smt);
+    let strat =
+        |s: &str, t: Option<usize>, smt: bool| req(Spec::Strategy(s.parse().unwrap()), t, smt);
     let cases: Vec<(&str, Request, &str)> = vec![
         // KMP_AFFINITY=compact vs scatter with 8 threads on two sockets.
         (INTEL_2X12, strat("compact", Some(8), false), "0-7"),
@@ -176,7 +177,7 @@ fn named_strategies() {
 
 #[test]
 fn cpunode_restricts_like_numactl() {
-    let mut r = req(Spec::Strategy("compact".into()), None, false);
+    let mut r = req(Spec::Strategy("compact".parse().unwrap()), None, false);
     r.cpu_nodes = Some(IdSet::new(vec![1]));
     assert_eq!(run(INTEL_2X12, &r).unwrap(), list("12-23"));
     r.cpu_nodes = Some(IdSet::new(vec![7]));
@@ -185,7 +186,7 @@ fn cpunode_restricts_like_numactl() {
 
 #[test]
 fn smt_is_suggested_only_where_cores_have_it() {
-    let r = req(Spec::Strategy("spread".into()), Some(25), false);
+    let r = req(Spec::Strategy("spread".parse().unwrap()), Some(25), false);
     assert!(run("xeon-e5-2680v3-2s", &r).unwrap_err().contains("--smt"));
     let e = run("xeon-e5-2650v3-2s-noht", &r).unwrap_err();
     assert!(!e.contains("--smt"), "{e}");
@@ -239,31 +240,38 @@ fn errors_name_the_bad_part() {
     assert!(
         err(
             INTEL_2X12,
-            req(Spec::Strategy("spread".into()), Some(25), false)
+            req(Spec::Strategy("spread".parse().unwrap()), Some(25), false)
         )
         .contains("--smt")
     );
     assert!(
         err(
             INTEL_2X12,
-            req(Spec::Strategy("per-numa=13".into()), None, false)
+            req(Spec::Strategy("per-numa=13".parse().unwrap()), None, false)
         )
         .contains("fewer than 13")
     );
+    // A strategy is parsed once, before anything resolves it.
     assert!(
-        err(
-            INTEL_2X12,
-            req(Spec::Strategy("zigzag".into()), None, false)
-        )
-        .contains("unknown strategy")
+        Strategy::parse("zigzag")
+            .unwrap_err()
+            .contains("unknown strategy")
     );
     assert!(
-        err(
-            INTEL_2X12,
-            req(Spec::Strategy("stride=0".into()), None, false)
-        )
-        .contains("positive")
+        Strategy::parse("stride=0")
+            .unwrap_err()
+            .contains("positive")
     );
+    for spelling in [
+        "compact",
+        "spread",
+        "per-socket=2",
+        "per-numa=1",
+        "per-l3=4",
+        "stride=3",
+    ] {
+        assert_eq!(Strategy::parse(spelling).unwrap().to_string(), spelling);
+    }
     assert!(err(INTEL_2X12, req(Spec::Cpus("0-3,99".into()), None, false)).contains("CPU 99"));
 }
 
@@ -377,7 +385,7 @@ mod properties {
                 }
             };
             let threads = threads_pick.map(|n| 1 + n % yields);
-            let r = req(Spec::Strategy(name), threads, smt);
+            let r = req(Spec::Strategy(name.parse().unwrap()), threads, smt);
             let cpus = resolved(&t, &r)?;
             prop_assert_eq!(cpus.len(), threads.unwrap_or(yields));
         }

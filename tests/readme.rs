@@ -83,7 +83,7 @@ fn readme_examples_run_verbatim() {
             "set -eo pipefail; command -v man >/dev/null || man() {{ test -s \"$1\"; }}; {cmd}"
         );
         if !mbind && (cmd.contains("--mem ") || cmd.contains("--numa-matrix")) {
-            eprintln!("skipped (no mbind under qemu-user): {cmd}");
+            common::skip(format!("no mbind under qemu-user: {cmd}"));
             continue;
         }
         let out = std::process::Command::new("bash")

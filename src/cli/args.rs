@@ -91,8 +91,8 @@ impl Placement {
 }
 
 impl PlacementArgs {
-    fn flag_spec(&self) -> Option<placement::Spec> {
-        if let Some(list) = &self.cpus {
+    fn flag_spec(&self) -> Result<Option<placement::Spec>> {
+        Ok(if let Some(list) = &self.cpus {
             Some(placement::Spec::Cpus(list.clone()))
         } else if let Some(places) = &self.places {
             Some(placement::Spec::Places {
@@ -102,19 +102,19 @@ impl PlacementArgs {
         } else if let Some(expr) = &self.pin {
             Some(placement::Spec::Likwid(expr.clone()))
         } else if let Some(s) = &self.strategy {
-            Some(placement::Spec::Strategy(s.clone()))
+            Some(placement::Spec::strategy(s)?)
         } else if let Some(g) = &self.gomp_affinity {
             Some(placement::Spec::Gomp(g.clone()))
         } else {
             self.kmp_affinity.clone().map(placement::Spec::Kmp)
-        }
+        })
     }
 
     /// The request from flags, and from the environment where no flag
     /// decides (unless --ignore-env).
     pub(crate) fn placement(&self, vars: &super::env::Vars) -> Result<Placement> {
         let flags = self.request()?;
-        let from_flags = self.flag_spec().is_some();
+        let from_flags = self.flag_spec()?.is_some();
         let env = if self.ignore_env {
             Default::default()
         } else {
@@ -153,7 +153,7 @@ impl PlacementArgs {
 
     /// The request from the flags alone.
     fn request(&self) -> Result<placement::Request> {
-        let spec = self.flag_spec().unwrap_or(placement::Spec::Default);
+        let spec = self.flag_spec()?.unwrap_or(placement::Spec::Default);
         let cpu_nodes = self
             .cpunode
             .as_ref()

@@ -7,6 +7,7 @@ use super::common::{file_error, print, read_topology, signal_name, stop_flag};
 use crate::engine::Engine;
 use crate::engine::sweep::{self, NumaMode, SweepSpec};
 use crate::error::{Error, Result};
+use crate::memory::policy as mempolicy;
 use crate::peak;
 use crate::placement::{Spec, omp::Bind};
 use crate::report::study;
@@ -163,7 +164,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
     let mut placements: Vec<(String, Spec)> = Vec::new();
     if let Some(list) = &args.strategy {
         for s in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            placements.push((s.to_string(), Spec::Strategy(s.to_string())));
+            placements.push((s.to_string(), Spec::strategy(s)?));
         }
     }
     let bind = args.bind.unwrap_or(Bind::Close);
@@ -192,7 +193,11 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         threads,
         placements,
         smt: args.smt,
-        mems: m.mems(),
+        mems: m
+            .mems()
+            .into_iter()
+            .map(|text| mempolicy::parse(&text, &topo).map(|policy| (text, policy)))
+            .collect::<Result<_>>()?,
         stores: m.stores(),
         sizes: args.sizes.clone().map(|s| s.0).unwrap_or_default(),
         numa_matrix: args.numa_matrix.map(|m| match m {

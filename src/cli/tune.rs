@@ -97,20 +97,8 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let Some(&(best, _)) = ranked.first() else {
         return Err(Error::Runtime("no candidate completed".into()));
     };
-    // One thread on every core: the widest plain `spread` candidate.
-    let baseline = searched
-        .records
-        .iter()
-        .filter(|r| r.point.placement == "spread")
-        .max_by(|a, b| {
-            (a.point.threads, a.mean(args.kernel).unwrap_or(0.0))
-                .partial_cmp(&(b.point.threads, b.mean(args.kernel).unwrap_or(0.0)))
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
-    let mpi_map = trials
-        .iter()
-        .find(|t| t.job.point == best.point)
-        .and_then(|t| t.mpi_map.as_deref());
+    let baseline = tune::baseline(&trials, &searched.records, args.kernel);
+    let mpi_map = tune::mpi_map(&trials, best);
     print(&report::tune::text(&report::tune::TuneView {
         kernel: args.kernel,
         ranked: &ranked,

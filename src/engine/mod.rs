@@ -280,18 +280,18 @@ mod tests {
     use super::sweep::{SweepSpec, expand};
     use super::*;
     use crate::kernels::KernelId;
-    use crate::placement::Spec;
+    use crate::placement::{Spec, Strategy};
     use crate::plan::StoresRequest;
 
     fn jobs(topo: &Topology) -> Vec<Job> {
         let spec = SweepSpec {
             threads: vec![Some(1), None],
             placements: vec![
-                ("compact".into(), Spec::Strategy("compact".into())),
-                ("spread".into(), Spec::Strategy("spread".into())),
+                ("compact".into(), Spec::Strategy(Strategy::Compact)),
+                ("spread".into(), Spec::Strategy(Strategy::Spread)),
             ],
             smt: false,
-            mems: vec!["local".into()],
+            mems: vec![("local".into(), Default::default())],
             stores: vec![StoresRequest::Regular, StoresRequest::Nt],
             sizes: Vec::new(),
             numa_matrix: None,

@@ -6,7 +6,7 @@
 use super::Job;
 use crate::error::{Error, Input, Result};
 use crate::memory::{PAGE_ELEMENTS, policy as mempolicy};
-use crate::placement::{self, Spec};
+use crate::placement::{self, Spec, Strategy};
 use crate::plan::{self, Measure, Settings, StoresRequest};
 use crate::results::{NumaCell, Point};
 use crate::topology::Topology;
@@ -29,7 +29,8 @@ pub struct SweepSpec {
     /// (label, placement).
     pub placements: Vec<(String, Spec)>,
     pub smt: bool,
-    pub mems: Vec<String>,
+    /// Memory policies: as the user wrote each (the point's label), resolved.
+    pub mems: Vec<(String, mempolicy::MemPolicy)>,
     pub stores: Vec<StoresRequest>,
     /// Working set per thread in bytes (all arrays); empty = fixed size.
     pub sizes: Vec<u64>,
@@ -38,6 +39,16 @@ pub struct SweepSpec {
     /// axis (`None` = STREAM's rule for all allowed CPUs, the same at every point).
     pub measure: Measure,
 }
+
+/// One placement × memory policy of a sweep, before sizes and store modes:
+/// its label, the placement, the policy as written and resolved, the cell
+/// of a NUMA matrix.
+type Case = (
+    String,
+    placement::Request,
+    (String, mempolicy::MemPolicy),
+    Option<NumaCell>,
+);
 
 /// Bytes per timed repetition that make a cache-sized kernel long enough to
 /// time (a few hundred microseconds at cache bandwidth).
@@ -58,7 +69,7 @@ pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
         .map(|k| k.spec().bytes_counted())
         .min()
         .unwrap_or(8);
-    let mut cases: Vec<(String, placement::Request, String, Option<NumaCell>)> = Vec::new();
+    let mut cases: Vec<Case> = Vec::new();
     if let Some(mode) = spec.numa_matrix {
         let cpu_nodes: Vec<usize> = topo
             .nodes
@@ -75,7 +86,11 @@ pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
             for &cn in &cpu_nodes {
                 for &mn in topo.allowed_mems.ids() {
                     let request = placement::Request {
-                        spec: Spec::Strategy(if all_cores { "spread" } else { "compact" }.into()),
+                        spec: Spec::Strategy(if all_cores {
+                            Strategy::Spread
+                        } else {
+                            Strategy::Compact
+                        }),
                         threads: if all_cores { None } else { Some(1) },
                         smt: false,
                         cpu_nodes: Some(IdSet::new(vec![cn])),
@@ -88,10 +103,14 @@ pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
                             ", 1 thread"
                         }
                     );
+                    let bind =
+                        mempolicy::MemPolicy::uniform(mempolicy::Policy::Bind(IdSet::new(vec![
+                            mn,
+                        ])));
                     cases.push((
                         label,
                         request,
-                        format!("bind:{mn}"),
+                        (bind.to_string(), bind),
                         Some(NumaCell {
                             cpu_node: cn,
                             mem_node: mn,
@@ -122,10 +141,9 @@ pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
         spec.sizes.iter().map(|&s| Some(s)).collect()
     };
     let mut jobs = Vec::new();
-    for (label, request, mem_text, numa) in cases {
+    for (label, request, (mem_text, mem), numa) in cases {
         let cpus = placement::resolve(topo, &request)?;
         let threads = cpus.len() as u64;
-        let mem = mempolicy::parse(&mem_text, topo)?;
         for &stores in &spec.stores {
             for &size in &sizes {
                 let (elements, inner) = match size {

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::kernels::KernelId;
 use crate::memory::policy::MemPolicy;
 use crate::placement::domains::Kind;
-use crate::placement::{self, Domains, Spec};
+use crate::placement::{self, Domains, Spec, Strategy};
 use crate::plan::{self, Measure, Settings, StoresRequest};
 use crate::results::{Point, Record, RunResult};
 use crate::topology::Topology;
@@ -21,11 +21,11 @@ pub struct Candidate {
     pub mpi_map: Option<String>,
 }
 
-fn strategy(label: &str, threads: Option<usize>, smt: bool, map: Option<String>) -> Candidate {
+fn strategy(s: Strategy, threads: Option<usize>, smt: bool, map: Option<String>) -> Candidate {
     Candidate {
-        label: label.to_string() + if smt { " +smt" } else { "" },
+        label: s.to_string() + if smt { " +smt" } else { "" },
         request: placement::Request {
-            spec: Spec::Strategy(label.into()),
+            spec: Spec::Strategy(s),
             threads,
             smt,
             cpu_nodes: None,
@@ -41,7 +41,7 @@ pub fn candidates(topo: &Topology) -> Vec<Candidate> {
     let domains = Domains::new(topo, &topo.allowed_cpus);
     let n = domains.cores.len();
     let mut list = vec![strategy(
-        "spread",
+        Strategy::Spread,
         None,
         false,
         Some("--map-by core".into()),
@@ -49,11 +49,13 @@ pub fn candidates(topo: &Topology) -> Vec<Candidate> {
     // K threads per domain, K = 1, 2, 4, ... below the domain's core count;
     // per socket only where there is more than one socket.
     let sockets = topo.packages().len();
-    for (name, kind, mpi_domain) in [
-        ("per-l3", Kind::Cache, "l3cache"),
-        ("per-numa", Kind::Memory, "numa"),
-        ("per-socket", Kind::Socket, "package"),
-    ] {
+    type PerDomain = fn(usize) -> Strategy;
+    let per: [(PerDomain, Kind, &str); 3] = [
+        (Strategy::PerL3, Kind::Cache, "l3cache"),
+        (Strategy::PerNuma, Kind::Memory, "numa"),
+        (Strategy::PerSocket, Kind::Socket, "package"),
+    ];
+    for (per_domain, kind, mpi_domain) in per {
         let limit = match kind {
             Kind::Socket if sockets < 2 => 0,
             _ => domains.fewest_cores(kind),
@@ -61,7 +63,7 @@ pub fn candidates(topo: &Topology) -> Vec<Candidate> {
         let mut k = 1;
         while k < limit {
             list.push(strategy(
-                &format!("{name}={k}"),
+                per_domain(k),
                 None,
                 false,
                 Some(format!("--map-by ppr:{k}:{mpi_domain}")),
@@ -70,16 +72,16 @@ pub fn candidates(topo: &Topology) -> Vec<Candidate> {
         }
     }
     if n >= 4 {
-        list.push(strategy("stride=2", None, false, None));
+        list.push(strategy(Strategy::Stride(2), None, false, None));
     }
     let mut t = 1;
     while t < n {
-        list.push(strategy("spread", Some(t), false, None));
+        list.push(strategy(Strategy::Spread, Some(t), false, None));
         t *= 2;
     }
     if topo.threads_per_core() > 1 {
         list.push(strategy(
-            "spread",
+            Strategy::Spread,
             None,
             true,
             Some("--map-by hwthread".into()),
@@ -104,6 +106,9 @@ pub struct TuneSpec {
 pub struct Trial {
     pub job: Job,
     pub mpi_map: Option<String>,
+    /// Whether the trial is one thread on every core, spread: what a user
+    /// would run without tuning, the baseline the best is compared with.
+    pub baseline: bool,
 }
 
 /// Jobs for every candidate in every store mode, dropping those that
@@ -134,9 +139,13 @@ pub fn trials(topo: &Topology, spec: &TuneSpec) -> Result<Vec<Trial>> {
             let plan = plan::prepare(topo, &settings)?.plan;
             let point = Point::new(c.label.clone(), &spec.mem.0, stores, &plan, None);
             let label = point.label();
+            let baseline = c.request.spec == Spec::Strategy(Strategy::Spread)
+                && c.request.threads.is_none()
+                && !c.request.smt;
             out.push(Trial {
                 job: Job { point, plan, label },
                 mpi_map: c.mpi_map.clone(),
+                baseline,
             });
         }
     }
@@ -149,6 +158,31 @@ pub struct Searched {
     /// Candidates measured (the last may be cut short by a signal).
     pub tried: usize,
     pub elapsed: Duration,
+}
+
+/// The baseline's best record: one thread on every core, spread, in the
+/// store mode that did best.
+pub fn baseline<'r>(
+    trials: &[Trial],
+    records: &'r [Record],
+    kernel: KernelId,
+) -> Option<&'r Record> {
+    records
+        .iter()
+        .filter(|r| trials.iter().any(|t| t.baseline && t.job.point == r.point))
+        .max_by(|a, b| {
+            a.mean(kernel)
+                .unwrap_or(0.0)
+                .total_cmp(&b.mean(kernel).unwrap_or(0.0))
+        })
+}
+
+/// How MPI launchers spell the placement of `record`'s trial, if they can.
+pub fn mpi_map<'t>(trials: &'t [Trial], record: &Record) -> Option<&'t str> {
+    trials
+        .iter()
+        .find(|t| t.job.point == record.point)
+        .and_then(|t| t.mpi_map.as_deref())
 }
 
 /// Measures trials in order until the budget would be overrun: a trial is

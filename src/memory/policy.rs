@@ -74,6 +74,13 @@ impl Default for MemPolicy {
 }
 
 impl MemPolicy {
+    /// One policy for every array.
+    pub fn uniform(policy: Policy) -> MemPolicy {
+        MemPolicy {
+            arrays: std::array::from_fn(|_| policy.clone()),
+        }
+    }
+
     pub fn get(&self, id: ArrayId) -> &Policy {
         &self.arrays[id.index()]
     }

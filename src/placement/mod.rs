@@ -18,6 +18,7 @@ use crate::topology::Topology;
 use crate::topology::cpulist::{IdSet, parse_list};
 pub use domains::{Core, Domains};
 use std::collections::HashSet;
+pub use strategy::Strategy;
 
 /// What the user asked for (at most one of these; the CLI enforces that).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +31,8 @@ pub enum Spec {
     Places { places: String, bind: omp::Bind },
     /// A likwid-pin expression.
     Likwid(String),
-    /// `compact|spread|per-socket=K|per-numa=K|per-l3=K|stride=S`.
-    Strategy(String),
+    /// `compact|spread|per-socket=K|per-numa=K|per-l3=K|stride=S`, parsed.
+    Strategy(Strategy),
     /// GNU libgomp's GOMP_CPU_AFFINITY.
     Gomp(String),
     /// Intel's KMP_AFFINITY.
@@ -40,16 +41,23 @@ pub enum Spec {
 
 impl Spec {
     /// The input a fault in this spec is about, and its text.
-    fn input(&self) -> (Input, &str) {
+    fn input(&self) -> (Input, String) {
         match self {
-            Spec::Default => (Input::Threads, ""),
-            Spec::Cpus(t) => (Input::Cpus, t),
-            Spec::Places { places, .. } => (Input::Places, places),
-            Spec::Likwid(t) => (Input::Pin, t),
-            Spec::Strategy(t) => (Input::Strategy, t),
-            Spec::Gomp(t) => (Input::Gomp, t),
-            Spec::Kmp(t) => (Input::Kmp, t),
+            Spec::Default => (Input::Threads, String::new()),
+            Spec::Cpus(t) => (Input::Cpus, t.clone()),
+            Spec::Places { places, .. } => (Input::Places, places.clone()),
+            Spec::Likwid(t) => (Input::Pin, t.clone()),
+            Spec::Strategy(s) => (Input::Strategy, s.to_string()),
+            Spec::Gomp(t) => (Input::Gomp, t.clone()),
+            Spec::Kmp(t) => (Input::Kmp, t.clone()),
         }
+    }
+
+    /// A strategy from its spelling, or the input error naming it.
+    pub fn strategy(text: &str) -> crate::error::Result<Spec> {
+        Strategy::parse(text)
+            .map(Spec::Strategy)
+            .map_err(|m| crate::error::Error::input(Input::Strategy, text, m))
     }
 }
 
@@ -156,14 +164,14 @@ pub fn resolve(topo: &Topology, req: &Request) -> Result<Vec<usize>> {
     }
     let domains = Domains::new(topo, &allowed);
     let (input, value) = req.spec.input();
-    let fault = |f: Fault| f.into_error(input, value);
+    let fault = |f: Fault| f.into_error(input, &value);
     let cpus = match &req.spec {
         Spec::Default => {
             // More threads than cores: go on to the SMT siblings, as the
             // default promises one thread per core only while cores last.
             let smt = req.smt || req.threads.is_some_and(|n| n > domains.cores.len());
             let n = req.threads.map_or(String::new(), |n| n.to_string());
-            strategy::resolve(&domains, "spread", req.threads, smt)
+            strategy::resolve(&domains, Strategy::Spread, req.threads, smt)
                 .map_err(|f| Fault::from(f.message).into_error(Input::Threads, &n))?
         }
         Spec::Cpus(list) => take_threads(
@@ -179,7 +187,9 @@ pub fn resolve(topo: &Topology, req: &Request) -> Result<Vec<usize>> {
             req.threads,
         )
         .map_err(|m| fault(m.into()))?,
-        Spec::Strategy(s) => strategy::resolve(&domains, s, req.threads, req.smt).map_err(fault)?,
+        Spec::Strategy(s) => {
+            strategy::resolve(&domains, *s, req.threads, req.smt).map_err(fault)?
+        }
         Spec::Gomp(list) => runtime::gomp(list, req.threads).map_err(fault)?,
         Spec::Kmp(text) => {
             let kmp = runtime::parse_kmp(text).map_err(|m| fault(m.into()))?;

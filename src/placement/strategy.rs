@@ -50,30 +50,85 @@ fn kind_label(kind: Kind) -> &'static str {
     }
 }
 
+/// A named placement strategy, parsed once from its spelling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// Fill a socket (then a NUMA node) before the next.
+    Compact,
+    /// One thread per core, round-robin over sockets, nodes and L3 domains.
+    Spread,
+    /// K threads per socket, per NUMA node, per L3 domain.
+    PerSocket(usize),
+    PerNuma(usize),
+    PerL3(usize),
+    /// Every S-th core.
+    Stride(usize),
+}
+
+impl Strategy {
+    /// `compact`, `spread`, `per-socket=K`, `per-numa=K`, `per-l3=K`, `stride=S`.
+    pub fn parse(spec: &str) -> Result<Strategy, String> {
+        let (name, arg) = match spec.split_once('=') {
+            Some((n, a)) => (n.trim(), Some(a.trim())),
+            None => (spec.trim(), None),
+        };
+        let number = |what: &str| -> Result<usize, String> {
+            let a = arg.ok_or_else(|| format!("'{name}' needs a {what}, e.g. {name}=1"))?;
+            match a.parse::<usize>() {
+                Ok(v) if v >= 1 => Ok(v),
+                _ => Err(format!("'{a}' is not a positive {what}")),
+            }
+        };
+        if arg.is_some() && matches!(name, "compact" | "spread") {
+            return Err(format!("'{name}' takes no value"));
+        }
+        Ok(match name {
+            "compact" => Strategy::Compact,
+            "spread" => Strategy::Spread,
+            "per-socket" => Strategy::PerSocket(number("count")?),
+            "per-numa" => Strategy::PerNuma(number("count")?),
+            "per-l3" => Strategy::PerL3(number("count")?),
+            "stride" => Strategy::Stride(number("stride")?),
+            other => {
+                return Err(format!(
+                    "unknown strategy '{other}' (compact, spread, per-socket=K, per-numa=K, per-l3=K, stride=S)"
+                ));
+            }
+        })
+    }
+}
+
+impl std::str::FromStr for Strategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Strategy, String> {
+        Strategy::parse(s)
+    }
+}
+
+impl std::fmt::Display for Strategy {
+    /// The spelling `parse` reads back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Strategy::Compact => f.write_str("compact"),
+            Strategy::Spread => f.write_str("spread"),
+            Strategy::PerSocket(k) => write!(f, "per-socket={k}"),
+            Strategy::PerNuma(k) => write!(f, "per-numa={k}"),
+            Strategy::PerL3(k) => write!(f, "per-l3={k}"),
+            Strategy::Stride(s) => write!(f, "stride={s}"),
+        }
+    }
+}
+
 /// Resolves a strategy to one CPU per thread, in CPU order.
 pub fn resolve(
     d: &Domains,
-    spec: &str,
+    strategy: Strategy,
     threads: Option<usize>,
     smt: bool,
 ) -> Result<Vec<usize>, Fault> {
-    let (name, arg) = match spec.split_once('=') {
-        Some((n, a)) => (n.trim(), Some(a.trim())),
-        None => (spec.trim(), None),
-    };
-    let number = |what: &str| -> Result<usize, Fault> {
-        let a = arg.ok_or_else(|| format!("'{name}' needs a {what}, e.g. {name}=1"))?;
-        match a.parse::<usize>() {
-            Ok(v) if v >= 1 => Ok(v),
-            _ => Err(format!("'{a}' is not a positive {what}").into()),
-        }
-    };
-    if arg.is_some() && matches!(name, "compact" | "spread") {
-        return Err(format!("'{name}' takes no value").into());
-    }
     let all: Vec<usize> = (0..d.cores.len()).collect();
-    let order: Vec<usize> = match name {
-        "compact" => {
+    let order: Vec<usize> = match strategy {
+        Strategy::Compact => {
             let mut by_place = all.clone();
             by_place.sort_by_key(|&i| {
                 let c = &d.cores[i];
@@ -88,19 +143,13 @@ pub fn resolve(
                 d.tiers(&by_place, false)
             }
         }
-        "spread" => d.tiers(&d.spread_order(), smt),
-        "per-socket" => per_domain(d, number("count")?, smt, Kind::Socket)?,
-        "per-numa" => per_domain(d, number("count")?, smt, Kind::Memory)?,
-        "per-l3" => per_domain(d, number("count")?, smt, Kind::Cache)?,
-        "stride" => {
-            let picked: Vec<usize> = all.into_iter().step_by(number("stride")?).collect();
+        Strategy::Spread => d.tiers(&d.spread_order(), smt),
+        Strategy::PerSocket(k) => per_domain(d, k, smt, Kind::Socket)?,
+        Strategy::PerNuma(k) => per_domain(d, k, smt, Kind::Memory)?,
+        Strategy::PerL3(k) => per_domain(d, k, smt, Kind::Cache)?,
+        Strategy::Stride(s) => {
+            let picked: Vec<usize> = all.into_iter().step_by(s).collect();
             d.tiers(&picked, smt)
-        }
-        other => {
-            return Err(format!(
-                "unknown strategy '{other}' (compact, spread, per-socket=K, per-numa=K, per-l3=K, stride=S)"
-            )
-            .into());
         }
     };
     let n = threads.unwrap_or(order.len());

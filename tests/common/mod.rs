@@ -96,10 +96,10 @@ pub fn mbind_works() -> bool {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     if stderr.contains("Function not implemented") {
-        eprintln!(
-            "skipped: mbind is not implemented here (qemu-user): {}",
+        skip(format!(
+            "mbind is not implemented here (qemu-user): {}",
             stderr.trim()
-        );
+        ));
         return false;
     }
     true
@@ -134,6 +134,19 @@ pub fn usage_error(args: &[&str], needle: &str) {
     );
 }
 
+/// Says that (part of) a test is skipped and why, in the test output
+/// itself: libtest captures `eprintln!` of a passing test and shows it only
+/// on failure, so a skip would be invisible on a green run. Writing to the
+/// stderr handle directly is not captured.
+pub fn skip(reason: impl std::fmt::Display) {
+    use std::io::Write;
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    let _ = writeln!(std::io::stderr(), "SKIPPED {name}: {reason}");
+}
+
 /// Runs an external tool the test compares against. Where it is not
 /// installed the test is skipped locally, saying why, and fails in CI
 /// (CI=true), whose .ci/run installs every tool the tests use. A tool that
@@ -154,7 +167,7 @@ pub fn tool(cmd: &mut std::process::Command, package: &str) -> Option<std::proce
                 std::env::var("CI").as_deref() != Ok("true"),
                 "{name} is missing in CI: .ci/run must install Debian package {package}"
             );
-            eprintln!("skipped: {name} not installed (Debian package {package})");
+            skip(format!("{name} not installed (Debian package {package})"));
             None
         }
         Err(e) => panic!("{name}: {e}"),
