@@ -116,7 +116,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             results.display()
         )));
     }
-    let plots = study::plots(&records, kernel);
+    let plots = report::plot::bandwidth::plots(&records, kernel);
     let dir = args.plots.clone().unwrap_or_else(|| plots_beside(&results));
     write_plots(&dir, &plots, args.png)?;
     if args.markdown {

@@ -11,12 +11,15 @@
 //! `/proc/PID/numa_maps` where the kernel refuses); [`parse`] reads what it
 //! printed.
 
+mod pages;
 pub mod parse;
+
+pub use pages::numa_pages;
+use pages::{PageSample, sample_pages};
 
 use crate::sys::{self, MemPolicyMode};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// What membw sets for the program: the variables of every OpenMP runtime.
@@ -241,107 +244,9 @@ pub fn last_cpu(stat: &str) -> Option<usize> {
     after.split_whitespace().nth(39 - 3)?.parse().ok()
 }
 
-/// Where a sample of a program's pages are.
-#[derive(Default)]
-struct PageSample {
-    per_node: BTreeMap<usize, u64>,
-    absent: u64,
-}
-
-/// The most pages one sample asks about: shares to about 3 %, at a cost
-/// that does not grow with the program.
-const PAGES_PER_SAMPLE: usize = 1024;
-
-/// The node of pages spread evenly over the program's anonymous mappings
-/// (its heap and mmapped arrays, which its policy governs), by move_pages.
-/// Reading `/proc/PID/numa_maps` instead walks every page table under the
-/// program's memory lock: about 9 ms of CPU for a 480 MB STREAM here, more
-/// than 1 % of a short run. It is the fallback where move_pages is refused.
-fn sample_pages(pid: u32) -> Option<PageSample> {
-    let maps = crate::topology::read_bounded(Path::new(&format!("/proc/{pid}/maps")))?;
-    let ranges = anonymous_ranges(&String::from_utf8_lossy(&maps));
-    let addresses = spread_pages(&ranges, sys::page_size(), PAGES_PER_SAMPLE);
-    match sys::process_page_nodes(pid, &addresses) {
-        Ok(nodes) => {
-            let mut sample = PageSample::default();
-            for node in nodes {
-                match node {
-                    Some(n) => *sample.per_node.entry(n).or_insert(0) += 1,
-                    None => sample.absent += 1,
-                }
-            }
-            Some(sample)
-        }
-        Err(_) => Some(PageSample {
-            per_node: numa_pages(&format!("/proc/{pid}/numa_maps"))?,
-            absent: 0,
-        }),
-    }
-}
-
-/// The address ranges of the private anonymous mappings in a maps file:
-/// no backing file (inode 0), or the heap; not the stack or the kernel's
-/// vdso pages.
-fn anonymous_ranges(maps: &str) -> Vec<(usize, usize)> {
-    maps.lines()
-        .filter_map(|line| {
-            let mut fields = line.split_whitespace();
-            let (range, perms) = (fields.next()?, fields.next()?);
-            let inode = fields.nth(2)?;
-            let name = fields.next().unwrap_or("");
-            let anonymous = inode == "0" && (name.is_empty() || name == "[heap]");
-            if !anonymous || !perms.starts_with("rw") {
-                return None;
-            }
-            let (from, to) = range.split_once('-')?;
-            let from = usize::from_str_radix(from, 16).ok()?;
-            let to = usize::from_str_radix(to, 16).ok()?;
-            (to > from).then_some((from, to))
-        })
-        .collect()
-}
-
-/// At most `count` page addresses spread evenly over `ranges` taken end to
-/// end, so that each range gets samples in proportion to its size.
-fn spread_pages(ranges: &[(usize, usize)], page: usize, count: usize) -> Vec<usize> {
-    let total: usize = ranges.iter().map(|(a, b)| (b - a) / page).sum();
-    let count = count.min(total);
-    let mut addresses = Vec::with_capacity(count);
-    let (mut range, mut before) = (0, 0);
-    for i in 0..count {
-        // The middle page of the i-th of `count` equal stretches.
-        let index = (2 * i + 1) * total / (2 * count);
-        while index >= before + (ranges[range].1 - ranges[range].0) / page {
-            before += (ranges[range].1 - ranges[range].0) / page;
-            range += 1;
-        }
-        addresses.push(ranges[range].0 + (index - before) * page);
-    }
-    addresses
-}
-
-/// Pages per node over the anonymous mappings of a numa_maps file
-/// (`N0=12 N1=3`): the memory the program allocated, which its policy
-/// governs; its binary and libraries stay where the page cache has them.
-pub fn numa_pages(path: &str) -> Option<BTreeMap<usize, u64>> {
-    let text = crate::topology::read_bounded(Path::new(path))?;
-    let text = String::from_utf8_lossy(&text);
-    let mut pages = BTreeMap::new();
-    let anonymous = text.lines().filter(|l| l.contains(" anon="));
-    for word in anonymous.flat_map(str::split_whitespace) {
-        if let Some((node, count)) = word
-            .strip_prefix('N')
-            .and_then(|w| w.split_once('='))
-            .and_then(|(n, c)| Some((n.parse::<usize>().ok()?, c.parse::<u64>().ok()?)))
-        {
-            *pages.entry(node).or_insert(0) += count;
-        }
-    }
-    (!pages.is_empty()).then_some(pages)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::pages::{anonymous_ranges, spread_pages};
     use super::*;
 
     #[test]
@@ -409,7 +314,7 @@ mod tests {
             "{present} present, {} absent",
             sample.absent
         );
-        let topo = crate::topology::Topology::read(Path::new("/")).unwrap();
+        let topo = crate::topology::Topology::read(std::path::Path::new("/")).unwrap();
         let nodes: Vec<usize> = topo.nodes.iter().map(|n| n.id).collect();
         assert!(
             sample.per_node.keys().all(|n| nodes.contains(n)),

@@ -227,3 +227,32 @@ pub fn numa_plots(records: &[Record], kernel: KernelId) -> Vec<(String, String)>
     }
     out
 }
+
+/// The plots of a bandwidth results file for one kernel: vs threads, vs
+/// working set, and the NUMA matrices, each where the records vary so.
+pub fn plots(records: &[Record], kernel: KernelId) -> Vec<crate::report::Plot> {
+    let name = kernel.spec().name;
+    let mut out = Vec::new();
+    if let Some(svg) = threads_plot(records, kernel) {
+        out.push(crate::report::Plot {
+            title: format!("{name} bandwidth vs threads"),
+            file: format!("{name}-threads.svg"),
+            svg,
+        });
+    }
+    if let Some(svg) = sizes_plot(records, kernel) {
+        out.push(crate::report::Plot {
+            title: format!("{name} bandwidth vs working set per thread"),
+            file: format!("{name}-sizes.svg"),
+            svg,
+        });
+    }
+    for (i, (title, svg)) in numa_plots(records, kernel).into_iter().enumerate() {
+        out.push(crate::report::Plot {
+            title,
+            file: format!("{name}-numa-{}.svg", if i == 0 { "a" } else { "b" }),
+            svg,
+        });
+    }
+    out
+}

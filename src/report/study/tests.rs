@@ -1,0 +1,92 @@
+use super::*;
+use crate::plan::StoresRequest;
+use crate::results::{Bandwidth, Host, NumaCell, Point, Stats};
+
+fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
+    let host = Host {
+        hostname: "h".into(),
+        cpu_model: None,
+        kernel: "k".into(),
+        online_cpus: 4,
+        numa_nodes: 2,
+        sockets: 2,
+        thp_mode: None,
+    };
+    let point = Point {
+        threads: 1,
+        placement: format!("cpu node {cpu}"),
+        mem: format!("bind:{mem}"),
+        stores: StoresRequest::Auto,
+        kernels: vec![KernelId::Triad],
+        elements: 1,
+        working_set_per_thread: 24,
+        ntimes: 2,
+        numa: Some(NumaCell {
+            cpu_node: cpu,
+            mem_node: mem,
+            all_cores: false,
+        }),
+        program: None,
+        element_bytes: None,
+    };
+    Record::new(
+        "sweep",
+        "t",
+        &host,
+        point,
+        Bandwidth {
+            source: "fake".into(),
+            reproduce: None,
+            runs: Vec::new(),
+            stats: [(
+                KernelId::Triad,
+                Stats {
+                    mean: gb_s,
+                    sd: 0.0,
+                    min: gb_s,
+                    max: gb_s,
+                    n: 1,
+                },
+            )]
+            .into(),
+            peak_gb_s: None,
+            peak_source: None,
+            cache_per_thread: BTreeMap::new(),
+        },
+    )
+}
+
+#[test]
+fn numa_findings_give_remote_cost_and_symmetry() {
+    let records = vec![
+        cell(0, 0, 40.0),
+        cell(0, 1, 26.0),
+        cell(1, 0, 24.0),
+        cell(1, 1, 40.0),
+    ];
+    let lines = numa_findings(&records, KernelId::Triad);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].contains("remote memory costs 38 %"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[1].contains("symmetric within 8.0 %"), "{}", lines[1]);
+    let t = results_table(&records, KernelId::Triad);
+    assert_eq!(t.best, Some(0));
+    // The widest table (NUMA cells) fits 100 columns.
+    for line in t.plain().lines() {
+        assert!(
+            line.chars().count() <= 100,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+    assert!(t.markdown().contains("**40.00**"));
+    assert!(t.html().contains("<tr class=\"best\">"));
+}
+
+#[test]
+fn html_escapes_labels() {
+    assert_eq!(escape("{0}<1> & \"x\""), "{0}&lt;1&gt; &amp; &quot;x&quot;");
+}

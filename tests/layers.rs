@@ -1,0 +1,166 @@
+//! The architecture, checked on the source (docs/ARCHITECTURE.md): modules
+//! import each other without cycles, the results model imports nothing above
+//! it, only the system-facing modules read /sys or /proc, the CLI builds no
+//! ad-hoc JSON, and no file grows past 500 lines (the kernel tables and
+//! their ISA files aside).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Every .rs file under `dir`.
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The code of a file: its unit tests and comment lines left out.
+fn code(text: &str) -> String {
+    let text = text.split("#[cfg(test)]").next().unwrap_or("");
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+struct Tree {
+    /// Path under src/ → its code.
+    files: BTreeMap<String, String>,
+    /// Top-level module → the top-level modules it names (`crate::x`).
+    imports: BTreeMap<String, BTreeSet<String>>,
+}
+
+fn tree() -> Tree {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut paths = Vec::new();
+    sources(&src, &mut paths);
+    let mut files = BTreeMap::new();
+    let mut imports: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for path in paths {
+        let rel = path
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let top = rel
+            .split('/')
+            .next()
+            .unwrap()
+            .trim_end_matches(".rs")
+            .to_string();
+        let body = code(&text);
+        if top != "lib" && top != "main" {
+            let named = imports.entry(top.clone()).or_default();
+            for part in body.split("crate::").skip(1) {
+                let name: String = part
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() && name != top {
+                    named.insert(name);
+                }
+            }
+        }
+        files.insert(rel, text);
+    }
+    Tree { files, imports }
+}
+
+/// A cycle among the modules, if there is one (depth-first search).
+fn cycle(imports: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        m: &str,
+        imports: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == m) {
+            let mut c = path[at..].to_vec();
+            c.push(m.to_string());
+            return Some(c);
+        }
+        if done.contains(m) {
+            return None;
+        }
+        path.push(m.to_string());
+        for next in imports.get(m).into_iter().flatten() {
+            if imports.contains_key(next)
+                && let Some(c) = visit(next, imports, path, done)
+            {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(m.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    imports
+        .keys()
+        .find_map(|m| visit(m, imports, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn modules_import_each_other_without_cycles() {
+    let t = tree();
+    assert!(t.imports.len() > 10, "{:?}", t.imports.keys());
+    assert_eq!(cycle(&t.imports), None);
+    // The check itself finds a cycle when there is one.
+    let mut with_cycle = t.imports.clone();
+    with_cycle
+        .entry("topology".into())
+        .or_default()
+        .insert("report".into());
+    assert!(cycle(&with_cycle).is_some());
+}
+
+#[test]
+fn the_results_model_imports_nothing_above_it() {
+    let t = tree();
+    let above = [
+        "engine", "ranks", "cli", "latency", "backend", "protocol", "report",
+    ];
+    let results = &t.imports["results"];
+    let wrong: Vec<&&str> = above.iter().filter(|m| results.contains(**m)).collect();
+    assert!(wrong.is_empty(), "results imports {wrong:?}");
+}
+
+#[test]
+fn only_the_system_facing_modules_read_sys_and_proc() {
+    let t = tree();
+    let allowed = ["topology/", "memory/", "sys.rs", "foreign/"];
+    for (path, text) in &t.files {
+        if allowed.iter().any(|a| path.starts_with(a)) {
+            continue;
+        }
+        let body = code(text);
+        for needle in ["\"/sys", "\"/proc", "/proc/self"] {
+            assert!(!body.contains(needle), "{path} reads {needle}");
+        }
+    }
+}
+
+#[test]
+fn the_cli_builds_no_ad_hoc_json_and_files_stay_short() {
+    let t = tree();
+    for (path, text) in &t.files {
+        if path.starts_with("cli/") {
+            assert!(
+                !code(text).contains("json!"),
+                "{path} builds a json! document"
+            );
+        }
+        let exempt = ["kernels/mod.rs", "kernels/x86.rs", "kernels/aarch64.rs"];
+        let lines = text.lines().count();
+        assert!(
+            lines <= 500 || exempt.contains(&path.as_str()),
+            "src/{path} has {lines} lines"
+        );
+    }
+}
