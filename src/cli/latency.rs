@@ -3,7 +3,7 @@
 //! latency (bandwidth-latency curves), with results files like the
 //! bandwidth studies'.
 
-use super::args::{IsaArg, PeakArgs};
+use super::args::{HugepagesArg, IsaArg, PeakArgs};
 use super::common::print;
 use crate::engine::latency::{Facts, LatencyRequest, LatencySession};
 use crate::error::{Error, Input, Result};
@@ -34,9 +34,9 @@ pub(crate) struct LatencyArgs {
     #[arg(long, default_value = "local", conflicts_with = "numa_matrix")]
     mem: String,
 
-    /// Page size: transparent hugepages (thp) or base pages (never)
-    #[arg(long, value_parser = ["thp", "never"], default_value = "thp")]
-    hugepages: String,
+    /// Page size: transparent hugepages (thp; auto is the same here) or base pages (never)
+    #[arg(long, value_enum, default_value_t = HugepagesArg::Thp)]
+    hugepages: HugepagesArg,
 
     /// Timed chasing per point
     #[arg(long, default_value = "300ms", value_parser = humantime::parse_duration)]
@@ -181,7 +181,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     let plan = LatencyPlan {
         cpu,
         sizes,
-        hugepages: args.hugepages == "thp",
+        hugepages: args.hugepages != HugepagesArg::Never,
         policy: whole,
         time_per_size: args.time,
         clock_ghz,
@@ -228,7 +228,12 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         host: out.host.clone(),
         cpu,
         mem: request.plan.policy.to_string(),
-        hugepages: args.hugepages.clone(),
+        hugepages: if args.hugepages == HugepagesArg::Never {
+            "never"
+        } else {
+            "thp"
+        }
+        .into(),
         clock_ghz: request.plan.clock_ghz,
         points: out.records.iter().map(|r| r.latency.clone()).collect(),
         records: std::mem::take(&mut out.records),
@@ -378,7 +383,7 @@ fn loaded_plan(
         delays_ns,
         bytes,
         load_elements,
-        hugepages: args.hugepages == "thp",
+        hugepages: args.hugepages != HugepagesArg::Never,
         policy: policy.clone(),
         isa,
         time_per_point: args.time,

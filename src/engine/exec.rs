@@ -45,7 +45,7 @@ impl Source for ExecSource {
             timeout: self.timeout,
             sample_every: Duration::from_millis(100),
         })
-        .map_err(|e| Error::Usage(format!("cannot run {}", e.0)))?;
+        .map_err(|e| Error::Runtime(format!("cannot run {}", e.0)))?;
         Ok(measurement(plan, &policy, &ran))
     }
 }
