@@ -10,7 +10,6 @@ use crate::results::Measurement;
 use crate::results::measurement::{
     ArrayCheck, KernelResult, ThreadPlacement, TimerCheck, Validation, kernel_statistics,
 };
-use crate::units::ELEMENT_BYTES;
 use std::time::Duration;
 
 pub trait Source {
@@ -113,61 +112,45 @@ impl Source for FakeSource {
                 kernel_statistics(k, plan.fns.stores, calls, vec![seconds; plan.ntimes])
             })
             .collect();
-        let measured: f64 = results.iter().flat_map(|r| &r.times_s).sum();
         let min_kernel_ticks = results
             .iter()
             .map(|r| r.min_time_s * 1e9)
             .fold(f64::MAX, f64::min);
         let arrays = plan.arrays_needed();
-        Ok(Measurement {
-            array_elements: plan.elements as u64,
-            bytes_per_array: plan.elements as u64 * ELEMENT_BYTES,
-            arrays: arrays.len(),
-            ntimes: plan.ntimes,
-            inner_repeats: plan.inner_repeats,
-            isa: Some(plan.fns.isa),
-            stores: Some(plan.fns.stores),
-            hugepages: plan.hugepages,
-            mem_policy: plan.mem.to_string(),
-            threads: plan
-                .cpus
+        let threads = plan
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(thread, &cpu)| ThreadPlacement {
+                thread,
+                cpu,
+                observed_cpu: Some(cpu),
+            })
+            .collect();
+        let validation = Validation {
+            passed: true,
+            epsilon: protocol::EPSILON,
+            arrays: arrays
                 .iter()
-                .enumerate()
-                .map(|(thread, &cpu)| ThreadPlacement {
-                    thread,
-                    cpu,
-                    observed_cpu: Some(cpu),
+                .map(|a| ArrayCheck {
+                    array: a.name().into(),
+                    expected: 0.0,
+                    avg_rel_error: 0.0,
+                    bad_elements: 0,
                 })
                 .collect(),
-            pages: Vec::new(),
-            results,
-            validation: Validation {
-                passed: true,
-                epsilon: protocol::EPSILON,
-                arrays: arrays
-                    .iter()
-                    .map(|a| ArrayCheck {
-                        array: a.name().into(),
-                        expected: 0.0,
-                        avg_rel_error: 0.0,
-                        bad_elements: 0,
-                    })
-                    .collect(),
-                read_rel_error: None,
-                dot_rel_error: None,
-                sum_tolerance: crate::protocol::EPSILON,
-            },
-            timer: TimerCheck {
-                granularity_ns: 1.0,
-                timing_test_us: 0.0,
-                min_kernel_ticks,
-            },
-            setup_s: 0.0,
-            total_s: measured + self.delay.as_secs_f64(),
-            warnings: Vec::new(),
-            program: None,
-            ranks: None,
-        })
+            read_rel_error: None,
+            dot_rel_error: None,
+            sum_tolerance: protocol::EPSILON,
+        };
+        let timer = TimerCheck {
+            granularity_ns: 1.0,
+            timing_test_us: 0.0,
+            min_kernel_ticks,
+        };
+        let mut m = protocol::planned(plan, threads, results, validation, timer);
+        m.total_s = m.measured_s() + self.delay.as_secs_f64();
+        Ok(m)
     }
 }
 

@@ -13,7 +13,8 @@ use crate::error::{Error, Result};
 use crate::kernels::{ARRAYS, ArrayId, KernelId, SCALAR, WRITE_VALUE};
 use crate::plan::Plan;
 use crate::results::measurement::{
-    ArrayCheck, KernelResult, Measurement, TimerCheck, Validation, kernel_statistics,
+    ArrayCheck, KernelResult, Measurement, ThreadPlacement, TimerCheck, Validation,
+    kernel_statistics,
 };
 use crate::units::ELEMENT_BYTES;
 use std::time::{Duration, Instant};
@@ -238,6 +239,31 @@ fn measure_with(
         }
     }
     let measurement = Measurement {
+        pages: observed.pages,
+        setup_s: d
+            .first_touch_done
+            .map_or(0.0, |t| (t - started).as_secs_f64()),
+        total_s: started.elapsed().as_secs_f64(),
+        warnings,
+        ..planned(plan, observed.threads, results, validation, timer)
+    };
+    Ok(Gated {
+        measurement,
+        synced_times: d.synced_times,
+    })
+}
+
+/// A measurement of `plan` with its results: what every source that runs
+/// plans in this process records the same way (no pages sampled, no
+/// warnings, no time outside the kernels until the caller says).
+pub fn planned(
+    plan: &Plan,
+    threads: Vec<ThreadPlacement>,
+    results: Vec<KernelResult>,
+    validation: Validation,
+    timer: TimerCheck,
+) -> Measurement {
+    Measurement {
         array_elements: plan.elements as u64,
         bytes_per_array: plan.elements as u64 * ELEMENT_BYTES,
         arrays: plan.arrays_needed().len(),
@@ -247,23 +273,17 @@ fn measure_with(
         stores: Some(plan.fns.stores),
         hugepages: plan.hugepages,
         mem_policy: plan.mem.to_string(),
-        threads: observed.threads,
-        pages: observed.pages,
+        threads,
+        pages: Vec::new(),
         results,
         validation,
         timer,
-        setup_s: d
-            .first_touch_done
-            .map_or(0.0, |t| (t - started).as_secs_f64()),
-        total_s: started.elapsed().as_secs_f64(),
-        warnings,
+        setup_s: 0.0,
+        total_s: 0.0,
+        warnings: Vec::new(),
         program: None,
         ranks: None,
-    };
-    Ok(Gated {
-        measurement,
-        synced_times: d.synced_times,
-    })
+    }
 }
 
 /// STREAM's protocol over the backend's arrays: first touch, the timing
