@@ -6,13 +6,13 @@ use super::args::{PeakArgs, PlacementArgs};
 use super::common::print;
 use super::env;
 use crate::engine::exec::ExecSource;
-use crate::engine::{Engine, Job};
+use crate::engine::{BandwidthSession, Engine, Job};
 use crate::error::{Error, Result};
 use crate::memory::PAGE_ELEMENTS;
 use crate::memory::policy as mempolicy;
 use crate::peak;
 use crate::plan::{self, Measure, Settings, StoresRequest};
-use crate::results::{Point, Record};
+use crate::results::{Host, Point};
 use clap::Args;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -109,17 +109,19 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     let mut engine = Engine::new(
         &topo,
         &mut source,
-        "exec",
         peak::estimate(&topo, &args.peak.request()),
-        super::common::stop_flag(),
     );
-    let mut records: Vec<Record> = Vec::new();
+    let mut session = BandwidthSession::new(
+        "exec",
+        Host::describe(&topo),
+        super::common::stop_flag(),
+        None,
+    );
     let mut failures = Vec::new();
     engine.run(
         std::slice::from_ref(&job),
         args.repeat as usize,
-        &Default::default(),
-        &mut records,
+        &mut session,
         &mut |_, run| {
             for w in &run.warnings {
                 crate::say!("membw: warning: {w}");
@@ -129,14 +131,14 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
             }
         },
     )?;
-    if let Some(signal) = engine.stop_signal() {
+    if let Some(signal) = session.signal() {
         return Err(Error::Interrupted {
             signal,
             message: "stopped by a signal; the program and everything it started were killed"
                 .into(),
         });
     }
-    let Some(record) = records.first() else {
+    let Some(record) = session.records.first() else {
         return Err(Error::Runtime("the program did not run".into()));
     };
     let view = crate::report::exec::ExecView {

@@ -374,13 +374,7 @@ fn run(args: RunArgs) -> Result<()> {
         Some(launch) => ranks_source(&launch, &args, peak_estimate.as_ref())?,
         None => m.source()?,
     };
-    let mut engine = Engine::new(
-        &topo,
-        source.as_mut(),
-        "run",
-        peak_estimate,
-        Default::default(),
-    );
+    let mut engine = Engine::new(&topo, source.as_mut(), peak_estimate);
 
     if std::io::stderr().is_terminal() && !args.quiet {
         crate::say!(
@@ -393,7 +387,12 @@ fn run(args: RunArgs) -> Result<()> {
     }
     // Only the process that reports writes (rank 0 of an MPI run).
     let mut output = match &args.output {
-        Some(path) if engine.reports() => Some(open_run_output(path)?),
+        Some(path) if engine.reports() => Some(crate::engine::BandwidthSession::new(
+            "run",
+            crate::results::Host::describe(&topo),
+            Default::default(),
+            Some(open_run_output(path)?),
+        )),
         _ => None,
     };
     let measurement = engine.measure(&plan)?;
@@ -435,7 +434,7 @@ fn run(args: RunArgs) -> Result<()> {
         // carries each node's share of its peak instead.
         report.peak = None;
     }
-    if let Some(file) = &mut output {
+    if let Some(session) = &mut output {
         let job = crate::engine::Job {
             point: crate::results::Point::new(
                 placement.described.clone(),
@@ -447,14 +446,13 @@ fn run(args: RunArgs) -> Result<()> {
             plan: plan.clone(),
             label: String::new(),
         };
-        let record = engine.record(
+        let (point, payload) = engine.payload(
             &job,
             vec![crate::results::RunResult::from_measurement(
                 &report.measurement,
             )],
         );
-        file.append(&record)
-            .map_err(|e| Error::Runtime(format!("writing {}: {e}", file.path.display())))?;
+        session.keep(point, payload)?;
     }
     let format = if args.json {
         "json"

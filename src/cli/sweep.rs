@@ -4,13 +4,14 @@
 
 use super::args::{KernelList, MeasureArgs, PeakArgs, parse_bind, parse_kernel_list};
 use super::common::{file_error, print, read_topology, signal_name, stop_flag};
-use crate::engine::Engine;
 use crate::engine::sweep::{self, NumaMode, SweepSpec};
+use crate::engine::{BandwidthSession, Engine};
 use crate::error::{Error, Result};
 use crate::memory::policy as mempolicy;
 use crate::peak;
 use crate::placement::{Spec, omp::Bind};
 use crate::report::study;
+use crate::results::Host;
 use crate::results::file::ResultsFile;
 use crate::units::plural;
 use clap::{Args, ValueEnum};
@@ -215,7 +216,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         .collect();
     let (jobs, programs) = sweep::with_programs(base, programs(&args.exec)?, args.timeout, &keep);
     let mut source = m.source()?;
-    let mut file = match &args.resume {
+    let file = match &args.resume {
         Some(path) => {
             let (file, torn) = ResultsFile::resume(path).map_err(|e| file_error(e, "--resume"))?;
             if let Some(line) = torn {
@@ -234,14 +235,12 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
             ResultsFile::create(&path).map_err(|e| file_error(e, "--output"))?
         }
     };
-    let done = std::mem::take(&mut file.done);
-    let repeat = args.repeat as usize;
-    let todo = jobs
-        .iter()
-        .filter(|j| !done.contains(&j.point.key()))
-        .count();
-    let already = jobs.len() - todo;
     let path = file.path.clone();
+    let mut session =
+        BandwidthSession::new("sweep", Host::describe(&topo), stop_flag(), Some(file));
+    let repeat = args.repeat as usize;
+    let already = jobs.iter().filter(|j| session.has(&j.point)).count();
+    let todo = jobs.len() - already;
     crate::say!(
         "membw: sweep of {} × {} → {}{}",
         plural(jobs.len(), "point"),
@@ -256,13 +255,11 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
     let mut engine = Engine::new(
         &topo,
         source.as_mut(),
-        "sweep",
         peak::estimate(&topo, &args.peak.request()),
-        stop_flag(),
     )
     .with_programs(programs);
     let bar = progress((todo * repeat) as u64);
-    let outcome = engine.run(&jobs, repeat, &done, &mut file, &mut |job, r| {
+    let outcome = engine.run(&jobs, repeat, &mut session, &mut |job, r| {
         bar.set_message(run_message(job, r));
         bar.inc(1);
     })?;
@@ -288,7 +285,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         path.display(),
         path.display()
     );
-    if let Some(signal) = engine.stop_signal() {
+    if let Some(signal) = session.signal() {
         return Err(Error::Interrupted {
             signal,
             message: format!(

@@ -4,12 +4,13 @@
 use super::args::{MeasureArgs, PeakArgs, parse_kernel};
 use super::common::{file_error, print, read_topology, signal_name, stop_flag};
 use crate::engine::tune::{self, TuneSpec};
-use crate::engine::{Collect, Engine};
+use crate::engine::{BandwidthSession, Engine};
 use crate::error::{Error, Result};
 use crate::kernels::KernelId;
 use crate::memory::policy as mempolicy;
 use crate::peak;
 use crate::report::{self};
+use crate::results::Host;
 use crate::results::file::ResultsFile;
 use clap::Args;
 use std::path::PathBuf;
@@ -73,31 +74,27 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let mut engine = Engine::new(
         &topo,
         source.as_mut(),
-        "tune",
         peak::estimate(&topo, &args.peak.request()),
-        stop_flag(),
     );
+    let mut session = BandwidthSession::new("tune", Host::describe(&topo), stop_flag(), file);
     let bar = progress(trials.len() as u64 * args.repeat as u64);
     let searched = tune::search(
         &mut engine,
+        &mut session,
         &trials,
         args.repeat as usize,
         args.budget,
-        Collect {
-            records: Vec::new(),
-            file,
-        },
         &mut |job, r| {
             bar.set_message(run_message(job, r));
             bar.inc(1);
         },
     )?;
     bar.finish_and_clear();
-    let ranked = tune::ranking(&searched.records, args.kernel);
+    let ranked = tune::ranking(&session.records, args.kernel);
     let Some(&(best, _)) = ranked.first() else {
         return Err(Error::Runtime("no candidate completed".into()));
     };
-    let baseline = tune::baseline(&trials, &searched.records, args.kernel);
+    let baseline = tune::baseline(&trials, &session.records, args.kernel);
     let mpi_map = tune::mpi_map(&trials, best);
     print(&report::tune::text(&report::tune::TuneView {
         kernel: args.kernel,
@@ -112,7 +109,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     if let Some(p) = &args.output {
         crate::say!("membw: every candidate is in {}", p.display());
     }
-    if let Some(signal) = engine.stop_signal() {
+    if let Some(signal) = session.signal() {
         return Err(Error::Interrupted {
             signal,
             message: format!(

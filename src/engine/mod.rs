@@ -1,11 +1,12 @@
-//! The measurement engine: jobs (settings already resolved into plans) go
-//! through a [`Source`] and come out as [`Record`]s into a [`Sink`].
+//! The measurement engine: one engine, several experiment kinds. Every kind
+//! keeps its points through a [`Session`] (start, host, stop, results file,
+//! resume, records); a kind owns only how its points are measured.
 //!
-//! `run` is the one-job case ([`Engine::measure`]), `sweep` the many-job
-//! case ([`Engine::run`]), `tune` a search that hands the engine one job at a
-//! time ([`tune::search`]). The engine owns ordering, repeats, resume (points
-//! already done are skipped) and stopping on a signal; a source owns only
-//! how one plan is measured, a sink only where records go.
+//! Bandwidth: jobs (settings already resolved into plans) go through a
+//! [`Source`] and come out as [`Record`]s. `run` is the one-job case
+//! ([`Engine::measure`]), `sweep` the many-job case ([`Engine::run`]),
+//! `tune` a search that hands the engine one job at a time
+//! ([`tune::search`]). Latency: [`latency::measure`].
 
 pub mod exec;
 pub mod latency;
@@ -16,14 +17,14 @@ pub mod tune;
 
 pub use source::{FakeSource, Source, StreamSource};
 
-use crate::error::{Error, Result};
+pub use session::Session;
+
+use crate::error::Result;
 use crate::peak::Peak;
 use crate::placement::spellings::{self, Spellings};
 use crate::plan::Plan;
-use crate::results::file::ResultsFile;
-use crate::results::{Host, Measurement, PeakUse, Point, Record, RunResult};
+use crate::results::{Bandwidth, Measurement, PeakUse, Point, Record, RunResult};
 use crate::topology::Topology;
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Instant;
@@ -40,40 +41,6 @@ impl Job {
     /// The lines that reproduce this job's placement and memory policy.
     pub fn reproduce(&self) -> Spellings {
         spellings::spell_plan(&self.plan.cpus, &self.plan.mem)
-    }
-}
-
-/// Where records go as points complete.
-pub trait Sink {
-    fn write(&mut self, record: &Record) -> Result<()>;
-}
-
-impl Sink for ResultsFile {
-    fn write(&mut self, record: &Record) -> Result<()> {
-        self.append(record)
-            .map_err(|e| Error::Runtime(format!("writing results to {}: {e}", self.path.display())))
-    }
-}
-
-impl Sink for Vec<Record> {
-    fn write(&mut self, record: &Record) -> Result<()> {
-        self.push(record.clone());
-        Ok(())
-    }
-}
-
-/// Keeps every record in memory and also writes it to a file, when given.
-pub struct Collect {
-    pub records: Vec<Record>,
-    pub file: Option<ResultsFile>,
-}
-
-impl Sink for Collect {
-    fn write(&mut self, record: &Record) -> Result<()> {
-        if let Some(f) = &mut self.file {
-            f.write(record)?;
-        }
-        self.records.write(record)
     }
 }
 
@@ -99,15 +66,13 @@ pub struct Outcome {
     pub interrupted: bool,
 }
 
+/// The session of a bandwidth experiment.
+pub type BandwidthSession = Session<Point, Bandwidth>;
+
 pub struct Engine<'a> {
     topo: &'a Topology,
     source: &'a mut dyn Source,
-    experiment: &'static str,
-    host: Host,
     peak: Option<Peak>,
-    /// When the experiment started (RFC 3339): one value for all its records.
-    started: String,
-    stop: Stop,
     /// Other programs of a sweep (`--exec LABEL=...`), by label.
     programs: Vec<(String, Box<dyn Source>)>,
     clock: Instant,
@@ -116,22 +81,11 @@ pub struct Engine<'a> {
 }
 
 impl<'a> Engine<'a> {
-    /// `stop` is polled between repetitions (a signal handler sets it).
-    pub fn new(
-        topo: &'a Topology,
-        source: &'a mut dyn Source,
-        experiment: &'static str,
-        peak: Option<Peak>,
-        stop: Stop,
-    ) -> Engine<'a> {
+    pub fn new(topo: &'a Topology, source: &'a mut dyn Source, peak: Option<Peak>) -> Engine<'a> {
         Engine {
             topo,
             source,
-            experiment,
-            host: Host::describe(topo),
             peak,
-            started: crate::results::now(),
-            stop,
             programs: Vec::new(),
             clock: Instant::now(),
             measured_s: 0.0,
@@ -146,15 +100,6 @@ impl<'a> Engine<'a> {
     /// other than 0).
     pub fn reports(&self) -> bool {
         self.source.reports()
-    }
-
-    pub fn stopped(&self) -> bool {
-        self.stop.signal().is_some()
-    }
-
-    /// The signal that stopped the engine, if one did.
-    pub fn stop_signal(&self) -> Option<i32> {
-        self.stop.signal()
     }
 
     /// Wall time outside timed repetitions, as a share of the engine's life
@@ -200,15 +145,15 @@ impl<'a> Engine<'a> {
         Ok(m)
     }
 
-    /// Measures each job `repeat` times and writes one record per job,
-    /// skipping jobs whose point is in `done`. Stops after the current
-    /// repetition once `stop` is set; a job cut short is not written.
+    /// Measures each job `repeat` times and keeps one record per job in
+    /// `session`, skipping jobs whose point the session has (a resumed
+    /// file). Stops after the current repetition once the session's stop is
+    /// set; a job cut short is not kept.
     pub fn run(
         &mut self,
         jobs: &[Job],
         repeat: usize,
-        done: &HashSet<String>,
-        sink: &mut dyn Sink,
+        session: &mut BandwidthSession,
         on_run: &mut dyn FnMut(&Job, &RunResult),
     ) -> Result<Outcome> {
         let mut outcome = Outcome {
@@ -216,20 +161,21 @@ impl<'a> Engine<'a> {
             skipped: 0,
             interrupted: false,
         };
+        let stopped = |s: &BandwidthSession| s.signal().is_some();
         for job in jobs {
-            if self.stopped() {
+            if stopped(session) {
                 break;
             }
-            if done.contains(&job.point.key()) {
+            if session.skip(&job.point) {
                 outcome.skipped += 1;
                 continue;
             }
             let mut runs = Vec::with_capacity(repeat);
-            while runs.len() < repeat && !self.stopped() {
+            while runs.len() < repeat && !stopped(session) {
                 let program = job.point.program.clone();
                 let r =
                     RunResult::from_measurement(&self.measure_for(&job.plan, program.as_deref())?);
-                if self.stopped() {
+                if stopped(session) {
                     // A program killed by the signal, or a run it cut into: not kept.
                     break;
                 }
@@ -239,15 +185,17 @@ impl<'a> Engine<'a> {
             if runs.len() < repeat {
                 break;
             }
-            sink.write(&self.record(job, runs))?;
+            let (point, payload) = self.payload(job, runs);
+            session.keep(point, payload)?;
             outcome.written += 1;
         }
-        outcome.interrupted = self.stopped();
+        outcome.interrupted = stopped(session);
         Ok(outcome)
     }
 
-    /// One results-file line for a measured job.
-    pub fn record(&self, job: &Job, runs: Vec<RunResult>) -> Record {
+    /// What a measured job's record holds: its point (with a program's own
+    /// sizes) and its payload.
+    pub fn payload(&self, job: &Job, runs: Vec<RunResult>) -> (Point, Bandwidth) {
         let peak = self.peak_use(&job.plan.cpus, []);
         let point = match runs.last().and_then(|r| r.program.as_ref()) {
             Some(program) => job.point.clone().with_program_sizes(program),
@@ -257,21 +205,16 @@ impl<'a> Engine<'a> {
             Some(p) if self.programs.iter().any(|(l, _)| l == p) => "exec",
             _ => self.source.name(),
         };
-        Record::new(
-            self.experiment,
-            &self.started,
-            &self.host,
-            point,
-            crate::results::Bandwidth {
-                source: source.into(),
-                stats: Record::stats_of(&runs),
-                peak_gb_s: peak.as_ref().map(|p| p.used_gb_s),
-                peak_source: peak.map(|p| p.peak.detail),
-                cache_per_thread: self.topo.cache_per_thread(&job.plan.cpus),
-                reproduce: Some(job.reproduce()),
-                runs,
-            },
-        )
+        let payload = Bandwidth {
+            source: source.into(),
+            stats: Record::stats_of(&runs),
+            peak_gb_s: peak.as_ref().map(|p| p.used_gb_s),
+            peak_source: peak.map(|p| p.peak.detail),
+            cache_per_thread: self.topo.cache_per_thread(&job.plan.cpus),
+            reproduce: Some(job.reproduce()),
+            runs,
+        };
+        (point, payload)
     }
 }
 
@@ -314,23 +257,35 @@ mod tests {
         FakeSource::parse("2").unwrap()
     }
 
+    fn session(file: Option<crate::results::file::ResultsFile>) -> BandwidthSession {
+        let topo = Topology::live().unwrap();
+        Session::new(
+            "sweep",
+            crate::results::Host::describe(&topo),
+            Stop::default(),
+            file,
+        )
+    }
+
     #[test]
     fn every_job_becomes_one_record_with_its_repeats() {
         let topo = Topology::live().unwrap();
         let jobs = jobs(&topo);
         let mut source = fake();
-        let mut engine = Engine::new(&topo, &mut source, "sweep", None, Default::default());
-        let mut sink: Vec<Record> = Vec::new();
+        let mut engine = Engine::new(&topo, &mut source, None);
+        let mut sink = session(None);
         let mut runs = 0;
         let outcome = engine
-            .run(&jobs, 3, &HashSet::new(), &mut sink, &mut |_, _| runs += 1)
+            .run(&jobs, 3, &mut sink, &mut |_, _| runs += 1)
             .unwrap();
         assert_eq!(outcome.written, jobs.len());
         assert_eq!(runs, 3 * jobs.len());
         assert!(!outcome.interrupted);
-        for (r, job) in sink.iter().zip(&jobs) {
+        let records = &sink.records;
+        for (r, job) in records.iter().zip(&jobs) {
             assert_eq!(r.point, job.point);
-            assert_eq!(r.started, sink[0].started);
+            assert_eq!(r.started, records[0].started);
+            assert_eq!(r.experiment, "sweep");
             assert_eq!(r.source, "fake");
             let s = r.stats[&KernelId::Triad];
             assert_eq!(s.n, 3);
@@ -345,32 +300,44 @@ mod tests {
     }
 
     #[test]
-    fn points_already_done_are_skipped() {
+    fn points_already_in_a_resumed_file_are_skipped() {
         let topo = Topology::live().unwrap();
         let jobs = jobs(&topo);
-        let done: HashSet<String> = jobs[..2].iter().map(|j| j.point.key()).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
         let mut source = fake();
-        let mut engine = Engine::new(&topo, &mut source, "sweep", None, Default::default());
-        let mut sink: Vec<Record> = Vec::new();
-        let outcome = engine
-            .run(&jobs, 1, &done, &mut sink, &mut |_, _| {})
+        let mut engine = Engine::new(&topo, &mut source, None);
+        let file = crate::results::file::ResultsFile::create(&path).unwrap();
+        let mut first = session(Some(file));
+        engine
+            .run(&jobs[..2], 1, &mut first, &mut |_, _| {})
             .unwrap();
+        drop(first);
+        let (file, _) = crate::results::file::ResultsFile::resume(&path).unwrap();
+        let mut sink = session(Some(file));
+        let outcome = engine.run(&jobs, 1, &mut sink, &mut |_, _| {}).unwrap();
         assert_eq!((outcome.written, outcome.skipped), (jobs.len() - 2, 2));
-        assert!(sink.iter().all(|r| !done.contains(&r.point.key())));
+        assert!(
+            sink.records
+                .iter()
+                .all(|r| jobs[..2].iter().all(|j| j.point != r.point))
+        );
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        assert_eq!(lines, jobs.len());
     }
 
     #[test]
     fn a_stop_keeps_completed_points_and_drops_the_one_cut_short() {
         let topo = Topology::live().unwrap();
         let jobs = jobs(&topo);
-        let stop = Stop::default();
         let mut source = fake();
-        let mut engine = Engine::new(&topo, &mut source, "sweep", None, stop.clone());
-        let mut sink: Vec<Record> = Vec::new();
+        let mut engine = Engine::new(&topo, &mut source, None);
+        let mut sink = session(None);
+        let stop = sink.stop.clone();
         let mut runs = 0;
         // The signal arrives during the second run of the second point.
         let outcome = engine
-            .run(&jobs, 2, &HashSet::new(), &mut sink, &mut |_, _| {
+            .run(&jobs, 2, &mut sink, &mut |_, _| {
                 runs += 1;
                 if runs == 3 {
                     stop.request(15);
@@ -379,8 +346,8 @@ mod tests {
             .unwrap();
         assert!(outcome.interrupted);
         assert_eq!(outcome.written, 1);
-        assert_eq!(sink.len(), 1);
-        assert_eq!(sink[0].point, jobs[0].point);
+        assert_eq!(sink.records.len(), 1);
+        assert_eq!(sink.records[0].point, jobs[0].point);
     }
 
     #[test]
@@ -397,25 +364,30 @@ mod tests {
         )
         .unwrap();
         assert!(trials.len() >= 2);
+        assert!(
+            trials[0].baseline
+                && trials[1..]
+                    .iter()
+                    .all(|t| !t.baseline || t.job.point.stores != trials[0].job.point.stores)
+        );
         let mut source = FakeSource::parse("2,delay=30ms").unwrap();
-        let mut engine = Engine::new(&topo, &mut source, "tune", None, Default::default());
-        let collect = Collect {
-            records: Vec::new(),
-            file: None,
-        };
+        let mut engine = Engine::new(&topo, &mut source, None);
+        let mut sink = session(None);
         // Room for the first trial only: each takes at least 60 ms.
         let searched = tune::search(
             &mut engine,
+            &mut sink,
             &trials,
             2,
             std::time::Duration::from_millis(70),
-            collect,
             &mut |_, _| {},
         )
         .unwrap();
         assert_eq!(searched.tried, 1);
-        assert_eq!(searched.records.len(), 1);
-        let ranked = tune::ranking(&searched.records, KernelId::Triad);
+        assert_eq!(sink.records.len(), 1);
+        let ranked = tune::ranking(&sink.records, KernelId::Triad);
         assert_eq!(ranked[0].0.point, trials[0].job.point);
+        let base = tune::baseline(&trials, &sink.records, KernelId::Triad);
+        assert_eq!(base.map(|r| &r.point), Some(&trials[0].job.point));
     }
 }

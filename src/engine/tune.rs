@@ -2,7 +2,7 @@
 //! budget for the best sustained rate of one kernel, and say how to get it
 //! in the user's own application.
 
-use super::{Collect, Engine, Job};
+use super::{BandwidthSession, Engine, Job};
 use crate::error::Result;
 use crate::kernels::KernelId;
 use crate::memory::policy::MemPolicy;
@@ -152,9 +152,8 @@ pub fn trials(topo: &Topology, spec: &TuneSpec) -> Result<Vec<Trial>> {
     Ok(out)
 }
 
-/// How a search ended.
+/// How a search ended (its records are in the session).
 pub struct Searched {
-    pub records: Vec<Record>,
     /// Candidates measured (the last may be cut short by a signal).
     pub tried: usize,
     pub elapsed: Duration,
@@ -187,35 +186,28 @@ pub fn mpi_map<'t>(trials: &'t [Trial], record: &Record) -> Option<&'t str> {
 
 /// Measures trials in order until the budget would be overrun: a trial is
 /// skipped when the slowest so far would not fit in what is left (the first
-/// always runs). Records go to `sink` and are kept.
+/// always runs). Records are kept in `session`.
 pub fn search(
     engine: &mut Engine,
+    session: &mut BandwidthSession,
     trials: &[Trial],
     repeat: usize,
     budget: Duration,
-    mut sink: Collect,
     on_run: &mut dyn FnMut(&Job, &RunResult),
 ) -> Result<Searched> {
     let start = Instant::now();
     let mut slowest = Duration::ZERO;
     let mut tried = 0;
     for trial in trials {
-        if engine.stopped() || (tried > 0 && start.elapsed() + slowest > budget) {
+        if session.signal().is_some() || (tried > 0 && start.elapsed() + slowest > budget) {
             break;
         }
         let t0 = Instant::now();
-        engine.run(
-            std::slice::from_ref(&trial.job),
-            repeat,
-            &Default::default(),
-            &mut sink,
-            on_run,
-        )?;
+        engine.run(std::slice::from_ref(&trial.job), repeat, session, on_run)?;
         slowest = slowest.max(t0.elapsed());
         tried += 1;
     }
     Ok(Searched {
-        records: sink.records,
         tried,
         elapsed: start.elapsed(),
     })
