@@ -44,7 +44,10 @@ pub struct Plan {
     pub elements: usize,
     pub ntimes: usize,
     pub kernels: Vec<KernelId>,
-    pub fns: KernelFns,
+    /// The kernels' instruction set and store instructions, checked
+    /// available: a backend picks its implementation from them.
+    pub isa: Isa,
+    pub stores: StoreMode,
     /// CPU of each thread, by thread number.
     pub cpus: Vec<usize>,
     /// NUMA node of each of those CPUs (for judging first-touch placement).
@@ -150,7 +153,8 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
     let used = cpus.iter().copied().collect();
     let array_bytes = Bytes(elements as u64 * ELEMENT_BYTES);
     let (stores, stores_reason) = resolve_stores(s.stores, isa, array_bytes, topo.llc_sum(&used));
-    let fns = KernelFns::select(isa, stores)?;
+    // Refused here, before anything runs, when this CPU lacks it.
+    KernelFns::select(isa, stores)?;
     if s.measure.hugepages == Hugepages::Thp && topo.memory.thp_mode.as_deref() == Some("never") {
         return Err(Error::input(
             Input::Hugepages,
@@ -168,7 +172,8 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         elements,
         ntimes: s.measure.ntimes,
         kernels,
-        fns,
+        isa,
+        stores,
         cpu_nodes: cpus.iter().map(|&c| topo.cpu(c).map(|x| x.node)).collect(),
         cpus,
         hugepages: s.measure.hugepages,

@@ -38,11 +38,12 @@ impl Backend for CpuTeam {
         if plan.hugepages != Hugepages::Never {
             arrays.split_hugepages_at(&ranges, &plan.mem)?;
         }
+        let fns = KernelFns::select(plan.isa, plan.stores)?;
         let orders = Orders::new(plan.cpus.len());
         let driver = Mutex::new(Some(driver));
         let outcome = team::run(&plan.cpus, arrays.chunks(&ranges), |m, chunk| {
             let mut part = Part {
-                fns: &plan.fns,
+                fns: &fns,
                 chunk,
                 sums: Sums::default(),
             };

@@ -98,6 +98,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         label: format!("{label} · {}", point.label()),
         point,
         plan,
+        by: crate::engine::By::Engine,
     };
     // The user's own placement variables go to the program untouched.
     let keep: BTreeSet<String> = vars.0.iter().map(|(k, _)| k.to_string()).collect();

@@ -445,6 +445,7 @@ fn run(args: RunArgs) -> Result<()> {
             ),
             plan: plan.clone(),
             label: String::new(),
+            by: crate::engine::By::Engine,
         };
         let (point, payload) = engine.payload(
             &job,

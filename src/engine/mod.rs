@@ -35,6 +35,18 @@ pub struct Job {
     pub plan: Plan,
     /// For progress lines: `spread × 4 · local · 1 MiB/thread`.
     pub label: String,
+    /// What measures it.
+    pub by: By,
+}
+
+/// Which source measures a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum By {
+    /// The engine's own source (membw's kernels, or the fake).
+    #[default]
+    Engine,
+    /// The engine's `n`-th program (`sweep --exec`), see [`Engine::with_programs`].
+    Program(usize),
 }
 
 impl Job {
@@ -119,28 +131,28 @@ impl<'a> Engine<'a> {
         Some(PeakUse::new(self.peak.clone()?, self.topo, cpus, rates))
     }
 
-    /// Adds the programs a sweep measures besides membw's kernels; a point
-    /// whose `program` names one is measured by it.
+    /// Adds the programs a sweep measures besides membw's kernels; a job
+    /// `By::Program(n)` is measured by the `n`-th.
     pub fn with_programs(mut self, programs: Vec<(String, Box<dyn Source>)>) -> Self {
         self.programs = programs;
         self
     }
 
-    /// The source of a point: the program it names, else the engine's own.
-    fn source_for(&mut self, program: Option<&str>) -> &mut dyn Source {
-        match program.and_then(|p| self.programs.iter_mut().find(|(l, _)| l == p)) {
-            Some((_, s)) => s.as_mut(),
-            None => &mut *self.source,
+    /// The source of a job.
+    fn source_for(&mut self, by: By) -> &mut dyn Source {
+        match by {
+            By::Program(n) if n < self.programs.len() => self.programs[n].1.as_mut(),
+            _ => &mut *self.source,
         }
     }
 
     /// Measures one plan: the only place a source is called.
     pub fn measure(&mut self, plan: &Plan) -> Result<Measurement> {
-        self.measure_for(plan, None)
+        self.measure_by(plan, By::Engine)
     }
 
-    fn measure_for(&mut self, plan: &Plan, program: Option<&str>) -> Result<Measurement> {
-        let m = self.source_for(program).measure(plan)?;
+    fn measure_by(&mut self, plan: &Plan, by: By) -> Result<Measurement> {
+        let m = self.source_for(by).measure(plan)?;
         self.measured_s += m.measured_s();
         Ok(m)
     }
@@ -172,9 +184,7 @@ impl<'a> Engine<'a> {
             }
             let mut runs = Vec::with_capacity(repeat);
             while runs.len() < repeat && !stopped(session) {
-                let program = job.point.program.clone();
-                let r =
-                    RunResult::from_measurement(&self.measure_for(&job.plan, program.as_deref())?);
+                let r = RunResult::from_measurement(&self.measure_by(&job.plan, job.by)?);
                 if stopped(session) {
                     // A program killed by the signal, or a run it cut into: not kept.
                     break;
@@ -201,8 +211,8 @@ impl<'a> Engine<'a> {
             Some(program) => job.point.clone().with_program_sizes(program),
             None => job.point.clone(),
         };
-        let source = match &job.point.program {
-            Some(p) if self.programs.iter().any(|(l, _)| l == p) => "exec",
+        let source = match job.by {
+            By::Program(n) if n < self.programs.len() => self.programs[n].1.name(),
             _ => self.source.name(),
         };
         let payload = Bandwidth {
@@ -289,7 +299,7 @@ mod tests {
             assert_eq!(r.source, "fake");
             let s = r.stats[&KernelId::Triad];
             assert_eq!(s.n, 3);
-            let nt = if job.plan.fns.stores == crate::kernels::StoreMode::Nt {
+            let nt = if job.plan.stores == crate::kernels::StoreMode::Nt {
                 1.25
             } else {
                 1.0

@@ -86,7 +86,7 @@ impl FakeSource {
 
     /// The rate this source reports for a plan, GB/s.
     pub fn rate(&self, plan: &Plan) -> f64 {
-        let stores = if plan.fns.stores == StoreMode::Nt {
+        let stores = if plan.stores == StoreMode::Nt {
             1.25
         } else {
             1.0
@@ -109,7 +109,7 @@ impl Source for FakeSource {
             .iter()
             .map(|&k: &KernelId| {
                 let seconds = k.spec().bytes_counted() as f64 * calls as f64 / rate;
-                kernel_statistics(k, plan.fns.stores, calls, vec![seconds; plan.ntimes])
+                kernel_statistics(k, plan.stores, calls, vec![seconds; plan.ntimes])
             })
             .collect();
         let min_kernel_ticks = results

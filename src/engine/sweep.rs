@@ -170,7 +170,12 @@ pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
                     + &size.map_or(String::new(), |ws| {
                         format!(" · {}/thread", crate::units::Bytes(ws))
                     });
-                jobs.push(Job { point, plan, label });
+                jobs.push(Job {
+                    point,
+                    plan,
+                    label,
+                    by: super::By::Engine,
+                });
             }
         }
     }
@@ -265,6 +270,7 @@ pub fn with_programs(
                     point: j.point.clone(),
                     plan: j.plan.clone(),
                     label: j.label.clone(),
+                    by: super::By::Engine,
                 }));
                 continue;
             }
@@ -283,6 +289,7 @@ pub fn with_programs(
                     label: format!("{label} · {}", point.label()),
                     point,
                     plan: j.plan.clone(),
+                    by: super::By::Program(sources.len()),
                 });
             }
         }

@@ -143,7 +143,12 @@ pub fn trials(topo: &Topology, spec: &TuneSpec) -> Result<Vec<Trial>> {
                 && c.request.threads.is_none()
                 && !c.request.smt;
             out.push(Trial {
-                job: Job { point, plan, label },
+                job: Job {
+                    point,
+                    plan,
+                    label,
+                    by: super::By::Engine,
+                },
                 mpi_map: c.mpi_map.clone(),
                 baseline,
             });

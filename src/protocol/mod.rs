@@ -202,7 +202,7 @@ fn measure_with(
             let times = d.times[k * plan.ntimes..(k + 1) * plan.ntimes].to_vec();
             kernel_statistics(
                 kernel,
-                plan.fns.stores,
+                plan.stores,
                 plan.elements * plan.inner_repeats,
                 times,
             )
@@ -269,8 +269,8 @@ pub fn planned(
         arrays: plan.arrays_needed().len(),
         ntimes: plan.ntimes,
         inner_repeats: plan.inner_repeats,
-        isa: Some(plan.fns.isa),
-        stores: Some(plan.fns.stores),
+        isa: Some(plan.isa),
+        stores: Some(plan.stores),
         hugepages: plan.hugepages,
         mem_policy: plan.mem.to_string(),
         threads,

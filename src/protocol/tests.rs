@@ -1,6 +1,6 @@
 use super::*;
 use crate::backend::ArrayErrors;
-use crate::kernels::{Isa, KernelFns, STREAM_KERNELS, StoreMode};
+use crate::kernels::{Isa, STREAM_KERNELS, StoreMode};
 use crate::memory::Hugepages;
 use crate::memory::policy::MemPolicy;
 use crate::results::require_valid;
@@ -78,7 +78,8 @@ fn small_plan(kernels: Vec<KernelId>, stores: StoreMode) -> Plan {
         elements: 100_003,
         ntimes: 3,
         kernels,
-        fns: KernelFns::select(Isa::best(), stores).unwrap(),
+        isa: Isa::best(),
+        stores,
         cpus: vec![cpu, cpu],
         cpu_nodes: vec![None, None],
         hugepages: Hugepages::Auto,

@@ -293,7 +293,7 @@ impl MeasurementSource for MpiSource {
             .ok_or_else(|| Error::Runtime("no rank measured a kernel".into()))?;
         // The table STREAM prints is the aggregate; rank 0's own threads,
         // pages and timer checks stay as they are.
-        m.results = ranks.aggregate_results(plan.fns.stores);
+        m.results = ranks.aggregate_results(plan.stores);
         m.array_elements = ranks.ranks.iter().map(|r| r.elements).sum();
         m.bytes_per_array = m.array_elements * crate::units::ELEMENT_BYTES;
         m.validation.passed = ranks.failed_validation().is_empty();
