@@ -27,8 +27,8 @@ pub(crate) struct LatencyArgs {
 
     /// Working sets: a list (32KiB,1MiB,256MiB) or a doubling range (4KiB..1GiB);
     /// --numa-matrix and --loaded use the largest
-    #[arg(long, default_value = "4KiB..256MiB")]
-    sizes: String,
+    #[arg(long, default_value = "4KiB..256MiB", value_parser = parse_working_sets)]
+    sizes: WorkingSets,
 
     /// Memory policy of the working set (local, bind:N, interleave:all, preferred:N)
     #[arg(long, default_value = "local", conflicts_with = "numa_matrix")]
@@ -63,14 +63,15 @@ pub(crate) struct LatencyArgs {
         long,
         requires = "loaded",
         default_value = "read,2:1,3:1,copy,nt-write",
+        value_parser = parse_mixes,
         help_heading = "Studies"
     )]
-    mix: String,
+    mix: Mixes,
 
     /// Delays after each cache line a load thread moves, heaviest first
     /// [default: 10us,3us,1us,500ns,250ns,120ns,60ns,30ns,10ns,0]
-    #[arg(long, requires = "loaded", help_heading = "Studies")]
-    delays: Option<String>,
+    #[arg(long, requires = "loaded", value_parser = parse_delays, help_heading = "Studies")]
+    delays: Option<Delays>,
 
     /// Bytes per array of each load thread [default: 4 × the last-level cache / load threads, at least 64MiB]
     #[arg(long, requires = "loaded", value_parser = crate::units::parse_array_size, help_heading = "Studies")]
@@ -100,6 +101,77 @@ pub(crate) struct LatencyArgs {
 /// than this says nothing new and takes minutes.
 const MAX_WORKING_SET: u64 = 64 << 30;
 
+/// `--sizes`, parsed and bounded: working sets in bytes.
+#[derive(Debug, Clone)]
+pub(crate) struct WorkingSets(Vec<u64>);
+
+fn parse_working_sets(text: &str) -> std::result::Result<WorkingSets, String> {
+    let sizes = crate::engine::sweep::parse_sizes(text)?;
+    if let Some(&bad) = sizes
+        .iter()
+        .find(|&&s| !(128..=MAX_WORKING_SET).contains(&s))
+    {
+        return Err(format!(
+            "{}: each working set must be between 128 B and {}",
+            Bytes(bad),
+            Bytes(MAX_WORKING_SET)
+        ));
+    }
+    if sizes.len() > 64 {
+        return Err("at most 64 working sets".into());
+    }
+    Ok(WorkingSets(sizes))
+}
+
+/// `--mix`, parsed: each mix once, in the order given.
+#[derive(Debug, Clone)]
+pub(crate) struct Mixes(Vec<Mix>);
+
+fn parse_mixes(text: &str) -> std::result::Result<Mixes, String> {
+    let mut mixes = Vec::new();
+    for name in text.split(',') {
+        let mix = Mix::parse(name).ok_or_else(|| {
+            format!(
+                "unknown mix '{}' (choose from read, 2:1, 3:1, copy, nt-write)",
+                name.trim()
+            )
+        })?;
+        if !mixes.contains(&mix) {
+            mixes.push(mix);
+        }
+    }
+    Ok(Mixes(mixes))
+}
+
+/// `--delays`, parsed: nanoseconds after each cache line, counted before
+/// they are parsed.
+#[derive(Debug, Clone)]
+pub(crate) struct Delays(Vec<f64>);
+
+fn parse_delays(text: &str) -> std::result::Result<Delays, String> {
+    if text.split(',').count() > MAX_DELAYS {
+        return Err(format!("at most {MAX_DELAYS} delays"));
+    }
+    let mut v = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        let d = if part == "0" {
+            Duration::ZERO
+        } else {
+            humantime::parse_duration(part)
+                .map_err(|e| format!("'{part}' is not a duration: {e}"))?
+        };
+        if d > MAX_DELAY {
+            return Err(format!(
+                "'{part}' is over {} (no load at all)",
+                humantime::format_duration(MAX_DELAY)
+            ));
+        }
+        v.push(d.as_nanos() as f64);
+    }
+    Ok(Delays(v))
+}
+
 pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     super::common::check_format(&args.format, "latency")?;
     let topo = super::common::read_topology(None)?;
@@ -111,21 +183,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
             .first()
             .ok_or_else(|| Error::Runtime("no CPU may be used".into()))?,
     };
-    let mut sizes = crate::engine::sweep::parse_sizes(&args.sizes)
-        .map_err(|e| Error::Usage(format!("--sizes {e}")))?;
-    if let Some(&bad) = sizes
-        .iter()
-        .find(|&&s| !(128..=MAX_WORKING_SET).contains(&s))
-    {
-        return Err(Error::Usage(format!(
-            "--sizes {}: each working set must be between 128 B and {}",
-            Bytes(bad),
-            Bytes(MAX_WORKING_SET)
-        )));
-    }
-    if sizes.len() > 64 {
-        return Err(Error::Usage("--sizes: at most 64 working sets".into()));
-    }
+    let mut sizes = args.sizes.0.clone();
     if args.numa_matrix || args.loaded {
         let largest = sizes.iter().copied().max().unwrap_or(256 << 20);
         sizes = vec![largest];
@@ -315,47 +373,10 @@ fn loaded_plan(
             topo.allowed_cpus
         )));
     }
-    let mut mixes = Vec::new();
-    for name in args.mix.split(',') {
-        let mix = Mix::parse(name).ok_or_else(|| {
-            Error::Usage(format!(
-                "--mix {}: unknown mix '{}' (choose from read, 2:1, 3:1, copy, nt-write)",
-                args.mix,
-                name.trim()
-            ))
-        })?;
-        if !mixes.contains(&mix) {
-            mixes.push(mix);
-        }
-    }
+    let mixes = args.mix.0.clone();
     let delays_ns: Vec<f64> = match &args.delays {
         None => load::DEFAULT_DELAYS_NS.to_vec(),
-        Some(text) => {
-            if text.split(',').count() > MAX_DELAYS {
-                return Err(Error::Usage(format!(
-                    "--delays: at most {MAX_DELAYS} delays"
-                )));
-            }
-            let mut v = Vec::new();
-            for part in text.split(',') {
-                let part = part.trim();
-                let d = if part == "0" {
-                    Duration::ZERO
-                } else {
-                    humantime::parse_duration(part).map_err(|e| {
-                        Error::Usage(format!("--delays {text}: '{part}' is not a duration: {e}"))
-                    })?
-                };
-                if d > MAX_DELAY {
-                    return Err(Error::Usage(format!(
-                        "--delays {text}: '{part}' is over {} (no load at all)",
-                        humantime::format_duration(MAX_DELAY)
-                    )));
-                }
-                v.push(d.as_nanos() as f64);
-            }
-            v
-        }
+        Some(delays) => delays.0.clone(),
     };
     let isa = match args.isa.isa() {
         Some(isa) => isa,
