@@ -135,7 +135,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
     }
     // Runs across MPI ranks (`mpirun ... membw run -o FILE`): their nodes.
     for record in &records {
-        if let Some(ranks) = record.runs.iter().rev().find_map(|r| r.ranks.as_ref()) {
+        if let Some(ranks) = record.runs.iter().rev().find_map(|r| r.ranks()) {
             print(&format!(
                 "\n{} ({}):\n{}",
                 record.point.label(),

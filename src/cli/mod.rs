@@ -429,7 +429,7 @@ fn run(args: RunArgs) -> Result<()> {
         peak,
         spellings::spell_plan(&plan.cpus, &plan.mem),
     );
-    if report.measurement.ranks.is_some() {
+    if report.measurement.ranks().is_some() {
         // Rank 0's sockets are not the ranks' sockets: the per-node table
         // carries each node's share of its peak instead.
         report.peak = None;

@@ -12,7 +12,9 @@ use crate::memory::Hugepages;
 use crate::memory::policy::{self, PagePlacement, Policy};
 use crate::plan::Plan;
 use crate::results::Measurement;
-use crate::results::measurement::{KernelResult, ThreadPlacement, TimerCheck, Validation};
+use crate::results::measurement::{
+    KernelResult, ProgramRun, SourceDetail, ThreadPlacement, TimerCheck, Validation,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -174,7 +176,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
         setup_s: 0.0,
         total_s: ran.wall_s,
         warnings,
-        program: Some(crate::results::measurement::ProgramRun {
+        detail: Some(SourceDetail::Program(ProgramRun {
             exit_code: ran.code,
             signal: ran.signal,
             timed_out: ran.timed_out,
@@ -189,8 +191,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
             array_elements: out.as_ref().and_then(|o| o.array_elements),
             element_bytes: out.as_ref().and_then(|o| o.element_bytes),
             ntimes: out.as_ref().and_then(|o| o.ntimes).map(|n| n as usize),
-        }),
-        ranks: None,
+        })),
     }
 }
 

@@ -207,7 +207,7 @@ impl<'a> Engine<'a> {
     /// sizes) and its payload.
     pub fn payload(&self, job: &Job, runs: Vec<RunResult>) -> (Point, Bandwidth) {
         let peak = self.peak_use(&job.plan.cpus, []);
-        let point = match runs.last().and_then(|r| r.program.as_ref()) {
+        let point = match runs.last().and_then(|r| r.program()) {
             Some(program) => job.point.clone().with_program_sizes(program),
             None => job.point.clone(),
         };

@@ -281,8 +281,7 @@ pub fn planned(
         setup_s: 0.0,
         total_s: 0.0,
         warnings: Vec::new(),
-        program: None,
-        ranks: None,
+        detail: None,
     }
 }
 

@@ -308,7 +308,7 @@ impl MeasurementSource for MpiSource {
                 "{o}: the ranks fight over those cores; bind each rank to its own (mpirun --bind-to core, srun --cpu-bind=cores)"
             ));
         }
-        m.ranks = Some(ranks);
+        m.detail = Some(crate::results::measurement::SourceDetail::Ranks(ranks));
         Ok(m)
     }
 }

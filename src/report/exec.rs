@@ -91,7 +91,7 @@ pub fn text(view: &ExecView) -> String {
 fn watch_line(runs: &[RunResult], cpus: usize) -> String {
     let (watch, wall) = runs
         .iter()
-        .filter_map(|run| Some((run.program.as_ref()?.watch_cpu_s, run.total_s)))
+        .filter_map(|run| Some((run.program()?.watch_cpu_s, run.total_s)))
         .fold((0.0, 0.0), |(w, t), (rw, rt)| (w + rw, t + rt));
     let share = if wall > 0.0 {
         100.0 * watch / (wall * cpus.max(1) as f64)

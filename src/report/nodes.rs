@@ -27,7 +27,7 @@ fn as_rank(index: usize, doc: &RunReport) -> RankRun {
 pub fn merge(docs: &[(PathBuf, RunReport)], outlier: f64) -> Result<Ranks, String> {
     let mut seen: BTreeMap<&str, &Path> = BTreeMap::new();
     for (path, doc) in docs {
-        if doc.measurement.ranks.is_some() {
+        if doc.measurement.ranks().is_some() {
             return Err(format!(
                 "{}: an MPI run; merge either per-node files or MPI runs, not both",
                 path.display()
@@ -59,7 +59,7 @@ pub fn document(
 ) -> Result<(String, Vec<Plot>), String> {
     let mpi: Vec<(&PathBuf, &Ranks)> = docs
         .iter()
-        .filter_map(|(p, d)| Some((p, d.measurement.ranks.as_ref()?)))
+        .filter_map(|(p, d)| Some((p, d.measurement.ranks()?)))
         .collect();
     let mut out = String::new();
     let mut svgs: Vec<(String, String)> = Vec::new();
@@ -145,7 +145,7 @@ pub fn compare(a: &RunReport, b: &RunReport, markdown: bool) -> String {
             ])
         })
         .collect();
-    if let (Some(na), Some(nb)) = (&a.measurement.ranks, &b.measurement.ranks) {
+    if let (Some(na), Some(nb)) = (a.measurement.ranks(), b.measurement.ranks()) {
         for n in &na.nodes {
             if let Some(m) = nb.nodes.iter().find(|m| m.host == n.host) {
                 rows.push([

@@ -72,7 +72,7 @@ pub fn render(report: &RunReport) -> String {
     let _ = writeln!(o, "{RULE}");
     let _ = writeln!(o, "Number of Threads requested = {}", m.threads.len());
     let _ = writeln!(o, "Number of Threads counted = {}", m.threads.len());
-    if let Some(ranks) = &m.ranks {
+    if let Some(ranks) = m.ranks() {
         let _ = writeln!(
             o,
             "MPI ranks = {} (array size: all ranks together; threads, placement and pages: rank 0's)",
@@ -147,12 +147,12 @@ pub fn render(report: &RunReport) -> String {
         let _ = writeln!(o, "Failed Validation (see the error below)");
     }
     let _ = writeln!(o, "{RULE}");
-    if let Some(ranks) = &m.ranks {
+    if let Some(ranks) = m.ranks() {
         o.push_str(&super::ranks::render(ranks));
         let _ = writeln!(o, "{RULE}");
     }
     o.push_str(&summary(m, report.peak.as_ref()));
-    if m.ranks.is_none() {
+    if m.ranks().is_none() {
         // Rank 0's placement alone would not reproduce a multi-rank run.
         o.push_str(&super::reproduce_block(
             "Reproduce this placement:",

@@ -122,13 +122,37 @@ pub struct Measurement {
     /// Setup, repetitions and validation together.
     pub total_s: f64,
     pub warnings: Vec<String>,
-    /// For another program's run: how it ended and the end of what it printed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub program: Option<ProgramRun>,
-    /// For a run across MPI ranks: every rank, the nodes and the aggregate
-    /// (the results above are then the aggregate's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ranks: Option<super::ranks::Ranks>,
+    /// What the source adds beyond the rates, by kind of source (in JSON,
+    /// a `program` or a `ranks` field; neither for membw's own kernels).
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<SourceDetail>,
+}
+
+/// What a kind of source records beyond the rates.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceDetail {
+    /// Another program's run (`membw exec`): how it ended and the end of
+    /// what it printed.
+    Program(ProgramRun),
+    /// A run across MPI ranks: every rank, the nodes and the aggregate (the
+    /// results are then the aggregate's).
+    Ranks(super::ranks::Ranks),
+}
+
+impl SourceDetail {
+    pub fn program(detail: &Option<SourceDetail>) -> Option<&ProgramRun> {
+        match detail {
+            Some(SourceDetail::Program(p)) => Some(p),
+            _ => None,
+        }
+    }
+    pub fn ranks(detail: &Option<SourceDetail>) -> Option<&super::ranks::Ranks> {
+        match detail {
+            Some(SourceDetail::Ranks(r)) => Some(r),
+            _ => None,
+        }
+    }
 }
 
 /// How another program's run ended, and the tails of its output.
@@ -156,6 +180,15 @@ pub struct ProgramRun {
 }
 
 impl Measurement {
+    /// Another program's run, for `membw exec`.
+    pub fn program(&self) -> Option<&ProgramRun> {
+        SourceDetail::program(&self.detail)
+    }
+    /// Every rank, for a run across MPI ranks.
+    pub fn ranks(&self) -> Option<&super::ranks::Ranks> {
+        SourceDetail::ranks(&self.detail)
+    }
+
     pub fn result(&self, kernel: KernelId) -> Option<&KernelResult> {
         self.results.iter().find(|r| r.kernel == kernel)
     }
@@ -217,7 +250,7 @@ pub fn require_valid(m: &Measurement) -> Result<()> {
     if let Some(e) = m.validation.dot_rel_error.filter(|&e| off(e)) {
         parts.push(format!("dot kernel sum off by {e:.3e}"));
     }
-    if let Some(ranks) = &m.ranks {
+    if let Some(ranks) = m.ranks() {
         parts.extend(ranks.ranks.iter().filter(|r| !r.validated).map(|r| {
             format!(
                 "rank {} ({}): {}",

@@ -283,15 +283,21 @@ pub struct RunResult {
     /// Seconds spent inside timed repetitions.
     pub measured_s: f64,
     pub warnings: Vec<String>,
-    /// For another program's run: its exit and the tails of its output.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub program: Option<measurement::ProgramRun>,
-    /// For a run across MPI ranks: every rank, the nodes and the aggregate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ranks: Option<super::ranks::Ranks>,
+    /// As the measurement's: another program's run, or every rank.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<measurement::SourceDetail>,
 }
 
 impl RunResult {
+    /// Another program's run, for `membw exec`.
+    pub fn program(&self) -> Option<&measurement::ProgramRun> {
+        measurement::SourceDetail::program(&self.detail)
+    }
+    /// Every rank, for a run across MPI ranks.
+    pub fn ranks(&self) -> Option<&ranks::Ranks> {
+        measurement::SourceDetail::ranks(&self.detail)
+    }
+
     pub fn from_measurement(m: &Measurement) -> RunResult {
         RunResult {
             cpus: m.threads.iter().map(|t| t.cpu).collect(),
@@ -310,8 +316,7 @@ impl RunResult {
             total_s: m.total_s,
             measured_s: m.measured_s(),
             warnings: m.warnings.clone(),
-            program: m.program.clone(),
-            ranks: m.ranks.clone(),
+            detail: m.detail.clone(),
         }
     }
 }
@@ -453,15 +458,4 @@ impl Record {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stats_use_the_sample_standard_deviation() {
-        let s = Stats::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
-        assert_eq!((s.mean, s.min, s.max, s.n), (5.0, 2.0, 9.0, 8));
-        assert!((s.sd - 2.138089935).abs() < 1e-6);
-        assert_eq!(Stats::of(&[3.0]).unwrap().sd, 0.0);
-        assert!(Stats::of(&[]).is_none());
-    }
-}
+mod tests;
