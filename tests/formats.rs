@@ -50,3 +50,42 @@ fn a_format_without_a_form_is_refused_before_anything_runs() {
     );
     usage_error(&["run", "--format", "yaml"], "yaml");
 }
+
+#[test]
+fn report_and_compare_share_the_format_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let f = file.to_str().unwrap();
+    stdout(&[
+        "sweep",
+        "--fake-source",
+        "4",
+        "--threads",
+        "1,2",
+        "--size",
+        "1M",
+        "-o",
+        f,
+    ]);
+    let plots = dir.path().join("p");
+    let p = plots.to_str().unwrap();
+    // --format markdown and the older --markdown print the same report.
+    let md = stdout(&["report", f, "--plots", p, "--format", "markdown"]);
+    assert!(md.starts_with("# membw report"), "{md}");
+    assert_eq!(md, stdout(&["report", f, "--plots", p, "--markdown"]));
+    let text = stdout(&["report", f, "--plots", p]);
+    assert!(
+        !text.starts_with('#') && text.contains("triad GB/s"),
+        "{text}"
+    );
+    let cmp = stdout(&["compare", f, f, "--format", "markdown"]);
+    assert!(cmp.contains("| point |") && cmp.contains("|---|"), "{cmp}");
+    usage_error(
+        &["report", f, "--format", "csv"],
+        "membw report has no csv form",
+    );
+    usage_error(
+        &["compare", f, f, "--format", "json"],
+        "membw compare has no json form",
+    );
+}

@@ -205,7 +205,7 @@ pub(crate) fn check_format(format: &str, command: &str) -> Result<()> {
 }
 
 /// The document in the format `--format` named.
-pub(crate) fn export(format: &str, doc: &crate::report::export::Document) -> Result<String> {
+pub(crate) fn render_as(format: &str, doc: &crate::report::export::Document) -> Result<String> {
     check_format(format, doc.command())?;
     let exporter = crate::report::export::by_name(format)
         .ok_or_else(|| Error::Usage(format!("--format {format}: unknown format")))?;

@@ -3,9 +3,10 @@
 //! reader, turned into tables, plots, Markdown and HTML.
 
 use super::args::parse_kernel;
-use super::common::{print, read_document, write_file, write_plots};
+use super::common::{check_format, print, read_document, render_as, write_file, write_plots};
 use crate::error::{Error, Result};
 use crate::kernels::KernelId;
+use crate::report::export::{self, Comparison};
 use crate::report::{self, study};
 use crate::results::read::Document;
 use crate::results::{Record, RunReport};
@@ -38,9 +39,23 @@ pub(crate) struct ReportArgs {
     #[arg(long)]
     png: bool,
 
-    /// Print a Markdown report (tables and links to the SVG plots) instead of plain tables
-    #[arg(long)]
+    /// Output format: text, or markdown (tables and links to the SVG plots)
+    #[arg(long, default_value = "text", value_parser = super::args::format_parser())]
+    format: String,
+
+    /// Same as --format markdown
+    #[arg(long, conflicts_with = "format")]
     markdown: bool,
+}
+
+impl ReportArgs {
+    fn format(&self) -> &str {
+        if self.markdown {
+            "markdown"
+        } else {
+            &self.format
+        }
+    }
 }
 
 /// The plots folder beside a results file: `sweep.jsonl` → `sweep-plots`.
@@ -66,6 +81,7 @@ fn run_documents(docs: Vec<(PathBuf, Document)>) -> Result<Vec<(PathBuf, RunRepo
 }
 
 pub(crate) fn report(args: ReportArgs) -> Result<()> {
+    check_format(args.format(), "report")?;
     let mut docs = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
         let doc = read_document(path).map_err(|e| match e {
@@ -83,12 +99,12 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             let dir = args.plots.clone().unwrap_or_else(|| plots_beside(&results));
             let plots = report::latency::plots(&records);
             write_plots(&dir, &plots, args.png)?;
-            return print(&report::latency::document(
-                &records,
-                &plots,
-                &dir,
-                args.markdown,
-            ));
+            let doc = export::Document::LatencyStudy {
+                records: &records,
+                plots: &plots,
+                dir: &dir,
+            };
+            return print(&render_as(args.format(), &doc)?);
         }
         Some(last) => {
             docs.push(last);
@@ -100,7 +116,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             });
             let (text, svgs) = report::nodes::document(&run_documents(docs)?, args.outlier)
                 .map_err(Error::Usage)?;
-            print(&text)?;
+            print(&render_as(args.format(), &export::Document::Nodes(&text))?)?;
             return write_plots(&plots, &svgs, args.png);
         }
         None => return Err(Error::Usage("no file to report on".into())),
@@ -119,20 +135,21 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
     let plots = report::plot::bandwidth::plots(&records, kernel);
     let dir = args.plots.clone().unwrap_or_else(|| plots_beside(&results));
     write_plots(&dir, &plots, args.png)?;
-    if args.markdown {
-        let links: Vec<(String, String)> = plots
-            .iter()
-            .map(|p| {
-                (
-                    p.title.clone(),
-                    dir.join(&p.file).to_string_lossy().into_owned(),
-                )
-            })
-            .collect();
-        print(&study::markdown(&records, kernel, &links))?;
-    } else {
-        print(&study::summary(&records, kernel, false))?;
-    }
+    let links: Vec<(String, String)> = plots
+        .iter()
+        .map(|p| {
+            (
+                p.title.clone(),
+                dir.join(&p.file).to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let doc = export::Document::Study {
+        records: &records,
+        kernel,
+        links: &links,
+    };
+    print(&render_as(args.format(), &doc)?)?;
     // Runs across MPI ranks (`mpirun ... membw run -o FILE`): their nodes.
     for record in &records {
         if let Some(ranks) = record.runs.iter().rev().find_map(|r| r.ranks()) {
@@ -164,18 +181,26 @@ pub(crate) struct CompareArgs {
     /// Kernel to compare [default: triad when measured]
     #[arg(long, value_parser = parse_kernel)]
     kernel: Option<KernelId>,
-    /// Print the table as Markdown
-    #[arg(long)]
+    /// Output format: text, or markdown
+    #[arg(long, default_value = "text", value_parser = super::args::format_parser())]
+    format: String,
+    /// Same as --format markdown
+    #[arg(long, conflicts_with = "format")]
     markdown: bool,
 }
 
 pub(crate) fn compare(args: CompareArgs) -> Result<()> {
+    let format = if args.markdown {
+        "markdown"
+    } else {
+        args.format.as_str()
+    };
+    check_format(format, "compare")?;
+    let show = |c: Comparison| print(&render_as(format, &export::Document::Compare(c))?);
     let (a, b) = match (read_document(&args.a)?, read_document(&args.b)?) {
-        (Document::Run(a), Document::Run(b)) => {
-            return print(&report::nodes::compare(&a, &b, args.markdown));
-        }
+        (Document::Run(a), Document::Run(b)) => return show(Comparison::Runs { a: &a, b: &b }),
         (Document::Latency(a), Document::Latency(b)) => {
-            return print(&report::latency::compare(&a, &b, args.markdown));
+            return show(Comparison::Latency { a: &a, b: &b });
         }
         (Document::Bandwidth(a), Document::Bandwidth(b)) => (a, b),
         (x, y) => {
@@ -194,5 +219,9 @@ pub(crate) fn compare(args: CompareArgs) -> Result<()> {
         None => study::primary_kernel(&both)
             .ok_or_else(|| Error::Usage("no kernel results in either file".into()))?,
     };
-    print(&study::compare(&a, &b, kernel, args.markdown))
+    show(Comparison::Bandwidth {
+        a: &a,
+        b: &b,
+        kernel,
+    })
 }

@@ -149,7 +149,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         kept: &keep,
         record,
     };
-    print(&super::common::export(
+    print(&super::common::render_as(
         &args.format,
         &crate::report::export::Document::Exec(view),
     )?)?;

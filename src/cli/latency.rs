@@ -296,7 +296,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         points: out.records.iter().map(|r| r.latency.clone()).collect(),
         records: std::mem::take(&mut out.records),
     };
-    print(&super::common::export(
+    print(&super::common::render_as(
         &args.format,
         &crate::report::export::Document::Latency(&doc),
     )?)?;

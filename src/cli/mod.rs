@@ -460,7 +460,7 @@ fn run(args: RunArgs) -> Result<()> {
     } else {
         args.format.as_str()
     };
-    print(&common::export(
+    print(&common::render_as(
         format,
         &report::export::Document::Run {
             report: &report,

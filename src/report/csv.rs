@@ -127,7 +127,7 @@ impl super::export::Exporter for Csv {
         match doc {
             Document::Run { report, .. } => Some(render(report)),
             Document::Latency(report) => Some(latency(&report.records)),
-            Document::Exec(_) => None,
+            _ => None,
         }
     }
 }

@@ -6,8 +6,9 @@
 
 use super::exec::ExecView;
 use crate::error::Result;
-use crate::results::RunReport;
-use crate::results::latency::LatencyReport;
+use crate::kernels::KernelId;
+use crate::results::latency::{LatencyRecord, LatencyReport};
+use crate::results::{Record, RunReport};
 
 /// What a command prints.
 pub enum Document<'a> {
@@ -17,6 +18,53 @@ pub enum Document<'a> {
     Exec(ExecView<'a>),
     /// `membw latency`.
     Latency(&'a LatencyReport),
+    /// `membw report` on a bandwidth results file; `links`: each plot's
+    /// title and path.
+    Study {
+        records: &'a [Record],
+        kernel: KernelId,
+        links: &'a [(String, String)],
+    },
+    /// `membw report` on a latency results file, its plots in `dir`.
+    LatencyStudy {
+        records: &'a [LatencyRecord],
+        plots: &'a [super::Plot],
+        dir: &'a std::path::Path,
+    },
+    /// `membw report` on run documents: the per-node table, already laid out.
+    Nodes(&'a str),
+    /// `membw compare A B`.
+    Compare(Comparison<'a>),
+}
+
+/// Two result sets of one kind, for `membw compare`.
+pub enum Comparison<'a> {
+    Bandwidth {
+        a: &'a [Record],
+        b: &'a [Record],
+        kernel: KernelId,
+    },
+    Latency {
+        a: &'a [LatencyRecord],
+        b: &'a [LatencyRecord],
+    },
+    Runs {
+        a: &'a RunReport,
+        b: &'a RunReport,
+    },
+}
+
+impl Comparison<'_> {
+    /// The side-by-side table, plain or as Markdown.
+    pub fn render(&self, markdown: bool) -> String {
+        match self {
+            Comparison::Bandwidth { a, b, kernel } => {
+                super::study::compare(a, b, *kernel, markdown)
+            }
+            Comparison::Latency { a, b } => super::latency::compare(a, b, markdown),
+            Comparison::Runs { a, b } => super::nodes::compare(a, b, markdown),
+        }
+    }
 }
 
 impl Document<'_> {
@@ -26,6 +74,8 @@ impl Document<'_> {
             Document::Run { .. } => "run",
             Document::Exec(_) => "exec",
             Document::Latency(_) => "latency",
+            Document::Study { .. } | Document::LatencyStudy { .. } | Document::Nodes(_) => "report",
+            Document::Compare(_) => "compare",
         }
     }
 }
@@ -78,5 +128,7 @@ mod tests {
         assert!(by_name("yaml").is_none());
         assert_eq!(formats_for("exec"), ["text", "json"]);
         assert_eq!(formats_for("latency"), NAMES);
+        assert_eq!(formats_for("report"), ["text", "markdown"]);
+        assert_eq!(formats_for("compare"), ["text", "markdown"]);
     }
 }

@@ -34,6 +34,7 @@ impl super::export::Exporter for Json {
             Document::Run { report, .. } => render(report),
             Document::Exec(view) => pretty(view.record),
             Document::Latency(report) => pretty(report),
+            _ => return None,
         })
     }
 }

@@ -54,7 +54,7 @@ impl Exporter for Markdown {
         "markdown"
     }
     fn commands(&self) -> &'static [&'static str] {
-        &["run", "latency"]
+        &["run", "latency", "report", "compare"]
     }
     fn export(&self, doc: &Document) -> Option<Result<String>> {
         match doc {
@@ -63,6 +63,18 @@ impl Exporter for Markdown {
                 "## Latency\n\n```text\n{}```\n",
                 super::latency::render(&report.records)
             ))),
+            Document::Study {
+                records,
+                kernel,
+                links,
+            } => Some(Ok(super::study::markdown(records, *kernel, links))),
+            Document::LatencyStudy {
+                records,
+                plots,
+                dir,
+            } => Some(Ok(super::latency::document(records, plots, dir, true))),
+            Document::Nodes(text) => Some(Ok(format!("```text\n{text}```\n"))),
+            Document::Compare(c) => Some(Ok(c.render(true))),
             Document::Exec(_) => None,
         }
     }
