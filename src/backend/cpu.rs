@@ -68,16 +68,7 @@ impl Backend for CpuTeam {
         }
         let thread_nodes = plan.cpu_nodes.clone();
         let (pages, warnings) = arrays.page_placement(&plan.mem, &ranges, &thread_nodes);
-        let threads = plan
-            .cpus
-            .iter()
-            .enumerate()
-            .map(|(thread, &cpu)| ThreadPlacement {
-                thread,
-                cpu,
-                observed_cpu: observed.get(thread).copied().flatten(),
-            })
-            .collect();
+        let threads = ThreadPlacement::list(&plan.cpus, |t| observed.get(t).copied().flatten());
         Ok(Observed {
             threads,
             pages,

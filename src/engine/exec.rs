@@ -132,20 +132,12 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
     }
     // Thread i of the placement against the i-th thread seen (task ids in
     // creation order: the main thread first, as OpenMP numbers them).
-    let threads: Vec<ThreadPlacement> = plan
-        .cpus
-        .iter()
-        .enumerate()
-        .map(|(i, &cpu)| ThreadPlacement {
-            thread: i,
-            cpu,
-            observed_cpu: ran
-                .threads
-                .get(i)
-                .filter(|t| t.cpus.len() == 1)
-                .map(|t| t.cpus[0]),
-        })
-        .collect();
+    let threads = ThreadPlacement::list(&plan.cpus, |i| {
+        ran.threads
+            .get(i)
+            .filter(|t| t.cpus.len() == 1)
+            .map(|t| t.cpus[0])
+    });
     let pages = page_placement(policy, &ran.pages_per_node, ran.pages_absent, &mut warnings);
     Measurement {
         array_elements: elements,

@@ -117,16 +117,7 @@ impl Source for FakeSource {
             .map(|r| r.min_time_s * 1e9)
             .fold(f64::MAX, f64::min);
         let arrays = plan.arrays_needed();
-        let threads = plan
-            .cpus
-            .iter()
-            .enumerate()
-            .map(|(thread, &cpu)| ThreadPlacement {
-                thread,
-                cpu,
-                observed_cpu: Some(cpu),
-            })
-            .collect();
+        let threads = ThreadPlacement::list(&plan.cpus, |t| plan.cpus.get(t).copied());
         let validation = Validation {
             passed: true,
             epsilon: protocol::EPSILON,

@@ -17,6 +17,20 @@ pub struct ThreadPlacement {
     pub observed_cpu: Option<usize>,
 }
 
+impl ThreadPlacement {
+    /// Thread `i` on `cpus[i]`, found where `observed(i)` says.
+    pub fn list(cpus: &[usize], observed: impl Fn(usize) -> Option<usize>) -> Vec<Self> {
+        cpus.iter()
+            .enumerate()
+            .map(|(thread, &cpu)| ThreadPlacement {
+                thread,
+                cpu,
+                observed_cpu: observed(thread),
+            })
+            .collect()
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KernelResult {
     pub kernel: KernelId,
