@@ -265,7 +265,7 @@ fn place(args: PlaceArgs) -> Result<()> {
         spellings: &spellings,
     };
     print(&if args.json {
-        report::place::json(&view)
+        report::place::json(&view)?
     } else {
         report::place::text(&view)
     })
@@ -302,7 +302,7 @@ fn topo(args: TopoArgs) -> Result<()> {
     let topo = read_topology(args.sysroot.as_ref())?;
     let peak = peak::estimate(&topo, &args.peak.request());
     print(&if args.json {
-        report::topo::json(&topo, peak.as_ref())
+        report::topo::json(&topo, peak.as_ref())?
     } else {
         report::topo::text(&topo, peak.as_ref())
     })

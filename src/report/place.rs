@@ -42,7 +42,7 @@ pub fn text(v: &PlaceView) -> String {
     o
 }
 
-pub fn json(v: &PlaceView) -> String {
+pub fn json(v: &PlaceView) -> crate::error::Result<String> {
     let threads: Vec<serde_json::Value> = v
         .cpus
         .iter()
@@ -62,5 +62,5 @@ pub fn json(v: &PlaceView) -> String {
         "threads": threads,
         "spellings": v.spellings,
     });
-    serde_json::to_string_pretty(&doc).expect("plain data serializes") + "\n"
+    super::json::pretty(&doc)
 }

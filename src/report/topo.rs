@@ -79,16 +79,14 @@ pub fn derive(topo: &Topology) -> Derived {
     }
 }
 
-pub fn json(topo: &Topology, peak: Option<&Peak>) -> String {
+pub fn json(topo: &Topology, peak: Option<&Peak>) -> crate::error::Result<String> {
     let report = TopoReport {
         schema_version: crate::results::SCHEMA_VERSION,
         topology: topo,
         derived: derive(topo),
         peak,
     };
-    let mut s = serde_json::to_string_pretty(&report).expect("plain data serializes");
-    s.push('\n');
-    s
+    super::json::pretty(&report)
 }
 
 fn or_unknown(b: Option<Bytes>) -> String {

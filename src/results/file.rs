@@ -323,7 +323,7 @@ impl ResultsFile {
     /// Appends one record as one line and flushes it. A write that fails
     /// (a full disk, a file too large) leaves no partial line behind.
     pub fn append(&mut self, record: &impl serde::Serialize) -> std::io::Result<()> {
-        let mut line = serde_json::to_string(record).expect("plain data serializes");
+        let mut line = serde_json::to_string(record).map_err(std::io::Error::other)?;
         line.push('\n');
         let before = self.file.metadata()?.len();
         let written = self

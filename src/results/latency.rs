@@ -155,7 +155,7 @@ pub struct LatencyKey {
 impl LatencyKey {
     /// A stable text key: the fields, serialized.
     pub fn key(&self) -> String {
-        serde_json::to_string(self).expect("plain data serializes")
+        serde_json::to_string(self).unwrap_or_default()
     }
 
     /// A short label for tables and plot legends.
