@@ -186,3 +186,26 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         stores_reason,
     })
 }
+
+/// A plan that only places: the CPUs and the memory policy of another
+/// program (`membw exec`), which sizes, times and checks its own arrays.
+/// It has no arrays and no kernels of membw's.
+pub fn placement_only(
+    topo: &Topology,
+    request: &placement::Request,
+    mem: MemPolicy,
+) -> Result<Plan> {
+    let cpus = placement::resolve(topo, request)?;
+    Ok(Plan {
+        elements: 0,
+        ntimes: 0,
+        kernels: Vec::new(),
+        isa: Isa::Scalar,
+        stores: StoreMode::Regular,
+        cpu_nodes: cpus.iter().map(|&c| topo.cpu(c).map(|x| x.node)).collect(),
+        cpus,
+        hugepages: Hugepages::Auto,
+        mem,
+        inner_repeats: 1,
+    })
+}

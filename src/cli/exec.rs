@@ -8,10 +8,9 @@ use super::env;
 use crate::engine::exec::ExecSource;
 use crate::engine::{BandwidthSession, Engine, Job};
 use crate::error::{Error, Result};
-use crate::memory::PAGE_ELEMENTS;
 use crate::memory::policy as mempolicy;
 use crate::peak;
-use crate::plan::{self, Measure, Settings, StoresRequest};
+use crate::plan::{self, StoresRequest};
 use crate::results::{Host, Point};
 use clap::Args;
 use std::collections::BTreeSet;
@@ -59,23 +58,9 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     let vars = env::Vars::from_process();
     let placement = args.placement.placement(&vars)?;
     let mem = mempolicy::parse(&args.mem, &topo)?;
-    // The program sizes its own arrays; the plan only carries placement and policy.
-    let measure = Measure {
-        elements: Some(PAGE_ELEMENTS as u64),
-        ntimes: 2,
-        kernels: crate::kernels::STREAM_KERNELS.to_vec(),
-        isa: None,
-        hugepages: crate::memory::Hugepages::Auto,
-    };
-    let settings = Settings::new(
-        &measure,
-        placement.request.clone(),
-        StoresRequest::Auto,
-        mem,
-    );
-    let plan = plan::prepare(&topo, &settings)
-        .map_err(|e| placement.name_error(e))?
-        .plan;
+    // The program sizes its own arrays: the plan only places it.
+    let plan = plan::placement_only(&topo, &placement.request, mem)
+        .map_err(|e| placement.name_error(e))?;
     let label = args.label.clone().unwrap_or_else(|| {
         Path::new(&args.program[0])
             .file_name()
@@ -90,10 +75,9 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         &plan,
         None,
     );
-    point.elements = 0;
-    point.ntimes = 0;
-    point.working_set_per_thread = 0;
     point.program = Some(label.clone());
+    // What a STREAM-like program reports; the rates it printed say which ran.
+    point.kernels = crate::kernels::STREAM_KERNELS.to_vec();
     let job = Job {
         label: format!("{label} · {}", point.label()),
         point,
