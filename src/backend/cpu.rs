@@ -28,6 +28,7 @@ impl Backend for CpuTeam {
     }
 
     fn open(&mut self, plan: &Plan, driver: &mut Driver<'_>) -> Result<Observed> {
+        let fns = KernelFns::select(plan.isa, plan.stores)?;
         let ranges = memory::partition(plan.elements, plan.cpus.len());
         let mut arrays = Arrays::map(
             &plan.arrays_needed(),
@@ -38,7 +39,6 @@ impl Backend for CpuTeam {
         if plan.hugepages != Hugepages::Never {
             arrays.split_hugepages_at(&ranges, &plan.mem)?;
         }
-        let fns = KernelFns::select(plan.isa, plan.stores)?;
         let orders = Orders::new(plan.cpus.len());
         let driver = Mutex::new(Some(driver));
         let outcome = team::run(&plan.cpus, arrays.chunks(&ranges), |m, chunk| {
@@ -66,8 +66,7 @@ impl Backend for CpuTeam {
         if let Some(leader) = outcome.into_iter().next() {
             leader.value?;
         }
-        let thread_nodes = plan.cpu_nodes.clone();
-        let (pages, warnings) = arrays.page_placement(&plan.mem, &ranges, &thread_nodes);
+        let (pages, warnings) = arrays.page_placement(&plan.mem, &ranges, &plan.cpu_nodes);
         let threads = ThreadPlacement::list(&plan.cpus, |t| observed.get(t).copied().flatten());
         Ok(Observed {
             threads,
