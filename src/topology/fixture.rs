@@ -441,3 +441,17 @@ fn copy_tree(source: &Path, dest: &Path, rel: &Path, depth: usize) -> io::Result
     }
     Ok(count)
 }
+/// A machine from tests/fixtures, written to a temporary tree and read back:
+/// unit tests that need a topology use one of these rather than the machine
+/// they happen to run on. The tree lives as long as the returned directory.
+#[cfg(test)]
+pub(crate) fn machine(name: &str) -> (tempfile::TempDir, super::Topology) {
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{name}.json"));
+    let text = fs::read_to_string(&spec).unwrap_or_else(|e| panic!("{}: {e}", spec.display()));
+    let spec: MachineSpec = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("a temporary directory: {e}"));
+    spec.write(dir.path())
+        .unwrap_or_else(|e| panic!("writing {name}: {e}"));
+    let topo = super::Topology::read(dir.path()).unwrap_or_else(|e| panic!("reading {name}: {e}"));
+    (dir, topo)
+}
