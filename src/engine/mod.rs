@@ -281,7 +281,7 @@ mod tests {
         let topo = machine();
         Session::new(
             "sweep",
-            crate::results::Host::describe(&topo),
+            crate::results::Host::describe(topo),
             Stop::default(),
             file,
         )
@@ -290,9 +290,9 @@ mod tests {
     #[test]
     fn every_job_becomes_one_record_with_its_repeats() {
         let topo = machine();
-        let jobs = jobs(&topo);
+        let jobs = jobs(topo);
         let mut source = fake();
-        let mut engine = Engine::new(&topo, &mut source, None);
+        let mut engine = Engine::new(topo, &mut source, None);
         let mut sink = session(None);
         let mut runs = 0;
         let outcome = engine
@@ -322,11 +322,11 @@ mod tests {
     #[test]
     fn points_already_in_a_resumed_file_are_skipped() {
         let topo = machine();
-        let jobs = jobs(&topo);
+        let jobs = jobs(topo);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
         let mut source = fake();
-        let mut engine = Engine::new(&topo, &mut source, None);
+        let mut engine = Engine::new(topo, &mut source, None);
         let file = crate::results::file::ResultsFile::create(&path).unwrap();
         let mut first = session(Some(file));
         engine
@@ -349,9 +349,9 @@ mod tests {
     #[test]
     fn a_stop_keeps_completed_points_and_drops_the_one_cut_short() {
         let topo = machine();
-        let jobs = jobs(&topo);
+        let jobs = jobs(topo);
         let mut source = fake();
-        let mut engine = Engine::new(&topo, &mut source, None);
+        let mut engine = Engine::new(topo, &mut source, None);
         let mut sink = session(None);
         let stop = sink.stop.clone();
         let mut runs = 0;
@@ -374,7 +374,7 @@ mod tests {
     fn a_search_stays_within_its_budget_and_shares_one_start() {
         let topo = machine();
         let trials = tune::trials(
-            &topo,
+            topo,
             &tune::TuneSpec {
                 kernel: KernelId::Triad,
                 measure: measure(vec![KernelId::Triad]),
@@ -391,7 +391,7 @@ mod tests {
                     .all(|t| !t.baseline || t.job.point.stores != trials[0].job.point.stores)
         );
         let mut source = FakeSource::parse("2,delay=30ms").unwrap();
-        let mut engine = Engine::new(&topo, &mut source, None);
+        let mut engine = Engine::new(topo, &mut source, None);
         let mut sink = session(None);
         // Room for the first trial only: each takes at least 60 ms.
         let searched = tune::search(
