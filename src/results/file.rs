@@ -126,10 +126,10 @@ impl<R: Read> LineReader<R> {
         }
     }
 
-    /// The next line (without its newline) and whether it had one; None at
-    /// the end. A line longer than [`MAX_LINE`] is refused after reading
-    /// at most that much of it.
-    pub(super) fn next_line(&mut self) -> Result<Option<(&str, bool)>, FileError> {
+    /// Reads the next line and says whether it had its newline; None at
+    /// the end. A line longer than [`MAX_LINE`] is refused after reading at
+    /// most that much of it. [`text`](Self::text) is the line.
+    pub(super) fn next_line(&mut self) -> Result<Option<bool>, FileError> {
         self.buf.clear();
         let n = (&mut self.reader)
             .take(MAX_LINE + 1)
@@ -145,13 +145,23 @@ impl<R: Read> LineReader<R> {
         if !complete && n as u64 > MAX_LINE {
             return Err(self.not_a_record(format!("longer than {} MiB", MAX_LINE >> 20)));
         }
-        let line = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
-        match std::str::from_utf8(line) {
-            Ok(text) => Ok(Some((text, complete))),
+        if complete {
+            self.buf.pop();
+        }
+        match std::str::from_utf8(&self.buf) {
+            Ok(_) => Ok(Some(complete)),
             // A write cut inside a character is torn like any other.
-            Err(_) if !complete => Ok(Some(("\u{fffd}", false))),
+            Err(_) if !complete => {
+                self.buf = "\u{fffd}".into();
+                Ok(Some(false))
+            }
             Err(e) => Err(self.not_a_record(format!("not UTF-8 text ({e})"))),
         }
+    }
+
+    /// The line last read, without its newline.
+    pub(super) fn text(&self) -> &str {
+        std::str::from_utf8(&self.buf).unwrap_or("")
     }
 
     pub(super) fn not_a_record(&self, message: String) -> FileError {
@@ -184,20 +194,35 @@ pub(super) fn parse_lines<R: Read, T>(
     parse: impl Fn(&str) -> Result<T, String>,
     out: &mut Lines<T>,
 ) -> Result<(), FileError> {
-    while let Some((text, complete)) = lines.next_line()? {
-        if text.trim().is_empty() {
-            continue;
-        }
-        match parse(text) {
-            Ok(r) => out.items.push(r),
-            Err(_) if !complete => {
-                out.torn = Some((lines.number, lines.offset));
-                break;
-            }
-            Err(message) => return Err(lines.not_a_record(message)),
+    while let Some(complete) = lines.next_line()? {
+        if !take_line(lines, &parse, lines.text(), complete, out)? {
+            break;
         }
     }
     Ok(())
+}
+
+/// One line just read by `lines`, through `parse` into `out`; false when
+/// it is a torn last line (noted in `out`), and reading ends.
+pub(super) fn take_line<R: Read, T>(
+    lines: &LineReader<R>,
+    parse: &impl Fn(&str) -> Result<T, String>,
+    text: &str,
+    complete: bool,
+    out: &mut Lines<T>,
+) -> Result<bool, FileError> {
+    if text.trim().is_empty() {
+        return Ok(true);
+    }
+    match parse(text) {
+        Ok(r) => out.items.push(r),
+        Err(_) if !complete => {
+            out.torn = Some((lines.number, lines.offset));
+            return Ok(false);
+        }
+        Err(message) => return Err(lines.not_a_record(message)),
+    }
+    Ok(true)
 }
 
 /// [`read`] for any record type: `parse` turns one line into one item.
@@ -221,11 +246,19 @@ pub fn check_version(text: &str) -> Result<(), String> {
         schema_version: u32,
     }
     match serde_json::from_str::<Version>(text) {
-        Ok(v) if v.schema_version != SCHEMA_VERSION => Err(format!(
-            "schema_version {} is not the version {SCHEMA_VERSION} this membw reads",
-            v.schema_version
-        )),
+        Ok(v) => known_version(v.schema_version),
         _ => Ok(()),
+    }
+}
+
+/// Refuses a document of another schema version, by name.
+pub fn known_version(version: u32) -> Result<(), String> {
+    if version == SCHEMA_VERSION {
+        Ok(())
+    } else {
+        Err(format!(
+            "schema_version {version} is not the version {SCHEMA_VERSION} this membw reads"
+        ))
     }
 }
 

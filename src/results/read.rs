@@ -7,7 +7,9 @@
 //! - a results file of bandwidth records (`sweep`, `tune`, `run -o`);
 //! - a results file of latency records (`latency -o`).
 
-use super::file::{FileError, LineReader, Lines, open_regular, parse_lines, parse_record};
+use super::file::{
+    FileError, LineReader, Lines, known_version, open_regular, parse_lines, parse_record, take_line,
+};
 use super::latency::{self, LatencyRecord};
 use super::{Record, RunReport};
 use std::path::Path;
@@ -67,8 +69,8 @@ pub fn read(path: &Path) -> Result<Read, FileError> {
     let first = loop {
         match lines.next_line()? {
             None => return Err(FileError::Empty(path.to_path_buf())),
-            Some((text, _)) if text.trim().is_empty() => continue,
-            Some((text, complete)) => break (text.trim().to_string(), complete),
+            Some(_) if lines.text().trim().is_empty() => continue,
+            Some(complete) => break (lines.text().trim().to_string(), complete),
         }
     };
     if first.0 == "{" {
@@ -85,26 +87,14 @@ pub fn read(path: &Path) -> Result<Read, FileError> {
                 line: e.line(),
                 message: format!("not a `membw run --json` document: {e}"),
             })?;
-        super::file::check_version(&format!("{{\"schema_version\":{}}}", report.schema_version))
-            .map_err(|message| FileError::NotARecord {
-                path: path.to_path_buf(),
-                line: 1,
-                message,
-            })?;
-        return Ok(Read {
-            document: Document::Run(Box::new(report)),
-            torn: None,
-        });
+        return run_document(path, report);
     }
     let experiment = super::file::experiment_of(&first.0);
     if experiment.is_none()
         && let Ok(report) = serde_json::from_str::<RunReport>(&first.0)
     {
         // A run document on one line (minified by another tool).
-        return Ok(Read {
-            document: Document::Run(Box::new(report)),
-            torn: None,
-        });
+        return run_document(path, report);
     }
     let is_latency = experiment.as_deref() == Some(latency::EXPERIMENT);
     // The first line is parsed again with the rest: one rule for every line.
@@ -124,6 +114,19 @@ pub fn read(path: &Path) -> Result<Read, FileError> {
     })
 }
 
+/// A run document of this schema version.
+fn run_document(path: &Path, report: RunReport) -> Result<Read, FileError> {
+    known_version(report.schema_version).map_err(|message| FileError::NotARecord {
+        path: path.to_path_buf(),
+        line: 1,
+        message,
+    })?;
+    Ok(Read {
+        document: Document::Run(Box::new(report)),
+        torn: None,
+    })
+}
+
 /// The records of a JSON Lines file whose first line was `first`.
 fn records_from<R: std::io::Read, T>(
     lines: &mut LineReader<R>,
@@ -134,15 +137,9 @@ fn records_from<R: std::io::Read, T>(
         items: Vec::new(),
         torn: None,
     };
-    match parse(&first.0) {
-        Ok(item) => out.items.push(item),
-        Err(_) if !first.1 => {
-            out.torn = Some((lines.number, lines.offset));
-            return Ok(out);
-        }
-        Err(message) => return Err(lines.not_a_record(message)),
+    if take_line(lines, &parse, &first.0, first.1, &mut out)? {
+        parse_lines(lines, parse, &mut out)?;
     }
-    parse_lines(lines, parse, &mut out)?;
     Ok(out)
 }
 
