@@ -79,7 +79,10 @@ pub(crate) fn file_error(e: FileError, flag: &str) -> Error {
             p.display(),
             p.display()
         )),
-        other => Error::Usage(format!("{flag} {other}")),
+        other => match input_file_error(other) {
+            Error::Usage(why) => Error::Usage(format!("{flag} {why}")),
+            system => system,
+        },
     }
 }
 

@@ -253,7 +253,6 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     };
     let request = LatencyRequest {
         facts: Facts {
-            clock_ghz,
             caches: topo.cache_per_thread(&[cpu]),
             peak_gb_s: crate::peak::estimate(&topo, &args.peak.request()).map(|p| p.node_gb_s()),
         },

@@ -19,7 +19,6 @@ pub type LatencySession = Session<LatencyKey, Latency>;
 /// What every point of one experiment carries besides its measurement.
 #[derive(Debug, Clone)]
 pub struct Facts {
-    pub clock_ghz: Option<f64>,
     /// Capacity of each cache level serving the chasing CPU, bytes.
     pub caches: BTreeMap<String, u64>,
     /// Theoretical peak bandwidth of the node, when known.
@@ -47,6 +46,7 @@ pub fn measure(topo: &Topology, request: &LatencyRequest, out: &mut LatencySessi
 }
 
 fn payload(
+    plan: &LatencyPlan,
     facts: &Facts,
     latency: LatencyPoint,
     load: Option<LoadPoint>,
@@ -56,7 +56,7 @@ fn payload(
         latency,
         load,
         idle_p50_ns,
-        clock_ghz: facts.clock_ghz,
+        clock_ghz: plan.clock_ghz,
         caches: facts.caches.clone(),
         peak_gb_s: facts.peak_gb_s,
     }
@@ -86,7 +86,7 @@ fn run_idle(plan: &LatencyPlan, facts: &Facts, out: &mut LatencySession) -> Resu
         }
         let point = Chain::build(bytes, plan.hugepages, &plan.policy)?
             .sample(plan.time_per_size, plan.clock_ghz);
-        if !out.keep(k, payload(facts, point, None, None))? {
+        if !out.keep(k, payload(plan, facts, point, None, None))? {
             break;
         }
     }
@@ -121,7 +121,7 @@ fn run_matrix(
             }
             let point = Chain::build(bytes, plan.hugepages, &policy)?
                 .sample(plan.time_per_size, plan.clock_ghz);
-            if !out.keep(k, payload(facts, point, None, None))? {
+            if !out.keep(k, payload(plan, facts, point, None, None))? {
                 return Ok(());
             }
         }
@@ -142,7 +142,7 @@ fn run_loaded(
     let idle = chain.sample(plan.time_per_size, plan.clock_ghz);
     let idle_ns = idle.p50_ns;
     let idle_key = key(plan, Study::Idle, plan.cpu, &plan.policy, bytes);
-    if !out.skip(&idle_key) && !out.keep(idle_key, payload(facts, idle, None, None))? {
+    if !out.skip(&idle_key) && !out.keep(idle_key, payload(plan, facts, idle, None, None))? {
         return Ok(());
     }
     let point_key = |mix: Mix, delay_ns: f64| {
@@ -170,7 +170,7 @@ fn run_loaded(
         }
         out.keep(
             k,
-            payload(facts, latency.clone(), Some(p.clone()), Some(idle_ns)),
+            payload(plan, facts, latency.clone(), Some(p.clone()), Some(idle_ns)),
         )
     })
 }
