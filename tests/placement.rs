@@ -19,14 +19,17 @@ fn req(spec: Spec, threads: Option<usize>, smt: bool) -> Request {
 }
 
 fn places(text: &str, bind: Bind, threads: Option<usize>) -> Request {
-    req(
-        Spec::Places {
-            places: text.into(),
-            bind,
-        },
-        threads,
-        false,
-    )
+    req(Spec::places(text, bind).unwrap(), threads, false)
+}
+
+fn pin(expr: &str) -> Request {
+    req(Spec::likwid(expr).unwrap(), None, false)
+}
+
+/// A spec the grammar refuses before any topology is read, rendered as the
+/// CLI does.
+fn refused(spec: membw::error::Result<Spec>) -> String {
+    spec.unwrap_err().render(|i| format!("--{}", i.name()))
 }
 
 fn run(machine: &str, r: &Request) -> Result<Vec<usize>, String> {
@@ -95,7 +98,6 @@ fn openmp_places_examples() {
 
 #[test]
 fn likwid_pin_examples() {
-    let pin = |e: &str| req(Spec::Likwid(e.into()), None, false);
     let cases: Vec<(&str, &str, &str)> = vec![
         // N:0-23 on 2×12 cores with SMT: logical ids are physical cores first.
         (INTEL_2X12, "N:0-23", "0-23"),
@@ -195,7 +197,7 @@ fn smt_is_suggested_only_where_cores_have_it() {
 #[test]
 fn errors_name_the_bad_part() {
     let err = |m: &str, r: Request| run(m, &r).unwrap_err();
-    assert!(err(INTEL_2X12, places("{0:4}:8:x", Bind::Close, None)).contains("column 9"));
+    assert!(refused(Spec::places("{0:4}:8:x", Bind::Close)).contains("column 9"));
     assert!(
         err(INTEL_2X12, places("{0}:4:100", Bind::Close, None)).contains("CPU 100 does not exist")
     );
@@ -205,38 +207,18 @@ fn errors_name_the_bad_part() {
     assert_eq!(
         run(
             INTEL_2X12,
-            &req(
-                Spec::Places {
-                    places: "cores".into(),
-                    bind: Bind::Close
-                },
-                Some(48),
-                true
-            )
+            &req(Spec::places("cores", Bind::Close).unwrap(), Some(48), true)
         )
         .unwrap()
         .len(),
         48
     );
     assert!(err(INTEL_2X12, places("{0}", Bind::Close, Some(2))).contains("place 0"));
-    assert!(
-        err(INTEL_2X12, req(Spec::Likwid("S5:0".into()), None, false)).contains("no such socket")
-    );
-    assert!(
-        err(INTEL_2X12, req(Spec::Likwid("S0:0-99".into()), None, false))
-            .contains("S0 has 24 CPUs, logical id 24")
-    );
-    assert!(
-        err(
-            INTEL_2X12,
-            req(Spec::Likwid("S0:0@@S1:0".into()), None, false)
-        )
-        .contains("column 6")
-    );
-    assert!(err(INTEL_2X12, req(Spec::Likwid("0,0".into()), None, false)).contains("twice"));
-    assert!(
-        err(INTEL_2X12, req(Spec::Likwid("X:0".into()), None, false)).contains("unknown domain")
-    );
+    assert!(err(INTEL_2X12, pin("S5:0")).contains("no such socket"));
+    assert!(err(INTEL_2X12, pin("S0:0-99")).contains("S0 has 24 CPUs, logical id 24"));
+    assert!(refused(Spec::likwid("S0:0@@S1:0")).contains("column 6"));
+    assert!(err(INTEL_2X12, pin("0,0")).contains("twice"));
+    assert!(refused(Spec::likwid("X:0")).contains("unknown domain"));
     assert!(
         err(
             INTEL_2X12,
@@ -272,7 +254,7 @@ fn errors_name_the_bad_part() {
     ] {
         assert_eq!(Strategy::parse(spelling).unwrap().to_string(), spelling);
     }
-    assert!(err(INTEL_2X12, req(Spec::Cpus("0-3,99".into()), None, false)).contains("CPU 99"));
+    assert!(err(INTEL_2X12, req(Spec::cpus("0-3,99").unwrap(), None, false)).contains("CPU 99"));
 }
 
 /// A fixture whose process may use only CPUs 4-11: nothing lands outside.
@@ -289,10 +271,7 @@ fn the_allowed_mask_is_never_left() {
         resolve(&t, &req(Spec::Default, None, false)).unwrap(),
         list("4-11")
     );
-    assert_eq!(
-        resolve(&t, &req(Spec::Likwid("N:0-1".into()), None, false)).unwrap(),
-        list("4-5")
-    );
+    assert_eq!(resolve(&t, &pin("N:0-1")).unwrap(), list("4-5"));
     assert_eq!(
         resolve(&t, &places("cores", Bind::Close, None)).unwrap(),
         list("4-11")
@@ -301,7 +280,7 @@ fn the_allowed_mask_is_never_left() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("outside the allowed set 4-11"), "{e}");
-    assert!(resolve(&t, &req(Spec::Cpus("3".into()), None, false)).is_err());
+    assert!(resolve(&t, &req(Spec::cpus("3").unwrap(), None, false)).is_err());
 }
 
 mod properties {
@@ -427,7 +406,7 @@ mod properties {
             } else {
                 bind
             };
-            let r = Request { spec: Spec::Places { places: text, bind }, threads, smt: true, cpu_nodes: None };
+            let r = Request { spec: Spec::places(&text, bind).unwrap(), threads, smt: true, cpu_nodes: None };
             let cpus = resolved(&t, &r)?;
             let slots = membw::placement::omp::assign(bind, cpus.len(), places.len());
             for (thread, (&cpu, &slot)) in cpus.iter().zip(&slots).enumerate() {
@@ -461,7 +440,7 @@ mod properties {
                 }
                 _ => (format!("{}:scatter", ['S', 'M', 'C'][a % 3]), None),
             };
-            let r = req(Spec::Likwid(expr), None, true);
+            let r = req(Spec::likwid(&expr).unwrap(), None, true);
             let cpus = resolved(&t, &r)?;
             if let Some(want) = expected {
                 prop_assert_eq!(cpus, want);

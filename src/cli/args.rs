@@ -92,21 +92,19 @@ impl Placement {
 
 impl PlacementArgs {
     fn flag_spec(&self) -> Result<Option<placement::Spec>> {
+        use placement::Spec;
         Ok(if let Some(list) = &self.cpus {
-            Some(placement::Spec::Cpus(list.clone()))
+            Some(Spec::cpus(list)?)
         } else if let Some(places) = &self.places {
-            Some(placement::Spec::Places {
-                places: places.clone(),
-                bind: self.bind.unwrap_or(Bind::Close),
-            })
+            Some(Spec::places(places, self.bind.unwrap_or(Bind::Close))?)
         } else if let Some(expr) = &self.pin {
-            Some(placement::Spec::Likwid(expr.clone()))
+            Some(Spec::likwid(expr)?)
         } else if let Some(s) = &self.strategy {
-            Some(placement::Spec::strategy(s)?)
+            Some(Spec::strategy(s)?)
         } else if let Some(g) = &self.gomp_affinity {
-            Some(placement::Spec::Gomp(g.clone()))
+            Some(Spec::gomp(g)?)
         } else {
-            self.kmp_affinity.clone().map(placement::Spec::Kmp)
+            self.kmp_affinity.as_deref().map(Spec::kmp).transpose()?
         })
     }
 

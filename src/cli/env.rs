@@ -5,7 +5,7 @@
 //! says so; a value membw cannot parse is an error naming the variable.
 
 use crate::error::{Error, Input, Result};
-use crate::placement::{Spec, omp::Bind, runtime};
+use crate::placement::{Spec, Written, omp, omp::Bind, runtime};
 
 /// The variables membw reads, in the order it prefers them for placement:
 /// the OpenMP standard's first, then GNU's, then Intel's.
@@ -142,8 +142,10 @@ pub(crate) fn placement(vars: &Vars, placement_flag: bool, threads_flag: bool) -
             chosen.extend(["OMP_PLACES", "OMP_PROC_BIND"]);
         }
         (Some(p), b) => {
+            let places = Written::parse(p, |t| omp::parse(t).map_err(|e| e.to_string()))
+                .map_err(|m| env_error("OMP_PLACES", p, m))?;
             out.spec = Some(Spec::Places {
-                places: p.to_string(),
+                places,
                 bind: b.flatten().unwrap_or(Bind::Close),
             });
             out.inputs.push((Input::Places, "OMP_PLACES"));
@@ -151,8 +153,15 @@ pub(crate) fn placement(vars: &Vars, placement_flag: bool, threads_flag: bool) -
         }
         (None, Some(Some(b))) => {
             // Binding without places: one place per core.
+            let cores = Written {
+                text: "cores".into(),
+                value: omp::Parsed::Abstract {
+                    name: "cores".into(),
+                    count: None,
+                },
+            };
             out.spec = Some(Spec::Places {
-                places: "cores".into(),
+                places: cores,
                 bind: b,
             });
             out.inputs.push((Input::Places, "OMP_PROC_BIND"));
@@ -160,19 +169,22 @@ pub(crate) fn placement(vars: &Vars, placement_flag: bool, threads_flag: bool) -
         }
         (None, None) => {
             if let Some(g) = vars.get("GOMP_CPU_AFFINITY") {
-                runtime::gomp(g, None).map_err(|f| env_error("GOMP_CPU_AFFINITY", g, f.message))?;
-                out.spec = Some(Spec::Gomp(g.to_string()));
+                let listed = Written::parse(g, runtime::parse_gomp)
+                    .map_err(|m| env_error("GOMP_CPU_AFFINITY", g, m))?;
+                out.spec = Some(Spec::Gomp(listed));
                 out.inputs.push((Input::Gomp, "GOMP_CPU_AFFINITY"));
                 chosen.push("GOMP_CPU_AFFINITY");
             } else if let Some(k) = vars.get("KMP_AFFINITY") {
-                match runtime::parse_kmp(k).map_err(|m| env_error("KMP_AFFINITY", k, m))? {
+                let kmp = Written::parse(k, runtime::parse_kmp)
+                    .map_err(|m| env_error("KMP_AFFINITY", k, m))?;
+                match kmp.value {
                     runtime::Kmp::None => {
                         out.unused.push(format!(
                             "KMP_AFFINITY={k} (binds nothing; membw always pins)"
                         ));
                     }
                     _ => {
-                        out.spec = Some(Spec::Kmp(k.to_string()));
+                        out.spec = Some(Spec::Kmp(kmp));
                         out.inputs.push((Input::Kmp, "KMP_AFFINITY"));
                     }
                 }
@@ -215,13 +227,7 @@ mod tests {
             false,
         )
         .unwrap();
-        assert_eq!(
-            e.spec,
-            Some(Spec::Places {
-                places: "cores".into(),
-                bind: Bind::Spread
-            })
-        );
+        assert_eq!(e.spec, Some(Spec::places("cores", Bind::Spread).unwrap()));
         assert_eq!(e.threads, Some(8));
         assert_eq!(
             e.used,
@@ -234,7 +240,7 @@ mod tests {
         // Binding alone: one place per core.
         let e = placement(&vars(&[("OMP_PROC_BIND", "close")]), false, false).unwrap();
         assert!(
-            matches!(e.spec, Some(Spec::Places { ref places, bind: Bind::Close }) if places == "cores")
+            matches!(e.spec, Some(Spec::Places { ref places, bind: Bind::Close }) if places.text == "cores")
         );
     }
 
@@ -266,7 +272,7 @@ mod tests {
     #[test]
     fn runtime_variables_and_bad_values() {
         let e = placement(&vars(&[("GOMP_CPU_AFFINITY", "0 2 4-10:2")]), false, false).unwrap();
-        assert_eq!(e.spec, Some(Spec::Gomp("0 2 4-10:2".into())));
+        assert_eq!(e.spec, Some(Spec::gomp("0 2 4-10:2").unwrap()));
         let e = placement(&vars(&[("KMP_AFFINITY", "none")]), false, false).unwrap();
         assert!(e.spec.is_none() && e.unused[0].contains("binds nothing"));
         for (name, value) in [
@@ -274,6 +280,7 @@ mod tests {
             ("OMP_NUM_THREADS", "lots"),
             ("OMP_PROC_BIND", "sideways"),
             ("GOMP_CPU_AFFINITY", "0 x"),
+            ("OMP_PLACES", "{0}:4:"),
             ("KMP_AFFINITY", "compactt"),
         ] {
             let err = placement(&vars(&[(name, value)]), false, false)

@@ -11,6 +11,7 @@ use crate::latency::LatencyPlan;
 use crate::latency::load::{self, LoadedPlan, Mix};
 use crate::latency::record::{self, Study};
 use crate::memory::policy::{self as mempolicy, Policy};
+use crate::placement::Written;
 use crate::results::file::ResultsFile;
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
@@ -55,8 +56,8 @@ pub(crate) struct LatencyArgs {
     loaded: bool,
 
     /// CPUs of the load threads (0-15, 1,3,5) [default: every allowed CPU but the chaser's]
-    #[arg(long, requires = "loaded", help_heading = "Studies")]
-    load_cpus: Option<String>,
+    #[arg(long, requires = "loaded", value_parser = parse_load_cpus, help_heading = "Studies")]
+    load_cpus: Option<Written<Vec<usize>>>,
 
     /// Traffic mixes of the load threads: read, 2:1, 3:1 (reads:writes), copy, nt-write
     #[arg(
@@ -121,6 +122,13 @@ fn parse_working_sets(text: &str) -> std::result::Result<WorkingSets, String> {
         return Err("at most 64 working sets".into());
     }
     Ok(WorkingSets(sizes))
+}
+
+/// `--load-cpus`: a CPU list, parsed (the topology checks it later).
+fn parse_load_cpus(text: &str) -> std::result::Result<Written<Vec<usize>>, String> {
+    Written::parse(text, |t| {
+        crate::topology::cpulist::parse_list(t).map_err(|e| e.to_string())
+    })
 }
 
 /// `--mix`, parsed: each mix once, in the order given.
@@ -347,9 +355,9 @@ fn loaded_plan(
     clock_ghz: Option<f64>,
 ) -> Result<LoadedPlan> {
     let load_cpus: Vec<usize> = match &args.load_cpus {
-        Some(text) => {
+        Some(Written { text, value }) => {
             // Each CPU existing, allowed and listed once, as for --cpus.
-            let ids = crate::placement::cpu_list(topo, &topo.allowed_cpus, text)
+            let ids = crate::placement::cpu_list(topo, &topo.allowed_cpus, value)
                 .map_err(|e| Error::Usage(format!("--load-cpus {text}: {e}")))?;
             if ids.contains(&cpu) {
                 return Err(Error::Usage(format!(

@@ -170,16 +170,10 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
     }
     let bind = args.bind.unwrap_or(Bind::Close);
     for p in &args.places {
-        placements.push((
-            format!("places {p} {bind}"),
-            Spec::Places {
-                places: p.clone(),
-                bind,
-            },
-        ));
+        placements.push((format!("places {p} {bind}"), Spec::places(p, bind)?));
     }
     for e in &args.pin {
-        placements.push((format!("pin {e}"), Spec::Likwid(e.clone())));
+        placements.push((format!("pin {e}"), Spec::likwid(e)?));
     }
     if placements.is_empty() {
         // membw's default placement: its faults name the thread count, not a strategy.

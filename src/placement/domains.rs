@@ -48,6 +48,17 @@ impl Kind {
         })
     }
 
+    /// The letter likwid-pin writes it with.
+    pub fn letter(self) -> char {
+        match self {
+            Kind::Node => 'N',
+            Kind::Socket => 'S',
+            Kind::Die => 'D',
+            Kind::Memory => 'M',
+            Kind::Cache => 'C',
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Kind::Node => "node",

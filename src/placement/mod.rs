@@ -20,23 +20,48 @@ pub use domains::{Core, Domains};
 use std::collections::HashSet;
 pub use strategy::Strategy;
 
-/// What the user asked for (at most one of these; the CLI enforces that).
+/// A value parsed from what the user wrote, with that text kept for
+/// messages and headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written<T> {
+    pub text: String,
+    pub value: T,
+}
+
+impl<T> Written<T> {
+    /// Parses `text` with a grammar's parser.
+    pub fn parse(
+        text: &str,
+        parser: impl FnOnce(&str) -> std::result::Result<T, String>,
+    ) -> std::result::Result<Written<T>, String> {
+        parser(text).map(|value| Written {
+            text: text.to_string(),
+            value,
+        })
+    }
+}
+
+/// What the user asked for (at most one of these; the CLI enforces that),
+/// parsed: only the topology-dependent checks remain for [`resolve`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Spec {
     /// One thread per core, spread (membw's default).
     Default,
     /// `0,2,4-10:2`: physical CPU ids in thread order.
-    Cpus(String),
+    Cpus(Written<Vec<usize>>),
     /// OMP_PLACES with OMP_PROC_BIND.
-    Places { places: String, bind: omp::Bind },
+    Places {
+        places: Written<omp::Parsed>,
+        bind: omp::Bind,
+    },
     /// A likwid-pin expression.
-    Likwid(String),
-    /// `compact|spread|per-socket=K|per-numa=K|per-l3=K|stride=S`, parsed.
+    Likwid(Written<likwid::Expr>),
+    /// `compact|spread|per-socket=K|per-numa=K|per-l3=K|stride=S`.
     Strategy(Strategy),
-    /// GNU libgomp's GOMP_CPU_AFFINITY.
-    Gomp(String),
+    /// GNU libgomp's GOMP_CPU_AFFINITY: the CPUs listed.
+    Gomp(Written<Vec<usize>>),
     /// Intel's KMP_AFFINITY.
-    Kmp(String),
+    Kmp(Written<runtime::Kmp>),
 }
 
 impl Spec {
@@ -44,20 +69,62 @@ impl Spec {
     fn input(&self) -> (Input, String) {
         match self {
             Spec::Default => (Input::Threads, String::new()),
-            Spec::Cpus(t) => (Input::Cpus, t.clone()),
-            Spec::Places { places, .. } => (Input::Places, places.clone()),
-            Spec::Likwid(t) => (Input::Pin, t.clone()),
+            Spec::Cpus(w) => (Input::Cpus, w.text.clone()),
+            Spec::Places { places, .. } => (Input::Places, places.text.clone()),
+            Spec::Likwid(w) => (Input::Pin, w.text.clone()),
             Spec::Strategy(s) => (Input::Strategy, s.to_string()),
-            Spec::Gomp(t) => (Input::Gomp, t.clone()),
-            Spec::Kmp(t) => (Input::Kmp, t.clone()),
+            Spec::Gomp(w) => (Input::Gomp, w.text.clone()),
+            Spec::Kmp(w) => (Input::Kmp, w.text.clone()),
         }
     }
 
-    /// A strategy from its spelling, or the input error naming it.
-    pub fn strategy(text: &str) -> crate::error::Result<Spec> {
+    /// Parses `text` as `input`'s grammar, or the input error naming it.
+    fn parsed<T>(
+        input: Input,
+        text: &str,
+        parser: impl FnOnce(&str) -> std::result::Result<T, String>,
+    ) -> Result<Written<T>> {
+        Written::parse(text, parser).map_err(|m| Error::input(input, text, m))
+    }
+
+    /// A CPU list: `0,2,4-10:2`.
+    pub fn cpus(text: &str) -> Result<Spec> {
+        let list = |t: &str| match parse_list(t) {
+            Ok(cpus) if cpus.is_empty() => Err("no CPU listed".to_string()),
+            Ok(cpus) => Ok(cpus),
+            Err(e) => Err(e.to_string()),
+        };
+        Self::parsed(Input::Cpus, text, list).map(Spec::Cpus)
+    }
+
+    /// OpenMP places with a binding.
+    pub fn places(text: &str, bind: omp::Bind) -> Result<Spec> {
+        let places = Self::parsed(Input::Places, text, |t| {
+            omp::parse(t).map_err(|e| e.to_string())
+        })?;
+        Ok(Spec::Places { places, bind })
+    }
+
+    /// A likwid-pin expression.
+    pub fn likwid(text: &str) -> Result<Spec> {
+        Self::parsed(Input::Pin, text, likwid::parse).map(Spec::Likwid)
+    }
+
+    /// A strategy from its spelling.
+    pub fn strategy(text: &str) -> Result<Spec> {
         Strategy::parse(text)
             .map(Spec::Strategy)
-            .map_err(|m| crate::error::Error::input(Input::Strategy, text, m))
+            .map_err(|m| Error::input(Input::Strategy, text, m))
+    }
+
+    /// A GOMP_CPU_AFFINITY list.
+    pub fn gomp(text: &str) -> Result<Spec> {
+        Self::parsed(Input::Gomp, text, runtime::parse_gomp).map(Spec::Gomp)
+    }
+
+    /// A KMP_AFFINITY value.
+    pub fn kmp(text: &str) -> Result<Spec> {
+        Self::parsed(Input::Kmp, text, runtime::parse_kmp).map(Spec::Kmp)
     }
 }
 
@@ -175,26 +242,24 @@ pub fn resolve(topo: &Topology, req: &Request) -> Result<Vec<usize>> {
                 .map_err(|f| Fault::from(f.message).into_error(Input::Threads, &n))?
         }
         Spec::Cpus(list) => take_threads(
-            cpu_list(topo, &allowed, list).map_err(|m| fault(m.into()))?,
+            cpu_list(topo, &allowed, &list.value).map_err(|m| fault(m.into()))?,
             req.threads,
         )
         .map_err(|m| fault(m.into()))?,
         Spec::Places { places, bind } => {
-            omp::resolve(topo, &domains, places, *bind, req.threads, req.smt).map_err(fault)?
+            omp::resolve(topo, &domains, &places.value, *bind, req.threads, req.smt)
+                .map_err(fault)?
         }
         Spec::Likwid(expr) => take_threads(
-            likwid::resolve(&domains, expr).map_err(|m| fault(m.into()))?,
+            likwid::resolve(&domains, &expr.value).map_err(|m| fault(m.into()))?,
             req.threads,
         )
         .map_err(|m| fault(m.into()))?,
         Spec::Strategy(s) => {
             strategy::resolve(&domains, *s, req.threads, req.smt).map_err(fault)?
         }
-        Spec::Gomp(list) => runtime::gomp(list, req.threads).map_err(fault)?,
-        Spec::Kmp(text) => {
-            let kmp = runtime::parse_kmp(text).map_err(|m| fault(m.into()))?;
-            runtime::kmp(topo, &domains, &kmp, req.threads).map_err(fault)?
-        }
+        Spec::Gomp(list) => runtime::gomp(&list.value, req.threads),
+        Spec::Kmp(kmp) => runtime::kmp(topo, &domains, &kmp.value, req.threads).map_err(fault)?,
     };
     check(topo, &allowed, &cpus).map_err(|m| fault(m.into()))?;
     Ok(cpus)
@@ -235,18 +300,14 @@ fn check(topo: &Topology, allowed: &IdSet, cpus: &[usize]) -> std::result::Resul
     Ok(())
 }
 
-/// `0,2,4-10:2`: physical ids, each existing, allowed and listed once.
+/// Parsed physical ids, each existing, allowed and listed once.
 pub fn cpu_list(
     topo: &Topology,
     allowed: &IdSet,
-    list: &str,
+    cpus: &[usize],
 ) -> std::result::Result<Vec<usize>, String> {
-    let cpus = parse_list(list).map_err(|e| e.to_string())?;
-    if cpus.is_empty() {
-        return Err("no CPU listed".into());
-    }
     let mut seen = HashSet::new();
-    for &cpu in &cpus {
+    for &cpu in cpus {
         if !seen.insert(cpu) {
             return Err(format!("CPU {cpu} is listed twice"));
         }
@@ -260,7 +321,7 @@ pub fn cpu_list(
             return Err(format!("CPU {cpu} is outside the allowed set {allowed}"));
         }
     }
-    Ok(cpus)
+    Ok(cpus.to_vec())
 }
 
 #[cfg(test)]

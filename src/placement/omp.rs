@@ -183,8 +183,9 @@ fn parse_place(p: &mut Parser) -> Result<Vec<usize>, PlacesError> {
     Ok(ids)
 }
 
-/// Parses an `OMP_PLACES` value with explicit CPU numbers, or returns the
-/// abstract name and count for the caller to expand.
+/// An `OMP_PLACES` value: explicit CPU numbers, or an abstract name and
+/// count that [`places`] expands over a topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Parsed {
     Explicit(Vec<Vec<usize>>),
     Abstract { name: String, count: Option<usize> },
@@ -285,17 +286,17 @@ fn abstract_places(d: &Domains, name: &str) -> Vec<Vec<usize>> {
     places.into_iter().filter(|p| !p.is_empty()).collect()
 }
 
-/// Expands `text` into places over this topology.
-pub fn places(topo: &Topology, d: &Domains, text: &str) -> Result<Vec<Vec<usize>>, String> {
-    match parse(text).map_err(|e| e.to_string())? {
+/// Expands parsed places over this topology.
+pub fn places(topo: &Topology, d: &Domains, parsed: &Parsed) -> Result<Vec<Vec<usize>>, String> {
+    match parsed {
         Parsed::Abstract { name, count } => {
-            let all = abstract_places(d, &name);
+            let all = abstract_places(d, name);
             match count {
-                Some(n) if n > all.len() => Err(format!(
+                Some(n) if *n > all.len() => Err(format!(
                     "{name}({n}): only {} {name} are available",
                     all.len()
                 )),
-                Some(n) => Ok(all[..n].to_vec()),
+                Some(n) => Ok(all[..*n].to_vec()),
                 None if all.is_empty() => Err(format!("no {name} within the allowed CPUs")),
                 None => Ok(all),
             }
@@ -315,7 +316,7 @@ pub fn places(topo: &Topology, d: &Domains, text: &str) -> Result<Vec<Vec<usize>
                     ));
                 }
             }
-            Ok(places)
+            Ok(places.clone())
         }
     }
 }
@@ -343,12 +344,12 @@ pub fn assign(bind: Bind, threads: usize, places: usize) -> Vec<usize> {
 pub fn resolve(
     topo: &Topology,
     d: &Domains,
-    text: &str,
+    parsed: &Parsed,
     bind: Bind,
     threads: Option<usize>,
     smt: bool,
 ) -> Result<Vec<usize>, Fault> {
-    let places = places(topo, d, text)?;
+    let places = places(topo, d, parsed)?;
     let n = threads.unwrap_or(places.len());
     let slots = assign(bind, n, places.len());
     // Per place, its CPUs with the first hardware thread of each core first.

@@ -19,19 +19,23 @@ use super::domains::Domains;
 use crate::topology::Topology;
 use crate::topology::cpulist::parse_list;
 
-/// `GOMP_CPU_AFFINITY` → CPUs in thread order, `threads` long (or one per
-/// listed CPU).
-pub fn gomp(text: &str, threads: Option<usize>) -> Result<Vec<usize>, Fault> {
+/// Parses `GOMP_CPU_AFFINITY`: the CPUs listed, in order, at least one.
+pub fn parse_gomp(text: &str) -> Result<Vec<usize>, String> {
     let list: Vec<&str> = text
         .split(|c: char| c.is_whitespace() || c == ',')
         .filter(|s| !s.is_empty())
         .collect();
     if list.is_empty() {
-        return Err("no CPU listed".to_string().into());
+        return Err("no CPU listed".to_string());
     }
-    let cpus = parse_list(&list.join(",")).map_err(|e| e.to_string())?;
+    parse_list(&list.join(",")).map_err(|e| e.to_string())
+}
+
+/// libgomp's assignment: thread i on the i-th listed CPU, wrapping around;
+/// `threads` long, or one per listed CPU.
+pub fn gomp(cpus: &[usize], threads: Option<usize>) -> Vec<usize> {
     let n = threads.unwrap_or(cpus.len());
-    Ok((0..n).map(|i| cpus[i % cpus.len()]).collect())
+    (0..n).map(|i| cpus[i % cpus.len()]).collect()
 }
 
 /// What a `KMP_AFFINITY` value asks for.
@@ -262,10 +266,11 @@ mod tests {
 
     #[test]
     fn gomp_lists_wrap_like_libgomp() {
-        assert_eq!(gomp("0 2 4-10:2", None).unwrap(), vec![0, 2, 4, 6, 8, 10]);
-        assert_eq!(gomp("0,3", Some(3)).unwrap(), vec![0, 3, 0]);
-        assert!(gomp("  ", None).is_err());
-        assert!(gomp("0 x", None).is_err());
+        let listed = parse_gomp("0 2 4-10:2").unwrap();
+        assert_eq!(gomp(&listed, None), vec![0, 2, 4, 6, 8, 10]);
+        assert_eq!(gomp(&parse_gomp("0,3").unwrap(), Some(3)), vec![0, 3, 0]);
+        assert!(parse_gomp("  ").is_err());
+        assert!(parse_gomp("0 x").is_err());
     }
 
     #[test]
