@@ -46,7 +46,7 @@ fn a_format_without_a_form_is_refused_before_anything_runs() {
     // The program would run for an hour: the refusal comes first.
     usage_error(
         &["exec", "--format", "csv", "--", "sleep", "3600"],
-        "--format csv: membw exec has no csv form (choose from text, json)",
+        "--format csv: membw exec has no csv form (choose from text, json, jsonl)",
     );
     usage_error(&["run", "--format", "yaml"], "yaml");
 }
@@ -87,5 +87,81 @@ fn report_and_compare_share_the_format_flag() {
     usage_error(
         &["compare", f, f, "--format", "json"],
         "membw compare has no json form",
+    );
+}
+
+#[test]
+fn json_lines_flow_into_report_and_html_covers_every_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    // A run as one compact line that `membw report` reads back as a node.
+    let run = stdout(&[
+        "run",
+        "--fake-source",
+        "4",
+        "--size",
+        "1M",
+        "--ntimes",
+        "2",
+        "--format",
+        "jsonl",
+    ]);
+    assert_eq!(run.lines().count(), 1, "{run}");
+    let node = path("node.json");
+    std::fs::write(&node, &run).unwrap();
+    let nodes_html = path("nodes.html");
+    let plots = path("plots");
+    let nodes = stdout(&["report", &node, "--plots", &plots, "--html", &nodes_html]);
+    assert!(
+        nodes.contains("Triad") || nodes.contains("triad"),
+        "{nodes}"
+    );
+    let page = std::fs::read_to_string(&nodes_html).unwrap();
+    assert!(
+        page.starts_with("<!DOCTYPE html>") && page.contains("<pre>"),
+        "{page}"
+    );
+
+    // A sweep's summary in any of its formats; jsonl is every record of the file.
+    let sweep = path("s.jsonl");
+    let md = stdout(&[
+        "sweep",
+        "--fake-source",
+        "4",
+        "--threads",
+        "1,2",
+        "--size",
+        "1M",
+        "-o",
+        &sweep,
+        "--format",
+        "markdown",
+    ]);
+    assert!(md.contains("|---"), "{md}");
+    let again = stdout(&["report", &sweep, "--plots", &plots, "--format", "jsonl"]);
+    assert_eq!(again, std::fs::read_to_string(&sweep).unwrap());
+    let html = stdout(&["report", &sweep, "--plots", &plots, "--format", "html"]);
+    assert!(html.contains("<table") && html.contains("<svg"), "{html}");
+
+    // Latency: its records as lines, and an HTML page with the curves.
+    let lat = stdout(&[
+        "latency",
+        "--sizes",
+        "4KiB,64KiB,1MiB",
+        "--time",
+        "5ms",
+        "--format",
+        "jsonl",
+    ]);
+    assert_eq!(lat.lines().count(), 3, "{lat}");
+    let lat_file = path("lat.jsonl");
+    std::fs::write(&lat_file, &lat).unwrap();
+    let lat_html = path("lat.html");
+    stdout(&["report", &lat_file, "--plots", &plots, "--html", &lat_html]);
+    let page = std::fs::read_to_string(&lat_html).unwrap();
+    assert!(page.contains("<pre>") && page.contains("<svg"), "{page}");
+    usage_error(
+        &["sweep", "--format", "csv", "--fake-source", "4"],
+        "membw sweep has no csv form",
     );
 }

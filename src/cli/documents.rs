@@ -39,7 +39,7 @@ pub(crate) struct ReportArgs {
     #[arg(long)]
     png: bool,
 
-    /// Output format: text, or markdown (tables and links to the SVG plots)
+    /// Output format: text, markdown (tables and links to the SVG plots), html (one page, plots inline) or jsonl (the records)
     #[arg(long, default_value = "text", value_parser = super::args::format_parser())]
     format: String,
 
@@ -93,10 +93,47 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
         docs.push((path.clone(), doc));
     }
     let results = args.inputs[0].clone();
-    let records = match docs.pop() {
-        Some((_, Document::Bandwidth(records))) if docs.is_empty() => records,
+    let beside = || args.plots.clone().unwrap_or_else(|| plots_beside(&results));
+    match docs.pop() {
+        Some((_, Document::Bandwidth(records))) if docs.is_empty() => {
+            let kernel = match args.kernel {
+                Some(k) => k,
+                None => study::primary_kernel(&records)
+                    .ok_or_else(|| Error::Usage("no kernel results in the file".into()))?,
+            };
+            if !records.iter().any(|r| r.stats.contains_key(&kernel)) {
+                return Err(Error::Usage(format!(
+                    "--kernel {kernel}: not measured in {}",
+                    results.display()
+                )));
+            }
+            let plots = report::plot::bandwidth::plots(&records, kernel);
+            let dir = beside();
+            write_plots(&dir, &plots, args.png)?;
+            let doc = export::Document::Study {
+                records: &records,
+                kernel,
+                plots: &plots,
+                dir: &dir,
+            };
+            show(&args, &doc)?;
+            // Runs across MPI ranks (`mpirun ... membw run -o FILE`): their nodes.
+            if matches!(args.format(), "text" | "markdown") {
+                for record in &records {
+                    if let Some(ranks) = record.runs.iter().rev().find_map(|r| r.ranks()) {
+                        print(&format!(
+                            "\n{} ({}):\n{}",
+                            record.point.label(),
+                            record.timestamp,
+                            report::ranks::render(ranks)
+                        ))?;
+                    }
+                }
+            }
+            Ok(())
+        }
         Some((_, Document::Latency(records))) if docs.is_empty() => {
-            let dir = args.plots.clone().unwrap_or_else(|| plots_beside(&results));
+            let dir = beside();
             let plots = report::latency::plots(&records);
             write_plots(&dir, &plots, args.png)?;
             let doc = export::Document::LatencyStudy {
@@ -104,69 +141,35 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
                 plots: &plots,
                 dir: &dir,
             };
-            return print(&render_as(args.format(), &doc)?);
+            show(&args, &doc)
         }
         Some(last) => {
             docs.push(last);
-            let plots = args.plots.clone().unwrap_or_else(|| {
+            let dir = args.plots.clone().unwrap_or_else(|| {
                 results
                     .parent()
                     .unwrap_or(Path::new("."))
                     .join("membw-nodes-plots")
             });
-            let (text, svgs) = report::nodes::document(&run_documents(docs)?, args.outlier)
+            let (text, plots) = report::nodes::document(&run_documents(docs)?, args.outlier)
                 .map_err(Error::Usage)?;
-            print(&render_as(args.format(), &export::Document::Nodes(&text))?)?;
-            return write_plots(&plots, &svgs, args.png);
+            write_plots(&dir, &plots, args.png)?;
+            let doc = export::Document::Nodes {
+                text: &text,
+                plots: &plots,
+                dir: &dir,
+            };
+            show(&args, &doc)
         }
-        None => return Err(Error::Usage("no file to report on".into())),
-    };
-    let kernel = match args.kernel {
-        Some(k) => k,
-        None => study::primary_kernel(&records)
-            .ok_or_else(|| Error::Usage("no kernel results in the file".into()))?,
-    };
-    if !records.iter().any(|r| r.stats.contains_key(&kernel)) {
-        return Err(Error::Usage(format!(
-            "--kernel {kernel}: not measured in {}",
-            results.display()
-        )));
+        None => Err(Error::Usage("no file to report on".into())),
     }
-    let plots = report::plot::bandwidth::plots(&records, kernel);
-    let dir = args.plots.clone().unwrap_or_else(|| plots_beside(&results));
-    write_plots(&dir, &plots, args.png)?;
-    let links: Vec<(String, String)> = plots
-        .iter()
-        .map(|p| {
-            (
-                p.title.clone(),
-                dir.join(&p.file).to_string_lossy().into_owned(),
-            )
-        })
-        .collect();
-    let doc = export::Document::Study {
-        records: &records,
-        kernel,
-        links: &links,
-    };
-    print(&render_as(args.format(), &doc)?)?;
-    // Runs across MPI ranks (`mpirun ... membw run -o FILE`): their nodes.
-    for record in &records {
-        if let Some(ranks) = record.runs.iter().rev().find_map(|r| r.ranks()) {
-            print(&format!(
-                "\n{} ({}):\n{}",
-                record.point.label(),
-                record.timestamp,
-                report::ranks::render(ranks)
-            ))?;
-        }
-    }
+}
+
+/// Prints the report in `--format`, and writes the `--html` page.
+fn show(args: &ReportArgs, doc: &export::Document) -> Result<()> {
+    print(&render_as(args.format(), doc)?)?;
     if let Some(html) = &args.html {
-        let inline: Vec<(String, String)> = plots
-            .iter()
-            .map(|p| (p.title.clone(), p.svg.clone()))
-            .collect();
-        write_file(html, study::html(&records, kernel, &inline).as_bytes())?;
+        write_file(html, render_as("html", doc)?.as_bytes())?;
         crate::say!("membw: report in {}", html.display());
     }
     Ok(())

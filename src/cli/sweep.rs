@@ -94,8 +94,12 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     resume: Option<PathBuf>,
 
-    /// Print the summary table as Markdown
-    #[arg(long)]
+    /// Format of the summary printed at the end: text, markdown, or jsonl (every record of the file)
+    #[arg(long, default_value = "text", value_parser = super::args::format_parser())]
+    format: String,
+
+    /// Same as --format markdown
+    #[arg(long, conflicts_with = "format")]
     markdown: bool,
 
     #[command(flatten)]
@@ -158,6 +162,12 @@ fn programs(entries: &[String]) -> Result<Vec<sweep::Program>> {
 }
 
 pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
+    let format = if args.markdown {
+        "markdown"
+    } else {
+        args.format.as_str()
+    };
+    super::common::check_format(format, "sweep")?;
     let topo = read_topology(None)?;
     // Refuses to be one of several uncoordinated ranks.
     args.measure.launch("sweep")?;
@@ -263,7 +273,11 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         .map_err(super::common::input_file_error)?
         .records;
     if let Some(kernel) = study::primary_kernel(&records) {
-        print(&study::summary(&records, kernel, args.markdown))?;
+        let doc = crate::report::export::Document::Summary {
+            records: &records,
+            kernel,
+        };
+        print(&super::common::render_as(format, &doc)?)?;
     }
     crate::say!(
         "membw: {} points written, {} skipped (already done){}",

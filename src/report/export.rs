@@ -18,12 +18,17 @@ pub enum Document<'a> {
     Exec(ExecView<'a>),
     /// `membw latency`.
     Latency(&'a LatencyReport),
-    /// `membw report` on a bandwidth results file; `links`: each plot's
-    /// title and path.
+    /// `membw report` on a bandwidth results file, its plots in `dir`.
     Study {
         records: &'a [Record],
         kernel: KernelId,
-        links: &'a [(String, String)],
+        plots: &'a [super::Plot],
+        dir: &'a std::path::Path,
+    },
+    /// The summary `membw sweep` prints when it ends.
+    Summary {
+        records: &'a [Record],
+        kernel: KernelId,
     },
     /// `membw report` on a latency results file, its plots in `dir`.
     LatencyStudy {
@@ -31,8 +36,13 @@ pub enum Document<'a> {
         plots: &'a [super::Plot],
         dir: &'a std::path::Path,
     },
-    /// `membw report` on run documents: the per-node table, already laid out.
-    Nodes(&'a str),
+    /// `membw report` on run documents: the per-node table, already laid
+    /// out, and its plots in `dir`.
+    Nodes {
+        text: &'a str,
+        plots: &'a [super::Plot],
+        dir: &'a std::path::Path,
+    },
     /// `membw compare A B`.
     Compare(Comparison<'a>),
 }
@@ -74,7 +84,10 @@ impl Document<'_> {
             Document::Run { .. } => "run",
             Document::Exec(_) => "exec",
             Document::Latency(_) => "latency",
-            Document::Study { .. } | Document::LatencyStudy { .. } | Document::Nodes(_) => "report",
+            Document::Study { .. } | Document::LatencyStudy { .. } | Document::Nodes { .. } => {
+                "report"
+            }
+            Document::Summary { .. } => "sweep",
             Document::Compare(_) => "compare",
         }
     }
@@ -95,12 +108,26 @@ pub trait Exporter: Sync {
 pub const EXPORTERS: &[&dyn Exporter] = &[
     &super::text::Text,
     &super::json::Json,
+    &super::jsonl::Jsonl,
     &super::csv::Csv,
     &super::markdown::Markdown,
+    &super::html::Html,
 ];
 
 /// The names `--format` takes.
-pub const NAMES: [&str; 4] = ["text", "json", "csv", "markdown"];
+pub const NAMES: [&str; 6] = ["text", "json", "jsonl", "csv", "markdown", "html"];
+
+/// Each plot's title and where it was written, for the formats that link
+/// to the files rather than embed them.
+pub fn links(plots: &[super::Plot], dir: &std::path::Path) -> Vec<(String, String)> {
+    plots
+        .iter()
+        .map(|p| {
+            let path = dir.join(&p.file).to_string_lossy().into_owned();
+            (p.title.clone(), path)
+        })
+        .collect()
+}
 
 /// The exporter called `name`.
 pub fn by_name(name: &str) -> Option<&'static dyn Exporter> {
@@ -126,9 +153,13 @@ mod tests {
         assert_eq!(names, NAMES);
         assert!(NAMES.iter().all(|n| by_name(n).is_some()));
         assert!(by_name("yaml").is_none());
-        assert_eq!(formats_for("exec"), ["text", "json"]);
-        assert_eq!(formats_for("latency"), NAMES);
-        assert_eq!(formats_for("report"), ["text", "markdown"]);
+        assert_eq!(formats_for("exec"), ["text", "json", "jsonl"]);
+        assert_eq!(
+            formats_for("latency"),
+            ["text", "json", "jsonl", "csv", "markdown"]
+        );
+        assert_eq!(formats_for("report"), ["text", "jsonl", "markdown", "html"]);
+        assert_eq!(formats_for("sweep"), ["text", "jsonl", "markdown"]);
         assert_eq!(formats_for("compare"), ["text", "markdown"]);
     }
 }

@@ -54,7 +54,7 @@ impl Exporter for Markdown {
         "markdown"
     }
     fn commands(&self) -> &'static [&'static str] {
-        &["run", "latency", "report", "compare"]
+        &["run", "latency", "report", "compare", "sweep"]
     }
     fn export(&self, doc: &Document) -> Option<Result<String>> {
         match doc {
@@ -66,14 +66,28 @@ impl Exporter for Markdown {
             Document::Study {
                 records,
                 kernel,
-                links,
-            } => Some(Ok(super::study::markdown(records, *kernel, links))),
+                plots,
+                dir,
+            } => Some(Ok(super::study::markdown(
+                records,
+                *kernel,
+                &super::export::links(plots, dir),
+            ))),
+            Document::Summary { records, kernel } => {
+                Some(Ok(super::study::summary(records, *kernel, true)))
+            }
             Document::LatencyStudy {
                 records,
                 plots,
                 dir,
             } => Some(Ok(super::latency::document(records, plots, dir, true))),
-            Document::Nodes(text) => Some(Ok(format!("```text\n{text}```\n"))),
+            Document::Nodes { text, plots, dir } => {
+                let mut o = format!("```text\n{text}```\n");
+                for (title, path) in super::export::links(plots, dir) {
+                    let _ = writeln!(o, "\n![{title}]({path})");
+                }
+                Some(Ok(o))
+            }
             Document::Compare(c) => Some(Ok(c.render(true))),
             Document::Exec(_) => None,
         }

@@ -6,7 +6,9 @@
 pub mod csv;
 pub mod exec;
 pub mod export;
+pub mod html;
 pub mod json;
+pub mod jsonl;
 pub mod latency;
 pub mod markdown;
 pub mod nodes;

@@ -250,7 +250,7 @@ impl super::export::Exporter for Text {
         "text"
     }
     fn commands(&self) -> &'static [&'static str] {
-        &["run", "exec", "latency", "report", "compare"]
+        &["run", "exec", "latency", "report", "compare", "sweep"]
     }
     fn export(&self, doc: &super::export::Document) -> Option<crate::error::Result<String>> {
         use super::export::Document;
@@ -264,13 +264,16 @@ impl super::export::Exporter for Text {
             Document::Latency(report) => super::latency::render(&report.records),
             Document::Study {
                 records, kernel, ..
-            } => super::study::summary(records, *kernel, false),
+            }
+            | Document::Summary { records, kernel } => {
+                super::study::summary(records, *kernel, false)
+            }
             Document::LatencyStudy {
                 records,
                 plots,
                 dir,
             } => super::latency::document(records, plots, dir, false),
-            Document::Nodes(text) => text.to_string(),
+            Document::Nodes { text, .. } => text.to_string(),
             Document::Compare(c) => c.render(false),
         }))
     }

@@ -274,7 +274,7 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
 }
 
 /// What a set of records shares: host, experiment, kernels, repetitions.
-fn context(records: &[Record]) -> Vec<(String, String)> {
+pub fn context(records: &[Record]) -> Vec<(String, String)> {
     let Some(first) = records.first() else {
         return Vec::new();
     };
@@ -460,10 +460,9 @@ pub fn markdown(records: &[Record], kernel: KernelId, plots: &[(String, String)]
 }
 
 mod compare;
-mod html;
+pub mod html;
 
 pub use compare::compare;
-pub use html::html;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,41 @@
+//! JSON Lines: one compact JSON value per line, for `jq`, log shippers and
+//! `membw report`. A run or exec is its document on one line; a study or a
+//! latency run is its records, one per line, as in a results file.
+
+use super::export::{Document, Exporter};
+use crate::error::{Error, Result};
+use serde::Serialize;
+
+/// Each value as one line of compact JSON.
+fn lines<T: Serialize>(values: impl IntoIterator<Item = T>) -> Result<String> {
+    let mut out = String::new();
+    for v in values {
+        let line =
+            serde_json::to_string(&v).map_err(|e| Error::Runtime(format!("writing JSON: {e}")))?;
+        out.push_str(&line);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// The JSON Lines exporter.
+pub struct Jsonl;
+
+impl Exporter for Jsonl {
+    fn name(&self) -> &'static str {
+        "jsonl"
+    }
+    fn commands(&self) -> &'static [&'static str] {
+        &["run", "exec", "latency", "report", "sweep"]
+    }
+    fn export(&self, doc: &Document) -> Option<Result<String>> {
+        Some(match doc {
+            Document::Run { report, .. } => lines([report]),
+            Document::Exec(view) => lines([view.record]),
+            Document::Latency(report) => lines(&report.records),
+            Document::Study { records, .. } | Document::Summary { records, .. } => lines(*records),
+            Document::LatencyStudy { records, .. } => lines(*records),
+            Document::Nodes { .. } | Document::Compare(_) => return None,
+        })
+    }
+}
