@@ -330,7 +330,7 @@ mod tests {
 
     #[test]
     fn default_uses_allowed_cpus_once_each() {
-        let topo = Topology::live().unwrap();
+        let (_dir, topo) = crate::topology::fixture::machine("xeon-e5-2680v3-2s");
         let request = Request {
             spec: Spec::Default,
             threads: None,
@@ -338,10 +338,23 @@ mod tests {
             cpu_nodes: None,
         };
         let cpus = resolve(&topo, &request).unwrap();
+        // One thread per core: 24 of the 48 hardware threads.
+        assert_eq!(cpus.len(), 24);
         assert_eq!(
             cpus.len(),
             Domains::new(&topo, &topo.allowed_cpus).cores.len()
         );
         assert!(cpus.iter().all(|&c| topo.allowed_cpus.contains(c)));
+        // Two threads spread: one per socket.
+        let two = resolve(
+            &topo,
+            &Request {
+                threads: Some(2),
+                ..request
+            },
+        )
+        .unwrap();
+        let socket = |c: usize| topo.cpu(c).map(|c| c.package);
+        assert_ne!(socket(two[0]), socket(two[1]), "{two:?}");
     }
 }
