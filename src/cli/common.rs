@@ -121,13 +121,11 @@ pub(crate) fn input_file_error(e: FileError) -> Error {
 
 pub(crate) fn progress(total: u64) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:28.cyan/blue}] {pos}/{len} runs · ETA {eta} · {msg}",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
+    let style = ProgressStyle::with_template(
+        "{elapsed_precise} [{bar:28.cyan/blue}] {pos}/{len} runs · ETA {eta} · {msg}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style.progress_chars("=> "));
     bar.enable_steady_tick(Duration::from_millis(250));
     bar
 }

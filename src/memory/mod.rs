@@ -120,6 +120,9 @@ pub struct Chunk<'a> {
 }
 
 impl Chunk<'_> {
+    /// The chunk of array `id`. The plan maps every array its kernels
+    /// use (`Arrays::map` takes the kernels' union), so a miss is a bug in
+    /// membw, not something input can cause.
     pub fn get(&mut self, id: ArrayId) -> &mut [f64] {
         self.arrays[id.index()]
             .as_deref_mut()

@@ -173,9 +173,7 @@ impl MachineSpec {
     pub fn write(&self, root: &Path) -> io::Result<()> {
         self.check().map_err(io::Error::other)?;
         let w = |rel: &str, text: &str| -> io::Result<()> {
-            let p = root.join(rel);
-            fs::create_dir_all(p.parent().expect("relative path has a parent"))?;
-            fs::write(p, text)
+            write_creating(&root.join(rel), text.as_bytes())
         };
         let ncpus = self.cpus();
         let all = format!("0-{}\n", ncpus - 1);
@@ -331,8 +329,10 @@ impl MachineSpec {
         }
         for i in 0..self.dimms_per_socket * self.sockets {
             let p = root.join(format!("sys/firmware/dmi/entries/17-{i}/raw"));
-            fs::create_dir_all(p.parent().expect("has parent"))?;
-            fs::write(p, smbios_memory_device(i as u16, 64 * 1024, self.dimm_mts))?;
+            write_creating(
+                &p,
+                &smbios_memory_device(i as u16, 64 * 1024, self.dimm_mts),
+            )?;
         }
         Ok(())
     }
@@ -416,9 +416,7 @@ fn copy_tree(source: &Path, dest: &Path, rel: &Path, depth: usize) -> io::Result
         let Ok(bytes) = fs::read(&from) else {
             return Ok(0);
         };
-        let to = dest.join(rel);
-        fs::create_dir_all(to.parent().expect("has parent"))?;
-        fs::write(to, bytes)?;
+        write_creating(&dest.join(rel), &bytes)?;
         return Ok(1);
     }
     if !meta.is_dir() || depth > 3 {
@@ -444,6 +442,14 @@ fn copy_tree(source: &Path, dest: &Path, rel: &Path, depth: usize) -> io::Result
 /// A machine from tests/fixtures, written to a temporary tree and read back:
 /// unit tests that need a topology use one of these rather than the machine
 /// they happen to run on. The tree lives as long as the returned directory.
+/// Writes a file, creating the directories above it.
+fn write_creating(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    fs::write(path, bytes)
+}
+
 #[cfg(test)]
 pub(crate) fn machine(name: &str) -> (tempfile::TempDir, super::Topology) {
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{name}.json"));
