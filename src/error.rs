@@ -92,6 +92,9 @@ pub enum Error {
     /// Stopped by a signal (SIGINT, SIGTERM, SIGHUP) after saving what was
     /// done: exit code 128 + the signal (130, 143, 129).
     Interrupted { signal: i32, message: String },
+    /// `membw check` found the node unhealthy: exit code 1, with the one
+    /// line a health checker puts in its drain reason.
+    Unhealthy(String),
 }
 
 impl Error {
@@ -112,6 +115,16 @@ impl Error {
             value: None,
             message: message.into(),
             hint: None,
+        }
+    }
+
+    /// The same error with `prefix` before its message (a flag naming a
+    /// file), the exit code kept.
+    pub fn prefixed(self, prefix: &str) -> Error {
+        match self {
+            Error::Usage(m) => Error::Usage(format!("{prefix}{m}")),
+            Error::Runtime(m) => Error::Runtime(format!("{prefix}{m}")),
+            other => other,
         }
     }
 
@@ -136,7 +149,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Input { .. } | Error::Usage(_) => 2,
-            Error::Runtime(_) | Error::Validation(_) => 1,
+            Error::Runtime(_) | Error::Validation(_) | Error::Unhealthy(_) => 1,
             Error::Interrupted { signal, .. } => 128 + signal,
         }
     }
@@ -163,6 +176,7 @@ impl Error {
             Error::Usage(m)
             | Error::Runtime(m)
             | Error::Validation(m)
+            | Error::Unhealthy(m)
             | Error::Interrupted { message: m, .. } => m.clone(),
         }
     }

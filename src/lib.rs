@@ -12,6 +12,7 @@ pub mod cli;
 pub mod engine;
 pub mod error;
 pub mod foreign;
+pub mod health;
 pub mod kernels;
 pub mod latency;
 pub mod memory;

@@ -12,7 +12,9 @@ fn main() {
                 format!("rank {} ({}): ", l.rank, membw::sys::hostname())
             });
         match e {
-            membw::error::Error::Interrupted { .. } => membw::say!("membw: {rank}{e}"),
+            membw::error::Error::Interrupted { .. } | membw::error::Error::Unhealthy(_) => {
+                membw::say!("membw: {rank}{e}")
+            }
             _ => membw::say!("membw: error: {rank}{e}"),
         }
         std::process::exit(e.exit_code());

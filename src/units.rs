@@ -141,6 +141,21 @@ pub fn parse_bytes(text: &str) -> Result<Bytes, String> {
     }
 }
 
+/// `10%` or `0.1`: a share above 0 and below 1 (tolerances, outlier
+/// thresholds, shares of a peak).
+pub fn parse_share(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let share = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("'{text}': a share such as 10% or 0.1"))?;
+    if !(share > 0.0 && share < 1.0) {
+        return Err(format!("'{text}': must be above 0 % and below 100 %"));
+    }
+    Ok(share)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

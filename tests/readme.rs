@@ -55,7 +55,7 @@ fn readme_examples_run_verbatim() {
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/bash\nextra=()\ncase \"$1\" in run|sweep|tune) extra=(--fake-source 4); \
+            "#!/bin/bash\nextra=()\ncase \"$1\" in run|sweep|tune|baseline|check) extra=(--fake-source 4); \
              [[ \" $* \" == *' --size '* ]] || extra+=(--size 1M);; esac\nexec {} \"$@\" \"${{extra[@]}}\"\n",
             common::membw_argv().join(" ")
         ),

@@ -18,6 +18,7 @@ use crate::results::measurement::ThreadPlacement;
 use crate::team::{self, Member};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 /// The pinned SIMD team.
 pub struct CpuTeam;
@@ -90,8 +91,14 @@ impl Part<'_, '_> {
             Order::Double => super::double_chunk(&mut self.chunk),
             Order::Sync => {}
             Order::Run(kernel, repeats) => {
+                // Two clock reads per thread and run, outside the kernel
+                // loop: each thread's own time, to find a slow core.
+                let start = Instant::now();
                 for _ in 0..repeats {
                     super::run_kernel(self.fns, kernel, &mut self.chunk, &mut self.sums);
+                }
+                if let Some(slot) = orders.thread_ns.get(index) {
+                    slot.store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 }
             }
             Order::ReadBack(want, errors) => {
@@ -125,6 +132,8 @@ enum Order {
 /// with what the members report back.
 struct Orders {
     values: [AtomicU64; ARRAYS],
+    /// Each member's own time in the last run, ns.
+    thread_ns: Vec<AtomicU64>,
     errors: Mutex<Option<ArrayErrors>>,
     read_back: Vec<Mutex<ReadBack>>,
 }
@@ -140,6 +149,7 @@ impl Orders {
     fn new(members: usize) -> Orders {
         Orders {
             values: Default::default(),
+            thread_ns: (0..members).map(|_| AtomicU64::new(0)).collect(),
             errors: Mutex::new(None),
             read_back: (0..members).map(|_| Mutex::default()).collect(),
         }
@@ -241,6 +251,12 @@ impl Device for Leader<'_, '_, '_, '_> {
     }
     fn run(&mut self, kernel: KernelId, repeats: usize) {
         self.order(Order::Run(kernel, repeats));
+    }
+    fn thread_seconds(&self, out: &mut [f64]) -> bool {
+        for (slot, ns) in out.iter_mut().zip(&self.orders.thread_ns) {
+            *slot = ns.load(Ordering::Relaxed) as f64 * 1e-9;
+        }
+        true
     }
     fn read_back(&mut self, want: [f64; ARRAYS], errors: ArrayErrors) -> ReadBack {
         self.order(Order::ReadBack(want, errors));

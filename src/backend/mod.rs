@@ -59,6 +59,12 @@ pub trait Device {
     /// the error sum and the bad elements of a slice against its value in
     /// `want`; the reductions' last results come with it.
     fn read_back(&mut self, want: [f64; ARRAYS], errors: ArrayErrors) -> ReadBack;
+    /// Each thread's own time in the last `run`, seconds, into `out` (one
+    /// slot per thread); false when the device does not time its threads.
+    fn thread_seconds(&self, out: &mut [f64]) -> bool {
+        let _ = out;
+        false
+    }
 }
 
 /// The protocol's rule for one slice of an array against the value every

@@ -186,6 +186,56 @@ pub(crate) fn write_plots(dir: &Path, plots: &[crate::report::Plot], png: bool) 
     Ok(())
 }
 
+/// Refuses, before anything is measured, an output the command could not
+/// write at the end: an existing baseline, or a directory that is missing
+/// or not writable.
+pub(crate) fn check_writable(path: &Path, flag: &str, replace: bool) -> Result<()> {
+    if !replace && path.exists() {
+        return Err(Error::Usage(format!(
+            "{flag} {}: already exists; remove it or choose another file",
+            path.display()
+        )));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let probe = dir.join(format!(".membw-probe-{}", std::process::id()));
+    match std::fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(Error::Usage(format!(
+            "{flag} {}: cannot write in {}: {e}",
+            path.display(),
+            dir.display()
+        ))),
+    }
+}
+
+/// Replaces `path` at once with `bytes`: written to a temporary file in
+/// the same directory, flushed, then renamed over it, so that a reader
+/// (node_exporter, a health checker) never sees half a file, and a crash
+/// leaves the old one.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write as _;
+    let name = path
+        .file_name()
+        .map_or("membw".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
+    let fail = |e: std::io::Error| Error::Runtime(format!("{}: {e}", path.display()));
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail(e));
+    }
+    Ok(())
+}
+
 /// Writes a file the user asked for; a failure names it (exit 1).
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))

@@ -86,6 +86,10 @@ pub(crate) struct LatencyArgs {
     #[arg(long, short, conflicts_with = "resume", help_heading = "Results")]
     output: Option<PathBuf>,
 
+    /// Also write the idle and matrix latencies in node_exporter's textfile format to FILE (atomically)
+    #[arg(long, value_name = "FILE", help_heading = "Results")]
+    prom: Option<PathBuf>,
+
     /// Continue into FILE: skip the points already in it, append the rest
     #[arg(long, value_name = "FILE", help_heading = "Results")]
     resume: Option<PathBuf>,
@@ -182,6 +186,9 @@ fn parse_delays(text: &str) -> std::result::Result<Delays, String> {
 
 pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     super::common::check_format(&args.format, "latency")?;
+    if let Some(p) = &args.prom {
+        super::common::check_writable(p, "--prom", true)?;
+    }
     let topo = super::common::read_topology(None)?;
     let cpu = match args.cpu {
         Some(c) => allowed_cpu(&topo, c, "--cpu")?,
@@ -307,6 +314,9 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         &args.format,
         &crate::report::export::Document::Latency(&doc),
     )?)?;
+    if let Some(p) = &args.prom {
+        super::common::write_atomic(p, crate::report::prom::latency(&doc).as_bytes())?;
+    }
     if let Some(signal) = interrupted {
         return Err(Error::Interrupted {
             signal,

@@ -7,6 +7,7 @@ mod common;
 mod documents;
 mod env;
 mod exec;
+mod health;
 mod latency;
 mod sweep;
 mod tune;
@@ -60,6 +61,10 @@ enum Command {
     Exec(exec::ExecArgs),
     /// Memory latency by pointer chasing, L1 to DRAM (ns and cycles per load, percentiles); the NUMA latency matrix; loaded latency
     Latency(latency::LatencyArgs),
+    /// Measure this node's healthy bandwidth, for the whole node and each NUMA domain, into a baseline file
+    Baseline(health::BaselineArgs),
+    /// Is this node healthy? Against a baseline (or its NUMA domains against each other) in seconds; exit 0 healthy, 1 unhealthy, 2 could not check
+    Check(health::CheckArgs),
     /// Print a shell completion script: membw completions bash > /etc/bash_completion.d/membw
     Completions {
         #[arg(value_enum)]
@@ -142,6 +147,10 @@ struct RunArgs {
     #[arg(short, long, value_name = "FILE")]
     output: Option<std::path::PathBuf>,
 
+    /// Also write the rates in node_exporter's textfile format to FILE (atomically)
+    #[arg(long, value_name = "FILE")]
+    prom: Option<std::path::PathBuf>,
+
     /// Across ranks: flag nodes below this share of the median node
     #[arg(long, default_value_t = crate::ranks::DEFAULT_OUTLIER, value_parser = parse_share, help_heading = "Across ranks (MPI)")]
     outlier: f64,
@@ -153,14 +162,7 @@ struct RunArgs {
 
 /// A share strictly between 0 and 1 (0.9 or 90%).
 fn parse_share(text: &str) -> std::result::Result<f64, String> {
-    let value = match text.trim().strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|p| p / 100.0),
-        None => text.trim().parse::<f64>(),
-    };
-    value
-        .ok()
-        .filter(|v| *v > 0.0 && *v < 1.0)
-        .ok_or_else(|| format!("'{text}': a share between 0 and 1, like 0.9 or 90%"))
+    crate::units::parse_share(text)
 }
 
 /// Folds clap's multi-line message (error, details, usage, hint) into the
@@ -223,6 +225,8 @@ pub fn main() -> Result<()> {
         Command::Compare(args) => documents::compare(args),
         Command::Exec(args) => exec::exec(args),
         Command::Latency(args) => latency::latency(args),
+        Command::Baseline(args) => health::baseline(args),
+        Command::Check(args) => health::check(args),
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(
@@ -354,6 +358,9 @@ fn open_run_output(path: &std::path::Path) -> Result<crate::results::file::Resul
 
 fn run(args: RunArgs) -> Result<()> {
     common::check_format(if args.json { "json" } else { &args.format }, "run")?;
+    if let Some(p) = &args.prom {
+        common::check_writable(p, "--prom", true)?;
+    }
     let topo = read_topology(None)?;
     let m = &args.measure;
     let (mem_text, stores) = m.single("run")?;
@@ -467,5 +474,8 @@ fn run(args: RunArgs) -> Result<()> {
             quiet: args.quiet,
         },
     )?)?;
+    if let Some(p) = &args.prom {
+        common::write_atomic(p, report::prom::run(&report).as_bytes())?;
+    }
     crate::results::require_valid(&report.measurement)
 }

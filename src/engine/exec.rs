@@ -111,6 +111,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
                 max_time_s: max,
                 spread: if min > 0.0 { max / min } else { 1.0 },
                 times_s: Vec::new(),
+                thread_times_s: Vec::new(),
             })
         })
         .collect();

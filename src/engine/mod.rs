@@ -8,6 +8,7 @@
 //! `tune` a search that hands the engine one job at a time
 //! ([`tune::search`]). Latency: [`latency::measure`].
 
+pub mod check;
 pub mod exec;
 pub mod latency;
 pub mod session;

@@ -55,10 +55,14 @@ impl Source for StreamSource {
 pub struct FakeSource {
     pub gb_s_per_thread: f64,
     pub delay: Duration,
+    /// Threads on these CPUs run at this share of the rate (a slow memory
+    /// domain, for the tests of `check`).
+    pub slow: Option<(crate::topology::cpulist::IdSet, f64)>,
 }
 
 impl FakeSource {
-    /// `RATE[,delay=DURATION]`: GB/s per thread, e.g. `5` or `5,delay=20ms`.
+    /// `RATE[,delay=DURATION][,slow=CPUS@SHARE]`: GB/s per thread, e.g. `5`,
+    /// `5,delay=20ms` or `5,slow=4-7@0.6`.
     pub fn parse(text: &str) -> std::result::Result<FakeSource, String> {
         let mut parts = text.split(',');
         let rate: f64 = parts
@@ -70,17 +74,32 @@ impl FakeSource {
             .filter(|r: &f64| r.is_finite() && *r > 0.0)
             .ok_or_else(|| format!("'{text}': the rate is a positive number of GB/s"))?;
         let mut delay = Duration::ZERO;
+        let mut slow = None;
         for p in parts {
             match p.trim().split_once('=') {
                 Some(("delay", d)) => {
                     delay = humantime::parse_duration(d).map_err(|e| format!("'{d}': {e}"))?;
                 }
-                _ => return Err(format!("'{p}': expected delay=DURATION")),
+                Some(("slow", v)) => {
+                    let (cpus, share) = v
+                        .split_once('@')
+                        .ok_or_else(|| format!("'{v}': expected CPUS@SHARE"))?;
+                    let cpus = crate::topology::cpulist::parse_list(cpus)
+                        .map_err(|e| format!("'{cpus}': {e}"))?;
+                    let share: f64 = share
+                        .parse()
+                        .ok()
+                        .filter(|s: &f64| *s > 0.0 && s.is_finite())
+                        .ok_or_else(|| format!("'{share}': a positive share"))?;
+                    slow = Some((cpus.into_iter().collect(), share));
+                }
+                _ => return Err(format!("'{p}': expected delay=DURATION or slow=CPUS@SHARE")),
             }
         }
         Ok(FakeSource {
             gb_s_per_thread: rate,
             delay,
+            slow,
         })
     }
 
@@ -91,7 +110,11 @@ impl FakeSource {
         } else {
             1.0
         };
-        self.gb_s_per_thread * plan.cpus.len() as f64 * stores
+        let per_thread = |cpu: &usize| match &self.slow {
+            Some((cpus, share)) if cpus.contains(*cpu) => *share,
+            _ => 1.0,
+        };
+        self.gb_s_per_thread * plan.cpus.iter().map(per_thread).sum::<f64>() * stores
     }
 }
 
@@ -155,9 +178,14 @@ mod tests {
             FakeSource::parse("5,delay=20ms").unwrap(),
             FakeSource {
                 gb_s_per_thread: 5.0,
-                delay: Duration::from_millis(20)
+                delay: Duration::from_millis(20),
+                slow: None,
             }
         );
+        let slow = FakeSource::parse("5,slow=2-3@0.5").unwrap().slow.unwrap();
+        assert_eq!((slow.0.ids(), slow.1), (&[2, 3][..], 0.5));
+        assert!(FakeSource::parse("5,slow=2-3").is_err());
+        assert!(FakeSource::parse("5,slow=2@0").is_err());
         assert!(FakeSource::parse("-1").is_err());
         assert!(FakeSource::parse("5,speed=2").is_err());
         assert!(FakeSource::parse("5,delay=soon").is_err());

@@ -159,6 +159,10 @@ pub fn measure_gated(plan: &Plan, gate: &dyn RankGate) -> Result<Gated> {
 /// What the driver saw, for the measurement.
 struct Driven {
     times: Vec<f64>,
+    /// Each thread's own time per timed run: `threads` slots per entry of `times`.
+    thread_times: Vec<f64>,
+    /// Whether the device timed its threads.
+    threads_timed: bool,
     synced_times: Vec<f64>,
     timing_test: f64,
     first_touch_done: Option<Instant>,
@@ -179,6 +183,8 @@ fn measure_with(
     // Allocated here: nothing allocates inside the timed calls.
     let mut d = Driven {
         times: vec![0.0; timed],
+        thread_times: vec![0.0; timed * plan.cpus.len()],
+        threads_timed: false,
         synced_times: vec![0.0; if gate.is_some() { timed } else { 0 }],
         timing_test: 0.0,
         first_touch_done: None,
@@ -200,12 +206,16 @@ fn measure_with(
         .enumerate()
         .map(|(k, &kernel)| {
             let times = d.times[k * plan.ntimes..(k + 1) * plan.ntimes].to_vec();
-            kernel_statistics(
+            let mut r = kernel_statistics(
                 kernel,
                 plan.stores,
                 plan.elements * plan.inner_repeats,
                 times,
-            )
+            );
+            if d.threads_timed {
+                r.thread_times_s = thread_medians(&d.thread_times, plan, k);
+            }
+            r
         })
         .collect();
     let validation = validation_report(&expected, &d.read_back);
@@ -315,7 +325,12 @@ fn drive(
             }
             let start = Instant::now();
             device.run(kernel, plan.inner_repeats);
-            d.times[k * plan.ntimes + rep] = start.elapsed().as_secs_f64();
+            let slot = k * plan.ntimes + rep;
+            d.times[slot] = start.elapsed().as_secs_f64();
+            let threads = plan.cpus.len();
+            if let Some(out) = d.thread_times.get_mut(slot * threads..(slot + 1) * threads) {
+                d.threads_timed = device.thread_seconds(out);
+            }
             if let Some(gate) = gate {
                 gate.finish();
                 d.synced_times[k * plan.ntimes + rep] = start.elapsed().as_secs_f64();
@@ -324,6 +339,21 @@ fn drive(
     }
     d.measured = true;
     d.read_back = device.read_back(expected.values, array_errors);
+}
+
+/// Kernel `k`'s per-thread times: each thread's median over the counted
+/// repetitions (the first is not counted, as for the kernel's own times).
+fn thread_medians(thread_times: &[f64], plan: &Plan, k: usize) -> Vec<f64> {
+    let threads = plan.cpus.len();
+    (0..threads)
+        .map(|t| {
+            let own: Vec<f64> = (1..plan.ntimes)
+                .filter_map(|rep| thread_times.get((k * plan.ntimes + rep) * threads + t))
+                .copied()
+                .collect();
+            crate::results::median(&own).unwrap_or(0.0)
+        })
+        .collect()
 }
 
 fn validation_report(expected: &Expected, errors: &ReadBack) -> Validation {

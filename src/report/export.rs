@@ -45,6 +45,8 @@ pub enum Document<'a> {
     },
     /// `membw compare A B`.
     Compare(Comparison<'a>),
+    /// `membw check`: the verdict.
+    Check(&'a crate::health::verdict::Verdict),
 }
 
 /// Two result sets of one kind, for `membw compare`.
@@ -89,6 +91,7 @@ impl Document<'_> {
             }
             Document::Summary { .. } => "sweep",
             Document::Compare(_) => "compare",
+            Document::Check(_) => "check",
         }
     }
 }
@@ -161,5 +164,6 @@ mod tests {
         assert_eq!(formats_for("report"), ["text", "jsonl", "markdown", "html"]);
         assert_eq!(formats_for("sweep"), ["text", "jsonl", "markdown"]);
         assert_eq!(formats_for("compare"), ["text", "markdown"]);
+        assert_eq!(formats_for("check"), ["text", "json", "jsonl"]);
     }
 }

@@ -26,7 +26,7 @@ impl super::export::Exporter for Json {
         "json"
     }
     fn commands(&self) -> &'static [&'static str] {
-        &["run", "exec", "latency"]
+        &["run", "exec", "latency", "check"]
     }
     fn export(&self, doc: &super::export::Document) -> Option<Result<String>> {
         use super::export::Document;
@@ -34,6 +34,7 @@ impl super::export::Exporter for Json {
             Document::Run { report, .. } => render(report),
             Document::Exec(view) => pretty(view.record),
             Document::Latency(report) => pretty(report),
+            Document::Check(verdict) => pretty(verdict),
             _ => return None,
         })
     }

@@ -26,7 +26,7 @@ impl Exporter for Jsonl {
         "jsonl"
     }
     fn commands(&self) -> &'static [&'static str] {
-        &["run", "exec", "latency", "report", "sweep"]
+        &["run", "exec", "latency", "report", "sweep", "check"]
     }
     fn export(&self, doc: &Document) -> Option<Result<String>> {
         Some(match doc {
@@ -35,6 +35,7 @@ impl Exporter for Jsonl {
             Document::Latency(report) => lines(&report.records),
             Document::Study { records, .. } | Document::Summary { records, .. } => lines(*records),
             Document::LatencyStudy { records, .. } => lines(*records),
+            Document::Check(verdict) => lines([verdict]),
             Document::Nodes { .. } | Document::Compare(_) => return None,
         })
     }

@@ -89,7 +89,7 @@ impl Exporter for Markdown {
                 Some(Ok(o))
             }
             Document::Compare(c) => Some(Ok(c.render(true))),
-            Document::Exec(_) => None,
+            Document::Exec(_) | Document::Check(_) => None,
         }
     }
 }

@@ -6,6 +6,7 @@
 pub mod csv;
 pub mod exec;
 pub mod export;
+pub mod health;
 pub mod html;
 pub mod json;
 pub mod jsonl;
@@ -15,6 +16,7 @@ pub mod nodes;
 pub mod place;
 pub mod plot;
 pub mod png;
+pub mod prom;
 pub mod ranks;
 pub mod study;
 pub mod text;

@@ -250,7 +250,9 @@ impl super::export::Exporter for Text {
         "text"
     }
     fn commands(&self) -> &'static [&'static str] {
-        &["run", "exec", "latency", "report", "compare", "sweep"]
+        &[
+            "run", "exec", "latency", "report", "compare", "sweep", "check",
+        ]
     }
     fn export(&self, doc: &super::export::Document) -> Option<crate::error::Result<String>> {
         use super::export::Document;
@@ -275,6 +277,7 @@ impl super::export::Exporter for Text {
             } => super::latency::document(records, plots, dir, false),
             Document::Nodes { text, .. } => text.to_string(),
             Document::Compare(c) => c.render(false),
+            Document::Check(v) => super::health::check(v),
         }))
     }
 }

@@ -82,6 +82,24 @@ pub fn open_regular(path: &Path) -> Result<std::fs::File, FileError> {
     Ok(file)
 }
 
+/// The whole of a regular file of at most `limit` bytes (a baseline, a
+/// document): more is refused without reading it all.
+pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, FileError> {
+    use std::io::Read;
+    let file = open_regular(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| FileError::Io(path.to_path_buf(), e))?;
+    if bytes.len() as u64 > limit {
+        return Err(FileError::TooLarge(path.to_path_buf(), limit));
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(FileError::Empty(path.to_path_buf()));
+    }
+    Ok(bytes)
+}
+
 /// Reads a results file. A line that is not a record is an error naming
 /// it, unless it is the last one and has no newline: a write cut short,
 /// reported in [`Records::torn`]. Records of another schema version are

@@ -46,6 +46,29 @@ pub struct KernelResult {
     pub spread: f64,
     /// Every repetition's time, the first (not counted) included.
     pub times_s: Vec<f64>,
+    /// Each thread's own time for its share of the work, the median over
+    /// the counted repetitions, in thread order: a thread much slower than
+    /// the rest ran on a busy or throttled core. Empty where the source
+    /// cannot tell (another program, the fake source).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thread_times_s: Vec<f64>,
+}
+
+impl KernelResult {
+    /// The slowest thread's own time over the median of the others', and
+    /// its index; `None` with fewer than two threads timed.
+    pub fn slowest_thread(&self) -> Option<(usize, f64)> {
+        let t = &self.thread_times_s;
+        let (slowest, &worst) = t.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
+        let others: Vec<f64> = t
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != slowest)
+            .map(|(_, &v)| v)
+            .collect();
+        let median = super::median(&others).filter(|&m| m > 0.0)?;
+        Some((slowest, worst / median))
+    }
 }
 
 impl Measurement {
@@ -236,6 +259,7 @@ pub fn kernel_statistics(
         max_time_s: max,
         spread: max / min,
         times_s: times,
+        thread_times_s: Vec::new(),
     }
 }
 

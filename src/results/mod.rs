@@ -24,6 +24,18 @@ use std::collections::BTreeMap;
 /// Version of the JSON/CSV layout; bumped only on incompatible changes.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The median of `values`; `None` when there are none.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    match v.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(v[mid]),
+        _ => Some((v[mid - 1] + v[mid]) / 2.0),
+    }
+}
+
 /// Facts about the machine a measurement was taken on.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Host {

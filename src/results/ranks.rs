@@ -197,17 +197,8 @@ pub fn node_table(ranks: &[RankRun], kernel: KernelId, outlier: f64) -> Vec<Node
     rows
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
+fn median(values: Vec<f64>) -> f64 {
+    super::median(&values).unwrap_or(0.0)
 }
 
 /// Pairs of ranks on one node whose CPUs overlap: they fight over cores,

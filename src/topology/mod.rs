@@ -18,7 +18,7 @@ pub mod smbios;
 mod sysfs;
 
 use sysfs::NO_CPU;
-pub use sysfs::{MAX_FILE_BYTES, read_bounded};
+pub use sysfs::{MAX_FILE_BYTES, cpu_throttled, read_bounded};
 
 use crate::units::Bytes;
 use cpulist::IdSet;

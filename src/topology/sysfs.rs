@@ -435,6 +435,53 @@ pub(super) fn read_cgroup_memory(r: &Reader) -> (Option<Bytes>, Option<Bytes>) {
     }
 }
 
+/// CPU time the cgroup limits (`cpu.max`, v1 `cpu.cfs_quota_us`) have
+/// throttled this process's cgroup and its ancestors so far: a count that
+/// grows while a check runs means its threads were stopped, whatever the
+/// memory did. `None` where no cgroup says.
+pub fn cpu_throttled(root: &Path) -> Option<std::time::Duration> {
+    let r = Reader { root };
+    let text = r.text("proc/self/cgroup")?;
+    let mut total_ns: Option<u64> = None;
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        // v2 counts microseconds, v1 nanoseconds.
+        let (base, field, ns_per_unit) = if controllers.is_empty() {
+            ("sys/fs/cgroup", "throttled_usec", 1000)
+        } else if controllers.split(',').any(|c| c == "cpu") {
+            let v1 = if r.path("sys/fs/cgroup/cpu,cpuacct").is_dir() {
+                "sys/fs/cgroup/cpu,cpuacct"
+            } else {
+                "sys/fs/cgroup/cpu"
+            };
+            (v1, "throttled_time", 1)
+        } else {
+            continue;
+        };
+        let mut dir = PathBuf::from(path.trim_start_matches('/'));
+        loop {
+            let stat = Path::new(base).join(&dir).join("cpu.stat");
+            if let Some(text) = r.text(&stat.to_string_lossy()) {
+                let value = text.lines().find_map(|l| {
+                    let (k, v) = l.split_once(' ')?;
+                    (k == field).then(|| v.trim().parse::<u64>().ok())?
+                });
+                if let Some(v) = value {
+                    *total_ns.get_or_insert(0) += v.saturating_mul(ns_per_unit);
+                }
+            }
+            if !dir.pop() {
+                break;
+            }
+        }
+    }
+    total_ns.map(std::time::Duration::from_nanos)
+}
+
 pub(super) fn read_cpu_info(r: &Reader) -> CpuInfo {
     let text = r.text("proc/cpuinfo").unwrap_or_default();
     // The first processor's block describes the model.

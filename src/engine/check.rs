@@ -1,0 +1,278 @@
+//! The health kind: `membw baseline` and `membw check` measure the same
+//! scopes (the whole node, then each NUMA domain's cores on that domain's
+//! memory) in rounds, each round one measurement per scope; the baseline
+//! keeps every round, the check stops as soon as the rules say.
+
+use super::Engine;
+use crate::error::{Error, Result};
+use crate::health::rules::{self, Balance, Bests, Finding, Next, Slowest};
+use crate::health::{Baseline, Rates, Scope, ScopeBaseline};
+use crate::kernels::StoreMode;
+use crate::memory::policy::{MemPolicy, Policy};
+use crate::placement::{self, Spec};
+use crate::plan::{self, Measure, Plan, Settings, StoresRequest};
+use crate::results::Measurement;
+use crate::topology::Topology;
+use crate::topology::cpulist::IdSet;
+use std::time::{Duration, Instant};
+
+/// One scope, ready to measure.
+pub struct ScopeJob {
+    pub scope: Scope,
+    pub plan: Plan,
+}
+
+/// The NUMA domains a scope is measured in: those with CPUs and memory this
+/// process may use. One domain is the node itself, so none is listed then.
+pub fn domains(topo: &Topology) -> Vec<usize> {
+    let ids: Vec<usize> = topo
+        .nodes
+        .iter()
+        .filter(|n| n.cpus.intersects(&topo.allowed_cpus) && topo.allowed_mems.contains(n.id))
+        .map(|n| n.id)
+        .collect();
+    if ids.len() < 2 { Vec::new() } else { ids }
+}
+
+/// A scope's plan: every allowed core (one thread per core) on local memory,
+/// or one domain's cores bound to its memory.
+fn plan_for(
+    topo: &Topology,
+    scope: Scope,
+    measure: &Measure,
+    stores: StoresRequest,
+) -> Result<Plan> {
+    let (cpu_nodes, mem) = match scope {
+        Scope::Node => (None, MemPolicy::default()),
+        Scope::Numa(n) => (
+            Some(IdSet::new(vec![n])),
+            MemPolicy::uniform(Policy::Bind(IdSet::new(vec![n]))),
+        ),
+    };
+    let request = placement::Request {
+        spec: Spec::Default,
+        threads: None,
+        smt: false,
+        cpu_nodes,
+    };
+    Ok(plan::prepare(topo, &Settings::new(measure, request, stores, mem))?.plan)
+}
+
+/// The scopes of a new baseline (or a check without one): the node, then
+/// each domain, sized by STREAM's rule for the cores of each unless
+/// `measure` fixes the elements.
+pub fn scope_jobs(topo: &Topology, measure: &Measure) -> Result<Vec<ScopeJob>> {
+    let scopes = std::iter::once(Scope::Node).chain(domains(topo).into_iter().map(Scope::Numa));
+    scopes
+        .map(|scope| {
+            let plan = plan_for(topo, scope, measure, StoresRequest::Auto)?;
+            Ok(ScopeJob { scope, plan })
+        })
+        .collect()
+}
+
+/// The scopes a baseline names, sized, stored and repeated as it says.
+pub fn baseline_jobs(
+    topo: &Topology,
+    baseline: &Baseline,
+    measure: &Measure,
+) -> Result<Vec<ScopeJob>> {
+    baseline
+        .scopes
+        .iter()
+        .map(|s| {
+            if let Scope::Numa(n) = s.scope
+                && !domains(topo).contains(&n)
+            {
+                return Err(Error::Usage(format!(
+                    "the baseline measures NUMA node {n}, which this process cannot use here"
+                )));
+            }
+            let m = Measure {
+                elements: Some(s.elements),
+                ntimes: baseline.protocol.ntimes,
+                kernels: baseline.protocol.kernels.clone(),
+                ..measure.clone()
+            };
+            let stores = match s.stores {
+                StoreMode::Regular => StoresRequest::Regular,
+                StoreMode::Nt => StoresRequest::Nt,
+            };
+            let plan = plan_for(topo, s.scope, &m, stores)?;
+            Ok(ScopeJob {
+                scope: s.scope,
+                plan,
+            })
+        })
+        .collect()
+}
+
+/// A round's rate for a kernel: the median of its counted repetitions, so
+/// that a competing process that lets through a lucky repetition now and
+/// then (a time slice, a gap between its own runs) still shows; a
+/// transient dip fails one round, not the check.
+pub fn typical_gb_s(r: &crate::results::measurement::KernelResult) -> f64 {
+    let counted = r.times_s.get(1..).unwrap_or(&[]);
+    match crate::results::median(counted) {
+        Some(t) if t > 0.0 => r.best_gb_s() * r.min_time_s / t,
+        _ => r.best_gb_s(),
+    }
+}
+
+/// A kernel's slowest thread against the others, as rates: every thread
+/// has an equal share of the elements.
+fn slowest(r: &crate::results::measurement::KernelResult, plan: &Plan) -> Option<Slowest> {
+    let (thread, ratio) = r.slowest_thread()?;
+    let own = *r.thread_times_s.get(thread)?;
+    let cpu = *plan.cpus.get(thread)?;
+    let bytes = r.bytes_per_element as f64 * (plan.elements * plan.inner_repeats) as f64
+        / plan.cpus.len() as f64;
+    let gb_s = bytes / own * 1e-9;
+    Some(Slowest {
+        cpu,
+        gb_s,
+        others_gb_s: gb_s * ratio,
+    })
+}
+
+/// One round: each scope measured once, each kernel's typical rate kept in
+/// `bests` where it beats the earlier rounds'. A failed validation is an
+/// unhealthy node, not a rate.
+pub fn round(
+    engine: &mut Engine,
+    jobs: &[ScopeJob],
+    bests: &mut Bests,
+    balance: &mut Balance,
+) -> Result<Vec<(Scope, Measurement)>> {
+    let mut out = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let m = engine.measure(&job.plan)?;
+        if let Err(e) = crate::results::measurement::require_valid(&m) {
+            return Err(Error::Unhealthy(format!(
+                "{}: the kernels computed wrong results, memory errors? ({e})",
+                job.scope
+            )));
+        }
+        for r in &m.results {
+            rules::keep_best(bests, job.scope, r.kernel, typical_gb_s(r));
+            if let Some(s) = slowest(r, &job.plan) {
+                rules::keep_most_even(balance, job.scope, r.kernel, s);
+            }
+        }
+        out.push((job.scope, m));
+    }
+    Ok(out)
+}
+
+/// `rounds` rounds, summarised per scope and kernel.
+pub fn measure_baseline(
+    engine: &mut Engine,
+    jobs: &[ScopeJob],
+    rounds: usize,
+    stop: &dyn Fn() -> bool,
+    on_round: &mut dyn FnMut(usize),
+) -> Result<Vec<ScopeBaseline>> {
+    let mut per_round: Vec<Bests> = Vec::with_capacity(rounds);
+    for i in 0..rounds {
+        if stop() {
+            break;
+        }
+        let mut bests = Bests::new();
+        round(engine, jobs, &mut bests, &mut Balance::new())?;
+        per_round.push(bests);
+        on_round(i + 1);
+    }
+    Ok(jobs
+        .iter()
+        .map(|job| ScopeBaseline {
+            scope: job.scope,
+            threads: job.plan.cpus.len(),
+            elements: job.plan.elements as u64,
+            stores: job.plan.stores,
+            kernels: job
+                .plan
+                .kernels
+                .iter()
+                .filter_map(|&k| {
+                    let values: Vec<f64> = per_round
+                        .iter()
+                        .filter_map(|b| b.get(&(job.scope, k)).copied())
+                        .collect();
+                    Some((k, Rates::of(values)?))
+                })
+                .collect(),
+        })
+        .collect())
+}
+
+/// What a check is held against.
+pub enum Reference<'a> {
+    Baseline(&'a Baseline),
+    /// No baseline: the domains against each other, and the node against
+    /// `share` of its theoretical peak where the peak is known.
+    Symmetry {
+        peak_gb_s: Option<f64>,
+        share: f64,
+    },
+}
+
+impl Reference<'_> {
+    /// Every finding, in scope order (the node first), then kernel order.
+    pub fn judge(&self, bests: &Bests, balance: &Balance, tolerance: f64) -> Vec<Finding> {
+        let mut findings = match self {
+            Reference::Baseline(b) => rules::against_baseline(bests, b, tolerance),
+            Reference::Symmetry { peak_gb_s, share } => {
+                let mut f = rules::symmetry(bests, tolerance);
+                f.extend(peak_gb_s.and_then(|p| rules::against_peak(bests, p, *share)));
+                f
+            }
+        };
+        findings.extend(rules::thread_balance(balance, tolerance));
+        findings.sort_by_key(|f| (f.scope, f.kernel));
+        findings
+    }
+}
+
+/// How a check ended.
+pub struct Checked {
+    pub findings: Vec<Finding>,
+    /// Each scope's and kernel's best round.
+    pub bests: Bests,
+    pub passed: bool,
+    pub rounds: usize,
+    pub elapsed: Duration,
+    /// The last round's measurements, for stability figures.
+    pub last: Vec<(Scope, Measurement)>,
+}
+
+/// Rounds until every finding passes or the budget is spent.
+pub fn check(
+    engine: &mut Engine,
+    jobs: &[ScopeJob],
+    reference: &Reference,
+    tolerance: f64,
+    budget: Duration,
+    stop: &dyn Fn() -> bool,
+) -> Result<Checked> {
+    let start = Instant::now();
+    let mut bests = Bests::new();
+    let mut balance = Balance::new();
+    let mut rounds = 0;
+    loop {
+        let began = Instant::now();
+        let last = round(engine, jobs, &mut bests, &mut balance)?;
+        rounds += 1;
+        let findings = reference.judge(&bests, &balance, tolerance);
+        let next = rules::next(&findings, start.elapsed(), began.elapsed(), budget);
+        if next != Next::Continue || stop() {
+            return Ok(Checked {
+                passed: next == Next::Pass,
+                findings,
+                bests,
+                rounds,
+                elapsed: start.elapsed(),
+                last,
+            });
+        }
+    }
+}

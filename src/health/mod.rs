@@ -1,0 +1,297 @@
+//! Is this node healthy? The model of `membw baseline` and `membw check`:
+//! the scopes a node is measured in (the whole node, each NUMA domain on
+//! its own memory), the baseline file, the identity a baseline is valid for,
+//! and (in [`rules`]) every decision the check takes, as pure functions of
+//! measured rates so that they are tested on data, not on timing.
+
+pub mod rules;
+pub mod verdict;
+
+use crate::kernels::{KernelId, StoreMode};
+use crate::topology::Topology;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The baseline file's schema; a newer one is refused.
+pub const BASELINE_SCHEMA: u32 = 1;
+
+/// Where a rate was measured: every allowed core on local memory, or the
+/// cores of one NUMA domain on that domain's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    Node,
+    Numa(usize),
+}
+
+impl std::fmt::Display for Scope {
+    /// As people read it: `node`, `NUMA node 3`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scope::Node => f.write_str("node"),
+            Scope::Numa(n) => write!(f, "NUMA node {n}"),
+        }
+    }
+}
+
+impl Scope {
+    /// As files spell it: `node`, `numa:3`.
+    pub fn key(&self) -> String {
+        match self {
+            Scope::Node => "node".into(),
+            Scope::Numa(n) => format!("numa:{n}"),
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Scope> {
+        match text {
+            "node" => Some(Scope::Node),
+            _ => text.strip_prefix("numa:")?.parse().ok().map(Scope::Numa),
+        }
+    }
+}
+
+impl Serialize for Scope {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.key())
+    }
+}
+
+impl<'de> Deserialize<'de> for Scope {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Scope, D::Error> {
+        let text = String::deserialize(d)?;
+        Scope::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("scope '{text}' (node or numa:N)")))
+    }
+}
+
+/// One kernel's rates in one scope over the baseline's rounds (or, for a
+/// fleet baseline, over the nodes): each round's best repetition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rates {
+    /// The best of all rounds, GB/s.
+    pub best_gb_s: f64,
+    /// The median round: what the check compares with, GB/s.
+    pub median_gb_s: f64,
+    /// (max − min) / median of the rounds.
+    pub spread: f64,
+    /// Each round's best (or each node's median), GB/s.
+    pub rounds: Vec<f64>,
+}
+
+impl Rates {
+    /// The summary of per-round bests; `None` when there are none.
+    pub fn of(rounds: Vec<f64>) -> Option<Rates> {
+        let median = crate::results::median(&rounds)?;
+        let max = rounds.iter().copied().fold(f64::MIN, f64::max);
+        let min = rounds.iter().copied().fold(f64::MAX, f64::min);
+        Some(Rates {
+            best_gb_s: max,
+            median_gb_s: median,
+            spread: if median > 0.0 {
+                (max - min) / median
+            } else {
+                0.0
+            },
+            rounds,
+        })
+    }
+}
+
+/// How one scope is measured, and what it gave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScopeBaseline {
+    pub scope: Scope,
+    pub threads: usize,
+    /// Elements per array, so that the check measures the same bytes.
+    pub elements: u64,
+    pub stores: StoreMode,
+    pub kernels: BTreeMap<KernelId, Rates>,
+}
+
+/// What the check repeats in each round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Protocol {
+    /// Timed repetitions of each kernel per scope and round.
+    pub ntimes: usize,
+    pub kernels: Vec<KernelId>,
+}
+
+/// The memory of one NUMA node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeMemory {
+    pub node: usize,
+    pub bytes: Option<u64>,
+}
+
+/// The DIMMs SMBIOS reports (root can read it; others see none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dimms {
+    pub count: usize,
+    pub total_mib: u64,
+    /// The lowest configured speed of them, MT/s.
+    pub mts: Option<u32>,
+}
+
+/// The kind of node a baseline is valid for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Identity {
+    pub cpu_model: Option<String>,
+    pub sockets: usize,
+    /// Cores this process may use.
+    pub cores: usize,
+    pub numa_nodes: Vec<NodeMemory>,
+    pub dimms: Option<Dimms>,
+    pub thp_mode: Option<String>,
+    pub kernel: String,
+}
+
+impl Identity {
+    pub fn of(topo: &Topology) -> Identity {
+        let host = crate::results::Host::describe(topo);
+        let domains = crate::placement::Domains::new(topo, &topo.allowed_cpus);
+        let devices = &topo.memory_devices;
+        let dimms = (!devices.is_empty()).then(|| Dimms {
+            count: devices.len(),
+            total_mib: devices.iter().map(|d| d.size_mib).sum(),
+            mts: devices.iter().map(|d| d.mts).filter(|&m| m > 0).min(),
+        });
+        Identity {
+            cpu_model: host.cpu_model,
+            sockets: host.sockets,
+            cores: domains.cores.len(),
+            numa_nodes: topo
+                .nodes
+                .iter()
+                .map(|n| NodeMemory {
+                    node: n.id,
+                    bytes: n.mem_total.map(|b| b.0),
+                })
+                .collect(),
+            dimms,
+            thp_mode: host.thp_mode,
+            kernel: host.kernel,
+        }
+    }
+}
+
+/// A baseline file: what this kind of node measures when healthy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    pub schema_version: u32,
+    /// Always `membw-baseline`: tells the file from other JSON.
+    pub kind: String,
+    pub created: String,
+    /// The nodes it was measured on (one, or a fleet's).
+    pub hosts: Vec<String>,
+    pub identity: Identity,
+    pub protocol: Protocol,
+    pub scopes: Vec<ScopeBaseline>,
+}
+
+pub const BASELINE_KIND: &str = "membw-baseline";
+
+impl Baseline {
+    /// Reads a baseline from its JSON, refusing what is not one: another
+    /// document, a newer schema, no scopes.
+    pub fn parse(text: &str) -> Result<Baseline, String> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
+        if value.get("kind").and_then(|k| k.as_str()) != Some(BASELINE_KIND) {
+            return Err("not a membw baseline (make one with `membw baseline -o FILE`)".into());
+        }
+        match value.get("schema_version").and_then(|v| v.as_u64()) {
+            Some(v) if v == BASELINE_SCHEMA as u64 => {}
+            Some(v) => {
+                return Err(format!(
+                    "schema version {v}; this membw reads version {BASELINE_SCHEMA} (a newer membw wrote it?)"
+                ));
+            }
+            None => return Err("no schema_version".into()),
+        }
+        let b: Baseline = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        if b.scopes.is_empty() || b.scopes.iter().any(|s| s.kernels.is_empty()) {
+            return Err("no measured scope or kernel".into());
+        }
+        if b.protocol.ntimes < 2 || b.protocol.ntimes > 1000 {
+            return Err(format!("ntimes {} is outside 2-1000", b.protocol.ntimes));
+        }
+        let rates = b.scopes.iter().flat_map(|s| s.kernels.values());
+        if rates
+            .clone()
+            .any(|r| !(r.median_gb_s.is_finite() && r.median_gb_s > 0.0))
+        {
+            return Err("a rate is not a positive number".into());
+        }
+        Ok(b)
+    }
+
+    pub fn scope(&self, scope: Scope) -> Option<&ScopeBaseline> {
+        self.scopes.iter().find(|s| s.scope == scope)
+    }
+
+    /// A partition's baseline from its nodes' own: per scope and kernel, the
+    /// median over the nodes of each node's median round, with the spread
+    /// across nodes. The nodes must be of one kind (as a check would
+    /// demand) and measured the same way; the first node's identity stands
+    /// for them all.
+    pub fn fleet(nodes: &[(String, Baseline)], created: String) -> Result<Baseline, String> {
+        let Some((first_name, first)) = nodes.first() else {
+            return Err("no baseline given".into());
+        };
+        for (name, b) in &nodes[1..] {
+            let other = rules::compare_identity(&first.identity, &b.identity)
+                .into_iter()
+                .find_map(|d| match d {
+                    rules::Difference::OtherNode(what) | rules::Difference::Degraded(what) => {
+                        Some(what)
+                    }
+                    rules::Difference::Note(_) => None,
+                });
+            if let Some(what) = other {
+                return Err(format!(
+                    "{name} is not the kind of node {first_name} is: {what}"
+                ));
+            }
+            if b.protocol != first.protocol {
+                return Err(format!(
+                    "{name} was measured with other kernels or repetitions than {first_name}"
+                ));
+            }
+        }
+        let mut scopes = Vec::new();
+        for s in &first.scopes {
+            let mut kernels = BTreeMap::new();
+            for &k in s.kernels.keys() {
+                let mut medians = Vec::new();
+                for (name, b) in nodes {
+                    let rates = b
+                        .scope(s.scope)
+                        .filter(|o| o.elements == s.elements && o.stores == s.stores)
+                        .and_then(|o| o.kernels.get(&k))
+                        .ok_or_else(|| {
+                            format!(
+                                "{name} has no {} {} of the same size and store mode",
+                                s.scope,
+                                k.spec().name
+                            )
+                        })?;
+                    medians.push(rates.median_gb_s);
+                }
+                kernels.extend(Rates::of(medians).map(|r| (k, r)));
+            }
+            scopes.push(ScopeBaseline {
+                kernels,
+                ..s.clone()
+            });
+        }
+        Ok(Baseline {
+            created,
+            hosts: nodes.iter().flat_map(|(_, b)| b.hosts.clone()).collect(),
+            scopes,
+            ..first.clone()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,259 @@
+//! The decision rules on data: no measurement, no timing.
+
+use super::rules::*;
+use super::*;
+use crate::kernels::KernelId::{Copy, Triad};
+use std::time::Duration;
+
+fn bests(rows: &[(Scope, KernelId, f64)]) -> Bests {
+    let mut b = Bests::new();
+    for &(s, k, v) in rows {
+        keep_best(&mut b, s, k, v);
+    }
+    b
+}
+
+fn identity() -> Identity {
+    Identity {
+        cpu_model: Some("AMD EPYC 7742 64-Core Processor".into()),
+        sockets: 2,
+        cores: 128,
+        numa_nodes: (0..8)
+            .map(|node| NodeMemory {
+                node,
+                bytes: Some(64 << 30),
+            })
+            .collect(),
+        dimms: Some(Dimms {
+            count: 16,
+            total_mib: 16 * 32768,
+            mts: Some(3200),
+        }),
+        thp_mode: Some("madvise".into()),
+        kernel: "6.1.0".into(),
+    }
+}
+
+fn baseline(scopes: &[(Scope, KernelId, f64)]) -> Baseline {
+    let mut out: Vec<ScopeBaseline> = Vec::new();
+    for &(scope, kernel, median) in scopes {
+        let rates = Rates::of(vec![median * 0.98, median, median * 1.01]).unwrap();
+        match out.iter_mut().find(|s| s.scope == scope) {
+            Some(s) => {
+                s.kernels.insert(kernel, rates);
+            }
+            None => out.push(ScopeBaseline {
+                scope,
+                threads: 16,
+                elements: 1 << 24,
+                stores: StoreMode::Nt,
+                kernels: [(kernel, rates)].into(),
+            }),
+        }
+    }
+    Baseline {
+        schema_version: BASELINE_SCHEMA,
+        kind: BASELINE_KIND.into(),
+        created: "2026-11-24T00:00:00Z".into(),
+        hosts: vec!["n1".into()],
+        identity: identity(),
+        protocol: Protocol {
+            ntimes: 5,
+            kernels: vec![Copy, Triad],
+        },
+        scopes: out,
+    }
+}
+
+#[test]
+fn rates_summarise_rounds_with_their_median_and_spread() {
+    let r = Rates::of(vec![10.0, 9.0, 11.0]).unwrap();
+    assert_eq!((r.best_gb_s, r.median_gb_s), (11.0, 10.0));
+    assert!((r.spread - 0.2).abs() < 1e-12);
+    assert!(Rates::of(vec![]).is_none());
+}
+
+#[test]
+fn tolerances_are_shares_between_0_and_100_percent() {
+    assert_eq!(crate::units::parse_share("10%").unwrap(), 0.1);
+    assert_eq!(crate::units::parse_share("0.15").unwrap(), 0.15);
+    for bad in ["-5%", "200%", "0", "100%", "x", "", "NaN"] {
+        assert!(crate::units::parse_share(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn within_tolerance_of_the_baseline_passes_and_below_fails() {
+    let b = baseline(&[(Scope::Node, Triad, 100.0), (Scope::Numa(0), Triad, 50.0)]);
+    let ok = bests(&[(Scope::Node, Triad, 91.0), (Scope::Numa(0), Triad, 46.0)]);
+    assert!(against_baseline(&ok, &b, 0.1).iter().all(|f| f.ok));
+    let short = bests(&[(Scope::Node, Triad, 89.0), (Scope::Numa(0), Triad, 46.0)]);
+    let f = against_baseline(&short, &b, 0.1);
+    assert_eq!(f.iter().filter(|f| !f.ok).count(), 1);
+    assert_eq!(worst(&f).unwrap().scope, Scope::Node);
+    // A scope never measured counts as nothing, not as a pass.
+    let missing = bests(&[(Scope::Node, Triad, 100.0)]);
+    assert!(!against_baseline(&missing, &b, 0.1).iter().all(|f| f.ok));
+}
+
+#[test]
+fn symmetry_names_exactly_the_slow_domain() {
+    let mut rows: Vec<(Scope, KernelId, f64)> =
+        (0..8).map(|n| (Scope::Numa(n), Triad, 62.5)).collect();
+    rows[3].2 = 38.2;
+    rows.push((Scope::Node, Triad, 450.0));
+    let f = symmetry(&bests(&rows), 0.1);
+    assert_eq!(f.len(), 8, "one finding per domain, the node left out");
+    let short: Vec<Scope> = f.iter().filter(|f| !f.ok).map(|f| f.scope).collect();
+    assert_eq!(short, [Scope::Numa(3)]);
+    let line = diagnosis(worst(&f).unwrap(), 0.1, &f);
+    assert_eq!(
+        line,
+        "NUMA node 3 triad 38.2 GB/s is 61 % of the other domains' 62.5 GB/s (tolerance 10 %): a memory channel on node 3 is missing or slow"
+    );
+    // Two domains: only the slow one is short, not its healthy partner.
+    let two = symmetry(
+        &bests(&[(Scope::Numa(0), Copy, 40.0), (Scope::Numa(1), Copy, 60.0)]),
+        0.1,
+    );
+    assert_eq!(
+        two.iter()
+            .filter(|f| !f.ok)
+            .map(|f| f.scope)
+            .collect::<Vec<_>>(),
+        [Scope::Numa(0)]
+    );
+    // One domain: nothing to compare.
+    assert!(symmetry(&bests(&[(Scope::Numa(0), Copy, 40.0)]), 0.1).is_empty());
+}
+
+#[test]
+fn the_node_is_held_against_a_share_of_its_peak() {
+    let b = bests(&[(Scope::Node, Triad, 150.0)]);
+    assert!(against_peak(&b, 400.0, 0.5).is_some_and(|f| !f.ok && f.ratio == 0.75));
+    assert!(against_peak(&b, 250.0, 0.5).is_some_and(|f| f.ok));
+    assert!(against_peak(&bests(&[(Scope::Node, Copy, 150.0)]), 400.0, 0.5).is_none());
+}
+
+#[test]
+fn the_check_stops_at_the_first_pass_and_fails_only_when_the_budget_ends() {
+    let s = Duration::from_secs;
+    let pass = [finding_ok(true)];
+    let short = [finding_ok(false)];
+    assert_eq!(next(&pass, s(1), s(1), s(20)), Next::Pass);
+    // Already past the budget, yet passing: a pass.
+    assert_eq!(next(&pass, s(30), s(1), s(20)), Next::Pass);
+    assert_eq!(next(&short, s(1), s(1), s(20)), Next::Continue);
+    // Another round as long as the last would overrun: fail now.
+    assert_eq!(next(&short, s(18), s(3), s(20)), Next::Fail);
+    assert_eq!(next(&short, s(17), s(3), s(20)), Next::Continue);
+}
+
+fn finding_ok(ok: bool) -> Finding {
+    Finding {
+        scope: Scope::Node,
+        kernel: Triad,
+        measured_gb_s: 1.0,
+        reference_gb_s: 1.0,
+        ratio: 1.0,
+        against: Against::Baseline,
+        ok,
+        cpu: None,
+    }
+}
+
+#[test]
+fn the_most_even_round_is_kept_and_a_lagging_thread_is_named() {
+    let mut balance = Balance::new();
+    let slow = |gb_s| Slowest {
+        cpu: 1,
+        gb_s,
+        others_gb_s: 20.0,
+    };
+    keep_most_even(&mut balance, Scope::Node, Triad, slow(12.0));
+    keep_most_even(&mut balance, Scope::Node, Triad, slow(14.0));
+    keep_most_even(&mut balance, Scope::Node, Triad, slow(10.0));
+    assert_eq!(balance[&(Scope::Node, Triad)].gb_s, 14.0);
+    let f = thread_balance(&balance, 0.1);
+    assert!(!f[0].ok && f[0].cpu == Some(1));
+    assert_eq!(
+        diagnosis(&f[0], 0.1, &f),
+        "node triad: the thread on CPU 1 ran at 14.0 GB/s, 70 % of the other threads' 20.0 GB/s (tolerance 10 %): another process on CPU 1, or a throttled core"
+    );
+    keep_most_even(&mut balance, Scope::Node, Triad, slow(19.0));
+    assert!(thread_balance(&balance, 0.1)[0].ok);
+}
+
+#[test]
+fn a_baseline_of_another_node_kind_is_named_and_lost_hardware_is_unhealthy() {
+    let base = identity();
+    assert!(compare_identity(&base, &base).is_empty());
+    let mut other = identity();
+    other.cpu_model = Some("Intel Xeon".into());
+    other.cores = 64;
+    let d = compare_identity(&base, &other);
+    assert!(matches!(&d[0], Difference::OtherNode(m) if m.contains("CPU model 'Intel Xeon' here")));
+    assert!(matches!(&d[1], Difference::OtherNode(m) if m.contains("64 usable cores here, 128")));
+    let mut degraded = identity();
+    degraded.numa_nodes[5].bytes = Some(48 << 30);
+    degraded.dimms.as_mut().unwrap().mts = Some(2933);
+    let d = compare_identity(&base, &degraded);
+    assert_eq!(d.len(), 2, "{d:?}");
+    assert!(matches!(&d[0], Difference::Degraded(m) if m.starts_with("NUMA node 5 has 48")));
+    assert!(matches!(&d[1], Difference::Degraded(m) if m.contains("2933 MT/s here, 3200")));
+    let mut nps = identity();
+    nps.numa_nodes.truncate(2);
+    nps.kernel = "6.12.0".into();
+    let d = compare_identity(&base, &nps);
+    assert!(matches!(&d[0], Difference::Degraded(m) if m.contains("NPS")));
+    assert!(matches!(&d[1], Difference::Note(m) if m.contains("kernel 6.12.0")));
+}
+
+#[test]
+fn baseline_files_are_checked_before_use() {
+    let good = serde_json::to_string(&baseline(&[(Scope::Node, Triad, 100.0)])).unwrap();
+    let b = Baseline::parse(&good).unwrap();
+    assert_eq!(
+        b.scope(Scope::Node).unwrap().kernels[&Triad].median_gb_s,
+        100.0
+    );
+    let err = |text: &str| Baseline::parse(text).unwrap_err();
+    assert!(err("").contains("not JSON"));
+    assert!(err("{\"schema_version\": 1}").contains("not a membw baseline"));
+    assert!(
+        err(&good.replace("\"schema_version\":1", "\"schema_version\":2")).contains("version 2")
+    );
+    let e = err(&good.replace("\"scope\":\"node\"", "\"scope\":\"numa:x\""));
+    assert!(e.contains("scope"), "{e}");
+    assert!(err(&good.replace("\"ntimes\":5", "\"ntimes\":0")).contains("ntimes"));
+    assert!(
+        err(&good.replace("\"median_gb_s\":100.0", "\"median_gb_s\":-1.0")).contains("positive")
+    );
+}
+
+#[test]
+fn a_fleet_baseline_is_the_median_node_with_the_spread_across_nodes() {
+    let node = |name: &str, triad: f64| {
+        let mut b = baseline(&[(Scope::Node, Triad, triad)]);
+        b.hosts = vec![name.into()];
+        (format!("{name}.json"), b)
+    };
+    let nodes = [node("n1", 100.0), node("n2", 90.0), node("n3", 110.0)];
+    let fleet = Baseline::fleet(&nodes, "now".into()).unwrap();
+    assert_eq!(fleet.hosts, ["n1", "n2", "n3"]);
+    let triad = &fleet.scope(Scope::Node).unwrap().kernels[&Triad];
+    assert_eq!((triad.median_gb_s, triad.rounds.len()), (100.0, 3));
+    assert!((triad.spread - 0.2).abs() < 1e-12);
+    // Another kind of node, or another protocol, cannot join.
+    let mut other = node("x", 100.0);
+    other.1.identity.cores = 64;
+    let e = Baseline::fleet(&[nodes[0].clone(), other], "now".into()).unwrap_err();
+    assert!(
+        e.starts_with("x.json is not the kind of node n1.json is: 64 usable cores"),
+        "{e}"
+    );
+    let mut slower = node("y", 100.0);
+    slower.1.protocol.ntimes = 20;
+    assert!(Baseline::fleet(&[nodes[0].clone(), slower], "now".into()).is_err());
+    assert!(Baseline::fleet(&[], "now".into()).is_err());
+}

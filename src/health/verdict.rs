@@ -1,0 +1,63 @@
+//! What `membw check` concludes, as people and programs read it.
+
+use super::Scope;
+use super::rules::Finding;
+use crate::kernels::KernelId;
+use crate::results::Host;
+use serde::Serialize;
+
+/// How steady one scope's repetitions were in the last round: the
+/// coefficient of variation of the repetition times per kernel, and the
+/// thread that took longest where one lags the rest.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stability {
+    pub scope: Scope,
+    pub kernel: KernelId,
+    /// Standard deviation over mean of the counted repetitions' times.
+    pub cv: f64,
+}
+
+/// A scope's rate for a kernel in its best round.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rate {
+    pub scope: Scope,
+    pub kernel: KernelId,
+    pub gb_s: f64,
+}
+
+/// The whole verdict of a check (`--format json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    pub schema_version: u32,
+    /// Always `membw-check`.
+    pub kind: &'static str,
+    pub timestamp: String,
+    pub host: Host,
+    pub healthy: bool,
+    /// The one line of an unhealthy verdict.
+    pub reason: Option<String>,
+    /// `baseline FILE` or `symmetry`.
+    pub against: String,
+    pub tolerance: f64,
+    pub budget_s: f64,
+    pub rounds: usize,
+    pub elapsed_s: f64,
+    /// Every scope's and kernel's rate in its best round.
+    pub rates: Vec<Rate>,
+    pub findings: Vec<Finding>,
+    /// The node's hardware against the baseline's, where it differs.
+    pub differences: Vec<String>,
+    pub notes: Vec<String>,
+    pub stability: Vec<Stability>,
+}
+
+/// Coefficient of variation of `times` (0 when fewer than two).
+pub fn cv(times: &[f64]) -> f64 {
+    let n = times.len() as f64;
+    if times.len() < 2 {
+        return 0.0;
+    }
+    let mean = times.iter().sum::<f64>() / n;
+    let var = times.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    if mean > 0.0 { var.sqrt() / mean } else { 0.0 }
+}

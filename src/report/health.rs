@@ -1,0 +1,97 @@
+//! `membw check` and `membw baseline` for people: the verdict first, then
+//! each scope and kernel against its reference.
+
+use crate::health::rules::Against;
+use crate::health::verdict::Verdict;
+use crate::health::{Baseline, Scope};
+use std::fmt::Write;
+
+/// The verdict as text: a headline, the table, the differences and notes.
+pub fn check(v: &Verdict) -> String {
+    let mut o = String::new();
+    let status = if v.healthy { "healthy" } else { "UNHEALTHY" };
+    let _ = writeln!(
+        o,
+        "membw check: {status} · against {} · tolerance {:.0} % · {} in {:.1} s (budget {:.0} s)",
+        v.against,
+        v.tolerance * 100.0,
+        crate::units::plural(v.rounds, "round"),
+        v.elapsed_s,
+        v.budget_s
+    );
+    if let Some(r) = &v.reason {
+        let _ = writeln!(o, "{r}");
+    }
+    let _ = writeln!(
+        o,
+        "\n  {:<12} {:<14} {:>10} {:>10} {:>7}  against",
+        "scope", "kernel", "best GB/s", "reference", "ratio"
+    );
+    for f in &v.findings {
+        let against = match f.against {
+            Against::Baseline => "baseline",
+            Against::OtherDomains => "other domains",
+            Against::Peak => "share of peak",
+            Against::OtherThreads => "other threads",
+        };
+        let kernel = match f.cpu {
+            Some(cpu) => format!("{} (CPU {cpu})", f.kernel.spec().name),
+            None => f.kernel.spec().name.to_string(),
+        };
+        let cv = v
+            .stability
+            .iter()
+            .find(|s| s.scope == f.scope && s.kernel == f.kernel)
+            .map_or(String::new(), |s| format!(" · cv {:.1} %", s.cv * 100.0));
+        let _ = writeln!(
+            o,
+            "  {:<12} {:<14} {:>10.2} {:>10.2} {:>7.3}  {against}{}{cv}",
+            f.scope.to_string(),
+            kernel,
+            f.measured_gb_s,
+            f.reference_gb_s,
+            f.ratio,
+            if f.ok { "" } else { "  ← short" },
+        );
+    }
+    for d in &v.differences {
+        let _ = writeln!(o, "\nhardware: {d}");
+    }
+    for n in &v.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    o
+}
+
+/// A baseline as text: per scope and kernel, the median round and spread.
+pub fn baseline(b: &Baseline) -> String {
+    let mut o = format!(
+        "membw baseline · {} · {} · {} scopes\n\n",
+        b.hosts.join(", "),
+        b.identity.cpu_model.as_deref().unwrap_or("unknown CPU"),
+        b.scopes.len()
+    );
+    let _ = writeln!(
+        o,
+        "  {:<12} {:>7} {:<8} {:>11} {:>9} {:>7}",
+        "scope", "threads", "kernel", "median GB/s", "best", "spread"
+    );
+    for s in &b.scopes {
+        for (k, r) in &s.kernels {
+            let _ = writeln!(
+                o,
+                "  {:<12} {:>7} {:<8} {:>11.2} {:>9.2} {:>6.1} %",
+                s.scope.to_string(),
+                s.threads,
+                k.spec().name,
+                r.median_gb_s,
+                r.best_gb_s,
+                r.spread * 100.0
+            );
+        }
+    }
+    if b.scopes.iter().all(|s| s.scope == Scope::Node) {
+        o.push_str("\nOne NUMA domain: the node is the only scope.\n");
+    }
+    o
+}

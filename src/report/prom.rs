@@ -1,0 +1,241 @@
+//! node_exporter's textfile format (`*.prom`): HELP and TYPE once per
+//! metric, base units (bytes per second, seconds), labels for kernel and
+//! scope, and the time of the measurement.
+
+use crate::health::Scope;
+use crate::health::verdict::Verdict;
+use crate::results::RunReport;
+use crate::results::latency::{LatencyReport, Study};
+use std::fmt::Write;
+
+/// Metrics under one name: its HELP and TYPE, then each sample.
+struct Metric<'a> {
+    name: &'a str,
+    help: &'a str,
+    samples: Vec<(String, f64)>,
+}
+
+fn render(metrics: &[Metric]) -> String {
+    let mut o = String::new();
+    for m in metrics.iter().filter(|m| !m.samples.is_empty()) {
+        let _ = writeln!(o, "# HELP {} {}", m.name, m.help);
+        let _ = writeln!(o, "# TYPE {} gauge", m.name);
+        for (labels, v) in &m.samples {
+            if labels.is_empty() {
+                let _ = writeln!(o, "{} {}", m.name, number(*v));
+            } else {
+                let _ = writeln!(o, "{}{{{labels}}} {}", m.name, number(*v));
+            }
+        }
+    }
+    o
+}
+
+/// Prometheus floats: finite ones as Rust prints them, the rest spelled out.
+fn number(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        }
+    } else {
+        format!("{v}")
+    }
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn scope_labels(scope: Scope) -> String {
+    match scope {
+        Scope::Node => "scope=\"node\"".into(),
+        Scope::Numa(n) => format!("scope=\"numa\",numa_node=\"{n}\""),
+    }
+}
+
+/// The seconds since the epoch of an RFC 3339 timestamp.
+fn epoch(timestamp: &str) -> Option<f64> {
+    humantime::parse_rfc3339(timestamp)
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs_f64())
+}
+
+/// `membw check --prom`.
+pub fn check(v: &Verdict) -> String {
+    let bw = v
+        .rates
+        .iter()
+        .map(|r| {
+            (
+                format!(
+                    "kernel=\"{}\",{}",
+                    r.kernel.spec().name,
+                    scope_labels(r.scope)
+                ),
+                r.gb_s * 1e9,
+            )
+        })
+        .collect();
+    let ratio = v
+        .findings
+        .iter()
+        .map(|f| {
+            let against = serde_json::to_value(f.against)
+                .ok()
+                .and_then(|a| a.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let cpu = f.cpu.map_or(String::new(), |c| format!(",cpu=\"{c}\""));
+            (
+                format!(
+                    "kernel=\"{}\",{},against=\"{against}\"{cpu}",
+                    f.kernel.spec().name,
+                    scope_labels(f.scope)
+                ),
+                f.ratio,
+            )
+        })
+        .collect();
+    render(&[
+        Metric {
+            name: "membw_check_healthy",
+            help: "1 when the last membw check passed, 0 when it found the node unhealthy.",
+            samples: vec![(String::new(), if v.healthy { 1.0 } else { 0.0 })],
+        },
+        Metric {
+            name: "membw_check_ratio",
+            help: "Best measured bandwidth over its reference (baseline, other NUMA domains or share of peak).",
+            samples: ratio,
+        },
+        Metric {
+            name: "membw_bandwidth_bytes_per_second",
+            help: "Best sustained memory bandwidth of a kernel, by scope (the node, or one NUMA domain on its own memory).",
+            samples: bw,
+        },
+        Metric {
+            name: "membw_check_duration_seconds",
+            help: "Wall time the last membw check took.",
+            samples: vec![(String::new(), v.elapsed_s)],
+        },
+        Metric {
+            name: "membw_check_timestamp_seconds",
+            help: "When the last membw check ended, seconds since the epoch.",
+            samples: epoch(&v.timestamp)
+                .map(|t| (String::new(), t))
+                .into_iter()
+                .collect(),
+        },
+    ])
+}
+
+/// `membw run --prom`: each kernel's best rate over the node's threads.
+pub fn run(r: &RunReport) -> String {
+    let threads = r.measurement.threads.len();
+    let stores = r.measurement.stores.map_or("unknown", |m| m.name());
+    let bw = r
+        .measurement
+        .results
+        .iter()
+        .map(|k| {
+            (
+                format!(
+                    "kernel=\"{}\",scope=\"node\",threads=\"{threads}\",stores=\"{stores}\"",
+                    k.kernel.spec().name,
+                ),
+                k.best_rate_mb_s * 1e6,
+            )
+        })
+        .collect();
+    render(&[
+        Metric {
+            name: "membw_bandwidth_bytes_per_second",
+            help: "Best sustained memory bandwidth of a kernel, by scope (the node, or one NUMA domain on its own memory).",
+            samples: bw,
+        },
+        Metric {
+            name: "membw_run_timestamp_seconds",
+            help: "When the last membw run ended, seconds since the epoch.",
+            samples: epoch(&r.timestamp)
+                .map(|t| (String::new(), t))
+                .into_iter()
+                .collect(),
+        },
+    ])
+}
+
+/// `membw latency --prom`: the median load-to-use latency per working set.
+pub fn latency(r: &LatencyReport) -> String {
+    // Loaded points differ by mix and delay too: they stay in the JSON.
+    let samples = r
+        .records
+        .iter()
+        .filter(|rec| rec.point.study != Study::Loaded)
+        .map(|rec| {
+            let p = &rec.point;
+            let study = serde_json::to_value(p.study)
+                .ok()
+                .and_then(|s| s.as_str().map(str::to_string))
+                .unwrap_or_default();
+            (
+                format!(
+                    "study=\"{study}\",cpu=\"{}\",mem=\"{}\",working_set_bytes=\"{}\"",
+                    p.cpu,
+                    label(&p.mem),
+                    p.bytes
+                ),
+                rec.latency.p50_ns * 1e-9,
+            )
+        })
+        .collect();
+    render(&[
+        Metric {
+            name: "membw_latency_seconds",
+            help: "Median latency of one dependent load, by working set.",
+            samples,
+        },
+        Metric {
+            name: "membw_latency_timestamp_seconds",
+            help: "When the last membw latency ended, seconds since the epoch.",
+            samples: epoch(&r.timestamp)
+                .map(|t| (String::new(), t))
+                .into_iter()
+                .collect(),
+        },
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_follow_their_help_and_type_and_labels_are_escaped() {
+        let text = render(&[
+            Metric {
+                name: "m_a",
+                help: "A.",
+                samples: vec![("k=\"1\"".into(), 2.5), ("k=\"2\"".into(), f64::NAN)],
+            },
+            Metric {
+                name: "m_empty",
+                help: "Never shown.",
+                samples: vec![],
+            },
+        ]);
+        assert_eq!(
+            text,
+            "# HELP m_a A.\n# TYPE m_a gauge\nm_a{k=\"1\"} 2.5\nm_a{k=\"2\"} NaN\n"
+        );
+        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(epoch("1970-01-01T00:01:40Z"), Some(100.0));
+    }
+}
