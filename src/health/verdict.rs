@@ -50,14 +50,3 @@ pub struct Verdict {
     pub notes: Vec<String>,
     pub stability: Vec<Stability>,
 }
-
-/// Coefficient of variation of `times` (0 when fewer than two).
-pub fn cv(times: &[f64]) -> f64 {
-    let n = times.len() as f64;
-    if times.len() < 2 {
-        return 0.0;
-    }
-    let mean = times.iter().sum::<f64>() / n;
-    let var = times.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    if mean > 0.0 { var.sqrt() / mean } else { 0.0 }
-}

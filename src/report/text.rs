@@ -185,6 +185,43 @@ fn pages_summary(m: &Measurement) -> String {
         .join(" · ")
 }
 
+/// How steady the repetitions were (coefficient of variation of their
+/// times), and the slowest thread where one lags the others by more than
+/// 20 %: a core shared with another process, or a throttled one.
+fn stability(m: &Measurement) -> String {
+    let counted = |r: &crate::results::measurement::KernelResult| {
+        crate::results::cv(r.times_s.get(1..).unwrap_or(&[])) * 100.0
+    };
+    let cvs: Vec<String> = m
+        .results
+        .iter()
+        .filter(|r| r.times_s.len() > 2)
+        .map(|r| format!("{} {:.1} %", r.kernel.spec().name, counted(r)))
+        .collect();
+    let mut o = String::new();
+    if !cvs.is_empty() {
+        let _ = writeln!(o, "  repetition times vary (cv): {}", cvs.join(", "));
+    }
+    let lagging = m
+        .results
+        .iter()
+        .filter_map(|r| r.slowest_thread().map(|(t, ratio)| (r, t, ratio)))
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .filter(|&(_, _, ratio)| ratio > 1.2);
+    if let Some((r, t, ratio)) = lagging {
+        let cpu = m
+            .threads
+            .get(t)
+            .map_or(String::new(), |p| format!(" (CPU {})", p.cpu));
+        let _ = writeln!(
+            o,
+            "  slowest thread: {t}{cpu} took {ratio:.2}× the others' median time in {}: another process on that core, or a throttled core",
+            r.kernel.spec().name
+        );
+    }
+    o
+}
+
 /// The part for people: GB/s, stability and write-allocate traffic.
 fn summary(m: &Measurement, peak: Option<&PeakUse>) -> String {
     let mut o = String::new();
@@ -215,6 +252,7 @@ fn summary(m: &Measurement, peak: Option<&PeakUse>) -> String {
         }
         o.push('\n');
     }
+    o.push_str(&stability(m));
     match peak {
         Some(p) => {
             let _ = writeln!(

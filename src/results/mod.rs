@@ -36,6 +36,18 @@ pub fn median(values: &[f64]) -> Option<f64> {
     }
 }
 
+/// Coefficient of variation of `values`: sample standard deviation over
+/// the mean (0 with fewer than two).
+pub fn cv(values: &[f64]) -> f64 {
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    if mean > 0.0 { var.sqrt() / mean } else { 0.0 }
+}
+
 /// Facts about the machine a measurement was taken on.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Host {

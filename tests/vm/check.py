@@ -122,6 +122,20 @@ def latency_matrix(cpu_nodes, mem_nodes):
     check("latmatrix: every cell measured", all(v > 0 for v in cells.values()), str(cells))
 
 
+def healthy_symmetry(domains):
+    """`check` without a baseline on a guest of identical domains: every
+    domain measured on its own memory, and the verdict healthy (an emulator,
+    hence the wide tolerance)."""
+    d = doc("health")
+    if d is None:
+        return
+    scopes = sorted({f["scope"] for f in d["findings"] if f["against"] == "other_domains"})
+    check("health: every NUMA domain held against the others",
+          scopes == [f"numa:{n}" for n in domains], str(scopes))
+    check("health: a symmetric guest is healthy", d["healthy"] is True,
+          str(d.get("reason")) + " " + str([(f["scope"], f["kernel"], round(f["ratio"], 2)) for f in d["findings"]]))
+
+
 def usage_error(name, needle):
     if name not in R:
         check(name, False, "no output from the guest")
@@ -197,6 +211,7 @@ elif shape == "nps4":
     if cpus is not None and node:
         check("mscatter: M:scatter deals nodes 0 then 1", [node[c] for c in cpus] == [0, 1], str(cpus))
     latency_matrix([0, 1, 2, 3], [0, 1, 2, 3])
+    healthy_symmetry([0, 1, 2, 3])
 
 elif shape == "memory-only-node":
     t = topo(3, 2, 2, 2, 1, [[10, 20, 30], [20, 10, 30], [30, 30, 10]])
