@@ -1,6 +1,8 @@
 //! `membw baseline` and `membw check` through the real binary: exit codes
 //! 0/1/2, the one-line reason, symmetry on a fixture with one slow NUMA
-//! domain (fake source), the Prometheus file, and bad input.
+//! domain (fake source), the Prometheus file, and bad input. A check that
+//! fails runs until its budget ends: the fake source sleeps in those
+//! (`delay=100ms`) rather than spin through rounds.
 
 mod common;
 
@@ -76,7 +78,7 @@ fn exactly_the_slow_domain_is_named_with_and_without_a_baseline() {
         "--sysroot",
         &nps4(),
         "--fake-source",
-        "4,slow=48-63@0.61",
+        "4,delay=100ms,slow=48-63@0.61",
         "--budget",
         "1s",
     ];
@@ -105,7 +107,7 @@ fn exactly_the_slow_domain_is_named_with_and_without_a_baseline() {
         "--sysroot",
         &nps4(),
         "--fake-source",
-        "3",
+        "3,delay=100ms",
         "--baseline",
         &b,
         "--budget",
@@ -235,7 +237,7 @@ fn without_a_baseline_one_domain_is_held_against_its_peak() {
         "--sysroot",
         &root,
         "--fake-source",
-        "4",
+        "4,delay=100ms",
         "--budget",
         "1s",
     ];
@@ -259,7 +261,7 @@ fn the_prometheus_file_is_written_whole_and_promtool_accepts_it() {
         "--sysroot",
         &nps4(),
         "--fake-source",
-        "4,slow=48-63@0.5",
+        "4,delay=100ms,slow=48-63@0.5",
         "--budget",
         "1s",
         "--prom",

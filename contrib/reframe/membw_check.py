@@ -8,13 +8,14 @@ Variables (`-S NAME=VALUE`):
   membw      the membw binary (default: membw on PATH)
   baseline   the baseline file (`membw baseline -o FILE` on a node you trust)
   tolerance  how far below the baseline's median round a rate may fall (0.1)
-  extra      more membw arguments, comma-separated (the tests use the fake source)
+  extra      more membw arguments, comma-separated (`-S extra=--budget,40s`)
 """
 
 import json
 
 import reframe as rfm
 import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import performance_function, run_before, sanity_function, variable
 
 
@@ -41,7 +42,7 @@ class MembwNodeBandwidth(rfm.RunOnlyRegressionTest):
     membw = variable(str, value="membw")
     baseline = variable(str, value="baseline.json")
     tolerance = variable(float, value=0.1)
-    extra = variable(list, value=[])
+    extra = variable(typ.List[str], value=[])
     num_tasks = 1
 
     @run_before("run")
@@ -94,7 +95,7 @@ class MembwCheck(rfm.RunOnlyRegressionTest):
     membw = variable(str, value="membw")
     baseline = variable(str, value="baseline.json")
     tolerance = variable(float, value=0.1)
-    extra = variable(list, value=[])
+    extra = variable(typ.List[str], value=[])
     num_tasks = 1
 
     @run_before("run")

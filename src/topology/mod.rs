@@ -11,14 +11,16 @@
 //! panic; only a machine with no readable CPU at all is an error.
 
 pub mod arm;
+mod cgroup;
 pub mod clock;
 pub mod cpulist;
 pub mod fixture;
 pub mod smbios;
 mod sysfs;
 
+pub use cgroup::cpu_throttled;
 use sysfs::NO_CPU;
-pub use sysfs::{MAX_FILE_BYTES, cpu_throttled, read_bounded};
+pub use sysfs::{MAX_FILE_BYTES, read_bounded};
 
 use crate::units::Bytes;
 use cpulist::IdSet;
