@@ -326,3 +326,80 @@ fn the_prometheus_file_is_written_whole_and_promtool_accepts_it() {
         }
     }
 }
+
+#[test]
+fn a_fleet_history_flags_the_node_below_its_past_and_the_one_below_the_fleet() {
+    let dir = tempfile::tempdir().unwrap();
+    let checks = dir.path().join("checks");
+    std::fs::create_dir(&checks).unwrap();
+    // 200 nodes × 10 days of check verdicts, as `check --format jsonl` writes them.
+    for node in 0..200 {
+        for day in 0..10 {
+            let mut gb_s = 100.0 + (node % 7) as f64;
+            if node == 17 && day == 9 {
+                gb_s = 80.0;
+            }
+            if node == 42 {
+                gb_s = 55.0;
+            }
+            let verdict = serde_json::json!({
+                "schema_version": 1, "kind": "membw-check",
+                "timestamp": format!("2026-11-{:02}T03:00:00Z", day + 1),
+                "host": {"hostname": format!("node{node:03}")},
+                "healthy": true,
+                "rates": [{"scope": "node", "kernel": "triad", "gb_s": gb_s}]
+            });
+            std::fs::write(
+                checks.join(format!("node{node:03}-day{day}.json")),
+                verdict.to_string(),
+            )
+            .unwrap();
+        }
+    }
+    let plots = dir.path().join("plots");
+    let (code, out, err) = run(&[
+        "report",
+        &checks.to_string_lossy(),
+        "--plots",
+        &plots.to_string_lossy(),
+    ]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        out.starts_with("triad of 200 nodes from 2000 files (2000 samples)"),
+        "{out}"
+    );
+    assert!(
+        err.contains("membw: 2 nodes flagged: node017, node042"),
+        "{err}"
+    );
+    let rows: Vec<&str> = out.lines().skip(4).take(2).collect();
+    assert!(
+        rows[0].starts_with("  node017")
+            && rows[0].ends_with("slower than its history, far below the fleet"),
+        "{rows:?}"
+    );
+    assert!(
+        rows[1].starts_with("  node042") && rows[1].ends_with("far below the fleet"),
+        "{rows:?}"
+    );
+    let svg = std::fs::read_to_string(plots.join("history.svg")).unwrap();
+    assert!(
+        svg.contains("node042"),
+        "the flagged nodes are named in the plot"
+    );
+    // A file that is neither a verdict nor a run document is named.
+    std::fs::write(
+        checks.join("zz-notes.json"),
+        "{\"kind\": \"membw-baseline\"}",
+    )
+    .unwrap();
+    usage_error(
+        &[
+            "report",
+            &checks.to_string_lossy(),
+            "--plots",
+            &plots.to_string_lossy(),
+        ],
+        "zz-notes.json: neither a check verdict",
+    );
+}

@@ -31,12 +31,9 @@ def node_scope(path):
     raise ValueError(f"{path}: no node scope")
 
 
-@rfm.simple_test
-class MembwNodeBandwidth(rfm.RunOnlyRegressionTest):
-    """`membw run` on the node, as the baseline measured it, each kernel's
-    best rate held against the baseline's median round."""
+class MembwTest(rfm.RunOnlyRegressionTest):
+    """What both tests take: the binary, the baseline, the tolerance."""
 
-    descr = "membw run against a membw baseline"
     valid_systems = ["*"]
     valid_prog_environs = ["*"]
     membw = variable(str, value="membw")
@@ -44,6 +41,14 @@ class MembwNodeBandwidth(rfm.RunOnlyRegressionTest):
     tolerance = variable(float, value=0.1)
     extra = variable(typ.List[str], value=[])
     num_tasks = 1
+
+
+@rfm.simple_test
+class MembwNodeBandwidth(MembwTest):
+    """`membw run` on the node, as the baseline measured it, each kernel's
+    best rate held against the baseline's median round."""
+
+    descr = "membw run against a membw baseline"
 
     @run_before("run")
     def measure_as_the_baseline_did(self):
@@ -85,18 +90,11 @@ class MembwNodeBandwidth(rfm.RunOnlyRegressionTest):
 
 
 @rfm.simple_test
-class MembwCheck(rfm.RunOnlyRegressionTest):
+class MembwCheck(MembwTest):
     """`membw check --baseline`: the node and each NUMA domain, with its
     exit code as the verdict (0 healthy)."""
 
     descr = "membw check against a membw baseline"
-    valid_systems = ["*"]
-    valid_prog_environs = ["*"]
-    membw = variable(str, value="membw")
-    baseline = variable(str, value="baseline.json")
-    tolerance = variable(float, value=0.1)
-    extra = variable(typ.List[str], value=[])
-    num_tasks = 1
 
     @run_before("run")
     def check(self):

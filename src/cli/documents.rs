@@ -82,6 +82,9 @@ fn run_documents(docs: Vec<(PathBuf, Document)>) -> Result<Vec<(PathBuf, RunRepo
 
 pub(crate) fn report(args: ReportArgs) -> Result<()> {
     check_format(args.format(), "report")?;
+    if let Some(files) = history_files(&args.inputs)? {
+        return history(&args, &files);
+    }
     let mut docs = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
         let doc = read_document(path).map_err(|e| match e {
@@ -162,6 +165,118 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             show(&args, &doc)
         }
         None => Err(Error::Usage("no file to report on".into())),
+    }
+}
+
+/// The files of a fleet's history, when the inputs are one: a directory
+/// (its `.json` and `.jsonl` files), or check verdicts.
+fn history_files(inputs: &[PathBuf]) -> Result<Option<Vec<PathBuf>>> {
+    const MAX_FILES: usize = 1_000_000;
+    let mut files = Vec::new();
+    let mut from_dir = false;
+    for path in inputs {
+        if path.is_dir() {
+            from_dir = true;
+            let entries = std::fs::read_dir(path)
+                .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+            let mut found: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "jsonl"))
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(path.clone());
+        }
+        if files.len() > MAX_FILES {
+            return Err(Error::Usage(format!(
+                "{}: more than {MAX_FILES} files",
+                path.display()
+            )));
+        }
+    }
+    let first_is_check = || {
+        crate::results::file::read_regular(&files[0], 1 << 20)
+            .ok()
+            .is_some_and(|b| String::from_utf8_lossy(&b).contains("\"membw-check\""))
+    };
+    Ok((from_dir || (!files.is_empty() && first_is_check())).then_some(files))
+}
+
+/// `membw report DIR` or check verdicts: each node's trend, the nodes
+/// slower than their own history or far from the fleet (exit 1 when any).
+fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
+    use crate::health::history;
+    if args.format() != "text" || args.html.is_some() {
+        return Err(Error::Usage(
+            "a fleet's history is reported as text and a plot only (no --format or --html)".into(),
+        ));
+    }
+    let kernel = args.kernel.unwrap_or(KernelId::Triad);
+    let mut samples = Vec::new();
+    for path in files {
+        let bytes = crate::results::file::read_regular(path, 16 << 20)
+            .map_err(super::common::input_file_error)?;
+        let text = String::from_utf8_lossy(&bytes);
+        // One document, or one per line.
+        let docs: Vec<serde_json::Value> = match serde_json::from_str(&text) {
+            Ok(doc) => vec![doc],
+            Err(_) => text
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(serde_json::from_str)
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|e| Error::Usage(format!("{}: not JSON ({e})", path.display())))?,
+        };
+        for doc in &docs {
+            samples.extend(history::samples(doc, kernel).ok_or_else(|| {
+                Error::Usage(format!(
+                    "{}: neither a check verdict (membw check --format json) nor a run document (membw run --format json)",
+                    path.display()
+                ))
+            })?);
+        }
+    }
+    if samples.is_empty() {
+        return Err(Error::Usage(format!(
+            "no {kernel} rate in {} files",
+            files.len()
+        )));
+    }
+    let tolerance = 1.0 - args.outlier;
+    let fleet = history::fleet(&samples, tolerance);
+    if let Some(svg) = report::plot::nodes::history_plot(&fleet, kernel) {
+        let dir = args
+            .plots
+            .clone()
+            .unwrap_or_else(|| plots_beside(&args.inputs[0]));
+        let plot = report::Plot {
+            title: "history".into(),
+            file: "history.svg".into(),
+            svg,
+        };
+        write_plots(&dir, &[plot], args.png)?;
+    }
+    print(&report::history::render(
+        &fleet,
+        kernel,
+        files.len(),
+        tolerance,
+    ))?;
+    let flagged: Vec<String> = fleet
+        .trends
+        .iter()
+        .filter(|t| t.slower_than_history || t.far_from_fleet)
+        .map(|t| t.host.clone())
+        .collect();
+    if flagged.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Unhealthy(format!(
+            "{} flagged: {}",
+            crate::units::plural(flagged.len(), "node"),
+            flagged.join(", ")
+        )))
     }
 }
 

@@ -7,6 +7,7 @@ pub mod csv;
 pub mod exec;
 pub mod export;
 pub mod health;
+pub mod history;
 pub mod html;
 pub mod json;
 pub mod jsonl;

@@ -61,6 +61,21 @@ fn scope_labels(scope: Scope) -> String {
     }
 }
 
+const BANDWIDTH: &str = "membw_bandwidth_bytes_per_second";
+const BANDWIDTH_HELP: &str = "Best sustained memory bandwidth of a kernel, by scope (the node, or one NUMA domain on its own memory).";
+
+/// When a command's measurement ended, as its own metric.
+fn timestamp<'a>(name: &'a str, help: &'a str, rfc3339: &str) -> Metric<'a> {
+    Metric {
+        name,
+        help,
+        samples: epoch(rfc3339)
+            .map(|t| (String::new(), t))
+            .into_iter()
+            .collect(),
+    }
+}
+
 /// The seconds since the epoch of an RFC 3339 timestamp.
 fn epoch(timestamp: &str) -> Option<f64> {
     humantime::parse_rfc3339(timestamp)
@@ -117,8 +132,8 @@ pub fn check(v: &Verdict) -> String {
             samples: ratio,
         },
         Metric {
-            name: "membw_bandwidth_bytes_per_second",
-            help: "Best sustained memory bandwidth of a kernel, by scope (the node, or one NUMA domain on its own memory).",
+            name: BANDWIDTH,
+            help: BANDWIDTH_HELP,
             samples: bw,
         },
         Metric {
@@ -126,14 +141,11 @@ pub fn check(v: &Verdict) -> String {
             help: "Wall time the last membw check took.",
             samples: vec![(String::new(), v.elapsed_s)],
         },
-        Metric {
-            name: "membw_check_timestamp_seconds",
-            help: "When the last membw check ended, seconds since the epoch.",
-            samples: epoch(&v.timestamp)
-                .map(|t| (String::new(), t))
-                .into_iter()
-                .collect(),
-        },
+        timestamp(
+            "membw_check_timestamp_seconds",
+            "When the last membw check ended, seconds since the epoch.",
+            &v.timestamp,
+        ),
     ])
 }
 
@@ -157,18 +169,15 @@ pub fn run(r: &RunReport) -> String {
         .collect();
     render(&[
         Metric {
-            name: "membw_bandwidth_bytes_per_second",
-            help: "Best sustained memory bandwidth of a kernel, by scope (the node, or one NUMA domain on its own memory).",
+            name: BANDWIDTH,
+            help: BANDWIDTH_HELP,
             samples: bw,
         },
-        Metric {
-            name: "membw_run_timestamp_seconds",
-            help: "When the last membw run ended, seconds since the epoch.",
-            samples: epoch(&r.timestamp)
-                .map(|t| (String::new(), t))
-                .into_iter()
-                .collect(),
-        },
+        timestamp(
+            "membw_run_timestamp_seconds",
+            "When the last membw run ended, seconds since the epoch.",
+            &r.timestamp,
+        ),
     ])
 }
 
@@ -202,14 +211,11 @@ pub fn latency(r: &LatencyReport) -> String {
             help: "Median latency of one dependent load, by working set.",
             samples,
         },
-        Metric {
-            name: "membw_latency_timestamp_seconds",
-            help: "When the last membw latency ended, seconds since the epoch.",
-            samples: epoch(&r.timestamp)
-                .map(|t| (String::new(), t))
-                .into_iter()
-                .collect(),
-        },
+        timestamp(
+            "membw_latency_timestamp_seconds",
+            "When the last membw latency ended, seconds since the epoch.",
+            &r.timestamp,
+        ),
     ])
 }
 

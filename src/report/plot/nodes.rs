@@ -132,3 +132,67 @@ pub fn aggregate_plot(points: &[(usize, f64)], kernel: KernelId) -> Option<Strin
     }
     Some(svg)
 }
+
+/// A fleet's history: one line per node over time (days since the first
+/// sample), the nodes flagged drawn with a cross at their latest point.
+pub fn history_plot(fleet: &crate::health::history::Fleet, kernel: KernelId) -> Option<String> {
+    let t0 = fleet
+        .trends
+        .iter()
+        .flat_map(|t| t.samples.iter().map(|s| s.0))
+        .fold(f64::INFINITY, f64::min);
+    let days = |t: f64| (t - t0) / 86400.0;
+    let x_max = fleet
+        .trends
+        .iter()
+        .flat_map(|t| t.samples.iter().map(|s| days(s.0)))
+        .fold(0.0, f64::max)
+        .max(1.0);
+    let y_max = fleet.trends.iter().map(|t| t.latest).fold(1.0, f64::max) * 1.2;
+    let first = humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(t0.max(0.0)),
+    );
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let title = format!(
+            "{} per node over time",
+            kernel.spec().label.trim_end_matches(':')
+        );
+        let x_desc = format!("days since {first}");
+        let mut chart = framed_chart(
+            &root,
+            &title,
+            (0.0..x_max * 1.05, 0.0..y_max),
+            (&x_desc, "GB/s (10^9 B/s)"),
+            None,
+        )?;
+        let flagged = |t: &crate::health::history::Trend| t.far_from_fleet || t.slower_than_history;
+        for (i, t) in fleet.trends.iter().enumerate() {
+            let c = if flagged(t) {
+                RED.to_rgba()
+            } else {
+                color(i).mix(0.5)
+            };
+            let points: Vec<(f64, f64)> = t.samples.iter().map(|s| (days(s.0), s.1)).collect();
+            chart
+                .draw_series(LineSeries::new(points.iter().copied(), c.stroke_width(1)))
+                .ok()?;
+            if flagged(t) {
+                let &(x, y) = points.last()?;
+                chart
+                    .draw_series([Cross::new((x, y), 6, RED.stroke_width(2))])
+                    .ok()?;
+                chart
+                    .draw_series([Text::new(
+                        t.host.clone(),
+                        (x, y),
+                        ("sans-serif", 13).into_font().color(&RED),
+                    )])
+                    .ok()?;
+            }
+        }
+        root.present().ok()?;
+    }
+    Some(svg)
+}

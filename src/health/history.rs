@@ -1,0 +1,215 @@
+//! A fleet's history: the check verdicts and run documents of many nodes
+//! over many dates, reduced to one rate per node and date, then each node
+//! held against its own past and against the fleet (median and MAD, which
+//! one broken node cannot drag, unlike mean and standard deviation).
+
+use crate::kernels::KernelId;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// One node's rate at one time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub host: String,
+    /// Seconds since the epoch.
+    pub time: f64,
+    pub gb_s: f64,
+}
+
+/// The samples in one document: a check verdict (its node scope) or a
+/// `membw run` document (the whole run); `None` when it is neither.
+pub fn samples(doc: &Value, kernel: KernelId) -> Option<Vec<Sample>> {
+    let host = doc.pointer("/host/hostname")?.as_str()?.to_string();
+    let time = humantime::parse_rfc3339(doc.get("timestamp")?.as_str()?)
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs_f64();
+    let name = kernel.spec().name;
+    let gb_s = match doc.get("kind").and_then(Value::as_str) {
+        Some("membw-check") => doc.get("rates")?.as_array()?.iter().find_map(|r| {
+            (r.get("scope")?.as_str()? == "node" && r.get("kernel")?.as_str()? == name)
+                .then(|| r.get("gb_s")?.as_f64())?
+        }),
+        _ if doc.get("tool").and_then(Value::as_str) == Some("membw") => doc
+            .pointer("/measurement/results")?
+            .as_array()?
+            .iter()
+            .find_map(|r| {
+                (r.get("kernel")?.as_str()? == name)
+                    .then(|| r.get("best_rate_mb_s")?.as_f64().map(|v| v / 1e3))?
+            }),
+        _ => return None,
+    };
+    // A document without this kernel is a document, with no sample.
+    Some(
+        gb_s.map(|gb_s| Sample { host, time, gb_s })
+            .into_iter()
+            .collect(),
+    )
+}
+
+/// One node, judged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trend {
+    pub host: String,
+    /// Its samples, oldest first: (time, GB/s).
+    pub samples: Vec<(f64, f64)>,
+    pub latest: f64,
+    /// The median of its earlier samples.
+    pub own_median: Option<f64>,
+    /// Latest over its own median.
+    pub vs_own: Option<f64>,
+    /// 0.6745 (latest − fleet median) / MAD: the modified z-score.
+    pub robust_z: Option<f64>,
+    pub slower_than_history: bool,
+    pub far_from_fleet: bool,
+}
+
+/// The fleet: the median and MAD of the nodes' latest rates, each node's trend.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fleet {
+    pub median: f64,
+    pub mad: f64,
+    pub trends: Vec<Trend>,
+}
+
+/// A modified z-score below this is an outlier (Iglewicz and Hoaglin's 3.5).
+pub const OUTLIER_Z: f64 = -3.5;
+
+/// Each node against its own earlier samples (`tolerance` below their
+/// median is slower than its history) and against the fleet (a modified
+/// z-score under [`OUTLIER_Z`]; where most nodes agree exactly, MAD is 0
+/// and `tolerance` below the median decides).
+pub fn fleet(samples: &[Sample], tolerance: f64) -> Fleet {
+    let mut by_host: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+    for s in samples {
+        by_host.entry(&s.host).or_default().push((s.time, s.gb_s));
+    }
+    let latest: Vec<f64> = by_host
+        .values_mut()
+        .filter_map(|v| {
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            v.last().map(|l| l.1)
+        })
+        .collect();
+    let median = crate::results::median(&latest).unwrap_or(0.0);
+    let deviations: Vec<f64> = latest.iter().map(|x| (x - median).abs()).collect();
+    let mad = crate::results::median(&deviations).unwrap_or(0.0);
+    let trends = by_host
+        .into_iter()
+        .filter_map(|(host, samples)| {
+            let &(_, last) = samples.last()?;
+            let earlier: Vec<f64> = samples[..samples.len() - 1].iter().map(|s| s.1).collect();
+            let own_median = crate::results::median(&earlier).filter(|&m| m > 0.0);
+            let vs_own = own_median.map(|m| last / m);
+            let robust_z = (mad > 0.0).then(|| 0.6745 * (last - median) / mad);
+            let far_from_fleet = match robust_z {
+                Some(z) => z < OUTLIER_Z,
+                None => last < median * (1.0 - tolerance),
+            };
+            Some(Trend {
+                host: host.to_string(),
+                latest: last,
+                own_median,
+                vs_own,
+                robust_z,
+                slower_than_history: vs_own.is_some_and(|r| r < 1.0 - tolerance),
+                far_from_fleet,
+                samples,
+            })
+        })
+        .collect();
+    Fleet {
+        median,
+        mad,
+        trends,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(host: &str, time: f64, gb_s: f64) -> Sample {
+        Sample {
+            host: host.into(),
+            time,
+            gb_s,
+        }
+    }
+
+    #[test]
+    fn a_node_below_its_own_past_and_one_far_from_the_fleet_are_flagged() {
+        let mut all = Vec::new();
+        for (i, host) in ["n1", "n2", "n3", "n4", "n5", "n6"].iter().enumerate() {
+            for day in 0..5 {
+                all.push(s(host, day as f64, 100.0 + i as f64));
+            }
+        }
+        // n2 drops by 20 % on the last day; n6 was always slow.
+        all.push(s("n2", 10.0, 81.0));
+        all.iter_mut()
+            .filter(|x| x.host == "n6")
+            .for_each(|x| x.gb_s = 60.0);
+        let f = fleet(&all, 0.1);
+        let flagged = |pick: fn(&Trend) -> bool| {
+            f.trends
+                .iter()
+                .filter(|t| pick(t))
+                .map(|t| t.host.as_str())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(flagged(|t| t.slower_than_history), ["n2"]);
+        assert_eq!(flagged(|t| t.far_from_fleet), ["n2", "n6"]);
+        let n2 = f.trends.iter().find(|t| t.host == "n2").unwrap();
+        assert_eq!((n2.latest, n2.own_median), (81.0, Some(101.0)));
+        assert_eq!(n2.samples.len(), 6);
+    }
+
+    #[test]
+    fn identical_nodes_have_no_spread_and_the_tolerance_decides() {
+        let mut all: Vec<Sample> = (0..5).map(|i| s(&format!("n{i}"), 0.0, 50.0)).collect();
+        all.push(s("slow", 0.0, 44.0));
+        let f = fleet(&all, 0.1);
+        assert_eq!(f.mad, 0.0);
+        let far: Vec<&str> = f
+            .trends
+            .iter()
+            .filter(|t| t.far_from_fleet)
+            .map(|t| t.host.as_str())
+            .collect();
+        assert_eq!(far, ["slow"]);
+        assert!(f.trends.iter().all(|t| t.own_median.is_none()));
+    }
+
+    #[test]
+    fn samples_come_from_checks_and_runs_and_nothing_else() {
+        let check: Value = serde_json::json!({
+            "kind": "membw-check", "timestamp": "1970-01-02T00:00:00Z",
+            "host": {"hostname": "n1"},
+            "rates": [{"scope": "numa:0", "kernel": "triad", "gb_s": 10.0},
+                      {"scope": "node", "kernel": "triad", "gb_s": 80.0}]
+        });
+        assert_eq!(
+            samples(&check, KernelId::Triad).unwrap(),
+            [s("n1", 86400.0, 80.0)]
+        );
+        assert_eq!(samples(&check, KernelId::Copy).unwrap(), []);
+        let run: Value = serde_json::json!({
+            "tool": "membw", "timestamp": "1970-01-01T00:00:10Z", "host": {"hostname": "n2"},
+            "measurement": {"results": [{"kernel": "triad", "best_rate_mb_s": 42000.0}]}
+        });
+        assert_eq!(
+            samples(&run, KernelId::Triad).unwrap(),
+            [s("n2", 10.0, 42.0)]
+        );
+        assert!(
+            samples(
+                &serde_json::json!({"kind": "membw-baseline"}),
+                KernelId::Triad
+            )
+            .is_none()
+        );
+    }
+}
