@@ -179,6 +179,7 @@ if shape == "two-socket-smt":
     if d:
         check("execcpu1: the program ran on CPU 1", d["runs"][0]["cpus"] == [1], str(d["runs"][0]["cpus"]))
     expect_pages("preferred1", {a: {1: 0.9} for a in "abc"})
+    healthy_symmetry([0, 1])
     expect_pages("per-array", {"a": {0: 1.0}, "b": {1: 1.0}, "c": {0: 0.3, 1: 0.3}})
     d = doc("local")
     if d:
