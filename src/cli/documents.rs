@@ -183,6 +183,12 @@ fn history_files(inputs: &[PathBuf]) -> Result<Option<Vec<PathBuf>>> {
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|x| x == "json" || x == "jsonl"))
                 .collect();
+            if found.is_empty() {
+                return Err(Error::Usage(format!(
+                    "{}: a directory without .json or .jsonl files (report reads a directory as a fleet's history: check verdicts and run documents)",
+                    path.display()
+                )));
+            }
             found.sort();
             files.extend(found);
         } else {
