@@ -403,3 +403,70 @@ fn a_fleet_history_flags_the_node_below_its_past_and_the_one_below_the_fleet() {
         "zz-notes.json: neither a check verdict",
     );
 }
+
+#[test]
+fn the_slurm_health_program_drains_an_unhealthy_node_with_membws_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = fixture_baseline(dir.path());
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let calls = dir.path().join("scontrol.calls");
+    // Stand-ins: scontrol records its arguments; membw adds the fixture and
+    // the fake source, slow on node 3 when SLOW is set.
+    std::fs::write(
+        bin.join("scontrol"),
+        format!(
+            "#!/bin/bash\nprintf '%s\\n' \"$@\" >> {}\n",
+            calls.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        bin.join("membw"),
+        format!(
+            "#!/bin/bash\nexec {} \"$@\" --sysroot {} --fake-source \"4,delay=100ms${{SLOW:+,slow=48-63@0.5}}\"\n",
+            common::membw_argv().join(" "),
+            nps4()
+        ),
+    )
+    .unwrap();
+    for f in ["scontrol", "membw"] {
+        std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(bin.join(f))
+            .status()
+            .unwrap();
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/slurm/membw-health.sh");
+    let health = |slow: bool| {
+        let mut cmd = std::process::Command::new(&script);
+        cmd.env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        )
+        .env("MEMBW", bin.join("membw"))
+        .env("MEMBW_BASELINE", &b)
+        .env("MEMBW_BUDGET", "1s");
+        if slow {
+            cmd.env("SLOW", "1");
+        }
+        cmd.output().unwrap()
+    };
+    assert!(health(false).status.success());
+    assert!(!calls.exists(), "a healthy node is left alone");
+    health(true);
+    let args = std::fs::read_to_string(&calls).unwrap();
+    let args: Vec<&str> = args.lines().collect();
+    assert_eq!(
+        args[..2],
+        [
+            "update",
+            &format!("nodename={}", args[1].trim_start_matches("nodename="))
+        ]
+    );
+    assert_eq!(args[2], "state=drain");
+    assert!(
+        args[3].starts_with("reason=NUMA node 3 copy 40.0 GB/s is 50 % of its baseline 80.0 GB/s"),
+        "{args:?}"
+    );
+}

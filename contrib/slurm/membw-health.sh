@@ -1,0 +1,18 @@
+#!/bin/bash
+# Slurm HealthCheckProgram: drain this node with membw's one line as the
+# reason when its memory is unhealthy; log (and leave the node alone) when
+# membw could not check. slurm.conf:
+#   HealthCheckProgram=/etc/slurm/membw-health.sh
+#   HealthCheckInterval=3600
+#   HealthCheckNodeState=IDLE   # a busy node would measure the job
+# MEMBW, MEMBW_BASELINE and MEMBW_BUDGET override the binary, the baseline
+# and the budget (inside Slurm's 60 s limit).
+membw=${MEMBW:-/usr/local/bin/membw}
+baseline=${MEMBW_BASELINE:-/etc/membw/baseline.json}
+# The one line is on stderr; the table (stdout) is not wanted in a reason.
+reason=$("$membw" check --baseline "$baseline" --quiet --budget "${MEMBW_BUDGET:-40s}" 2>&1 >/dev/null)
+case $? in
+  0) exit 0 ;;
+  1) scontrol update nodename="$(hostname -s)" state=drain reason="${reason#membw: }" ;;
+  *) logger -t membw-health "could not check: $reason" ;;
+esac
