@@ -7,7 +7,7 @@ use super::common::{
     check_format, check_writable, print, read_topology, render_as, stop_flag, write_atomic,
 };
 use crate::engine::check::{self, Reference};
-use crate::engine::{Engine, FakeSource, Source, StreamSource};
+use crate::engine::{Engine, Source};
 use crate::error::{Error, Result};
 use crate::health::rules::{self, Difference};
 use crate::health::verdict::{Rate, Stability, Verdict};
@@ -56,15 +56,7 @@ impl ProtocolArgs {
     }
 
     fn source(&self) -> Result<Box<dyn Source>> {
-        match &self.fake_source {
-            Some(spec) => FakeSource::parse(spec)
-                .map(|f| Box::new(f) as Box<dyn Source>)
-                .map_err(|e| Error::Usage(format!("--fake-source {e}"))),
-            None => Ok(Box::new(StreamSource {
-                backend: crate::backend::by_name("cpu")
-                    .ok_or_else(|| Error::Runtime("no cpu backend".into()))?,
-            })),
-        }
+        super::args::source(self.fake_source.as_deref(), "cpu")
     }
 
     fn topology(&self) -> Result<Topology> {
