@@ -179,9 +179,12 @@ fn loaded_latency_sweeps_the_delay_and_counts_the_load() {
         assert_eq!(slow["idle_p50_ns"].as_f64(), Some(idle));
         let gb = |r: &serde_json::Value| r["load"]["gb_s"].as_f64().unwrap();
         // 64 B per 2 µs and array is 0.03 GB/s (copy: 0.06); unthrottled
-        // is gigabytes. The bound leaves 3× for the VM's noise.
+        // is gigabytes natively, a few hundred MB/s under qemu-user (CI's
+        // aarch64 leg measured 0.38 GB/s for nt-write). The bound leaves 3×
+        // for the VM's noise.
         assert!(gb(slow) > 0.0 && gb(slow) < 0.2, "{slow}");
-        assert!(gb(free) > 10.0 * gb(slow), "{free}");
+        let gap = if common::emulated() { 3.0 } else { 10.0 };
+        assert!(gb(free) > gap * gb(slow), "{gap}× {free}\nagainst {slow}");
         assert!(slow["load"]["delay_spins"].as_u64().unwrap() > 0);
     }
     let copy = &records[3];
