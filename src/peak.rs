@@ -15,6 +15,8 @@ pub enum PeakSource {
     User,
     Smbios,
     Table,
+    /// The firmware's figure for the memory tier the pages are on (ACPI HMAT).
+    Firmware,
 }
 
 /// A per-socket peak and where it came from.
@@ -99,6 +101,59 @@ pub fn parse_peak(text: &str) -> std::result::Result<f64, String> {
         ));
     }
     Ok(gb_s)
+}
+
+/// The peak of the memory the arrays are placed on, where firmware
+/// states the bandwidth of every node involved (ACPI HMAT) and the policy
+/// places pages by node rather than by thread: `None` for first touch or
+/// a node without figures. A node set is bounded by its slowest member
+/// for its share: `min(bandwidth_n / share_n)`.
+pub fn tier_peak(topo: &Topology, policy: &crate::memory::policy::MemPolicy) -> Option<Peak> {
+    use crate::memory::policy::{Policy, expected_shares};
+    if !policy.is_uniform() {
+        return None;
+    }
+    let shares: std::collections::BTreeMap<usize, f64> = match &policy.arrays[0] {
+        Policy::Local => return None,
+        Policy::Preferred(n) => [(*n, 1.0)].into(),
+        Policy::Bind(set) | Policy::Interleave(set) => set
+            .ids()
+            .iter()
+            .map(|&n| (n, 1.0 / set.len() as f64))
+            .collect(),
+        p => expected_shares(p)?,
+    };
+    let mut bound = f64::INFINITY;
+    let mut parts = Vec::new();
+    for (&n, &share) in shares.iter().filter(|(_, s)| **s > 0.0) {
+        let gb_s = topo.node(n)?.hmat.as_ref()?.read_gb_s()?;
+        bound = bound.min(gb_s / share);
+        parts.push(format!("node {n} {gb_s:.1} GB/s"));
+    }
+    bound.is_finite().then(|| Peak {
+        per_socket_gb_s: bound,
+        sockets: 1,
+        channels_per_socket: None,
+        mts: None,
+        source: PeakSource::Firmware,
+        detail: format!(
+            "firmware-reported (ACPI HMAT) read bandwidth of the memory used: {}",
+            parts.join(", ")
+        ),
+    })
+}
+
+/// The peak for arrays under `policy`: the user's, else the memory tier's
+/// firmware figure, else the machine's estimate.
+pub fn for_policy(
+    topo: &Topology,
+    request: &PeakRequest,
+    policy: &crate::memory::policy::MemPolicy,
+) -> Option<Peak> {
+    let sockets = topo.packages().len().max(1);
+    user_peak(request, sockets)
+        .or_else(|| tier_peak(topo, policy))
+        .or_else(|| estimate(topo, request))
 }
 
 /// Picks the best-sourced peak for this machine; `None` when unknown.

@@ -180,7 +180,28 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         mem: s.mem.clone(),
         inner_repeats: s.inner_repeats.max(1),
     };
-    memory::check_fits(topo, plan.arrays_needed().len(), elements as u64)?;
+    match plan.hugepages.explicit_bytes() {
+        // Explicit pages come from their pools, not from MemAvailable.
+        Some(page) => {
+            let ranges = memory::partition_for(elements, plan.cpus.len(), plan.hugepages);
+            let needs: Vec<memory::pool::Need> = plan
+                .arrays_needed()
+                .iter()
+                .flat_map(|&id| {
+                    memory::pool::array_needs(
+                        plan.mem.get(id),
+                        elements,
+                        page,
+                        &ranges,
+                        &plan.cpu_nodes,
+                        &topo.allowed_mems,
+                    )
+                })
+                .collect();
+            memory::pool::check(topo, plan.hugepages, &needs)?;
+        }
+        None => memory::check_fits(topo, plan.arrays_needed().len(), elements as u64)?,
+    }
     Ok(Prepared {
         plan,
         stores_reason,

@@ -52,6 +52,12 @@ impl fmt::Display for Bytes {
 }
 
 /// `1 thread`, `2 threads`.
+/// A number as people write it: `75`, `12.5`, without trailing zeros.
+pub fn trim_float(x: f64) -> String {
+    let s = format!("{x:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 pub fn plural(n: usize, word: &str) -> String {
     format!("{n} {word}{}", if n == 1 { "" } else { "s" })
 }

@@ -12,7 +12,7 @@
 use super::{ArrayErrors, Backend, Device, Driver, Observed, ReadBack, Sums};
 use crate::error::{Error, Result};
 use crate::kernels::{ARRAYS, KernelFns, KernelId};
-use crate::memory::{self, Arrays, Chunk, Hugepages};
+use crate::memory::{self, Arrays, Chunk};
 use crate::plan::Plan;
 use crate::results::measurement::ThreadPlacement;
 use crate::team::{self, Member};
@@ -30,14 +30,15 @@ impl Backend for CpuTeam {
 
     fn open(&mut self, plan: &Plan, driver: &mut Driver<'_>) -> Result<Observed> {
         let fns = KernelFns::select(plan.isa, plan.stores)?;
-        let ranges = memory::partition(plan.elements, plan.cpus.len());
+        let ranges = memory::partition_for(plan.elements, plan.cpus.len(), plan.hugepages);
         let mut arrays = Arrays::map(
             &plan.arrays_needed(),
             plan.elements,
             plan.hugepages,
             &plan.mem,
+            &ranges,
         )?;
-        if plan.hugepages != Hugepages::Never {
+        if plan.hugepages.transparent() {
             arrays.split_hugepages_at(&ranges, &plan.mem)?;
         }
         let orders = Orders::new(plan.cpus.len());

@@ -243,9 +243,16 @@ pub(crate) struct MeasureArgs {
     )]
     stores: Vec<StoresArg>,
 
-    /// Transparent hugepages for the arrays (madvise)
-    #[arg(long, value_enum, default_value_t = HugepagesArg::Auto, help_heading = "Measurement")]
-    hugepages: HugepagesArg,
+    /// Page size of the arrays: auto (the system's THP setting), thp, never (4 KiB), or explicit
+    /// huge pages from the reserved pool, 2M or 1G; sweep: comma-separated, each a point
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_parser = parse_hugepages,
+        default_value = "auto",
+        help_heading = "Measurement"
+    )]
+    hugepages: Vec<Hugepages>,
 
     /// Measure nothing: report fixed rates (GB/s per thread[,delay=DURATION]); for tests
     #[arg(long, hide = true, value_name = "RATE")]
@@ -302,7 +309,7 @@ impl MeasureArgs {
             ntimes: self.ntimes as usize,
             kernels,
             isa: self.isa.isa(),
-            hugepages: self.hugepages.hugepages(),
+            hugepages: self.hugepages[0],
         }
     }
 
@@ -343,8 +350,24 @@ impl MeasureArgs {
         }
     }
 
+    /// The page sizes, in order, each once.
+    pub(crate) fn page_sizes(&self) -> Vec<Hugepages> {
+        let mut out: Vec<Hugepages> = Vec::new();
+        for &h in &self.hugepages {
+            if !out.contains(&h) {
+                out.push(h);
+            }
+        }
+        out
+    }
+
     /// The one memory policy and store mode of a single run.
     pub(crate) fn single(&self, command: &str) -> Result<(String, StoresRequest)> {
+        if self.page_sizes().len() > 1 {
+            return Err(Error::Usage(format!(
+                "--hugepages: {command} takes one page size; membw sweep --hugepages measures several"
+            )));
+        }
         let stores = self.stores();
         if stores.len() > 1 {
             return Err(Error::Usage(format!(
@@ -447,21 +470,10 @@ impl StoresArg {
     }
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum HugepagesArg {
-    Auto,
-    Thp,
-    Never,
-}
-
-impl HugepagesArg {
-    pub(crate) fn hugepages(self) -> Hugepages {
-        match self {
-            HugepagesArg::Auto => Hugepages::Auto,
-            HugepagesArg::Thp => Hugepages::Thp,
-            HugepagesArg::Never => Hugepages::Never,
-        }
-    }
+/// `--hugepages` values: `auto`, `thp`, `never`, `2M`, `1G`.
+pub(crate) fn parse_hugepages(text: &str) -> std::result::Result<Hugepages, String> {
+    Hugepages::parse(text)
+        .ok_or_else(|| format!("unknown page size '{text}' (auto, thp, never, 2M, 1G)"))
 }
 
 pub(crate) fn parse_kernel(name: &str) -> std::result::Result<KernelId, String> {

@@ -3,13 +3,14 @@
 //! latency (bandwidth-latency curves), with results files like the
 //! bandwidth studies'.
 
-use super::args::{HugepagesArg, IsaArg, PeakArgs};
+use super::args::{IsaArg, PeakArgs, parse_hugepages};
 use super::common::print;
 use crate::engine::latency::{Facts, LatencyRequest, LatencySession};
 use crate::error::{Error, Input, Result};
 use crate::latency::LatencyPlan;
 use crate::latency::load::{self, LoadedPlan, Mix};
 use crate::latency::record::{self, Study};
+use crate::memory::Hugepages;
 use crate::memory::policy::{self as mempolicy, Policy};
 use crate::placement::Written;
 use crate::results::file::ResultsFile;
@@ -35,9 +36,10 @@ pub(crate) struct LatencyArgs {
     #[arg(long, default_value = "local", conflicts_with = "numa_matrix")]
     mem: String,
 
-    /// Page size: transparent hugepages (thp; auto is the same here) or base pages (never)
-    #[arg(long, value_enum, default_value_t = HugepagesArg::Thp)]
-    hugepages: HugepagesArg,
+    /// Page sizes, each a curve: thp (auto is the same here), never (4 KiB), or explicit huge
+    /// pages from the reserved pool, 2M or 1G; --numa-matrix and --loaded take one
+    #[arg(long, value_delimiter = ',', value_parser = parse_hugepages, default_value = "thp")]
+    hugepages: Vec<Hugepages>,
 
     /// Timed chasing per point
     #[arg(long, default_value = "300ms", value_parser = humantime::parse_duration)]
@@ -184,6 +186,56 @@ fn parse_delays(text: &str) -> std::result::Result<Delays, String> {
     Ok(Delays(v))
 }
 
+/// The page sizes to chase on, each once (`auto` is THP here), and
+/// one only for the matrix and the loaded study.
+fn page_sizes(args: &LatencyArgs) -> Result<Vec<Hugepages>> {
+    let mut pages: Vec<Hugepages> = Vec::new();
+    for &p in &args.hugepages {
+        let p = if p == Hugepages::Auto {
+            Hugepages::Thp
+        } else {
+            p
+        };
+        if !pages.contains(&p) {
+            pages.push(p);
+        }
+    }
+    if pages.len() > 1 && (args.numa_matrix || args.loaded) {
+        return Err(Error::Usage(
+            "--hugepages: --numa-matrix and --loaded take one page size; the idle curve takes several".into(),
+        ));
+    }
+    Ok(pages)
+}
+
+/// Refuses explicit huge pages the node cannot give for the largest
+/// working set on the node(s) `policy` places it (local: the CPU's).
+fn check_pools(
+    topo: &Topology,
+    pages: &[Hugepages],
+    policy: &Policy,
+    cpu: usize,
+    bytes: u64,
+) -> Result<()> {
+    let words = (bytes as usize).div_ceil(8);
+    for &p in pages {
+        let Some(page) = p.explicit_bytes() else {
+            continue;
+        };
+        let node = topo.cpu(cpu).map(|c| c.node);
+        let needs = crate::memory::pool::array_needs(
+            policy,
+            words,
+            page,
+            std::slice::from_ref(&(0..words)),
+            &[node],
+            &topo.allowed_mems,
+        );
+        crate::memory::pool::check(topo, p, &needs)?;
+    }
+    Ok(())
+}
+
 pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     super::common::check_format(&args.format, "latency")?;
     if let Some(p) = &args.prom {
@@ -203,6 +255,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         let largest = sizes.iter().copied().max().unwrap_or(256 << 20);
         sizes = vec![largest];
     }
+    let pages = page_sizes(&args)?;
     let policy = mempolicy::parse(&args.mem, &topo)?;
     let whole = policy.arrays[0].clone();
     if policy.arrays.iter().any(|p| *p != whole) {
@@ -219,6 +272,8 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
             "--ghz: a clock rate between 0 and 20 GHz".into(),
         ));
     }
+    let largest = sizes.iter().max().copied().unwrap_or(0);
+    check_pools(&topo, &pages, &whole, cpu, largest)?;
     let clock_ghz = args
         .ghz
         .or_else(|| crate::topology::clock::max_ghz(std::path::Path::new("/"), cpu));
@@ -254,7 +309,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     let plan = LatencyPlan {
         cpu,
         sizes,
-        hugepages: args.hugepages != HugepagesArg::Never,
+        hugepages: pages.clone(),
         policy: whole,
         time_per_size: args.time,
         clock_ghz,
@@ -300,12 +355,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         host: out.host.clone(),
         cpu,
         mem: request.plan.policy.to_string(),
-        hugepages: if args.hugepages == HugepagesArg::Never {
-            "never"
-        } else {
-            "thp"
-        }
-        .into(),
+        hugepages: pages.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
         clock_ghz: request.plan.clock_ghz,
         points: out.records.iter().map(|r| r.latency.clone()).collect(),
         records: std::mem::take(&mut out.records),
@@ -421,7 +471,7 @@ fn loaded_plan(
         delays_ns,
         bytes,
         load_elements,
-        hugepages: args.hugepages != HugepagesArg::Never,
+        hugepages: args.hugepages[0] != Hugepages::Never,
         policy: policy.clone(),
         isa,
         time_per_point: args.time,

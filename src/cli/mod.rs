@@ -260,7 +260,7 @@ fn place(args: PlaceArgs) -> Result<()> {
     let placement = args.placement.placement(&env::Vars::from_process())?;
     let cpus =
         placement::resolve(&topo, &placement.request).map_err(|e| placement.name_error(e))?;
-    let spellings = spellings::spell_plan(&cpus, &mem);
+    let spellings = spellings::spell_plan(&cpus, &mem, crate::memory::Hugepages::Auto);
     let view = report::place::PlaceView {
         topo: &topo,
         request: placement.described.clone(),
@@ -376,7 +376,7 @@ fn run(args: RunArgs) -> Result<()> {
         stores_reason,
     } = plan::prepare(&topo, &settings).map_err(|e| placement.name_error(e))?;
     let array_bytes = Bytes(plan.elements as u64 * ELEMENT_BYTES);
-    let peak_estimate = peak::estimate(&topo, &args.peak.request());
+    let peak_estimate = peak::for_policy(&topo, &args.peak.request(), &plan.mem);
     let mut source = match m.launch("run")? {
         Some(launch) => ranks_source(&launch, &args, peak_estimate.as_ref())?,
         None => m.source()?,
@@ -434,7 +434,7 @@ fn run(args: RunArgs) -> Result<()> {
         request,
         measurement,
         peak,
-        spellings::spell_plan(&plan.cpus, &plan.mem),
+        spellings::spell_plan(&plan.cpus, &plan.mem, plan.hugepages),
     );
     if report.measurement.ranks().is_some() {
         // Rank 0's sockets are not the ranks' sockets: the per-node table

@@ -220,5 +220,7 @@ fn page_placement(
         nodes: shares,
         local_share: None,
         held,
+        kernel_page_kib: None,
+        huge_share: None,
     }]
 }

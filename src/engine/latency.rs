@@ -7,6 +7,7 @@ use super::session::Session;
 use crate::error::Result;
 use crate::latency::load::{self, LoadedPlan, Mix};
 use crate::latency::{self, Chain, LatencyPlan, LatencyPoint};
+use crate::memory::Hugepages;
 use crate::memory::policy::Policy;
 use crate::results::latency::{Latency, LatencyKey, LoadPoint, Study};
 use crate::topology::Topology;
@@ -62,7 +63,7 @@ fn payload(
     }
 }
 
-fn key(plan: &LatencyPlan, study: Study, cpu: usize, policy: &Policy, bytes: u64) -> LatencyKey {
+fn key(pages: Hugepages, study: Study, cpu: usize, policy: &Policy, bytes: u64) -> LatencyKey {
     LatencyKey {
         study,
         cpu,
@@ -70,7 +71,7 @@ fn key(plan: &LatencyPlan, study: Study, cpu: usize, policy: &Policy, bytes: u64
         mem: policy.to_string(),
         mem_node: None,
         bytes,
-        hugepages: if plan.hugepages { "thp" } else { "never" }.into(),
+        hugepages: pages.name().into(),
         load_cpus: Vec::new(),
         mix: None,
         delay_ns: None,
@@ -79,15 +80,17 @@ fn key(plan: &LatencyPlan, study: Study, cpu: usize, policy: &Policy, bytes: u64
 
 fn run_idle(plan: &LatencyPlan, facts: &Facts, out: &mut LatencySession) -> Result<()> {
     latency::pin(plan.cpu)?;
-    for &bytes in &plan.sizes {
-        let k = key(plan, Study::Idle, plan.cpu, &plan.policy, bytes);
-        if out.skip(&k) {
-            continue;
-        }
-        let point = Chain::build(bytes, plan.hugepages, &plan.policy)?
-            .sample(plan.time_per_size, plan.clock_ghz);
-        if !out.keep(k, payload(plan, facts, point, None, None))? {
-            break;
+    for &pages in &plan.hugepages {
+        for &bytes in &plan.sizes {
+            let k = key(pages, Study::Idle, plan.cpu, &plan.policy, bytes);
+            if out.skip(&k) {
+                continue;
+            }
+            let point = Chain::build(bytes, pages, &plan.policy)?
+                .sample(plan.time_per_size, plan.clock_ghz);
+            if !out.keep(k, payload(plan, facts, point, None, None))? {
+                return Ok(());
+            }
         }
     }
     Ok(())
@@ -114,12 +117,12 @@ fn run_matrix(
         latency::pin(cpu)?;
         for &mem in topo.allowed_mems.ids() {
             let policy = Policy::Bind(IdSet::new(vec![mem]));
-            let mut k = key(plan, Study::Matrix, cpu, &policy, bytes);
+            let mut k = key(plan.hugepages[0], Study::Matrix, cpu, &policy, bytes);
             (k.cpu_node, k.mem_node) = (Some(node.id), Some(mem));
             if out.skip(&k) {
                 continue;
             }
-            let point = Chain::build(bytes, plan.hugepages, &policy)?
+            let point = Chain::build(bytes, plan.hugepages[0], &policy)?
                 .sample(plan.time_per_size, plan.clock_ghz);
             if !out.keep(k, payload(plan, facts, point, None, None))? {
                 return Ok(());
@@ -138,15 +141,27 @@ fn run_loaded(
 ) -> Result<()> {
     latency::pin(plan.cpu)?;
     let bytes = loaded.bytes;
-    let mut chain = Chain::build(bytes, plan.hugepages, &plan.policy)?;
+    let mut chain = Chain::build(bytes, plan.hugepages[0], &plan.policy)?;
     let idle = chain.sample(plan.time_per_size, plan.clock_ghz);
     let idle_ns = idle.p50_ns;
-    let idle_key = key(plan, Study::Idle, plan.cpu, &plan.policy, bytes);
+    let idle_key = key(
+        plan.hugepages[0],
+        Study::Idle,
+        plan.cpu,
+        &plan.policy,
+        bytes,
+    );
     if !out.skip(&idle_key) && !out.keep(idle_key, payload(plan, facts, idle, None, None))? {
         return Ok(());
     }
     let point_key = |mix: Mix, delay_ns: f64| {
-        let mut k = key(plan, Study::Loaded, plan.cpu, &plan.policy, bytes);
+        let mut k = key(
+            plan.hugepages[0],
+            Study::Loaded,
+            plan.cpu,
+            &plan.policy,
+            bytes,
+        );
         k.load_cpus = loaded.load_cpus.clone();
         (k.mix, k.delay_ns) = (Some(mix), Some(delay_ns));
         k

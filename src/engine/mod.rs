@@ -53,7 +53,7 @@ pub enum By {
 impl Job {
     /// The lines that reproduce this job's placement and memory policy.
     pub fn reproduce(&self) -> Spellings {
-        spellings::spell_plan(&self.plan.cpus, &self.plan.mem)
+        spellings::spell_plan(&self.plan.cpus, &self.plan.mem, self.plan.hugepages)
     }
 }
 

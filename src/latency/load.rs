@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::kernels::{ARRAYS, ArrayId, KernelFns, SCALAR};
 use crate::memory::policy::Policy;
 pub use crate::results::latency::{LoadPoint, Mix};
-use crate::sys::{self, MappedArray};
+use crate::sys::MappedArray;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -254,14 +254,19 @@ fn load_thread(
             )))
         })?;
         let _ = array.advise_hugepages(plan.hugepages);
-        if let Some((mode, nodes)) = plan.policy.mbind_args() {
-            sys::mbind(&array, mode, &nodes).map_err(|e| {
-                fail(Error::Runtime(format!(
-                    "load thread on CPU {cpu}: memory policy {}: {e}",
-                    plan.policy
-                )))
-            })?;
-        }
+        let whole = 0..n;
+        crate::memory::place(
+            &array,
+            &plan.policy,
+            std::slice::from_ref(&whole),
+            crate::memory::Hugepages::Thp,
+        )
+        .map_err(|e| {
+            fail(Error::Runtime(format!(
+                "load thread on CPU {cpu}: memory policy {}: {e}",
+                plan.policy
+            )))
+        })?;
         arrays.push(array);
     }
     let mut slices: Vec<&mut [f64]> = arrays.iter_mut().map(|a| a.as_mut_slice()).collect();

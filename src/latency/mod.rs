@@ -15,6 +15,7 @@ pub use crate::results::latency::LatencyPoint;
 
 use crate::error::{Error, Result};
 use crate::kernels::chase::chase;
+use crate::memory::Hugepages;
 use crate::memory::policy::Policy;
 use crate::sys::{self, MappedArray};
 use std::time::{Duration, Instant};
@@ -69,7 +70,9 @@ pub fn cyclic_order(lines: usize, seed: u64) -> Vec<usize> {
 pub struct LatencyPlan {
     pub cpu: usize,
     pub sizes: Vec<u64>,
-    pub hugepages: bool,
+    /// Page sizes to chase on, each a curve (idle study); the other
+    /// studies use the first.
+    pub hugepages: Vec<Hugepages>,
     pub policy: Policy,
     /// Timed chasing per working set (after one warm-up cycle).
     pub time_per_size: Duration,
@@ -87,7 +90,7 @@ pub fn measure(plan: &LatencyPlan) -> Result<Vec<LatencyPoint>> {
     plan.sizes
         .iter()
         .map(|&s| {
-            Chain::build(s, plan.hugepages, &plan.policy)
+            Chain::build(s, plan.hugepages[0], &plan.policy)
                 .map(|mut c| c.sample(plan.time_per_size, plan.clock_ghz))
         })
         .collect()
@@ -113,17 +116,18 @@ impl Chain {
     /// Maps `bytes` under `policy`, links its lines in a random cycle and
     /// chases one whole cycle untimed, so caches and TLBs are as the timed
     /// chunks find them.
-    pub fn build(bytes: u64, hugepages: bool, policy: &Policy) -> Result<Chain> {
+    pub fn build(bytes: u64, hugepages: Hugepages, policy: &Policy) -> Result<Chain> {
         let lines = (bytes as usize / LINE).max(2);
         let words = lines * WORDS_PER_LINE;
-        let mut array = MappedArray::new(words)
-            .map_err(|e| Error::Runtime(format!("mapping {bytes} bytes: {e}")))?;
-        // Advice and policy before the first touch, which places the pages.
-        let _ = array.advise_hugepages(hugepages);
-        if let Some((mode, nodes)) = policy.mbind_args() {
-            sys::mbind(&array, mode, &nodes)
-                .map_err(|e| Error::Runtime(format!("memory policy {policy}: {e}")))?;
+        let mut array = match hugepages.explicit_bytes() {
+            Some(page) => MappedArray::hugetlb(words, page),
+            None => MappedArray::new(words),
         }
+        .map_err(|e| Error::Runtime(format!("mapping {bytes} bytes on {hugepages} pages: {e}")))?;
+        // Advice and policy before the first touch, which places the pages.
+        let _ = array.advise_hugepages(hugepages != Hugepages::Never);
+        crate::memory::place(&array, policy, std::slice::from_ref(&(0..words)), hugepages)
+            .map_err(|e| Error::Runtime(format!("memory policy {policy}: {e}")))?;
         let next = cyclic_order(lines, 0x6d65_6d62_7700 ^ bytes);
         let chain = array.as_mut_words();
         for (line, &to) in next.iter().enumerate() {
@@ -153,7 +157,8 @@ impl Chain {
             samples.push(t.elapsed().as_secs_f64() * 1e9 / per_chunk as f64);
         }
         self.at = at;
-        let huge_share = crate::sys::huge_share(self.array.addr(), self.array.len() * 8);
+        let huge_share = crate::sys::page_use(self.array.addr(), self.array.len() * 8)
+            .and_then(|u| u.huge_share());
         let mean = samples.iter().sum::<f64>() / samples.len() as f64;
         samples.sort_by(f64::total_cmp);
         let p50 = percentile(&samples, 0.5);
@@ -211,7 +216,7 @@ mod tests {
         let plan = LatencyPlan {
             cpu: sys::current_cpu().unwrap(),
             sizes: vec![16 << 10],
-            hugepages: false,
+            hugepages: vec![Hugepages::Never],
             policy: Policy::Local,
             time_per_size: Duration::from_millis(20),
             clock_ghz: Some(2.0),

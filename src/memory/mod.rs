@@ -3,13 +3,14 @@
 //! each thread first-touches itself, and where the pages ended up.
 
 pub mod policy;
+pub mod pool;
 
 use crate::error::{Error, Input, Result};
 use crate::kernels::{ARRAYS, ArrayId};
 use crate::sys::{self, MappedArray};
 use crate::topology::Topology;
 use crate::units::{Bytes, ELEMENT_BYTES};
-use policy::{MemPolicy, PagePlacement, Policy};
+use policy::{MemPolicy, PagePlacement, Policy, SplitPart};
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -17,27 +18,80 @@ use std::ops::Range;
 /// that no page is first-touched by two threads.
 pub const PAGE_ELEMENTS: usize = 4096 / ELEMENT_BYTES as usize;
 
-/// Transparent hugepage choice (`--hugepages`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// The page size of the arrays (`--hugepages`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Hugepages {
     /// Leave the arrays to the system's THP setting (no advice). Faulting in
     /// 2 MiB pages costs setup time and streaming access rarely misses the
     /// TLB, so membw does not force hugepages by default.
+    #[serde(rename = "auto")]
     Auto,
     /// Ask for THP and fail if the kernel has THP disabled.
+    #[serde(rename = "thp")]
     Thp,
-    /// Ask the kernel not to use THP for the arrays.
+    /// Ask the kernel not to use THP for the arrays: 4 KiB pages.
+    #[serde(rename = "never")]
     Never,
+    /// Explicit 2 MiB pages from the hugetlb pool (MAP_HUGETLB): huge for
+    /// sure, where THP is best effort.
+    #[serde(rename = "2M")]
+    Explicit2M,
+    /// Explicit 1 GiB pages from the hugetlb pool (x86 needs `pdpe1gb`).
+    #[serde(rename = "1G")]
+    Explicit1G,
 }
 
 impl Hugepages {
+    pub const ALL: [Hugepages; 5] = [
+        Hugepages::Auto,
+        Hugepages::Thp,
+        Hugepages::Never,
+        Hugepages::Explicit2M,
+        Hugepages::Explicit1G,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Hugepages::Auto => "auto",
             Hugepages::Thp => "thp",
             Hugepages::Never => "never",
+            Hugepages::Explicit2M => "2M",
+            Hugepages::Explicit1G => "1G",
         }
+    }
+
+    /// Reads a name as users write it: `thp`, `never`, `2M`, `2MiB`, `1g`.
+    pub fn parse(text: &str) -> Option<Hugepages> {
+        let t = text.trim().to_ascii_lowercase();
+        let t = t.strip_suffix("ib").or(t.strip_suffix('b')).unwrap_or(&t);
+        match t {
+            "auto" => Some(Hugepages::Auto),
+            "thp" => Some(Hugepages::Thp),
+            "never" | "4k" => Some(Hugepages::Never),
+            "2m" => Some(Hugepages::Explicit2M),
+            "1g" => Some(Hugepages::Explicit1G),
+            _ => None,
+        }
+    }
+
+    /// The explicit huge page size in bytes; `None` for THP and base pages.
+    pub fn explicit_bytes(self) -> Option<usize> {
+        match self {
+            Hugepages::Explicit2M => Some(2 << 20),
+            Hugepages::Explicit1G => Some(1 << 30),
+            _ => None,
+        }
+    }
+
+    /// Whether THP may back the arrays (so chunk boundaries need care).
+    pub fn transparent(self) -> bool {
+        matches!(self, Hugepages::Auto | Hugepages::Thp)
+    }
+}
+
+impl std::fmt::Display for Hugepages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -90,14 +144,31 @@ pub fn check_fits(topo: &Topology, arrays: usize, elements: u64) -> Result<()> {
 /// Contiguous, page-aligned ranges, one per thread, like OpenMP's
 /// `schedule(static)`; sizes differ by at most one page.
 pub fn partition(elements: usize, threads: usize) -> Vec<Range<usize>> {
-    let pages = elements.div_ceil(PAGE_ELEMENTS);
+    partition_in(elements, threads, PAGE_ELEMENTS)
+}
+
+/// The chunk boundaries for arrays on `hugepages`: on explicit huge pages,
+/// whole huge pages per thread where every thread gets at least one, so
+/// that no huge page is first-touched by two threads (on two nodes);
+/// otherwise base pages, keeping the work even.
+pub fn partition_for(elements: usize, threads: usize, hugepages: Hugepages) -> Vec<Range<usize>> {
+    let unit = hugepages
+        .explicit_bytes()
+        .map(|b| b / ELEMENT_BYTES as usize)
+        .filter(|&u| elements / u >= threads)
+        .unwrap_or(PAGE_ELEMENTS);
+    partition_in(elements, threads, unit)
+}
+
+fn partition_in(elements: usize, threads: usize, unit: usize) -> Vec<Range<usize>> {
+    let pages = elements.div_ceil(unit);
     let (per, extra) = (pages / threads, pages % threads);
     let mut start = 0;
     (0..threads)
         .map(|t| {
             // The extra pages go to the last threads, which also hold the
             // partial last page, so sizes stay within one page of each other.
-            let count = (per + usize::from(t >= threads - extra)) * PAGE_ELEMENTS;
+            let count = (per + usize::from(t >= threads - extra)) * unit;
             let end = (start + count).min(elements);
             let range = start..end;
             start = end;
@@ -110,6 +181,7 @@ pub fn partition(elements: usize, threads: usize) -> Vec<Range<usize>> {
 pub struct Arrays {
     arrays: [Option<MappedArray>; ARRAYS],
     pub elements: usize,
+    hugepages: Hugepages,
 }
 
 /// One thread's share of every mapped array.
@@ -128,6 +200,78 @@ impl Chunk<'_> {
             .as_deref_mut()
             .expect("kernel uses an array that was mapped")
     }
+}
+
+/// Applies `policy` to a mapped, untouched array: one mbind for the whole
+/// array, or for a split, one per node within each thread's range.
+pub fn place(
+    array: &MappedArray,
+    policy: &Policy,
+    ranges: &[Range<usize>],
+    hugepages: Hugepages,
+) -> std::io::Result<()> {
+    if let Some((mode, nodes)) = policy.mbind_args() {
+        return sys::mbind(array, mode, &nodes);
+    }
+    let Policy::Split(parts) = policy else {
+        return Ok(());
+    };
+    for range in ranges {
+        for (nodes, piece) in split_range(
+            range,
+            parts,
+            split_unit(array, range, parts.len(), hugepages),
+        ) {
+            sys::mbind_range(array, piece, sys::MemPolicyMode::Bind, &[nodes])?;
+        }
+    }
+    Ok(())
+}
+
+/// The granule of a split's ranges, in elements: the explicit page size;
+/// under THP 2 MiB where every piece can hold some (so THP still applies
+/// and the mapping count stays small); else the base page.
+fn split_unit(
+    array: &MappedArray,
+    range: &Range<usize>,
+    parts: usize,
+    hugepages: Hugepages,
+) -> usize {
+    let elements = |bytes: usize| bytes / ELEMENT_BYTES as usize;
+    match array.hugetlb_page() {
+        Some(page) => elements(page),
+        None if hugepages.transparent()
+            && range.len() >= 4 * parts * elements(sys::HUGEPAGE_BYTES) =>
+        {
+            elements(sys::HUGEPAGE_BYTES)
+        }
+        None => PAGE_ELEMENTS,
+    }
+}
+
+/// The consecutive pieces of `range` for each node of a split, their
+/// boundaries rounded to `unit` elements (the last piece takes the rest).
+fn split_range(
+    range: &Range<usize>,
+    parts: &[SplitPart],
+    unit: usize,
+) -> Vec<(usize, Range<usize>)> {
+    let mut pieces = Vec::new();
+    let (mut at, mut cumulative) = (range.start, 0.0);
+    for (k, part) in parts.iter().enumerate() {
+        cumulative += part.share();
+        let end = if k + 1 == parts.len() {
+            range.end
+        } else {
+            let exact = cumulative * range.len() as f64 / unit as f64;
+            (range.start + exact.round() as usize * unit).clamp(at, range.end)
+        };
+        if end > at {
+            pieces.push((part.node, at..end));
+        }
+        at = end;
+    }
+    pieces
 }
 
 /// Pages checked per array; smaller arrays are checked whole.
@@ -152,33 +296,45 @@ fn sample_pages(pages: usize, max: usize) -> Vec<usize> {
 
 impl Arrays {
     /// Maps (without touching) the arrays in `needed`, each under its NUMA
-    /// policy: mbind happens here, before any page exists.
+    /// policy: mbind happens here, before any page exists. A split policy
+    /// is placed within each of the threads' `ranges`.
     pub fn map(
         needed: &[ArrayId],
         elements: usize,
         hugepages: Hugepages,
         mem: &MemPolicy,
+        ranges: &[Range<usize>],
     ) -> Result<Arrays> {
         let mut arrays: [Option<MappedArray>; ARRAYS] = Default::default();
         for &id in needed {
-            let array = MappedArray::new(elements)
-                .map_err(|e| Error::Runtime(format!("cannot map array {}: {e}", id.name())))?;
-            if let Some((mode, nodes)) = mem.get(id).mbind_args() {
-                sys::mbind(&array, mode, &nodes).map_err(|e| {
-                    Error::Runtime(format!("mbind {} on array {}: {e}", mem.get(id), id.name()))
-                })?;
+            let array = match hugepages.explicit_bytes() {
+                Some(page) => MappedArray::hugetlb(elements, page),
+                None => MappedArray::new(elements),
             }
+            .map_err(|e| {
+                Error::Runtime(format!(
+                    "cannot map array {} on {hugepages} pages: {e}",
+                    id.name()
+                ))
+            })?;
+            place(&array, mem.get(id), ranges, hugepages).map_err(|e| {
+                Error::Runtime(format!("mbind {} on array {}: {e}", mem.get(id), id.name()))
+            })?;
             let advice = match hugepages {
-                Hugepages::Auto => Ok(()),
                 Hugepages::Thp => array.advise_hugepages(true),
                 Hugepages::Never => array.advise_hugepages(false),
+                _ => Ok(()),
             };
             advice.map_err(|e: std::io::Error| {
                 Error::Runtime(format!("madvise on array {}: {e}", id.name()))
             })?;
             arrays[id.index()] = Some(array);
         }
-        Ok(Arrays { arrays, elements })
+        Ok(Arrays {
+            arrays,
+            elements,
+            hugepages,
+        })
     }
 
     /// Keeps THP off the 2 MiB regions that straddle a boundary between two
@@ -267,11 +423,30 @@ impl Arrays {
                     .count();
                 local as f64 / present.len() as f64
             });
-            let (held, why) = policy::judge(policy, &nodes, local_share);
+            let (mut held, why) = policy::judge(policy, &nodes, local_share);
             if let Some(why) = why {
                 warnings.push(format!(
                     "memory policy {policy} did not hold for array {}: {why}",
                     id.name()
+                ));
+            }
+            let paging = sys::page_use(array.addr(), self.elements * ELEMENT_BYTES as usize);
+            let kernel_page_kib = paging.as_ref().and_then(|u| match u.kernel_page_kib[..] {
+                [one] => Some(one),
+                _ => None,
+            });
+            if let Some(want) = self.hugepages.explicit_bytes().map(|b| b as u64 / 1024)
+                && kernel_page_kib != Some(want)
+            {
+                held = false;
+                warnings.push(format!(
+                    "array {} is not on {} pages: KernelPageSize {:?} kB in smaps",
+                    id.name(),
+                    self.hugepages,
+                    paging
+                        .as_ref()
+                        .map(|u| u.kernel_page_kib.clone())
+                        .unwrap_or_default()
                 ));
             }
             placements.push(PagePlacement {
@@ -282,6 +457,8 @@ impl Arrays {
                 nodes,
                 local_share,
                 held,
+                kernel_page_kib,
+                huge_share: paging.and_then(|u| u.huge_share()),
             });
         }
         (placements, warnings)
@@ -372,6 +549,7 @@ mod tests {
             3000,
             Hugepages::Never,
             &MemPolicy::default(),
+            &partition(3000, 2),
         )
         .unwrap();
         let ranges = partition(3000, 2);
@@ -383,6 +561,40 @@ mod tests {
             3000
         );
         assert_eq!(chunks[1].offset, ranges[1].start);
+    }
+
+    #[test]
+    fn splits_cut_each_range_by_share_on_unit_boundaries() {
+        let parts = [
+            SplitPart {
+                node: 0,
+                basis_points: 7500,
+            },
+            SplitPart {
+                node: 2,
+                basis_points: 2500,
+            },
+        ];
+        assert_eq!(
+            split_range(&(0..1000), &parts, 10),
+            vec![(0, 0..750), (2, 750..1000)]
+        );
+        // Rounded to the unit; a share too small for a unit gets nothing.
+        assert_eq!(
+            split_range(&(100..200), &parts, 40),
+            vec![(0, 100..180), (2, 180..200)]
+        );
+        let tiny = [
+            SplitPart {
+                node: 0,
+                basis_points: 9900,
+            },
+            SplitPart {
+                node: 1,
+                basis_points: 100,
+            },
+        ];
+        assert_eq!(split_range(&(0..100), &tiny, 100), vec![(0, 0..100)]);
     }
 
     #[test]

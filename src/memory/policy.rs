@@ -7,6 +7,10 @@
 //! - `bind:1`, `bind:0,1`: only these nodes;
 //! - `interleave:all`, `interleave:0-3`: round-robin page by page;
 //! - `preferred:2`: this node first, others when it is full;
+//! - `weighted-interleave:0,2`: round-robin by the system's weights
+//!   (Linux 6.9+, `MPOL_WEIGHTED_INTERLEAVE`);
+//! - `split:0=75%,2=25%`: each thread's chunk in consecutive ranges on
+//!   these nodes in these shares (any kernel: one mbind per range);
 //! - per array: `a=bind:0,b=bind:1,c=interleave:all` (unnamed arrays: local).
 
 use crate::error::{Error, Input, Result};
@@ -24,6 +28,39 @@ pub enum Policy {
     Bind(IdSet),
     Interleave(IdSet),
     Preferred(usize),
+    /// Interleave by weight over these nodes; the weights are the system's
+    /// as read when the policy was resolved (recorded with the results).
+    WeightedInterleave(IdSet, BTreeMap<usize, u8>),
+    /// Consecutive ranges of every thread's chunk on these nodes.
+    Split(Vec<SplitPart>),
+}
+
+/// One node's share of a split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitPart {
+    pub node: usize,
+    /// The share in basis points (10000 = all).
+    pub basis_points: u32,
+}
+
+impl SplitPart {
+    /// The share as a fraction of 1.
+    pub fn share(&self) -> f64 {
+        f64::from(self.basis_points) / 10_000.0
+    }
+}
+
+/// The share of each node expected under a weighted policy.
+pub fn expected_shares(policy: &Policy) -> Option<BTreeMap<usize, f64>> {
+    match policy {
+        Policy::WeightedInterleave(set, weights) => {
+            let w = |n: &usize| f64::from(weights.get(n).copied().unwrap_or(1));
+            let total: f64 = set.ids().iter().map(w).sum();
+            Some(set.ids().iter().map(|n| (*n, w(n) / total)).collect())
+        }
+        Policy::Split(parts) => Some(parts.iter().map(|p| (p.node, p.share())).collect()),
+        _ => None,
+    }
 }
 
 impl fmt::Display for Policy {
@@ -33,6 +70,20 @@ impl fmt::Display for Policy {
             Policy::Bind(n) => write!(f, "bind:{n}"),
             Policy::Interleave(n) => write!(f, "interleave:{n}"),
             Policy::Preferred(n) => write!(f, "preferred:{n}"),
+            Policy::WeightedInterleave(n, _) => write!(f, "weighted-interleave:{n}"),
+            Policy::Split(parts) => {
+                let parts: Vec<String> = parts
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "{}={}%",
+                            p.node,
+                            crate::units::trim_float(p.share() * 100.0)
+                        )
+                    })
+                    .collect();
+                write!(f, "split:{}", parts.join(","))
+            }
         }
     }
 }
@@ -45,6 +96,11 @@ impl Policy {
             Policy::Bind(n) => Some((MemPolicyMode::Bind, n.ids().to_vec())),
             Policy::Interleave(n) => Some((MemPolicyMode::Interleave, n.ids().to_vec())),
             Policy::Preferred(n) => Some((MemPolicyMode::Preferred, vec![*n])),
+            Policy::WeightedInterleave(n, _) => {
+                Some((MemPolicyMode::WeightedInterleave, n.ids().to_vec()))
+            }
+            // Placed range by range (see `memory::Arrays::map`).
+            Policy::Split(_) => None,
         }
     }
 
@@ -55,6 +111,12 @@ impl Policy {
             Policy::Bind(n) => format!("--membind={n}"),
             Policy::Interleave(n) => format!("--interleave={n}"),
             Policy::Preferred(n) => format!("--preferred={n}"),
+            Policy::WeightedInterleave(n, _) => format!("--weighted-interleave={n}"),
+            // numactl has no split; the nearest it can say.
+            Policy::Split(parts) => {
+                let nodes: IdSet = parts.iter().map(|p| p.node).collect();
+                format!("--interleave={nodes}")
+            }
         }
     }
 }
@@ -95,6 +157,7 @@ impl MemPolicy {
         match &self.arrays[0] {
             _ if !self.is_uniform() => None,
             Policy::Local => Some(String::new()),
+            Policy::Split(_) => None,
             p => Some(p.numactl()),
         }
     }
@@ -177,6 +240,22 @@ fn parse_one(text: &str, topo: &Topology) -> std::result::Result<Policy, String>
     };
     match kind {
         "local" | "firsttouch" if arg.is_none() => Ok(Policy::Local),
+        "weighted-interleave" | "weighted" => {
+            let set = nodes(arg)?;
+            let Some(system) = &topo.memory.weighted_interleave else {
+                return Err(
+                    "weighted interleave needs Linux 6.9 or later (no /sys/kernel/mm/mempolicy/weighted_interleave on this kernel); split:NODE=SHARE,... works on any kernel".into(),
+                );
+            };
+            check_memory(&set, topo)?;
+            let weights = set
+                .ids()
+                .iter()
+                .map(|&n| (n, system.weights.get(&n).copied().unwrap_or(1)))
+                .collect();
+            Ok(Policy::WeightedInterleave(set, weights))
+        }
+        "split" => parse_split(arg.unwrap_or(""), topo).map(Policy::Split),
         "bind" | "membind" => Ok(Policy::Bind(nodes(arg)?)),
         "interleave" => Ok(Policy::Interleave(nodes(arg)?)),
         "preferred" => {
@@ -187,9 +266,62 @@ fn parse_one(text: &str, topo: &Topology) -> std::result::Result<Policy, String>
             }
         }
         _ => Err(format!(
-            "unknown policy '{text}' (local, bind:NODES, interleave:NODES|all, preferred:NODE)"
+            "unknown policy '{text}' (local, bind:NODES, interleave:NODES|all, preferred:NODE, weighted-interleave:NODES, split:NODE=SHARE,...)"
         )),
     }
+}
+
+/// `0=75%,2=25%`: nodes and their shares, adding up to 100 %.
+fn parse_split(text: &str, topo: &Topology) -> std::result::Result<Vec<SplitPart>, String> {
+    if text.trim().is_empty() {
+        return Err("'split' needs shares, e.g. split:0=75%,2=25%".into());
+    }
+    let mut parts: Vec<SplitPart> = Vec::new();
+    for entry in text.split(',') {
+        let (node, share) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("'{entry}' is not NODE=SHARE (e.g. 0=75%)"))?;
+        let node: usize = node
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{node}' in '{entry}' is not a node number"))?;
+        let percent: f64 = share
+            .trim()
+            .trim_end_matches('%')
+            .parse()
+            .ok()
+            .filter(|p: &f64| (0.0..=100.0).contains(p))
+            .ok_or_else(|| format!("share '{share}' of node {node} is not 0-100 %"))?;
+        if parts.iter().any(|p| p.node == node) {
+            return Err(format!("node {node} is given twice"));
+        }
+        let set = IdSet::new(vec![node]);
+        check_nodes(&set, topo)?;
+        check_memory(&set, topo)?;
+        parts.push(SplitPart {
+            node,
+            basis_points: (percent * 100.0).round() as u32,
+        });
+    }
+    let total: u32 = parts.iter().map(|p| p.basis_points).sum();
+    if total != 10_000 {
+        return Err(format!(
+            "the shares add up to {} %, not 100 %",
+            crate::units::trim_float(f64::from(total) / 100.0)
+        ));
+    }
+    Ok(parts)
+}
+
+/// Refuses nodes that have no memory (a CPU-only node) for policies that
+/// place pages there by share.
+fn check_memory(set: &IdSet, topo: &Topology) -> std::result::Result<(), String> {
+    for &n in set.ids() {
+        if topo.node(n).and_then(|node| node.mem_total) == Some(crate::units::Bytes(0)) {
+            return Err(format!("node {n} has no memory"));
+        }
+    }
+    Ok(())
 }
 
 fn check_nodes(set: &IdSet, topo: &Topology) -> std::result::Result<(), String> {
@@ -220,9 +352,22 @@ pub struct PagePlacement {
     pub nodes: BTreeMap<usize, f64>,
     /// For `local`: share of pages on the node of the thread that touched them.
     pub local_share: Option<f64>,
-    /// Whether the distribution matches the policy.
+    /// Whether the distribution (and, on explicit huge pages, the page
+    /// size) matches what was asked.
     pub held: bool,
+    /// The array's `KernelPageSize` in smaps (4 on base pages and THP,
+    /// 2048 or 1048576 on explicit huge pages); absent where unreadable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_page_kib: Option<u64>,
+    /// The share of the array's resident memory in huge pages (THP or
+    /// explicit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub huge_share: Option<f64>,
 }
+
+/// How far a node's share may be from what a weighted or split policy
+/// asked (the page sample's own error is under 1 point at 4096 pages).
+pub const SHARE_TOLERANCE: f64 = 0.02;
 
 /// Judges a sampled distribution against its policy; returns the verdict
 /// and, when it failed, why.
@@ -238,6 +383,23 @@ pub fn judge(
             .map(|(_, s)| s)
             .sum::<f64>()
     };
+    if let Some(expected) = expected_shares(policy) {
+        let worst = expected
+            .iter()
+            .map(|(n, want)| (n, want, nodes.get(n).copied().unwrap_or(0.0)))
+            .max_by(|a, b| (a.1 - a.2).abs().total_cmp(&(b.1 - b.2).abs()));
+        return match worst {
+            Some((n, want, got)) if (want - got).abs() > SHARE_TOLERANCE => (
+                false,
+                Some(format!(
+                    "node {n} holds {:.1} % of pages, not {:.1} %",
+                    got * 100.0,
+                    want * 100.0
+                )),
+            ),
+            _ => (true, None),
+        };
+    }
     match policy {
         Policy::Local => match local_share {
             Some(s) if s < 0.9 => (
@@ -296,6 +458,7 @@ pub fn judge(
                 (true, None)
             }
         }
+        Policy::WeightedInterleave(..) | Policy::Split(_) => (true, None),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The same placement in the spellings of other tools, so a user can
 //! reproduce membw's best configuration in their own application.
 
+use crate::memory::Hugepages;
 use crate::memory::policy::MemPolicy;
 use crate::topology::cpulist::format_ranges;
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,10 @@ pub struct Spellings {
     /// Intel's runtime (icc/icx builds).
     #[serde(default)]
     pub kmp: String,
+    /// Explicit huge pages for another program's heap (libhugetlbfs);
+    /// empty on THP and base pages.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub hugepages: String,
 }
 
 /// OMP_PLACES for thread i on `cpus[i]`: interval notation when the CPUs
@@ -46,7 +51,18 @@ pub fn omp_places(cpus: &[usize]) -> String {
 /// The reproduction lines for threads on `cpus` under a memory policy;
 /// per-array policies have no numactl spelling, which the numactl line
 /// then says.
-pub fn spell_plan(cpus: &[usize], mem: &MemPolicy) -> Spellings {
+pub fn spell_plan(cpus: &[usize], mem: &MemPolicy, pages: Hugepages) -> Spellings {
+    let mut s = spell_policy(cpus, mem);
+    if pages.explicit_bytes().is_some() {
+        s.hugepages = format!(
+            "HUGETLB_MORECORE={} LD_PRELOAD=libhugetlbfs.so   # heap on explicit huge pages (libhugetlbfs)",
+            pages.name()
+        );
+    }
+    s
+}
+
+fn spell_policy(cpus: &[usize], mem: &MemPolicy) -> Spellings {
     match mem.numactl() {
         Some(memory) => spell(cpus, &memory),
         None => {
@@ -69,6 +85,9 @@ pub fn lines(s: &Spellings) -> Vec<&str> {
             .map(String::as_str),
     );
     v.extend([&s.likwid_pin, &s.numactl, &s.srun, &s.taskset, &s.mpirun].map(String::as_str));
+    if !s.hugepages.is_empty() {
+        v.push(&s.hugepages);
+    }
     v
 }
 
@@ -109,6 +128,7 @@ pub fn spell(cpus: &[usize], numactl_memory: &str) -> Spellings {
             cpus.len(),
             plain.join(",")
         ),
+        hugepages: String::new(),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod prom;
 pub mod ranks;
 pub mod study;
 pub mod text;
+pub mod tiers;
 pub mod topo;
 pub mod tune;
 

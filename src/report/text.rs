@@ -179,7 +179,11 @@ fn pages_summary(m: &Measurement) -> String {
                 .local_share
                 .map_or(String::new(), |s| format!(", {:.0}% local", s * 100.0));
             let verdict = if p.held { "" } else { " NOT AS ASKED" };
-            format!("{}: {}{local}{verdict}", p.array, nodes.join(" "))
+            let size = match p.kernel_page_kib {
+                Some(kib) if kib > 4 => format!(", {} pages", crate::units::Bytes(kib * 1024)),
+                _ => String::new(),
+            };
+            format!("{}: {}{local}{size}{verdict}", p.array, nodes.join(" "))
         })
         .collect::<Vec<_>>()
         .join(" · ")

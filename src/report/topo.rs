@@ -38,6 +38,8 @@ pub struct TopoReport<'a> {
     pub topology: &'a Topology,
     pub derived: Derived,
     pub peak: Option<&'a Peak>,
+    /// Each node as a memory tier, with its firmware-reported figures.
+    pub tiers: Vec<super::tiers::Tier>,
 }
 
 pub fn derive(topo: &Topology) -> Derived {
@@ -85,6 +87,7 @@ pub fn json(topo: &Topology, peak: Option<&Peak>) -> crate::error::Result<String
         topology: topo,
         derived: derive(topo),
         peak,
+        tiers: super::tiers::tiers(topo),
     };
     super::json::pretty(&report)
 }
@@ -170,14 +173,21 @@ pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
     let m = &topo.memory;
     let _ = writeln!(
         o,
-        "{:<11}{} total · {} available · cgroup limit {} · THP {} · hugepages {} × {}",
+        "{:<11}{} total · {} available · cgroup limit {} · THP {}",
         "Memory",
         or_unknown(m.total),
         or_unknown(m.available),
         m.cgroup_limit.map_or("none".to_string(), |l| l.to_string()),
         m.thp_mode.as_deref().unwrap_or("unknown"),
-        m.hugepages_total.map_or("?".to_string(), |n| n.to_string()),
-        or_unknown(m.hugepage_size)
+    );
+    if let Some(pools) = super::tiers::pools_line(topo) {
+        let _ = writeln!(o, "{:<11}{pools}", "Huge pages");
+    }
+    let _ = writeln!(
+        o,
+        "{:<11}{}",
+        "Interleave",
+        super::tiers::weights_line(topo)
     );
     let llc_level = topo.last_level();
     for package in topo.packages() {
@@ -228,18 +238,7 @@ pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
             o.push('\n');
         }
     }
-    let memory_only: Vec<_> = topo.nodes.iter().filter(|n| n.cpus.is_empty()).collect();
-    if !memory_only.is_empty() {
-        let _ = writeln!(o, "\nMemory-only nodes");
-        for node in memory_only {
-            let _ = writeln!(
-                o,
-                "  node {:<3} no CPUs {:>10}",
-                node.id,
-                or_unknown(node.mem_total)
-            );
-        }
-    }
+    o.push_str(&super::tiers::text(topo));
     if topo.nodes.len() > 1 || topo.numa_reported {
         let _ = writeln!(o, "\nNUMA distances");
         let _ = write!(o, "  node");

@@ -28,6 +28,17 @@ pub fn cpumask(ids: &[usize], ncpus: usize) -> String {
         .join(",")
 }
 
+/// Firmware-reported figures per tier: `[read MB/s, write MB/s, read ns, write ns]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixtureHmat {
+    pub near: [u64; 4],
+    pub far: [u64; 4],
+}
+
+/// Explicit huge pages every fixture node has reserved (all free).
+pub const FIXTURE_FREE_2M_PAGES: u64 = 16;
+
 /// A machine in a few numbers. Deserialized from `tests/fixtures/*.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -62,6 +73,16 @@ pub struct MachineSpec {
     /// Extra CPU-less memory nodes (HBM, CXL), placed after the CPU nodes.
     #[serde(default)]
     pub memory_only_nodes: usize,
+    /// HMAT figures (read and write MB/s, read and write ns) for the CPU
+    /// nodes and the memory-only nodes, as `access0/initiators` shows them.
+    #[serde(default)]
+    pub hmat: Option<FixtureHmat>,
+    /// A memory-side cache in front of each memory-only node, bytes.
+    #[serde(default)]
+    pub memory_side_cache_bytes: u64,
+    /// Weighted-interleave weights, one per node (absent: a kernel before 6.9).
+    #[serde(default)]
+    pub interleave_weights: Vec<u8>,
     /// SMBIOS type 17 entries: populated DIMMs per socket and their speed.
     #[serde(default)]
     pub dimms_per_socket: usize,
@@ -165,6 +186,46 @@ impl MachineSpec {
         }
         if self.threads_per_core > 8 {
             return Err("more than 8 hardware threads per core".into());
+        }
+        Ok(())
+    }
+
+    /// A node's huge page pools, HMAT figures and memory-side cache.
+    fn write_tiers(
+        &self,
+        w: &impl Fn(&str, &str) -> io::Result<()>,
+        node: usize,
+        base: &str,
+    ) -> io::Result<()> {
+        for (kib, pages) in [(2048, FIXTURE_FREE_2M_PAGES), (1048576, 0)] {
+            let pool = format!("{base}/hugepages/hugepages-{kib}kB");
+            w(&format!("{pool}/nr_hugepages"), &format!("{pages}\n"))?;
+            w(&format!("{pool}/free_hugepages"), &format!("{pages}\n"))?;
+        }
+        let far = node >= self.cpu_nodes();
+        if let Some(hmat) = &self.hmat {
+            let figures = if far { hmat.far } else { hmat.near };
+            let dir = format!("{base}/access0/initiators");
+            let files = [
+                "read_bandwidth",
+                "write_bandwidth",
+                "read_latency",
+                "write_latency",
+            ];
+            for (file, value) in files.iter().zip(figures) {
+                w(&format!("{dir}/{file}"), &format!("{value}\n"))?;
+            }
+            // The nearest CPU node initiates (a fixture has no symlinks).
+            let initiator = if far { 0 } else { node };
+            w(&format!("{dir}/node{initiator}/.initiator"), "")?;
+        }
+        if far && self.memory_side_cache_bytes > 0 {
+            let dir = format!("{base}/memory_side_cache/index1");
+            w(
+                &format!("{dir}/size"),
+                &format!("{}\n", self.memory_side_cache_bytes),
+            )?;
+            w(&format!("{dir}/line_size"), "64\n")?;
         }
         Ok(())
     }
@@ -279,6 +340,26 @@ impl MachineSpec {
                         node_kib * 9 / 10,
                         node_kib / 10
                     ),
+                )?;
+                self.write_tiers(&w, node, &base)?;
+            }
+        }
+        for (kib, pages) in [(2048, FIXTURE_FREE_2M_PAGES), (1048576, 0)] {
+            let pool = format!("sys/kernel/mm/hugepages/hugepages-{kib}kB");
+            w(
+                &format!("{pool}/nr_hugepages"),
+                &format!("{}\n", pages * nodes as u64),
+            )?;
+            w(
+                &format!("{pool}/free_hugepages"),
+                &format!("{}\n", pages * nodes as u64),
+            )?;
+        }
+        if !self.interleave_weights.is_empty() {
+            for (node, weight) in self.interleave_weights.iter().enumerate() {
+                w(
+                    &format!("sys/kernel/mm/mempolicy/weighted_interleave/node{node}"),
+                    &format!("{weight}\n"),
                 )?;
             }
         }

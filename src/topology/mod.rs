@@ -17,6 +17,7 @@ pub mod cpulist;
 pub mod fixture;
 pub mod smbios;
 mod sysfs;
+pub mod tiers;
 
 pub use cgroup::cpu_throttled;
 use sysfs::NO_CPU;
@@ -51,6 +52,27 @@ pub struct Node {
     pub mem_free: Option<Bytes>,
     /// Distance to every node, in the order of [`Topology::nodes`].
     pub distances: Vec<u32>,
+    /// Explicit huge page pools on this node, by page size.
+    pub hugepages: Vec<tiers::HugePool>,
+    /// Firmware-reported bandwidth and latency (HMAT), where exposed.
+    pub hmat: Option<tiers::Hmat>,
+    pub memory_side_caches: Vec<tiers::MemorySideCache>,
+}
+
+impl Node {
+    /// `cpu+memory`, or `memory` for a CPU-less node (HBM, CXL, PMem).
+    pub fn kind(&self) -> &'static str {
+        if self.cpus.is_empty() {
+            "memory"
+        } else {
+            "cpu+memory"
+        }
+    }
+
+    /// The pool of `page_kib` pages, if this node has one.
+    pub fn pool(&self, page_kib: u64) -> Option<&tiers::HugePool> {
+        self.hugepages.iter().find(|p| p.page_kib == page_kib)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -83,6 +105,11 @@ pub struct MemoryInfo {
     pub hugepage_size: Option<Bytes>,
     pub hugepages_total: Option<u64>,
     pub hugepages_free: Option<u64>,
+    /// The huge page sizes this kernel and CPU support (KiB), from
+    /// `/sys/kernel/mm/hugepages`, with the system-wide pools.
+    pub huge_pools: Vec<tiers::HugePool>,
+    /// Weighted-interleave weights (Linux 6.9+); `None` on older kernels.
+    pub weighted_interleave: Option<tiers::WeightedInterleave>,
 }
 
 impl MemoryInfo {

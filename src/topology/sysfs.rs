@@ -27,11 +27,11 @@ impl Reader<'_> {
     pub(super) fn number<T: std::str::FromStr>(&self, rel: &str) -> Option<T> {
         self.text(rel)?.parse().ok()
     }
-    fn list(&self, rel: &str) -> Option<Vec<usize>> {
+    pub(super) fn list(&self, rel: &str) -> Option<Vec<usize>> {
         parse_list(&self.text(rel)?).ok()
     }
     /// Ids of entries named `<prefix><number>` in a directory.
-    fn numbered_entries(&self, rel: &str, prefix: &str) -> Vec<usize> {
+    pub(super) fn numbered_entries(&self, rel: &str, prefix: &str) -> Vec<usize> {
         let mut ids: Vec<usize> = std::fs::read_dir(self.path(rel))
             .into_iter()
             .flatten()
@@ -181,6 +181,9 @@ pub(super) fn read_nodes(r: &Reader, online: &[usize]) -> (Vec<Node>, bool) {
             mem_total: None,
             mem_free: None,
             distances: vec![10],
+            hugepages: super::tiers::system_pools(r),
+            hmat: None,
+            memory_side_caches: Vec::new(),
         };
         return (vec![node], false);
     }
@@ -216,6 +219,9 @@ pub(super) fn read_nodes(r: &Reader, online: &[usize]) -> (Vec<Node>, bool) {
                 } else {
                     Vec::new()
                 },
+                hugepages: super::tiers::huge_pools(r, id),
+                hmat: super::tiers::hmat(r, id),
+                memory_side_caches: super::tiers::memory_side_caches(r, id),
             }
         })
         .collect();
@@ -380,6 +386,8 @@ pub(super) fn read_memory(r: &Reader) -> MemoryInfo {
         hugepage_size: field("Hugepagesize"),
         hugepages_total: field("HugePages_Total").map(|b| b.0),
         hugepages_free: field("HugePages_Free").map(|b| b.0),
+        huge_pools: super::tiers::system_pools(r),
+        weighted_interleave: super::tiers::weighted_interleave(r),
     }
 }
 

@@ -44,7 +44,7 @@ pub fn topology(name: &str) -> Topology {
 }
 
 /// Every fixture description in tests/fixtures.
-pub const MACHINES: [&str; 8] = [
+pub const MACHINES: [&str; 9] = [
     "epyc-7742-2s-nps4",
     "epyc-7h12-2s",
     "xeon-e5-2680v3-2s",
@@ -53,6 +53,7 @@ pub const MACHINES: [&str; 8] = [
     "grace-superchip-2s",
     "graviton3-1s",
     "graviton4-2s",
+    "xeon-6-cxl-1s",
 ];
 
 /// The membw binary built for these tests.

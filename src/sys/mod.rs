@@ -1,0 +1,217 @@
+//! The thin layer of Linux calls: thread affinity, host facts, signals and
+//! child processes here; mappings, page sizes and NUMA policy in
+//! [`memory`]. Each `unsafe` block is small and says why it is sound;
+//! callers above this module see only safe functions.
+
+mod memory;
+
+pub use memory::*;
+
+use std::io;
+use std::time::Duration;
+
+/// Pins the calling thread to one CPU.
+pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "CPU {cpu} is beyond the {} CPUs of a cpu_set_t",
+                libc::CPU_SETSIZE
+            ),
+        ));
+    }
+    // SAFETY: cpu_set_t is plain data for which all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is below CPU_SETSIZE, checked above.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 = this thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The CPU the calling thread is running on right now.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no arguments and only reads the thread state.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
+/// The host name, as `hostname` prints it.
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is writable for its full length, which is passed.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// The running kernel's release (`uname -r`).
+pub fn kernel_release() -> String {
+    // SAFETY: utsname is plain data; all-zero is a valid value to pass to uname.
+    let mut uts: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `uts` is a valid, writable utsname.
+    if unsafe { libc::uname(&mut uts) } != 0 {
+        return "unknown".into();
+    }
+    let bytes: Vec<u8> = uts
+        .release
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c.to_ne_bytes()[0]) // c_char is i8 on x86, u8 on Arm
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Where the stop signals land: 0 while running, else the signal number.
+static STOP_SIGNAL: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicI32>> =
+    std::sync::OnceLock::new();
+
+extern "C" fn on_stop_signal(signal: libc::c_int) {
+    if let Some(flag) = STOP_SIGNAL.get() {
+        flag.store(signal, std::sync::atomic::Ordering::Relaxed);
+    }
+    // A second signal of the same kind ends the process at once.
+    // SAFETY: signal(2) is async-signal-safe; SIG_DFL is a valid disposition.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+    }
+}
+
+/// CPU time (user + system) this process has used so far, all its threads
+/// together; waited-for children are not counted.
+pub fn own_cpu_time() -> Duration {
+    // SAFETY: getrusage writes one rusage struct into storage we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF is always valid.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let t = |tv: libc::timeval| Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000);
+    t(usage.ru_utime) + t(usage.ru_stime)
+}
+
+/// Whether a stop signal has arrived since [`stop_on_signals`].
+pub fn stop_requested() -> bool {
+    STOP_SIGNAL
+        .get()
+        .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed) != 0)
+}
+
+/// SIGINT (Ctrl-C), SIGTERM (Slurm's time limit) and SIGHUP store their
+/// number in `flag`, so that work stops after the current repetition; a
+/// second one kills as usual. Installed once per process.
+pub fn stop_on_signals(flag: std::sync::Arc<std::sync::atomic::AtomicI32>) {
+    if STOP_SIGNAL.set(flag).is_err() {
+        return;
+    }
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only does an atomic store and signal(2), both
+        // async-signal-safe; the function pointer has the C signature.
+        unsafe {
+            libc::signal(
+                signal,
+                on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
+}
+
+/// Arranges for a child to start in its own process group (so a timeout can
+/// kill all of it), pinned to `cpus` (the union its threads may use) and
+/// under a memory policy (numactl's way: set_mempolicy before exec, which
+/// the program inherits). Masks are built here, before fork; the child only
+/// makes three system calls.
+pub fn place_child(
+    cmd: &mut std::process::Command,
+    cpus: &[usize],
+    policy: Option<(MemPolicyMode, Vec<usize>)>,
+) -> io::Result<()> {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write inside it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        if c >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {c} is beyond this system's CPU set size"),
+            ));
+        }
+        // SAFETY: c is below CPU_SETSIZE, checked above.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    let (mode, mask) = match policy {
+        Some((mode, nodes)) => (Some(mode as libc::c_int), memory::node_mask(&nodes)),
+        None => (None, Vec::new()),
+    };
+    let maxnode = mask.len() as u64 * 64 + 1;
+    // SAFETY: the closure runs between fork and exec and only calls setpgid,
+    // sched_setaffinity and set_mempolicy (async-signal-safe system calls)
+    // on data prepared before the fork; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0
+                || libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            if let Some(mode) = mode
+                && libc::syscall(libc::SYS_set_mempolicy, mode, mask.as_ptr(), maxnode) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+/// The CPUs a thread (any task id) may run on; `None` when it is gone.
+pub fn thread_affinity(tid: i32) -> Option<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the set is a valid, writable cpu_set_t of the size passed.
+    let rc =
+        unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: CPU_ISSET reads inside the set for ids below CPU_SETSIZE.
+    Some(
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+            .collect(),
+    )
+}
+
+/// Kills a whole process group (a program and every child it started).
+pub fn kill_group(pgid: u32) {
+    // SAFETY: kill(2) with a negative pid signals that process group only.
+    unsafe {
+        libc::kill(-(pgid as i32), libc::SIGKILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinning_to_an_allowed_cpu_sticks() {
+        let cpu = current_cpu().unwrap();
+        std::thread::spawn(move || {
+            pin_current_thread(cpu).unwrap();
+            assert_eq!(current_cpu(), Some(cpu));
+        })
+        .join()
+        .unwrap();
+        assert!(pin_current_thread(100_000).is_err());
+    }
+}
