@@ -399,3 +399,25 @@ mod tests {
         assert!(user_peak(&PeakRequest::Detect, 2).is_none());
     }
 }
+
+#[cfg(test)]
+mod tier_tests {
+    use super::*;
+    use crate::memory::policy::parse;
+
+    #[test]
+    fn firmware_bandwidth_bounds_each_placement_by_its_slowest_share() {
+        // Near node 0: 307.2 GB/s, far (CXL) node 1: 61.44 GB/s, weights 5:1.
+        let (_dir, topo) = crate::topology::fixture::machine("xeon-6-cxl-1s");
+        let peak = |mem: &str| tier_peak(&topo, &parse(mem, &topo).unwrap()).map(|p| p.node_gb_s());
+        let near = |v: Option<f64>, want: f64| assert!((v.unwrap() - want).abs() < 1e-6, "{v:?}");
+        near(peak("bind:1"), 61.44);
+        near(peak("interleave:0,1"), 122.88);
+        near(peak("split:0=80%,1=20%"), 307.2);
+        near(peak("weighted-interleave:0,1"), 368.64);
+        assert_eq!(peak("local"), None);
+        let p = tier_peak(&topo, &parse("bind:1", &topo).unwrap()).unwrap();
+        assert_eq!(p.source, PeakSource::Firmware);
+        assert!(p.detail.contains("ACPI HMAT"), "{}", p.detail);
+    }
+}

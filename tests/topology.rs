@@ -322,9 +322,14 @@ fn hwloc_reads_every_fixture_as_membw_does() {
         let pus: std::collections::BTreeSet<Vec<usize>> =
             t.cpus.iter().map(|c| vec![c.id]).collect();
         assert_eq!(groups("PU"), pus, "hardware threads of {what}");
-        // hwloc counts CPU-less memory nodes too, with an empty cpuset.
-        let nodes: std::collections::BTreeSet<Vec<usize>> =
-            t.nodes.iter().map(|n| n.cpus.ids().to_vec()).collect();
+        // hwloc counts CPU-less memory nodes too, attached to the CPUs
+        // nearest them (their cpuset is their locality, not empty).
+        let nodes: std::collections::BTreeSet<Vec<usize>> = t
+            .nodes
+            .iter()
+            .filter(|n| !n.cpus.is_empty())
+            .map(|n| n.cpus.ids().to_vec())
+            .collect();
         let hw_nodes = doc
             .descendants()
             .filter(|n| n.has_tag_name("object") && n.attribute("type") == Some("NUMANode"))

@@ -208,34 +208,6 @@ fn page_sizes(args: &LatencyArgs) -> Result<Vec<Hugepages>> {
     Ok(pages)
 }
 
-/// Refuses explicit huge pages the node cannot give for the largest
-/// working set on the node(s) `policy` places it (local: the CPU's).
-fn check_pools(
-    topo: &Topology,
-    pages: &[Hugepages],
-    policy: &Policy,
-    cpu: usize,
-    bytes: u64,
-) -> Result<()> {
-    let words = (bytes as usize).div_ceil(8);
-    for &p in pages {
-        let Some(page) = p.explicit_bytes() else {
-            continue;
-        };
-        let node = topo.cpu(cpu).map(|c| c.node);
-        let needs = crate::memory::pool::array_needs(
-            policy,
-            words,
-            page,
-            std::slice::from_ref(&(0..words)),
-            &[node],
-            &topo.allowed_mems,
-        );
-        crate::memory::pool::check(topo, p, &needs)?;
-    }
-    Ok(())
-}
-
 pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     super::common::check_format(&args.format, "latency")?;
     if let Some(p) = &args.prom {
@@ -273,7 +245,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         ));
     }
     let largest = sizes.iter().max().copied().unwrap_or(0);
-    check_pools(&topo, &pages, &whole, cpu, largest)?;
+    crate::memory::pool::check_working_set(&topo, &pages, &whole, cpu, largest)?;
     let clock_ghz = args
         .ghz
         .or_else(|| crate::topology::clock::max_ghz(std::path::Path::new("/"), cpu));

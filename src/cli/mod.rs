@@ -11,6 +11,7 @@ mod health;
 mod latency;
 mod sweep;
 mod tune;
+mod values;
 
 use crate::engine::Engine;
 use crate::error::{Error, Input, Result};

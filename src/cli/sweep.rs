@@ -204,6 +204,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
             .map(|text| mempolicy::parse(&text, &topo).map(|policy| (text, policy)))
             .collect::<Result<_>>()?,
         stores: m.stores(),
+        hugepages: m.page_sizes(),
         sizes: args.sizes.clone().map(|s| s.0).unwrap_or_default(),
         numa_matrix: args.numa_matrix.map(|m| match m {
             NumaArg::Single => NumaMode::Single,

@@ -247,6 +247,7 @@ mod tests {
             smt: false,
             mems: vec![("local".into(), Default::default())],
             stores: vec![StoresRequest::Regular, StoresRequest::Nt],
+            hugepages: vec![crate::memory::Hugepages::Auto],
             sizes: Vec::new(),
             numa_matrix: None,
             measure: measure(vec![KernelId::Copy, KernelId::Triad]),

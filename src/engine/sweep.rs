@@ -32,6 +32,8 @@ pub struct SweepSpec {
     /// Memory policies: as the user wrote each (the point's label), resolved.
     pub mems: Vec<(String, mempolicy::MemPolicy)>,
     pub stores: Vec<StoresRequest>,
+    /// Page sizes, each a point (`--hugepages thp,2M`).
+    pub hugepages: Vec<crate::memory::Hugepages>,
     /// Working set per thread in bytes (all arrays); empty = fixed size.
     pub sizes: Vec<u64>,
     pub numa_matrix: Option<NumaMode>,
@@ -144,7 +146,11 @@ pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
     for (label, request, (mem_text, mem), numa) in cases {
         let cpus = placement::resolve(topo, &request)?;
         let threads = cpus.len() as u64;
-        for &stores in &spec.stores {
+        for (&stores, &pages) in spec
+            .stores
+            .iter()
+            .flat_map(|s| spec.hugepages.iter().map(move |h| (s, h)))
+        {
             for &size in &sizes {
                 let (elements, inner) = match size {
                     Some(ws) => {
@@ -159,6 +165,7 @@ pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
                 let settings = Settings {
                     measure: Measure {
                         elements: Some(elements),
+                        hugepages: pages,
                         ..spec.measure.clone()
                     },
                     inner_repeats: inner,

@@ -4,13 +4,16 @@
 
 pub mod policy;
 pub mod pool;
+mod split;
+
+pub use split::place;
 
 use crate::error::{Error, Input, Result};
 use crate::kernels::{ARRAYS, ArrayId};
 use crate::sys::{self, MappedArray};
 use crate::topology::Topology;
 use crate::units::{Bytes, ELEMENT_BYTES};
-use policy::{MemPolicy, PagePlacement, Policy, SplitPart};
+use policy::{MemPolicy, PagePlacement, Policy};
 use std::collections::BTreeMap;
 use std::ops::Range;
 
@@ -19,12 +22,15 @@ use std::ops::Range;
 pub const PAGE_ELEMENTS: usize = 4096 / ELEMENT_BYTES as usize;
 
 /// The page size of the arrays (`--hugepages`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum Hugepages {
     /// Leave the arrays to the system's THP setting (no advice). Faulting in
     /// 2 MiB pages costs setup time and streaming access rarely misses the
     /// TLB, so membw does not force hugepages by default.
     #[serde(rename = "auto")]
+    #[default]
     Auto,
     /// Ask for THP and fail if the kernel has THP disabled.
     #[serde(rename = "thp")]
@@ -81,6 +87,10 @@ impl Hugepages {
             Hugepages::Explicit1G => Some(1 << 30),
             _ => None,
         }
+    }
+
+    pub fn is_auto(&self) -> bool {
+        *self == Hugepages::Auto
     }
 
     /// Whether THP may back the arrays (so chunk boundaries need care).
@@ -200,78 +210,6 @@ impl Chunk<'_> {
             .as_deref_mut()
             .expect("kernel uses an array that was mapped")
     }
-}
-
-/// Applies `policy` to a mapped, untouched array: one mbind for the whole
-/// array, or for a split, one per node within each thread's range.
-pub fn place(
-    array: &MappedArray,
-    policy: &Policy,
-    ranges: &[Range<usize>],
-    hugepages: Hugepages,
-) -> std::io::Result<()> {
-    if let Some((mode, nodes)) = policy.mbind_args() {
-        return sys::mbind(array, mode, &nodes);
-    }
-    let Policy::Split(parts) = policy else {
-        return Ok(());
-    };
-    for range in ranges {
-        for (nodes, piece) in split_range(
-            range,
-            parts,
-            split_unit(array, range, parts.len(), hugepages),
-        ) {
-            sys::mbind_range(array, piece, sys::MemPolicyMode::Bind, &[nodes])?;
-        }
-    }
-    Ok(())
-}
-
-/// The granule of a split's ranges, in elements: the explicit page size;
-/// under THP 2 MiB where every piece can hold some (so THP still applies
-/// and the mapping count stays small); else the base page.
-fn split_unit(
-    array: &MappedArray,
-    range: &Range<usize>,
-    parts: usize,
-    hugepages: Hugepages,
-) -> usize {
-    let elements = |bytes: usize| bytes / ELEMENT_BYTES as usize;
-    match array.hugetlb_page() {
-        Some(page) => elements(page),
-        None if hugepages.transparent()
-            && range.len() >= 4 * parts * elements(sys::HUGEPAGE_BYTES) =>
-        {
-            elements(sys::HUGEPAGE_BYTES)
-        }
-        None => PAGE_ELEMENTS,
-    }
-}
-
-/// The consecutive pieces of `range` for each node of a split, their
-/// boundaries rounded to `unit` elements (the last piece takes the rest).
-fn split_range(
-    range: &Range<usize>,
-    parts: &[SplitPart],
-    unit: usize,
-) -> Vec<(usize, Range<usize>)> {
-    let mut pieces = Vec::new();
-    let (mut at, mut cumulative) = (range.start, 0.0);
-    for (k, part) in parts.iter().enumerate() {
-        cumulative += part.share();
-        let end = if k + 1 == parts.len() {
-            range.end
-        } else {
-            let exact = cumulative * range.len() as f64 / unit as f64;
-            (range.start + exact.round() as usize * unit).clamp(at, range.end)
-        };
-        if end > at {
-            pieces.push((part.node, at..end));
-        }
-        at = end;
-    }
-    pieces
 }
 
 /// Pages checked per array; smaller arrays are checked whole.
@@ -503,105 +441,4 @@ fn split_ranges<'a>(mut rest: &'a mut [f64], ranges: &[Range<usize>]) -> Vec<&'a
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn page_samples_do_not_alias_with_round_robin() {
-        assert_eq!(sample_pages(10, 4096), (0..10).collect::<Vec<_>>());
-        // 64 MiB of 4 KiB pages: every residue of a small period is seen evenly,
-        // as are 2 MiB hugepage units over 2 or 3 nodes.
-        let picks = sample_pages(16384, 4096);
-        assert!(picks.len() > 4000);
-        for (unit, period) in [(1, 2), (1, 3), (1, 4), (1, 8), (512, 2), (512, 3)] {
-            for r in 0..period {
-                let share = picks.iter().filter(|&&p| (p / unit) % period == r).count() as f64
-                    / picks.len() as f64;
-                assert!(
-                    (share - 1.0 / period as f64).abs() < 0.03,
-                    "unit {unit} period {period}: {share}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn partition_covers_everything_on_page_boundaries() {
-        for (n, t) in [(1, 1), (10_000, 3), (1 << 20, 7), (512, 4), (100, 2)] {
-            let parts = partition(n, t);
-            assert_eq!(parts.len(), t);
-            assert_eq!(parts[0].start, 0);
-            assert_eq!(parts.last().unwrap().end, n);
-            for w in parts.windows(2) {
-                assert_eq!(w[0].end, w[1].start);
-                assert!(w[1].start % PAGE_ELEMENTS == 0 || w[1].start == n);
-            }
-            let lens: Vec<usize> = parts.iter().map(|r| r.len()).collect();
-            let (lo, hi) = (lens.iter().min().unwrap(), lens.iter().max().unwrap());
-            assert!(hi - lo <= PAGE_ELEMENTS || *lo == 0);
-        }
-    }
-
-    #[test]
-    fn chunks_split_only_mapped_arrays() {
-        let mut arrays = Arrays::map(
-            &[ArrayId::A, ArrayId::C],
-            3000,
-            Hugepages::Never,
-            &MemPolicy::default(),
-            &partition(3000, 2),
-        )
-        .unwrap();
-        let ranges = partition(3000, 2);
-        let mut chunks = arrays.chunks(&ranges);
-        assert_eq!(chunks.len(), 2);
-        assert!(chunks[1].arrays[ArrayId::B.index()].is_none());
-        assert_eq!(
-            chunks[0].get(ArrayId::A).len() + chunks[1].get(ArrayId::C).len(),
-            3000
-        );
-        assert_eq!(chunks[1].offset, ranges[1].start);
-    }
-
-    #[test]
-    fn splits_cut_each_range_by_share_on_unit_boundaries() {
-        let parts = [
-            SplitPart {
-                node: 0,
-                basis_points: 7500,
-            },
-            SplitPart {
-                node: 2,
-                basis_points: 2500,
-            },
-        ];
-        assert_eq!(
-            split_range(&(0..1000), &parts, 10),
-            vec![(0, 0..750), (2, 750..1000)]
-        );
-        // Rounded to the unit; a share too small for a unit gets nothing.
-        assert_eq!(
-            split_range(&(100..200), &parts, 40),
-            vec![(0, 100..180), (2, 180..200)]
-        );
-        let tiny = [
-            SplitPart {
-                node: 0,
-                basis_points: 9900,
-            },
-            SplitPart {
-                node: 1,
-                basis_points: 100,
-            },
-        ];
-        assert_eq!(split_range(&(0..100), &tiny, 100), vec![(0, 0..100)]);
-    }
-
-    #[test]
-    fn too_large_arrays_are_refused_before_mapping() {
-        let (_dir, topo) = crate::topology::fixture::machine("xeon-e5-2680v3-2s");
-        let err = check_fits(&topo, 3, 1 << 50).unwrap_err();
-        assert!(err.to_string().contains("available"), "{err}");
-        assert!(check_fits(&topo, 3, 1000).is_ok());
-    }
-}
+mod tests;

@@ -141,6 +141,35 @@ pub fn check(topo: &Topology, hugepages: Hugepages, needs: &[Need]) -> Result<()
     Ok(())
 }
 
+/// Refuses explicit huge pages the node cannot give for a pointer chase's
+/// working set of `bytes`, chased from `cpu`, on each of `pages`.
+pub fn check_working_set(
+    topo: &Topology,
+    pages: &[Hugepages],
+    policy: &Policy,
+    cpu: usize,
+    bytes: u64,
+) -> Result<()> {
+    let words = (bytes as usize).div_ceil(8);
+    let node = topo.cpu(cpu).map(|c| c.node);
+    for &p in pages {
+        let Some(page) = p.explicit_bytes() else {
+            continue;
+        };
+        let whole = 0..words;
+        let needs = array_needs(
+            policy,
+            words,
+            page,
+            std::slice::from_ref(&whole),
+            &[node],
+            &topo.allowed_mems,
+        );
+        check(topo, p, &needs)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -189,6 +189,10 @@ pub struct Point {
     /// Memory policy as given: `local`, `bind:1`, ...
     pub mem: String,
     pub stores: StoresRequest,
+    /// The arrays' page size; absent (auto) in files written before it was
+    /// an axis, so their keys still match.
+    #[serde(default, skip_serializing_if = "crate::memory::Hugepages::is_auto")]
+    pub hugepages: crate::memory::Hugepages,
     pub kernels: Vec<KernelId>,
     pub elements: u64,
     /// Bytes of all arrays per thread: the working set a size sweep varies.
@@ -232,6 +236,7 @@ impl Point {
             placement,
             mem: mem.to_string(),
             stores,
+            hugepages: plan.hugepages,
             kernels: plan.kernels.clone(),
             elements,
             working_set_per_thread: elements * crate::units::ELEMENT_BYTES * arrays
@@ -282,6 +287,9 @@ impl Point {
         let mut s = format!("{} × {} · {}", self.placement, self.threads, self.mem);
         if self.stores != StoresRequest::Auto {
             s.push_str(&format!(" · {} stores", self.stores));
+        }
+        if !self.hugepages.is_auto() {
+            s.push_str(&format!(" · {} pages", self.hugepages));
         }
         s
     }

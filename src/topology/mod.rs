@@ -11,6 +11,7 @@
 //! panic; only a machine with no readable CPU at all is an error.
 
 pub mod arm;
+mod capture;
 mod cgroup;
 pub mod clock;
 pub mod cpulist;

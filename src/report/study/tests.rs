@@ -17,6 +17,7 @@ fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
         placement: format!("cpu node {cpu}"),
         mem: format!("bind:{mem}"),
         stores: StoresRequest::Auto,
+        hugepages: crate::memory::Hugepages::Auto,
         kernels: vec![KernelId::Triad],
         elements: 1,
         working_set_per_thread: 24,

@@ -1,0 +1,102 @@
+use super::policy::SplitPart;
+use super::split::split_range;
+use super::*;
+
+#[test]
+fn page_samples_do_not_alias_with_round_robin() {
+    assert_eq!(sample_pages(10, 4096), (0..10).collect::<Vec<_>>());
+    // 64 MiB of 4 KiB pages: every residue of a small period is seen evenly,
+    // as are 2 MiB hugepage units over 2 or 3 nodes.
+    let picks = sample_pages(16384, 4096);
+    assert!(picks.len() > 4000);
+    for (unit, period) in [(1, 2), (1, 3), (1, 4), (1, 8), (512, 2), (512, 3)] {
+        for r in 0..period {
+            let share = picks.iter().filter(|&&p| (p / unit) % period == r).count() as f64
+                / picks.len() as f64;
+            assert!(
+                (share - 1.0 / period as f64).abs() < 0.03,
+                "unit {unit} period {period}: {share}"
+            );
+        }
+    }
+}
+
+#[test]
+fn partition_covers_everything_on_page_boundaries() {
+    for (n, t) in [(1, 1), (10_000, 3), (1 << 20, 7), (512, 4), (100, 2)] {
+        let parts = partition(n, t);
+        assert_eq!(parts.len(), t);
+        assert_eq!(parts[0].start, 0);
+        assert_eq!(parts.last().unwrap().end, n);
+        for w in parts.windows(2) {
+            assert_eq!(w[0].end, w[1].start);
+            assert!(w[1].start % PAGE_ELEMENTS == 0 || w[1].start == n);
+        }
+        let lens: Vec<usize> = parts.iter().map(|r| r.len()).collect();
+        let (lo, hi) = (lens.iter().min().unwrap(), lens.iter().max().unwrap());
+        assert!(hi - lo <= PAGE_ELEMENTS || *lo == 0);
+    }
+}
+
+#[test]
+fn chunks_split_only_mapped_arrays() {
+    let mut arrays = Arrays::map(
+        &[ArrayId::A, ArrayId::C],
+        3000,
+        Hugepages::Never,
+        &MemPolicy::default(),
+        &partition(3000, 2),
+    )
+    .unwrap();
+    let ranges = partition(3000, 2);
+    let mut chunks = arrays.chunks(&ranges);
+    assert_eq!(chunks.len(), 2);
+    assert!(chunks[1].arrays[ArrayId::B.index()].is_none());
+    assert_eq!(
+        chunks[0].get(ArrayId::A).len() + chunks[1].get(ArrayId::C).len(),
+        3000
+    );
+    assert_eq!(chunks[1].offset, ranges[1].start);
+}
+
+#[test]
+fn splits_cut_each_range_by_share_on_unit_boundaries() {
+    let parts = [
+        SplitPart {
+            node: 0,
+            basis_points: 7500,
+        },
+        SplitPart {
+            node: 2,
+            basis_points: 2500,
+        },
+    ];
+    assert_eq!(
+        split_range(&(0..1000), &parts, 10),
+        vec![(0, 0..750), (2, 750..1000)]
+    );
+    // Rounded to the unit; a share too small for a unit gets nothing.
+    assert_eq!(
+        split_range(&(100..200), &parts, 40),
+        vec![(0, 100..180), (2, 180..200)]
+    );
+    let tiny = [
+        SplitPart {
+            node: 0,
+            basis_points: 9900,
+        },
+        SplitPart {
+            node: 1,
+            basis_points: 100,
+        },
+    ];
+    assert_eq!(split_range(&(0..100), &tiny, 100), vec![(0, 0..100)]);
+}
+
+#[test]
+fn too_large_arrays_are_refused_before_mapping() {
+    let (_dir, topo) = crate::topology::fixture::machine("xeon-e5-2680v3-2s");
+    let err = check_fits(&topo, 3, 1 << 50).unwrap_err();
+    assert!(err.to_string().contains("available"), "{err}");
+    assert!(check_fits(&topo, 3, 1000).is_ok());
+}
