@@ -40,6 +40,8 @@ pub enum Input {
     Isa,
     Stores,
     Hugepages,
+    /// Weighted-interleave weights to set for the run.
+    Weights,
 }
 
 impl Input {
@@ -62,6 +64,7 @@ impl Input {
             Input::Isa => "isa",
             Input::Stores => "stores",
             Input::Hugepages => "hugepages",
+            Input::Weights => "weights",
         }
     }
 }

@@ -223,3 +223,68 @@ fn topo_shows_the_tiers_firmware_reports() {
     assert_eq!(far["firmware_write_latency_ns"], 270);
     assert_eq!(json["topology"]["nodes"][1]["hugepages"][0]["free"], 16);
 }
+
+#[test]
+fn weights_are_put_back_after_sigterm() {
+    const WEIGHT: &str = "/sys/kernel/mm/mempolicy/weighted_interleave/node0";
+    let Ok(before) = std::fs::read_to_string(WEIGHT) else {
+        skip("this kernel has no weighted interleave (Linux 6.9+)");
+        return;
+    };
+    if common::emulated() {
+        skip("qemu-user does not pass signals' timing on faithfully enough");
+        return;
+    }
+    usage_error(&["run", "--weights", "0=0"], "not 1-255");
+    usage_error(&["run", "--weights", "9=1"], "node 9 does not exist");
+    if !nix_root() {
+        // The refusal itself is a unit test (topology::weights).
+        skip("not root: --weights is refused, as it should be");
+        return;
+    }
+    let want = if before.trim() == "9" { "8" } else { "9" };
+    let child = common::membw_process()
+        .args([
+            "run",
+            "--size",
+            "4M",
+            "--ntimes",
+            "400",
+            "--mem",
+            "weighted-interleave:0",
+            "--weights",
+        ])
+        .arg(format!("0={want}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until membw has written the weight, then stop it.
+    let start = std::time::Instant::now();
+    while std::fs::read_to_string(WEIGHT).unwrap().trim() != want {
+        assert!(
+            start.elapsed().as_secs() < 20,
+            "membw never wrote the weight"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(WEIGHT).unwrap(),
+        before,
+        "weights not restored; membw said: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn nix_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}

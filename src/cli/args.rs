@@ -254,6 +254,11 @@ pub(crate) struct MeasureArgs {
     )]
     hugepages: Vec<Hugepages>,
 
+    /// Set the system's weighted-interleave weights for this run (root; put back when it ends),
+    /// e.g. 0=3,2=1
+    #[arg(long, value_name = "NODE=WEIGHT,...", help_heading = "Measurement")]
+    pub(crate) weights: Option<String>,
+
     /// Measure nothing: report fixed rates (GB/s per thread[,delay=DURATION]); for tests
     #[arg(long, hide = true, value_name = "RATE")]
     fake_source: Option<String>,

@@ -65,10 +65,35 @@ pub(crate) fn signal_name(signal: i32) -> String {
 
 /// SIGINT, SIGTERM and SIGHUP set the flag; work stops after the current
 /// repetition.
+/// The stop flag the signal handlers set, installed on first use; every
+/// later call returns the same flag.
 pub(crate) fn stop_flag() -> Stop {
-    let stop = Stop::default();
-    crate::sys::stop_on_signals(stop.0.clone());
-    stop
+    static STOP: std::sync::OnceLock<Stop> = std::sync::OnceLock::new();
+    STOP.get_or_init(|| {
+        let stop = Stop::default();
+        crate::sys::stop_on_signals(stop.0.clone());
+        stop
+    })
+    .clone()
+}
+
+/// Applies `--weights` (when given) for the command's life: the signal
+/// handlers go in first, so that a stop signal ends the run gracefully and
+/// the guard puts the weights back; the topology is read again so that
+/// policies see the new weights.
+pub(crate) fn with_weights(
+    text: Option<&str>,
+    topo: Topology,
+) -> Result<(Topology, Option<crate::topology::weights::WeightsGuard>)> {
+    let Some(text) = text else {
+        return Ok((topo, None));
+    };
+    let weights = crate::topology::weights::parse(text, &topo)?;
+    stop_flag();
+    let guard =
+        crate::topology::weights::WeightsGuard::apply(&topo, &weights, crate::sys::is_root())?;
+    let topo = Topology::read(&topo.root).map_err(Error::Runtime)?;
+    Ok((topo, Some(guard)))
 }
 
 /// Words a results-file error for the flag that named the file.

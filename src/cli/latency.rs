@@ -41,6 +41,10 @@ pub(crate) struct LatencyArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_hugepages, default_value = "thp")]
     hugepages: Vec<Hugepages>,
 
+    /// Set the system's weighted-interleave weights for this run (root; put back when it ends)
+    #[arg(long, value_name = "NODE=WEIGHT,...")]
+    weights: Option<String>,
+
     /// Timed chasing per point
     #[arg(long, default_value = "300ms", value_parser = humantime::parse_duration)]
     time: Duration,
@@ -213,7 +217,8 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     if let Some(p) = &args.prom {
         super::common::check_writable(p, "--prom", true)?;
     }
-    let topo = super::common::read_topology(None)?;
+    let (topo, _weights) =
+        super::common::with_weights(args.weights.as_deref(), super::common::read_topology(None)?)?;
     let cpu = match args.cpu {
         Some(c) => allowed_cpu(&topo, c, "--cpu")?,
         None => *topo

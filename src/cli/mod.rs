@@ -362,8 +362,8 @@ fn run(args: RunArgs) -> Result<()> {
     if let Some(p) = &args.prom {
         common::check_writable(p, "--prom", true)?;
     }
-    let topo = read_topology(None)?;
     let m = &args.measure;
+    let (topo, _weights) = common::with_weights(m.weights.as_deref(), read_topology(None)?)?;
     let (mem_text, stores) = m.single("run")?;
     let placement = args.placement.placement(&env::Vars::from_process())?;
     let settings = Settings::new(

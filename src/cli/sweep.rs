@@ -168,7 +168,8 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         args.format.as_str()
     };
     super::common::check_format(format, "sweep")?;
-    let topo = read_topology(None)?;
+    let (topo, _weights) =
+        super::common::with_weights(args.measure.weights.as_deref(), read_topology(None)?)?;
     // Refuses to be one of several uncoordinated ranks.
     args.measure.launch("sweep")?;
     super::env::note_unused(&super::env::Vars::from_process(), "sweep");

@@ -44,7 +44,8 @@ pub(crate) struct TuneArgs {
 }
 
 pub(crate) fn tune(args: TuneArgs) -> Result<()> {
-    let topo = read_topology(None)?;
+    let (topo, _weights) =
+        super::common::with_weights(args.measure.weights.as_deref(), read_topology(None)?)?;
     args.measure.launch("tune")?;
     super::env::note_unused(&super::env::Vars::from_process(), "tune");
     let m = &args.measure;

@@ -30,16 +30,18 @@ pub fn render(records: &[LatencyRecord]) -> String {
     o
 }
 
-/// Idle points grouped by what was chased (CPU, memory, page size).
-fn idle_series(idle: &[&LatencyRecord]) -> BTreeMap<String, Vec<LatencyRecord>> {
-    let mut series: BTreeMap<String, Vec<LatencyRecord>> = BTreeMap::new();
+/// Idle points grouped by what was chased (CPU, memory, page size), the
+/// groups in the order they were measured.
+fn idle_series(idle: &[&LatencyRecord]) -> Vec<(String, Vec<LatencyRecord>)> {
+    let mut series: Vec<(String, Vec<LatencyRecord>)> = Vec::new();
     for r in idle {
-        series
-            .entry(r.point.label())
-            .or_default()
-            .push((*r).clone());
+        let label = r.point.label();
+        match series.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, points)) => points.push((*r).clone()),
+            None => series.push((label, vec![(*r).clone()])),
+        }
     }
-    for v in series.values_mut() {
+    for (_, v) in &mut series {
         v.sort_by_key(|r| r.point.bytes);
     }
     series
@@ -85,7 +87,7 @@ fn idle_tables(o: &mut String, idle: &[&LatencyRecord]) {
             .collect();
         let _ = writeln!(
             o,
-            "\nns per load over {}-load chunks; cycles = p50 × clock; huge = share of the working set in transparent hugepages{}\n",
+            "\nns per load over {}-load chunks; cycles = p50 × clock; huge = share of the working set in huge pages (THP or explicit){}\n",
             first.latency.loads_per_chunk,
             if caches.is_empty() {
                 String::new()
@@ -300,7 +302,7 @@ pub fn compare(a: &[LatencyRecord], b: &[LatencyRecord], markdown: bool) -> Stri
             d.push_str(&format!(" · {mix} delay {}", delay_text(delay)));
         }
         if p.hugepages != "thp" {
-            d.push_str(" · base pages");
+            d.push_str(&format!(" · {} pages", p.hugepages));
         }
         d
     };

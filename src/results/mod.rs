@@ -59,6 +59,9 @@ pub struct Host {
     pub sockets: usize,
     /// Transparent hugepage mode of the system (`always`, `madvise`, `never`).
     pub thp_mode: Option<String>,
+    /// The system's weighted-interleave weights during the run (6.9+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleave_weights: Option<BTreeMap<usize, u8>>,
 }
 
 impl Host {
@@ -71,6 +74,8 @@ impl Host {
             numa_nodes: topo.nodes.len(),
             sockets: topo.packages().len(),
             thp_mode: topo.memory.thp_mode.clone(),
+            interleave_weights: (topo.memory.weighted_interleave.as_ref())
+                .map(|w| w.weights.clone()),
         }
     }
 }

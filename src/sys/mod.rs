@@ -41,6 +41,12 @@ pub fn current_cpu() -> Option<usize> {
     usize::try_from(cpu).ok()
 }
 
+/// Whether membw runs as root (may change system-wide settings).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// The host name, as `hostname` prints it.
 pub fn hostname() -> String {
     let mut buf = [0u8; 256];

@@ -19,6 +19,7 @@ pub mod fixture;
 pub mod smbios;
 mod sysfs;
 pub mod tiers;
+pub mod weights;
 
 pub use cgroup::cpu_throttled;
 use sysfs::NO_CPU;

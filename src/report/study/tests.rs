@@ -11,6 +11,7 @@ fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
         numa_nodes: 2,
         sockets: 2,
         thp_mode: None,
+        interleave_weights: None,
     };
     let point = Point {
         threads: 1,
