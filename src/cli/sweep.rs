@@ -62,6 +62,20 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_parser = parse_sizes, help_heading = "Axes")]
     sizes: Option<Sizes>,
 
+    /// The tier study: shares of each thread's pages on --far-node, in %, each a point
+    /// (e.g. 0,10,20,30,40,50); the rest on the near node (split policy, any kernel)
+    #[arg(long, value_delimiter = ',', value_parser = parse_percent, requires = "far_node",
+          conflicts_with_all = ["mem", "numa_matrix"], help_heading = "Axes")]
+    far_share: Vec<f64>,
+
+    /// The far memory node of --far-share (CXL, HBM, another socket)
+    #[arg(long, requires = "far_share", help_heading = "Axes")]
+    far_node: Option<usize>,
+
+    /// The near memory node of --far-share [default: the node of the first allowed CPU]
+    #[arg(long, requires = "far_share", help_heading = "Axes")]
+    near_node: Option<usize>,
+
     /// Programs to measure at every point, one per flag: 'gcc=./stream-gcc' 'clang=./stream-clang 80000000';
     /// `membw` stands for membw's own kernels (arguments split at spaces)
     #[arg(
@@ -107,6 +121,48 @@ pub(crate) struct SweepArgs {
 
     #[command(flatten)]
     peak: PeakArgs,
+}
+
+/// A share in percent, 0 to 100.
+fn parse_percent(text: &str) -> std::result::Result<f64, String> {
+    text.trim()
+        .trim_end_matches('%')
+        .parse::<f64>()
+        .ok()
+        .filter(|p| (0.0..=100.0).contains(p))
+        .ok_or_else(|| format!("'{text}' is not a share of 0 to 100 %"))
+}
+
+/// The memory policies the sweep measures: `--mem`'s, or for the tier
+/// study one split per far share.
+fn mem_axis(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<Vec<String>> {
+    let Some(far) = args.far_node else {
+        return Ok(args.measure.mems());
+    };
+    let first_cpu = topo.allowed_cpus.ids().first().copied();
+    let near = args
+        .near_node
+        .or_else(|| first_cpu.and_then(|c| topo.cpu(c)).map(|c| c.node))
+        .unwrap_or(0);
+    for (flag, node) in [("--far-node", far), ("--near-node", near)] {
+        if topo.node(node).is_none() {
+            let all: Vec<String> = topo.nodes.iter().map(|n| n.id.to_string()).collect();
+            return Err(Error::Usage(format!(
+                "{flag} {node}: node {node} does not exist (nodes: {})",
+                all.join(",")
+            )));
+        }
+    }
+    if near == far {
+        return Err(Error::Usage(format!(
+            "--far-node {far}: the near node is {near} too; give a far node, or --near-node"
+        )));
+    }
+    Ok(args
+        .far_share
+        .iter()
+        .map(|&share| crate::report::far::split_text(near, far, share))
+        .collect())
 }
 
 /// `--sizes` as one value (clap would read `Vec<u64>` as many flags).
@@ -199,8 +255,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         threads,
         placements,
         smt: args.smt,
-        mems: m
-            .mems()
+        mems: mem_axis(&args, &topo)?
             .into_iter()
             .map(|text| mempolicy::parse(&text, &topo).map(|policy| (text, policy)))
             .collect::<Result<_>>()?,

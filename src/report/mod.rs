@@ -6,6 +6,7 @@
 pub mod csv;
 pub mod exec;
 pub mod export;
+pub mod far;
 pub mod health;
 pub mod history;
 pub mod html;

@@ -228,6 +228,48 @@ pub fn numa_plots(records: &[Record], kernel: KernelId) -> Vec<(String, String)>
     out
 }
 
+/// Bandwidth vs the share of pages on the far node, one line per kernel
+/// (the tier study); `None` without one.
+pub fn far_share_plot(records: &[Record]) -> Option<String> {
+    let (near, far, kernels) = crate::report::far::study(records)?;
+    let series: Vec<Series> = kernels
+        .iter()
+        .map(|k| {
+            let points = k.by_share.iter().map(|&(x, y)| (x, y, 0.0)).collect();
+            (k.kernel.spec().name.to_string(), points)
+        })
+        .collect();
+    let x_max = kernels
+        .iter()
+        .flat_map(|k| k.by_share.iter().map(|p| p.0))
+        .fold(0.0, f64::max);
+    let y_max = kernels.iter().map(|k| k.best_gb_s).fold(1.0, f64::max) * 1.15;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let title = format!("bandwidth vs share of pages on node {far} (near: node {near})");
+        let tick = |x: &f64| format!("{x:.0} %");
+        let mut chart = framed_chart(
+            &root,
+            &title,
+            (-1.0..x_max + 1.0, 0.0..y_max),
+            (&format!("pages on far node {far}"), "GB/s (10^9 B/s)"),
+            Some((11, &tick)),
+        )?;
+        draw_series(&mut chart, &series)?;
+        chart
+            .configure_series_labels()
+            .label_font(("sans-serif", 15))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerLeft)
+            .draw()
+            .ok()?;
+        root.present().ok()?;
+    }
+    Some(svg)
+}
+
 /// The plots of a bandwidth results file for one kernel: vs threads, vs
 /// working set, and the NUMA matrices, each where the records vary so.
 pub fn plots(records: &[Record], kernel: KernelId) -> Vec<crate::report::Plot> {
@@ -244,6 +286,13 @@ pub fn plots(records: &[Record], kernel: KernelId) -> Vec<crate::report::Plot> {
         out.push(crate::report::Plot {
             title: format!("{name} bandwidth vs working set per thread"),
             file: format!("{name}-sizes.svg"),
+            svg,
+        });
+    }
+    if let Some(svg) = far_share_plot(records) {
+        out.push(crate::report::Plot {
+            title: "bandwidth vs far-memory share".into(),
+            file: "far-share.svg".into(),
             svg,
         });
     }

@@ -415,6 +415,10 @@ pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
     for line in numa_findings(records, kernel) {
         let _ = write!(out, "\n{line}");
     }
+    let far = super::far::findings(records);
+    if !far.is_empty() {
+        let _ = writeln!(out, "\n{}", far.join("\n"));
+    }
     let sorted = reading_order(records);
     if let Some(best) = best_index(&sorted, kernel).map(|i| sorted[i]) {
         let _ = writeln!(

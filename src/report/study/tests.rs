@@ -92,3 +92,44 @@ fn numa_findings_give_remote_cost_and_symmetry() {
 fn html_escapes_labels() {
     assert_eq!(escape("{0}<1> & \"x\""), "{0}&lt;1&gt; &amp; &quot;x&quot;");
 }
+
+#[test]
+fn the_tier_study_finds_the_best_split_its_gain_and_the_worst_loss() {
+    let at = |share: f64, gb_s: f64| {
+        let mut r = cell(0, 0, gb_s);
+        r.point.numa = None;
+        r.point.mem = crate::report::far::split_text(0, 2, share);
+        r
+    };
+    let records = vec![
+        at(0.0, 100.0),
+        at(10.0, 112.0),
+        at(20.0, 124.0),
+        at(30.0, 118.0),
+        at(50.0, 81.0),
+    ];
+    let (near, far, kernels) = crate::report::far::study(&records).unwrap();
+    assert_eq!((near, far), (0, 2));
+    let k = &kernels[0];
+    assert_eq!((k.best_share, k.best_gb_s), (20.0, 124.0));
+    assert!((k.gain_percent().unwrap() - 24.0).abs() < 1e-9);
+    assert_eq!(k.worst_share, 50.0);
+    assert!((k.loss_percent().unwrap() - 19.0).abs() < 1e-9);
+    let text = summary(&records, KernelId::Triad, false);
+    assert!(
+        text.contains("Tier study: near node 0, far node 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("+24.0 %") && text.contains("-19.0 %"),
+        "{text}"
+    );
+    let svg = crate::report::plot::bandwidth::far_share_plot(&records).unwrap();
+    assert_eq!(
+        svg.matches("stroke-width=\"2\"").count(),
+        1,
+        "one line per kernel"
+    );
+    // One share is no study.
+    assert!(crate::report::far::study(&records[..1]).is_none());
+}
