@@ -185,7 +185,12 @@ impl<'a> Engine<'a> {
             }
             let mut runs = Vec::with_capacity(repeat);
             while runs.len() < repeat && !stopped(session) {
-                let r = RunResult::from_measurement(&self.measure_by(&job.plan, job.by)?);
+                let m = match self.measure_by(&job.plan, job.by) {
+                    // The signal cut into the repetitions: not kept.
+                    Err(crate::error::Error::Interrupted { .. }) if stopped(session) => break,
+                    m => m?,
+                };
+                let r = RunResult::from_measurement(&m);
                 if stopped(session) {
                     // A program killed by the signal, or a run it cut into: not kept.
                     break;

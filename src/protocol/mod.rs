@@ -196,6 +196,13 @@ fn measure_with(
         Ok(())
     })?;
     if !d.measured {
+        if let (None, Some(signal)) = (gate, crate::sys::stop_signal()) {
+            return Err(Error::Interrupted {
+                signal,
+                message: "stopped by a signal before the repetitions were done; nothing measured"
+                    .into(),
+            });
+        }
         return Err(Error::Runtime(
             "another rank failed before measuring".into(),
         ));
@@ -318,6 +325,11 @@ fn drive(
         return;
     }
     for rep in 0..plan.ntimes {
+        // A stop signal ends a lone run between repetitions (ranks under a
+        // gate finish together: one leaving alone would hang the others).
+        if gate.is_none() && crate::sys::stop_requested() {
+            return;
+        }
         for (k, &kernel) in plan.kernels.iter().enumerate() {
             device.sync();
             if let Some(gate) = gate {

@@ -56,7 +56,7 @@ impl KernelFinding {
     /// The worst share's loss against near memory alone, in %.
     pub fn loss_percent(&self) -> Option<f64> {
         self.near_only_gb_s
-            .map(|n| (1.0 - self.worst_gb_s / n) * 100.0)
+            .map(|n| ((1.0 - self.worst_gb_s / n) * 100.0).max(0.0))
     }
 }
 

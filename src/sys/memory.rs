@@ -399,4 +399,36 @@ mod tests {
         a.as_mut_slice()[999] = 1.5;
         assert_eq!(a.as_slice()[999], 1.5);
     }
+
+    #[test]
+    fn smaps_sums_the_mappings_over_a_range() {
+        let smaps = "\
+7f0000000000-7f0000400000 rw-p 00000000 00:00 0
+Rss:                4096 kB
+AnonHugePages:      2048 kB
+KernelPageSize:        4 kB
+7f0000400000-7f0000800000 rw-p 00000000 00:00 0 /anon_hugepage (deleted)
+Rss:                   0 kB
+Private_Hugetlb:    4096 kB
+KernelPageSize:     2048 kB
+7f0000800000-7f0000a00000 rw-p 00000000 00:00 0
+Rss:                2048 kB
+KernelPageSize:        4 kB
+";
+        let both = parse_smaps(smaps, 0x7f00_0000_0000, 0x80_0000).unwrap();
+        assert_eq!(both.resident_kib, 4096);
+        assert_eq!(both.thp_kib, 2048);
+        assert_eq!(both.hugetlb_kib, 4096);
+        assert_eq!(both.kernel_page_kib, vec![4, 2048]);
+        assert_eq!(both.huge_share(), Some(0.75));
+        let huge = parse_smaps(smaps, 0x7f00_0040_0000, 0x40_0000).unwrap();
+        assert_eq!(huge.kernel_page_kib, vec![2048]);
+        assert!(parse_smaps(smaps, 0x1000, 0x1000).is_none());
+    }
+
+    #[test]
+    fn a_page_size_that_is_not_huge_is_refused() {
+        assert!(MappedArray::hugetlb(100, 4096).is_err());
+        assert!(MappedArray::hugetlb(100, 3 << 20).is_err());
+    }
 }

@@ -104,6 +104,14 @@ pub fn own_cpu_time() -> Duration {
     t(usage.ru_utime) + t(usage.ru_stime)
 }
 
+/// The stop signal that arrived since [`stop_on_signals`], if any.
+pub fn stop_signal() -> Option<i32> {
+    STOP_SIGNAL
+        .get()
+        .map(|f| f.load(std::sync::atomic::Ordering::Relaxed))
+        .filter(|&s| s != 0)
+}
+
 /// Whether a stop signal has arrived since [`stop_on_signals`].
 pub fn stop_requested() -> bool {
     STOP_SIGNAL

@@ -224,6 +224,72 @@ elif shape == "memory-only-node":
     usage_error("cpunode2", "node 2 has no CPUs")
     latency_matrix([0, 1], [0, 1, 2])
 
+elif shape == "tiers":
+    t = topo(2, 1, 2, 2, 1, [[10, 24], [24, 10]])
+    if t:
+        # QEMU's 200G and 50G are GiB/s; the kernel reports MB/s.
+        want = {0: (204800, 204800, 110, 110), 1: (51200, 51200, 270, 270)}
+        for n in (0, 1):
+            h = t["nodes"][n]["hmat"] or {}
+            got = (h.get("read_bandwidth_mb_s"), h.get("write_bandwidth_mb_s"),
+                   h.get("read_latency_ns"), h.get("write_latency_ns"))
+            check(f"topo: node {n}'s HMAT figures are exactly what QEMU was given", got == want[n], str(h))
+        check("topo: node 1 is memory only", t["nodes"][1]["cpus"] == [], str(t["nodes"][1]["cpus"]))
+        check("topo: weighted interleave present (Linux 6.9+)",
+              t["memory"]["weighted_interleave"] is not None, str(t["memory"]))
+    d = doc("topo")
+    if d:
+        tiers = {x["node"]: x for x in d["tiers"]}
+        check("topo: tiers carry the firmware peak", (tiers[0]["firmware_read_gb_s"], tiers[1]["firmware_read_gb_s"]) == (204.8, 51.2), str(tiers))
+
+    def shares(name, want, page_kib=None):
+        d = doc(name)
+        if d is None:
+            return
+        run_ok(name, d)
+        for p in d["measurement"]["pages"]:
+            got = {int(k): v for k, v in p["nodes"].items()}
+            ok = all(abs(got.get(n, 0.0) - s) <= 0.02 for n, s in want.items())
+            check(f"{name}: array {p['array']} within 2 points of {want}", ok and p["held"], str(p))
+            if page_kib:
+                check(f"{name}: array {p['array']} on {page_kib} kB pages", p.get("kernel_page_kib") == page_kib, str(p))
+        return d
+
+    d = shares("wi16", {0: 0.75, 1: 0.25}, 4)
+    if d:
+        check("wi16: the run records the weights it set", d["host"].get("interleave_weights") == {"0": 3, "1": 1}, str(d["host"]))
+    shares("wi256", {0: 0.75, 1: 0.25}, 4)
+    shares("wi16sys", {0: 0.5, 1: 0.5}, 4)
+    shares("split16", {0: 0.75, 1: 0.25}, 4)
+    shares("split256", {0: 0.75, 1: 0.25})
+    shares("split16huge", {0: 0.75, 1: 0.25}, 2048)
+    shares("wi16huge", {0: 0.75, 1: 0.25}, 2048)
+    d = doc("huge1g")
+    if d:
+        run_ok("huge1g", d)
+        p = d["measurement"]["pages"][0]
+        check("huge1g: the array is on a 1 GiB page", p.get("kernel_page_kib") == 1048576 and p["held"], str(p))
+    d = doc("latpages")
+    if d:
+        got = [(r["point"]["hugepages"], r["latency"]["huge_share"]) for r in d["records"]]
+        check("latpages: one point per page size, in order, huge where asked",
+              [g[0] for g in got] == ["never", "thp", "2M", "1G"] and got[0][1] == 0.0
+              and got[2][1] == 1.0 and got[3][1] == 1.0, str(got))
+    if "farshare" in R:
+        rc, out, err = R["farshare"]
+        check("farshare: the sweep names the best share and its gain",
+              rc == 0 and "Tier study: near node 0, far node 1" in out and "gain" in out, out[-800:] + err)
+    usage_error("nopages", "missing); reserve them: echo")
+    usage_error("badsplit", "add up to 90 %")
+    usage_error("badweights", "node 5 does not exist")
+    if "weights" in R:
+        rc, out, _ = R["weights"]
+        lines = dict(l.split(" ", 1) for l in out.strip().split("\n") if " " in l)
+        check("weights: written while running", lines.get("during") == "7 2", out)
+        check("weights: put back after SIGTERM", lines.get("after") == lines.get("before") and "before" in lines, out)
+    else:
+        check("weights", False, "no output from the guest")
+
 else:
     check("shape", False, f"no checks written for shape '{shape}'")
 

@@ -12,6 +12,7 @@ out=/dev/ttyS1
 run() {
     name=$1
     shift
+    started=$(date +%s)
     "$@" >/tmp/stdout 2>/tmp/stderr
     rc=$?
     {
@@ -19,7 +20,7 @@ run() {
         cat /tmp/stdout
         echo "@@@STDERR $name"
         cat /tmp/stderr
-        echo "@@@END $name rc=$rc"
+        echo "@@@END $name t=$(( $(date +%s) - started ))s rc=$rc"
     } >"$out"
 }
 

@@ -40,9 +40,17 @@ status=0
 for shape in "${shapes[@]}"; do
     spec="$here/shapes/$shape.sh"
     [ -r "$spec" ] || { echo "unknown shape '$shape' (see $here/shapes/)" >&2; exit 2; }
-    unset QEMU_SMP QEMU_NODES QEMU_DIST
+    unset QEMU_SMP QEMU_NODES QEMU_DIST QEMU_KERNEL QEMU_MACHINE QEMU_HMAT QEMU_APPEND QEMU_TIMEOUT
     # shellcheck source=/dev/null
     source "$spec"
+    # A shape that needs Linux 6.9+ (weighted interleave) boots the
+    # backports kernel tests/vm/get-kernel.sh unpacks.
+    guest_kernel=$kernel
+    if [ "${QEMU_KERNEL:-}" = new ]; then
+        guest_kernel=${MEMBW_VM_NEW_KERNEL:-$(ls -1 target/vm-kernel/boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1 || true)}
+        [ -n "$guest_kernel" ] && [ -r "$guest_kernel" ] ||
+            skip "shape '$shape' needs Linux 6.9+: run tests/vm/get-kernel.sh (bookworm-backports' 6.12, unpacked, not installed)"
+    fi
     dir="$out/$shape"
     rm -rf "$dir"
     mkdir -p "$dir/root/bin" "$dir/root/proc" "$dir/root/sys" "$dir/root/dev" "$dir/root/tmp"
@@ -53,16 +61,18 @@ for shape in "${shapes[@]}"; do
     guest_commands >"$dir/root/commands.sh"
     (cd "$dir/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$dir/initramfs.gz"
 
-    # NUMA nodes: "id:cpus:size" (cpus empty for a memory-only node).
+    # NUMA nodes: "id:cpus:size[:initiator]" (cpus empty for a memory-only
+    # node; the initiator, the node whose CPUs reach it best, for HMAT).
     numa=()
     total=0
     for node in $QEMU_NODES; do
-        IFS=: read -r id cpus size <<<"$node"
+        IFS=: read -r id cpus size initiator <<<"$node"
         numa+=(-object "memory-backend-ram,id=m$id,size=$size")
+        extra=${initiator:+,initiator=$initiator}
         if [ -n "$cpus" ]; then
-            numa+=(-numa "node,nodeid=$id,cpus=$cpus,memdev=m$id")
+            numa+=(-numa "node,nodeid=$id,cpus=$cpus,memdev=m$id$extra")
         else
-            numa+=(-numa "node,nodeid=$id,memdev=m$id")
+            numa+=(-numa "node,nodeid=$id,memdev=m$id$extra")
         fi
         total=$((total + ${size%M}))
     done
@@ -70,13 +80,17 @@ for shape in "${shapes[@]}"; do
         IFS=, read -r src dst val <<<"$d"
         numa+=(-numa "dist,src=$src,dst=$dst,val=$val")
     done
+    # Firmware figures (ACPI HMAT): each a -numa hmat-lb or hmat-cache value.
+    for h in ${QEMU_HMAT:-}; do
+        numa+=(-numa "$h")
+    done
 
     echo "booting '$shape': -smp $QEMU_SMP, nodes $QEMU_NODES" >&2
     started=$(date +%s)
-    timeout 240 qemu-system-x86_64 -accel tcg -machine q35 -cpu max,vendor=GenuineIntel \
+    timeout "${QEMU_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg -machine "${QEMU_MACHINE:-q35}" -cpu max,vendor=GenuineIntel \
         -smp "$QEMU_SMP" -m "${total}M" "${numa[@]}" \
-        -kernel "$kernel" -initrd "$dir/initramfs.gz" \
-        -append "console=ttyS0 quiet loglevel=1 panic=-1" \
+        -kernel "$guest_kernel" -initrd "$dir/initramfs.gz" \
+        -append "console=ttyS0 quiet loglevel=1 panic=-1 ${QEMU_APPEND:-}" \
         -display none -no-reboot \
         -serial "file:$dir/console.log" -serial "file:$dir/results.txt" \
         >"$dir/qemu.log" 2>&1 || echo "qemu exited with $? (see $dir/qemu.log)" >&2

@@ -131,14 +131,7 @@ pub fn threads_plot(records: &[Record], kernel: KernelId) -> Option<String> {
                 .label(format!("theoretical peak {p:.1} GB/s"))
                 .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK));
         }
-        chart
-            .configure_series_labels()
-            .label_font(("sans-serif", 15))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .ok()?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present().ok()?;
     }
     Some(svg)
@@ -257,14 +250,7 @@ pub fn far_share_plot(records: &[Record]) -> Option<String> {
             Some((11, &tick)),
         )?;
         draw_series(&mut chart, &series)?;
-        chart
-            .configure_series_labels()
-            .label_font(("sans-serif", 15))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerLeft)
-            .draw()
-            .ok()?;
+        legend(&mut chart, SeriesLabelPosition::LowerLeft)?;
         root.present().ok()?;
     }
     Some(svg)

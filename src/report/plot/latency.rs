@@ -104,14 +104,7 @@ pub fn loaded_plot(
             )?;
         }
         draw_series(&mut chart, &series)?;
-        chart
-            .configure_series_labels()
-            .label_font(("sans-serif", 15))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .ok()?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().ok()?;
     }
     Some(svg)

@@ -174,6 +174,21 @@ pub(super) fn draw_series<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
     Some(())
 }
 
+/// The legend every plot draws: a white box with a black frame.
+pub(super) fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Option<()> {
+    chart
+        .configure_series_labels()
+        .label_font(("sans-serif", 15))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(position)
+        .draw()
+        .ok()
+}
+
 /// A plot over working-set sizes: x is log2(bytes) on a linear axis, so
 /// ticks fall on powers of two; the cache capacities are marked.
 pub(super) fn size_axis_plot(
@@ -219,14 +234,7 @@ pub(super) fn size_axis_plot(
             }
         }
         draw_series(&mut chart, series)?;
-        chart
-            .configure_series_labels()
-            .label_font(("sans-serif", 15))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(legend)
-            .draw()
-            .ok()?;
+        self::legend(&mut chart, legend)?;
         root.present().ok()?;
     }
     Some(svg)
