@@ -154,6 +154,10 @@ fn short_pools_and_unknown_sizes_are_one_line_before_anything_is_mapped() {
     usage_error(&["run", "--hugepages", "3M"], "unknown page size '3M'");
     usage_error(&["run", "--hugepages", "thp,2M"], "run takes one page size");
     usage_error(
+        &["tune", "--hugepages", "thp,2M"],
+        "tune takes one page size",
+    );
+    usage_error(
         &["latency", "--numa-matrix", "--hugepages", "thp,2M"],
         "take one page size",
     );

@@ -344,8 +344,14 @@ impl MeasureArgs {
         out
     }
 
-    /// The one memory policy of a command that measures under one.
+    /// The one memory policy of a command that measures under one (and
+    /// one page size).
     pub(crate) fn one_mem(&self, command: &str) -> Result<String> {
+        if self.page_sizes().len() > 1 {
+            return Err(Error::Usage(format!(
+                "--hugepages: {command} takes one page size; membw sweep --hugepages measures several"
+            )));
+        }
         match self.mems().as_slice() {
             [one] => Ok(one.clone()),
             many => Err(Error::Usage(format!(
@@ -368,11 +374,6 @@ impl MeasureArgs {
 
     /// The one memory policy and store mode of a single run.
     pub(crate) fn single(&self, command: &str) -> Result<(String, StoresRequest)> {
-        if self.page_sizes().len() > 1 {
-            return Err(Error::Usage(format!(
-                "--hugepages: {command} takes one page size; membw sweep --hugepages measures several"
-            )));
-        }
         let stores = self.stores();
         if stores.len() > 1 {
             return Err(Error::Usage(format!(

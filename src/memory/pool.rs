@@ -235,5 +235,10 @@ mod tests {
         );
         assert!(e.contains("echo 20 | sudo tee /sys/devices/system/node/node1/hugepages/hugepages-2048kB/nr_hugepages"), "{e}");
         assert!(check(&topo, Hugepages::Thp, &need(1 << 40)).is_ok());
+        // A Haswell Xeon's flags lack pdpe1gb: no 1 GiB pages, whatever the pools.
+        let e = check(&topo, Hugepages::Explicit1G, &need(1))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no 1 GiB pages (no pdpe1gb flag)"), "{e}");
     }
 }

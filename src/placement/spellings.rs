@@ -67,8 +67,11 @@ fn spell_policy(cpus: &[usize], mem: &MemPolicy) -> Spellings {
         Some(memory) => spell(cpus, &memory),
         None => {
             let mut s = spell(cpus, "");
-            s.numactl
-                .push_str("   # per-array policies have no numactl equivalent");
+            s.numactl.push_str(if mem.is_uniform() {
+                "   # a split has no numactl equivalent"
+            } else {
+                "   # per-array policies have no numactl equivalent"
+            });
             s
         }
     }

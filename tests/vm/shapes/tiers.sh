@@ -27,7 +27,8 @@ run split16huge membw run --size 2097152 --ntimes 2 --json --mem split:0=75%,1=2
 run wi16huge membw run --size 2097152 --ntimes 2 --json --mem weighted-interleave:0,1 --weights 0=3,1=1 --hugepages 2M
 run huge1g membw run --size 1M --ntimes 2 --json --hugepages 1G --kernels read --threads 1
 run latpages membw latency --sizes 4MiB --hugepages never,thp,2M,1G --time 20ms --format json
-run farshare membw sweep --far-share 0,25,50 --far-node 1 --size 1M --ntimes 2 --kernels triad -o /tmp/far.jsonl
+run farshare membw sweep --far-share 0,10,20,30,40,50 --far-node 1 --size 1M --ntimes 3 --kernels copy,triad -o /tmp/far.jsonl
+run farfile cat /tmp/far.jsonl
 run nopages membw run --hugepages 2M --size 64M
 run badsplit membw run --mem split:0=60%,1=30%
 run badweights membw run --weights 5=1
