@@ -17,10 +17,12 @@ pool1g=/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages
 old2m=$(cat "$pool2m")
 old1g=$(cat "$pool1g" 2>/dev/null || echo 0)
 trap 'echo "$old2m" > "$pool2m"; [ -e "$pool1g" ] && echo "$old1g" > "$pool1g"' EXIT
-# Enough 2 MiB pages for three arrays (and the chase), and one more GiB.
+# A 1 GiB page needs a free, aligned GiB: ask for it first, after
+# compacting; then enough 2 MiB pages for three arrays and the chase.
+sync; echo 3 > /proc/sys/vm/drop_caches; echo 1 > /proc/sys/vm/compact_memory
+[ -e "$pool1g" ] && echo $(( old1g + 1 )) > "$pool1g" || true
 elements=$(python3 -c "s='$size'; m={'K':1e3,'M':1e6,'G':1e9}; print(int(float(s[:-1])*m[s[-1]]) if s[-1] in m else int(s))")
 echo $(( elements * 8 * 3 / 2097152 + 600 )) > "$pool2m"
-[ -e "$pool1g" ] && echo $(( old1g + 2 )) > "$pool1g" || true
 for round in $(seq 1 "$rounds"); do
     for pages in thp 2M; do
         "$membw" run --size "$size" --hugepages "$pages" --format json | python3 -c "
@@ -45,5 +47,6 @@ for k, by in rows.items():
 "
 echo
 sizes=never,thp,2M
-[ -e "$pool1g" ] && grep -qw pdpe1gb /proc/cpuinfo && sizes=$sizes,1G
+if [ "$(cat "$pool1g" 2>/dev/null || echo 0)" -gt "$old1g" ]; then sizes=$sizes,1G
+else echo "(no 1 GiB page could be reserved: memory too fragmented, or no pdpe1gb)"; fi
 "$membw" latency --sizes "$chase" --hugepages "$sizes" --time 1s

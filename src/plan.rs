@@ -190,7 +190,7 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
                 .flat_map(|&id| {
                     memory::pool::array_needs(
                         plan.mem.get(id),
-                        elements,
+                        elements + memory::stagger_bytes(id) / ELEMENT_BYTES as usize,
                         page,
                         &ranges,
                         &plan.cpu_nodes,

@@ -120,7 +120,7 @@ impl Chain {
         let lines = (bytes as usize / LINE).max(2);
         let words = lines * WORDS_PER_LINE;
         let mut array = match hugepages.explicit_bytes() {
-            Some(page) => MappedArray::hugetlb(words, page),
+            Some(page) => MappedArray::hugetlb(words, page, 0),
             None => MappedArray::new(words),
         }
         .map_err(|e| Error::Runtime(format!("mapping {bytes} bytes on {hugepages} pages: {e}")))?;

@@ -59,23 +59,27 @@ impl MappedArray {
     }
 
     /// Maps `len` f64s on explicit huge pages of `page` bytes (a power of
-    /// two the kernel has a pool for: 2 MiB, 1 GiB). The mapping reserves
-    /// its pages from the pool now (no MAP_NORESERVE): a pool too small
-    /// fails here with ENOMEM instead of a SIGBUS at first touch.
-    pub fn hugetlb(len: usize, page: usize) -> io::Result<MappedArray> {
+    /// two the kernel has a pool for: 2 MiB, 1 GiB), the data starting
+    /// `offset` bytes (a multiple of 8) into the first page. The mapping
+    /// reserves its pages from the pool now (no MAP_NORESERVE): a pool too
+    /// small fails here with ENOMEM instead of a SIGBUS at first touch.
+    pub fn hugetlb(len: usize, page: usize, offset: usize) -> io::Result<MappedArray> {
         if !page.is_power_of_two() || page < HUGEPAGE_BYTES {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("{page} bytes is not a huge page size"),
             ));
         }
-        let map_len = array_bytes(len)?.next_multiple_of(page);
+        let offset = offset / 8 * 8 % page;
+        let map_len = (array_bytes(len)? + offset).next_multiple_of(page);
         let size_flag = (page.trailing_zeros() as libc::c_int) << libc::MAP_HUGE_SHIFT;
         let base = map(map_len, libc::MAP_HUGETLB | size_flag)?;
+        // SAFETY: offset < page <= map_len - bytes, so the data lies inside the mapping.
+        let data = unsafe { base.cast::<u8>().add(offset) }.cast::<f64>();
         Ok(MappedArray {
             base,
             map_len,
-            data: base.cast::<f64>(),
+            data,
             len,
             hugetlb: Some(page),
         })
@@ -428,7 +432,7 @@ KernelPageSize:        4 kB
 
     #[test]
     fn a_page_size_that_is_not_huge_is_refused() {
-        assert!(MappedArray::hugetlb(100, 4096).is_err());
-        assert!(MappedArray::hugetlb(100, 3 << 20).is_err());
+        assert!(MappedArray::hugetlb(100, 4096, 0).is_err());
+        assert!(MappedArray::hugetlb(100, 3 << 20, 0).is_err());
     }
 }
