@@ -162,6 +162,18 @@ pub fn parse_share(text: &str) -> Result<f64, String> {
     Ok(share)
 }
 
+/// `25%` or `25`: a percentage from 0 to 100 inclusive (split shares,
+/// far-memory shares), returned in percent.
+pub fn parse_percent(text: &str) -> Result<f64, String> {
+    text.trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|p| (0.0..=100.0).contains(p))
+        .ok_or_else(|| format!("'{text}' is not a share of 0 to 100 %"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

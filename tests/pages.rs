@@ -172,6 +172,30 @@ fn split_and_weighted_policies_refuse_bad_shares_and_hold_their_shares() {
     );
     usage_error(&["run", "--mem", "split:9=100%"], "node 9 does not exist");
     usage_error(&["run", "--mem", "weighted-interleave:9"], "node 9");
+    usage_error(
+        &[
+            "sweep",
+            "--fake-source",
+            "4",
+            "--far-share",
+            "0,10",
+            "--far-node",
+            "9",
+        ],
+        "--far-node 9: node 9 does not exist",
+    );
+    usage_error(
+        &[
+            "sweep",
+            "--fake-source",
+            "4",
+            "--far-share",
+            "0,101",
+            "--far-node",
+            "0",
+        ],
+        "'101' is not a share of 0 to 100 %",
+    );
     if !common::mbind_works() {
         return;
     }

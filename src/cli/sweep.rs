@@ -64,7 +64,7 @@ pub(crate) struct SweepArgs {
 
     /// The tier study: shares of each thread's pages on --far-node, in %, each a point
     /// (e.g. 0,10,20,30,40,50); the rest on the near node (split policy, any kernel)
-    #[arg(long, value_delimiter = ',', value_parser = parse_percent, requires = "far_node",
+    #[arg(long, value_delimiter = ',', value_parser = crate::units::parse_percent, requires = "far_node",
           conflicts_with_all = ["mem", "numa_matrix"], help_heading = "Axes")]
     far_share: Vec<f64>,
 
@@ -123,16 +123,6 @@ pub(crate) struct SweepArgs {
     peak: PeakArgs,
 }
 
-/// A share in percent, 0 to 100.
-fn parse_percent(text: &str) -> std::result::Result<f64, String> {
-    text.trim()
-        .trim_end_matches('%')
-        .parse::<f64>()
-        .ok()
-        .filter(|p| (0.0..=100.0).contains(p))
-        .ok_or_else(|| format!("'{text}' is not a share of 0 to 100 %"))
-}
-
 /// The memory policies the sweep measures: `--mem`'s, or for the tier
 /// study one split per far share.
 fn mem_axis(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<Vec<String>> {
@@ -145,13 +135,8 @@ fn mem_axis(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<Vec<St
         .or_else(|| first_cpu.and_then(|c| topo.cpu(c)).map(|c| c.node))
         .unwrap_or(0);
     for (flag, node) in [("--far-node", far), ("--near-node", near)] {
-        if topo.node(node).is_none() {
-            let all: Vec<String> = topo.nodes.iter().map(|n| n.id.to_string()).collect();
-            return Err(Error::Usage(format!(
-                "{flag} {node}: node {node} does not exist (nodes: {})",
-                all.join(",")
-            )));
-        }
+        topo.existing_node(node)
+            .map_err(|e| Error::Usage(format!("{flag} {node}: {e}")))?;
     }
     if near == far {
         return Err(Error::Usage(format!(

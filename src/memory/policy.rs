@@ -285,13 +285,8 @@ fn parse_split(text: &str, topo: &Topology) -> std::result::Result<Vec<SplitPart
             .trim()
             .parse()
             .map_err(|_| format!("'{node}' in '{entry}' is not a node number"))?;
-        let percent: f64 = share
-            .trim()
-            .trim_end_matches('%')
-            .parse()
-            .ok()
-            .filter(|p: &f64| (0.0..=100.0).contains(p))
-            .ok_or_else(|| format!("share '{share}' of node {node} is not 0-100 %"))?;
+        let percent = crate::units::parse_percent(share)
+            .map_err(|_| format!("share '{share}' of node {node} is not 0-100 %"))?;
         if parts.iter().any(|p| p.node == node) {
             return Err(format!("node {node} is given twice"));
         }
@@ -317,7 +312,7 @@ fn parse_split(text: &str, topo: &Topology) -> std::result::Result<Vec<SplitPart
 /// place pages there by share.
 fn check_memory(set: &IdSet, topo: &Topology) -> std::result::Result<(), String> {
     for &n in set.ids() {
-        if topo.node(n).and_then(|node| node.mem_total) == Some(crate::units::Bytes(0)) {
+        if topo.node(n).is_some_and(|node| node.memoryless()) {
             return Err(format!("node {n} has no memory"));
         }
     }
@@ -325,11 +320,8 @@ fn check_memory(set: &IdSet, topo: &Topology) -> std::result::Result<(), String>
 }
 
 fn check_nodes(set: &IdSet, topo: &Topology) -> std::result::Result<(), String> {
-    let existing: IdSet = topo.nodes.iter().map(|n| n.id).collect();
     for &n in set.ids() {
-        if !existing.contains(n) {
-            return Err(format!("node {n} does not exist (nodes: {existing})"));
-        }
+        topo.existing_node(n)?;
         if !topo.allowed_mems.contains(n) {
             return Err(format!(
                 "node {n} is outside this cpuset's memory nodes ({})",

@@ -71,6 +71,11 @@ impl Node {
         }
     }
 
+    /// A node that reports no memory at all (CPUs only); unknown is not.
+    pub fn memoryless(&self) -> bool {
+        self.mem_total == Some(Bytes(0))
+    }
+
     /// The pool of `page_kib` pages, if this node has one.
     pub fn pool(&self, page_kib: u64) -> Option<&tiers::HugePool> {
         self.hugepages.iter().find(|p| p.page_kib == page_kib)
@@ -182,6 +187,14 @@ impl Topology {
 
     pub fn node(&self, id: usize) -> Option<&Node> {
         self.nodes.iter().find(|n| n.id == id)
+    }
+
+    /// Node `id`, or a message naming the nodes this machine has.
+    pub fn existing_node(&self, id: usize) -> Result<&Node, String> {
+        self.node(id).ok_or_else(|| {
+            let ids: IdSet = self.nodes.iter().map(|n| n.id).collect();
+            format!("node {id} does not exist (nodes: {ids})")
+        })
     }
 
     pub fn online_cpus(&self) -> IdSet {

@@ -30,14 +30,8 @@ pub fn parse(text: &str, topo: &Topology) -> Result<BTreeMap<usize, u8>> {
             .ok()
             .filter(|&w| w >= 1)
             .ok_or_else(|| err(format!("weight '{weight}' of node {node} is not 1-255")))?;
-        let Some(n) = topo.node(node) else {
-            let all: Vec<String> = topo.nodes.iter().map(|n| n.id.to_string()).collect();
-            return Err(err(format!(
-                "node {node} does not exist (nodes: {})",
-                all.join(",")
-            )));
-        };
-        if n.mem_total.is_some_and(|m| m.0 == 0) {
+        // Weights are system-wide: any node with memory, in our cpuset or not.
+        if topo.existing_node(node).map_err(err)?.memoryless() {
             return Err(err(format!("node {node} has no memory")));
         }
         if weights.insert(node, weight).is_some() {
