@@ -26,4 +26,5 @@ pub mod results;
 pub mod sys;
 pub mod team;
 pub mod topology;
+pub mod trust;
 pub mod units;

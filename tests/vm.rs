@@ -1,6 +1,7 @@
 //! The QEMU test bed (tests/vm/run.sh): real kernels with 2 sockets and SMT,
 //! 4 NUMA nodes, and a CPU-less memory node, checked from inside.
 //!
+//! A slow suite: runs in CI or with MEMBW_SLOW_TESTS=1.
 //! Skipped (with a message) where qemu, a kernel or busybox is missing; in CI
 //! (CI=true) a skip is a failure, since .ci/run installs them.
 //!
@@ -12,6 +13,9 @@ mod common;
 
 #[test]
 fn guests_report_what_qemu_was_told() {
+    if !common::slow_tests("the QEMU test bed (about 4 minutes)") {
+        return;
+    }
     let root = env!("CARGO_MANIFEST_DIR");
     let out = std::process::Command::new("bash")
         .arg(format!("{root}/tests/vm/run.sh"))

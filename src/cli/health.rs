@@ -291,6 +291,19 @@ pub(crate) fn check(args: CheckArgs) -> Result<()> {
             checked.elapsed.as_secs_f64()
         )));
     }
+    // Rates that fell short while other work ran measure the other work:
+    // no verdict either way (a busy node is not a bad one).
+    let busy = checked
+        .last
+        .iter()
+        .filter_map(|(_, m)| m.interference.as_ref())
+        .find(|i| i.busy);
+    if let Some(i) = busy.filter(|_| !checked.passed) {
+        return Err(Error::Usage(format!(
+            "could not check: {}; run it when the node is idle",
+            i.findings[0].trim_end_matches(": results may be low")
+        )));
+    }
     let healthy = checked.passed && differences.is_empty();
     let reason = if let Some(d) = differences.first() {
         Some(d.clone())

@@ -140,6 +140,14 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
             .map(|t| t.cpus[0])
     });
     let pages = page_placement(policy, &ran.pages_per_node, ran.pages_absent, &mut warnings);
+    let mut interference = ran.interference.clone();
+    let spreads = results
+        .iter()
+        .map(|r| (r.kernel.spec().name.to_string(), r.spread));
+    interference
+        .findings
+        .extend(crate::trust::spread_finding(spreads));
+    warnings.extend(interference.findings.iter().cloned());
     Measurement {
         array_elements: elements,
         bytes_per_array: elements * element_bytes,
@@ -169,6 +177,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
         setup_s: 0.0,
         total_s: ran.wall_s,
         warnings,
+        interference: Some(interference),
         detail: Some(SourceDetail::Program(ProgramRun {
             exit_code: ran.code,
             signal: ran.signal,

@@ -12,6 +12,7 @@ use crate::memory::policy::Policy;
 use crate::results::latency::{Latency, LatencyKey, LoadPoint, Study};
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
+use crate::trust::{Effect, Interference, Snapshot};
 use std::collections::BTreeMap;
 
 /// The session of a latency experiment.
@@ -49,7 +50,7 @@ pub fn measure(topo: &Topology, request: &LatencyRequest, out: &mut LatencySessi
 fn payload(
     plan: &LatencyPlan,
     facts: &Facts,
-    latency: LatencyPoint,
+    (latency, interference): (LatencyPoint, Interference),
     load: Option<LoadPoint>,
     idle_p50_ns: Option<f64>,
 ) -> Latency {
@@ -60,7 +61,18 @@ fn payload(
         clock_ghz: plan.clock_ghz,
         caches: facts.caches.clone(),
         peak_gb_s: facts.peak_gb_s,
+        interference: Some(interference),
     }
+}
+
+/// Samples `chain` from `cpu`, with what else ran meanwhile.
+fn sample(chain: &mut Chain, plan: &LatencyPlan, cpu: usize) -> (LatencyPoint, Interference) {
+    let start = Snapshot::take();
+    let point = chain.sample(plan.time_per_size, plan.clock_ghz);
+    (
+        point,
+        start.until(&Snapshot::take(), &[cpu], 0, Effect::Latency),
+    )
 }
 
 fn key(pages: Hugepages, study: Study, cpu: usize, policy: &Policy, bytes: u64) -> LatencyKey {
@@ -86,8 +98,11 @@ fn run_idle(plan: &LatencyPlan, facts: &Facts, out: &mut LatencySession) -> Resu
             if out.skip(&k) {
                 continue;
             }
-            let point = Chain::build(bytes, pages, &plan.policy)?
-                .sample(plan.time_per_size, plan.clock_ghz);
+            let point = sample(
+                &mut Chain::build(bytes, pages, &plan.policy)?,
+                plan,
+                plan.cpu,
+            );
             if !out.keep(k, payload(plan, facts, point, None, None))? {
                 return Ok(());
             }
@@ -122,8 +137,11 @@ fn run_matrix(
             if out.skip(&k) {
                 continue;
             }
-            let point = Chain::build(bytes, plan.hugepages[0], &policy)?
-                .sample(plan.time_per_size, plan.clock_ghz);
+            let point = sample(
+                &mut Chain::build(bytes, plan.hugepages[0], &policy)?,
+                plan,
+                cpu,
+            );
             if !out.keep(k, payload(plan, facts, point, None, None))? {
                 return Ok(());
             }
@@ -142,8 +160,8 @@ fn run_loaded(
     latency::pin(plan.cpu)?;
     let bytes = loaded.bytes;
     let mut chain = Chain::build(bytes, plan.hugepages[0], &plan.policy)?;
-    let idle = chain.sample(plan.time_per_size, plan.clock_ghz);
-    let idle_ns = idle.p50_ns;
+    let idle = sample(&mut chain, plan, plan.cpu);
+    let idle_ns = idle.0.p50_ns;
     let idle_key = key(
         plan.hugepages[0],
         Study::Idle,
@@ -178,14 +196,22 @@ fn run_loaded(
     if todo.mixes.is_empty() {
         return Ok(());
     }
+    // Each loaded point's window runs from the end of the one before.
+    let mut since = Snapshot::take();
+    let mut cpus = loaded.load_cpus.clone();
+    cpus.push(plan.cpu);
     load::measure(&todo, &mut chain, |p, latency| {
+        let now = Snapshot::take();
+        let interference = since.until(&now, &cpus, 0, Effect::Latency);
+        since = now;
         let k = point_key(p.mix, p.delay_ns);
         if out.skip(&k) {
             return Ok(out.signal().is_none());
         }
+        let measured = (latency.clone(), interference);
         out.keep(
             k,
-            payload(plan, facts, latency.clone(), Some(p.clone()), Some(idle_ns)),
+            payload(plan, facts, measured, Some(p.clone()), Some(idle_ns)),
         )
     })
 }

@@ -141,6 +141,7 @@ mod tests {
             clock_ghz: None,
             caches: Default::default(),
             peak_gb_s: None,
+            interference: None,
         }
     }
 

@@ -90,6 +90,8 @@ pub struct Ran {
     /// CPU time membw itself used while the program ran (sampling and
     /// reading its output): what watching cost.
     pub watch_cpu_s: f64,
+    /// What else ran on the CPUs while the program ran.
+    pub interference: crate::trust::Interference,
 }
 
 /// Why a program could not be started.
@@ -122,6 +124,8 @@ pub fn run(l: &Launch) -> Result<Ran, LaunchError> {
     union.dedup();
     sys::place_child(&mut cmd, &union, l.policy.clone()).map_err(|e| LaunchError(e.to_string()))?;
     let watch_cpu = sys::own_cpu_time();
+    let children_cpu = sys::children_cpu_time();
+    let counters = crate::trust::Snapshot::take();
     let started = Instant::now();
     let mut child = cmd
         .spawn()
@@ -182,6 +186,17 @@ pub fn run(l: &Launch) -> Result<Ran, LaunchError> {
     };
     use std::os::unix::process::ExitStatusExt;
     let wall_s = started.elapsed().as_secs_f64();
+    let program_ticks = (sys::children_cpu_time()
+        .saturating_sub(children_cpu)
+        .as_secs_f64()
+        * sys::ticks_per_second())
+    .round() as u64;
+    let interference = counters.until(
+        &crate::trust::Snapshot::take(),
+        &union,
+        program_ticks,
+        crate::trust::Effect::Bandwidth,
+    );
     let stderr = err.join().unwrap_or_default();
     let stdout = out.join().unwrap_or_default();
     let watch_cpu_s = sys::own_cpu_time().saturating_sub(watch_cpu).as_secs_f64();
@@ -198,6 +213,7 @@ pub fn run(l: &Launch) -> Result<Ran, LaunchError> {
         pages_per_node: pages.per_node,
         pages_absent: pages.absent,
         watch_cpu_s,
+        interference,
     })
 }
 

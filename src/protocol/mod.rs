@@ -16,6 +16,7 @@ use crate::results::measurement::{
     ArrayCheck, KernelResult, Measurement, ThreadPlacement, TimerCheck, Validation,
     kernel_statistics,
 };
+use crate::trust::Snapshot;
 use crate::units::ELEMENT_BYTES;
 use std::time::{Duration, Instant};
 
@@ -169,6 +170,8 @@ struct Driven {
     read_back: ReadBack,
     /// False when another rank failed and nothing was measured.
     measured: bool,
+    /// The CPUs' counters when the repetitions started and ended.
+    counters: Option<(Snapshot, Snapshot)>,
 }
 
 fn measure_with(
@@ -190,6 +193,7 @@ fn measure_with(
         first_touch_done: None,
         read_back: ReadBack::default(),
         measured: false,
+        counters: None,
     };
     let observed = backend.open(plan, &mut |device: &mut dyn Device| {
         drive(plan, &expected, gate, device, &mut d);
@@ -255,8 +259,21 @@ fn measure_with(
             ));
         }
     }
+    let interference = d.counters.as_ref().map(|(start, end)| {
+        let mut cpus = plan.cpus.clone();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let mut i = start.until(end, &cpus, 0, crate::trust::Effect::Bandwidth);
+        let spreads = results
+            .iter()
+            .map(|r| (r.kernel.spec().name.to_string(), r.spread));
+        i.findings.extend(crate::trust::spread_finding(spreads));
+        i
+    });
+    warnings.extend(interference.iter().flat_map(|i| i.findings.iter().cloned()));
     let measurement = Measurement {
         pages: observed.pages,
+        interference,
         setup_s: d
             .first_touch_done
             .map_or(0.0, |t| (t - started).as_secs_f64()),
@@ -298,6 +315,7 @@ pub fn planned(
         setup_s: 0.0,
         total_s: 0.0,
         warnings: Vec::new(),
+        interference: None,
         detail: None,
     }
 }
@@ -324,6 +342,8 @@ fn drive(
     {
         return;
     }
+    // Read outside the timed calls: what else runs while they run.
+    let counters_at_start = Snapshot::take();
     for rep in 0..plan.ntimes {
         // A stop signal ends a lone run between repetitions (ranks under a
         // gate finish together: one leaving alone would hang the others).
@@ -349,6 +369,7 @@ fn drive(
             }
         }
     }
+    d.counters = Some((counters_at_start, Snapshot::take()));
     d.measured = true;
     d.read_back = device.read_back(expected.values, array_errors);
 }

@@ -27,7 +27,42 @@ pub fn render(records: &[LatencyRecord]) -> String {
     if o.is_empty() {
         o.push_str("no latency points\n");
     }
+    trust_lines(&mut o, records);
     o
+}
+
+/// Which points cannot be trusted and why; or that every point can.
+fn trust_lines(o: &mut String, records: &[LatencyRecord]) {
+    let judged: Vec<&LatencyRecord> = records
+        .iter()
+        .filter(|r| r.interference.is_some())
+        .collect();
+    if judged.is_empty() {
+        return;
+    }
+    let doubtful: Vec<(&LatencyRecord, &String)> = judged
+        .iter()
+        .flat_map(|r| {
+            let findings = r.interference.iter().flat_map(|i| &i.findings);
+            findings.map(move |f| (*r, f))
+        })
+        .collect();
+    if doubtful.is_empty() {
+        let _ = writeln!(
+            o,
+            "trusted: no other work on the measured CPUs and no steal during any of the {} points",
+            judged.len()
+        );
+        return;
+    }
+    for (r, finding) in doubtful {
+        let _ = writeln!(
+            o,
+            "NOT TRUSTED: {} ({}): {finding}",
+            Bytes(r.point.bytes),
+            r.point.label()
+        );
+    }
 }
 
 /// Idle points grouped by what was chased (CPU, memory, page size), the

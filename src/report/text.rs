@@ -206,6 +206,15 @@ fn stability(m: &Measurement) -> String {
     if !cvs.is_empty() {
         let _ = writeln!(o, "  repetition times vary (cv): {}", cvs.join(", "));
     }
+    if let Some(i) = &m.interference {
+        if i.clean() {
+            let _ = writeln!(o, "  trusted: {}", i.quiet_line());
+        } else {
+            for finding in &i.findings {
+                let _ = writeln!(o, "  NOT TRUSTED: {finding}");
+            }
+        }
+    }
     let lagging = m
         .results
         .iter()

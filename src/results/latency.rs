@@ -188,6 +188,9 @@ pub struct Latency {
     pub caches: BTreeMap<String, u64>,
     /// Theoretical peak bandwidth of the node, when known (loaded plots).
     pub peak_gb_s: Option<f64>,
+    /// What else ran on the CPUs while the point was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference: Option<crate::trust::Interference>,
 }
 
 /// What `membw latency --format json` prints: the experiment, and every
@@ -279,6 +282,7 @@ mod tests {
             clock_ghz: None,
             caches: BTreeMap::new(),
             peak_gb_s: None,
+            interference: None,
         };
         let record = LatencyRecord::new(EXPERIMENT, "s", &host, key, latency);
         let line = serde_json::to_string(&record).unwrap();

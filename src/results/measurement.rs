@@ -159,6 +159,11 @@ pub struct Measurement {
     /// Setup, repetitions and validation together.
     pub total_s: f64,
     pub warnings: Vec<String>,
+    /// What else ran on the CPUs while the repetitions ran, and whether it
+    /// (or a large spread) makes the figures doubtful; absent in files
+    /// from before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference: Option<crate::trust::Interference>,
     /// What the source adds beyond the rates, by kind of source (in JSON,
     /// a `program` or a `ranks` field; neither for membw's own kernels).
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]

@@ -3,8 +3,10 @@
 //! [`memory`]. Each `unsafe` block is small and says why it is sound;
 //! callers above this module see only safe functions.
 
+mod load;
 mod memory;
 
+pub use load::*;
 pub use memory::*;
 
 use std::io;
@@ -98,6 +100,19 @@ pub fn own_cpu_time() -> Duration {
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: as above; RUSAGE_SELF is always valid.
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let t = |tv: libc::timeval| Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000);
+    t(usage.ru_utime) + t(usage.ru_stime)
+}
+
+/// CPU time (user + system) of this process's children that have ended
+/// and been waited for, all together.
+pub fn children_cpu_time() -> Duration {
+    // SAFETY: getrusage writes one rusage struct into storage we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_CHILDREN is always valid.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
         return Duration::ZERO;
     }
     let t = |tv: libc::timeval| Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000);

@@ -155,10 +155,23 @@ pub fn skip(reason: impl std::fmt::Display) {
     let _ = writeln!(std::io::stderr(), "SKIPPED {name}: {reason}");
 }
 
-/// Runs an external tool the test compares against. Where it is not
+/// Whether these tests run in CI (`CI=true`), where .ci/run installs and
+/// sets up every tool they use, so a missing or unusable tool is a failure.
+pub fn in_ci() -> bool {
+    std::env::var("CI").as_deref() == Ok("true")
+}
+
+/// A tool the test needs is missing or unusable here: a failure in CI
+/// (`why` says what .ci/run must do), a skip with the reason elsewhere.
+pub fn unavailable(what: impl std::fmt::Display, why: impl std::fmt::Display) {
+    assert!(!in_ci(), "{what} in CI: {why}");
+    skip(what);
+}
+
+/// Runs an external tool the test checks membw with. Where it is not
 /// installed the test is skipped locally, saying why, and fails in CI
 /// (CI=true), whose .ci/run installs every tool the tests use. A tool that
-/// runs but fails is a failure everywhere.
+/// runs but fails is a failure everywhere: it was given membw's output.
 pub fn tool(cmd: &mut std::process::Command, package: &str) -> Option<std::process::Output> {
     let name = cmd.get_program().to_string_lossy().into_owned();
     match cmd.output() {
@@ -171,13 +184,55 @@ pub fn tool(cmd: &mut std::process::Command, package: &str) -> Option<std::proce
             Some(out)
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "{name} is missing in CI: .ci/run must install Debian package {package}"
+            unavailable(
+                format!("{name} not installed (Debian package {package})"),
+                format!(".ci/run must install Debian package {package}"),
             );
-            skip(format!("{name} not installed (Debian package {package})"));
             None
         }
         Err(e) => panic!("{name}: {e}"),
     }
+}
+
+/// Whether a tool the test launches membw with works here, tried with a
+/// harmless command (`srun --version`, `sinfo`). A tool that is missing, or
+/// installed but unusable (Slurm without a configuration, mpirun that
+/// cannot start), skips the test locally with the reason and fails it in
+/// CI, where .ci/run installs and sets up every tool.
+pub fn usable(cmd: &mut std::process::Command, package: &str) -> bool {
+    let name = cmd.get_program().to_string_lossy().into_owned();
+    match cmd.output() {
+        Ok(out) if out.status.success() => true,
+        Ok(out) => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let first = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            unavailable(
+                format!("{name} is installed but cannot run here ({})", first.trim()),
+                format!(".ci/run must set up Debian package {package}"),
+            );
+            false
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            unavailable(
+                format!("{name} not installed (Debian package {package})"),
+                format!(".ci/run must install Debian package {package}"),
+            );
+            false
+        }
+        Err(e) => panic!("{name}: {e}"),
+    }
+}
+
+/// Whether the slow suites run: the QEMU guests (minutes of emulated
+/// kernels) and the MPI builds and jobs. They always run in CI; elsewhere
+/// `MEMBW_SLOW_TESTS=1` turns them on, and otherwise the test says it
+/// skipped and how to run it, so `cargo test` stays within two minutes.
+pub fn slow_tests(suite: &str) -> bool {
+    if in_ci() || std::env::var("MEMBW_SLOW_TESTS").as_deref() == Ok("1") {
+        return true;
+    }
+    skip(format!(
+        "{suite} is a slow suite: MEMBW_SLOW_TESTS=1 cargo test runs it (CI always does)"
+    ));
+    false
 }

@@ -1,0 +1,272 @@
+//! Whether a measurement can be trusted: what else ran on the CPUs while it
+//! ran. A snapshot of every CPU's busy, idle and steal ticks and of membw's
+//! own threads is taken when the timed work starts and again when it ends;
+//! on each CPU, busy time less membw's own is other work. Other work on a
+//! measured CPU takes time from a measured thread; on any other CPU it
+//! takes memory bandwidth; steal is a hypervisor running someone else. Each
+//! finding is one line with its figure, and the figures go into JSON.
+
+use crate::sys::{CpuTicks, TaskTicks};
+use crate::topology::cpulist::format_ranges;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// Other work on a measured CPU worth a line: a tenth of its time.
+pub const OTHER_ON_MEASURED: f64 = 0.10;
+/// Other work on a CPU that is not measured: a quarter of its time (it
+/// competes for memory bandwidth, not for the measured threads' time).
+pub const OTHER_ELSEWHERE: f64 = 0.25;
+/// Steal on any CPU: a twentieth of its time.
+pub const STEAL: f64 = 0.05;
+/// Fewer ticks than this are the counters' granularity, not a finding.
+pub const MIN_TICKS: u64 = 3;
+/// A kernel whose slowest counted repetition took this much longer than
+/// its fastest did not run steadily.
+pub const SPREAD: f64 = 1.5;
+
+/// What other work does to the figures, for the findings' last words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Bandwidth: `results may be low`.
+    Bandwidth,
+    /// Latency: `latencies may be high`.
+    Latency,
+}
+
+impl Effect {
+    fn words(self) -> &'static str {
+        match self {
+            Effect::Bandwidth => "results may be low",
+            Effect::Latency => "latencies may be high",
+        }
+    }
+}
+
+/// The counters at one moment.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    at: Instant,
+    cpus: Vec<CpuTicks>,
+    own: Vec<TaskTicks>,
+}
+
+impl Snapshot {
+    /// Every CPU's counters and this process's threads, now.
+    pub fn take() -> Snapshot {
+        Snapshot {
+            at: Instant::now(),
+            cpus: crate::sys::cpu_ticks(),
+            own: crate::sys::own_task_ticks(),
+        }
+    }
+
+    /// What ran between `self` and `end` besides this process's threads.
+    /// `extra_own_ticks` is CPU time of membw's that the thread list misses
+    /// (a child program that has ended), charged to the measured CPUs.
+    pub fn until(
+        &self,
+        end: &Snapshot,
+        measured: &[usize],
+        extra_own_ticks: u64,
+        effect: Effect,
+    ) -> Interference {
+        let mut own = own_by_cpu(&self.own, &end.own);
+        spread_over(&mut own, measured, extra_own_ticks);
+        let window_s = (end.at - self.at).as_secs_f64();
+        judge(&self.cpus, &end.cpus, &own, measured, window_s, effect)
+    }
+}
+
+/// What other work did to a measurement, with one line per finding.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interference {
+    /// Seconds between the two snapshots.
+    pub window_s: f64,
+    /// Each measured CPU, and each other CPU with other work or steal.
+    pub cpus: Vec<CpuLoad>,
+    /// One line per finding; none when nothing else ran and the
+    /// repetitions were steady.
+    pub findings: Vec<String>,
+    /// Whether other work or steal (not only an unsteady spread) was found:
+    /// the node was busy, which says nothing of its memory.
+    #[serde(default)]
+    pub busy: bool,
+}
+
+/// One CPU's share of the window taken by others.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CpuLoad {
+    pub cpu: usize,
+    pub measured: bool,
+    /// Percent of the CPU's time that other processes ran.
+    pub other_pct: f64,
+    /// Percent of the CPU's time the hypervisor stole.
+    pub steal_pct: f64,
+}
+
+impl Interference {
+    /// Whether nothing else was seen (or nothing could be read).
+    pub fn clean(&self) -> bool {
+        self.findings.is_empty()
+    }
+
+    /// The line for people when the run was clean.
+    pub fn quiet_line(&self) -> String {
+        let measured: Vec<usize> = self
+            .cpus
+            .iter()
+            .filter(|c| c.measured)
+            .map(|c| c.cpu)
+            .collect();
+        format!(
+            "no other work on CPU{} {} and no steal during the {:.2} s measured",
+            if measured.len() == 1 { "" } else { "s" },
+            format_ranges(&measured),
+            self.window_s
+        )
+    }
+}
+
+/// Each CPU's ticks of membw's own threads between two thread lists: a
+/// thread is charged to the CPU it last ran on (membw's are pinned).
+fn own_by_cpu(before: &[TaskTicks], after: &[TaskTicks]) -> BTreeMap<usize, u64> {
+    let mut own = BTreeMap::new();
+    for t in after {
+        let earlier = before
+            .iter()
+            .find(|b| b.tid == t.tid)
+            .map_or(0, |b| b.ticks);
+        *own.entry(t.cpu).or_insert(0) += t.ticks.saturating_sub(earlier);
+    }
+    own
+}
+
+/// Charges `ticks` evenly to the measured CPUs.
+fn spread_over(own: &mut BTreeMap<usize, u64>, measured: &[usize], ticks: u64) {
+    if measured.is_empty() || ticks == 0 {
+        return;
+    }
+    let share = ticks / measured.len() as u64;
+    for &cpu in measured {
+        *own.entry(cpu).or_insert(0) += share;
+    }
+}
+
+/// The rule, on two `/proc/stat` samples and membw's own ticks per CPU.
+pub fn judge(
+    before: &[CpuTicks],
+    after: &[CpuTicks],
+    own: &BTreeMap<usize, u64>,
+    measured: &[usize],
+    window_s: f64,
+    effect: Effect,
+) -> Interference {
+    let then = effect.words();
+    let mut cpus = Vec::new();
+    let (mut busy_here, mut busy_elsewhere, mut stolen) = (Vec::new(), Vec::new(), Vec::new());
+    for a in after {
+        let Some(b) = before.iter().find(|b| b.cpu == a.cpu) else {
+            continue;
+        };
+        let total = a.total().saturating_sub(b.total());
+        if total == 0 {
+            continue;
+        }
+        let busy = a.busy.saturating_sub(b.busy);
+        let other = busy.saturating_sub(own.get(&a.cpu).copied().unwrap_or(0));
+        let steal = a.steal.saturating_sub(b.steal);
+        let pct = |ticks: u64| ticks as f64 * 100.0 / total as f64;
+        let is_measured = measured.contains(&a.cpu);
+        let load = CpuLoad {
+            cpu: a.cpu,
+            measured: is_measured,
+            other_pct: pct(other),
+            steal_pct: pct(steal),
+        };
+        let threshold = if is_measured {
+            OTHER_ON_MEASURED
+        } else {
+            OTHER_ELSEWHERE
+        };
+        if other >= MIN_TICKS && load.other_pct >= threshold * 100.0 {
+            if is_measured {
+                busy_here.push(load);
+            } else {
+                busy_elsewhere.push(load);
+            }
+        }
+        if steal >= MIN_TICKS && load.steal_pct >= STEAL * 100.0 {
+            stolen.push(load);
+        }
+        if is_measured || load.other_pct > 0.0 || load.steal_pct > 0.0 {
+            cpus.push(load);
+        }
+    }
+    let mut findings = Vec::new();
+    if !busy_here.is_empty() {
+        findings.push(format!(
+            "{} busy with other work during the run: {then}",
+            were(&busy_here, |l| l.other_pct)
+        ));
+    }
+    if !busy_elsewhere.is_empty() {
+        findings.push(format!(
+            "{} busy with other work during the run (not measured, but sharing the memory): {then}",
+            were(&busy_elsewhere, |l| l.other_pct)
+        ));
+    }
+    if !stolen.is_empty() {
+        let (cpus, range) = figures(&stolen, |l| l.steal_pct);
+        findings.push(format!(
+            "the hypervisor took {range} of {cpus}'s time (steal): {then}"
+        ));
+    }
+    Interference {
+        window_s,
+        cpus,
+        busy: !findings.is_empty(),
+        findings,
+    }
+}
+
+/// `CPU 1 was 38 %` or `CPUs 0-1 were 12-38 %`.
+fn were(loads: &[CpuLoad], figure: fn(&CpuLoad) -> f64) -> String {
+    let (cpus, range) = figures(loads, figure);
+    let verb = if loads.len() == 1 { "was" } else { "were" };
+    format!("{cpus} {verb} {range}")
+}
+
+/// (`CPU 1` or `CPUs 0-1`, `38 %` or `12-38 %`).
+fn figures(loads: &[CpuLoad], figure: fn(&CpuLoad) -> f64) -> (String, String) {
+    let ids: Vec<usize> = loads.iter().map(|l| l.cpu).collect();
+    let lo = loads.iter().map(figure).fold(f64::INFINITY, f64::min);
+    let hi = loads.iter().map(figure).fold(0.0, f64::max);
+    let range = if hi.round() == lo.round() {
+        format!("{hi:.0} %")
+    } else {
+        format!("{lo:.0}-{hi:.0} %")
+    };
+    let cpus = match ids.as_slice() {
+        [one] => format!("CPU {one}"),
+        _ => format!("CPUs {}", format_ranges(&ids)),
+    };
+    (cpus, range)
+}
+
+/// The spread finding: the kernel whose repetitions varied most, when its
+/// max/min time is at least [`SPREAD`].
+pub fn spread_finding(spreads: impl IntoIterator<Item = (String, f64)>) -> Option<String> {
+    let (kernel, spread) = spreads
+        .into_iter()
+        .filter(|(_, s)| s.is_finite())
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (spread >= SPREAD).then(|| {
+        format!(
+            "{kernel}'s repetitions varied {spread:.2}× (max/min time): the node was not steady; run again or look for other work"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,177 @@
+//! The interference rule on recorded `/proc/stat` samples: no timing, so a
+//! quiet run's "no finding" is as testable as a busy one's line.
+
+use super::*;
+use crate::sys::parse_proc_stat;
+
+/// Two samples 1 s apart (USER_HZ 100) of a 2-CPU machine, as recorded.
+fn samples(before: &str, after: &str) -> (Vec<CpuTicks>, Vec<CpuTicks>) {
+    (parse_proc_stat(before), parse_proc_stat(after))
+}
+
+const BEFORE: &str = "cpu  200 0 100 2000 0 0 0 0 0 0\n\
+                      cpu0 100 0 50 1000 0 0 0 0 0 0\n\
+                      cpu1 100 0 50 1000 0 0 0 0 0 0\n";
+
+fn own(pairs: &[(usize, u64)]) -> BTreeMap<usize, u64> {
+    pairs.iter().copied().collect()
+}
+
+#[test]
+fn a_quiet_run_on_both_cpus_has_no_finding() {
+    // Each CPU: 100 ticks, all busy, all of them membw's pinned thread.
+    let (b, a) = samples(
+        BEFORE,
+        "cpu0 195 0 55 1000 0 0 0 0 0 0\ncpu1 196 0 54 1000 0 0 0 0 0 0\n",
+    );
+    let i = judge(
+        &b,
+        &a,
+        &own(&[(0, 100), (1, 100)]),
+        &[0, 1],
+        1.0,
+        Effect::Bandwidth,
+    );
+    assert!(i.clean(), "{:?}", i.findings);
+    assert_eq!(i.cpus.len(), 2);
+    assert!(i.cpus.iter().all(|c| c.measured && c.other_pct == 0.0));
+    assert_eq!(
+        i.quiet_line(),
+        "no other work on CPUs 0-1 and no steal during the 1.00 s measured"
+    );
+}
+
+#[test]
+fn a_competitor_on_a_measured_cpu_is_named_with_its_share() {
+    // CPU 1 busy all 100 ticks, membw's thread got 62 of them.
+    let (b, a) = samples(
+        BEFORE,
+        "cpu0 200 0 50 1000 0 0 0 0 0 0\ncpu1 200 0 50 1000 0 0 0 0 0 0\n",
+    );
+    let i = judge(
+        &b,
+        &a,
+        &own(&[(0, 100), (1, 62)]),
+        &[0, 1],
+        1.0,
+        Effect::Bandwidth,
+    );
+    assert_eq!(
+        i.findings,
+        vec!["CPU 1 was 38 % busy with other work during the run: results may be low"]
+    );
+    assert_eq!(i.cpus[1].other_pct, 38.0);
+}
+
+#[test]
+fn a_memory_hog_on_the_cpu_not_measured_is_named_too() {
+    // membw on CPU 0; CPU 1 fully busy with something else.
+    let (b, a) = samples(
+        BEFORE,
+        "cpu0 200 0 50 1000 0 0 0 0 0 0\ncpu1 195 0 55 1000 0 0 0 0 0 0\n",
+    );
+    let i = judge(&b, &a, &own(&[(0, 100)]), &[0], 1.0, Effect::Bandwidth);
+    assert_eq!(
+        i.findings,
+        vec![
+            "CPU 1 was 100 % busy with other work during the run (not measured, but sharing the memory): results may be low"
+        ]
+    );
+    // An idle CPU elsewhere is not listed; a busy one is.
+    assert_eq!(i.cpus.len(), 2);
+    assert!(!i.cpus[1].measured);
+}
+
+#[test]
+fn steal_is_its_own_finding() {
+    // CPU 0: 80 busy (membw) + 20 steal; CPU 1 quiet.
+    let (b, a) = samples(
+        BEFORE,
+        "cpu0 180 0 50 1000 0 0 0 20 0 0\ncpu1 200 0 50 1000 0 0 0 0 0 0\n",
+    );
+    let i = judge(
+        &b,
+        &a,
+        &own(&[(0, 80), (1, 100)]),
+        &[0, 1],
+        1.0,
+        Effect::Bandwidth,
+    );
+    assert_eq!(
+        i.findings,
+        vec!["the hypervisor took 20 % of CPU 0's time (steal): results may be low"]
+    );
+}
+
+#[test]
+fn a_tick_or_two_is_granularity_not_a_finding() {
+    // A 10-tick window: 2 ticks of other work is 20 % but below MIN_TICKS.
+    let (b, a) = samples(
+        BEFORE,
+        "cpu0 110 0 50 1000 0 0 0 0 0 0\ncpu1 110 0 50 1000 0 0 0 0 0 0\n",
+    );
+    let i = judge(
+        &b,
+        &a,
+        &own(&[(0, 8), (1, 10)]),
+        &[0, 1],
+        0.1,
+        Effect::Bandwidth,
+    );
+    assert!(i.clean(), "{:?}", i.findings);
+    assert_eq!(i.cpus[0].other_pct, 20.0);
+}
+
+#[test]
+fn several_busy_cpus_share_one_line_with_the_range() {
+    let before = "cpu0 0 0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0 0 0\ncpu2 0 0 0 0 0 0 0 0 0 0\n";
+    let after =
+        "cpu0 100 0 0 0 0 0 0 0 0 0\ncpu1 100 0 0 0 0 0 0 0 0 0\ncpu2 100 0 0 0 0 0 0 0 0 0\n";
+    let (b, a) = samples(before, after);
+    let i = judge(
+        &b,
+        &a,
+        &own(&[(0, 80), (1, 50), (2, 100)]),
+        &[0, 1, 2],
+        1.0,
+        Effect::Bandwidth,
+    );
+    assert_eq!(
+        i.findings,
+        vec!["CPUs 0-1 were 20-50 % busy with other work during the run: results may be low"]
+    );
+}
+
+#[test]
+fn own_threads_are_charged_to_their_cpus_and_new_threads_count_whole() {
+    let t = |tid, ticks, cpu| TaskTicks { tid, ticks, cpu };
+    let by_cpu = own_by_cpu(
+        &[t(1, 5, 0), t(2, 10, 1)],
+        &[t(1, 9, 0), t(2, 30, 1), t(3, 7, 1)],
+    );
+    assert_eq!(by_cpu, own(&[(0, 4), (1, 27)]));
+    let mut with_child = by_cpu.clone();
+    spread_over(&mut with_child, &[0, 1], 10);
+    assert_eq!(with_child, own(&[(0, 9), (1, 32)]));
+}
+
+#[test]
+fn the_spread_finding_names_the_worst_kernel_from_its_threshold() {
+    assert_eq!(
+        spread_finding([("copy".to_string(), 1.2), ("triad".to_string(), 1.49)]),
+        None
+    );
+    let line = spread_finding([("copy".to_string(), 2.31), ("triad".to_string(), 1.6)]).unwrap();
+    assert!(
+        line.starts_with("copy's repetitions varied 2.31×"),
+        "{line}"
+    );
+}
+
+#[test]
+fn snapshots_of_this_process_judge_without_error() {
+    let start = Snapshot::take();
+    let end = Snapshot::take();
+    let i = start.until(&end, &[0], 0, Effect::Latency);
+    assert!(i.window_s >= 0.0);
+}

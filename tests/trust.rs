@@ -1,0 +1,126 @@
+//! Whether a measurement says when it cannot be trusted: a memory-bound
+//! competitor started beside `membw run` must show up as a line with its
+//! figure and in the JSON. The rule itself is unit-tested on recorded
+//! `/proc/stat` samples (src/trust/tests.rs); this runs the real thing.
+
+mod common;
+
+use serde_json::Value;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// One competitor at a time: the tests share two CPUs.
+static ONE: Mutex<()> = Mutex::new(());
+
+/// A membw that streams through memory on `cpu` until dropped.
+struct Competitor(Child);
+
+impl Competitor {
+    fn on(cpu: usize) -> Competitor {
+        let child = Command::new(assert_cmd::cargo::cargo_bin("membw"))
+            .args(["run", "--quiet", "--kernels", "triad", "--size", "8M"])
+            .args(["--ntimes", "100000", "--cpus", &cpu.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        Competitor(child)
+    }
+}
+
+impl Drop for Competitor {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn two_cpus() -> bool {
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if n < 2 {
+        common::skip(format!("needs two allowed CPUs, {n} here"));
+    }
+    n >= 2
+}
+
+/// `membw run --cpus 0` on 16M elements (tens of ms a kernel), as JSON.
+fn run_on_cpu0() -> (Value, String) {
+    let out = common::membw()
+        .args([
+            "run",
+            "--cpus",
+            "0",
+            "--size",
+            "16M",
+            "--ntimes",
+            "8",
+            "--kernels",
+            "copy,triad",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        serde_json::from_slice(&out.stdout).unwrap(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn cpu(doc: &Value, id: u64) -> Value {
+    doc["measurement"]["interference"]["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cpu"] == id)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+#[test]
+fn a_competitor_on_the_other_cpu_is_named_with_its_figure() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    if !two_cpus() {
+        return;
+    }
+    let _hog = Competitor::on(1);
+    let (doc, stderr) = run_on_cpu0();
+    assert!(
+        stderr.contains("CPU 1 was ")
+            && stderr.contains("% busy with other work during the run (not measured, but sharing the memory): results may be low"),
+        "{stderr}"
+    );
+    let other = cpu(&doc, 1);
+    assert_eq!(other["measured"], false, "{doc}");
+    assert!(other["other_pct"].as_f64().unwrap() >= 50.0, "{other}");
+    assert_eq!(doc["measurement"]["interference"]["busy"], true);
+}
+
+#[test]
+fn a_competitor_on_the_measured_cpu_is_named_with_its_share() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    if !two_cpus() {
+        return;
+    }
+    let _hog = Competitor::on(0);
+    let (doc, stderr) = run_on_cpu0();
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("CPU 0 was "))
+        .unwrap_or_else(|| panic!("no line for CPU 0: {stderr}"));
+    assert!(
+        line.ends_with("% busy with other work during the run: results may be low"),
+        "{line}"
+    );
+    // The competitor and membw share CPU 0 about evenly.
+    let here = cpu(&doc, 0);
+    assert_eq!(here["measured"], true);
+    let pct = here["other_pct"].as_f64().unwrap();
+    assert!((20.0..=80.0).contains(&pct), "{here}");
+}
