@@ -408,9 +408,9 @@ pub(crate) fn source(fake: Option<&str>, backend: &str) -> Result<Box<dyn Source
 /// How the theoretical peak is given, when the user knows it.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct PeakArgs {
-    /// Theoretical peak of the whole node (409.6GB/s)
+    /// Theoretical peak of the whole node: 409.6GB/s, 0.4TB/s (a bare number is GB/s)
     #[arg(long, value_parser = peak::parse_peak, conflicts_with_all = ["channels", "mts"], help_heading = "Theoretical peak")]
-    peak: Option<f64>,
+    peak: Option<peak::GivenRate>,
 
     /// Memory channels per socket (with --mts)
     #[arg(long, requires = "mts", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Theoretical peak")]

@@ -441,6 +441,10 @@ fn run(args: RunArgs) -> Result<()> {
         // Rank 0's sockets are not the ranks' sockets: the per-node table
         // carries each node's share of its peak instead.
         report.peak = None;
+        report.peak_unknown = None;
+    }
+    if let Some(w) = report.peak.as_ref().and_then(|p| p.implausible()) {
+        crate::say!("membw: warning: {w}");
     }
     if let Some(session) = &mut output {
         let job = crate::engine::Job {

@@ -151,7 +151,11 @@ pub fn render(report: &RunReport) -> String {
         o.push_str(&super::ranks::render(ranks));
         let _ = writeln!(o, "{RULE}");
     }
-    o.push_str(&summary(m, report.peak.as_ref()));
+    o.push_str(&summary(
+        m,
+        report.peak.as_ref(),
+        report.peak_unknown.as_deref(),
+    ));
     if m.ranks().is_none() {
         // Rank 0's placement alone would not reproduce a multi-rank run.
         o.push_str(&super::reproduce_block(
@@ -236,7 +240,7 @@ fn stability(m: &Measurement) -> String {
 }
 
 /// The part for people: GB/s, stability and write-allocate traffic.
-fn summary(m: &Measurement, peak: Option<&PeakUse>) -> String {
+fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> String {
     let mut o = String::new();
     let counted = m.ntimes.saturating_sub(1);
     let _ = writeln!(
@@ -281,7 +285,10 @@ fn summary(m: &Measurement, peak: Option<&PeakUse>) -> String {
         None => {
             let _ = writeln!(
                 o,
-                "  theoretical peak unknown: give --peak 409.6GB/s or --channels 8 --mts 3200 to see percentages"
+                "  theoretical peak unknown: {}",
+                unknown.unwrap_or(
+                    "give --peak 409.6GB/s, or --channels N --mts R, to see percentages"
+                )
             );
         }
     }

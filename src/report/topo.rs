@@ -262,7 +262,7 @@ pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
         "\n{:<11}{}",
         "Peak",
         peak.map_or_else(
-            || "unknown: no SMBIOS memory devices readable and the CPU model is not in the built-in table; give --peak 409.6GB/s or --channels 8 --mts 3200".to_string(),
+            || format!("unknown: {}", crate::peak::unknown_reason(topo)),
             |p| format!("{p}\n{:<11}source: {}", "", p.detail)
         )
     );

@@ -7,17 +7,17 @@
 pub mod file;
 pub mod latency;
 pub mod measurement;
+mod peak;
 pub mod ranks;
 pub mod read;
 
 pub use measurement::{Measurement, require_valid};
+pub use peak::PeakUse;
 
 use crate::kernels::{Isa, KernelId, StoreMode};
-use crate::peak::Peak;
 use crate::placement::spellings::Spellings;
 use crate::plan::StoresRequest;
 use crate::topology::Topology;
-use crate::topology::cpulist::IdSet;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -80,44 +80,6 @@ impl Host {
     }
 }
 
-/// The peak as it applies to the CPUs of one run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PeakUse {
-    #[serde(flatten)]
-    pub peak: Peak,
-    /// Sockets holding at least one thread.
-    pub sockets_used: usize,
-    /// Peak of those sockets, GB/s.
-    pub used_gb_s: f64,
-    /// Each kernel's best rate as a percentage of `used_gb_s`.
-    pub percent_of_peak: BTreeMap<String, f64>,
-}
-
-impl PeakUse {
-    /// The peak of the sockets `cpus` run on, and each rate (GB/s) against it.
-    pub fn new(
-        peak: Peak,
-        topo: &Topology,
-        cpus: &[usize],
-        rates: impl IntoIterator<Item = (KernelId, f64)>,
-    ) -> PeakUse {
-        let sockets: IdSet = cpus
-            .iter()
-            .filter_map(|&c| topo.cpu(c).map(|x| x.package))
-            .collect();
-        let used_gb_s = peak.for_sockets(sockets.len());
-        PeakUse {
-            percent_of_peak: rates
-                .into_iter()
-                .map(|(k, gb_s)| (k.to_string(), 100.0 * gb_s / used_gb_s))
-                .collect(),
-            peak,
-            sockets_used: sockets.len(),
-            used_gb_s,
-        }
-    }
-}
-
 /// What the user asked for in `membw run`, before defaults were resolved.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Request {
@@ -147,6 +109,9 @@ pub struct RunReport {
     pub measurement: Measurement,
     /// The theoretical peak for the sockets the threads ran on; null when unknown.
     pub peak: Option<PeakUse>,
+    /// Why the peak is unknown, and what to give instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_unknown: Option<String>,
     /// The same placement and memory policy in other tools' spellings.
     pub reproduce: Spellings,
 }
@@ -168,6 +133,7 @@ impl RunReport {
             source: source.into(),
             host: Host::describe(topo),
             request,
+            peak_unknown: peak.is_none().then(|| crate::peak::unknown_reason(topo)),
             measurement,
             peak,
             reproduce,

@@ -8,6 +8,9 @@
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use table::{lookup_cpuid, lookup_model};
+
+mod table;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -70,25 +73,43 @@ pub enum PeakRequest {
     /// Find it: SMBIOS, then the built-in table.
     #[default]
     Detect,
-    /// The whole node's peak in GB/s.
-    Node(f64),
+    /// The whole node's peak.
+    Node(GivenRate),
     /// Memory channels per socket and their transfer rate.
     Channels { channels: u32, mts: u32 },
 }
 
-/// Parses `--peak`: `409.6`, `409.6GB/s`, `409.6 GB/s`, `0.4TB/s`.
-pub fn parse_peak(text: &str) -> std::result::Result<f64, String> {
-    let t = text.trim();
-    let lower = t.to_ascii_lowercase();
-    let (num, scale) = if let Some(n) = lower.strip_suffix("tb/s") {
-        (n, 1e3)
-    } else if let Some(n) = lower.strip_suffix("gb/s") {
-        (n, 1.0)
-    } else if let Some(n) = lower.strip_suffix("mb/s") {
-        (n, 1e-3)
-    } else {
-        (lower.as_str(), 1.0)
-    };
+/// A bandwidth the user gave, and whether it carried a unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GivenRate {
+    pub gb_s: f64,
+    /// False for a bare number, taken as GB/s (said in the peak's source).
+    pub unit: bool,
+}
+
+/// Parses `--peak` with units as `--size` takes them, any case:
+/// `409.6GB/s`, `409.6 GB/s`, `409.6GB` (per second understood),
+/// `0.4TB/s`, `409600MB/s`, and a bare `409.6` as GB/s.
+pub fn parse_peak(text: &str) -> std::result::Result<GivenRate, String> {
+    let lower = text.trim().to_ascii_lowercase();
+    let per_second = lower.strip_suffix("/s").unwrap_or(&lower);
+    let units = [
+        ("tb", 1e3),
+        ("gb", 1.0),
+        ("mb", 1e-3),
+        ("tib", 1.099_511_627_776e3),
+        ("gib", 1.073_741_824),
+        ("mib", 1.048_576e-3),
+    ];
+    let (num, scale, unit) = units
+        .iter()
+        .find_map(|&(u, scale)| per_second.strip_suffix(u).map(|n| (n, scale, true)))
+        .unwrap_or((per_second, 1.0, false));
+    if !unit && per_second.len() != lower.len() {
+        return Err(format!(
+            "peak '{text}' needs a unit before /s (e.g. 409.6GB/s)"
+        ));
+    }
     let v: f64 = num
         .trim()
         .parse()
@@ -100,7 +121,7 @@ pub fn parse_peak(text: &str) -> std::result::Result<f64, String> {
             "peak '{text}' is outside 0.1 GB/s to 1 PB/s (e.g. 409.6GB/s)"
         ));
     }
-    Ok(gb_s)
+    Ok(GivenRate { gb_s, unit })
 }
 
 /// The peak of the memory the arrays are placed on, where firmware
@@ -167,12 +188,17 @@ pub fn estimate(topo: &Topology, request: &PeakRequest) -> Option<Peak> {
 fn user_peak(request: &PeakRequest, sockets: usize) -> Option<Peak> {
     match *request {
         PeakRequest::Node(total) => Some(Peak {
-            per_socket_gb_s: total / sockets as f64,
+            per_socket_gb_s: total.gb_s / sockets as f64,
             sockets,
             channels_per_socket: None,
             mts: None,
             source: PeakSource::User,
-            detail: "given by the user for the whole node".into(),
+            detail: if total.unit {
+                "given by the user for the whole node".into()
+            } else {
+                "given by the user for the whole node (a number without a unit, taken as GB/s)"
+                    .into()
+            },
         }),
         PeakRequest::Channels { channels, mts } => Some(Peak {
             per_socket_gb_s: channels as f64 * mts as f64 * 8.0 / 1e3,
@@ -207,104 +233,26 @@ fn smbios_peak(topo: &Topology, sockets: usize) -> Option<Peak> {
     })
 }
 
-/// One row of the built-in table.
-struct CpuFamily {
-    name: &'static str,
-    channels: u32,
-    mts: u32,
-}
-
-fn family(name: &'static str, channels: u32, mts: u32) -> Option<CpuFamily> {
-    Some(CpuFamily {
-        name,
-        channels,
-        mts,
-    })
-}
-
-/// Matches a model-name string against the built-in table of server CPUs.
-fn lookup_model(model: &str) -> Option<CpuFamily> {
-    let words: Vec<&str> = model.split_whitespace().collect();
-    let after = |key: &str| {
-        words
-            .iter()
-            .position(|w| w.eq_ignore_ascii_case(key))
-            .and_then(|i| words.get(i + 1))
-            .copied()
+/// Why no peak is known for this machine, and what to give instead.
+pub fn unknown_reason(topo: &Topology) -> String {
+    let info = &topo.cpu_info;
+    let cpu = match (&info.model_name, info.family, info.model) {
+        (Some(name), Some(f), Some(m)) => format!("'{name}' (CPUID family {f}, model {m})"),
+        (Some(name), _, _) => format!("'{name}'"),
+        _ => "this CPU".into(),
     };
-    if let Some(num) = after("EPYC") {
-        // 7xx1 Naples, 7xx2 Rome, 7xx3 Milan, 9xx4 Genoa, 9xx5 Turin, 8xx4 Siena.
-        let digits: Vec<char> = num.chars().collect();
-        if digits.len() < 4 {
-            return None;
+    let smbios = if topo.memory_devices.is_empty() {
+        if crate::sys::is_root() {
+            "no SMBIOS memory devices are readable (a VM hides them)"
+        } else {
+            "no SMBIOS memory devices are readable (they need root: sudo membw ...)"
         }
-        return match (digits[0], digits[3]) {
-            ('7', '1') => family("AMD EPYC 7001 (Naples)", 8, 2666),
-            ('7', '2') => family("AMD EPYC 7002 (Rome)", 8, 3200),
-            ('7', '3') => family("AMD EPYC 7003 (Milan)", 8, 3200),
-            ('9', '4') => family("AMD EPYC 9004 (Genoa)", 12, 4800),
-            ('9', '5') => family("AMD EPYC 9005 (Turin)", 12, 6000),
-            ('8', '4') => family("AMD EPYC 8004 (Siena)", 6, 4800),
-            _ => None,
-        };
-    }
-    if let Some(pos) = words.iter().position(|w| w.starts_with("E5-")) {
-        let version = words.get(pos + 1).copied().unwrap_or("");
-        return match version {
-            "v2" => family("Intel Xeon E5 v2 (Ivy Bridge-EP)", 4, 1866),
-            "v3" => family("Intel Xeon E5 v3 (Haswell-EP)", 4, 2133),
-            "v4" => family("Intel Xeon E5 v4 (Broadwell-EP)", 4, 2400),
-            _ => family("Intel Xeon E5 (Sandy Bridge-EP)", 4, 1600),
-        };
-    }
-    for tier in ["Platinum", "Gold", "Silver", "Bronze"] {
-        let Some(num) = after(tier) else { continue };
-        // Xeon Scalable: the second digit is the generation, the first the class.
-        let d: Vec<char> = num.chars().collect();
-        if d.len() < 4 {
-            return None;
-        }
-        let high = tier == "Platinum" || (tier == "Gold" && d[0] == '6');
-        return match d[1] {
-            '1' => family(
-                "Intel Xeon Scalable 1st gen (Skylake-SP)",
-                6,
-                if high { 2666 } else { 2400 },
-            ),
-            '2' if tier == "Platinum" && d[0] == '9' => {
-                family("Intel Xeon Platinum 9200 (Cascade Lake-AP)", 12, 2933)
-            }
-            '2' => family(
-                "Intel Xeon Scalable 2nd gen (Cascade Lake)",
-                6,
-                if high { 2933 } else { 2666 },
-            ),
-            '3' => family(
-                "Intel Xeon Scalable 3rd gen (Ice Lake-SP)",
-                8,
-                match tier {
-                    "Silver" | "Bronze" => 2666,
-                    _ if high => 3200,
-                    _ => 2933,
-                },
-            ),
-            '4' => family(
-                "Intel Xeon Scalable 4th gen (Sapphire Rapids)",
-                8,
-                if high { 4800 } else { 4400 },
-            ),
-            '5' => family(
-                "Intel Xeon Scalable 5th gen (Emerald Rapids)",
-                8,
-                if high { 5600 } else { 5200 },
-            ),
-            _ => None,
-        };
-    }
-    if model.contains("Altra") {
-        return family("Ampere Altra", 8, 3200);
-    }
-    None
+    } else {
+        "SMBIOS lists no usable memory speed"
+    };
+    format!(
+        "{smbios} and {cpu} is not in the built-in table; give the node's peak (--peak 409.6GB/s) or your DIMMs' channels per socket and MT/s (--channels N --mts R, from the board's manual or dmidecode -t memory)"
+    )
 }
 
 /// aarch64 chips, by implementer, part and system vendor.
@@ -318,7 +266,20 @@ fn lookup_arm(topo: &Topology) -> Option<crate::topology::arm::Chip> {
 }
 
 fn table_peak(topo: &Topology, sockets: usize) -> Option<Peak> {
-    if let Some(f) = topo.cpu_info.model_name.as_deref().and_then(lookup_model) {
+    let info = &topo.cpu_info;
+    let by_cpuid = || {
+        let f = lookup_cpuid(info.vendor.as_deref()?, info.family?, info.model?)?;
+        Some((
+            f,
+            format!(" (by CPUID family {}, model {})", info.family?, info.model?),
+        ))
+    };
+    let by_name = info
+        .model_name
+        .as_deref()
+        .and_then(lookup_model)
+        .map(|f| (f, String::new()));
+    if let Some((f, how)) = by_name.or_else(by_cpuid) {
         return Some(Peak {
             per_socket_gb_s: f.channels as f64 * f.mts as f64 * 8.0 / 1e3,
             sockets,
@@ -326,7 +287,7 @@ fn table_peak(topo: &Topology, sockets: usize) -> Option<Peak> {
             mts: Some(f.mts),
             source: PeakSource::Table,
             detail: format!(
-                "built-in table: {}, rated {} × {} MT/s per socket; DIMMs may run slower",
+                "built-in table{how}: {}, rated {} × {} MT/s per socket; DIMMs may run slower",
                 f.name, f.channels, f.mts
             ),
         });
@@ -371,16 +332,30 @@ mod tests {
             Some(204.8)
         );
         assert_eq!(per_socket("AMD EPYC"), None);
+        // A VM's generic "AMD EPYC" is recognised by CPUID instead.
+        let genoa = lookup_cpuid("AuthenticAMD", 25, 17).unwrap();
+        assert_eq!(
+            (genoa.name, genoa.channels, genoa.mts),
+            ("AMD EPYC 9004 (Genoa)", 12, 4800)
+        );
+        assert_eq!(lookup_cpuid("GenuineIntel", 6, 0x8f).unwrap().mts, 4800);
+        assert!(lookup_cpuid("AuthenticAMD", 25, 0xa0).is_none());
+        assert!(lookup_cpuid("GenuineIntel", 25, 17).is_none());
         assert_eq!(per_socket("Intel(R) Core(TM) i7-8700"), None);
         assert_eq!(per_socket(""), None);
     }
 
     #[test]
     fn peaks_parse() {
-        assert_eq!(parse_peak("409.6GB/s"), Ok(409.6));
-        assert_eq!(parse_peak("409.6 GB/s"), Ok(409.6));
-        assert_eq!(parse_peak("0.5TB/s"), Ok(500.0));
-        assert_eq!(parse_peak("100"), Ok(100.0));
+        let gb = |t: &str| parse_peak(t).map(|r| (r.gb_s, r.unit));
+        assert_eq!(gb("409.6GB/s"), Ok((409.6, true)));
+        assert_eq!(gb("409.6 GB/s"), Ok((409.6, true)));
+        assert_eq!(gb("400GB"), Ok((400.0, true)));
+        assert_eq!(gb("400gb/S"), Ok((400.0, true)));
+        assert_eq!(gb("0.5TB/s"), Ok((500.0, true)));
+        assert_eq!(gb("409600MB/s"), Ok((409.6, true)));
+        assert_eq!(gb("100"), Ok((100.0, false)));
+        assert!(parse_peak("100/s").is_err());
         assert!(parse_peak("fast").is_err());
         assert!(parse_peak("-3").is_err());
     }
@@ -394,7 +369,11 @@ mod tests {
         let p = user_peak(&req, 2).unwrap();
         assert_eq!(p.node_gb_s(), 409.6);
         assert_eq!(p.for_sockets(1), 204.8);
-        let p = user_peak(&PeakRequest::Node(300.0), 2).unwrap();
+        let given = GivenRate {
+            gb_s: 300.0,
+            unit: true,
+        };
+        let p = user_peak(&PeakRequest::Node(given), 2).unwrap();
         assert_eq!((p.per_socket_gb_s, p.channels_per_socket), (150.0, None));
         assert!(user_peak(&PeakRequest::Detect, 2).is_none());
     }

@@ -1,0 +1,63 @@
+//! The theoretical peak as it applies to one run's CPUs.
+
+use crate::kernels::KernelId;
+use crate::peak::Peak;
+use crate::topology::Topology;
+use crate::topology::cpulist::IdSet;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The peak as it applies to the CPUs of one run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PeakUse {
+    #[serde(flatten)]
+    pub peak: Peak,
+    /// Sockets holding at least one thread.
+    pub sockets_used: usize,
+    /// Peak of those sockets, GB/s.
+    pub used_gb_s: f64,
+    /// Each kernel's best rate as a percentage of `used_gb_s`.
+    pub percent_of_peak: BTreeMap<String, f64>,
+}
+
+impl PeakUse {
+    /// The peak of the sockets `cpus` run on, and each rate (GB/s) against it.
+    pub fn new(
+        peak: Peak,
+        topo: &Topology,
+        cpus: &[usize],
+        rates: impl IntoIterator<Item = (KernelId, f64)>,
+    ) -> PeakUse {
+        let sockets: IdSet = cpus
+            .iter()
+            .filter_map(|&c| topo.cpu(c).map(|x| x.package))
+            .collect();
+        let used_gb_s = peak.for_sockets(sockets.len());
+        PeakUse {
+            percent_of_peak: rates
+                .into_iter()
+                .map(|(k, gb_s)| (k.to_string(), 100.0 * gb_s / used_gb_s))
+                .collect(),
+            peak,
+            sockets_used: sockets.len(),
+            used_gb_s,
+        }
+    }
+
+    /// A warning when a kernel measured more than the peak: the peak is
+    /// wrong (a bare `--peak` in the wrong unit, a table row too low).
+    pub fn implausible(&self) -> Option<String> {
+        let (kernel, pct) = self
+            .percent_of_peak
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(b.1))?;
+        (*pct > 100.0).then(|| {
+            format!(
+                "{kernel} measured {:.1} GB/s, above the theoretical peak of {:.1} GB/s ({}): the peak is wrong; give --peak for the whole node with its unit (409.6GB/s)",
+                pct * self.used_gb_s / 100.0,
+                self.used_gb_s,
+                self.peak.detail
+            )
+        })
+    }
+}
