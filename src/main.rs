@@ -2,6 +2,9 @@
 //! stderr and the documented exit code.
 
 fn main() {
+    // A file-size limit (ulimit -f) then fails the write, which truncates
+    // the results file back to its last whole line, instead of killing.
+    membw::sys::ignore_file_size_limit_signal();
     if let Err(e) = membw::cli::main() {
         // One of several ranks says which, as every rank shares one stderr.
         let rank = membw::ranks::launcher::detect(|k| std::env::var(k).ok())

@@ -95,23 +95,25 @@ pub fn parse_array_size(text: &str) -> Result<ArraySize, String> {
     let value: f64 = num
         .parse()
         .map_err(|_| format!("size '{text}': '{num}' is not a number"))?;
-    let (scale, is_bytes) = match unit.trim() {
+    // Units in any case: `m` and `M` are elements, `mb`, `MB` and `Mb` bytes.
+    let (scale, is_bytes) = match unit.trim().to_ascii_lowercase().as_str() {
         "" => (1.0, false),
-        "k" | "K" => (1e3, false),
-        "M" | "m" => (1e6, false),
-        "G" | "g" => (1e9, false),
-        "B" => (1.0, true),
-        "KB" | "kB" => (1e3, true),
-        "MB" => (1e6, true),
-        "GB" => (1e9, true),
-        "TB" => (1e12, true),
-        "KiB" => (Bytes::KIB as f64, true),
-        "MiB" => (Bytes::MIB as f64, true),
-        "GiB" => (Bytes::GIB as f64, true),
-        "TiB" => ((1u64 << 40) as f64, true),
-        other => {
+        "k" => (1e3, false),
+        "m" => (1e6, false),
+        "g" => (1e9, false),
+        "b" => (1.0, true),
+        "kb" => (1e3, true),
+        "mb" => (1e6, true),
+        "gb" => (1e9, true),
+        "tb" => (1e12, true),
+        "kib" => (Bytes::KIB as f64, true),
+        "mib" => (Bytes::MIB as f64, true),
+        "gib" => (Bytes::GIB as f64, true),
+        "tib" => ((1u64 << 40) as f64, true),
+        _ => {
             return Err(format!(
-                "size '{text}': unknown unit '{other}' (use an element count such as 80M, or bytes such as 512MB or 6GiB)"
+                "size '{text}': unknown unit '{}' (use an element count such as 80M, or bytes such as 512MB or 6GiB)",
+                unit.trim()
             ));
         }
     };
@@ -197,6 +199,10 @@ mod tests {
         );
         assert_eq!(parse_array_size("512MB").unwrap().elements(), 64_000_000);
         assert_eq!(parse_bytes("1KiB"), Ok(Bytes(1024)));
+        // Any case, as users type them.
+        assert_eq!(parse_bytes("1gb"), Ok(Bytes(1_000_000_000)));
+        assert_eq!(parse_bytes("2mib"), Ok(Bytes(2 << 20)));
+        assert_eq!(parse_array_size("80m"), Ok(ArraySize::Elements(80_000_000)));
     }
 
     #[test]

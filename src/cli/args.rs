@@ -318,19 +318,26 @@ impl MeasureArgs {
         }
     }
 
-    /// The memory policies, as given, in order; `local` when none.
-    pub(crate) fn mems(&self) -> Vec<String> {
-        let mut mems: Vec<String> = self
-            .mem
-            .iter()
-            .flat_map(|m| m.split(';'))
-            .map(|m| m.trim().to_string())
-            .filter(|m| !m.is_empty())
-            .collect();
+    /// The memory policies, as given, in order; `local` when none. An
+    /// empty `--mem ''` or an empty item (`local;;bind:0`) is refused.
+    pub(crate) fn mems(&self) -> Result<Vec<String>> {
+        let mut mems = Vec::new();
+        for given in &self.mem {
+            for item in given.split(';') {
+                if item.trim().is_empty() {
+                    return Err(Error::input(
+                        crate::error::Input::Mem,
+                        given,
+                        "an empty policy: give local, bind:N, interleave:N,M, ... (items separated by ;)",
+                    ));
+                }
+                mems.push(item.trim().to_string());
+            }
+        }
         if mems.is_empty() {
             mems.push("local".into());
         }
-        mems
+        Ok(mems)
     }
 
     /// The store modes, in order, each once.
@@ -352,7 +359,7 @@ impl MeasureArgs {
                 "--hugepages: {command} takes one page size; membw sweep --hugepages measures several"
             )));
         }
-        match self.mems().as_slice() {
+        match self.mems()?.as_slice() {
             [one] => Ok(one.clone()),
             many => Err(Error::Usage(format!(
                 "--mem: {command} takes one policy, not {}; membw sweep --mem measures several",

@@ -377,6 +377,7 @@ fn run(args: RunArgs) -> Result<()> {
         stores_reason,
     } = plan::prepare(&topo, &settings).map_err(|e| placement.name_error(e))?;
     let array_bytes = Bytes(plan.elements as u64 * ELEMENT_BYTES);
+    common::note_unused_arrays(&mem_text, &plan.arrays_needed());
     let peak_estimate = peak::for_policy(&topo, &args.peak.request(), &plan.mem);
     let mut source = match m.launch("run")? {
         Some(launch) => ranks_source(&launch, &args, peak_estimate.as_ref())?,

@@ -127,7 +127,7 @@ pub(crate) struct SweepArgs {
 /// study one split per far share.
 fn mem_axis(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<Vec<String>> {
     let Some(far) = args.far_node else {
-        return Ok(args.measure.mems());
+        return args.measure.mems();
     };
     let first_cpu = topo.allowed_cpus.ids().first().copied();
     let near = args
@@ -216,7 +216,12 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
     super::env::note_unused(&super::env::Vars::from_process(), "sweep");
     let mut placements: Vec<(String, Spec)> = Vec::new();
     if let Some(list) = &args.strategy {
-        for s in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        for s in list.split(',').map(str::trim) {
+            if s.is_empty() {
+                return Err(Error::Usage(format!(
+                    "--strategy '{list}': an empty item (compact, spread, per-socket=K, ... separated by commas)"
+                )));
+            }
             placements.push((s.to_string(), Spec::strategy(s)?));
         }
     }

@@ -93,6 +93,15 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     bar.finish_and_clear();
     let ranked = tune::ranking(&session.records, args.kernel);
     let Some(&(best, _)) = ranked.first() else {
+        if let Some(signal) = session.signal() {
+            return Err(Error::Interrupted {
+                signal,
+                message: format!(
+                    "stopped by {} before the first candidate completed; nothing to rank",
+                    signal_name(signal)
+                ),
+            });
+        }
         return Err(Error::Runtime("no candidate completed".into()));
     };
     let baseline = tune::baseline(&trials, &session.records, args.kernel);

@@ -231,6 +231,23 @@ pub fn parse_threads(text: &str, topo: &Topology) -> Result<Vec<Option<usize>>> 
             "thread counts start at 1",
         ));
     }
+    // Named against the range as typed, not the first count that fails.
+    let allowed = topo.allowed_cpus.len();
+    let over: Vec<usize> = ids.iter().copied().filter(|&n| n > allowed).collect();
+    if let (Some(first), Some(last)) = (over.first(), over.last()) {
+        let counts = if first == last {
+            format!("{first} threads")
+        } else {
+            format!("{} of its counts ({first} to {last} threads)", over.len())
+        };
+        return Err(Error::input(
+            Input::Threads,
+            text,
+            format!(
+                "{counts} exceed the {allowed} CPUs that may be used; --threads 1-{allowed} or cores"
+            ),
+        ));
+    }
     Ok(ids.into_iter().map(Some).collect())
 }
 

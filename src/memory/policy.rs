@@ -179,6 +179,19 @@ impl fmt::Display for MemPolicy {
     }
 }
 
+/// The arrays a per-array `--mem` names (`a=bind:0,d=bind:1`: a and d);
+/// none for one policy for all.
+pub fn named_arrays(text: &str) -> Vec<ArrayId> {
+    let t = text.trim();
+    ArrayId::ALL
+        .into_iter()
+        .filter(|id| {
+            let key = format!("{}=", id.name());
+            t.starts_with(&key) || t.contains(&format!(",{key}"))
+        })
+        .collect()
+}
+
 /// Parses `--mem` against the topology: nodes must exist and be allowed by
 /// the cpuset.
 pub fn parse(text: &str, topo: &Topology) -> Result<MemPolicy> {

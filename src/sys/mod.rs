@@ -119,6 +119,16 @@ pub fn children_cpu_time() -> Duration {
     t(usage.ru_utime) + t(usage.ru_stime)
 }
 
+/// Ignores SIGXFSZ: a write past RLIMIT_FSIZE then fails with EFBIG, which
+/// membw handles as any failed write, rather than ending the process with
+/// a partial line in a results file.
+pub fn ignore_file_size_limit_signal() {
+    // SAFETY: setting a signal's disposition to SIG_IGN has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
 /// The stop signal that arrived since [`stop_on_signals`], if any.
 pub fn stop_signal() -> Option<i32> {
     STOP_SIGNAL
