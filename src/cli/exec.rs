@@ -39,9 +39,18 @@ pub(crate) struct ExecArgs {
     #[arg(long)]
     label: Option<String>,
 
-    /// Output format
+    /// Output format (json and jsonl: the record on one line, as results files hold it)
     #[arg(long, default_value = "text", value_parser = super::args::format_parser())]
     format: String,
+
+    /// Append the record to this results file (JSON Lines), as run -o does:
+    /// report and compare read it
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<std::path::PathBuf>,
+
+    /// Pass the program's own output through as it runs
+    #[arg(long)]
+    show_output: bool,
 
     #[command(flatten)]
     peak: PeakArgs,
@@ -90,17 +99,22 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         argv: args.program.clone(),
         timeout: args.timeout,
         keep: keep.clone(),
+        show_output: args.show_output,
     };
     let mut engine = Engine::new(
         &topo,
         &mut source,
         peak::estimate(&topo, &args.peak.request()),
     );
+    let file = match &args.output {
+        Some(path) => Some(super::open_run_output(path)?),
+        None => None,
+    };
     let mut session = BandwidthSession::new(
         "exec",
         Host::describe(&topo),
         super::common::stop_flag(),
-        None,
+        file,
     );
     let mut failures = Vec::new();
     engine.run(
@@ -108,12 +122,13 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         args.repeat as usize,
         &mut session,
         &mut |_, run| {
-            for w in &run.warnings {
+            // A failed run's first warning is why: it becomes the error,
+            // said once.
+            let why = (!run.validated).then(|| run.warnings.first()).flatten();
+            for w in run.warnings.iter().skip(usize::from(why.is_some())) {
                 crate::say!("membw: warning: {w}");
             }
-            if !run.validated {
-                failures.extend(run.warnings.first().cloned());
-            }
+            failures.extend(why.cloned());
         },
     )?;
     if let Some(signal) = session.signal() {

@@ -213,7 +213,25 @@ pub fn main() -> Result<()> {
             return print(&e.render().to_string());
         }
         Err(e) => {
-            return Err(Error::Usage(one_line(&e.render().to_string())));
+            let mut line = one_line(&e.render().to_string());
+            // `membw exec ./stream`: the program must follow `--`.
+            let args: Vec<String> = std::env::args().collect();
+            let unexpected = line
+                .strip_prefix("unexpected argument '")
+                .and_then(|rest| rest.split_once('\''))
+                .map(|(arg, _)| arg.to_string());
+            if e.kind() == clap::error::ErrorKind::UnknownArgument
+                && args.iter().any(|a| a == "exec")
+                && !args.iter().any(|a| a == "--")
+                && let Some(program) = unexpected.filter(|a| !a.starts_with('-'))
+                && let Some(at) = args.iter().rposition(|a| *a == program)
+            {
+                line = format!(
+                    "unexpected argument '{program}': put -- before the program and its arguments: membw exec [OPTIONS] -- {}",
+                    args[at..].join(" ")
+                );
+            }
+            return Err(Error::Usage(line));
         }
     };
     let result = match cli.command {
@@ -342,7 +360,7 @@ fn ranks_source(
 /// existing one to append to (a torn last line from a crash is dropped
 /// first). The run becomes one record, the same shape as a sweep's, so
 /// that `report` and `compare` read it.
-fn open_run_output(path: &std::path::Path) -> Result<crate::results::file::ResultsFile> {
+pub(crate) fn open_run_output(path: &std::path::Path) -> Result<crate::results::file::ResultsFile> {
     use crate::results::file::ResultsFile;
     if !path.exists() {
         return ResultsFile::create(path).map_err(|e| common::file_error(e, "--output"));

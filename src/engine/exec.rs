@@ -23,6 +23,8 @@ pub struct ExecSource {
     pub timeout: Duration,
     /// Placement variables the user set: passed through untouched.
     pub keep: BTreeSet<String>,
+    /// Pass the program's output through as it runs.
+    pub show_output: bool,
 }
 
 impl Source for ExecSource {
@@ -46,6 +48,7 @@ impl Source for ExecSource {
             keep: &self.keep,
             timeout: self.timeout,
             sample_every: Duration::from_millis(100),
+            show_output: self.show_output,
         })
         .map_err(|e| Error::Runtime(format!("cannot run {}", e.0)))?;
         Ok(measurement(plan, &policy, &ran))
@@ -190,6 +193,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
             },
             stderr_tail: ran.stderr_tail.clone(),
             watch_cpu_s: ran.watch_cpu_s,
+            threads_seen: ran.threads.len(),
             array_elements: out.as_ref().and_then(|o| o.array_elements),
             element_bytes: out.as_ref().and_then(|o| o.element_bytes),
             ntimes: out.as_ref().and_then(|o| o.ntimes).map(|n| n as usize),

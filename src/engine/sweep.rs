@@ -323,6 +323,7 @@ pub fn with_programs(
                 argv,
                 timeout,
                 keep: keep.clone(),
+                show_output: false,
             }),
         ));
     }

@@ -19,7 +19,7 @@ use pages::{PageSample, sample_pages};
 
 use crate::sys::{self, MemPolicyMode};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
+use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 /// What membw sets for the program: the variables of every OpenMP runtime.
@@ -56,6 +56,9 @@ pub struct Launch<'a> {
     pub timeout: Duration,
     /// How often threads and pages are sampled.
     pub sample_every: Duration,
+    /// Pass the program's output through to membw's stdout and stderr
+    /// as it comes (it is kept for parsing too).
+    pub show_output: bool,
 }
 
 /// Where one of the program's threads was seen.
@@ -131,26 +134,45 @@ pub fn run(l: &Launch) -> Result<Ran, LaunchError> {
         .spawn()
         .map_err(|e| LaunchError(format!("{program}: {e}")))?;
     let pid = child.id();
-    let reader = |pipe: Option<Box<dyn Read + Send>>| {
+    let reader = |pipe: Option<Box<dyn Read + Send>>, echo: Option<Box<dyn Write + Send>>| {
         std::thread::spawn(move || {
             let mut text = Vec::new();
             if let Some(p) = pipe {
-                let _ = p.take(MAX_OUTPUT).read_to_end(&mut text);
+                let mut p = p.take(MAX_OUTPUT);
+                let mut echo = echo;
+                let mut buf = [0u8; 8192];
+                loop {
+                    match p.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            text.extend_from_slice(&buf[..n]);
+                            // A closed terminal stops the echo, not the reading.
+                            if echo.as_mut().is_some_and(|e| {
+                                e.write_all(&buf[..n]).and_then(|()| e.flush()).is_err()
+                            }) {
+                                echo = None;
+                            }
+                        }
+                    }
+                }
             }
             String::from_utf8_lossy(&text).into_owned()
         })
     };
+    let show = l.show_output;
     let out = reader(
         child
             .stdout
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        show.then(|| Box::new(std::io::stdout()) as Box<dyn Write + Send>),
     );
     let err = reader(
         child
             .stderr
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        show.then(|| Box::new(std::io::stderr()) as Box<dyn Write + Send>),
     );
     let mut seen: BTreeMap<i32, ThreadSeen> = BTreeMap::new();
     let mut timed_out = false;
@@ -376,6 +398,7 @@ mod tests {
             keep: &keep,
             timeout: Duration::from_secs(20),
             sample_every: Duration::from_millis(20),
+            show_output: false,
         })
         .unwrap();
         assert_eq!(ran.code, Some(0));
@@ -413,6 +436,7 @@ mod tests {
             keep: &BTreeSet::new(),
             timeout: Duration::from_millis(300),
             sample_every: Duration::from_millis(20),
+            show_output: false,
         })
         .unwrap();
         assert!(ran.timed_out);
@@ -426,6 +450,7 @@ mod tests {
             keep: &BTreeSet::new(),
             timeout: Duration::from_secs(1),
             sample_every: Duration::from_millis(20),
+            show_output: false,
         });
         assert!(missing.unwrap_err().0.contains("/nonexistent/stream"));
     }

@@ -62,28 +62,51 @@ pub fn text(view: &ExecView) -> String {
             s.max
         );
     }
-    let held = r.runs.iter().all(|run| run.pages_held);
-    let pinned = r.runs.iter().all(|run| {
+    let _ = writeln!(o, "{}", watch_line(&r.runs, cpus.len()));
+    let _ = writeln!(o, "Verified:  {}", verified(&r.runs));
+    let judged: Vec<_> = r
+        .runs
+        .iter()
+        .filter_map(|run| run.interference.as_ref())
+        .collect();
+    let findings: BTreeSet<&String> = judged.iter().flat_map(|i| &i.findings).collect();
+    match (judged.first(), findings.is_empty()) {
+        (None, _) => {}
+        (Some(i), true) => {
+            let _ = writeln!(o, "Trusted:   {}", i.quiet_line());
+        }
+        (Some(_), false) => {
+            for f in findings {
+                let _ = writeln!(o, "NOT TRUSTED: {f}");
+            }
+        }
+    }
+    o
+}
+
+/// What membw verified of the program's placement: only what it sampled.
+fn verified(runs: &[RunResult]) -> String {
+    let seen = runs
+        .iter()
+        .all(|run| run.program().is_none_or(|p| p.threads_seen > 0));
+    let pinned = runs.iter().all(|run| {
         run.warnings
             .iter()
             .all(|w| !w.contains("outside the placement"))
     });
-    let _ = writeln!(o, "{}", watch_line(&r.runs, cpus.len()));
-    let _ = writeln!(
-        o,
-        "Verified:  threads {} · pages {}",
-        if pinned {
-            "stayed on their CPUs"
-        } else {
-            "LEFT their CPUs (see the warnings)"
-        },
-        if held {
-            "as the policy asks"
-        } else {
-            "NOT as the policy asks (see the warnings)"
-        }
-    );
-    o
+    let sampled = runs.iter().all(|run| run.pages_sampled > 0);
+    let held = runs.iter().all(|run| run.pages_held);
+    let threads = match (seen, pinned) {
+        (false, _) => "threads not seen (the program ended before the first sample)",
+        (true, true) => "threads stayed on their CPUs",
+        (true, false) => "threads LEFT their CPUs (see the warnings)",
+    };
+    let pages = match (sampled, held) {
+        (false, _) => "pages not sampled (the program ended within 0.1 s)",
+        (true, true) => "pages as the policy asks",
+        (true, false) => "pages NOT as the policy asks (see the warnings)",
+    };
+    format!("{threads} · {pages}")
 }
 
 /// What watching the program cost: membw's own CPU time over the CPU time

@@ -32,7 +32,11 @@ impl super::export::Exporter for Json {
         use super::export::Document;
         Some(match doc {
             Document::Run { report, .. } => render(report),
-            Document::Exec(view) => pretty(view.record),
+            // One line: the record a results file holds, so that report
+            // and compare read what `exec --format json > f` wrote.
+            Document::Exec(view) => serde_json::to_string(view.record)
+                .map(|line| line + "\n")
+                .map_err(|e| crate::error::Error::Runtime(e.to_string())),
             Document::Latency(report) => pretty(report),
             Document::Check(verdict) => pretty(verdict),
             _ => return None,

@@ -211,6 +211,10 @@ pub struct ProgramRun {
     /// numa_maps sampling, reading its output): the cost of watching it.
     #[serde(default)]
     pub watch_cpu_s: f64,
+    /// Threads membw saw while sampling (0: it ended before the first
+    /// sample, and placement was not verified).
+    #[serde(default)]
+    pub threads_seen: usize,
     /// The program's own array size, element size and repetitions, as it
     /// printed them (null where it did not).
     #[serde(default, skip_serializing_if = "Option::is_none")]

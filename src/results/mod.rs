@@ -281,11 +281,17 @@ pub struct RunResult {
     pub validated: bool,
     /// Whether every array's pages were where the memory policy said.
     pub pages_held: bool,
+    /// Pages sampled to judge `pages_held` (0: nothing was verified).
+    #[serde(default)]
+    pub pages_sampled: usize,
     pub setup_s: f64,
     pub total_s: f64,
     /// Seconds spent inside timed repetitions.
     pub measured_s: f64,
     pub warnings: Vec<String>,
+    /// As the measurement's: what else ran on the CPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference: Option<crate::trust::Interference>,
     /// As the measurement's: another program's run, or every rank.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<measurement::SourceDetail>,
@@ -315,10 +321,12 @@ impl RunResult {
             spread: m.results.iter().map(|r| (r.kernel, r.spread)).collect(),
             validated: m.validation.passed,
             pages_held: m.pages.iter().all(|p| p.held),
+            pages_sampled: m.pages.iter().map(|p| p.pages_sampled).sum(),
             setup_s: m.setup_s,
             total_s: m.total_s,
             measured_s: m.measured_s(),
             warnings: m.warnings.clone(),
+            interference: m.interference.clone(),
             detail: m.detail.clone(),
         }
     }

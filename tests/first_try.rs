@@ -1,0 +1,256 @@
+//! What a newcomer's first hour tripped on, replayed as they typed it:
+//! each must now give what a user expects (a hint, one message, a refusal
+//! naming the bad part, a record that flows on).
+
+mod common;
+
+use common::{membw, stdout, usage_error};
+
+#[test]
+fn empty_policies_and_empty_list_items_are_refused() {
+    for mem in ["", ";", "local;;bind:0"] {
+        usage_error(
+            &["run", "--fake-source", "4", "--mem", mem],
+            "an empty policy",
+        );
+    }
+    usage_error(
+        &[
+            "sweep",
+            "--fake-source",
+            "4",
+            "--strategy",
+            "compact,,spread",
+        ],
+        "--strategy 'compact,,spread': an empty item",
+    );
+}
+
+#[test]
+fn a_policy_for_an_array_no_kernel_uses_is_a_warning() {
+    let out = membw()
+        .args([
+            "run",
+            "--fake-source",
+            "4",
+            "--ntimes",
+            "2",
+            "--quiet",
+            "--mem",
+            "d=bind:0",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("gives array d a policy, but no kernel of this run uses it"),
+        "{stderr}"
+    );
+    let out = membw()
+        .args([
+            "run",
+            "--fake-source",
+            "4",
+            "--ntimes",
+            "2",
+            "--quiet",
+            "--kernels",
+            "striad",
+        ])
+        .args(["--mem", "d=bind:0"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("no kernel of this run uses it"));
+}
+
+#[test]
+fn thread_ranges_are_named_as_typed_and_units_take_any_case() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let range = format!("1-{}", cpus + 2);
+    usage_error(
+        &["sweep", "--fake-source", "4", "--threads", &range],
+        &format!("--threads '{range}': 2 of its counts"),
+    );
+    stdout(&[
+        "run",
+        "--fake-source",
+        "4",
+        "--ntimes",
+        "2",
+        "--quiet",
+        "--size",
+        "8mb",
+    ]);
+    stdout(&[
+        "run",
+        "--fake-source",
+        "4",
+        "--ntimes",
+        "2",
+        "--quiet",
+        "--size",
+        "80m",
+    ]);
+}
+
+#[test]
+fn a_peak_takes_units_and_a_peak_below_the_measured_rate_is_called_wrong() {
+    for peak in ["400GB/s", "400GB", "0.4tb/s"] {
+        let out = stdout(&["run", "--fake-source", "4", "--ntimes", "2", "--peak", peak]);
+        assert!(out.contains("peak for the"), "{peak}: {out}");
+    }
+    // 4 GB/s per thread from the fake source, against a 0.4 GB/s "peak".
+    let out = membw()
+        .args([
+            "run",
+            "--fake-source",
+            "4",
+            "--ntimes",
+            "2",
+            "--peak",
+            "0.4",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("above the theoretical peak of 0.4 GB/s"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the peak is wrong"), "{stderr}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("a number without a unit, taken as GB/s"),
+        "{text}"
+    );
+    usage_error(&["run", "--peak", "400/s"], "needs a unit");
+}
+
+#[test]
+fn exec_without_the_double_dash_says_where_it_goes() {
+    usage_error(
+        &["exec", "./mystream", "20000000"],
+        "put -- before the program and its arguments: membw exec [OPTIONS] -- ./mystream 20000000",
+    );
+    usage_error(&["exec", "--repeat", "2", "./mystream"], "-- ./mystream");
+}
+
+#[test]
+fn a_file_that_is_not_a_results_file_names_what_membw_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let txt = dir.path().join("stream.txt");
+    std::fs::write(&txt, "STREAM version $Revision: 5.10 $\nCopy: 1 2 3 4\n").unwrap();
+    usage_error(&["report", txt.to_str().unwrap()], "not a file membw reads");
+    usage_error(
+        &["compare", txt.to_str().unwrap(), txt.to_str().unwrap()],
+        "membw exec -- ./stream",
+    );
+}
+
+#[test]
+fn a_file_size_limit_is_a_write_error_that_keeps_whole_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("limited.jsonl");
+    let membw = common::membw_argv().join(" ");
+    // 8 KiB (ulimit -f counts 1024-byte blocks in bash): a few records fit.
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -f 8; exec {membw} sweep --fake-source 4 --ntimes 2 --threads 1,2 --mem 'local;bind:0' --strategy compact,spread -o {}",
+            file.display()
+        ))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "killed by SIGXFSZ? {stderr}");
+    assert!(stderr.contains("File too large"), "{stderr}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.is_empty() && text.ends_with('\n'), "a torn last line");
+    for line in text.lines() {
+        serde_json::from_str::<serde_json::Value>(line).unwrap();
+    }
+}
+
+#[test]
+fn a_signal_before_tunes_first_candidate_exits_with_the_signal() {
+    let mut child = common::membw_process()
+        .args(["tune", "--size", "64M", "--ntimes", "50"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("before the first candidate completed"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn exec_records_flow_into_report_and_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("stream");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nsleep 0.3\ncat <<'OUT'\nFunction    Best Rate MB/s  Avg time     Min time     Max time\n\
+         Copy:           25000.0     0.002000     0.001920     0.002100\n\
+         Triad:          24000.0     0.003100     0.003000     0.003200\nOUT\necho to-stderr >&2\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = script.to_str().unwrap();
+    let json = stdout(&["exec", "--format", "json", "--", exe]);
+    assert_eq!(json.lines().count(), 1, "one line: {json}");
+    let one = dir.path().join("one.json");
+    std::fs::write(&one, &json).unwrap();
+    let results = dir.path().join("results.jsonl");
+    let text = stdout(&["exec", "-o", results.to_str().unwrap(), "--", exe]);
+    assert!(
+        text.contains("Verified:  threads stayed on their CPUs · pages as the policy asks"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Trusted:") || text.contains("NOT TRUSTED:"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&results).unwrap().lines().count(),
+        1
+    );
+    let report = stdout(&["report", one.to_str().unwrap()]);
+    assert!(report.contains("best triad: 24.00 GB/s"), "{report}");
+    stdout(&["compare", one.to_str().unwrap(), results.to_str().unwrap()]);
+    // --show-output passes the program's own output through.
+    let out = membw()
+        .args(["exec", "--show-output", "--", exe])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Copy:           25000.0"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("to-stderr"));
+}
+
+#[test]
+fn exec_says_once_why_it_failed_and_verifies_only_what_it_sampled() {
+    let out = membw()
+        .args(["exec", "--", "sh", "-c", "echo hello"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr.matches("printed nothing membw understands").count(),
+        1,
+        "{stderr}"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("pages not sampled"), "{text}");
+    assert!(!text.contains("pages as the policy asks"), "{text}");
+}
