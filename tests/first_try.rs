@@ -254,3 +254,31 @@ fn exec_says_once_why_it_failed_and_verifies_only_what_it_sampled() {
     assert!(text.contains("pages not sampled"), "{text}");
     assert!(!text.contains("pages as the policy asks"), "{text}");
 }
+
+#[test]
+fn resume_continues_the_files_study_and_refuses_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("study.jsonl");
+    let f = file.to_str().unwrap();
+    let study = ["--fake-source", "4", "--ntimes", "3", "--stores", "regular"];
+    let mut first = vec!["sweep", "--threads", "1", "-o", f];
+    first.extend(study);
+    stdout(&first);
+    // Other axes: refused, naming each difference.
+    let mut other = vec!["sweep", "--threads", "2", "--resume", f];
+    other.extend(["--fake-source", "4"]);
+    usage_error(
+        &other,
+        "a different study (--ntimes 10 here, 3 in the file; --stores auto here, regular in the file; --threads 2 here, 1 in the file)",
+    );
+    // --resume alone continues it: the one point is there, nothing is added.
+    let out = membw().args(["sweep", "--resume", f]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("1 points already there"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 1);
+    // The same study typed again is accepted too.
+    let mut same = vec!["sweep", "--threads", "1", "--resume", f];
+    same.extend(study);
+    stdout(&same);
+}

@@ -9,6 +9,7 @@ mod env;
 mod exec;
 mod health;
 mod latency;
+mod resume;
 mod sweep;
 mod tune;
 mod values;

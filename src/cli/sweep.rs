@@ -203,6 +203,35 @@ fn programs(entries: &[String]) -> Result<Vec<sweep::Program>> {
 }
 
 pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
+    sweep_study(args, super::resume::sweep_args())
+}
+
+/// A sweep, given the arguments it was started with (after `sweep`).
+fn sweep_study(args: SweepArgs, argv: Vec<String>) -> Result<()> {
+    if let Some(path) = &args.resume
+        && let Some(stored) = super::resume::check(path, &argv)?
+    {
+        // `--resume FILE` alone: the file's study, with this command's
+        // presentation flags.
+        let mut again: Vec<String> = stored;
+        again.extend(argv.iter().cloned());
+        let cli = <super::Cli as clap::Parser>::try_parse_from(
+            ["membw".to_string(), "sweep".to_string()]
+                .into_iter()
+                .chain(again.iter().cloned()),
+        )
+        .map_err(|e| {
+            Error::Usage(format!(
+                "--resume {}: the stored study does not parse: {}",
+                path.display(),
+                e.kind()
+            ))
+        })?;
+        if let super::Command::Sweep(args) = cli.command {
+            return sweep_study(args, again);
+        }
+    }
+    let study = super::resume::study_args(&argv);
     let format = if args.markdown {
         "markdown"
     } else {
@@ -289,6 +318,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
     let path = file.path.clone();
     let mut session =
         BandwidthSession::new("sweep", Host::describe(&topo), stop_flag(), Some(file));
+    session.study = Some(study);
     let repeat = args.repeat as usize;
     let already = jobs.iter().filter(|j| session.has(&j.point)).count();
     let todo = jobs.len() - already;
@@ -344,7 +374,7 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
         return Err(Error::Interrupted {
             signal,
             message: format!(
-                "stopped by {}; the {} completed points are in {}; continue with: membw sweep ... --resume {}",
+                "stopped by {}; the {} completed points are in {}; continue with: membw sweep --resume {}",
                 signal_name(signal),
                 records.len(),
                 path.display(),

@@ -41,6 +41,8 @@ pub struct Session<P, D> {
     pub skipped: usize,
     /// Every record kept, in order.
     pub records: Vec<Envelope<P, D>>,
+    /// The study every record is stamped with, when the command has one.
+    pub study: Option<Vec<String>>,
 }
 
 impl<P: Keyed + Serialize, D: Serialize> Session<P, D> {
@@ -64,6 +66,7 @@ impl<P: Keyed + Serialize, D: Serialize> Session<P, D> {
             done,
             skipped: 0,
             records: Vec::new(),
+            study: None,
         }
     }
 
@@ -82,7 +85,8 @@ impl<P: Keyed + Serialize, D: Serialize> Session<P, D> {
     /// Stamps one measured point, appends it to the file and keeps it;
     /// false once a signal asked to stop.
     pub fn keep(&mut self, point: P, payload: D) -> Result<bool> {
-        let record = Envelope::new(self.experiment, &self.started, &self.host, point, payload);
+        let mut record = Envelope::new(self.experiment, &self.started, &self.host, point, payload);
+        record.study.clone_from(&self.study);
         if let Some(file) = &mut self.file {
             file.append(&record).map_err(|e| {
                 Error::Runtime(format!(

@@ -377,6 +377,11 @@ pub struct Envelope<P, D> {
     pub started: String,
     pub timestamp: String,
     pub host: Host,
+    /// The arguments that define the study this record belongs to (a
+    /// sweep's axes, sizes, kernels, stores, repeats): `--resume FILE`
+    /// alone continues it, and a different study is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub study: Option<Vec<String>>,
     pub point: P,
     #[serde(flatten)]
     pub payload: D,
@@ -391,6 +396,7 @@ impl<P, D> Envelope<P, D> {
             started: started.into(),
             timestamp: now(),
             host: host.clone(),
+            study: None,
             point,
             payload,
         }
