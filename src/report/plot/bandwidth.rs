@@ -181,7 +181,7 @@ pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
         "GB/s (10^9 B/s)",
         &series,
         &caches,
-        (lo, hi, y_max),
+        (lo, hi, YAxis::Linear(y_max)),
         SeriesLabelPosition::UpperRight,
     )
 }
@@ -248,6 +248,7 @@ pub fn far_share_plot(records: &[Record]) -> Option<String> {
             (-1.0..x_max + 1.0, 0.0..y_max),
             (&format!("pages on far node {far}"), "GB/s (10^9 B/s)"),
             Some((11, &tick)),
+            None,
         )?;
         draw_series(&mut chart, &series)?;
         legend(&mut chart, SeriesLabelPosition::LowerLeft)?;

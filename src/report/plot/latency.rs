@@ -22,17 +22,21 @@ pub fn latency_sizes_plot(
         (*sizes.first()? as f64).log2() - 0.5,
         (*sizes.last()? as f64).log2() + 0.5,
     );
-    let y_max = series
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|q| q.1))
-        .fold(1.0, f64::max)
-        * 1.15;
+    // Latency by working set spans L1's ~1 ns to DRAM's ~100: read on a
+    // log scale, or the caches' steps flatten onto zero.
+    let values = || {
+        series
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|q| q.1.max(0.01)))
+    };
+    let y_lo = values().fold(f64::INFINITY, f64::min).log10().floor();
+    let y_hi = values().fold(0.0, f64::max).log10() + 0.15;
     let series: Vec<Series> = series
         .iter()
         .map(|(l, p)| {
             let pts = p
                 .iter()
-                .map(|&(b, ns)| ((b as f64).log2(), ns, 0.0))
+                .map(|&(b, ns)| ((b as f64).log2(), ns.max(0.01).log10(), 0.0))
                 .collect();
             (l.clone(), pts)
         })
@@ -40,11 +44,11 @@ pub fn latency_sizes_plot(
     size_axis_plot(
         "Latency vs working set (dependent loads, random cycle)",
         "working set, log scale",
-        "ns per load (p50)",
+        "ns per load (p50), log scale",
         &series,
         caches,
-        (lo, hi, y_max),
-        SeriesLabelPosition::UpperLeft,
+        (lo, hi, YAxis::Log10(y_lo, y_hi.max(y_lo + 1.0))),
+        SeriesLabelPosition::LowerRight,
     )
 }
 
@@ -79,6 +83,7 @@ pub fn loaded_plot(
                 "load threads' bandwidth, GB/s (10^9 B/s)",
                 "chaser's latency, ns per load (p50)",
             ),
+            None,
             None,
         )?;
         if let Some(idle) = idle_ns {

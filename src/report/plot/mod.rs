@@ -67,6 +67,7 @@ pub(super) fn counted_x_chart<'a, 'b>(
         (0.5..x_max, 0.0..y_max),
         (x_desc, "GB/s (10^9 B/s)"),
         Some(((x_max as usize + 1).min(33), &integer_tick)),
+        None,
     )
 }
 
@@ -81,6 +82,7 @@ pub(super) fn framed_chart<'a, 'b>(
     (x, y): (std::ops::Range<f64>, std::ops::Range<f64>),
     (x_desc, y_desc): (&str, &str),
     x_ticks: Option<(usize, &TickFormat)>,
+    y_ticks: Option<(usize, &TickFormat)>,
 ) -> Option<Chart<'a, 'b>> {
     root.fill(&WHITE).ok()?;
     let mut chart = ChartBuilder::on(root)
@@ -99,6 +101,9 @@ pub(super) fn framed_chart<'a, 'b>(
         .y_desc(y_desc);
     if let Some((count, format)) = x_ticks {
         mesh.x_labels(count).x_label_formatter(format);
+    }
+    if let Some((count, format)) = y_ticks {
+        mesh.y_labels(count).y_label_formatter(format);
     }
     mesh.draw().ok()?;
     Some(chart)
@@ -191,15 +196,28 @@ pub(super) fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTran
 
 /// A plot over working-set sizes: x is log2(bytes) on a linear axis, so
 /// ticks fall on powers of two; the cache capacities are marked.
+/// The value axis of a plot over working-set sizes.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum YAxis {
+    /// From 0 to the value.
+    Linear(f64),
+    /// Values given as log10, from the first to the second.
+    Log10(f64, f64),
+}
+
 pub(super) fn size_axis_plot(
     title: &str,
     x_desc: &str,
     y_desc: &str,
     series: &[Series],
     caches: &BTreeMap<String, u64>,
-    (lo, hi, y_max): (f64, f64, f64),
+    (lo, hi, y): (f64, f64, YAxis),
     legend: SeriesLabelPosition,
 ) -> Option<String> {
+    let (y_lo, y_max) = match y {
+        YAxis::Linear(max) => (0.0, max),
+        YAxis::Log10(lo, hi) => (lo, hi),
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -213,23 +231,35 @@ pub(super) fn size_axis_plot(
                 String::new()
             }
         };
+        let log_y = matches!(y, YAxis::Log10(..));
+        // On a log axis y holds log10 of the value: ticks at 1-2-5 steps.
+        let decades = move |v: &f64| {
+            let decade = 10f64.powf(v.floor());
+            let lead = 10f64.powf(*v) / decade;
+            match [1.0, 2.0, 5.0, 10.0].iter().find(|&&m| (lead - m).abs() < 0.03 * m) {
+                Some(m) if log_y => crate::units::trim_float(m * decade),
+                _ if log_y => String::new(),
+                _ => format!("{v}"),
+            }
+        };
         let mut chart = framed_chart(
             &root,
             title,
-            (lo..hi, 0.0..y_max),
+            (lo..hi, y_lo..y_max),
             (x_desc, y_desc),
             Some((((hi - lo) as usize + 1).min(40), &power_of_two)),
+            log_y.then_some((((y_max - y_lo) * 30.0) as usize, &decades as &TickFormat)),
         )?;
         for (name, &bytes) in caches {
             let x = (bytes as f64).log2();
             if x > lo && x < hi {
                 marker(
                     &mut chart,
-                    [(x, 0.0), (x, y_max)],
+                    [(x, y_lo), (x, y_max)],
                     false,
                     GREY,
                     format!("{name} {}", Bytes(bytes)),
-                    (x + 0.08, y_max * 0.97),
+                    (x + 0.08, y_lo + (y_max - y_lo) * 0.97),
                 )?;
             }
         }

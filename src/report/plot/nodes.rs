@@ -166,6 +166,7 @@ pub fn history_plot(fleet: &crate::health::history::Fleet, kernel: KernelId) -> 
             (0.0..x_max * 1.05, 0.0..y_max),
             (&x_desc, "GB/s (10^9 B/s)"),
             None,
+            None,
         )?;
         let flagged = |t: &crate::health::history::Trend| t.far_from_fleet || t.slower_than_history;
         for (i, t) in fleet.trends.iter().enumerate() {
