@@ -11,10 +11,12 @@ fn a_sources_detail_keeps_its_json_field_name() {
         spread: BTreeMap::new(),
         validated: true,
         pages_held: true,
+        pages_sampled: 0,
         setup_s: 0.0,
         total_s: 1.0,
         measured_s: 0.0,
         warnings: Vec::new(),
+        interference: None,
         detail,
     };
     let program: measurement::ProgramRun = serde_json::from_value(serde_json::json!({
