@@ -144,7 +144,14 @@ fn peak_sources_are_tried_in_order() {
     assert!((p.node_gb_s() - 409.6).abs() < 1e-9);
     assert!((p.for_sockets(1) - 204.8).abs() < 1e-9);
     // The user overrides everything.
-    let p = peak::estimate(&t, &PeakRequest::Node(300.0)).unwrap();
+    let p = peak::estimate(
+        &t,
+        &PeakRequest::Node(peak::GivenRate {
+            gb_s: 300.0,
+            unit: true,
+        }),
+    )
+    .unwrap();
     assert_eq!((p.source, p.per_socket_gb_s), (PeakSource::User, 150.0));
     // 7742 fixture has no DIMMs: the built-in table.
     let t = topology("epyc-7742-2s-nps4");

@@ -236,7 +236,10 @@ pub(super) fn size_axis_plot(
         let decades = move |v: &f64| {
             let decade = 10f64.powf(v.floor());
             let lead = 10f64.powf(*v) / decade;
-            match [1.0, 2.0, 5.0, 10.0].iter().find(|&&m| (lead - m).abs() < 0.03 * m) {
+            match [1.0, 2.0, 5.0, 10.0]
+                .iter()
+                .find(|&&m| (lead - m).abs() < 0.03 * m)
+            {
                 Some(m) if log_y => crate::units::trim_float(m * decade),
                 _ if log_y => String::new(),
                 _ => format!("{v}"),
