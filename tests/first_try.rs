@@ -175,7 +175,7 @@ fn a_file_size_limit_is_a_write_error_that_keeps_whole_lines() {
 
 #[test]
 fn a_signal_before_tunes_first_candidate_exits_with_the_signal() {
-    let mut child = common::membw_process()
+    let child = common::membw_process()
         .args(["tune", "--size", "64M", "--ntimes", "50"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -281,4 +281,29 @@ fn resume_continues_the_files_study_and_refuses_another() {
     let mut same = vec!["sweep", "--threads", "1", "--resume", f];
     same.extend(study);
     stdout(&same);
+}
+
+#[test]
+fn compare_pairs_an_auto_point_with_the_store_mode_it_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+    for (file, stores) in [(&a, "auto"), (&b, "nt")] {
+        stdout(&[
+            "sweep",
+            "--fake-source",
+            "4",
+            "--threads",
+            "1",
+            "--size",
+            "64M",
+            "--stores",
+            stores,
+            "-o",
+            file.to_str().unwrap(),
+        ]);
+    }
+    let out = stdout(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let rows: Vec<&str> = out.lines().filter(|l| l.contains(" × 1 · ")).collect();
+    assert_eq!(rows.len(), 1, "one row, paired: {out}");
+    assert!(rows[0].trim_end().ends_with("1.000"), "{out}");
 }

@@ -540,7 +540,15 @@ fn per_node_files_are_merged_and_the_slow_node_is_flagged() {
         .collect();
     let mut args = vec!["report"];
     args.extend(files.iter().map(String::as_str));
-    let text = common::stdout(&args);
+    // A slow node is exit 1, for scripts, with the report printed.
+    let out = common::membw().args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("membw: slow nodes: node-b (exit 1)"),
+        "{stderr}"
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         text.contains("Ranks: 3 on 3 nodes (merged results files"),
         "{text}"

@@ -182,14 +182,14 @@ fn memory_policies_are_applied_and_verified() {
             assert_eq!(p["pages_missing"], 0, "{policy}: {p}");
             check(&policy, kind, p);
         }
-        // No page warning; a 1M-element kernel may well take under the
-        // 1 ms that the timing warning asks for, which is not the point here.
+        // No page warning (a short kernel's timing warning, or other work
+        // on a busy test machine, is not the point here).
         assert!(
             m["warnings"]
                 .as_array()
                 .unwrap()
                 .iter()
-                .all(|w| w.as_str().unwrap().starts_with("the shortest kernel took")),
+                .all(|w| !w.as_str().unwrap().contains("page")),
             "{policy}: {}",
             m["warnings"]
         );

@@ -495,7 +495,7 @@ fn experiment_input_errors_are_one_line() {
         &["sweep", "--resume", "/nonexistent/membw.jsonl"],
         "/nonexistent/membw.jsonl",
     );
-    usage_error(&["report", x], "line 1 is not a membw result record");
+    usage_error(&["report", x], "not a file membw reads");
     usage_error(&["compare", x, x], "line 1");
     usage_error(&["tune", "--budget", "soon"], "--budget");
     // The shared measurement flags: one policy and store mode where one is measured.

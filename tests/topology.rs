@@ -158,9 +158,26 @@ fn peak_sources_are_tried_in_order() {
     let p = peak::estimate(&t, &PeakRequest::default()).unwrap();
     assert_eq!(p.source, PeakSource::Table);
     assert!((p.node_gb_s() - 409.6).abs() < 1e-9);
-    // This VM's "AMD EPYC" is not in the table and has no SMBIOS: unknown.
+    // This VM's model name is just "AMD EPYC" and it has no SMBIOS: the
+    // table finds the chip by CPUID family and model (25/1, Milan).
     let t = Topology::read(&common::fixtures_dir().join("live-vm")).unwrap();
+    let p = peak::estimate(&t, &PeakRequest::default()).unwrap();
+    assert!(
+        p.detail.contains("by CPUID family 25, model 1"),
+        "{}",
+        p.detail
+    );
+    assert!(p.detail.contains("Milan"), "{}", p.detail);
+    // Without family and model it is unknown, and the reason says so.
+    let mut t = t;
+    (t.cpu_info.family, t.cpu_info.model) = (None, None);
     assert!(peak::estimate(&t, &PeakRequest::default()).is_none());
+    let why = peak::unknown_reason(&t);
+    assert!(
+        why.contains("'AMD EPYC' is not in the built-in table")
+            && why.contains("--channels N --mts R"),
+        "{why}"
+    );
 }
 
 #[test]

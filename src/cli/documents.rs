@@ -154,7 +154,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
                     .unwrap_or(Path::new("."))
                     .join("membw-nodes-plots")
             });
-            let (text, plots) = report::nodes::document(&run_documents(docs)?, args.outlier)
+            let (text, plots, slow) = report::nodes::document(&run_documents(docs)?, args.outlier)
                 .map_err(Error::Usage)?;
             write_plots(&dir, &plots, args.png)?;
             let doc = export::Document::Nodes {
@@ -162,7 +162,16 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
                 plots: &plots,
                 dir: &dir,
             };
-            show(&args, &doc)
+            show(&args, &doc)?;
+            // Scripts act on the exit code: 1 when any node was flagged.
+            if slow.is_empty() {
+                Ok(())
+            } else {
+                Err(Error::Unhealthy(format!(
+                    "slow nodes: {} (exit 1)",
+                    slow.join(", ")
+                )))
+            }
         }
         None => Err(Error::Usage("no file to report on".into())),
     }

@@ -157,3 +157,25 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         None => Ok(()),
     }
 }
+
+/// `membw exec ./stream`: clap's "unexpected argument" becomes a hint that
+/// the program must follow `--`, with the command line that works.
+pub(crate) fn missing_dashes(kind: clap::error::ErrorKind, line: String) -> String {
+    let args: Vec<String> = std::env::args().collect();
+    let unexpected = line
+        .strip_prefix("unexpected argument '")
+        .and_then(|rest| rest.split_once('\''))
+        .map(|(arg, _)| arg.to_string());
+    if kind == clap::error::ErrorKind::UnknownArgument
+        && args.iter().any(|a| a == "exec")
+        && !args.iter().any(|a| a == "--")
+        && let Some(program) = unexpected.filter(|a| !a.starts_with('-'))
+        && let Some(at) = args.iter().rposition(|a| *a == program)
+    {
+        return format!(
+            "unexpected argument '{program}': put -- before the program and its arguments: membw exec [OPTIONS] -- {}",
+            args[at..].join(" ")
+        );
+    }
+    line
+}

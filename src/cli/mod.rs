@@ -215,23 +215,7 @@ pub fn main() -> Result<()> {
         }
         Err(e) => {
             let mut line = one_line(&e.render().to_string());
-            // `membw exec ./stream`: the program must follow `--`.
-            let args: Vec<String> = std::env::args().collect();
-            let unexpected = line
-                .strip_prefix("unexpected argument '")
-                .and_then(|rest| rest.split_once('\''))
-                .map(|(arg, _)| arg.to_string());
-            if e.kind() == clap::error::ErrorKind::UnknownArgument
-                && args.iter().any(|a| a == "exec")
-                && !args.iter().any(|a| a == "--")
-                && let Some(program) = unexpected.filter(|a| !a.starts_with('-'))
-                && let Some(at) = args.iter().rposition(|a| *a == program)
-            {
-                line = format!(
-                    "unexpected argument '{program}': put -- before the program and its arguments: membw exec [OPTIONS] -- {}",
-                    args[at..].join(" ")
-                );
-            }
+            line = exec::missing_dashes(e.kind(), line);
             return Err(Error::Usage(line));
         }
     };

@@ -52,11 +52,13 @@ pub fn merge(docs: &[(PathBuf, RunReport)], outlier: f64) -> Result<Ranks, Strin
 }
 
 /// `membw report` over run documents: the per-node table (merged files or
-/// one MPI run), or MPI runs by node count, and its plots.
+/// one MPI run), or MPI runs by node count, its plots, and the slow nodes
+/// it flagged.
 pub fn document(
     docs: &[(PathBuf, RunReport)],
     outlier: f64,
-) -> Result<(String, Vec<Plot>), String> {
+) -> Result<(String, Vec<Plot>, Vec<String>), String> {
+    let mut flagged: Vec<String> = Vec::new();
     let mpi: Vec<(&PathBuf, &Ranks)> = docs
         .iter()
         .filter_map(|(p, d)| Some((p, d.measurement.ranks()?)))
@@ -65,6 +67,7 @@ pub fn document(
     let mut svgs: Vec<(String, String)> = Vec::new();
     if mpi.is_empty() {
         let ranks = merge(docs, outlier)?;
+        flagged.extend(ranks.slow_hosts().into_iter().map(String::from));
         out.push_str(&super::ranks::render(&ranks));
         svgs.extend(plot::nodes_plot(&ranks).map(|s| ("nodes.svg".to_string(), s)));
     } else if mpi.len() == docs.len() {
@@ -82,6 +85,7 @@ pub fn document(
         for (path, r) in &mpi {
             let agg = r.aggregate_gb_s.get(&kernel).copied().unwrap_or(0.0);
             let slow = r.slow_hosts();
+            flagged.extend(slow.iter().map(|h| h.to_string()));
             let _ = writeln!(
                 out,
                 "  {:<28} {:>6} {:>6} {:>15.2} {:>14.2}  {}",
@@ -119,7 +123,9 @@ pub fn document(
             svg,
         })
         .collect();
-    Ok((out, plots))
+    flagged.sort();
+    flagged.dedup();
+    Ok((out, plots, flagged))
 }
 
 /// `membw compare A.json B.json`: each kernel's best rate (the aggregate

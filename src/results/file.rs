@@ -47,11 +47,16 @@ impl fmt::Display for FileError {
                 path,
                 line,
                 message,
-            } if *line == 1 && !message.contains("schema_version") => write!(
-                f,
-                "{}: not a file membw reads ({message}); it reads the JSON Lines of run -o, sweep, tune, latency -o and exec -o, and the JSON of --format json (one document per file); a STREAM program's printout goes through `membw exec -- ./stream`",
-                path.display()
-            ),
+            } if *line == 1
+                && message.contains(" column ")
+                && !message.contains("schema_version") =>
+            {
+                write!(
+                    f,
+                    "{}: not a file membw reads ({message}); it reads the JSON Lines of run -o, sweep, tune, latency -o and exec -o, and the JSON of --format json (one document per file); a STREAM program's printout goes through `membw exec -- ./stream`",
+                    path.display()
+                )
+            }
             FileError::NotARecord {
                 path,
                 line,

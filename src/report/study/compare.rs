@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::kernels::KernelId;
+use crate::plan::StoresRequest;
 use crate::results::Record;
 use crate::units::Bytes;
 use std::collections::BTreeMap;
@@ -27,7 +28,18 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
                         String::new()
                     }
                 );
-                Some((r.point.key(), (label, r.stats.get(&kernel)?.mean)))
+                // Paired by the stores that ran: an `auto` point that ran
+                // NT stores is the same measurement as an `nt` one.
+                let mut point = r.point.clone();
+                if let (StoresRequest::Auto, Some(ran)) =
+                    (point.stores, r.runs.first().and_then(|run| run.stores))
+                {
+                    point.stores = match ran {
+                        crate::kernels::StoreMode::Nt => StoresRequest::Nt,
+                        _ => StoresRequest::Regular,
+                    };
+                }
+                Some((point.key(), (label, r.stats.get(&kernel)?.mean)))
             })
             .collect()
     };
