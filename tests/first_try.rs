@@ -307,3 +307,57 @@ fn compare_pairs_an_auto_point_with_the_store_mode_it_ran() {
     assert_eq!(rows.len(), 1, "one row, paired: {out}");
     assert!(rows[0].trim_end().ends_with("1.000"), "{out}");
 }
+
+#[test]
+fn the_man_pages_the_main_page_names_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = membw()
+        .args(["man", "--dir", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let main = std::fs::read_to_string(dir.path().join("membw.1")).unwrap();
+    let named: Vec<String> = main
+        .split("membw\\-")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("(1)").map(|(name, _)| name.to_string()))
+        .filter(|name| !name.contains(char::is_whitespace))
+        .collect();
+    assert!(named.len() >= 10, "{named:?}");
+    for name in named {
+        assert!(
+            dir.path().join(format!("membw-{name}.1")).exists(),
+            "membw-{name}.1"
+        );
+    }
+}
+
+#[test]
+fn the_completion_line_works_on_a_fresh_home_and_matches_the_readme() {
+    let help = stdout(&["completions", "--help"]);
+    let line = "mkdir -p ~/.local/share/bash-completion/completions && membw completions bash > ~/.local/share/bash-completion/completions/membw";
+    assert!(
+        help.replace('\n', " ").replace("  ", " ").contains(line),
+        "{help}"
+    );
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert!(
+        readme.contains(line),
+        "the README gives another completion line"
+    );
+    // On a home without the directory.
+    let home = tempfile::tempdir().unwrap();
+    let bin = common::membw_argv().join(" ");
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(line.replace("membw completions", &format!("{bin} completions")))
+        .env("HOME", home.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let script = home
+        .path()
+        .join(".local/share/bash-completion/completions/membw");
+    assert!(std::fs::read_to_string(script).unwrap().contains("_membw"));
+}

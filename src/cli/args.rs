@@ -296,7 +296,8 @@ impl MeasureArgs {
         );
         if !cfg!(feature = "mpi") {
             return Err(Error::Usage(format!(
-                "{started}, but this membw was built without MPI: build it with `cargo build --release --features mpi`, or pass --independent to let each rank measure on its own"
+                "{started}, but this membw was built without MPI: {}, or pass --independent to let each rank measure on its own",
+                mpi_build_hint()
             )));
         }
         if command != "run" {
@@ -484,3 +485,16 @@ impl StoresArg {
 }
 
 pub(crate) use super::values::*;
+
+/// How to get a membw with MPI: the install form when this one was
+/// installed by cargo (rebuilding in the tree would not replace it).
+fn mpi_build_hint() -> String {
+    let installed = std::env::current_exe()
+        .ok()
+        .is_some_and(|p| p.components().any(|c| c.as_os_str() == ".cargo"));
+    if installed {
+        "install it with MPI from the membw source directory: `cargo install --locked --path . --features mpi` (Debian: apt-get install libopenmpi-dev openmpi-bin libclang-dev)".into()
+    } else {
+        "build it with `cargo build --release --features mpi` (Debian: apt-get install libopenmpi-dev openmpi-bin libclang-dev)".into()
+    }
+}

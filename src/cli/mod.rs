@@ -67,13 +67,19 @@ enum Command {
     Baseline(health::BaselineArgs),
     /// Is this node healthy? Against a baseline (or its NUMA domains against each other) in seconds; exit 0 healthy, 1 unhealthy, 2 could not check
     Check(health::CheckArgs),
-    /// Print a shell completion script: membw completions bash > /etc/bash_completion.d/membw
+    /// Print a shell completion script: mkdir -p ~/.local/share/bash-completion/completions &&
+    /// membw completions bash > ~/.local/share/bash-completion/completions/membw
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff): membw man > membw.1; man ./membw.1
-    Man,
+    /// Print the man page (roff): membw man > membw.1; man ./membw.1. With --dir, write
+    /// it and one page per subcommand (membw-run.1, ...): membw man --dir ~/.local/share/man/man1
+    Man {
+        /// Write membw.1 and every membw-SUBCOMMAND.1 into this directory (created if missing)
+        #[arg(long, value_name = "DIR")]
+        dir: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -241,7 +247,15 @@ pub fn main() -> Result<()> {
             );
             print(&String::from_utf8_lossy(&out))
         }
-        Command::Man => {
+        Command::Man { dir: Some(dir) } => {
+            let command = <Cli as clap::CommandFactory>::command();
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| clap_mangen::generate_to(command, &dir))
+                .map_err(|e| Error::Runtime(format!("{}: {e}", dir.display())))?;
+            crate::say!("membw: man pages in {} (man membw-run)", dir.display());
+            Ok(())
+        }
+        Command::Man { dir: None } => {
             let mut out = Vec::new();
             clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
                 .render(&mut out)
