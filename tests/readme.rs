@@ -1,4 +1,4 @@
-//! Every command the README shows in a code block (```sh blocks, and `$ `
+//! Every command the README and the guide (docs/guide) show in a code block (```sh blocks, and `$ `
 //! lines of text blocks) runs as written. A `membw` wrapper on PATH adds
 //! the fake source (and a small size) to run, sweep and tune, so the
 //! examples check the command line, files and pipes, not this VM's speed.
@@ -11,6 +11,13 @@ fn examples(readme: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut fence: Option<String> = None;
     for line in readme.lines() {
+        // A sample's command (docs/regenerate-samples.sh writes its output).
+        if let Some(cmd) = line
+            .strip_prefix("<!-- sample: ")
+            .and_then(|l| l.strip_suffix(" -->"))
+        {
+            out.push(cmd.to_string());
+        }
         if let Some(tag) = line.strip_prefix("```") {
             fence = match fence {
                 None => Some(tag.trim().to_string()),
@@ -35,22 +42,52 @@ fn examples(readme: &str) -> Vec<String> {
     out.retain(|cmd| {
         cmd.split_whitespace()
             .find(|w| !w.contains('='))
-            .is_some_and(|w| w == "membw" || w == "gcc")
+            .is_some_and(|w| w == "membw" || w == "gcc" || w == "mkdir")
     });
     out
 }
 
+/// The README and every page of the guide, with their commands.
+fn pages() -> Vec<(String, Vec<String>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    let mut guide: Vec<_> = std::fs::read_dir(root.join("docs/guide"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    guide.sort();
+    files.extend(guide);
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let name = f.strip_prefix(root).unwrap().display().to_string();
+            (name, examples(&text))
+        })
+        .collect()
+}
+
 #[test]
-fn readme_examples_run_verbatim() {
+fn the_readme_is_read_in_two_minutes_and_links_every_guide_page() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let commands = examples(&readme);
-    assert!(commands.len() >= 8, "{commands:?}");
+    let lines = readme.lines().count();
+    assert!(lines <= 250, "the README has {lines} lines; the guide takes the rest");
+    for (page, _) in pages().iter().skip(1) {
+        assert!(readme.contains(&format!("]({page}")), "the README does not link {page}");
+    }
+}
+
+#[test]
+fn readme_and_guide_examples_run_verbatim() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pages = pages();
+    let total: usize = pages.iter().map(|(_, c)| c.len()).sum();
+    assert!(total >= 25, "{pages:?}");
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
-    let home = dir.path().join("home");
     std::fs::create_dir_all(&bin).unwrap();
-    std::fs::create_dir_all(home.join(".local/share/bash-completion/completions")).unwrap();
     let wrapper = bin.join("membw");
     std::fs::write(
         &wrapper,
@@ -65,42 +102,47 @@ fn readme_examples_run_verbatim() {
         .args(["+x", wrapper.to_str().unwrap()])
         .status()
         .unwrap();
-    // The examples use paths relative to the repository.
-    let work = dir.path().join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    for d in ["tests", "docs", "bench"] {
-        std::os::unix::fs::symlink(root.join(d), work.join(d)).unwrap();
-    }
     let path = format!(
         "{}:{}",
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let mbind = common::mbind_works();
-    for cmd in &commands {
-        // `man` itself may be absent; the page must at least exist.
-        let script = format!(
-            "set -eo pipefail; command -v man >/dev/null || man() {{ test -s \"$1\"; }}; {cmd}"
-        );
-        if !mbind && (cmd.contains("--mem ") || cmd.contains("--numa-matrix")) {
-            common::skip(format!("no mbind under qemu-user: {cmd}"));
-            continue;
+    for (page, commands) in &pages {
+        // Each page in its own directory and a fresh home (nothing made
+        // beforehand, as on a newcomer's machine); paths as in the repository.
+        let work = dir.path().join(page.replace('/', "_"));
+        let home = work.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        for d in ["tests", "docs", "bench"] {
+            std::os::unix::fs::symlink(root.join(d), work.join(d)).unwrap();
         }
-        let out = std::process::Command::new("bash")
-            .arg("-c")
-            .arg(&script)
-            .current_dir(&work)
-            .env("PATH", &path)
-            .env("HOME", &home)
-            .env("MANPAGER", "cat")
-            .env("PAGER", "cat")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "README example failed: {cmd}\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        for cmd in commands {
+            // `man` itself may be absent; the page must at least exist.
+            let script = format!(
+                "set -eo pipefail; command -v man >/dev/null || man() {{ test -n \"$1\"; }}; {cmd}"
+            );
+            if !mbind && (cmd.contains("--mem ") || cmd.contains("--numa-matrix")) {
+                common::skip(format!("no mbind under qemu-user: {cmd}"));
+                continue;
+            }
+            let out = std::process::Command::new("bash")
+                .arg("-c")
+                .arg(&script)
+                .current_dir(&work)
+                .env("PATH", &path)
+                .env("HOME", &home)
+                .env("MANPAGER", "cat")
+                .env("PAGER", "cat")
+                .env("MANPATH", home.join(".local/share/man"))
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{page} example failed: {cmd}\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 }

@@ -155,7 +155,13 @@ pub fn resolve(
     let n = threads.unwrap_or(order.len());
     if n > order.len() {
         return Err(Fault {
-            message: format!("{n} threads but only {} CPUs are usable", order.len()),
+            message: format!(
+                "{n} threads but only {} usable",
+                match order.len() {
+                    1 => "1 CPU is".to_string(),
+                    k => format!("{k} CPUs are"),
+                }
+            ),
             smt_would_help: !smt && has_smt(d),
         });
     }

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Rewrites every sample output in the README and the guide from the real
+# binary: a ```text block right after a `<!-- sample: COMMAND -->` line gets
+# COMMAND's output (stdout and stderr). Run it after a change to any output,
+# on the machine the samples describe:  docs/regenerate-samples.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -q
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+ln -s "$PWD/target/release/membw" "$bin/membw"
+export PATH="$bin:$PATH"
+for page in README.md docs/guide/*.md; do
+  python3 - "$page" <<'PY'
+import re, subprocess, sys
+path = sys.argv[1]
+text = open(path).read()
+pattern = re.compile(r'(<!-- sample: (.+?) -->\n```text\n)(.*?)(```)', re.S)
+def run(m):
+    out = subprocess.run(['bash', '-c', m.group(2)], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{path}: '{m.group(2)}' failed: {out.stderr}")
+    body = out.stdout + out.stderr
+    return m.group(1) + body.rstrip('\n') + '\n' + m.group(4)
+new = pattern.sub(run, text)
+if new != text:
+    open(path, 'w').write(new)
+    print(f"{path}: samples rewritten")
+PY
+done
