@@ -6,6 +6,19 @@ mod common;
 
 use common::{membw, stdout, usage_error};
 
+/// `membw run` on the fake source with `extra`: (stdout, stderr), after
+/// asserting success.
+fn fake_run(extra: &[&str]) -> (String, String) {
+    let out = membw()
+        .args(["run", "--fake-source", "4", "--ntimes", "2"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{extra:?}: {stderr}");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+}
+
 #[test]
 fn empty_policies_and_empty_list_items_are_refused() {
     for mem in ["", ";", "local;;bind:0"] {
@@ -28,40 +41,16 @@ fn empty_policies_and_empty_list_items_are_refused() {
 
 #[test]
 fn a_policy_for_an_array_no_kernel_uses_is_a_warning() {
-    let out = membw()
-        .args([
-            "run",
-            "--fake-source",
-            "4",
-            "--ntimes",
-            "2",
-            "--quiet",
-            "--mem",
-            "d=bind:0",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (_, stderr) = fake_run(&["--quiet", "--mem", "d=bind:0"]);
     assert!(
         stderr.contains("gives array d a policy, but no kernel of this run uses it"),
         "{stderr}"
     );
-    let out = membw()
-        .args([
-            "run",
-            "--fake-source",
-            "4",
-            "--ntimes",
-            "2",
-            "--quiet",
-            "--kernels",
-            "striad",
-        ])
-        .args(["--mem", "d=bind:0"])
-        .output()
-        .unwrap();
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("no kernel of this run uses it"));
+    let (_, stderr) = fake_run(&["--quiet", "--kernels", "striad", "--mem", "d=bind:0"]);
+    assert!(
+        !stderr.contains("no kernel of this run uses it"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -101,26 +90,12 @@ fn a_peak_takes_units_and_a_peak_below_the_measured_rate_is_called_wrong() {
         assert!(out.contains("peak for the"), "{peak}: {out}");
     }
     // 4 GB/s per thread from the fake source, against a 0.4 GB/s "peak".
-    let out = membw()
-        .args([
-            "run",
-            "--fake-source",
-            "4",
-            "--ntimes",
-            "2",
-            "--peak",
-            "0.4",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (text, stderr) = fake_run(&["--peak", "0.4"]);
     assert!(
         stderr.contains("above the theoretical peak of 0.4 GB/s"),
         "{stderr}"
     );
     assert!(stderr.contains("the peak is wrong"), "{stderr}");
-    let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("a number without a unit, taken as GB/s"),
         "{text}"

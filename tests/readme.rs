@@ -73,9 +73,15 @@ fn the_readme_is_read_in_two_minutes_and_links_every_guide_page() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let lines = readme.lines().count();
-    assert!(lines <= 250, "the README has {lines} lines; the guide takes the rest");
+    assert!(
+        lines <= 250,
+        "the README has {lines} lines; the guide takes the rest"
+    );
     for (page, _) in pages().iter().skip(1) {
-        assert!(readme.contains(&format!("]({page}")), "the README does not link {page}");
+        assert!(
+            readme.contains(&format!("]({page}")),
+            "the README does not link {page}"
+        );
     }
 }
 
