@@ -124,3 +124,58 @@ fn a_competitor_on_the_measured_cpu_is_named_with_its_share() {
     let pct = here["other_pct"].as_f64().unwrap();
     assert!((20.0..=80.0).contains(&pct), "{here}");
 }
+
+#[test]
+fn a_sweep_and_a_latency_study_say_which_points_cannot_be_trusted() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    if !two_cpus() {
+        return;
+    }
+    let _hog = Competitor::on(1);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let out = common::membw()
+        .args([
+            "sweep",
+            "--threads",
+            "1",
+            "--strategy",
+            "compact",
+            "--size",
+            "16M",
+        ])
+        .args([
+            "--ntimes",
+            "5",
+            "--kernels",
+            "triad",
+            "-o",
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("NOT TRUSTED: 1 of 1 points"), "{stderr}");
+    let record: Value = serde_json::from_str(
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["runs"][0]["interference"]["busy"], true, "{record}");
+    let out = common::membw()
+        .args([
+            "latency", "--sizes", "64MiB", "--time", "300ms", "--cpu", "0",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        text.contains("NOT TRUSTED: 64 MiB") && text.contains("latencies may be high"),
+        "{text}"
+    );
+}

@@ -305,3 +305,27 @@ pub(crate) fn note_unused_arrays(mem: &str, used: &[crate::kernels::ArrayId]) {
         }
     }
 }
+
+/// One line on the points of a study that cannot be trusted (other work,
+/// steal, an unsteady spread), with the first one's finding; none when
+/// every point measured can be.
+pub(crate) fn trust_summary(records: &[crate::results::Record]) -> Option<String> {
+    let doubtful: Vec<(&crate::results::Record, &String)> = records
+        .iter()
+        .filter_map(|r| {
+            let finding = r
+                .runs
+                .iter()
+                .filter_map(|run| run.interference.as_ref())
+                .find_map(|i| i.findings.first())?;
+            Some((r, finding))
+        })
+        .collect();
+    let (first, finding) = doubtful.first()?;
+    Some(format!(
+        "NOT TRUSTED: {} of {} points measured this time (their records carry interference.findings); {}: {finding}",
+        doubtful.len(),
+        records.len(),
+        first.point.label()
+    ))
+}

@@ -365,6 +365,9 @@ fn sweep_study(args: SweepArgs, argv: Vec<String>) -> Result<()> {
             share * 100.0
         ))
     );
+    if let Some(line) = super::common::trust_summary(&session.records) {
+        crate::say!("membw: {line}");
+    }
     crate::say!(
         "membw: results in {}; plots and HTML with: membw report {} --html report.html",
         path.display(),

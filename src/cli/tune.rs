@@ -116,6 +116,9 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
         baseline,
         mpi_map,
     }))?;
+    if let Some(line) = super::common::trust_summary(&session.records) {
+        crate::say!("membw: {line}");
+    }
     if let Some(p) = &args.output {
         crate::say!("membw: every candidate is in {}", p.display());
     }
