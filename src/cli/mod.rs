@@ -8,6 +8,7 @@ mod documents;
 mod env;
 mod exec;
 mod health;
+mod install;
 mod latency;
 mod resume;
 mod sweep;
@@ -237,31 +238,8 @@ pub fn main() -> Result<()> {
         Command::Latency(args) => latency::latency(args),
         Command::Baseline(args) => health::baseline(args),
         Command::Check(args) => health::check(args),
-        Command::Completions { shell } => {
-            let mut out = Vec::new();
-            clap_complete::generate(
-                shell,
-                &mut <Cli as clap::CommandFactory>::command(),
-                "membw",
-                &mut out,
-            );
-            print(&String::from_utf8_lossy(&out))
-        }
-        Command::Man { dir: Some(dir) } => {
-            let command = <Cli as clap::CommandFactory>::command();
-            std::fs::create_dir_all(&dir)
-                .and_then(|()| clap_mangen::generate_to(command, &dir))
-                .map_err(|e| Error::Runtime(format!("{}: {e}", dir.display())))?;
-            crate::say!("membw: man pages in {} (man membw-run)", dir.display());
-            Ok(())
-        }
-        Command::Man { dir: None } => {
-            let mut out = Vec::new();
-            clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
-                .render(&mut out)
-                .map_err(|e| Error::Runtime(format!("rendering the man page: {e}")))?;
-            print(&String::from_utf8_lossy(&out))
-        }
+        Command::Completions { shell } => install::completions(shell),
+        Command::Man { dir } => install::man(dir.as_deref()),
     };
     result.map_err(|e| match e {
         Error::Input { .. } => Error::Usage(e.render(flag)),
