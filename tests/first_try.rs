@@ -156,7 +156,9 @@ fn a_signal_before_tunes_first_candidate_exits_with_the_signal() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(800));
+    // Long enough for the handlers to be in place, even under qemu-user;
+    // far shorter than one candidate (50 repetitions of 64M elements).
+    std::thread::sleep(std::time::Duration::from_millis(2000));
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
