@@ -6,7 +6,7 @@
 mod common;
 
 use serde_json::Value;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -18,7 +18,8 @@ struct Competitor(Child);
 
 impl Competitor {
     fn on(cpu: usize) -> Competitor {
-        let child = Command::new(assert_cmd::cargo::cargo_bin("membw"))
+        // Behind the target's runner (qemu-user for aarch64), as membw is.
+        let child = common::membw_process()
             .args(["run", "--quiet", "--kernels", "triad", "--size", "8M"])
             .args(["--ntimes", "100000", "--cpus", &cpu.to_string()])
             .stdout(Stdio::null())
