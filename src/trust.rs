@@ -74,8 +74,38 @@ impl Snapshot {
         let mut own = own_by_cpu(&self.own, &end.own);
         spread_over(&mut own, measured, extra_own_ticks);
         let window_s = (end.at - self.at).as_secs_f64();
-        judge(&self.cpus, &end.cpus, &own, measured, window_s, effect)
+        let scope = Scope {
+            measured,
+            elsewhere: true,
+        };
+        judge(&self.cpus, &end.cpus, &own, scope, window_s, effect)
     }
+
+    /// [`until`](Self::until) for one rank of several: the other CPUs may
+    /// run the job's other ranks, which are not other work, so only the
+    /// rank's own CPUs are judged.
+    pub fn until_as_rank(
+        &self,
+        end: &Snapshot,
+        measured: &[usize],
+        effect: Effect,
+    ) -> Interference {
+        let own = own_by_cpu(&self.own, &end.own);
+        let window_s = (end.at - self.at).as_secs_f64();
+        let scope = Scope {
+            measured,
+            elsewhere: false,
+        };
+        judge(&self.cpus, &end.cpus, &own, scope, window_s, effect)
+    }
+}
+
+/// Which CPUs a judgment covers: the measured ones, and whether work on
+/// the others counts (it shares the memory) or may be the job's own.
+#[derive(Debug, Clone, Copy)]
+pub struct Scope<'a> {
+    pub measured: &'a [usize],
+    pub elsewhere: bool,
 }
 
 /// What other work did to a measurement, with one line per finding.
@@ -158,10 +188,11 @@ pub fn judge(
     before: &[CpuTicks],
     after: &[CpuTicks],
     own: &BTreeMap<usize, u64>,
-    measured: &[usize],
+    scope: Scope,
     window_s: f64,
     effect: Effect,
 ) -> Interference {
+    let measured = scope.measured;
     let then = effect.words();
     let mut cpus = Vec::new();
     let (mut busy_here, mut busy_elsewhere, mut stolen) = (Vec::new(), Vec::new(), Vec::new());
@@ -210,7 +241,7 @@ pub fn judge(
             were(&busy_here, |l| l.other_pct)
         ));
     }
-    if !busy_elsewhere.is_empty() {
+    if scope.elsewhere && !busy_elsewhere.is_empty() {
         findings.push(format!(
             "{} busy with other work during the run (not measured, but sharing the memory): {then}",
             were(&busy_elsewhere, |l| l.other_pct)

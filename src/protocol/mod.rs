@@ -263,7 +263,11 @@ fn measure_with(
         let mut cpus = plan.cpus.clone();
         cpus.sort_unstable();
         cpus.dedup();
-        let mut i = start.until(end, &cpus, 0, crate::trust::Effect::Bandwidth);
+        let effect = crate::trust::Effect::Bandwidth;
+        let mut i = match gate {
+            Some(_) => start.until_as_rank(end, &cpus, effect),
+            None => start.until(end, &cpus, 0, effect),
+        };
         let spreads = results
             .iter()
             .map(|r| (r.kernel.spec().name.to_string(), r.spread));

@@ -13,6 +13,14 @@ const BEFORE: &str = "cpu  200 0 100 2000 0 0 0 0 0 0\n\
                       cpu0 100 0 50 1000 0 0 0 0 0 0\n\
                       cpu1 100 0 50 1000 0 0 0 0 0 0\n";
 
+/// Every CPU judged, the measured ones and the others.
+fn all(measured: &[usize]) -> Scope<'_> {
+    Scope {
+        measured,
+        elsewhere: true,
+    }
+}
+
 fn own(pairs: &[(usize, u64)]) -> BTreeMap<usize, u64> {
     pairs.iter().copied().collect()
 }
@@ -28,7 +36,7 @@ fn a_quiet_run_on_both_cpus_has_no_finding() {
         &b,
         &a,
         &own(&[(0, 100), (1, 100)]),
-        &[0, 1],
+        all(&[0, 1]),
         1.0,
         Effect::Bandwidth,
     );
@@ -52,7 +60,7 @@ fn a_competitor_on_a_measured_cpu_is_named_with_its_share() {
         &b,
         &a,
         &own(&[(0, 100), (1, 62)]),
-        &[0, 1],
+        all(&[0, 1]),
         1.0,
         Effect::Bandwidth,
     );
@@ -70,7 +78,7 @@ fn a_memory_hog_on_the_cpu_not_measured_is_named_too() {
         BEFORE,
         "cpu0 200 0 50 1000 0 0 0 0 0 0\ncpu1 195 0 55 1000 0 0 0 0 0 0\n",
     );
-    let i = judge(&b, &a, &own(&[(0, 100)]), &[0], 1.0, Effect::Bandwidth);
+    let i = judge(&b, &a, &own(&[(0, 100)]), all(&[0]), 1.0, Effect::Bandwidth);
     assert_eq!(
         i.findings,
         vec![
@@ -80,6 +88,13 @@ fn a_memory_hog_on_the_cpu_not_measured_is_named_too() {
     // An idle CPU elsewhere is not listed; a busy one is.
     assert_eq!(i.cpus.len(), 2);
     assert!(!i.cpus[1].measured);
+    // One rank of several: CPU 1 may hold the job's other rank.
+    let scope = Scope {
+        measured: &[0],
+        elsewhere: false,
+    };
+    let i = judge(&b, &a, &own(&[(0, 100)]), scope, 1.0, Effect::Bandwidth);
+    assert!(i.clean(), "{:?}", i.findings);
 }
 
 #[test]
@@ -93,7 +108,7 @@ fn steal_is_its_own_finding() {
         &b,
         &a,
         &own(&[(0, 80), (1, 100)]),
-        &[0, 1],
+        all(&[0, 1]),
         1.0,
         Effect::Bandwidth,
     );
@@ -114,7 +129,7 @@ fn a_tick_or_two_is_granularity_not_a_finding() {
         &b,
         &a,
         &own(&[(0, 8), (1, 10)]),
-        &[0, 1],
+        all(&[0, 1]),
         0.1,
         Effect::Bandwidth,
     );
@@ -132,7 +147,7 @@ fn several_busy_cpus_share_one_line_with_the_range() {
         &b,
         &a,
         &own(&[(0, 80), (1, 50), (2, 100)]),
-        &[0, 1, 2],
+        all(&[0, 1, 2]),
         1.0,
         Effect::Bandwidth,
     );
