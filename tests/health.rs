@@ -387,6 +387,22 @@ fn a_fleet_history_flags_the_node_below_its_past_and_the_one_below_the_fleet() {
         svg.contains("node042"),
         "the flagged nodes are named in the plot"
     );
+    // The history as one HTML page too, flagged nodes and plot inline.
+    let html = plots.join("history.html");
+    let (code, _, _) = run(&[
+        "report",
+        &checks.to_string_lossy(),
+        "--plots",
+        &plots.to_string_lossy(),
+        "--html",
+        &html.to_string_lossy(),
+    ]);
+    assert_eq!(code, Some(1));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("node017") && page.contains("<svg"),
+        "history HTML"
+    );
     // A file that is neither a verdict nor a run document is named.
     std::fs::write(
         checks.join("zz-notes.json"),

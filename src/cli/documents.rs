@@ -222,9 +222,10 @@ fn history_files(inputs: &[PathBuf]) -> Result<Option<Vec<PathBuf>>> {
 /// slower than their own history or far from the fleet (exit 1 when any).
 fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
     use crate::health::history;
-    if args.format() != "text" || args.html.is_some() {
+    if !matches!(args.format(), "text" | "markdown") {
         return Err(Error::Usage(
-            "a fleet's history is reported as text and a plot only (no --format or --html)".into(),
+            "a fleet's history is reported as text or markdown, a plot and --html (no --format json or csv)"
+                .into(),
         ));
     }
     let kernel = args.kernel.unwrap_or(KernelId::Triad);
@@ -260,24 +261,28 @@ fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
     }
     let tolerance = 1.0 - args.outlier;
     let fleet = history::fleet(&samples, tolerance);
-    if let Some(svg) = report::plot::nodes::history_plot(&fleet, kernel) {
-        let dir = args
-            .plots
-            .clone()
-            .unwrap_or_else(|| plots_beside(&args.inputs[0]));
-        let plot = report::Plot {
+    let dir = args
+        .plots
+        .clone()
+        .unwrap_or_else(|| plots_beside(&args.inputs[0]));
+    let plots: Vec<report::Plot> = report::plot::nodes::history_plot(&fleet, kernel)
+        .map(|svg| report::Plot {
             title: "history".into(),
             file: "history.svg".into(),
             svg,
-        };
-        write_plots(&dir, &[plot], args.png)?;
-    }
-    print(&report::history::render(
-        &fleet,
-        kernel,
-        files.len(),
-        tolerance,
-    ))?;
+        })
+        .into_iter()
+        .collect();
+    write_plots(&dir, &plots, args.png)?;
+    let text = report::history::render(&fleet, kernel, files.len(), tolerance);
+    show(
+        args,
+        &export::Document::Nodes {
+            text: &text,
+            plots: &plots,
+            dir: &dir,
+        },
+    )?;
     let flagged: Vec<String> = fleet
         .trends
         .iter()
