@@ -61,26 +61,9 @@ fn thread_ranges_are_named_as_typed_and_units_take_any_case() {
         &["sweep", "--fake-source", "4", "--threads", &range],
         &format!("--threads '{range}': 2 of its counts"),
     );
-    stdout(&[
-        "run",
-        "--fake-source",
-        "4",
-        "--ntimes",
-        "2",
-        "--quiet",
-        "--size",
-        "8mb",
-    ]);
-    stdout(&[
-        "run",
-        "--fake-source",
-        "4",
-        "--ntimes",
-        "2",
-        "--quiet",
-        "--size",
-        "80m",
-    ]);
+    for size in ["8mb", "80m", "2MiB", "2mib"] {
+        fake_run(&["--quiet", "--size", size]);
+    }
 }
 
 #[test]
