@@ -35,7 +35,8 @@ pub enum Effect {
 }
 
 impl Effect {
-    fn words(self) -> &'static str {
+    /// The findings' last words.
+    pub fn words(self) -> &'static str {
         match self {
             Effect::Bandwidth => "results may be low",
             Effect::Latency => "latencies may be high",
@@ -61,41 +62,20 @@ impl Snapshot {
         }
     }
 
-    /// What ran between `self` and `end` besides this process's threads.
-    /// `extra_own_ticks` is CPU time of membw's that the thread list misses
-    /// (a child program that has ended), charged to the measured CPUs.
+    /// What ran between `self` and `end` besides this process's threads,
+    /// on the CPUs `scope` covers. `extra_own_ticks` is CPU time of
+    /// membw's that the thread list misses (a child program that has
+    /// ended), charged to the measured CPUs.
     pub fn until(
         &self,
         end: &Snapshot,
-        measured: &[usize],
+        scope: Scope,
         extra_own_ticks: u64,
         effect: Effect,
     ) -> Interference {
         let mut own = own_by_cpu(&self.own, &end.own);
-        spread_over(&mut own, measured, extra_own_ticks);
+        spread_over(&mut own, scope.measured, extra_own_ticks);
         let window_s = (end.at - self.at).as_secs_f64();
-        let scope = Scope {
-            measured,
-            elsewhere: true,
-        };
-        judge(&self.cpus, &end.cpus, &own, scope, window_s, effect)
-    }
-
-    /// [`until`](Self::until) for one rank of several: the other CPUs may
-    /// run the job's other ranks, which are not other work, so only the
-    /// rank's own CPUs are judged.
-    pub fn until_as_rank(
-        &self,
-        end: &Snapshot,
-        measured: &[usize],
-        effect: Effect,
-    ) -> Interference {
-        let own = own_by_cpu(&self.own, &end.own);
-        let window_s = (end.at - self.at).as_secs_f64();
-        let scope = Scope {
-            measured,
-            elsewhere: false,
-        };
         judge(&self.cpus, &end.cpus, &own, scope, window_s, effect)
     }
 }
@@ -106,6 +86,25 @@ impl Snapshot {
 pub struct Scope<'a> {
     pub measured: &'a [usize],
     pub elsewhere: bool,
+}
+
+impl<'a> Scope<'a> {
+    /// The whole node: other work anywhere counts.
+    pub fn node(measured: &'a [usize]) -> Scope<'a> {
+        Scope {
+            measured,
+            elsewhere: true,
+        }
+    }
+
+    /// One rank of several: the other CPUs may run the job's other ranks,
+    /// which are not other work, so only the rank's own CPUs are judged.
+    pub fn rank(measured: &'a [usize]) -> Scope<'a> {
+        Scope {
+            measured,
+            elsewhere: false,
+        }
+    }
 }
 
 /// What other work did to a measurement, with one line per finding.
@@ -287,7 +286,7 @@ fn figures(loads: &[CpuLoad], figure: fn(&CpuLoad) -> f64) -> (String, String) {
 
 /// The spread finding: the kernel whose repetitions varied most, when its
 /// max/min time is at least [`SPREAD`].
-pub fn spread_finding(spreads: impl IntoIterator<Item = (String, f64)>) -> Option<String> {
+pub fn spread_finding<'a>(spreads: impl IntoIterator<Item = (&'a str, f64)>) -> Option<String> {
     let (kernel, spread) = spreads
         .into_iter()
         .filter(|(_, s)| s.is_finite())

@@ -301,7 +301,9 @@ pub(crate) fn check(args: CheckArgs) -> Result<()> {
     if let Some(i) = busy.filter(|_| !checked.passed) {
         return Err(Error::Usage(format!(
             "could not check: {}; run it when the node is idle",
-            i.findings[0].trim_end_matches(": results may be low")
+            i.findings[0]
+                .trim_end_matches(crate::trust::Effect::Bandwidth.words())
+                .trim_end_matches(": ")
         )));
     }
     let healthy = checked.passed && differences.is_empty();

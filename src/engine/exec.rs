@@ -144,13 +144,10 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
     });
     let pages = page_placement(policy, &ran.pages_per_node, ran.pages_absent, &mut warnings);
     let mut interference = ran.interference.clone();
-    let spreads = results
-        .iter()
-        .map(|r| (r.kernel.spec().name.to_string(), r.spread));
-    interference
-        .findings
-        .extend(crate::trust::spread_finding(spreads));
-    warnings.extend(interference.findings.iter().cloned());
+    warnings.extend(crate::results::measurement::add_spread_finding(
+        &mut interference,
+        &results,
+    ));
     Measurement {
         array_elements: elements,
         bytes_per_array: elements * element_bytes,

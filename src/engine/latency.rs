@@ -12,7 +12,7 @@ use crate::memory::policy::Policy;
 use crate::results::latency::{Latency, LatencyKey, LoadPoint, Study};
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
-use crate::trust::{Effect, Interference, Snapshot};
+use crate::trust::{Effect, Interference, Scope, Snapshot};
 use std::collections::BTreeMap;
 
 /// The session of a latency experiment.
@@ -71,7 +71,7 @@ fn sample(chain: &mut Chain, plan: &LatencyPlan, cpu: usize) -> (LatencyPoint, I
     let point = chain.sample(plan.time_per_size, plan.clock_ghz);
     (
         point,
-        start.until(&Snapshot::take(), &[cpu], 0, Effect::Latency),
+        start.until(&Snapshot::take(), Scope::node(&[cpu]), 0, Effect::Latency),
     )
 }
 
@@ -202,7 +202,7 @@ fn run_loaded(
     cpus.push(plan.cpu);
     load::measure(&todo, &mut chain, |p, latency| {
         let now = Snapshot::take();
-        let interference = since.until(&now, &cpus, 0, Effect::Latency);
+        let interference = since.until(&now, Scope::node(&cpus), 0, Effect::Latency);
         since = now;
         let k = point_key(p.mix, p.delay_ns);
         if out.skip(&k) {

@@ -215,7 +215,7 @@ pub fn run(l: &Launch) -> Result<Ran, LaunchError> {
     .round() as u64;
     let interference = counters.until(
         &crate::trust::Snapshot::take(),
-        &union,
+        crate::trust::Scope::node(&union),
         program_ticks,
         crate::trust::Effect::Bandwidth,
     );

@@ -183,11 +183,22 @@ impl fmt::Display for MemPolicy {
 /// none for one policy for all.
 pub fn named_arrays(text: &str) -> Vec<ArrayId> {
     let t = text.trim();
-    ArrayId::ALL
+    entry_starts(t)
         .into_iter()
-        .filter(|id| {
-            let key = format!("{}=", id.name());
-            t.starts_with(&key) || t.contains(&format!(",{key}"))
+        .map(|i| ArrayId::ALL[(t.as_bytes()[i] - b'a') as usize])
+        .collect()
+}
+
+/// Where the entries of a per-array policy start: at `a=`, `b=`, `c=` or
+/// `d=` at the beginning or after a comma.
+fn entry_starts(t: &str) -> Vec<usize> {
+    // Bytes, not str slices: a multi-byte character after a comma must not
+    // be cut (`,€` is an error to report, not a panic).
+    let b = t.as_bytes();
+    (0..b.len())
+        .filter(|&i| {
+            (i == 0 || b[i - 1] == b',')
+                && matches!(b.get(i..i + 2), Some(b"a=" | b"b=" | b"c=" | b"d="))
         })
         .collect()
 }
@@ -200,14 +211,8 @@ pub fn parse(text: &str, topo: &Topology) -> Result<MemPolicy> {
     if t.is_empty() {
         return Err(err("empty policy".into()));
     }
-    // Per-array form: split where `a=`, `b=` or `c=` starts an entry.
-    let starts: Vec<usize> = (0..t.len())
-        .filter(|&i| {
-            (i == 0 || t.as_bytes()[i - 1] == b',')
-                && t[i..].len() >= 2
-                && matches!(&t[i..i + 2], "a=" | "b=" | "c=" | "d=")
-        })
-        .collect();
+    // Per-array form: split where `a=`, `b=`, `c=` or `d=` starts an entry.
+    let starts = entry_starts(t);
     if starts.first() != Some(&0) {
         if !starts.is_empty() {
             return Err(err(

@@ -103,3 +103,17 @@ fn distributions_are_judged() {
     assert!(!judge(&Policy::Preferred(0), &all_on_1, None).0);
     assert!(!judge(&Policy::Local, &half, Some(0.5)).0);
 }
+
+#[test]
+fn named_arrays_and_multibyte_input_share_one_entry_rule() {
+    assert_eq!(
+        named_arrays("a=bind:0,d=bind:1"),
+        vec![ArrayId::A, ArrayId::D]
+    );
+    assert!(named_arrays("bind:0,1").is_empty());
+    // A multi-byte character after a comma is an error, not a cut string.
+    let (_dir, t) = topo();
+    for text in [",€", "a=€", "a=local,€"] {
+        assert!(parse(text, &t).is_err(), "{text}");
+    }
+}

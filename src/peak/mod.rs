@@ -87,41 +87,46 @@ pub struct GivenRate {
     pub unit: bool,
 }
 
-/// Parses `--peak` with units as `--size` takes them, any case:
-/// `409.6GB/s`, `409.6 GB/s`, `409.6GB` (per second understood),
-/// `0.4TB/s`, `409600MB/s`, and a bare `409.6` as GB/s.
+/// Parses `--peak` with the byte units `--size` takes, any case, per
+/// second: `409.6GB/s`, `409.6 GB/s`, `409.6GB` (per second understood),
+/// `0.4TB/s`, `409600MB/s`; a bare `409.6` is GB/s.
 pub fn parse_peak(text: &str) -> std::result::Result<GivenRate, String> {
-    let lower = text.trim().to_ascii_lowercase();
-    let per_second = lower.strip_suffix("/s").unwrap_or(&lower);
-    let units = [
-        ("tb", 1e3),
-        ("gb", 1.0),
-        ("mb", 1e-3),
-        ("tib", 1.099_511_627_776e3),
-        ("gib", 1.073_741_824),
-        ("mib", 1.048_576e-3),
-    ];
-    let (num, scale, unit) = units
-        .iter()
-        .find_map(|&(u, scale)| per_second.strip_suffix(u).map(|n| (n, scale, true)))
-        .unwrap_or((per_second, 1.0, false));
-    if !unit && per_second.len() != lower.len() {
-        return Err(format!(
-            "peak '{text}' needs a unit before /s (e.g. 409.6GB/s)"
-        ));
-    }
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("peak '{text}' is not a bandwidth (e.g. 409.6GB/s)"))?;
-    let gb_s = v * scale;
+    let t = text.trim();
+    let per_second = t
+        .strip_suffix("/s")
+        .or_else(|| t.strip_suffix("/S"))
+        .unwrap_or(t);
+    // The number (exponents allowed) and the byte unit of `--size`'s
+    // table, read from one unit of it.
+    let head = per_second.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let (number, unit) = (head.trim(), &per_second[head.len()..]);
+    let not_a_rate = || format!("peak '{text}' is not a bandwidth (e.g. 409.6GB/s)");
+    let value: f64 = number.parse().map_err(|_| not_a_rate())?;
+    let given = match (unit.is_empty(), per_second.len() == t.len()) {
+        (true, true) => GivenRate {
+            gb_s: value,
+            unit: false,
+        },
+        (true, false) => {
+            return Err(format!(
+                "peak '{text}' needs a unit before /s (e.g. 409.6GB/s)"
+            ));
+        }
+        (false, _) => match crate::units::parse_array_size(&format!("1{unit}")) {
+            Ok(crate::units::ArraySize::Bytes(b)) => GivenRate {
+                gb_s: value * b.0 as f64 / 1e9,
+                unit: true,
+            },
+            _ => return Err(not_a_rate()),
+        },
+    };
     // No memory system is below 0.1 GB/s or above a petabyte per second.
-    if !(gb_s.is_finite() && (0.1..=1e6).contains(&gb_s)) {
+    if !(given.gb_s.is_finite() && (0.1..=1e6).contains(&given.gb_s)) {
         return Err(format!(
             "peak '{text}' is outside 0.1 GB/s to 1 PB/s (e.g. 409.6GB/s)"
         ));
     }
-    Ok(GivenRate { gb_s, unit })
+    Ok(given)
 }
 
 /// The peak of the memory the arrays are placed on, where firmware

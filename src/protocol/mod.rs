@@ -14,9 +14,9 @@ use crate::kernels::{ARRAYS, ArrayId, KernelId, SCALAR, WRITE_VALUE};
 use crate::plan::Plan;
 use crate::results::measurement::{
     ArrayCheck, KernelResult, Measurement, ThreadPlacement, TimerCheck, Validation,
-    kernel_statistics,
+    add_spread_finding, kernel_statistics,
 };
-use crate::trust::Snapshot;
+use crate::trust::{Scope, Snapshot};
 use crate::units::ELEMENT_BYTES;
 use std::time::{Duration, Instant};
 
@@ -263,18 +263,14 @@ fn measure_with(
         let mut cpus = plan.cpus.clone();
         cpus.sort_unstable();
         cpus.dedup();
-        let effect = crate::trust::Effect::Bandwidth;
-        let mut i = match gate {
-            Some(_) => start.until_as_rank(end, &cpus, effect),
-            None => start.until(end, &cpus, 0, effect),
+        let scope = match gate {
+            Some(_) => Scope::rank(&cpus),
+            None => Scope::node(&cpus),
         };
-        let spreads = results
-            .iter()
-            .map(|r| (r.kernel.spec().name.to_string(), r.spread));
-        i.findings.extend(crate::trust::spread_finding(spreads));
+        let mut i = start.until(end, scope, 0, crate::trust::Effect::Bandwidth);
+        warnings.extend(add_spread_finding(&mut i, &results));
         i
     });
-    warnings.extend(interference.iter().flat_map(|i| i.findings.iter().cloned()));
     let measurement = Measurement {
         pages: observed.pages,
         interference,

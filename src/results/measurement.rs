@@ -312,3 +312,17 @@ pub fn require_valid(m: &Measurement) -> Result<()> {
         parts.join("; ")
     )))
 }
+
+/// Adds the spread finding (the most unsteady kernel, when it varied
+/// enough) to what the counters found, and returns every finding, for the
+/// measurement's warnings.
+pub fn add_spread_finding(
+    interference: &mut crate::trust::Interference,
+    results: &[KernelResult],
+) -> Vec<String> {
+    let spreads = results.iter().map(|r| (r.kernel.spec().name, r.spread));
+    interference
+        .findings
+        .extend(crate::trust::spread_finding(spreads));
+    interference.findings.clone()
+}

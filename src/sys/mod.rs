@@ -96,23 +96,21 @@ extern "C" fn on_stop_signal(signal: libc::c_int) {
 /// CPU time (user + system) this process has used so far, all its threads
 /// together; waited-for children are not counted.
 pub fn own_cpu_time() -> Duration {
-    // SAFETY: getrusage writes one rusage struct into storage we own.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; RUSAGE_SELF is always valid.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return Duration::ZERO;
-    }
-    let t = |tv: libc::timeval| Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000);
-    t(usage.ru_utime) + t(usage.ru_stime)
+    rusage_cpu_time(libc::RUSAGE_SELF)
 }
 
 /// CPU time (user + system) of this process's children that have ended
 /// and been waited for, all together.
 pub fn children_cpu_time() -> Duration {
+    rusage_cpu_time(libc::RUSAGE_CHILDREN)
+}
+
+/// User + system time of getrusage(2)'s `who`; zero if it fails.
+fn rusage_cpu_time(who: libc::c_int) -> Duration {
     // SAFETY: getrusage writes one rusage struct into storage we own.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; RUSAGE_CHILDREN is always valid.
-    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
+    // SAFETY: as above; callers pass RUSAGE_SELF or RUSAGE_CHILDREN.
+    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
         return Duration::ZERO;
     }
     let t = |tv: libc::timeval| Duration::new(tv.tv_sec as u64, tv.tv_usec as u32 * 1000);

@@ -13,14 +13,6 @@ const BEFORE: &str = "cpu  200 0 100 2000 0 0 0 0 0 0\n\
                       cpu0 100 0 50 1000 0 0 0 0 0 0\n\
                       cpu1 100 0 50 1000 0 0 0 0 0 0\n";
 
-/// Every CPU judged, the measured ones and the others.
-fn all(measured: &[usize]) -> Scope<'_> {
-    Scope {
-        measured,
-        elsewhere: true,
-    }
-}
-
 fn own(pairs: &[(usize, u64)]) -> BTreeMap<usize, u64> {
     pairs.iter().copied().collect()
 }
@@ -36,7 +28,7 @@ fn a_quiet_run_on_both_cpus_has_no_finding() {
         &b,
         &a,
         &own(&[(0, 100), (1, 100)]),
-        all(&[0, 1]),
+        Scope::node(&[0, 1]),
         1.0,
         Effect::Bandwidth,
     );
@@ -60,7 +52,7 @@ fn a_competitor_on_a_measured_cpu_is_named_with_its_share() {
         &b,
         &a,
         &own(&[(0, 100), (1, 62)]),
-        all(&[0, 1]),
+        Scope::node(&[0, 1]),
         1.0,
         Effect::Bandwidth,
     );
@@ -78,7 +70,14 @@ fn a_memory_hog_on_the_cpu_not_measured_is_named_too() {
         BEFORE,
         "cpu0 200 0 50 1000 0 0 0 0 0 0\ncpu1 195 0 55 1000 0 0 0 0 0 0\n",
     );
-    let i = judge(&b, &a, &own(&[(0, 100)]), all(&[0]), 1.0, Effect::Bandwidth);
+    let i = judge(
+        &b,
+        &a,
+        &own(&[(0, 100)]),
+        Scope::node(&[0]),
+        1.0,
+        Effect::Bandwidth,
+    );
     assert_eq!(
         i.findings,
         vec![
@@ -89,11 +88,14 @@ fn a_memory_hog_on_the_cpu_not_measured_is_named_too() {
     assert_eq!(i.cpus.len(), 2);
     assert!(!i.cpus[1].measured);
     // One rank of several: CPU 1 may hold the job's other rank.
-    let scope = Scope {
-        measured: &[0],
-        elsewhere: false,
-    };
-    let i = judge(&b, &a, &own(&[(0, 100)]), scope, 1.0, Effect::Bandwidth);
+    let i = judge(
+        &b,
+        &a,
+        &own(&[(0, 100)]),
+        Scope::rank(&[0]),
+        1.0,
+        Effect::Bandwidth,
+    );
     assert!(i.clean(), "{:?}", i.findings);
 }
 
@@ -108,7 +110,7 @@ fn steal_is_its_own_finding() {
         &b,
         &a,
         &own(&[(0, 80), (1, 100)]),
-        all(&[0, 1]),
+        Scope::node(&[0, 1]),
         1.0,
         Effect::Bandwidth,
     );
@@ -129,7 +131,7 @@ fn a_tick_or_two_is_granularity_not_a_finding() {
         &b,
         &a,
         &own(&[(0, 8), (1, 10)]),
-        all(&[0, 1]),
+        Scope::node(&[0, 1]),
         0.1,
         Effect::Bandwidth,
     );
@@ -147,7 +149,7 @@ fn several_busy_cpus_share_one_line_with_the_range() {
         &b,
         &a,
         &own(&[(0, 80), (1, 50), (2, 100)]),
-        all(&[0, 1, 2]),
+        Scope::node(&[0, 1, 2]),
         1.0,
         Effect::Bandwidth,
     );
@@ -172,11 +174,8 @@ fn own_threads_are_charged_to_their_cpus_and_new_threads_count_whole() {
 
 #[test]
 fn the_spread_finding_names_the_worst_kernel_from_its_threshold() {
-    assert_eq!(
-        spread_finding([("copy".to_string(), 1.2), ("triad".to_string(), 1.49)]),
-        None
-    );
-    let line = spread_finding([("copy".to_string(), 2.31), ("triad".to_string(), 1.6)]).unwrap();
+    assert_eq!(spread_finding([("copy", 1.2), ("triad", 1.49)]), None);
+    let line = spread_finding([("copy", 2.31), ("triad", 1.6)]).unwrap();
     assert!(
         line.starts_with("copy's repetitions varied 2.31×"),
         "{line}"
@@ -187,6 +186,6 @@ fn the_spread_finding_names_the_worst_kernel_from_its_threshold() {
 fn snapshots_of_this_process_judge_without_error() {
     let start = Snapshot::take();
     let end = Snapshot::take();
-    let i = start.until(&end, &[0], 0, Effect::Latency);
+    let i = start.until(&end, Scope::node(&[0]), 0, Effect::Latency);
     assert!(i.window_s >= 0.0);
 }
