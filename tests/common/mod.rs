@@ -168,6 +168,14 @@ pub fn unavailable(what: impl std::fmt::Display, why: impl std::fmt::Display) {
     skip(what);
 }
 
+/// A tool that is not installed: skipped here, a failure in CI.
+fn not_installed(name: &str, package: &str) {
+    unavailable(
+        format!("{name} not installed (Debian package {package})"),
+        format!(".ci/run must install Debian package {package}"),
+    );
+}
+
 /// Runs an external tool the test checks membw with. Where it is not
 /// installed the test is skipped locally, saying why, and fails in CI
 /// (CI=true), whose .ci/run installs every tool the tests use. A tool that
@@ -184,10 +192,7 @@ pub fn tool(cmd: &mut std::process::Command, package: &str) -> Option<std::proce
             Some(out)
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            unavailable(
-                format!("{name} not installed (Debian package {package})"),
-                format!(".ci/run must install Debian package {package}"),
-            );
+            not_installed(&name, package);
             None
         }
         Err(e) => panic!("{name}: {e}"),
@@ -213,10 +218,7 @@ pub fn usable(cmd: &mut std::process::Command, package: &str) -> bool {
             false
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            unavailable(
-                format!("{name} not installed (Debian package {package})"),
-                format!(".ci/run must install Debian package {package}"),
-            );
+            not_installed(&name, package);
             false
         }
         Err(e) => panic!("{name}: {e}"),
