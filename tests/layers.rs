@@ -164,3 +164,67 @@ fn the_cli_builds_no_ad_hoc_json_and_files_stay_short() {
         );
     }
 }
+
+/// The README's Layout block: each entry's path with the text beside it.
+fn readme_layout() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let section = readme
+        .split("\n## Layout\n")
+        .nth(1)
+        .expect("README has a Layout section");
+    let block = section
+        .split("```text\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let mut entries: Vec<(String, String)> = Vec::new();
+    for line in block.lines() {
+        if line.starts_with(' ') {
+            if let Some(last) = entries.last_mut() {
+                last.1.push_str(line);
+            }
+        } else if let Some((path, text)) = line.split_once(' ') {
+            entries.push((path.to_string(), text.to_string()));
+        }
+    }
+    entries
+}
+
+#[test]
+fn the_readmes_layout_matches_the_source_tree() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let entries = readme_layout();
+    for (path, text) in &entries {
+        assert!(
+            root.join(path).exists(),
+            "README's Layout names {path}, which is gone"
+        );
+        // The files a directory's entry names must be in it.
+        if path.ends_with('/') && path.starts_with("src/") {
+            for word in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')) {
+                if word.ends_with(".rs") {
+                    let file = root.join(path).join(word);
+                    assert!(
+                        file.exists(),
+                        "README's Layout names {path}{word}, which is gone"
+                    );
+                }
+            }
+        }
+    }
+    // Every top-level module is in the list.
+    for entry in std::fs::read_dir(root.join("src")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name == "lib.rs" || name == "main.rs" {
+            continue;
+        }
+        let module = name.trim_end_matches(".rs");
+        let listed = entries
+            .iter()
+            .any(|(p, _)| p == &format!("src/{module}.rs") || p == &format!("src/{module}/"));
+        assert!(listed, "src/{name} is missing from the README's Layout");
+    }
+}
