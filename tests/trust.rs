@@ -180,3 +180,49 @@ fn a_sweep_and_a_latency_study_say_which_points_cannot_be_trusted() {
         "{text}"
     );
 }
+
+#[test]
+fn a_check_on_a_busy_node_gives_no_verdict_but_shows_its_figures() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    if !two_cpus() {
+        return;
+    }
+    let _hog = Competitor::on(1);
+    // A peak no node reaches: the rates fall short, and the other work on
+    // CPU 1 is why, so there is no verdict (exit 2), not "unhealthy" (1).
+    let out = common::membw()
+        .args(["check", "--peak", "10TB/s", "--size", "8M", "--ntimes", "3"])
+        .args(["--budget", "1s", "--format", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("membw: error: could not check: CPU")
+            && stderr.contains("busy with other work")
+            && stderr.trim_end().ends_with("run it when the node is idle")
+            && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    let verdict: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(verdict["judged"], false, "{verdict}");
+    assert_eq!(verdict["healthy"], false);
+    assert!(
+        verdict["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("could not check")
+    );
+    assert!(
+        verdict["rates"][0]["gb_s"].as_f64().unwrap() > 0.0,
+        "{verdict}"
+    );
+    // --quiet keeps stdout empty: only an unhealthy verdict prints its table.
+    let out = common::membw()
+        .args(["check", "--peak", "10TB/s", "--size", "8M", "--ntimes", "3"])
+        .args(["--budget", "1s", "--quiet"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+}

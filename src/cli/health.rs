@@ -279,35 +279,40 @@ pub(crate) fn check(args: CheckArgs) -> Result<()> {
             ),
         });
     }
-    // Threads stopped by a CPU limit measure the limit: no verdict either way.
+    // Threads stopped by a CPU limit measure the limit, and rates that fell
+    // short while other work ran measure the other work: no verdict either
+    // way (a busy node is not a bad one). The figures are still shown.
     let throttled = crate::topology::cpu_throttled(&topo.root)
         .zip(throttled_before)
         .map(|(after, before)| after.saturating_sub(before))
         .filter(|d| !d.is_zero());
-    if let Some(d) = throttled {
-        return Err(Error::Usage(format!(
-            "could not check: a cgroup CPU limit (cpu.max) stopped its threads for {:.2} CPU-seconds during the check's {:.1} s, so its rates measure the limit, not the memory; run it outside the limit",
-            d.as_secs_f64(),
-            checked.elapsed.as_secs_f64()
-        )));
-    }
-    // Rates that fell short while other work ran measure the other work:
-    // no verdict either way (a busy node is not a bad one).
     let busy = checked
         .last
         .iter()
         .filter_map(|(_, m)| m.interference.as_ref())
-        .find(|i| i.busy);
-    if let Some(i) = busy.filter(|_| !checked.passed) {
-        return Err(Error::Usage(format!(
-            "could not check: {}; run it when the node is idle",
-            i.findings[0]
-                .trim_end_matches(crate::trust::Effect::Bandwidth.words())
-                .trim_end_matches(": ")
-        )));
-    }
-    let healthy = checked.passed && differences.is_empty();
-    let reason = if let Some(d) = differences.first() {
+        .find(|i| i.busy)
+        .filter(|_| !checked.passed);
+    let not_judged = if let Some(d) = throttled {
+        Some(format!(
+            "could not check: a cgroup CPU limit (cpu.max) stopped its threads for {:.2} CPU-seconds during the check's {:.1} s, so its rates measure the limit, not the memory; run it outside the limit",
+            d.as_secs_f64(),
+            checked.elapsed.as_secs_f64()
+        ))
+    } else {
+        busy.map(|i| {
+            format!(
+                "could not check: {}; run it when the node is idle",
+                i.findings[0]
+                    .trim_end_matches(crate::trust::Effect::Bandwidth.words())
+                    .trim_end_matches(": ")
+            )
+        })
+    };
+    let judged = not_judged.is_none();
+    let healthy = judged && checked.passed && differences.is_empty();
+    let reason = if let Some(why) = not_judged {
+        Some(why)
+    } else if let Some(d) = differences.first() {
         Some(d.clone())
     } else {
         rules::worst(&checked.findings)
@@ -330,6 +335,7 @@ pub(crate) fn check(args: CheckArgs) -> Result<()> {
         timestamp: crate::results::now(),
         host: crate::results::Host::describe(&topo),
         healthy,
+        judged,
         reason: if healthy { None } else { reason },
         against: match &args.baseline {
             Some(p) => format!("baseline {}", p.display()),
@@ -353,16 +359,20 @@ pub(crate) fn check(args: CheckArgs) -> Result<()> {
         notes,
         stability,
     };
-    if let Some(p) = &args.prom {
+    // A check that could not judge leaves the last verdict's metrics in
+    // place: their timestamp says how old they are.
+    if let Some(p) = args.prom.as_ref().filter(|_| judged) {
         write_atomic(p, crate::report::prom::check(&verdict).as_bytes())?;
     }
-    if !(args.quiet && healthy) {
+    // --quiet: only an unhealthy verdict prints its table (NHC's way).
+    if !(args.quiet && (healthy || !judged)) {
         print(&render_as(
             &args.format,
             &crate::report::export::Document::Check(&verdict),
         )?)?;
     }
     match verdict.reason {
+        Some(line) if !judged => Err(Error::Usage(line)),
         Some(line) if !healthy => Err(Error::Unhealthy(line)),
         _ => Ok(()),
     }

@@ -27,6 +27,8 @@ pub fn samples(doc: &Value, kernel: KernelId) -> Option<Vec<Sample>> {
         .as_secs_f64();
     let name = kernel.spec().name;
     let gb_s = match doc.get("kind").and_then(Value::as_str) {
+        // A check that could not judge measured something else.
+        Some("membw-check") if doc.get("judged").and_then(Value::as_bool) == Some(false) => None,
         Some("membw-check") => doc.get("rates")?.as_array()?.iter().find_map(|r| {
             (r.get("scope")?.as_str()? == "node" && r.get("kernel")?.as_str()? == name)
                 .then(|| r.get("gb_s")?.as_f64())?
@@ -196,6 +198,10 @@ mod tests {
             [s("n1", 86400.0, 80.0)]
         );
         assert_eq!(samples(&check, KernelId::Copy).unwrap(), []);
+        // A check that could not judge the node is a document without a sample.
+        let mut busy = check.clone();
+        busy["judged"] = Value::Bool(false);
+        assert_eq!(samples(&busy, KernelId::Triad).unwrap(), []);
         let run: Value = serde_json::json!({
             "tool": "membw", "timestamp": "1970-01-01T00:00:10Z", "host": {"hostname": "n2"},
             "measurement": {"results": [{"kernel": "triad", "best_rate_mb_s": 42000.0}]}

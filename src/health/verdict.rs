@@ -34,7 +34,11 @@ pub struct Verdict {
     pub timestamp: String,
     pub host: Host,
     pub healthy: bool,
-    /// The one line of an unhealthy verdict.
+    /// False when the check could not judge the node (other work on its
+    /// CPUs, a cgroup CPU limit): `healthy` is then false too, `reason`
+    /// says why, and the figures are what was measured.
+    pub judged: bool,
+    /// The one line of an unhealthy verdict, or why there is none.
     pub reason: Option<String>,
     /// `baseline FILE` or `symmetry`.
     pub against: String,

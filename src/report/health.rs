@@ -9,7 +9,11 @@ use std::fmt::Write;
 /// The verdict as text: a headline, the table, the differences and notes.
 pub fn check(v: &Verdict) -> String {
     let mut o = String::new();
-    let status = if v.healthy { "healthy" } else { "UNHEALTHY" };
+    let status = match (v.judged, v.healthy) {
+        (false, _) => "NOT JUDGED",
+        (true, true) => "healthy",
+        (true, false) => "UNHEALTHY",
+    };
     let _ = writeln!(
         o,
         "membw check: {status} · against {} · tolerance {:.0} % · {} in {:.1} s (budget {:.0} s)",
