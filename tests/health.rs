@@ -486,3 +486,38 @@ fn the_slurm_health_program_drains_an_unhealthy_node_with_membws_line() {
         "{args:?}"
     );
 }
+
+#[test]
+fn a_shortfall_on_a_virtual_machine_says_the_host_may_be_the_cause() {
+    // The captured VM's cpuinfo has the `hypervisor` flag.
+    let vm = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/live-vm");
+    let vm = vm.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join("b.json");
+    let b = b.to_str().unwrap();
+    let (code, _, err) = run(&[
+        "baseline",
+        "--sysroot",
+        vm,
+        "--fake-source",
+        "4",
+        "--rounds",
+        "1",
+        "-o",
+        b,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let check = ["check", "--sysroot", vm, "--baseline", b, "--budget", "1s"];
+    let (code, out, err) = run(&[&check[..], &["--fake-source", "3,delay=100ms"]].concat());
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "the drain reason stays one line: {err}"
+    );
+    assert!(out.contains("this is a virtual machine"), "{out}");
+    // A healthy VM gets no such note.
+    let (code, out, _) = run(&[&check[..], &["--fake-source", "4"]].concat());
+    assert_eq!(code, Some(0));
+    assert!(!out.contains("virtual machine"), "{out}");
+}
