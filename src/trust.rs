@@ -191,10 +191,7 @@ pub fn judge(
     window_s: f64,
     effect: Effect,
 ) -> Interference {
-    let measured = scope.measured;
-    let then = effect.words();
-    let mut cpus = Vec::new();
-    let (mut busy_here, mut busy_elsewhere, mut stolen) = (Vec::new(), Vec::new(), Vec::new());
+    let mut seen = Vec::new();
     for a in after {
         let Some(b) = before.iter().find(|b| b.cpu == a.cpu) else {
             continue;
@@ -207,29 +204,51 @@ pub fn judge(
         let other = busy.saturating_sub(own.get(&a.cpu).copied().unwrap_or(0));
         let steal = a.steal.saturating_sub(b.steal);
         let pct = |ticks: u64| ticks as f64 * 100.0 / total as f64;
-        let is_measured = measured.contains(&a.cpu);
-        let load = CpuLoad {
-            cpu: a.cpu,
-            measured: is_measured,
-            other_pct: pct(other),
-            steal_pct: pct(steal),
-        };
-        let threshold = if is_measured {
+        seen.push(Seen {
+            load: CpuLoad {
+                cpu: a.cpu,
+                measured: scope.measured.contains(&a.cpu),
+                other_pct: pct(other),
+                steal_pct: pct(steal),
+            },
+            other,
+            steal,
+        });
+    }
+    conclude(&seen, scope.elsewhere, window_s, effect)
+}
+
+/// One CPU over a window: its shares, and the ticks behind them (too few
+/// ticks are the counters' granularity, whatever the share).
+struct Seen {
+    load: CpuLoad,
+    other: u64,
+    steal: u64,
+}
+
+/// The findings on what each CPU saw.
+fn conclude(seen: &[Seen], elsewhere: bool, window_s: f64, effect: Effect) -> Interference {
+    let then = effect.words();
+    let mut cpus = Vec::new();
+    let (mut busy_here, mut busy_elsewhere, mut stolen) = (Vec::new(), Vec::new(), Vec::new());
+    for s in seen {
+        let load = s.load;
+        let threshold = if load.measured {
             OTHER_ON_MEASURED
         } else {
             OTHER_ELSEWHERE
         };
-        if other >= MIN_TICKS && load.other_pct >= threshold * 100.0 {
-            if is_measured {
+        if s.other >= MIN_TICKS && load.other_pct >= threshold * 100.0 {
+            if load.measured {
                 busy_here.push(load);
             } else {
                 busy_elsewhere.push(load);
             }
         }
-        if steal >= MIN_TICKS && load.steal_pct >= STEAL * 100.0 {
+        if s.steal >= MIN_TICKS && load.steal_pct >= STEAL * 100.0 {
             stolen.push(load);
         }
-        if is_measured || load.other_pct > 0.0 || load.steal_pct > 0.0 {
+        if load.measured || load.other_pct > 0.0 || load.steal_pct > 0.0 {
             cpus.push(load);
         }
     }
@@ -240,7 +259,7 @@ pub fn judge(
             were(&busy_here, |l| l.other_pct)
         ));
     }
-    if scope.elsewhere && !busy_elsewhere.is_empty() {
+    if elsewhere && !busy_elsewhere.is_empty() {
         findings.push(format!(
             "{} busy with other work during the run (not measured, but sharing the memory): {then}",
             were(&busy_elsewhere, |l| l.other_pct)
@@ -257,6 +276,69 @@ pub fn judge(
         cpus,
         busy: !findings.is_empty(),
         findings,
+    }
+}
+
+/// Many measurements' interference judged as one window, as a check's
+/// rounds are: each CPU's other work and steal summed over the windows, so
+/// a competitor shows even where each round is too short for the tick
+/// counters. Each window was taken while membw's threads were pinned and
+/// alive, so their time is already told apart. A window's figures are
+/// exact to a tick, and a share is never below zero, so a tick per window
+/// and CPU is left to granularity: summed, it would look like other work.
+#[derive(Debug)]
+pub struct Tally {
+    ticks_per_second: f64,
+    window_s: f64,
+    /// CPU → (measured in some window, other seconds, stolen seconds).
+    cpus: BTreeMap<usize, (bool, f64, f64)>,
+}
+
+impl Tally {
+    pub fn new(ticks_per_second: f64) -> Tally {
+        Tally {
+            ticks_per_second,
+            window_s: 0.0,
+            cpus: BTreeMap::new(),
+        }
+    }
+
+    pub fn add(&mut self, part: &Interference) {
+        let tick = 1.0 / self.ticks_per_second;
+        self.window_s += part.window_s;
+        for c in &part.cpus {
+            let beyond = |pct: f64| (pct / 100.0 * part.window_s - tick).max(0.0);
+            let e = self.cpus.entry(c.cpu).or_default();
+            e.0 |= c.measured;
+            e.1 += beyond(c.other_pct);
+            e.2 += beyond(c.steal_pct);
+        }
+    }
+
+    /// The findings over every window added; `elsewhere` as [`Scope`]'s.
+    pub fn judge(&self, elsewhere: bool, effect: Effect) -> Interference {
+        let pct = |s: f64| {
+            if self.window_s > 0.0 {
+                s * 100.0 / self.window_s
+            } else {
+                0.0
+            }
+        };
+        let seen: Vec<Seen> = self
+            .cpus
+            .iter()
+            .map(|(&cpu, &(measured, other_s, steal_s))| Seen {
+                load: CpuLoad {
+                    cpu,
+                    measured,
+                    other_pct: pct(other_s),
+                    steal_pct: pct(steal_s),
+                },
+                other: (other_s * self.ticks_per_second).round() as u64,
+                steal: (steal_s * self.ticks_per_second).round() as u64,
+            })
+            .collect();
+        conclude(&seen, elsewhere, self.window_s, effect)
     }
 }
 

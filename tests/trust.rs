@@ -225,4 +225,22 @@ fn a_check_on_a_busy_node_gives_no_verdict_but_shows_its_figures() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
+    // Nor is a baseline made: every later check of a slow node would pass.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("b.json");
+    let out = common::membw()
+        .args([
+            "baseline", "--size", "8M", "--ntimes", "3", "--rounds", "3", "-o",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("membw: error: could not make a baseline: CPU")
+            && stderr.contains("make it when the node is idle (nothing written)"),
+        "{stderr}"
+    );
+    assert!(!file.exists());
 }

@@ -94,7 +94,7 @@ pub(crate) fn baseline(args: BaselineArgs) -> Result<()> {
     let mut engine = Engine::new(&topo, source.as_mut(), None);
     let stop = stop_flag();
     let rounds = args.rounds as usize;
-    let scopes = check::measure_baseline(
+    let (scopes, interference) = check::measure_baseline(
         &mut engine,
         &jobs,
         rounds,
@@ -109,6 +109,13 @@ pub(crate) fn baseline(args: BaselineArgs) -> Result<()> {
                 super::common::signal_name(signal)
             ),
         });
+    }
+    // A baseline of a busy node would let every later check of a slow one pass.
+    if interference.busy {
+        return Err(Error::Usage(format!(
+            "could not make a baseline: {}; make it when the node is idle (nothing written)",
+            busy_cause(&interference)
+        )));
     }
     let host = crate::results::Host::describe(&topo);
     let baseline = Baseline {
@@ -128,6 +135,14 @@ pub(crate) fn baseline(args: BaselineArgs) -> Result<()> {
     print(&crate::report::health::baseline(&baseline))?;
     crate::say!("membw: baseline in {}", args.output.display());
     Ok(())
+}
+
+/// The first thing that kept the node busy, without its "results may be low".
+fn busy_cause(i: &crate::trust::Interference) -> &str {
+    i.findings.first().map_or("", |f| {
+        f.trim_end_matches(crate::trust::Effect::Bandwidth.words())
+            .trim_end_matches(": ")
+    })
 }
 
 /// `membw baseline --from FILE...`: one baseline for a partition.
@@ -286,12 +301,7 @@ pub(crate) fn check(args: CheckArgs) -> Result<()> {
         .zip(throttled_before)
         .map(|(after, before)| after.saturating_sub(before))
         .filter(|d| !d.is_zero());
-    let busy = checked
-        .last
-        .iter()
-        .filter_map(|(_, m)| m.interference.as_ref())
-        .find(|i| i.busy)
-        .filter(|_| !checked.passed);
+    let busy = Some(&checked.interference).filter(|i| i.busy && !checked.passed);
     let not_judged = if let Some(d) = throttled {
         Some(format!(
             "could not check: a cgroup CPU limit (cpu.max) stopped its threads for {:.2} CPU-seconds during the check's {:.1} s, so its rates measure the limit, not the memory; run it outside the limit",
@@ -302,9 +312,7 @@ pub(crate) fn check(args: CheckArgs) -> Result<()> {
         busy.map(|i| {
             format!(
                 "could not check: {}; run it when the node is idle",
-                i.findings[0]
-                    .trim_end_matches(crate::trust::Effect::Bandwidth.words())
-                    .trim_end_matches(": ")
+                busy_cause(i)
             )
         })
     };
@@ -363,6 +371,7 @@ pub(crate) fn check(args: CheckArgs) -> Result<()> {
         differences,
         notes,
         stability,
+        interference: checked.interference,
     };
     // A check that could not judge leaves the last verdict's metrics in
     // place: their timestamp says how old they are.

@@ -164,25 +164,28 @@ pub fn round(
     Ok(out)
 }
 
-/// `rounds` rounds, summarised per scope and kernel.
+/// `rounds` rounds, summarised per scope and kernel, with what other work
+/// ran meanwhile.
 pub fn measure_baseline(
     engine: &mut Engine,
     jobs: &[ScopeJob],
     rounds: usize,
     stop: &dyn Fn() -> bool,
     on_round: &mut dyn FnMut(usize),
-) -> Result<Vec<ScopeBaseline>> {
+) -> Result<(Vec<ScopeBaseline>, crate::trust::Interference)> {
     let mut per_round: Vec<Bests> = Vec::with_capacity(rounds);
+    let mut tally = crate::trust::Tally::new(crate::sys::ticks_per_second());
     for i in 0..rounds {
         if stop() {
             break;
         }
         let mut bests = Bests::new();
-        round(engine, jobs, &mut bests, &mut Balance::new())?;
+        let measured = round(engine, jobs, &mut bests, &mut Balance::new())?;
+        tally_round(&mut tally, &measured);
         per_round.push(bests);
         on_round(i + 1);
     }
-    Ok(jobs
+    let scopes = jobs
         .iter()
         .map(|job| ScopeBaseline {
             scope: job.scope,
@@ -202,7 +205,22 @@ pub fn measure_baseline(
                 })
                 .collect(),
         })
-        .collect())
+        .collect();
+    Ok((scopes, judge_tally(&tally)))
+}
+
+/// Adds a round's measurements to what other work was seen.
+fn tally_round(tally: &mut crate::trust::Tally, measured: &[(Scope, Measurement)]) {
+    for (_, m) in measured {
+        if let Some(i) = &m.interference {
+            tally.add(i);
+        }
+    }
+}
+
+/// Other work anywhere on the node counts: every scope shares its memory.
+fn judge_tally(tally: &crate::trust::Tally) -> crate::trust::Interference {
+    tally.judge(true, crate::trust::Effect::Bandwidth)
 }
 
 /// What a check is held against.
@@ -243,6 +261,9 @@ pub struct Checked {
     pub elapsed: Duration,
     /// The last round's measurements, for stability figures.
     pub last: Vec<(Scope, Measurement)>,
+    /// What else ran on the node over every round: one round can be too
+    /// short for the kernel's tick counters to see a competitor.
+    pub interference: crate::trust::Interference,
 }
 
 /// Rounds until every finding passes or the budget is spent.
@@ -255,17 +276,20 @@ pub fn check(
     stop: &dyn Fn() -> bool,
 ) -> Result<Checked> {
     let start = Instant::now();
+    let mut tally = crate::trust::Tally::new(crate::sys::ticks_per_second());
     let mut bests = Bests::new();
     let mut balance = Balance::new();
     let mut rounds = 0;
     loop {
         let began = Instant::now();
         let last = round(engine, jobs, &mut bests, &mut balance)?;
+        tally_round(&mut tally, &last);
         rounds += 1;
         let findings = reference.judge(&bests, &balance, tolerance);
         let next = rules::next(&findings, start.elapsed(), began.elapsed(), budget);
         if next != Next::Continue || stop() {
             return Ok(Checked {
+                interference: judge_tally(&tally),
                 passed: next == Next::Pass,
                 findings,
                 bests,

@@ -53,4 +53,6 @@ pub struct Verdict {
     pub differences: Vec<String>,
     pub notes: Vec<String>,
     pub stability: Vec<Stability>,
+    /// Other work and steal on the node over the whole check.
+    pub interference: crate::trust::Interference,
 }

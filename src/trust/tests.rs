@@ -189,3 +189,58 @@ fn snapshots_of_this_process_judge_without_error() {
     let i = start.until(&end, Scope::node(&[0]), 0, Effect::Latency);
     assert!(i.window_s >= 0.0);
 }
+
+/// A window in which CPU 1 (measured or not) was `other` % busy.
+fn window(window_s: f64, cpu1_measured: bool, other: f64) -> Interference {
+    Interference {
+        window_s,
+        cpus: vec![
+            CpuLoad {
+                cpu: 0,
+                measured: true,
+                other_pct: 0.0,
+                steal_pct: 0.0,
+            },
+            CpuLoad {
+                cpu: 1,
+                measured: cpu1_measured,
+                other_pct: other,
+                steal_pct: 0.0,
+            },
+        ],
+        findings: Vec::new(),
+        busy: false,
+    }
+}
+
+#[test]
+fn a_tally_of_short_windows_sees_what_no_single_window_could() {
+    // 2 ticks of other work in one 40 ms window is under the granularity;
+    // twenty such rounds are 40 ticks, half of CPU 1's time, of which a
+    // tick per window is left to granularity: at least a quarter.
+    let mut tally = Tally::new(100.0);
+    tally.add(&window(0.04, true, 50.0));
+    assert!(!tally.judge(true, Effect::Bandwidth).busy);
+    for _ in 1..20 {
+        tally.add(&window(0.04, true, 50.0));
+    }
+    let i = tally.judge(true, Effect::Bandwidth);
+    assert!(i.busy);
+    assert_eq!(
+        i.findings,
+        ["CPU 1 was 25 % busy with other work during the run: results may be low"]
+    );
+    assert!((i.window_s - 0.8).abs() < 1e-9);
+    // One-second windows: under a tenth on a measured CPU and a quarter
+    // elsewhere is quiet, over it is not, less a tick per window.
+    for (measured, other, busy) in [(true, 8.0, false), (false, 20.0, false), (true, 12.0, true)] {
+        let mut tally = Tally::new(100.0);
+        for _ in 0..5 {
+            tally.add(&window(1.0, measured, other));
+        }
+        let i = tally.judge(true, Effect::Bandwidth);
+        assert_eq!(i.busy, busy, "{other} %: {:?}", i.findings);
+        let seen = i.cpus.iter().find(|c| c.cpu == 1).unwrap();
+        assert!((seen.other_pct - (other - 1.0)).abs() < 1e-9, "{seen:?}");
+    }
+}
