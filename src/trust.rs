@@ -132,6 +132,11 @@ pub struct CpuLoad {
     pub other_pct: f64,
     /// Percent of the CPU's time the hypervisor stole.
     pub steal_pct: f64,
+    /// Busy ticks less membw's own, below zero where the two counters
+    /// disagree by a tick: a [`Tally`] sums these, so that such noise
+    /// cancels instead of adding up as other work.
+    #[serde(skip)]
+    pub other_ticks: i64,
 }
 
 impl Interference {
@@ -201,7 +206,8 @@ pub fn judge(
             continue;
         }
         let busy = a.busy.saturating_sub(b.busy);
-        let other = busy.saturating_sub(own.get(&a.cpu).copied().unwrap_or(0));
+        let own = own.get(&a.cpu).copied().unwrap_or(0);
+        let other = busy.saturating_sub(own);
         let steal = a.steal.saturating_sub(b.steal);
         let pct = |ticks: u64| ticks as f64 * 100.0 / total as f64;
         seen.push(Seen {
@@ -210,6 +216,7 @@ pub fn judge(
                 measured: scope.measured.contains(&a.cpu),
                 other_pct: pct(other),
                 steal_pct: pct(steal),
+                other_ticks: busy as i64 - own as i64,
             },
             other,
             steal,
@@ -283,16 +290,21 @@ fn conclude(seen: &[Seen], elsewhere: bool, window_s: f64, effect: Effect) -> In
 /// rounds are: each CPU's other work and steal summed over the windows, so
 /// a competitor shows even where each round is too short for the tick
 /// counters. Each window was taken while membw's threads were pinned and
-/// alive, so their time is already told apart. A window's figures are
-/// exact to a tick, and a share is never below zero, so a tick per window
-/// and CPU is left to granularity: summed, it would look like other work.
+/// alive, so their time is already told apart; other work is summed with
+/// its sign, because each window's share, clipped at zero, would add the
+/// counters' one-tick disagreements up as other work. membw's own time is
+/// read in whole ticks, rounded down, so a quarter tick per window and CPU
+/// is left to that (quiet 15 ms rounds here read 4-13 % other work without).
 #[derive(Debug)]
 pub struct Tally {
     ticks_per_second: f64,
     window_s: f64,
-    /// CPU → (measured in some window, other seconds, stolen seconds).
-    cpus: BTreeMap<usize, (bool, f64, f64)>,
+    /// CPU → (measured in some window, other ticks, windows, stolen seconds).
+    cpus: BTreeMap<usize, (bool, i64, u32, f64)>,
 }
+
+/// The ticks per window and CPU a tally leaves to rounding.
+const TALLY_ALLOWANCE: f64 = 0.25;
 
 impl Tally {
     pub fn new(ticks_per_second: f64) -> Tally {
@@ -304,14 +316,13 @@ impl Tally {
     }
 
     pub fn add(&mut self, part: &Interference) {
-        let tick = 1.0 / self.ticks_per_second;
         self.window_s += part.window_s;
         for c in &part.cpus {
-            let beyond = |pct: f64| (pct / 100.0 * part.window_s - tick).max(0.0);
             let e = self.cpus.entry(c.cpu).or_default();
             e.0 |= c.measured;
-            e.1 += beyond(c.other_pct);
-            e.2 += beyond(c.steal_pct);
+            e.1 += c.other_ticks;
+            e.2 += 1;
+            e.3 += c.steal_pct / 100.0 * part.window_s;
         }
     }
 
@@ -327,15 +338,19 @@ impl Tally {
         let seen: Vec<Seen> = self
             .cpus
             .iter()
-            .map(|(&cpu, &(measured, other_s, steal_s))| Seen {
-                load: CpuLoad {
-                    cpu,
-                    measured,
-                    other_pct: pct(other_s),
-                    steal_pct: pct(steal_s),
-                },
-                other: (other_s * self.ticks_per_second).round() as u64,
-                steal: (steal_s * self.ticks_per_second).round() as u64,
+            .map(|(&cpu, &(measured, other_ticks, windows, steal_s))| {
+                let other = (other_ticks as f64 - TALLY_ALLOWANCE * windows as f64).max(0.0);
+                Seen {
+                    load: CpuLoad {
+                        cpu,
+                        measured,
+                        other_pct: pct(other / self.ticks_per_second),
+                        steal_pct: pct(steal_s),
+                        other_ticks,
+                    },
+                    other: other as u64,
+                    steal: (steal_s * self.ticks_per_second).round() as u64,
+                }
             })
             .collect();
         conclude(&seen, elsewhere, self.window_s, effect)

@@ -191,7 +191,9 @@ fn a_check_on_a_busy_node_gives_no_verdict_but_shows_its_figures() {
     // A peak no node reaches: the rates fall short, and the other work on
     // CPU 1 is why, so there is no verdict (exit 2), not "unhealthy" (1).
     let out = common::membw()
-        .args(["check", "--peak", "10TB/s", "--size", "8M", "--ntimes", "3"])
+        .args([
+            "check", "--peak", "10TB/s", "--size", "32M", "--ntimes", "3",
+        ])
         .args(["--budget", "1s", "--format", "json"])
         .output()
         .unwrap();
@@ -219,18 +221,21 @@ fn a_check_on_a_busy_node_gives_no_verdict_but_shows_its_figures() {
     );
     // --quiet keeps stdout empty: only an unhealthy verdict prints its table.
     let out = common::membw()
-        .args(["check", "--peak", "10TB/s", "--size", "8M", "--ntimes", "3"])
+        .args([
+            "check", "--peak", "10TB/s", "--size", "32M", "--ntimes", "3",
+        ])
         .args(["--budget", "1s", "--quiet"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
     // Nor is a baseline made: every later check of a slow node would pass.
+    // Its rounds are few, so each is made long enough to count ticks in.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("b.json");
     let out = common::membw()
         .args([
-            "baseline", "--size", "8M", "--ntimes", "3", "--rounds", "3", "-o",
+            "baseline", "--size", "32M", "--ntimes", "5", "--rounds", "2", "-o",
         ])
         .arg(&file)
         .output()
