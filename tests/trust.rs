@@ -219,19 +219,27 @@ fn a_check_on_a_busy_node_gives_no_verdict_but_shows_its_figures() {
         verdict["rates"][0]["gb_s"].as_f64().unwrap() > 0.0,
         "{verdict}"
     );
-    // --quiet keeps stdout empty: only an unhealthy verdict prints its table.
+    // --quiet keeps stdout empty: only an unhealthy verdict prints its table;
+    // --prom leaves the last verdict's metrics as they were.
+    let dir = tempfile::tempdir().unwrap();
+    let prom = dir.path().join("membw.prom");
+    std::fs::write(&prom, "membw_check_healthy 1\n").unwrap();
     let out = common::membw()
         .args([
             "check", "--peak", "10TB/s", "--size", "32M", "--ntimes", "3",
         ])
-        .args(["--budget", "1s", "--quiet"])
+        .args(["--budget", "1s", "--quiet", "--prom"])
+        .arg(&prom)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
+    assert_eq!(
+        std::fs::read_to_string(&prom).unwrap(),
+        "membw_check_healthy 1\n"
+    );
     // Nor is a baseline made: every later check of a slow node would pass.
     // Its rounds are few, so each is made long enough to count ticks in.
-    let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("b.json");
     let out = common::membw()
         .args([
