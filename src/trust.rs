@@ -134,7 +134,8 @@ pub struct CpuLoad {
     pub steal_pct: f64,
     /// Busy ticks less membw's own, below zero where the two counters
     /// disagree by a tick: a [`Tally`] sums these, so that such noise
-    /// cancels instead of adding up as other work.
+    /// cancels instead of adding up as other work (a tally's own result
+    /// holds the sum, less what it leaves to rounding).
     #[serde(skip)]
     pub other_ticks: i64,
 }
@@ -218,18 +219,17 @@ pub fn judge(
                 steal_pct: pct(steal),
                 other_ticks: busy as i64 - own as i64,
             },
-            other,
             steal,
         });
     }
     conclude(&seen, scope.elsewhere, window_s, effect)
 }
 
-/// One CPU over a window: its shares, and the ticks behind them (too few
-/// ticks are the counters' granularity, whatever the share).
+/// One CPU over a window: its shares, and the stolen ticks behind them
+/// (the other ticks are in the load); too few ticks are the counters'
+/// granularity, whatever the share.
 struct Seen {
     load: CpuLoad,
-    other: u64,
     steal: u64,
 }
 
@@ -245,7 +245,7 @@ fn conclude(seen: &[Seen], elsewhere: bool, window_s: f64, effect: Effect) -> In
         } else {
             OTHER_ELSEWHERE
         };
-        if s.other >= MIN_TICKS && load.other_pct >= threshold * 100.0 {
+        if load.other_ticks >= MIN_TICKS as i64 && load.other_pct >= threshold * 100.0 {
             if load.measured {
                 busy_here.push(load);
             } else {
@@ -346,9 +346,8 @@ impl Tally {
                         measured,
                         other_pct: pct(other / self.ticks_per_second),
                         steal_pct: pct(steal_s),
-                        other_ticks,
+                        other_ticks: other as i64,
                     },
-                    other: other as u64,
                     steal: (steal_s * self.ticks_per_second).round() as u64,
                 }
             })
