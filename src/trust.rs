@@ -146,6 +146,17 @@ impl Interference {
         self.findings.is_empty()
     }
 
+    /// The first finding without its last words (`CPU 1 was 38 % busy
+    /// with other work during the run`), for a line that says instead what
+    /// the interference stopped.
+    pub fn cause(&self) -> Option<&str> {
+        let first = self.findings.first()?;
+        let cause = [Effect::Bandwidth, Effect::Latency]
+            .iter()
+            .find_map(|e| first.strip_suffix(e.words())?.strip_suffix(": "));
+        Some(cause.unwrap_or(first))
+    }
+
     /// The line for people when the run was clean.
     pub fn quiet_line(&self) -> String {
         let measured: Vec<usize> = self

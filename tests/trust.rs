@@ -190,11 +190,12 @@ fn a_check_on_a_busy_node_gives_no_verdict_but_shows_its_figures() {
     let _hog = Competitor::on(1);
     // A peak no node reaches: the rates fall short, and the other work on
     // CPU 1 is why, so there is no verdict (exit 2), not "unhealthy" (1).
+    let check = [
+        "check", "--peak", "10TB/s", "--size", "32M", "--ntimes", "3", "--budget", "1s",
+    ];
     let out = common::membw()
-        .args([
-            "check", "--peak", "10TB/s", "--size", "32M", "--ntimes", "3",
-        ])
-        .args(["--budget", "1s", "--format", "json"])
+        .args(check)
+        .args(["--format", "json"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -225,10 +226,8 @@ fn a_check_on_a_busy_node_gives_no_verdict_but_shows_its_figures() {
     let prom = dir.path().join("membw.prom");
     std::fs::write(&prom, "membw_check_healthy 1\n").unwrap();
     let out = common::membw()
-        .args([
-            "check", "--peak", "10TB/s", "--size", "32M", "--ntimes", "3",
-        ])
-        .args(["--budget", "1s", "--quiet", "--prom"])
+        .args(check)
+        .args(["--quiet", "--prom"])
         .arg(&prom)
         .output()
         .unwrap();

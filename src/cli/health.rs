@@ -114,7 +114,7 @@ pub(crate) fn baseline(args: BaselineArgs) -> Result<()> {
     if interference.busy {
         return Err(Error::Usage(format!(
             "could not make a baseline: {}; make it when the node is idle (nothing written)",
-            busy_cause(&interference)
+            interference.cause().unwrap_or_default()
         )));
     }
     let host = crate::results::Host::describe(&topo);
@@ -135,14 +135,6 @@ pub(crate) fn baseline(args: BaselineArgs) -> Result<()> {
     print(&crate::report::health::baseline(&baseline))?;
     crate::say!("membw: baseline in {}", args.output.display());
     Ok(())
-}
-
-/// The first thing that kept the node busy, without its "results may be low".
-fn busy_cause(i: &crate::trust::Interference) -> &str {
-    i.findings.first().map_or("", |f| {
-        f.trim_end_matches(crate::trust::Effect::Bandwidth.words())
-            .trim_end_matches(": ")
-    })
 }
 
 /// `membw baseline --from FILE...`: one baseline for a partition.
@@ -312,7 +304,7 @@ pub(crate) fn check(args: CheckArgs) -> Result<()> {
         busy.map(|i| {
             format!(
                 "could not check: {}; run it when the node is idle",
-                busy_cause(i)
+                i.cause().unwrap_or_default()
             )
         })
     };

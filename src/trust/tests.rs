@@ -157,6 +157,33 @@ fn several_busy_cpus_share_one_line_with_the_range() {
         i.findings,
         vec!["CPUs 0-1 were 20-50 % busy with other work during the run: results may be low"]
     );
+    assert_eq!(
+        i.cause(),
+        Some("CPUs 0-1 were 20-50 % busy with other work during the run")
+    );
+}
+
+#[test]
+fn the_cause_is_the_first_finding_without_its_last_words() {
+    let with = |findings: &[&str]| Interference {
+        window_s: 1.0,
+        cpus: Vec::new(),
+        findings: findings.iter().map(|f| f.to_string()).collect(),
+        busy: !findings.is_empty(),
+    };
+    assert_eq!(with(&[]).cause(), None);
+    assert_eq!(
+        with(&["the hypervisor took 30 % of CPU 0's time (steal): latencies may be high"]).cause(),
+        Some("the hypervisor took 30 % of CPU 0's time (steal)")
+    );
+    // The parenthesis's colon stays; only the last words go.
+    let elsewhere =
+        "CPU 1 was 40 % busy with other work during the run (not measured, but sharing the memory)";
+    assert_eq!(
+        with(&[&format!("{elsewhere}: results may be low"), "later"]).cause(),
+        Some(elsewhere)
+    );
+    assert_eq!(with(&["no last words"]).cause(), Some("no last words"));
 }
 
 #[test]
