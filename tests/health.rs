@@ -190,7 +190,10 @@ fn bad_input_is_one_line_and_exit_2_with_nothing_written() {
         &["--baseline", &file("corrupt.json", "{\"kind\": \"membw-b")],
         "not JSON",
     );
-    check(&["--baseline", &file("empty.json", "")], "no records");
+    check(
+        &["--baseline", &file("empty.json", "")],
+        "empty, not a membw baseline",
+    );
     let newer = text.replacen("\"schema_version\": 1", "\"schema_version\": 9", 1);
     check(
         &["--baseline", &file("newer.json", &newer)],

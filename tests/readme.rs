@@ -98,8 +98,9 @@ fn readme_and_guide_examples_run_verbatim() {
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/bash\nextra=()\ncase \"$1\" in run|sweep|tune|baseline|check) extra=(--fake-source 4); \
-             [[ \" $* \" == *' --size '* ]] || extra+=(--size 1M);; esac\n\
+            "#!/bin/bash\nextra=()\ncase \"$1\" in run|sweep|tune) extra=(--fake-source 4); \
+             [[ \" $* \" == *' --size '* ]] || extra+=(--size 1M);; \
+             baseline|check) extra=(--fake-source 4);; esac\n\
              # `sweep --resume FILE` alone continues the file's study, fake source and size included.\n\
              [[ \"$1 $2\" == 'sweep --resume' && $# == 3 ]] && extra=()\n\
              exec {} \"$@\" \"${{extra[@]}}\"\n",

@@ -33,7 +33,7 @@ fn the_reframe_tests_take_their_references_from_a_baseline() {
         .unwrap();
     let baseline = dir.path().join("baseline.json");
     let made = Command::new(&wrapper)
-        .args(["baseline", "--rounds", "2", "--size", "1M", "-o"])
+        .args(["baseline", "--rounds", "2", "-o"])
         .arg(&baseline)
         .output()
         .unwrap();

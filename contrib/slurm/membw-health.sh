@@ -11,8 +11,9 @@ membw=${MEMBW:-/usr/local/bin/membw}
 baseline=${MEMBW_BASELINE:-/etc/membw/baseline.json}
 # The one line is on stderr; the table (stdout) is not wanted in a reason.
 reason=$("$membw" check --baseline "$baseline" --quiet --budget "${MEMBW_BUDGET:-40s}" 2>&1 >/dev/null)
-case $? in
+rc=$?
+case $rc in
   0) exit 0 ;;
   1) scontrol update nodename="$(hostname -s)" state=drain reason="${reason#membw: }" ;;
-  *) logger -t membw-health "could not check: $reason" ;;
+  *) logger -t membw-health "no verdict (exit $rc): ${reason#membw: error: }" ;;
 esac

@@ -127,16 +127,23 @@ pub(crate) fn read_document(path: &Path) -> Result<Document> {
     Ok(read.document)
 }
 
-/// A file the user named that cannot be read: their input (exit 2), unless
-/// the system failed to read a file that is there (exit 1).
+/// A file the user named that cannot be opened or read: their input (exit
+/// 2) where the path is at fault (missing, not a directory on the way, a
+/// link loop, no permission, read-only), unless the system failed to read
+/// a file that is there (exit 1).
 pub(crate) fn input_file_error(e: FileError) -> Error {
     use std::io::ErrorKind;
     match &e {
         FileError::Io(_, io)
-            if !matches!(
+            if !(matches!(
                 io.kind(),
-                ErrorKind::NotFound | ErrorKind::PermissionDenied | ErrorKind::IsADirectory
-            ) =>
+                ErrorKind::NotFound
+                    | ErrorKind::PermissionDenied
+                    | ErrorKind::IsADirectory
+                    | ErrorKind::NotADirectory
+                    | ErrorKind::ReadOnlyFilesystem
+                    | ErrorKind::InvalidFilename
+            ) || io.raw_os_error() == Some(libc::ELOOP)) =>
         {
             Error::Runtime(e.to_string())
         }
@@ -212,21 +219,20 @@ pub(crate) fn write_plots(dir: &Path, plots: &[crate::report::Plot], png: bool) 
 }
 
 /// Refuses, before anything is measured, an output the command could not
-/// write at the end: an existing baseline, or a directory that is missing
-/// or not writable.
+/// write at the end: an existing baseline, anything but a regular file
+/// (`--prom /dev/null` as root would otherwise turn the device into a
+/// file), or a directory that is missing or not writable.
 pub(crate) fn check_writable(path: &Path, flag: &str, replace: bool) -> Result<()> {
-    if !replace && path.exists() {
+    let target = regular_destination(path, flag)?;
+    if !replace && target.exists() {
         return Err(Error::Usage(format!(
             "{flag} {}: already exists; remove it or choose another file",
             path.display()
         )));
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = parent_dir(&target);
     let probe = dir.join(format!(".membw-probe-{}", std::process::id()));
-    match std::fs::File::create(&probe) {
+    match create_new(&probe) {
         Ok(_) => {
             let _ = std::fs::remove_file(&probe);
             Ok(())
@@ -239,26 +245,89 @@ pub(crate) fn check_writable(path: &Path, flag: &str, replace: bool) -> Result<(
     }
 }
 
+/// Where a file written by replacement goes: `path` itself, or the file a
+/// symbolic link at `path` names (the link is kept). Anything there that
+/// is not a regular file (a device, a FIFO, a socket, a directory) is
+/// refused: replacing it would destroy it.
+pub(crate) fn regular_destination(path: &Path, flag: &str) -> Result<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => match std::fs::canonicalize(path) {
+            Ok(t) => t,
+            // A dangling link: the new file takes the link's place.
+            Err(_) => return Ok(path.to_path_buf()),
+        },
+        _ => path.to_path_buf(),
+    };
+    let kind = match std::fs::metadata(&target) {
+        Ok(m) if m.is_file() => return Ok(target),
+        Err(_) => return Ok(target),
+        Ok(m) => {
+            let t = m.file_type();
+            if t.is_dir() {
+                "a directory"
+            } else if t.is_char_device() {
+                "a character device"
+            } else if t.is_block_device() {
+                "a block device"
+            } else if t.is_fifo() {
+                "a FIFO"
+            } else if t.is_socket() {
+                "a socket"
+            } else {
+                "not a regular file"
+            }
+        }
+    };
+    Err(Error::Usage(format!(
+        "{flag} {}: is {kind}, not a regular file; give the path of a file to write",
+        path.display()
+    )))
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// A new file, never one that is there already (nor whatever a link at
+/// that name points to).
+fn create_new(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+}
+
 /// Replaces `path` at once with `bytes`: written to a temporary file in
 /// the same directory, flushed, then renamed over it, so that a reader
 /// (node_exporter, a health checker) never sees half a file, and a crash
-/// leaves the old one.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+/// leaves the old one. Only a regular file is ever replaced (through a
+/// link, the file it names): what is at `path` is looked at again just
+/// before the rename, since the measurement took time. `flag` names the
+/// destination in the error.
+pub(crate) fn write_atomic(path: &Path, flag: &str, bytes: &[u8]) -> Result<()> {
     use std::io::Write as _;
-    let name = path
+    let target = regular_destination(path, flag)?;
+    let name = target
         .file_name()
         .map_or("membw".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
-    let fail = |e: std::io::Error| Error::Runtime(format!("{}: {e}", path.display()));
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+    let tmp = target.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
+    let fail = |e: std::io::Error| Error::Runtime(format!("{flag} {}: {e}", path.display()));
+    let written = create_new(&tmp).and_then(|mut f| {
         f.write_all(bytes)?;
         f.sync_all()
     });
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
+    let replaced = written.map_err(fail).and_then(|()| {
+        regular_destination(path, flag)?;
+        std::fs::rename(&tmp, &target).map_err(fail)
+    });
+    if replaced.is_err() {
         let _ = std::fs::remove_file(&tmp);
-        return Err(fail(e));
     }
-    Ok(())
+    replaced
 }
 
 /// Writes a file the user asked for; a failure names it (exit 1).

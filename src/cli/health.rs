@@ -11,9 +11,10 @@ use crate::engine::{Engine, Source};
 use crate::error::{Error, Result};
 use crate::health::rules::{self, Difference};
 use crate::health::verdict::{Rate, Stability, Verdict};
-use crate::health::{BASELINE_KIND, BASELINE_SCHEMA, Baseline, Identity, Protocol};
+use crate::health::{BASELINE_KIND, BASELINE_SCHEMA, Baseline, BaselineError, Identity, Protocol};
 use crate::plan::Measure;
 use crate::results::cv;
+use crate::results::file::FileError;
 use crate::topology::Topology;
 use crate::units::ArraySize;
 use clap::Args;
@@ -74,6 +75,11 @@ pub(crate) struct BaselineArgs {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
     rounds: u32,
 
+    /// Write the baseline even when other work ran on the node (a shared node or VM that is
+    /// never idle): it records what ran, and every check against it says so
+    #[arg(long)]
+    allow_busy: bool,
+
     /// Measure nothing: make a partition's baseline from these nodes' baselines (the median
     /// node per scope and kernel, with the spread across nodes)
     #[arg(long, num_args = 1.., value_name = "FILE")]
@@ -83,10 +89,17 @@ pub(crate) struct BaselineArgs {
     protocol: ProtocolArgs,
 }
 
+/// `membw baseline`. Exit 1 only where the node was measured and found
+/// unhealthy (its kernels computed wrong results); whatever kept it from
+/// making a baseline is exit 2 (see [`not_judged`]).
 pub(crate) fn baseline(args: BaselineArgs) -> Result<()> {
+    make_baseline(&args).map_err(|e| not_judged(e, "could not make a baseline"))
+}
+
+fn make_baseline(args: &BaselineArgs) -> Result<()> {
     check_writable(&args.output, "--output", false)?;
     if !args.from.is_empty() {
-        return fleet_baseline(&args);
+        return fleet_baseline(args);
     }
     let topo = args.protocol.topology()?;
     let jobs = check::scope_jobs(&topo, &args.protocol.measure())?;
@@ -110,10 +123,11 @@ pub(crate) fn baseline(args: BaselineArgs) -> Result<()> {
             ),
         });
     }
-    // A baseline of a busy node would let every later check of a slow one pass.
-    if interference.busy {
+    // A baseline of a busy node would let every later check of a slow one
+    // pass: only where the admin says the node is never idle.
+    if interference.busy && !args.allow_busy {
         return Err(Error::Usage(format!(
-            "could not make a baseline: {}; make it when the node is idle (nothing written)",
+            "could not make a baseline: {}; make it when the node is idle, or give --allow-busy where it never is (nothing written)",
             interference.cause().unwrap_or_default()
         )));
     }
@@ -129,9 +143,10 @@ pub(crate) fn baseline(args: BaselineArgs) -> Result<()> {
             kernels: args.protocol.kernels.0.clone(),
         },
         scopes,
+        interference: Some(interference),
     };
     let json = crate::report::json::pretty(&baseline)?;
-    write_atomic(&args.output, json.as_bytes())?;
+    write_atomic(&args.output, "--output", json.as_bytes())?;
     print(&crate::report::health::baseline(&baseline))?;
     crate::say!("membw: baseline in {}", args.output.display());
     Ok(())
@@ -151,6 +166,7 @@ fn fleet_baseline(args: &BaselineArgs) -> Result<()> {
         .map_err(|e| Error::Usage(format!("--from: {e}")))?;
     write_atomic(
         &args.output,
+        "--output",
         crate::report::json::pretty(&baseline)?.as_bytes(),
     )?;
     print(&crate::report::health::baseline(&baseline))?;
@@ -160,6 +176,17 @@ fn fleet_baseline(args: &BaselineArgs) -> Result<()> {
         args.output.display()
     );
     Ok(())
+}
+
+/// Exit 1 means "measured, and unhealthy": a site drains the node on it.
+/// Everything else that ends `baseline` or `check` early (a file that
+/// cannot be read or written, a system call refused, stdout gone) is exit
+/// 2, `doing` saying what could not be done; signals keep their codes.
+fn not_judged(e: Error, doing: &str) -> Error {
+    match e {
+        Error::Runtime(m) | Error::Validation(m) => Error::Usage(format!("{doing}: {m}")),
+        other => other,
+    }
 }
 
 #[derive(Args, Debug)]
@@ -208,16 +235,120 @@ fn parse_budget(text: &str) -> std::result::Result<Duration, String> {
     Ok(d)
 }
 
-/// Reads a baseline file: one line naming the flag and what is wrong
-/// with the file, exit 2.
+/// Reads a baseline file. Whatever keeps it from being read or used is
+/// one line naming the flag and the file (exit 2): a check that cannot
+/// read its baseline has not judged the node.
 fn read_baseline(path: &Path, flag: &str) -> Result<Baseline> {
-    let bytes = crate::results::file::read_regular(path, 16 << 20)
-        .map_err(|e| super::common::input_file_error(e).prefixed(&format!("{flag} ")))?;
+    let bytes = crate::results::file::read_regular(path, 16 << 20).map_err(|e| match e {
+        FileError::Empty(_) => Error::Usage(format!(
+            "{flag} {}: empty, not a membw baseline; make one with membw baseline -o FILE",
+            path.display()
+        )),
+        other => Error::Usage(format!("{flag} {other}")),
+    })?;
     let text = String::from_utf8_lossy(&bytes);
-    Baseline::parse(&text).map_err(|e| Error::Usage(format!("{flag} {}: {e}", path.display())))
+    Baseline::parse(&text).map_err(|e| baseline_error(path, &e))
 }
 
+/// A baseline that cannot be used, as one line naming the file and the
+/// field: `b.json: scopes[0].elements is 0; make a new baseline ...`.
+fn baseline_error(path: &Path, e: &BaselineError) -> Error {
+    let remedy = match e {
+        BaselineError::NotABaseline(_) => "",
+        BaselineError::Field { .. } => "; make a new baseline with membw baseline -o FILE",
+    };
+    Error::Usage(format!("{}: {e}{remedy}", path.display()))
+}
+
+/// `membw check`. Exit 0 healthy, 1 measured and unhealthy, 2 could not
+/// judge (bad input, unreadable baseline, busy or limited node, nothing to
+/// compare with, a failure of the system or of an output).
 pub(crate) fn check(args: CheckArgs) -> Result<()> {
+    run_check(&args).map_err(|e| not_judged(e, "could not check"))
+}
+
+/// What the node is held against, with the scopes measured for it.
+struct CheckPlan<'a> {
+    jobs: Vec<check::ScopeJob>,
+    reference: Reference<'a>,
+    /// The reference in words, for the verdict.
+    against: String,
+    /// Findings on the hardware against the baseline's.
+    differences: Vec<String>,
+    notes: Vec<String>,
+}
+
+/// The reference a check is held against and the scopes it measures;
+/// exit 2 where the baseline is for another kind of node, or where there
+/// is nothing to compare with.
+fn plan_check<'a>(
+    args: &CheckArgs,
+    topo: &Topology,
+    baseline: Option<&'a Baseline>,
+) -> Result<CheckPlan<'a>> {
+    let measure = args.protocol.measure();
+    if let (Some(b), Some(path)) = (baseline, args.baseline.as_deref()) {
+        let (mut differences, mut notes) = (Vec::new(), Vec::new());
+        for d in rules::compare_identity(&b.identity, &Identity::of(topo)) {
+            match d {
+                Difference::OtherNode(what) => {
+                    return Err(Error::Usage(format!(
+                        "--baseline {}: made on another kind of node: {what}",
+                        path.display()
+                    )));
+                }
+                Difference::Degraded(what) => differences.push(what),
+                Difference::Note(what) => notes.push(what),
+            }
+        }
+        let jobs = check::baseline_jobs(topo, b, &measure).map_err(|e| baseline_error(path, &e))?;
+        return Ok(CheckPlan {
+            jobs,
+            reference: Reference::Baseline(b),
+            against: format!("baseline {}", path.display()),
+            differences,
+            notes,
+        });
+    }
+    let jobs = check::scope_jobs(topo, &measure)?;
+    let domains = jobs.len() >= 2;
+    let mut notes = Vec::new();
+    let peak = crate::peak::estimate(topo, &args.peak.request())
+        .ok_or_else(|| "the theoretical peak of this node is unknown".to_string())
+        .and_then(|p| rules::peak_to_judge(&p, check::share_of_sockets(topo)));
+    let peak_gb_s = match peak {
+        Ok(gb_s) => Some(gb_s),
+        Err(why) if domains => {
+            notes.push(format!(
+                "not held against the theoretical peak: {why} (--peak gives theirs)"
+            ));
+            None
+        }
+        Err(why) => {
+            return Err(Error::Usage(format!(
+                "no baseline and nothing to compare against: one NUMA domain, and {why}; make a baseline with membw baseline -o FILE and pass --baseline FILE (or give this node's own --peak)"
+            )));
+        }
+    };
+    let share = format!("{:.0} % of the theoretical peak", args.peak_share * 100.0);
+    let against = match (domains, peak_gb_s) {
+        (true, Some(_)) => format!("the other NUMA domains and {share}"),
+        (true, None) => "the other NUMA domains".into(),
+        (false, _) => share,
+    };
+    Ok(CheckPlan {
+        jobs,
+        reference: Reference::Symmetry {
+            peak_gb_s,
+            share: args.peak_share,
+        },
+        against,
+        differences: Vec::new(),
+        notes,
+    })
+}
+
+fn run_check(args: &CheckArgs) -> Result<()> {
     check_format(&args.format, "check")?;
     if let Some(p) = &args.prom {
         check_writable(p, "--prom", true)?;
@@ -228,51 +359,16 @@ pub(crate) fn check(args: CheckArgs) -> Result<()> {
         .as_deref()
         .map(|p| read_baseline(p, "--baseline"))
         .transpose()?;
-    let here = Identity::of(&topo);
-    let mut differences = Vec::new();
-    let mut notes = Vec::new();
-    if let Some(b) = &baseline {
-        for d in rules::compare_identity(&b.identity, &here) {
-            match d {
-                Difference::OtherNode(what) => {
-                    return Err(Error::Usage(format!(
-                        "--baseline {}: made on another kind of node: {what}",
-                        args.baseline.as_deref().unwrap_or(Path::new("")).display()
-                    )));
-                }
-                Difference::Degraded(what) => differences.push(what),
-                Difference::Note(what) => notes.push(what),
-            }
-        }
-    }
-    let measure = args.protocol.measure();
-    let jobs = match &baseline {
-        Some(b) => check::baseline_jobs(&topo, b, &measure)?,
-        None => check::scope_jobs(&topo, &measure)?,
-    };
+    let mut plan = plan_check(args, &topo, baseline.as_ref())?;
     let peak = crate::peak::estimate(&topo, &args.peak.request());
-    let reference = match &baseline {
-        Some(b) => Reference::Baseline(b),
-        None => {
-            if jobs.len() < 2 && peak.is_none() {
-                return Err(Error::Usage(
-                    "nothing to check against: one NUMA domain and no known theoretical peak; make a baseline with `membw baseline -o FILE` and pass --baseline FILE, or give --peak".into(),
-                ));
-            }
-            Reference::Symmetry {
-                peak_gb_s: peak.as_ref().map(|p| p.node_gb_s()),
-                share: args.peak_share,
-            }
-        }
-    };
     let mut source = args.protocol.source()?;
-    let mut engine = Engine::new(&topo, source.as_mut(), peak.clone());
+    let mut engine = Engine::new(&topo, source.as_mut(), peak);
     let stop = stop_flag();
     let throttled_before = crate::topology::cpu_throttled(&topo.root);
     let checked = check::check(
         &mut engine,
-        &jobs,
-        &reference,
+        &plan.jobs,
+        &plan.reference,
         args.tolerance,
         args.budget,
         &|| stop.signal().is_some(),
@@ -286,54 +382,24 @@ pub(crate) fn check(args: CheckArgs) -> Result<()> {
             ),
         });
     }
-    // Threads stopped by a CPU limit measure the limit, and rates that fell
-    // short while other work ran measure the other work: no verdict either
-    // way (a busy node is not a bad one). The figures are still shown.
     let throttled = crate::topology::cpu_throttled(&topo.root)
         .zip(throttled_before)
         .map(|(after, before)| after.saturating_sub(before))
         .filter(|d| !d.is_zero());
-    let busy = Some(&checked.interference).filter(|i| i.busy && !checked.passed);
-    let not_judged = if let Some(d) = throttled {
-        Some(format!(
-            "could not check: a cgroup CPU limit (cpu.max) stopped its threads for {:.2} CPU-seconds during the check's {:.1} s, so its rates measure the limit, not the memory; run it outside the limit",
-            d.as_secs_f64(),
-            checked.elapsed.as_secs_f64()
-        ))
-    } else {
-        busy.map(|i| {
-            format!(
-                "could not check: {}; run it when the node is idle",
-                i.cause().unwrap_or_default()
-            )
-        })
-    };
+    let not_judged = why_not_judged(&checked, throttled);
     let judged = not_judged.is_none();
-    let healthy = judged && checked.passed && differences.is_empty();
+    let healthy = judged && checked.passed && plan.differences.is_empty();
     // Measured on this project's VM: the host's other tenants cut its
     // bandwidth by a quarter for up to a minute at a time, with no steal.
-    if judged && !healthy && differences.is_empty() && topo.has_flag("hypervisor") {
-        notes.push("this is a virtual machine: the host's other tenants share its memory, and their load does not show as steal, so a shortfall may be theirs; check again, or with a longer --budget".into());
+    if judged && !healthy && plan.differences.is_empty() && topo.has_flag("hypervisor") {
+        plan.notes.push("this is a virtual machine: the host's other tenants share its memory, and their load does not show as steal, so a shortfall may be theirs; check again, or with a longer --budget".into());
     }
-    let reason = if let Some(why) = not_judged {
-        Some(why)
-    } else if let Some(d) = differences.first() {
-        Some(d.clone())
-    } else {
-        rules::worst(&checked.findings)
-            .map(|f| rules::diagnosis(f, args.tolerance, &checked.findings))
-    };
-    let stability = checked
-        .last
-        .iter()
-        .flat_map(|(scope, m)| {
-            m.results.iter().map(|r| Stability {
-                scope: *scope,
-                kernel: r.kernel,
-                cv: cv(r.times_s.get(1..).unwrap_or(&[])),
-            })
-        })
-        .collect();
+    let reason = not_judged
+        .or_else(|| plan.differences.first().cloned())
+        .or_else(|| {
+            rules::worst(&checked.findings)
+                .map(|f| rules::diagnosis(f, args.tolerance, &checked.findings))
+        });
     let verdict = Verdict {
         schema_version: 1,
         kind: "membw-check",
@@ -342,10 +408,7 @@ pub(crate) fn check(args: CheckArgs) -> Result<()> {
         healthy,
         judged,
         reason: if healthy { None } else { reason },
-        against: match &args.baseline {
-            Some(p) => format!("baseline {}", p.display()),
-            None => "symmetry".into(),
-        },
+        against: plan.against,
         tolerance: args.tolerance,
         budget_s: args.budget.as_secs_f64(),
         rounds: checked.rounds,
@@ -359,27 +422,69 @@ pub(crate) fn check(args: CheckArgs) -> Result<()> {
                 gb_s,
             })
             .collect(),
+        stability: stability(&checked),
         findings: checked.findings,
-        differences,
-        notes,
-        stability,
+        differences: plan.differences,
+        notes: plan.notes,
         interference: checked.interference,
+        baseline_interference: baseline.as_ref().and_then(|b| b.made_busy()).cloned(),
     };
+    emit(args, &verdict)
+}
+
+/// Why the check gives no verdict, if it does not: threads stopped by a
+/// CPU limit measure the limit, and rates that fell short while other work
+/// ran measure the other work (a busy node is not a bad one).
+fn why_not_judged(checked: &check::Checked, throttled: Option<Duration>) -> Option<String> {
+    if let Some(d) = throttled {
+        return Some(format!(
+            "could not check: a cgroup CPU limit (cpu.max) stopped its threads for {:.2} CPU-seconds during the check's {:.1} s, so its rates measure the limit, not the memory; run it outside the limit",
+            d.as_secs_f64(),
+            checked.elapsed.as_secs_f64()
+        ));
+    }
+    let i = &checked.interference;
+    (i.busy && !checked.passed).then(|| {
+        format!(
+            "could not check: {}; run it when the node is idle",
+            i.cause().unwrap_or_default()
+        )
+    })
+}
+
+/// The coefficient of variation of each scope's and kernel's counted
+/// repetitions in the last round.
+fn stability(checked: &check::Checked) -> Vec<Stability> {
+    checked
+        .last
+        .iter()
+        .flat_map(|(scope, m)| {
+            m.results.iter().map(|r| Stability {
+                scope: *scope,
+                kernel: r.kernel,
+                cv: cv(r.times_s.get(1..).unwrap_or(&[])),
+            })
+        })
+        .collect()
+}
+
+/// The verdict to its outputs, and to the exit code.
+fn emit(args: &CheckArgs, verdict: &Verdict) -> Result<()> {
     // A check that could not judge leaves the last verdict's metrics in
     // place: their timestamp says how old they are.
-    if let Some(p) = args.prom.as_ref().filter(|_| judged) {
-        write_atomic(p, crate::report::prom::check(&verdict).as_bytes())?;
+    if let Some(p) = args.prom.as_ref().filter(|_| verdict.judged) {
+        write_atomic(p, "--prom", crate::report::prom::check(verdict).as_bytes())?;
     }
     // --quiet: only an unhealthy verdict prints its table (NHC's way).
-    if !(args.quiet && (healthy || !judged)) {
+    if !(args.quiet && (verdict.healthy || !verdict.judged)) {
         print(&render_as(
             &args.format,
-            &crate::report::export::Document::Check(&verdict),
+            &crate::report::export::Document::Check(verdict),
         )?)?;
     }
-    match verdict.reason {
-        Some(line) if !judged => Err(Error::Usage(line)),
-        Some(line) if !healthy => Err(Error::Unhealthy(line)),
+    match &verdict.reason {
+        Some(line) if !verdict.judged => Err(Error::Usage(line.clone())),
+        Some(line) if !verdict.healthy => Err(Error::Unhealthy(line.clone())),
         _ => Ok(()),
     }
 }

@@ -342,7 +342,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         &crate::report::export::Document::Latency(&doc),
     )?)?;
     if let Some(p) = &args.prom {
-        super::common::write_atomic(p, crate::report::prom::latency(&doc).as_bytes())?;
+        super::common::write_atomic(p, "--prom", crate::report::prom::latency(&doc).as_bytes())?;
     }
     if let Some(signal) = interrupted {
         return Err(Error::Interrupted {

@@ -476,7 +476,7 @@ fn run(args: RunArgs) -> Result<()> {
         },
     )?)?;
     if let Some(p) = &args.prom {
-        common::write_atomic(p, report::prom::run(&report).as_bytes())?;
+        common::write_atomic(p, "--prom", report::prom::run(&report).as_bytes())?;
     }
     crate::results::require_valid(&report.measurement)
 }

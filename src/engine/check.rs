@@ -6,7 +6,7 @@
 use super::Engine;
 use crate::error::{Error, Result};
 use crate::health::rules::{self, Balance, Bests, Finding, Next, Slowest};
-use crate::health::{Baseline, Rates, Scope, ScopeBaseline};
+use crate::health::{Baseline, BaselineError, Rates, Scope, ScopeBaseline};
 use crate::kernels::StoreMode;
 use crate::memory::policy::{MemPolicy, Policy};
 use crate::placement::{self, Spec};
@@ -60,33 +60,61 @@ fn plan_for(
 
 /// The scopes of a new baseline (or a check without one): the node, then
 /// each domain, sized by STREAM's rule for the cores of each unless
-/// `measure` fixes the elements.
+/// `measure` fixes the elements, which must then leave the caches.
 pub fn scope_jobs(topo: &Topology, measure: &Measure) -> Result<Vec<ScopeJob>> {
     let scopes = std::iter::once(Scope::Node).chain(domains(topo).into_iter().map(Scope::Numa));
     scopes
         .map(|scope| {
             let plan = plan_for(topo, scope, measure, StoresRequest::Auto)?;
+            if let Some(why) = fits_in_caches(topo, &plan) {
+                return Err(Error::input(
+                    crate::error::Input::Size,
+                    plan.elements.to_string(),
+                    format!("{why} (in the {scope} scope); give a larger size, or none for STREAM's rule"),
+                ));
+            }
             Ok(ScopeJob { scope, plan })
         })
         .collect()
 }
 
+/// Why arrays of this plan would measure the caches rather than the
+/// memory: each array no larger than the last-level caches of its CPUs.
+fn fits_in_caches(topo: &Topology, plan: &Plan) -> Option<String> {
+    let array = crate::units::Bytes(plan.elements as u64 * crate::units::ELEMENT_BYTES);
+    let llc = topo.llc_sum(&plan.cpus.iter().copied().collect());
+    (array <= llc).then(|| {
+        format!(
+            "arrays of {array} fit in the {llc} last-level cache of their CPUs, so a health check would measure the cache, not the memory"
+        )
+    })
+}
+
 /// The scopes a baseline names, sized, stored and repeated as it says.
+/// What this node cannot measure as the baseline says (a NUMA node it
+/// cannot use, another core count in a scope, arrays that fit in its
+/// caches or not in its memory) is a field of the baseline, named.
 pub fn baseline_jobs(
     topo: &Topology,
     baseline: &Baseline,
     measure: &Measure,
-) -> Result<Vec<ScopeJob>> {
+) -> std::result::Result<Vec<ScopeJob>, BaselineError> {
+    let usable = domains(topo);
     baseline
         .scopes
         .iter()
-        .map(|s| {
+        .enumerate()
+        .map(|(i, s)| {
+            let field = |name: &str, problem: String| {
+                BaselineError::field(format!("scopes[{i}]{name}"), problem)
+            };
             if let Scope::Numa(n) = s.scope
-                && !domains(topo).contains(&n)
+                && !usable.contains(&n)
             {
-                return Err(Error::Usage(format!(
-                    "the baseline measures NUMA node {n}, which this process cannot use here"
-                )));
+                return Err(field(
+                    ".scope",
+                    format!("is numa:{n}, a NUMA node this process cannot use here"),
+                ));
             }
             let m = Measure {
                 elements: Some(s.elements),
@@ -98,7 +126,34 @@ pub fn baseline_jobs(
                 StoreMode::Regular => StoresRequest::Regular,
                 StoreMode::Nt => StoresRequest::Nt,
             };
-            let plan = plan_for(topo, s.scope, &m, stores)?;
+            let plan = plan_for(topo, s.scope, &m, stores).map_err(|e| match e {
+                Error::Input {
+                    input: crate::error::Input::Size,
+                    message,
+                    ..
+                } => field(".elements", format!("is {}: {message}", s.elements)),
+                other => field(
+                    "",
+                    format!("({}) cannot be measured here: {other}", s.scope),
+                ),
+            })?;
+            if plan.cpus.len() != s.threads {
+                return Err(field(
+                    ".threads",
+                    format!(
+                        "is {}, but {} has {} usable cores here",
+                        s.threads,
+                        match s.scope {
+                            Scope::Node => "this node".to_string(),
+                            numa => numa.to_string(),
+                        },
+                        plan.cpus.len()
+                    ),
+                ));
+            }
+            if let Some(why) = fits_in_caches(topo, &plan) {
+                return Err(field(".elements", format!("is {}: {why}", s.elements)));
+            }
             Ok(ScopeJob {
                 scope: s.scope,
                 plan,
@@ -223,6 +278,32 @@ fn judge_tally(tally: &crate::trust::Tally) -> crate::trust::Interference {
     tally.judge(true, crate::trust::Effect::Bandwidth)
 }
 
+/// The CPUs this process may use against the sockets they are on.
+pub fn share_of_sockets(topo: &Topology) -> rules::Share {
+    if topo.has_flag("hypervisor") {
+        return rules::Share::VirtualMachine;
+    }
+    let packages: std::collections::BTreeSet<usize> = topo
+        .cpus
+        .iter()
+        .filter(|c| topo.allowed_cpus.contains(c.id))
+        .map(|c| c.package)
+        .collect();
+    let of = topo
+        .cpus
+        .iter()
+        .filter(|c| packages.contains(&c.package))
+        .count();
+    let allowed = topo.allowed_cpus.len();
+    if allowed < of {
+        rules::Share::SomeCpus { allowed, of }
+    } else {
+        rules::Share::WholeSockets {
+            sockets: packages.len(),
+        }
+    }
+}
+
 /// What a check is held against.
 pub enum Reference<'a> {
     Baseline(&'a Baseline),
@@ -298,5 +379,40 @@ pub fn check(
                 last,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_share_of_sockets_tells_a_slice_from_whole_sockets() {
+        let (_dir, mut topo) = crate::topology::fixture::machine("xeon-e5-2680v3-2s");
+        assert_eq!(
+            share_of_sockets(&topo),
+            rules::Share::WholeSockets { sockets: 2 }
+        );
+        let socket0: Vec<usize> = topo
+            .cpus
+            .iter()
+            .filter(|c| c.package == 0)
+            .map(|c| c.id)
+            .collect();
+        topo.allowed_cpus = IdSet::new(socket0.clone());
+        assert_eq!(
+            share_of_sockets(&topo),
+            rules::Share::WholeSockets { sockets: 1 }
+        );
+        topo.allowed_cpus = IdSet::new(socket0[..4].to_vec());
+        assert_eq!(
+            share_of_sockets(&topo),
+            rules::Share::SomeCpus {
+                allowed: 4,
+                of: socket0.len()
+            }
+        );
+        topo.cpu_info.flags.push("hypervisor".into());
+        assert_eq!(share_of_sockets(&topo), rules::Share::VirtualMachine);
     }
 }

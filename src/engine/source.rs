@@ -58,11 +58,17 @@ pub struct FakeSource {
     /// Threads on these CPUs run at this share of the rate (a slow memory
     /// domain, for the tests of `check`).
     pub slow: Option<(crate::topology::cpulist::IdSet, f64)>,
+    /// Every measured CPU reports this percentage of its time taken by
+    /// other work (a busy node, for the tests of `baseline --allow-busy`).
+    pub busy_pct: Option<f64>,
+    /// Every CPU measured so far: the busy CPUs a window reports, since the
+    /// tick counters see every CPU in every window.
+    pub seen_cpus: std::collections::BTreeSet<usize>,
 }
 
 impl FakeSource {
-    /// `RATE[,delay=DURATION][,slow=CPUS@SHARE]`: GB/s per thread, e.g. `5`,
-    /// `5,delay=20ms` or `5,slow=4-7@0.6`.
+    /// `RATE[,delay=DURATION][,slow=CPUS@SHARE][,busy=PCT]`: GB/s per
+    /// thread, e.g. `5`, `5,delay=20ms`, `5,slow=4-7@0.6` or `5,busy=40`.
     pub fn parse(text: &str) -> std::result::Result<FakeSource, String> {
         let mut parts = text.split(',');
         let rate: f64 = parts
@@ -75,6 +81,7 @@ impl FakeSource {
             .ok_or_else(|| format!("'{text}': the rate is a positive number of GB/s"))?;
         let mut delay = Duration::ZERO;
         let mut slow = None;
+        let mut busy_pct = None;
         for p in parts {
             match p.trim().split_once('=') {
                 Some(("delay", d)) => {
@@ -93,13 +100,27 @@ impl FakeSource {
                         .ok_or_else(|| format!("'{share}': a positive share"))?;
                     slow = Some((cpus.into_iter().collect(), share));
                 }
-                _ => return Err(format!("'{p}': expected delay=DURATION or slow=CPUS@SHARE")),
+                Some(("busy", v)) => {
+                    busy_pct = Some(
+                        v.parse()
+                            .ok()
+                            .filter(|p: &f64| (0.0..=100.0).contains(p))
+                            .ok_or_else(|| format!("'{v}': a percentage from 0 to 100"))?,
+                    );
+                }
+                _ => {
+                    return Err(format!(
+                        "'{p}': expected delay=DURATION, slow=CPUS@SHARE or busy=PCT"
+                    ));
+                }
             }
         }
         Ok(FakeSource {
             gb_s_per_thread: rate,
             delay,
             slow,
+            busy_pct,
+            seen_cpus: Default::default(),
         })
     }
 
@@ -164,8 +185,41 @@ impl Source for FakeSource {
         };
         let mut m = protocol::planned(plan, threads, results, validation, timer);
         m.total_s = m.measured_s() + self.delay.as_secs_f64();
+        self.seen_cpus.extend(plan.cpus.iter().copied());
+        m.interference = self
+            .busy_pct
+            .map(|pct| fake_interference(&self.seen_cpus, &plan.cpus, pct));
         Ok(m)
     }
+}
+
+/// What the tick counters would show over a one-second window with
+/// `pct` % of the time of each CPU in `cpus` taken by other work, `measured`
+/// being those membw ran on.
+fn fake_interference(
+    cpus: &std::collections::BTreeSet<usize>,
+    measured: &[usize],
+    pct: f64,
+) -> crate::trust::Interference {
+    let ticks = crate::sys::ticks_per_second();
+    let loads: Vec<crate::trust::CpuLoad> = cpus
+        .iter()
+        .map(|&cpu| crate::trust::CpuLoad {
+            cpu,
+            measured: measured.contains(&cpu),
+            other_pct: pct,
+            steal_pct: 0.0,
+            other_ticks: (pct / 100.0 * ticks).round() as i64,
+        })
+        .collect();
+    let mut tally = crate::trust::Tally::new(ticks);
+    tally.add(&crate::trust::Interference {
+        window_s: 1.0,
+        cpus: loads,
+        findings: Vec::new(),
+        busy: false,
+    });
+    tally.judge(true, crate::trust::Effect::Bandwidth)
 }
 
 #[cfg(test)]
@@ -180,6 +234,8 @@ mod tests {
                 gb_s_per_thread: 5.0,
                 delay: Duration::from_millis(20),
                 slow: None,
+                busy_pct: None,
+                seen_cpus: Default::default(),
             }
         );
         let slow = FakeSource::parse("5,slow=2-3@0.5").unwrap().slow.unwrap();
@@ -189,5 +245,13 @@ mod tests {
         assert!(FakeSource::parse("-1").is_err());
         assert!(FakeSource::parse("5,speed=2").is_err());
         assert!(FakeSource::parse("5,delay=soon").is_err());
+        assert_eq!(FakeSource::parse("5,busy=40").unwrap().busy_pct, Some(40.0));
+        assert!(FakeSource::parse("5,busy=140").is_err());
+        let i = fake_interference(&[0, 1, 2].into(), &[0, 1], 40.0);
+        assert!(
+            i.busy && i.findings[0].starts_with("CPUs 0-1 were 40 % busy"),
+            "{i:?}"
+        );
+        assert!(!fake_interference(&[0].into(), &[0], 0.0).busy);
     }
 }

@@ -187,43 +187,158 @@ pub struct Baseline {
     pub identity: Identity,
     pub protocol: Protocol,
     pub scopes: Vec<ScopeBaseline>,
+    /// Other work and steal seen while it was measured (absent in files
+    /// from before it was recorded). Busy only where the admin allowed it
+    /// (`membw baseline --allow-busy`): every check against it says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference: Option<crate::trust::Interference>,
+}
+
+/// Why a baseline file cannot be used; the CLI adds the file's path.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BaselineError {
+    /// Not a baseline at all: not JSON, another document, a newer schema.
+    NotABaseline(String),
+    /// A field no check could measure or compare with: its path as in the
+    /// file (`scopes[0].elements`) and what is wrong with it (`is 0`).
+    Field { field: String, problem: String },
+}
+
+impl std::fmt::Display for BaselineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BaselineError::NotABaseline(why) => f.write_str(why),
+            BaselineError::Field { field, problem } => write!(f, "{field} {problem}"),
+        }
+    }
+}
+
+impl BaselineError {
+    pub fn field(field: impl Into<String>, problem: impl Into<String>) -> BaselineError {
+        BaselineError::Field {
+            field: field.into(),
+            problem: problem.into(),
+        }
+    }
 }
 
 pub const BASELINE_KIND: &str = "membw-baseline";
 
 impl Baseline {
-    /// Reads a baseline from its JSON, refusing what is not one: another
-    /// document, a newer schema, no scopes.
-    pub fn parse(text: &str) -> Result<Baseline, String> {
+    /// Reads a baseline from its JSON, refusing what is not one (another
+    /// document, a newer schema) and every field a check could not use,
+    /// named by its path in the file. What depends on the node (its NUMA
+    /// domains, caches and memory) is checked where the scopes are planned.
+    pub fn parse(text: &str) -> Result<Baseline, BaselineError> {
+        let not = |why: String| BaselineError::NotABaseline(why);
         let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
+            serde_json::from_str(text).map_err(|e| not(format!("not JSON ({e})")))?;
         if value.get("kind").and_then(|k| k.as_str()) != Some(BASELINE_KIND) {
-            return Err("not a membw baseline (make one with `membw baseline -o FILE`)".into());
+            return Err(not(
+                "not a membw baseline (make one with `membw baseline -o FILE`)".into(),
+            ));
         }
         match value.get("schema_version").and_then(|v| v.as_u64()) {
             Some(v) if v == BASELINE_SCHEMA as u64 => {}
             Some(v) => {
-                return Err(format!(
+                return Err(not(format!(
                     "schema version {v}; this membw reads version {BASELINE_SCHEMA} (a newer membw wrote it?)"
-                ));
+                )));
             }
-            None => return Err("no schema_version".into()),
+            None => return Err(not("no schema_version".into())),
         }
-        let b: Baseline = serde_json::from_value(value).map_err(|e| e.to_string())?;
-        if b.scopes.is_empty() || b.scopes.iter().any(|s| s.kernels.is_empty()) {
-            return Err("no measured scope or kernel".into());
-        }
-        if b.protocol.ntimes < 2 || b.protocol.ntimes > 1000 {
-            return Err(format!("ntimes {} is outside 2-1000", b.protocol.ntimes));
-        }
-        let rates = b.scopes.iter().flat_map(|s| s.kernels.values());
-        if rates
-            .clone()
-            .any(|r| !(r.median_gb_s.is_finite() && r.median_gb_s > 0.0))
-        {
-            return Err("a rate is not a positive number".into());
-        }
+        let b: Baseline = serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner().to_string();
+            // `?` stands for a map key that could not be read (a kernel
+            // name), `.` for the document itself.
+            match path.strip_suffix(".?") {
+                Some(map) => {
+                    BaselineError::field(map, format!("has a key that cannot be read: {inner}"))
+                }
+                None if path == "." => {
+                    BaselineError::field("the baseline", format!("cannot be read: {inner}"))
+                }
+                None => BaselineError::field(path, format!("cannot be read: {inner}")),
+            }
+        })?;
+        b.validate()?;
         Ok(b)
+    }
+
+    /// The node-independent rules: repetitions a check can count, kernels
+    /// it measures, sizes that are arrays, rates that are rates.
+    fn validate(&self) -> Result<(), BaselineError> {
+        let field = |f: String, problem: String| Err(BaselineError::field(f, problem));
+        let p = &self.protocol;
+        if !(2..=1000).contains(&p.ntimes) {
+            return field(
+                "protocol.ntimes".into(),
+                format!("is {}, outside 2-1000", p.ntimes),
+            );
+        }
+        if p.kernels.is_empty() {
+            return field("protocol.kernels".into(), "is empty".into());
+        }
+        if self.scopes.is_empty() {
+            return field("scopes".into(), "is empty".into());
+        }
+        for (i, s) in self.scopes.iter().enumerate() {
+            let at = |name: &str| format!("scopes[{i}].{name}");
+            if let Some(j) = self.scopes[..i].iter().position(|o| o.scope == s.scope) {
+                return field(
+                    at("scope"),
+                    format!("is {} again (scopes[{j}])", s.scope.key()),
+                );
+            }
+            if s.threads == 0 {
+                return field(at("threads"), "is 0".into());
+            }
+            if s.elements == 0 {
+                return field(at("elements"), "is 0".into());
+            }
+            if s.kernels.is_empty() {
+                return field(at("kernels"), "is empty".into());
+            }
+            for (k, r) in &s.kernels {
+                let name = k.spec().name;
+                if !p.kernels.contains(k) {
+                    return field(
+                        at(&format!("kernels.{name}")),
+                        "is not among protocol.kernels, so no check measures it".into(),
+                    );
+                }
+                let rates = [("best_gb_s", r.best_gb_s), ("median_gb_s", r.median_gb_s)]
+                    .into_iter()
+                    .chain(r.rounds.iter().map(|&v| ("rounds", v)));
+                for (what, v) in rates {
+                    if !(v.is_finite() && v > 0.0) {
+                        return field(
+                            at(&format!("kernels.{name}.{what}")),
+                            format!("holds {v}, not a positive rate in GB/s"),
+                        );
+                    }
+                }
+                if r.rounds.is_empty() {
+                    return field(at(&format!("kernels.{name}.rounds")), "is empty".into());
+                }
+                if r.median_gb_s > r.best_gb_s * (1.0 + 1e-9) {
+                    return field(
+                        at(&format!("kernels.{name}.median_gb_s")),
+                        format!(
+                            "is {} GB/s, above the best round's {}",
+                            r.median_gb_s, r.best_gb_s
+                        ),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether other work ran while it was measured (`--allow-busy`).
+    pub fn made_busy(&self) -> Option<&crate::trust::Interference> {
+        self.interference.as_ref().filter(|i| i.busy)
     }
 
     pub fn scope(&self, scope: Scope) -> Option<&ScopeBaseline> {
@@ -289,6 +404,12 @@ impl Baseline {
             created,
             hosts: nodes.iter().flat_map(|(_, b)| b.hosts.clone()).collect(),
             scopes,
+            // A node measured busy makes the partition's figures doubtful too.
+            interference: nodes
+                .iter()
+                .find_map(|(_, b)| b.made_busy())
+                .or(first.interference.as_ref())
+                .cloned(),
             ..first.clone()
         })
     }

@@ -62,6 +62,7 @@ fn baseline(scopes: &[(Scope, KernelId, f64)]) -> Baseline {
             kernels: vec![Copy, Triad],
         },
         scopes: out,
+        interference: None,
     }
 }
 
@@ -217,7 +218,7 @@ fn baseline_files_are_checked_before_use() {
         b.scope(Scope::Node).unwrap().kernels[&Triad].median_gb_s,
         100.0
     );
-    let err = |text: &str| Baseline::parse(text).unwrap_err();
+    let err = |text: &str| Baseline::parse(text).unwrap_err().to_string();
     assert!(err("").contains("not JSON"));
     assert!(err("{\"schema_version\": 1}").contains("not a membw baseline"));
     assert!(
@@ -256,4 +257,76 @@ fn a_fleet_baseline_is_the_median_node_with_the_spread_across_nodes() {
     slower.1.protocol.ntimes = 20;
     assert!(Baseline::fleet(&[nodes[0].clone(), slower], "now".into()).is_err());
     assert!(Baseline::fleet(&[], "now".into()).is_err());
+}
+
+#[test]
+fn a_peak_for_whole_sockets_judges_only_whole_sockets() {
+    let table = crate::peak::Peak {
+        per_socket_gb_s: 204.8,
+        sockets: 2,
+        channels_per_socket: Some(8),
+        mts: Some(3200),
+        source: crate::peak::PeakSource::Table,
+        detail: String::new(),
+    };
+    assert_eq!(
+        peak_to_judge(&table, Share::WholeSockets { sockets: 2 }),
+        Ok(409.6)
+    );
+    // One socket of two: that socket's channels.
+    assert_eq!(
+        peak_to_judge(&table, Share::WholeSockets { sockets: 1 }),
+        Ok(204.8)
+    );
+    let vm = peak_to_judge(&table, Share::VirtualMachine).unwrap_err();
+    assert!(
+        vm.starts_with("this virtual machine's CPUs are a slice of the host's sockets")
+            && vm.contains("409.6 GB/s peak (from the built-in table)"),
+        "{vm}"
+    );
+    let some = peak_to_judge(
+        &table,
+        Share::SomeCpus {
+            allowed: 8,
+            of: 128,
+        },
+    )
+    .unwrap_err();
+    assert!(some.contains("may use 8 of the 128 CPUs"), "{some}");
+    // The user's figure is for what this process may use.
+    let user = crate::peak::Peak {
+        source: crate::peak::PeakSource::User,
+        per_socket_gb_s: 12.0,
+        sockets: 1,
+        ..table
+    };
+    assert_eq!(peak_to_judge(&user, Share::VirtualMachine), Ok(12.0));
+}
+
+#[test]
+fn a_baselines_fields_are_checked_and_named() {
+    let good = baseline(&[(Scope::Node, Copy, 100.0), (Scope::Numa(0), Copy, 50.0)]);
+    let text = serde_json::to_string(&good).unwrap();
+    assert_eq!(Baseline::parse(&text), Ok(good.clone()));
+    let edited = |edit: fn(&mut Baseline)| {
+        let mut b = good.clone();
+        edit(&mut b);
+        Baseline::parse(&serde_json::to_string(&b).unwrap())
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        edited(|b| b.scopes[1].elements = 0),
+        "scopes[1].elements is 0"
+    );
+    assert_eq!(
+        edited(|b| b.scopes[0].kernels.get_mut(&Copy).unwrap().best_gb_s = 1.0),
+        "scopes[0].kernels.copy.median_gb_s is 100 GB/s, above the best round's 1"
+    );
+    assert_eq!(
+        edited(|b| b.protocol.kernels.clear()),
+        "protocol.kernels is empty"
+    );
+    // Files from before the interference was recorded (none here) read.
+    assert!(!text.contains("interference"));
 }

@@ -40,7 +40,9 @@ pub struct Verdict {
     pub judged: bool,
     /// The one line of an unhealthy verdict, or why there is none.
     pub reason: Option<String>,
-    /// `baseline FILE` or `symmetry`.
+    /// What the node was held against, in words: `baseline FILE`, `the
+    /// other NUMA domains`, `50 % of the theoretical peak`, or both of the
+    /// last two.
     pub against: String,
     pub tolerance: f64,
     pub budget_s: f64,
@@ -55,4 +57,9 @@ pub struct Verdict {
     pub stability: Vec<Stability>,
     /// Other work and steal on the node over the whole check.
     pub interference: crate::trust::Interference,
+    /// Other work and steal while the baseline was made, where it was made
+    /// on a busy node (`membw baseline --allow-busy`): its rates may be
+    /// low, so a slow node may pass against it. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_interference: Option<crate::trust::Interference>,
 }

@@ -36,6 +36,16 @@ pub struct Peak {
 }
 
 impl Peak {
+    /// Where the figure came from, in a few words.
+    pub fn source_name(&self) -> &'static str {
+        match self.source {
+            PeakSource::User => "given by the user",
+            PeakSource::Smbios => "from SMBIOS",
+            PeakSource::Table => "from the built-in table",
+            PeakSource::Firmware => "from the firmware (HMAT)",
+        }
+    }
+
     pub fn node_gb_s(&self) -> f64 {
         self.per_socket_gb_s * self.sockets as f64
     }

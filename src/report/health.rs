@@ -64,6 +64,12 @@ pub fn check(v: &Verdict) -> String {
     for n in &v.notes {
         let _ = writeln!(o, "note: {n}");
     }
+    if let Some(cause) = v.baseline_interference.as_ref().and_then(|i| i.cause()) {
+        let _ = writeln!(
+            o,
+            "note: the baseline was made on a busy node (--allow-busy): {cause}; its rates may be low, so a slow node may pass against it"
+        );
+    }
     o
 }
 
@@ -96,6 +102,12 @@ pub fn baseline(b: &Baseline) -> String {
     }
     if b.scopes.iter().all(|s| s.scope == Scope::Node) {
         o.push_str("\nOne NUMA domain: the node is the only scope.\n");
+    }
+    if let Some(cause) = b.made_busy().and_then(|i| i.cause()) {
+        let _ = writeln!(
+            o,
+            "\nMade on a busy node (--allow-busy): {cause}. Its rates may be low, and every check against it says so."
+        );
     }
     o
 }

@@ -137,6 +137,18 @@ pub fn check(v: &Verdict) -> String {
             samples: bw,
         },
         Metric {
+            name: "membw_check_baseline_busy",
+            help: "1 when the baseline of the last membw check was made on a busy node (--allow-busy): a slow node may pass against it.",
+            samples: vec![(
+                String::new(),
+                if v.baseline_interference.is_some() {
+                    1.0
+                } else {
+                    0.0
+                },
+            )],
+        },
+        Metric {
             name: "membw_check_duration_seconds",
             help: "Wall time the last membw check took.",
             samples: vec![(String::new(), v.elapsed_s)],
