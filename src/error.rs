@@ -121,16 +121,6 @@ impl Error {
         }
     }
 
-    /// The same error with `prefix` before its message (a flag naming a
-    /// file), the exit code kept.
-    pub fn prefixed(self, prefix: &str) -> Error {
-        match self {
-            Error::Usage(m) => Error::Usage(format!("{prefix}{m}")),
-            Error::Runtime(m) => Error::Runtime(format!("{prefix}{m}")),
-            other => other,
-        }
-    }
-
     /// The same error, suggesting another input.
     pub fn with_hint(self, input: Input, why: &'static str) -> Error {
         match self {

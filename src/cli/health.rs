@@ -320,7 +320,7 @@ fn plan_check<'a>(
         Ok(gb_s) => Some(gb_s),
         Err(why) if domains => {
             notes.push(format!(
-                "not held against the theoretical peak: {why} (--peak gives theirs)"
+                "not held against the theoretical peak: {why}; --peak gives this node's own"
             ));
             None
         }
