@@ -235,7 +235,7 @@ fn resume_continues_the_files_study_and_refuses_another() {
     let out = membw().args(["sweep", "--resume", f]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("1 points already there"), "{stderr}");
+    assert!(stderr.contains("1 point already there"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 1);
     // The same study typed again is accepted too.
     let mut same = vec!["sweep", "--threads", "1", "--resume", f];

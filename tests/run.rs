@@ -274,7 +274,18 @@ fn bad_input_is_a_one_line_error_with_exit_code_2() {
     usage_error(&["run", "--size", "lots"], "'lots'");
     usage_error(&["run", "--size", "12XB"], "'XB'");
     usage_error(&["run", "--ntimes", "1"], "--ntimes");
-    usage_error(&["run", "--threads", "0"], "--threads");
+    usage_error(
+        &["run", "--threads", "0"],
+        "'0' for '--threads <THREADS>': out of range: a whole number of threads, 1 or more",
+    );
+    usage_error(
+        &["run", "--threads", "1-2"],
+        "to measure several thread counts, membw sweep --threads 1-2",
+    );
+    usage_error(
+        &["topo", "--channels", "8", "--mts", "3200MHz"],
+        "'3200MHz' for '--mts <MTS>': give the transfer rate in MT/s, not MHz",
+    );
     usage_error(&["run", "--threads", "100000"], "--threads '100000'");
     usage_error(&["run", "--cpus", "9999"], "CPU 9999");
     usage_error(&["run", "--cpus", "0,x"], "column 3");

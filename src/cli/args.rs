@@ -56,7 +56,7 @@ pub(crate) struct PlacementArgs {
     cpunode: Option<String>,
 
     /// Number of threads [default: one per physical core of the allowed CPUs, or one per place]
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Placement")]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::values::parse_threads, help_heading = "Placement")]
     pub(crate) threads: Option<u32>,
 }
 
@@ -219,7 +219,7 @@ pub(crate) struct MeasureArgs {
     pub(crate) size: Option<ArraySize>,
 
     /// Repetitions of each kernel per run; the first is not counted, as in STREAM
-    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(2..), help_heading = "Measurement")]
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = super::values::parse_ntimes, help_heading = "Measurement")]
     pub(crate) ntimes: u32,
 
     /// NUMA memory policy of the arrays: local, bind:1, interleave:all, preferred:2, or per array
@@ -421,11 +421,11 @@ pub(crate) struct PeakArgs {
     peak: Option<peak::GivenRate>,
 
     /// Memory channels per socket (with --mts)
-    #[arg(long, requires = "mts", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Theoretical peak")]
+    #[arg(long, requires = "mts", allow_negative_numbers = true, value_parser = super::values::parse_channels, help_heading = "Theoretical peak")]
     channels: Option<u32>,
 
     /// Memory transfer rate in MT/s, e.g. 3200 for DDR4-3200 (with --channels)
-    #[arg(long, requires = "channels", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Theoretical peak")]
+    #[arg(long, requires = "channels", allow_negative_numbers = true, value_parser = super::values::parse_mts, help_heading = "Theoretical peak")]
     mts: Option<u32>,
 }
 

@@ -28,7 +28,7 @@ pub(crate) struct ExecArgs {
     mem: String,
 
     /// Runs, the program started afresh each time, for mean ± sd
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = super::values::parse_runs)]
     repeat: u32,
 
     /// Kill the program and everything it started after this long (30s, 10m)

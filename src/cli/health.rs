@@ -33,7 +33,7 @@ pub(crate) struct ProtocolArgs {
     size: Option<ArraySize>,
 
     /// Timed repetitions of each kernel per scope and round (the first is not counted)
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(2..=1000))]
+    #[arg(long, default_value_t = 5, value_parser = super::values::parse_check_ntimes)]
     ntimes: u32,
 
     /// Measure nothing: fixed rates (GB/s per thread[,slow=CPUS@SHARE]); for tests
@@ -72,7 +72,7 @@ pub(crate) struct BaselineArgs {
     output: PathBuf,
 
     /// Rounds of measurement (every scope once per round); the baseline keeps each round's rate
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(long, default_value_t = 5, value_parser = super::values::parse_rounds)]
     rounds: u32,
 
     /// Write the baseline even when other work ran on the node (a shared node or VM that is

@@ -97,7 +97,7 @@ pub(crate) struct SweepArgs {
     kernels: KernelList,
 
     /// Independent runs per point (fresh arrays), for mean ± sd
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = super::values::parse_runs)]
     repeat: u32,
 
     /// Results file (JSON Lines) [default: membw-sweep-<time>-<pid>.jsonl]
@@ -328,7 +328,10 @@ fn sweep_study(args: SweepArgs, argv: Vec<String>) -> Result<()> {
         plural(repeat, "run"),
         path.display(),
         if already > 0 {
-            format!(" ({already} points already there)")
+            format!(
+                " ({} already there)",
+                crate::units::plural(already, "point")
+            )
         } else {
             String::new()
         }

@@ -29,7 +29,7 @@ pub(crate) struct TuneArgs {
     kernel: KernelId,
 
     /// Runs per candidate (fresh arrays); the mean of their best rates ranks it
-    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = super::values::parse_runs)]
     repeat: u32,
 
     /// Also write every candidate's record to FILE (JSON Lines, for membw report)

@@ -44,3 +44,109 @@ pub(crate) fn parse_kernel_list(text: &str) -> std::result::Result<KernelList, S
 pub(crate) fn format_parser() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(crate::report::export::NAMES)
 }
+
+/// A whole number in `min..=max` counting `what`. Clap's line already names
+/// the flag and the value as typed; this says what is accepted.
+fn count(text: &str, what: &str, min: u32, max: u32) -> std::result::Result<u32, String> {
+    let accepted = if max == u32::MAX {
+        format!("a whole number of {what}, {min} or more")
+    } else {
+        format!("a whole number of {what} from {min} to {max}")
+    };
+    match text.trim().parse::<u64>() {
+        Ok(n) if (u64::from(min)..=u64::from(max)).contains(&n) => Ok(n as u32),
+        Ok(_) => Err(format!("out of range: {accepted}")),
+        Err(_) => Err(format!("expected {accepted}")),
+    }
+}
+
+/// `run`'s (and `exec`'s) `--threads`: one count; a list or range is a
+/// study, pointed to `sweep`.
+pub(crate) fn parse_threads(text: &str) -> std::result::Result<u32, String> {
+    count(text, "threads", 1, u32::MAX).map_err(|e| {
+        if text.contains([',', '-', ':']) && !text.trim_start().starts_with('-') {
+            format!("{e}; to measure several thread counts, membw sweep --threads {text}")
+        } else {
+            e
+        }
+    })
+}
+
+/// `--ntimes` of `run`, `sweep` and `tune`: the first repetition is not
+/// counted, so at least 2.
+pub(crate) fn parse_ntimes(text: &str) -> std::result::Result<u32, String> {
+    count(text, "repetitions (the first is not counted)", 2, u32::MAX)
+}
+
+/// `--ntimes` of `baseline` and `check`, bounded so a check stays short.
+pub(crate) fn parse_check_ntimes(text: &str) -> std::result::Result<u32, String> {
+    count(text, "repetitions (the first is not counted)", 2, 1000)
+}
+
+/// `baseline --rounds`.
+pub(crate) fn parse_rounds(text: &str) -> std::result::Result<u32, String> {
+    count(text, "rounds", 1, 100)
+}
+
+/// `--repeat` of `sweep`, `tune` and `exec`: independent runs.
+pub(crate) fn parse_runs(text: &str) -> std::result::Result<u32, String> {
+    count(text, "runs", 1, u32::MAX)
+}
+
+/// `--channels`: memory channels per socket.
+pub(crate) fn parse_channels(text: &str) -> std::result::Result<u32, String> {
+    count(text, "memory channels per socket", 1, 64)
+}
+
+/// `--mts`: the DIMMs' transfer rate, a bare number or with `MT/s`
+/// (`3200`, `3200MT/s`). MHz is refused: DDR's clock is half its transfer
+/// rate, and tools disagree on which they print.
+pub(crate) fn parse_mts(text: &str) -> std::result::Result<u32, String> {
+    let t = text.trim();
+    let lower = t.to_ascii_lowercase();
+    let number = lower
+        .strip_suffix("mt/s")
+        .or_else(|| lower.strip_suffix("mts"))
+        .unwrap_or(&lower)
+        .trim();
+    if lower.ends_with("mhz") {
+        return Err(
+            "give the transfer rate in MT/s, not MHz (3200 for DDR4-3200; `dmidecode -t memory` prints it as Speed)".into(),
+        );
+    }
+    count(number, "MT/s (3200 for DDR4-3200)", 100, 100_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_say_what_they_accept() {
+        assert_eq!(parse_threads("8"), Ok(8));
+        assert_eq!(
+            parse_threads("1-2").unwrap_err(),
+            "expected a whole number of threads, 1 or more; to measure several thread counts, membw sweep --threads 1-2"
+        );
+        assert_eq!(
+            parse_threads("0").unwrap_err(),
+            "out of range: a whole number of threads, 1 or more"
+        );
+        assert_eq!(
+            parse_threads("-3").unwrap_err(),
+            "expected a whole number of threads, 1 or more"
+        );
+        assert_eq!(parse_mts("3200"), Ok(3200));
+        assert_eq!(parse_mts("4800 MT/s"), Ok(4800));
+        assert!(parse_mts("3200MHz").unwrap_err().contains("not MHz"));
+        assert!(parse_mts("32").unwrap_err().contains("from 100 to 100000"));
+        assert_eq!(
+            parse_check_ntimes("5000").unwrap_err(),
+            "out of range: a whole number of repetitions (the first is not counted) from 2 to 1000"
+        );
+        assert_eq!(parse_rounds("1"), Ok(1));
+        assert!(
+            parse_channels("0").is_err() && parse_runs("0").is_err() && parse_ntimes("1").is_err()
+        );
+    }
+}

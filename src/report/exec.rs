@@ -57,7 +57,12 @@ pub fn text(view: &ExecView) -> String {
             o,
             "  {:<7}  {:>16}  {:>8.2}  {:>8.2}",
             k.spec().name,
-            format!("{:.2} ± {:.2}", s.mean, s.sd),
+            // One run has no spread to show.
+            if s.n == 1 {
+                format!("{:.2}", s.mean)
+            } else {
+                format!("{:.2} ± {:.2}", s.mean, s.sd)
+            },
             s.min,
             s.max
         );

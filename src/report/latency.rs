@@ -50,8 +50,8 @@ fn trust_lines(o: &mut String, records: &[LatencyRecord]) {
     if doubtful.is_empty() {
         let _ = writeln!(
             o,
-            "trusted: no other work on the measured CPUs and no steal during any of the {} points",
-            judged.len()
+            "trusted: no other work on the measured CPUs and no steal during any of the {}",
+            crate::units::plural(judged.len(), "point")
         );
         return;
     }
@@ -372,9 +372,9 @@ pub fn compare(a: &[LatencyRecord], b: &[LatencyRecord], markdown: bool) -> Stri
     }
     let _ = writeln!(
         o,
-        "{} of {} points of A are in B; B/A above 1 means B waited longer",
+        "{} of {} of A are in B; B/A above 1 means B waited longer",
         rows.len(),
-        a.len()
+        crate::units::plural(a.len(), "point")
     );
     o
 }

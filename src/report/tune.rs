@@ -40,9 +40,9 @@ pub fn text(v: &TuneView) -> String {
     };
     let _ = writeln!(
         o,
-        "\nBest sustained {name}: {rate:.2} GB/s with {} ({} threads, {} stores)",
+        "\nBest sustained {name}: {rate:.2} GB/s with {} ({}, {} stores)",
         best.point.placement,
-        best.point.threads,
+        crate::units::plural(best.point.threads, "thread"),
         best.stores_label()
     );
     match v.baseline.and_then(|b| Some((b, b.mean(v.kernel)?))) {

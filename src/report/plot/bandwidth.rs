@@ -55,7 +55,7 @@ impl Varies {
             parts.push(format!("{} stores", r.point.stores));
         }
         if !with_threads && self.threads {
-            parts.push(format!("{} threads", r.point.threads));
+            parts.push(crate::units::plural(r.point.threads, "thread"));
         }
         if parts.is_empty() {
             parts.push(r.point.placement.clone());

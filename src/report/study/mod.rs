@@ -319,7 +319,13 @@ pub fn context(records: &[Record]) -> Vec<(String, String)> {
         ),
         (
             "repetitions".into(),
-            uniq(&|r| format!("{} runs × ntimes {}", r.runs.len(), r.point.ntimes)),
+            uniq(&|r| {
+                format!(
+                    "{} × ntimes {}",
+                    crate::units::plural(r.runs.len(), "run"),
+                    r.point.ntimes
+                )
+            }),
         ),
         (
             "array size".into(),
@@ -423,11 +429,11 @@ pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
     if let Some(best) = best_index(&sorted, kernel).map(|i| sorted[i]) {
         let _ = writeln!(
             out,
-            "\nbest {}: {:.2} GB/s with {} ({} threads, mem {}, {} stores)",
+            "\nbest {}: {:.2} GB/s with {} ({}, mem {}, {} stores)",
             kernel.spec().name,
             best.mean(kernel).unwrap_or(0.0),
             best.point.placement,
-            best.point.threads,
+            crate::units::plural(best.point.threads, "thread"),
             best.point.mem,
             best.stores_label()
         );
