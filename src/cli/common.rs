@@ -275,7 +275,7 @@ pub(crate) fn regular_destination(path: &Path, flag: &str) -> Result<PathBuf> {
             } else if t.is_socket() {
                 "a socket"
             } else {
-                "not a regular file"
+                "a special file"
             }
         }
     };

@@ -285,6 +285,7 @@ fn plan_check<'a>(
     args: &CheckArgs,
     topo: &Topology,
     baseline: Option<&'a Baseline>,
+    peak: Option<&crate::peak::Peak>,
 ) -> Result<CheckPlan<'a>> {
     let measure = args.protocol.measure();
     if let (Some(b), Some(path)) = (baseline, args.baseline.as_deref()) {
@@ -313,9 +314,9 @@ fn plan_check<'a>(
     let jobs = check::scope_jobs(topo, &measure)?;
     let domains = jobs.len() >= 2;
     let mut notes = Vec::new();
-    let peak = crate::peak::estimate(topo, &args.peak.request())
+    let peak = peak
         .ok_or_else(|| "the theoretical peak of this node is unknown".to_string())
-        .and_then(|p| rules::peak_to_judge(&p, check::share_of_sockets(topo)));
+        .and_then(|p| rules::peak_to_judge(p, check::share_of_sockets(topo)));
     let peak_gb_s = match peak {
         Ok(gb_s) => Some(gb_s),
         Err(why) if domains => {
@@ -359,8 +360,8 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         .as_deref()
         .map(|p| read_baseline(p, "--baseline"))
         .transpose()?;
-    let mut plan = plan_check(args, &topo, baseline.as_ref())?;
     let peak = crate::peak::estimate(&topo, &args.peak.request());
+    let mut plan = plan_check(args, &topo, baseline.as_ref(), peak.as_ref())?;
     let mut source = args.protocol.source()?;
     let mut engine = Engine::new(&topo, source.as_mut(), peak);
     let stop = stop_flag();
