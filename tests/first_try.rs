@@ -186,7 +186,14 @@ fn exec_records_flow_into_report_and_compare() {
         1
     );
     let report = stdout(&["report", one.to_str().unwrap()]);
-    assert!(report.contains("best triad: 24.00 GB/s"), "{report}");
+    // Under a loaded test run the tick counters may see other work: the
+    // point is then reported, marked, and never the best.
+    assert!(
+        report.contains("best triad: 24.00 GB/s")
+            || (report.contains("24.00")
+                && report.contains("best: none, every point is NOT TRUSTED")),
+        "{report}"
+    );
     stdout(&["compare", one.to_str().unwrap(), results.to_str().unwrap()]);
     // --show-output passes the program's own output through.
     let out = membw()
@@ -265,7 +272,7 @@ fn compare_pairs_an_auto_point_with_the_store_mode_it_ran() {
     let out = stdout(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
     let rows: Vec<&str> = out.lines().filter(|l| l.contains(" × 1 · ")).collect();
     assert_eq!(rows.len(), 1, "one row, paired: {out}");
-    assert!(rows[0].trim_end().ends_with("1.000"), "{out}");
+    assert!(rows[0].contains(" 1.000 "), "{out}");
 }
 
 #[test]

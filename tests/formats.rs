@@ -80,10 +80,15 @@ fn report_and_compare_share_the_format_flag() {
     );
     let cmp = stdout(&["compare", f, f, "--format", "markdown"]);
     assert!(cmp.contains("| point |") && cmp.contains("|---|"), "{cmp}");
-    usage_error(
-        &["report", f, "--format", "csv"],
-        "membw report has no csv form",
+    let csv = stdout(&["report", f, "--format", "csv"]);
+    let rows: Vec<&str> = csv.lines().collect();
+    assert!(
+        rows[0].starts_with("schema_version,hostname,experiment,placement,threads,")
+            && rows[0].ends_with(",trusted,untrusted_why"),
+        "{csv}"
     );
+    // Two points, each with its four STREAM kernels.
+    assert_eq!(rows.len(), 1 + 2 * 4, "{csv}");
     usage_error(
         &["compare", f, f, "--format", "json"],
         "membw compare has no json form",

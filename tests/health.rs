@@ -273,6 +273,7 @@ fn the_prometheus_file_is_written_whole_and_promtool_accepts_it() {
     assert_eq!(code, Some(1), "{err}");
     let text = std::fs::read_to_string(&prom).unwrap();
     assert!(text.contains("membw_check_healthy 0\n"), "{text}");
+    assert!(text.contains("membw_check_trusted 1\n"), "{text}");
     // Node 3: 16 cores × 4 GB/s × 1.25 (NT stores) × 0.5.
     let node3 =
         "membw_bandwidth_bytes_per_second{kernel=\"triad\",scope=\"numa\",numa_node=\"3\"} ";
@@ -295,7 +296,7 @@ fn the_prometheus_file_is_written_whole_and_promtool_accepts_it() {
     let (code, _, err) = run(&[
         "run",
         "--fake-source",
-        "4",
+        "4,busy=40",
         "--size",
         "1M",
         "--ntimes",
@@ -304,6 +305,8 @@ fn the_prometheus_file_is_written_whole_and_promtool_accepts_it() {
         &run_prom.to_string_lossy(),
     ]);
     assert_eq!(code, Some(0), "{err}");
+    let text = std::fs::read_to_string(&run_prom).unwrap();
+    assert!(text.contains("membw_run_trusted 0\n"), "{text}");
     let (code, _, err) = run(&[
         "latency",
         "--sizes",

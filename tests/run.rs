@@ -121,7 +121,12 @@ fn csv_has_a_fixed_header_and_one_row_per_kernel() {
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 2);
     assert!(rows[0].contains(",copy,") && rows[1].contains(",triad,"));
-    assert!(rows.iter().all(|r| r.ends_with(",true")));
+    // validated, then trusted (true, or false on a loaded test machine).
+    assert!(
+        rows.iter()
+            .all(|r| r.split(',').nth(15) == Some("true") && r.split(',').count() == 17),
+        "{out}"
+    );
 }
 
 #[test]

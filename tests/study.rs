@@ -55,7 +55,7 @@ fn quality_sweep(dir: &Path) -> std::path::PathBuf {
     ]));
     assert!(printed.contains("Reproduce it:"), "{printed}");
     assert!(
-        printed.contains("triad GB/s") && printed.contains("mean ± sd"),
+        printed.contains("triad GB/s") && printed.contains("mean ± its 95 % confidence interval"),
         "{printed}"
     );
     for line in printed.lines() {
@@ -388,9 +388,19 @@ fn compare_matches_points_and_gives_ratios() {
     let ratios: Vec<&str> = out
         .lines()
         .filter(|l| l.contains("spread ×"))
-        .map(|l| l.split_whitespace().last().unwrap())
+        .map(|l| {
+            // B/A is the one figure with three decimals.
+            l.split_whitespace()
+                .find(|t| t.split_once('.').is_some_and(|(_, d)| d.len() == 3))
+                .unwrap()
+        })
         .collect();
     assert_eq!(ratios, vec!["1.000", "1.000"], "{out}");
+    // One run each: a ratio, no decision.
+    assert!(
+        out.contains("2 points in both: 0 higher, 0 lower, 0 no change, 2 not resolved"),
+        "{out}"
+    );
     // B/A against the fake: 5 GB/s per thread over what was measured.
     let out = stdout(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
     for r in &real {
@@ -599,4 +609,139 @@ fn absurd_numbers_in_a_results_file_are_refused() {
     doc["stats"]["triad"]["mean"] = serde_json::json!(1.7e308);
     std::fs::write(&out, doc.to_string() + "\n").unwrap();
     usage_error(&["report", out.to_str().unwrap()], "is not a measurement");
+}
+
+/// `tune` on the two-core VM fixture with the fake source: spread (2
+/// threads) against per-l3=1 (1 thread), the node saturating at `cap` GB/s
+/// and each repetition 3 % noisy, under 20 seeds.
+fn tune_verdicts(cap: &str) -> Vec<String> {
+    (1..=20)
+        .map(|seed| {
+            let fake = format!("4,cap={cap},noise=3,seed={seed}");
+            let out = stdout(&[
+                "tune",
+                "--sysroot",
+                "tests/fixtures/live-vm",
+                "--fake-source",
+                &fake,
+                "--stores",
+                "regular",
+                "--size",
+                "1M",
+                "--ntimes",
+                "3",
+                "--budget",
+                "20s",
+            ]);
+            let verdict = out
+                .lines()
+                .find(|l| l.starts_with("Not resolved") || l.starts_with("Best sustained"))
+                .unwrap_or_else(|| panic!("no verdict: {out}"));
+            verdict.to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn tune_names_no_winner_between_equals() {
+    // Both candidates saturate the node at 4 GB/s.
+    let verdicts = tune_verdicts("4");
+    let resolved = verdicts
+        .iter()
+        .filter(|v| !v.starts_with("Not resolved"))
+        .count();
+    assert!(
+        resolved <= 1,
+        "{resolved} of 20 named a winner: {verdicts:#?}"
+    );
+}
+
+#[test]
+fn tune_names_the_winner_ten_percent_ahead() {
+    // Two threads reach 4.4 GB/s, one thread 4.
+    for v in tune_verdicts("4.4") {
+        assert!(
+            v.starts_with("Best sustained triad:") && v.contains("with spread (2 threads"),
+            "{v}"
+        );
+    }
+    // A busy node is a finding, not a winner.
+    let out = stdout(&[
+        "tune",
+        "--sysroot",
+        "tests/fixtures/live-vm",
+        "--fake-source",
+        "4,cap=4.4,busy=40,seed=1",
+        "--size",
+        "1M",
+        "--ntimes",
+        "3",
+    ]);
+    assert!(
+        out.contains("Not resolved: other work shared the node") && !out.contains("Best sustained"),
+        "{out}"
+    );
+}
+
+#[test]
+fn busy_points_are_marked_everywhere_and_never_the_best() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    // A quiet point at 4 GB/s, and a faster one measured beside other work.
+    for (file, fake, threads) in [("q.jsonl", "4", "1"), ("b.jsonl", "8,busy=40", "2")] {
+        stdout(&[
+            "sweep",
+            "--fake-source",
+            fake,
+            "--threads",
+            threads,
+            "--stores",
+            "regular",
+            "--size",
+            "1M",
+            "--ntimes",
+            "3",
+            "-o",
+            &path(file),
+        ]);
+    }
+    let both = [path("q.jsonl"), path("b.jsonl")]
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .concat();
+    std::fs::write(path("all.jsonl"), both).unwrap();
+    let all = path("all.jsonl");
+    let plots = path("plots");
+    let text = stdout(&["report", &all, "--plots", &plots]);
+    assert!(text.contains("NOT TRUSTED: 1 of 2 points:"), "{text}");
+    assert!(
+        text.contains("spread × 2 · local · regular stores: CPUs"),
+        "{text}"
+    );
+    assert!(
+        text.contains("best triad: 4.00 GB/s"),
+        "the quiet point is the best: {text}"
+    );
+    let md = stdout(&["report", &all, "--plots", &plots, "--format", "markdown"]);
+    assert!(
+        md.contains("**NOT TRUSTED: 1 of 2 points:**") && md.contains("| NOT TRUSTED |"),
+        "{md}"
+    );
+    let html = path("r.html");
+    stdout(&["report", &all, "--plots", &plots, "--html", &html]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<td>NOT TRUSTED</td>") && page.contains("40 % busy with other work"),
+        "{page}"
+    );
+    let csv = stdout(&["report", &all, "--format", "csv"]);
+    let busy_rows: Vec<&str> = csv.lines().filter(|l| l.contains(",false,")).collect();
+    assert_eq!(busy_rows.len(), 4, "the busy point's four kernels: {csv}");
+    assert!(
+        busy_rows.iter().all(|l| l.contains("busy with other work")),
+        "{csv}"
+    );
+    let cmp = stdout(&["compare", &path("q.jsonl"), &all]);
+    assert!(cmp.contains("1 point in both"), "{cmp}");
+    let cmp = stdout(&["compare", &all, &all]);
+    assert!(cmp.contains("NOT TRUSTED (A, B)"), "{cmp}");
 }

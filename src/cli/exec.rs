@@ -27,7 +27,7 @@ pub(crate) struct ExecArgs {
     #[arg(long, default_value = "local")]
     mem: String,
 
-    /// Runs, the program started afresh each time, for mean ± sd
+    /// Runs, the program started afresh each time, for the mean and its 95 % confidence interval
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = super::values::parse_runs)]
     repeat: u32,
 

@@ -96,7 +96,7 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_parser = parse_kernel_list, default_value = "stream")]
     kernels: KernelList,
 
-    /// Independent runs per point (fresh arrays), for mean ± sd
+    /// Independent runs per point (fresh arrays), for the mean and its 95 % confidence interval
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = super::values::parse_runs)]
     repeat: u32,
 

@@ -10,8 +10,9 @@ use crate::kernels::KernelId;
 use crate::memory::policy as mempolicy;
 use crate::peak;
 use crate::report::{self};
-use crate::results::Host;
+use crate::results::estimate::Comparison;
 use crate::results::file::ResultsFile;
+use crate::results::{Host, Record};
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -28,7 +29,7 @@ pub(crate) struct TuneArgs {
     #[arg(long, default_value = "triad", value_parser = parse_kernel)]
     kernel: KernelId,
 
-    /// Runs per candidate (fresh arrays); the mean of their best rates ranks it
+    /// Runs of each candidate before the race (fresh arrays); the mean of their best rates ranks it
     #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = super::values::parse_runs)]
     repeat: u32,
 
@@ -41,11 +42,17 @@ pub(crate) struct TuneArgs {
 
     #[command(flatten)]
     peak: PeakArgs,
+
+    /// Read the topology under DIR (with --fake-source only: nothing is pinned); for tests
+    #[arg(long, hide = true, value_name = "DIR", requires = "fake_source")]
+    sysroot: Option<PathBuf>,
 }
 
 pub(crate) fn tune(args: TuneArgs) -> Result<()> {
-    let (topo, _weights) =
-        super::common::with_weights(args.measure.weights.as_deref(), read_topology(None)?)?;
+    let (topo, _weights) = super::common::with_weights(
+        args.measure.weights.as_deref(),
+        read_topology(args.sysroot.as_ref())?,
+    )?;
     args.measure.launch("tune")?;
     super::env::note_unused(&super::env::Vars::from_process(), "tune");
     let m = &args.measure;
@@ -77,20 +84,33 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
         source.as_mut(),
         peak::estimate(&topo, &args.peak.request()),
     );
-    let mut session = BandwidthSession::new("tune", Host::describe(&topo), stop_flag(), file);
+    let stop = stop_flag();
+    let mut session = BandwidthSession::new("tune", Host::describe(&topo), stop.clone(), file);
     let bar = progress(trials.len() as u64 * args.repeat as u64);
-    let searched = tune::search(
+    let raced = tune::race(
         &mut engine,
-        &mut session,
         &trials,
+        args.kernel,
         args.repeat as usize,
         args.budget,
+        &|| stop.signal().is_some(),
         &mut |job, r| {
             bar.set_message(run_message(job, r));
             bar.inc(1);
         },
     )?;
     bar.finish_and_clear();
+    let busy_runs = (
+        raced.runs.iter().map(|r| tune::busy_runs(r)).sum(),
+        raced.runs.iter().map(Vec::len).sum(),
+    );
+    // One record per candidate measured, with all its runs.
+    for (trial, runs) in trials.iter().zip(raced.runs) {
+        if !runs.is_empty() {
+            let (point, payload) = engine.payload(&trial.job, runs);
+            session.keep(point, payload)?;
+        }
+    }
     let ranked = tune::ranking(&session.records, args.kernel);
     let Some(&(best, _)) = ranked.first() else {
         if let Some(signal) = session.signal() {
@@ -105,16 +125,29 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
         return Err(Error::Runtime("no candidate completed".into()));
     };
     let baseline = tune::baseline(&trials, &session.records, args.kernel);
-    let mpi_map = tune::mpi_map(&trials, best);
+    fn versus<'r>(
+        best: &Record,
+        other: Option<&'r Record>,
+        kernel: KernelId,
+    ) -> Option<(&'r Record, Comparison)> {
+        let other = other.filter(|o| !std::ptr::eq(*o, best))?;
+        Some((other, tune::versus(&best.runs, &other.runs, kernel)?))
+    }
     print(&report::tune::text(&report::tune::TuneView {
         kernel: args.kernel,
         ranked: &ranked,
-        tried: searched.tried,
+        tried: raced.tried,
         candidates: trials.len(),
-        elapsed: searched.elapsed,
+        elapsed: raced.elapsed,
         budget: args.budget,
-        baseline,
-        mpi_map,
+        decision: raced.decision,
+        looks: raced.looks,
+        level: tune::level_per_look(),
+        runner_up: versus(best, ranked.get(1).map(|&(r, _)| r), args.kernel),
+        baseline: baseline.filter(|b| std::ptr::eq(*b, best)).is_some(),
+        versus_baseline: versus(best, baseline, args.kernel),
+        mpi_map: tune::mpi_map(&trials, best),
+        busy_runs,
     }))?;
     if let Some(line) = super::common::trust_summary(&session.records) {
         crate::say!("membw: {line}");

@@ -378,7 +378,7 @@ mod tests {
     }
 
     #[test]
-    fn a_search_stays_within_its_budget_and_shares_one_start() {
+    fn a_race_stays_within_its_budget() {
         let topo = machine();
         let trials = tune::trials(
             topo,
@@ -401,17 +401,21 @@ mod tests {
         let mut engine = Engine::new(topo, &mut source, None);
         let mut sink = session(None);
         // Room for the first trial only: each takes at least 60 ms.
-        let searched = tune::search(
+        let raced = tune::race(
             &mut engine,
-            &mut sink,
             &trials,
+            KernelId::Triad,
             2,
             std::time::Duration::from_millis(70),
+            &|| false,
             &mut |_, _| {},
         )
         .unwrap();
-        assert_eq!(searched.tried, 1);
-        assert_eq!(sink.records.len(), 1);
+        assert_eq!(raced.tried, 1);
+        assert_eq!(raced.runs[0].len(), 2);
+        assert!(raced.runs[1..].iter().all(Vec::is_empty));
+        let (point, payload) = engine.payload(&trials[0].job, raced.runs[0].clone());
+        sink.keep(point, payload).unwrap();
         let ranked = tune::ranking(&sink.records, KernelId::Triad);
         assert_eq!(ranked[0].0.point, trials[0].job.point);
         let base = tune::baseline(&trials, &sink.records, KernelId::Triad);

@@ -61,6 +61,13 @@ pub struct FakeSource {
     /// Every measured CPU reports this percentage of its time taken by
     /// other work (a busy node, for the tests of `baseline --allow-busy`).
     pub busy_pct: Option<f64>,
+    /// The node's rate saturates here, GB/s: more threads add nothing past
+    /// it, as on a memory bus (for the tests of `tune`'s decisions).
+    pub cap_gb_s: Option<f64>,
+    /// Each repetition's time varies by this share (normal, one sigma), from
+    /// a generator seeded by `seed=` (or the clock).
+    pub noise: f64,
+    pub rng: Rng,
     /// Every CPU measured so far: the busy CPUs a window reports, since the
     /// tick counters see every CPU in every window.
     pub seen_cpus: std::collections::BTreeSet<usize>,
@@ -82,6 +89,9 @@ impl FakeSource {
         let mut delay = Duration::ZERO;
         let mut slow = None;
         let mut busy_pct = None;
+        let mut cap_gb_s = None;
+        let mut noise = 0.0;
+        let mut rng = Rng::from_clock();
         for p in parts {
             match p.trim().split_once('=') {
                 Some(("delay", d)) => {
@@ -108,9 +118,28 @@ impl FakeSource {
                             .ok_or_else(|| format!("'{v}': a percentage from 0 to 100"))?,
                     );
                 }
+                Some(("cap", v)) => {
+                    cap_gb_s = Some(
+                        v.parse()
+                            .ok()
+                            .filter(|c: &f64| *c > 0.0 && c.is_finite())
+                            .ok_or_else(|| format!("'{v}': a positive rate in GB/s"))?,
+                    );
+                }
+                Some(("noise", v)) => {
+                    noise = v
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|p| (0.0..=30.0).contains(p))
+                        .ok_or_else(|| format!("'{v}': a percentage from 0 to 30"))?
+                        / 100.0;
+                }
+                Some(("seed", v)) => {
+                    rng = Rng::new(v.parse().map_err(|_| format!("'{v}': a whole number"))?);
+                }
                 _ => {
                     return Err(format!(
-                        "'{p}': expected delay=DURATION, slow=CPUS@SHARE or busy=PCT"
+                        "'{p}': expected delay=DURATION, slow=CPUS@SHARE, busy=PCT, cap=GBS, noise=PCT or seed=N"
                     ));
                 }
             }
@@ -120,6 +149,9 @@ impl FakeSource {
             delay,
             slow,
             busy_pct,
+            cap_gb_s,
+            noise,
+            rng,
             seen_cpus: Default::default(),
         })
     }
@@ -135,7 +167,8 @@ impl FakeSource {
             Some((cpus, share)) if cpus.contains(*cpu) => *share,
             _ => 1.0,
         };
-        self.gb_s_per_thread * plan.cpus.iter().map(per_thread).sum::<f64>() * stores
+        let rate = self.gb_s_per_thread * plan.cpus.iter().map(per_thread).sum::<f64>() * stores;
+        self.cap_gb_s.map_or(rate, |cap| rate.min(cap))
     }
 }
 
@@ -153,7 +186,10 @@ impl Source for FakeSource {
             .iter()
             .map(|&k: &KernelId| {
                 let seconds = k.spec().bytes_counted() as f64 * calls as f64 / rate;
-                kernel_statistics(k, plan.stores, calls, vec![seconds; plan.ntimes])
+                let times = (0..plan.ntimes)
+                    .map(|_| seconds * (1.0 + self.noise * self.rng.normal()).max(0.1))
+                    .collect();
+                kernel_statistics(k, plan.stores, calls, times)
             })
             .collect();
         let min_kernel_ticks = results
@@ -193,6 +229,40 @@ impl Source for FakeSource {
     }
 }
 
+/// A small deterministic generator (xorshift64*) for the fake source's
+/// noise: tests repeat a noisy experiment under seeds they name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        // Spread small seeds over the state; the state must not be 0.
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn from_clock() -> Rng {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Rng::new(nanos ^ u64::from(std::process::id()))
+    }
+
+    /// Uniform in (0, 1].
+    fn uniform(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let x = self.0.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        ((x >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Standard normal (Box–Muller).
+    pub fn normal(&mut self) -> f64 {
+        let (u, v) = (self.uniform(), self.uniform());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+}
+
 /// What the tick counters would show over a one-second window with
 /// `pct` % of the time of each CPU in `cpus` taken by other work, `measured`
 /// being those membw ran on.
@@ -229,12 +299,15 @@ mod tests {
     #[test]
     fn fake_specs_parse() {
         assert_eq!(
-            FakeSource::parse("5,delay=20ms").unwrap(),
+            FakeSource::parse("5,delay=20ms,seed=1").unwrap(),
             FakeSource {
                 gb_s_per_thread: 5.0,
                 delay: Duration::from_millis(20),
                 slow: None,
                 busy_pct: None,
+                cap_gb_s: None,
+                noise: 0.0,
+                rng: FakeSource::parse("5,seed=1").unwrap().rng,
                 seen_cpus: Default::default(),
             }
         );
@@ -247,6 +320,11 @@ mod tests {
         assert!(FakeSource::parse("5,delay=soon").is_err());
         assert_eq!(FakeSource::parse("5,busy=40").unwrap().busy_pct, Some(40.0));
         assert!(FakeSource::parse("5,busy=140").is_err());
+        assert_eq!(FakeSource::parse("5,cap=8").unwrap().cap_gb_s, Some(8.0));
+        assert_eq!(FakeSource::parse("5,noise=2").unwrap().noise, 0.02);
+        for bad in ["5,cap=0", "5,noise=50", "5,seed=x"] {
+            assert!(FakeSource::parse(bad).is_err(), "{bad}");
+        }
         let i = fake_interference(&[0, 1, 2].into(), &[0, 1], 40.0);
         assert!(
             i.busy && i.findings[0].starts_with("CPUs 0-1 were 40 % busy"),

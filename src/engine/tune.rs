@@ -2,13 +2,14 @@
 //! budget for the best sustained rate of one kernel, and say how to get it
 //! in the user's own application.
 
-use super::{BandwidthSession, Engine, Job};
+use super::{Engine, Job};
 use crate::error::Result;
 use crate::kernels::KernelId;
 use crate::memory::policy::MemPolicy;
 use crate::placement::domains::Kind;
 use crate::placement::{self, Domains, Spec, Strategy};
 use crate::plan::{self, Measure, Settings, StoresRequest};
+use crate::results::estimate::{Change, Comparison, Decision, LEVEL, NOISE_THRESHOLD};
 use crate::results::{Point, Record, RunResult};
 use crate::topology::Topology;
 use std::time::{Duration, Instant};
@@ -157,13 +158,6 @@ pub fn trials(topo: &Topology, spec: &TuneSpec) -> Result<Vec<Trial>> {
     Ok(out)
 }
 
-/// How a search ended (its records are in the session).
-pub struct Searched {
-    /// Candidates measured (the last may be cut short by a signal).
-    pub tried: usize,
-    pub elapsed: Duration,
-}
-
 /// The baseline's best record: one thread on every core, spread, in the
 /// store mode that did best.
 pub fn baseline<'r>(
@@ -189,30 +183,208 @@ pub fn mpi_map<'t>(trials: &'t [Trial], record: &Record) -> Option<&'t str> {
         .and_then(|t| t.mpi_map.as_deref())
 }
 
-/// Measures trials in order until the budget would be overrun: a trial is
-/// skipped when the slowest so far would not fit in what is left (the first
-/// always runs). Records are kept in `session`.
-pub fn search(
+/// The race looks at its candidates at most this many times, after
+/// `first`, 2 × `first`, 4 × `first`, ... runs of each candidate still in it.
+pub const LOOKS: usize = 5;
+
+/// The confidence of each look: the race is wrong at any of its looks less
+/// than 5 % of the time (Bonferroni over [`LOOKS`]).
+pub fn level_per_look() -> f64 {
+    1.0 - (1.0 - LEVEL) / LOOKS as f64
+}
+
+/// How a race ended: every trial's runs (empty for those never measured),
+/// which were still in it, and what it decided.
+pub struct Raced {
+    pub runs: Vec<Vec<RunResult>>,
+    pub in_race: Vec<bool>,
+    pub decision: Decision,
+    pub looks: usize,
+    /// Candidates measured (the last may be cut short by a signal).
+    pub tried: usize,
+    pub elapsed: Duration,
+}
+
+/// Whether other work shared the node during a run.
+fn busy(run: &RunResult) -> bool {
+    run.interference.as_ref().is_some_and(|f| f.busy)
+}
+
+/// The best rates of `kernel` of the runs the node was not busy during:
+/// the race decides on these alone, and measures again instead.
+fn rates(runs: &[RunResult], kernel: KernelId) -> Vec<f64> {
+    runs.iter()
+        .filter(|r| !busy(r))
+        .filter_map(|r| r.best_gb_s.get(&kernel).copied())
+        .collect()
+}
+
+/// How many of these runs shared the node with other work.
+pub fn busy_runs(runs: &[RunResult]) -> usize {
+    runs.iter().filter(|r| busy(r)).count()
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// The leader among `runs` (highest mean rate) of those `in_race`.
+fn leader(runs: &[Vec<RunResult>], in_race: &[bool], kernel: KernelId) -> Option<usize> {
+    (0..runs.len())
+        .filter(|&i| in_race[i] && !runs[i].is_empty())
+        .max_by(|&a, &b| mean(&rates(&runs[a], kernel)).total_cmp(&mean(&rates(&runs[b], kernel))))
+}
+
+/// `other` against `leader` at the race's level per look.
+pub fn versus(leader: &[RunResult], other: &[RunResult], kernel: KernelId) -> Option<Comparison> {
+    Comparison::of(
+        &rates(leader, kernel),
+        &rates(other, kernel),
+        level_per_look(),
+    )
+}
+
+/// One look: drops the candidates clearly behind the leader and says
+/// whether the race is decided.
+fn look(runs: &[Vec<RunResult>], in_race: &mut [bool], kernel: KernelId) -> Option<Decision> {
+    let lead = leader(runs, in_race, kernel)?;
+    let mut tied = true;
+    for i in 0..runs.len() {
+        if i == lead || !in_race[i] {
+            continue;
+        }
+        match versus(&runs[lead], &runs[i], kernel) {
+            Some(c) if c.change == Change::Lower => in_race[i] = false,
+            Some(Comparison {
+                interval: Some(iv), ..
+            }) if iv.low >= 1.0 - NOISE_THRESHOLD && iv.high <= 1.0 + NOISE_THRESHOLD => {}
+            _ => tied = false,
+        }
+    }
+    let left: Vec<usize> = (0..runs.len()).filter(|&i| in_race[i]).collect();
+    // Too few quiet runs to judge by: measure again.
+    let short = left.iter().any(|&i| rates(&runs[i], kernel).len() < 2);
+    if short {
+        None
+    } else if left.len() == 1 {
+        Some(Decision::Resolved)
+    } else if tied {
+        Some(Decision::Tied)
+    } else {
+        None
+    }
+}
+
+/// Why a race ended undecided: too few quiet runs of a candidate still in
+/// it (a busy node), or intervals that still overlap.
+fn unresolved(runs: &[Vec<RunResult>], in_race: &[bool], kernel: KernelId) -> Decision {
+    let short = (0..runs.len()).any(|i| in_race[i] && rates(&runs[i], kernel).len() < 2);
+    if short {
+        Decision::Busy
+    } else {
+        Decision::NotResolved
+    }
+}
+
+/// Races the trials for the best rate of `kernel` within `budget`: each is
+/// measured `first` times (in order, while the slowest so far fits in what
+/// is left), then those not clearly behind the leader are measured again,
+/// doubling their runs at each look, until the leader is separated from
+/// every other, the rest are tied with it, the last look is taken, or the
+/// budget ends. A signal stops it after the current run.
+pub fn race(
     engine: &mut Engine,
-    session: &mut BandwidthSession,
     trials: &[Trial],
-    repeat: usize,
+    kernel: KernelId,
+    first: usize,
     budget: Duration,
+    stopped: &dyn Fn() -> bool,
     on_run: &mut dyn FnMut(&Job, &RunResult),
-) -> Result<Searched> {
+) -> Result<Raced> {
     let start = Instant::now();
+    let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); trials.len()];
+    let mut took: Vec<Duration> = vec![Duration::ZERO; trials.len()];
+    let mut measure = |engine: &mut Engine,
+                       i: usize,
+                       runs: &mut Vec<Vec<RunResult>>,
+                       took: &mut Vec<Duration>| {
+        let t0 = Instant::now();
+        let m = match engine.measure(&trials[i].job.plan) {
+            // The signal cut into the run: not kept.
+            Err(crate::error::Error::Interrupted { .. }) if stopped() => return Ok(()),
+            m => m?,
+        };
+        let r = RunResult::from_measurement(&m);
+        if !stopped() {
+            on_run(&trials[i].job, &r);
+            runs[i].push(r);
+        }
+        took[i] += t0.elapsed();
+        Ok::<_, crate::error::Error>(())
+    };
+    // Qualifying: every candidate `first` times, while it fits.
     let mut slowest = Duration::ZERO;
     let mut tried = 0;
-    for trial in trials {
-        if session.signal().is_some() || (tried > 0 && start.elapsed() + slowest > budget) {
+    for i in 0..trials.len() {
+        if stopped() || (tried > 0 && start.elapsed() + slowest > budget) {
             break;
         }
         let t0 = Instant::now();
-        engine.run(std::slice::from_ref(&trial.job), repeat, session, on_run)?;
+        for _ in 0..first {
+            if stopped() {
+                break;
+            }
+            measure(engine, i, &mut runs, &mut took)?;
+        }
         slowest = slowest.max(t0.elapsed());
         tried += 1;
     }
-    Ok(Searched {
+    let mut in_race: Vec<bool> = runs.iter().map(|r| r.len() >= first).collect();
+    let mut looks = 0;
+    let mut target = first;
+    let decision = loop {
+        looks += 1;
+        if let Some(d) = look(&runs, &mut in_race, kernel) {
+            break d;
+        }
+        if looks == LOOKS || stopped() {
+            break unresolved(&runs, &in_race, kernel);
+        }
+        // Another round (one run of each candidate left) until each has
+        // twice its runs, while a round fits in the budget.
+        target *= 2;
+        let left: Vec<usize> = (0..trials.len()).filter(|&i| in_race[i]).collect();
+        let round: Duration = left
+            .iter()
+            .map(|&i| took[i] / runs[i].len().max(1) as u32)
+            .sum();
+        let mut ran = false;
+        while left.iter().any(|&i| runs[i].len() < target)
+            && start.elapsed() + round <= budget
+            && !stopped()
+        {
+            for &i in &left {
+                if runs[i].len() < target && !stopped() {
+                    measure(engine, i, &mut runs, &mut took)?;
+                }
+            }
+            ran = true;
+        }
+        if !ran {
+            break unresolved(&runs, &in_race, kernel);
+        }
+        if left.iter().any(|&i| runs[i].len() < target) {
+            // The budget ended inside the round: this look is the last.
+            looks += 1;
+            break look(&runs, &mut in_race, kernel)
+                .unwrap_or_else(|| unresolved(&runs, &in_race, kernel));
+        }
+    };
+    Ok(Raced {
+        runs,
+        in_race,
+        decision,
+        looks,
         tried,
         elapsed: start.elapsed(),
     })

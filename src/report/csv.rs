@@ -1,11 +1,12 @@
-//! CSV with fixed headers (documented in the README): one row per kernel
-//! of a run, one row per latency point.
+//! CSV with fixed headers (documented in the output guide): one row per
+//! kernel of a run, per point and kernel of a results file, per latency
+//! point.
 
 use crate::error::{Error, Result};
 use crate::results::RunReport;
 use crate::results::latency::LatencyRecord;
 
-pub const HEADER: [&str; 16] = [
+pub const HEADER: [&str; 17] = [
     "schema_version",
     "hostname",
     "kernel",
@@ -22,6 +23,7 @@ pub const HEADER: [&str; 16] = [
     "isa",
     "stores",
     "validated",
+    "trusted",
 ];
 
 pub fn render(report: &RunReport) -> Result<String> {
@@ -45,9 +47,72 @@ pub fn render(report: &RunReport) -> Result<String> {
             m.isa.map_or(String::new(), |i| i.to_string()),
             m.stores.map_or(String::new(), |s| s.to_string()),
             m.validation.passed.to_string(),
+            // Whether the tick counters saw the node quiet (empty: not watched).
+            m.interference
+                .as_ref()
+                .map_or(String::new(), |i| (!i.busy).to_string()),
         ]);
     }
     write(&HEADER, rows)
+}
+
+/// The header of a results file's CSV (`membw report --format csv`).
+pub const STUDY_HEADER: [&str; 20] = [
+    "schema_version",
+    "hostname",
+    "experiment",
+    "placement",
+    "threads",
+    "mem",
+    "stores",
+    "working_set_per_thread",
+    "kernel",
+    "runs",
+    "mean_gb_s",
+    "sd_gb_s",
+    "ci95_low_gb_s",
+    "ci95_high_gb_s",
+    "min_gb_s",
+    "max_gb_s",
+    "peak_gb_s",
+    "percent_of_peak",
+    "trusted",
+    "untrusted_why",
+];
+
+/// One row per point and kernel of a results file: the mean of its runs'
+/// best rates with its interval, and whether the point can be trusted.
+pub fn study(records: &[crate::results::Record]) -> Result<String> {
+    let opt = |v: Option<f64>, digits: usize| v.map_or(String::new(), |v| format!("{v:.digits$}"));
+    let mut rows = Vec::new();
+    for r in records {
+        for (kernel, s) in &r.stats {
+            let ci = s.interval();
+            rows.push([
+                r.schema_version.to_string(),
+                r.host.hostname.clone(),
+                r.experiment.clone(),
+                r.point.placement.clone(),
+                r.point.threads.to_string(),
+                r.point.mem.clone(),
+                r.stores_label(),
+                r.point.working_set_per_thread.to_string(),
+                kernel.to_string(),
+                s.n.to_string(),
+                format!("{:.3}", s.mean),
+                format!("{:.3}", s.sd),
+                opt(ci.map(|i| i.low), 3),
+                opt(ci.map(|i| i.high), 3),
+                format!("{:.3}", s.min),
+                format!("{:.3}", s.max),
+                opt(r.peak_gb_s, 1),
+                opt(r.percent_of_peak(*kernel), 1),
+                r.untrusted().is_none().to_string(),
+                r.untrusted().unwrap_or_default().to_string(),
+            ]);
+        }
+    }
+    write(&STUDY_HEADER, rows)
 }
 
 /// The header of a latency CSV: the point, then its latency and load.
@@ -120,13 +185,14 @@ impl super::export::Exporter for Csv {
         "csv"
     }
     fn commands(&self) -> &'static [&'static str] {
-        &["run", "latency"]
+        &["run", "latency", "report"]
     }
     fn export(&self, doc: &super::export::Document) -> Option<Result<String>> {
         use super::export::Document;
         match doc {
             Document::Run { report, .. } => Some(render(report)),
             Document::Latency(report) => Some(latency(&report.records)),
+            Document::Study { records, .. } => Some(study(records)),
             _ => None,
         }
     }

@@ -15,7 +15,7 @@ pub struct ExecView<'a> {
     pub record: &'a Record,
 }
 
-/// The text form: setup, the rates (mean ± sd over the runs), what
+/// The text form: setup, the rates (mean ± 95 % CI over the runs), what
 /// watching cost, and what was verified.
 pub fn text(view: &ExecView) -> String {
     let (placement, cpus, kept, r) = (view.placement, view.cpus, view.kept, view.record);
@@ -45,7 +45,7 @@ pub fn text(view: &ExecView) -> String {
     }
     let _ = writeln!(
         o,
-        "\n  kernel   GB/s (mean ± sd of {} run{})    min      max",
+        "\n  kernel   GB/s (mean ± 95 % CI of {} run{})    min      max",
         r.runs.len(),
         if r.runs.len() == 1 { "" } else { "s" }
     );
@@ -61,7 +61,11 @@ pub fn text(view: &ExecView) -> String {
             if s.n == 1 {
                 format!("{:.2}", s.mean)
             } else {
-                format!("{:.2} ± {:.2}", s.mean, s.sd)
+                format!(
+                    "{:.2} ± {:.2}",
+                    s.mean,
+                    s.interval().map_or(0.0, |i| i.half_width())
+                )
             },
             s.min,
             s.max

@@ -161,7 +161,10 @@ mod tests {
             formats_for("latency"),
             ["text", "json", "jsonl", "csv", "markdown"]
         );
-        assert_eq!(formats_for("report"), ["text", "jsonl", "markdown", "html"]);
+        assert_eq!(
+            formats_for("report"),
+            ["text", "jsonl", "csv", "markdown", "html"]
+        );
         assert_eq!(formats_for("sweep"), ["text", "jsonl", "markdown"]);
         assert_eq!(formats_for("compare"), ["text", "markdown"]);
         assert_eq!(formats_for("check"), ["text", "json", "jsonl"]);

@@ -27,6 +27,7 @@ pub mod topo;
 pub mod tune;
 
 use crate::placement::spellings::{self, Spellings};
+use crate::results::estimate::{Change, Comparison};
 use std::fmt::Write;
 
 /// The reproduce block every command prints the same way: a title, then
@@ -46,4 +47,52 @@ pub struct Plot {
     pub title: String,
     pub file: String,
     pub svg: String,
+}
+
+/// A ratio as a signed percentage with its interval, as every comparison
+/// prints it: `+9.3 % (95 % CI +7.1 to +11.5 %)`, or with no interval
+/// `+9.3 % (one run each: no interval)`.
+pub fn change_text(c: &Comparison) -> String {
+    let pct = |r: f64| format!("{:+.1}", 100.0 * (r - 1.0));
+    match c.interval {
+        Some(i) => format!(
+            "{} % ({:.0} % CI {} to {} %)",
+            pct(c.ratio),
+            100.0 * i.level,
+            pct(i.low),
+            pct(i.high)
+        ),
+        None => format!("{} % (one run each: no interval)", pct(c.ratio)),
+    }
+}
+
+/// A mean with its interval and n: `18.90 GB/s ± 0.48 (95 % CI, n = 9)`;
+/// a single run is its value and `n = 1`.
+pub fn estimate_text(s: &crate::results::Stats, unit: &str) -> String {
+    match s.interval() {
+        Some(i) => format!(
+            "{:.2} {unit} ± {:.2} ({:.0} % CI, n = {})",
+            s.mean,
+            i.half_width(),
+            100.0 * i.level,
+            s.n
+        ),
+        None => format!("{:.2} {unit} (n = {})", s.mean, s.n),
+    }
+}
+
+/// A confidence level as people write it: 95, 97.5, 99.9.
+pub fn level_text(level: f64) -> String {
+    let p = format!("{:.2}", 100.0 * level);
+    p.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// What a row's comparison decided, in a word or two.
+pub fn change_word(c: &Comparison) -> String {
+    match c.change {
+        Change::Higher => format!("higher ({:+.1} %)", c.percent()),
+        Change::Lower => format!("lower ({:+.1} %)", c.percent()),
+        Change::NoChange => "no change".into(),
+        Change::NotResolved => "not resolved".into(),
+    }
 }

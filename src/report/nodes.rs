@@ -128,26 +128,51 @@ pub fn document(
     Ok((out, plots, flagged))
 }
 
+/// The counted repetitions' rates of a kernel, GB/s.
+fn repetition_rates(r: &crate::results::measurement::KernelResult) -> Vec<f64> {
+    let bytes = r.best_gb_s() * r.min_time_s;
+    r.times_s
+        .iter()
+        .skip(1)
+        .filter(|&&t| t > 0.0)
+        .map(|t| bytes / t)
+        .collect()
+}
+
 /// `membw compare A.json B.json`: each kernel's best rate (the aggregate
-/// for MPI runs) side by side, and for nodes in both, their rates.
+/// for MPI runs) side by side, with whether the repetitions tell a change;
+/// for nodes in both, their rates.
 pub fn compare(a: &RunReport, b: &RunReport, markdown: bool) -> String {
-    let rates = |d: &RunReport| -> BTreeMap<KernelId, f64> {
+    use crate::results::estimate::{Comparison, LEVEL};
+    let kernels: Vec<KernelId> = a
+        .measurement
+        .results
+        .iter()
+        .map(|r| r.kernel)
+        .filter(|k| b.measurement.results.iter().any(|r| r.kernel == *k))
+        .collect();
+    let level = 1.0 - (1.0 - LEVEL) / kernels.len().max(1) as f64;
+    let result = |d: &'_ RunReport, k: KernelId| {
         d.measurement
             .results
             .iter()
-            .map(|r| (r.kernel, r.best_gb_s()))
-            .collect()
+            .find(|r| r.kernel == k)
+            .cloned()
     };
-    let (ra, rb) = (rates(a), rates(b));
-    let mut rows: Vec<[String; 4]> = ra
+    let mut rows: Vec<[String; 5]> = kernels
         .iter()
-        .filter_map(|(k, x)| {
-            let y = rb.get(k)?;
+        .filter_map(|&k| {
+            let (x, y) = (result(a, k)?, result(b, k)?);
+            let c = Comparison::of(&repetition_rates(&x), &repetition_rates(&y), level);
             Some([
                 k.spec().name.to_string(),
-                format!("{x:.2}"),
-                format!("{y:.2}"),
-                format!("{:.3}", y / x),
+                format!("{:.2}", x.best_gb_s()),
+                format!("{:.2}", y.best_gb_s()),
+                format!(
+                    "{:.3}",
+                    y.best_gb_s() / x.best_gb_s().max(f64::MIN_POSITIVE)
+                ),
+                c.map_or("-".into(), |c| super::change_word(&c)),
             ])
         })
         .collect();
@@ -159,27 +184,39 @@ pub fn compare(a: &RunReport, b: &RunReport, markdown: bool) -> String {
                     format!("{:.2}", n.gb_s),
                     format!("{:.2}", m.gb_s),
                     format!("{:.3}", m.gb_s / n.gb_s.max(f64::MIN_POSITIVE)),
+                    "not resolved".into(),
                 ]);
             }
         }
     }
-    let head = ["", "A GB/s", "B GB/s", "B/A"];
+    let head = ["", "A GB/s", "B GB/s", "B/A", "change"];
     let mut o = String::new();
     if markdown {
         let _ = writeln!(o, "| {} |", head.join(" | "));
-        let _ = writeln!(o, "|---|---:|---:|---:|");
+        let _ = writeln!(o, "|---|---:|---:|---:|---|");
         for r in &rows {
             let _ = writeln!(o, "| {} |", r.join(" | "));
         }
     } else {
         let _ = writeln!(
             o,
-            "  {:<24} {:>10} {:>10} {:>7}",
-            head[0], head[1], head[2], head[3]
+            "  {:<24} {:>10} {:>10} {:>7}  {}",
+            head[0], head[1], head[2], head[3], head[4]
         );
         for r in &rows {
-            let _ = writeln!(o, "  {:<24} {:>10} {:>10} {:>7}", r[0], r[1], r[2], r[3]);
+            let _ = writeln!(
+                o,
+                "  {:<24} {:>10} {:>10} {:>7}  {}",
+                r[0], r[1], r[2], r[3], r[4]
+            );
         }
     }
+    let _ = writeln!(
+        o,
+        "\nGB/s and B/A: the best rates (STREAM's). change: from the counted repetitions of each \
+         run (Welch's t on the logarithms of their rates, at {} % per kernel, under 2 % is no \
+         change); the variation between runs is not in it: compare sweep files with --repeat for that",
+        super::level_text(level)
+    );
     o
 }

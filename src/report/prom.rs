@@ -64,6 +64,44 @@ fn scope_labels(scope: Scope) -> String {
 const BANDWIDTH: &str = "membw_bandwidth_bytes_per_second";
 const BANDWIDTH_HELP: &str = "Best sustained memory bandwidth of a kernel, by scope (the node, or one NUMA domain on its own memory).";
 
+/// Whether the tick counters saw the node quiet while it was measured: 1,
+/// or 0 when other work or steal shared its CPUs; no sample when nothing
+/// was watched (another program's run).
+fn trusted<'a>(
+    name: &'a str,
+    what: &str,
+    watched: impl IntoIterator<Item = Option<&'a crate::trust::Interference>>,
+) -> Metric<'a> {
+    let seen: Vec<&crate::trust::Interference> = watched.into_iter().flatten().collect();
+    Metric {
+        name,
+        help: match what {
+            "check" => {
+                "1 when no other work or steal shared the CPUs during the last membw check, 0 when it did (its figures may be low)."
+            }
+            "latency" => {
+                "1 when no other work or steal shared the CPUs during the last membw latency, 0 when it did (its latencies may be high)."
+            }
+            _ => {
+                "1 when no other work or steal shared the CPUs during the last membw run, 0 when it did (its rates may be low)."
+            }
+        },
+        samples: (!seen.is_empty())
+            .then(|| {
+                (
+                    String::new(),
+                    if seen.iter().any(|i| i.busy) {
+                        0.0
+                    } else {
+                        1.0
+                    },
+                )
+            })
+            .into_iter()
+            .collect(),
+    }
+}
+
 /// When a command's measurement ended, as its own metric.
 fn timestamp<'a>(name: &'a str, help: &'a str, rfc3339: &str) -> Metric<'a> {
     Metric {
@@ -148,6 +186,7 @@ pub fn check(v: &Verdict) -> String {
                 },
             )],
         },
+        trusted("membw_check_trusted", "check", [Some(&v.interference)]),
         Metric {
             name: "membw_check_duration_seconds",
             help: "Wall time the last membw check took.",
@@ -185,6 +224,11 @@ pub fn run(r: &RunReport) -> String {
             help: BANDWIDTH_HELP,
             samples: bw,
         },
+        trusted(
+            "membw_run_trusted",
+            "run",
+            [r.measurement.interference.as_ref()],
+        ),
         timestamp(
             "membw_run_timestamp_seconds",
             "When the last membw run ended, seconds since the epoch.",
@@ -223,6 +267,11 @@ pub fn latency(r: &LatencyReport) -> String {
             help: "Median latency of one dependent load, by working set.",
             samples,
         },
+        trusted(
+            "membw_latency_trusted",
+            "latency",
+            r.records.iter().map(|rec| rec.interference.as_ref()),
+        ),
         timestamp(
             "membw_latency_timestamp_seconds",
             "When the last membw latency ended, seconds since the epoch.",

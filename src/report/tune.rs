@@ -3,10 +3,11 @@
 
 use crate::kernels::KernelId;
 use crate::results::Record;
+use crate::results::estimate::{Change, Comparison, Decision, LEVEL, NOISE_THRESHOLD};
 use std::fmt::Write;
 use std::time::Duration;
 
-/// What a search found, ready to render.
+/// What a race found, ready to render.
 pub struct TuneView<'a> {
     pub kernel: KernelId,
     /// Measured candidates, best first, with their mean rates.
@@ -15,51 +16,143 @@ pub struct TuneView<'a> {
     pub candidates: usize,
     pub elapsed: Duration,
     pub budget: Duration,
-    /// One thread on every core, when it was measured.
-    pub baseline: Option<&'a Record>,
+    pub decision: Decision,
+    /// How many times the race looked, and the confidence of each look.
+    pub looks: usize,
+    pub level: f64,
+    /// The second best against the best.
+    pub runner_up: Option<(&'a Record, Comparison)>,
+    /// Whether the best is one thread on every core.
+    pub baseline: bool,
+    /// One thread on every core against the best, when it was measured
+    /// and is not the best.
+    pub versus_baseline: Option<(&'a Record, Comparison)>,
     /// The mpirun mapping giving MPI ranks the best placement, when there is one.
     pub mpi_map: Option<&'a str>,
+    /// Runs that shared the node with other work, left out of the verdict,
+    /// and all runs.
+    pub busy_runs: (usize, usize),
+}
+
+/// A candidate as the verdict names it.
+fn name(r: &Record) -> String {
+    format!(
+        "{} ({}, {} stores)",
+        r.point.placement,
+        crate::units::plural(r.point.threads, "thread"),
+        r.stores_label()
+    )
+}
+
+/// `other`'s rate against the best, the best's advantage over it.
+fn behind(c: &Comparison) -> String {
+    super::change_text(&Comparison {
+        ratio: 1.0 / c.ratio,
+        interval: c.interval.map(|i| crate::results::estimate::Interval {
+            low: 1.0 / i.high,
+            high: 1.0 / i.low,
+            level: i.level,
+        }),
+        ..*c
+    })
 }
 
 pub fn text(v: &TuneView) -> String {
     let mut o = String::new();
-    let name = v.kernel.spec().name;
+    let name_k = v.kernel.spec().name;
     let _ = writeln!(
         o,
-        "Candidates tried: {} of {} in {:.0} s (budget {})",
+        "Candidates tried: {} of {} in {:.0} s (budget {}); {} at {:.0} % each, {:.0} % over the race",
         v.tried,
         v.candidates,
         v.elapsed.as_secs_f64(),
-        humantime::format_duration(v.budget)
+        humantime::format_duration(v.budget),
+        crate::units::plural(v.looks, "look"),
+        100.0 * v.level,
+        100.0 * LEVEL,
     );
     let top: Vec<&Record> = v.ranked.iter().take(12).map(|(r, _)| *r).collect();
     o.push_str(&super::study::table_in_order(&top, v.kernel).plain());
     let _ = writeln!(o, "{}", super::study::legend(top.iter().copied()));
-    let Some(&(best, rate)) = v.ranked.first() else {
+    let Some(&(best, _)) = v.ranked.first() else {
         return o;
     };
-    let _ = writeln!(
-        o,
-        "\nBest sustained {name}: {rate:.2} GB/s with {} ({}, {} stores)",
-        best.point.placement,
-        crate::units::plural(best.point.threads, "thread"),
-        best.stores_label()
-    );
-    match v.baseline.and_then(|b| Some((b, b.mean(v.kernel)?))) {
-        Some((b, _)) if std::ptr::eq(b, best) => {
+    let rate = best
+        .stats
+        .get(&v.kernel)
+        .map_or("-".into(), |s| super::estimate_text(s, "GB/s"));
+    match v.decision {
+        Decision::Resolved => {
+            let _ = writeln!(o, "\nBest sustained {name_k}: {rate} with {}", name(best));
+            if let Some((r, c)) = &v.runner_up {
+                let _ = writeln!(
+                    o,
+                    "  resolved: ahead of the runner-up, {}, by {}",
+                    name(r),
+                    behind(c)
+                );
+            }
+        }
+        Decision::Tied => {
             let _ = writeln!(
                 o,
-                "  that is one thread on every core: no subset of cores does better here"
+                "\nNot resolved: the leaders are within {:.0} % of each other, and either will do",
+                100.0 * NOISE_THRESHOLD
             );
+            let _ = writeln!(o, "  highest mean {name_k}: {rate} with {}", name(best));
+            if let Some((r, c)) = &v.runner_up {
+                let _ = writeln!(o, "  {} is {}", name(r), super::change_text(c));
+            }
         }
-        Some((_, base)) => {
+        Decision::NotResolved => {
             let _ = writeln!(
                 o,
-                "  {:+.1} % against one thread on every core ({base:.2} GB/s)",
-                100.0 * (rate / base - 1.0)
+                "\nNot resolved: the leaders' intervals overlap; more runs (a longer budget) or a quieter node would decide"
             );
+            let _ = writeln!(o, "  highest mean {name_k}: {rate} with {}", name(best));
+            if let Some((r, c)) = &v.runner_up {
+                let _ = writeln!(o, "  {} is {}", name(r), super::change_text(c));
+            }
         }
-        None => {}
+        Decision::Busy => {
+            let _ = writeln!(
+                o,
+                "\nNot resolved: other work shared the node during {} of {} runs, too many to judge by; the ranking would reflect it, not the placements",
+                v.busy_runs.0, v.busy_runs.1
+            );
+            let _ = writeln!(o, "  highest mean {name_k}: {rate} with {}", name(best));
+        }
+    }
+    if v.busy_runs.0 > 0 && v.decision != Decision::Busy {
+        let _ = writeln!(
+            o,
+            "  {} of {} runs shared the node with other work: left out of the verdict, kept in the table",
+            v.busy_runs.0, v.busy_runs.1
+        );
+    }
+    if v.tried < v.candidates {
+        let _ = writeln!(
+            o,
+            "  {} of {} candidates fit in the budget: the others were not measured",
+            v.tried, v.candidates
+        );
+    }
+    if v.baseline {
+        let _ = writeln!(
+            o,
+            "  that is one thread on every core: no subset of cores does better here"
+        );
+    } else if let Some((b, c)) = &v.versus_baseline {
+        let base = b.mean(v.kernel).unwrap_or(0.0);
+        let verdict = match c.change {
+            Change::Lower => "ahead",
+            Change::NoChange | Change::NotResolved | Change::Higher => "not resolved",
+        };
+        let _ = writeln!(
+            o,
+            "  against one thread on every core ({base:.2} GB/s): {} ({verdict})",
+            behind(c)
+        );
     }
     match (best.percent_of_peak(v.kernel), best.peak_gb_s) {
         (Some(pct), Some(p)) => {

@@ -4,6 +4,7 @@
 //! report renderers and `compare` only read these types. The JSON forms are
 //! documented in the README and versioned by [`SCHEMA_VERSION`].
 
+pub mod estimate;
 pub mod file;
 pub mod latency;
 pub mod measurement;
@@ -11,6 +12,7 @@ mod peak;
 pub mod ranks;
 pub mod read;
 
+pub use estimate::Stats;
 pub use measurement::{Measurement, require_valid};
 pub use peak::PeakUse;
 
@@ -332,38 +334,6 @@ impl RunResult {
     }
 }
 
-/// Mean ± standard deviation, min and max of the runs' best rates.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Stats {
-    pub mean: f64,
-    pub sd: f64,
-    pub min: f64,
-    pub max: f64,
-    pub n: usize,
-}
-
-impl Stats {
-    pub fn of(values: &[f64]) -> Option<Stats> {
-        if values.is_empty() {
-            return None;
-        }
-        let n = values.len();
-        let mean = values.iter().sum::<f64>() / n as f64;
-        let var = if n > 1 {
-            values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64
-        } else {
-            0.0
-        };
-        Some(Stats {
-            mean,
-            sd: var.sqrt(),
-            min: values.iter().copied().fold(f64::INFINITY, f64::min),
-            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            n,
-        })
-    }
-}
-
 /// One line of a results file, of any experiment: what every record
 /// shares (schema, experiment, when, where, which point), and the kind's
 /// own payload, whose fields sit beside them in the JSON. Fields of the
@@ -460,6 +430,17 @@ impl Record {
     /// The mean best rate as a percentage of the peak of the sockets used.
     pub fn percent_of_peak(&self, kernel: KernelId) -> Option<f64> {
         Some(100.0 * self.mean(kernel)? / self.peak_gb_s?)
+    }
+
+    /// Why the point cannot be trusted: the first finding of the tick
+    /// counters (other work or steal) in any of its runs; `None` when every
+    /// run was measured on a quiet node (or by a source that cannot tell).
+    pub fn untrusted(&self) -> Option<&str> {
+        self.runs
+            .iter()
+            .filter_map(|run| run.interference.as_ref())
+            .find_map(|i| i.findings.first())
+            .map(String::as_str)
     }
 
     /// The store mode asked for, and what `auto` became (`auto→nt`).

@@ -1,15 +1,18 @@
-//! Two results files side by side: every point measured in both, with B/A.
+//! Two results files side by side: every point measured in both, with B/A,
+//! its interval and what it decides.
 
 use super::*;
 use crate::kernels::KernelId;
 use crate::plan::StoresRequest;
 use crate::results::Record;
+use crate::results::estimate::{Change, Comparison, LEVEL, NOISE_THRESHOLD};
 use crate::units::Bytes;
 use std::collections::BTreeMap;
 
 /// Two result sets side by side, matched by point, with B/A ratios.
 pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> String {
-    let index = |rs: &[Record]| -> BTreeMap<String, (String, f64)> {
+    // Per point: its label, its runs' best rates, and whether it is trusted.
+    let index = |rs: &[Record]| -> BTreeMap<String, (String, Vec<f64>, bool)> {
         rs.iter()
             .filter_map(|r| {
                 let label = format!(
@@ -39,7 +42,13 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
                         _ => StoresRequest::Regular,
                     };
                 }
-                Some((point.key(), (label, r.stats.get(&kernel)?.mean)))
+                let rates: Vec<f64> = r
+                    .runs
+                    .iter()
+                    .filter_map(|run| run.best_gb_s.get(&kernel).copied())
+                    .collect();
+                let trusted = r.untrusted().is_none();
+                (!rates.is_empty()).then(|| (point.key(), (label, rates, trusted)))
             })
             .collect()
     };
@@ -48,22 +57,68 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
     keys.sort();
     keys.dedup();
     let name = kernel.spec().name;
+    // Each row at 1 - 5 %/m (Bonferroni): a change read anywhere in the
+    // table is wrong less than 5 % of the time, however many points.
+    let paired = keys
+        .iter()
+        .filter(|k| ia.contains_key(**k) && ib.contains_key(**k))
+        .count();
+    let level = 1.0 - (1.0 - LEVEL) / paired.max(1) as f64;
+    let mut changes = [0usize; 4];
     let rows: Vec<Vec<String>> = keys
         .iter()
         .map(|k| {
-            let (la, va) = ia
+            let (la, va, ta) = ia
                 .get(*k)
-                .map_or((None, None), |(l, v)| (Some(l), Some(*v)));
-            let (lb, vb) = ib
+                .map_or((None, None, true), |(l, v, t)| (Some(l), Some(v), *t));
+            let (lb, vb, tb) = ib
                 .get(*k)
-                .map_or((None, None), |(l, v)| (Some(l), Some(*v)));
+                .map_or((None, None, true), |(l, v, t)| (Some(l), Some(v), *t));
             let label = la.or(lb).cloned().unwrap_or_default();
-            let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
-            let ratio = match (va, vb) {
-                (Some(x), Some(y)) if x > 0.0 => format!("{:.3}", y / x),
-                _ => "-".into(),
+            let rate = |v: Option<&Vec<f64>>| {
+                v.and_then(|v| crate::results::Stats::of(v))
+                    .map_or("-".to_string(), |s| match s.interval() {
+                        Some(i) => format!("{:.2} ± {:.2}", s.mean, i.half_width()),
+                        None => format!("{:.2}", s.mean),
+                    })
             };
-            vec![label, f(va), f(vb), ratio]
+            let c = match (va, vb) {
+                (Some(x), Some(y)) => Comparison::of(x, y, level),
+                _ => None,
+            };
+            let doubt = match (ta, tb) {
+                (true, true) => None,
+                (false, true) => Some("NOT TRUSTED (A)"),
+                (true, false) => Some("NOT TRUSTED (B)"),
+                (false, false) => Some("NOT TRUSTED (A, B)"),
+            };
+            let (ratio, interval, verdict) = match c {
+                // Other work shared the node: no decision on it.
+                Some(c) if doubt.is_some() => {
+                    changes[3] += 1;
+                    (
+                        format!("{:.3}", c.ratio),
+                        "-".into(),
+                        doubt.unwrap_or_default().into(),
+                    )
+                }
+                Some(c) => {
+                    changes[match c.change {
+                        Change::Higher => 0,
+                        Change::Lower => 1,
+                        Change::NoChange => 2,
+                        Change::NotResolved => 3,
+                    }] += 1;
+                    (
+                        format!("{:.3}", c.ratio),
+                        c.interval
+                            .map_or("-".into(), |i| format!("{:.3}–{:.3}", i.low, i.high)),
+                        super::super::change_word(&c),
+                    )
+                }
+                None => ("-".into(), "-".into(), "-".into()),
+            };
+            vec![label, rate(va), rate(vb), ratio, interval, verdict]
         })
         .collect();
     let t = Table {
@@ -72,6 +127,8 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
             format!("A {name} GB/s"),
             format!("B {name} GB/s"),
             "B/A".into(),
+            format!("{} % CI", super::super::level_text(level)),
+            "change".into(),
         ],
         rows,
         best: None,
@@ -83,5 +140,21 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
     };
     let mut out = format!("A: {}\nB: {}\n\n", host(a), host(b));
     out.push_str(&if markdown { t.markdown() } else { t.plain() });
+    let [higher, lower, same, unresolved] = changes;
+    out.push_str(&format!(
+        "\n{} in both: {higher} higher, {lower} lower, {same} no change, {unresolved} not resolved\n",
+        plural(higher + lower + same + unresolved, "point")
+    ));
+    out.push_str(&format!(
+        "GB/s: mean ± its {mean_level:.0} % confidence interval over the runs' best rates\n\
+         B/A: the ratio of their geometric means; its interval by Welch's t on their logarithms, \
+         at {row_level} % per point so that the table as a whole holds at {mean_level:.0} %\n\
+         no change: the interval holds 1, or the change is under {noise:.0} % (run-to-run noise)\n\
+         not resolved: one run each (sweep --repeat 3 gives each point an interval), or a side \
+         NOT TRUSTED (other work or steal on its CPUs during a run: see membw report)\n",
+        mean_level = 100.0 * LEVEL,
+        row_level = super::super::level_text(level),
+        noise = 100.0 * NOISE_THRESHOLD,
+    ));
     out
 }

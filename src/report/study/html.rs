@@ -17,5 +17,17 @@ pub fn html(records: &[Record], kernel: KernelId) -> String {
         }
         out.push_str("</ul>\n");
     }
+    let doubts = trust_lines(records);
+    if let Some((head, rest)) = doubts.split_first() {
+        let _ = writeln!(
+            out,
+            "<p class=\"untrusted\"><strong>{}</strong></p>\n<ul>",
+            escape(head)
+        );
+        for line in rest {
+            let _ = writeln!(out, "<li>{}</li>", escape(line.trim_start()));
+        }
+        out.push_str("</ul>\n");
+    }
     out
 }

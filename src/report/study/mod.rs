@@ -21,103 +21,6 @@ pub fn primary_kernel(records: &[Record]) -> Option<KernelId> {
     }
 }
 
-/// A table as headers and rows of cells, rendered three ways.
-pub struct Table {
-    pub headers: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-    /// Row to emphasize (the best point).
-    pub best: Option<usize>,
-}
-
-impl Table {
-    pub fn plain(&self) -> String {
-        let widths: Vec<usize> = (0..self.headers.len())
-            .map(|c| {
-                self.rows
-                    .iter()
-                    .map(|r| r[c].chars().count())
-                    .chain([self.headers[c].chars().count()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let line = |cells: &[String], mark: &str| {
-            let mut s = String::from(mark);
-            for (c, cell) in cells.iter().enumerate() {
-                let pad = widths[c] - cell.chars().count();
-                // Numbers right-aligned, text left-aligned.
-                if cell.starts_with(|ch: char| ch.is_ascii_digit()) {
-                    s.push_str(&" ".repeat(pad));
-                    s.push_str(cell);
-                } else {
-                    s.push_str(cell);
-                    s.push_str(&" ".repeat(pad));
-                }
-                s.push_str("  ");
-            }
-            s.trim_end().to_string() + "\n"
-        };
-        let mut out = line(&self.headers, "  ");
-        for (i, r) in self.rows.iter().enumerate() {
-            out.push_str(&line(r, if Some(i) == self.best { "▶ " } else { "  " }));
-        }
-        out
-    }
-
-    pub fn markdown(&self) -> String {
-        let mut out = format!("| {} |\n", self.headers.join(" | "));
-        out.push_str(&format!(
-            "|{}\n",
-            self.headers.iter().map(|_| "---|").collect::<String>()
-        ));
-        for (i, r) in self.rows.iter().enumerate() {
-            let cells: Vec<String> = if Some(i) == self.best {
-                r.iter()
-                    .map(|c| {
-                        if c.is_empty() {
-                            c.clone()
-                        } else {
-                            format!("**{c}**")
-                        }
-                    })
-                    .collect()
-            } else {
-                r.clone()
-            };
-            out.push_str(&format!("| {} |\n", cells.join(" | ")));
-        }
-        out
-    }
-
-    pub fn html(&self) -> String {
-        let mut out = String::from("<table>\n<thead><tr>");
-        for h in &self.headers {
-            let _ = write!(out, "<th>{}</th>", escape(h));
-        }
-        out.push_str("</tr></thead>\n<tbody>\n");
-        for (i, r) in self.rows.iter().enumerate() {
-            out.push_str(if Some(i) == self.best {
-                "<tr class=\"best\">"
-            } else {
-                "<tr>"
-            });
-            for c in r {
-                let _ = write!(out, "<td>{}</td>", escape(c));
-            }
-            out.push_str("</tr>\n");
-        }
-        out.push_str("</tbody>\n</table>\n");
-        out
-    }
-}
-
-pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 fn stats_cell(s: Option<&Stats>) -> [String; 3] {
     match s {
         Some(s) if s.n == 1 => [
@@ -126,7 +29,11 @@ fn stats_cell(s: Option<&Stats>) -> [String; 3] {
             format!("{:.2}", s.max),
         ],
         Some(s) => [
-            format!("{:.2} ± {:.2}", s.mean, s.sd),
+            format!(
+                "{:.2} ± {:.2}",
+                s.mean,
+                s.interval().map_or(0.0, |i| i.half_width())
+            ),
             format!("{:.2}", s.min),
             format!("{:.2}", s.max),
         ],
@@ -157,17 +64,47 @@ fn reading_order(records: &[Record]) -> Vec<&Record> {
 
 /// What the rate columns hold, printed under every results table.
 pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
-    let mut counts: Vec<usize> = records.into_iter().map(|r| r.runs.len()).collect();
+    let records: Vec<&Record> = records.into_iter().collect();
+    let mut counts: Vec<usize> = records.iter().map(|r| r.runs.len()).collect();
     counts.sort_unstable();
     counts.dedup();
     let runs = match counts.as_slice() {
         [n] => format!("the best rates of {}", plural(*n, "run")),
         _ => "the runs' best rates (runs: how many)".into(),
     };
-    format!(
-        "GB/s: mean ± sd of {runs}, then their min and max\n\
+    let mut legend = format!(
+        "GB/s: mean ± its 95 % confidence interval, of {runs}, then their min and max\n\
          set/thread: bytes of all arrays per thread · % peak: of the sockets the threads ran on"
-    )
+    );
+    if records.iter().any(|r| r.untrusted().is_some()) {
+        legend.push_str(
+            "\ntrust: NOT TRUSTED where the tick counters saw other work or steal on the CPUs \
+             during a run (why, below); such points are never the best",
+        );
+    }
+    legend
+}
+
+/// One line per point that cannot be trusted, with the reason.
+pub fn trust_lines(records: &[Record]) -> Vec<String> {
+    let doubtful: Vec<(&Record, &str)> = records
+        .iter()
+        .filter_map(|r| Some((r, r.untrusted()?)))
+        .collect();
+    let mut lines = Vec::new();
+    if !doubtful.is_empty() {
+        lines.push(format!(
+            "NOT TRUSTED: {} of {}:",
+            doubtful.len(),
+            plural(records.len(), "point")
+        ));
+    }
+    lines.extend(
+        doubtful
+            .iter()
+            .map(|(r, why)| format!("  {}: {why}", r.point.label())),
+    );
+    lines
 }
 
 /// One row per record, sorted for reading, the best mean highlighted.
@@ -175,10 +112,14 @@ pub fn results_table(records: &[Record], kernel: KernelId) -> Table {
     table_in_order(&reading_order(records), kernel)
 }
 
-/// Position of the record with the highest mean rate (the first of equals).
+/// Position of the record with the highest mean rate (the first of
+/// equals), of those measured on a quiet node.
 fn best_index(records: &[&Record], kernel: KernelId) -> Option<usize> {
     let mut best: Option<(usize, f64)> = None;
     for (i, r) in records.iter().enumerate() {
+        if r.untrusted().is_some() {
+            continue;
+        }
         if let Some(m) = r.mean(kernel)
             && best.is_none_or(|(_, b)| m > b)
         {
@@ -221,6 +162,10 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
         headers.push("runs".into());
     }
     headers.push("% peak".into());
+    let doubts = sorted.iter().any(|r| r.untrusted().is_some());
+    if doubts {
+        headers.push("trust".into());
+    }
     let rows = sorted
         .iter()
         .map(|r| {
@@ -263,6 +208,16 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
                 r.percent_of_peak(kernel)
                     .map_or("-".into(), |p| format!("{p:.1}")),
             );
+            if doubts {
+                row.push(
+                    if r.untrusted().is_some() {
+                        "NOT TRUSTED"
+                    } else {
+                        "ok"
+                    }
+                    .into(),
+                );
+            }
             row
         })
         .collect();
@@ -425,8 +380,16 @@ pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
     if !far.is_empty() {
         let _ = writeln!(out, "\n{}", far.join("\n"));
     }
+    let doubts = trust_lines(records);
+    if !doubts.is_empty() {
+        let _ = writeln!(out, "\n{}", doubts.join("\n"));
+    }
     let sorted = reading_order(records);
-    if let Some(best) = best_index(&sorted, kernel).map(|i| sorted[i]) {
+    let best = best_index(&sorted, kernel).map(|i| sorted[i]);
+    if best.is_none() && !doubts.is_empty() {
+        let _ = writeln!(out, "\nbest: none, every point is NOT TRUSTED");
+    }
+    if let Some(best) = best {
         let _ = writeln!(
             out,
             "\nbest {}: {:.2} GB/s with {} ({}, mem {}, {} stores)",
@@ -463,6 +426,13 @@ pub fn markdown(records: &[Record], kernel: KernelId, plots: &[(String, String)]
     for line in numa_findings(records, kernel) {
         let _ = writeln!(out, "- {line}");
     }
+    let doubts = trust_lines(records);
+    if let Some((head, rest)) = doubts.split_first() {
+        let _ = writeln!(out, "\n**{head}**\n");
+        for line in rest {
+            let _ = writeln!(out, "- {}", line.trim_start());
+        }
+    }
     for (title, file) in plots {
         let _ = writeln!(out, "\n### {title}\n\n![{title}]({file})");
     }
@@ -471,6 +441,8 @@ pub fn markdown(records: &[Record], kernel: KernelId, plots: &[(String, String)]
 
 mod compare;
 pub mod html;
+mod table;
+pub use table::{Table, escape};
 
 pub use compare::compare;
 

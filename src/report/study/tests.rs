@@ -45,6 +45,7 @@ fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
                 Stats {
                     mean: gb_s,
                     sd: 0.0,
+                    ci: None,
                     min: gb_s,
                     max: gb_s,
                     n: 1,
