@@ -499,3 +499,56 @@ mod properties {
         }
     }
 }
+
+/// `numactl --membind 0 membw run`, `numactl --interleave=all membw run`:
+/// without `--mem`, membw measures under the policy it was started with and
+/// names it in the header and the JSON.
+#[test]
+fn an_inherited_memory_policy_is_named() {
+    // qemu-user implements neither mbind nor get_mempolicy.
+    if !common::mbind_works() {
+        return;
+    }
+    let membw = common::membw_argv();
+    for (policy, expect) in [
+        ("--membind=0", "bind:0"),
+        ("--interleave=all", "interleave:"),
+    ] {
+        let mut cmd = std::process::Command::new("numactl");
+        cmd.arg(policy)
+            .args(&membw)
+            .args(["run", "--size", "1M", "--ntimes", "2"]);
+        let Some(out) = common::tool(&mut cmd, "numactl") else {
+            return;
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("Memory policy: {expect}"))
+                    && l.contains("inherited (numactl or the parent process)")),
+            "{text}"
+        );
+        let mut cmd = std::process::Command::new("numactl");
+        cmd.arg(policy)
+            .args(&membw)
+            .args(["run", "--size", "1M", "--ntimes", "2", "--json"]);
+        let out = common::tool(&mut cmd, "numactl").unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let inherited = doc["request"]["inherited_mem_policy"]
+            .as_str()
+            .unwrap_or("");
+        assert!(inherited.starts_with(expect), "{doc}");
+        assert_eq!(doc["measurement"]["mem_policy"].as_str(), Some(inherited));
+    }
+    // --mem given: the policy is membw's own, not inherited.
+    let mut cmd = std::process::Command::new("numactl");
+    cmd.arg("--membind=0")
+        .args(&membw)
+        .args(["run", "--size", "1M", "--ntimes", "2", "--mem", "local"]);
+    let out = common::tool(&mut cmd, "numactl").unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Memory policy: local (") && !text.contains("inherited"),
+        "{text}"
+    );
+}

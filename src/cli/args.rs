@@ -336,9 +336,18 @@ impl MeasureArgs {
             }
         }
         if mems.is_empty() {
-            mems.push("local".into());
+            mems.push(self.inherited_mem().unwrap_or_else(|| "local".into()));
         }
         Ok(mems)
+    }
+
+    /// The policy this process inherited (`numactl --membind 1 membw run`),
+    /// which membw measures under when no `--mem` is given.
+    pub(crate) fn inherited_mem(&self) -> Option<String> {
+        self.mem
+            .is_empty()
+            .then(crate::memory::inherited::policy)
+            .flatten()
     }
 
     /// The store modes, in order, each once.

@@ -86,10 +86,17 @@ pub fn render(report: &RunReport) -> String {
         format_ranges(&cpus)
     );
     let _ = writeln!(o, "Placement: {}", report.request.placement);
+    let mut policy = m.mem_policy.clone();
+    if report.request.inherited_mem_policy.is_some() {
+        policy.push_str(", ");
+        policy.push_str(crate::memory::inherited::SOURCE);
+    }
+    if let Some(mems) = &report.request.cpuset_mems {
+        policy.push_str(&format!("; the cpuset allows memory on nodes {mems} only"));
+    }
     let _ = writeln!(
         o,
-        "Memory policy: {} (pages found: {})",
-        m.mem_policy,
+        "Memory policy: {policy} (pages found: {})",
         pages_summary(m)
     );
     let _ = writeln!(

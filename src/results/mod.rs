@@ -93,6 +93,13 @@ pub struct Request {
     pub stores: String,
     /// Why the store mode was chosen (for `auto`).
     pub stores_reason: String,
+    /// The memory policy this process started with, when membw measured
+    /// under it for want of `--mem` (`numactl --membind 1 membw run`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inherited_mem_policy: Option<String>,
+    /// The NUMA nodes the cpuset allows memory on, when not all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpuset_mems: Option<String>,
 }
 
 /// One `membw run`: the self-describing document behind every format.

@@ -293,6 +293,36 @@ pub fn mbind_range(
     }
 }
 
+/// This process's own NUMA policy, as `numactl` or the parent process left
+/// it: the mode number of `set_mempolicy(2)` (0 default, 1 preferred, 2
+/// bind, 3 interleave, 4 local, 5 preferred-many, 6 weighted interleave)
+/// and its nodes.
+pub fn process_policy() -> io::Result<(i32, Vec<usize>)> {
+    let mut mode: libc::c_int = 0;
+    // 4096 nodes: more than Linux's MAX_NUMNODES on any distribution kernel.
+    let mut mask = vec![0u64; 64];
+    let maxnode = (mask.len() * 64) as u64;
+    // SAFETY: `mode` and `mask` are live buffers of the sizes passed; a
+    // null address and flags 0 ask for the calling thread's policy.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_get_mempolicy,
+            &mut mode as *mut libc::c_int,
+            mask.as_mut_ptr(),
+            maxnode,
+            std::ptr::null::<libc::c_void>(),
+            0u64,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let nodes = (0..mask.len() * 64)
+        .filter(|&n| mask[n / 64] & (1 << (n % 64)) != 0)
+        .collect();
+    Ok((mode, nodes))
+}
+
 /// A node bitmask as the NUMA system calls read it.
 pub(super) fn node_mask(nodes: &[usize]) -> Vec<u64> {
     let max = nodes.iter().copied().max().unwrap_or(0);
