@@ -92,7 +92,7 @@ fn membw_exec_runs_a_stream_build_pinned_and_verified() {
         "{out}"
     );
     assert!(
-        out.contains("Verified:  threads stayed on their CPUs"),
+        out.contains("Verified:  threads pinned, each stayed on its CPU"),
         "{out}"
     );
     assert!(out.contains("Watching:  membw used "), "{out}");
@@ -388,4 +388,55 @@ fn a_signal_to_membw_exec_ends_the_program_too() {
             "process {pid} outlived membw"
         );
     }
+}
+
+/// The documents' pinned-versus-unpinned comparison: the user's
+/// `OMP_PROC_BIND=false` reaches the program, and membw does not call the
+/// result pinned.
+#[test]
+fn an_unpinned_program_is_not_reported_as_pinned() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = gcc_stream(dir.path()) else {
+        return;
+    };
+    let exe = exe.to_str().unwrap();
+    let cpus = membw::topology::Topology::live()
+        .unwrap()
+        .allowed_cpus
+        .len();
+    if cpus < 2 {
+        common::skip("one CPU: a thread cannot be anything but pinned");
+        return;
+    }
+    let run = |bind: Option<&str>| {
+        let mut cmd = common::membw();
+        cmd.env_remove("OMP_PROC_BIND")
+            .args(["exec", "--", exe, "4000000", "6"]);
+        if let Some(b) = bind {
+            cmd.env("OMP_PROC_BIND", b);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let unpinned = run(Some("false"));
+    assert!(
+        unpinned.contains("Verified:  threads NOT pinned"),
+        "{unpinned}"
+    );
+    // Each variable once, with what membw did with it.
+    assert!(
+        unpinned.contains("yours:     OMP_PROC_BIND=false (passed through as you set them)")
+            && !unpinned.contains("not used"),
+        "{unpinned}"
+    );
+    let pinned = run(None);
+    assert!(
+        pinned.contains("Verified:  threads pinned, each stayed on its CPU"),
+        "{pinned}"
+    );
 }

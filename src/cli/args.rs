@@ -226,7 +226,7 @@ pub(crate) struct MeasureArgs {
     /// a=bind:0,b=bind:1,c=local (d: striad's 4th array); sweep: several, each a point (repeat the flag or separate
     /// them with ';') [default: local]
     #[arg(long, help_heading = "Measurement")]
-    mem: Vec<String>,
+    pub(crate) mem: Vec<String>,
 
     /// Instruction set of the kernels
     #[arg(long, value_enum, default_value_t = IsaArg::Auto, help_heading = "Measurement")]
@@ -336,18 +336,9 @@ impl MeasureArgs {
             }
         }
         if mems.is_empty() {
-            mems.push(self.inherited_mem().unwrap_or_else(|| "local".into()));
+            mems.push(crate::memory::inherited::policy().unwrap_or_else(|| "local".into()));
         }
         Ok(mems)
-    }
-
-    /// The policy this process inherited (`numactl --membind 1 membw run`),
-    /// which membw measures under when no `--mem` is given.
-    pub(crate) fn inherited_mem(&self) -> Option<String> {
-        self.mem
-            .is_empty()
-            .then(crate::memory::inherited::policy)
-            .flatten()
     }
 
     /// The store modes, in order, each once.

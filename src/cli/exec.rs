@@ -95,6 +95,11 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     };
     // The user's own placement variables go to the program untouched.
     let keep: BTreeSet<String> = vars.0.iter().map(|(k, _)| k.to_string()).collect();
+    let kept: std::collections::BTreeMap<String, String> = vars
+        .0
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let mut source = ExecSource {
         argv: args.program.clone(),
         timeout: args.timeout,
@@ -141,11 +146,18 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     let Some(record) = session.records.first() else {
         return Err(Error::Runtime("the program did not run".into()));
     };
+    // The variables membw's placement did not use go to the program as they
+    // are: the header's "yours" line says so, once.
+    let described = placement
+        .described
+        .split("; not used:")
+        .next()
+        .unwrap_or_default();
     let view = crate::report::exec::ExecView {
         program: &args.program,
-        placement: &placement.described,
+        placement: described,
         cpus: &job.plan.cpus,
-        kept: &keep,
+        kept: &kept,
         record,
     };
     print(&super::common::render_as(

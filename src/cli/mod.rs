@@ -352,21 +352,6 @@ pub(crate) fn open_run_output(path: &std::path::Path) -> Result<crate::results::
     Ok(file)
 }
 
-/// The nodes a cpuset confines this process's memory to, when it leaves
-/// out some node that has memory.
-fn cpuset_mems(topo: &crate::topology::Topology) -> Option<String> {
-    let with_memory: Vec<usize> = topo
-        .nodes
-        .iter()
-        .filter(|n| n.mem_total.is_some_and(|b| b.0 > 0))
-        .map(|n| n.id)
-        .collect();
-    with_memory
-        .iter()
-        .any(|n| !topo.allowed_mems.contains(*n))
-        .then(|| topo.allowed_mems.to_string())
-}
-
 fn run(args: RunArgs) -> Result<()> {
     common::check_format(if args.json { "json" } else { &args.format }, "run")?;
     if let Some(p) = &args.prom {
@@ -432,8 +417,12 @@ fn run(args: RunArgs) -> Result<()> {
         isa: settings.measure.isa.map_or("auto", |i| i.name()).into(),
         stores: stores.to_string(),
         stores_reason,
-        inherited_mem_policy: m.inherited_mem(),
-        cpuset_mems: cpuset_mems(&topo),
+        inherited_mem_policy: m
+            .mem
+            .is_empty()
+            .then(crate::memory::inherited::policy)
+            .flatten(),
+        cpuset_mems: crate::memory::inherited::cpuset_mems(&topo),
     };
     let peak = engine.peak_use(
         &plan.cpus,

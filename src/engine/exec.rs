@@ -191,6 +191,13 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
             stderr_tail: ran.stderr_tail.clone(),
             watch_cpu_s: ran.watch_cpu_s,
             threads_seen: ran.threads.len(),
+            threads_unpinned: ran.threads.iter().filter(|t| t.allowed.len() > 1).count(),
+            threads_moved: ran.threads.iter().filter(|t| t.cpus.len() > 1).count(),
+            cpu_changes: ran
+                .threads
+                .iter()
+                .map(|t| t.cpus.len().saturating_sub(1))
+                .sum(),
             array_elements: out.as_ref().and_then(|o| o.array_elements),
             element_bytes: out.as_ref().and_then(|o| o.element_bytes),
             ntimes: out.as_ref().and_then(|o| o.ntimes).map(|n| n as usize),

@@ -22,8 +22,31 @@ pub fn policy() -> Option<String> {
     }
 }
 
+/// The nodes a cpuset confines this process's memory to, when it leaves
+/// out some node that has memory.
+pub fn cpuset_mems(topo: &crate::topology::Topology) -> Option<String> {
+    let with_memory: Vec<usize> = topo
+        .nodes
+        .iter()
+        .filter(|n| n.mem_total.is_some_and(|b| b.0 > 0))
+        .map(|n| n.id)
+        .collect();
+    with_memory
+        .iter()
+        .any(|n| !topo.allowed_mems.contains(*n))
+        .then(|| topo.allowed_mems.to_string())
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_cpuset_that_leaves_out_a_memory_node_is_named() {
+        let (_dir, mut topo) = crate::topology::fixture::machine("xeon-e5-2680v3-2s");
+        assert_eq!(super::cpuset_mems(&topo), None);
+        topo.allowed_mems = crate::topology::cpulist::IdSet::new(vec![1]);
+        assert_eq!(super::cpuset_mems(&topo).as_deref(), Some("1"));
+    }
+
     #[test]
     fn the_test_process_has_the_policy_its_runner_gave_it() {
         // Under `numactl --membind 0 cargo test` this reads bind:0; tests

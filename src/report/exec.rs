@@ -11,7 +11,9 @@ pub struct ExecView<'a> {
     pub program: &'a [String],
     pub placement: &'a str,
     pub cpus: &'a [usize],
-    pub kept: &'a BTreeSet<String>,
+    /// The user's placement variables, passed to the program untouched,
+    /// with their values.
+    pub kept: &'a std::collections::BTreeMap<String, String>,
     pub record: &'a Record,
 }
 
@@ -31,12 +33,12 @@ pub fn text(view: &ExecView) -> String {
     );
     let set: Vec<String> = crate::foreign::placement_env(cpus)
         .into_iter()
-        .filter(|(k, _)| !kept.contains(*k))
+        .filter(|(k, _)| !kept.contains_key(*k))
         .map(|(k, v)| format!("{k}='{v}'"))
         .collect();
     let _ = writeln!(o, "membw set: the affinity mask, {}", set.join(" "));
     if !kept.is_empty() {
-        let kept: Vec<&str> = kept.iter().map(String::as_str).collect();
+        let kept: Vec<String> = kept.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(
             o,
             "yours:     {} (passed through as you set them)",
@@ -105,10 +107,32 @@ fn verified(runs: &[RunResult]) -> String {
     });
     let sampled = runs.iter().all(|run| run.pages_sampled > 0);
     let held = runs.iter().all(|run| run.pages_held);
+    let programs: Vec<&crate::results::measurement::ProgramRun> =
+        runs.iter().filter_map(|run| run.program()).collect();
+    let max = |f: fn(&crate::results::measurement::ProgramRun) -> usize| {
+        programs.iter().map(|p| f(p)).max().unwrap_or(0)
+    };
+    let (unpinned, moved, changes) = (
+        max(|p| p.threads_unpinned),
+        max(|p| p.threads_moved),
+        programs.iter().map(|p| p.cpu_changes).sum::<usize>(),
+    );
     let threads = match (seen, pinned) {
-        (false, _) => "threads not seen (the program ended before the first sample)",
-        (true, true) => "threads stayed on their CPUs",
-        (true, false) => "threads LEFT their CPUs (see the warnings)",
+        (false, _) => "threads not seen (the program ended before the first sample)".into(),
+        (true, false) => "threads LEFT their CPUs (see the warnings)".into(),
+        // Pinned: each thread's own mask is one CPU, and it was seen there.
+        (true, true) if unpinned == 0 && moved == 0 => {
+            "threads pinned, each stayed on its CPU".into()
+        }
+        (true, true) if moved == 0 => format!(
+            "threads NOT pinned ({} could run on any CPU of the placement); none was seen to move",
+            crate::units::plural(unpinned, "thread")
+        ),
+        (true, true) => format!(
+            "threads NOT pinned: {} of them moved between CPUs ({} seen)",
+            crate::units::plural(moved, "thread"),
+            crate::units::plural(changes, "CPU change")
+        ),
     };
     let pages = match (sampled, held) {
         (false, _) => "pages not sampled (the program ended within 0.1 s)",

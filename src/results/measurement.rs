@@ -215,6 +215,16 @@ pub struct ProgramRun {
     /// sample, and placement was not verified).
     #[serde(default)]
     pub threads_seen: usize,
+    /// Threads whose own affinity mask allowed more than one CPU: not
+    /// pinned (`OMP_PROC_BIND=false`), whatever they did.
+    #[serde(default)]
+    pub threads_unpinned: usize,
+    /// Threads the samples found on more than one CPU, and how many CPUs
+    /// beyond their first they were found on (a lower bound on migrations).
+    #[serde(default)]
+    pub threads_moved: usize,
+    #[serde(default)]
+    pub cpu_changes: usize,
     /// The program's own array size, element size and repetitions, as it
     /// printed them (null where it did not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
