@@ -745,3 +745,77 @@ fn busy_points_are_marked_everywhere_and_never_the_best() {
     let cmp = stdout(&["compare", &all, &all]);
     assert!(cmp.contains("NOT TRUSTED (A, B)"), "{cmp}");
 }
+
+/// The threads plot of a fake sweep at 4 GB/s per thread (1 and 2 threads)
+/// with `--peak`: (largest y tick, largest data x, smallest legend x, text).
+fn threads_plot_with_peak(peak: &str) -> (f64, f64, f64, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let plots = dir.path().join("p");
+    stdout(&[
+        "sweep",
+        "--fake-source",
+        "4",
+        "--threads",
+        "1-2",
+        "--repeat",
+        "3",
+        "--size",
+        "1M",
+        "--ntimes",
+        "3",
+        "--stores",
+        "regular",
+        "--peak",
+        peak,
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    stdout(&[
+        "report",
+        file.to_str().unwrap(),
+        "--plots",
+        plots.to_str().unwrap(),
+    ]);
+    let svg = std::fs::read_to_string(plots.join("triad-threads.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let num = |n: roxmltree::Node, a: &str| n.attribute(a).unwrap().parse::<f64>().unwrap();
+    let top_tick = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text") && n.attribute("text-anchor") == Some("end"))
+        .filter_map(|n| n.text()?.trim().parse::<f64>().ok())
+        .fold(0.0, f64::max);
+    let data_x = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("circle"))
+        .map(|n| num(n, "cx"))
+        .fold(0.0, f64::max);
+    let legend_x = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("width") == Some("12"))
+        .map(|n| num(n, "x"))
+        .fold(f64::MAX, f64::min);
+    (top_tick, data_x, legend_x, svg)
+}
+
+#[test]
+fn plots_fit_their_data_and_keep_the_legend_off_it() {
+    // A peak 25 times the data: a note, not the axis.
+    let (top, data_x, legend_x, svg) = threads_plot_with_peak("200");
+    assert!(top > 0.0 && top <= 1.5 * 8.0, "y axis to {top}: {svg}");
+    assert!(
+        svg.contains("theoretical peak 200.0 GB/s, above the scale"),
+        "{svg}"
+    );
+    assert!(
+        legend_x > data_x + 10.0,
+        "legend at {legend_x}, data to {data_x}"
+    );
+    // A peak within reach of the data: a line, named in the legend.
+    let (top, _, _, svg) = threads_plot_with_peak("10");
+    assert!(top >= 10.0 && top <= 1.5 * 8.0, "y axis to {top}");
+    assert!(
+        svg.contains("theoretical peak 10.0 GB/s") && !svg.contains("above the scale"),
+        "{svg}"
+    );
+}

@@ -1,6 +1,6 @@
 //! Bandwidth plots of experiment records: bandwidth vs threads (one line
-//! per placement, memory policy or store mode; ± one standard deviation;
-//! the peak as a horizontal line), vs working set per thread (log scale,
+//! per placement, memory policy or store mode; error bars of the 95 %
+//! interval of the mean; the peak as a line when the data reach near it), vs working set per thread (log scale,
 //! cache capacities marked), and the NUMA matrix as a heat map.
 
 use super::*;
@@ -74,9 +74,11 @@ fn collect_series(
     let mut map: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
     for r in records {
         if let Some(s) = r.stats.get(&kernel) {
+            // Error bars: the 95 % interval of the mean (none of one run).
+            let half = s.interval().map_or(0.0, |i| i.half_width());
             map.entry(varies.label(r, with_threads))
                 .or_default()
-                .push((x(r), s.mean, s.sd));
+                .push((x(r), s.mean, half));
         }
     }
     map.into_iter()
@@ -104,14 +106,19 @@ pub fn threads_plot(records: &[Record], kernel: KernelId) -> Option<String> {
         return None;
     }
     let series = collect_series(&records, kernel, |r| r.point.threads as f64, true);
-    let peak = peak_of(&records);
     let x_max = *counts.last()? as f64 + 0.5;
-    let y_max = series
+    let top = series
         .iter()
         .flat_map(|(_, p)| p.iter().map(|q| q.1 + q.2))
-        .chain(peak)
-        .fold(1.0, f64::max)
-        * 1.1;
+        .fold(0.0, f64::max)
+        .max(0.1);
+    // The axis fits the data; the peak is a line only within reach of it,
+    // else a note, so that curves far below it keep their shape.
+    let (peak, y_max) = match peak_of(&records) {
+        Some(p) if p * 1.05 <= top * 1.5 => (Some((p, true)), (top * 1.15).max(p * 1.05)),
+        Some(p) => (Some((p, false)), top * 1.15),
+        None => (None, top * 1.15),
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -119,19 +126,38 @@ pub fn threads_plot(records: &[Record], kernel: KernelId) -> Option<String> {
             "{} bandwidth vs threads",
             kernel.spec().label.trim_end_matches(':')
         );
-        let mut chart = counted_x_chart(&root, &title, "threads", x_max, y_max)?;
+        let mut chart = counted_x_chart(&root, &title, "threads", x_max, y_max, true)?;
         draw_series(&mut chart, &series)?;
-        if let Some(p) = peak {
-            chart
-                .draw_series(LineSeries::new(
-                    [(0.5, p), (x_max, p)],
-                    BLACK.stroke_width(1),
-                ))
-                .ok()?
-                .label(format!("theoretical peak {p:.1} GB/s"))
-                .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK));
+        match peak {
+            Some((p, true)) => {
+                chart
+                    .draw_series(LineSeries::new(
+                        [(0.5, p), (x_max, p)],
+                        BLACK.stroke_width(1),
+                    ))
+                    .ok()?
+                    .label(format!("theoretical peak {p:.1} GB/s"))
+                    .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK));
+            }
+            Some((p, false)) => {
+                chart
+                    .draw_series([Text::new(
+                        format!(
+                            "theoretical peak {p:.1} GB/s, above the scale (the best point is {:.0} % of it)",
+                            100.0 * top / p
+                        ),
+                        (0.55, y_max * 0.97),
+                        ("sans-serif", 14).into_font(),
+                    )])
+                    .ok()?;
+            }
+            None => {}
         }
-        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+        let mut keys = entries(&series);
+        if let Some((p, true)) = peak {
+            keys.push((format!("theoretical peak {p:.1} GB/s"), BLACK.to_rgba()));
+        }
+        legend(&root, &keys)?;
         root.present().ok()?;
     }
     Some(svg)
@@ -182,7 +208,6 @@ pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
         &series,
         &caches,
         (lo, hi, YAxis::Linear(y_max)),
-        SeriesLabelPosition::UpperRight,
     )
 }
 
@@ -249,9 +274,10 @@ pub fn far_share_plot(records: &[Record]) -> Option<String> {
             (&format!("pages on far node {far}"), "GB/s (10^9 B/s)"),
             Some((11, &tick)),
             None,
+            true,
         )?;
         draw_series(&mut chart, &series)?;
-        legend(&mut chart, SeriesLabelPosition::LowerLeft)?;
+        legend(&root, &entries(&series))?;
         root.present().ok()?;
     }
     Some(svg)

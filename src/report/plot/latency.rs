@@ -48,7 +48,6 @@ pub fn latency_sizes_plot(
         &series,
         caches,
         (lo, hi, YAxis::Log10(y_lo, y_hi.max(y_lo + 1.0))),
-        SeriesLabelPosition::LowerRight,
     )
 }
 
@@ -85,6 +84,7 @@ pub fn loaded_plot(
             ),
             None,
             None,
+            true,
         )?;
         if let Some(idle) = idle_ns {
             let at = (x_max * 0.01, idle * 0.96);
@@ -109,7 +109,7 @@ pub fn loaded_plot(
             )?;
         }
         draw_series(&mut chart, &series)?;
-        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        legend(&root, &entries(&series))?;
         root.present().ok()?;
     }
     Some(svg)

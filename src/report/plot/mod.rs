@@ -19,7 +19,9 @@ use crate::units::Bytes;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 
-pub(super) const SIZE: (u32, u32) = (900, 540);
+pub(super) const SIZE: (u32, u32) = (1000, 540);
+/// Room right of the plotting area for the legend, which never covers data.
+pub(super) const LEGEND_ROOM: u32 = 250;
 /// Text large enough to read on a slide.
 pub(super) const TITLE_FONT: (&str, u32) = ("sans-serif", 26);
 pub(super) const AXIS_FONT: (&str, u32) = ("sans-serif", 18);
@@ -60,6 +62,7 @@ pub(super) fn counted_x_chart<'a, 'b>(
     x_desc: &str,
     x_max: f64,
     y_max: f64,
+    legend_room: bool,
 ) -> Option<Chart<'a, 'b>> {
     framed_chart(
         root,
@@ -68,6 +71,7 @@ pub(super) fn counted_x_chart<'a, 'b>(
         (x_desc, "GB/s (10^9 B/s)"),
         Some(((x_max as usize + 1).min(33), &integer_tick)),
         None,
+        legend_room,
     )
 }
 
@@ -83,11 +87,13 @@ pub(super) fn framed_chart<'a, 'b>(
     (x_desc, y_desc): (&str, &str),
     x_ticks: Option<(usize, &TickFormat)>,
     y_ticks: Option<(usize, &TickFormat)>,
+    legend_room: bool,
 ) -> Option<Chart<'a, 'b>> {
     root.fill(&WHITE).ok()?;
     let mut chart = ChartBuilder::on(root)
         .caption(title, TITLE_FONT)
         .margin(12)
+        .margin_right(12 + if legend_room { LEGEND_ROOM } else { 0 })
         .x_label_area_size(40)
         .y_label_area_size(60)
         .build_cartesian_2d(x, y)
@@ -179,19 +185,55 @@ pub(super) fn draw_series<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
     Some(())
 }
 
-/// The legend every plot draws: a white box with a black frame.
-pub(super) fn legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
-    chart: &mut ChartContext<'a, DB, CT>,
-    position: SeriesLabelPosition,
+/// The legend every plot with series draws, right of the plotting area (in
+/// the room `framed_chart` leaves) so that it never covers a point: a
+/// square of each series' colour and its label, long labels broken at
+/// their ` · ` separators.
+pub(super) fn legend(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    entries: &[(String, RGBAColor)],
 ) -> Option<()> {
-    chart
-        .configure_series_labels()
-        .label_font(("sans-serif", 15))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(position)
-        .draw()
-        .ok()
+    const WRAP: usize = 28;
+    let x = (SIZE.0 - LEGEND_ROOM) as i32;
+    let mut y = 60;
+    for (label, c) in entries {
+        root.draw(&Rectangle::new([(x, y - 6), (x + 12, y + 6)], c.filled()))
+            .ok()?;
+        let mut line = String::new();
+        for part in label.split(" · ") {
+            if !line.is_empty() && line.chars().count() + part.chars().count() + 3 > WRAP {
+                root.draw(&Text::new(
+                    line.clone(),
+                    (x + 20, y - 8),
+                    ("sans-serif", 15).into_font(),
+                ))
+                .ok()?;
+                line.clear();
+                y += 19;
+            }
+            if !line.is_empty() {
+                line.push_str(" · ");
+            }
+            line.push_str(part);
+        }
+        root.draw(&Text::new(
+            line,
+            (x + 20, y - 8),
+            ("sans-serif", 15).into_font(),
+        ))
+        .ok()?;
+        y += 26;
+    }
+    Some(())
+}
+
+/// The legend entries of `series`, in their colours.
+pub(super) fn entries(series: &[Series]) -> Vec<(String, RGBAColor)> {
+    series
+        .iter()
+        .enumerate()
+        .map(|(i, (label, _))| (label.clone(), color(i)))
+        .collect()
 }
 
 /// A plot over working-set sizes: x is log2(bytes) on a linear axis, so
@@ -212,7 +254,6 @@ pub(super) fn size_axis_plot(
     series: &[Series],
     caches: &BTreeMap<String, u64>,
     (lo, hi, y): (f64, f64, YAxis),
-    legend: SeriesLabelPosition,
 ) -> Option<String> {
     let (y_lo, y_max) = match y {
         YAxis::Linear(max) => (0.0, max),
@@ -252,6 +293,7 @@ pub(super) fn size_axis_plot(
             (x_desc, y_desc),
             Some((((hi - lo) as usize + 1).min(40), &power_of_two)),
             log_y.then_some((((y_max - y_lo) * 30.0) as usize, &decades as &TickFormat)),
+            true,
         )?;
         for (name, &bytes) in caches {
             let x = (bytes as f64).log2();
@@ -267,7 +309,7 @@ pub(super) fn size_axis_plot(
             }
         }
         draw_series(&mut chart, series)?;
-        self::legend(&mut chart, legend)?;
+        self::legend(&root, &entries(series))?;
         root.present().ok()?;
     }
     Some(svg)

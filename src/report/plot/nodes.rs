@@ -114,7 +114,7 @@ pub fn aggregate_plot(points: &[(usize, f64)], kernel: KernelId) -> Option<Strin
             "{} aggregate vs nodes",
             kernel.spec().label.trim_end_matches(':')
         );
-        let mut chart = counted_x_chart(&root, &title, "nodes", x_max, y_max)?;
+        let mut chart = counted_x_chart(&root, &title, "nodes", x_max, y_max, false)?;
         chart
             .draw_series(LineSeries::new(
                 sorted.iter().map(|p| (p.0 as f64, p.1)),
@@ -167,6 +167,7 @@ pub fn history_plot(fleet: &crate::health::history::Fleet, kernel: KernelId) -> 
             (&x_desc, "GB/s (10^9 B/s)"),
             None,
             None,
+            false,
         )?;
         let flagged = |t: &crate::health::history::Trend| t.far_from_fleet || t.slower_than_history;
         for (i, t) in fleet.trends.iter().enumerate() {
