@@ -398,12 +398,12 @@ pub fn spread_finding<'a>(spreads: impl IntoIterator<Item = (&'a str, f64)>) -> 
         .into_iter()
         .filter(|(_, s)| s.is_finite())
         .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    (spread >= SPREAD).then(|| {
-        format!(
-            "{kernel}'s repetitions varied {spread:.2}× (max/min time): the node was not steady; run again or look for other work"
-        )
-    })
+    (spread >= SPREAD).then(|| format!("{kernel}'s repetitions varied {spread:.2}×{SPREAD_TAIL}"))
 }
+
+/// How every spread finding ends (to find it again).
+pub const SPREAD_TAIL: &str =
+    " (max/min time): the node was not steady; run again or look for other work";
 
 #[cfg(test)]
 mod tests;

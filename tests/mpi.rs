@@ -294,6 +294,37 @@ fn two_ranks_measure_together_and_rank_0_reports_every_rank() {
     assert_eq!(text.matches("\nTriad:").count(), 1, "{text}");
     assert!(text.contains("Ranks: 2 on 1 node"), "{text}");
     assert!(text.contains("Slow nodes: none"), "{text}");
+    // One truth per line: a node table with "of peak" knows the peak, and a
+    // spread finding quotes the spread the summary shows.
+    if text
+        .lines()
+        .any(|l| l.contains(" node") && l.trim_end().ends_with('%'))
+    {
+        assert!(!text.contains("theoretical peak unknown"), "{text}");
+    }
+    let spread_of = |kernel: &str| -> Option<f64> {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{kernel} ")) && l.contains("spread"))?
+            .split("spread")
+            .nth(1)?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
+    for (kernel, varied) in text.lines().filter_map(|l| {
+        let (head, tail) = l.split_once("'s repetitions varied ")?;
+        Some((
+            head.rsplit(' ').next()?,
+            tail.split('×').next()?.parse::<f64>().ok()?,
+        ))
+    }) {
+        let shown = spread_of(kernel).unwrap_or_else(|| panic!("{kernel}: {text}"));
+        assert!(
+            (shown - varied).abs() < 0.006,
+            "{kernel}: {varied} vs {shown}: {text}"
+        );
+    }
 }
 
 #[test]

@@ -297,6 +297,7 @@ impl MeasurementSource for MpiSource {
         m.array_elements = ranks.ranks.iter().map(|r| r.elements).sum();
         m.bytes_per_array = m.array_elements * crate::units::ELEMENT_BYTES;
         m.validation.passed = ranks.failed_validation().is_empty();
+        crate::results::measurement::renew_spread_finding(&mut m);
         for r in &ranks.ranks[1..] {
             for w in &r.warnings {
                 m.warnings

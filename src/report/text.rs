@@ -289,6 +289,17 @@ fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> St
                 p.peak.detail
             );
         }
+        // Across ranks the aggregate spans other nodes' sockets: each node
+        // is held against its own peak in the node table instead.
+        None if m
+            .ranks()
+            .is_some_and(|r| r.nodes.iter().any(|n| n.of_peak.is_some())) =>
+        {
+            let _ = writeln!(
+                o,
+                "  theoretical peak: each node's, in the node table above (of peak)"
+            );
+        }
         None => {
             let _ = writeln!(
                 o,

@@ -326,6 +326,22 @@ pub fn require_valid(m: &Measurement) -> Result<()> {
 /// Adds the spread finding (the most unsteady kernel, when it varied
 /// enough) to what the counters found, and returns every finding, for the
 /// measurement's warnings.
+/// Replaces the spread finding of `m` (and its warning) by the one of its
+/// results as they are now: across MPI ranks, rank 0's own repetitions
+/// give way to the aggregate's, which the summary shows.
+pub fn renew_spread_finding(m: &mut Measurement) {
+    let stale = |f: &String| f.ends_with(crate::trust::SPREAD_TAIL);
+    m.warnings.retain(|w| !stale(w));
+    if let Some(i) = &mut m.interference {
+        i.findings.retain(|f| !stale(f));
+        let spreads = m.results.iter().map(|r| (r.kernel.spec().name, r.spread));
+        if let Some(f) = crate::trust::spread_finding(spreads) {
+            i.findings.push(f.clone());
+            m.warnings.push(f);
+        }
+    }
+}
+
 pub fn add_spread_finding(
     interference: &mut crate::trust::Interference,
     results: &[KernelResult],
