@@ -215,7 +215,12 @@ fn errors_name_the_bad_part() {
     );
     assert!(err(INTEL_2X12, places("{0}", Bind::Close, Some(2))).contains("place 0"));
     assert!(err(INTEL_2X12, pin("S5:0")).contains("no such socket"));
-    assert!(err(INTEL_2X12, pin("S0:0-99")).contains("S0 has 24 CPUs, logical id 24"));
+    // The id list is at fault, not the domain: its column, and what it may hold.
+    let e = err(INTEL_2X12, pin("S0:0-99"));
+    assert!(
+        e.contains("column 4: logical id 24 is beyond S0's 24 CPUs (logical ids 0-23)"),
+        "{e}"
+    );
     assert!(refused(Spec::likwid("S0:0@@S1:0")).contains("column 6"));
     assert!(err(INTEL_2X12, pin("0,0")).contains("twice"));
     assert!(refused(Spec::likwid("X:0")).contains("unknown domain"));

@@ -633,6 +633,12 @@ fn tune_verdicts(cap: &str) -> Vec<String> {
                 "--budget",
                 "20s",
             ]);
+            for line in out.lines() {
+                assert!(
+                    line.chars().count() <= 100,
+                    "wider than 100 columns: {line}"
+                );
+            }
             let verdict = out
                 .lines()
                 .find(|l| l.starts_with("Not resolved") || l.starts_with("Best sustained"))

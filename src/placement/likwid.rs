@@ -38,7 +38,12 @@ pub enum Part {
     /// `0,2,4-7`: physical ids.
     Physical(Vec<usize>),
     /// `S0:0-7`: logical ids inside a domain.
-    Logical { domain: Domain, ids: Vec<usize> },
+    /// `at`: where the id list starts in the part, for errors about it.
+    Logical {
+        domain: Domain,
+        ids: Vec<usize>,
+        at: usize,
+    },
     /// `E:S0:8:1:2`: `count` logical ids in chunks of `chunk`, `stride` apart.
     Expression {
         domain: Domain,
@@ -121,7 +126,11 @@ fn parse_part(part: &str) -> Result<Part, String> {
             if ids.is_empty() {
                 return Err(format!("{name}: no logical ids"));
             }
-            Ok(Part::Logical { domain, ids })
+            Ok(Part::Logical {
+                domain,
+                ids,
+                at: name.len() + 1,
+            })
         }
         None => parse_list(part)
             .map(Part::Physical)
@@ -163,16 +172,18 @@ fn domain_cpus(d: &Domains, domain: &Domain) -> Result<Vec<usize>, String> {
 }
 
 fn pick_logical(order: &[usize], ids: &[usize], domain: &Domain) -> Result<Vec<usize>, String> {
-    ids.iter()
-        .map(|&i| {
-            order.get(i).copied().ok_or_else(|| {
-                format!(
-                    "{domain} has {} CPUs, logical id {i} is beyond them",
-                    order.len()
-                )
-            })
-        })
-        .collect()
+    if let Some(&beyond) = ids.iter().find(|&&i| i >= order.len()) {
+        let have = match order.len() {
+            0 => "none".to_string(),
+            1 => "0".to_string(),
+            n => format!("0-{}", n - 1),
+        };
+        return Err(format!(
+            "logical id {beyond} is beyond {domain}'s {} (logical ids {have})",
+            crate::units::plural(order.len(), "CPU")
+        ));
+    }
+    Ok(ids.iter().map(|&i| order[i]).collect())
 }
 
 fn resolve_part(d: &Domains, part: &Part) -> Result<Vec<usize>, String> {
@@ -213,7 +224,7 @@ fn resolve_part(d: &Domains, part: &Part) -> Result<Vec<usize>, String> {
                 .collect();
             Ok(interleave(&groups))
         }
-        Part::Logical { domain, ids } => pick_logical(&domain_cpus(d, domain)?, ids, domain),
+        Part::Logical { domain, ids, .. } => pick_logical(&domain_cpus(d, domain)?, ids, domain),
         Part::Physical(ids) => {
             if let Some(cpu) = ids.iter().find(|&&c| !d.allowed.contains(c)) {
                 return Err(format!(
@@ -230,7 +241,12 @@ fn resolve_part(d: &Domains, part: &Part) -> Result<Vec<usize>, String> {
 pub fn resolve(d: &Domains, expr: &Expr) -> Result<Vec<usize>, String> {
     let mut cpus = Vec::new();
     for (column, part) in &expr.parts {
-        let got = resolve_part(d, part).map_err(|e| format!("column {column}: {e}"))?;
+        // An id beyond the domain is the id list's fault, not the domain's.
+        let at = match part {
+            Part::Logical { at, .. } => column + at,
+            _ => *column,
+        };
+        let got = resolve_part(d, part).map_err(|e| format!("column {at}: {e}"))?;
         for cpu in got {
             if cpus.contains(&cpu) {
                 return Err(format!("column {column}: CPU {cpu} is selected twice"));

@@ -213,9 +213,10 @@ pub fn compare(a: &RunReport, b: &RunReport, markdown: bool) -> String {
     }
     let _ = writeln!(
         o,
-        "\nGB/s and B/A: the best rates (STREAM's). change: from the counted repetitions of each \
-         run (Welch's t on the logarithms of their rates, at {} % per kernel, under 2 % is no \
-         change); the variation between runs is not in it: compare sweep files with --repeat for that",
+        "\nGB/s and B/A: the best rates (STREAM's)\n\
+         change: from the counted repetitions of each run (Welch's t on the logarithms of their\n  \
+         rates, at {} % per kernel; under 2 % is no change); the variation between runs is not\n  \
+         in it: compare sweep files made with --repeat for that",
         super::level_text(level)
     );
     o

@@ -87,7 +87,7 @@ pub fn text(v: &TuneView) -> String {
             if let Some((r, c)) = &v.runner_up {
                 let _ = writeln!(
                     o,
-                    "  resolved: ahead of the runner-up, {}, by {}",
+                    "  resolved: ahead of the runner-up, {},\n    by {}",
                     name(r),
                     behind(c)
                 );
@@ -107,7 +107,8 @@ pub fn text(v: &TuneView) -> String {
         Decision::NotResolved => {
             let _ = writeln!(
                 o,
-                "\nNot resolved: the leaders' intervals overlap; more runs (a longer budget) or a quieter node would decide"
+                "\nNot resolved: the leaders' intervals overlap\n  \
+                 more runs (a longer budget) or a quieter node would decide"
             );
             let _ = writeln!(o, "  highest mean {name_k}: {rate} with {}", name(best));
             if let Some((r, c)) = &v.runner_up {
@@ -117,7 +118,8 @@ pub fn text(v: &TuneView) -> String {
         Decision::Busy => {
             let _ = writeln!(
                 o,
-                "\nNot resolved: other work shared the node during {} of {} runs, too many to judge by; the ranking would reflect it, not the placements",
+                "\nNot resolved: other work shared the node during {} of {} runs\n  \
+                 too many to judge by: the ranking would reflect it, not the placements",
                 v.busy_runs.0, v.busy_runs.1
             );
             let _ = writeln!(o, "  highest mean {name_k}: {rate} with {}", name(best));
@@ -126,7 +128,7 @@ pub fn text(v: &TuneView) -> String {
     if v.busy_runs.0 > 0 && v.decision != Decision::Busy {
         let _ = writeln!(
             o,
-            "  {} of {} runs shared the node with other work: left out of the verdict, kept in the table",
+            "  {} of {} runs shared the node with other work: left out of the verdict",
             v.busy_runs.0, v.busy_runs.1
         );
     }

@@ -147,10 +147,10 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
     ));
     out.push_str(&format!(
         "GB/s: mean ± its {mean_level:.0} % confidence interval over the runs' best rates\n\
-         B/A: the ratio of their geometric means; its interval by Welch's t on their logarithms, \
-         at {row_level} % per point so that the table as a whole holds at {mean_level:.0} %\n\
+         B/A: the ratio of their geometric means, its interval by Welch's t on their logarithms\n  \
+         at {row_level} % per point, so that the table as a whole holds at {mean_level:.0} %\n\
          no change: the interval holds 1, or the change is under {noise:.0} % (run-to-run noise)\n\
-         not resolved: one run each (sweep --repeat 3 gives each point an interval), or a side \
+         not resolved: one run each (sweep --repeat 3 gives each point an interval), or a side\n  \
          NOT TRUSTED (other work or steal on its CPUs during a run: see membw report)\n",
         mean_level = 100.0 * LEVEL,
         row_level = super::super::level_text(level),

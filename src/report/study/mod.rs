@@ -400,7 +400,7 @@ pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
             best.point.mem,
             best.stores_label()
         );
-        if let Some(line) = versus_runner_up(&sorted, best, kernel) {
+        for line in versus_runner_up(&sorted, best, kernel) {
             let _ = writeln!(out, "  {line}");
         }
         if let Some(s) = &best.reproduce {
@@ -416,8 +416,8 @@ pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
 }
 
 /// Whether the best point is ahead of the next best trusted one, at 95 %
-/// over their runs' best rates; `None` with a single point.
-fn versus_runner_up(sorted: &[&Record], best: &Record, kernel: KernelId) -> Option<String> {
+/// over their runs' best rates, in two short lines; none with one point.
+fn versus_runner_up(sorted: &[&Record], best: &Record, kernel: KernelId) -> Vec<String> {
     use crate::results::estimate::{Change, Comparison, LEVEL};
     let rates = |r: &Record| -> Vec<f64> {
         r.runs
@@ -425,30 +425,34 @@ fn versus_runner_up(sorted: &[&Record], best: &Record, kernel: KernelId) -> Opti
             .filter_map(|run| run.best_gb_s.get(&kernel).copied())
             .collect()
     };
-    let runner = sorted
+    let Some(runner) = sorted
         .iter()
         .filter(|r| !std::ptr::eq(**r, best) && r.untrusted().is_none())
         .max_by(|a, b| {
             a.mean(kernel)
                 .unwrap_or(0.0)
                 .total_cmp(&b.mean(kernel).unwrap_or(0.0))
-        })?;
-    let c = Comparison::of(&rates(best), &rates(runner), LEVEL)?;
-    let name = runner.point.label();
-    Some(match c.change {
-        Change::Lower => format!(
-            "resolved: the runner-up, {name}, is {}",
+        })
+    else {
+        return Vec::new();
+    };
+    let Some(c) = Comparison::of(&rates(best), &rates(runner), LEVEL) else {
+        return Vec::new();
+    };
+    vec![
+        format!(
+            "runner-up: {}, {}",
+            runner.point.label(),
             super::change_text(&c)
         ),
-        Change::NotResolved => format!(
-            "not resolved: the runner-up, {name}, is {} (one run each: sweep --repeat 3 would decide)",
-            super::change_text(&c)
-        ),
-        _ => format!(
-            "not resolved: the runner-up, {name}, is {}, within the noise; more runs or a quieter node would decide",
-            super::change_text(&c)
-        ),
-    })
+        match c.change {
+            Change::Lower => "resolved: the best is ahead of it".into(),
+            Change::NotResolved => {
+                "not resolved: one run each (sweep --repeat 3 would decide)".into()
+            }
+            _ => "not resolved: within the noise; more runs or a quieter node would decide".into(),
+        },
+    ]
 }
 
 /// The Markdown report: context, table, and links to the plot files.
