@@ -143,6 +143,8 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
             .map(|t| t.cpus[0])
     });
     let pages = page_placement(policy, &ran.pages_per_node, ran.pages_absent, &mut warnings);
+    // Threads whose own mask, at the last sample, allowed several CPUs.
+    let unpinned = || ran.threads.iter().filter(|t| t.allowed.len() > 1);
     let mut interference = ran.interference.clone();
     warnings.extend(crate::results::measurement::add_spread_finding(
         &mut interference,
@@ -191,13 +193,12 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
             stderr_tail: ran.stderr_tail.clone(),
             watch_cpu_s: ran.watch_cpu_s,
             threads_seen: ran.threads.len(),
-            threads_unpinned: ran.threads.iter().filter(|t| t.allowed.len() > 1).count(),
-            threads_moved: ran.threads.iter().filter(|t| t.cpus.len() > 1).count(),
-            cpu_changes: ran
-                .threads
-                .iter()
-                .map(|t| t.cpus.len().saturating_sub(1))
-                .sum(),
+            threads_unpinned: unpinned().count(),
+            // A pinned thread may be seen elsewhere before the runtime pins
+            // it (OpenMP's main thread starts on the whole mask): only the
+            // unpinned ones' moves count.
+            threads_moved: unpinned().filter(|t| t.cpus.len() > 1).count(),
+            cpu_changes: unpinned().map(|t| t.cpus.len().saturating_sub(1)).sum(),
             array_elements: out.as_ref().and_then(|o| o.array_elements),
             element_bytes: out.as_ref().and_then(|o| o.element_bytes),
             ntimes: out.as_ref().and_then(|o| o.ntimes).map(|n| n as usize),

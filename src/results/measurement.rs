@@ -219,8 +219,9 @@ pub struct ProgramRun {
     /// pinned (`OMP_PROC_BIND=false`), whatever they did.
     #[serde(default)]
     pub threads_unpinned: usize,
-    /// Threads the samples found on more than one CPU, and how many CPUs
-    /// beyond their first they were found on (a lower bound on migrations).
+    /// Unpinned threads the samples found on more than one CPU, and how
+    /// many CPUs beyond their first they were found on (a lower bound on
+    /// migrations).
     #[serde(default)]
     pub threads_moved: usize,
     #[serde(default)]
