@@ -11,48 +11,7 @@ use std::collections::BTreeMap;
 
 /// Two result sets side by side, matched by point, with B/A ratios.
 pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> String {
-    // Per point: its label, its runs' best rates, and whether it is trusted.
-    let index = |rs: &[Record]| -> BTreeMap<String, (String, Vec<f64>, bool)> {
-        rs.iter()
-            .filter_map(|r| {
-                let label = format!(
-                    "{}{} × {} · {} · {}{}",
-                    r.point
-                        .program
-                        .as_ref()
-                        .map_or(String::new(), |p| format!("{p} · ")),
-                    r.point.placement,
-                    r.point.threads,
-                    r.point.mem,
-                    r.stores_label(),
-                    if r.point.working_set_per_thread > 0 {
-                        format!(" · {}/thread", Bytes(r.point.working_set_per_thread))
-                    } else {
-                        String::new()
-                    }
-                );
-                // Paired by the stores that ran: an `auto` point that ran
-                // NT stores is the same measurement as an `nt` one.
-                let mut point = r.point.clone();
-                if let (StoresRequest::Auto, Some(ran)) =
-                    (point.stores, r.runs.first().and_then(|run| run.stores))
-                {
-                    point.stores = match ran {
-                        crate::kernels::StoreMode::Nt => StoresRequest::Nt,
-                        _ => StoresRequest::Regular,
-                    };
-                }
-                let rates: Vec<f64> = r
-                    .runs
-                    .iter()
-                    .filter_map(|run| run.best_gb_s.get(&kernel).copied())
-                    .collect();
-                let trusted = r.untrusted().is_none();
-                (!rates.is_empty()).then(|| (point.key(), (label, rates, trusted)))
-            })
-            .collect()
-    };
-    let (ia, ib) = (index(a), index(b));
+    let (ia, ib) = (index(a, kernel), index(b, kernel));
     let mut keys: Vec<&String> = ia.keys().chain(ib.keys()).collect();
     keys.sort();
     keys.dedup();
@@ -145,7 +104,58 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
         "\n{} in both: {higher} higher, {lower} lower, {same} no change, {unresolved} not resolved\n",
         plural(higher + lower + same + unresolved, "point")
     ));
-    out.push_str(&format!(
+    out.push_str(&columns_legend(level));
+    out
+}
+
+/// What `compare` needs of each point, by its key: its label, its runs'
+/// best rates of `kernel`, and whether it can be trusted.
+type Indexed = BTreeMap<String, (String, Vec<f64>, bool)>;
+
+fn index(rs: &[Record], kernel: KernelId) -> Indexed {
+    rs.iter()
+        .filter_map(|r| {
+            let label = format!(
+                "{}{} × {} · {} · {}{}",
+                r.point
+                    .program
+                    .as_ref()
+                    .map_or(String::new(), |p| format!("{p} · ")),
+                r.point.placement,
+                r.point.threads,
+                r.point.mem,
+                r.stores_label(),
+                if r.point.working_set_per_thread > 0 {
+                    format!(" · {}/thread", Bytes(r.point.working_set_per_thread))
+                } else {
+                    String::new()
+                }
+            );
+            // Paired by the stores that ran: an `auto` point that ran
+            // NT stores is the same measurement as an `nt` one.
+            let mut point = r.point.clone();
+            if let (StoresRequest::Auto, Some(ran)) =
+                (point.stores, r.runs.first().and_then(|run| run.stores))
+            {
+                point.stores = match ran {
+                    crate::kernels::StoreMode::Nt => StoresRequest::Nt,
+                    _ => StoresRequest::Regular,
+                };
+            }
+            let rates: Vec<f64> = r
+                .runs
+                .iter()
+                .filter_map(|run| run.best_gb_s.get(&kernel).copied())
+                .collect();
+            let trusted = r.untrusted().is_none();
+            (!rates.is_empty()).then(|| (point.key(), (label, rates, trusted)))
+        })
+        .collect()
+}
+
+/// What the columns of `compare`'s table mean, with the level of its rows.
+fn columns_legend(level: f64) -> String {
+    format!(
         "GB/s: mean ± its {mean_level:.0} % confidence interval over the runs' best rates\n\
          B/A: the ratio of their geometric means, its interval by Welch's t on their logarithms\n  \
          at {row_level} % per point, so that the table as a whole holds at {mean_level:.0} %\n\
@@ -155,6 +165,5 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
         mean_level = 100.0 * LEVEL,
         row_level = super::super::level_text(level),
         noise = 100.0 * NOISE_THRESHOLD,
-    ));
-    out
+    )
 }
