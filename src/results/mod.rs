@@ -429,6 +429,14 @@ impl Record {
             .collect()
     }
 
+    /// Each run's best rate of a kernel, GB/s: what comparisons judge.
+    pub fn best_rates(&self, kernel: KernelId) -> Vec<f64> {
+        self.runs
+            .iter()
+            .filter_map(|run| run.best_gb_s.get(&kernel).copied())
+            .collect()
+    }
+
     /// The mean best rate of a kernel, GB/s.
     pub fn mean(&self, kernel: KernelId) -> Option<f64> {
         self.stats.get(&kernel).map(|s| s.mean)

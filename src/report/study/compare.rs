@@ -142,11 +142,7 @@ fn index(rs: &[Record], kernel: KernelId) -> Indexed {
                     _ => StoresRequest::Regular,
                 };
             }
-            let rates: Vec<f64> = r
-                .runs
-                .iter()
-                .filter_map(|run| run.best_gb_s.get(&kernel).copied())
-                .collect();
+            let rates = r.best_rates(kernel);
             let trusted = r.untrusted().is_none();
             (!rates.is_empty()).then(|| (point.key(), (label, rates, trusted)))
         })

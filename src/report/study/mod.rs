@@ -419,12 +419,6 @@ pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
 /// over their runs' best rates, in two short lines; none with one point.
 fn versus_runner_up(sorted: &[&Record], best: &Record, kernel: KernelId) -> Vec<String> {
     use crate::results::estimate::{Change, Comparison, LEVEL};
-    let rates = |r: &Record| -> Vec<f64> {
-        r.runs
-            .iter()
-            .filter_map(|run| run.best_gb_s.get(&kernel).copied())
-            .collect()
-    };
     let Some(runner) = sorted
         .iter()
         .filter(|r| !std::ptr::eq(**r, best) && r.untrusted().is_none())
@@ -436,7 +430,8 @@ fn versus_runner_up(sorted: &[&Record], best: &Record, kernel: KernelId) -> Vec<
     else {
         return Vec::new();
     };
-    let Some(c) = Comparison::of(&rates(best), &rates(runner), LEVEL) else {
+    let Some(c) = Comparison::of(&best.best_rates(kernel), &runner.best_rates(kernel), LEVEL)
+    else {
         return Vec::new();
     };
     vec![
