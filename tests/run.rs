@@ -29,6 +29,23 @@ fn stream_table_parses_like_streams() {
     }
     assert!(out.contains("Thread affinity"));
     assert!(out.contains("GB/s"));
+    // Two counted repetitions: each kernel's mean with its interval and n.
+    let at = out
+        .find("\n  repetitions, mean GB/s ± 95 % CI (n = 2): copy ")
+        .unwrap_or_else(|| panic!("no repetitions line: {out}"));
+    // Wrapped within 100 columns, continuation lines indented.
+    let reps: Vec<&str> = out[at + 1..]
+        .lines()
+        .enumerate()
+        .take_while(|(i, l)| *i == 0 || l.starts_with("    "))
+        .map(|(_, l)| l)
+        .collect();
+    assert!(reps.iter().all(|l| l.chars().count() <= 100), "{reps:?}");
+    let reps = reps.join(" ");
+    assert!(
+        reps.contains(" triad ") && reps.matches(" ± ").count() == 5,
+        "{reps}"
+    );
 }
 
 #[test]
@@ -91,6 +108,19 @@ fn json_is_self_describing_and_consistent() {
             (bytes / min / 1e6 - rate).abs() <= 1e-6 * rate,
             "bytes/time != rate for {r}"
         );
+        // The counted repetitions as an estimate: n = 3, the best rate is
+        // their max, the mean inside its own interval.
+        let reps = &r["repetitions"];
+        assert_eq!(reps["n"], 3, "{r}");
+        let max = reps["max"].as_f64().unwrap();
+        assert!((max * 1e3 - rate).abs() <= 1e-6 * rate, "{r}");
+        let mean = reps["mean"].as_f64().unwrap();
+        let (lo, hi) = (
+            reps["ci"]["low"].as_f64().unwrap(),
+            reps["ci"]["high"].as_f64().unwrap(),
+        );
+        assert!(lo <= mean && mean <= hi && mean <= max, "{r}");
+        assert_eq!(reps["ci"]["level"], 0.95);
     }
     let threads = m["threads"].as_array().unwrap();
     assert!(!threads.is_empty());

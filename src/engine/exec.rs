@@ -115,6 +115,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
                 spread: if min > 0.0 { max / min } else { 1.0 },
                 times_s: Vec::new(),
                 thread_times_s: Vec::new(),
+                repetitions: None,
             })
         })
         .collect();

@@ -128,17 +128,6 @@ pub fn document(
     Ok((out, plots, flagged))
 }
 
-/// The counted repetitions' rates of a kernel, GB/s.
-fn repetition_rates(r: &crate::results::measurement::KernelResult) -> Vec<f64> {
-    let bytes = r.best_gb_s() * r.min_time_s;
-    r.times_s
-        .iter()
-        .skip(1)
-        .filter(|&&t| t > 0.0)
-        .map(|t| bytes / t)
-        .collect()
-}
-
 /// `membw compare A.json B.json`: each kernel's best rate (the aggregate
 /// for MPI runs) side by side, with whether the repetitions tell a change;
 /// for nodes in both, their rates.
@@ -163,7 +152,7 @@ pub fn compare(a: &RunReport, b: &RunReport, markdown: bool) -> String {
         .iter()
         .filter_map(|&k| {
             let (x, y) = (result(a, k)?, result(b, k)?);
-            let c = Comparison::of(&repetition_rates(&x), &repetition_rates(&y), level);
+            let c = Comparison::of(&x.repetition_rates(), &y.repetition_rates(), level);
             Some([
                 k.spec().name.to_string(),
                 format!("{:.2}", x.best_gb_s()),

@@ -200,6 +200,71 @@ fn pages_summary(m: &Measurement) -> String {
         .join(" · ")
 }
 
+/// Each kernel's counted repetitions as an estimate: the mean rate and
+/// its 95 % interval, with n, wrapped within 100 columns. Nothing where a
+/// kernel has fewer than two counted repetitions (no interval of one).
+fn repetition_estimates(m: &Measurement) -> String {
+    let items: Vec<(String, usize)> = m
+        .results
+        .iter()
+        .filter_map(|r| {
+            let s = r.repetitions.as_ref()?;
+            let i = s.interval()?;
+            Some((
+                format!(
+                    "{} {:.2} ± {:.2}",
+                    r.kernel.spec().name,
+                    s.mean,
+                    i.half_width()
+                ),
+                s.n,
+            ))
+        })
+        .collect();
+    let Some(&(_, n)) = items.first() else {
+        return String::new();
+    };
+    let same_n = items.iter().all(|i| i.1 == n);
+    let head = if same_n {
+        format!("  repetitions, mean GB/s ± 95 % CI (n = {n}):")
+    } else {
+        "  repetitions, mean GB/s ± 95 % CI:".to_string()
+    };
+    let items: Vec<String> = items
+        .into_iter()
+        .map(|(item, n)| {
+            if same_n {
+                item
+            } else {
+                format!("{item} (n = {n})")
+            }
+        })
+        .collect();
+    wrapped(&head, &items)
+}
+
+/// `head` then the items, comma-separated, broken before an item that would
+/// pass 100 columns (continuation lines indented by four).
+fn wrapped(head: &str, items: &[String]) -> String {
+    let mut o = head.to_string();
+    let mut width = head.chars().count();
+    for (k, item) in items.iter().enumerate() {
+        let sep = if k + 1 < items.len() { "," } else { "" };
+        let len = item.chars().count() + sep.len() + 1;
+        if k > 0 && width + len > 100 {
+            o.push_str("\n    ");
+            width = 4;
+        } else {
+            o.push(' ');
+        }
+        o.push_str(item);
+        o.push_str(sep);
+        width += len;
+    }
+    o.push('\n');
+    o
+}
+
 /// How steady the repetitions were (coefficient of variation of their
 /// times), and the slowest thread where one lags the others by more than
 /// 20 %: a core shared with another process, or a throttled one.
@@ -214,8 +279,9 @@ fn stability(m: &Measurement) -> String {
         .map(|r| format!("{} {:.1} %", r.kernel.spec().name, counted(r)))
         .collect();
     let mut o = String::new();
+    o.push_str(&repetition_estimates(m));
     if !cvs.is_empty() {
-        let _ = writeln!(o, "  repetition times vary (cv): {}", cvs.join(", "));
+        o.push_str(&wrapped("  repetition times vary (cv):", &cvs));
     }
     if let Some(i) = &m.interference {
         if i.clean() {

@@ -52,6 +52,12 @@ pub struct KernelResult {
     /// cannot tell (another program, the fake source).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thread_times_s: Vec<f64>,
+    /// The counted repetitions' rates (GB/s): their mean, sd, min, max, n
+    /// and the 95 % interval of the mean. The best rate stays the headline
+    /// (STREAM's); this says how far one repetition is from another.
+    /// Absent where no repetition times are known (another program).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetitions: Option<super::Stats>,
 }
 
 impl KernelResult {
@@ -83,6 +89,16 @@ impl Measurement {
 }
 
 impl KernelResult {
+    /// The counted repetitions' rates (all but the first), GB/s.
+    pub fn repetition_rates(&self) -> Vec<f64> {
+        let bytes = self.best_gb_s() * self.min_time_s;
+        self.times_s
+            .iter()
+            .skip(1)
+            .filter(|&&t| t > 0.0)
+            .map(|t| bytes / t)
+            .collect()
+    }
     /// Best rate in GB/s (10^9 bytes/s), STREAM's counting.
     pub fn best_gb_s(&self) -> f64 {
         self.best_rate_mb_s / 1e3
@@ -269,6 +285,11 @@ pub fn kernel_statistics(
     let avg = counted.iter().fold(0.0, |a, t| a + t) / counted.len().max(1) as f64;
     let spec = kernel.spec();
     let bytes = spec.bytes_counted() as f64 * elements as f64;
+    let rates: Vec<f64> = counted
+        .iter()
+        .filter(|&&t| t > 0.0)
+        .map(|t| bytes / t / 1e9)
+        .collect();
     KernelResult {
         kernel,
         bytes_per_element: spec.bytes_counted(),
@@ -280,6 +301,7 @@ pub fn kernel_statistics(
         spread: max / min,
         times_s: times,
         thread_times_s: Vec::new(),
+        repetitions: super::Stats::of(&rates),
     }
 }
 
