@@ -28,3 +28,24 @@ if new != text:
     print(f"{path}: samples rewritten")
 PY
 done
+
+# The guide's plots, drawn from the study files in docs/study (each report
+# into a folder of its own, then the figures the guide shows copied out).
+plots=$(mktemp -d)
+trap 'rm -rf "$bin" "$plots"' EXIT
+for study in threads sizes numa stores; do
+  membw report "docs/study/$study.jsonl" --plots "$plots/$study" >/dev/null 2>&1
+done
+cp "$plots/threads/triad-threads.svg" "$plots/threads/kernels.svg" docs/plots/
+cp "$plots/sizes/triad-sizes.svg" docs/plots/
+cp "$plots/numa/triad-numa-a.svg" "$plots/numa/triad-numa-b.svg" docs/plots/
+cp "$plots/stores/kernels-bars.svg" docs/plots/
+# The HTML report of the threads study as a browser shows it (headless
+# Chromium, where installed).
+if command -v chromium >/dev/null; then
+  membw report docs/study/threads.jsonl --plots "$plots/threads" --html "$plots/report.html" >/dev/null 2>&1
+  chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,1900 \
+    --screenshot="$PWD/docs/plots/report-html.png" "file://$plots/report.html" >/dev/null 2>&1
+  echo "docs/plots/report-html.png: redrawn"
+fi
+echo "docs/plots: redrawn from docs/study"

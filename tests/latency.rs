@@ -37,9 +37,22 @@ fn latency_json_has_the_documented_fields() {
         );
         assert!((f("p50_cycles") - 2.5 * f("p50_ns")).abs() < 1e-9);
         assert!(p["chunks"].as_u64().unwrap() >= 5);
+        // The median's interval holds it (order statistics: from 6 chunks).
+        if p["chunks"].as_u64().unwrap() >= 6 {
+            let ci = &p["p50_ci"];
+            let (lo, hi) = (ci["low"].as_f64().unwrap(), ci["high"].as_f64().unwrap());
+            assert!(
+                lo <= f("p50_ns") && f("p50_ns") <= hi && f("min_ns") <= lo,
+                "{p}"
+            );
+            assert_eq!(ci["level"], 0.95);
+        }
     }
     let text = stdout(&["latency", "--sizes", "8KiB", "--time", "10ms"]);
-    assert!(text.contains("p50 ns") && text.contains("8 KiB"), "{text}");
+    assert!(
+        text.contains("p50 ns") && text.contains("p50 95 % CI") && text.contains("8 KiB"),
+        "{text}"
+    );
 }
 
 #[test]

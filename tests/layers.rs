@@ -174,7 +174,7 @@ fn readme_layout() -> Vec<(String, String)> {
         .nth(1)
         .expect("README has a Layout section");
     let block = section
-        .split("```text\n")
+        .split("```\n")
         .nth(1)
         .unwrap()
         .split("```")

@@ -68,6 +68,12 @@ fn pages() -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+/// Memory policies (given or inherited from numactl) need mbind, which
+/// qemu-user does not emulate.
+fn needs_mbind(cmd: &str) -> bool {
+    cmd.contains("--mem ") || cmd.contains("--numa-matrix") || cmd.contains("numactl ")
+}
+
 #[test]
 fn the_readme_is_read_in_two_minutes_and_links_every_guide_page() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -132,7 +138,7 @@ fn readme_and_guide_examples_run_verbatim() {
             let script = format!(
                 "set -eo pipefail; command -v man >/dev/null || man() {{ test -n \"$1\"; }}; {cmd}"
             );
-            if !mbind && (cmd.contains("--mem ") || cmd.contains("--numa-matrix")) {
+            if !mbind && needs_mbind(cmd) {
                 common::skip(format!("no mbind under qemu-user: {cmd}"));
                 continue;
             }
@@ -152,6 +158,175 @@ fn readme_and_guide_examples_run_verbatim() {
                 "{page} example failed: {cmd}\n{}{}",
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+/// The structure of an output, line by line: top-level lines (column 0)
+/// by their label (digits masked, up to the first `:`, else the first
+/// word), and header rows (indented, letters only) whole. What depends on
+/// the machine or the moment is left out: warnings, trust findings, the
+/// best point's decision, and indented detail rows.
+fn structure(text: &str) -> Vec<String> {
+    let masked = |l: &str| -> String {
+        let mut out = String::new();
+        for c in l.chars() {
+            if c.is_ascii_digit() {
+                if !out.ends_with('#') {
+                    out.push('#');
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let variable = [
+        "warning",
+        "TRUSTED",
+        "trusted",
+        "resolved",
+        "runner-up",
+        "▶",
+    ];
+    text.lines()
+        .filter(|l| !variable.iter().any(|v| l.contains(v)))
+        .filter_map(|l| {
+            let first = l.chars().next()?;
+            if first.is_ascii_alphabetic() || first == '-' {
+                let m = masked(l);
+                let label = match m.find(':') {
+                    Some(at) => m[..at].to_string(),
+                    None => m.split(' ').next()?.to_string(),
+                };
+                Some(label)
+            } else if l.starts_with("  ")
+                && l.split_whitespace().count() >= 3
+                && !l.chars().any(|c| c.is_ascii_digit())
+                && l.chars().any(|c| c.is_ascii_lowercase())
+                && !l.contains(':')
+            {
+                Some(masked(l))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// Every `<!-- sample: CMD -->` of the README and the guide, with the text
+/// block under it.
+fn samples() -> Vec<(String, String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    let mut guide: Vec<_> = std::fs::read_dir(root.join("docs/guide"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    guide.sort();
+    files.extend(guide);
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let name = f.strip_prefix(root).unwrap().display().to_string();
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            if let Some(cmd) = line
+                .strip_prefix("<!-- sample: ")
+                .and_then(|l| l.strip_suffix(" -->"))
+            {
+                assert_eq!(lines.next(), Some("```text"), "{name}: {cmd}");
+                let body: Vec<&str> = lines.by_ref().take_while(|l| *l != "```").collect();
+                out.push((name.clone(), cmd.to_string(), body.join("\n")));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_output_block_is_a_sample_or_says_where_it_was_recorded() {
+    // Output blocks are ```text; each follows `<!-- sample: CMD -->` (the
+    // script rewrites it) or `<!-- recorded: WHERE -->` (a machine or setup
+    // this one cannot be: MPI nodes, a QEMU guest, a health check's history).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (page, _) in pages() {
+        let text = std::fs::read_to_string(root.join(&page)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            if *l == "```text" {
+                let before = if i > 0 { lines[i - 1] } else { "" };
+                assert!(
+                    before.starts_with("<!-- sample: ") || before.starts_with("<!-- recorded: "),
+                    "{page}:{}: an output block without `<!-- sample: CMD -->` or \
+                     `<!-- recorded: WHERE -->` above it",
+                    i + 1
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn samples_have_the_structure_the_binary_prints_today() {
+    // Numbers may differ (this is another machine, another moment); the
+    // lines, labels and headers may not. The command runs as written, with
+    // the membw under test first on PATH, from the repository's root.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("membw");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/bash\nexec {} \"$@\"\n",
+            common::membw_argv().join(" ")
+        ),
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x", wrapper.to_str().unwrap()])
+        .status()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let samples = samples();
+    assert!(samples.len() >= 10, "{samples:?}");
+    let mbind = common::mbind_works();
+    for (page, cmd, body) in samples {
+        if !mbind && needs_mbind(&cmd) {
+            common::skip(format!("no mbind under qemu-user: {cmd}"));
+            continue;
+        }
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!("set -eo pipefail; {cmd}"))
+            .current_dir(root)
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{page}: {cmd}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let now = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (want, got) = (structure(&body), structure(&now));
+        // The sample's structure, in order, within today's output.
+        let mut at = got.iter();
+        for line in &want {
+            assert!(
+                at.any(|g| g == line),
+                "{page}: `{cmd}`: the sample's `{line}` is not in today's output, in order; \
+                 run docs/regenerate-samples.sh\ntoday:\n{now}"
             );
         }
     }

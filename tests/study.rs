@@ -239,7 +239,19 @@ fn report_writes_parsable_plots_and_a_self_contained_html() {
     assert_eq!(w, 2 * svg_width, "{w}x{h}");
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>"));
-    assert_eq!(page.matches("<svg").count(), 1, "every plot inline");
+    // The triad plot and every kernel's panels, each inline.
+    let files = std::fs::read_dir(&plots)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "svg")
+        })
+        .count();
+    assert_eq!(files, 2, "triad-threads.svg and kernels.svg");
+    assert_eq!(page.matches("<svg").count(), files, "every plot inline");
     assert!(
         !page.contains("src=") && !page.contains("href=\"http"),
         "nothing fetched"
@@ -746,6 +758,17 @@ fn busy_points_are_marked_everywhere_and_never_the_best() {
         busy_rows.iter().all(|l| l.contains("busy with other work")),
         "{csv}"
     );
+    // Every kernel in one figure, a panel each; the busy point ringed in each.
+    let kernels =
+        std::fs::read_to_string(std::path::Path::new(&plots).join("kernels.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&kernels).unwrap();
+    let rings = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("circle") && n.attribute("r") == Some("8"))
+        .count();
+    assert_eq!(rings, 4 + 1, "one per kernel, one in the legend: {kernels}");
+    assert_eq!(series_in(&kernels), 4, "one curve per kernel panel");
+    assert!(kernels.contains("NOT TRUSTED: other work"), "{kernels}");
     let cmp = stdout(&["compare", &path("q.jsonl"), &all]);
     assert!(cmp.contains("1 point in both"), "{cmp}");
     let cmp = stdout(&["compare", &all, &all]);
@@ -823,5 +846,80 @@ fn plots_fit_their_data_and_keep_the_legend_off_it() {
     assert!(
         svg.contains("theoretical peak 10.0 GB/s") && !svg.contains("above the scale"),
         "{svg}"
+    );
+}
+
+#[test]
+fn store_modes_are_compared_kernel_by_kernel_in_one_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let plots = dir.path().join("p");
+    stdout(&[
+        "sweep",
+        "--fake-source",
+        "4",
+        "--threads",
+        "1",
+        "--stores",
+        "regular,nt",
+        "--repeat",
+        "3",
+        "--size",
+        "1M",
+        "--ntimes",
+        "3",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    stdout(&[
+        "report",
+        file.to_str().unwrap(),
+        "--plots",
+        plots.to_str().unwrap(),
+    ]);
+    let svg = std::fs::read_to_string(plots.join("kernels-bars.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let num = |n: roxmltree::Node, a: &str| n.attribute(a).unwrap().parse::<f64>().unwrap();
+    let texts: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text().map(str::trim))
+        .collect();
+    for label in ["copy", "triad", "regular stores", "nt stores"] {
+        assert!(texts.contains(&label), "{label} missing: {texts:?}");
+    }
+    // 4 kernels × 2 store modes: eight bars, filled in the palette.
+    let bars: Vec<roxmltree::Node> = doc
+        .descendants()
+        .filter(|n| {
+            n.has_tag_name("rect")
+                && n.attribute("width") != Some("12")
+                && n.attribute("fill").is_some_and(|f| f != "#FFFFFF")
+        })
+        .collect();
+    assert_eq!(bars.len(), 8, "{svg}");
+    // The y axis fits the data: the fake's nt rate is 5 GB/s.
+    let top_tick = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text") && n.attribute("text-anchor") == Some("end"))
+        .filter_map(|n| n.text()?.trim().parse::<f64>().ok())
+        .fold(0.0, f64::max);
+    assert!(
+        (5.0..=1.5 * 5.0).contains(&top_tick),
+        "y axis to {top_tick}"
+    );
+    // The legend right of every bar.
+    let right = bars
+        .iter()
+        .map(|n| num(*n, "x") + num(*n, "width"))
+        .fold(0.0, f64::max);
+    let legend_x = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("width") == Some("12"))
+        .map(|n| num(n, "x"))
+        .fold(f64::MAX, f64::min);
+    assert!(
+        legend_x > right + 10.0,
+        "legend at {legend_x}, bars to {right}"
     );
 }

@@ -136,6 +136,7 @@ mod tests {
                 p99_ns: 1.0,
                 mean_ns: 1.0,
                 p50_cycles: None,
+                p50_ci: None,
                 chunks: 1,
                 loads_per_chunk: 1,
                 huge_share: None,

@@ -171,6 +171,10 @@ impl Chain {
             p99_ns: percentile(&samples, 0.99),
             mean_ns: mean,
             p50_cycles: clock_ghz.map(|ghz| p50 * ghz),
+            p50_ci: crate::results::estimate::Interval::of_median(
+                &samples,
+                crate::results::estimate::LEVEL,
+            ),
             chunks: samples.len(),
             loads_per_chunk: per_chunk,
             huge_share,

@@ -363,7 +363,9 @@ impl Arrays {
                 *nodes.entry(n).or_default() += 1.0 / present.len() as f64;
             }
             let policy = mem.get(id);
-            let local_share = (*policy == Policy::Local && !present.is_empty()).then(|| {
+            // Under every policy: a bind or interleave to another node
+            // shows as remote (`numactl --cpunodebind 0 --membind 1`).
+            let local_share = (!present.is_empty()).then(|| {
                 let local = present
                     .iter()
                     .filter(|&&(i, n)| {

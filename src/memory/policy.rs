@@ -360,7 +360,8 @@ pub struct PagePlacement {
     pub pages_missing: usize,
     /// Share of the sampled pages on each node (node id → fraction).
     pub nodes: BTreeMap<usize, f64>,
-    /// For `local`: share of pages on the node of the thread that touched them.
+    /// Share of pages on the node of the thread that touched them, under
+    /// every policy (0 for a bind to a node the threads are not on).
     pub local_share: Option<f64>,
     /// Whether the distribution (and, on explicit huge pages, the page
     /// size) matches what was asked.

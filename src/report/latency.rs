@@ -97,20 +97,31 @@ fn idle_tables(o: &mut String, idle: &[&LatencyRecord]) {
         );
         let _ = writeln!(
             o,
-            "\n  {:>11} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7}",
-            "working set", "min ns", "p50 ns", "p90 ns", "p99 ns", "cycles", "huge"
+            "\n  {:>11} {:>9} {:>9} {:>15} {:>9} {:>9} {:>8} {:>7} {:>7}",
+            "working set",
+            "min ns",
+            "p50 ns",
+            "p50 95 % CI",
+            "p90 ns",
+            "p99 ns",
+            "cycles",
+            "chunks",
+            "huge"
         );
         for r in &points {
             let p = &r.latency;
             let _ = writeln!(
                 o,
-                "  {:>11} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>8} {:>7}",
+                "  {:>11} {:>9.2} {:>9.2} {:>15} {:>9.2} {:>9.2} {:>8} {:>7} {:>7}",
                 Bytes(p.bytes).to_string(),
                 p.min_ns,
                 p.p50_ns,
+                p.p50_ci
+                    .map_or("-".into(), |i| format!("{:.2}-{:.2}", i.low, i.high)),
                 p.p90_ns,
                 p.p99_ns,
                 p.p50_cycles.map_or("-".into(), |c| format!("{c:.1}")),
+                p.chunks,
                 p.huge_share
                     .map_or("-".into(), |h| format!("{:.0}%", 100.0 * h))
             );
@@ -122,7 +133,7 @@ fn idle_tables(o: &mut String, idle: &[&LatencyRecord]) {
             .collect();
         let _ = writeln!(
             o,
-            "\nns per load over {}-load chunks; cycles = p50 × clock; huge = share of the working set in huge pages (THP or explicit){}\n",
+            "\nns per load over {}-load chunks; p50 95 % CI: the chunks' order statistics around the median;\ncycles = p50 × clock; huge = share of the working set in huge pages (THP or explicit){}\n",
             first.latency.loads_per_chunk,
             if caches.is_empty() {
                 String::new()

@@ -2,6 +2,7 @@
 //! the ranks' own bests, and the per-node table with its slow nodes marked.
 
 use crate::ranks::Ranks;
+use crate::results::ranks::SlowDecision;
 use std::fmt::Write;
 
 pub fn render(r: &Ranks) -> String {
@@ -73,8 +74,45 @@ pub fn render(r: &Ranks) -> String {
             )
         }
     );
+    for (host, decision) in r.slow_decisions() {
+        let _ = writeln!(o, "  {}", slow_decision_text(host, decision, r.outlier));
+    }
     for overlap in &r.overlaps {
         let _ = writeln!(o, "Overlap: {overlap}");
     }
     o
+}
+
+/// One slow node's decision, in two lines: resolved (slow beyond its
+/// noise) or not, its repetitions' mean and interval against the line.
+fn slow_decision_text(host: &str, decision: Option<SlowDecision>, outlier: f64) -> String {
+    let line_text = |line: f64| {
+        format!(
+            "{line:.2} GB/s ({:.0} % of the median node's mean)",
+            100.0 * outlier
+        )
+    };
+    match decision {
+        Some(SlowDecision::Resolved {
+            mean,
+            half,
+            n,
+            line,
+        }) => format!(
+            "{host}: slow, resolved at 95 %: mean of {n} repetitions {mean:.2} GB/s ± {half:.2},\n    \
+             all of its interval below {}",
+            line_text(line)
+        ),
+        Some(SlowDecision::NotResolved {
+            mean,
+            half,
+            n,
+            line,
+        }) if n > 1 => format!(
+            "{host}: slow, not resolved: mean of {n} repetitions {mean:.2} GB/s ± {half:.2},\n    \
+             its interval reaches {}; run it again",
+            line_text(line)
+        ),
+        _ => format!("{host}: slow, not resolved: too few repetitions for an interval"),
+    }
 }

@@ -186,9 +186,14 @@ fn pages_summary(m: &Measurement) -> String {
                 .iter()
                 .map(|(n, share)| format!("node {n} {:.0}%", share * 100.0))
                 .collect();
-            let local = p
-                .local_share
-                .map_or(String::new(), |s| format!(", {:.0}% local", s * 100.0));
+            // Mostly elsewhere: say remote, the word the experiment is about.
+            let local = p.local_share.map_or(String::new(), |s| {
+                if s < 0.5 {
+                    format!(", {:.0}% remote", (1.0 - s) * 100.0)
+                } else {
+                    format!(", {:.0}% local", s * 100.0)
+                }
+            });
             let verdict = if p.held { "" } else { " NOT AS ASKED" };
             let size = match p.kernel_page_kib {
                 Some(kib) if kib > 4 => format!(", {} pages", crate::units::Bytes(kib * 1024)),

@@ -60,6 +60,31 @@ impl Interval {
     }
 }
 
+impl Interval {
+    /// The distribution-free interval of the median of `sorted` values
+    /// (ascending): the order statistics whose ranks the binomial(n, ½)
+    /// puts around n/2 at `level` (normal approximation). Latency chunks
+    /// are skewed by interrupts and other guests, which a t interval of
+    /// the mean would not respect. `None` with fewer than 6 values, where
+    /// the interval would be the whole range.
+    pub fn of_median(sorted: &[f64], level: f64) -> Option<Interval> {
+        let n = sorted.len();
+        if n < 6 {
+            return None;
+        }
+        let z = statrs::distribution::Normal::standard().inverse_cdf(0.5 + level / 2.0);
+        let half = z * (n as f64).sqrt() / 2.0;
+        // 1-based ranks j and k, as the textbooks write them.
+        let j = ((n as f64 / 2.0 - half).floor() as usize).max(1);
+        let k = ((n as f64 / 2.0 + half).ceil() as usize + 1).min(n);
+        Some(Interval {
+            low: sorted[j - 1],
+            high: sorted[k - 1],
+            level,
+        })
+    }
+}
+
 fn mean_var(values: &[f64]) -> (f64, f64) {
     let n = values.len() as f64;
     let mean = values.iter().sum::<f64>() / n;
@@ -290,5 +315,16 @@ mod tests {
         assert_eq!(pooled.change, Change::Higher);
         assert!(Comparison::of(&[0.0, 1.0], &[1.0], LEVEL).is_none());
         assert!(Comparison::of(&[], &[1.0], LEVEL).is_none());
+    }
+
+    #[test]
+    fn the_median_interval_takes_order_statistics_around_the_middle() {
+        let sorted: Vec<f64> = (1..=100).map(f64::from).collect();
+        let i = Interval::of_median(&sorted, 0.95).unwrap();
+        // n = 100: ranks 40 and 61 (Conover's table gives 40 and 61).
+        assert_eq!((i.low, i.high), (40.0, 61.0));
+        assert!(Interval::of_median(&sorted[..5], 0.95).is_none());
+        let i = Interval::of_median(&sorted[..6], 0.95).unwrap();
+        assert_eq!((i.low, i.high), (1.0, 6.0));
     }
 }

@@ -19,6 +19,10 @@ pub struct LatencyPoint {
     pub mean_ns: f64,
     /// p50 in core clock cycles, when the clock rate is known.
     pub p50_cycles: Option<f64>,
+    /// The 95 % interval of the median (order statistics of the chunks);
+    /// absent under 6 chunks or in files written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ci: Option<super::estimate::Interval>,
     pub chunks: usize,
     pub loads_per_chunk: usize,
     /// Share of the working set's pages that were transparent hugepages.
@@ -273,6 +277,7 @@ mod tests {
                 p99_ns: 1.3,
                 mean_ns: 1.1,
                 p50_cycles: None,
+                p50_ci: None,
                 chunks: 5,
                 loads_per_chunk: 16384,
                 huge_share: None,

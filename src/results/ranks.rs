@@ -107,6 +107,32 @@ pub struct NodeRow {
     pub of_peak: Option<f64>,
     /// Below the outlier threshold: the node an admin looks at first.
     pub slow: bool,
+    /// The node's counted repetitions (its bytes over its slowest rank's
+    /// time in each), GB/s, with the 95 % interval of their mean: whether
+    /// a slow node is slow beyond its own noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetitions: Option<super::Stats>,
+}
+
+/// Whether a slow node is slow beyond the noise: its repetitions' mean,
+/// with its 95 % interval, against the same share of the median node's
+/// mean.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SlowDecision {
+    /// Its whole interval lies below the line.
+    Resolved {
+        mean: f64,
+        half: f64,
+        n: usize,
+        line: f64,
+    },
+    /// Its interval reaches the line (or it has one counted repetition).
+    NotResolved {
+        mean: f64,
+        half: f64,
+        n: usize,
+        line: f64,
+    },
 }
 
 /// Everything about the ranks of one measurement.
@@ -147,6 +173,18 @@ fn best_together(
     kernel: KernelId,
     times: impl Fn(&RankRun) -> Option<&Vec<f64>>,
 ) -> f64 {
+    rates_together(ranks, kernel, times)
+        .into_iter()
+        .fold(0.0, f64::max)
+}
+
+/// Each counted repetition's bytes of `ranks` over the slowest of their
+/// times, GB/s.
+fn rates_together(
+    ranks: &[&RankRun],
+    kernel: KernelId,
+    times: impl Fn(&RankRun) -> Option<&Vec<f64>>,
+) -> Vec<f64> {
     let bytes: f64 = ranks.iter().filter_map(|r| r.bytes.get(&kernel)).sum();
     let reps = ranks
         .iter()
@@ -161,7 +199,7 @@ fn best_together(
                 .fold(0.0, f64::max);
             (slowest > 0.0).then(|| bytes / slowest / 1e9)
         })
-        .fold(0.0, f64::max)
+        .collect()
 }
 
 /// Nodes in first-rank order, with their rates, share of the median node,
@@ -177,7 +215,8 @@ pub fn node_table(ranks: &[RankRun], kernel: KernelId, outlier: f64) -> Vec<Node
         .iter()
         .map(|host| {
             let on: Vec<&RankRun> = ranks.iter().filter(|r| r.host == *host).collect();
-            let gb_s = best_together(&on, kernel, |r| r.times_s.get(&kernel));
+            let rates = rates_together(&on, kernel, |r| r.times_s.get(&kernel));
+            let gb_s = rates.iter().copied().fold(0.0, f64::max);
             NodeRow {
                 host: host.to_string(),
                 ranks: on.len(),
@@ -186,6 +225,7 @@ pub fn node_table(ranks: &[RankRun], kernel: KernelId, outlier: f64) -> Vec<Node
                 of_median: 0.0,
                 of_peak: on[0].node_peak_gb_s.filter(|p| *p > 0.0).map(|p| gb_s / p),
                 slow: false,
+                repetitions: super::Stats::of(&rates),
             }
         })
         .collect();
@@ -297,6 +337,42 @@ impl Ranks {
             .collect()
     }
 
+    /// For each slow node, whether it is slow beyond its own noise: its
+    /// repetitions' mean and 95 % interval against `outlier` × the median
+    /// of the nodes' means. `None` for a node without repetitions.
+    pub fn slow_decisions(&self) -> Vec<(&str, Option<SlowDecision>)> {
+        let means: Vec<f64> = self
+            .nodes
+            .iter()
+            .filter_map(|n| n.repetitions.map(|s| s.mean))
+            .collect();
+        let line = self.outlier * median(means);
+        self.nodes
+            .iter()
+            .filter(|n| n.slow)
+            .map(|n| {
+                let decision = n.repetitions.map(|s| {
+                    let (mean, n) = (s.mean, s.n);
+                    match s.interval() {
+                        Some(i) if i.high < line => SlowDecision::Resolved {
+                            mean,
+                            half: i.half_width(),
+                            n,
+                            line,
+                        },
+                        i => SlowDecision::NotResolved {
+                            mean,
+                            half: i.map_or(0.0, |i| i.half_width()),
+                            n,
+                            line,
+                        },
+                    }
+                });
+                (n.host.as_str(), decision)
+            })
+            .collect()
+    }
+
     /// The hosts flagged slow, in table order.
     pub fn slow_hosts(&self) -> Vec<&str> {
         self.nodes
@@ -317,96 +393,4 @@ impl Ranks {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A rank that moved `gb` GB per repetition in `times` seconds.
-    fn rank(rank: usize, host: &str, cpus: Vec<usize>, times: Vec<f64>) -> RankRun {
-        let bytes = 1e9;
-        let best = times[1..]
-            .iter()
-            .map(|t| bytes / t / 1e9)
-            .fold(0.0, f64::max);
-        RankRun {
-            rank,
-            local_rank: None,
-            host: host.into(),
-            cpus,
-            validated: true,
-            validation_error: None,
-            pages_held: true,
-            elements: (bytes / 24.0) as u64,
-            best_gb_s: [(KernelId::Triad, best)].into(),
-            times_s: [(KernelId::Triad, times.clone())].into(),
-            synced_s: [(KernelId::Triad, times.iter().map(|t| t + 0.001).collect())].into(),
-            bytes: [(KernelId::Triad, bytes)].into(),
-            node_peak_gb_s: Some(100.0),
-            warnings: vec![],
-        }
-    }
-
-    #[test]
-    fn the_aggregate_is_all_bytes_over_the_slowest_rank_per_repetition() {
-        // Repetition 1: slowest 0.5 s; repetition 2: slowest 0.25 s. The
-        // first repetition does not count.
-        let ranks = vec![
-            rank(0, "a", vec![0], vec![0.01, 0.5, 0.1]),
-            rank(1, "a", vec![1], vec![0.01, 0.1, 0.25]),
-        ];
-        let s = Ranks::summarize("mpi", ranks, 0.9).unwrap();
-        let agg = s.aggregate_gb_s[&KernelId::Triad];
-        assert!((agg - 2.0 / 0.251).abs() < 1e-9, "{agg}");
-        // Each rank's own best summed is more than they got together.
-        let sum = s.sum_of_best_gb_s[&KernelId::Triad];
-        assert!((sum - (10.0 + 10.0)).abs() < 1e-9, "{sum}");
-        assert!(s.skew.abs() < 1e-12);
-        assert!(s.overlaps.is_empty());
-        assert_eq!(s.nodes.len(), 1);
-        assert_eq!((s.nodes[0].ranks, s.nodes[0].threads), (2, 2));
-    }
-
-    #[test]
-    fn exactly_the_slow_node_is_flagged() {
-        let ranks = vec![
-            rank(0, "n1", vec![0], vec![1.0, 0.1, 0.1]),
-            rank(1, "n2", vec![0], vec![1.0, 0.1, 0.1]),
-            rank(2, "n3", vec![0], vec![1.0, 0.2, 0.2]),
-            rank(3, "n4", vec![0], vec![1.0, 0.105, 0.105]),
-        ];
-        let s = Ranks::summarize("files", ranks, 0.9).unwrap();
-        let slow = s.slow_hosts();
-        assert_eq!(slow, vec!["n3"]);
-        assert!(s.aggregate_gb_s.is_empty());
-        let n3 = &s.nodes[2];
-        assert!((n3.gb_s - 5.0).abs() < 1e-9);
-        assert!((n3.of_peak.unwrap() - 0.05).abs() < 1e-9);
-        assert!((s.skew - 0.5).abs() < 1e-9);
-    }
-
-    #[test]
-    fn ranks_bound_to_the_same_cpus_of_one_node_are_found() {
-        let ranks = vec![
-            rank(0, "a", vec![0, 1], vec![1.0, 1.0]),
-            rank(1, "a", vec![1, 2], vec![1.0, 1.0]),
-            rank(2, "b", vec![0, 1], vec![1.0, 1.0]),
-        ];
-        assert_eq!(overlaps(&ranks), vec!["ranks 0 and 1 on a share CPU 1"]);
-    }
-
-    #[test]
-    fn aggregate_results_count_every_ranks_elements() {
-        let ranks = vec![
-            rank(0, "a", vec![0], vec![0.5, 0.5]),
-            rank(1, "b", vec![0], vec![0.5, 0.4]),
-        ];
-        let s = Ranks::summarize("mpi", ranks, 0.9).unwrap();
-        let r = &s.aggregate_results(StoreMode::Regular)[0];
-        // Both ranks' bytes (2 × 1e9, to rounding of elements) over 0.501 s.
-        assert!(
-            (r.best_gb_s() - 2.0 / 0.501).abs() < 1e-3,
-            "{}",
-            r.best_gb_s()
-        );
-        assert_eq!(r.times_s.len(), 2);
-    }
-}
+mod tests;

@@ -189,6 +189,25 @@ if shape == "two-socket-smt":
         shares = [p["local_share"] for p in d["measurement"]["pages"]]
         check("local: first touch puts each chunk on its thread's node", all(s >= 0.9 for s in shares), str(shares))
         check("local: per-numa=1 uses both nodes", len(d["measurement"]["threads"]) == 2)
+    # The classic remote-memory experiment, policy inherited from numactl:
+    # threads on node 0, every page on node 1, named as inherited and remote.
+    d = doc("inherit1")
+    if d:
+        run_ok("inherit1", d)
+        check("inherit1: the policy is named as inherited",
+              d["request"].get("inherited_mem_policy") == "bind:1", str(d["request"]))
+        check("inherit1: threads on node 0 only",
+              all(c["observed_cpu"] in range(4) for c in d["measurement"]["threads"]),
+              str(d["measurement"]["threads"]))
+        shares = [(p["nodes"].get("1", 0.0), p["local_share"]) for p in d["measurement"]["pages"]]
+        check("inherit1: every page on node 1, none local", all(n == 1.0 and l == 0.0 for n, l in shares), str(shares))
+    if "inherit1text" in R:
+        rc, out, err = R["inherit1text"]
+        line = next((l for l in out.split("\n") if l.startswith("Memory policy:")), "")
+        check("inherit1text: the header says inherited and remote",
+              rc == 0 and "bind:1, inherited" in line and "100% remote" in line, line or err[-300:])
+    else:
+        check("inherit1text", False, "no output from the guest")
     for name, rule in [
         ("spread2", lambda c: len(c) == 2 and pkg[c[0]] != pkg[c[1]]),
         ("compact2", lambda c: len(c) == 2 and pkg[c[0]] == pkg[c[1]] and sib[c[0]] != sib[c[1]]),

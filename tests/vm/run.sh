@@ -56,6 +56,15 @@ for shape in "${shapes[@]}"; do
     mkdir -p "$dir/root/bin" "$dir/root/proc" "$dir/root/sys" "$dir/root/dev" "$dir/root/tmp"
     cp "$busybox" "$dir/root/bin/busybox"
     cp "$membw" "$dir/root/bin/membw"
+    # numactl with the libraries it loads, at their host paths: the guest
+    # runs the classic `numactl --cpunodebind 0 --membind 1 membw run`.
+    if numactl=$(command -v numactl); then
+        cp "$numactl" "$dir/root/bin/numactl"
+        for lib in $(ldd "$numactl" | grep -o '/[^ ]*'); do
+            mkdir -p "$dir/root$(dirname "$lib")"
+            cp -L "$lib" "$dir/root$lib"
+        done
+    fi
     cp "$here/init.sh" "$dir/root/init"
     chmod +x "$dir/root/init"
     guest_commands >"$dir/root/commands.sh"

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 /// Which parts of a point vary across the records: computed once, so that
 /// labelling is linear in the number of records.
-pub(super) struct Varies {
+pub struct Varies {
     program: bool,
     placement: bool,
     mem: bool,
@@ -19,7 +19,7 @@ pub(super) struct Varies {
 }
 
 impl Varies {
-    fn of(records: &[Record]) -> Varies {
+    pub(super) fn of(records: &[Record]) -> Varies {
         let Some(first) = records.first() else {
             return Varies {
                 program: false,
@@ -40,7 +40,7 @@ impl Varies {
     }
 
     /// A series label naming only what varies.
-    fn label(&self, r: &Record, with_threads: bool) -> String {
+    pub(super) fn label(&self, r: &Record, with_threads: bool) -> String {
         let mut parts = Vec::new();
         if self.program {
             parts.push(r.point.program.clone().unwrap_or_else(|| "membw".into()));
@@ -64,7 +64,7 @@ impl Varies {
     }
 }
 
-fn collect_series(
+pub(super) fn collect_series(
     records: &[Record],
     kernel: KernelId,
     x: impl Fn(&Record) -> f64,
@@ -87,6 +87,35 @@ fn collect_series(
             (k, v)
         })
         .collect()
+}
+
+/// The points (x, mean) of `kernel` whose runs were NOT TRUSTED.
+pub(super) fn untrusted_points(
+    records: &[Record],
+    kernel: KernelId,
+    x: impl Fn(&Record) -> f64,
+) -> Vec<(f64, f64)> {
+    records
+        .iter()
+        .filter(|r| r.untrusted().is_some())
+        .filter_map(|r| Some((x(r), r.stats.get(&kernel)?.mean)))
+        .collect()
+}
+
+/// The legend right of the plot: the series, extra keys (the peak), and
+/// the rings' key when some point is ringed.
+pub(super) fn full_legend(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    mut keys: Vec<(String, RGBAColor)>,
+    extra: Option<(String, RGBAColor)>,
+    ringed: bool,
+) -> Option<()> {
+    keys.extend(extra);
+    let y = legend(root, &keys)?;
+    if ringed {
+        untrusted_key(root, y)?;
+    }
+    Some(())
 }
 
 fn peak_of(records: &[Record]) -> Option<f64> {
@@ -153,11 +182,13 @@ pub fn threads_plot(records: &[Record], kernel: KernelId) -> Option<String> {
             }
             None => {}
         }
-        let mut keys = entries(&series);
-        if let Some((p, true)) = peak {
-            keys.push((format!("theoretical peak {p:.1} GB/s"), BLACK.to_rgba()));
-        }
-        legend(&root, &keys)?;
+        let ringed = untrusted_points(&records, kernel, |r| r.point.threads as f64);
+        mark_untrusted(&mut chart, &ringed)?;
+        let peak_key = match peak {
+            Some((p, true)) => Some((format!("theoretical peak {p:.1} GB/s"), BLACK.to_rgba())),
+            _ => None,
+        };
+        full_legend(&root, entries(&series), peak_key, !ringed.is_empty())?;
         root.present().ok()?;
     }
     Some(svg)
@@ -198,17 +229,32 @@ pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
         .first()
         .map(|r| r.cache_per_thread.clone())
         .unwrap_or_default();
-    size_axis_plot(
-        &format!(
-            "{} bandwidth vs working set per thread",
-            kernel.spec().label.trim_end_matches(':')
-        ),
-        "working set per thread (all arrays), log scale",
-        "GB/s (10^9 B/s)",
-        &series,
-        &caches,
-        (lo, hi, YAxis::Linear(y_max)),
-    )
+    let ringed = untrusted_points(&records, kernel, |r| {
+        (r.point.working_set_per_thread as f64).log2()
+    });
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let mut chart = size_axis_chart(
+            &root,
+            &format!(
+                "{} bandwidth vs working set per thread",
+                kernel.spec().label.trim_end_matches(':')
+            ),
+            (
+                "working set per thread (all arrays), log scale",
+                "GB/s (10^9 B/s)",
+            ),
+            &series,
+            &caches,
+            (lo, hi, YAxis::Linear(y_max)),
+            true,
+        )?;
+        mark_untrusted(&mut chart, &ringed)?;
+        full_legend(&root, entries(&series), None, !ringed.is_empty())?;
+        root.present().ok()?;
+    }
+    Some(svg)
 }
 
 /// The NUMA matrix (CPU node rows × memory node columns) as heat maps, one
@@ -306,6 +352,20 @@ pub fn plots(records: &[Record], kernel: KernelId) -> Vec<crate::report::Plot> {
         out.push(crate::report::Plot {
             title: "bandwidth vs far-memory share".into(),
             file: "far-share.svg".into(),
+            svg,
+        });
+    }
+    if let Some(svg) = super::kernels::kernels_plot(records) {
+        out.push(crate::report::Plot {
+            title: "every kernel, one panel each".into(),
+            file: "kernels.svg".into(),
+            svg,
+        });
+    }
+    if let Some(svg) = super::kernels::kernels_bars(records) {
+        out.push(crate::report::Plot {
+            title: "every kernel, by configuration".into(),
+            file: "kernels-bars.svg".into(),
             svg,
         });
     }

@@ -1,13 +1,15 @@
 //! SVG plots (plotters, SVG backend: no fonts needed): the chart
 //! primitives every plot shares (size, fonts, palette, frame, markers,
 //! series, the size axis, the heat map) here, and one module per domain:
-//! [`bandwidth`] (threads, sizes, NUMA matrix), [`latency`] (sizes, loaded
-//! curve, matrix) and [`nodes`] (per-node and per-node-count).
+//! [`bandwidth`] (threads, sizes, NUMA matrix), [`kernels`] (every kernel
+//! in one figure), [`latency`] (sizes, loaded curve, matrix) and [`nodes`]
+//! (per-node and per-node-count).
 //!
 //! Each data series is exactly one `stroke-width="2"` polyline; axes, grid,
 //! legend marks and the peak line are thinner (tests rely on that).
 
 pub mod bandwidth;
+pub mod kernels;
 pub mod latency;
 pub mod nodes;
 
@@ -189,10 +191,11 @@ pub(super) fn draw_series<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
 /// the room `framed_chart` leaves) so that it never covers a point: a
 /// square of each series' colour and its label, long labels broken at
 /// their ` · ` separators.
+/// Returns where the next entry would go.
 pub(super) fn legend(
     root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     entries: &[(String, RGBAColor)],
-) -> Option<()> {
+) -> Option<i32> {
     const WRAP: usize = 28;
     let x = (SIZE.0 - LEGEND_ROOM) as i32;
     let mut y = 60;
@@ -224,6 +227,47 @@ pub(super) fn legend(
         .ok()?;
         y += 26;
     }
+    Some(y)
+}
+
+/// The ring drawn around a point that is NOT TRUSTED (other work or steal
+/// during its runs): the table beside the plot says why.
+const RING: i32 = 8;
+
+/// Rings the untrusted points (x, mean) on `chart`.
+pub(super) fn mark_untrusted<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    points: &[(f64, f64)],
+) -> Option<()> {
+    chart
+        .draw_series(
+            points
+                .iter()
+                .map(|&p| Circle::new(p, RING, BLACK.stroke_width(1))),
+        )
+        .ok()?;
+    Some(())
+}
+
+/// The legend's key for the rings, at `y` below the series' entries.
+pub(super) fn untrusted_key(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    y: i32,
+) -> Option<()> {
+    let x = (SIZE.0 - LEGEND_ROOM) as i32;
+    root.draw(&Circle::new((x + 6, y), RING, BLACK.stroke_width(1)))
+        .ok()?;
+    for (i, line) in ["NOT TRUSTED: other work", "or steal during its runs"]
+        .iter()
+        .enumerate()
+    {
+        root.draw(&Text::new(
+            line.to_string(),
+            (x + 20, y - 8 + 19 * i as i32),
+            ("sans-serif", 15).into_font(),
+        ))
+        .ok()?;
+    }
     Some(())
 }
 
@@ -253,66 +297,81 @@ pub(super) fn size_axis_plot(
     y_desc: &str,
     series: &[Series],
     caches: &BTreeMap<String, u64>,
-    (lo, hi, y): (f64, f64, YAxis),
+    axes: (f64, f64, YAxis),
 ) -> Option<String> {
-    let (y_lo, y_max) = match y {
-        YAxis::Linear(max) => (0.0, max),
-        YAxis::Log10(lo, hi) => (lo, hi),
-    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        // Past a dozen powers of two the labels would run into each other:
-        // then every other one is written.
-        let every = if hi - lo > 13.0 { 2 } else { 1 };
-        let power_of_two = move |x: &f64| {
-            if (x - x.round()).abs() < 1e-6 && (x.round() as i64).rem_euclid(every) == 0 {
-                Bytes(2f64.powf(x.round()) as u64).to_string()
-            } else {
-                String::new()
-            }
-        };
-        let log_y = matches!(y, YAxis::Log10(..));
-        // On a log axis y holds log10 of the value: ticks at 1-2-5 steps.
-        let decades = move |v: &f64| {
-            let decade = 10f64.powf(v.floor());
-            let lead = 10f64.powf(*v) / decade;
-            match [1.0, 2.0, 5.0, 10.0]
-                .iter()
-                .find(|&&m| (lead - m).abs() < 0.03 * m)
-            {
-                Some(m) if log_y => crate::units::trim_float(m * decade),
-                _ if log_y => String::new(),
-                _ => format!("{v}"),
-            }
-        };
-        let mut chart = framed_chart(
-            &root,
-            title,
-            (lo..hi, y_lo..y_max),
-            (x_desc, y_desc),
-            Some((((hi - lo) as usize + 1).min(40), &power_of_two)),
-            log_y.then_some((((y_max - y_lo) * 30.0) as usize, &decades as &TickFormat)),
-            true,
-        )?;
-        for (name, &bytes) in caches {
-            let x = (bytes as f64).log2();
-            if x > lo && x < hi {
-                marker(
-                    &mut chart,
-                    [(x, y_lo), (x, y_max)],
-                    false,
-                    GREY,
-                    format!("{name} {}", Bytes(bytes)),
-                    (x + 0.08, y_lo + (y_max - y_lo) * 0.97),
-                )?;
-            }
-        }
-        draw_series(&mut chart, series)?;
+        size_axis_chart(&root, title, (x_desc, y_desc), series, caches, axes, true)?;
         self::legend(&root, &entries(series))?;
         root.present().ok()?;
     }
     Some(svg)
+}
+
+/// The chart of [`size_axis_plot`] drawn on `area` (a whole figure, or one
+/// panel of the kernels' figure), its legend left to the caller.
+pub(super) fn size_axis_chart<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    (x_desc, y_desc): (&str, &str),
+    series: &[Series],
+    caches: &BTreeMap<String, u64>,
+    (lo, hi, y): (f64, f64, YAxis),
+    legend_room: bool,
+) -> Option<Chart<'a, 'b>> {
+    let (y_lo, y_max) = match y {
+        YAxis::Linear(max) => (0.0, max),
+        YAxis::Log10(lo, hi) => (lo, hi),
+    };
+    // Past a dozen powers of two the labels would run into each other:
+    // then every other one is written.
+    let every = if hi - lo > 13.0 { 2 } else { 1 };
+    let power_of_two = move |x: &f64| {
+        if (x - x.round()).abs() < 1e-6 && (x.round() as i64).rem_euclid(every) == 0 {
+            Bytes(2f64.powf(x.round()) as u64).to_string()
+        } else {
+            String::new()
+        }
+    };
+    let log_y = matches!(y, YAxis::Log10(..));
+    // On a log axis y holds log10 of the value: ticks at 1-2-5 steps.
+    let decades = move |v: &f64| {
+        let decade = 10f64.powf(v.floor());
+        let lead = 10f64.powf(*v) / decade;
+        match [1.0, 2.0, 5.0, 10.0]
+            .iter()
+            .find(|&&m| (lead - m).abs() < 0.03 * m)
+        {
+            Some(m) if log_y => crate::units::trim_float(m * decade),
+            _ if log_y => String::new(),
+            _ => format!("{v}"),
+        }
+    };
+    let mut chart = framed_chart(
+        area,
+        title,
+        (lo..hi, y_lo..y_max),
+        (x_desc, y_desc),
+        Some((((hi - lo) as usize + 1).min(40), &power_of_two)),
+        log_y.then_some((((y_max - y_lo) * 30.0) as usize, &decades as &TickFormat)),
+        legend_room,
+    )?;
+    for (name, &bytes) in caches {
+        let x = (bytes as f64).log2();
+        if x > lo && x < hi {
+            marker(
+                &mut chart,
+                [(x, y_lo), (x, y_max)],
+                false,
+                GREY,
+                format!("{name} {}", Bytes(bytes)),
+                (x + 0.08, y_lo + (y_max - y_lo) * 0.97),
+            )?;
+        }
+    }
+    draw_series(&mut chart, series)?;
+    Some(chart)
 }
 
 /// The heat map's colour for a share of the largest value: one hue from

@@ -30,6 +30,7 @@ pub fn nodes_plot(ranks: &crate::ranks::Ranks) -> Option<String> {
                 TITLE_FONT,
             )
             .margin(12)
+            .margin_right(12 + LEGEND_ROOM)
             .x_label_area_size(if n > 12 { 90 } else { 40 })
             .y_label_area_size(60)
             .build_cartesian_2d(0f64..n as f64, 0f64..y_max)
@@ -66,32 +67,28 @@ pub fn nodes_plot(ranks: &crate::ranks::Ranks) -> Option<String> {
                 )
             }))
             .ok()?;
-        for (value, style, text) in [
-            (
-                median,
-                BLACK.stroke_width(1),
-                format!("median node {median:.1} GB/s"),
-            ),
+        let mut keys = vec![
+            ("node".to_string(), PALETTE[0].to_rgba()),
+            ("slow node".to_string(), PALETTE[1].to_rgba()),
+        ];
+        for (value, color, text) in [
+            (median, BLACK, format!("median node · {median:.1} GB/s")),
             (
                 median * ranks.outlier,
-                PALETTE[1].stroke_width(1),
-                format!("slow below {:.0} % of the median", 100.0 * ranks.outlier),
+                PALETTE[1],
+                format!("slow below · {:.0} % of the median", 100.0 * ranks.outlier),
             ),
         ] {
             chart
-                .draw_series(LineSeries::new([(0.0, value), (n as f64, value)], style))
-                .ok()?
-                .label(text)
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
+                .draw_series(LineSeries::new(
+                    [(0.0, value), (n as f64, value)],
+                    color.stroke_width(1),
+                ))
+                .ok()?;
+            keys.push((text, color.to_rgba()));
         }
-        chart
-            .configure_series_labels()
-            .label_font(TICK_FONT)
-            .background_style(WHITE.mix(0.85))
-            .border_style(MAJOR_GRID)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .ok()?;
+        // Right of the bars, never over one.
+        legend(&root, &keys)?;
         root.present().ok()?;
     }
     Some(svg)

@@ -15,6 +15,8 @@ run interleave64thp membw run --size 8M --ntimes 2 --json --kernels copy --mem i
 run preferred1 membw run --size 256k --ntimes 3 --json --mem preferred:1
 run per-array membw run --size 256k --ntimes 3 --json --mem a=bind:0,b=bind:1,c=interleave:all
 run local membw run --size 256k --ntimes 3 --json --strategy per-numa=1
+run inherit1 numactl --cpunodebind 0 --membind 1 membw run --size 256k --ntimes 3 --json
+run inherit1text numactl --cpunodebind 0 --membind 1 membw run --size 256k --ntimes 3
 run spread2 membw run --size 256k --ntimes 2 --json --strategy spread --threads 2
 run compact2 membw run --size 256k --ntimes 2 --json --strategy compact --threads 2
 run compact2smt membw run --size 256k --ntimes 2 --json --strategy compact --threads 2 --smt
