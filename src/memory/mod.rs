@@ -358,10 +358,16 @@ impl Arrays {
                 .zip(&found)
                 .filter_map(|(&i, n)| n.map(|n| (i, n)))
                 .collect();
-            let mut nodes: BTreeMap<usize, f64> = BTreeMap::new();
+            // Counted, then divided once: a share of all pages reads 1, not
+            // a sum of fractions (1.0000000000000007).
+            let mut counts: BTreeMap<usize, usize> = BTreeMap::new();
             for &(_, n) in &present {
-                *nodes.entry(n).or_default() += 1.0 / present.len() as f64;
+                *counts.entry(n).or_default() += 1;
             }
+            let nodes: BTreeMap<usize, f64> = counts
+                .into_iter()
+                .map(|(n, c)| (n, c as f64 / present.len() as f64))
+                .collect();
             let policy = mem.get(id);
             // Under every policy: a bind or interleave to another node
             // shows as remote (`numactl --cpunodebind 0 --membind 1`).
