@@ -374,6 +374,12 @@ fn a_fleet_history_flags_the_node_below_its_past_and_the_one_below_the_fleet() {
         out.starts_with("triad of 200 nodes from 2000 files (2000 samples)"),
         "{out}"
     );
+    // Nodes at 100-106 GB/s (node % 7): the median 103 and its interval
+    // from the order statistics of 200 latest rates.
+    assert!(
+        out.contains("fleet median 103.00 GB/s (95 % CI 102.00-103.00, of the nodes' latest)"),
+        "{out}"
+    );
     assert!(
         err.contains("membw: 2 nodes flagged: node017, node042"),
         "{err}"

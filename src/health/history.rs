@@ -72,6 +72,9 @@ pub struct Trend {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fleet {
     pub median: f64,
+    /// The fleet median's 95 % interval (order statistics of the nodes'
+    /// latest rates); `None` under 6 nodes.
+    pub median_ci: Option<crate::results::estimate::Interval>,
     pub mad: f64,
     pub trends: Vec<Trend>,
 }
@@ -96,6 +99,10 @@ pub fn fleet(samples: &[Sample], tolerance: f64) -> Fleet {
         })
         .collect();
     let median = crate::results::median(&latest).unwrap_or(0.0);
+    let mut sorted = latest.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median_ci =
+        crate::results::estimate::Interval::of_median(&sorted, crate::results::estimate::LEVEL);
     let deviations: Vec<f64> = latest.iter().map(|x| (x - median).abs()).collect();
     let mad = crate::results::median(&deviations).unwrap_or(0.0);
     let trends = by_host
@@ -124,6 +131,7 @@ pub fn fleet(samples: &[Sample], tolerance: f64) -> Fleet {
         .collect();
     Fleet {
         median,
+        median_ci,
         mad,
         trends,
     }

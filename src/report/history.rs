@@ -11,12 +11,16 @@ pub fn render(fleet: &Fleet, kernel: KernelId, files: usize, tolerance: f64) -> 
     let samples: usize = fleet.trends.iter().map(|t| t.samples.len()).sum();
     let _ = writeln!(
         o,
-        "{} of {} nodes from {} files ({} samples) · fleet median {:.2} GB/s, MAD {:.2} GB/s",
+        "{} of {} nodes from {} files ({} samples) · fleet median {:.2} GB/s{}, MAD {:.2} GB/s",
         kernel.spec().name,
         fleet.trends.len(),
         files,
         samples,
         fleet.median,
+        fleet.median_ci.map_or(String::new(), |i| format!(
+            " (95 % CI {:.2}-{:.2}, of the nodes' latest)",
+            i.low, i.high
+        )),
         fleet.mad
     );
     let _ = writeln!(
