@@ -923,3 +923,50 @@ fn store_modes_are_compared_kernel_by_kernel_in_one_figure() {
         "legend at {legend_x}, bars to {right}"
     );
 }
+
+#[test]
+fn the_node_report_marks_a_node_measured_beside_other_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (host, fake) in [("n1", "4"), ("n2", "4"), ("n3", "4,busy=40")] {
+        let out = stdout(&[
+            "run",
+            "--fake-source",
+            fake,
+            "--size",
+            "1M",
+            "--ntimes",
+            "4",
+            "--json",
+        ]);
+        let mut doc: Value = serde_json::from_str(&out).unwrap();
+        doc["host"]["hostname"] = Value::from(host);
+        let path = dir.path().join(format!("{host}.json"));
+        std::fs::write(&path, doc.to_string()).unwrap();
+        files.push(path.to_string_lossy().into_owned());
+    }
+    let plots = dir.path().join("p");
+    let mut args = vec!["report", "--plots", plots.to_str().unwrap()];
+    args.extend(files.iter().map(String::as_str));
+    let text = stdout(&args);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("  n3 "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.ends_with("  NOT TRUSTED"), "{row}");
+    assert!(
+        text.contains("NOT TRUSTED: 1 of 3 nodes:\n  n3: ")
+            && text.contains("busy with other work"),
+        "{text}"
+    );
+    let clean = text.lines().find(|l| l.starts_with("  n1 ")).unwrap();
+    assert!(!clean.contains("TRUSTED"), "{clean}");
+    // Its bar ringed in the plot, the ring's key in the legend.
+    let svg = std::fs::read_to_string(plots.join("nodes.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let rings = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("circle") && n.attribute("r") == Some("8"))
+        .count();
+    assert_eq!(rings, 2, "n3's bar and the legend's key: {svg}");
+}

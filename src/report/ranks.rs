@@ -54,7 +54,12 @@ pub fn render(r: &Ranks) -> String {
             100.0 * n.of_median,
             n.of_peak
                 .map_or("-".into(), |p| format!("{:.1}%", 100.0 * p)),
-            if n.slow { "  SLOW" } else { "" }
+            match (n.slow, n.untrusted.is_some()) {
+                (true, true) => "  SLOW, NOT TRUSTED",
+                (true, false) => "  SLOW",
+                (false, true) => "  NOT TRUSTED",
+                (false, false) => "",
+            }
         );
     }
     let slow = r.slow_hosts();
@@ -76,6 +81,21 @@ pub fn render(r: &Ranks) -> String {
     );
     for (host, decision) in r.slow_decisions() {
         let _ = writeln!(o, "  {}", slow_decision_text(host, decision, r.outlier));
+    }
+    // A node measured beside other work: its figure, slow or not, says
+    // little about its memory.
+    let untrusted: Vec<&crate::results::ranks::NodeRow> =
+        r.nodes.iter().filter(|n| n.untrusted.is_some()).collect();
+    if !untrusted.is_empty() {
+        let _ = writeln!(
+            o,
+            "NOT TRUSTED: {} of {}:",
+            untrusted.len(),
+            crate::units::plural(r.nodes.len(), "node")
+        );
+        for n in untrusted {
+            let _ = writeln!(o, "  {}: {}", n.host, n.untrusted.as_deref().unwrap_or(""));
+        }
     }
     for overlap in &r.overlaps {
         let _ = writeln!(o, "Overlap: {overlap}");

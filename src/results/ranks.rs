@@ -45,6 +45,10 @@ pub struct RankRun {
     /// Theoretical peak of its node, GB/s, when known.
     pub node_peak_gb_s: Option<f64>,
     pub warnings: Vec<String>,
+    /// The first finding that makes its measurement NOT TRUSTED (other
+    /// work or steal on its CPUs, an unsteady kernel); absent when clean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untrusted: Option<String>,
 }
 
 impl RankRun {
@@ -75,6 +79,10 @@ impl RankRun {
             bytes: BTreeMap::new(),
             node_peak_gb_s,
             warnings: m.warnings.clone(),
+            untrusted: m
+                .interference
+                .as_ref()
+                .and_then(|i| i.findings.first().cloned()),
         };
         for (k, r) in m.results.iter().enumerate() {
             run.best_gb_s.insert(r.kernel, r.best_gb_s());
@@ -112,6 +120,9 @@ pub struct NodeRow {
     /// a slow node is slow beyond its own noise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetitions: Option<super::Stats>,
+    /// Why the node's figures are NOT TRUSTED (its first rank's finding).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untrusted: Option<String>,
 }
 
 /// Whether a slow node is slow beyond the noise: its repetitions' mean,
@@ -226,6 +237,7 @@ pub fn node_table(ranks: &[RankRun], kernel: KernelId, outlier: f64) -> Vec<Node
                 of_peak: on[0].node_peak_gb_s.filter(|p| *p > 0.0).map(|p| gb_s / p),
                 slow: false,
                 repetitions: super::Stats::of(&rates),
+                untrusted: on.iter().find_map(|r| r.untrusted.clone()),
             }
         })
         .collect();

@@ -87,8 +87,18 @@ pub fn nodes_plot(ranks: &crate::ranks::Ranks) -> Option<String> {
                 .ok()?;
             keys.push((text, color.to_rgba()));
         }
+        let ringed: Vec<(f64, f64)> = nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.untrusted.is_some())
+            .map(|(i, n)| (i as f64 + 0.5, n.gb_s))
+            .collect();
+        mark_untrusted(&mut chart, &ringed)?;
         // Right of the bars, never over one.
-        legend(&root, &keys)?;
+        let y = legend(&root, &keys)?;
+        if !ringed.is_empty() {
+            untrusted_key(&root, y)?;
+        }
         root.present().ok()?;
     }
     Some(svg)

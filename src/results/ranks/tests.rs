@@ -24,6 +24,7 @@ fn rank(rank: usize, host: &str, cpus: Vec<usize>, times: Vec<f64>) -> RankRun {
         bytes: [(KernelId::Triad, bytes)].into(),
         node_peak_gb_s: Some(100.0),
         warnings: vec![],
+        untrusted: None,
     }
 }
 
