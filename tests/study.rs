@@ -969,4 +969,14 @@ fn the_node_report_marks_a_node_measured_beside_other_work() {
         .filter(|n| n.has_tag_name("circle") && n.attribute("r") == Some("8"))
         .count();
     assert_eq!(rings, 2, "n3's bar and the legend's key: {svg}");
+    // Two runs compared: the busy one decides nothing, and says why.
+    let cmp = stdout(&["compare", &files[0], &files[2]]);
+    let triad = cmp
+        .lines()
+        .find(|l| l.trim_start().starts_with("triad "))
+        .unwrap_or_else(|| panic!("{cmp}"));
+    assert!(triad.ends_with("NOT TRUSTED (B)"), "{triad}");
+    assert!(cmp.contains("NOT TRUSTED (B): CPU"), "{cmp}");
+    let cmp = stdout(&["compare", &files[0], &files[1]]);
+    assert!(!cmp.contains("TRUSTED"), "{cmp}");
 }

@@ -148,11 +148,29 @@ pub fn compare(a: &RunReport, b: &RunReport, markdown: bool) -> String {
             .find(|r| r.kernel == k)
             .cloned()
     };
+    // A run measured beside other work decides nothing.
+    let why = |d: &RunReport| {
+        d.measurement
+            .interference
+            .as_ref()
+            .and_then(|i| i.findings.first().cloned())
+    };
+    let (why_a, why_b) = (why(a), why(b));
+    let untrusted = match (&why_a, &why_b) {
+        (Some(_), Some(_)) => Some("NOT TRUSTED (A, B)"),
+        (Some(_), None) => Some("NOT TRUSTED (A)"),
+        (None, Some(_)) => Some("NOT TRUSTED (B)"),
+        (None, None) => None,
+    };
     let mut rows: Vec<[String; 5]> = kernels
         .iter()
         .filter_map(|&k| {
             let (x, y) = (result(a, k)?, result(b, k)?);
             let c = Comparison::of(&x.repetition_rates(), &y.repetition_rates(), level);
+            let change = match untrusted {
+                Some(mark) => mark.to_string(),
+                None => c.map_or("-".into(), |c| super::change_word(&c)),
+            };
             Some([
                 k.spec().name.to_string(),
                 format!("{:.2}", x.best_gb_s()),
@@ -161,7 +179,7 @@ pub fn compare(a: &RunReport, b: &RunReport, markdown: bool) -> String {
                     "{:.3}",
                     y.best_gb_s() / x.best_gb_s().max(f64::MIN_POSITIVE)
                 ),
-                c.map_or("-".into(), |c| super::change_word(&c)),
+                change,
             ])
         })
         .collect();
@@ -208,5 +226,10 @@ pub fn compare(a: &RunReport, b: &RunReport, markdown: bool) -> String {
          in it: compare sweep files made with --repeat for that",
         super::level_text(level)
     );
+    for (side, reason) in [("A", why_a), ("B", why_b)] {
+        if let Some(reason) = reason {
+            let _ = writeln!(o, "NOT TRUSTED ({side}): {reason}");
+        }
+    }
     o
 }
