@@ -47,8 +47,8 @@ fn examples(readme: &str) -> Vec<String> {
     out
 }
 
-/// The README and every page of the guide, with their commands.
-fn pages() -> Vec<(String, Vec<String>)> {
+/// The README and every page of the guide: (name from the root, text).
+fn documents() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = vec![root.join("README.md")];
     let mut guide: Vec<_> = std::fs::read_dir(root.join("docs/guide"))
@@ -62,10 +62,33 @@ fn pages() -> Vec<(String, Vec<String>)> {
         .into_iter()
         .map(|f| {
             let text = std::fs::read_to_string(&f).unwrap();
-            let name = f.strip_prefix(root).unwrap().display().to_string();
-            (name, examples(&text))
+            (f.strip_prefix(root).unwrap().display().to_string(), text)
         })
         .collect()
+}
+
+/// The README and every page of the guide, with their commands.
+fn pages() -> Vec<(String, Vec<String>)> {
+    documents()
+        .into_iter()
+        .map(|(name, text)| (name, examples(&text)))
+        .collect()
+}
+
+/// A PATH whose first entry, `dir`, holds a `membw` script running `body`
+/// (the binary under test, with or without the fake source).
+fn path_with_membw(dir: &Path, body: &str) -> String {
+    let wrapper = dir.join("membw");
+    std::fs::write(&wrapper, format!("#!/bin/bash\n{body}")).unwrap();
+    std::process::Command::new("chmod")
+        .args(["+x", wrapper.to_str().unwrap()])
+        .status()
+        .unwrap();
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }
 
 /// Memory policies (given or inherited from numactl) need mbind, which
@@ -100,11 +123,10 @@ fn readme_and_guide_examples_run_verbatim() {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let wrapper = bin.join("membw");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/bash\nextra=()\ncase \"$1\" in run|sweep|tune) extra=(--fake-source 4); \
+    let path = path_with_membw(
+        &bin,
+        &format!(
+            "extra=()\ncase \"$1\" in run|sweep|tune) extra=(--fake-source 4); \
              [[ \" $* \" == *' --size '* ]] || extra+=(--size 1M);; \
              baseline|check) extra=(--fake-source 4);; esac\n\
              # `sweep --resume FILE` alone continues the file's study, fake source and size included.\n\
@@ -112,16 +134,6 @@ fn readme_and_guide_examples_run_verbatim() {
              exec {} \"$@\" \"${{extra[@]}}\"\n",
             common::membw_argv().join(" ")
         ),
-    )
-    .unwrap();
-    std::process::Command::new("chmod")
-        .args(["+x", wrapper.to_str().unwrap()])
-        .status()
-        .unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
     );
     let mbind = common::mbind_works();
     for (page, commands) in &pages {
@@ -218,19 +230,8 @@ fn structure(text: &str) -> Vec<String> {
 /// Every `<!-- sample: CMD -->` of the README and the guide, with the text
 /// block under it.
 fn samples() -> Vec<(String, String, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = vec![root.join("README.md")];
-    let mut guide: Vec<_> = std::fs::read_dir(root.join("docs/guide"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
-    guide.sort();
-    files.extend(guide);
     let mut out = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(&f).unwrap();
-        let name = f.strip_prefix(root).unwrap().display().to_string();
+    for (name, text) in documents() {
         let mut lines = text.lines();
         while let Some(line) = lines.next() {
             if let Some(cmd) = line
@@ -251,9 +252,7 @@ fn every_output_block_is_a_sample_or_says_where_it_was_recorded() {
     // Output blocks are ```text; each follows `<!-- sample: CMD -->` (the
     // script rewrites it) or `<!-- recorded: WHERE -->` (a machine or setup
     // this one cannot be: MPI nodes, a QEMU guest, a health check's history).
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for (page, _) in pages() {
-        let text = std::fs::read_to_string(root.join(&page)).unwrap();
+    for (page, text) in documents() {
         let lines: Vec<&str> = text.lines().collect();
         for (i, l) in lines.iter().enumerate() {
             if *l == "```text" {
@@ -276,23 +275,9 @@ fn samples_have_the_structure_the_binary_prints_today() {
     // the membw under test first on PATH, from the repository's root.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
-    let wrapper = dir.path().join("membw");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/bash\nexec {} \"$@\"\n",
-            common::membw_argv().join(" ")
-        ),
-    )
-    .unwrap();
-    std::process::Command::new("chmod")
-        .args(["+x", wrapper.to_str().unwrap()])
-        .status()
-        .unwrap();
-    let path = format!(
-        "{}:{}",
-        dir.path().display(),
-        std::env::var("PATH").unwrap_or_default()
+    let path = path_with_membw(
+        dir.path(),
+        &format!("exec {} \"$@\"\n", common::membw_argv().join(" ")),
     );
     let samples = samples();
     assert!(samples.len() >= 10, "{samples:?}");

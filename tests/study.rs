@@ -778,53 +778,67 @@ fn busy_points_are_marked_everywhere_and_never_the_best() {
 /// The threads plot of a fake sweep at 4 GB/s per thread (1 and 2 threads)
 /// with `--peak`: (largest y tick, largest data x, smallest legend x, text).
 fn threads_plot_with_peak(peak: &str) -> (f64, f64, f64, String) {
+    let svg = fake_sweep_plot(
+        &["--threads", "1-2", "--stores", "regular", "--peak", peak],
+        "triad-threads.svg",
+    );
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let data_x = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("circle"))
+        .map(|n| attr(n, "cx"))
+        .fold(0.0, f64::max);
+    (top_tick(&doc), data_x, legend_x(&doc), svg)
+}
+
+/// A fake sweep (4 GB/s per thread, 3 repeats, 1M elements) with `axes`,
+/// reported: the text of its plot `name`.
+fn fake_sweep_plot(axes: &[&str], name: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.jsonl");
     let plots = dir.path().join("p");
-    stdout(&[
+    let mut args = vec![
         "sweep",
         "--fake-source",
         "4",
-        "--threads",
-        "1-2",
         "--repeat",
         "3",
         "--size",
         "1M",
         "--ntimes",
         "3",
-        "--stores",
-        "regular",
-        "--peak",
-        peak,
         "-o",
         file.to_str().unwrap(),
-    ]);
+    ];
+    args.extend(axes);
+    stdout(&args);
     stdout(&[
         "report",
         file.to_str().unwrap(),
         "--plots",
         plots.to_str().unwrap(),
     ]);
-    let svg = std::fs::read_to_string(plots.join("triad-threads.svg")).unwrap();
-    let doc = roxmltree::Document::parse(&svg).unwrap();
-    let num = |n: roxmltree::Node, a: &str| n.attribute(a).unwrap().parse::<f64>().unwrap();
-    let top_tick = doc
-        .descendants()
+    std::fs::read_to_string(plots.join(name)).unwrap()
+}
+
+fn attr(n: roxmltree::Node, a: &str) -> f64 {
+    n.attribute(a).unwrap().parse::<f64>().unwrap()
+}
+
+/// The largest value on a plot's y axis (its right-aligned tick labels).
+fn top_tick(doc: &roxmltree::Document) -> f64 {
+    doc.descendants()
         .filter(|n| n.has_tag_name("text") && n.attribute("text-anchor") == Some("end"))
         .filter_map(|n| n.text()?.trim().parse::<f64>().ok())
-        .fold(0.0, f64::max);
-    let data_x = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("circle"))
-        .map(|n| num(n, "cx"))
-        .fold(0.0, f64::max);
-    let legend_x = doc
-        .descendants()
+        .fold(0.0, f64::max)
+}
+
+/// The left edge of the legend (its 12-pixel colour squares).
+fn legend_x(doc: &roxmltree::Document) -> f64 {
+    doc.descendants()
         .filter(|n| n.has_tag_name("rect") && n.attribute("width") == Some("12"))
-        .map(|n| num(n, "x"))
-        .fold(f64::MAX, f64::min);
-    (top_tick, data_x, legend_x, svg)
+        .map(|n| attr(n, "x"))
+        .fold(f64::MAX, f64::min)
 }
 
 #[test]
@@ -851,35 +865,11 @@ fn plots_fit_their_data_and_keep_the_legend_off_it() {
 
 #[test]
 fn store_modes_are_compared_kernel_by_kernel_in_one_figure() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("s.jsonl");
-    let plots = dir.path().join("p");
-    stdout(&[
-        "sweep",
-        "--fake-source",
-        "4",
-        "--threads",
-        "1",
-        "--stores",
-        "regular,nt",
-        "--repeat",
-        "3",
-        "--size",
-        "1M",
-        "--ntimes",
-        "3",
-        "-o",
-        file.to_str().unwrap(),
-    ]);
-    stdout(&[
-        "report",
-        file.to_str().unwrap(),
-        "--plots",
-        plots.to_str().unwrap(),
-    ]);
-    let svg = std::fs::read_to_string(plots.join("kernels-bars.svg")).unwrap();
+    let svg = fake_sweep_plot(
+        &["--threads", "1", "--stores", "regular,nt"],
+        "kernels-bars.svg",
+    );
     let doc = roxmltree::Document::parse(&svg).unwrap();
-    let num = |n: roxmltree::Node, a: &str| n.attribute(a).unwrap().parse::<f64>().unwrap();
     let texts: Vec<&str> = doc
         .descendants()
         .filter(|n| n.has_tag_name("text"))
@@ -899,29 +889,15 @@ fn store_modes_are_compared_kernel_by_kernel_in_one_figure() {
         .collect();
     assert_eq!(bars.len(), 8, "{svg}");
     // The y axis fits the data: the fake's nt rate is 5 GB/s.
-    let top_tick = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("text") && n.attribute("text-anchor") == Some("end"))
-        .filter_map(|n| n.text()?.trim().parse::<f64>().ok())
-        .fold(0.0, f64::max);
-    assert!(
-        (5.0..=1.5 * 5.0).contains(&top_tick),
-        "y axis to {top_tick}"
-    );
+    let top = top_tick(&doc);
+    assert!((5.0..=1.5 * 5.0).contains(&top), "y axis to {top}");
     // The legend right of every bar.
     let right = bars
         .iter()
-        .map(|n| num(*n, "x") + num(*n, "width"))
+        .map(|n| attr(*n, "x") + attr(*n, "width"))
         .fold(0.0, f64::max);
-    let legend_x = doc
-        .descendants()
-        .filter(|n| n.has_tag_name("rect") && n.attribute("width") == Some("12"))
-        .map(|n| num(n, "x"))
-        .fold(f64::MAX, f64::min);
-    assert!(
-        legend_x > right + 10.0,
-        "legend at {legend_x}, bars to {right}"
-    );
+    let legend = legend_x(&doc);
+    assert!(legend > right + 10.0, "legend at {legend}, bars to {right}");
 }
 
 #[test]
