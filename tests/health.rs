@@ -94,6 +94,16 @@ fn exactly_the_slow_domain_is_named_with_and_without_a_baseline() {
         2,
         "copy and triad of node 3: {out}"
     );
+    // Each short finding says whether its rounds decide it (one round in
+    // this budget on a quiet machine, two on a fast one).
+    for kernel in ["copy", "triad"] {
+        let line = format!("NUMA node 3 {kernel}: short");
+        assert!(
+            out.contains(&format!("{line}, resolved at 95 %: mean of "))
+                || out.contains(&format!("{line} in its only round;")),
+            "{out}"
+        );
+    }
     let (code, _, err) = run(&[&["check", "--baseline", &b][..], &slow].concat());
     assert_eq!(code, Some(1));
     assert!(

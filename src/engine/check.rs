@@ -7,13 +7,14 @@ use super::Engine;
 use crate::error::{Error, Result};
 use crate::health::rules::{self, Balance, Bests, Finding, Next, Slowest};
 use crate::health::{Baseline, BaselineError, Rates, Scope, ScopeBaseline};
-use crate::kernels::StoreMode;
+use crate::kernels::{KernelId, StoreMode};
 use crate::memory::policy::{MemPolicy, Policy};
 use crate::placement::{self, Spec};
 use crate::plan::{self, Measure, Plan, Settings, StoresRequest};
 use crate::results::Measurement;
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// One scope, ready to measure.
@@ -361,12 +362,28 @@ pub fn check(
     let mut bests = Bests::new();
     let mut balance = Balance::new();
     let mut rounds = 0;
+    // Every round's typical rate per scope and kernel: the findings'
+    // estimates, so that a short one says whether it is short beyond noise.
+    let mut history: BTreeMap<(Scope, KernelId), Vec<f64>> = BTreeMap::new();
     loop {
         let began = Instant::now();
         let last = round(engine, jobs, &mut bests, &mut balance)?;
         tally_round(&mut tally, &last);
+        for (scope, m) in &last {
+            for r in &m.results {
+                history
+                    .entry((*scope, r.kernel))
+                    .or_default()
+                    .push(typical_gb_s(r));
+            }
+        }
         rounds += 1;
-        let findings = reference.judge(&bests, &balance, tolerance);
+        let mut findings = reference.judge(&bests, &balance, tolerance);
+        for f in findings.iter_mut().filter(|f| f.cpu.is_none()) {
+            f.rounds = history
+                .get(&(f.scope, f.kernel))
+                .and_then(|v| crate::results::Stats::of(v));
+        }
         let next = rules::next(&findings, start.elapsed(), began.elapsed(), budget);
         if next != Next::Continue || stop() {
             return Ok(Checked {

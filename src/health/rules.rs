@@ -47,6 +47,30 @@ pub struct Finding {
     /// The slowest thread's CPU, for [`Against::OtherThreads`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu: Option<usize>,
+    /// Its rate in every round (each round's typical rate: the median of
+    /// its repetitions), GB/s, with the 95 % interval of their mean: a
+    /// short finding is decided when the whole interval is short too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<crate::results::Stats>,
+}
+
+impl Finding {
+    /// The rate below which this finding is short: the reference less the
+    /// tolerance (for the peak rule, the reference is the least share).
+    pub fn line(&self, tolerance: f64) -> f64 {
+        match self.against {
+            Against::Peak => self.reference_gb_s,
+            _ => self.reference_gb_s * (1.0 - tolerance),
+        }
+    }
+
+    /// For a short finding over several rounds: whether every round's mean
+    /// interval lies below its line (`Some(true)`: short beyond the noise;
+    /// `Some(false)`: the interval reaches it); `None` with one round.
+    pub fn short_resolved(&self, tolerance: f64) -> Option<bool> {
+        let i = self.rounds?.interval()?;
+        Some(i.high < self.line(tolerance))
+    }
 }
 
 fn finding(
@@ -71,6 +95,7 @@ fn finding(
         against,
         ok: ratio >= least,
         cpu: None,
+        rounds: None,
     }
 }
 

@@ -160,6 +160,7 @@ fn finding_ok(ok: bool) -> Finding {
         against: Against::Baseline,
         ok,
         cpu: None,
+        rounds: None,
     }
 }
 
@@ -329,4 +330,30 @@ fn a_baselines_fields_are_checked_and_named() {
     );
     // Files from before the interference was recorded (none here) read.
     assert!(!text.contains("interference"));
+}
+
+#[test]
+fn a_short_finding_is_decided_by_its_rounds_interval() {
+    let short = |rounds: &[f64]| Finding {
+        reference_gb_s: 80.0,
+        measured_gb_s: 49.0,
+        ratio: 49.0 / 80.0,
+        ok: false,
+        rounds: crate::results::Stats::of(rounds),
+        ..finding_ok(false)
+    };
+    // The line is 72 GB/s (80 less 10 %): three steady rounds near 49.
+    let steady = short(&[48.5, 49.0, 48.8]);
+    assert_eq!(steady.line(0.1), 72.0);
+    assert_eq!(steady.short_resolved(0.1), Some(true));
+    // Rounds from 30 to 79: the mean's interval reaches the line.
+    assert_eq!(short(&[30.0, 79.0]).short_resolved(0.1), Some(false));
+    // One round: no interval, nothing decided.
+    assert_eq!(short(&[49.0]).short_resolved(0.1), None);
+    // Against the peak, the line is the least share itself.
+    let peak = Finding {
+        against: Against::Peak,
+        ..short(&[10.0, 10.5])
+    };
+    assert_eq!(peak.line(0.1), 80.0);
 }

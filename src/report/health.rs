@@ -58,6 +58,11 @@ pub fn check(v: &Verdict) -> String {
             if f.ok { "" } else { "  ← short" },
         );
     }
+    for f in v.findings.iter().filter(|f| !f.ok) {
+        if let Some(line) = short_decision(f, v.tolerance) {
+            let _ = writeln!(o, "{line}");
+        }
+    }
     for d in &v.differences {
         let _ = writeln!(o, "\nhardware: {d}");
     }
@@ -71,6 +76,31 @@ pub fn check(v: &Verdict) -> String {
         );
     }
     o
+}
+
+/// Whether a short finding is short beyond the noise of its rounds: its
+/// rounds' mean and 95 % interval against the rate it had to reach.
+fn short_decision(f: &crate::health::rules::Finding, tolerance: f64) -> Option<String> {
+    let s = f.rounds?;
+    let what = format!("{} {}", f.scope, f.kernel.spec().name);
+    let line = f.line(tolerance);
+    Some(match (s.interval(), f.short_resolved(tolerance)) {
+        (Some(i), Some(true)) => format!(
+            "{what}: short, resolved at 95 %: mean of {} rounds {:.2} GB/s ± {:.2}, all of its \
+             interval below {line:.2} GB/s",
+            s.n,
+            s.mean,
+            i.half_width()
+        ),
+        (Some(i), _) => format!(
+            "{what}: short, not resolved: mean of {} rounds {:.2} GB/s ± {:.2} reaches \
+             {line:.2} GB/s; a longer --budget would decide",
+            s.n,
+            s.mean,
+            i.half_width()
+        ),
+        (None, _) => format!("{what}: short in its only round; a longer --budget would repeat it"),
+    })
 }
 
 /// A baseline as text: per scope and kernel, the median round and spread.
