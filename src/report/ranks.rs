@@ -35,22 +35,27 @@ pub fn render(r: &Ranks) -> String {
     }
     let _ = writeln!(
         o,
-        "\n  {:<20} {:>5} {:>7} {:>12} {:>10} {:>8}",
+        "\n  {:<20} {:>5} {:>7} {:>12} {:>16} {:>10} {:>8}",
         "node",
         "ranks",
         "threads",
         format!("{kernel} GB/s"),
+        "reps mean ± CI",
         "of median",
         "of peak"
     );
     for n in &r.nodes {
         let _ = writeln!(
             o,
-            "  {:<20} {:>5} {:>7} {:>12.2} {:>9.1}% {:>8}{}",
+            "  {:<20} {:>5} {:>7} {:>12.2} {:>16} {:>9.1}% {:>8}{}",
             n.host,
             n.ranks,
             n.threads,
             n.gb_s,
+            n.repetitions.map_or("-".into(), |s| match s.interval() {
+                Some(i) => format!("{:.2} ± {:.2}", s.mean, i.half_width()),
+                None => format!("{:.2}", s.mean),
+            }),
             100.0 * n.of_median,
             n.of_peak
                 .map_or("-".into(), |p| format!("{:.1}%", 100.0 * p)),
@@ -62,6 +67,11 @@ pub fn render(r: &Ranks) -> String {
             }
         );
     }
+    let _ = writeln!(
+        o,
+        "  {kernel} GB/s: the best repetition (STREAM's); reps mean ± CI: the mean of the counted\n  \
+         repetitions and its 95 % interval"
+    );
     let slow = r.slow_hosts();
     let _ = writeln!(
         o,
