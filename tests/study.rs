@@ -956,3 +956,60 @@ fn the_node_report_marks_a_node_measured_beside_other_work() {
     let cmp = stdout(&["compare", &files[0], &files[1]]);
     assert!(!cmp.contains("TRUSTED"), "{cmp}");
 }
+
+#[test]
+fn the_guides_plots_fit_their_data_and_keep_legends_off_it() {
+    // Every plot `report` draws from the guide's study files: the y axis
+    // ends within 1.5 × the largest value drawn (mean plus its interval's
+    // half-width), and the legend lies right of every data point.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study");
+    let mut checked = 0;
+    for study in ["threads", "sizes", "stores", "exec"] {
+        let file = root.join(format!("{study}.jsonl"));
+        let largest = std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .flat_map(|r| {
+                let stats = r["stats"].as_object().unwrap().clone();
+                stats.into_iter().map(|(_, s)| {
+                    let (mean, sd, n) = (
+                        s["mean"].as_f64().unwrap(),
+                        s["sd"].as_f64().unwrap(),
+                        s["n"].as_f64().unwrap(),
+                    );
+                    // The t quantile of n = 2 (12.7) bounds every other.
+                    mean + 12.71 * sd / n.sqrt()
+                })
+            })
+            .fold(0.0, f64::max);
+        let dir = tempfile::tempdir().unwrap();
+        stdout(&[
+            "report",
+            file.to_str().unwrap(),
+            "--plots",
+            dir.path().to_str().unwrap(),
+        ]);
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            let svg = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            let doc = roxmltree::Document::parse(&svg).unwrap();
+            let top = top_tick(&doc);
+            assert!(
+                top > 0.0 && top <= 1.5 * largest,
+                "{study}: y axis to {top}, data to {largest}"
+            );
+            let data_x = doc
+                .descendants()
+                .filter(|n| n.has_tag_name("circle") && n.attribute("r") != Some("8"))
+                .map(|n| attr(n, "cx"))
+                .fold(0.0, f64::max);
+            let legend = legend_x(&doc);
+            assert!(
+                legend > data_x,
+                "{study}: legend at {legend}, data to {data_x}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 6, "{checked} plots");
+}
