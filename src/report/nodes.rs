@@ -196,28 +196,7 @@ pub fn compare(a: &RunReport, b: &RunReport, markdown: bool) -> String {
             }
         }
     }
-    let head = ["", "A GB/s", "B GB/s", "B/A", "change"];
-    let mut o = String::new();
-    if markdown {
-        let _ = writeln!(o, "| {} |", head.join(" | "));
-        let _ = writeln!(o, "|---|---:|---:|---:|---|");
-        for r in &rows {
-            let _ = writeln!(o, "| {} |", r.join(" | "));
-        }
-    } else {
-        let _ = writeln!(
-            o,
-            "  {:<24} {:>10} {:>10} {:>7}  {}",
-            head[0], head[1], head[2], head[3], head[4]
-        );
-        for r in &rows {
-            let _ = writeln!(
-                o,
-                "  {:<24} {:>10} {:>10} {:>7}  {}",
-                r[0], r[1], r[2], r[3], r[4]
-            );
-        }
-    }
+    let mut o = rows_table(&rows, markdown);
     let _ = writeln!(
         o,
         "\nGB/s and B/A: the best rates (STREAM's)\n\
@@ -229,6 +208,33 @@ pub fn compare(a: &RunReport, b: &RunReport, markdown: bool) -> String {
     for (side, reason) in [("A", why_a), ("B", why_b)] {
         if let Some(reason) = reason {
             let _ = writeln!(o, "NOT TRUSTED ({side}): {reason}");
+        }
+    }
+    o
+}
+
+/// The rows of a run comparison as a text or Markdown table.
+fn rows_table(rows: &[[String; 5]], markdown: bool) -> String {
+    let head = ["", "A GB/s", "B GB/s", "B/A", "change"];
+    let mut o = String::new();
+    if markdown {
+        let _ = writeln!(o, "| {} |", head.join(" | "));
+        let _ = writeln!(o, "|---|---:|---:|---:|---|");
+        for r in rows {
+            let _ = writeln!(o, "| {} |", r.join(" | "));
+        }
+    } else {
+        let _ = writeln!(
+            o,
+            "  {:<24} {:>10} {:>10} {:>7}  {}",
+            head[0], head[1], head[2], head[3], head[4]
+        );
+        for r in rows {
+            let _ = writeln!(
+                o,
+                "  {:<24} {:>10} {:>10} {:>7}  {}",
+                r[0], r[1], r[2], r[3], r[4]
+            );
         }
     }
     o

@@ -72,41 +72,7 @@ pub fn render(r: &Ranks) -> String {
         "  {kernel} GB/s: the best repetition (STREAM's); reps mean ± CI: the mean of the counted\n  \
          repetitions and its 95 % interval"
     );
-    let slow = r.slow_hosts();
-    let _ = writeln!(
-        o,
-        "\n{}",
-        if slow.is_empty() {
-            format!(
-                "Slow nodes: none (every node at {:.0} % of the median or more)",
-                100.0 * r.outlier
-            )
-        } else {
-            format!(
-                "Slow nodes: {} (below {:.0} % of the median node)",
-                slow.join(", "),
-                100.0 * r.outlier
-            )
-        }
-    );
-    for (host, decision) in r.slow_decisions() {
-        let _ = writeln!(o, "  {}", slow_decision_text(host, decision, r.outlier));
-    }
-    // A node measured beside other work: its figure, slow or not, says
-    // little about its memory.
-    let untrusted: Vec<&crate::results::ranks::NodeRow> =
-        r.nodes.iter().filter(|n| n.untrusted.is_some()).collect();
-    if !untrusted.is_empty() {
-        let _ = writeln!(
-            o,
-            "NOT TRUSTED: {} of {}:",
-            untrusted.len(),
-            crate::units::plural(r.nodes.len(), "node")
-        );
-        for n in untrusted {
-            let _ = writeln!(o, "  {}: {}", n.host, n.untrusted.as_deref().unwrap_or(""));
-        }
-    }
+    o.push_str(&slow_and_untrusted(r));
     for overlap in &r.overlaps {
         let _ = writeln!(o, "Overlap: {overlap}");
     }
@@ -145,4 +111,45 @@ fn slow_decision_text(host: &str, decision: Option<SlowDecision>, outlier: f64) 
         ),
         _ => format!("{host}: slow, not resolved: too few repetitions for an interval"),
     }
+}
+
+/// The slow nodes' line and decisions, then the nodes NOT TRUSTED.
+fn slow_and_untrusted(r: &Ranks) -> String {
+    let mut o = String::new();
+    let slow = r.slow_hosts();
+    let _ = writeln!(
+        o,
+        "\n{}",
+        if slow.is_empty() {
+            format!(
+                "Slow nodes: none (every node at {:.0} % of the median or more)",
+                100.0 * r.outlier
+            )
+        } else {
+            format!(
+                "Slow nodes: {} (below {:.0} % of the median node)",
+                slow.join(", "),
+                100.0 * r.outlier
+            )
+        }
+    );
+    for (host, decision) in r.slow_decisions() {
+        let _ = writeln!(o, "  {}", slow_decision_text(host, decision, r.outlier));
+    }
+    // A node measured beside other work: its figure, slow or not, says
+    // little about its memory.
+    let untrusted: Vec<&crate::results::ranks::NodeRow> =
+        r.nodes.iter().filter(|n| n.untrusted.is_some()).collect();
+    if !untrusted.is_empty() {
+        let _ = writeln!(
+            o,
+            "NOT TRUSTED: {} of {}:",
+            untrusted.len(),
+            crate::units::plural(r.nodes.len(), "node")
+        );
+        for n in untrusted {
+            let _ = writeln!(o, "  {}: {}", n.host, n.untrusted.as_deref().unwrap_or(""));
+        }
+    }
+    o
 }
