@@ -285,12 +285,7 @@ pub fn kernel_statistics(
     let avg = counted.iter().fold(0.0, |a, t| a + t) / counted.len().max(1) as f64;
     let spec = kernel.spec();
     let bytes = spec.bytes_counted() as f64 * elements as f64;
-    let rates: Vec<f64> = counted
-        .iter()
-        .filter(|&&t| t > 0.0)
-        .map(|t| bytes / t / 1e9)
-        .collect();
-    KernelResult {
+    let mut result = KernelResult {
         kernel,
         bytes_per_element: spec.bytes_counted(),
         dram_bytes_per_element: spec.bytes_moved(stores),
@@ -301,8 +296,10 @@ pub fn kernel_statistics(
         spread: max / min,
         times_s: times,
         thread_times_s: Vec::new(),
-        repetitions: super::Stats::of(&rates),
-    }
+        repetitions: None,
+    };
+    result.repetitions = super::Stats::of(&result.repetition_rates());
+    result
 }
 
 /// Turns a failed validation into the error `membw run` exits with.

@@ -109,8 +109,8 @@ pub fn kernels_plot(records: &[Record]) -> Option<String> {
             let name = kernel.spec().name;
             let mut chart = match axis {
                 Axis::Threads(x_max) => {
-                    let chart = counted_x_chart(panel, name, "threads", x_max, top * 1.15, false)?;
-                    let mut chart = chart;
+                    let mut chart =
+                        counted_x_chart(panel, name, "threads", x_max, top * 1.15, false)?;
                     draw_series(&mut chart, &series)?;
                     chart
                 }
