@@ -228,3 +228,52 @@ fn the_readmes_layout_matches_the_source_tree() {
         assert!(listed, "src/{name} is missing from the README's Layout");
     }
 }
+
+/// The crates a build links, by name, from `cargo tree` (offline: the
+/// lock file and the downloaded sources are enough).
+fn linked_crates(args: &[&str]) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["tree", "--offline", "-e", "normal", "--prefix", "none"])
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs (cargo is what runs this test)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn the_lean_build_leaves_out_the_font_and_rasterizer_crates() {
+    let heavy = [
+        "resvg",
+        "usvg",
+        "tiny-skia",
+        "fontdb",
+        "ttf-parser",
+        "rustybuzz",
+    ];
+    let full = linked_crates(&[]);
+    // The check can fail: the default build has them (PNG output).
+    assert!(
+        heavy.iter().any(|c| full.contains(*c)),
+        "the default build lost PNG output: {full:?}"
+    );
+    let lean = linked_crates(&["--no-default-features"]);
+    let found: Vec<&&str> = heavy.iter().filter(|c| lean.contains(**c)).collect();
+    assert!(found.is_empty(), "--no-default-features links {found:?}");
+    // About 40 crates fewer (52 of 95 on 2026-11-25).
+    assert!(
+        lean.len() + 30 < full.len(),
+        "{} of {}",
+        lean.len(),
+        full.len()
+    );
+}

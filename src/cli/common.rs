@@ -195,6 +195,33 @@ pub(crate) fn check_program(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// A plot as PNG, twice its SVG size.
+#[cfg(feature = "png")]
+fn png_of(plot: &crate::report::Plot) -> Result<Vec<u8>> {
+    crate::report::png::render(&plot.svg, 2.0)
+        .map_err(|e| Error::Runtime(format!("rendering {} as PNG: {e}", plot.file)))
+}
+
+#[cfg(not(feature = "png"))]
+fn png_of(_: &crate::report::Plot) -> Result<Vec<u8>> {
+    Err(png_missing())
+}
+
+/// Refuses `--png` in a build without the `png` feature, before anything
+/// is read.
+pub(crate) fn check_png(asked: bool) -> Result<()> {
+    if asked && !cfg!(feature = "png") {
+        return Err(png_missing());
+    }
+    Ok(())
+}
+
+fn png_missing() -> Error {
+    Error::Usage(
+        "--png: this membw was built without PNG output (cargo build --release, whose default features include png)".into(),
+    )
+}
+
 /// Writes a report's plots into `dir` (created if missing) as SVG, and as
 /// PNG beside them when asked; says where they went.
 pub(crate) fn write_plots(dir: &Path, plots: &[crate::report::Plot], png: bool) -> Result<()> {
@@ -205,9 +232,7 @@ pub(crate) fn write_plots(dir: &Path, plots: &[crate::report::Plot], png: bool) 
     for p in plots {
         write_file(&dir.join(&p.file), p.svg.as_bytes())?;
         if png {
-            let image = crate::report::png::render(&p.svg, 2.0)
-                .map_err(|e| Error::Runtime(format!("rendering {} as PNG: {e}", p.file)))?;
-            write_file(&dir.join(&p.file).with_extension("png"), &image)?;
+            write_file(&dir.join(&p.file).with_extension("png"), &png_of(p)?)?;
         }
     }
     crate::say!(

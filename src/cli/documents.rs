@@ -82,6 +82,7 @@ fn run_documents(docs: Vec<(PathBuf, Document)>) -> Result<Vec<(PathBuf, RunRepo
 
 pub(crate) fn report(args: ReportArgs) -> Result<()> {
     check_format(args.format(), "report")?;
+    super::common::check_png(args.png)?;
     if let Some(files) = history_files(&args.inputs)? {
         return history(&args, &files);
     }

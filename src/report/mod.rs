@@ -17,6 +17,7 @@ pub mod markdown;
 pub mod nodes;
 pub mod place;
 pub mod plot;
+#[cfg(feature = "png")]
 pub mod png;
 pub mod prom;
 pub mod ranks;
