@@ -41,12 +41,9 @@ pub(crate) fn read_topology_quietly(sysroot: Option<&PathBuf>) -> Result<Topolog
 }
 
 /// Writes what a command printed; a closed pipe (`| head`) is not an error.
-pub(crate) fn print(text: &str) -> Result<()> {
+pub(crate) fn print(out: impl AsRef<[u8]>) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
+    match stdout.write_all(out.as_ref()).and_then(|()| stdout.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             Err(Error::Runtime(format!("writing to stdout: {e}")))
         }
@@ -360,31 +357,20 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).map_err(|e| Error::Runtime(format!("{}: {e}", path.display())))
 }
 
-/// Refuses, before anything is measured, a `--format` that has no form for
-/// `command`'s document (exit 2), naming those it has.
-pub(crate) fn check_format(format: &str, command: &str) -> Result<()> {
-    let formats = crate::report::export::formats_for(command);
-    if formats.contains(&format) {
-        Ok(())
-    } else {
-        Err(Error::Usage(format!(
-            "--format {format}: membw {command} has no {format} form (choose from {})",
-            formats.join(", ")
-        )))
-    }
-}
-
-/// The document in the format `--format` named.
-pub(crate) fn render_as(format: &str, doc: &crate::report::export::Document) -> Result<String> {
-    check_format(format, doc.command())?;
-    let exporter = crate::report::export::by_name(format)
-        .ok_or_else(|| Error::Usage(format!("--format {format}: unknown format")))?;
-    exporter.export(doc).unwrap_or_else(|| {
-        Err(Error::Runtime(format!(
-            "the {format} exporter lists membw {} but has no form for it",
+/// The document in `format` (`--format`, which offers only the formats
+/// that have a form for the command's document).
+pub(crate) fn render_as(
+    format: crate::report::export::Format,
+    doc: &crate::report::export::Document,
+) -> Result<Vec<u8>> {
+    let missing = || {
+        Error::Runtime(format!(
+            "the {format} exporter has no form for membw {}'s document",
             doc.command()
-        )))
-    })
+        ))
+    };
+    let exporter = crate::report::export::exporter(format).ok_or_else(missing)?;
+    exporter.export(doc).unwrap_or_else(|| Err(missing()))
 }
 
 /// Warns when `--mem` gives a policy to an array no kernel of the run

@@ -3,10 +3,10 @@
 //! reader, turned into tables, plots, Markdown and HTML.
 
 use super::args::parse_kernel;
-use super::common::{check_format, print, read_document, render_as, write_file, write_plots};
+use super::common::{print, read_document, render_as, write_file, write_plots};
 use crate::error::{Error, Result};
 use crate::kernels::KernelId;
-use crate::report::export::{self, Comparison};
+use crate::report::export::{self, Comparison, Format};
 use crate::report::{self, study};
 use crate::results::read::Document;
 use crate::results::{Record, RunReport};
@@ -39,23 +39,13 @@ pub(crate) struct ReportArgs {
     #[arg(long)]
     png: bool,
 
-    /// Output format: text, markdown (tables and links to the SVG plots), html (one page, plots inline) or jsonl (the records)
-    #[arg(long, default_value = "text", value_parser = super::args::format_parser())]
-    format: String,
+    /// Output format (markdown: tables and links to the SVG plots; html: one page, plots inline; jsonl: the records)
+    #[arg(long, default_value = "text", default_value_if("markdown", clap::builder::ArgPredicate::IsPresent, "markdown"), value_parser = super::args::format_parser("report"))]
+    format: Format,
 
     /// Same as --format markdown
     #[arg(long, conflicts_with = "format")]
     markdown: bool,
-}
-
-impl ReportArgs {
-    fn format(&self) -> &str {
-        if self.markdown {
-            "markdown"
-        } else {
-            &self.format
-        }
-    }
 }
 
 /// The plots folder beside a results file: `sweep.jsonl` → `sweep-plots`.
@@ -81,7 +71,6 @@ fn run_documents(docs: Vec<(PathBuf, Document)>) -> Result<Vec<(PathBuf, RunRepo
 }
 
 pub(crate) fn report(args: ReportArgs) -> Result<()> {
-    check_format(args.format(), "report")?;
     super::common::check_png(args.png)?;
     if let Some(files) = history_files(&args.inputs)? {
         return history(&args, &files);
@@ -122,10 +111,10 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             };
             show(&args, &doc)?;
             // Runs across MPI ranks (`mpirun ... membw run -o FILE`): their nodes.
-            if matches!(args.format(), "text" | "markdown") {
+            if matches!(args.format, Format::Text | Format::Markdown) {
                 for record in &records {
                     if let Some(ranks) = record.runs.iter().rev().find_map(|r| r.ranks()) {
-                        print(&format!(
+                        print(format!(
                             "\n{} ({}):\n{}",
                             record.point.label(),
                             record.timestamp,
@@ -223,7 +212,7 @@ fn history_files(inputs: &[PathBuf]) -> Result<Option<Vec<PathBuf>>> {
 /// slower than their own history or far from the fleet (exit 1 when any).
 fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
     use crate::health::history;
-    if !matches!(args.format(), "text" | "markdown") {
+    if !matches!(args.format, Format::Text | Format::Markdown) {
         return Err(Error::Usage(
             "a fleet's history is reported as text or markdown, a plot and --html (no --format json or csv)"
                 .into(),
@@ -303,9 +292,9 @@ fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
 
 /// Prints the report in `--format`, and writes the `--html` page.
 fn show(args: &ReportArgs, doc: &export::Document) -> Result<()> {
-    print(&render_as(args.format(), doc)?)?;
+    print(render_as(args.format, doc)?)?;
     if let Some(html) = &args.html {
-        write_file(html, render_as("html", doc)?.as_bytes())?;
+        write_file(html, &render_as(Format::Html, doc)?)?;
         crate::say!("membw: report in {}", html.display());
     }
     Ok(())
@@ -320,22 +309,16 @@ pub(crate) struct CompareArgs {
     /// Kernel to compare [default: triad when measured]
     #[arg(long, value_parser = parse_kernel)]
     kernel: Option<KernelId>,
-    /// Output format: text, or markdown
-    #[arg(long, default_value = "text", value_parser = super::args::format_parser())]
-    format: String,
+    /// Output format
+    #[arg(long, default_value = "text", default_value_if("markdown", clap::builder::ArgPredicate::IsPresent, "markdown"), value_parser = super::args::format_parser("compare"))]
+    format: Format,
     /// Same as --format markdown
     #[arg(long, conflicts_with = "format")]
     markdown: bool,
 }
 
 pub(crate) fn compare(args: CompareArgs) -> Result<()> {
-    let format = if args.markdown {
-        "markdown"
-    } else {
-        args.format.as_str()
-    };
-    check_format(format, "compare")?;
-    let show = |c: Comparison| print(&render_as(format, &export::Document::Compare(c))?);
+    let show = |c: Comparison| print(render_as(args.format, &export::Document::Compare(c))?);
     let (a, b) = match (read_document(&args.a)?, read_document(&args.b)?) {
         (Document::Run(a), Document::Run(b)) => return show(Comparison::Runs { a: &a, b: &b }),
         (Document::Latency(a), Document::Latency(b)) => {

@@ -40,8 +40,8 @@ pub(crate) struct ExecArgs {
     label: Option<String>,
 
     /// Output format (json and jsonl: the record on one line, as results files hold it)
-    #[arg(long, default_value = "text", value_parser = super::args::format_parser())]
-    format: String,
+    #[arg(long, default_value = "text", value_parser = super::args::format_parser("exec"))]
+    format: crate::report::export::Format,
 
     /// Append the record to this results file (JSON Lines), as run -o does:
     /// report and compare read it
@@ -61,7 +61,6 @@ pub(crate) struct ExecArgs {
 }
 
 pub(crate) fn exec(args: ExecArgs) -> Result<()> {
-    super::common::check_format(&args.format, "exec")?;
     super::common::check_program(&args.program[0])?;
     let topo = super::common::read_topology(None)?;
     let vars = env::Vars::from_process();
@@ -161,7 +160,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         record,
     };
     print(&super::common::render_as(
-        &args.format,
+        args.format,
         &crate::report::export::Document::Exec(view),
     )?)?;
     match failures.first() {

@@ -3,9 +3,7 @@
 //! checkers act on (0 healthy, 1 unhealthy, 2 could not check).
 
 use super::args::{KernelList, PeakArgs, parse_kernel_list};
-use super::common::{
-    check_format, check_writable, print, read_topology, render_as, stop_flag, write_atomic,
-};
+use super::common::{check_writable, print, read_topology, render_as, stop_flag, write_atomic};
 use crate::engine::check::{self, Reference};
 use crate::engine::{Engine, Source};
 use crate::error::{Error, Result};
@@ -85,6 +83,10 @@ pub(crate) struct BaselineArgs {
     #[arg(long, num_args = 1.., value_name = "FILE")]
     from: Vec<PathBuf>,
 
+    /// Output format (json: the baseline as written)
+    #[arg(long, default_value = "text", value_parser = super::values::format_parser("baseline"))]
+    format: crate::report::export::Format,
+
     #[command(flatten)]
     protocol: ProtocolArgs,
 }
@@ -147,7 +149,10 @@ fn make_baseline(args: &BaselineArgs) -> Result<()> {
     };
     let json = crate::report::json::pretty(&baseline)?;
     write_atomic(&args.output, "--output", json.as_bytes())?;
-    print(&crate::report::health::baseline(&baseline))?;
+    print(render_as(
+        args.format,
+        &crate::report::export::Document::Baseline(&baseline),
+    )?)?;
     crate::say!("membw: baseline in {}", args.output.display());
     Ok(())
 }
@@ -169,7 +174,10 @@ fn fleet_baseline(args: &BaselineArgs) -> Result<()> {
         "--output",
         crate::report::json::pretty(&baseline)?.as_bytes(),
     )?;
-    print(&crate::report::health::baseline(&baseline))?;
+    print(render_as(
+        args.format,
+        &crate::report::export::Document::Baseline(&baseline),
+    )?)?;
     crate::say!(
         "membw: baseline of {} nodes in {}",
         nodes.len(),
@@ -212,9 +220,9 @@ pub(crate) struct CheckArgs {
     #[arg(long, short)]
     quiet: bool,
 
-    /// Output format: text, json (the whole verdict) or jsonl (the verdict on one line)
-    #[arg(long, default_value = "text", value_parser = super::args::format_parser())]
-    format: String,
+    /// Output format (json: the whole verdict; jsonl: the verdict on one line)
+    #[arg(long, default_value = "text", value_parser = super::args::format_parser("check"))]
+    format: crate::report::export::Format,
 
     /// Also write the verdict in node_exporter's textfile format to FILE (atomically)
     #[arg(long, value_name = "FILE")]
@@ -350,7 +358,6 @@ fn plan_check<'a>(
 }
 
 fn run_check(args: &CheckArgs) -> Result<()> {
-    check_format(&args.format, "check")?;
     if let Some(p) = &args.prom {
         check_writable(p, "--prom", true)?;
     }
@@ -479,7 +486,7 @@ fn emit(args: &CheckArgs, verdict: &Verdict) -> Result<()> {
     // --quiet: only an unhealthy verdict prints its table (NHC's way).
     if !(args.quiet && (verdict.healthy || !verdict.judged)) {
         print(&render_as(
-            &args.format,
+            args.format,
             &crate::report::export::Document::Check(verdict),
         )?)?;
     }

@@ -11,7 +11,7 @@ use std::path::Path;
 pub(crate) fn completions(shell: clap_complete::Shell) -> Result<()> {
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "membw", &mut out);
-    print(&String::from_utf8_lossy(&out))
+    print(out)
 }
 
 /// `membw man`: the main page on stdout; with a directory, it and one page
@@ -28,5 +28,5 @@ pub(crate) fn man(dir: Option<&Path>) -> Result<()> {
     clap_mangen::Man::new(Cli::command())
         .render(&mut out)
         .map_err(|e| Error::Runtime(format!("rendering the man page: {e}")))?;
-    print(&String::from_utf8_lossy(&out))
+    print(out)
 }

@@ -101,8 +101,8 @@ pub(crate) struct LatencyArgs {
     resume: Option<PathBuf>,
 
     /// Output format
-    #[arg(long, default_value = "text", value_parser = super::args::format_parser())]
-    format: String,
+    #[arg(long, default_value = "text", value_parser = super::args::format_parser("latency"))]
+    format: crate::report::export::Format,
 
     #[command(flatten)]
     peak: PeakArgs,
@@ -213,7 +213,6 @@ fn page_sizes(args: &LatencyArgs) -> Result<Vec<Hugepages>> {
 }
 
 pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
-    super::common::check_format(&args.format, "latency")?;
     if let Some(p) = &args.prom {
         super::common::check_writable(p, "--prom", true)?;
     }
@@ -338,7 +337,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         records: std::mem::take(&mut out.records),
     };
     print(&super::common::render_as(
-        &args.format,
+        args.format,
         &crate::report::export::Document::Latency(&doc),
     )?)?;
     if let Some(p) = &args.prom {

@@ -96,8 +96,12 @@ struct PlaceArgs {
     #[arg(long, value_name = "DIR")]
     sysroot: Option<PathBuf>,
 
-    /// Print the placement as JSON
-    #[arg(long)]
+    /// Output format
+    #[arg(long, default_value = "text", default_value_if("json", clap::builder::ArgPredicate::IsPresent, "json"), value_parser = args::format_parser("place"))]
+    format: crate::report::export::Format,
+
+    /// Same as --format json
+    #[arg(long, conflicts_with = "format")]
     json: bool,
 }
 
@@ -107,8 +111,12 @@ struct TopoArgs {
     #[arg(long, value_name = "DIR")]
     sysroot: Option<PathBuf>,
 
-    /// Print the full model as JSON
-    #[arg(long)]
+    /// Output format (json: the full model)
+    #[arg(long, default_value = "text", default_value_if("json", clap::builder::ArgPredicate::IsPresent, "json"), value_parser = args::format_parser("topo"))]
+    format: crate::report::export::Format,
+
+    /// Same as --format json
+    #[arg(long, conflicts_with = "format")]
     json: bool,
 
     /// Copy this machine's topology files into DIR (to report a node, or as a test fixture)
@@ -138,8 +146,8 @@ struct RunArgs {
     placement: PlacementArgs,
 
     /// Output format
-    #[arg(long, default_value = "text", value_parser = args::format_parser())]
-    format: String,
+    #[arg(long, default_value = "text", default_value_if("json", clap::builder::ArgPredicate::IsPresent, "json"), value_parser = args::format_parser("run"))]
+    format: crate::report::export::Format,
 
     /// Same as --format json
     #[arg(long, conflicts_with = "format")]
@@ -218,7 +226,7 @@ pub fn main() -> Result<()> {
                 || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
         {
             // --help, --version, and bare `membw`: the help on stdout.
-            return print(&e.render().to_string());
+            return print(e.render().to_string());
         }
         Err(e) => {
             let mut line = one_line(&e.render().to_string());
@@ -264,11 +272,10 @@ fn place(args: PlaceArgs) -> Result<()> {
         cpus: &cpus,
         spellings: &spellings,
     };
-    print(&if args.json {
-        report::place::json(&view)?
-    } else {
-        report::place::text(&view)
-    })
+    print(common::render_as(
+        args.format,
+        &report::export::Document::Place(&view),
+    )?)
 }
 
 fn topo(args: TopoArgs) -> Result<()> {
@@ -301,11 +308,13 @@ fn topo(args: TopoArgs) -> Result<()> {
     }
     let topo = read_topology(args.sysroot.as_ref())?;
     let peak = peak::estimate(&topo, &args.peak.request());
-    print(&if args.json {
-        report::topo::json(&topo, peak.as_ref())?
-    } else {
-        report::topo::text(&topo, peak.as_ref())
-    })
+    print(common::render_as(
+        args.format,
+        &report::export::Document::Topo {
+            topo: &topo,
+            peak: peak.as_ref(),
+        },
+    )?)
 }
 
 /// The source for one rank of a multi-rank run.
@@ -353,7 +362,6 @@ pub(crate) fn open_run_output(path: &std::path::Path) -> Result<crate::results::
 }
 
 fn run(args: RunArgs) -> Result<()> {
-    common::check_format(if args.json { "json" } else { &args.format }, "run")?;
     if let Some(p) = &args.prom {
         common::check_writable(p, "--prom", true)?;
     }
@@ -469,13 +477,8 @@ fn run(args: RunArgs) -> Result<()> {
         );
         session.keep(point, payload)?;
     }
-    let format = if args.json {
-        "json"
-    } else {
-        args.format.as_str()
-    };
-    print(&common::render_as(
-        format,
+    print(common::render_as(
+        args.format,
         &report::export::Document::Run {
             report: &report,
             quiet: args.quiet,

@@ -108,9 +108,9 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     resume: Option<PathBuf>,
 
-    /// Format of the summary printed at the end: text, markdown, or jsonl (every record of the file)
-    #[arg(long, default_value = "text", value_parser = super::args::format_parser())]
-    format: String,
+    /// Format of the summary printed at the end (jsonl: every record of the file)
+    #[arg(long, default_value = "text", default_value_if("markdown", clap::builder::ArgPredicate::IsPresent, "markdown"), value_parser = super::args::format_parser("sweep"))]
+    format: crate::report::export::Format,
 
     /// Same as --format markdown
     #[arg(long, conflicts_with = "format")]
@@ -232,12 +232,7 @@ fn sweep_study(args: SweepArgs, argv: Vec<String>) -> Result<()> {
         }
     }
     let study = super::resume::study_args(&argv);
-    let format = if args.markdown {
-        "markdown"
-    } else {
-        args.format.as_str()
-    };
-    super::common::check_format(format, "sweep")?;
+    let format = args.format;
     let (topo, _weights) =
         super::common::with_weights(args.measure.weights.as_deref(), read_topology(None)?)?;
     // Refuses to be one of several uncoordinated ranks.
@@ -357,7 +352,7 @@ fn sweep_study(args: SweepArgs, argv: Vec<String>) -> Result<()> {
             records: &records,
             kernel,
         };
-        print(&super::common::render_as(format, &doc)?)?;
+        print(super::common::render_as(format, &doc)?)?;
     }
     crate::say!(
         "membw: {} points written, {} skipped (already done){}",

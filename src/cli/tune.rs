@@ -37,6 +37,10 @@ pub(crate) struct TuneArgs {
     #[arg(long, short)]
     output: Option<PathBuf>,
 
+    /// Output format (jsonl: every candidate's record, best first)
+    #[arg(long, default_value = "text", value_parser = super::values::format_parser("tune"))]
+    format: crate::report::export::Format,
+
     #[command(flatten)]
     measure: MeasureArgs,
 
@@ -133,7 +137,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
         let other = other.filter(|o| !std::ptr::eq(*o, best))?;
         Some((other, tune::versus(&best.runs, &other.runs, kernel)?))
     }
-    print(&report::tune::text(&report::tune::TuneView {
+    let view = report::tune::TuneView {
         kernel: args.kernel,
         ranked: &ranked,
         tried: raced.tried,
@@ -148,7 +152,11 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
         versus_baseline: versus(best, baseline, args.kernel),
         mpi_map: tune::mpi_map(&trials, best),
         busy_runs,
-    }))?;
+    };
+    print(super::common::render_as(
+        args.format,
+        &report::export::Document::Tune(&view),
+    )?)?;
     if let Some(line) = super::common::trust_summary(&session.records) {
         crate::say!("membw: {line}");
     }

@@ -3,6 +3,7 @@
 
 use crate::kernels::KernelId;
 use crate::memory::Hugepages;
+use crate::report::export::{Format, formats_for};
 
 /// `--hugepages` values: `auto`, `thp`, `never`, `2M`, `1G`.
 pub(crate) fn parse_hugepages(text: &str) -> std::result::Result<Hugepages, String> {
@@ -39,10 +40,39 @@ pub(crate) fn parse_kernel_list(text: &str) -> std::result::Result<KernelList, S
     Ok(KernelList(kernels))
 }
 
-/// `--format`, the same for every command that prints results: one of the
-/// registered exporters (text, json, csv, markdown).
-pub(crate) fn format_parser() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(crate::report::export::NAMES)
+/// `--format` of `command`: exactly the formats that render its document,
+/// as `--help` lists them and as a typed [`Format`].
+pub(crate) fn format_parser(command: &'static str) -> FormatParser {
+    FormatParser(command)
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct FormatParser(&'static str);
+
+impl clap::builder::TypedValueParser for FormatParser {
+    type Value = Format;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<Format, clap::Error> {
+        let names: Vec<&str> = formats_for(self.0).into_iter().map(Format::name).collect();
+        let name = clap::builder::PossibleValuesParser::new(names).parse_ref(cmd, arg, value)?;
+        Format::from_name(&name)
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidValue))
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            formats_for(self.0)
+                .into_iter()
+                .map(|f| clap::builder::PossibleValue::new(f.name())),
+        ))
+    }
 }
 
 /// A whole number in `min..=max` counting `what`. Clap's line already names

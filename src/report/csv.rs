@@ -180,14 +180,14 @@ fn write<const N: usize>(
 /// The CSV exporter: runs and latency points; nothing for `exec`.
 pub struct Csv;
 
-impl super::export::Exporter for Csv {
-    fn name(&self) -> &'static str {
-        "csv"
+impl super::export::TextExporter for Csv {
+    fn format(&self) -> super::export::Format {
+        super::export::Format::Csv
     }
     fn commands(&self) -> &'static [&'static str] {
         &["run", "latency", "report"]
     }
-    fn export(&self, doc: &super::export::Document) -> Option<Result<String>> {
+    fn render(&self, doc: &super::export::Document) -> Option<Result<String>> {
         use super::export::Document;
         match doc {
             Document::Run { report, .. } => Some(render(report)),

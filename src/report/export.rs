@@ -47,6 +47,17 @@ pub enum Document<'a> {
     Compare(Comparison<'a>),
     /// `membw check`: the verdict.
     Check(&'a crate::health::verdict::Verdict),
+    /// `membw baseline`: what it wrote.
+    Baseline(&'a crate::health::Baseline),
+    /// `membw topo`: the machine and its peak.
+    Topo {
+        topo: &'a crate::topology::Topology,
+        peak: Option<&'a crate::peak::Peak>,
+    },
+    /// `membw place`: where threads would run.
+    Place(&'a super::place::PlaceView<'a>),
+    /// `membw tune`: the race's verdict.
+    Tune(&'a super::tune::TuneView<'a>),
 }
 
 /// Two result sets of one kind, for `membw compare`.
@@ -92,22 +103,91 @@ impl Document<'_> {
             Document::Summary { .. } => "sweep",
             Document::Compare(_) => "compare",
             Document::Check(_) => "check",
+            Document::Baseline(_) => "baseline",
+            Document::Topo { .. } => "topo",
+            Document::Place(_) => "place",
+            Document::Tune(_) => "tune",
         }
     }
 }
 
-/// An output format.
-pub trait Exporter: Sync {
+/// An output format, as `--format` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+    Jsonl,
+    Csv,
+    Markdown,
+    Html,
+}
+
+impl Format {
+    /// Every format, in the order `--help` lists them.
+    pub const ALL: [Format; 6] = [
+        Format::Text,
+        Format::Json,
+        Format::Jsonl,
+        Format::Csv,
+        Format::Markdown,
+        Format::Html,
+    ];
+
     /// The name `--format` takes.
-    fn name(&self) -> &'static str;
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "json",
+            Format::Jsonl => "jsonl",
+            Format::Csv => "csv",
+            Format::Markdown => "markdown",
+            Format::Html => "html",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An output format's writer: bytes, so that a binary format (an image, a
+/// columnar file) is one more exporter like the others.
+pub trait Exporter: Sync {
+    fn format(&self) -> Format;
     /// The commands whose documents it renders (`run`, `exec`, `latency`),
     /// known before anything is measured.
     fn commands(&self) -> &'static [&'static str];
     /// The document in this format; `None` when the format has no form for it.
-    fn export(&self, doc: &Document) -> Option<Result<String>>;
+    fn export(&self, doc: &Document) -> Option<Result<Vec<u8>>>;
 }
 
-/// Every format, by name, in the order `--help` lists them.
+/// A format that is text (all of today's): it renders a `String`, and is
+/// an [`Exporter`] of its UTF-8 bytes.
+pub trait TextExporter: Sync {
+    fn format(&self) -> Format;
+    fn commands(&self) -> &'static [&'static str];
+    fn render(&self, doc: &Document) -> Option<Result<String>>;
+}
+
+impl<T: TextExporter> Exporter for T {
+    fn format(&self) -> Format {
+        TextExporter::format(self)
+    }
+    fn commands(&self) -> &'static [&'static str] {
+        TextExporter::commands(self)
+    }
+    fn export(&self, doc: &Document) -> Option<Result<Vec<u8>>> {
+        self.render(doc).map(|r| r.map(String::into_bytes))
+    }
+}
+
+/// Every format's exporter, in [`Format::ALL`]'s order.
 pub const EXPORTERS: &[&dyn Exporter] = &[
     &super::text::Text,
     &super::json::Json,
@@ -116,9 +196,6 @@ pub const EXPORTERS: &[&dyn Exporter] = &[
     &super::markdown::Markdown,
     &super::html::Html,
 ];
-
-/// The names `--format` takes.
-pub const NAMES: [&str; 6] = ["text", "json", "jsonl", "csv", "markdown", "html"];
 
 /// Each plot's title and where it was written, for the formats that link
 /// to the files rather than embed them.
@@ -132,17 +209,17 @@ pub fn links(plots: &[super::Plot], dir: &std::path::Path) -> Vec<(String, Strin
         .collect()
 }
 
-/// The exporter called `name`.
-pub fn by_name(name: &str) -> Option<&'static dyn Exporter> {
-    EXPORTERS.iter().copied().find(|e| e.name() == name)
+/// The exporter of `format`.
+pub fn exporter(format: Format) -> Option<&'static dyn Exporter> {
+    EXPORTERS.iter().copied().find(|e| e.format() == format)
 }
 
 /// The formats that render `command`'s documents.
-pub fn formats_for(command: &str) -> Vec<&'static str> {
+pub fn formats_for(command: &str) -> Vec<Format> {
     EXPORTERS
         .iter()
         .filter(|e| e.commands().contains(&command))
-        .map(|e| e.name())
+        .map(|e| e.format())
         .collect()
 }
 
@@ -150,23 +227,36 @@ pub fn formats_for(command: &str) -> Vec<&'static str> {
 mod tests {
     use super::*;
 
+    fn names(command: &str) -> Vec<&'static str> {
+        formats_for(command).into_iter().map(Format::name).collect()
+    }
+
     #[test]
-    fn the_registry_and_the_names_agree() {
-        let names: Vec<&str> = EXPORTERS.iter().map(|e| e.name()).collect();
-        assert_eq!(names, NAMES);
-        assert!(NAMES.iter().all(|n| by_name(n).is_some()));
-        assert!(by_name("yaml").is_none());
-        assert_eq!(formats_for("exec"), ["text", "json", "jsonl"]);
+    fn every_format_has_one_exporter_and_the_commands_their_forms() {
+        let formats: Vec<Format> = EXPORTERS.iter().map(|e| e.format()).collect();
+        assert_eq!(formats, Format::ALL);
+        assert!(Format::ALL.iter().all(|f| exporter(*f).is_some()));
+        assert!(
+            Format::ALL
+                .iter()
+                .all(|f| Format::from_name(f.name()) == Some(*f))
+        );
+        assert_eq!(Format::from_name("yaml"), None);
+        assert_eq!(names("exec"), ["text", "json", "jsonl"]);
         assert_eq!(
-            formats_for("latency"),
+            names("latency"),
             ["text", "json", "jsonl", "csv", "markdown"]
         );
         assert_eq!(
-            formats_for("report"),
+            names("report"),
             ["text", "jsonl", "csv", "markdown", "html"]
         );
-        assert_eq!(formats_for("sweep"), ["text", "jsonl", "markdown"]);
-        assert_eq!(formats_for("compare"), ["text", "markdown"]);
-        assert_eq!(formats_for("check"), ["text", "json", "jsonl"]);
+        assert_eq!(names("sweep"), ["text", "jsonl", "markdown"]);
+        assert_eq!(names("compare"), ["text", "markdown"]);
+        assert_eq!(names("check"), ["text", "json", "jsonl"]);
+        assert_eq!(names("baseline"), ["text", "json"]);
+        assert_eq!(names("topo"), ["text", "json"]);
+        assert_eq!(names("place"), ["text", "json"]);
+        assert_eq!(names("tune"), ["text", "jsonl"]);
     }
 }

@@ -2,7 +2,7 @@
 //! fetched): the host and configuration, the results, the plots.
 
 use super::Plot;
-use super::export::{Document, Exporter};
+use super::export::Document;
 use super::study::{self, escape};
 use crate::error::Result;
 use std::fmt::Write;
@@ -66,14 +66,14 @@ fn preformatted(text: &str) -> String {
 /// The HTML exporter: `membw report --format html`, and `--html FILE`.
 pub struct Html;
 
-impl Exporter for Html {
-    fn name(&self) -> &'static str {
-        "html"
+impl super::export::TextExporter for Html {
+    fn format(&self) -> super::export::Format {
+        super::export::Format::Html
     }
     fn commands(&self) -> &'static [&'static str] {
         &["report"]
     }
-    fn export(&self, doc: &Document) -> Option<Result<String>> {
+    fn render(&self, doc: &Document) -> Option<Result<String>> {
         Some(Ok(match doc {
             Document::Study {
                 records,

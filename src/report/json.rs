@@ -21,14 +21,16 @@ pub fn render(report: &RunReport) -> Result<String> {
 /// The JSON exporter: each command's document, pretty-printed.
 pub struct Json;
 
-impl super::export::Exporter for Json {
-    fn name(&self) -> &'static str {
-        "json"
+impl super::export::TextExporter for Json {
+    fn format(&self) -> super::export::Format {
+        super::export::Format::Json
     }
     fn commands(&self) -> &'static [&'static str] {
-        &["run", "exec", "latency", "check"]
+        &[
+            "run", "exec", "latency", "check", "baseline", "topo", "place",
+        ]
     }
-    fn export(&self, doc: &super::export::Document) -> Option<Result<String>> {
+    fn render(&self, doc: &super::export::Document) -> Option<Result<String>> {
         use super::export::Document;
         Some(match doc {
             Document::Run { report, .. } => render(report),
@@ -39,6 +41,9 @@ impl super::export::Exporter for Json {
                 .map_err(|e| crate::error::Error::Runtime(e.to_string())),
             Document::Latency(report) => pretty(report),
             Document::Check(verdict) => pretty(verdict),
+            Document::Baseline(baseline) => pretty(baseline),
+            Document::Topo { topo, peak } => super::topo::json(topo, *peak),
+            Document::Place(view) => super::place::json(view),
             _ => return None,
         })
     }

@@ -2,7 +2,7 @@
 //! `membw report`. A run or exec is its document on one line; a study or a
 //! latency run is its records, one per line, as in a results file.
 
-use super::export::{Document, Exporter};
+use super::export::Document;
 use crate::error::{Error, Result};
 use serde::Serialize;
 
@@ -21,14 +21,14 @@ fn lines<T: Serialize>(values: impl IntoIterator<Item = T>) -> Result<String> {
 /// The JSON Lines exporter.
 pub struct Jsonl;
 
-impl Exporter for Jsonl {
-    fn name(&self) -> &'static str {
-        "jsonl"
+impl super::export::TextExporter for Jsonl {
+    fn format(&self) -> super::export::Format {
+        super::export::Format::Jsonl
     }
     fn commands(&self) -> &'static [&'static str] {
-        &["run", "exec", "latency", "report", "sweep", "check"]
+        &["run", "exec", "latency", "report", "sweep", "check", "tune"]
     }
-    fn export(&self, doc: &Document) -> Option<Result<String>> {
+    fn render(&self, doc: &Document) -> Option<Result<String>> {
         Some(match doc {
             Document::Run { report, .. } => lines([report]),
             Document::Exec(view) => lines([view.record]),
@@ -36,7 +36,13 @@ impl Exporter for Jsonl {
             Document::Study { records, .. } | Document::Summary { records, .. } => lines(*records),
             Document::LatencyStudy { records, .. } => lines(*records),
             Document::Check(verdict) => lines([verdict]),
-            Document::Nodes { .. } | Document::Compare(_) => return None,
+            // The candidates' records, best first.
+            Document::Tune(view) => lines(view.ranked.iter().map(|(r, _)| r)),
+            Document::Nodes { .. }
+            | Document::Compare(_)
+            | Document::Baseline(_)
+            | Document::Topo { .. }
+            | Document::Place(_) => return None,
         })
     }
 }

@@ -1,7 +1,7 @@
 //! Markdown, to paste into an issue, a wiki page or a lab report: a run's
 //! kernels as a table with the setup above it; latency's tables as a block.
 
-use super::export::{Document, Exporter};
+use super::export::Document;
 use crate::error::Result;
 use crate::results::RunReport;
 use std::fmt::Write;
@@ -49,14 +49,14 @@ pub fn run(report: &RunReport) -> String {
 /// The Markdown exporter.
 pub struct Markdown;
 
-impl Exporter for Markdown {
-    fn name(&self) -> &'static str {
-        "markdown"
+impl super::export::TextExporter for Markdown {
+    fn format(&self) -> super::export::Format {
+        super::export::Format::Markdown
     }
     fn commands(&self) -> &'static [&'static str] {
         &["run", "latency", "report", "compare", "sweep"]
     }
-    fn export(&self, doc: &Document) -> Option<Result<String>> {
+    fn render(&self, doc: &Document) -> Option<Result<String>> {
         match doc {
             Document::Run { report, .. } => Some(Ok(run(report))),
             Document::Latency(report) => Some(Ok(format!(
@@ -89,7 +89,7 @@ impl Exporter for Markdown {
                 Some(Ok(o))
             }
             Document::Compare(c) => Some(Ok(c.render(true))),
-            Document::Exec(_) | Document::Check(_) => None,
+            _ => None,
         }
     }
 }

@@ -392,16 +392,17 @@ fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> St
 /// The text exporter: what people read in a terminal.
 pub struct Text;
 
-impl super::export::Exporter for Text {
-    fn name(&self) -> &'static str {
-        "text"
+impl super::export::TextExporter for Text {
+    fn format(&self) -> super::export::Format {
+        super::export::Format::Text
     }
     fn commands(&self) -> &'static [&'static str] {
         &[
-            "run", "exec", "latency", "report", "compare", "sweep", "check",
+            "run", "exec", "latency", "report", "compare", "sweep", "check", "baseline", "topo",
+            "place", "tune",
         ]
     }
-    fn export(&self, doc: &super::export::Document) -> Option<crate::error::Result<String>> {
+    fn render(&self, doc: &super::export::Document) -> Option<crate::error::Result<String>> {
         use super::export::Document;
         Some(Ok(match doc {
             Document::Run {
@@ -425,6 +426,10 @@ impl super::export::Exporter for Text {
             Document::Nodes { text, .. } => text.to_string(),
             Document::Compare(c) => c.render(false),
             Document::Check(v) => super::health::check(v),
+            Document::Baseline(b) => super::health::baseline(b),
+            Document::Topo { topo, peak } => super::topo::text(topo, *peak),
+            Document::Place(view) => super::place::text(view),
+            Document::Tune(view) => super::tune::text(view),
         }))
     }
 }
