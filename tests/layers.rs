@@ -1,8 +1,9 @@
 //! The architecture, checked on the source (docs/ARCHITECTURE.md): modules
 //! import each other without cycles, the results model imports nothing above
 //! it, only the system-facing modules read /sys or /proc, the CLI builds no
-//! ad-hoc JSON, and no file grows past 500 lines (the kernel tables and
-//! their ISA files aside).
+//! ad-hoc JSON, no file grows past 500 lines and no function past 100 (the
+//! kernel tables and their ISA files aside), and the lean build links no
+//! font or rasterizer.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -276,4 +277,63 @@ fn the_lean_build_leaves_out_the_font_and_rasterizer_crates() {
         lean.len(),
         full.len()
     );
+}
+
+/// Functions longer than `max` lines in one file's code (its unit tests
+/// left out): (name, lines). A function runs from its `fn` line to the
+/// first line that closes it at the same indentation, as rustfmt lays
+/// every function out.
+fn long_functions(text: &str, max: usize) -> Vec<(String, usize)> {
+    let text = text.split("#[cfg(test)]").next().unwrap_or("");
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let after_qualifiers = ["pub(crate) ", "pub(super) ", "pub ", "const ", "unsafe "]
+            .iter()
+            .fold(body, |b, q| b.strip_prefix(q).unwrap_or(b));
+        let Some(signature) = after_qualifiers.strip_prefix("fn ") else {
+            continue;
+        };
+        // A declaration without a body, or a body on one line.
+        if body.ends_with(';') || body.ends_with('}') {
+            continue;
+        }
+        let name: String = signature
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let close = format!("{indent}}}");
+        let end = lines[i + 1..]
+            .iter()
+            .position(|l| *l == close)
+            .map_or(lines.len() - i, |at| at + 2);
+        if end > max {
+            out.push((name, end));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_outside_the_kernels_and_tests_is_over_100_lines() {
+    let t = tree();
+    let mut long = Vec::new();
+    for (path, text) in &t.files {
+        if path.starts_with("kernels/") || path.ends_with("tests.rs") {
+            continue;
+        }
+        for (name, lines) in long_functions(text, 100) {
+            long.push(format!("src/{path}: {name} ({lines} lines)"));
+        }
+    }
+    assert!(long.is_empty(), "split these:\n{}", long.join("\n"));
+    // The check finds a planted one, and measures it to its closing brace.
+    let planted = format!(
+        "pub(crate) fn long(x: u32) -> u32 {{\n{}    x\n}}\n\nfn short() {{}}\n",
+        "    let x = x + 1;\n".repeat(100)
+    );
+    assert_eq!(long_functions(&planted, 100), [("long".to_string(), 103)]);
+    assert!(long_functions(&planted, 103).is_empty());
 }

@@ -167,30 +167,7 @@ pub(crate) fn placement(vars: &Vars, placement_flag: bool, threads_flag: bool) -
             out.inputs.push((Input::Places, "OMP_PROC_BIND"));
             chosen.push("OMP_PROC_BIND");
         }
-        (None, None) => {
-            if let Some(g) = vars.get("GOMP_CPU_AFFINITY") {
-                let listed = Written::parse(g, runtime::parse_gomp)
-                    .map_err(|m| env_error("GOMP_CPU_AFFINITY", g, m))?;
-                out.spec = Some(Spec::Gomp(listed));
-                out.inputs.push((Input::Gomp, "GOMP_CPU_AFFINITY"));
-                chosen.push("GOMP_CPU_AFFINITY");
-            } else if let Some(k) = vars.get("KMP_AFFINITY") {
-                let kmp = Written::parse(k, runtime::parse_kmp)
-                    .map_err(|m| env_error("KMP_AFFINITY", k, m))?;
-                match kmp.value {
-                    runtime::Kmp::None => {
-                        out.unused.push(format!(
-                            "KMP_AFFINITY={k} (binds nothing; membw always pins)"
-                        ));
-                    }
-                    _ => {
-                        out.spec = Some(Spec::Kmp(kmp));
-                        out.inputs.push((Input::Kmp, "KMP_AFFINITY"));
-                    }
-                }
-                chosen.push("KMP_AFFINITY");
-            }
-        }
+        (None, None) => runtime_affinity(vars, &mut out, &mut chosen)?,
     }
     for name in &set {
         let shown = vars.show(name).unwrap_or_default();
@@ -205,6 +182,34 @@ pub(crate) fn placement(vars: &Vars, placement_flag: bool, threads_flag: bool) -
         }
     }
     Ok(out)
+}
+
+/// GOMP_CPU_AFFINITY, else KMP_AFFINITY, when no OpenMP standard variable
+/// is set: the one chosen goes into `chosen`.
+fn runtime_affinity(vars: &Vars, out: &mut FromEnv, chosen: &mut Vec<&str>) -> Result<()> {
+    if let Some(g) = vars.get("GOMP_CPU_AFFINITY") {
+        let listed = Written::parse(g, runtime::parse_gomp)
+            .map_err(|m| env_error("GOMP_CPU_AFFINITY", g, m))?;
+        out.spec = Some(Spec::Gomp(listed));
+        out.inputs.push((Input::Gomp, "GOMP_CPU_AFFINITY"));
+        chosen.push("GOMP_CPU_AFFINITY");
+    } else if let Some(k) = vars.get("KMP_AFFINITY") {
+        let kmp =
+            Written::parse(k, runtime::parse_kmp).map_err(|m| env_error("KMP_AFFINITY", k, m))?;
+        match kmp.value {
+            runtime::Kmp::None => {
+                out.unused.push(format!(
+                    "KMP_AFFINITY={k} (binds nothing; membw always pins)"
+                ));
+            }
+            _ => {
+                out.spec = Some(Spec::Kmp(kmp));
+                out.inputs.push((Input::Kmp, "KMP_AFFINITY"));
+            }
+        }
+        chosen.push("KMP_AFFINITY");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

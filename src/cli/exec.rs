@@ -69,29 +69,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     // The program sizes its own arrays: the plan only places it.
     let plan = plan::placement_only(&topo, &placement.request, mem)
         .map_err(|e| placement.name_error(e))?;
-    let label = args.label.clone().unwrap_or_else(|| {
-        Path::new(&args.program[0])
-            .file_name()
-            .map_or(args.program[0].clone(), |f| {
-                f.to_string_lossy().into_owned()
-            })
-    });
-    let mut point = Point::new(
-        placement.described.clone(),
-        &args.mem,
-        StoresRequest::Auto,
-        &plan,
-        None,
-    );
-    point.program = Some(label.clone());
-    // What a STREAM-like program reports; the rates it printed say which ran.
-    point.kernels = crate::kernels::STREAM_KERNELS.to_vec();
-    let job = Job {
-        label: format!("{label} · {}", point.label()),
-        point,
-        plan,
-        by: crate::engine::By::Engine,
-    };
+    let (_, job) = program_job(&args, &placement.described, plan);
     // The user's own placement variables go to the program untouched.
     let keep: BTreeSet<String> = vars.0.iter().map(|(k, _)| k.to_string()).collect();
     let kept: std::collections::BTreeMap<String, String> = vars
@@ -111,7 +89,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         peak::estimate(&topo, &args.peak.request()),
     );
     let file = match &args.output {
-        Some(path) => Some(super::open_run_output(path)?),
+        Some(path) => Some(super::run::open_run_output(path)?),
         None => None,
     };
     let mut session = BandwidthSession::new(
@@ -167,6 +145,34 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         Some(why) => Err(Error::Validation(why.clone())),
         None => Ok(()),
     }
+}
+
+/// The one job of an exec: the program placed by `plan`, under its label.
+fn program_job(args: &ExecArgs, described: &str, plan: plan::Plan) -> (String, Job) {
+    let label = args.label.clone().unwrap_or_else(|| {
+        Path::new(&args.program[0])
+            .file_name()
+            .map_or(args.program[0].clone(), |f| {
+                f.to_string_lossy().into_owned()
+            })
+    });
+    let mut point = Point::new(
+        described.to_string(),
+        &args.mem,
+        StoresRequest::Auto,
+        &plan,
+        None,
+    );
+    point.program = Some(label.clone());
+    // What a STREAM-like program reports; the rates it printed say which ran.
+    point.kernels = crate::kernels::STREAM_KERNELS.to_vec();
+    let job = Job {
+        label: format!("{label} · {}", point.label()),
+        point,
+        plan,
+        by: crate::engine::By::Engine,
+    };
+    (label, job)
 }
 
 /// `membw exec ./stream`: clap's "unexpected argument" becomes a hint that

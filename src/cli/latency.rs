@@ -218,14 +218,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     }
     let (topo, _weights) =
         super::common::with_weights(args.weights.as_deref(), super::common::read_topology(None)?)?;
-    let cpu = match args.cpu {
-        Some(c) => allowed_cpu(&topo, c, "--cpu")?,
-        None => *topo
-            .allowed_cpus
-            .ids()
-            .first()
-            .ok_or_else(|| Error::Runtime("no CPU may be used".into()))?,
-    };
+    let cpu = chase_cpu(&topo, args.cpu)?;
     let mut sizes = args.sizes.0.clone();
     if args.numa_matrix || args.loaded {
         let largest = sizes.iter().copied().max().unwrap_or(256 << 20);
@@ -240,48 +233,16 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
             "a per-array policy does not apply to a single working set",
         ));
     }
-    if args
-        .ghz
-        .is_some_and(|g| !(g.is_finite() && g > 0.0 && g < 20.0))
-    {
-        return Err(Error::Usage(
-            "--ghz: a clock rate between 0 and 20 GHz".into(),
-        ));
-    }
     let largest = sizes.iter().max().copied().unwrap_or(0);
     crate::memory::pool::check_working_set(&topo, &pages, &whole, cpu, largest)?;
-    let clock_ghz = args
-        .ghz
+    let clock_ghz = checked_ghz(args.ghz)?
         .or_else(|| crate::topology::clock::max_ghz(std::path::Path::new("/"), cpu));
     let loaded = if args.loaded {
         Some(loaded_plan(&args, &topo, cpu, sizes[0], &whole, clock_ghz)?)
     } else {
         None
     };
-    // The largest set is mapped and touched whole, with the load threads'
-    // arrays beside it: refuse what cannot fit before allocating.
-    // Building the permutation takes two words per 64-byte line besides.
-    let load_bytes = loaded.as_ref().map_or(0, |p| {
-        (p.load_elements as u64)
-            .saturating_mul(8 * crate::kernels::ARRAYS as u64)
-            .saturating_mul(p.load_cpus.len() as u64)
-    });
-    let largest = sizes.iter().max().copied().unwrap_or(0);
-    let needed = (largest + largest / 4).saturating_add(load_bytes);
-    if let Some(room) = topo.memory.allocatable().map(|b| b.0)
-        && needed > room
-    {
-        return Err(Error::Usage(format!(
-            "--sizes {}{}: more than the {} of memory available",
-            Bytes(largest),
-            if load_bytes > 0 {
-                format!(" with {} of load arrays", Bytes(load_bytes))
-            } else {
-                String::new()
-            },
-            Bytes(room)
-        )));
-    }
+    check_room(&topo, &sizes, loaded.as_ref())?;
     let plan = LatencyPlan {
         cpu,
         sizes,
@@ -343,24 +304,77 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     if let Some(p) = &args.prom {
         super::common::write_atomic(p, "--prom", crate::report::prom::latency(&doc).as_bytes())?;
     }
-    if let Some(signal) = interrupted {
-        return Err(Error::Interrupted {
-            signal,
-            message: match &out.file {
-                Some(f) => format!(
-                    "stopped by {}; the completed points are in {}; continue with: membw latency ... --resume {}",
-                    super::common::signal_name(signal),
-                    f.path.display(),
-                    f.path.display()
-                ),
-                None => format!(
-                    "stopped by {}; the completed points are shown above",
-                    super::common::signal_name(signal)
-                ),
+    match interrupted {
+        Some(signal) => Err(stopped(signal, out.file.as_ref().map(|f| f.path.as_path()))),
+        None => Ok(()),
+    }
+}
+
+/// The largest working set is mapped and touched whole, with the load
+/// threads' arrays beside it: refuses what cannot fit before allocating.
+/// Building the permutation takes two words per 64-byte line besides.
+fn check_room(topo: &Topology, sizes: &[u64], loaded: Option<&LoadedPlan>) -> Result<()> {
+    let load_bytes = loaded.map_or(0, |p| {
+        (p.load_elements as u64)
+            .saturating_mul(8 * crate::kernels::ARRAYS as u64)
+            .saturating_mul(p.load_cpus.len() as u64)
+    });
+    let largest = sizes.iter().max().copied().unwrap_or(0);
+    let needed = (largest + largest / 4).saturating_add(load_bytes);
+    if let Some(room) = topo.memory.allocatable().map(|b| b.0)
+        && needed > room
+    {
+        return Err(Error::Usage(format!(
+            "--sizes {}{}: more than the {} of memory available",
+            Bytes(largest),
+            if load_bytes > 0 {
+                format!(" with {} of load arrays", Bytes(load_bytes))
+            } else {
+                String::new()
             },
-        });
+            Bytes(room)
+        )));
     }
     Ok(())
+}
+
+/// A latency run stopped by `signal`: where its points are.
+fn stopped(signal: i32, file: Option<&std::path::Path>) -> Error {
+    let name = super::common::signal_name(signal);
+    Error::Interrupted {
+        signal,
+        message: match file {
+            Some(f) => format!(
+                "stopped by {name}; the completed points are in {}; continue with: membw latency ... --resume {}",
+                f.display(),
+                f.display()
+            ),
+            None => format!("stopped by {name}; the completed points are shown above"),
+        },
+    }
+}
+
+/// The CPU that chases: `--cpu`, or the first allowed.
+fn chase_cpu(topo: &Topology, asked: Option<usize>) -> Result<usize> {
+    match asked {
+        Some(c) => allowed_cpu(topo, c, "--cpu"),
+        None => topo
+            .allowed_cpus
+            .ids()
+            .first()
+            .copied()
+            .ok_or_else(|| Error::Runtime("no CPU may be used".into())),
+    }
+}
+
+/// `--ghz`, when given, is a clock rate.
+fn checked_ghz(ghz: Option<f64>) -> Result<Option<f64>> {
+    match ghz {
+        Some(g) if !(g.is_finite() && g > 0.0 && g < 20.0) => Err(Error::Usage(
+            "--ghz: a clock rate between 0 and 20 GHz".into(),
+        )),
+        other => Ok(other),
+    }
 }
 
 fn allowed_cpu(topo: &Topology, cpu: usize, flag: &str) -> Result<usize> {

@@ -15,7 +15,7 @@ use crate::results::Host;
 use crate::results::file::ResultsFile;
 use crate::units::plural;
 use clap::{Args, ValueEnum};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::common::{progress, run_message};
@@ -207,37 +207,8 @@ pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
 }
 
 /// A sweep, given the arguments it was started with (after `sweep`).
-fn sweep_study(args: SweepArgs, argv: Vec<String>) -> Result<()> {
-    if let Some(path) = &args.resume
-        && let Some(stored) = super::resume::check(path, &argv)?
-    {
-        // `--resume FILE` alone: the file's study, with this command's
-        // presentation flags.
-        let mut again: Vec<String> = stored;
-        again.extend(argv.iter().cloned());
-        let cli = <super::Cli as clap::Parser>::try_parse_from(
-            ["membw".to_string(), "sweep".to_string()]
-                .into_iter()
-                .chain(again.iter().cloned()),
-        )
-        .map_err(|e| {
-            Error::Usage(format!(
-                "--resume {}: the stored study does not parse: {}",
-                path.display(),
-                e.kind()
-            ))
-        })?;
-        if let super::Command::Sweep(args) = cli.command {
-            return sweep_study(args, again);
-        }
-    }
-    let study = super::resume::study_args(&argv);
-    let format = args.format;
-    let (topo, _weights) =
-        super::common::with_weights(args.measure.weights.as_deref(), read_topology(None)?)?;
-    // Refuses to be one of several uncoordinated ranks.
-    args.measure.launch("sweep")?;
-    super::env::note_unused(&super::env::Vars::from_process(), "sweep");
+/// The study the flags describe: its axes as values.
+fn sweep_spec(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<SweepSpec> {
     let mut placements: Vec<(String, Spec)> = Vec::new();
     if let Some(list) = &args.strategy {
         for s in list.split(',').map(str::trim) {
@@ -261,17 +232,17 @@ fn sweep_study(args: SweepArgs, argv: Vec<String>) -> Result<()> {
         placements.push(("spread".into(), Spec::Default));
     }
     let threads = match &args.threads {
-        Some(t) => sweep::parse_threads(t, &topo)?,
+        Some(t) => sweep::parse_threads(t, topo)?,
         None => vec![None],
     };
     let m = &args.measure;
-    let spec = SweepSpec {
+    Ok(SweepSpec {
         threads,
         placements,
         smt: args.smt,
-        mems: mem_axis(&args, &topo)?
+        mems: mem_axis(args, topo)?
             .into_iter()
-            .map(|text| mempolicy::parse(&text, &topo).map(|policy| (text, policy)))
+            .map(|text| mempolicy::parse(&text, topo).map(|policy| (text, policy)))
             .collect::<Result<_>>()?,
         stores: m.stores(),
         hugepages: m.page_sizes(),
@@ -282,16 +253,12 @@ fn sweep_study(args: SweepArgs, argv: Vec<String>) -> Result<()> {
             NumaArg::Both => NumaMode::Both,
         }),
         measure: m.measure(args.kernels.0.clone()),
-    };
-    let base = sweep::expand(&topo, &spec)?;
-    let keep = super::env::Vars::from_process()
-        .0
-        .iter()
-        .map(|(k, _)| k.to_string())
-        .collect();
-    let (jobs, programs) = sweep::with_programs(base, programs(&args.exec)?, args.timeout, &keep);
-    let mut source = m.source()?;
-    let file = match &args.resume {
+    })
+}
+
+/// The results file: the one to resume, or a new one.
+fn results_file(args: &SweepArgs) -> Result<ResultsFile> {
+    Ok(match &args.resume {
         Some(path) => {
             let (file, torn) = ResultsFile::resume(path).map_err(|e| file_error(e, "--resume"))?;
             if let Some(line) = torn {
@@ -309,7 +276,58 @@ fn sweep_study(args: SweepArgs, argv: Vec<String>) -> Result<()> {
                 .unwrap_or_else(|| default_output("sweep"));
             ResultsFile::create(&path).map_err(|e| file_error(e, "--output"))?
         }
+    })
+}
+
+/// `--resume FILE` alone: the file's study, with this command's
+/// presentation flags; `None` when the command line gives the study.
+fn stored_study(path: &Path, argv: &[String]) -> Result<Option<(SweepArgs, Vec<String>)>> {
+    let Some(mut again) = super::resume::check(path, argv)? else {
+        return Ok(None);
     };
+    again.extend(argv.iter().cloned());
+    let cli = <super::Cli as clap::Parser>::try_parse_from(
+        ["membw".to_string(), "sweep".to_string()]
+            .into_iter()
+            .chain(again.iter().cloned()),
+    )
+    .map_err(|e| {
+        Error::Usage(format!(
+            "--resume {}: the stored study does not parse: {}",
+            path.display(),
+            e.kind()
+        ))
+    })?;
+    match cli.command {
+        super::Command::Sweep(args) => Ok(Some((args, again))),
+        _ => Ok(None),
+    }
+}
+
+fn sweep_study(args: SweepArgs, argv: Vec<String>) -> Result<()> {
+    if let Some(path) = &args.resume
+        && let Some((args, again)) = stored_study(path, &argv)?
+    {
+        return sweep_study(args, again);
+    }
+    let study = super::resume::study_args(&argv);
+    let format = args.format;
+    let (topo, _weights) =
+        super::common::with_weights(args.measure.weights.as_deref(), read_topology(None)?)?;
+    // Refuses to be one of several uncoordinated ranks.
+    args.measure.launch("sweep")?;
+    super::env::note_unused(&super::env::Vars::from_process(), "sweep");
+    let m = &args.measure;
+    let spec = sweep_spec(&args, &topo)?;
+    let base = sweep::expand(&topo, &spec)?;
+    let keep = super::env::Vars::from_process()
+        .0
+        .iter()
+        .map(|(k, _)| k.to_string())
+        .collect();
+    let (jobs, programs) = sweep::with_programs(base, programs(&args.exec)?, args.timeout, &keep);
+    let mut source = m.source()?;
+    let file = results_file(&args)?;
     let path = file.path.clone();
     let mut session =
         BandwidthSession::new("sweep", Host::describe(&topo), stop_flag(), Some(file));

@@ -52,6 +52,43 @@ pub(crate) struct TuneArgs {
     sysroot: Option<PathBuf>,
 }
 
+/// The search the flags describe: one kernel, one policy, one array size
+/// for every candidate.
+fn tune_spec(args: &TuneArgs, topo: &crate::topology::Topology) -> Result<TuneSpec> {
+    let m = &args.measure;
+    let mem_text = m.one_mem("tune")?;
+    let mem = mempolicy::parse(&mem_text, topo)?;
+    let mut measure = m.measure(vec![args.kernel]);
+    // One array size for every candidate: STREAM's rule for all allowed CPUs.
+    measure.elements = measure.elements.or_else(|| {
+        Some(crate::memory::default_elements(
+            topo,
+            topo.allowed_cpus.ids(),
+        ))
+    });
+    Ok(TuneSpec {
+        kernel: args.kernel,
+        measure,
+        mem: (mem_text, mem),
+        stores: m.stores(),
+    })
+}
+
+/// Why a race ranked nothing: a stop before the first candidate, or none
+/// completed.
+fn nothing_ranked(signal: Option<i32>) -> Error {
+    match signal {
+        Some(signal) => Error::Interrupted {
+            signal,
+            message: format!(
+                "stopped by {} before the first candidate completed; nothing to rank",
+                signal_name(signal)
+            ),
+        },
+        None => Error::Runtime("no candidate completed".into()),
+    }
+}
+
 pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let (topo, _weights) = super::common::with_weights(
         args.measure.weights.as_deref(),
@@ -60,22 +97,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     args.measure.launch("tune")?;
     super::env::note_unused(&super::env::Vars::from_process(), "tune");
     let m = &args.measure;
-    let mem_text = m.one_mem("tune")?;
-    let mem = mempolicy::parse(&mem_text, &topo)?;
-    let mut measure = m.measure(vec![args.kernel]);
-    // One array size for every candidate: STREAM's rule for all allowed CPUs.
-    measure.elements = measure.elements.or_else(|| {
-        Some(crate::memory::default_elements(
-            &topo,
-            topo.allowed_cpus.ids(),
-        ))
-    });
-    let spec = TuneSpec {
-        kernel: args.kernel,
-        measure,
-        mem: (mem_text, mem),
-        stores: m.stores(),
-    };
+    let spec = tune_spec(&args, &topo)?;
     let trials = tune::trials(&topo, &spec)?;
     let mut source = m.source()?;
     let file = args
@@ -117,16 +139,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     }
     let ranked = tune::ranking(&session.records, args.kernel);
     let Some(&(best, _)) = ranked.first() else {
-        if let Some(signal) = session.signal() {
-            return Err(Error::Interrupted {
-                signal,
-                message: format!(
-                    "stopped by {} before the first candidate completed; nothing to rank",
-                    signal_name(signal)
-                ),
-            });
-        }
-        return Err(Error::Runtime("no candidate completed".into()));
+        return Err(nothing_ranked(session.signal()));
     };
     let baseline = tune::baseline(&trials, &session.records, args.kernel);
     fn versus<'r>(

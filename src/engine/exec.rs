@@ -96,45 +96,12 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
     let out = parsed.ok();
     let elements = out.as_ref().and_then(|o| o.array_elements).unwrap_or(0);
     let element_bytes = out.as_ref().and_then(|o| o.element_bytes).unwrap_or(8);
-    let results: Vec<KernelResult> = out
-        .iter()
-        .flat_map(|o| &o.rates)
-        .filter_map(|r| {
-            let kernel = r.kernel?;
-            let bytes = kernel.spec().bytes_counted();
-            let min = r.min_time_s.unwrap_or(0.0);
-            let max = r.max_time_s.unwrap_or(min);
-            Some(KernelResult {
-                kernel,
-                bytes_per_element: bytes,
-                dram_bytes_per_element: bytes,
-                best_rate_mb_s: r.best_mb_s,
-                avg_time_s: r.avg_time_s.unwrap_or(min),
-                min_time_s: min,
-                max_time_s: max,
-                spread: if min > 0.0 { max / min } else { 1.0 },
-                times_s: Vec::new(),
-                thread_times_s: Vec::new(),
-                repetitions: None,
-            })
-        })
-        .collect();
+    let results = kernel_results(out.as_ref());
     let mut warnings = Vec::new();
     if let Some(why) = &failed {
         warnings.push(format!("the program {why}"));
     }
-    // Every thread seen must have stayed inside the placement's CPUs.
-    let allowed: BTreeSet<usize> = plan.cpus.iter().copied().collect();
-    for t in &ran.threads {
-        if t.cpus.iter().any(|c| !allowed.contains(c)) {
-            warnings.push(format!(
-                "thread {} ran on CPUs {}, outside the placement's {}",
-                t.tid,
-                crate::topology::cpulist::format_ranges(&t.cpus),
-                crate::topology::cpulist::format_ranges(&plan.cpus)
-            ));
-        }
-    }
+    warnings.extend(strays(plan, ran));
     // Thread i of the placement against the i-th thread seen (task ids in
     // creation order: the main thread first, as OpenMP numbers them).
     let threads = ThreadPlacement::list(&plan.cpus, |i| {
@@ -205,6 +172,51 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
             ntimes: out.as_ref().and_then(|o| o.ntimes).map(|n| n as usize),
         })),
     }
+}
+
+/// The rates the program printed, as membw's kernel results (no
+/// repetition times: the program keeps them).
+fn kernel_results(out: Option<&parse::ForeignOutput>) -> Vec<KernelResult> {
+    out.iter()
+        .flat_map(|o| &o.rates)
+        .filter_map(|r| {
+            let kernel = r.kernel?;
+            let bytes = kernel.spec().bytes_counted();
+            let min = r.min_time_s.unwrap_or(0.0);
+            let max = r.max_time_s.unwrap_or(min);
+            Some(KernelResult {
+                kernel,
+                bytes_per_element: bytes,
+                dram_bytes_per_element: bytes,
+                best_rate_mb_s: r.best_mb_s,
+                avg_time_s: r.avg_time_s.unwrap_or(min),
+                min_time_s: min,
+                max_time_s: max,
+                spread: if min > 0.0 { max / min } else { 1.0 },
+                times_s: Vec::new(),
+                thread_times_s: Vec::new(),
+                repetitions: None,
+            })
+        })
+        .collect()
+}
+
+/// A warning for each thread seen outside the placement's CPUs.
+fn strays(plan: &Plan, ran: &foreign::Ran) -> Vec<String> {
+    let mut out = Vec::new();
+    // Every thread seen must have stayed inside the placement's CPUs.
+    let allowed: BTreeSet<usize> = plan.cpus.iter().copied().collect();
+    for t in &ran.threads {
+        if t.cpus.iter().any(|c| !allowed.contains(c)) {
+            out.push(format!(
+                "thread {} ran on CPUs {}, outside the placement's {}",
+                t.tid,
+                crate::topology::cpulist::format_ranges(&t.cpus),
+                crate::topology::cpulist::format_ranges(&plan.cpus)
+            ));
+        }
+    }
+    out
 }
 
 /// The process's pages per node against its policy.

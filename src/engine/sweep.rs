@@ -71,72 +71,10 @@ pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
         .map(|k| k.spec().bytes_counted())
         .min()
         .unwrap_or(8);
-    let mut cases: Vec<Case> = Vec::new();
-    if let Some(mode) = spec.numa_matrix {
-        let cpu_nodes: Vec<usize> = topo
-            .nodes
-            .iter()
-            .filter(|n| n.cpus.intersects(&topo.allowed_cpus))
-            .map(|n| n.id)
-            .collect();
-        let modes: &[bool] = match mode {
-            NumaMode::Single => &[false],
-            NumaMode::All => &[true],
-            NumaMode::Both => &[false, true],
-        };
-        for &all_cores in modes {
-            for &cn in &cpu_nodes {
-                for &mn in topo.allowed_mems.ids() {
-                    let request = placement::Request {
-                        spec: Spec::Strategy(if all_cores {
-                            Strategy::Spread
-                        } else {
-                            Strategy::Compact
-                        }),
-                        threads: if all_cores { None } else { Some(1) },
-                        smt: false,
-                        cpu_nodes: Some(IdSet::new(vec![cn])),
-                    };
-                    let label = format!(
-                        "cpu node {cn}{}",
-                        if all_cores {
-                            ", all cores"
-                        } else {
-                            ", 1 thread"
-                        }
-                    );
-                    let bind =
-                        mempolicy::MemPolicy::uniform(mempolicy::Policy::Bind(IdSet::new(vec![
-                            mn,
-                        ])));
-                    cases.push((
-                        label,
-                        request,
-                        (bind.to_string(), bind),
-                        Some(NumaCell {
-                            cpu_node: cn,
-                            mem_node: mn,
-                            all_cores,
-                        }),
-                    ));
-                }
-            }
-        }
-    } else {
-        for (label, p) in &spec.placements {
-            for &threads in &spec.threads {
-                for mem in &spec.mems {
-                    let request = placement::Request {
-                        spec: p.clone(),
-                        threads,
-                        smt: spec.smt,
-                        cpu_nodes: None,
-                    };
-                    cases.push((label.clone(), request, mem.clone(), None));
-                }
-            }
-        }
-    }
+    let cases = match spec.numa_matrix {
+        Some(mode) => numa_cases(topo, mode),
+        None => axis_cases(spec),
+    };
     let sizes: Vec<Option<u64>> = if spec.sizes.is_empty() || spec.numa_matrix.is_some() {
         vec![None]
     } else {
@@ -187,6 +125,79 @@ pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
         }
     }
     Ok(jobs)
+}
+
+/// The NUMA matrix's cases: from each CPU node (one thread, all cores or
+/// both) to each memory node.
+fn numa_cases(topo: &Topology, mode: NumaMode) -> Vec<Case> {
+    let mut cases: Vec<Case> = Vec::new();
+    let cpu_nodes: Vec<usize> = topo
+        .nodes
+        .iter()
+        .filter(|n| n.cpus.intersects(&topo.allowed_cpus))
+        .map(|n| n.id)
+        .collect();
+    let modes: &[bool] = match mode {
+        NumaMode::Single => &[false],
+        NumaMode::All => &[true],
+        NumaMode::Both => &[false, true],
+    };
+    for &all_cores in modes {
+        for &cn in &cpu_nodes {
+            for &mn in topo.allowed_mems.ids() {
+                let request = placement::Request {
+                    spec: Spec::Strategy(if all_cores {
+                        Strategy::Spread
+                    } else {
+                        Strategy::Compact
+                    }),
+                    threads: if all_cores { None } else { Some(1) },
+                    smt: false,
+                    cpu_nodes: Some(IdSet::new(vec![cn])),
+                };
+                let label = format!(
+                    "cpu node {cn}{}",
+                    if all_cores {
+                        ", all cores"
+                    } else {
+                        ", 1 thread"
+                    }
+                );
+                let bind =
+                    mempolicy::MemPolicy::uniform(mempolicy::Policy::Bind(IdSet::new(vec![mn])));
+                cases.push((
+                    label,
+                    request,
+                    (bind.to_string(), bind),
+                    Some(NumaCell {
+                        cpu_node: cn,
+                        mem_node: mn,
+                        all_cores,
+                    }),
+                ));
+            }
+        }
+    }
+    cases
+}
+
+/// The product of the placement, thread and memory-policy axes.
+fn axis_cases(spec: &SweepSpec) -> Vec<Case> {
+    let mut cases: Vec<Case> = Vec::new();
+    for (label, p) in &spec.placements {
+        for &threads in &spec.threads {
+            for mem in &spec.mems {
+                let request = placement::Request {
+                    spec: p.clone(),
+                    threads,
+                    smt: spec.smt,
+                    cpu_nodes: None,
+                };
+                cases.push((label.clone(), request, mem.clone(), None));
+            }
+        }
+    }
+    cases
 }
 
 /// Parses `--sizes`: `16KiB..4GiB` (powers of two from the first to the

@@ -111,21 +111,11 @@ pub fn run(l: &Launch) -> Result<Ran, LaunchError> {
         .argv
         .split_first()
         .ok_or_else(|| LaunchError("no program given".into()))?;
-    let mut cmd = std::process::Command::new(program);
-    cmd.args(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let env_set: Vec<(String, String)> = placement_env(l.cpus)
-        .into_iter()
-        .filter(|(k, _)| !l.keep.contains(*k))
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-    cmd.envs(env_set.iter().map(|(k, v)| (k, v)));
-    let mut union: Vec<usize> = l.cpus.to_vec();
-    union.sort_unstable();
-    union.dedup();
-    sys::place_child(&mut cmd, &union, l.policy.clone()).map_err(|e| LaunchError(e.to_string()))?;
+    let Placed {
+        mut cmd,
+        env_set,
+        union,
+    } = placed_command(l, program, args)?;
     let watch_cpu = sys::own_cpu_time();
     let children_cpu = sys::children_cpu_time();
     let counters = crate::trust::Snapshot::take();
@@ -134,40 +124,15 @@ pub fn run(l: &Launch) -> Result<Ran, LaunchError> {
         .spawn()
         .map_err(|e| LaunchError(format!("{program}: {e}")))?;
     let pid = child.id();
-    let reader = |pipe: Option<Box<dyn Read + Send>>, echo: Option<Box<dyn Write + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = Vec::new();
-            if let Some(p) = pipe {
-                let mut p = p.take(MAX_OUTPUT);
-                let mut echo = echo;
-                let mut buf = [0u8; 8192];
-                loop {
-                    match p.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => {
-                            text.extend_from_slice(&buf[..n]);
-                            // A closed terminal stops the echo, not the reading.
-                            if echo.as_mut().is_some_and(|e| {
-                                e.write_all(&buf[..n]).and_then(|()| e.flush()).is_err()
-                            }) {
-                                echo = None;
-                            }
-                        }
-                    }
-                }
-            }
-            String::from_utf8_lossy(&text).into_owned()
-        })
-    };
     let show = l.show_output;
-    let out = reader(
+    let out = drain(
         child
             .stdout
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
         show.then(|| Box::new(std::io::stdout()) as Box<dyn Write + Send>),
     );
-    let err = reader(
+    let err = drain(
         child
             .stderr
             .take()
@@ -236,6 +201,69 @@ pub fn run(l: &Launch) -> Result<Ran, LaunchError> {
         pages_absent: pages.absent,
         watch_cpu_s,
         interference,
+    })
+}
+
+/// The program's command, placed.
+struct Placed {
+    cmd: std::process::Command,
+    /// The placement variables it gets.
+    env_set: Vec<(String, String)>,
+    /// Its threads' CPUs, sorted, each once.
+    union: Vec<usize>,
+}
+
+fn placed_command(l: &Launch, program: &str, args: &[String]) -> Result<Placed, LaunchError> {
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let env_set: Vec<(String, String)> = placement_env(l.cpus)
+        .into_iter()
+        .filter(|(k, _)| !l.keep.contains(*k))
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    cmd.envs(env_set.iter().map(|(k, v)| (k, v)));
+    let mut union: Vec<usize> = l.cpus.to_vec();
+    union.sort_unstable();
+    union.dedup();
+    sys::place_child(&mut cmd, &union, l.policy.clone()).map_err(|e| LaunchError(e.to_string()))?;
+    Ok(Placed {
+        cmd,
+        env_set,
+        union,
+    })
+}
+
+/// Reads a child's pipe to its end (at most `MAX_OUTPUT` bytes) on a
+/// thread of its own, echoing it where asked.
+fn drain(
+    pipe: Option<Box<dyn Read + Send>>,
+    echo: Option<Box<dyn Write + Send>>,
+) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = Vec::new();
+        if let Some(p) = pipe {
+            let mut p = p.take(MAX_OUTPUT);
+            let mut echo = echo;
+            let mut buf = [0u8; 8192];
+            loop {
+                match p.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        text.extend_from_slice(&buf[..n]);
+                        // A closed terminal stops the echo, not the reading.
+                        if echo.as_mut().is_some_and(|e| {
+                            e.write_all(&buf[..n]).and_then(|()| e.flush()).is_err()
+                        }) {
+                            echo = None;
+                        }
+                    }
+                }
+            }
+        }
+        String::from_utf8_lossy(&text).into_owned()
     })
 }
 

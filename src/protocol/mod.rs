@@ -211,24 +211,7 @@ fn measure_with(
             "another rank failed before measuring".into(),
         ));
     }
-    let results: Vec<KernelResult> = plan
-        .kernels
-        .iter()
-        .enumerate()
-        .map(|(k, &kernel)| {
-            let times = d.times[k * plan.ntimes..(k + 1) * plan.ntimes].to_vec();
-            let mut r = kernel_statistics(
-                kernel,
-                plan.stores,
-                plan.elements * plan.inner_repeats,
-                times,
-            );
-            if d.threads_timed {
-                r.thread_times_s = thread_medians(&d.thread_times, plan, k);
-            }
-            r
-        })
-        .collect();
+    let results = kernel_results(plan, &d);
     let validation = validation_report(&expected, &d.read_back);
     let min_time = results
         .iter()
@@ -285,6 +268,28 @@ fn measure_with(
         measurement,
         synced_times: d.synced_times,
     })
+}
+
+/// Each kernel's statistics over its timed repetitions, and each thread's
+/// median time where the backend timed its threads.
+fn kernel_results(plan: &Plan, d: &Driven) -> Vec<KernelResult> {
+    plan.kernels
+        .iter()
+        .enumerate()
+        .map(|(k, &kernel)| {
+            let times = d.times[k * plan.ntimes..(k + 1) * plan.ntimes].to_vec();
+            let mut r = kernel_statistics(
+                kernel,
+                plan.stores,
+                plan.elements * plan.inner_repeats,
+                times,
+            );
+            if d.threads_timed {
+                r.thread_times_s = thread_medians(&d.thread_times, plan, k);
+            }
+            r
+        })
+        .collect()
 }
 
 /// A measurement of `plan` with its results: what every source that runs

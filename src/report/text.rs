@@ -79,49 +79,7 @@ pub fn render(report: &RunReport) -> String {
             ranks.ranks.len()
         );
     }
-    let cpus: Vec<usize> = m.threads.iter().map(|t| t.cpu).collect();
-    let _ = writeln!(
-        o,
-        "Thread affinity (thread i on the i-th CPU) = {}",
-        format_ranges(&cpus)
-    );
-    let _ = writeln!(o, "Placement: {}", report.request.placement);
-    let mut policy = m.mem_policy.clone();
-    if report.request.inherited_mem_policy.is_some() {
-        policy.push_str(", ");
-        policy.push_str(crate::memory::inherited::SOURCE);
-    }
-    if let Some(mems) = &report.request.cpuset_mems {
-        policy.push_str(&format!("; the cpuset allows memory on nodes {mems} only"));
-    }
-    let _ = writeln!(
-        o,
-        "Memory policy: {policy} (pages found: {})",
-        pages_summary(m)
-    );
-    let _ = writeln!(
-        o,
-        "Kernels: {} ISA, {} stores ({})",
-        m.isa.map_or("unknown".into(), |i| match i {
-            // Vector-length agnostic: say what this CPU's vectors are.
-            Isa::Sve => format!("sve ({}-bit vectors)", 64 * i.lanes()),
-            _ => i.to_string(),
-        }),
-        m.stores.map_or("unknown".into(), |s| s.to_string()),
-        report.request.stores_reason
-    );
-    let _ = writeln!(
-        o,
-        "Hugepages: {} (system THP mode: {})",
-        m.hugepages.name(),
-        report.host.thp_mode.as_deref().unwrap_or("unknown")
-    );
-    let _ = writeln!(
-        o,
-        "Host: {} ({})",
-        report.host.hostname,
-        report.host.cpu_model.as_deref().unwrap_or("unknown CPU")
-    );
+    where_it_ran(&mut o, report);
     let _ = writeln!(o, "{RULE}");
     let tick_us = m.timer.granularity_ns / 1e3;
     let _ = writeln!(
@@ -171,6 +129,55 @@ pub fn render(report: &RunReport) -> String {
         ));
     }
     o
+}
+
+/// Where the threads ran and the pages went, the kernels' ISA and
+/// stores, the page size and the host: what STREAM's header leaves out.
+fn where_it_ran(o: &mut String, report: &RunReport) {
+    let m = &report.measurement;
+    let cpus: Vec<usize> = m.threads.iter().map(|t| t.cpu).collect();
+    let _ = writeln!(
+        o,
+        "Thread affinity (thread i on the i-th CPU) = {}",
+        format_ranges(&cpus)
+    );
+    let _ = writeln!(o, "Placement: {}", report.request.placement);
+    let mut policy = m.mem_policy.clone();
+    if report.request.inherited_mem_policy.is_some() {
+        policy.push_str(", ");
+        policy.push_str(crate::memory::inherited::SOURCE);
+    }
+    if let Some(mems) = &report.request.cpuset_mems {
+        policy.push_str(&format!("; the cpuset allows memory on nodes {mems} only"));
+    }
+    let _ = writeln!(
+        o,
+        "Memory policy: {policy} (pages found: {})",
+        pages_summary(m)
+    );
+    let _ = writeln!(
+        o,
+        "Kernels: {} ISA, {} stores ({})",
+        m.isa.map_or("unknown".into(), |i| match i {
+            // Vector-length agnostic: say what this CPU's vectors are.
+            Isa::Sve => format!("sve ({}-bit vectors)", 64 * i.lanes()),
+            _ => i.to_string(),
+        }),
+        m.stores.map_or("unknown".into(), |s| s.to_string()),
+        report.request.stores_reason
+    );
+    let _ = writeln!(
+        o,
+        "Hugepages: {} (system THP mode: {})",
+        m.hugepages.name(),
+        report.host.thp_mode.as_deref().unwrap_or("unknown")
+    );
+    let _ = writeln!(
+        o,
+        "Host: {} ({})",
+        report.host.hostname,
+        report.host.cpu_model.as_deref().unwrap_or("unknown CPU")
+    );
 }
 
 /// `a: node 0 100%, 100% local · b: ...`

@@ -189,6 +189,24 @@ pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
         "Interleave",
         super::tiers::weights_line(topo)
     );
+    sockets(&mut o, topo);
+    o.push_str(&super::tiers::text(topo));
+    distances(&mut o, topo);
+    let _ = writeln!(
+        o,
+        "\n{:<11}{}",
+        "Peak",
+        peak.map_or_else(
+            || format!("unknown: {}", crate::peak::unknown_reason(topo)),
+            |p| format!("{p}\n{:<11}source: {}", "", p.detail)
+        )
+    );
+    o
+}
+
+/// Each socket's NUMA nodes: cores, CPUs, memory and last-level-cache
+/// domains, wrapped to fit 120 columns.
+fn sockets(o: &mut String, topo: &Topology) {
     let llc_level = topo.last_level();
     for package in topo.packages() {
         let _ = writeln!(o, "\nSocket {package}");
@@ -238,7 +256,10 @@ pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
             o.push('\n');
         }
     }
-    o.push_str(&super::tiers::text(topo));
+}
+
+/// The NUMA distance table, where the kernel reports NUMA.
+fn distances(o: &mut String, topo: &Topology) {
     if topo.nodes.len() > 1 || topo.numa_reported {
         let _ = writeln!(o, "\nNUMA distances");
         let _ = write!(o, "  node");
@@ -257,14 +278,4 @@ pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
             o.push('\n');
         }
     }
-    let _ = writeln!(
-        o,
-        "\n{:<11}{}",
-        "Peak",
-        peak.map_or_else(
-            || format!("unknown: {}", crate::peak::unknown_reason(topo)),
-            |p| format!("{p}\n{:<11}source: {}", "", p.detail)
-        )
-    );
-    o
 }

@@ -57,30 +57,9 @@ fn behind(c: &Comparison) -> String {
     })
 }
 
-pub fn text(v: &TuneView) -> String {
-    let mut o = String::new();
+/// The race's decision: a winner, a tie, not resolved, or too busy.
+fn decision(o: &mut String, v: &TuneView, best: &Record, rate: &str) {
     let name_k = v.kernel.spec().name;
-    let _ = writeln!(
-        o,
-        "Candidates tried: {} of {} in {:.0} s (budget {}); {} at {:.0} % each, {:.0} % over the race",
-        v.tried,
-        v.candidates,
-        v.elapsed.as_secs_f64(),
-        humantime::format_duration(v.budget),
-        crate::units::plural(v.looks, "look"),
-        100.0 * v.level,
-        100.0 * LEVEL,
-    );
-    let top: Vec<&Record> = v.ranked.iter().take(12).map(|(r, _)| *r).collect();
-    o.push_str(&super::study::table_in_order(&top, v.kernel).plain());
-    let _ = writeln!(o, "{}", super::study::legend(top.iter().copied()));
-    let Some(&(best, _)) = v.ranked.first() else {
-        return o;
-    };
-    let rate = best
-        .stats
-        .get(&v.kernel)
-        .map_or("-".into(), |s| super::estimate_text(s, "GB/s"));
     match v.decision {
         Decision::Resolved => {
             let _ = writeln!(o, "\nBest sustained {name_k}: {rate} with {}", name(best));
@@ -125,6 +104,32 @@ pub fn text(v: &TuneView) -> String {
             let _ = writeln!(o, "  highest mean {name_k}: {rate} with {}", name(best));
         }
     }
+}
+
+pub fn text(v: &TuneView) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Candidates tried: {} of {} in {:.0} s (budget {}); {} at {:.0} % each, {:.0} % over the race",
+        v.tried,
+        v.candidates,
+        v.elapsed.as_secs_f64(),
+        humantime::format_duration(v.budget),
+        crate::units::plural(v.looks, "look"),
+        100.0 * v.level,
+        100.0 * LEVEL,
+    );
+    let top: Vec<&Record> = v.ranked.iter().take(12).map(|(r, _)| *r).collect();
+    o.push_str(&super::study::table_in_order(&top, v.kernel).plain());
+    let _ = writeln!(o, "{}", super::study::legend(top.iter().copied()));
+    let Some(&(best, _)) = v.ranked.first() else {
+        return o;
+    };
+    let rate = best
+        .stats
+        .get(&v.kernel)
+        .map_or("-".into(), |s| super::estimate_text(s, "GB/s"));
+    decision(&mut o, v, best, &rate);
     if v.busy_runs.0 > 0 && v.decision != Decision::Busy {
         let _ = writeln!(
             o,

@@ -241,6 +241,75 @@ impl MachineSpec {
         for f in ["online", "possible", "present"] {
             w(&format!("sys/devices/system/cpu/{f}"), &all)?;
         }
+        self.write_cpus(&w, ncpus)?;
+        let nodes = self.cpu_nodes() + self.memory_only_nodes;
+        let node_kib = self.node_memory_gib << 20;
+        if self.numa {
+            self.write_nodes(&w, nodes, node_kib, ncpus)?;
+        }
+        for (kib, pages) in [(2048, FIXTURE_FREE_2M_PAGES), (1048576, 0)] {
+            let pool = format!("sys/kernel/mm/hugepages/hugepages-{kib}kB");
+            w(
+                &format!("{pool}/nr_hugepages"),
+                &format!("{}\n", pages * nodes as u64),
+            )?;
+            w(
+                &format!("{pool}/free_hugepages"),
+                &format!("{}\n", pages * nodes as u64),
+            )?;
+        }
+        if !self.interleave_weights.is_empty() {
+            for (node, weight) in self.interleave_weights.iter().enumerate() {
+                w(
+                    &format!("sys/kernel/mm/mempolicy/weighted_interleave/node{node}"),
+                    &format!("{weight}\n"),
+                )?;
+            }
+        }
+        let total_kib = node_kib * nodes as u64;
+        w(
+            "proc/meminfo",
+            &format!(
+                "MemTotal:       {total_kib} kB\nMemFree:        {} kB\nMemAvailable:   {} kB\nHugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:       2048 kB\n",
+                total_kib * 9 / 10,
+                total_kib * 9 / 10
+            ),
+        )?;
+        w(
+            "proc/self/status",
+            &format!(
+                "Name:\tmembw\nCpus_allowed_list:\t0-{}\nMems_allowed_list:\t0-{}\n",
+                ncpus - 1,
+                nodes - 1
+            ),
+        )?;
+        w("proc/self/cgroup", "0::/\n")?;
+        w(
+            "sys/kernel/mm/transparent_hugepage/enabled",
+            "always [madvise] never\n",
+        )?;
+        let cpuinfo = self.cpuinfo(ncpus);
+        w("proc/cpuinfo", &cpuinfo)?;
+        if let Some(vendor) = &self.system_vendor {
+            w("sys/class/dmi/id/sys_vendor", &format!("{vendor}\n"))?;
+        }
+        for i in 0..self.dimms_per_socket * self.sockets {
+            let p = root.join(format!("sys/firmware/dmi/entries/17-{i}/raw"));
+            write_creating(
+                &p,
+                &smbios_memory_device(i as u16, 64 * 1024, self.dimm_mts),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Each CPU's topology and caches, as Linux lays them out under
+    /// /sys/devices/system/cpu.
+    fn write_cpus(
+        &self,
+        w: &impl Fn(&str, &str) -> io::Result<()>,
+        ncpus: usize,
+    ) -> io::Result<()> {
         let cores_per_socket = self.nodes_per_socket * self.cores_per_node;
         for core in 0..self.cores() {
             let socket = core / cores_per_socket;
@@ -308,83 +377,55 @@ impl MachineSpec {
                 }
             }
         }
-        let nodes = self.cpu_nodes() + self.memory_only_nodes;
-        let node_kib = self.node_memory_gib << 20;
-        if self.numa {
-            let ids = format!("0-{}\n", nodes - 1);
-            for f in ["online", "possible", "has_memory", "has_normal_memory"] {
-                w(&format!("sys/devices/system/node/{f}"), &ids)?;
-            }
-            w(
-                "sys/devices/system/node/has_cpu",
-                &format!("0-{}\n", self.cpu_nodes() - 1),
-            )?;
-            for node in 0..nodes {
-                let base = format!("sys/devices/system/node/node{node}");
-                let cpus = if node < self.cpu_nodes() {
-                    let first = node * self.cores_per_node;
-                    self.cpus_of_cores(first..first + self.cores_per_node)
-                } else {
-                    Vec::new()
-                };
-                w(&format!("{base}/cpulist"), &(format_ranges(&cpus) + "\n"))?;
-                w(&format!("{base}/cpumap"), &(cpumask(&cpus, ncpus) + "\n"))?;
-                let d: Vec<String> = (0..nodes)
-                    .map(|to| self.distance(node, to).to_string())
-                    .collect();
-                w(&format!("{base}/distance"), &format!("{}\n", d.join(" ")))?;
-                w(
-                    &format!("{base}/meminfo"),
-                    &format!(
-                        "Node {node} MemTotal:       {node_kib} kB\nNode {node} MemFree:        {} kB\nNode {node} MemUsed:        {} kB\n",
-                        node_kib * 9 / 10,
-                        node_kib / 10
-                    ),
-                )?;
-                self.write_tiers(&w, node, &base)?;
-            }
+        Ok(())
+    }
+
+    /// Each NUMA node's CPUs, distances, memory and tiers.
+    fn write_nodes(
+        &self,
+        w: &impl Fn(&str, &str) -> io::Result<()>,
+        nodes: usize,
+        node_kib: u64,
+        ncpus: usize,
+    ) -> io::Result<()> {
+        let ids = format!("0-{}\n", nodes - 1);
+        for f in ["online", "possible", "has_memory", "has_normal_memory"] {
+            w(&format!("sys/devices/system/node/{f}"), &ids)?;
         }
-        for (kib, pages) in [(2048, FIXTURE_FREE_2M_PAGES), (1048576, 0)] {
-            let pool = format!("sys/kernel/mm/hugepages/hugepages-{kib}kB");
+        w(
+            "sys/devices/system/node/has_cpu",
+            &format!("0-{}\n", self.cpu_nodes() - 1),
+        )?;
+        for node in 0..nodes {
+            let base = format!("sys/devices/system/node/node{node}");
+            let cpus = if node < self.cpu_nodes() {
+                let first = node * self.cores_per_node;
+                self.cpus_of_cores(first..first + self.cores_per_node)
+            } else {
+                Vec::new()
+            };
+            w(&format!("{base}/cpulist"), &(format_ranges(&cpus) + "\n"))?;
+            w(&format!("{base}/cpumap"), &(cpumask(&cpus, ncpus) + "\n"))?;
+            let d: Vec<String> = (0..nodes)
+                .map(|to| self.distance(node, to).to_string())
+                .collect();
+            w(&format!("{base}/distance"), &format!("{}\n", d.join(" ")))?;
             w(
-                &format!("{pool}/nr_hugepages"),
-                &format!("{}\n", pages * nodes as u64),
+                &format!("{base}/meminfo"),
+                &format!(
+                    "Node {node} MemTotal:       {node_kib} kB\nNode {node} MemFree:        {} kB\nNode {node} MemUsed:        {} kB\n",
+                    node_kib * 9 / 10,
+                    node_kib / 10
+                ),
             )?;
-            w(
-                &format!("{pool}/free_hugepages"),
-                &format!("{}\n", pages * nodes as u64),
-            )?;
+            self.write_tiers(&w, node, &base)?;
         }
-        if !self.interleave_weights.is_empty() {
-            for (node, weight) in self.interleave_weights.iter().enumerate() {
-                w(
-                    &format!("sys/kernel/mm/mempolicy/weighted_interleave/node{node}"),
-                    &format!("{weight}\n"),
-                )?;
-            }
-        }
-        let total_kib = node_kib * nodes as u64;
-        w(
-            "proc/meminfo",
-            &format!(
-                "MemTotal:       {total_kib} kB\nMemFree:        {} kB\nMemAvailable:   {} kB\nHugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:       2048 kB\n",
-                total_kib * 9 / 10,
-                total_kib * 9 / 10
-            ),
-        )?;
-        w(
-            "proc/self/status",
-            &format!(
-                "Name:\tmembw\nCpus_allowed_list:\t0-{}\nMems_allowed_list:\t0-{}\n",
-                ncpus - 1,
-                nodes - 1
-            ),
-        )?;
-        w("proc/self/cgroup", "0::/\n")?;
-        w(
-            "sys/kernel/mm/transparent_hugepage/enabled",
-            "always [madvise] never\n",
-        )?;
+        Ok(())
+    }
+
+    /// /proc/cpuinfo: x86's fields, or Arm's implementer and part.
+    fn cpuinfo(&self, ncpus: usize) -> String {
+        let cores_per_socket = self.nodes_per_socket * self.cores_per_node;
         let mut cpuinfo = String::new();
         for cpu in 0..ncpus {
             let core = cpu % self.cores();
@@ -404,18 +445,7 @@ impl MachineSpec {
                 self.flags
             ));
         }
-        w("proc/cpuinfo", &cpuinfo)?;
-        if let Some(vendor) = &self.system_vendor {
-            w("sys/class/dmi/id/sys_vendor", &format!("{vendor}\n"))?;
-        }
-        for i in 0..self.dimms_per_socket * self.sockets {
-            let p = root.join(format!("sys/firmware/dmi/entries/17-{i}/raw"));
-            write_creating(
-                &p,
-                &smbios_memory_device(i as u16, 64 * 1024, self.dimm_mts),
-            )?;
-        }
-        Ok(())
+        cpuinfo
     }
 }
 

@@ -9,6 +9,7 @@
 //! legend marks and the peak line are thinner (tests rely on that).
 
 pub mod bandwidth;
+mod heat;
 pub mod kernels;
 pub mod latency;
 pub mod nodes;
@@ -18,6 +19,7 @@ pub use latency::{latency_matrix_plot, latency_sizes_plot, loaded_plot};
 pub use nodes::{aggregate_plot, nodes_plot};
 
 use crate::units::Bytes;
+use heat::heat_map;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 
@@ -372,124 +374,4 @@ pub(super) fn size_axis_chart<'a, 'b>(
     }
     draw_series(&mut chart, series)?;
     Some(chart)
-}
-
-/// The heat map's colour for a share of the largest value: one hue from
-/// pale (low) to dark (high), so lightness alone carries the value, which
-/// colour-blind readers and grey-scale prints see too.
-pub(super) fn heat(t: f64) -> HSLColor {
-    let t = t.clamp(0.0, 1.0);
-    HSLColor(0.58, 0.65, 0.93 - 0.58 * t)
-}
-
-/// Drawn in pixels rather than on a chart: cells, numbers and node labels
-/// stay centered whatever the matrix size (one node included).
-pub(super) fn heat_map(cells: &[(usize, usize, f64)], title: &str, unit: &str) -> Option<String> {
-    use plotters::style::text_anchor::{HPos, Pos, VPos};
-    let rows: std::collections::BTreeSet<usize> = cells.iter().map(|c| c.0).collect();
-    let cols: std::collections::BTreeSet<usize> = cells.iter().map(|c| c.1).collect();
-    let (rows, cols): (Vec<usize>, Vec<usize>) =
-        (rows.into_iter().collect(), cols.into_iter().collect());
-    let max = cells.iter().map(|c| c.2).fold(f64::MIN_POSITIVE, f64::max);
-    let cell: i32 = if rows.len().max(cols.len()) > 8 {
-        48
-    } else {
-        72
-    };
-    let (left, top) = (90, 50);
-    let scale_x = left + cell * cols.len() as i32 + 40;
-    let width = (scale_x + 130).max(560);
-    let height = top + cell * rows.len() as i32 + 70;
-    let centered = |size: u32| {
-        TextStyle::from(("sans-serif", size).into_font()).pos(Pos::new(HPos::Center, VPos::Center))
-    };
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (width as u32, height as u32)).into_drawing_area();
-        root.fill(&WHITE).ok()?;
-        root.draw(&Text::new(title.to_string(), (width / 2, 22), centered(16)))
-            .ok()?;
-        for &(r, c, v) in cells {
-            let x = left + cell * cols.iter().position(|&n| n == c)? as i32;
-            let y = top + cell * rows.iter().position(|&n| n == r)? as i32;
-            let fill = heat(v / max);
-            root.draw(&Rectangle::new(
-                [(x, y), (x + cell, y + cell)],
-                fill.filled(),
-            ))
-            .ok()?;
-            root.draw(&Rectangle::new(
-                [(x, y), (x + cell, y + cell)],
-                WHITE.stroke_width(1),
-            ))
-            .ok()?;
-            // White numbers on the dark cells.
-            let ink = if v / max > 0.6 { WHITE } else { BLACK };
-            root.draw(&Text::new(
-                format!("{v:.1}"),
-                (x + cell / 2, y + cell / 2),
-                centered(14).color(&ink),
-            ))
-            .ok()?;
-        }
-        for (i, n) in cols.iter().enumerate() {
-            let x = left + cell * i as i32 + cell / 2;
-            root.draw(&Text::new(
-                n.to_string(),
-                (x, top + cell * rows.len() as i32 + 14),
-                centered(13),
-            ))
-            .ok()?;
-        }
-        for (i, n) in rows.iter().enumerate() {
-            let y = top + cell * i as i32 + cell / 2;
-            root.draw(&Text::new(n.to_string(), (left - 14, y), centered(13)))
-                .ok()?;
-        }
-        let grid_bottom = top + cell * rows.len() as i32;
-        // The colour scale: 0 at the bottom, the largest cell at the top.
-        let steps = 32;
-        let bar_height = (grid_bottom - top).max(steps);
-        for k in 0..steps {
-            let y0 = grid_bottom - bar_height * (k + 1) / steps;
-            let y1 = grid_bottom - bar_height * k / steps;
-            let t = (k as f64 + 0.5) / steps as f64;
-            root.draw(&Rectangle::new(
-                [(scale_x, y0), (scale_x + 18, y1)],
-                heat(t).filled(),
-            ))
-            .ok()?;
-        }
-        let left_text = |size: u32| {
-            TextStyle::from(("sans-serif", size).into_font())
-                .pos(Pos::new(HPos::Left, VPos::Center))
-        };
-        root.draw(&Text::new(
-            format!("{max:.1} {unit}"),
-            (scale_x + 24, grid_bottom - bar_height),
-            left_text(13),
-        ))
-        .ok()?;
-        root.draw(&Text::new(
-            format!("0 {unit}"),
-            (scale_x + 24, grid_bottom),
-            left_text(13),
-        ))
-        .ok()?;
-        root.draw(&Text::new(
-            "memory node",
-            (left + cell * cols.len() as i32 / 2, grid_bottom + 40),
-            centered(14),
-        ))
-        .ok()?;
-        root.draw(&Text::new(
-            "CPU node",
-            (left - 50, top + cell * rows.len() as i32 / 2),
-            centered(14),
-        ))
-        .ok()?;
-        root.present().ok()?;
-    }
-    Some(svg)
 }

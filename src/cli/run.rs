@@ -1,0 +1,258 @@
+//! `membw run`: one measurement of this node (or, under mpirun, of every
+//! rank), printed as STREAM does and explained.
+
+use super::args::{self, KernelList, MeasureArgs, PeakArgs, PlacementArgs, parse_kernel_list};
+use super::common::{self, print, read_topology};
+use super::env;
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::memory::policy as mempolicy;
+use crate::peak;
+use crate::placement::spellings;
+use crate::plan::{self, Prepared, Settings};
+use crate::report;
+use crate::results::{Request, RunReport};
+use crate::units::{ArraySize, Bytes, ELEMENT_BYTES};
+use clap::Args;
+use std::io::IsTerminal;
+
+#[derive(Args, Debug)]
+pub(crate) struct RunArgs {
+    /// Kernels to run, comma-separated (each repetition runs them in this order): copy, scale,
+    /// add, triad, read, write, init, update, daxpy, striad, sdaxpy, nstream, dot; or a group:
+    /// stream (the first four), tbb (TheBandwidthBenchmark's), babelstream, all
+    #[arg(long, value_parser = parse_kernel_list, default_value = "stream")]
+    kernels: KernelList,
+
+    #[command(flatten)]
+    measure: MeasureArgs,
+
+    #[command(flatten)]
+    placement: PlacementArgs,
+
+    /// Output format
+    #[arg(long, default_value = "text", default_value_if("json", clap::builder::ArgPredicate::IsPresent, "json"), value_parser = args::format_parser("run"))]
+    format: crate::report::export::Format,
+
+    /// Same as --format json
+    #[arg(long, conflicts_with = "format")]
+    json: bool,
+
+    /// Print only the STREAM table
+    #[arg(short, long)]
+    quiet: bool,
+
+    #[command(flatten)]
+    peak: PeakArgs,
+
+    /// Also append this run to a results file as one JSON Lines record (created if missing), for report and compare
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<std::path::PathBuf>,
+
+    /// Also write the rates in node_exporter's textfile format to FILE (atomically)
+    #[arg(long, value_name = "FILE")]
+    prom: Option<std::path::PathBuf>,
+
+    /// Across ranks: flag nodes below this share of the median node
+    #[arg(long, default_value_t = crate::ranks::DEFAULT_OUTLIER, value_parser = super::parse_share, help_heading = "Across ranks (MPI)")]
+    outlier: f64,
+
+    /// Across ranks: give up on a rank that does not answer within this time
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration, help_heading = "Across ranks (MPI)")]
+    rank_timeout: std::time::Duration,
+}
+
+/// What is about to run, for a terminal.
+fn say_starting(plan: &plan::Plan) {
+    crate::say!(
+        "membw: {}, {} × {} arrays, {} ...",
+        crate::units::plural(plan.cpus.len(), "thread"),
+        plan.arrays_needed().len(),
+        Bytes(plan.elements as u64 * ELEMENT_BYTES),
+        crate::units::plural(plan.ntimes, "repetition")
+    );
+}
+
+/// What `run` was asked, before defaults, for the report's `request`.
+fn run_request(
+    m: &args::MeasureArgs,
+    placement: &args::Placement,
+    settings: &Settings,
+    stores_reason: String,
+    topo: &crate::topology::Topology,
+) -> Request {
+    Request {
+        size: m.size.map(|s| match s {
+            ArraySize::Elements(n) => n.to_string(),
+            ArraySize::Bytes(b) => format!("{} B", b.0),
+        }),
+        threads: placement.request.threads,
+        placement: placement.described.clone(),
+        isa: settings.measure.isa.map_or("auto", |i| i.name()).into(),
+        stores: settings.stores.to_string(),
+        stores_reason,
+        inherited_mem_policy: m
+            .mem
+            .is_empty()
+            .then(crate::memory::inherited::policy)
+            .flatten(),
+        cpuset_mems: crate::memory::inherited::cpuset_mems(topo),
+    }
+}
+
+/// `run -o FILE`: the run as one record of a results file.
+fn keep_run(
+    session: &mut crate::engine::BandwidthSession,
+    engine: &Engine,
+    point: crate::results::Point,
+    plan: &plan::Plan,
+    report: &RunReport,
+) -> Result<()> {
+    let job = crate::engine::Job {
+        point,
+        plan: plan.clone(),
+        label: String::new(),
+        by: crate::engine::By::Engine,
+    };
+    let (point, payload) = engine.payload(
+        &job,
+        vec![crate::results::RunResult::from_measurement(
+            &report.measurement,
+        )],
+    );
+    session.keep(point, payload).map(|_| ())
+}
+
+/// The source for one rank of a multi-rank run.
+#[cfg(feature = "mpi")]
+fn ranks_source(
+    launch: &crate::ranks::launcher::Launch,
+    args: &RunArgs,
+    peak: Option<&peak::Peak>,
+) -> Result<Box<dyn crate::engine::source::Source>> {
+    let source = crate::ranks::mpi::MpiSource::init(
+        launch.local_rank,
+        peak.map(peak::Peak::node_gb_s),
+        args.outlier,
+        args.rank_timeout,
+    )?;
+    Ok(Box::new(source))
+}
+
+#[cfg(not(feature = "mpi"))]
+fn ranks_source(
+    _: &crate::ranks::launcher::Launch,
+    _: &RunArgs,
+    _: Option<&peak::Peak>,
+) -> Result<Box<dyn crate::engine::source::Source>> {
+    unreachable!("MeasureArgs::launch refuses ranks without the mpi feature")
+}
+
+/// `run -o FILE`, opened before anything is measured: a new file, or an
+/// existing one to append to (a torn last line from a crash is dropped
+/// first). The run becomes one record, the same shape as a sweep's, so
+/// that `report` and `compare` read it.
+pub(crate) fn open_run_output(path: &std::path::Path) -> Result<crate::results::file::ResultsFile> {
+    use crate::results::file::ResultsFile;
+    if !path.exists() {
+        return ResultsFile::create(path).map_err(|e| common::file_error(e, "--output"));
+    }
+    let (file, torn) = ResultsFile::resume(path).map_err(|e| common::file_error(e, "--output"))?;
+    if let Some(line) = torn {
+        crate::say!(
+            "membw: {}: dropped line {line}, cut short by an earlier crash or full disk",
+            path.display()
+        );
+    }
+    Ok(file)
+}
+
+pub(crate) fn run(args: RunArgs) -> Result<()> {
+    if let Some(p) = &args.prom {
+        common::check_writable(p, "--prom", true)?;
+    }
+    let m = &args.measure;
+    let (topo, _weights) = common::with_weights(m.weights.as_deref(), read_topology(None)?)?;
+    let (mem_text, stores) = m.single("run")?;
+    let placement = args.placement.placement(&env::Vars::from_process())?;
+    let settings = Settings::new(
+        &m.measure(args.kernels.0.clone()),
+        placement.request.clone(),
+        stores,
+        mempolicy::parse(&mem_text, &topo)?,
+    );
+    let Prepared {
+        plan,
+        stores_reason,
+    } = plan::prepare(&topo, &settings).map_err(|e| placement.name_error(e))?;
+    common::note_unused_arrays(&mem_text, &plan.arrays_needed());
+    let peak_estimate = peak::for_policy(&topo, &args.peak.request(), &plan.mem);
+    let mut source = match m.launch("run")? {
+        Some(launch) => ranks_source(&launch, &args, peak_estimate.as_ref())?,
+        None => m.source()?,
+    };
+    let mut engine = Engine::new(&topo, source.as_mut(), peak_estimate);
+
+    if std::io::stderr().is_terminal() && !args.quiet {
+        say_starting(&plan);
+    }
+    // Only the process that reports writes (rank 0 of an MPI run).
+    let mut output = match &args.output {
+        Some(path) if engine.reports() => Some(crate::engine::BandwidthSession::new(
+            "run",
+            crate::results::Host::describe(&topo),
+            Default::default(),
+            Some(open_run_output(path)?),
+        )),
+        _ => None,
+    };
+    let measurement = engine.measure(&plan)?;
+    if !engine.reports() {
+        // Rank 0 prints for every rank.
+        return Ok(());
+    }
+    for w in &measurement.warnings {
+        crate::say!("membw: warning: {w}");
+    }
+    let request = run_request(m, &placement, &settings, stores_reason, &topo);
+    let peak = engine.peak_use(
+        &plan.cpus,
+        measurement
+            .results
+            .iter()
+            .map(|r| (r.kernel, r.best_gb_s())),
+    );
+    let mut report = RunReport::new(
+        &topo,
+        engine.source_name(),
+        request,
+        measurement,
+        peak,
+        spellings::spell_plan(&plan.cpus, &plan.mem, plan.hugepages),
+    );
+    if report.measurement.ranks().is_some() {
+        // Rank 0's sockets are not the ranks' sockets: the per-node table
+        // carries each node's share of its peak instead.
+        report.peak = None;
+        report.peak_unknown = None;
+    }
+    if let Some(w) = report.peak.as_ref().and_then(|p| p.implausible()) {
+        crate::say!("membw: warning: {w}");
+    }
+    if let Some(session) = &mut output {
+        let point =
+            crate::results::Point::new(placement.described.clone(), &mem_text, stores, &plan, None);
+        keep_run(session, &engine, point, &plan, &report)?;
+    }
+    print(common::render_as(
+        args.format,
+        &report::export::Document::Run {
+            report: &report,
+            quiet: args.quiet,
+        },
+    )?)?;
+    if let Some(p) = &args.prom {
+        common::write_atomic(p, "--prom", report::prom::run(&report).as_bytes())?;
+    }
+    crate::results::require_valid(&report.measurement)
+}
