@@ -58,8 +58,8 @@ fn latency_json_has_the_documented_fields() {
 #[test]
 fn bad_latency_input_is_one_line() {
     usage_error(&["latency", "--cpu", "100000"], "--cpu 100000");
-    usage_error(&["latency", "--sizes", "1TiB"], "--sizes");
-    usage_error(&["latency", "--sizes", "64B"], "--sizes");
+    usage_error(&["latency", "--sizes", "1TiB"], "--working-sets");
+    usage_error(&["latency", "--sizes", "64B"], "--working-sets");
     // More than the machine has is refused before anything is mapped.
     let total_kib: u64 = std::fs::read_to_string("/proc/meminfo")
         .unwrap()
@@ -70,7 +70,7 @@ fn bad_latency_input_is_one_line() {
     if total_kib < 30 << 20 {
         usage_error(&["latency", "--sizes", "32GiB"], "available");
     }
-    usage_error(&["latency", "--sizes", "lots"], "--sizes");
+    usage_error(&["latency", "--sizes", "lots"], "--working-sets");
     usage_error(&["latency", "--mem", "bind:99"], "--mem");
     usage_error(&["latency", "--mem", "a=local,b=bind:0"], "--mem");
     usage_error(&["latency", "--ghz", "0"], "--ghz");

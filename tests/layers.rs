@@ -337,3 +337,77 @@ fn no_function_outside_the_kernels_and_tests_is_over_100_lines() {
     assert_eq!(long_functions(&planted, 100), [("long".to_string(), 103)]);
     assert!(long_functions(&planted, 103).is_empty());
 }
+
+/// What a long flag means to a reader of `--help`: the value it names
+/// and whether it takes one (none, optional, required). A list of the
+/// same values (sweep's axes) means the same as one value.
+fn flag_meanings(cmd: &clap::Command) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for sub in cmd.get_subcommands() {
+        for arg in sub.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            let takes = arg.get_num_args().unwrap_or_default();
+            let meaning = match arg.get_action() {
+                clap::ArgAction::Set | clap::ArgAction::Append => format!(
+                    "{} <{}>",
+                    if takes.min_values() == 0 {
+                        "optional"
+                    } else {
+                        "value"
+                    },
+                    arg.get_value_names()
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|n| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+                _ => "switch".to_string(),
+            };
+            let names = std::iter::once(long).chain(arg.get_all_aliases().unwrap_or_default());
+            for name in names {
+                out.entry(name.to_string())
+                    .or_default()
+                    .insert(sub.get_name().to_string(), meaning.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The long flags whose meaning differs between commands, each with its
+/// meaning per command.
+fn flags_with_two_meanings(cmd: &clap::Command) -> Vec<String> {
+    flag_meanings(cmd)
+        .into_iter()
+        .filter(|(_, by_command)| by_command.values().collect::<BTreeSet<_>>().len() > 1)
+        .map(|(flag, by_command)| format!("--{flag}: {by_command:?}"))
+        .collect()
+}
+
+#[test]
+fn a_long_flag_means_one_thing_in_every_command() {
+    use clap::CommandFactory;
+    let cli = membw::cli::Cli::command();
+    let two = flags_with_two_meanings(&cli);
+    assert!(two.is_empty(), "{}", two.join("\n"));
+    // Sizes are spelled so that an array's and a working set's cannot be
+    // confused; the older spellings still work.
+    let meanings = flag_meanings(&cli);
+    assert!(meanings["array-size"].contains_key("run"));
+    assert!(meanings["working-sets"].contains_key("sweep"));
+    assert!(meanings["working-sets"].contains_key("latency"));
+    assert_eq!(meanings["size"], meanings["array-size"]);
+    // The check catches a flag planted with a second meaning: a switch in
+    // one command, a value in another.
+    let planted = clap::Command::new("membw")
+        .subcommand(clap::Command::new("a").arg(clap::Arg::new("x").long("sizes")))
+        .subcommand(
+            clap::Command::new("b").arg(
+                clap::Arg::new("x")
+                    .long("sizes")
+                    .action(clap::ArgAction::SetTrue),
+            ),
+        );
+    assert_eq!(flags_with_two_meanings(&planted).len(), 1);
+}

@@ -215,7 +215,7 @@ impl PlacementArgs {
 pub(crate) struct MeasureArgs {
     /// Elements per array (80M, 800000000) or bytes per array (512MB, 6GiB)
     /// [default: STREAM's rule, 4 × the caches of the CPUs used (sweep, tune: of all allowed CPUs), at least 10M]
-    #[arg(long, value_parser = parse_array_size, help_heading = "Measurement")]
+    #[arg(long = "array-size", visible_alias = "size", value_name = "SIZE", value_parser = parse_array_size, help_heading = "Measurement")]
     pub(crate) size: Option<ArraySize>,
 
     /// Repetitions of each kernel per run; the first is not counted, as in STREAM

@@ -29,7 +29,7 @@ pub(crate) struct LatencyArgs {
 
     /// Working sets: a list (32KiB,1MiB,256MiB) or a doubling range (4KiB..1GiB);
     /// --numa-matrix and --loaded use the largest
-    #[arg(long, default_value = "4KiB..256MiB", value_parser = parse_working_sets)]
+    #[arg(long = "working-sets", visible_alias = "sizes", value_name = "SIZES", default_value = "4KiB..256MiB", value_parser = parse_working_sets)]
     sizes: WorkingSets,
 
     /// Memory policy of the working set (local, bind:N, interleave:all, preferred:N)
@@ -53,9 +53,9 @@ pub(crate) struct LatencyArgs {
     #[arg(long)]
     ghz: Option<f64>,
 
-    /// Latency from every CPU node (its first allowed CPU) to every memory node, CPU-less nodes included
-    #[arg(long, help_heading = "Studies")]
-    numa_matrix: bool,
+    /// Latency from every CPU node (single: its first allowed CPU, a chase's one form) to every memory node, CPU-less nodes included
+    #[arg(long, num_args = 0..=1, default_missing_value = "single", value_parser = ["single"], help_heading = "Studies")]
+    numa_matrix: Option<String>,
 
     /// Loaded latency: load threads run a traffic mix with a swept delay while one thread chases
     #[arg(long, conflicts_with = "numa_matrix", help_heading = "Studies")]
@@ -89,7 +89,13 @@ pub(crate) struct LatencyArgs {
     isa: IsaArg,
 
     /// Also append every point to this results file (JSON Lines), for report and compare
-    #[arg(long, short, conflicts_with = "resume", help_heading = "Results")]
+    #[arg(
+        long,
+        short,
+        value_name = "FILE",
+        conflicts_with = "resume",
+        help_heading = "Results"
+    )]
     output: Option<PathBuf>,
 
     /// Also write the idle and matrix latencies in node_exporter's textfile format to FILE (atomically)
@@ -204,7 +210,7 @@ fn page_sizes(args: &LatencyArgs) -> Result<Vec<Hugepages>> {
             pages.push(p);
         }
     }
-    if pages.len() > 1 && (args.numa_matrix || args.loaded) {
+    if pages.len() > 1 && (args.numa_matrix.is_some() || args.loaded) {
         return Err(Error::Usage(
             "--hugepages: --numa-matrix and --loaded take one page size; the idle curve takes several".into(),
         ));
@@ -220,7 +226,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         super::common::with_weights(args.weights.as_deref(), super::common::read_topology(None)?)?;
     let cpu = chase_cpu(&topo, args.cpu)?;
     let mut sizes = args.sizes.0.clone();
-    if args.numa_matrix || args.loaded {
+    if args.numa_matrix.is_some() || args.loaded {
         let largest = sizes.iter().copied().max().unwrap_or(256 << 20);
         sizes = vec![largest];
     }
@@ -251,7 +257,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         time_per_size: args.time,
         clock_ghz,
     };
-    let study = if args.numa_matrix {
+    let study = if args.numa_matrix.is_some() {
         Study::Matrix
     } else if loaded.is_some() {
         Study::Loaded
@@ -325,7 +331,7 @@ fn check_room(topo: &Topology, sizes: &[u64], loaded: Option<&LoadedPlan>) -> Re
         && needed > room
     {
         return Err(Error::Usage(format!(
-            "--sizes {}{}: more than the {} of memory available",
+            "--working-sets {}{}: more than the {} of memory available",
             Bytes(largest),
             if load_bytes > 0 {
                 format!(" with {} of load arrays", Bytes(load_bytes))

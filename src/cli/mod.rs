@@ -163,7 +163,11 @@ fn one_line(rendered: &str) -> String {
 
 /// The flag a domain input error is about.
 fn flag(input: Input) -> String {
-    format!("--{}", input.name())
+    match input {
+        Input::Size => "--array-size".into(),
+        Input::Sizes => "--working-sets".into(),
+        other => format!("--{}", other.name()),
+    }
 }
 
 /// Parses the process arguments and runs the command; clap's own errors

@@ -58,8 +58,8 @@ pub(crate) struct SweepArgs {
           conflicts_with_all = ["threads", "strategy", "places", "pin", "sizes"])]
     numa_matrix: Option<NumaArg>,
 
-    /// Working sets per thread (all arrays): 16KiB..4GiB (powers of two) or 1MiB,64MiB
-    #[arg(long, value_parser = parse_sizes, help_heading = "Axes")]
+    /// Working sets per thread (all arrays together): 16KiB..4GiB (powers of two) or 1MiB,64MiB
+    #[arg(long = "working-sets", visible_alias = "sizes", value_name = "SIZES", value_parser = parse_sizes, help_heading = "Axes")]
     sizes: Option<Sizes>,
 
     /// The tier study: shares of each thread's pages on --far-node, in %, each a point
@@ -101,7 +101,7 @@ pub(crate) struct SweepArgs {
     repeat: u32,
 
     /// Results file (JSON Lines) [default: membw-sweep-<time>-<pid>.jsonl]
-    #[arg(long, short, conflicts_with = "resume")]
+    #[arg(long, short, value_name = "FILE", conflicts_with = "resume")]
     output: Option<PathBuf>,
 
     /// Continue a sweep: skip points already in FILE, append the rest to it

@@ -34,7 +34,7 @@ pub(crate) struct TuneArgs {
     repeat: u32,
 
     /// Also write every candidate's record to FILE (JSON Lines, for membw report)
-    #[arg(long, short)]
+    #[arg(long, short, value_name = "FILE")]
     output: Option<PathBuf>,
 
     /// Output format (jsonl: every candidate's record, best first)
