@@ -225,3 +225,20 @@ fn json_lines_flow_into_report_and_html_covers_every_report() {
         "invalid value 'csv' for '--format <FORMAT>' [possible values: text, jsonl, markdown]",
     );
 }
+
+#[test]
+fn run_and_sweep_files_of_the_same_configuration_pair_in_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (a, b, c) = (path("run.jsonl"), path("sweep.jsonl"), path("one.jsonl"));
+    let fixed = ["--fake-source", "4", "--array-size", "1M"];
+    stdout(&[&["run", "-q", "-o", &a][..], &fixed[..]].concat());
+    // The same CPUs, policy and stores, asked for another way.
+    stdout(&[&["sweep", "-o", &b][..], &fixed[..]].concat());
+    // One thread: another measurement.
+    stdout(&[&["sweep", "--threads", "1", "-o", &c][..], &fixed[..]].concat());
+    let same = stdout(&["compare", &a, &b]);
+    assert!(same.contains("1 point in both"), "{same}");
+    let other = stdout(&["compare", &a, &c]);
+    assert!(other.contains("0 points in both"), "{other}");
+}

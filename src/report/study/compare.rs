@@ -131,9 +131,19 @@ fn index(rs: &[Record], kernel: KernelId) -> Indexed {
                     String::new()
                 }
             );
-            // Paired by the stores that ran: an `auto` point that ran
-            // NT stores is the same measurement as an `nt` one.
+            // Paired by what ran, not by how it was asked for: the CPUs
+            // the threads ran on (`run -o`'s "default: one thread per core,
+            // spread" and `sweep -o`'s "spread" are the same CPUs), and the
+            // stores that ran (an `auto` point that ran NT stores is the
+            // same measurement as an `nt` one).
             let mut point = r.point.clone();
+            if let Some(run) = r.runs.first().filter(|run| !run.cpus.is_empty()) {
+                let mut cpus = run.cpus.clone();
+                cpus.sort_unstable();
+                cpus.dedup();
+                point.placement =
+                    format!("cpus {}", crate::topology::cpulist::format_ranges(&cpus));
+            }
             if let (StoresRequest::Auto, Some(ran)) =
                 (point.stores, r.runs.first().and_then(|run| run.stores))
             {
