@@ -411,3 +411,47 @@ fn a_long_flag_means_one_thing_in_every_command() {
         );
     assert_eq!(flags_with_two_meanings(&planted).len(), 1);
 }
+
+/// Files outside `results` that parse JSON: each one reads something that
+/// is not a document membw writes, and says what.
+const NOT_DOCUMENTS: [(&str, &str); 2] = [
+    ("ranks/mpi.rs", "messages between the ranks of one run"),
+    (
+        "topology/fixture.rs",
+        "machine descriptions people write for fixture trees",
+    ),
+];
+
+/// The files whose code (unit tests aside) parses JSON outside `results`,
+/// the one reader of membw's documents.
+fn readers_outside_results(files: &BTreeMap<String, String>) -> Vec<String> {
+    files
+        .iter()
+        .filter(|(path, _)| !path.starts_with("results/"))
+        .filter(|(path, _)| !NOT_DOCUMENTS.iter().any(|(p, _)| p == path))
+        .filter(|(_, text)| {
+            let body = code(text);
+            [
+                "serde_json::from_",
+                "Deserializer::from_",
+                "serde_path_to_error::",
+            ]
+            .iter()
+            .any(|reader| body.contains(reader))
+        })
+        .map(|(path, _)| format!("src/{path}"))
+        .collect()
+}
+
+#[test]
+fn only_results_reads_membws_documents() {
+    let t = tree();
+    assert_eq!(readers_outside_results(&t.files), Vec::<String>::new());
+    // A planted reader (fleet history walking a verdict itself) is caught.
+    let mut planted = t.files.clone();
+    planted.insert(
+        "health/history.rs".into(),
+        "fn read(t: &str) { let v: serde_json::Value = serde_json::from_str(t).unwrap(); }".into(),
+    );
+    assert_eq!(readers_outside_results(&planted), ["src/health/history.rs"]);
+}

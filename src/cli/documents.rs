@@ -224,23 +224,16 @@ fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
         let bytes = crate::results::file::read_regular(path, 16 << 20)
             .map_err(super::common::input_file_error)?;
         let text = String::from_utf8_lossy(&bytes);
-        // One document, or one per line.
-        let docs: Vec<serde_json::Value> = match serde_json::from_str(&text) {
-            Ok(doc) => vec![doc],
-            Err(_) => text
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .map(serde_json::from_str)
-                .collect::<std::result::Result<_, _>>()
-                .map_err(|e| Error::Usage(format!("{}: not JSON ({e})", path.display())))?,
-        };
+        let docs = crate::results::typed::fleet_documents(&text).map_err(|(line, why)| {
+            let at = if line > 1 {
+                format!(" line {line}:")
+            } else {
+                String::new()
+            };
+            Error::Usage(format!("{}:{at} {why}", path.display()))
+        })?;
         for doc in &docs {
-            samples.extend(history::samples(doc, kernel).ok_or_else(|| {
-                Error::Usage(format!(
-                    "{}: neither a check verdict (membw check --format json) nor a run document (membw run --format json)",
-                    path.display()
-                ))
-            })?);
+            samples.extend(history::samples(doc, kernel));
         }
     }
     if samples.is_empty() {

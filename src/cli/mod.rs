@@ -247,9 +247,7 @@ fn topo(args: TopoArgs) -> Result<()> {
         let (spec_path, dir) = (&paths[0], &paths[1]);
         let text = std::fs::read_to_string(spec_path)
             .map_err(|e| Error::Usage(format!("--generate {}: {e}", spec_path.display())))?;
-        let spec: fixture::MachineSpec = serde_json::from_str(&text)
-            .map_err(|e| Error::Usage(format!("--generate {}: {e}", spec_path.display())))?;
-        spec.check()
+        let spec = fixture::MachineSpec::parse(&text)
             .map_err(|e| Error::Usage(format!("--generate {}: {e}", spec_path.display())))?;
         spec.write(dir)
             .map_err(|e| Error::Runtime(format!("--generate into {}: {e}", dir.display())))?;

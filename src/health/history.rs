@@ -4,7 +4,7 @@
 //! one broken node cannot drag, unlike mean and standard deviation).
 
 use crate::kernels::KernelId;
-use serde_json::Value;
+use crate::results::typed::FleetDocument;
 use std::collections::BTreeMap;
 
 /// One node's rate at one time.
@@ -16,39 +16,43 @@ pub struct Sample {
     pub gb_s: f64,
 }
 
-/// The samples in one document: a check verdict (its node scope) or a
-/// `membw run` document (the whole run); `None` when it is neither.
-pub fn samples(doc: &Value, kernel: KernelId) -> Option<Vec<Sample>> {
-    let host = doc.pointer("/host/hostname")?.as_str()?.to_string();
-    let time = humantime::parse_rfc3339(doc.get("timestamp")?.as_str()?)
-        .ok()?
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_secs_f64();
-    let name = kernel.spec().name;
-    let gb_s = match doc.get("kind").and_then(Value::as_str) {
+/// The samples in one document: a check verdict (its node scope, when it
+/// could judge the node) or a `membw run` document (the whole run); none
+/// when it has no rate of `kernel` or a time that cannot be read.
+pub fn samples(doc: &FleetDocument, kernel: KernelId) -> Vec<Sample> {
+    let (host, timestamp, gb_s) = match doc {
         // A check that could not judge measured something else.
-        Some("membw-check") if doc.get("judged").and_then(Value::as_bool) == Some(false) => None,
-        Some("membw-check") => doc.get("rates")?.as_array()?.iter().find_map(|r| {
-            (r.get("scope")?.as_str()? == "node" && r.get("kernel")?.as_str()? == name)
-                .then(|| r.get("gb_s")?.as_f64())?
-        }),
-        _ if doc.get("tool").and_then(Value::as_str) == Some("membw") => doc
-            .pointer("/measurement/results")?
-            .as_array()?
-            .iter()
-            .find_map(|r| {
-                (r.get("kernel")?.as_str()? == name)
-                    .then(|| r.get("best_rate_mb_s")?.as_f64().map(|v| v / 1e3))?
-            }),
-        _ => return None,
+        FleetDocument::Check(c) if !c.judged => return Vec::new(),
+        FleetDocument::Check(c) => (
+            &c.host.hostname,
+            &c.timestamp,
+            c.rates
+                .iter()
+                .find(|r| r.scope == "node" && r.kernel == kernel)
+                .map(|r| r.gb_s),
+        ),
+        FleetDocument::Run(r) => (
+            &r.host.hostname,
+            &r.timestamp,
+            r.measurement
+                .results
+                .iter()
+                .find(|k| k.kernel == kernel)
+                .map(|k| k.best_gb_s()),
+        ),
     };
-    // A document without this kernel is a document, with no sample.
-    Some(
-        gb_s.map(|gb_s| Sample { host, time, gb_s })
-            .into_iter()
-            .collect(),
-    )
+    let time = humantime::parse_rfc3339(timestamp)
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs_f64());
+    match (time, gb_s) {
+        (Some(time), Some(gb_s)) => vec![Sample {
+            host: host.clone(),
+            time,
+            gb_s,
+        }],
+        _ => Vec::new(),
+    }
 }
 
 /// One node, judged.
@@ -194,36 +198,33 @@ mod tests {
     }
 
     #[test]
-    fn samples_come_from_checks_and_runs_and_nothing_else() {
-        let check: Value = serde_json::json!({
-            "kind": "membw-check", "timestamp": "1970-01-02T00:00:00Z",
-            "host": {"hostname": "n1"},
-            "rates": [{"scope": "numa:0", "kernel": "triad", "gb_s": 10.0},
-                      {"scope": "node", "kernel": "triad", "gb_s": 80.0}]
-        });
+    fn samples_come_from_checks_and_runs() {
+        use crate::results::typed::{FleetDocument, fleet_documents};
+        let one = |text: &str| fleet_documents(text).unwrap().remove(0);
+        let check = one(include_str!("../../tests/fixtures/documents/check.json"));
+        let at = |s: &[Sample]| {
+            s.iter()
+                .map(|s| (s.host.clone(), s.gb_s))
+                .collect::<Vec<_>>()
+        };
+        // Its node scope, not the NUMA domains'.
         assert_eq!(
-            samples(&check, KernelId::Triad).unwrap(),
-            [s("n1", 86400.0, 80.0)]
+            at(&samples(&check, KernelId::Triad)),
+            [("vm".to_string(), 100.0)]
         );
-        assert_eq!(samples(&check, KernelId::Copy).unwrap(), []);
+        assert!(samples(&check, KernelId::Scale).is_empty());
         // A check that could not judge the node is a document without a sample.
-        let mut busy = check.clone();
-        busy["judged"] = Value::Bool(false);
-        assert_eq!(samples(&busy, KernelId::Triad).unwrap(), []);
-        let run: Value = serde_json::json!({
-            "tool": "membw", "timestamp": "1970-01-01T00:00:10Z", "host": {"hostname": "n2"},
-            "measurement": {"results": [{"kernel": "triad", "best_rate_mb_s": 42000.0}]}
-        });
-        assert_eq!(
-            samples(&run, KernelId::Triad).unwrap(),
-            [s("n2", 10.0, 42.0)]
-        );
+        let FleetDocument::Check(mut busy) = check else {
+            panic!("not a check")
+        };
+        busy.judged = false;
+        assert!(samples(&FleetDocument::Check(busy), KernelId::Triad).is_empty());
+        let run = one(include_str!("../../tests/fixtures/documents/run.json"));
+        let from_run = samples(&run, KernelId::Triad);
+        assert_eq!(from_run.len(), 1);
         assert!(
-            samples(
-                &serde_json::json!({"kind": "membw-baseline"}),
-                KernelId::Triad
-            )
-            .is_none()
+            from_run[0].gb_s > 1.0 && from_run[0].time > 1.7e9,
+            "{from_run:?}"
         );
     }
 }

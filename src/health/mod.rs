@@ -230,38 +230,28 @@ impl Baseline {
     /// named by its path in the file. What depends on the node (its NUMA
     /// domains, caches and memory) is checked where the scopes are planned.
     pub fn parse(text: &str) -> Result<Baseline, BaselineError> {
-        let not = |why: String| BaselineError::NotABaseline(why);
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| not(format!("not JSON ({e})")))?;
-        if value.get("kind").and_then(|k| k.as_str()) != Some(BASELINE_KIND) {
-            return Err(not(
-                "not a membw baseline (make one with `membw baseline -o FILE`)".into(),
-            ));
-        }
-        match value.get("schema_version").and_then(|v| v.as_u64()) {
-            Some(v) if v == BASELINE_SCHEMA as u64 => {}
-            Some(v) => {
-                return Err(not(format!(
-                    "schema version {v}; this membw reads version {BASELINE_SCHEMA} (a newer membw wrote it?)"
-                )));
-            }
-            None => return Err(not("no schema_version".into())),
-        }
-        let b: Baseline = serde_path_to_error::deserialize(value).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner().to_string();
-            // `?` stands for a map key that could not be read (a kernel
-            // name), `.` for the document itself.
-            match path.strip_suffix(".?") {
-                Some(map) => {
-                    BaselineError::field(map, format!("has a key that cannot be read: {inner}"))
+        use crate::results::typed::{self, TypedError};
+        let b: Baseline =
+            typed::document(text, BASELINE_KIND, BASELINE_SCHEMA as u64).map_err(|e| match e {
+                TypedError::NotThisKind(why) if why.starts_with("not a ") => {
+                    BaselineError::NotABaseline(
+                        "not a membw baseline (make one with `membw baseline -o FILE`)".into(),
+                    )
                 }
-                None if path == "." => {
-                    BaselineError::field("the baseline", format!("cannot be read: {inner}"))
-                }
-                None => BaselineError::field(path, format!("cannot be read: {inner}")),
-            }
-        })?;
+                TypedError::NotThisKind(why) => BaselineError::NotABaseline(why),
+                // `?` stands for a map key that could not be read (a kernel
+                // name), `.` for the document itself.
+                TypedError::Field { path, problem } => match path.strip_suffix(".?") {
+                    Some(map) => BaselineError::field(
+                        map,
+                        format!("has a key that cannot be read: {problem}"),
+                    ),
+                    None if path == "." => {
+                        BaselineError::field("the baseline", format!("cannot be read: {problem}"))
+                    }
+                    None => BaselineError::field(path, format!("cannot be read: {problem}")),
+                },
+            })?;
         b.validate()?;
         Ok(b)
     }

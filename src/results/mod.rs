@@ -11,6 +11,7 @@ pub mod measurement;
 mod peak;
 pub mod ranks;
 pub mod read;
+pub mod typed;
 
 pub use estimate::Stats;
 pub use measurement::{Measurement, require_valid};

@@ -110,6 +110,14 @@ fn default_vendor() -> String {
 }
 
 impl MachineSpec {
+    /// A machine described in JSON, by people (not a document membw
+    /// writes), checked for what a fixture tree can hold.
+    pub fn parse(text: &str) -> Result<MachineSpec, String> {
+        let spec: MachineSpec = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        spec.check()?;
+        Ok(spec)
+    }
+
     pub fn cpu_nodes(&self) -> usize {
         self.sockets * self.nodes_per_socket
     }
@@ -297,7 +305,7 @@ impl MachineSpec {
             let p = root.join(format!("sys/firmware/dmi/entries/17-{i}/raw"));
             write_creating(
                 &p,
-                &smbios_memory_device(i as u16, 64 * 1024, self.dimm_mts),
+                &super::smbios::memory_device_record(i as u16, 64 * 1024, self.dimm_mts),
             )?;
         }
         Ok(())
@@ -449,31 +457,6 @@ impl MachineSpec {
     }
 }
 
-/// A minimal SMBIOS 3.x type 17 (Memory Device) structure: formatted area of
-/// 0x54 bytes, then two strings (locator, bank) and the double NUL.
-pub fn smbios_memory_device(handle: u16, size_mib: u32, mts: u16) -> Vec<u8> {
-    let mut f = vec![0u8; 0x54];
-    f[0] = 17;
-    f[1] = 0x54;
-    f[2..4].copy_from_slice(&handle.to_le_bytes());
-    f[0x08..0x0A].copy_from_slice(&72u16.to_le_bytes()); // total width (ECC)
-    f[0x0A..0x0C].copy_from_slice(&64u16.to_le_bytes()); // data width
-    if size_mib < 0x7FFF {
-        f[0x0C..0x0E].copy_from_slice(&(size_mib as u16).to_le_bytes());
-    } else {
-        // 32 GiB and up: the extended size field holds the value.
-        f[0x0C..0x0E].copy_from_slice(&0x7FFFu16.to_le_bytes());
-        f[0x1C..0x20].copy_from_slice(&size_mib.to_le_bytes());
-    }
-    f[0x10] = 1; // device locator: string 1
-    f[0x11] = 2; // bank locator: string 2
-    f[0x12] = 0x1A; // DDR4
-    f[0x15..0x17].copy_from_slice(&mts.to_le_bytes()); // rated speed
-    f[0x20..0x22].copy_from_slice(&mts.to_le_bytes()); // configured speed
-    f.extend_from_slice(format!("DIMM {handle}\0BANK {handle}\0\0").as_bytes());
-    f
-}
-
 /// A machine from tests/fixtures, written to a temporary tree and read back:
 /// unit tests that need a topology use one of these rather than the machine
 /// they happen to run on. The tree lives as long as the returned directory.
@@ -489,7 +472,7 @@ pub(super) fn write_creating(path: &Path, bytes: &[u8]) -> io::Result<()> {
 pub(crate) fn machine(name: &str) -> (tempfile::TempDir, super::Topology) {
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{name}.json"));
     let text = fs::read_to_string(&spec).unwrap_or_else(|e| panic!("{}: {e}", spec.display()));
-    let spec: MachineSpec = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let spec = MachineSpec::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("a temporary directory: {e}"));
     spec.write(dir.path())
         .unwrap_or_else(|e| panic!("writing {name}: {e}"));

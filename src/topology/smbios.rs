@@ -66,14 +66,38 @@ pub(super) fn read(root: &std::path::Path) -> Vec<MemoryDevice> {
         .collect()
 }
 
+/// A minimal SMBIOS 3.x type 17 (Memory Device) structure: formatted area of
+/// 0x54 bytes, then two strings (locator, bank) and the double NUL.
+pub fn memory_device_record(handle: u16, size_mib: u32, mts: u16) -> Vec<u8> {
+    let mut f = vec![0u8; 0x54];
+    f[0] = 17;
+    f[1] = 0x54;
+    f[2..4].copy_from_slice(&handle.to_le_bytes());
+    f[0x08..0x0A].copy_from_slice(&72u16.to_le_bytes()); // total width (ECC)
+    f[0x0A..0x0C].copy_from_slice(&64u16.to_le_bytes()); // data width
+    if size_mib < 0x7FFF {
+        f[0x0C..0x0E].copy_from_slice(&(size_mib as u16).to_le_bytes());
+    } else {
+        // 32 GiB and up: the extended size field holds the value.
+        f[0x0C..0x0E].copy_from_slice(&0x7FFFu16.to_le_bytes());
+        f[0x1C..0x20].copy_from_slice(&size_mib.to_le_bytes());
+    }
+    f[0x10] = 1; // device locator: string 1
+    f[0x11] = 2; // bank locator: string 2
+    f[0x12] = 0x1A; // DDR4
+    f[0x15..0x17].copy_from_slice(&mts.to_le_bytes()); // rated speed
+    f[0x20..0x22].copy_from_slice(&mts.to_le_bytes()); // configured speed
+    f.extend_from_slice(format!("DIMM {handle}\0BANK {handle}\0\0").as_bytes());
+    f
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::fixture::smbios_memory_device;
 
     #[test]
     fn smbios_memory_devices_parse() {
-        let d = parse_memory_device(&smbios_memory_device(3, 32 * 1024, 3200)).unwrap();
+        let d = parse_memory_device(&memory_device_record(3, 32 * 1024, 3200)).unwrap();
         assert_eq!(
             d,
             MemoryDevice {
@@ -82,7 +106,7 @@ mod tests {
                 data_width_bits: 64
             }
         );
-        let mut empty = smbios_memory_device(1, 0, 3200);
+        let mut empty = memory_device_record(1, 0, 3200);
         assert_eq!(parse_memory_device(&empty), None);
         empty[0] = 16;
         assert_eq!(parse_memory_device(&empty), None);
