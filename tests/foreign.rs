@@ -29,6 +29,7 @@ fn a_gcc_stream_build_runs_pinned_and_its_table_is_read() {
         timeout: Duration::from_secs(60),
         sample_every: Duration::from_millis(10),
         show_output: false,
+        stop: &membw::sys::Stop::default(),
     })
     .unwrap();
     assert_eq!(ran.code, Some(0), "{:?}", ran.stderr_tail);

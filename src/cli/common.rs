@@ -68,7 +68,7 @@ pub(crate) fn stop_flag() -> Stop {
     static STOP: std::sync::OnceLock<Stop> = std::sync::OnceLock::new();
     STOP.get_or_init(|| {
         let stop = Stop::default();
-        crate::sys::stop_on_signals(stop.0.clone());
+        crate::sys::stop_on_signals(&stop);
         stop
     })
     .clone()

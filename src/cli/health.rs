@@ -109,13 +109,10 @@ fn make_baseline(args: &BaselineArgs) -> Result<()> {
     let mut engine = Engine::new(&topo, source.as_mut(), None);
     let stop = stop_flag();
     let rounds = args.rounds as usize;
-    let (scopes, interference) = check::measure_baseline(
-        &mut engine,
-        &jobs,
-        rounds,
-        &|| stop.signal().is_some(),
-        &mut |i| crate::say!("membw: round {i} of {rounds} done"),
-    )?;
+    let (scopes, interference) =
+        check::measure_baseline(&mut engine, &jobs, rounds, &stop, &mut |i| {
+            crate::say!("membw: round {i} of {rounds} done")
+        })?;
     if let Some(signal) = stop.signal() {
         return Err(Error::Interrupted {
             signal,
@@ -379,7 +376,7 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         &plan.reference,
         args.tolerance,
         args.budget,
-        &|| stop.signal().is_some(),
+        &stop,
     )?;
     if let Some(signal) = stop.signal() {
         return Err(Error::Interrupted {

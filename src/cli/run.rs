@@ -206,7 +206,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         )),
         _ => None,
     };
-    let measurement = engine.measure(&plan)?;
+    let measurement = engine.measure(&plan, &common::stop_flag())?;
     if !engine.reports() {
         // Rank 0 prints for every rank.
         return Ok(());

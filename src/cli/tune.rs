@@ -119,7 +119,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
         args.kernel,
         args.repeat as usize,
         args.budget,
-        &|| stop.signal().is_some(),
+        &stop,
         &mut |job, r| {
             bar.set_message(run_message(job, r));
             bar.inc(1);

@@ -12,6 +12,7 @@ use crate::memory::policy::{MemPolicy, Policy};
 use crate::placement::{self, Spec};
 use crate::plan::{self, Measure, Plan, Settings, StoresRequest};
 use crate::results::Measurement;
+use crate::sys::Stop;
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
 use std::collections::BTreeMap;
@@ -199,10 +200,11 @@ pub fn round(
     jobs: &[ScopeJob],
     bests: &mut Bests,
     balance: &mut Balance,
+    stop: &Stop,
 ) -> Result<Vec<(Scope, Measurement)>> {
     let mut out = Vec::with_capacity(jobs.len());
     for job in jobs {
-        let m = engine.measure(&job.plan)?;
+        let m = engine.measure(&job.plan, stop)?;
         if let Err(e) = crate::results::measurement::require_valid(&m) {
             return Err(Error::Unhealthy(format!(
                 "{}: the kernels computed wrong results, memory errors? ({e})",
@@ -226,17 +228,17 @@ pub fn measure_baseline(
     engine: &mut Engine,
     jobs: &[ScopeJob],
     rounds: usize,
-    stop: &dyn Fn() -> bool,
+    stop: &Stop,
     on_round: &mut dyn FnMut(usize),
 ) -> Result<(Vec<ScopeBaseline>, crate::trust::Interference)> {
     let mut per_round: Vec<Bests> = Vec::with_capacity(rounds);
     let mut tally = crate::trust::Tally::new(crate::sys::ticks_per_second());
     for i in 0..rounds {
-        if stop() {
+        if stop.requested() {
             break;
         }
         let mut bests = Bests::new();
-        let measured = round(engine, jobs, &mut bests, &mut Balance::new())?;
+        let measured = round(engine, jobs, &mut bests, &mut Balance::new(), stop)?;
         tally_round(&mut tally, &measured);
         per_round.push(bests);
         on_round(i + 1);
@@ -355,7 +357,7 @@ pub fn check(
     reference: &Reference,
     tolerance: f64,
     budget: Duration,
-    stop: &dyn Fn() -> bool,
+    stop: &Stop,
 ) -> Result<Checked> {
     let start = Instant::now();
     let mut tally = crate::trust::Tally::new(crate::sys::ticks_per_second());
@@ -367,7 +369,7 @@ pub fn check(
     let mut history: BTreeMap<(Scope, KernelId), Vec<f64>> = BTreeMap::new();
     loop {
         let began = Instant::now();
-        let last = round(engine, jobs, &mut bests, &mut balance)?;
+        let last = round(engine, jobs, &mut bests, &mut balance, stop)?;
         tally_round(&mut tally, &last);
         for (scope, m) in &last {
             for r in &m.results {
@@ -385,7 +387,7 @@ pub fn check(
                 .and_then(|v| crate::results::Stats::of(v));
         }
         let next = rules::next(&findings, start.elapsed(), began.elapsed(), budget);
-        if next != Next::Continue || stop() {
+        if next != Next::Continue || stop.requested() {
             return Ok(Checked {
                 interference: judge_tally(&tally),
                 passed: next == Next::Pass,

@@ -32,7 +32,7 @@ impl Source for ExecSource {
         "exec"
     }
 
-    fn measure(&mut self, plan: &Plan) -> Result<Measurement> {
+    fn measure(&mut self, plan: &Plan, stop: &crate::sys::Stop) -> Result<Measurement> {
         if !plan.mem.is_uniform() {
             return Err(Error::input(
                 Input::Mem,
@@ -49,6 +49,7 @@ impl Source for ExecSource {
             timeout: self.timeout,
             sample_every: Duration::from_millis(100),
             show_output: self.show_output,
+            stop,
         })
         .map_err(|e| Error::Runtime(format!("cannot run {}", e.0)))?;
         Ok(measurement(plan, &policy, &ran))

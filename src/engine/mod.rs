@@ -26,8 +26,6 @@ use crate::placement::spellings::{self, Spellings};
 use crate::plan::Plan;
 use crate::results::{Bandwidth, Measurement, PeakUse, Point, Record, RunResult};
 use crate::topology::Topology;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Instant;
 
 /// A point ready to measure.
@@ -57,19 +55,9 @@ impl Job {
     }
 }
 
-/// Set by a signal handler (or a test): the engine stops after the current
-/// repetition. Holds the signal number, 0 while running.
-#[derive(Debug, Clone, Default)]
-pub struct Stop(pub Arc<AtomicI32>);
-
-impl Stop {
-    pub fn request(&self, signal: i32) {
-        self.0.store(signal, Ordering::Relaxed);
-    }
-    pub fn signal(&self) -> Option<i32> {
-        Some(self.0.load(Ordering::Relaxed)).filter(|&s| s != 0)
-    }
-}
+/// The one stop mechanism (`sys::Stop`): the engine stops after the
+/// current repetition once it is set.
+pub use crate::sys::Stop;
 
 /// How a batch of jobs ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -148,12 +136,13 @@ impl<'a> Engine<'a> {
     }
 
     /// Measures one plan: the only place a source is called.
-    pub fn measure(&mut self, plan: &Plan) -> Result<Measurement> {
-        self.measure_by(plan, By::Engine)
+    /// `stop` ends it between repetitions.
+    pub fn measure(&mut self, plan: &Plan, stop: &Stop) -> Result<Measurement> {
+        self.measure_by(plan, By::Engine, stop)
     }
 
-    fn measure_by(&mut self, plan: &Plan, by: By) -> Result<Measurement> {
-        let m = self.source_for(by).measure(plan)?;
+    fn measure_by(&mut self, plan: &Plan, by: By, stop: &Stop) -> Result<Measurement> {
+        let m = self.source_for(by).measure(plan, stop)?;
         self.measured_s += m.measured_s();
         Ok(m)
     }
@@ -185,7 +174,7 @@ impl<'a> Engine<'a> {
             }
             let mut runs = Vec::with_capacity(repeat);
             while runs.len() < repeat && !stopped(session) {
-                let m = match self.measure_by(&job.plan, job.by) {
+                let m = match self.measure_by(&job.plan, job.by, &session.stop) {
                     // The signal cut into the repetitions: not kept.
                     Err(crate::error::Error::Interrupted { .. }) if stopped(session) => break,
                     m => m?,
@@ -407,7 +396,7 @@ mod tests {
             KernelId::Triad,
             2,
             std::time::Duration::from_millis(70),
-            &|| false,
+            &Stop::default(),
             &mut |_, _| {},
         )
         .unwrap();

@@ -16,7 +16,7 @@ pub trait Source {
     /// Short name recorded with every result (`stream`, `fake`, `exec`).
     fn name(&self) -> &'static str;
     /// Measures one plan. A failed validation is data, not an error.
-    fn measure(&mut self, plan: &Plan) -> Result<Measurement>;
+    fn measure(&mut self, plan: &Plan, stop: &crate::sys::Stop) -> Result<Measurement>;
     /// Whether this process prints and writes what was measured: false on
     /// the MPI ranks other than 0, which only send theirs to rank 0.
     fn reports(&self) -> bool {
@@ -42,8 +42,8 @@ impl Source for StreamSource {
     fn name(&self) -> &'static str {
         "stream"
     }
-    fn measure(&mut self, plan: &Plan) -> Result<Measurement> {
-        protocol::measure_on(self.backend.as_mut(), plan)
+    fn measure(&mut self, plan: &Plan, stop: &crate::sys::Stop) -> Result<Measurement> {
+        protocol::measure_on(self.backend.as_mut(), plan, stop)
     }
 }
 
@@ -177,7 +177,7 @@ impl Source for FakeSource {
         "fake"
     }
 
-    fn measure(&mut self, plan: &Plan) -> Result<Measurement> {
+    fn measure(&mut self, plan: &Plan, _: &crate::sys::Stop) -> Result<Measurement> {
         std::thread::sleep(self.delay);
         let rate = self.rate(plan) * 1e9;
         let calls = plan.elements * plan.inner_repeats;

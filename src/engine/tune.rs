@@ -11,6 +11,7 @@ use crate::placement::{self, Domains, Spec, Strategy};
 use crate::plan::{self, Measure, Settings, StoresRequest};
 use crate::results::estimate::{Change, Comparison, Decision, LEVEL, NOISE_THRESHOLD};
 use crate::results::{Point, Record, RunResult};
+use crate::sys::Stop;
 use crate::topology::Topology;
 use std::time::{Duration, Instant};
 
@@ -298,9 +299,10 @@ pub fn race(
     kernel: KernelId,
     first: usize,
     budget: Duration,
-    stopped: &dyn Fn() -> bool,
+    stop: &Stop,
     on_run: &mut dyn FnMut(&Job, &RunResult),
 ) -> Result<Raced> {
+    let stopped = || stop.requested();
     let start = Instant::now();
     let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); trials.len()];
     let mut took: Vec<Duration> = vec![Duration::ZERO; trials.len()];
@@ -309,7 +311,7 @@ pub fn race(
                        runs: &mut Vec<Vec<RunResult>>,
                        took: &mut Vec<Duration>| {
         let t0 = Instant::now();
-        let m = match engine.measure(&trials[i].job.plan) {
+        let m = match engine.measure(&trials[i].job.plan, stop) {
             // The signal cut into the run: not kept.
             Err(crate::error::Error::Interrupted { .. }) if stopped() => return Ok(()),
             m => m?,

@@ -59,6 +59,9 @@ pub struct Launch<'a> {
     /// Pass the program's output through to membw's stdout and stderr
     /// as it comes (it is kept for parsing too).
     pub show_output: bool,
+    /// Set, the program and everything it started are killed (its process
+    /// group, which a Ctrl-C at the terminal does not reach).
+    pub stop: &'a crate::sys::Stop,
 }
 
 /// Where one of the program's threads was seen.
@@ -166,7 +169,7 @@ pub fn run(l: &Launch) -> Result<Ran, LaunchError> {
         }
         // The program runs in its own process group, which a Ctrl-C at the
         // terminal does not reach: membw passes the stop on.
-        if sys::stop_requested() {
+        if l.stop.requested() {
             sys::kill_group(pid);
         }
         std::thread::sleep(l.sample_every);
@@ -427,6 +430,7 @@ mod tests {
             timeout: Duration::from_secs(20),
             sample_every: Duration::from_millis(20),
             show_output: false,
+            stop: &crate::sys::Stop::default(),
         })
         .unwrap();
         assert_eq!(ran.code, Some(0));
@@ -465,6 +469,7 @@ mod tests {
             timeout: Duration::from_millis(300),
             sample_every: Duration::from_millis(20),
             show_output: false,
+            stop: &crate::sys::Stop::default(),
         })
         .unwrap();
         assert!(ran.timed_out);
@@ -479,6 +484,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             sample_every: Duration::from_millis(20),
             show_output: false,
+            stop: &crate::sys::Stop::default(),
         });
         assert!(missing.unwrap_err().0.contains("/nonexistent/stream"));
     }

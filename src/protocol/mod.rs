@@ -16,6 +16,7 @@ use crate::results::measurement::{
     ArrayCheck, KernelResult, Measurement, ThreadPlacement, TimerCheck, Validation,
     add_spread_finding, kernel_statistics,
 };
+use crate::sys::Stop;
 use crate::trust::{Scope, Snapshot};
 use crate::units::ELEMENT_BYTES;
 use std::time::{Duration, Instant};
@@ -142,19 +143,21 @@ pub fn clock_granularity() -> Duration {
 /// Runs the plan on membw's pinned SIMD team and returns its measurement.
 /// Fails only if the system refuses memory or pinning; a failed validation
 /// is reported in the data.
-pub fn measure(plan: &Plan) -> Result<Measurement> {
-    measure_on(&mut crate::backend::cpu::CpuTeam, plan)
+/// `stop` ends it between repetitions (an Interrupted error).
+pub fn measure(plan: &Plan, stop: &Stop) -> Result<Measurement> {
+    measure_on(&mut crate::backend::cpu::CpuTeam, plan, stop)
 }
 
 /// [`measure`] on any backend.
-pub fn measure_on(backend: &mut dyn Backend, plan: &Plan) -> Result<Measurement> {
-    measure_with(backend, plan, None).map(|g| g.measurement)
+pub fn measure_on(backend: &mut dyn Backend, plan: &Plan, stop: &Stop) -> Result<Measurement> {
+    measure_with(backend, plan, None, Some(stop)).map(|g| g.measurement)
 }
 
 /// [`measure`] as one rank of several: every timed kernel starts and ends
-/// together with the other ranks' through `gate`.
+/// together with the other ranks' through `gate`. Ranks finish together:
+/// one leaving alone at a stop would hang the others, so no stop is read.
 pub fn measure_gated(plan: &Plan, gate: &dyn RankGate) -> Result<Gated> {
-    measure_with(&mut crate::backend::cpu::CpuTeam, plan, Some(gate))
+    measure_with(&mut crate::backend::cpu::CpuTeam, plan, Some(gate), None)
 }
 
 /// What the driver saw, for the measurement.
@@ -178,6 +181,7 @@ fn measure_with(
     backend: &mut dyn Backend,
     plan: &Plan,
     gate: Option<&dyn RankGate>,
+    stop: Option<&Stop>,
 ) -> Result<Gated> {
     let started = Instant::now();
     let granularity = clock_granularity();
@@ -196,11 +200,11 @@ fn measure_with(
         counters: None,
     };
     let observed = backend.open(plan, &mut |device: &mut dyn Device| {
-        drive(plan, &expected, gate, device, &mut d);
+        drive(plan, &expected, gate, stop, device, &mut d);
         Ok(())
     })?;
     if !d.measured {
-        if let (None, Some(signal)) = (gate, crate::sys::stop_signal()) {
+        if let Some(signal) = stop.and_then(Stop::signal) {
             return Err(Error::Interrupted {
                 signal,
                 message: "stopped by a signal before the repetitions were done; nothing measured"
@@ -333,6 +337,7 @@ fn drive(
     plan: &Plan,
     expected: &Expected,
     gate: Option<&dyn RankGate>,
+    stop: Option<&Stop>,
     device: &mut dyn Device,
     d: &mut Driven,
 ) {
@@ -350,9 +355,9 @@ fn drive(
     // Read outside the timed calls: what else runs while they run.
     let counters_at_start = Snapshot::take();
     for rep in 0..plan.ntimes {
-        // A stop signal ends a lone run between repetitions (ranks under a
-        // gate finish together: one leaving alone would hang the others).
-        if gate.is_none() && crate::sys::stop_requested() {
+        // A stop ends a lone run between repetitions (ranks under a gate
+        // finish together: they have no stop).
+        if stop.is_some_and(Stop::requested) {
             return;
         }
         for (k, &kernel) in plan.kernels.iter().enumerate() {

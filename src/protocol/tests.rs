@@ -4,6 +4,7 @@ use crate::kernels::{Isa, STREAM_KERNELS, StoreMode};
 use crate::memory::Hugepages;
 use crate::memory::policy::MemPolicy;
 use crate::results::require_valid;
+use crate::sys::Stop;
 
 #[test]
 fn recurrence_matches_stream() {
@@ -92,7 +93,7 @@ fn small_plan(kernels: Vec<KernelId>, stores: StoreMode) -> Plan {
 fn a_small_run_validates() {
     for stores in [StoreMode::Regular, StoreMode::Nt] {
         let all: Vec<KernelId> = crate::kernels::KERNELS.iter().map(|k| k.id).collect();
-        let m = measure(&small_plan(all, stores)).unwrap();
+        let m = measure(&small_plan(all, stores), &Stop::default()).unwrap();
         assert!(m.validation.passed, "{:?}", m.validation);
         assert_eq!(m.results.len(), crate::kernels::KERNELS.len());
         assert_eq!(m.arrays, 4);
@@ -111,7 +112,7 @@ fn a_small_run_validates() {
 fn inner_repeats_count_every_call() {
     let mut plan = small_plan(vec![KernelId::Triad], StoreMode::Regular);
     plan.inner_repeats = 4;
-    let m = measure(&plan).unwrap();
+    let m = measure(&plan, &Stop::default()).unwrap();
     assert!(m.validation.passed);
     let r = &m.results[0];
     let bytes = 24.0 * plan.elements as f64 * 4.0;
@@ -122,7 +123,7 @@ fn inner_repeats_count_every_call() {
 fn only_used_arrays_are_mapped() {
     let plan = small_plan(vec![KernelId::Read], StoreMode::Regular);
     assert_eq!(plan.arrays_needed(), vec![ArrayId::A]);
-    let m = measure(&plan).unwrap();
+    let m = measure(&plan, &Stop::default()).unwrap();
     assert_eq!(m.arrays, 1);
     assert!(m.validation.passed);
 }
@@ -184,8 +185,14 @@ fn a_corrupted_element_fails_validation_and_names_its_array() {
     let mut team = Corrupting(crate::backend::cpu::CpuTeam);
     let mut portable = Corrupting(crate::backend::portable::Portable);
     for (m, name) in [
-        (measure_on(&mut team, &plan).unwrap(), "cpu"),
-        (measure_on(&mut portable, &one).unwrap(), "portable"),
+        (
+            measure_on(&mut team, &plan, &Stop::default()).unwrap(),
+            "cpu",
+        ),
+        (
+            measure_on(&mut portable, &one, &Stop::default()).unwrap(),
+            "portable",
+        ),
     ] {
         assert!(!m.validation.passed, "{name}");
         let b = &m.validation.arrays[ArrayId::B.index()];
@@ -219,7 +226,7 @@ fn both_backends_run_every_kernel_and_validate_through_one_protocol() {
     };
     for name in ["cpu", "portable"] {
         let mut backend = crate::backend::by_name(name).unwrap();
-        let m = measure_on(backend.as_mut(), &one).unwrap();
+        let m = measure_on(backend.as_mut(), &one, &Stop::default()).unwrap();
         assert!(m.validation.passed, "{name}: {:?}", m.validation);
         assert_eq!(m.results.len(), crate::kernels::KERNELS.len(), "{name}");
         assert!(
@@ -232,8 +239,8 @@ fn both_backends_run_every_kernel_and_validate_through_one_protocol() {
     }
     // The portable backend says it runs one thread, and what it skips.
     let mut portable = crate::backend::portable::Portable;
-    assert!(measure_on(&mut portable, &plan).is_err());
-    let m = measure_on(&mut portable, &one).unwrap();
+    assert!(measure_on(&mut portable, &plan, &Stop::default()).is_err());
+    let m = measure_on(&mut portable, &one, &Stop::default()).unwrap();
     assert!(m.warnings.iter().any(|w| w.contains("portable backend")));
     assert!(crate::backend::by_name("gpu").is_none());
 }

@@ -78,7 +78,28 @@ pub fn kernel_release() -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// Where the stop signals land: 0 while running, else the signal number.
+/// The one way work is asked to stop: set by the signal handlers (SIGINT,
+/// SIGTERM, SIGHUP, once [`stop_on_signals`] installed them on it) or by a
+/// test; read between repetitions, between points and while another
+/// program runs. Holds the signal number, 0 while running. Clones share
+/// the flag.
+#[derive(Debug, Clone, Default)]
+pub struct Stop(pub std::sync::Arc<std::sync::atomic::AtomicI32>);
+
+impl Stop {
+    pub fn request(&self, signal: i32) {
+        self.0.store(signal, std::sync::atomic::Ordering::Relaxed);
+    }
+    /// The signal that asked to stop, if one did.
+    pub fn signal(&self) -> Option<i32> {
+        Some(self.0.load(std::sync::atomic::Ordering::Relaxed)).filter(|&s| s != 0)
+    }
+    pub fn requested(&self) -> bool {
+        self.signal().is_some()
+    }
+}
+
+/// Where the stop signals land: the installed [`Stop`]'s flag.
 static STOP_SIGNAL: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicI32>> =
     std::sync::OnceLock::new();
 
@@ -127,26 +148,11 @@ pub fn ignore_file_size_limit_signal() {
     }
 }
 
-/// The stop signal that arrived since [`stop_on_signals`], if any.
-pub fn stop_signal() -> Option<i32> {
-    STOP_SIGNAL
-        .get()
-        .map(|f| f.load(std::sync::atomic::Ordering::Relaxed))
-        .filter(|&s| s != 0)
-}
-
-/// Whether a stop signal has arrived since [`stop_on_signals`].
-pub fn stop_requested() -> bool {
-    STOP_SIGNAL
-        .get()
-        .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed) != 0)
-}
-
 /// SIGINT (Ctrl-C), SIGTERM (Slurm's time limit) and SIGHUP store their
 /// number in `flag`, so that work stops after the current repetition; a
 /// second one kills as usual. Installed once per process.
-pub fn stop_on_signals(flag: std::sync::Arc<std::sync::atomic::AtomicI32>) {
-    if STOP_SIGNAL.set(flag).is_err() {
+pub fn stop_on_signals(stop: &Stop) {
+    if STOP_SIGNAL.set(stop.0.clone()).is_err() {
         return;
     }
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
