@@ -410,3 +410,17 @@ fn user_counts_are_bounded_before_anything_is_allocated() {
         assert!(!tree.exists(), "nothing written");
     }
 }
+
+#[test]
+fn run_refuses_every_list_with_one_line_pointing_to_sweep() {
+    for args in [
+        &["run", "--threads", "1-2"][..],
+        &["run", "--strategy", "compact,spread"],
+        &["run", "--array-size", "1M,2M"],
+        &["run", "--stores", "regular,nt"],
+        &["run", "--mem", "local", "--mem", "interleave:all"],
+        &["run", "--hugepages", "thp,2M"],
+    ] {
+        usage_error(args, "membw sweep --");
+    }
+}

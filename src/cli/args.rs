@@ -9,7 +9,7 @@ use crate::peak::{self, PeakRequest};
 use crate::placement::{self, omp::Bind};
 use crate::plan::{Measure, StoresRequest};
 use crate::topology::cpulist::{IdSet, parse_list};
-use crate::units::{ArraySize, parse_array_size};
+use crate::units::ArraySize;
 use clap::{Args, ValueEnum};
 
 /// Where threads run. At most one of --cpus, --places, --pin, --strategy.
@@ -99,6 +99,11 @@ impl PlacementArgs {
         } else if let Some(expr) = &self.pin {
             Some(Spec::likwid(expr)?)
         } else if let Some(s) = &self.strategy {
+            if s.contains(',') {
+                return Err(Error::Usage(format!(
+                    "--strategy '{s}': one placement here; membw sweep --strategy {s} measures several"
+                )));
+            }
             Some(Spec::strategy(s)?)
         } else if let Some(g) = &self.gomp_affinity {
             Some(Spec::gomp(g)?)
@@ -215,7 +220,7 @@ impl PlacementArgs {
 pub(crate) struct MeasureArgs {
     /// Elements per array (80M, 800000000) or bytes per array (512MB, 6GiB)
     /// [default: STREAM's rule, 4 × the caches of the CPUs used (sweep, tune: of all allowed CPUs), at least 10M]
-    #[arg(long = "array-size", visible_alias = "size", value_name = "SIZE", value_parser = parse_array_size, help_heading = "Measurement")]
+    #[arg(long = "array-size", visible_alias = "size", value_name = "SIZE", value_parser = super::values::parse_one_array_size, help_heading = "Measurement")]
     pub(crate) size: Option<ArraySize>,
 
     /// Repetitions of each kernel per run; the first is not counted, as in STREAM

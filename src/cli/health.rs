@@ -27,7 +27,7 @@ pub(crate) struct ProtocolArgs {
     kernels: KernelList,
 
     /// Elements or bytes per array [default: STREAM's rule for the cores of each scope]
-    #[arg(long = "array-size", visible_alias = "size", value_name = "SIZE", value_parser = crate::units::parse_array_size)]
+    #[arg(long = "array-size", visible_alias = "size", value_name = "SIZE", value_parser = super::values::parse_one_array_size)]
     size: Option<ArraySize>,
 
     /// Timed repetitions of each kernel per scope and round (the first is not counted)

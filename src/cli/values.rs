@@ -102,6 +102,18 @@ pub(crate) fn parse_threads(text: &str) -> std::result::Result<u32, String> {
     })
 }
 
+/// `--array-size`: one size; a list is sweep's (as working sets).
+pub(crate) fn parse_one_array_size(
+    text: &str,
+) -> std::result::Result<crate::units::ArraySize, String> {
+    if text.contains(',') {
+        return Err(format!(
+            "one size per array here; to measure several, membw sweep --working-sets {text} (per thread, all arrays together)"
+        ));
+    }
+    crate::units::parse_array_size(text)
+}
+
 /// `--ntimes` of `run`, `sweep` and `tune`: the first repetition is not
 /// counted, so at least 2.
 pub(crate) fn parse_ntimes(text: &str) -> std::result::Result<u32, String> {
