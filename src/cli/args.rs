@@ -1,7 +1,7 @@
 //! Argument groups shared by several commands (clap's flatten): placement,
 //! measurement, peak and their value enums, one definition each.
 
-use crate::engine::{FakeSource, Source, StreamSource};
+use crate::engine::Source;
 use crate::error::{Error, Input, Result};
 use crate::kernels::{Isa, KernelId};
 use crate::memory::Hugepages;
@@ -398,23 +398,7 @@ impl MeasureArgs {
 
     /// The measurement source: membw's kernels, or the hidden fake.
     pub(crate) fn source(&self) -> Result<Box<dyn Source>> {
-        source(self.fake_source.as_deref(), &self.backend)
-    }
-}
-
-/// The source `--fake-source` and `--backend` name: a backend, or the fake.
-pub(crate) fn source(fake: Option<&str>, backend: &str) -> Result<Box<dyn Source>> {
-    match fake {
-        None => match crate::backend::by_name(backend) {
-            Some(backend) => Ok(Box::new(StreamSource { backend })),
-            None => Err(Error::Usage(format!(
-                "--backend {backend}: unknown backend (choose from {})",
-                crate::backend::names()
-            ))),
-        },
-        Some(spec) => FakeSource::parse(spec)
-            .map(|f| Box::new(f) as Box<dyn Source>)
-            .map_err(|e| Error::Usage(format!("--fake-source {e}"))),
+        super::common::source(self.fake_source.as_deref(), &self.backend)
     }
 }
 

@@ -409,3 +409,22 @@ pub(crate) fn trust_summary(records: &[crate::results::Record]) -> Option<String
         first.point.label()
     ))
 }
+
+/// The source `--fake-source` and `--backend` name: a backend, or the fake.
+pub(crate) fn source(
+    fake: Option<&str>,
+    backend: &str,
+) -> Result<Box<dyn crate::engine::source::Source>> {
+    match fake {
+        None => match crate::backend::by_name(backend) {
+            Some(backend) => Ok(Box::new(crate::engine::source::StreamSource { backend })),
+            None => Err(Error::Usage(format!(
+                "--backend {backend}: unknown backend (choose from {})",
+                crate::backend::names()
+            ))),
+        },
+        Some(spec) => crate::engine::source::FakeSource::parse(spec)
+            .map(|f| Box::new(f) as Box<dyn crate::engine::source::Source>)
+            .map_err(|e| Error::Usage(format!("--fake-source {e}"))),
+    }
+}

@@ -55,7 +55,7 @@ impl ProtocolArgs {
     }
 
     fn source(&self) -> Result<Box<dyn Source>> {
-        super::args::source(self.fake_source.as_deref(), "cpu")
+        super::common::source(self.fake_source.as_deref(), "cpu")
     }
 
     fn topology(&self) -> Result<Topology> {
