@@ -589,6 +589,38 @@ fn a_failed_write_is_exit_2_not_a_drain() {
     );
 }
 
+/// A baseline whose printout fails is still made: the error says it is
+/// in its file (exit 2, not a verdict on the node).
+#[test]
+fn a_baseline_whose_printout_fails_says_it_was_written() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        common::skip("no /dev/full here");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let b = dir.path().join("b.json");
+    let b = b.to_str().unwrap();
+    let out = common::membw_process()
+        .args(["baseline", "--sysroot", &nps4(), "--fake-source", "4"])
+        .args(["--rounds", "1", "-o", b])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "error: baseline in {b}, but printing it failed: writing to stdout"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read_to_string(b)
+            .unwrap()
+            .contains("membw-baseline")
+    );
+}
+
 /// Rows 0 and 1 against the same baseline, and the signal row: a check
 /// stopped by SIGTERM gives no verdict and leaves the Prometheus file.
 #[test]

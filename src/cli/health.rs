@@ -95,10 +95,20 @@ pub(crate) struct BaselineArgs {
 /// unhealthy (its kernels computed wrong results); whatever kept it from
 /// making a baseline is exit 2 (see [`not_judged`]).
 pub(crate) fn baseline(args: BaselineArgs) -> Result<()> {
-    make_baseline(&args).map_err(|e| not_judged(e, "could not make a baseline"))
+    let (baseline, written) =
+        make_baseline(&args).map_err(|e| not_judged(e, "could not make a baseline"))?;
+    crate::say!("membw: {written}");
+    // The baseline is made and written: a printout that fails says so.
+    print(render_as(
+        args.format,
+        &crate::report::export::Document::Baseline(&baseline),
+    )?)
+    .map_err(|e| not_judged(e, &format!("{written}, but printing it failed")))
 }
 
-fn make_baseline(args: &BaselineArgs) -> Result<()> {
+/// Measures (or merges) the baseline and writes it to `--output`; says
+/// what it wrote.
+fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
     check_writable(&args.output, "--output", false)?;
     if !args.from.is_empty() {
         return fleet_baseline(args);
@@ -146,16 +156,12 @@ fn make_baseline(args: &BaselineArgs) -> Result<()> {
     };
     let json = crate::report::json::pretty(&baseline)?;
     write_atomic(&args.output, "--output", json.as_bytes())?;
-    print(render_as(
-        args.format,
-        &crate::report::export::Document::Baseline(&baseline),
-    )?)?;
-    crate::say!("membw: baseline in {}", args.output.display());
-    Ok(())
+    let written = format!("baseline in {}", args.output.display());
+    Ok((baseline, written))
 }
 
 /// `membw baseline --from FILE...`: one baseline for a partition.
-fn fleet_baseline(args: &BaselineArgs) -> Result<()> {
+fn fleet_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
     if args.from.len() > 100_000 {
         return Err(Error::Usage("--from: at most 100000 files".into()));
     }
@@ -171,16 +177,12 @@ fn fleet_baseline(args: &BaselineArgs) -> Result<()> {
         "--output",
         crate::report::json::pretty(&baseline)?.as_bytes(),
     )?;
-    print(render_as(
-        args.format,
-        &crate::report::export::Document::Baseline(&baseline),
-    )?)?;
-    crate::say!(
-        "membw: baseline of {} nodes in {}",
+    let written = format!(
+        "baseline of {} nodes in {}",
         nodes.len(),
         args.output.display()
     );
-    Ok(())
+    Ok((baseline, written))
 }
 
 /// Exit 1 means "measured, and unhealthy": a site drains the node on it.
