@@ -567,22 +567,32 @@ fn a_busy_baseline_needs_allow_busy_and_every_check_says_so() {
     assert!(v.get("baseline_interference").is_none(), "{v}");
 }
 
+/// `membw ARGS` with stdout on a full disk: its exit code and stderr;
+/// `None` where there is no /dev/full.
+fn on_a_full_disk(args: &[&str]) -> Option<(Option<i32>, String)> {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        common::skip("no /dev/full here");
+        return None;
+    };
+    let out = common::membw_process()
+        .args(args)
+        .stdout(full)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    Some((out.status.code(), stderr))
+}
+
 /// Row 2: an output that fails at the end (stdout on a full disk) is not
 /// a verdict on the node.
 #[test]
 fn a_failed_write_is_exit_2_not_a_drain() {
-    let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
-    let Ok(full) = full else {
-        common::skip("no /dev/full here");
+    let Some((code, stderr)) =
+        on_a_full_disk(&["check", "--sysroot", &nps4(), "--fake-source", "4"])
+    else {
         return;
     };
-    let out = common::membw_process()
-        .args(["check", "--sysroot", &nps4(), "--fake-source", "4"])
-        .stdout(full)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.starts_with("membw: error: could not check: writing to stdout"),
         "{stderr}"
@@ -593,21 +603,25 @@ fn a_failed_write_is_exit_2_not_a_drain() {
 /// in its file (exit 2, not a verdict on the node).
 #[test]
 fn a_baseline_whose_printout_fails_says_it_was_written() {
-    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
-        common::skip("no /dev/full here");
-        return;
-    };
     let dir = tempfile::tempdir().unwrap();
     let b = dir.path().join("b.json");
     let b = b.to_str().unwrap();
-    let out = common::membw_process()
-        .args(["baseline", "--sysroot", &nps4(), "--fake-source", "4"])
-        .args(["--rounds", "1", "-o", b])
-        .stdout(full)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let root = nps4();
+    let args = [
+        "baseline",
+        "--sysroot",
+        &root,
+        "--fake-source",
+        "4",
+        "--rounds",
+        "1",
+        "-o",
+        b,
+    ];
+    let Some((code, stderr)) = on_a_full_disk(&args) else {
+        return;
+    };
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains(&format!(
             "error: baseline in {b}, but printing it failed: writing to stdout"
