@@ -8,35 +8,12 @@ use crate::kernels::{ArrayId, Isa, KernelFns, KernelId, StoreMode};
 use crate::memory::policy::MemPolicy;
 use crate::memory::{self, Hugepages};
 use crate::placement;
+use crate::results::Point;
+use crate::results::target::Target;
 use crate::topology::Topology;
 use crate::units::{Bytes, ELEMENT_BYTES};
-use serde::{Deserialize, Serialize};
 
-/// The store instructions asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StoresRequest {
-    /// Non-temporal when each array is larger than the last-level cache.
-    Auto,
-    Regular,
-    Nt,
-}
-
-impl StoresRequest {
-    pub fn name(self) -> &'static str {
-        match self {
-            StoresRequest::Auto => "auto",
-            StoresRequest::Regular => "regular",
-            StoresRequest::Nt => "nt",
-        }
-    }
-}
-
-impl std::fmt::Display for StoresRequest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::kernels::StoresRequest;
 
 /// Everything needed to run one measurement.
 #[derive(Debug, Clone)]
@@ -44,11 +21,12 @@ pub struct Plan {
     pub elements: usize,
     pub ntimes: usize,
     pub kernels: Vec<KernelId>,
-    /// The kernels' instruction set and store instructions, checked
-    /// available: a backend picks its implementation from them.
-    pub isa: Isa,
-    pub stores: StoreMode,
-    /// CPU of each thread, by thread number.
+    /// What runs the kernels, as the backend that prepared the plan
+    /// declared it: the CPU team's instruction set and store instructions
+    /// (checked available), another program, or a device.
+    pub target: Target,
+    /// CPU of each thread, by thread number (a device's: the host thread
+    /// that drives it).
     pub cpus: Vec<usize>,
     /// NUMA node of each of those CPUs (for judging first-touch placement).
     pub cpu_nodes: Vec<Option<usize>>,
@@ -64,6 +42,29 @@ impl Plan {
     /// The arrays the selected kernels touch; `a` always, for the timing test.
     pub fn arrays_needed(&self) -> Vec<ArrayId> {
         crate::kernels::arrays_used(&self.kernels)
+    }
+
+    /// The CPU kernels' store instructions; `None` where the target is not
+    /// the CPU team (a device's traffic is what STREAM counts).
+    pub fn stores(&self) -> Option<StoreMode> {
+        self.target.stores()
+    }
+
+    /// The CPU kernels' code, for the backends that run them: the plan's
+    /// own, or the portable loops where the target is not the CPU team.
+    pub fn cpu_code(&self) -> (Isa, StoreMode) {
+        self.target
+            .cpu_code()
+            .map_or((Isa::Scalar, StoreMode::Regular), |c| (c.isa, c.stores))
+    }
+
+    /// Threads (or devices) the work is split over: what a working set per
+    /// thread is per.
+    pub fn units(&self) -> usize {
+        match self.target {
+            Target::Device(_) => 1,
+            _ => self.cpus.len().max(1),
+        }
     }
 }
 
@@ -86,11 +87,50 @@ pub struct Settings {
     pub placement: placement::Request,
     pub stores: StoresRequest,
     pub mem: MemPolicy,
-    /// Kernel calls per timed repetition (1 = STREAM).
-    pub inner_repeats: usize,
+    /// Bytes of all arrays per thread (per device), a size sweep's axis:
+    /// the plan sizes its arrays and its repetitions from it once it knows
+    /// how many threads run. `None`: the measure's elements, one call per
+    /// repetition (STREAM's protocol).
+    pub working_set: Option<u64>,
+}
+
+/// Bytes per timed repetition that make a cache-sized kernel long enough to
+/// time (a few hundred microseconds at cache bandwidth).
+const MIN_BYTES_PER_REPETITION: u64 = 64 << 20;
+
+/// Elements per array, and kernel calls per timed repetition, for a working
+/// set of `bytes` per unit (thread or device) over `units` of them: at
+/// least a page of elements per array, and enough calls that the smallest
+/// kernel moves [`MIN_BYTES_PER_REPETITION`] per repetition.
+pub fn working_set_sizes(bytes: u64, units: usize, kernels: &[KernelId]) -> (u64, usize) {
+    let arrays = crate::kernels::arrays_used(kernels).len().max(1) as u64;
+    let elements =
+        (bytes * units as u64 / (ELEMENT_BYTES * arrays)).max(memory::PAGE_ELEMENTS as u64);
+    let min_bytes = kernels
+        .iter()
+        .map(|k| k.spec().bytes_counted())
+        .min()
+        .unwrap_or(ELEMENT_BYTES);
+    let calls = MIN_BYTES_PER_REPETITION
+        .div_ceil(min_bytes * elements)
+        .max(1);
+    (elements, calls as usize)
 }
 
 impl Settings {
+    /// Elements per array and kernel calls per repetition over `units`
+    /// threads (or devices); `default` gives STREAM's rule where neither
+    /// the measure nor a working set fixes the size.
+    pub fn sizes(&self, units: usize, default: impl FnOnce() -> u64) -> Result<(usize, usize)> {
+        let (elements, calls) = match self.working_set {
+            Some(bytes) => working_set_sizes(bytes, units, &self.measure.kernels),
+            None => (self.measure.elements.unwrap_or_else(default), 1),
+        };
+        let elements = usize::try_from(elements)
+            .map_err(|_| Error::input(Input::Size, elements.to_string(), "too many elements"))?;
+        Ok((elements, calls))
+    }
+
     /// One measurement of `measure` with this placement, store mode and policy.
     pub fn new(
         measure: &Measure,
@@ -103,10 +143,14 @@ impl Settings {
             placement,
             stores,
             mem,
-            inner_repeats: 1,
+            working_set: None,
         }
     }
 }
+
+/// How settings become a plan: the measuring source's backend's own
+/// `prepare` (the CPU team's [`prepare`], or a device's).
+pub type Prepare<'a> = dyn Fn(&Settings) -> Result<Prepared> + 'a;
 
 /// A plan and the reasons behind its automatic choices.
 pub struct Prepared {
@@ -143,12 +187,8 @@ pub fn resolve_stores(
 /// not fit in memory.
 pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
     let cpus = placement::resolve(topo, &s.placement)?;
-    let elements = s
-        .measure
-        .elements
-        .unwrap_or_else(|| memory::default_elements(topo, &cpus));
-    let elements = usize::try_from(elements)
-        .map_err(|_| Error::input(Input::Size, elements.to_string(), "too many elements"))?;
+    let (elements, inner_repeats) =
+        s.sizes(cpus.len().max(1), || memory::default_elements(topo, &cpus))?;
     let isa = s.measure.isa.unwrap_or_else(Isa::best);
     let used = cpus.iter().copied().collect();
     let array_bytes = Bytes(elements as u64 * ELEMENT_BYTES);
@@ -172,13 +212,12 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         elements,
         ntimes: s.measure.ntimes,
         kernels,
-        isa,
-        stores,
+        target: Target::cpu(isa, stores),
         cpu_nodes: cpus.iter().map(|&c| topo.cpu(c).map(|x| x.node)).collect(),
         cpus,
         hugepages: s.measure.hugepages,
         mem: s.mem.clone(),
-        inner_repeats: s.inner_repeats.max(1),
+        inner_repeats,
     };
     match plan.hugepages.explicit_bytes() {
         // Explicit pages come from their pools, not from MemAvailable.
@@ -221,12 +260,44 @@ pub fn placement_only(
         elements: 0,
         ntimes: 0,
         kernels: Vec::new(),
-        isa: Isa::Scalar,
-        stores: StoreMode::Regular,
+        target: Target::Program,
         cpu_nodes: cpus.iter().map(|&c| topo.cpu(c).map(|x| x.node)).collect(),
         cpus,
         hugepages: Hugepages::Auto,
         mem,
         inner_repeats: 1,
     })
+}
+
+impl Point {
+    /// The point a plan measures, under a placement label and the memory
+    /// policy as the user wrote it. A device's point is per device, and
+    /// names it.
+    pub fn new(
+        placement: String,
+        mem: &str,
+        stores: StoresRequest,
+        plan: &Plan,
+        numa: Option<crate::results::NumaCell>,
+    ) -> Point {
+        let threads = plan.units();
+        let arrays = plan.arrays_needed().len() as u64;
+        let elements = plan.elements as u64;
+        Point {
+            threads,
+            placement,
+            mem: mem.to_string(),
+            stores,
+            hugepages: plan.hugepages,
+            kernels: plan.kernels.clone(),
+            elements,
+            working_set_per_thread: elements * crate::units::ELEMENT_BYTES * arrays
+                / threads as u64,
+            ntimes: plan.ntimes,
+            numa,
+            program: None,
+            element_bytes: None,
+            target: plan.target.device().map(|_| plan.target.clone()),
+        }
+    }
 }

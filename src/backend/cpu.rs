@@ -29,7 +29,8 @@ impl Backend for CpuTeam {
     }
 
     fn open(&mut self, plan: &Plan, driver: &mut Driver<'_>) -> Result<Observed> {
-        let fns = KernelFns::select(plan.isa, plan.stores)?;
+        let (isa, stores) = plan.cpu_code();
+        let fns = KernelFns::select(isa, stores)?;
         let ranges = memory::partition_for(plan.elements, plan.cpus.len(), plan.hugepages);
         let mut arrays = Arrays::map(
             &plan.arrays_needed(),

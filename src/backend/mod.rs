@@ -24,13 +24,24 @@ use crate::error::Result;
 use crate::kernels::{ARRAYS, ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};
 use crate::memory::Chunk;
 use crate::memory::policy::PagePlacement;
-use crate::plan::Plan;
+use crate::plan::{Plan, Prepared, Settings};
 use crate::results::measurement::ThreadPlacement;
+use crate::topology::Topology;
 
 /// Where a plan's arrays live and how kernels run over them.
 pub trait Backend: Send {
     /// The name `--backend` takes and records show.
     fn name(&self) -> &'static str;
+
+    /// Resolves the request into this backend's plan, refusing (before
+    /// anything is allocated) what it cannot run, and declares in
+    /// `Plan::target` what it is (its identity, and a device's own peak).
+    /// The default is the host's CPU team: threads placed on the topology,
+    /// arrays sized from its caches and checked against its memory, the
+    /// widest ISA and the store mode the last-level cache suggests.
+    fn prepare(&self, topo: &Topology, settings: &Settings) -> Result<Prepared> {
+        crate::plan::prepare(topo, settings)
+    }
 
     /// Allocates and places the plan's arrays and lends them to `driver`
     /// as a [`Device`] while they exist; then says where the work ran and

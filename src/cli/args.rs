@@ -396,6 +396,12 @@ impl MeasureArgs {
         Ok((self.one_mem(command)?, stores[0]))
     }
 
+    /// The backend `--backend` names (for the ranks of an MPI run).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn backend(&self) -> Result<Box<dyn crate::backend::Backend>> {
+        super::common::backend_named(&self.backend)
+    }
+
     /// The measurement source: membw's kernels, or the hidden fake.
     pub(crate) fn source(&self) -> Result<Box<dyn Source>> {
         super::common::source(self.fake_source.as_deref(), &self.backend)

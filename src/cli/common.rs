@@ -410,19 +410,25 @@ pub(crate) fn trust_summary(records: &[crate::results::Record]) -> Option<String
     ))
 }
 
+/// The backend `--backend` names.
+pub(crate) fn backend_named(name: &str) -> Result<Box<dyn crate::backend::Backend>> {
+    crate::backend::by_name(name).ok_or_else(|| {
+        Error::Usage(format!(
+            "--backend {name}: unknown backend (choose from {})",
+            crate::backend::names()
+        ))
+    })
+}
+
 /// The source `--fake-source` and `--backend` name: a backend, or the fake.
 pub(crate) fn source(
     fake: Option<&str>,
     backend: &str,
 ) -> Result<Box<dyn crate::engine::source::Source>> {
     match fake {
-        None => match crate::backend::by_name(backend) {
-            Some(backend) => Ok(Box::new(crate::engine::source::StreamSource { backend })),
-            None => Err(Error::Usage(format!(
-                "--backend {backend}: unknown backend (choose from {})",
-                crate::backend::names()
-            ))),
-        },
+        None => Ok(Box::new(crate::engine::source::StreamSource {
+            backend: backend_named(backend)?,
+        })),
         Some(spec) => crate::engine::source::FakeSource::parse(spec)
             .map(|f| Box::new(f) as Box<dyn crate::engine::source::Source>)
             .map_err(|e| Error::Usage(format!("--fake-source {e}"))),

@@ -2,66 +2,21 @@
 //! healthy, and whether this node still does, with the exit codes health
 //! checkers act on (0 healthy, 1 unhealthy, 2 could not check).
 
-use super::args::{KernelList, PeakArgs, parse_kernel_list};
-use super::common::{check_writable, print, read_topology, render_as, stop_flag, write_atomic};
+use super::args::PeakArgs;
+use super::common::{check_writable, print, render_as, stop_flag, write_atomic};
+use super::health_protocol::ProtocolArgs;
 use crate::engine::check::{self, Reference};
 use crate::engine::{Engine, Source};
 use crate::error::{Error, Result};
 use crate::health::rules::{self, Difference};
 use crate::health::verdict::{Rate, Stability, Verdict};
 use crate::health::{BASELINE_KIND, BASELINE_SCHEMA, Baseline, BaselineError, Identity, Protocol};
-use crate::plan::Measure;
 use crate::results::cv;
 use crate::results::file::FileError;
 use crate::topology::Topology;
-use crate::units::ArraySize;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// What baseline and check measure with, when no baseline fixes it.
-#[derive(Args, Debug)]
-pub(crate) struct ProtocolArgs {
-    /// Kernels to measure in every scope
-    #[arg(long, value_parser = parse_kernel_list, default_value = "copy,triad")]
-    kernels: KernelList,
-
-    /// Elements or bytes per array [default: STREAM's rule for the cores of each scope]
-    #[arg(long = "array-size", visible_alias = "size", value_name = "SIZE", value_parser = super::values::parse_one_array_size)]
-    size: Option<ArraySize>,
-
-    /// Timed repetitions of each kernel per scope and round (the first is not counted)
-    #[arg(long, default_value_t = 5, value_parser = super::values::parse_check_ntimes)]
-    ntimes: u32,
-
-    /// Measure nothing: fixed rates (GB/s per thread[,slow=CPUS@SHARE]); for tests
-    #[arg(long, hide = true, value_name = "RATE")]
-    fake_source: Option<String>,
-
-    /// Read the topology under DIR (with --fake-source only: nothing is pinned); for tests
-    #[arg(long, hide = true, value_name = "DIR", requires = "fake_source")]
-    sysroot: Option<PathBuf>,
-}
-
-impl ProtocolArgs {
-    fn measure(&self) -> Measure {
-        Measure {
-            elements: self.size.map(ArraySize::elements),
-            ntimes: self.ntimes as usize,
-            kernels: self.kernels.0.clone(),
-            isa: None,
-            hugepages: crate::memory::Hugepages::Auto,
-        }
-    }
-
-    fn source(&self) -> Result<Box<dyn Source>> {
-        super::common::source(self.fake_source.as_deref(), "cpu")
-    }
-
-    fn topology(&self) -> Result<Topology> {
-        read_topology(self.sysroot.as_ref())
-    }
-}
 
 #[derive(Args, Debug)]
 pub(crate) struct BaselineArgs {
@@ -114,8 +69,9 @@ fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
         return fleet_baseline(args);
     }
     let topo = args.protocol.topology()?;
-    let jobs = check::scope_jobs(&topo, &args.protocol.measure())?;
     let mut source = args.protocol.source()?;
+    let prepare = |s: &_| source.prepare(&topo, s);
+    let jobs = check::scope_jobs(&topo, &args.protocol.measure(), &prepare)?;
     let mut engine = Engine::new(&topo, source.as_mut(), None);
     let stop = stop_flag();
     let rounds = args.rounds as usize;
@@ -293,6 +249,7 @@ fn plan_check<'a>(
     topo: &Topology,
     baseline: Option<&'a Baseline>,
     peak: Option<&crate::peak::Peak>,
+    source: &dyn Source,
 ) -> Result<CheckPlan<'a>> {
     let measure = args.protocol.measure();
     if let (Some(b), Some(path)) = (baseline, args.baseline.as_deref()) {
@@ -309,7 +266,8 @@ fn plan_check<'a>(
                 Difference::Note(what) => notes.push(what),
             }
         }
-        let jobs = check::baseline_jobs(topo, b, &measure).map_err(|e| baseline_error(path, &e))?;
+        let jobs = check::baseline_jobs(topo, b, &measure, &|s| source.prepare(topo, s))
+            .map_err(|e| baseline_error(path, &e))?;
         return Ok(CheckPlan {
             jobs,
             reference: Reference::Baseline(b),
@@ -318,7 +276,7 @@ fn plan_check<'a>(
             notes,
         });
     }
-    let jobs = check::scope_jobs(topo, &measure)?;
+    let jobs = check::scope_jobs(topo, &measure, &|s| source.prepare(topo, s))?;
     let domains = jobs.len() >= 2;
     let mut notes = Vec::new();
     let peak = peak
@@ -367,8 +325,14 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         .map(|p| read_baseline(p, "--baseline"))
         .transpose()?;
     let peak = crate::peak::estimate(&topo, &args.peak.request());
-    let mut plan = plan_check(args, &topo, baseline.as_ref(), peak.as_ref())?;
     let mut source = args.protocol.source()?;
+    let mut plan = plan_check(
+        args,
+        &topo,
+        baseline.as_ref(),
+        peak.as_ref(),
+        source.as_ref(),
+    )?;
     let mut engine = Engine::new(&topo, source.as_mut(), peak);
     let stop = stop_flag();
     let throttled_before = crate::topology::cpu_throttled(&topo.root);

@@ -8,6 +8,7 @@ mod documents;
 mod env;
 mod exec;
 mod health;
+mod health_protocol;
 mod install;
 mod latency;
 mod resume;

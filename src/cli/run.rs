@@ -131,6 +131,7 @@ fn ranks_source(
     peak: Option<&peak::Peak>,
 ) -> Result<Box<dyn crate::engine::source::Source>> {
     let source = crate::ranks::mpi::MpiSource::init(
+        args.measure.backend()?,
         launch.local_rank,
         peak.map(peak::Peak::node_gb_s),
         args.outlier,
@@ -181,17 +182,20 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         stores,
         mempolicy::parse(&mem_text, &topo)?,
     );
-    let Prepared {
-        plan,
-        stores_reason,
-    } = plan::prepare(&topo, &settings).map_err(|e| placement.name_error(e))?;
-    common::note_unused_arrays(&mem_text, &plan.arrays_needed());
-    let peak_estimate = peak::for_policy(&topo, &args.peak.request(), &plan.mem);
+    let peak_estimate = peak::for_policy(&topo, &args.peak.request(), &settings.mem);
     let mut source = match m.launch("run")? {
         Some(launch) => ranks_source(&launch, &args, peak_estimate.as_ref())?,
         None => m.source()?,
     };
     let mut engine = Engine::new(&topo, source.as_mut(), peak_estimate);
+    // The source's backend prepares its own plan (CPU threads, or a device).
+    let Prepared {
+        plan,
+        stores_reason,
+    } = engine
+        .prepare(&settings)
+        .map_err(|e| placement.name_error(e))?;
+    common::note_unused_arrays(&mem_text, &plan.arrays_needed());
 
     if std::io::stderr().is_terminal() && !args.quiet {
         say_starting(&plan);
@@ -216,7 +220,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     }
     let request = run_request(m, &placement, &settings, stores_reason, &topo);
     let peak = engine.peak_use(
-        &plan.cpus,
+        &plan,
         measurement
             .results
             .iter()

@@ -319,14 +319,14 @@ fn sweep_study(args: SweepArgs, argv: Vec<String>) -> Result<()> {
     super::env::note_unused(&super::env::Vars::from_process(), "sweep");
     let m = &args.measure;
     let spec = sweep_spec(&args, &topo)?;
-    let base = sweep::expand(&topo, &spec)?;
+    let mut source = m.source()?;
+    let base = sweep::expand(&topo, &spec, &|s| source.prepare(&topo, s))?;
     let keep = super::env::Vars::from_process()
         .0
         .iter()
         .map(|(k, _)| k.to_string())
         .collect();
     let (jobs, programs) = sweep::with_programs(base, programs(&args.exec)?, args.timeout, &keep);
-    let mut source = m.source()?;
     let file = results_file(&args)?;
     let path = file.path.clone();
     let mut session =

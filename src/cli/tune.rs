@@ -98,8 +98,8 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     super::env::note_unused(&super::env::Vars::from_process(), "tune");
     let m = &args.measure;
     let spec = tune_spec(&args, &topo)?;
-    let trials = tune::trials(&topo, &spec)?;
     let mut source = m.source()?;
+    let trials = tune::trials(&topo, &spec, &|s| source.prepare(&topo, s))?;
     let file = args
         .output
         .as_ref()

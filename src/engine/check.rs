@@ -39,7 +39,7 @@ pub fn domains(topo: &Topology) -> Vec<usize> {
 /// A scope's plan: every allowed core (one thread per core) on local memory,
 /// or one domain's cores bound to its memory.
 fn plan_for(
-    topo: &Topology,
+    prepare: &plan::Prepare,
     scope: Scope,
     measure: &Measure,
     stores: StoresRequest,
@@ -57,17 +57,21 @@ fn plan_for(
         smt: false,
         cpu_nodes,
     };
-    Ok(plan::prepare(topo, &Settings::new(measure, request, stores, mem))?.plan)
+    Ok(prepare(&Settings::new(measure, request, stores, mem))?.plan)
 }
 
 /// The scopes of a new baseline (or a check without one): the node, then
 /// each domain, sized by STREAM's rule for the cores of each unless
 /// `measure` fixes the elements, which must then leave the caches.
-pub fn scope_jobs(topo: &Topology, measure: &Measure) -> Result<Vec<ScopeJob>> {
+pub fn scope_jobs(
+    topo: &Topology,
+    measure: &Measure,
+    prepare: &plan::Prepare,
+) -> Result<Vec<ScopeJob>> {
     let scopes = std::iter::once(Scope::Node).chain(domains(topo).into_iter().map(Scope::Numa));
     scopes
         .map(|scope| {
-            let plan = plan_for(topo, scope, measure, StoresRequest::Auto)?;
+            let plan = plan_for(prepare, scope, measure, StoresRequest::Auto)?;
             if let Some(why) = fits_in_caches(topo, &plan) {
                 return Err(Error::input(
                     crate::error::Input::Size,
@@ -100,6 +104,7 @@ pub fn baseline_jobs(
     topo: &Topology,
     baseline: &Baseline,
     measure: &Measure,
+    prepare: &plan::Prepare,
 ) -> std::result::Result<Vec<ScopeJob>, BaselineError> {
     let usable = domains(topo);
     baseline
@@ -128,7 +133,7 @@ pub fn baseline_jobs(
                 StoreMode::Regular => StoresRequest::Regular,
                 StoreMode::Nt => StoresRequest::Nt,
             };
-            let plan = plan_for(topo, s.scope, &m, stores).map_err(|e| match e {
+            let plan = plan_for(prepare, s.scope, &m, stores).map_err(|e| match e {
                 Error::Input {
                     input: crate::error::Input::Size,
                     message,
@@ -249,7 +254,7 @@ pub fn measure_baseline(
             scope: job.scope,
             threads: job.plan.cpus.len(),
             elements: job.plan.elements as u64,
-            stores: job.plan.stores,
+            stores: job.plan.cpu_code().1,
             kernels: job
                 .plan
                 .kernels

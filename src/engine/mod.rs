@@ -111,13 +111,22 @@ impl<'a> Engine<'a> {
         (self.measured_s > 0.0 && wall > 0.0).then(|| (1.0 - self.measured_s / wall).max(0.0))
     }
 
-    /// The theoretical peak of the sockets `cpus` run on, with each rate against it.
+    /// The theoretical peak of what `plan` ran on, with each rate against
+    /// it: the sockets its CPUs are on, or a device's own peak.
     pub fn peak_use(
         &self,
-        cpus: &[usize],
+        plan: &Plan,
         rates: impl IntoIterator<Item = (crate::kernels::KernelId, f64)>,
     ) -> Option<PeakUse> {
-        Some(PeakUse::new(self.peak.clone()?, self.topo, cpus, rates))
+        match plan.target.device() {
+            Some(device) => Some(PeakUse::new(device.peak()?, self.topo, &[], rates)),
+            None => Some(PeakUse::new(
+                self.peak.clone()?,
+                self.topo,
+                &plan.cpus,
+                rates,
+            )),
+        }
     }
 
     /// Adds the programs a sweep measures besides membw's kernels; a job
@@ -133,6 +142,12 @@ impl<'a> Engine<'a> {
             By::Program(n) if n < self.programs.len() => self.programs[n].1.as_mut(),
             _ => &mut *self.source,
         }
+    }
+
+    /// Resolves settings into the plan the engine's own source measures
+    /// (the backend prepares its own: CPU threads, or a device).
+    pub fn prepare(&self, settings: &crate::plan::Settings) -> Result<crate::plan::Prepared> {
+        self.source.prepare(self.topo, settings)
     }
 
     /// Measures one plan: the only place a source is called.
@@ -201,7 +216,7 @@ impl<'a> Engine<'a> {
     /// What a measured job's record holds: its point (with a program's own
     /// sizes) and its payload.
     pub fn payload(&self, job: &Job, runs: Vec<RunResult>) -> (Point, Bandwidth) {
-        let peak = self.peak_use(&job.plan.cpus, []);
+        let peak = self.peak_use(&job.plan, []);
         let point = match runs.last().and_then(|r| r.program()) {
             Some(program) => job.point.clone().with_program_sizes(program),
             None => job.point.clone(),
@@ -246,7 +261,7 @@ mod tests {
             numa_matrix: None,
             measure: measure(vec![KernelId::Copy, KernelId::Triad]),
         };
-        expand(topo, &spec).unwrap()
+        expand(topo, &spec, &|s| crate::plan::prepare(topo, s)).unwrap()
     }
 
     fn measure(kernels: Vec<KernelId>) -> crate::plan::Measure {
@@ -305,7 +320,7 @@ mod tests {
             assert_eq!(r.source, "fake");
             let s = r.stats[&KernelId::Triad];
             assert_eq!(s.n, 3);
-            let nt = if job.plan.stores == crate::kernels::StoreMode::Nt {
+            let nt = if job.plan.stores() == Some(crate::kernels::StoreMode::Nt) {
                 1.25
             } else {
                 1.0
@@ -377,6 +392,7 @@ mod tests {
                 mem: ("local".into(), Default::default()),
                 stores: vec![StoresRequest::Auto],
             },
+            &|s| crate::plan::prepare(topo, s),
         )
         .unwrap();
         assert!(trials.len() >= 2);

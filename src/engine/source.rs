@@ -4,17 +4,23 @@
 
 use crate::error::Result;
 use crate::kernels::{KernelId, StoreMode};
-use crate::plan::Plan;
+use crate::plan::{Plan, Prepared, Settings};
 use crate::protocol;
 use crate::results::Measurement;
 use crate::results::measurement::{
     ArrayCheck, KernelResult, ThreadPlacement, TimerCheck, Validation, kernel_statistics,
 };
+use crate::topology::Topology;
 use std::time::Duration;
 
 pub trait Source {
     /// Short name recorded with every result (`stream`, `fake`, `exec`).
     fn name(&self) -> &'static str;
+    /// Resolves settings into the plan this source measures: the
+    /// backend's own for membw's kernels, the host's CPU team otherwise.
+    fn prepare(&self, topo: &Topology, settings: &Settings) -> Result<Prepared> {
+        crate::plan::prepare(topo, settings)
+    }
     /// Measures one plan. A failed validation is data, not an error.
     fn measure(&mut self, plan: &Plan, stop: &crate::sys::Stop) -> Result<Measurement>;
     /// Whether this process prints and writes what was measured: false on
@@ -41,6 +47,9 @@ impl Default for StreamSource {
 impl Source for StreamSource {
     fn name(&self) -> &'static str {
         "stream"
+    }
+    fn prepare(&self, topo: &Topology, settings: &Settings) -> Result<Prepared> {
+        self.backend.prepare(topo, settings)
     }
     fn measure(&mut self, plan: &Plan, stop: &crate::sys::Stop) -> Result<Measurement> {
         protocol::measure_on(self.backend.as_mut(), plan, stop)
@@ -158,7 +167,7 @@ impl FakeSource {
 
     /// The rate this source reports for a plan, GB/s.
     pub fn rate(&self, plan: &Plan) -> f64 {
-        let stores = if plan.stores == StoreMode::Nt {
+        let stores = if plan.stores() == Some(StoreMode::Nt) {
             1.25
         } else {
             1.0
@@ -189,7 +198,7 @@ impl Source for FakeSource {
                 let times = (0..plan.ntimes)
                     .map(|_| seconds * (1.0 + self.noise * self.rng.normal()).max(0.1))
                     .collect();
-                kernel_statistics(k, plan.stores, calls, times)
+                kernel_statistics(k, plan.stores(), calls, times)
             })
             .collect();
         let min_kernel_ticks = results

@@ -5,13 +5,12 @@
 
 use super::Job;
 use crate::error::{Error, Input, Result};
-use crate::memory::{PAGE_ELEMENTS, policy as mempolicy};
+use crate::memory::policy as mempolicy;
 use crate::placement::{self, Spec, Strategy};
 use crate::plan::{self, Measure, Settings, StoresRequest};
 use crate::results::{NumaCell, Point};
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
-use crate::units::ELEMENT_BYTES;
 
 /// Which NUMA-matrix cells to measure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,25 +51,18 @@ type Case = (
     Option<NumaCell>,
 );
 
-/// Bytes per timed repetition that make a cache-sized kernel long enough to
-/// time (a few hundred microseconds at cache bandwidth).
-const MIN_BYTES_PER_REPETITION: u64 = 64 << 20;
-
 /// Expands the axes into jobs, resolving and checking every point before
 /// anything runs, so a bad combination fails at once, not after an hour.
-pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
-    let arrays = crate::kernels::arrays_used(&spec.measure.kernels).len() as u64;
-    let fixed_elements = spec
-        .measure
-        .elements
-        .unwrap_or_else(|| crate::memory::default_elements(topo, topo.allowed_cpus.ids()));
-    let min_bytes = spec
-        .measure
-        .kernels
-        .iter()
-        .map(|k| k.spec().bytes_counted())
-        .min()
-        .unwrap_or(8);
+pub fn expand(topo: &Topology, spec: &SweepSpec, prepare: &plan::Prepare) -> Result<Vec<Job>> {
+    // STREAM's rule for all allowed CPUs: the same at every point.
+    let fixed = Measure {
+        elements: Some(
+            spec.measure
+                .elements
+                .unwrap_or_else(|| crate::memory::default_elements(topo, topo.allowed_cpus.ids())),
+        ),
+        ..spec.measure.clone()
+    };
     let cases = match spec.numa_matrix {
         Some(mode) => numa_cases(topo, mode),
         None => axis_cases(spec),
@@ -82,34 +74,21 @@ pub fn expand(topo: &Topology, spec: &SweepSpec) -> Result<Vec<Job>> {
     };
     let mut jobs = Vec::new();
     for (label, request, (mem_text, mem), numa) in cases {
-        let cpus = placement::resolve(topo, &request)?;
-        let threads = cpus.len() as u64;
         for (&stores, &pages) in spec
             .stores
             .iter()
             .flat_map(|s| spec.hugepages.iter().map(move |h| (s, h)))
         {
             for &size in &sizes {
-                let (elements, inner) = match size {
-                    Some(ws) => {
-                        let e = (ws * threads / (ELEMENT_BYTES * arrays)).max(PAGE_ELEMENTS as u64);
-                        (
-                            e,
-                            MIN_BYTES_PER_REPETITION.div_ceil(min_bytes * e).max(1) as usize,
-                        )
-                    }
-                    None => (fixed_elements, 1),
-                };
                 let settings = Settings {
                     measure: Measure {
-                        elements: Some(elements),
                         hugepages: pages,
-                        ..spec.measure.clone()
+                        ..fixed.clone()
                     },
-                    inner_repeats: inner,
-                    ..Settings::new(&spec.measure, request.clone(), stores, mem.clone())
+                    working_set: size,
+                    ..Settings::new(&fixed, request.clone(), stores, mem.clone())
                 };
-                let plan = plan::prepare(topo, &settings)?.plan;
+                let plan = prepare(&settings)?.plan;
                 let point = Point::new(label.clone(), &mem_text, stores, &plan, numa);
                 let label = point.label()
                     + &size.map_or(String::new(), |ws| {

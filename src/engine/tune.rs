@@ -115,7 +115,7 @@ pub struct Trial {
 
 /// Jobs for every candidate in every store mode, dropping those that
 /// resolve to a placement already listed or cannot run here.
-pub fn trials(topo: &Topology, spec: &TuneSpec) -> Result<Vec<Trial>> {
+pub fn trials(topo: &Topology, spec: &TuneSpec, prepare: &plan::Prepare) -> Result<Vec<Trial>> {
     let mut stores: Vec<StoresRequest> = spec
         .stores
         .iter()
@@ -138,7 +138,7 @@ pub fn trials(topo: &Topology, spec: &TuneSpec) -> Result<Vec<Trial>> {
             seen.push((cpus.clone(), stores));
             let settings =
                 Settings::new(&spec.measure, c.request.clone(), stores, spec.mem.1.clone());
-            let plan = plan::prepare(topo, &settings)?.plan;
+            let plan = prepare(&settings)?.plan;
             let point = Point::new(c.label.clone(), &spec.mem.0, stores, &plan, None);
             let label = point.label();
             let baseline = c.request.spec == Spec::Strategy(Strategy::Spread)

@@ -20,13 +20,17 @@ pub enum PeakSource {
     Table,
     /// The firmware's figure for the memory tier the pages are on (ACPI HMAT).
     Firmware,
+    /// A device's own figure, as its backend declares it.
+    Device,
 }
 
 /// A per-socket peak and where it came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Peak {
-    /// GB/s (10^9 B/s) of one socket.
+    /// GB/s (10^9 B/s) of one socket (of a device: the device's).
     pub per_socket_gb_s: f64,
+    /// Sockets of the node; absent (0) for a device, which has none.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub sockets: usize,
     pub channels_per_socket: Option<u32>,
     pub mts: Option<u32>,
@@ -43,11 +47,13 @@ impl Peak {
             PeakSource::Smbios => "from SMBIOS",
             PeakSource::Table => "from the built-in table",
             PeakSource::Firmware => "from the firmware (HMAT)",
+            PeakSource::Device => "declared by the device's backend",
         }
     }
 
+    /// The whole node's peak (a device's own).
     pub fn node_gb_s(&self) -> f64 {
-        self.per_socket_gb_s * self.sockets as f64
+        self.per_socket_gb_s * self.sockets.max(1) as f64
     }
 
     /// The peak available to threads spread over `sockets_used` sockets.
@@ -75,6 +81,10 @@ impl fmt::Display for Peak {
         }
         Ok(())
     }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// What the user said about the peak, if anything.

@@ -140,24 +140,18 @@ pub fn clock_granularity() -> Duration {
         .unwrap_or(Duration::from_nanos(1))
 }
 
-/// Runs the plan on membw's pinned SIMD team and returns its measurement.
-/// Fails only if the system refuses memory or pinning; a failed validation
-/// is reported in the data.
-/// `stop` ends it between repetitions (an Interrupted error).
-pub fn measure(plan: &Plan, stop: &Stop) -> Result<Measurement> {
-    measure_on(&mut crate::backend::cpu::CpuTeam, plan, stop)
-}
-
-/// [`measure`] on any backend.
+/// Runs the plan on `backend` and returns its measurement. Fails only if
+/// the system refuses memory or pinning; a failed validation is reported
+/// in the data. `stop` ends it between repetitions (an Interrupted error).
 pub fn measure_on(backend: &mut dyn Backend, plan: &Plan, stop: &Stop) -> Result<Measurement> {
     measure_with(backend, plan, None, Some(stop)).map(|g| g.measurement)
 }
 
-/// [`measure`] as one rank of several: every timed kernel starts and ends
+/// [`measure_on`] as one rank of several: every timed kernel starts and ends
 /// together with the other ranks' through `gate`. Ranks finish together:
 /// one leaving alone at a stop would hang the others, so no stop is read.
-pub fn measure_gated(plan: &Plan, gate: &dyn RankGate) -> Result<Gated> {
-    measure_with(&mut crate::backend::cpu::CpuTeam, plan, Some(gate), None)
+pub fn measure_gated(backend: &mut dyn Backend, plan: &Plan, gate: &dyn RankGate) -> Result<Gated> {
+    measure_with(backend, plan, Some(gate), None)
 }
 
 /// What the driver saw, for the measurement.
@@ -284,7 +278,7 @@ fn kernel_results(plan: &Plan, d: &Driven) -> Vec<KernelResult> {
             let times = d.times[k * plan.ntimes..(k + 1) * plan.ntimes].to_vec();
             let mut r = kernel_statistics(
                 kernel,
-                plan.stores,
+                plan.stores(),
                 plan.elements * plan.inner_repeats,
                 times,
             );
@@ -312,8 +306,9 @@ pub fn planned(
         arrays: plan.arrays_needed().len(),
         ntimes: plan.ntimes,
         inner_repeats: plan.inner_repeats,
-        isa: Some(plan.isa),
-        stores: Some(plan.stores),
+        target: Some(plan.target.clone()),
+        isa: plan.target.isa(),
+        stores: plan.stores(),
         hugepages: plan.hugepages,
         mem_policy: plan.mem.to_string(),
         threads,

@@ -62,7 +62,7 @@ fn sums_are_held_to_the_rounding_bound_of_their_length() {
 fn statistics_skip_the_first_repetition() {
     let r = kernel_statistics(
         KernelId::Triad,
-        StoreMode::Regular,
+        Some(StoreMode::Regular),
         1000,
         vec![9.0, 2.0, 1.0, 3.0],
     );
@@ -79,8 +79,7 @@ fn small_plan(kernels: Vec<KernelId>, stores: StoreMode) -> Plan {
         elements: 100_003,
         ntimes: 3,
         kernels,
-        isa: Isa::best(),
-        stores,
+        target: crate::results::target::Target::cpu(Isa::best(), stores),
         cpus: vec![cpu, cpu],
         cpu_nodes: vec![None, None],
         hugepages: Hugepages::Auto,
@@ -93,7 +92,12 @@ fn small_plan(kernels: Vec<KernelId>, stores: StoreMode) -> Plan {
 fn a_small_run_validates() {
     for stores in [StoreMode::Regular, StoreMode::Nt] {
         let all: Vec<KernelId> = crate::kernels::KERNELS.iter().map(|k| k.id).collect();
-        let m = measure(&small_plan(all, stores), &Stop::default()).unwrap();
+        let m = measure_on(
+            &mut crate::backend::cpu::CpuTeam,
+            &small_plan(all, stores),
+            &Stop::default(),
+        )
+        .unwrap();
         assert!(m.validation.passed, "{:?}", m.validation);
         assert_eq!(m.results.len(), crate::kernels::KERNELS.len());
         assert_eq!(m.arrays, 4);
@@ -112,7 +116,7 @@ fn a_small_run_validates() {
 fn inner_repeats_count_every_call() {
     let mut plan = small_plan(vec![KernelId::Triad], StoreMode::Regular);
     plan.inner_repeats = 4;
-    let m = measure(&plan, &Stop::default()).unwrap();
+    let m = measure_on(&mut crate::backend::cpu::CpuTeam, &plan, &Stop::default()).unwrap();
     assert!(m.validation.passed);
     let r = &m.results[0];
     let bytes = 24.0 * plan.elements as f64 * 4.0;
@@ -123,7 +127,7 @@ fn inner_repeats_count_every_call() {
 fn only_used_arrays_are_mapped() {
     let plan = small_plan(vec![KernelId::Read], StoreMode::Regular);
     assert_eq!(plan.arrays_needed(), vec![ArrayId::A]);
-    let m = measure(&plan, &Stop::default()).unwrap();
+    let m = measure_on(&mut crate::backend::cpu::CpuTeam, &plan, &Stop::default()).unwrap();
     assert_eq!(m.arrays, 1);
     assert!(m.validation.passed);
 }
@@ -271,7 +275,7 @@ fn a_gated_run_meets_the_other_ranks_around_every_kernel() {
         ready: true,
         calls: Default::default(),
     };
-    let g = measure_gated(&plan, &gate).unwrap();
+    let g = measure_gated(&mut crate::backend::cpu::CpuTeam, &plan, &gate).unwrap();
     assert!(g.measurement.validation.passed);
     let calls = gate.calls.into_inner().unwrap();
     let timed = plan.ntimes * plan.kernels.len();
@@ -294,7 +298,10 @@ fn when_another_rank_fails_nothing_is_timed() {
         ready: false,
         calls: Default::default(),
     };
-    let err = measure_gated(&plan, &gate).err().unwrap().to_string();
+    let err = measure_gated(&mut crate::backend::cpu::CpuTeam, &plan, &gate)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(err.contains("another rank failed"), "{err}");
     assert_eq!(gate.calls.into_inner().unwrap(), vec!["ready"]);
 }

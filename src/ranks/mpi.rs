@@ -5,6 +5,7 @@
 //! fails or hangs is named instead of hanging the job.
 
 use super::{RankRun, Ranks};
+use crate::backend::Backend;
 use crate::engine::source::Source as MeasurementSource;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
@@ -27,6 +28,8 @@ pub struct MpiSource {
     local_rank: Option<usize>,
     node_peak_gb_s: Option<f64>,
     outlier: f64,
+    /// Where this rank's arrays live and how its kernels run.
+    backend: Box<dyn Backend>,
 }
 
 /// This rank's way to the others: plain data, so that the team's leader
@@ -41,6 +44,7 @@ struct Link {
 impl MpiSource {
     /// Joins the MPI job this process was started in.
     pub fn init(
+        backend: Box<dyn Backend>,
         local_rank: Option<usize>,
         node_peak_gb_s: Option<f64>,
         outlier: f64,
@@ -73,6 +77,7 @@ impl MpiSource {
             local_rank,
             node_peak_gb_s,
             outlier,
+            backend,
         })
     }
 
@@ -233,16 +238,31 @@ impl MeasurementSource for MpiSource {
         self.rank() == 0
     }
 
+    fn prepare(
+        &self,
+        topo: &crate::topology::Topology,
+        settings: &crate::plan::Settings,
+    ) -> Result<crate::plan::Prepared> {
+        self.backend.prepare(topo, settings)
+    }
+
     // Ranks under a gate finish together and read no stop.
     fn measure(&mut self, plan: &Plan, _: &crate::sys::Stop) -> Result<Measurement> {
-        let this = &*self;
+        let MpiSource {
+            link,
+            local_rank,
+            node_peak_gb_s,
+            outlier,
+            backend,
+            ..
+        } = self;
         let mut gate = Gate {
-            link: &this.link,
+            link,
             asked: AtomicBool::new(false),
             own_error: None,
             failures: Default::default(),
         };
-        let gated = match protocol::measure_gated(plan, &gate) {
+        let gated = match protocol::measure_gated(backend.as_mut(), plan, &gate) {
             Ok(g) => g,
             Err(e) => {
                 // Failed before the start line (memory, pinning): say so
@@ -252,7 +272,7 @@ impl MeasurementSource for MpiSource {
                     gate.ready();
                 }
                 let failures = gate.failures.into_inner().unwrap_or_default();
-                if this.rank() == 0 && !failures.is_empty() {
+                if link.rank == 0 && !failures.is_empty() {
                     return Err(Error::Runtime(format!(
                         "{} failed before measuring: {}",
                         crate::units::plural(failures.len(), "rank"),
@@ -264,23 +284,21 @@ impl MeasurementSource for MpiSource {
         };
         let mut m = gated.measurement;
         let run = RankRun::new(
-            this.rank(),
-            this.local_rank,
+            link.rank,
+            *local_rank,
             crate::sys::hostname(),
             &m,
             &gated.synced_times,
-            this.node_peak_gb_s,
+            *node_peak_gb_s,
         );
         let mine = serde_json::to_vec(&run).unwrap_or_default();
-        if this.rank() != 0 {
-            this.link
-                .world()
+        if link.rank != 0 {
+            link.world()
                 .process_at_rank(0)
                 .send_with_tag(&mine[..], RESULT);
             return Ok(m);
         }
-        let runs: Vec<RankRun> = this
-            .link
+        let runs: Vec<RankRun> = link
             .collect(RESULT, mine, "result")
             .iter()
             .enumerate()
@@ -290,11 +308,11 @@ impl MeasurementSource for MpiSource {
                 })
             })
             .collect::<Result<_>>()?;
-        let ranks = Ranks::summarize("mpi", runs, this.outlier)
+        let ranks = Ranks::summarize("mpi", runs, *outlier)
             .ok_or_else(|| Error::Runtime("no rank measured a kernel".into()))?;
         // The table STREAM prints is the aggregate; rank 0's own threads,
         // pages and timer checks stay as they are.
-        m.results = ranks.aggregate_results(plan.stores);
+        m.results = ranks.aggregate_results(plan.stores());
         m.array_elements = ranks.ranks.iter().map(|r| r.elements).sum();
         m.bytes_per_array = m.array_elements * crate::units::ELEMENT_BYTES;
         m.validation.passed = ranks.failed_validation().is_empty();

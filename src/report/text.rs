@@ -451,7 +451,7 @@ mod tests {
     fn rows_use_streams_printf_layout() {
         let r = kernel_statistics(
             KernelId::Triad,
-            StoreMode::Nt,
+            Some(StoreMode::Nt),
             10_000_000,
             vec![1.0, 0.014735, 0.014967],
         );

@@ -3,6 +3,7 @@
 //! measurement source (the in-process STREAM protocol, the fake source of
 //! the tests, later foreign programs and MPI ranks) returns this shape.
 
+use super::target::Target;
 use crate::error::{Error, Result};
 use crate::kernels::{Isa, KernelId, StoreMode};
 use crate::memory::Hugepages;
@@ -158,8 +159,16 @@ pub struct Measurement {
     /// Kernel calls per timed repetition (1 for STREAM's protocol).
     #[serde(default = "one")]
     pub inner_repeats: usize,
-    /// The kernels' ISA and store mode; null for another program's.
+    /// What ran the kernels, as its backend declared it (CPU team, another
+    /// program, device). Absent in schema-1 files: [`Measurement::target`]
+    /// reads it from `isa` and `stores` there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+    /// The CPU kernels' ISA and store mode (as in `target`, kept for
+    /// readers of schema 1); absent where the target is not the CPU team.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isa: Option<Isa>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stores: Option<StoreMode>,
     pub hugepages: Hugepages,
     /// The `--mem` policy, as given (normalized).
@@ -253,6 +262,14 @@ pub struct ProgramRun {
 }
 
 impl Measurement {
+    /// What measured: the recorded target, or (schema 1) the one its ISA
+    /// and stores say.
+    pub fn target(&self) -> Target {
+        self.target
+            .clone()
+            .unwrap_or_else(|| Target::of_schema1(self.isa, self.stores))
+    }
+
     /// Another program's run, for `membw exec`.
     pub fn program(&self) -> Option<&ProgramRun> {
         SourceDetail::program(&self.detail)
@@ -271,10 +288,12 @@ fn one() -> usize {
     1
 }
 
-/// Best/avg/min/max over the repetitions after the first, as STREAM reports.
+/// Best/avg/min/max over the repetitions after the first, as STREAM
+/// reports. `stores` decides the bytes really moved (write-allocate); a
+/// target without CPU stores (a device) is counted as STREAM counts.
 pub fn kernel_statistics(
     kernel: KernelId,
-    stores: StoreMode,
+    stores: Option<StoreMode>,
     elements: usize,
     times: Vec<f64>,
 ) -> KernelResult {
@@ -288,7 +307,7 @@ pub fn kernel_statistics(
     let mut result = KernelResult {
         kernel,
         bytes_per_element: spec.bytes_counted(),
-        dram_bytes_per_element: spec.bytes_moved(stores),
+        dram_bytes_per_element: stores.map_or(spec.bytes_counted(), |s| spec.bytes_moved(s)),
         best_rate_mb_s: 1e-6 * bytes / min,
         avg_time_s: avg,
         min_time_s: min,

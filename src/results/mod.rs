@@ -11,15 +11,16 @@ pub mod measurement;
 mod peak;
 pub mod ranks;
 pub mod read;
+pub mod target;
 pub mod typed;
 
 pub use estimate::Stats;
 pub use measurement::{Measurement, require_valid};
 pub use peak::PeakUse;
 
+use crate::kernels::StoresRequest;
 use crate::kernels::{Isa, KernelId, StoreMode};
 use crate::placement::spellings::Spellings;
-use crate::plan::StoresRequest;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -189,6 +190,10 @@ pub struct Point {
     /// Bytes per element, when not 8 (another program's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub element_bytes: Option<u64>,
+    /// What measured the point, where it is not membw's CPU team (every
+    /// schema-1 point is that team, or a `program`): a device, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<target::Target>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,33 +205,9 @@ pub struct NumaCell {
 }
 
 impl Point {
-    /// The point a plan measures, under a placement label and the memory
-    /// policy as the user wrote it.
-    pub fn new(
-        placement: String,
-        mem: &str,
-        stores: StoresRequest,
-        plan: &crate::plan::Plan,
-        numa: Option<NumaCell>,
-    ) -> Point {
-        let threads = plan.cpus.len().max(1);
-        let arrays = plan.arrays_needed().len() as u64;
-        let elements = plan.elements as u64;
-        Point {
-            threads,
-            placement,
-            mem: mem.to_string(),
-            stores,
-            hugepages: plan.hugepages,
-            kernels: plan.kernels.clone(),
-            elements,
-            working_set_per_thread: elements * crate::units::ELEMENT_BYTES * arrays
-                / threads as u64,
-            ntimes: plan.ntimes,
-            numa,
-            program: None,
-            element_bytes: None,
-        }
+    /// The device that measured the point, if a device did.
+    pub fn device(&self) -> Option<&target::DeviceId> {
+        self.target.as_ref().and_then(target::Target::device)
     }
 
     /// What identifies the point for `--resume`: its JSON form, less what
@@ -263,9 +244,13 @@ impl Point {
         self
     }
 
-    /// A short label for tables and progress: `spread × 4 · local · nt stores`.
+    /// A short label for tables and progress: `spread × 4 · local · nt
+    /// stores`, or `device sim0` for a device.
     pub fn label(&self) -> String {
-        let mut s = format!("{} × {} · {}", self.placement, self.threads, self.mem);
+        let mut s = match self.device() {
+            Some(d) => format!("device {}", d.name),
+            None => format!("{} × {} · {}", self.placement, self.threads, self.mem),
+        };
         if self.stores != StoresRequest::Auto {
             s.push_str(&format!(" · {} stores", self.stores));
         }
@@ -280,8 +265,13 @@ impl Point {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunResult {
     pub cpus: Vec<usize>,
-    /// Null for another program's run.
+    /// As the measurement's: what ran (absent in schema 1, see [`RunResult::target`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<target::Target>,
+    /// The CPU kernels' ISA and stores; absent for another program or a device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isa: Option<Isa>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stores: Option<StoreMode>,
     pub inner_repeats: usize,
     /// Best rate of each kernel, GB/s.
@@ -317,9 +307,18 @@ impl RunResult {
         measurement::SourceDetail::ranks(&self.detail)
     }
 
+    /// What ran: the recorded target, or (schema 1) the one its ISA and
+    /// stores say.
+    pub fn target(&self) -> target::Target {
+        self.target
+            .clone()
+            .unwrap_or_else(|| target::Target::of_schema1(self.isa, self.stores))
+    }
+
     pub fn from_measurement(m: &Measurement) -> RunResult {
         RunResult {
             cpus: m.threads.iter().map(|t| t.cpu).collect(),
+            target: m.target.clone(),
             isa: m.isa,
             stores: m.stores,
             inner_repeats: m.inner_repeats,

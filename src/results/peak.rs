@@ -12,12 +12,17 @@ use std::collections::BTreeMap;
 pub struct PeakUse {
     #[serde(flatten)]
     pub peak: Peak,
-    /// Sockets holding at least one thread.
+    /// Sockets holding at least one thread; absent (0) for a device.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub sockets_used: usize,
     /// Peak of those sockets, GB/s.
     pub used_gb_s: f64,
     /// Each kernel's best rate as a percentage of `used_gb_s`.
     pub percent_of_peak: BTreeMap<String, f64>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl PeakUse {

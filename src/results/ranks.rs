@@ -324,7 +324,7 @@ impl Ranks {
 
     /// STREAM's per-kernel results for the aggregate: every rank's bytes
     /// over the slowest rank's synchronized time, per repetition.
-    pub fn aggregate_results(&self, stores: StoreMode) -> Vec<KernelResult> {
+    pub fn aggregate_results(&self, stores: Option<StoreMode>) -> Vec<KernelResult> {
         self.ranks[0]
             .synced_s
             .keys()

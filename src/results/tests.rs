@@ -3,6 +3,7 @@ use super::*;
 #[test]
 fn a_sources_detail_keeps_its_json_field_name() {
     let run = |detail| RunResult {
+        target: None,
         cpus: vec![0],
         isa: None,
         stores: None,

@@ -30,6 +30,7 @@ fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
         }),
         program: None,
         element_bytes: None,
+        target: None,
     };
     Record::new(
         "sweep",

@@ -101,7 +101,7 @@ fn aggregate_results_count_every_ranks_elements() {
         rank(1, "b", vec![0], vec![0.5, 0.4]),
     ];
     let s = Ranks::summarize("mpi", ranks, 0.9).unwrap();
-    let r = &s.aggregate_results(StoreMode::Regular)[0];
+    let r = &s.aggregate_results(Some(StoreMode::Regular))[0];
     // Both ranks' bytes (2 × 1e9, to rounding of elements) over 0.501 s.
     assert!(
         (r.best_gb_s() - 2.0 / 0.501).abs() < 1e-3,
