@@ -280,7 +280,13 @@ impl Point {
         plan: &Plan,
         numa: Option<crate::results::NumaCell>,
     ) -> Point {
-        let threads = plan.units();
+        // A device has no CPU threads, placement or memory policy to name;
+        // its working set is the device's.
+        let device = plan.target.device().is_some();
+        let (threads, placement, mem) = match device {
+            true => (0, String::new(), ""),
+            false => (plan.units(), placement, mem),
+        };
         let arrays = plan.arrays_needed().len() as u64;
         let elements = plan.elements as u64;
         Point {
@@ -292,7 +298,7 @@ impl Point {
             kernels: plan.kernels.clone(),
             elements,
             working_set_per_thread: elements * crate::units::ELEMENT_BYTES * arrays
-                / threads as u64,
+                / plan.units() as u64,
             ntimes: plan.ntimes,
             numa,
             program: None,

@@ -279,7 +279,9 @@ fn plan_check<'a>(
     let jobs = check::scope_jobs(topo, &measure, &|s| source.prepare(topo, s))?;
     let domains = jobs.len() >= 2;
     let mut notes = Vec::new();
-    let peak = peak
+    // A device is held against its own peak, not the host's.
+    let device_peak = (jobs.iter()).find_map(|j| j.plan.target.device()?.peak());
+    let peak = (device_peak.as_ref().or(peak))
         .ok_or_else(|| "the theoretical peak of this node is unknown".to_string())
         .and_then(|p| rules::peak_to_judge(p, check::share_of_sockets(topo)));
     let peak_gb_s = match peak {
@@ -377,6 +379,7 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         timestamp: crate::results::now(),
         host: crate::results::Host::describe(&topo),
         healthy,
+        device: (plan.jobs.iter()).find_map(|j| j.plan.target.device().cloned()),
         judged,
         reason: if healthy { None } else { reason },
         against: plan.against,

@@ -79,9 +79,10 @@ fn run_request(
     placement: &args::Placement,
     settings: &Settings,
     stores_reason: String,
+    plan: &plan::Plan,
     topo: &crate::topology::Topology,
 ) -> Request {
-    Request {
+    let request = Request {
         size: m.size.map(|s| match s {
             ArraySize::Elements(n) => n.to_string(),
             ArraySize::Bytes(b) => format!("{} B", b.0),
@@ -97,6 +98,17 @@ fn run_request(
             .then(crate::memory::inherited::policy)
             .flatten(),
         cpuset_mems: crate::memory::inherited::cpuset_mems(topo),
+    };
+    match plan.target.device() {
+        // What a device was not asked and has not: placement, ISA, stores.
+        Some(_) => Request {
+            placement: String::new(),
+            isa: String::new(),
+            stores: String::new(),
+            stores_reason: String::new(),
+            ..request
+        },
+        None => request,
     }
 }
 
@@ -218,7 +230,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     for w in &measurement.warnings {
         crate::say!("membw: warning: {w}");
     }
-    let request = run_request(m, &placement, &settings, stores_reason, &topo);
+    let request = run_request(m, &placement, &settings, stores_reason, &plan, &topo);
     let peak = engine.peak_use(
         &plan,
         measurement
@@ -232,7 +244,8 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         request,
         measurement,
         peak,
-        spellings::spell_plan(&plan.cpus, &plan.mem, plan.hugepages),
+        (plan.target.device().is_none())
+            .then(|| spellings::spell_plan(&plan.cpus, &plan.mem, plan.hugepages)),
     );
     if report.measurement.ranks().is_some() {
         // Rank 0's sockets are not the ranks' sockets: the per-node table

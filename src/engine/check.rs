@@ -45,7 +45,7 @@ fn plan_for(
     stores: StoresRequest,
 ) -> Result<Plan> {
     let (cpu_nodes, mem) = match scope {
-        Scope::Node => (None, MemPolicy::default()),
+        Scope::Node | Scope::Device => (None, MemPolicy::default()),
         Scope::Numa(n) => (
             Some(IdSet::new(vec![n])),
             MemPolicy::uniform(Policy::Bind(IdSet::new(vec![n]))),
@@ -68,6 +68,14 @@ pub fn scope_jobs(
     measure: &Measure,
     prepare: &plan::Prepare,
 ) -> Result<Vec<ScopeJob>> {
+    // A backend whose target is a device measures the device, whole.
+    let whole = plan_for(prepare, Scope::Node, measure, StoresRequest::Auto)?;
+    if whole.target.device().is_some() {
+        return Ok(vec![ScopeJob {
+            scope: Scope::Device,
+            plan: whole,
+        }]);
+    }
     let scopes = std::iter::once(Scope::Node).chain(domains(topo).into_iter().map(Scope::Numa));
     scopes
         .map(|scope| {
@@ -87,6 +95,9 @@ pub fn scope_jobs(
 /// Why arrays of this plan would measure the caches rather than the
 /// memory: each array no larger than the last-level caches of its CPUs.
 fn fits_in_caches(topo: &Topology, plan: &Plan) -> Option<String> {
+    if plan.target.device().is_some() {
+        return None; // the host's caches are not a device's
+    }
     let array = crate::units::Bytes(plan.elements as u64 * crate::units::ELEMENT_BYTES);
     let llc = topo.llc_sum(&plan.cpus.iter().copied().collect());
     (array <= llc).then(|| {
@@ -129,9 +140,11 @@ pub fn baseline_jobs(
                 kernels: baseline.protocol.kernels.clone(),
                 ..measure.clone()
             };
-            let stores = match s.stores {
-                StoreMode::Regular => StoresRequest::Regular,
-                StoreMode::Nt => StoresRequest::Nt,
+            let stores = match (s.scope, s.stores) {
+                // A device has no CPU stores to ask for.
+                (Scope::Device, _) => StoresRequest::Auto,
+                (_, StoreMode::Regular) => StoresRequest::Regular,
+                (_, StoreMode::Nt) => StoresRequest::Nt,
             };
             let plan = plan_for(prepare, s.scope, &m, stores).map_err(|e| match e {
                 Error::Input {
@@ -144,6 +157,16 @@ pub fn baseline_jobs(
                     format!("({}) cannot be measured here: {other}", s.scope),
                 ),
             })?;
+            let (want, here) = (s.device.as_ref(), plan.target.device());
+            if want.map(|d| (&d.backend, &d.name)) != here.map(|d| (&d.backend, &d.name)) {
+                let name = |d: Option<&crate::results::target::DeviceId>| {
+                    d.map_or("this node's CPUs".into(), |d| d.describe())
+                };
+                return Err(field(
+                    ".device",
+                    format!("is {}, but this check measures {}", name(want), name(here)),
+                ));
+            }
             if plan.cpus.len() != s.threads {
                 return Err(field(
                     ".threads",
@@ -255,6 +278,7 @@ pub fn measure_baseline(
             threads: job.plan.cpus.len(),
             elements: job.plan.elements as u64,
             stores: job.plan.cpu_code().1,
+            device: job.plan.target.device().cloned(),
             kernels: job
                 .plan
                 .kernels

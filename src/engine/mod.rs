@@ -231,7 +231,7 @@ impl<'a> Engine<'a> {
             peak_gb_s: peak.as_ref().map(|p| p.used_gb_s),
             peak_source: peak.map(|p| p.peak.detail),
             cache_per_thread: self.topo.cache_per_thread(&job.plan.cpus),
-            reproduce: Some(job.reproduce()),
+            reproduce: job.plan.target.device().is_none().then(|| job.reproduce()),
             runs,
         };
         (point, payload)

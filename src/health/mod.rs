@@ -22,6 +22,8 @@ pub const BASELINE_SCHEMA: u32 = 1;
 pub enum Scope {
     Node,
     Numa(usize),
+    /// A device's own memory (the backend's target), measured whole.
+    Device,
 }
 
 impl std::fmt::Display for Scope {
@@ -30,6 +32,7 @@ impl std::fmt::Display for Scope {
         match self {
             Scope::Node => f.write_str("node"),
             Scope::Numa(n) => write!(f, "NUMA node {n}"),
+            Scope::Device => f.write_str("device"),
         }
     }
 }
@@ -40,12 +43,14 @@ impl Scope {
         match self {
             Scope::Node => "node".into(),
             Scope::Numa(n) => format!("numa:{n}"),
+            Scope::Device => "device".into(),
         }
     }
 
     pub fn parse(text: &str) -> Option<Scope> {
         match text {
             "node" => Some(Scope::Node),
+            "device" => Some(Scope::Device),
             _ => text.strip_prefix("numa:")?.parse().ok().map(Scope::Numa),
         }
     }
@@ -106,6 +111,10 @@ pub struct ScopeBaseline {
     /// Elements per array, so that the check measures the same bytes.
     pub elements: u64,
     pub stores: StoreMode,
+    /// The device measured, for the device scope: a check measures the
+    /// same one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<crate::results::target::DeviceId>,
     pub kernels: BTreeMap<KernelId, Rates>,
 }
 
@@ -281,8 +290,15 @@ impl Baseline {
                     format!("is {} again (scopes[{j}])", s.scope.key()),
                 );
             }
-            if s.threads == 0 {
-                return field(at("threads"), "is 0".into());
+            // A device's scope has no CPU threads, and names its device.
+            match (s.scope, s.threads, &s.device) {
+                (Scope::Device, _, None) => return field(at("device"), "is missing".into()),
+                (Scope::Device, 0, _) => {}
+                (Scope::Device, n, _) => {
+                    return field(at("threads"), format!("is {n}: a device has no threads"));
+                }
+                (_, 0, _) => return field(at("threads"), "is 0".into()),
+                _ => {}
             }
             if s.elements == 0 {
                 return field(at("elements"), "is 0".into());

@@ -5,6 +5,7 @@
 
 use super::{Baseline, Identity, Scope};
 use crate::kernels::KernelId;
+use crate::peak::PeakSource;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -194,11 +195,14 @@ pub fn symmetry(bests: &Bests, tolerance: f64) -> Vec<Finding> {
     out
 }
 
-/// The node's triad against `share` of the theoretical peak.
+/// The node's (or the device's) triad against `share` of the theoretical
+/// peak.
 pub fn against_peak(bests: &Bests, peak_gb_s: f64, share: f64) -> Option<Finding> {
-    let measured = *bests.get(&(Scope::Node, KernelId::Triad))?;
+    let (scope, measured) = [Scope::Node, Scope::Device]
+        .into_iter()
+        .find_map(|scope| Some((scope, *bests.get(&(scope, KernelId::Triad))?)))?;
     Some(finding(
-        Scope::Node,
+        scope,
         KernelId::Triad,
         measured,
         share * peak_gb_s,
@@ -226,7 +230,8 @@ pub enum Share {
 /// for whole sockets (SMBIOS, the built-in table) only where it has whole
 /// sockets, since a slice of a socket gets an unknown share of its channels.
 pub fn peak_to_judge(peak: &crate::peak::Peak, share: Share) -> Result<f64, String> {
-    if peak.source == crate::peak::PeakSource::User {
+    // The user's figure, or a device's own: the whole of what is measured.
+    if matches!(peak.source, PeakSource::User | PeakSource::Device) {
         return Ok(peak.node_gb_s());
     }
     let whole = format!(
@@ -321,11 +326,15 @@ pub fn diagnosis(f: &Finding, tolerance: f64, findings: &[Finding]) -> String {
             f.reference_gb_s,
             one_domain(n)
         ),
+        (Against::Baseline, Scope::Device) => format!(
+            "{what} of its baseline {:.1} GB/s (tolerance {tol}): the device is slower than it was: its memory clock, its temperature, or another job on it",
+            f.reference_gb_s
+        ),
         (Against::Baseline, _) => format!(
             "{what} of its baseline {:.1} GB/s (tolerance {tol}): {everywhere}",
             f.reference_gb_s
         ),
-        (Against::Peak, _) | (Against::OtherDomains, Scope::Node) => format!(
+        (Against::Peak, _) | (Against::OtherDomains, Scope::Node | Scope::Device) => format!(
             "{what} of the expected {:.1} GB/s (share of the theoretical peak): memory channels missing or slow, or memory slower than the peak assumes",
             f.reference_gb_s
         ),

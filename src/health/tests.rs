@@ -47,6 +47,7 @@ fn baseline(scopes: &[(Scope, KernelId, f64)]) -> Baseline {
                 threads: 16,
                 elements: 1 << 24,
                 stores: StoreMode::Nt,
+                device: None,
                 kernels: [(kernel, rates)].into(),
             }),
         }

@@ -66,7 +66,7 @@ pub enum Spec {
 
 impl Spec {
     /// The input a fault in this spec is about, and its text.
-    fn input(&self) -> (Input, String) {
+    pub fn input(&self) -> (Input, String) {
         match self {
             Spec::Default => (Input::Threads, String::new()),
             Spec::Cpus(w) => (Input::Cpus, w.text.clone()),

@@ -310,7 +310,10 @@ pub fn planned(
         isa: plan.target.isa(),
         stores: plan.stores(),
         hugepages: plan.hugepages,
-        mem_policy: plan.mem.to_string(),
+        mem_policy: match plan.target.device() {
+            Some(_) => String::new(),
+            None => plan.mem.to_string(),
+        },
         threads,
         pages: Vec::new(),
         results,
@@ -428,7 +431,12 @@ fn validation_report(expected: &Expected, errors: &ReadBack) -> Validation {
     let read_rel_error = expected.read_a.map(|a| rel_error(a, errors.read_sum));
     let dot_rel_error = expected.dot_ab.map(|ab| rel_error(ab, errors.dot_sum));
     let sum_tolerance = sum_tolerance(errors.elements);
-    let passed = checks.iter().all(|c| c.avg_rel_error <= EPSILON)
+    // STREAM judges the average error alone; one wrong element of millions
+    // (a flipped bit, a device's bad word) averages away below epsilon, so
+    // membw fails any element over its own tolerance too.
+    let passed = checks
+        .iter()
+        .all(|c| c.avg_rel_error <= EPSILON && c.bad_elements == 0)
         && [read_rel_error, dot_rel_error]
             .into_iter()
             .flatten()

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::results::RunReport;
 use crate::results::latency::LatencyRecord;
 
-pub const HEADER: [&str; 17] = [
+pub const HEADER: [&str; 18] = [
     "schema_version",
     "hostname",
     "kernel",
@@ -24,7 +24,16 @@ pub const HEADER: [&str; 17] = [
     "stores",
     "validated",
     "trusted",
+    "target",
 ];
+
+/// The `target` column: `cpu`, `program`, or `device NAME`.
+fn target_cell(target: &crate::results::target::Target) -> String {
+    match target.device() {
+        Some(d) => format!("device {}", d.name),
+        None => target.kind().into(),
+    }
+}
 
 pub fn render(report: &RunReport) -> Result<String> {
     let m = &report.measurement;
@@ -43,7 +52,10 @@ pub fn render(report: &RunReport) -> Result<String> {
             r.dram_bytes_per_element.to_string(),
             m.array_elements.to_string(),
             m.ntimes.to_string(),
-            m.threads.len().to_string(),
+            // A device has no threads: the cell is empty, not 0.
+            (m.target().device().is_none())
+                .then(|| m.threads.len().to_string())
+                .unwrap_or_default(),
             m.isa.map_or(String::new(), |i| i.to_string()),
             m.stores.map_or(String::new(), |s| s.to_string()),
             m.validation.passed.to_string(),
@@ -51,13 +63,14 @@ pub fn render(report: &RunReport) -> Result<String> {
             m.interference
                 .as_ref()
                 .map_or(String::new(), |i| (!i.busy).to_string()),
+            target_cell(&m.target()),
         ]);
     }
     write(&HEADER, rows)
 }
 
 /// The header of a results file's CSV (`membw report --format csv`).
-pub const STUDY_HEADER: [&str; 20] = [
+pub const STUDY_HEADER: [&str; 21] = [
     "schema_version",
     "hostname",
     "experiment",
@@ -78,6 +91,7 @@ pub const STUDY_HEADER: [&str; 20] = [
     "percent_of_peak",
     "trusted",
     "untrusted_why",
+    "target",
 ];
 
 /// One row per point and kernel of a results file: the mean of its runs'
@@ -88,14 +102,18 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
     for r in records {
         for (kernel, s) in &r.stats {
             let ci = s.interval();
+            let device = r.point.device().is_some();
             rows.push([
                 r.schema_version.to_string(),
                 r.host.hostname.clone(),
                 r.experiment.clone(),
                 r.point.placement.clone(),
-                r.point.threads.to_string(),
+                // A device has no threads or stores: empty cells, not 0.
+                (!device)
+                    .then(|| r.point.threads.to_string())
+                    .unwrap_or_default(),
                 r.point.mem.clone(),
-                r.stores_label(),
+                (!device).then(|| r.stores_label()).unwrap_or_default(),
                 r.point.working_set_per_thread.to_string(),
                 kernel.to_string(),
                 s.n.to_string(),
@@ -109,6 +127,13 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
                 opt(r.percent_of_peak(*kernel), 1),
                 r.untrusted().is_none().to_string(),
                 r.untrusted().unwrap_or_default().to_string(),
+                match &r.point.target {
+                    Some(target) => target_cell(target),
+                    None => r
+                        .runs
+                        .first()
+                        .map_or("cpu".into(), |run| target_cell(&run.target())),
+                },
             ]);
         }
     }

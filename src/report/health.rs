@@ -105,11 +105,16 @@ fn short_decision(f: &crate::health::rules::Finding, tolerance: f64) -> Option<S
 
 /// A baseline as text: per scope and kernel, the median round and spread.
 pub fn baseline(b: &Baseline) -> String {
+    // A device's baseline names the device, not only the host driving it.
+    let devices: Vec<String> = (b.scopes.iter())
+        .filter_map(|s| s.device.as_ref().map(|d| format!(" · {}", d.describe())))
+        .collect();
     let mut o = format!(
-        "membw baseline · {} · {} · {} scopes\n\n",
+        "membw baseline · {} · {}{} · {}\n\n",
         b.hosts.join(", "),
         b.identity.cpu_model.as_deref().unwrap_or("unknown CPU"),
-        b.scopes.len()
+        devices.concat(),
+        crate::units::plural(b.scopes.len(), "scope")
     );
     let _ = writeln!(
         o,
@@ -122,7 +127,10 @@ pub fn baseline(b: &Baseline) -> String {
                 o,
                 "  {:<12} {:>7} {:<8} {:>11.2} {:>9.2} {:>6.1} %",
                 s.scope.to_string(),
-                s.threads,
+                match s.scope {
+                    Scope::Device => "-".to_string(),
+                    _ => s.threads.to_string(),
+                },
                 k.spec().name,
                 r.median_gb_s,
                 r.best_gb_s,

@@ -6,6 +6,7 @@ use crate::health::Scope;
 use crate::health::verdict::Verdict;
 use crate::results::RunReport;
 use crate::results::latency::{LatencyReport, Study};
+use crate::results::target::DeviceId;
 use std::fmt::Write;
 
 /// Metrics under one name: its HELP and TYPE, then each sample.
@@ -54,11 +55,22 @@ fn label(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
-fn scope_labels(scope: Scope) -> String {
-    match scope {
-        Scope::Node => "scope=\"node\"".into(),
-        Scope::Numa(n) => format!("scope=\"numa\",numa_node=\"{n}\""),
+fn scope_labels(scope: Scope, device: Option<&DeviceId>) -> String {
+    match (scope, device) {
+        (Scope::Node, _) => "scope=\"node\"".into(),
+        (Scope::Numa(n), _) => format!("scope=\"numa\",numa_node=\"{n}\""),
+        (Scope::Device, Some(d)) => device_labels(d),
+        (Scope::Device, None) => "scope=\"device\"".into(),
     }
+}
+
+/// A device's scope, by name.
+fn device_labels(d: &DeviceId) -> String {
+    format!(
+        "scope=\"device\",device=\"{}\",backend=\"{}\"",
+        label(&d.name),
+        label(&d.backend)
+    )
 }
 
 const BANDWIDTH: &str = "membw_bandwidth_bytes_per_second";
@@ -133,7 +145,7 @@ pub fn check(v: &Verdict) -> String {
                 format!(
                     "kernel=\"{}\",{}",
                     r.kernel.spec().name,
-                    scope_labels(r.scope)
+                    scope_labels(r.scope, v.device.as_ref())
                 ),
                 r.gb_s * 1e9,
             )
@@ -152,7 +164,7 @@ pub fn check(v: &Verdict) -> String {
                 format!(
                     "kernel=\"{}\",{},against=\"{against}\"{cpu}",
                     f.kernel.spec().name,
-                    scope_labels(f.scope)
+                    scope_labels(f.scope, v.device.as_ref())
                 ),
                 f.ratio,
             )
@@ -201,19 +213,28 @@ pub fn check(v: &Verdict) -> String {
 }
 
 /// `membw run --prom`: each kernel's best rate over the node's threads.
+/// What a run measured, as labels: the node's threads and stores, or a
+/// device by name (it has neither).
+fn target_labels(m: &crate::results::Measurement) -> String {
+    match m.target().device() {
+        Some(d) => device_labels(d),
+        None => format!(
+            "scope=\"node\",threads=\"{}\",stores=\"{}\"",
+            m.threads.len(),
+            m.stores.map_or("unknown", |s| s.name())
+        ),
+    }
+}
+
 pub fn run(r: &RunReport) -> String {
-    let threads = r.measurement.threads.len();
-    let stores = r.measurement.stores.map_or("unknown", |m| m.name());
+    let target = target_labels(&r.measurement);
     let bw = r
         .measurement
         .results
         .iter()
         .map(|k| {
             (
-                format!(
-                    "kernel=\"{}\",scope=\"node\",threads=\"{threads}\",stores=\"{stores}\"",
-                    k.kernel.spec().name,
-                ),
+                format!("kernel=\"{}\",{target}", k.kernel.spec().name),
                 k.best_rate_mb_s * 1e6,
             )
         })
@@ -223,6 +244,13 @@ pub fn run(r: &RunReport) -> String {
             name: BANDWIDTH,
             help: BANDWIDTH_HELP,
             samples: bw,
+        },
+        Metric {
+            name: "membw_peak_bytes_per_second",
+            help: "Theoretical peak the last membw run is held against: the sockets its threads ran on, or a device's own.",
+            samples: (r.peak.iter())
+                .map(|p| (target.clone(), p.used_gb_s * 1e9))
+                .collect(),
         },
         trusted(
             "membw_run_trusted",

@@ -70,16 +70,15 @@ pub fn render(report: &RunReport) -> String {
     );
     let _ = writeln!(o, " will be used to compute the reported bandwidth.");
     let _ = writeln!(o, "{RULE}");
-    let _ = writeln!(o, "Number of Threads requested = {}", m.threads.len());
-    let _ = writeln!(o, "Number of Threads counted = {}", m.threads.len());
-    if let Some(ranks) = m.ranks() {
-        let _ = writeln!(
-            o,
-            "MPI ranks = {} (array size: all ranks together; threads, placement and pages: rank 0's)",
-            ranks.ranks.len()
-        );
+    if let Some(device) = m.target().device() {
+        // A device has no threads, placement, policy or ISA of the host's.
+        let _ = writeln!(o, "Target: {}", device.describe());
+        let host = &report.host;
+        let cpu = host.cpu_model.as_deref().unwrap_or("unknown CPU");
+        let _ = writeln!(o, "Driven from host: {} ({cpu})", host.hostname);
+    } else {
+        threads_and_placement(&mut o, report);
     }
-    where_it_ran(&mut o, report);
     let _ = writeln!(o, "{RULE}");
     let tick_us = m.timer.granularity_ns / 1e3;
     let _ = writeln!(
@@ -121,14 +120,29 @@ pub fn render(report: &RunReport) -> String {
         report.peak.as_ref(),
         report.peak_unknown.as_deref(),
     ));
-    if m.ranks().is_none() {
+    if let Some(spellings) = report.reproduce.as_ref().filter(|_| m.ranks().is_none()) {
         // Rank 0's placement alone would not reproduce a multi-rank run.
         o.push_str(&super::reproduce_block(
             "Reproduce this placement:",
-            &report.reproduce,
+            spellings,
         ));
     }
     o
+}
+
+/// STREAM's thread counts, then where the threads ran.
+fn threads_and_placement(o: &mut String, report: &RunReport) {
+    let m = &report.measurement;
+    let _ = writeln!(o, "Number of Threads requested = {}", m.threads.len());
+    let _ = writeln!(o, "Number of Threads counted = {}", m.threads.len());
+    if let Some(ranks) = m.ranks() {
+        let _ = writeln!(
+            o,
+            "MPI ranks = {} (array size: all ranks together; threads, placement and pages: rank 0's)",
+            ranks.ranks.len()
+        );
+    }
+    where_it_ran(o, report);
 }
 
 /// Where the threads ran and the pages went, the kernels' ISA and
@@ -356,6 +370,13 @@ fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> St
     }
     o.push_str(&stability(m));
     match peak {
+        Some(p) if p.sockets_used == 0 => {
+            let _ = writeln!(
+                o,
+                "  peak of the device: {:.1} GB/s\n    source: {}",
+                p.used_gb_s, p.peak.detail
+            );
+        }
         Some(p) => {
             let _ = writeln!(
                 o,

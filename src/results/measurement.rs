@@ -171,8 +171,11 @@ pub struct Measurement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stores: Option<StoreMode>,
     pub hugepages: Hugepages,
-    /// The `--mem` policy, as given (normalized).
+    /// The `--mem` policy, as given (normalized); absent for a device.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub mem_policy: String,
+    /// Where each CPU thread ran; absent for a device.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<ThreadPlacement>,
     /// Where each array's pages were found after the run (sampled).
     pub pages: Vec<PagePlacement>,
@@ -330,7 +333,7 @@ pub fn require_valid(m: &Measurement) -> Result<()> {
         .validation
         .arrays
         .iter()
-        .filter(|c| c.avg_rel_error > m.validation.epsilon)
+        .filter(|c| c.avg_rel_error > m.validation.epsilon || c.bad_elements > 0)
         .map(|c| {
             format!(
                 "array {}: avg relative error {:.3e}, {} of {} elements wrong (expected {})",

@@ -89,11 +89,16 @@ impl Host {
 pub struct Request {
     pub size: Option<String>,
     pub threads: Option<usize>,
-    /// The placement options, as given.
+    /// The placement options, as given; the ISA and store mode asked for
+    /// and why the store mode was chosen (for `auto`). Absent (empty) for
+    /// a device, which has none of them.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub placement: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub isa: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stores: String,
-    /// Why the store mode was chosen (for `auto`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stores_reason: String,
     /// The memory policy this process started with, when membw measured
     /// under it for want of `--mem` (`numactl --membind 1 membw run`).
@@ -123,8 +128,10 @@ pub struct RunReport {
     /// Why the peak is unknown, and what to give instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_unknown: Option<String>,
-    /// The same placement and memory policy in other tools' spellings.
-    pub reproduce: Spellings,
+    /// The same placement and memory policy in other tools' spellings;
+    /// absent for a device, which has no placement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduce: Option<Spellings>,
 }
 
 impl RunReport {
@@ -134,7 +141,7 @@ impl RunReport {
         request: Request,
         measurement: Measurement,
         peak: Option<PeakUse>,
-        reproduce: Spellings,
+        reproduce: Option<Spellings>,
     ) -> RunReport {
         RunReport {
             schema_version: SCHEMA_VERSION,
@@ -161,14 +168,23 @@ pub(crate) fn stream_source() -> String {
     "stream".into()
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// One configuration of a sweep. Its JSON form is its identity: `--resume`
 /// skips a point whose key is already in the file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Point {
+    /// CPU threads; absent (0) for a device, which has none.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub threads: usize,
-    /// Placement label: `spread`, `per-l3=1`, `places {0:1}:8:2 close`, ...
+    /// Placement label: `spread`, `per-l3=1`, `places {0:1}:8:2 close`,
+    /// ...; absent for a device.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub placement: String,
-    /// Memory policy as given: `local`, `bind:1`, ...
+    /// Memory policy as given: `local`, `bind:1`, ...; absent for a device.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub mem: String,
     pub stores: StoresRequest,
     /// The arrays' page size; absent (auto) in files written before it was
@@ -461,9 +477,10 @@ impl Record {
     /// The store mode asked for, and what `auto` became (`auto→nt`).
     pub fn stores_label(&self) -> String {
         match (self.point.stores, self.runs.first()) {
-            (StoresRequest::Auto, Some(run)) => match run.stores {
-                Some(s) => format!("auto→{s}"),
-                None => "program's".into(),
+            (StoresRequest::Auto, Some(run)) => match run.target() {
+                target::Target::Cpu(code) => format!("auto→{}", code.stores),
+                target::Target::Program => "program's".into(),
+                target::Target::Device(_) => "device's".into(),
             },
             (s, _) => s.to_string(),
         }

@@ -115,18 +115,29 @@ type Indexed = BTreeMap<String, (String, Vec<f64>, bool)>;
 fn index(rs: &[Record], kernel: KernelId) -> Indexed {
     rs.iter()
         .filter_map(|r| {
+            let what = match r.point.device() {
+                Some(d) => format!("device {}", d.name),
+                None => format!(
+                    "{} × {} · {} · {}",
+                    r.point.placement,
+                    r.point.threads,
+                    r.point.mem,
+                    r.stores_label()
+                ),
+            };
             let label = format!(
-                "{}{} × {} · {} · {}{}",
+                "{}{what}{}",
                 r.point
                     .program
                     .as_ref()
                     .map_or(String::new(), |p| format!("{p} · ")),
-                r.point.placement,
-                r.point.threads,
-                r.point.mem,
-                r.stores_label(),
                 if r.point.working_set_per_thread > 0 {
-                    format!(" · {}/thread", Bytes(r.point.working_set_per_thread))
+                    let per = if r.point.device().is_some() {
+                        "device"
+                    } else {
+                        "thread"
+                    };
+                    format!(" · {}/{per}", Bytes(r.point.working_set_per_thread))
                 } else {
                     String::new()
                 }

@@ -5,7 +5,6 @@
 use crate::kernels::KernelId;
 use crate::results::{Record, Stats};
 use crate::units::{Bytes, plural};
-use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// Triad when it was measured, else the first kernel present.
@@ -72,10 +71,15 @@ pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
         [n] => format!("the best rates of {}", plural(*n, "run")),
         _ => "the runs' best rates (runs: how many)".into(),
     };
-    let mut legend = format!(
-        "GB/s: mean ± its 95 % confidence interval, of {runs}, then their min and max\n\
-         set/thread: bytes of all arrays per thread · % peak: of the sockets the threads ran on"
-    );
+    let mut legend =
+        format!("GB/s: mean ± its 95 % confidence interval, of {runs}, then their min and max\n");
+    legend.push_str(if records.iter().all(|r| r.point.device().is_some()) {
+        "set/device: bytes of all arrays on the device · % peak: of the device's own peak"
+    } else if records.iter().any(|r| r.point.device().is_some()) {
+        "set/thread: bytes of all arrays per thread (per device) · % peak: of the sockets the threads ran on, or a device's own"
+    } else {
+        "set/thread: bytes of all arrays per thread · % peak: of the sockets the threads ran on"
+    });
     if records.iter().any(|r| r.untrusted().is_some()) {
         legend.push_str(
             "\ntrust: NOT TRUSTED where the tick counters saw other work or steal on the CPUs \
@@ -129,6 +133,44 @@ fn best_index(records: &[&Record], kernel: KernelId) -> Option<usize> {
     best.map(|b| b.0)
 }
 
+/// The columns of a CPU point's configuration.
+const CPU_COLUMNS: [&str; 4] = ["threads", "placement", "mem", "stores"];
+
+/// What measured a point, for a sentence: `device sim0`, or `spread (4
+/// threads, mem local, nt stores)`.
+pub fn configuration(r: &Record) -> String {
+    match r.point.device() {
+        Some(d) => format!("device {}", d.name),
+        None => format!(
+            "{} ({}, mem {}, {} stores)",
+            r.point.placement,
+            crate::units::plural(r.point.threads, "thread"),
+            r.point.mem,
+            r.stores_label()
+        ),
+    }
+}
+
+/// A row's device column (where a device is in the table), then its CPU
+/// columns (where a CPU point is): `-` where a point has none.
+fn target_cells(r: &Record, placement: String, devices: bool, cpus: bool) -> Vec<String> {
+    let mut cells = Vec::new();
+    if devices {
+        cells.push(r.point.device().map_or("-".into(), |d| d.name.clone()));
+    }
+    match r.point.device() {
+        Some(_) if cpus => cells.extend(CPU_COLUMNS.map(|_| "-".to_string())),
+        Some(_) => {}
+        None => cells.extend([
+            r.point.threads.to_string(),
+            placement,
+            r.point.mem.clone(),
+            r.stores_label(),
+        ]),
+    }
+    cells
+}
+
 /// One row per record in the order given, the best mean highlighted.
 pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
     let numa = sorted.iter().any(|r| r.point.numa.is_some());
@@ -138,18 +180,22 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
             .iter()
             .any(|r| r.point.working_set_per_thread != sorted[0].point.working_set_per_thread);
     let programs = sorted.iter().any(|r| r.point.program.is_some());
+    // A device has no threads, placement, policy or stores: its column
+    // names it, and the CPU columns appear only where a CPU point is.
+    let devices = sorted.iter().any(|r| r.point.device().is_some());
+    let cpus = sorted.iter().any(|r| r.point.device().is_none());
     let mut headers: Vec<String> = Vec::new();
     if programs {
         headers.push("program".into());
     }
-    headers.extend([
-        "threads".into(),
-        "placement".into(),
-        "mem".into(),
-        "stores".into(),
-    ]);
+    if devices {
+        headers.push("device".into());
+    }
+    if cpus {
+        headers.extend(CPU_COLUMNS.map(String::from));
+    }
     if sizes_vary {
-        headers.push("set/thread".into());
+        headers.push(if cpus { "set/thread" } else { "set/device" }.into());
     }
     if numa {
         headers.push("cpu→mem".into());
@@ -180,12 +226,7 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
             if programs {
                 row.push(r.point.program.clone().unwrap_or_else(|| "membw".into()));
             }
-            row.extend([
-                r.point.threads.to_string(),
-                placement,
-                r.point.mem.clone(),
-                r.stores_label(),
-            ]);
+            row.extend(target_cells(r, placement, devices, cpus));
             if sizes_vary {
                 // A program sizes its own arrays: membw does not know them.
                 row.push(match r.point.working_set_per_thread {
@@ -306,68 +347,6 @@ pub fn context(records: &[Record]) -> Vec<(String, String)> {
     ]
 }
 
-/// What a NUMA matrix says: the cost of remote memory (mean off-diagonal
-/// against mean diagonal) and how symmetric it is (largest difference between
-/// cpu i → mem j and cpu j → mem i), for each mode measured.
-pub fn numa_findings(records: &[Record], kernel: KernelId) -> Vec<String> {
-    let mut lines = Vec::new();
-    for all_cores in [false, true] {
-        let cells: BTreeMap<(usize, usize), f64> = records
-            .iter()
-            .filter_map(|r| {
-                let n = r.point.numa.filter(|n| n.all_cores == all_cores)?;
-                Some(((n.cpu_node, n.mem_node), r.stats.get(&kernel)?.mean))
-            })
-            .collect();
-        if cells.is_empty() {
-            continue;
-        }
-        let mode = if all_cores {
-            "all cores of a node"
-        } else {
-            "one thread"
-        };
-        let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
-        let local = mean(
-            cells
-                .iter()
-                .filter(|(k, _)| k.0 == k.1)
-                .map(|(_, v)| *v)
-                .collect(),
-        );
-        let remote = mean(
-            cells
-                .iter()
-                .filter(|(k, _)| k.0 != k.1)
-                .map(|(_, v)| *v)
-                .collect(),
-        );
-        match (local, remote) {
-            (Some(l), Some(r)) => lines.push(format!(
-                "NUMA matrix ({mode}): local {l:.2} GB/s, remote {r:.2} GB/s on average: remote memory costs {:.0} %",
-                100.0 * (1.0 - r / l)
-            )),
-            (Some(l), None) => lines.push(format!("NUMA matrix ({mode}): local {l:.2} GB/s; no remote pair measured (one node)")),
-            _ => {}
-        }
-        let worst = cells
-            .iter()
-            .filter(|(k, _)| k.0 < k.1)
-            .filter_map(|(&(i, j), &a)| {
-                let b = *cells.get(&(j, i))?;
-                Some(((i, j), a, b, (a - b).abs() / ((a + b) / 2.0)))
-            })
-            .max_by(|x, y| x.3.total_cmp(&y.3));
-        if let Some(((i, j), a, b, asym)) = worst {
-            lines.push(format!(
-                "NUMA matrix ({mode}): symmetric within {:.1} % (largest: cpu {i}→mem {j} {a:.2} vs cpu {j}→mem {i} {b:.2} GB/s)",
-                100.0 * asym
-            ));
-        }
-    }
-    lines
-}
-
 /// The summary printed after a sweep and by `membw report`.
 pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
     let t = results_table(records, kernel);
@@ -392,13 +371,10 @@ pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
     if let Some(best) = best {
         let _ = writeln!(
             out,
-            "\nbest {}: {:.2} GB/s with {} ({}, mem {}, {} stores)",
+            "\nbest {}: {:.2} GB/s with {}",
             kernel.spec().name,
             best.mean(kernel).unwrap_or(0.0),
-            best.point.placement,
-            crate::units::plural(best.point.threads, "thread"),
-            best.point.mem,
-            best.stores_label()
+            configuration(best)
         );
         for line in versus_runner_up(&sorted, best, kernel) {
             let _ = writeln!(out, "  {line}");
@@ -479,6 +455,8 @@ pub fn markdown(records: &[Record], kernel: KernelId, plots: &[(String, String)]
 
 mod compare;
 pub mod html;
+mod numa;
+pub use numa::numa_findings;
 mod table;
 pub use table::{Table, escape};
 

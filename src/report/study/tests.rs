@@ -55,7 +55,7 @@ fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
             .into(),
             peak_gb_s: None,
             peak_source: None,
-            cache_per_thread: BTreeMap::new(),
+            cache_per_thread: std::collections::BTreeMap::new(),
         },
     )
 }
