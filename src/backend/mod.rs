@@ -19,6 +19,7 @@
 
 pub mod cpu;
 pub mod portable;
+pub mod sim;
 
 use crate::error::Result;
 use crate::kernels::{ARRAYS, ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};
@@ -125,6 +126,7 @@ pub type MakeBackend = fn() -> Box<dyn Backend>;
 pub const BACKENDS: &[(&str, MakeBackend)] = &[
     ("cpu", || Box::new(cpu::CpuTeam)),
     ("portable", || Box::new(portable::Portable)),
+    ("sim", || Box::new(sim::SimDevice)),
 ];
 
 /// The backend called `name`, if there is one.

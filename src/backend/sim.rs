@@ -1,0 +1,258 @@
+//! A simulated device, for the tests: the proof that a backend which is
+//! not the CPU team (a GPU's memory, later) goes through every command
+//! with one module and one registration.
+//!
+//! It owns its arrays (ordinary heap memory that no CPU placement, memory
+//! policy or first touch of membw's touches), names itself `sim0`, declares
+//! its own memory and peak, and refuses what only CPUs have: threads, a
+//! placement, a memory policy, an ISA, store instructions, page sizes. Its
+//! kernels run on the host thread that drives it, so its rates are real
+//! ones of this host; only its identity is simulated.
+//!
+//! `MEMBW_SIM_DEVICE` sets it up for validation tests: `wrong-element=N`
+//! makes element N of the last array every kernel writes come back wrong
+//! (the protocol must name that array), `peak=GBS` changes its peak.
+
+use super::{ArrayErrors, Backend, Device, Driver, Observed, ReadBack, Sums};
+use crate::error::{Error, Input, Result};
+use crate::kernels::{ARRAYS, ArrayId, Isa, KernelFns, KernelId, StoreMode};
+use crate::memory::Chunk;
+use crate::plan::{Plan, Prepared, Settings, StoresRequest};
+use crate::results::target::{DeviceId, Target};
+use crate::topology::Topology;
+use crate::units::{Bytes, ELEMENT_BYTES};
+
+/// The simulated device's memory.
+const MEMORY_BYTES: u64 = 1 << 30;
+/// Its declared peak, GB/s: above what any host here reaches with one thread.
+const PEAK_GB_S: f64 = 1000.0;
+/// Elements per array when no size is given: 16 MiB arrays.
+const DEFAULT_ELEMENTS: u64 = 2 << 20;
+/// The variable that sets it up for tests.
+pub const SETUP_VARIABLE: &str = "MEMBW_SIM_DEVICE";
+
+/// membw's simulated device.
+pub struct SimDevice;
+
+/// What `MEMBW_SIM_DEVICE` asked for.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Setup {
+    wrong_element: Option<usize>,
+    peak_gb_s: Option<f64>,
+}
+
+impl Setup {
+    fn parse(text: &str) -> std::result::Result<Setup, String> {
+        let mut setup = Setup::default();
+        for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            match item.split_once('=') {
+                Some(("wrong-element", n)) => {
+                    setup.wrong_element = Some(
+                        n.parse()
+                            .map_err(|_| format!("'{n}': an element index (0, 1, ...)"))?,
+                    );
+                }
+                Some(("peak", gb_s)) => {
+                    setup.peak_gb_s = Some(
+                        gb_s.parse()
+                            .ok()
+                            .filter(|p: &f64| p.is_finite() && *p > 0.0)
+                            .ok_or_else(|| format!("'{gb_s}': a positive rate in GB/s"))?,
+                    );
+                }
+                _ => return Err(format!("'{item}': expected wrong-element=N or peak=GBS")),
+            }
+        }
+        Ok(setup)
+    }
+
+    fn from_env() -> Result<Setup> {
+        let Ok(text) = std::env::var(SETUP_VARIABLE) else {
+            return Ok(Setup::default());
+        };
+        Setup::parse(&text).map_err(|e| Error::Usage(format!("{SETUP_VARIABLE}={text}: {e}")))
+    }
+}
+
+/// Refuses what the simulated device does not have.
+fn refuse(input: Input, given: impl Into<String>, what: &str) -> Error {
+    Error::input(
+        input,
+        given,
+        format!("the simulated device sim0 has no {what} (it is not the CPU team)"),
+    )
+}
+
+impl Backend for SimDevice {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+
+    fn prepare(&self, _: &Topology, s: &Settings) -> Result<Prepared> {
+        let p = &s.placement;
+        if let Some(n) = p.threads {
+            return Err(refuse(Input::Threads, n.to_string(), "CPU threads"));
+        }
+        if let Some(nodes) = &p.cpu_nodes {
+            return Err(refuse(Input::CpuNode, nodes.to_string(), "CPU nodes"));
+        }
+        if p.spec != crate::placement::Spec::Default {
+            let (input, text) = p.spec.input();
+            return Err(refuse(input, text, "CPU placement"));
+        }
+        if s.mem != Default::default() {
+            return Err(refuse(Input::Mem, s.mem.to_string(), "memory policy"));
+        }
+        if let Some(isa) = s.measure.isa {
+            return Err(refuse(Input::Isa, isa.to_string(), "CPU instruction set"));
+        }
+        if s.stores != StoresRequest::Auto {
+            return Err(refuse(Input::Stores, s.stores.to_string(), "CPU stores"));
+        }
+        if !s.measure.hugepages.is_auto() {
+            let pages = s.measure.hugepages.to_string();
+            return Err(refuse(Input::Hugepages, pages, "host page sizes"));
+        }
+        let setup = Setup::from_env()?;
+        let (elements, inner_repeats) = s.sizes(1, || DEFAULT_ELEMENTS)?;
+        let mut kernels = s.measure.kernels.clone();
+        kernels.sort();
+        kernels.dedup();
+        let arrays = crate::kernels::arrays_used(&kernels).len() as u64;
+        let needed = (elements as u64).saturating_mul(ELEMENT_BYTES * arrays);
+        if needed > MEMORY_BYTES {
+            return Err(Error::input(
+                Input::Size,
+                elements.to_string(),
+                format!(
+                    "{arrays} arrays of {elements} elements need {}, more than the {} of the simulated device sim0",
+                    Bytes(needed),
+                    Bytes(MEMORY_BYTES)
+                ),
+            ));
+        }
+        let plan = Plan {
+            elements,
+            ntimes: s.measure.ntimes,
+            kernels,
+            target: Target::Device(DeviceId {
+                backend: self.name().into(),
+                name: "sim0".into(),
+                model: Some("membw simulated device".into()),
+                memory_bytes: Some(MEMORY_BYTES),
+                peak_gb_s: Some(setup.peak_gb_s.unwrap_or(PEAK_GB_S)),
+            }),
+            // No CPU of the host's is the device's.
+            cpus: Vec::new(),
+            cpu_nodes: Vec::new(),
+            hugepages: s.measure.hugepages,
+            mem: s.mem.clone(),
+            inner_repeats,
+        };
+        Ok(Prepared {
+            plan,
+            stores_reason: String::new(),
+        })
+    }
+
+    fn open(&mut self, plan: &Plan, driver: &mut Driver<'_>) -> Result<Observed> {
+        let setup = Setup::from_env()?;
+        let mut arrays: [Option<Vec<f64>>; ARRAYS] = Default::default();
+        for id in plan.arrays_needed() {
+            let mut v = Vec::new();
+            v.try_reserve_exact(plan.elements).map_err(|e| {
+                Error::Runtime(format!(
+                    "sim0 cannot allocate {} elements: {e}",
+                    plan.elements
+                ))
+            })?;
+            v.resize(plan.elements, 0.0);
+            arrays[id.index()] = Some(v);
+        }
+        let written = plan.kernels.iter().filter_map(|k| k.spec().writes).last();
+        let mut memory = Memory {
+            fns: KernelFns::select(Isa::Scalar, StoreMode::Regular)?,
+            arrays,
+            sums: Sums::default(),
+            wrong: setup.wrong_element.zip(written),
+        };
+        driver(&mut memory)?;
+        Ok(Observed::default())
+    }
+}
+
+/// The device's arrays, as the protocol drives them.
+struct Memory {
+    fns: KernelFns,
+    arrays: [Option<Vec<f64>>; ARRAYS],
+    sums: Sums,
+    /// The element, and the array, that read back wrong.
+    wrong: Option<(usize, ArrayId)>,
+}
+
+impl Memory {
+    fn chunk(&mut self) -> Chunk<'_> {
+        let [a, b, c, d] = &mut self.arrays;
+        Chunk {
+            arrays: [a, b, c, d].map(|v| v.as_deref_mut()),
+            offset: 0,
+        }
+    }
+}
+
+impl Device for Memory {
+    fn init(&mut self, values: [f64; ARRAYS]) {
+        for (id, value) in ArrayId::ALL.into_iter().zip(values) {
+            if let Some(v) = &mut self.arrays[id.index()] {
+                v.fill(value);
+            }
+        }
+    }
+    fn double_a(&mut self) {
+        super::double_chunk(&mut self.chunk());
+    }
+    fn sync(&mut self) {}
+    fn run(&mut self, kernel: KernelId, repeats: usize) {
+        let (fns, mut sums) = (self.fns, self.sums);
+        let mut chunk = self.chunk();
+        for _ in 0..repeats {
+            super::run_kernel(&fns, kernel, &mut chunk, &mut sums);
+        }
+        self.sums = sums;
+    }
+    fn read_back(&mut self, want: [f64; ARRAYS], errors: ArrayErrors) -> ReadBack {
+        if let Some((element, array)) = self.wrong
+            && let Some(x) = self.arrays[array.index()]
+                .as_mut()
+                .and_then(|v| v.get_mut(element))
+        {
+            *x += 1.0;
+        }
+        let sums = self.sums;
+        super::read_back_chunk(&self.chunk(), sums, want, errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn its_setup_is_read_or_refused_in_one_line() {
+        assert_eq!(
+            Setup::parse("wrong-element=3, peak=250").unwrap(),
+            Setup {
+                wrong_element: Some(3),
+                peak_gb_s: Some(250.0)
+            }
+        );
+        assert_eq!(Setup::parse("").unwrap(), Setup::default());
+        assert!(
+            Setup::parse("wrong-element=-1")
+                .unwrap_err()
+                .contains("'-1'")
+        );
+        assert!(Setup::parse("peak=0").unwrap_err().contains("'0'"));
+        assert!(Setup::parse("speed=2").unwrap_err().contains("'speed=2'"));
+    }
+}
