@@ -58,6 +58,15 @@ impl Plan {
             .map_or((Isa::Scalar, StoreMode::Regular), |c| (c.isa, c.stores))
     }
 
+    /// CPU threads that run the kernels: none for a device (its host
+    /// thread drives it, and does not share its work).
+    pub fn threads(&self) -> usize {
+        match self.target {
+            Target::Device(_) => 0,
+            _ => self.cpus.len(),
+        }
+    }
+
     /// Threads (or devices) the work is split over: what a working set per
     /// thread is per.
     pub fn units(&self) -> usize {

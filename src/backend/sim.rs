@@ -6,8 +6,10 @@
 //! policy or first touch of membw's touches), names itself `sim0`, declares
 //! its own memory and peak, and refuses what only CPUs have: threads, a
 //! placement, a memory policy, an ISA, store instructions, page sizes. Its
-//! kernels run on the host thread that drives it, so its rates are real
-//! ones of this host; only its identity is simulated.
+//! kernels run on the host thread that drives it (pinned to the first CPU
+//! this process may use, so that the trust counters tell its time from
+//! other work), so its rates are real ones of this host; only its identity
+//! is simulated.
 //!
 //! `MEMBW_SIM_DEVICE` sets it up for validation tests: `wrong-element=N`
 //! makes element N of the last array every kernel writes come back wrong
@@ -88,7 +90,7 @@ impl Backend for SimDevice {
         "sim"
     }
 
-    fn prepare(&self, _: &Topology, s: &Settings) -> Result<Prepared> {
+    fn prepare(&self, topo: &Topology, s: &Settings) -> Result<Prepared> {
         let p = &s.placement;
         if let Some(n) = p.threads {
             return Err(refuse(Input::Threads, n.to_string(), "CPU threads"));
@@ -142,8 +144,9 @@ impl Backend for SimDevice {
                 memory_bytes: Some(MEMORY_BYTES),
                 peak_gb_s: Some(setup.peak_gb_s.unwrap_or(PEAK_GB_S)),
             }),
-            // No CPU of the host's is the device's.
-            cpus: Vec::new(),
+            // The host thread that drives the device: no CPU of the
+            // host's does the device's work on a real one.
+            cpus: topo.allowed_cpus.first().into_iter().collect(),
             cpu_nodes: Vec::new(),
             hugepages: s.measure.hugepages,
             mem: s.mem.clone(),
@@ -169,14 +172,26 @@ impl Backend for SimDevice {
             v.resize(plan.elements, 0.0);
             arrays[id.index()] = Some(v);
         }
-        let written = plan.kernels.iter().filter_map(|k| k.spec().writes).last();
+        let written = plan.kernels.iter().rev().find_map(|k| k.spec().writes);
         let mut memory = Memory {
             fns: KernelFns::select(Isa::Scalar, StoreMode::Regular)?,
             arrays,
             sums: Sums::default(),
             wrong: setup.wrong_element.zip(written),
         };
-        driver(&mut memory)?;
+        // Driven from a thread of its own, pinned, as a GPU's host thread.
+        let host_cpu = plan.cpus.first().copied();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                if let Some(cpu) = host_cpu {
+                    crate::sys::pin_current_thread(cpu)
+                        .map_err(|e| Error::Runtime(format!("pinning sim0's host thread: {e}")))?;
+                }
+                driver(&mut memory)
+            })
+            .join()
+            .unwrap_or_else(|_| Err(Error::Runtime("sim0's host thread panicked".into())))
+        })?;
         Ok(Observed::default())
     }
 }

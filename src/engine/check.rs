@@ -167,7 +167,7 @@ pub fn baseline_jobs(
                     format!("is {}, but this check measures {}", name(want), name(here)),
                 ));
             }
-            if plan.cpus.len() != s.threads {
+            if plan.threads() != s.threads {
                 return Err(field(
                     ".threads",
                     format!(
@@ -177,7 +177,7 @@ pub fn baseline_jobs(
                             Scope::Node => "this node".to_string(),
                             numa => numa.to_string(),
                         },
-                        plan.cpus.len()
+                        plan.threads()
                     ),
                 ));
             }
@@ -275,7 +275,7 @@ pub fn measure_baseline(
         .iter()
         .map(|job| ScopeBaseline {
             scope: job.scope,
-            threads: job.plan.cpus.len(),
+            threads: job.plan.threads(),
             elements: job.plan.elements as u64,
             stores: job.plan.cpu_code().1,
             device: job.plan.target.device().cloned(),

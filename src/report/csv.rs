@@ -53,9 +53,10 @@ pub fn render(report: &RunReport) -> Result<String> {
             m.array_elements.to_string(),
             m.ntimes.to_string(),
             // A device has no threads: the cell is empty, not 0.
-            (m.target().device().is_none())
-                .then(|| m.threads.len().to_string())
-                .unwrap_or_default(),
+            match m.target().device() {
+                Some(_) => String::new(),
+                None => m.threads.len().to_string(),
+            },
             m.isa.map_or(String::new(), |i| i.to_string()),
             m.stores.map_or(String::new(), |s| s.to_string()),
             m.validation.passed.to_string(),
@@ -109,11 +110,17 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
                 r.experiment.clone(),
                 r.point.placement.clone(),
                 // A device has no threads or stores: empty cells, not 0.
-                (!device)
-                    .then(|| r.point.threads.to_string())
-                    .unwrap_or_default(),
+                if device {
+                    String::new()
+                } else {
+                    r.point.threads.to_string()
+                },
                 r.point.mem.clone(),
-                (!device).then(|| r.stores_label()).unwrap_or_default(),
+                if device {
+                    String::new()
+                } else {
+                    r.stores_label()
+                },
                 r.point.working_set_per_thread.to_string(),
                 kernel.to_string(),
                 s.n.to_string(),

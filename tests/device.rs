@@ -1,0 +1,338 @@
+//! The simulated device backend (`--backend sim`, src/backend/sim.rs) goes
+//! through every command with nothing but its module and its registration:
+//! its records, reports, comparisons, checks and Prometheus lines say
+//! "device" with its name and its own peak, never CPU threads or an ISA.
+
+mod common;
+
+use common::{membw, stdout, usage_error};
+use serde_json::Value;
+
+/// Small arrays and few repetitions: the device's kernels run on the
+/// host thread of a debug build.
+const SMALL: [&str; 4] = ["--array-size", "262144", "--ntimes", "3"];
+
+fn run_sim(extra: &[&str]) -> String {
+    let mut args = vec!["run", "--backend", "sim"];
+    args.extend(SMALL);
+    args.extend(extra);
+    stdout(&args)
+}
+
+#[test]
+fn a_run_on_the_device_names_it_and_its_own_peak_and_no_cpu_things() {
+    let text = run_sim(&[]);
+    assert!(
+        text.contains("Target: device sim0 (membw simulated device, 1 GiB, backend sim)"),
+        "{text}"
+    );
+    assert!(text.contains("Triad:") && text.contains("Solution Validates"));
+    assert!(text.contains("peak of the device: 1000.0 GB/s"), "{text}");
+    for cpu_only in [
+        "Number of Threads",
+        "Thread affinity",
+        "Placement:",
+        "Kernels:",
+        "ISA",
+        "Reproduce",
+        "socket",
+    ] {
+        assert!(!text.contains(cpu_only), "'{cpu_only}' in: {text}");
+    }
+
+    let doc: Value = serde_json::from_str(&run_sim(&["--format", "json"])).unwrap();
+    let m = &doc["measurement"];
+    assert_eq!(m["target"]["kind"], "device");
+    assert_eq!(m["target"]["name"], "sim0");
+    assert_eq!(m["target"]["peak_gb_s"], 1000.0);
+    for absent in ["isa", "stores", "threads", "mem_policy"] {
+        assert!(m.get(absent).is_none(), "{absent}: {m}");
+    }
+    for absent in ["placement", "isa", "stores"] {
+        assert!(doc["request"].get(absent).is_none(), "{absent}");
+    }
+    assert!(doc.get("reproduce").is_none());
+    assert_eq!(doc["peak"]["source"], "device");
+    assert_eq!(doc["peak"]["used_gb_s"], 1000.0);
+    assert!(doc["peak"].get("sockets_used").is_none());
+
+    let csv = run_sim(&["--format", "csv"]);
+    for row in csv.lines().skip(1) {
+        let cells: Vec<&str> = row.split(',').collect();
+        // threads, isa and stores are empty; the last column names the device.
+        assert_eq!(&cells[12..15], ["", "", ""], "{row}");
+        assert_eq!(cells.last(), Some(&"device sim0"), "{row}");
+    }
+}
+
+#[test]
+fn its_prometheus_lines_say_device_with_its_name_and_peak() {
+    let dir = tempfile::tempdir().unwrap();
+    let prom = dir.path().join("run.prom");
+    run_sim(&["--prom", prom.to_str().unwrap(), "-q"]);
+    let text = std::fs::read_to_string(&prom).unwrap();
+    assert!(
+        text.contains(
+            "membw_bandwidth_bytes_per_second{kernel=\"triad\",scope=\"device\",device=\"sim0\",backend=\"sim\"}"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "membw_peak_bytes_per_second{scope=\"device\",device=\"sim0\",backend=\"sim\"} 1000000000000\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("threads=") && !text.contains("stores="),
+        "{text}"
+    );
+    let mut promtool = std::process::Command::new("promtool");
+    promtool
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(&prom).unwrap());
+    common::tool(&mut promtool, "prometheus");
+}
+
+#[test]
+fn what_only_cpus_have_is_refused_in_one_line() {
+    for (flag, value, needle) in [
+        ("--threads", "2", "--threads '2'"),
+        ("--mem", "bind:0", "--mem 'bind:0'"),
+        ("--stores", "nt", "--stores 'nt'"),
+        ("--strategy", "compact", "--strategy 'compact'"),
+        ("--hugepages", "thp", "--hugepages 'thp'"),
+        ("--isa", "scalar", "--isa 'scalar'"),
+    ] {
+        usage_error(&["run", "--backend", "sim", flag, value], needle);
+        usage_error(
+            &["run", "--backend", "sim", flag, value],
+            "simulated device sim0 has no",
+        );
+    }
+    usage_error(
+        &[
+            "run",
+            "--backend",
+            "sim",
+            "--array-size",
+            "100M",
+            "--kernels",
+            "triad",
+        ],
+        "more than the 1 GiB of the simulated device sim0",
+    );
+}
+
+#[test]
+fn a_wrong_element_fails_validation_naming_the_array() {
+    let mut args = vec!["run", "--backend", "sim", "--kernels", "copy,triad"];
+    args.extend(SMALL);
+    let out = membw()
+        .args(&args)
+        .env("MEMBW_SIM_DEVICE", "wrong-element=11")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // Triad writes a last: one element of 262144 is off by one.
+    assert!(
+        stderr.contains("Failed Validation: array a:")
+            && stderr.contains("1 of 262144 elements wrong"),
+        "{stderr}"
+    );
+    let out = membw()
+        .args(&args)
+        .env("MEMBW_SIM_DEVICE", "wrong=1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("MEMBW_SIM_DEVICE=wrong=1"), "{stderr}");
+}
+
+#[test]
+fn sweeps_reports_and_comparisons_name_the_device_and_pair_its_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    let (swept, ran) = (path("sweep.jsonl"), path("run.jsonl"));
+    let sweep = [
+        "sweep",
+        "--backend",
+        "sim",
+        "--working-sets",
+        "64KiB,6MiB",
+        "--ntimes",
+        "3",
+        "-o",
+    ];
+    let text = stdout(&[&sweep[..], &[&swept]].concat());
+    assert!(text.contains("  device  set/device"), "{text}");
+    assert!(
+        // The best is named, unless other work on this machine made every
+        // point NOT TRUSTED (the test does not need a quiet machine).
+        text.contains(" with device sim0") || text.contains("every point is NOT TRUSTED"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("threads") && !text.contains("placement"),
+        "{text}"
+    );
+    // Resumed, the file's study (the device's) is skipped point by point,
+    // and the CPU team's is another study.
+    let again = membw()
+        .args(["sweep", "--resume", &swept])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{said}");
+    assert!(said.contains("0 points written, 2 skipped"), "{said}");
+    usage_error(
+        &[
+            "sweep",
+            "--working-sets",
+            "64KiB,6MiB",
+            "--ntimes",
+            "3",
+            "--resume",
+            &swept,
+        ],
+        "a different study (--backend cpu here, sim in the file)",
+    );
+    // The record's point names the device, and no CPU placement or policy.
+    let first: Value = serde_json::from_str(
+        std::fs::read_to_string(&swept)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(first["point"]["target"]["name"], "sim0");
+    for absent in ["threads", "placement", "mem"] {
+        assert!(first["point"].get(absent).is_none(), "{absent}: {first}");
+    }
+    assert!(first.get("reproduce").is_none());
+
+    // run -o of the size the sweep's 6 MiB point has pairs with it.
+    run_sim_to(&ran, "262144");
+    let cmp = stdout(&["compare", &ran, &swept]);
+    assert!(cmp.contains("device sim0 · 6 MiB/device"), "{cmp}");
+    assert!(cmp.contains("1 point in both"), "{cmp}");
+
+    let report = stdout(&["report", &swept, "--plots", &path("plots")]);
+    assert!(
+        report.contains("% peak: of the device's own peak"),
+        "{report}"
+    );
+    let csv = stdout(&["report", &swept, "--format", "csv"]);
+    assert!(
+        csv.lines().skip(1).all(|r| r.ends_with(",device sim0")),
+        "{csv}"
+    );
+}
+
+/// `run -o FILE` of 262144 elements: 3 arrays of 2 MiB, the 6 MiB point.
+fn run_sim_to(file: &str, elements: &str) {
+    stdout(&[
+        "run",
+        "--backend",
+        "sim",
+        "--array-size",
+        elements,
+        "--ntimes",
+        "3",
+        "-o",
+        file,
+        "-q",
+    ]);
+}
+
+#[test]
+fn a_baseline_and_check_of_the_device_hold_it_against_itself_and_its_own_peak() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("sim.json");
+    let base = base.to_str().unwrap();
+    let made = stdout(&[
+        "baseline",
+        "--backend",
+        "sim",
+        "--rounds",
+        "2",
+        "--ntimes",
+        "3",
+        "--array-size",
+        "256K",
+        "-o",
+        base,
+    ]);
+    assert!(
+        made.contains("device sim0 (membw simulated device"),
+        "{made}"
+    );
+    assert!(made.contains("  device             - triad"), "{made}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(base).unwrap()).unwrap();
+    assert_eq!(doc["scopes"][0]["scope"], "device");
+    assert_eq!(doc["scopes"][0]["device"]["name"], "sim0");
+
+    let prom = dir.path().join("check.prom");
+    let out = membw()
+        .args([
+            "check",
+            "--backend",
+            "sim",
+            "--baseline",
+            base,
+            "--format",
+            "json",
+        ])
+        .args(["--prom", prom.to_str().unwrap()])
+        .output()
+        .unwrap();
+    // Healthy (0), or short on a loaded machine (1): never a usage error.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+    let verdict: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(verdict["device"]["name"], "sim0");
+    assert!(
+        verdict["rates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["scope"] == "device")
+    );
+    let text = std::fs::read_to_string(&prom).unwrap();
+    assert!(
+        text.contains("scope=\"device\",device=\"sim0\",backend=\"sim\""),
+        "{text}"
+    );
+
+    // Without a baseline it is held against its own peak: half of a
+    // declared 1 GB/s is always reached, half of 1000 GB/s never here.
+    let out = membw()
+        .args([
+            "check",
+            "--backend",
+            "sim",
+            "--kernels",
+            "triad",
+            "--array-size",
+            "256K",
+        ])
+        .env("MEMBW_SIM_DEVICE", "peak=1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("against 50 % of the theoretical peak"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("0.50"), "{stdout}");
+
+    // The node's CPUs are not the device the baseline was made of.
+    usage_error(
+        &["check", "--baseline", base],
+        "scopes[0].device is device sim0",
+    );
+}
