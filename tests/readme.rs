@@ -127,6 +127,7 @@ fn readme_and_guide_examples_run_verbatim() {
         &bin,
         &format!(
             "extra=()\ncase \"$1\" in run|sweep|tune) extra=(--fake-source 4); \
+             [[ \" $* \" == *' --backend '* ]] && extra=(); \
              [[ \" $* \" == *' --size '* ]] || extra+=(--size 1M);; \
              baseline|check) extra=(--fake-source 4);; esac\n\
              # `sweep --resume FILE` alone continues the file's study, fake source and size included.\n\

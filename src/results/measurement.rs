@@ -152,9 +152,14 @@ pub struct TimerCheck {
 /// The result of one run: what was measured, and how it was set up.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Measurement {
+    /// Elements and bytes per array, and repetitions: absent where unknown
+    /// (another program that did not print them), never 0.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub array_elements: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub bytes_per_array: u64,
     pub arrays: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub ntimes: usize,
     /// Kernel calls per timed repetition (1 for STREAM's protocol).
     #[serde(default = "one")]
@@ -289,6 +294,14 @@ impl Measurement {
 
 fn one() -> usize {
     1
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Best/avg/min/max over the repetitions after the first, as STREAM

@@ -172,6 +172,10 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
+}
+
 /// One configuration of a sweep. Its JSON form is its identity: `--resume`
 /// skips a point whose key is already in the file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -192,9 +196,14 @@ pub struct Point {
     #[serde(default, skip_serializing_if = "crate::memory::Hugepages::is_auto")]
     pub hugepages: crate::memory::Hugepages,
     pub kernels: Vec<KernelId>,
+    /// Elements per array, the working set per thread (bytes of all
+    /// arrays: what a size sweep varies) and repetitions; absent where
+    /// unknown (a program that did not print them), never 0.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub elements: u64,
-    /// Bytes of all arrays per thread: the working set a size sweep varies.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub working_set_per_thread: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub ntimes: usize,
     /// For NUMA-matrix points: the CPU node and the memory node.
     pub numa: Option<NumaCell>,

@@ -45,3 +45,20 @@ fn stats_use_the_sample_standard_deviation() {
     assert_eq!(Stats::of(&[3.0]).unwrap().sd, 0.0);
     assert!(Stats::of(&[]).is_none());
 }
+
+#[test]
+fn a_programs_unknown_sizes_are_absent_and_old_zeros_read_the_same() {
+    // Written before: a program that printed no sizes recorded zeros.
+    let old = r#"{"threads":1,"placement":"spread","mem":"local","stores":"auto",
+        "kernels":["triad"],"elements":0,"working_set_per_thread":0,"ntimes":0,
+        "numa":null,"program":"stream-gcc"}"#;
+    let point: Point = serde_json::from_str(old).unwrap();
+    let now = serde_json::to_value(&point).unwrap();
+    for unknown in ["elements", "working_set_per_thread", "ntimes"] {
+        assert!(now.get(unknown).is_none(), "{unknown}: {now}");
+    }
+    assert_eq!(serde_json::from_value::<Point>(now).unwrap(), point);
+    // The key --resume matches points by is the same for both spellings.
+    let explicit: Point = serde_json::from_str(&old.replace(r#""elements":0,"#, "")).unwrap();
+    assert_eq!(explicit.key(), point.key());
+}
