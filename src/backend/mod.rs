@@ -229,3 +229,73 @@ pub(crate) fn read_back_chunk(
     }
     out
 }
+
+/// A plan's arrays on the heap of one thread, with the portable loops: no
+/// pinning, no memory policy, no first touch of membw's. The portable
+/// backend is exactly this; a simulated device keeps its memory here.
+pub(crate) struct HostArrays {
+    fns: KernelFns,
+    pub(crate) arrays: [Option<Vec<f64>>; ARRAYS],
+    sums: Sums,
+}
+
+impl HostArrays {
+    /// The arrays the plan needs, zeroed.
+    pub(crate) fn new(plan: &Plan) -> Result<HostArrays> {
+        let mut arrays: [Option<Vec<f64>>; ARRAYS] = Default::default();
+        for id in plan.arrays_needed() {
+            let mut v = Vec::new();
+            v.try_reserve_exact(plan.elements).map_err(|e| {
+                crate::error::Error::Runtime(format!(
+                    "cannot allocate {} elements: {e}",
+                    plan.elements
+                ))
+            })?;
+            v.resize(plan.elements, 0.0);
+            arrays[id.index()] = Some(v);
+        }
+        Ok(HostArrays {
+            fns: KernelFns::select(
+                crate::kernels::Isa::Scalar,
+                crate::kernels::StoreMode::Regular,
+            )?,
+            arrays,
+            sums: Sums::default(),
+        })
+    }
+
+    /// The whole arrays as one chunk.
+    fn chunk(&mut self) -> Chunk<'_> {
+        let [a, b, c, d] = &mut self.arrays;
+        Chunk {
+            arrays: [a, b, c, d].map(|v| v.as_deref_mut()),
+            offset: 0,
+        }
+    }
+}
+
+impl Device for HostArrays {
+    fn init(&mut self, values: [f64; ARRAYS]) {
+        for (id, value) in ArrayId::ALL.into_iter().zip(values) {
+            if let Some(v) = &mut self.arrays[id.index()] {
+                v.fill(value);
+            }
+        }
+    }
+    fn double_a(&mut self) {
+        double_chunk(&mut self.chunk());
+    }
+    fn sync(&mut self) {}
+    fn run(&mut self, kernel: KernelId, repeats: usize) {
+        let (fns, mut sums) = (self.fns, self.sums);
+        let mut chunk = self.chunk();
+        for _ in 0..repeats {
+            run_kernel(&fns, kernel, &mut chunk, &mut sums);
+        }
+        self.sums = sums;
+    }
+    fn read_back(&mut self, want: [f64; ARRAYS], errors: ArrayErrors) -> ReadBack {
+        let sums = self.sums;
+        read_back_chunk(&self.chunk(), sums, want, errors)
+    }
+}

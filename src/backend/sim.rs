@@ -15,10 +15,9 @@
 //! makes element N of the last array every kernel writes come back wrong
 //! (the protocol must name that array), `peak=GBS` changes its peak.
 
-use super::{ArrayErrors, Backend, Device, Driver, Observed, ReadBack, Sums};
+use super::{ArrayErrors, Backend, Device, Driver, HostArrays, Observed, ReadBack};
 use crate::error::{Error, Input, Result};
-use crate::kernels::{ARRAYS, ArrayId, Isa, KernelFns, KernelId, StoreMode};
-use crate::memory::Chunk;
+use crate::kernels::{ARRAYS, ArrayId, KernelId};
 use crate::plan::{Plan, Prepared, Settings, StoresRequest};
 use crate::results::target::{DeviceId, Target};
 use crate::topology::Topology;
@@ -160,23 +159,9 @@ impl Backend for SimDevice {
 
     fn open(&mut self, plan: &Plan, driver: &mut Driver<'_>) -> Result<Observed> {
         let setup = Setup::from_env()?;
-        let mut arrays: [Option<Vec<f64>>; ARRAYS] = Default::default();
-        for id in plan.arrays_needed() {
-            let mut v = Vec::new();
-            v.try_reserve_exact(plan.elements).map_err(|e| {
-                Error::Runtime(format!(
-                    "sim0 cannot allocate {} elements: {e}",
-                    plan.elements
-                ))
-            })?;
-            v.resize(plan.elements, 0.0);
-            arrays[id.index()] = Some(v);
-        }
         let written = plan.kernels.iter().rev().find_map(|k| k.spec().writes);
         let mut memory = Memory {
-            fns: KernelFns::select(Isa::Scalar, StoreMode::Regular)?,
-            arrays,
-            sums: Sums::default(),
+            arrays: HostArrays::new(plan)?,
             wrong: setup.wrong_element.zip(written),
         };
         // Driven from a thread of its own, pinned, as a GPU's host thread.
@@ -198,53 +183,31 @@ impl Backend for SimDevice {
 
 /// The device's arrays, as the protocol drives them.
 struct Memory {
-    fns: KernelFns,
-    arrays: [Option<Vec<f64>>; ARRAYS],
-    sums: Sums,
+    arrays: HostArrays,
     /// The element, and the array, that read back wrong.
     wrong: Option<(usize, ArrayId)>,
 }
 
-impl Memory {
-    fn chunk(&mut self) -> Chunk<'_> {
-        let [a, b, c, d] = &mut self.arrays;
-        Chunk {
-            arrays: [a, b, c, d].map(|v| v.as_deref_mut()),
-            offset: 0,
-        }
-    }
-}
-
 impl Device for Memory {
     fn init(&mut self, values: [f64; ARRAYS]) {
-        for (id, value) in ArrayId::ALL.into_iter().zip(values) {
-            if let Some(v) = &mut self.arrays[id.index()] {
-                v.fill(value);
-            }
-        }
+        self.arrays.init(values);
     }
     fn double_a(&mut self) {
-        super::double_chunk(&mut self.chunk());
+        self.arrays.double_a();
     }
     fn sync(&mut self) {}
     fn run(&mut self, kernel: KernelId, repeats: usize) {
-        let (fns, mut sums) = (self.fns, self.sums);
-        let mut chunk = self.chunk();
-        for _ in 0..repeats {
-            super::run_kernel(&fns, kernel, &mut chunk, &mut sums);
-        }
-        self.sums = sums;
+        self.arrays.run(kernel, repeats);
     }
     fn read_back(&mut self, want: [f64; ARRAYS], errors: ArrayErrors) -> ReadBack {
         if let Some((element, array)) = self.wrong
-            && let Some(x) = self.arrays[array.index()]
+            && let Some(x) = self.arrays.arrays[array.index()]
                 .as_mut()
                 .and_then(|v| v.get_mut(element))
         {
             *x += 1.0;
         }
-        let sums = self.sums;
-        super::read_back_chunk(&self.chunk(), sums, want, errors)
+        self.arrays.read_back(want, errors)
     }
 }
 

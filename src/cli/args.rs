@@ -268,16 +268,8 @@ pub(crate) struct MeasureArgs {
     #[arg(long, hide = true, value_name = "RATE")]
     fake_source: Option<String>,
 
-    /// Where the arrays live and how kernels run over them: cpu (the pinned SIMD team) or
-    /// portable (one thread, portable loops; for tests of the protocol)
-    #[arg(
-        long,
-        hide = true,
-        value_name = "NAME",
-        default_value = "cpu",
-        conflicts_with = "fake_source"
-    )]
-    backend: String,
+    #[command(flatten)]
+    backend: super::common::BackendArg,
 
     /// Started by mpirun/srun as one of several ranks: let each rank measure on its own, uncoordinated
     #[arg(long, help_heading = "Across ranks (MPI)")]
@@ -399,12 +391,12 @@ impl MeasureArgs {
     /// The backend `--backend` names (for the ranks of an MPI run).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn backend(&self) -> Result<Box<dyn crate::backend::Backend>> {
-        super::common::backend_named(&self.backend)
+        self.backend.backend()
     }
 
     /// The measurement source: membw's kernels, or the hidden fake.
     pub(crate) fn source(&self) -> Result<Box<dyn Source>> {
-        super::common::source(self.fake_source.as_deref(), &self.backend)
+        self.backend.source(self.fake_source.as_deref())
     }
 }
 

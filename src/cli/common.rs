@@ -410,27 +410,47 @@ pub(crate) fn trust_summary(records: &[crate::results::Record]) -> Option<String
     ))
 }
 
-/// The backend `--backend` names.
-pub(crate) fn backend_named(name: &str) -> Result<Box<dyn crate::backend::Backend>> {
-    crate::backend::by_name(name).ok_or_else(|| {
-        Error::Usage(format!(
-            "--backend {name}: unknown backend (choose from {})",
-            crate::backend::names()
-        ))
-    })
+/// `--backend`, hidden: what the arrays are on and how kernels run over
+/// them, for every command that measures bandwidth.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct BackendArg {
+    /// Where the arrays live and how kernels run over them: cpu (the pinned SIMD team),
+    /// portable (one thread, portable loops; for tests of the protocol) or sim (a simulated
+    /// device; for tests)
+    #[arg(
+        long,
+        hide = true,
+        value_name = "NAME",
+        default_value = "cpu",
+        conflicts_with = "fake_source"
+    )]
+    backend: String,
 }
 
-/// The source `--fake-source` and `--backend` name: a backend, or the fake.
-pub(crate) fn source(
-    fake: Option<&str>,
-    backend: &str,
-) -> Result<Box<dyn crate::engine::source::Source>> {
-    match fake {
-        None => Ok(Box::new(crate::engine::source::StreamSource {
-            backend: backend_named(backend)?,
-        })),
-        Some(spec) => crate::engine::source::FakeSource::parse(spec)
-            .map(|f| Box::new(f) as Box<dyn crate::engine::source::Source>)
-            .map_err(|e| Error::Usage(format!("--fake-source {e}"))),
+impl BackendArg {
+    /// The backend it names.
+    pub(crate) fn backend(&self) -> Result<Box<dyn crate::backend::Backend>> {
+        let name = &self.backend;
+        crate::backend::by_name(name).ok_or_else(|| {
+            Error::Usage(format!(
+                "--backend {name}: unknown backend (choose from {})",
+                crate::backend::names()
+            ))
+        })
+    }
+
+    /// The source: this backend, or the fake that `--fake-source` names.
+    pub(crate) fn source(
+        &self,
+        fake: Option<&str>,
+    ) -> Result<Box<dyn crate::engine::source::Source>> {
+        match fake {
+            None => Ok(Box::new(crate::engine::source::StreamSource {
+                backend: self.backend()?,
+            })),
+            Some(spec) => crate::engine::source::FakeSource::parse(spec)
+                .map(|f| Box::new(f) as Box<dyn crate::engine::source::Source>)
+                .map_err(|e| Error::Usage(format!("--fake-source {e}"))),
+        }
     }
 }

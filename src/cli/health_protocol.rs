@@ -30,16 +30,8 @@ pub(crate) struct ProtocolArgs {
     #[arg(long, hide = true, value_name = "RATE")]
     fake_source: Option<String>,
 
-    /// Where the arrays live and how kernels run over them: cpu (the pinned SIMD team), or
-    /// another backend (a device)
-    #[arg(
-        long,
-        hide = true,
-        value_name = "NAME",
-        default_value = "cpu",
-        conflicts_with = "fake_source"
-    )]
-    backend: String,
+    #[command(flatten)]
+    backend: super::common::BackendArg,
 
     /// Read the topology under DIR (with --fake-source only: nothing is pinned); for tests
     #[arg(long, hide = true, value_name = "DIR", requires = "fake_source")]
@@ -58,7 +50,7 @@ impl ProtocolArgs {
     }
 
     pub(super) fn source(&self) -> Result<Box<dyn Source>> {
-        super::common::source(self.fake_source.as_deref(), &self.backend)
+        self.backend.source(self.fake_source.as_deref())
     }
 
     pub(super) fn topology(&self) -> Result<Topology> {
