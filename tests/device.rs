@@ -122,6 +122,15 @@ fn what_only_cpus_have_is_refused_in_one_line() {
         ],
         "more than the 1 GiB of the simulated device sim0",
     );
+    // Studies of CPUs say so, rather than blame a flag that was not given.
+    usage_error(
+        &["tune", "--backend", "sim"],
+        "membw tune studies CPUs, and the backend's target is device sim0",
+    );
+    usage_error(
+        &["sweep", "--backend", "sim", "--numa-matrix"],
+        "--numa-matrix studies CPUs, and the backend's target is device sim0",
+    );
 }
 
 #[test]

@@ -410,6 +410,39 @@ pub(crate) fn trust_summary(records: &[crate::results::Record]) -> Option<String
     ))
 }
 
+/// The device the source measures, where its backend's target is one
+/// (its plan for the default request says): what a command whose study is
+/// of CPUs (tune, the NUMA matrix, the tier study) refuses, naming itself,
+/// rather than blaming a flag the user did not give.
+pub(crate) fn refuse_device(
+    source: &dyn crate::engine::Source,
+    topo: &crate::topology::Topology,
+    measure: &crate::plan::Measure,
+    what: &str,
+) -> Result<()> {
+    let settings = crate::plan::Settings::new(
+        measure,
+        crate::placement::Request {
+            spec: crate::placement::Spec::Default,
+            threads: None,
+            smt: false,
+            cpu_nodes: None,
+        },
+        crate::plan::StoresRequest::Auto,
+        Default::default(),
+    );
+    match source.prepare(topo, &settings).ok() {
+        Some(p) if p.plan.target.device().is_some() => Err(Error::Usage(format!(
+            "{what} studies CPUs, and the backend's target is {}: measure it with membw run, or membw sweep --working-sets",
+            p.plan
+                .target
+                .device()
+                .map_or(String::new(), |d| d.describe())
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// `--backend`, hidden: what the arrays are on and how kernels run over
 /// them, for every command that measures bandwidth.
 #[derive(clap::Args, Debug, Clone)]

@@ -320,6 +320,13 @@ fn sweep_study(args: SweepArgs, argv: Vec<String>) -> Result<()> {
     let m = &args.measure;
     let spec = sweep_spec(&args, &topo)?;
     let mut source = m.source()?;
+    if args.numa_matrix.is_some() || !args.far_share.is_empty() {
+        let what = match args.numa_matrix {
+            Some(_) => "--numa-matrix",
+            None => "--far-share",
+        };
+        super::common::refuse_device(source.as_ref(), &topo, &spec.measure, what)?;
+    }
     let base = sweep::expand(&topo, &spec, &|s| source.prepare(&topo, s))?;
     let keep = super::env::Vars::from_process()
         .0

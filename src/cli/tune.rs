@@ -99,6 +99,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let m = &args.measure;
     let spec = tune_spec(&args, &topo)?;
     let mut source = m.source()?;
+    super::common::refuse_device(source.as_ref(), &topo, &spec.measure, "membw tune")?;
     let trials = tune::trials(&topo, &spec, &|s| source.prepare(&topo, s))?;
     let file = args
         .output
