@@ -304,6 +304,22 @@ fn stored_study(path: &Path, argv: &[String]) -> Result<Option<(SweepArgs, Vec<S
     }
 }
 
+/// The NUMA matrix and the tier study are of CPUs and their nodes: a
+/// device backend's target has none.
+fn refuse_device_studies(
+    args: &SweepArgs,
+    source: &dyn crate::engine::Source,
+    topo: &crate::topology::Topology,
+    spec: &SweepSpec,
+) -> Result<()> {
+    let what = match (args.numa_matrix, args.far_share.is_empty()) {
+        (Some(_), _) => "--numa-matrix",
+        (None, false) => "--far-share",
+        (None, true) => return Ok(()),
+    };
+    super::common::refuse_device(source, topo, &spec.measure, what)
+}
+
 fn sweep_study(args: SweepArgs, argv: Vec<String>) -> Result<()> {
     if let Some(path) = &args.resume
         && let Some((args, again)) = stored_study(path, &argv)?
@@ -320,13 +336,7 @@ fn sweep_study(args: SweepArgs, argv: Vec<String>) -> Result<()> {
     let m = &args.measure;
     let spec = sweep_spec(&args, &topo)?;
     let mut source = m.source()?;
-    if args.numa_matrix.is_some() || !args.far_share.is_empty() {
-        let what = match args.numa_matrix {
-            Some(_) => "--numa-matrix",
-            None => "--far-share",
-        };
-        super::common::refuse_device(source.as_ref(), &topo, &spec.measure, what)?;
-    }
+    refuse_device_studies(&args, source.as_ref(), &topo, &spec)?;
     let base = sweep::expand(&topo, &spec, &|s| source.prepare(&topo, s))?;
     let keep = super::env::Vars::from_process()
         .0
