@@ -76,6 +76,7 @@ pub fn render(report: &RunReport) -> String {
         let host = &report.host;
         let cpu = host.cpu_model.as_deref().unwrap_or("unknown CPU");
         let _ = writeln!(o, "Driven from host: {} ({cpu})", host.hostname);
+        ranks_line(&mut o, m);
     } else {
         threads_and_placement(&mut o, report);
     }
@@ -135,6 +136,12 @@ fn threads_and_placement(o: &mut String, report: &RunReport) {
     let m = &report.measurement;
     let _ = writeln!(o, "Number of Threads requested = {}", m.threads.len());
     let _ = writeln!(o, "Number of Threads counted = {}", m.threads.len());
+    ranks_line(o, m);
+    where_it_ran(o, report);
+}
+
+/// How many MPI ranks measured together, where they did.
+fn ranks_line(o: &mut String, m: &Measurement) {
     if let Some(ranks) = m.ranks() {
         let _ = writeln!(
             o,
@@ -142,7 +149,6 @@ fn threads_and_placement(o: &mut String, report: &RunReport) {
             ranks.ranks.len()
         );
     }
-    where_it_ran(o, report);
 }
 
 /// Where the threads ran and the pages went, the kernels' ISA and
