@@ -76,10 +76,14 @@ pub fn scope_jobs(
             plan: whole,
         }]);
     }
-    let scopes = std::iter::once(Scope::Node).chain(domains(topo).into_iter().map(Scope::Numa));
-    scopes
-        .map(|scope| {
-            let plan = plan_for(prepare, scope, measure, StoresRequest::Auto)?;
+    let domains = domains(topo).into_iter().map(|n| {
+        let plan = plan_for(prepare, Scope::Numa(n), measure, StoresRequest::Auto)?;
+        Ok((Scope::Numa(n), plan))
+    });
+    std::iter::once(Ok((Scope::Node, whole)))
+        .chain(domains)
+        .map(|scoped: Result<(Scope, Plan)>| {
+            let (scope, plan) = scoped?;
             if let Some(why) = fits_in_caches(topo, &plan) {
                 return Err(Error::input(
                     crate::error::Input::Size,
