@@ -7,7 +7,18 @@ pub const ELEMENT_BYTES: u64 = 8;
 
 /// A quantity of bytes. A type of its own so that it cannot be mixed up with
 /// element counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[serde(transparent)]
 pub struct Bytes(pub u64);
 
@@ -63,7 +74,8 @@ pub fn plural(n: usize, word: &str) -> String {
 }
 
 /// What `--size` asked for: a count of elements or a number of bytes per array.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ArraySize {
     Elements(u64),
     Bytes(Bytes),

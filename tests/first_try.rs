@@ -232,6 +232,21 @@ fn resume_continues_the_files_study_and_refuses_another() {
     let mut first = vec!["sweep", "--threads", "1", "-o", f];
     first.extend(study);
     stdout(&first);
+    // The study is stored typed, every setting by name (defaults included),
+    // and where results go or how they are shown is not part of it.
+    let line = std::fs::read_to_string(&file).unwrap();
+    let record: serde_json::Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    let stored = &record["study"];
+    assert_eq!(stored["threads"], "1", "{stored}");
+    assert_eq!(stored["ntimes"], 3, "{stored}");
+    assert_eq!(stored["stores"], serde_json::json!(["regular"]), "{stored}");
+    assert_eq!(stored["repeat"], 1, "{stored}");
+    for presentation in ["output", "resume", "format", "markdown"] {
+        assert!(
+            stored.get(presentation).is_none(),
+            "{presentation}: {stored}"
+        );
+    }
     // Other axes: refused, naming each difference.
     let mut other = vec!["sweep", "--threads", "2", "--resume", f];
     other.extend(["--fake-source", "4"]);

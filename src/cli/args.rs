@@ -216,7 +216,7 @@ impl PlacementArgs {
 /// How every run is measured: the same flags and defaults for run, sweep
 /// and tune. Where sweep and tune take several values (--mem, --stores),
 /// each value is a point of their search; run takes one.
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct MeasureArgs {
     /// Elements per array (80M, 800000000) or bytes per array (512MB, 6GiB)
     /// [default: STREAM's rule, 4 × the caches of the CPUs used (sweep, tune: of all allowed CPUs), at least 10M]
@@ -269,6 +269,7 @@ pub(crate) struct MeasureArgs {
     fake_source: Option<String>,
 
     #[command(flatten)]
+    #[serde(flatten)]
     backend: super::common::BackendArg,
 
     /// Started by mpirun/srun as one of several ranks: let each rank measure on its own, uncoordinated
@@ -401,7 +402,7 @@ impl MeasureArgs {
 }
 
 /// How the theoretical peak is given, when the user knows it.
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct PeakArgs {
     /// Theoretical peak of the whole node: 409.6GB/s, 0.4TB/s (a bare number is GB/s)
     #[arg(long, value_parser = peak::parse_peak, conflicts_with_all = ["channels", "mts"], help_heading = "Theoretical peak")]
@@ -426,7 +427,8 @@ impl PeakArgs {
     }
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub(crate) enum IsaArg {
     Auto,
     Avx512,
@@ -451,7 +453,8 @@ impl IsaArg {
     }
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub(crate) enum StoresArg {
     /// Non-temporal when each array is larger than the last-level cache
     Auto,

@@ -445,7 +445,7 @@ pub(crate) fn refuse_device(
 
 /// `--backend`, hidden: what the arrays are on and how kernels run over
 /// them, for every command that measures bandwidth.
-#[derive(clap::Args, Debug, Clone)]
+#[derive(clap::Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct BackendArg {
     /// Where the arrays live and how kernels run over them: cpu (the pinned SIMD team),
     /// portable (one thread, portable loops; for tests of the protocol) or sim (a simulated

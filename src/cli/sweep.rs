@@ -15,19 +15,24 @@ use crate::results::Host;
 use crate::results::file::ResultsFile;
 use crate::units::plural;
 use clap::{Args, ValueEnum};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::common::{progress, run_message};
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub(crate) enum NumaArg {
     Single,
     All,
     Both,
 }
 
-#[derive(Args, Debug)]
+/// A sweep's flags. Serialized, they are its study: every field that
+/// defines the points, typed, defaults included, is what the results file
+/// remembers and what `--resume` compares field by field; the fields that
+/// say where results go and how they are shown are `serde(skip)`.
+#[derive(Args, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct SweepArgs {
     /// Thread counts: 1-12, 1,2,4,8,16, 2-16:2, or cores (1 to all) [default: one per core]
     #[arg(long, help_heading = "Axes")]
@@ -102,25 +107,35 @@ pub(crate) struct SweepArgs {
 
     /// Results file (JSON Lines) [default: membw-sweep-<time>-<pid>.jsonl]
     #[arg(long, short, value_name = "FILE", conflicts_with = "resume")]
+    #[serde(skip)]
     output: Option<PathBuf>,
 
     /// Continue a sweep: skip points already in FILE, append the rest to it
     #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
     resume: Option<PathBuf>,
 
     /// Format of the summary printed at the end (jsonl: every record of the file)
     #[arg(long, default_value = "text", default_value_if("markdown", clap::builder::ArgPredicate::IsPresent, "markdown"), value_parser = super::args::format_parser("sweep"))]
+    #[serde(skip, default = "text")]
     format: crate::report::export::Format,
 
     /// Same as --format markdown
     #[arg(long, conflicts_with = "format")]
+    #[serde(skip)]
     markdown: bool,
 
     #[command(flatten)]
+    #[serde(flatten)]
     measure: MeasureArgs,
 
     #[command(flatten)]
+    #[serde(flatten)]
     peak: PeakArgs,
+}
+
+fn text() -> crate::report::export::Format {
+    crate::report::export::Format::Text
 }
 
 /// The memory policies the sweep measures: `--mem`'s, or for the tier
@@ -151,7 +166,8 @@ fn mem_axis(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<Vec<St
 }
 
 /// `--sizes` as one value (clap would read `Vec<u64>` as many flags).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub(crate) struct Sizes(Vec<u64>);
 
 fn parse_sizes(text: &str) -> std::result::Result<Sizes, String> {
@@ -203,7 +219,35 @@ fn programs(entries: &[String]) -> Result<Vec<sweep::Program>> {
 }
 
 pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
-    sweep_study(args, super::resume::sweep_args())
+    let args = match args.resume.clone() {
+        Some(path) => super::resume::resumed(&path, args, &SweepArgs::defaults()?)?,
+        None => args,
+    };
+    sweep_study(args)
+}
+
+impl SweepArgs {
+    /// A sweep with no flag given: what `--resume FILE` alone looks like.
+    fn defaults() -> Result<SweepArgs> {
+        match <super::Cli as clap::Parser>::try_parse_from(["membw", "sweep"]) {
+            Ok(super::Cli {
+                command: super::Command::Sweep(args),
+                ..
+            }) => Ok(args),
+            _ => Err(Error::Runtime("membw sweep's defaults do not parse".into())),
+        }
+    }
+
+    /// `study`'s settings, with where this command puts and shows results.
+    pub(crate) fn with_study_of(self, study: SweepArgs) -> SweepArgs {
+        SweepArgs {
+            output: self.output,
+            resume: self.resume,
+            format: self.format,
+            markdown: self.markdown,
+            ..study
+        }
+    }
 }
 
 /// A sweep, given the arguments it was started with (after `sweep`).
@@ -279,31 +323,6 @@ fn results_file(args: &SweepArgs) -> Result<ResultsFile> {
     })
 }
 
-/// `--resume FILE` alone: the file's study, with this command's
-/// presentation flags; `None` when the command line gives the study.
-fn stored_study(path: &Path, argv: &[String]) -> Result<Option<(SweepArgs, Vec<String>)>> {
-    let Some(mut again) = super::resume::check(path, argv)? else {
-        return Ok(None);
-    };
-    again.extend(argv.iter().cloned());
-    let cli = <super::Cli as clap::Parser>::try_parse_from(
-        ["membw".to_string(), "sweep".to_string()]
-            .into_iter()
-            .chain(again.iter().cloned()),
-    )
-    .map_err(|e| {
-        Error::Usage(format!(
-            "--resume {}: the stored study does not parse: {}",
-            path.display(),
-            e.kind()
-        ))
-    })?;
-    match cli.command {
-        super::Command::Sweep(args) => Ok(Some((args, again))),
-        _ => Ok(None),
-    }
-}
-
 /// The NUMA matrix and the tier study are of CPUs and their nodes: a
 /// device backend's target has none.
 fn refuse_device_studies(
@@ -320,13 +339,8 @@ fn refuse_device_studies(
     super::common::refuse_device(source, topo, &spec.measure, what)
 }
 
-fn sweep_study(args: SweepArgs, argv: Vec<String>) -> Result<()> {
-    if let Some(path) = &args.resume
-        && let Some((args, again)) = stored_study(path, &argv)?
-    {
-        return sweep_study(args, again);
-    }
-    let study = super::resume::study_args(&argv);
+fn sweep_study(args: SweepArgs) -> Result<()> {
+    let study = crate::results::settings::Study::of(&args);
     let format = args.format;
     let (topo, _weights) =
         super::common::with_weights(args.measure.weights.as_deref(), read_topology(None)?)?;

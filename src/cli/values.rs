@@ -21,7 +21,8 @@ pub(crate) fn parse_kernel(name: &str) -> std::result::Result<KernelId, String> 
 /// `--kernels`: kernel and group names, comma-separated; each kernel once,
 /// in the kernel table's order (the order the plan runs them in, so that
 /// records of `copy,triad` and `triad,copy` have one key).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub(crate) struct KernelList(pub(crate) Vec<KernelId>);
 
 pub(crate) fn parse_kernel_list(text: &str) -> std::result::Result<KernelList, String> {

@@ -100,7 +100,7 @@ pub enum PeakRequest {
 }
 
 /// A bandwidth the user gave, and whether it carried a unit.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct GivenRate {
     pub gb_s: f64,
     /// False for a bare number, taken as GB/s (said in the peak's source).

@@ -19,7 +19,8 @@ use crate::topology::Topology;
 use crate::topology::cpulist::{IdSet, ListError, MAX_ID};
 use std::fmt;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Bind {
     Close,
     Spread,

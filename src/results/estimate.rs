@@ -263,6 +263,30 @@ fn decide(ratio: f64, interval: Option<Interval>) -> Change {
     }
 }
 
+/// The median of `values`; `None` when there are none.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    match v.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(v[mid]),
+        _ => Some((v[mid - 1] + v[mid]) / 2.0),
+    }
+}
+
+/// Coefficient of variation of `values`: sample standard deviation over
+/// the mean (0 with fewer than two).
+pub fn cv(values: &[f64]) -> f64 {
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = values.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    if mean > 0.0 { var.sqrt() / mean } else { 0.0 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

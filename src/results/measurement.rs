@@ -154,12 +154,12 @@ pub struct TimerCheck {
 pub struct Measurement {
     /// Elements and bytes per array, and repetitions: absent where unknown
     /// (another program that did not print them), never 0.
-    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    #[serde(default, skip_serializing_if = "super::is_zero_u64")]
     pub array_elements: u64,
-    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    #[serde(default, skip_serializing_if = "super::is_zero_u64")]
     pub bytes_per_array: u64,
     pub arrays: usize,
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "super::is_zero")]
     pub ntimes: usize,
     /// Kernel calls per timed repetition (1 for STREAM's protocol).
     #[serde(default = "one")]
@@ -294,14 +294,6 @@ impl Measurement {
 
 fn one() -> usize {
     1
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-fn is_zero_u64(n: &u64) -> bool {
-    *n == 0
 }
 
 /// Best/avg/min/max over the repetitions after the first, as STREAM

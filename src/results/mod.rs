@@ -11,10 +11,11 @@ pub mod measurement;
 mod peak;
 pub mod ranks;
 pub mod read;
+pub mod settings;
 pub mod target;
 pub mod typed;
 
-pub use estimate::Stats;
+pub use estimate::{Stats, cv, median};
 pub use measurement::{Measurement, require_valid};
 pub use peak::PeakUse;
 
@@ -27,30 +28,6 @@ use std::collections::BTreeMap;
 
 /// Version of the JSON/CSV layout; bumped only on incompatible changes.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// The median of `values`; `None` when there are none.
-pub fn median(values: &[f64]) -> Option<f64> {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    match v.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(v[mid]),
-        _ => Some((v[mid - 1] + v[mid]) / 2.0),
-    }
-}
-
-/// Coefficient of variation of `values`: sample standard deviation over
-/// the mean (0 with fewer than two).
-pub fn cv(values: &[f64]) -> f64 {
-    if values.len() < 2 {
-        return 0.0;
-    }
-    let n = values.len() as f64;
-    let mean = values.iter().sum::<f64>() / n;
-    let var = values.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    if mean > 0.0 { var.sqrt() / mean } else { 0.0 }
-}
 
 /// Facts about the machine a measurement was taken on.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -168,11 +145,13 @@ pub(crate) fn stream_source() -> String {
     "stream".into()
 }
 
-fn is_zero(n: &usize) -> bool {
+/// For `skip_serializing_if`: an unknown count, absent rather than 0.
+pub(crate) fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-fn is_zero_u64(n: &u64) -> bool {
+/// For `skip_serializing_if`: an unknown size, absent rather than 0.
+pub(crate) fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
 
@@ -379,11 +358,11 @@ pub struct Envelope<P, D> {
     pub started: String,
     pub timestamp: String,
     pub host: Host,
-    /// The arguments that define the study this record belongs to (a
-    /// sweep's axes, sizes, kernels, stores, repeats): `--resume FILE`
-    /// alone continues it, and a different study is refused.
+    /// The settings that define the study this record belongs to (a
+    /// sweep's axes, sizes, kernels, stores, repeats), typed: `--resume
+    /// FILE` alone continues it, and a different study is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub study: Option<Vec<String>>,
+    pub study: Option<settings::Study>,
     pub point: P,
     #[serde(flatten)]
     pub payload: D,
