@@ -1013,3 +1013,38 @@ fn the_guides_plots_fit_their_data_and_keep_legends_off_it() {
     }
     assert!(checked >= 6, "{checked} plots");
 }
+
+/// `--cpunode` is run's flag, one definition: in a sweep it restricts every
+/// point's threads, names itself in the points, and is refused as run
+/// refuses it.
+#[test]
+fn cpunode_restricts_every_point_of_a_sweep_as_it_does_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("nodes.jsonl");
+    let o = out.to_str().unwrap();
+    let text = stdout(&[
+        "sweep",
+        "--fake-source",
+        "4",
+        "--cpunode",
+        "0",
+        "--threads",
+        "1",
+        "--ntimes",
+        "3",
+        "-o",
+        o,
+    ]);
+    assert!(text.contains("spread on cpunode 0"), "{text}");
+    let records = lines(&out);
+    assert_eq!(records[0]["point"]["placement"], "spread on cpunode 0");
+    assert_eq!(records[0]["study"]["cpunode"], "0");
+    usage_error(
+        &["sweep", "--fake-source", "4", "--cpunode", "99"],
+        "--cpunode '99': no such NUMA node",
+    );
+    usage_error(
+        &["run", "--fake-source", "4", "--cpunode", "99"],
+        "--cpunode '99': no such NUMA node",
+    );
+}

@@ -8,7 +8,6 @@ use crate::memory::Hugepages;
 use crate::peak::{self, PeakRequest};
 use crate::placement::{self, omp::Bind};
 use crate::plan::{Measure, StoresRequest};
-use crate::topology::cpulist::{IdSet, parse_list};
 use crate::units::ArraySize;
 use clap::{Args, ValueEnum};
 
@@ -51,9 +50,8 @@ pub(crate) struct PlacementArgs {
     #[arg(long, help_heading = "Placement")]
     smt: bool,
 
-    /// Only CPUs of these NUMA nodes, like numactl --cpunodebind
-    #[arg(long, value_name = "NODES", help_heading = "Placement")]
-    cpunode: Option<String>,
+    #[command(flatten)]
+    cpunode: super::values::CpuNodeArg,
 
     /// Number of threads [default: one per physical core of the allowed CPUs, or one per place]
     #[arg(long, allow_negative_numbers = true, value_parser = super::values::parse_threads, help_heading = "Placement")]
@@ -156,15 +154,7 @@ impl PlacementArgs {
     /// The request from the flags alone.
     fn request(&self) -> Result<placement::Request> {
         let spec = self.flag_spec()?.unwrap_or(placement::Spec::Default);
-        let cpu_nodes = self
-            .cpunode
-            .as_ref()
-            .map(|t| {
-                parse_list(t)
-                    .map(IdSet::new)
-                    .map_err(|e| Error::Usage(format!("--cpunode '{t}': {e}")))
-            })
-            .transpose()?;
+        let cpu_nodes = self.cpunode.nodes()?;
         Ok(placement::Request {
             spec,
             threads: self.threads.map(|t| t as usize),
@@ -206,7 +196,7 @@ impl PlacementArgs {
         if self.smt {
             parts.push("--smt".into());
         }
-        if let Some(n) = &self.cpunode {
+        if let Some(n) = &self.cpunode.cpunode {
             parts.push(format!("--cpunode {n}"));
         }
         parts.join(" ")

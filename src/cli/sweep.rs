@@ -58,9 +58,13 @@ pub(crate) struct SweepArgs {
     #[arg(long, help_heading = "Axes")]
     smt: bool,
 
+    #[command(flatten)]
+    #[serde(flatten)]
+    cpunode: super::values::CpuNodeArg,
+
     /// Every CPU node × memory node pair: one thread, all cores of the node, or both
     #[arg(long, num_args = 0..=1, default_missing_value = "single", value_enum, help_heading = "Axes",
-          conflicts_with_all = ["threads", "strategy", "places", "pin", "sizes"])]
+          conflicts_with_all = ["threads", "strategy", "places", "pin", "sizes", "cpunode"])]
     numa_matrix: Option<NumaArg>,
 
     /// Working sets per thread (all arrays together): 16KiB..4GiB (powers of two) or 1MiB,64MiB
@@ -291,6 +295,8 @@ fn sweep_spec(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<Swee
         stores: m.stores(),
         hugepages: m.page_sizes(),
         sizes: args.sizes.clone().map(|s| s.0).unwrap_or_default(),
+        cpu_nodes: (args.cpunode.nodes()?)
+            .map(|nodes| (args.cpunode.cpunode.clone().unwrap_or_default(), nodes)),
         numa_matrix: args.numa_matrix.map(|m| match m {
             NumaArg::Single => NumaMode::Single,
             NumaArg::All => NumaMode::All,

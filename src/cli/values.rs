@@ -193,3 +193,26 @@ mod tests {
         );
     }
 }
+
+/// `--cpunode`: one definition for every command that places threads
+/// (run, tune's measure, sweep's every point).
+#[derive(clap::Args, Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct CpuNodeArg {
+    /// Only CPUs of these NUMA nodes, like numactl --cpunodebind
+    #[arg(long, value_name = "NODES", help_heading = "Placement")]
+    pub(crate) cpunode: Option<String>,
+}
+
+impl CpuNodeArg {
+    /// The node set it names, parsed (the topology checks it later).
+    pub(crate) fn nodes(&self) -> crate::error::Result<Option<crate::topology::cpulist::IdSet>> {
+        self.cpunode
+            .as_ref()
+            .map(|t| {
+                crate::topology::cpulist::parse_list(t)
+                    .map(crate::topology::cpulist::IdSet::new)
+                    .map_err(|e| crate::error::Error::Usage(format!("--cpunode '{t}': {e}")))
+            })
+            .transpose()
+    }
+}

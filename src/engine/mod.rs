@@ -259,6 +259,7 @@ mod tests {
             hugepages: vec![crate::memory::Hugepages::Auto],
             sizes: Vec::new(),
             numa_matrix: None,
+            cpu_nodes: None,
             measure: measure(vec![KernelId::Copy, KernelId::Triad]),
         };
         expand(topo, &spec, &|s| crate::plan::prepare(topo, s)).unwrap()

@@ -36,6 +36,9 @@ pub struct SweepSpec {
     /// Working set per thread in bytes (all arrays); empty = fixed size.
     pub sizes: Vec<u64>,
     pub numa_matrix: Option<NumaMode>,
+    /// Every point's threads only on CPUs of these NUMA nodes
+    /// (`--cpunode`, numactl's `--cpunodebind`), with its text for labels.
+    pub cpu_nodes: Option<(String, IdSet)>,
     /// Fixed for the whole sweep; its elements apply when there is no size
     /// axis (`None` = STREAM's rule for all allowed CPUs, the same at every point).
     pub measure: Measure,
@@ -170,9 +173,13 @@ fn axis_cases(spec: &SweepSpec) -> Vec<Case> {
                     spec: p.clone(),
                     threads,
                     smt: spec.smt,
-                    cpu_nodes: None,
+                    cpu_nodes: spec.cpu_nodes.as_ref().map(|(_, nodes)| nodes.clone()),
                 };
-                cases.push((label.clone(), request, mem.clone(), None));
+                let label = match &spec.cpu_nodes {
+                    Some((text, _)) => format!("{label} on cpunode {text}"),
+                    None => label.clone(),
+                };
+                cases.push((label, request, mem.clone(), None));
             }
         }
     }
