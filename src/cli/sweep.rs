@@ -410,8 +410,8 @@ fn sweep_study(args: SweepArgs) -> Result<()> {
         print(super::common::render_as(format, &doc)?)?;
     }
     crate::say!(
-        "membw: {} points written, {} skipped (already done){}",
-        outcome.written,
+        "membw: {} written, {} skipped (already done){}",
+        plural(outcome.written, "point"),
         outcome.skipped,
         engine.overhead_share().map_or(String::new(), |share| format!(
             "; time outside timed repetitions: {:.0} % (mapping, first touch, validation, thread start)",
