@@ -19,13 +19,15 @@ fn stored_study(path: &Path) -> Option<Study> {
 /// The settings of a stored study. Files from before typed studies kept
 /// the command line's arguments: those are read once, by the CLI's own
 /// parser (the conversion of schema 1 on read).
-fn stored_settings(path: &Path, study: &Study) -> Result<SweepArgs> {
+fn stored_settings(path: &Path, study: &Study, defaults: &SweepArgs) -> Result<SweepArgs> {
     let unreadable = |why: String| {
         Error::Usage(format!(
             "--resume {}: the stored study does not read: {why}",
             path.display()
         ))
     };
+    // A setting added since the file was written takes today's default.
+    let study = &study.over(&Study::of(defaults));
     match (study.settings::<SweepArgs>(), study) {
         (Some(settings), _) => settings.map_err(unreadable),
         (None, Study::Args(args)) => {
@@ -51,7 +53,7 @@ pub(crate) fn resumed(path: &Path, given: SweepArgs, defaults: &SweepArgs) -> Re
         // A file from before studies were stored: points alone decide.
         return Ok(given);
     };
-    let there = stored_settings(path, &stored)?;
+    let there = stored_settings(path, &stored, defaults)?;
     let here = Study::of(&given);
     if here == Study::of(defaults) {
         return Ok(given.with_study_of(there));

@@ -49,6 +49,19 @@ impl Study {
         )
     }
 
+    /// These settings over `base`'s: a study stored before a setting
+    /// existed takes that setting's value (its default) from `base`.
+    pub fn over(&self, base: &Study) -> Study {
+        match (self, base) {
+            (Study::Settings(own), Study::Settings(base)) => {
+                let mut merged = base.clone();
+                merged.extend(own.clone());
+                Study::Settings(merged)
+            }
+            _ => self.clone(),
+        }
+    }
+
     /// Every setting whose value differs, by name.
     pub fn differences(&self, there: &Study) -> Vec<Difference> {
         let empty = Map::new();
@@ -124,6 +137,11 @@ mod tests {
         let old: Study = serde_json::from_str(r#"["--threads","1"]"#).unwrap();
         assert_eq!(old, Study::Args(vec!["--threads".into(), "1".into()]));
         assert!(old.settings::<Axes>().is_none());
+        // A study from before a setting existed takes its default.
+        let older: Study = serde_json::from_str(r#"{"threads":"2","stores":["auto"]}"#).unwrap();
+        assert!(older.settings::<Axes>().unwrap().is_err());
+        let filled = older.over(&sb).settings::<Axes>().unwrap().unwrap();
+        assert_eq!((filled.threads.as_deref(), filled.ntimes), (Some("2"), 10));
         // A setting that does not read is named.
         let bad: Study =
             serde_json::from_str(r#"{"threads":null,"stores":[],"ntimes":"x"}"#).unwrap();
