@@ -97,6 +97,7 @@ pub(crate) struct SweepArgs {
 
     /// Kill a --exec program and everything it started after this long
     #[arg(long, default_value = "1h", value_parser = humantime::parse_duration, requires = "exec")]
+    #[serde(with = "as_written")]
     timeout: Duration,
 
     /// Kernels to run, comma-separated (each repetition runs them in this order): copy, scale,
@@ -136,6 +137,22 @@ pub(crate) struct SweepArgs {
     #[command(flatten)]
     #[serde(flatten)]
     peak: PeakArgs,
+}
+
+/// A duration in a stored study as people write it (`1h`), not seconds
+/// and nanoseconds.
+mod as_written {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(&text).map_err(serde::de::Error::custom)
+    }
 }
 
 fn text() -> crate::report::export::Format {
