@@ -125,6 +125,8 @@ macro_rules! checked_kernels {
 #[cfg(target_arch = "aarch64")]
 mod aarch64;
 pub mod chase;
+mod stores;
+pub use stores::StoresRequest;
 mod portable;
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -778,31 +780,5 @@ mod tests {
             "{e:?}"
         );
         assert!(e.to_string().contains("no streaming stores"), "{e}");
-    }
-}
-
-/// The store instructions asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StoresRequest {
-    /// Non-temporal when each array is larger than the last-level cache.
-    Auto,
-    Regular,
-    Nt,
-}
-
-impl StoresRequest {
-    pub fn name(self) -> &'static str {
-        match self {
-            StoresRequest::Auto => "auto",
-            StoresRequest::Regular => "regular",
-            StoresRequest::Nt => "nt",
-        }
-    }
-}
-
-impl std::fmt::Display for StoresRequest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
