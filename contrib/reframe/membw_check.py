@@ -82,8 +82,9 @@ class MembwNodeBandwidth(MembwTest):
 
     @sanity_function
     def validated(self):
-        # kernel, 12 columns, validated, then trusted (empty when not watched).
-        row = r"^\d+,[^,]*,(\w+),(?:[^,]*,){12}(true|false),(true|false)?$"
+        # kernel, 12 columns, validated, trusted (empty when not watched),
+        # then the target (cpu, program or device; absent before it existed).
+        row = r"^\d+,[^,]*,(\w+),(?:[^,]*,){12}(true|false),(true|false)?(?:,\w*)?$"
         rows = sn.extractall(row, self.stdout)
         return sn.all([
             sn.assert_eq(sn.count(rows), len(self.kernels)),
