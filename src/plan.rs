@@ -283,8 +283,8 @@ impl Point {
     /// policy as the user wrote it. A device's point is per device, and
     /// names it.
     pub fn new(
-        placement: String,
-        mem: &str,
+        placement: crate::placement::identity::PlacementId,
+        mem: &crate::memory::written::PolicySpec,
         stores: StoresRequest,
         plan: &Plan,
         numa: Option<crate::results::NumaCell>,
@@ -293,15 +293,15 @@ impl Point {
         // its working set is the device's.
         let device = plan.target.device().is_some();
         let (threads, placement, mem) = match device {
-            true => (0, String::new(), ""),
-            false => (plan.units(), placement, mem),
+            true => (0, None, None),
+            false => (plan.units(), Some(placement), Some(mem.clone())),
         };
         let arrays = plan.arrays_needed().len() as u64;
         let elements = plan.elements as u64;
         Point {
             threads,
             placement,
-            mem: mem.to_string(),
+            mem,
             stores,
             hugepages: plan.hugepages,
             kernels: plan.kernels.clone(),

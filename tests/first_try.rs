@@ -237,7 +237,7 @@ fn resume_continues_the_files_study_and_refuses_another() {
     let line = std::fs::read_to_string(&file).unwrap();
     let record: serde_json::Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
     let stored = &record["study"];
-    assert_eq!(stored["threads"], "1", "{stored}");
+    assert_eq!(stored["threads"], serde_json::json!(["1"]), "{stored}");
     assert_eq!(stored["ntimes"], 3, "{stored}");
     assert_eq!(stored["stores"], serde_json::json!(["regular"]), "{stored}");
     assert_eq!(stored["repeat"], 1, "{stored}");

@@ -376,7 +376,7 @@ pub(crate) fn render_as(
 /// Warns when `--mem` gives a policy to an array no kernel of the run
 /// uses (`d=` without striad): the user may think it applies.
 pub(crate) fn note_unused_arrays(mem: &str, used: &[crate::kernels::ArrayId]) {
-    for id in crate::memory::policy::named_arrays(mem) {
+    for id in crate::memory::written::named_arrays(mem) {
         if !used.contains(&id) {
             crate::say!(
                 "membw: warning: --mem '{mem}' gives array {} a policy, but no kernel of this run uses it (d is striad's; a, b, c the others')",

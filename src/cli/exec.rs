@@ -65,11 +65,11 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     let topo = super::common::read_topology(None)?;
     let vars = env::Vars::from_process();
     let placement = args.placement.placement(&vars)?;
-    let mem = mempolicy::parse(&args.mem, &topo)?;
+    let (mem_written, mem) = mempolicy::parse_written(&args.mem, &topo)?;
     // The program sizes its own arrays: the plan only places it.
     let plan = plan::placement_only(&topo, &placement.request, mem)
         .map_err(|e| placement.name_error(e))?;
-    let (_, job) = program_job(&args, &placement.described, plan);
+    let (_, job) = program_job(&args, &placement.request, &mem_written, plan);
     // The user's own placement variables go to the program untouched.
     let keep: BTreeSet<String> = vars.0.iter().map(|(k, _)| k.to_string()).collect();
     let kept: std::collections::BTreeMap<String, String> = vars
@@ -148,7 +148,12 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
 }
 
 /// The one job of an exec: the program placed by `plan`, under its label.
-fn program_job(args: &ExecArgs, described: &str, plan: plan::Plan) -> (String, Job) {
+fn program_job(
+    args: &ExecArgs,
+    request: &crate::placement::Request,
+    mem: &crate::memory::written::PolicySpec,
+    plan: plan::Plan,
+) -> (String, Job) {
     let label = args.label.clone().unwrap_or_else(|| {
         Path::new(&args.program[0])
             .file_name()
@@ -157,8 +162,8 @@ fn program_job(args: &ExecArgs, described: &str, plan: plan::Plan) -> (String, J
             })
     });
     let mut point = Point::new(
-        described.to_string(),
-        &args.mem,
+        crate::placement::identity::PlacementId::of(request),
+        mem,
         StoresRequest::Auto,
         &plan,
         None,

@@ -29,8 +29,8 @@ pub(crate) struct LatencyArgs {
 
     /// Working sets: a list (32KiB,1MiB,256MiB) or a doubling range (4KiB..1GiB);
     /// --numa-matrix and --loaded use the largest
-    #[arg(long = "working-sets", visible_alias = "sizes", value_name = "SIZES", default_value = "4KiB..256MiB", value_parser = parse_working_sets)]
-    sizes: WorkingSets,
+    #[arg(long = "working-sets", visible_alias = "sizes", value_name = "SIZES", default_value = "4KiB..256MiB", value_parser = super::values::parse_working_sets)]
+    sizes: Vec<super::values::WorkingSets>,
 
     /// Memory policy of the working set (local, bind:N, interleave:all, preferred:N)
     #[arg(long, default_value = "local", conflicts_with = "numa_matrix")]
@@ -112,32 +112,6 @@ pub(crate) struct LatencyArgs {
 
     #[command(flatten)]
     peak: PeakArgs,
-}
-
-/// The most memory one working set may take: a pointer chase over more
-/// than this says nothing new and takes minutes.
-const MAX_WORKING_SET: u64 = 64 << 30;
-
-/// `--sizes`, parsed and bounded: working sets in bytes.
-#[derive(Debug, Clone)]
-pub(crate) struct WorkingSets(Vec<u64>);
-
-fn parse_working_sets(text: &str) -> std::result::Result<WorkingSets, String> {
-    let sizes = crate::engine::sweep::parse_sizes(text)?;
-    if let Some(&bad) = sizes
-        .iter()
-        .find(|&&s| !(128..=MAX_WORKING_SET).contains(&s))
-    {
-        return Err(format!(
-            "{}: each working set must be between 128 B and {}",
-            Bytes(bad),
-            Bytes(MAX_WORKING_SET)
-        ));
-    }
-    if sizes.len() > 64 {
-        return Err("at most 64 working sets".into());
-    }
-    Ok(WorkingSets(sizes))
 }
 
 /// `--load-cpus`: a CPU list, parsed (the topology checks it later).
@@ -225,7 +199,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     let (topo, _weights) =
         super::common::with_weights(args.weights.as_deref(), super::common::read_topology(None)?)?;
     let cpu = chase_cpu(&topo, args.cpu)?;
-    let mut sizes = args.sizes.0.clone();
+    let mut sizes = super::values::WorkingSets::joined(&args.sizes)?;
     if args.numa_matrix.is_some() || args.loaded {
         let largest = sizes.iter().copied().max().unwrap_or(256 << 20);
         sizes = vec![largest];

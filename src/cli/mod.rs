@@ -3,6 +3,7 @@
 //! runs the command, and words domain errors with the flags they concern.
 
 mod args;
+mod axes;
 mod common;
 mod documents;
 mod env;

@@ -8,6 +8,7 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::memory::policy as mempolicy;
 use crate::peak;
+use crate::placement::identity::PlacementId;
 use crate::placement::spellings;
 use crate::plan::{self, Prepared, Settings};
 use crate::report;
@@ -188,11 +189,12 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     let (topo, _weights) = common::with_weights(m.weights.as_deref(), read_topology(None)?)?;
     let (mem_text, stores) = m.single("run")?;
     let placement = args.placement.placement(&env::Vars::from_process())?;
+    let (mem_written, mem) = mempolicy::parse_written(&mem_text, &topo)?;
     let settings = Settings::new(
         &m.measure(args.kernels.0.clone()),
         placement.request.clone(),
         stores,
-        mempolicy::parse(&mem_text, &topo)?,
+        mem,
     );
     let peak_estimate = peak::for_policy(&topo, &args.peak.request(), &settings.mem);
     let mut source = match m.launch("run")? {
@@ -258,7 +260,13 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     }
     if let Some(session) = &mut output {
         let point =
-            crate::results::Point::new(placement.described.clone(), &mem_text, stores, &plan, None);
+            crate::results::Point::new(
+                PlacementId::of(&placement.request),
+                &mem_written,
+                stores,
+                &plan,
+                None,
+            );
         keep_run(session, &engine, point, &plan, &report)?;
     }
     print(common::render_as(

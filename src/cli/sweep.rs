@@ -2,14 +2,13 @@
 //! policies, store modes, sizes, the NUMA matrix, other programs) measured
 //! with repeats into a results file, resumable.
 
-use super::args::{KernelList, MeasureArgs, PeakArgs, parse_bind, parse_kernel_list};
+use super::args::{KernelList, MeasureArgs, PeakArgs, parse_kernel_list};
 use super::common::{file_error, print, read_topology, signal_name, stop_flag};
 use crate::engine::sweep::{self, NumaMode, SweepSpec};
 use crate::engine::{BandwidthSession, Engine};
 use crate::error::{Error, Result};
 use crate::memory::policy as mempolicy;
 use crate::peak;
-use crate::placement::{Spec, omp::Bind};
 use crate::report::study;
 use crate::results::Host;
 use crate::results::file::ResultsFile;
@@ -34,42 +33,19 @@ pub(crate) enum NumaArg {
 /// say where results go and how they are shown are `serde(skip)`.
 #[derive(Args, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct SweepArgs {
-    /// Thread counts: 1-12, 1,2,4,8,16, 2-16:2, or cores (1 to all) [default: one per core]
-    #[arg(long, help_heading = "Axes")]
-    threads: Option<String>,
-
-    /// Strategies, comma-separated: compact,spread,per-l3=1,per-numa=2,stride=2
-    #[arg(long, help_heading = "Axes")]
-    strategy: Option<String>,
-
-    /// OpenMP places, one per flag (repeat for several)
-    #[arg(long, help_heading = "Axes")]
-    places: Vec<String>,
-
-    /// OMP_PROC_BIND for every --places
-    #[arg(long, requires = "places", value_parser = parse_bind, help_heading = "Axes")]
-    bind: Option<Bind>,
-
-    /// likwid-pin expressions, one per flag (repeat for several)
-    #[arg(long, help_heading = "Axes")]
-    pin: Vec<String>,
-
-    /// Allow more than one thread per core
-    #[arg(long, help_heading = "Axes")]
-    smt: bool,
-
     #[command(flatten)]
     #[serde(flatten)]
-    cpunode: super::values::CpuNodeArg,
+    placement: super::axes::PlacementAxes,
 
     /// Every CPU node × memory node pair: one thread, all cores of the node, or both
     #[arg(long, num_args = 0..=1, default_missing_value = "single", value_enum, help_heading = "Axes",
-          conflicts_with_all = ["threads", "strategy", "places", "pin", "sizes", "cpunode"])]
+          conflicts_with_all = ["threads", "strategy", "cpus", "places", "pin", "gomp_affinity", "kmp_affinity", "sizes", "cpunode"])]
     numa_matrix: Option<NumaArg>,
 
     /// Working sets per thread (all arrays together): 16KiB..4GiB (powers of two) or 1MiB,64MiB
-    #[arg(long = "working-sets", visible_alias = "sizes", value_name = "SIZES", value_parser = parse_sizes, help_heading = "Axes")]
-    sizes: Option<Sizes>,
+    #[arg(long = "working-sets", visible_alias = "sizes", value_name = "SIZES", value_parser = super::values::parse_working_sets, help_heading = "Axes")]
+    #[serde(default, with = "super::values::working_sets_joined")]
+    sizes: Vec<super::values::WorkingSets>,
 
     /// The tier study: shares of each thread's pages on --far-node, in %, each a point
     /// (e.g. 0,10,20,30,40,50); the rest on the near node (split policy, any kernel)
@@ -186,15 +162,6 @@ fn mem_axis(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<Vec<St
         .collect())
 }
 
-/// `--sizes` as one value (clap would read `Vec<u64>` as many flags).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub(crate) struct Sizes(Vec<u64>);
-
-fn parse_sizes(text: &str) -> std::result::Result<Sizes, String> {
-    sweep::parse_sizes(text).map(Sizes)
-}
-
 fn default_output(kind: &str) -> PathBuf {
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         .to_string()
@@ -239,9 +206,20 @@ fn programs(entries: &[String]) -> Result<Vec<sweep::Program>> {
     Ok(out)
 }
 
-pub(crate) fn sweep(args: SweepArgs) -> Result<()> {
+pub(crate) fn sweep(mut args: SweepArgs) -> Result<()> {
+    let defaults = SweepArgs::defaults()?;
+    // `--resume FILE` alone continues the file's study as it was stored.
+    let plain_resume = args.resume.is_some()
+        && crate::results::settings::Study::of(&args)
+            == crate::results::settings::Study::of(&defaults);
+    let vars = super::env::Vars::from_process();
+    if args.numa_matrix.is_some() || plain_resume {
+        super::env::note_unused(&vars, "sweep");
+    } else if let Some(line) = args.placement.take_environment(&vars)? {
+        crate::say!("{line}");
+    }
     let args = match args.resume.clone() {
-        Some(path) => super::resume::resumed(&path, args, &SweepArgs::defaults()?)?,
+        Some(path) => super::resume::resumed(&path, args, &defaults)?,
         None => args,
     };
     sweep_study(args)
@@ -274,46 +252,20 @@ impl SweepArgs {
 /// A sweep, given the arguments it was started with (after `sweep`).
 /// The study the flags describe: its axes as values.
 fn sweep_spec(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<SweepSpec> {
-    let mut placements: Vec<(String, Spec)> = Vec::new();
-    if let Some(list) = &args.strategy {
-        for s in list.split(',').map(str::trim) {
-            if s.is_empty() {
-                return Err(Error::Usage(format!(
-                    "--strategy '{list}': an empty item (compact, spread, per-socket=K, ... separated by commas)"
-                )));
-            }
-            placements.push((s.to_string(), Spec::strategy(s)?));
-        }
-    }
-    let bind = args.bind.unwrap_or(Bind::Close);
-    for p in &args.places {
-        placements.push((format!("places {p} {bind}"), Spec::places(p, bind)?));
-    }
-    for e in &args.pin {
-        placements.push((format!("pin {e}"), Spec::likwid(e)?));
-    }
-    if placements.is_empty() {
-        // membw's default placement: its faults name the thread count, not a strategy.
-        placements.push(("spread".into(), Spec::Default));
-    }
-    let threads = match &args.threads {
-        Some(t) => sweep::parse_threads(t, topo)?,
-        None => vec![None],
-    };
+    let axes = &args.placement;
     let m = &args.measure;
     Ok(SweepSpec {
-        threads,
-        placements,
-        smt: args.smt,
+        threads: axes.thread_counts(topo)?,
+        placements: axes.placements()?,
+        smt: axes.smt,
         mems: mem_axis(args, topo)?
             .into_iter()
-            .map(|text| mempolicy::parse(&text, topo).map(|policy| (text, policy)))
+            .map(|text| mempolicy::parse_written(&text, topo))
             .collect::<Result<_>>()?,
         stores: m.stores(),
         hugepages: m.page_sizes(),
-        sizes: args.sizes.clone().map(|s| s.0).unwrap_or_default(),
-        cpu_nodes: (args.cpunode.nodes()?)
-            .map(|nodes| (args.cpunode.cpunode.clone().unwrap_or_default(), nodes)),
+        sizes: super::values::WorkingSets::joined(&args.sizes)?,
+        cpu_nodes: axes.cpunode.nodes()?,
         numa_matrix: args.numa_matrix.map(|m| match m {
             NumaArg::Single => NumaMode::Single,
             NumaArg::All => NumaMode::All,
@@ -369,7 +321,6 @@ fn sweep_study(args: SweepArgs) -> Result<()> {
         super::common::with_weights(args.measure.weights.as_deref(), read_topology(None)?)?;
     // Refuses to be one of several uncoordinated ranks.
     args.measure.launch("sweep")?;
-    super::env::note_unused(&super::env::Vars::from_process(), "sweep");
     let m = &args.measure;
     let spec = sweep_spec(&args, &topo)?;
     let mut source = m.source()?;

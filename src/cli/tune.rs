@@ -57,7 +57,7 @@ pub(crate) struct TuneArgs {
 fn tune_spec(args: &TuneArgs, topo: &crate::topology::Topology) -> Result<TuneSpec> {
     let m = &args.measure;
     let mem_text = m.one_mem("tune")?;
-    let mem = mempolicy::parse(&mem_text, topo)?;
+    let mem = mempolicy::parse_written(&mem_text, topo)?;
     let mut measure = m.measure(vec![args.kernel]);
     // One array size for every candidate: STREAM's rule for all allowed CPUs.
     measure.elements = measure.elements.or_else(|| {
@@ -69,7 +69,7 @@ fn tune_spec(args: &TuneArgs, topo: &crate::topology::Topology) -> Result<TuneSp
     Ok(TuneSpec {
         kernel: args.kernel,
         measure,
-        mem: (mem_text, mem),
+        mem,
         stores: m.stores(),
     })
 }

@@ -216,3 +216,67 @@ impl CpuNodeArg {
             .transpose()
     }
 }
+
+/// More than this per working set says nothing new and takes minutes.
+const MAX_WORKING_SET: u64 = 64 << 30;
+/// Points (or curves) a working-set axis may have in all.
+const MAX_WORKING_SETS: usize = 64;
+
+/// `--working-sets` (sweep's and latency's axis): one flag's sizes,
+/// parsed and bounded; a range doubles from its first to its last.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct WorkingSets(pub(crate) Vec<u64>);
+
+pub(crate) fn parse_working_sets(text: &str) -> std::result::Result<WorkingSets, String> {
+    let sizes = crate::engine::sweep::parse_sizes(text)?;
+    if let Some(&bad) = sizes
+        .iter()
+        .find(|&&s| !(128..=MAX_WORKING_SET).contains(&s))
+    {
+        return Err(format!(
+            "{}: each working set must be between 128 B and {}",
+            crate::units::Bytes(bad),
+            crate::units::Bytes(MAX_WORKING_SET)
+        ));
+    }
+    if sizes.len() > MAX_WORKING_SETS {
+        return Err(format!("at most {MAX_WORKING_SETS} working sets"));
+    }
+    Ok(WorkingSets(sizes))
+}
+
+impl WorkingSets {
+    /// Every flag's sizes, in order: the axis (repeats join, as for every axis).
+    pub(crate) fn joined(lists: &[WorkingSets]) -> crate::error::Result<Vec<u64>> {
+        let all: Vec<u64> = lists.iter().flat_map(|l| l.0.iter().copied()).collect();
+        if all.len() > MAX_WORKING_SETS {
+            return Err(crate::error::Error::Usage(format!(
+                "--working-sets: {} working sets in all; at most {MAX_WORKING_SETS}",
+                all.len()
+            )));
+        }
+        Ok(all)
+    }
+}
+
+/// A stored study keeps the working-set axis as one list of bytes (null
+/// when there is none), however many flags gave it.
+pub(crate) mod working_sets_joined {
+    use super::WorkingSets;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(lists: &[WorkingSets], s: S) -> Result<S::Ok, S::Error> {
+        let all: Vec<u64> = lists.iter().flat_map(|l| l.0.iter().copied()).collect();
+        match all.is_empty() {
+            true => s.serialize_none(),
+            false => s.collect_seq(all),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<WorkingSets>, D::Error> {
+        Ok(Option::<Vec<u64>>::deserialize(d)?
+            .filter(|v| !v.is_empty())
+            .map(|v| vec![WorkingSets(v)])
+            .unwrap_or_default())
+    }
+}

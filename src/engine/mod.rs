@@ -250,11 +250,11 @@ mod tests {
         let spec = SweepSpec {
             threads: vec![Some(1), None],
             placements: vec![
-                ("compact".into(), Spec::Strategy(Strategy::Compact)),
-                ("spread".into(), Spec::Strategy(Strategy::Spread)),
+                Spec::Strategy(Strategy::Compact),
+                Spec::Strategy(Strategy::Spread),
             ],
             smt: false,
-            mems: vec![("local".into(), Default::default())],
+            mems: vec![(Default::default(), Default::default())],
             stores: vec![StoresRequest::Regular, StoresRequest::Nt],
             hugepages: vec![crate::memory::Hugepages::Auto],
             sizes: Vec::new(),
@@ -390,7 +390,7 @@ mod tests {
             &tune::TuneSpec {
                 kernel: KernelId::Triad,
                 measure: measure(vec![KernelId::Triad]),
-                mem: ("local".into(), Default::default()),
+                mem: (Default::default(), Default::default()),
                 stores: vec![StoresRequest::Auto],
             },
             &|s| crate::plan::prepare(topo, s),

@@ -6,6 +6,8 @@
 use super::Job;
 use crate::error::{Error, Input, Result};
 use crate::memory::policy as mempolicy;
+use crate::memory::written::{ArrayPolicy, Nodes, PolicySpec};
+use crate::placement::identity::PlacementId;
 use crate::placement::{self, Spec, Strategy};
 use crate::plan::{self, Measure, Settings, StoresRequest};
 use crate::results::{NumaCell, Point};
@@ -25,11 +27,11 @@ pub enum NumaMode {
 pub struct SweepSpec {
     /// `None` = the placement's own thread count.
     pub threads: Vec<Option<usize>>,
-    /// (label, placement).
-    pub placements: Vec<(String, Spec)>,
+    /// Each placement; a point's label is its typed identity.
+    pub placements: Vec<Spec>,
     pub smt: bool,
     /// Memory policies: as the user wrote each (the point's label), resolved.
-    pub mems: Vec<(String, mempolicy::MemPolicy)>,
+    pub mems: Vec<(PolicySpec, mempolicy::MemPolicy)>,
     pub stores: Vec<StoresRequest>,
     /// Page sizes, each a point (`--hugepages thp,2M`).
     pub hugepages: Vec<crate::memory::Hugepages>,
@@ -37,20 +39,19 @@ pub struct SweepSpec {
     pub sizes: Vec<u64>,
     pub numa_matrix: Option<NumaMode>,
     /// Every point's threads only on CPUs of these NUMA nodes
-    /// (`--cpunode`, numactl's `--cpunodebind`), with its text for labels.
-    pub cpu_nodes: Option<(String, IdSet)>,
+    /// (`--cpunode`, numactl's `--cpunodebind`).
+    pub cpu_nodes: Option<IdSet>,
     /// Fixed for the whole sweep; its elements apply when there is no size
     /// axis (`None` = STREAM's rule for all allowed CPUs, the same at every point).
     pub measure: Measure,
 }
 
 /// One placement × memory policy of a sweep, before sizes and store modes:
-/// its label, the placement, the policy as written and resolved, the cell
-/// of a NUMA matrix.
+/// the placement, the policy as written and resolved, the cell of a NUMA
+/// matrix.
 type Case = (
-    String,
     placement::Request,
-    (String, mempolicy::MemPolicy),
+    (PolicySpec, mempolicy::MemPolicy),
     Option<NumaCell>,
 );
 
@@ -76,7 +77,7 @@ pub fn expand(topo: &Topology, spec: &SweepSpec, prepare: &plan::Prepare) -> Res
         spec.sizes.iter().map(|&s| Some(s)).collect()
     };
     let mut jobs = Vec::new();
-    for (label, request, (mem_text, mem), numa) in cases {
+    for (request, (mem_written, mem), numa) in cases {
         for (&stores, &pages) in spec
             .stores
             .iter()
@@ -92,7 +93,8 @@ pub fn expand(topo: &Topology, spec: &SweepSpec, prepare: &plan::Prepare) -> Res
                     ..Settings::new(&fixed, request.clone(), stores, mem.clone())
                 };
                 let plan = prepare(&settings)?.plan;
-                let point = Point::new(label.clone(), &mem_text, stores, &plan, numa);
+                let placement = PlacementId::of(&request);
+                let point = Point::new(placement, &mem_written, stores, &plan, numa);
                 let label = point.label()
                     + &size.map_or(String::new(), |ws| {
                         format!(" · {}/thread", crate::units::Bytes(ws))
@@ -137,20 +139,12 @@ fn numa_cases(topo: &Topology, mode: NumaMode) -> Vec<Case> {
                     smt: false,
                     cpu_nodes: Some(IdSet::new(vec![cn])),
                 };
-                let label = format!(
-                    "cpu node {cn}{}",
-                    if all_cores {
-                        ", all cores"
-                    } else {
-                        ", 1 thread"
-                    }
-                );
-                let bind =
-                    mempolicy::MemPolicy::uniform(mempolicy::Policy::Bind(IdSet::new(vec![mn])));
+                let node = IdSet::new(vec![mn]);
+                let bind = mempolicy::MemPolicy::uniform(mempolicy::Policy::Bind(node.clone()));
+                let written = PolicySpec::uniform(ArrayPolicy::Bind(Nodes::Listed(node)));
                 cases.push((
-                    label,
                     request,
-                    (bind.to_string(), bind),
+                    (written, bind),
                     Some(NumaCell {
                         cpu_node: cn,
                         mem_node: mn,
@@ -166,20 +160,16 @@ fn numa_cases(topo: &Topology, mode: NumaMode) -> Vec<Case> {
 /// The product of the placement, thread and memory-policy axes.
 fn axis_cases(spec: &SweepSpec) -> Vec<Case> {
     let mut cases: Vec<Case> = Vec::new();
-    for (label, p) in &spec.placements {
+    for p in &spec.placements {
         for &threads in &spec.threads {
             for mem in &spec.mems {
                 let request = placement::Request {
                     spec: p.clone(),
                     threads,
                     smt: spec.smt,
-                    cpu_nodes: spec.cpu_nodes.as_ref().map(|(_, nodes)| nodes.clone()),
+                    cpu_nodes: spec.cpu_nodes.clone(),
                 };
-                let label = match &spec.cpu_nodes {
-                    Some((text, _)) => format!("{label} on cpunode {text}"),
-                    None => label.clone(),
-                };
-                cases.push((label, request, mem.clone(), None));
+                cases.push((request, mem.clone(), None));
             }
         }
     }

@@ -6,6 +6,7 @@ use super::{Engine, Job};
 use crate::error::Result;
 use crate::kernels::KernelId;
 use crate::memory::policy::MemPolicy;
+use crate::memory::written::PolicySpec;
 use crate::placement::domains::Kind;
 use crate::placement::{self, Domains, Spec, Strategy};
 use crate::plan::{self, Measure, Settings, StoresRequest};
@@ -99,7 +100,7 @@ pub struct TuneSpec {
     pub kernel: KernelId,
     pub measure: Measure,
     /// The memory policy as given, and parsed.
-    pub mem: (String, MemPolicy),
+    pub mem: (PolicySpec, MemPolicy),
     /// Store modes to try; `auto` tries both non-temporal and regular.
     pub stores: Vec<StoresRequest>,
 }
@@ -139,7 +140,13 @@ pub fn trials(topo: &Topology, spec: &TuneSpec, prepare: &plan::Prepare) -> Resu
             let settings =
                 Settings::new(&spec.measure, c.request.clone(), stores, spec.mem.1.clone());
             let plan = prepare(&settings)?.plan;
-            let point = Point::new(c.label.clone(), &spec.mem.0, stores, &plan, None);
+            let point = Point::new(
+                placement::identity::PlacementId::of(&c.request),
+                &spec.mem.0,
+                stores,
+                &plan,
+                None,
+            );
             let label = point.label();
             let baseline = c.request.spec == Spec::Strategy(Strategy::Spread)
                 && c.request.threads.is_none()

@@ -6,6 +6,7 @@ pub mod inherited;
 pub mod policy;
 pub mod pool;
 mod split;
+pub mod written;
 
 pub use split::place;
 

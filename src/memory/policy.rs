@@ -14,10 +14,11 @@
 //! - per array: `a=bind:0,b=bind:1,c=interleave:all` (unnamed arrays: local).
 
 use crate::error::{Error, Input, Result};
+use super::written::PolicySpec;
 use crate::kernels::{ARRAYS, ArrayId};
 use crate::sys::MemPolicyMode;
 use crate::topology::Topology;
-use crate::topology::cpulist::{IdSet, parse_list};
+use crate::topology::cpulist::IdSet;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -179,175 +180,19 @@ impl fmt::Display for MemPolicy {
     }
 }
 
-/// The arrays a per-array `--mem` names (`a=bind:0,d=bind:1`: a and d);
-/// none for one policy for all.
-pub fn named_arrays(text: &str) -> Vec<ArrayId> {
-    let t = text.trim();
-    entry_starts(t)
-        .into_iter()
-        .map(|i| ArrayId::ALL[(t.as_bytes()[i] - b'a') as usize])
-        .collect()
-}
-
-/// Where the entries of a per-array policy start: at `a=`, `b=`, `c=` or
-/// `d=` at the beginning or after a comma.
-fn entry_starts(t: &str) -> Vec<usize> {
-    // Bytes, not str slices: a multi-byte character after a comma must not
-    // be cut (`,€` is an error to report, not a panic).
-    let b = t.as_bytes();
-    (0..b.len())
-        .filter(|&i| {
-            (i == 0 || b[i - 1] == b',')
-                && matches!(b.get(i..i + 2), Some(b"a=" | b"b=" | b"c=" | b"d="))
-        })
-        .collect()
-}
-
 /// Parses `--mem` against the topology: nodes must exist and be allowed by
 /// the cpuset.
 pub fn parse(text: &str, topo: &Topology) -> Result<MemPolicy> {
+    parse_written(text, topo).map(|(_, policy)| policy)
+}
+
+/// Parses `--mem`: the policy as written (what a point records) and as
+/// resolved on this machine (what is applied).
+pub fn parse_written(text: &str, topo: &Topology) -> Result<(PolicySpec, MemPolicy)> {
     let err = |m: String| Error::input(Input::Mem, text, m);
-    let t = text.trim();
-    if t.is_empty() {
-        return Err(err("empty policy".into()));
-    }
-    // Per-array form: split where `a=`, `b=`, `c=` or `d=` starts an entry.
-    let starts = entry_starts(t);
-    if starts.first() != Some(&0) {
-        if !starts.is_empty() {
-            return Err(err(
-                "give every policy per array (a=...,b=...) or one for all".into(),
-            ));
-        }
-        let p = parse_one(t, topo).map_err(err)?;
-        return Ok(MemPolicy {
-            arrays: std::array::from_fn(|_| p.clone()),
-        });
-    }
-    let mut policy = MemPolicy::default();
-    let mut named = [false; ARRAYS];
-    for (k, &start) in starts.iter().enumerate() {
-        let end = starts.get(k + 1).map_or(t.len(), |&e| e - 1);
-        let entry = &t[start..end];
-        let id = ArrayId::ALL[(entry.as_bytes()[0] - b'a') as usize];
-        if std::mem::replace(&mut named[id.index()], true) {
-            return Err(err(format!("array {} is given twice", id.name())));
-        }
-        policy.arrays[id.index()] =
-            parse_one(&entry[2..], topo).map_err(|m| err(format!("column {}: {m}", start + 3)))?;
-    }
-    Ok(policy)
-}
-
-fn parse_one(text: &str, topo: &Topology) -> std::result::Result<Policy, String> {
-    let (kind, arg) = match text.split_once(':') {
-        Some((k, a)) => (k.trim(), Some(a.trim())),
-        None => (text.trim(), None),
-    };
-    let nodes = |arg: Option<&str>| -> std::result::Result<IdSet, String> {
-        let a = arg
-            .filter(|a| !a.is_empty())
-            .ok_or_else(|| format!("'{kind}' needs nodes, e.g. {kind}:0"))?;
-        let set = if a == "all" {
-            topo.allowed_mems.clone()
-        } else {
-            IdSet::new(parse_list(a).map_err(|e| format!("nodes '{a}': {e}"))?)
-        };
-        check_nodes(&set, topo)?;
-        Ok(set)
-    };
-    match kind {
-        "local" | "firsttouch" if arg.is_none() => Ok(Policy::Local),
-        "weighted-interleave" | "weighted" => {
-            let set = nodes(arg)?;
-            let Some(system) = &topo.memory.weighted_interleave else {
-                return Err(
-                    "weighted interleave needs Linux 6.9 or later (no /sys/kernel/mm/mempolicy/weighted_interleave on this kernel); split:NODE=SHARE,... works on any kernel".into(),
-                );
-            };
-            check_memory(&set, topo)?;
-            let weights = set
-                .ids()
-                .iter()
-                .map(|&n| (n, system.weights.get(&n).copied().unwrap_or(1)))
-                .collect();
-            Ok(Policy::WeightedInterleave(set, weights))
-        }
-        "split" => parse_split(arg.unwrap_or(""), topo).map(Policy::Split),
-        "bind" | "membind" => Ok(Policy::Bind(nodes(arg)?)),
-        "interleave" => Ok(Policy::Interleave(nodes(arg)?)),
-        "preferred" => {
-            let set = nodes(arg)?;
-            match set.ids() {
-                [one] => Ok(Policy::Preferred(*one)),
-                _ => Err(format!("preferred takes one node, not '{set}'")),
-            }
-        }
-        _ => Err(format!(
-            "unknown policy '{text}' (local, bind:NODES, interleave:NODES|all, preferred:NODE, weighted-interleave:NODES, split:NODE=SHARE,...)"
-        )),
-    }
-}
-
-/// `0=75%,2=25%`: nodes and their shares, adding up to 100 %.
-fn parse_split(text: &str, topo: &Topology) -> std::result::Result<Vec<SplitPart>, String> {
-    if text.trim().is_empty() {
-        return Err("'split' needs shares, e.g. split:0=75%,2=25%".into());
-    }
-    let mut parts: Vec<SplitPart> = Vec::new();
-    for entry in text.split(',') {
-        let (node, share) = entry
-            .split_once('=')
-            .ok_or_else(|| format!("'{entry}' is not NODE=SHARE (e.g. 0=75%)"))?;
-        let node: usize = node
-            .trim()
-            .parse()
-            .map_err(|_| format!("'{node}' in '{entry}' is not a node number"))?;
-        let percent = crate::units::parse_percent(share)
-            .map_err(|_| format!("share '{share}' of node {node} is not 0-100 %"))?;
-        if parts.iter().any(|p| p.node == node) {
-            return Err(format!("node {node} is given twice"));
-        }
-        let set = IdSet::new(vec![node]);
-        check_nodes(&set, topo)?;
-        check_memory(&set, topo)?;
-        parts.push(SplitPart {
-            node,
-            basis_points: (percent * 100.0).round() as u32,
-        });
-    }
-    let total: u32 = parts.iter().map(|p| p.basis_points).sum();
-    if total != 10_000 {
-        return Err(format!(
-            "the shares add up to {} %, not 100 %",
-            crate::units::trim_float(f64::from(total) / 100.0)
-        ));
-    }
-    Ok(parts)
-}
-
-/// Refuses nodes that have no memory (a CPU-only node) for policies that
-/// place pages there by share.
-fn check_memory(set: &IdSet, topo: &Topology) -> std::result::Result<(), String> {
-    for &n in set.ids() {
-        if topo.node(n).is_some_and(|node| node.memoryless()) {
-            return Err(format!("node {n} has no memory"));
-        }
-    }
-    Ok(())
-}
-
-fn check_nodes(set: &IdSet, topo: &Topology) -> std::result::Result<(), String> {
-    for &n in set.ids() {
-        topo.existing_node(n)?;
-        if !topo.allowed_mems.contains(n) {
-            return Err(format!(
-                "node {n} is outside this cpuset's memory nodes ({})",
-                topo.allowed_mems
-            ));
-        }
-    }
-    Ok(())
+    let spec = PolicySpec::parse(text).map_err(err)?;
+    let policy = spec.resolve(topo).map_err(err)?;
+    Ok((spec, policy))
 }
 
 /// Where one array's pages were found.

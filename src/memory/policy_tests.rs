@@ -1,4 +1,5 @@
 use super::*;
+use crate::memory::written::named_arrays;
 
 /// Two NUMA nodes (0 and 1); the directory goes when the test ends.
 fn topo() -> (tempfile::TempDir, Topology) {

@@ -7,6 +7,7 @@
 //! reproduce it with other tools.
 
 pub mod domains;
+pub mod identity;
 pub mod likwid;
 pub mod omp;
 pub mod runtime;

@@ -108,14 +108,14 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
                 r.schema_version.to_string(),
                 r.host.hostname.clone(),
                 r.experiment.clone(),
-                r.point.placement.clone(),
+                r.point.placement_text(),
                 // A device has no threads or stores: empty cells, not 0.
                 if device {
                     String::new()
                 } else {
                     r.point.threads.to_string()
                 },
-                r.point.mem.clone(),
+                r.point.mem_text(),
                 if device {
                     String::new()
                 } else {

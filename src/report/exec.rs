@@ -24,7 +24,7 @@ pub fn text(view: &ExecView) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "Program:   {}", view.program.join(" "));
     let _ = writeln!(o, "Placement: {placement}");
-    let _ = writeln!(o, "Memory:    {}", r.point.mem);
+    let _ = writeln!(o, "Memory:    {}", r.point.mem_text());
     let _ = writeln!(
         o,
         "CPUs:      {} ({})",

@@ -18,20 +18,6 @@ pub fn split_text(near: usize, far: usize, far_percent: f64) -> String {
     )
 }
 
-/// `(near, far, far share in %)` of a point written by [`split_text`].
-pub fn far_share(mem: &str) -> Option<(usize, usize, f64)> {
-    let (near, far) = mem.strip_prefix("split:")?.split_once(',')?;
-    let part = |p: &str| -> Option<(usize, f64)> {
-        let (node, share) = p.split_once('=')?;
-        Some((
-            node.parse().ok()?,
-            share.trim_end_matches('%').parse().ok()?,
-        ))
-    };
-    let ((near, _), (far, share)) = (part(near)?, part(far)?);
-    Some((near, far, share))
-}
-
 /// One kernel's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelFinding {
@@ -66,7 +52,7 @@ impl KernelFinding {
 pub fn study(records: &[Record]) -> Option<(usize, usize, Vec<KernelFinding>)> {
     let points: Vec<(&Record, (usize, usize, f64))> = records
         .iter()
-        .filter_map(|r| Some((r, far_share(&r.point.mem)?)))
+        .filter_map(|r| Some((r, r.point.mem.as_ref()?.far_share()?)))
         .collect();
     let (_, (near, far, _)) = *points.first()?;
     let kernels: std::collections::BTreeSet<KernelId> = points
@@ -149,8 +135,13 @@ mod tests {
     #[test]
     fn split_texts_round_trip() {
         assert_eq!(split_text(0, 2, 25.0), "split:0=75%,2=25%");
-        assert_eq!(far_share("split:0=75%,2=25%"), Some((0, 2, 25.0)));
-        assert_eq!(far_share("split:0=87.5%,1=12.5%"), Some((0, 1, 12.5)));
-        assert_eq!(far_share("bind:0"), None);
+        let share = |t: &str| {
+            crate::memory::written::PolicySpec::parse(t)
+                .unwrap()
+                .far_share()
+        };
+        assert_eq!(share(&split_text(0, 2, 25.0)), Some((0, 2, 25.0)));
+        assert_eq!(share(&split_text(0, 1, 12.5)), Some((0, 1, 12.5)));
+        assert_eq!(share("bind:0"), None);
     }
 }

@@ -38,7 +38,7 @@ pub struct TuneView<'a> {
 fn name(r: &Record) -> String {
     format!(
         "{} ({}, {} stores)",
-        r.point.placement,
+        r.point.placement_text(),
         crate::units::plural(r.point.threads, "thread"),
         r.stores_label()
     )

@@ -162,13 +162,15 @@ pub struct Point {
     /// CPU threads; absent (0) for a device, which has none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub threads: usize,
-    /// Placement label: `spread`, `per-l3=1`, `places {0:1}:8:2 close`,
-    /// ...; absent for a device.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub placement: String,
-    /// Memory policy as given: `local`, `bind:1`, ...; absent for a device.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub mem: String,
+    /// The placement, typed; it prints as the label tables show
+    /// (`spread`, `per-l3=1`, `places {0:1}:8:2 close`, ...). Absent for a
+    /// device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::placement::identity::PlacementId>,
+    /// Memory policy as written, typed (`local`, `bind:1`,
+    /// `interleave:all`, `split:0=75%,2=25%`, ...); absent for a device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem: Option<crate::memory::written::PolicySpec>,
     pub stores: StoresRequest,
     /// The arrays' page size; absent (auto) in files written before it was
     /// an axis, so their keys still match.
@@ -214,6 +216,16 @@ impl Point {
         self.target.as_ref().and_then(target::Target::device)
     }
 
+    /// The placement as it prints; empty for a device.
+    pub fn placement_text(&self) -> String {
+        self.placement.as_ref().map_or(String::new(), |p| p.to_string())
+    }
+
+    /// The memory policy as it prints; empty for a device.
+    pub fn mem_text(&self) -> String {
+        self.mem.as_ref().map_or(String::new(), |m| m.to_string())
+    }
+
     /// What identifies the point for `--resume`: its JSON form, less what
     /// a program only tells by running (its own sizes).
     pub fn key(&self) -> String {
@@ -253,7 +265,12 @@ impl Point {
     pub fn label(&self) -> String {
         let mut s = match self.device() {
             Some(d) => format!("device {}", d.name),
-            None => format!("{} × {} · {}", self.placement, self.threads, self.mem),
+            None => format!(
+                "{} × {} · {}",
+                self.placement_text(),
+                self.threads,
+                self.mem_text()
+            ),
         };
         if self.stores != StoresRequest::Auto {
             s.push_str(&format!(" · {} stores", self.stores));

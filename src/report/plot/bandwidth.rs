@@ -46,10 +46,10 @@ impl Varies {
             parts.push(r.point.program.clone().unwrap_or_else(|| "membw".into()));
         }
         if self.placement || !with_threads {
-            parts.push(r.point.placement.clone());
+            parts.push(r.point.placement_text());
         }
         if self.mem {
-            parts.push(format!("mem {}", r.point.mem));
+            parts.push(format!("mem {}", r.point.mem_text()));
         }
         if self.stores {
             parts.push(format!("{} stores", r.point.stores));
@@ -58,7 +58,7 @@ impl Varies {
             parts.push(crate::units::plural(r.point.threads, "thread"));
         }
         if parts.is_empty() {
-            parts.push(r.point.placement.clone());
+            parts.push(r.point.placement_text());
         }
         parts.join(" · ")
     }

@@ -1,6 +1,7 @@
 //! Two results files side by side: every point measured in both, with B/A,
 //! its interval and what it decides.
 
+use crate::placement::identity::{PlacementId, Scheme};
 use super::*;
 use crate::kernels::KernelId;
 use crate::plan::StoresRequest;
@@ -119,9 +120,9 @@ fn index(rs: &[Record], kernel: KernelId) -> Indexed {
                 Some(d) => format!("device {}", d.name),
                 None => format!(
                     "{} × {} · {} · {}",
-                    r.point.placement,
+                    r.point.placement_text(),
                     r.point.threads,
-                    r.point.mem,
+                    r.point.mem_text(),
                     r.stores_label()
                 ),
             };
@@ -152,8 +153,11 @@ fn index(rs: &[Record], kernel: KernelId) -> Indexed {
                 let mut cpus = run.cpus.clone();
                 cpus.sort_unstable();
                 cpus.dedup();
-                point.placement =
-                    format!("cpus {}", crate::topology::cpulist::format_ranges(&cpus));
+                point.placement = Some(PlacementId {
+                    scheme: Scheme::Cpus(cpus),
+                    cpu_nodes: None,
+                    smt: false,
+                });
             }
             if let (StoresRequest::Auto, Some(ran)) =
                 (point.stores, r.runs.first().and_then(|run| run.stores))

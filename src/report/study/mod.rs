@@ -49,8 +49,8 @@ fn reading_order(records: &[Record]) -> Vec<&Record> {
             (
                 r.point.program.clone(),
                 r.point.numa.map(|n| (n.all_cores, n.cpu_node, n.mem_node)),
-                r.point.placement.clone(),
-                r.point.mem.clone(),
+                r.point.placement_text(),
+                r.point.mem_text(),
                 r.point.stores,
                 r.point.threads,
                 r.point.working_set_per_thread,
@@ -143,9 +143,9 @@ pub fn configuration(r: &Record) -> String {
         Some(d) => format!("device {}", d.name),
         None => format!(
             "{} ({}, mem {}, {} stores)",
-            r.point.placement,
+            r.point.placement_text(),
             crate::units::plural(r.point.threads, "thread"),
-            r.point.mem,
+            r.point.mem_text(),
             r.stores_label()
         ),
     }
@@ -164,7 +164,7 @@ fn target_cells(r: &Record, placement: String, devices: bool, cpus: bool) -> Vec
         None => cells.extend([
             r.point.threads.to_string(),
             placement,
-            r.point.mem.clone(),
+            r.point.mem_text(),
             r.stores_label(),
         ]),
     }
@@ -220,7 +220,7 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
             let placement = match r.point.numa {
                 Some(n) if n.all_cores => "all cores".into(),
                 Some(_) => "one thread".into(),
-                None => r.point.placement.clone(),
+                None => r.point.placement_text(),
             };
             let mut row = Vec::new();
             if programs {

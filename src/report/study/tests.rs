@@ -15,8 +15,10 @@ fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
     };
     let point = Point {
         threads: 1,
-        placement: format!("cpu node {cpu}"),
-        mem: format!("bind:{mem}"),
+        placement: Some(crate::placement::identity::PlacementId::parse(&format!(
+            "cpu node {cpu}, 1 thread"
+        ))),
+        mem: crate::memory::written::PolicySpec::parse(&format!("bind:{mem}")).ok(),
         stores: StoresRequest::Auto,
         hugepages: crate::memory::Hugepages::Auto,
         kernels: vec![KernelId::Triad],
@@ -100,7 +102,10 @@ fn the_tier_study_finds_the_best_split_its_gain_and_the_worst_loss() {
     let at = |share: f64, gb_s: f64| {
         let mut r = cell(0, 0, gb_s);
         r.point.numa = None;
-        r.point.mem = crate::report::far::split_text(0, 2, share);
+        r.point.mem = Some(
+            crate::memory::written::PolicySpec::parse(&crate::report::far::split_text(0, 2, share))
+                .unwrap(),
+        );
         r
     };
     let records = vec![
