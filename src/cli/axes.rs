@@ -9,8 +9,8 @@
 
 use super::env::{self, Vars};
 use super::values::CpuNodeArg;
-use crate::error::{Error, Result};
 use crate::engine::sweep;
+use crate::error::{Error, Result};
 use crate::placement::{Spec, omp::Bind};
 use crate::topology::Topology;
 use clap::Args;

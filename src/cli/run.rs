@@ -259,14 +259,13 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         crate::say!("membw: warning: {w}");
     }
     if let Some(session) = &mut output {
-        let point =
-            crate::results::Point::new(
-                PlacementId::of(&placement.request),
-                &mem_written,
-                stores,
-                &plan,
-                None,
-            );
+        let point = crate::results::Point::new(
+            PlacementId::of(&placement.request),
+            &mem_written,
+            stores,
+            &plan,
+            None,
+        );
         keep_run(session, &engine, point, &plan, &report)?;
     }
     print(common::render_as(

@@ -13,8 +13,8 @@
 //!   these nodes in these shares (any kernel: one mbind per range);
 //! - per array: `a=bind:0,b=bind:1,c=interleave:all` (unnamed arrays: local).
 
-use crate::error::{Error, Input, Result};
 use super::written::PolicySpec;
+use crate::error::{Error, Input, Result};
 use crate::kernels::{ARRAYS, ArrayId};
 use crate::sys::MemPolicyMode;
 use crate::topology::Topology;

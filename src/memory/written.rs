@@ -140,10 +140,12 @@ impl PolicySpec {
     pub fn resolve(&self, topo: &Topology) -> Result<MemPolicy, String> {
         let mut policy = MemPolicy::default();
         for id in ArrayId::ALL {
-            policy.arrays[id.index()] = resolve_one(&self.arrays[id.index()], topo)
-                .map_err(|m| match self.is_uniform() {
-                    true => m,
-                    false => format!("array {}: {m}", id.name()),
+            policy.arrays[id.index()] =
+                resolve_one(&self.arrays[id.index()], topo).map_err(|m| {
+                    match self.is_uniform() {
+                        true => m,
+                        false => format!("array {}: {m}", id.name()),
+                    }
                 })?;
         }
         Ok(policy)

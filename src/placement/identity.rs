@@ -20,7 +20,10 @@ pub enum Scheme {
     /// An explicit CPU list, in thread order.
     Cpus(Vec<usize>),
     /// OpenMP places as written, with the binding.
-    Places { places: String, bind: Bind },
+    Places {
+        places: String,
+        bind: Bind,
+    },
     /// A likwid-pin expression as written.
     Pin(String),
     /// A GOMP_CPU_AFFINITY list, in thread order.
@@ -202,7 +205,10 @@ mod tests {
             (Spec::Default, "spread"),
             (Spec::strategy("per-l3=1").unwrap(), "per-l3=1"),
             (Spec::cpus("0,2,4-10:2").unwrap(), "cpus 0,2,4,6,8,10"),
-            (Spec::places("{0:4}:8:4", Bind::Spread).unwrap(), "places {0:4}:8:4 spread"),
+            (
+                Spec::places("{0:4}:8:4", Bind::Spread).unwrap(),
+                "places {0:4}:8:4 spread",
+            ),
             (Spec::likwid("S0:0-3@S1:0-3").unwrap(), "pin S0:0-3@S1:0-3"),
             (Spec::gomp("0 2 4-7").unwrap(), "gomp-affinity 0,2,4-7"),
             (Spec::kmp("scatter").unwrap(), "kmp-affinity scatter"),
@@ -246,7 +252,10 @@ mod tests {
         );
         // Other old descriptions are kept, and pair only with themselves.
         let old = PlacementId::parse("--cpus 0-3 --threads 2");
-        assert_eq!(old.scheme, Scheme::Recorded("--cpus 0-3 --threads 2".into()));
+        assert_eq!(
+            old.scheme,
+            Scheme::Recorded("--cpus 0-3 --threads 2".into())
+        );
         assert_eq!(old.to_string(), "--cpus 0-3 --threads 2");
     }
 }

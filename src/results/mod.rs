@@ -218,7 +218,9 @@ impl Point {
 
     /// The placement as it prints; empty for a device.
     pub fn placement_text(&self) -> String {
-        self.placement.as_ref().map_or(String::new(), |p| p.to_string())
+        self.placement
+            .as_ref()
+            .map_or(String::new(), |p| p.to_string())
     }
 
     /// The memory policy as it prints; empty for a device.

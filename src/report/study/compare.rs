@@ -1,9 +1,9 @@
 //! Two results files side by side: every point measured in both, with B/A,
 //! its interval and what it decides.
 
-use crate::placement::identity::{PlacementId, Scheme};
 use super::*;
 use crate::kernels::KernelId;
+use crate::placement::identity::{PlacementId, Scheme};
 use crate::plan::StoresRequest;
 use crate::results::Record;
 use crate::results::estimate::{Change, Comparison, LEVEL, NOISE_THRESHOLD};
