@@ -9,6 +9,7 @@ use crate::latency::load::{self, LoadedPlan, Mix};
 use crate::latency::{self, Chain, LatencyPlan, LatencyPoint};
 use crate::memory::Hugepages;
 use crate::memory::policy::Policy;
+use crate::memory::written::{ArrayPolicy, PolicySpec};
 use crate::results::latency::{Latency, LatencyKey, LoadPoint, Study};
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
@@ -80,10 +81,10 @@ fn key(pages: Hugepages, study: Study, cpu: usize, policy: &Policy, bytes: u64) 
         study,
         cpu,
         cpu_node: None,
-        mem: policy.to_string(),
+        mem: PolicySpec::uniform(ArrayPolicy::from(policy)),
         mem_node: None,
         bytes,
-        hugepages: pages.name().into(),
+        hugepages: pages,
         load_cpus: Vec::new(),
         mix: None,
         delay_ns: None,

@@ -152,6 +152,21 @@ impl PolicySpec {
     }
 }
 
+impl From<&Policy> for ArrayPolicy {
+    /// A resolved policy as written, its nodes listed.
+    fn from(policy: &Policy) -> ArrayPolicy {
+        let listed = |set: &IdSet| Nodes::Listed(set.clone());
+        match policy {
+            Policy::Local => ArrayPolicy::Local,
+            Policy::Bind(n) => ArrayPolicy::Bind(listed(n)),
+            Policy::Interleave(n) => ArrayPolicy::Interleave(listed(n)),
+            Policy::Preferred(n) => ArrayPolicy::Preferred(listed(&IdSet::new(vec![*n]))),
+            Policy::WeightedInterleave(n, _) => ArrayPolicy::WeightedInterleave(listed(n)),
+            Policy::Split(parts) => ArrayPolicy::Split(parts.clone()),
+        }
+    }
+}
+
 impl serde::Serialize for PolicySpec {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)

@@ -347,7 +347,7 @@ pub fn compare(a: &[LatencyRecord], b: &[LatencyRecord], markdown: bool) -> Stri
         if let (Some(mix), Some(delay)) = (p.mix, p.delay_ns) {
             d.push_str(&format!(" · {mix} delay {}", delay_text(delay)));
         }
-        if p.hugepages != "thp" {
+        if p.hugepages != crate::memory::Hugepages::Thp {
             d.push_str(&format!(" · {} pages", p.hugepages));
         }
         d

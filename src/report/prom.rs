@@ -282,7 +282,7 @@ pub fn latency(r: &LatencyReport) -> String {
                 format!(
                     "study=\"{study}\",cpu=\"{}\",mem=\"{}\",working_set_bytes=\"{}\"",
                     p.cpu,
-                    label(&p.mem),
+                    label(&p.mem.to_string()),
                     p.bytes
                 ),
                 rec.latency.p50_ns * 1e-9,

@@ -140,13 +140,14 @@ pub struct LatencyKey {
     pub study: Study,
     pub cpu: usize,
     pub cpu_node: Option<usize>,
-    /// The memory policy, as `--mem` spells it.
-    pub mem: String,
+    /// The working set's memory policy, typed, its nodes as resolved
+    /// (`interleave:0-1`, `bind:1`).
+    pub mem: crate::memory::written::PolicySpec,
     /// The node the working set was bound to (matrix cells).
     pub mem_node: Option<usize>,
     pub bytes: u64,
-    /// `thp` or `never`.
-    pub hugepages: String,
+    /// `thp`, `never`, `2M` or `1G`.
+    pub hugepages: crate::memory::Hugepages,
     /// Loaded points: the load threads' CPUs, mix and delay.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub load_cpus: Vec<usize>,
@@ -165,7 +166,7 @@ impl LatencyKey {
     /// A short label for tables and plot legends.
     pub fn label(&self) -> String {
         let mut l = format!("CPU {} → {}", self.cpu, self.mem);
-        if self.hugepages != "thp" {
+        if self.hugepages != crate::memory::Hugepages::Thp {
             l.push_str(&format!(", {} pages", self.hugepages));
         }
         l
@@ -250,10 +251,10 @@ mod tests {
             study: Study::Idle,
             cpu: 0,
             cpu_node: Some(0),
-            mem: "local".into(),
+            mem: Default::default(),
             mem_node: None,
             bytes: 4096,
-            hugepages: "thp".into(),
+            hugepages: crate::memory::Hugepages::Thp,
             load_cpus: vec![],
             mix: None,
             delay_ns: None,
