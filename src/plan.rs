@@ -269,7 +269,7 @@ pub fn placement_only(
         elements: 0,
         ntimes: 0,
         kernels: Vec::new(),
-        target: Target::Program,
+        target: Target::Program { label: None },
         cpu_nodes: cpus.iter().map(|&c| topo.cpu(c).map(|x| x.node)).collect(),
         cpus,
         hugepages: Hugepages::Auto,
@@ -310,7 +310,6 @@ impl Point {
                 / plan.units() as u64,
             ntimes: plan.ntimes,
             numa,
-            program: None,
             element_bytes: None,
             target: plan.target.device().map(|_| plan.target.clone()),
         }

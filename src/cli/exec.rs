@@ -168,7 +168,9 @@ fn program_job(
         &plan,
         None,
     );
-    point.program = Some(label.clone());
+    point.target = Some(crate::results::target::Target::Program {
+        label: Some(label.clone()),
+    });
     // What a STREAM-like program reports; the rates it printed say which ran.
     point.kernels = crate::kernels::STREAM_KERNELS.to_vec();
     let job = Job {

@@ -290,7 +290,9 @@ pub fn with_programs(
         let mut seen = std::collections::HashSet::new();
         for j in &base {
             let mut point = j.point.clone();
-            point.program = Some(label.clone());
+            point.target = Some(crate::results::target::Target::Program {
+                label: Some(label.clone()),
+            });
             point.elements = 0;
             point.ntimes = 0;
             point.working_set_per_thread = 0;

@@ -9,6 +9,7 @@ pub mod file;
 pub mod latency;
 pub mod measurement;
 mod peak;
+mod point;
 pub mod ranks;
 pub mod read;
 pub mod settings;
@@ -18,6 +19,7 @@ pub mod typed;
 pub use estimate::{Stats, cv, median};
 pub use measurement::{Measurement, require_valid};
 pub use peak::PeakUse;
+pub use point::{NumaCell, Point};
 
 use crate::kernels::StoresRequest;
 use crate::kernels::{Isa, KernelId, StoreMode};
@@ -153,135 +155,6 @@ pub(crate) fn is_zero(n: &usize) -> bool {
 /// For `skip_serializing_if`: an unknown size, absent rather than 0.
 pub(crate) fn is_zero_u64(n: &u64) -> bool {
     *n == 0
-}
-
-/// One configuration of a sweep. Its JSON form is its identity: `--resume`
-/// skips a point whose key is already in the file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Point {
-    /// CPU threads; absent (0) for a device, which has none.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub threads: usize,
-    /// The placement, typed; it prints as the label tables show
-    /// (`spread`, `per-l3=1`, `places {0:1}:8:2 close`, ...). Absent for a
-    /// device.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub placement: Option<crate::placement::identity::PlacementId>,
-    /// Memory policy as written, typed (`local`, `bind:1`,
-    /// `interleave:all`, `split:0=75%,2=25%`, ...); absent for a device.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mem: Option<crate::memory::written::PolicySpec>,
-    pub stores: StoresRequest,
-    /// The arrays' page size; absent (auto) in files written before it was
-    /// an axis, so their keys still match.
-    #[serde(default, skip_serializing_if = "crate::memory::Hugepages::is_auto")]
-    pub hugepages: crate::memory::Hugepages,
-    pub kernels: Vec<KernelId>,
-    /// Elements per array, the working set per thread (bytes of all
-    /// arrays: what a size sweep varies) and repetitions; absent where
-    /// unknown (a program that did not print them), never 0.
-    #[serde(default, skip_serializing_if = "is_zero_u64")]
-    pub elements: u64,
-    #[serde(default, skip_serializing_if = "is_zero_u64")]
-    pub working_set_per_thread: u64,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub ntimes: usize,
-    /// For NUMA-matrix points: the CPU node and the memory node.
-    pub numa: Option<NumaCell>,
-    /// Another program measured at this point (`membw exec`): its label.
-    /// Its elements, ntimes and working set are then the program's own, as
-    /// it printed them, and not part of the point's key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub program: Option<String>,
-    /// Bytes per element, when not 8 (another program's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub element_bytes: Option<u64>,
-    /// What measured the point, where it is not membw's CPU team (every
-    /// schema-1 point is that team, or a `program`): a device, by name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<target::Target>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NumaCell {
-    pub cpu_node: usize,
-    pub mem_node: usize,
-    /// One thread, or all cores of the CPU node.
-    pub all_cores: bool,
-}
-
-impl Point {
-    /// The device that measured the point, if a device did.
-    pub fn device(&self) -> Option<&target::DeviceId> {
-        self.target.as_ref().and_then(target::Target::device)
-    }
-
-    /// The placement as it prints; empty for a device.
-    pub fn placement_text(&self) -> String {
-        self.placement
-            .as_ref()
-            .map_or(String::new(), |p| p.to_string())
-    }
-
-    /// The memory policy as it prints; empty for a device.
-    pub fn mem_text(&self) -> String {
-        self.mem.as_ref().map_or(String::new(), |m| m.to_string())
-    }
-
-    /// What identifies the point for `--resume`: its JSON form, less what
-    /// a program only tells by running (its own sizes).
-    pub fn key(&self) -> String {
-        let identity = match self.program {
-            Some(_) => Point {
-                elements: 0,
-                ntimes: 0,
-                working_set_per_thread: 0,
-                element_bytes: None,
-                ..self.clone()
-            },
-            None => self.clone(),
-        };
-        serde_json::to_string(&identity).unwrap_or_default()
-    }
-
-    /// A program's point with the sizes the program printed in `run`.
-    pub fn with_program_sizes(mut self, run: &measurement::ProgramRun) -> Point {
-        if let Some(n) = run.array_elements {
-            let element = run.element_bytes.unwrap_or(crate::units::ELEMENT_BYTES);
-            self.elements = n;
-            self.element_bytes = run
-                .element_bytes
-                .filter(|&b| b != crate::units::ELEMENT_BYTES);
-            // STREAM's three arrays.
-            self.working_set_per_thread =
-                n.saturating_mul(element).saturating_mul(3) / self.threads.max(1) as u64;
-        }
-        if let Some(n) = run.ntimes {
-            self.ntimes = n;
-        }
-        self
-    }
-
-    /// A short label for tables and progress: `spread × 4 · local · nt
-    /// stores`, or `device sim0` for a device.
-    pub fn label(&self) -> String {
-        let mut s = match self.device() {
-            Some(d) => format!("device {}", d.name),
-            None => format!(
-                "{} × {} · {}",
-                self.placement_text(),
-                self.threads,
-                self.mem_text()
-            ),
-        };
-        if self.stores != StoresRequest::Auto {
-            s.push_str(&format!(" · {} stores", self.stores));
-        }
-        if !self.hugepages.is_auto() {
-            s.push_str(&format!(" · {} pages", self.hugepages));
-        }
-        s
-    }
 }
 
 /// One measurement of a point, summarized.
@@ -486,7 +359,7 @@ impl Record {
         match (self.point.stores, self.runs.first()) {
             (StoresRequest::Auto, Some(run)) => match run.target() {
                 target::Target::Cpu(code) => format!("auto→{}", code.stores),
-                target::Target::Program => "program's".into(),
+                target::Target::Program { .. } => "program's".into(),
                 target::Target::Device(_) => "device's".into(),
             },
             (s, _) => s.to_string(),

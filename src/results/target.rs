@@ -15,8 +15,12 @@ pub enum Target {
     /// Host CPU threads running membw's kernels over host memory.
     Cpu(CpuCode),
     /// Another program, placed by membw (`membw exec`): its code and its
-    /// arrays are its own.
-    Program,
+    /// arrays are its own. Its label names it in a point (`gcc`); a run
+    /// does not repeat it.
+    Program {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+    },
     /// A device with memory of its own, driven from the host.
     Device(DeviceId),
 }
@@ -47,6 +51,43 @@ pub struct DeviceId {
     pub peak_gb_s: Option<f64>,
 }
 
+/// A point's target as files keep it: a program by its label
+/// (`"program": "gcc"`), a device as `"target"`, the CPU team as neither.
+pub(crate) mod in_point {
+    use super::Target;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Fields {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        program: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<Target>,
+    }
+
+    pub fn serialize<S: Serializer>(target: &Option<Target>, s: S) -> Result<S::Ok, S::Error> {
+        let fields = match target {
+            Some(Target::Program { label }) => Fields {
+                program: label.clone(),
+                target: None,
+            },
+            other => Fields {
+                program: None,
+                target: other.clone(),
+            },
+        };
+        fields.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Target>, D::Error> {
+        let fields = Fields::deserialize(d)?;
+        Ok(match fields.program {
+            Some(label) => Some(Target::Program { label: Some(label) }),
+            None => fields.target,
+        })
+    }
+}
+
 impl Target {
     /// A CPU target of this code.
     pub fn cpu(isa: Isa, stores: StoreMode) -> Target {
@@ -59,7 +100,7 @@ impl Target {
     pub fn of_schema1(isa: Option<Isa>, stores: Option<StoreMode>) -> Target {
         match (isa, stores) {
             (Some(isa), Some(stores)) => Target::cpu(isa, stores),
-            _ => Target::Program,
+            _ => Target::Program { label: None },
         }
     }
 
@@ -90,7 +131,7 @@ impl Target {
     pub fn kind(&self) -> &'static str {
         match self {
             Target::Cpu(_) => "cpu",
-            Target::Program => "program",
+            Target::Program { .. } => "program",
             Target::Device(_) => "device",
         }
     }
@@ -149,7 +190,7 @@ mod tests {
         assert_eq!(device.isa(), None);
         assert_eq!(device.stores(), None);
         assert_eq!(
-            serde_json::to_string(&Target::Program).unwrap(),
+            serde_json::to_string(&Target::Program { label: None }).unwrap(),
             r#"{"kind":"program"}"#
         );
     }
@@ -160,6 +201,9 @@ mod tests {
             Target::of_schema1(Some(Isa::Sse2), Some(StoreMode::Regular)),
             Target::cpu(Isa::Sse2, StoreMode::Regular)
         );
-        assert_eq!(Target::of_schema1(None, None), Target::Program);
+        assert_eq!(
+            Target::of_schema1(None, None),
+            Target::Program { label: None }
+        );
     }
 }

@@ -31,7 +31,7 @@ impl Varies {
         };
         let p = &first.point;
         Varies {
-            program: records.iter().any(|r| r.point.program != p.program),
+            program: records.iter().any(|r| r.point.program() != p.program()),
             placement: records.iter().any(|r| r.point.placement != p.placement),
             mem: records.iter().any(|r| r.point.mem != p.mem),
             stores: records.iter().any(|r| r.point.stores != p.stores),
@@ -43,7 +43,7 @@ impl Varies {
     pub(super) fn label(&self, r: &Record, with_threads: bool) -> String {
         let mut parts = Vec::new();
         if self.program {
-            parts.push(r.point.program.clone().unwrap_or_else(|| "membw".into()));
+            parts.push(r.point.program().unwrap_or("membw").to_string());
         }
         if self.placement || !with_threads {
             parts.push(r.point.placement_text());

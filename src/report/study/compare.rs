@@ -129,8 +129,7 @@ fn index(rs: &[Record], kernel: KernelId) -> Indexed {
             let label = format!(
                 "{}{what}{}",
                 r.point
-                    .program
-                    .as_ref()
+                    .program()
                     .map_or(String::new(), |p| format!("{p} · ")),
                 if r.point.working_set_per_thread > 0 {
                     let per = if r.point.device().is_some() {

@@ -47,7 +47,7 @@ fn reading_order(records: &[Record]) -> Vec<&Record> {
     sorted.sort_by(|a, b| {
         let key = |r: &Record| {
             (
-                r.point.program.clone(),
+                r.point.program().map(str::to_string),
                 r.point.numa.map(|n| (n.all_cores, n.cpu_node, n.mem_node)),
                 r.point.placement_text(),
                 r.point.mem_text(),
@@ -179,7 +179,7 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
         && sorted
             .iter()
             .any(|r| r.point.working_set_per_thread != sorted[0].point.working_set_per_thread);
-    let programs = sorted.iter().any(|r| r.point.program.is_some());
+    let programs = sorted.iter().any(|r| r.point.program().is_some());
     // A device has no threads, placement, policy or stores: its column
     // names it, and the CPU columns appear only where a CPU point is.
     let devices = sorted.iter().any(|r| r.point.device().is_some());
@@ -224,7 +224,7 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
             };
             let mut row = Vec::new();
             if programs {
-                row.push(r.point.program.clone().unwrap_or_else(|| "membw".into()));
+                row.push(r.point.program().unwrap_or("membw").to_string());
             }
             row.extend(target_cells(r, placement, devices, cpus));
             if sizes_vary {

@@ -30,7 +30,6 @@ fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
             mem_node: mem,
             all_cores: false,
         }),
-        program: None,
         element_bytes: None,
         target: None,
     };

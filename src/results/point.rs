@@ -1,0 +1,172 @@
+//! A point: one configuration of a study, the key `--resume` matches and
+//! `compare` pairs by, with its typed placement, policy and target.
+
+use super::{is_zero, is_zero_u64, measurement, target};
+use crate::kernels::{KernelId, StoresRequest};
+use serde::{Deserialize, Serialize};
+
+/// One configuration of a sweep. Its JSON form is its identity: `--resume`
+/// skips a point whose key is already in the file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// CPU threads; absent (0) for a device, which has none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub threads: usize,
+    /// The placement, typed; it prints as the label tables show
+    /// (`spread`, `per-l3=1`, `places {0:1}:8:2 close`, ...). Absent for a
+    /// device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::placement::identity::PlacementId>,
+    /// Memory policy as written, typed (`local`, `bind:1`,
+    /// `interleave:all`, `split:0=75%,2=25%`, ...); absent for a device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem: Option<crate::memory::written::PolicySpec>,
+    pub stores: StoresRequest,
+    /// The arrays' page size; absent (auto) in files written before it was
+    /// an axis, so their keys still match.
+    #[serde(default, skip_serializing_if = "crate::memory::Hugepages::is_auto")]
+    pub hugepages: crate::memory::Hugepages,
+    pub kernels: Vec<KernelId>,
+    /// Elements per array, the working set per thread (bytes of all
+    /// arrays: what a size sweep varies) and repetitions; absent where
+    /// unknown (a program that did not print them), never 0.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub elements: u64,
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub working_set_per_thread: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ntimes: usize,
+    /// For NUMA-matrix points: the CPU node and the memory node.
+    pub numa: Option<NumaCell>,
+    /// Bytes per element, when not 8 (another program's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub element_bytes: Option<u64>,
+    /// What measured the point, where it is not membw's CPU team: another
+    /// program (`membw exec`), by label, whose elements, ntimes and working
+    /// set are then its own, as it printed them, and not part of the key;
+    /// or a device, by name. In files a program is the point's `program`
+    /// (its label) and a device its `target`, as schema 1 wrote them.
+    #[serde(flatten, with = "target::in_point")]
+    pub target: Option<target::Target>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumaCell {
+    pub cpu_node: usize,
+    pub mem_node: usize,
+    /// One thread, or all cores of the CPU node.
+    pub all_cores: bool,
+}
+
+impl Point {
+    /// The label of the program measured at this point, if one was.
+    pub fn program(&self) -> Option<&str> {
+        match &self.target {
+            Some(target::Target::Program { label }) => label.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The device that measured the point, if a device did.
+    pub fn device(&self) -> Option<&target::DeviceId> {
+        self.target.as_ref().and_then(target::Target::device)
+    }
+
+    /// The placement as it prints; empty for a device.
+    pub fn placement_text(&self) -> String {
+        self.placement
+            .as_ref()
+            .map_or(String::new(), |p| p.to_string())
+    }
+
+    /// The memory policy as it prints; empty for a device.
+    pub fn mem_text(&self) -> String {
+        self.mem.as_ref().map_or(String::new(), |m| m.to_string())
+    }
+
+    /// What identifies the point for `--resume`: its JSON form, less what
+    /// a program only tells by running (its own sizes).
+    pub fn key(&self) -> String {
+        let identity = match self.program() {
+            Some(_) => Point {
+                elements: 0,
+                ntimes: 0,
+                working_set_per_thread: 0,
+                element_bytes: None,
+                ..self.clone()
+            },
+            None => self.clone(),
+        };
+        serde_json::to_string(&identity).unwrap_or_default()
+    }
+
+    /// A program's point with the sizes the program printed in `run`.
+    pub fn with_program_sizes(mut self, run: &measurement::ProgramRun) -> Point {
+        if let Some(n) = run.array_elements {
+            let element = run.element_bytes.unwrap_or(crate::units::ELEMENT_BYTES);
+            self.elements = n;
+            self.element_bytes = run
+                .element_bytes
+                .filter(|&b| b != crate::units::ELEMENT_BYTES);
+            // STREAM's three arrays.
+            self.working_set_per_thread =
+                n.saturating_mul(element).saturating_mul(3) / self.threads.max(1) as u64;
+        }
+        if let Some(n) = run.ntimes {
+            self.ntimes = n;
+        }
+        self
+    }
+
+    /// A short label for tables and progress: `spread × 4 · local · nt
+    /// stores`, or `device sim0` for a device.
+    pub fn label(&self) -> String {
+        let mut s = match self.device() {
+            Some(d) => format!("device {}", d.name),
+            None => format!(
+                "{} × {} · {}",
+                self.placement_text(),
+                self.threads,
+                self.mem_text()
+            ),
+        };
+        if self.stores != StoresRequest::Auto {
+            s.push_str(&format!(" · {} stores", self.stores));
+        }
+        if !self.hugepages.is_auto() {
+            s.push_str(&format!(" · {} pages", self.hugepages));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use target::Target;
+
+    #[test]
+    fn one_target_field_reads_and_writes_as_schema_1_did() {
+        // A program is the point's `program`, a device its `target`.
+        let text = r#"{"threads":2,"placement":"spread","mem":"local","stores":"auto","kernels":["triad"],"numa":null,"program":"gcc"}"#;
+        let point: Point = serde_json::from_str(text).unwrap();
+        assert_eq!(point.program(), Some("gcc"));
+        assert_eq!(
+            point.target,
+            Some(Target::Program {
+                label: Some("gcc".into())
+            })
+        );
+        let written: serde_json::Value = serde_json::to_value(&point).unwrap();
+        assert_eq!(written["program"], "gcc");
+        assert!(written.get("target").is_none(), "{written}");
+        // membw's CPU team has neither.
+        let cpu = Point {
+            target: None,
+            ..point.clone()
+        };
+        let written = serde_json::to_value(&cpu).unwrap();
+        assert!(written.get("program").is_none() && written.get("target").is_none());
+        assert_eq!(serde_json::from_value::<Point>(written).unwrap(), cpu);
+    }
+}
