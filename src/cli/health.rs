@@ -6,12 +6,12 @@ use super::args::PeakArgs;
 use super::common::{check_writable, print, render_as, stop_flag, write_atomic};
 use super::health_protocol::ProtocolArgs;
 use crate::engine::check::{self, Reference};
+use crate::engine::verdict;
 use crate::engine::{Engine, Source};
 use crate::error::{Error, Result};
 use crate::health::rules::{self, Difference};
-use crate::health::verdict::{Rate, Stability, Verdict};
+use crate::health::verdict::Verdict;
 use crate::health::{BASELINE_KIND, BASELINE_SCHEMA, Baseline, BaselineError, Identity, Protocol};
-use crate::results::cv;
 use crate::results::file::FileError;
 use crate::topology::Topology;
 use clap::Args;
@@ -328,7 +328,7 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         .transpose()?;
     let peak = crate::peak::estimate(&topo, &args.peak.request());
     let mut source = args.protocol.source()?;
-    let mut plan = plan_check(
+    let plan = plan_check(
         args,
         &topo,
         baseline.as_ref(),
@@ -359,87 +359,21 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         .zip(throttled_before)
         .map(|(after, before)| after.saturating_sub(before))
         .filter(|d| !d.is_zero());
-    let not_judged = why_not_judged(&checked, throttled);
-    let judged = not_judged.is_none();
-    let healthy = judged && checked.passed && plan.differences.is_empty();
-    // Measured on this project's VM: the host's other tenants cut its
-    // bandwidth by a quarter for up to a minute at a time, with no steal.
-    if judged && !healthy && plan.differences.is_empty() && topo.has_flag("hypervisor") {
-        plan.notes.push("this is a virtual machine: the host's other tenants share its memory, and their load does not show as steal, so a shortfall may be theirs; check again, or with a longer --budget".into());
-    }
-    let reason = not_judged
-        .or_else(|| plan.differences.first().cloned())
-        .or_else(|| {
-            rules::worst(&checked.findings)
-                .map(|f| rules::diagnosis(f, args.tolerance, &checked.findings))
-        });
-    let verdict = Verdict {
-        schema_version: 1,
-        kind: "membw-check",
-        timestamp: crate::results::now(),
-        host: crate::results::Host::describe(&topo),
-        healthy,
-        device: (plan.jobs.iter()).find_map(|j| j.plan.target.device().cloned()),
-        judged,
-        reason: if healthy { None } else { reason },
+    let judging = verdict::Judging {
         against: plan.against,
-        tolerance: args.tolerance,
-        budget_s: args.budget.as_secs_f64(),
-        rounds: checked.rounds,
-        elapsed_s: checked.elapsed.as_secs_f64(),
-        rates: checked
-            .bests
-            .iter()
-            .map(|(&(scope, kernel), &gb_s)| Rate {
-                scope,
-                kernel,
-                gb_s,
-            })
-            .collect(),
-        stability: stability(&checked),
-        findings: checked.findings,
         differences: plan.differences,
         notes: plan.notes,
-        interference: checked.interference,
+        tolerance: args.tolerance,
+        budget: args.budget,
+        device: (plan.jobs.iter()).find_map(|j| j.plan.target.device().cloned()),
+        throttled,
         baseline_interference: baseline.as_ref().and_then(|b| b.made_busy()).cloned(),
+        // Measured on this project's VM: the host's other tenants cut its
+        // bandwidth by a quarter for up to a minute at a time, with no steal.
+        vm_note: topo.has_flag("hypervisor").then(|| "this is a virtual machine: the host's other tenants share its memory, and their load does not show as steal, so a shortfall may be theirs; check again, or with a longer --budget".to_string()),
     };
+    let verdict = verdict::verdict(crate::results::Host::describe(&topo), checked, judging);
     emit(args, &verdict)
-}
-
-/// Why the check gives no verdict, if it does not: threads stopped by a
-/// CPU limit measure the limit, and rates that fell short while other work
-/// ran measure the other work (a busy node is not a bad one).
-fn why_not_judged(checked: &check::Checked, throttled: Option<Duration>) -> Option<String> {
-    if let Some(d) = throttled {
-        return Some(format!(
-            "could not check: a cgroup CPU limit (cpu.max) stopped its threads for {:.2} CPU-seconds during the check's {:.1} s, so its rates measure the limit, not the memory; run it outside the limit",
-            d.as_secs_f64(),
-            checked.elapsed.as_secs_f64()
-        ));
-    }
-    let i = &checked.interference;
-    (i.busy && !checked.passed).then(|| {
-        format!(
-            "could not check: {}; run it when the node is idle",
-            i.cause().unwrap_or_default()
-        )
-    })
-}
-
-/// The coefficient of variation of each scope's and kernel's counted
-/// repetitions in the last round.
-fn stability(checked: &check::Checked) -> Vec<Stability> {
-    checked
-        .last
-        .iter()
-        .flat_map(|(scope, m)| {
-            m.results.iter().map(|r| Stability {
-                scope: *scope,
-                kernel: r.kernel,
-                cv: cv(r.times_s.get(1..).unwrap_or(&[])),
-            })
-        })
-        .collect()
 }
 
 /// The verdict to its outputs, and to the exit code.

@@ -198,14 +198,48 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     }
     let (topo, _weights) =
         super::common::with_weights(args.weights.as_deref(), super::common::read_topology(None)?)?;
-    let cpu = chase_cpu(&topo, args.cpu)?;
+    let request = latency_request(&args, &topo)?;
+    let file = open_results(&args)?;
+    let mut out = LatencySession::new(
+        record::EXPERIMENT,
+        crate::results::Host::describe(&topo),
+        super::common::stop_flag(),
+        file,
+    );
+    let (doc, result) = crate::engine::latency::run(&topo, &request, &mut out);
+    let interrupted = out.signal();
+    result?;
+    if let (Some(file), 1..) = (&out.file, out.skipped) {
+        crate::say!(
+            "membw: {} already in {}, not measured again",
+            crate::units::plural(out.skipped, "point"),
+            file.path.display()
+        );
+    }
+    print(&super::common::render_as(
+        args.format,
+        &crate::report::export::Document::Latency(&doc),
+    )?)?;
+    if let Some(p) = &args.prom {
+        super::common::write_atomic(p, "--prom", crate::report::prom::latency(&doc).as_bytes())?;
+    }
+    match interrupted {
+        Some(signal) => Err(stopped(signal, out.file.as_ref().map(|f| f.path.as_path()))),
+        None => Ok(()),
+    }
+}
+
+/// The typed request the flags describe, checked against this machine:
+/// the chasing CPU, working sets that fit, the policy, the study.
+fn latency_request(args: &LatencyArgs, topo: &Topology) -> Result<LatencyRequest> {
+    let cpu = chase_cpu(topo, args.cpu)?;
     let mut sizes = super::values::WorkingSets::joined(&args.sizes)?;
     if args.numa_matrix.is_some() || args.loaded {
         let largest = sizes.iter().copied().max().unwrap_or(256 << 20);
         sizes = vec![largest];
     }
-    let pages = page_sizes(&args)?;
-    let policy = mempolicy::parse(&args.mem, &topo)?;
+    let pages = page_sizes(args)?;
+    let policy = mempolicy::parse(&args.mem, topo)?;
     let whole = policy.arrays[0].clone();
     if policy.arrays.iter().any(|p| *p != whole) {
         return Err(Error::about(
@@ -214,15 +248,15 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         ));
     }
     let largest = sizes.iter().max().copied().unwrap_or(0);
-    crate::memory::pool::check_working_set(&topo, &pages, &whole, cpu, largest)?;
+    crate::memory::pool::check_working_set(topo, &pages, &whole, cpu, largest)?;
     let clock_ghz = checked_ghz(args.ghz)?
         .or_else(|| crate::topology::clock::max_ghz(std::path::Path::new("/"), cpu));
     let loaded = if args.loaded {
-        Some(loaded_plan(&args, &topo, cpu, sizes[0], &whole, clock_ghz)?)
+        Some(loaded_plan(args, topo, cpu, sizes[0], &whole, clock_ghz)?)
     } else {
         None
     };
-    check_room(&topo, &sizes, loaded.as_ref())?;
+    check_room(topo, &sizes, loaded.as_ref())?;
     let plan = LatencyPlan {
         cpu,
         sizes,
@@ -241,53 +275,13 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     let request = LatencyRequest {
         facts: Facts {
             caches: topo.cache_per_thread(&[cpu]),
-            peak_gb_s: crate::peak::estimate(&topo, &args.peak.request()).map(|p| p.node_gb_s()),
+            peak_gb_s: crate::peak::estimate(topo, &args.peak.request()).map(|p| p.node_gb_s()),
         },
         plan,
         study,
         loaded,
     };
-    let file = open_results(&args)?;
-    let mut out = LatencySession::new(
-        record::EXPERIMENT,
-        crate::results::Host::describe(&topo),
-        super::common::stop_flag(),
-        file,
-    );
-    let result = crate::engine::latency::measure(&topo, &request, &mut out);
-    let interrupted = out.signal();
-    result?;
-    if let (Some(file), 1..) = (&out.file, out.skipped) {
-        crate::say!(
-            "membw: {} already in {}, not measured again",
-            crate::units::plural(out.skipped, "point"),
-            file.path.display()
-        );
-    }
-    let doc = record::LatencyReport {
-        schema_version: crate::results::SCHEMA_VERSION,
-        experiment: record::EXPERIMENT.into(),
-        study,
-        timestamp: out.started.clone(),
-        host: out.host.clone(),
-        cpu,
-        mem: request.plan.policy.to_string(),
-        hugepages: pages.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
-        clock_ghz: request.plan.clock_ghz,
-        points: out.records.iter().map(|r| r.latency.clone()).collect(),
-        records: std::mem::take(&mut out.records),
-    };
-    print(&super::common::render_as(
-        args.format,
-        &crate::report::export::Document::Latency(&doc),
-    )?)?;
-    if let Some(p) = &args.prom {
-        super::common::write_atomic(p, "--prom", crate::report::prom::latency(&doc).as_bytes())?;
-    }
-    match interrupted {
-        Some(signal) => Err(stopped(signal, out.file.as_ref().map(|f| f.path.as_path()))),
-        None => Ok(()),
-    }
+    Ok(request)
 }
 
 /// The largest working set is mapped and touched whole, with the load

@@ -10,7 +10,6 @@ use crate::kernels::KernelId;
 use crate::memory::policy as mempolicy;
 use crate::peak;
 use crate::report::{self};
-use crate::results::estimate::Comparison;
 use crate::results::file::ResultsFile;
 use crate::results::{Host, Record};
 use clap::Args;
@@ -74,6 +73,39 @@ fn tune_spec(args: &TuneArgs, topo: &crate::topology::Topology) -> Result<TuneSp
     })
 }
 
+/// What the report shows of a search: the ranking, the race, and the best
+/// against the runner-up and against one thread on every core.
+fn tune_view<'a>(
+    args: &TuneArgs,
+    trials: &'a [tune::Trial],
+    records: &'a [Record],
+    ranked: &'a [(&'a Record, f64)],
+    searched: &tune::Searched,
+) -> report::tune::TuneView<'a> {
+    let best = ranked[0].0;
+    let baseline = tune::baseline(trials, records, args.kernel);
+    let versus = |other: Option<&'a Record>| {
+        let other = other.filter(|o| !std::ptr::eq(*o, best))?;
+        Some((other, tune::versus(&best.runs, &other.runs, args.kernel)?))
+    };
+    report::tune::TuneView {
+        kernel: args.kernel,
+        ranked,
+        tried: searched.tried,
+        candidates: trials.len(),
+        elapsed: searched.elapsed,
+        budget: args.budget,
+        decision: searched.decision,
+        looks: searched.looks,
+        level: tune::level_per_look(),
+        runner_up: versus(ranked.get(1).map(|&(r, _)| r)),
+        baseline: baseline.filter(|b| std::ptr::eq(*b, best)).is_some(),
+        versus_baseline: versus(baseline),
+        mpi_map: tune::mpi_map(trials, best),
+        busy_runs: searched.busy_runs,
+    }
+}
+
 /// Why a race ranked nothing: a stop before the first candidate, or none
 /// completed.
 fn nothing_ranked(signal: Option<i32>) -> Error {
@@ -111,62 +143,26 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
         source.as_mut(),
         peak::estimate(&topo, &args.peak.request()),
     );
-    let stop = stop_flag();
-    let mut session = BandwidthSession::new("tune", Host::describe(&topo), stop.clone(), file);
+    let mut session = BandwidthSession::new("tune", Host::describe(&topo), stop_flag(), file);
     let bar = progress(trials.len() as u64 * args.repeat as u64);
-    let raced = tune::race(
+    let searched = tune::search(
         &mut engine,
         &trials,
         args.kernel,
         args.repeat as usize,
         args.budget,
-        &stop,
+        &mut session,
         &mut |job, r| {
             bar.set_message(run_message(job, r));
             bar.inc(1);
         },
     )?;
     bar.finish_and_clear();
-    let busy_runs = (
-        raced.runs.iter().map(|r| tune::busy_runs(r)).sum(),
-        raced.runs.iter().map(Vec::len).sum(),
-    );
-    // One record per candidate measured, with all its runs.
-    for (trial, runs) in trials.iter().zip(raced.runs) {
-        if !runs.is_empty() {
-            let (point, payload) = engine.payload(&trial.job, runs);
-            session.keep(point, payload)?;
-        }
-    }
     let ranked = tune::ranking(&session.records, args.kernel);
-    let Some(&(best, _)) = ranked.first() else {
+    if ranked.is_empty() {
         return Err(nothing_ranked(session.signal()));
-    };
-    let baseline = tune::baseline(&trials, &session.records, args.kernel);
-    fn versus<'r>(
-        best: &Record,
-        other: Option<&'r Record>,
-        kernel: KernelId,
-    ) -> Option<(&'r Record, Comparison)> {
-        let other = other.filter(|o| !std::ptr::eq(*o, best))?;
-        Some((other, tune::versus(&best.runs, &other.runs, kernel)?))
     }
-    let view = report::tune::TuneView {
-        kernel: args.kernel,
-        ranked: &ranked,
-        tried: raced.tried,
-        candidates: trials.len(),
-        elapsed: raced.elapsed,
-        budget: args.budget,
-        decision: raced.decision,
-        looks: raced.looks,
-        level: tune::level_per_look(),
-        runner_up: versus(best, ranked.get(1).map(|&(r, _)| r), args.kernel),
-        baseline: baseline.filter(|b| std::ptr::eq(*b, best)).is_some(),
-        versus_baseline: versus(best, baseline, args.kernel),
-        mpi_map: tune::mpi_map(&trials, best),
-        busy_runs,
-    };
+    let view = tune_view(&args, &trials, &session.records, &ranked, &searched);
     print(super::common::render_as(
         args.format,
         &report::export::Document::Tune(&view),

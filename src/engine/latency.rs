@@ -48,6 +48,35 @@ pub fn measure(topo: &Topology, request: &LatencyRequest, out: &mut LatencySessi
     }
 }
 
+/// `membw latency`'s one entry point: measures what is not done yet (a
+/// signal stops it after the current point) and gives the document every
+/// format renders, every record of this run in it, with the error of a
+/// point that failed, if one did.
+pub fn run(
+    topo: &Topology,
+    request: &LatencyRequest,
+    out: &mut LatencySession,
+) -> (crate::results::latency::LatencyReport, Result<()>) {
+    let result = measure(topo, request, out);
+    let plan = &request.plan;
+    let report = crate::results::latency::LatencyReport {
+        schema_version: crate::results::SCHEMA_VERSION,
+        experiment: crate::results::latency::EXPERIMENT.into(),
+        study: request.study,
+        timestamp: out.started.clone(),
+        host: out.host.clone(),
+        cpu: plan.cpu,
+        mem: plan.policy.to_string(),
+        hugepages: (plan.hugepages.iter().map(|p| p.name()))
+            .collect::<Vec<_>>()
+            .join(","),
+        clock_ghz: plan.clock_ghz,
+        points: out.records.iter().map(|r| r.latency.clone()).collect(),
+        records: std::mem::take(&mut out.records),
+    };
+    (report, result)
+}
+
 fn payload(
     plan: &LatencyPlan,
     facts: &Facts,

@@ -15,6 +15,7 @@ pub mod session;
 pub mod source;
 pub mod sweep;
 pub mod tune;
+pub mod verdict;
 
 pub use source::{FakeSource, Source, StreamSource};
 

@@ -213,6 +213,48 @@ pub struct Raced {
     pub elapsed: Duration,
 }
 
+/// A finished search, its records kept in the session: how the race went
+/// and how many runs shared the node with other work, of all runs.
+pub struct Searched {
+    pub tried: usize,
+    pub elapsed: Duration,
+    pub decision: Decision,
+    pub looks: usize,
+    pub busy_runs: (usize, usize),
+}
+
+/// `membw tune`'s one entry point: races the trials and keeps one record
+/// per candidate measured, with all its runs, in `session`.
+pub fn search(
+    engine: &mut Engine,
+    trials: &[Trial],
+    kernel: KernelId,
+    first: usize,
+    budget: Duration,
+    session: &mut super::BandwidthSession,
+    on_run: &mut dyn FnMut(&Job, &RunResult),
+) -> Result<Searched> {
+    let stop = session.stop.clone();
+    let raced = race(engine, trials, kernel, first, budget, &stop, on_run)?;
+    let busy = (
+        raced.runs.iter().map(|r| busy_runs(r)).sum(),
+        raced.runs.iter().map(Vec::len).sum(),
+    );
+    for (trial, runs) in trials.iter().zip(raced.runs) {
+        if !runs.is_empty() {
+            let (point, payload) = engine.payload(&trial.job, runs);
+            session.keep(point, payload)?;
+        }
+    }
+    Ok(Searched {
+        tried: raced.tried,
+        elapsed: raced.elapsed,
+        decision: raced.decision,
+        looks: raced.looks,
+        busy_runs: busy,
+    })
+}
+
 /// Whether other work shared the node during a run.
 fn busy(run: &RunResult) -> bool {
     run.interference.as_ref().is_some_and(|f| f.busy)
