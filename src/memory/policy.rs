@@ -165,18 +165,11 @@ impl MemPolicy {
 }
 
 impl fmt::Display for MemPolicy {
+    /// As written with its nodes listed: one policy, or per array (d,
+    /// striad's 4th array, named only when it is not local, so the
+    /// three-array policies read as they always have).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_uniform() {
-            return write!(f, "{}", self.arrays[0]);
-        }
-        // d (striad's 4th array) is named only when it is not local, so the
-        // three-array policies read as they always have.
-        let parts: Vec<String> = ArrayId::ALL
-            .iter()
-            .filter(|&&id| id != ArrayId::D || *self.get(id) != Policy::Local)
-            .map(|&id| format!("{}={}", id.name(), self.get(id)))
-            .collect();
-        f.write_str(&parts.join(","))
+        write!(f, "{}", PolicySpec::from(self))
     }
 }
 

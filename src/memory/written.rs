@@ -167,6 +167,14 @@ impl From<&Policy> for ArrayPolicy {
     }
 }
 
+impl From<&MemPolicy> for PolicySpec {
+    fn from(policy: &MemPolicy) -> PolicySpec {
+        PolicySpec {
+            arrays: std::array::from_fn(|i| ArrayPolicy::from(&policy.arrays[i])),
+        }
+    }
+}
+
 impl serde::Serialize for PolicySpec {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
