@@ -9,57 +9,104 @@ use crate::error::{Error, Result};
 use crate::sys;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-/// A sense-free, generation-counting barrier that spins (then yields, so an
-/// oversubscribed team still makes progress). Wake-up is a cache-line
-/// transfer rather than a futex round trip.
+/// A value alone on its cache lines: 128 bytes, the unit in which x86's
+/// adjacent-line prefetcher (and Arm's larger lines) move data, so that a
+/// word one thread writes never shares a line with another's.
+#[repr(align(128))]
+#[derive(Debug, Default)]
+pub struct Padded<T>(pub T);
+
+/// A dissemination barrier that spins (then yields, so an oversubscribed
+/// team still makes progress). In round k each member signals the member
+/// 2^k places after it and waits for the one 2^k places before it, so after
+/// ⌈log₂ n⌉ rounds every member has heard, directly or through others, from
+/// every other. Each flag is written by one member and read by one: no
+/// arrival invalidates a line another member spins on, nobody polls a list
+/// of others, and there is no release phase. Positions follow CPU numbers
+/// (the leader first), so early rounds pair neighbours (SMT siblings, an
+/// L3) and only the last cross sockets. At 128 threads a crossing is 7
+/// rounds of one line transfer each; at 2 threads, one.
 pub struct SpinBarrier {
-    arrived: AtomicUsize,
-    generation: AtomicUsize,
-    /// A word one party leaves for the others as it arrives; it travels
-    /// in the cache line the release already brings.
-    payload: AtomicU64,
-    parties: usize,
+    /// `flags[round * n + p]`: written by the member that signals position
+    /// `p` in `round`, read only by `p`.
+    flags: Box<[Padded<AtomicU64>]>,
+    /// Barriers each position has entered; written and read by its member.
+    epochs: Box<[Padded<AtomicU64>]>,
+    rounds: usize,
+    /// Position of each member, by member index.
+    position: Box<[usize]>,
+    /// A word one party leaves for the others as it arrives.
+    payload: Padded<AtomicU64>,
 }
 
 impl SpinBarrier {
+    /// A barrier for `parties` members, positions in member order.
     pub fn new(parties: usize) -> Self {
+        Self::for_cpus(&(0..parties).collect::<Vec<_>>())
+    }
+
+    /// A barrier for members pinned to `cpus` (member order): member 0
+    /// first, the others placed by CPU number.
+    pub fn for_cpus(cpus: &[usize]) -> Self {
+        let n = cpus.len();
+        let mut order: Vec<usize> = (1..n).collect();
+        order.sort_by_key(|&m| (cpus[m], m));
+        let mut position = vec![0; n];
+        for (p, &m) in order.iter().enumerate() {
+            position[m] = p + 1;
+        }
+        let rounds = n.next_power_of_two().trailing_zeros() as usize;
+        let padded = |count: usize| (0..count).map(|_| Padded::default()).collect();
         SpinBarrier {
-            arrived: AtomicUsize::new(0),
-            generation: AtomicUsize::new(0),
-            payload: AtomicU64::new(0),
-            parties,
+            flags: padded(rounds * n),
+            epochs: padded(n),
+            rounds,
+            position: position.into_boxed_slice(),
+            payload: Padded(AtomicU64::new(0)),
         }
     }
 
     /// Leaves `payload` for the other parties, then waits: each reads it
     /// with [`payload`](Self::payload) once released.
-    pub fn wait_with(&self, payload: u64) {
-        // Ordered before this party's arrival, so before the release.
-        self.payload.store(payload, Ordering::Relaxed);
-        self.wait();
+    pub fn wait_with(&self, member: usize, payload: u64) {
+        // Ordered before this party's first signal, so before everyone's exit.
+        self.payload.0.store(payload, Ordering::Relaxed);
+        self.wait(member);
     }
 
     /// The word left by [`wait_with`](Self::wait_with) before the last release.
     pub fn payload(&self) -> u64 {
-        self.payload.load(Ordering::Relaxed)
+        self.payload.0.load(Ordering::Relaxed)
     }
 
-    pub fn wait(&self) {
-        let generation = self.generation.load(Ordering::Acquire);
-        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.parties {
-            // Reset before releasing: released threads may arrive again at once.
-            self.arrived.store(0, Ordering::Relaxed);
-            self.generation.fetch_add(1, Ordering::Release);
-            return;
+    pub fn wait(&self, member: usize) {
+        let n = self.epochs.len();
+        let p = self.position[member];
+        let epoch = self.epochs[p].0.load(Ordering::Relaxed) + 1;
+        self.epochs[p].0.store(epoch, Ordering::Relaxed);
+        for round in 0..self.rounds {
+            let partner = (p + (1 << round)) % n;
+            self.flags[round * n + partner]
+                .0
+                .store(epoch, Ordering::Release);
+            // A partner already one barrier further signals a later epoch:
+            // it passed this one, so this round of it is done too.
+            let mine = &self.flags[round * n + p].0;
+            spin_until(|| mine.load(Ordering::Acquire) >= epoch);
         }
-        let mut spins = 0u32;
-        while self.generation.load(Ordering::Acquire) == generation {
-            if spins < 1 << 16 {
-                spins += 1;
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
+    }
+}
+
+/// Spins until `done`, then yields between looks: a team with more
+/// threads than CPUs still makes progress.
+fn spin_until(done: impl Fn() -> bool) {
+    let mut spins = 0u32;
+    while !done() {
+        if spins < 1 << 16 {
+            spins += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
         }
     }
 }
@@ -76,11 +123,11 @@ pub struct Member<'a> {
 
 impl Member<'_> {
     pub fn barrier(&self) {
-        self.barrier.wait();
+        self.barrier.wait(self.index);
     }
     /// A barrier at which this member leaves one word for the others.
     pub fn barrier_with(&self, payload: u64) {
-        self.barrier.wait_with(payload);
+        self.barrier.wait_with(self.index, payload);
     }
     /// The word a member left at the barrier just passed.
     pub fn payload(&self) -> u64 {
@@ -108,7 +155,8 @@ where
     F: Fn(&Member, S) -> R + Sync,
 {
     assert_eq!(cpus.len(), states.len(), "one state per thread");
-    let barrier = SpinBarrier::new(cpus.len());
+    // Owned by the team (on the heap, its nodes padded), not a stack local.
+    let barrier = Box::new(SpinBarrier::for_cpus(cpus));
     // Until every thread exists nobody may wait at the barrier: a spawn
     // that fails (a pid limit, `ulimit -u`) would leave the others there.
     let start = AtomicUsize::new(PENDING);
@@ -119,7 +167,7 @@ where
         let mut handles = Vec::with_capacity(cpus.len());
         for (index, (&cpu, state)) in cpus.iter().zip(states).enumerate() {
             let (barrier, start, pin_failed, pin_errors, body) =
-                (&barrier, &start, &pin_failed, &pin_errors, &body);
+                (&*barrier, &start, &pin_failed, &pin_errors, &body);
             let spawned = std::thread::Builder::new()
                 .name(format!("membw-{index}"))
                 .spawn_scoped(scope, move || {
@@ -133,7 +181,7 @@ where
                         }
                     }
                     let observed_cpu = sys::current_cpu();
-                    barrier.wait();
+                    barrier.wait(index);
                     if pin_failed.load(Ordering::Relaxed) {
                         return None;
                     }
@@ -213,6 +261,42 @@ mod tests {
         let indices: Vec<usize> = results.iter().map(|r| r.value).collect();
         assert_eq!(indices, vec![0, 1, 2]);
         assert!(results.iter().all(|r| r.observed_cpu == Some(cpu)));
+    }
+
+    #[test]
+    fn many_members_meet_and_carry_the_payload() {
+        // 9 members: 4 rounds, the last wrapping around; more threads than
+        // CPUs here (the spinners yield).
+        let cpu = sys::current_cpu().unwrap();
+        let n = 9;
+        let counter = AtomicUsize::new(0);
+        run(&vec![cpu; n], vec![(); n], |m, ()| {
+            for round in 0..30u64 {
+                counter.fetch_add(1, Ordering::Relaxed);
+                if m.is_leader() {
+                    m.barrier_with(round);
+                } else {
+                    m.barrier();
+                }
+                assert_eq!(m.payload(), round);
+                assert!(counter.load(Ordering::Relaxed) >= n * (round as usize + 1));
+                m.barrier();
+            }
+        })
+        .unwrap();
+        assert_eq!(counter.load(Ordering::Relaxed), n * 30);
+    }
+
+    #[test]
+    fn the_leader_comes_first_and_the_rest_in_cpu_order() {
+        let b = SpinBarrier::for_cpus(&[5, 3, 9, 1, 2, 8]);
+        assert_eq!(&*b.position, &[0, 3, 5, 1, 2, 4]);
+        // ⌈log₂ 6⌉ rounds, a flag per round and position.
+        assert_eq!(b.rounds, 3);
+        assert_eq!(b.flags.len(), 18);
+        assert_eq!(SpinBarrier::new(1).rounds, 0);
+        assert_eq!(SpinBarrier::new(128).rounds, 7);
+        assert_eq!(std::mem::align_of::<Padded<AtomicU64>>(), 128);
     }
 
     #[test]

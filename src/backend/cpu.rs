@@ -15,7 +15,7 @@ use crate::kernels::{ARRAYS, KernelFns, KernelId};
 use crate::memory::{self, Arrays, Chunk};
 use crate::plan::Plan;
 use crate::results::measurement::ThreadPlacement;
-use crate::team::{self, Member};
+use crate::team::{self, Member, Padded};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -100,7 +100,7 @@ impl Part<'_, '_> {
                     super::run_kernel(self.fns, kernel, &mut self.chunk, &mut self.sums);
                 }
                 if let Some(slot) = orders.thread_ns.get(index) {
-                    slot.store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+                    (slot.0).store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 }
             }
             Order::ReadBack(want, errors) => {
@@ -134,8 +134,9 @@ enum Order {
 /// with what the members report back.
 struct Orders {
     values: [AtomicU64; ARRAYS],
-    /// Each member's own time in the last run, ns.
-    thread_ns: Vec<AtomicU64>,
+    /// Each member's own time in the last run, ns: written inside the
+    /// timed window, so each on its own lines.
+    thread_ns: Vec<Padded<AtomicU64>>,
     errors: Mutex<Option<ArrayErrors>>,
     read_back: Vec<Mutex<ReadBack>>,
 }
@@ -151,7 +152,7 @@ impl Orders {
     fn new(members: usize) -> Orders {
         Orders {
             values: Default::default(),
-            thread_ns: (0..members).map(|_| AtomicU64::new(0)).collect(),
+            thread_ns: (0..members).map(|_| Padded(AtomicU64::new(0))).collect(),
             errors: Mutex::new(None),
             read_back: (0..members).map(|_| Mutex::default()).collect(),
         }
@@ -256,7 +257,7 @@ impl Device for Leader<'_, '_, '_, '_> {
     }
     fn thread_seconds(&self, out: &mut [f64]) -> bool {
         for (slot, ns) in out.iter_mut().zip(&self.orders.thread_ns) {
-            *slot = ns.load(Ordering::Relaxed) as f64 * 1e-9;
+            *slot = ns.0.load(Ordering::Relaxed) as f64 * 1e-9;
         }
         true
     }
