@@ -101,19 +101,25 @@ mod neon {
         }};
     }
 
-    /// Sums `<term of i>` in four vector accumulators, then a scalar tail.
+    /// Independent accumulators of a reduction: loads of two or three
+    /// vectors a cycle against an add latency of three or four cycles.
+    const SUM_ACCUMULATORS: usize = 8;
+
+    /// Sums `<term of i>` in [`SUM_ACCUMULATORS`] vector accumulators, then
+    /// a scalar tail.
     macro_rules! neon_sum_loop {
         ($n:expr, |$acc:ident, $i:ident| vector: $v:expr, scalar: $s:expr) => {{
             let n: usize = $n;
-            let mut accs = [vdupq_n_f64(0.0); 4];
+            let mut accs = [vdupq_n_f64(0.0); SUM_ACCUMULATORS];
+            let step = 2 * SUM_ACCUMULATORS;
             let mut k = 0;
-            while k + STEP <= n {
+            while k + step <= n {
                 for (j, a) in accs.iter_mut().enumerate() {
                     let $acc = *a;
                     let $i = k + 2 * j;
                     *a = $v;
                 }
-                k += STEP;
+                k += step;
             }
             let mut tail = 0.0;
             while k < n {
@@ -121,8 +127,14 @@ mod neon {
                 tail += $s;
                 k += 1;
             }
-            let total = vaddq_f64(vaddq_f64(accs[0], accs[1]), vaddq_f64(accs[2], accs[3]));
-            vaddvq_f64(total) + tail
+            let mut width = SUM_ACCUMULATORS;
+            while width > 1 {
+                width /= 2;
+                for j in 0..width {
+                    accs[j] = vaddq_f64(accs[j], accs[j + width]);
+                }
+            }
+            vaddvq_f64(accs[0]) + tail
         }};
     }
 

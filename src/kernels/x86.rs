@@ -80,8 +80,14 @@ macro_rules! store_loop {
     }};
 }
 
-/// Sums `<term of k>` over `n` elements into four vector accumulators
-/// (aligned on `base`), with scalar head and tail, and returns the total.
+/// Independent vector accumulators of a reduction: two loads a cycle
+/// against an add latency of four cycles needs eight in flight, or `read`
+/// and `dot` measure the adder's latency instead of L1's bandwidth.
+const ACCUMULATORS: usize = 8;
+
+/// Sums `<term of k>` over `n` elements into [`ACCUMULATORS`] vector
+/// accumulators (aligned on `base`), with scalar head and tail, and returns
+/// the total.
 macro_rules! sum_loop {
     ($lanes:expr, $zero:path, $add:path, $storeu:path, $base:expr, $n:expr,
      |$acc:ident, $k:ident| vector: $vstep:expr, scalar: $sterm:expr) => {{
@@ -93,37 +99,33 @@ macro_rules! sum_loop {
             scalar += $sterm;
             $k += 1;
         }
-        let (mut s0, mut s1, mut s2, mut s3) = ($zero(), $zero(), $zero(), $zero());
-        let body_end = $k + (n - $k) / (4 * $lanes) * (4 * $lanes);
+        let mut sums = [$zero(); super::ACCUMULATORS];
+        let block = super::ACCUMULATORS * $lanes;
+        let body_end = $k + (n - $k) / block * block;
         while $k < body_end {
             let start = $k;
-            s0 = {
-                let $acc = s0;
-                $vstep
-            };
-            $k = start + $lanes;
-            s1 = {
-                let $acc = s1;
-                $vstep
-            };
-            $k = start + 2 * $lanes;
-            s2 = {
-                let $acc = s2;
-                $vstep
-            };
-            $k = start + 3 * $lanes;
-            s3 = {
-                let $acc = s3;
-                $vstep
-            };
-            $k = start + 4 * $lanes;
+            // A constant trip count: unrolled, the sums stay in registers.
+            for (j, sum) in sums.iter_mut().enumerate() {
+                $k = start + j * $lanes;
+                let $acc = *sum;
+                *sum = $vstep;
+            }
+            $k = start + block;
         }
         while $k < n {
             scalar += $sterm;
             $k += 1;
         }
+        // Pairwise, as the accumulators were filled.
+        let mut width = super::ACCUMULATORS;
+        while width > 1 {
+            width /= 2;
+            for j in 0..width {
+                sums[j] = $add(sums[j], sums[j + width]);
+            }
+        }
         let mut lanes = [0.0f64; $lanes];
-        $storeu(lanes.as_mut_ptr(), $add($add(s0, s1), $add(s2, s3)));
+        $storeu(lanes.as_mut_ptr(), sums[0]);
         scalar + lanes.iter().sum::<f64>()
     }};
 }
