@@ -36,6 +36,12 @@ pub struct Plan {
     /// need several so that a repetition outlasts the barrier and the timer;
     /// every kernel is idempotent, so validation is unchanged.
     pub inner_repeats: usize,
+    /// Whether the protocol sizes `inner_repeats` by time before it
+    /// measures: for a working set that stays in the caches (under STREAM's
+    /// 4 × the caches of the CPUs used), where the calls a byte count gives
+    /// could last no longer than the team's barriers on a big node. Arrays
+    /// that leave the caches keep STREAM's one pass per repetition.
+    pub calibrate: bool,
 }
 
 impl Plan {
@@ -217,7 +223,10 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
     if kernels.is_empty() {
         return Err(Error::about(Input::Kernels, "no kernel selected"));
     }
+    let arrays = crate::kernels::arrays_used(&kernels).len() as u64;
+    let cached = elements as u64 * ELEMENT_BYTES * arrays < 4 * topo.cache_sum(&used).0;
     let plan = Plan {
+        calibrate: s.working_set.is_some() && cached,
         elements,
         ntimes: s.measure.ntimes,
         kernels,
@@ -275,6 +284,7 @@ pub fn placement_only(
         hugepages: Hugepages::Auto,
         mem,
         inner_repeats: 1,
+        calibrate: false,
     })
 }
 

@@ -150,6 +150,8 @@ impl Backend for SimDevice {
             hugepages: s.measure.hugepages,
             mem: s.mem.clone(),
             inner_repeats,
+            // A device's memory has no host caches to stay in.
+            calibrate: false,
         };
         Ok(Prepared {
             plan,

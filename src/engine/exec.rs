@@ -145,6 +145,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
             granularity_ns: 0.0,
             timing_test_us: 0.0,
             min_kernel_ticks: 0.0,
+            barrier_us: None,
         },
         setup_s: 0.0,
         total_s: ran.wall_s,

@@ -8,6 +8,7 @@
 //! statistics and validates, whatever the backend. It returns a
 //! [`Measurement`] (plain data) and prints nothing.
 
+mod calibrate;
 use crate::backend::{Backend, Device, ReadBack};
 use crate::error::{Error, Result};
 use crate::kernels::{ARRAYS, ArrayId, KernelId, SCALAR, WRITE_VALUE};
@@ -19,6 +20,8 @@ use crate::results::measurement::{
 use crate::sys::Stop;
 use crate::trust::{Scope, Snapshot};
 use crate::units::ELEMENT_BYTES;
+pub use calibrate::repetition_floor;
+use calibrate::{calibrate, round_trip};
 use std::time::{Duration, Instant};
 
 /// STREAM's tolerance for 8-byte reals.
@@ -169,6 +172,10 @@ struct Driven {
     measured: bool,
     /// The CPUs' counters when the repetitions started and ended.
     counters: Option<(Snapshot, Snapshot)>,
+    /// Kernel calls per timed repetition: the plan's, or as calibrated.
+    inner_repeats: usize,
+    /// The device's round trip with no work, s.
+    barrier_s: Option<f64>,
 }
 
 fn measure_with(
@@ -192,9 +199,11 @@ fn measure_with(
         read_back: ReadBack::default(),
         measured: false,
         counters: None,
+        inner_repeats: plan.inner_repeats,
+        barrier_s: None,
     };
     let observed = backend.open(plan, &mut |device: &mut dyn Device| {
-        drive(plan, &expected, gate, stop, device, &mut d);
+        drive(plan, &expected, gate, stop, granularity, device, &mut d);
         Ok(())
     })?;
     if !d.measured {
@@ -220,6 +229,7 @@ fn measure_with(
         granularity_ns: tick * 1e9,
         timing_test_us: d.timing_test * 1e6,
         min_kernel_ticks: min_time / tick,
+        barrier_us: d.barrier_s.map(|s| s * 1e6),
     };
     let mut warnings = observed.warnings;
     if min_time.is_finite() && (timer.min_kernel_ticks < MIN_TICKS || min_time < MIN_KERNEL_SECONDS)
@@ -260,6 +270,7 @@ fn measure_with(
             .map_or(0.0, |t| (t - started).as_secs_f64()),
         total_s: started.elapsed().as_secs_f64(),
         warnings,
+        inner_repeats: d.inner_repeats,
         ..planned(plan, observed.threads, results, validation, timer)
     };
     Ok(Gated {
@@ -279,7 +290,7 @@ fn kernel_results(plan: &Plan, d: &Driven) -> Vec<KernelResult> {
             let mut r = kernel_statistics(
                 kernel,
                 plan.stores(),
-                plan.elements * plan.inner_repeats,
+                plan.elements * d.inner_repeats,
                 times,
             );
             if d.threads_timed {
@@ -336,11 +347,21 @@ fn drive(
     expected: &Expected,
     gate: Option<&dyn RankGate>,
     stop: Option<&Stop>,
+    granularity: Duration,
     device: &mut dyn Device,
     d: &mut Driven,
 ) {
     device.init(INITIAL_VALUES);
     d.first_touch_done = Some(Instant::now());
+    let barrier_s = round_trip(device);
+    d.barrier_s = Some(barrier_s);
+    // Ranks under a gate keep the plan's calls: each rank's bytes must be
+    // the same and known before the first gated repetition.
+    if plan.calibrate && gate.is_none() {
+        d.inner_repeats = calibrate(plan, device, repetition_floor(barrier_s, granularity));
+        // The calibration ran the kernels: STREAM's values start again.
+        device.init(INITIAL_VALUES);
+    }
     device.sync();
     let start = Instant::now();
     device.double_a();
@@ -364,7 +385,7 @@ fn drive(
                 gate.start();
             }
             let start = Instant::now();
-            device.run(kernel, plan.inner_repeats);
+            device.run(kernel, d.inner_repeats);
             let slot = k * plan.ntimes + rep;
             d.times[slot] = start.elapsed().as_secs_f64();
             let threads = plan.cpus.len();

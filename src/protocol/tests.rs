@@ -85,6 +85,7 @@ fn small_plan(kernels: Vec<KernelId>, stores: StoreMode) -> Plan {
         hugepages: Hugepages::Auto,
         mem: MemPolicy::default(),
         inner_repeats: 1,
+        calibrate: false,
     }
 }
 
@@ -121,6 +122,36 @@ fn inner_repeats_count_every_call() {
     let r = &m.results[0];
     let bytes = 24.0 * plan.elements as f64 * 4.0;
     assert!((r.best_rate_mb_s - bytes / r.min_time_s / 1e6).abs() < 1e-6 * r.best_rate_mb_s);
+}
+
+#[test]
+fn a_cached_working_set_is_calibrated_by_time_and_still_validates() {
+    // 4096 elements (a few µs a call): the calls grow until a repetition
+    // lasts at least the floor (1 ms here); the arrays are set again after.
+    let mut plan = small_plan(STREAM_KERNELS.to_vec(), StoreMode::Regular);
+    plan.elements = 4096;
+    plan.calibrate = true;
+    let m = measure_on(&mut crate::backend::cpu::CpuTeam, &plan, &Stop::default()).unwrap();
+    assert!(m.inner_repeats > 1, "{}", m.inner_repeats);
+    assert!(m.validation.passed, "{:?}", m.validation);
+    assert!(m.timer.barrier_us.is_some_and(|b| b > 0.0));
+    // The bytes counted are the calibrated calls'.
+    let r = &m.results[0];
+    let bytes = 16.0 * 4096.0 * m.inner_repeats as f64;
+    assert!((r.best_rate_mb_s - bytes / r.min_time_s / 1e6).abs() < 1e-6 * r.best_rate_mb_s);
+    // STREAM's protocol where the plan does not ask: one call.
+    plan.calibrate = false;
+    let m = measure_on(&mut crate::backend::cpu::CpuTeam, &plan, &Stop::default()).unwrap();
+    assert_eq!(m.inner_repeats, 1);
+}
+
+#[test]
+fn the_floor_is_the_longest_of_its_three_rules() {
+    let tick = std::time::Duration::from_micros(1);
+    assert_eq!(repetition_floor(1e-6, tick), MIN_KERNEL_SECONDS);
+    assert_eq!(repetition_floor(50e-6, tick), 100.0 * 50e-6);
+    let coarse = std::time::Duration::from_millis(1);
+    assert_eq!(repetition_floor(1e-6, coarse), MIN_TICKS * 1e-3);
 }
 
 #[test]

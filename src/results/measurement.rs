@@ -147,6 +147,11 @@ pub struct TimerCheck {
     pub timing_test_us: f64,
     /// How many timer ticks the shortest kernel took.
     pub min_kernel_ticks: f64,
+    /// The team's round trip with no work (its two barriers around a
+    /// kernel call), the fastest of 16, µs: what every timed repetition
+    /// pays besides its kernel. Absent where nothing measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier_us: Option<f64>,
 }
 
 /// The result of one run: what was measured, and how it was set up.
