@@ -13,6 +13,7 @@ pub mod html;
 pub mod json;
 pub mod jsonl;
 pub mod latency;
+pub mod levels;
 pub mod markdown;
 pub mod nodes;
 pub mod place;

@@ -355,9 +355,13 @@ pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
     for line in numa_findings(records, kernel) {
         let _ = write!(out, "\n{line}");
     }
-    let far = super::far::findings(records);
-    if !far.is_empty() {
-        let _ = writeln!(out, "\n{}", far.join("\n"));
+    for study in [
+        super::far::findings(records),
+        super::levels::findings(records),
+    ] {
+        if !study.is_empty() {
+            let _ = writeln!(out, "\n{}", study.join("\n"));
+        }
     }
     let doubts = trust_lines(records);
     if !doubts.is_empty() {

@@ -139,3 +139,39 @@ fn the_tier_study_finds_the_best_split_its_gain_and_the_worst_loss() {
     // One share is no study.
     assert!(crate::report::far::study(&records[..1]).is_none());
 }
+
+#[test]
+fn the_cache_level_study_reads_each_level_off_a_size_sweep() {
+    let caches: std::collections::BTreeMap<String, u64> = [
+        ("L1d".to_string(), 32 << 10),
+        ("L2".to_string(), 512 << 10),
+        ("L3".to_string(), 16 << 20),
+    ]
+    .into();
+    let at = |working_set: u64, gb_s: f64| {
+        let mut r = cell(0, 0, gb_s);
+        r.point.numa = None;
+        r.point.working_set_per_thread = working_set;
+        r.cache_per_thread = caches.clone();
+        r
+    };
+    let records = vec![
+        at(8 << 10, 300.0),
+        at(16 << 10, 310.0),
+        at(256 << 10, 190.0),
+        at(32 << 20, 90.0), // between L3 and DRAM: no level's
+        at(1 << 30, 45.0),
+    ];
+    let (levels, rows) = crate::report::levels::study(&records).unwrap();
+    assert_eq!(levels.len(), 4);
+    let cells: Vec<Option<f64>> = rows[0].2.iter().map(|c| c.map(|(g, _)| g)).collect();
+    assert_eq!(cells, [Some(310.0), Some(190.0), None, Some(45.0)]);
+    let text = summary(&records, KernelId::Triad, false);
+    assert!(text.contains("Cache levels:"), "{text}");
+    assert!(
+        text.contains("L1 (≤24 KiB)") && text.contains("DRAM (≥64 MiB)"),
+        "{text}"
+    );
+    // One level is no study.
+    assert!(crate::report::levels::study(&records[..2]).is_none());
+}
