@@ -370,3 +370,37 @@ fn bad_loaded_input_is_one_line() {
     usage_error(&["latency", "--mix", "read"], "--loaded");
     usage_error(&["latency", "--numa-matrix", "--mem", "bind:0"], "--mem");
 }
+
+#[test]
+fn core_to_core_latency_pairs_every_allowed_cpu_and_says_what_they_share() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c2c.jsonl");
+    let f = file.to_str().unwrap();
+    let text = stdout(&["latency", "--c2c", "--time", "5ms", "-o", f]);
+    assert!(text.contains("Core-to-core latency"), "{text}");
+    assert!(text.contains("CPUs share"), "{text}");
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let cpus = membw::sys::thread_affinity(0).unwrap().len();
+    assert_eq!(records.len(), cpus * (cpus - 1) / 2, "one record per pair");
+    for r in &records {
+        assert_eq!(r["point"]["study"], "c2c");
+        let a = r["point"]["cpu"].as_u64().unwrap();
+        let b = r["point"]["peer_cpu"].as_u64().unwrap();
+        assert!(a < b, "{r}");
+        assert!(r["relation"].is_string(), "{r}");
+        let p50 = r["latency"]["p50_ns"].as_f64().unwrap();
+        assert!(p50 > 0.0 && p50 < 1e6, "{r}");
+    }
+    // The file resumes as every latency study does: nothing measured twice.
+    stdout(&["latency", "--c2c", "--time", "5ms", "--resume", f]);
+    let lines = std::fs::read_to_string(&file).unwrap().lines().count();
+    assert_eq!(lines, records.len());
+    usage_error(
+        &["latency", "--c2c", "--numa-matrix"],
+        "cannot be used with",
+    );
+}

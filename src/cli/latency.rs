@@ -61,6 +61,10 @@ pub(crate) struct LatencyArgs {
     #[arg(long, conflicts_with = "numa_matrix", help_heading = "Studies")]
     loaded: bool,
 
+    /// Core-to-core latency: every pair of allowed CPUs bounces a cache line (--time per pair)
+    #[arg(long, conflicts_with_all = ["numa_matrix", "loaded", "cpu", "mem"], help_heading = "Studies")]
+    c2c: bool,
+
     /// CPUs of the load threads (0-15, 1,3,5) [default: every allowed CPU but the chaser's]
     #[arg(long, requires = "loaded", value_parser = parse_load_cpus, help_heading = "Studies")]
     load_cpus: Option<Written<Vec<usize>>>,
@@ -265,7 +269,9 @@ fn latency_request(args: &LatencyArgs, topo: &Topology) -> Result<LatencyRequest
         time_per_size: args.time,
         clock_ghz,
     };
-    let study = if args.numa_matrix.is_some() {
+    let study = if args.c2c {
+        Study::C2c
+    } else if args.numa_matrix.is_some() {
         Study::Matrix
     } else if loaded.is_some() {
         Study::Loaded

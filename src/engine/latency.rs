@@ -44,6 +44,7 @@ pub fn measure(topo: &Topology, request: &LatencyRequest, out: &mut LatencySessi
     match (&request.loaded, request.study) {
         (Some(loaded), _) => run_loaded(plan, facts, loaded, out),
         (None, Study::Matrix) => run_matrix(plan, facts, topo, out),
+        (None, Study::C2c) => run_c2c(plan, facts, topo, out),
         (None, _) => run_idle(plan, facts, out),
     }
 }
@@ -92,6 +93,7 @@ fn payload(
         caches: facts.caches.clone(),
         peak_gb_s: facts.peak_gb_s,
         interference: Some(interference),
+        relation: None,
     }
 }
 
@@ -117,6 +119,7 @@ fn key(pages: Hugepages, study: Study, cpu: usize, policy: &Policy, bytes: u64) 
         load_cpus: Vec::new(),
         mix: None,
         delay_ns: None,
+        peer_cpu: None,
     }
 }
 
@@ -173,6 +176,35 @@ fn run_matrix(
                 cpu,
             );
             if !out.keep(k, payload(plan, facts, point, None, None))? {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every pair of allowed CPUs bounces a line, the lower-numbered CPU timing
+/// it: the core-to-core matrix, one pair per point.
+fn run_c2c(
+    plan: &LatencyPlan,
+    facts: &Facts,
+    topo: &Topology,
+    out: &mut LatencySession,
+) -> Result<()> {
+    let cpus = topo.allowed_cpus.ids();
+    for (i, &a) in cpus.iter().enumerate() {
+        for &b in &cpus[i + 1..] {
+            let mut k = key(plan.hugepages[0], Study::C2c, a, &Policy::Local, 64);
+            k.peer_cpu = Some(b);
+            if out.skip(&k) {
+                continue;
+            }
+            let start = Snapshot::take();
+            let point = latency::c2c::pingpong(a, b, plan.time_per_size, plan.clock_ghz)?;
+            let seen = start.until(&Snapshot::take(), Scope::node(&[a, b]), 0, Effect::Latency);
+            let mut payload = payload(plan, facts, (point, seen), None, None);
+            payload.relation = Some(latency::c2c::relation(topo, a, b).to_string());
+            if !out.keep(k, payload)? {
                 return Ok(());
             }
         }

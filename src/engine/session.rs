@@ -122,6 +122,7 @@ mod tests {
             load_cpus: Vec::new(),
             mix: None,
             delay_ns: None,
+            peer_cpu: None,
         }
     }
 
@@ -147,6 +148,7 @@ mod tests {
             caches: Default::default(),
             peak_gb_s: None,
             interference: None,
+            relation: None,
         }
     }
 

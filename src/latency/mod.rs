@@ -8,6 +8,7 @@
 //! nanoseconds per load over the chunks (min, p50, p90, p99), not only a
 //! mean.
 
+pub mod c2c;
 pub mod load;
 /// The records latency results are kept in (the results model owns them).
 pub use crate::results::latency as record;
@@ -79,7 +80,7 @@ pub struct LatencyPlan {
     pub clock_ghz: Option<f64>,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() - 1) as f64 * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
 }

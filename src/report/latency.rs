@@ -24,6 +24,10 @@ pub fn render(records: &[LatencyRecord]) -> String {
     if !loaded.is_empty() {
         loaded_tables(&mut o, &loaded);
     }
+    let pairs = of(Study::C2c);
+    if !pairs.is_empty() {
+        super::c2c::render(&mut o, &pairs);
+    }
     if o.is_empty() {
         o.push_str("no latency points\n");
     }

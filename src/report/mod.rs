@@ -3,6 +3,7 @@
 //! layout, JSON and CSV for `run`; tables, Markdown, HTML and SVG plots for
 //! results files; the `place`, `tune` and `topo` views.
 
+pub mod c2c;
 pub mod csv;
 pub mod exec;
 pub mod export;

@@ -280,10 +280,13 @@ pub fn latency(r: &LatencyReport) -> String {
                 .unwrap_or_default();
             (
                 format!(
-                    "study=\"{study}\",cpu=\"{}\",mem=\"{}\",working_set_bytes=\"{}\"",
+                    "study=\"{study}\",cpu=\"{}\",mem=\"{}\",working_set_bytes=\"{}\"{}",
                     p.cpu,
                     label(&p.mem.to_string()),
-                    p.bytes
+                    p.bytes,
+                    // A core-to-core pair is told apart by its other CPU.
+                    p.peer_cpu
+                        .map_or(String::new(), |b| format!(",peer_cpu=\"{b}\""))
                 ),
                 rec.latency.p50_ns * 1e-9,
             )

@@ -121,6 +121,8 @@ pub enum Study {
     Matrix,
     /// One point of a bandwidth-latency curve.
     Loaded,
+    /// One pair of CPUs bouncing a cache line (core-to-core latency).
+    C2c,
 }
 
 impl Study {
@@ -130,6 +132,7 @@ impl Study {
             Study::Idle => "idle",
             Study::Matrix => "matrix",
             Study::Loaded => "loaded",
+            Study::C2c => "c2c",
         }
     }
 }
@@ -155,6 +158,9 @@ pub struct LatencyKey {
     pub mix: Option<Mix>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_ns: Option<f64>,
+    /// Core-to-core points: the CPU at the other end of the line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_cpu: Option<usize>,
 }
 
 impl LatencyKey {
@@ -196,6 +202,10 @@ pub struct Latency {
     /// What else ran on the CPUs while the point was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interference: Option<crate::trust::Interference>,
+    /// Core-to-core points: what the two CPUs share (`smt sibling`, `same
+    /// L3`, `same NUMA node`, `same socket`, `other socket`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relation: Option<String>,
 }
 
 /// What `membw latency --format json` prints: the experiment, and every
@@ -258,6 +268,7 @@ mod tests {
             load_cpus: vec![],
             mix: None,
             delay_ns: None,
+            peer_cpu: None,
         };
         let mut other = key.clone();
         other.bytes = 8192;
@@ -289,6 +300,7 @@ mod tests {
             caches: BTreeMap::new(),
             peak_gb_s: None,
             interference: None,
+            relation: None,
         };
         let record = LatencyRecord::new(EXPERIMENT, "s", &host, key, latency);
         let line = serde_json::to_string(&record).unwrap();

@@ -1,0 +1,150 @@
+//! Core-to-core latency: one cache line bounced between two pinned threads
+//! (multichase's `pingpong`, Intel MLC's `--c2c_latency` HITM case). Each
+//! thread waits until the line holds the other's value, then writes its
+//! own: every hop moves a modified line from one core's cache to the
+//! other's, read for ownership. The report gives one hop (half a round
+//! trip) in ns, as a distribution over timed chunks.
+
+use super::{LatencyPoint, percentile};
+use crate::error::{Error, Result};
+use crate::team::Padded;
+use crate::topology::Topology;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Round trips per timed chunk: tens of µs at 100 ns a hop, well above the
+/// clock's resolution.
+const CHUNK_TRIPS: u64 = 256;
+
+/// What two CPUs share, nearest first: it explains their latency.
+pub fn relation(topo: &Topology, a: usize, b: usize) -> &'static str {
+    let (Some(x), Some(y)) = (topo.cpu(a), topo.cpu(b)) else {
+        return "unknown";
+    };
+    if x.siblings.contains(b) {
+        "smt sibling"
+    } else if topo
+        .llc_domains()
+        .iter()
+        .any(|d| d.contains(a) && d.contains(b))
+    {
+        "same L3"
+    } else if x.node == y.node {
+        "same NUMA node"
+    } else if x.package == y.package {
+        "same socket"
+    } else {
+        "other socket"
+    }
+}
+
+/// One hop's latency between CPUs `a` and `b`, sampled for `time` (at least
+/// five chunks). `a` starts each round trip and times it.
+pub fn pingpong(
+    a: usize,
+    b: usize,
+    time: Duration,
+    clock_ghz: Option<f64>,
+) -> Result<LatencyPoint> {
+    if a == b {
+        return Err(Error::Runtime(format!(
+            "CPU {a} cannot bounce a line with itself"
+        )));
+    }
+    let line = Padded(AtomicU64::new(0));
+    let done = Padded(AtomicBool::new(false));
+    let pinned = |cpu: usize| {
+        crate::sys::pin_current_thread(cpu)
+            .map_err(|e| Error::Runtime(format!("cannot pin to CPU {cpu}: {e}")))
+    };
+    let samples = std::thread::scope(|s| {
+        // The other side: answers every odd value with the next even one.
+        let answer = s.spawn(|| {
+            let pinned = pinned(b);
+            if pinned.is_err() {
+                done.0.store(true, Ordering::Release);
+            }
+            let mut want = 1u64;
+            while !done.0.load(Ordering::Relaxed) {
+                if line.0.load(Ordering::Acquire) == want {
+                    line.0.store(want + 1, Ordering::Release);
+                    want += 2;
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+            pinned
+        });
+        let run = || -> Result<Vec<f64>> {
+            pinned(a)?;
+            let mut samples = Vec::new();
+            let mut value = 0u64;
+            let started = Instant::now();
+            while samples.len() < 5 || (started.elapsed() < time && samples.len() < 100_000) {
+                let t = Instant::now();
+                for _ in 0..CHUNK_TRIPS {
+                    line.0.store(value + 1, Ordering::Release);
+                    while line.0.load(Ordering::Acquire) != value + 2 {
+                        if done.0.load(Ordering::Relaxed) {
+                            return Err(Error::Runtime(format!("CPU {b} stopped answering")));
+                        }
+                        std::hint::spin_loop();
+                    }
+                    value += 2;
+                }
+                samples.push(t.elapsed().as_secs_f64() * 1e9 / (2 * CHUNK_TRIPS) as f64);
+            }
+            Ok(samples)
+        };
+        let samples = run();
+        done.0.store(true, Ordering::Release);
+        let answered = answer
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        answered.and(samples)
+    })?;
+    Ok(point(samples, clock_ghz))
+}
+
+fn point(mut samples: Vec<f64>, clock_ghz: Option<f64>) -> LatencyPoint {
+    let mean = samples.iter().sum::<f64>() / samples.len() as f64;
+    samples.sort_by(f64::total_cmp);
+    let p50 = percentile(&samples, 0.5);
+    LatencyPoint {
+        bytes: 64,
+        lines: 1,
+        min_ns: samples[0],
+        p50_ns: p50,
+        p90_ns: percentile(&samples, 0.9),
+        p99_ns: percentile(&samples, 0.99),
+        mean_ns: mean,
+        p50_cycles: clock_ghz.map(|ghz| p50 * ghz),
+        p50_ci: crate::results::estimate::Interval::of_median(
+            &samples,
+            crate::results::estimate::LEVEL,
+        ),
+        chunks: samples.len(),
+        loads_per_chunk: 2 * CHUNK_TRIPS as usize,
+        huge_share: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_bounces_between_two_threads_and_is_timed() {
+        // On one CPU the two threads take turns (slow, but it must finish).
+        let cpus = crate::sys::thread_affinity(0).unwrap();
+        let (a, b) = (cpus[0], *cpus.last().unwrap());
+        if a == b {
+            crate::say!("skipped: one CPU only");
+            return;
+        }
+        let p = pingpong(a, b, Duration::from_millis(5), None).unwrap();
+        assert!(p.chunks >= 5);
+        assert!(p.min_ns > 0.0 && p.min_ns <= p.p50_ns && p.p50_ns <= p.p99_ns);
+        assert!(pingpong(a, a, Duration::from_millis(1), None).is_err());
+    }
+}
