@@ -129,6 +129,10 @@ fn a_cached_working_set_is_calibrated_by_time_and_still_validates() {
     // 4096 elements (a few µs a call): the calls grow until a repetition
     // lasts at least the floor (1 ms here); the arrays are set again after.
     let mut plan = small_plan(STREAM_KERNELS.to_vec(), StoreMode::Regular);
+    // One thread: two on one CPU would make the barrier, and so the
+    // floor, a time slice long.
+    plan.cpus.truncate(1);
+    plan.cpu_nodes.truncate(1);
     plan.elements = 4096;
     plan.calibrate = true;
     let m = measure_on(&mut crate::backend::cpu::CpuTeam, &plan, &Stop::default()).unwrap();
