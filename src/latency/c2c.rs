@@ -5,7 +5,7 @@
 //! other's, read for ownership. The report gives one hop (half a round
 //! trip) in ns, as a distribution over timed chunks.
 
-use super::{LatencyPoint, percentile};
+use super::{LatencyPoint, summarize};
 use crate::error::{Error, Result};
 use crate::team::Padded;
 use crate::topology::Topology;
@@ -103,30 +103,8 @@ pub fn pingpong(
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
         answered.and(samples)
     })?;
-    Ok(point(samples, clock_ghz))
-}
-
-fn point(mut samples: Vec<f64>, clock_ghz: Option<f64>) -> LatencyPoint {
-    let mean = samples.iter().sum::<f64>() / samples.len() as f64;
-    samples.sort_by(f64::total_cmp);
-    let p50 = percentile(&samples, 0.5);
-    LatencyPoint {
-        bytes: 64,
-        lines: 1,
-        min_ns: samples[0],
-        p50_ns: p50,
-        p90_ns: percentile(&samples, 0.9),
-        p99_ns: percentile(&samples, 0.99),
-        mean_ns: mean,
-        p50_cycles: clock_ghz.map(|ghz| p50 * ghz),
-        p50_ci: crate::results::estimate::Interval::of_median(
-            &samples,
-            crate::results::estimate::LEVEL,
-        ),
-        chunks: samples.len(),
-        loads_per_chunk: 2 * CHUNK_TRIPS as usize,
-        huge_share: None,
-    }
+    // One hop moves one line: 64 bytes, one line, two hops a round trip.
+    Ok(summarize(samples, 2 * CHUNK_TRIPS as usize, clock_ghz))
 }
 
 #[cfg(test)]

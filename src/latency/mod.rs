@@ -80,7 +80,7 @@ pub struct LatencyPlan {
     pub clock_ghz: Option<f64>,
 }
 
-pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
+fn percentile(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() - 1) as f64 * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
 }
@@ -160,26 +160,38 @@ impl Chain {
         self.at = at;
         let huge_share = crate::sys::page_use(self.array.addr(), self.array.len() * 8)
             .and_then(|u| u.huge_share());
-        let mean = samples.iter().sum::<f64>() / samples.len() as f64;
-        samples.sort_by(f64::total_cmp);
-        let p50 = percentile(&samples, 0.5);
-        LatencyPoint {
-            bytes: self.bytes,
-            lines: self.lines as u64,
-            min_ns: samples[0],
-            p50_ns: p50,
-            p90_ns: percentile(&samples, 0.9),
-            p99_ns: percentile(&samples, 0.99),
-            mean_ns: mean,
-            p50_cycles: clock_ghz.map(|ghz| p50 * ghz),
-            p50_ci: crate::results::estimate::Interval::of_median(
-                &samples,
-                crate::results::estimate::LEVEL,
-            ),
-            chunks: samples.len(),
-            loads_per_chunk: per_chunk,
-            huge_share,
-        }
+        let mut point = summarize(samples, per_chunk, clock_ghz);
+        (point.bytes, point.lines, point.huge_share) = (self.bytes, self.lines as u64, huge_share);
+        point
+    }
+}
+
+/// The distribution of ns per load over timed chunks of `per_chunk` loads
+/// (one line's worth of bytes; the caller says what was chased).
+pub(crate) fn summarize(
+    mut samples: Vec<f64>,
+    per_chunk: usize,
+    clock_ghz: Option<f64>,
+) -> LatencyPoint {
+    let mean = samples.iter().sum::<f64>() / samples.len().max(1) as f64;
+    samples.sort_by(f64::total_cmp);
+    let p50 = percentile(&samples, 0.5);
+    LatencyPoint {
+        bytes: LINE as u64,
+        lines: 1,
+        min_ns: samples.first().copied().unwrap_or(f64::NAN),
+        p50_ns: p50,
+        p90_ns: percentile(&samples, 0.9),
+        p99_ns: percentile(&samples, 0.99),
+        mean_ns: mean,
+        p50_cycles: clock_ghz.map(|ghz| p50 * ghz),
+        p50_ci: crate::results::estimate::Interval::of_median(
+            &samples,
+            crate::results::estimate::LEVEL,
+        ),
+        chunks: samples.len(),
+        loads_per_chunk: per_chunk,
+        huge_share: None,
     }
 }
 
