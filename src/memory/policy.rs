@@ -65,27 +65,9 @@ pub fn expected_shares(policy: &Policy) -> Option<BTreeMap<usize, f64>> {
 }
 
 impl fmt::Display for Policy {
+    /// As written, its nodes listed: `bind:0-1`, `split:0=75%,2=25%`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Policy::Local => f.write_str("local"),
-            Policy::Bind(n) => write!(f, "bind:{n}"),
-            Policy::Interleave(n) => write!(f, "interleave:{n}"),
-            Policy::Preferred(n) => write!(f, "preferred:{n}"),
-            Policy::WeightedInterleave(n, _) => write!(f, "weighted-interleave:{n}"),
-            Policy::Split(parts) => {
-                let parts: Vec<String> = parts
-                    .iter()
-                    .map(|p| {
-                        format!(
-                            "{}={}%",
-                            p.node,
-                            crate::units::trim_float(p.share() * 100.0)
-                        )
-                    })
-                    .collect();
-                write!(f, "split:{}", parts.join(","))
-            }
-        }
+        write!(f, "{}", super::written::ArrayPolicy::from(self))
     }
 }
 

@@ -62,7 +62,15 @@ impl fmt::Display for ArrayPolicy {
             ArrayPolicy::Interleave(n) => write!(f, "interleave:{n}"),
             ArrayPolicy::Preferred(n) => write!(f, "preferred:{n}"),
             ArrayPolicy::WeightedInterleave(n) => write!(f, "weighted-interleave:{n}"),
-            ArrayPolicy::Split(parts) => write!(f, "{}", Policy::Split(parts.clone())),
+            ArrayPolicy::Split(parts) => {
+                let parts: Vec<String> = (parts.iter())
+                    .map(|p| {
+                        let percent = crate::units::trim_float(p.share() * 100.0);
+                        format!("{}={percent}%", p.node)
+                    })
+                    .collect();
+                write!(f, "split:{}", parts.join(","))
+            }
         }
     }
 }
