@@ -403,4 +403,14 @@ fn core_to_core_latency_pairs_every_allowed_cpu_and_says_what_they_share() {
         &["latency", "--c2c", "--numa-matrix"],
         "cannot be used with",
     );
+    // One CPU has no pair.
+    let one = std::process::Command::new("taskset")
+        .args(["-c", "0"])
+        .args(common::membw_argv())
+        .args(["latency", "--c2c", "--time", "5ms"])
+        .output()
+        .unwrap();
+    assert_eq!(one.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&one.stderr);
+    assert!(stderr.contains("--c2c: a line needs two CPUs"), "{stderr}");
 }

@@ -237,6 +237,12 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
 /// the chasing CPU, working sets that fit, the policy, the study.
 fn latency_request(args: &LatencyArgs, topo: &Topology) -> Result<LatencyRequest> {
     let cpu = chase_cpu(topo, args.cpu)?;
+    if args.c2c && topo.allowed_cpus.len() < 2 {
+        return Err(Error::Usage(format!(
+            "--c2c: a line needs two CPUs to bounce between; this process may use only {}",
+            topo.allowed_cpus
+        )));
+    }
     let mut sizes = super::values::WorkingSets::joined(&args.sizes)?;
     if args.numa_matrix.is_some() || args.loaded {
         let largest = sizes.iter().copied().max().unwrap_or(256 << 20);
