@@ -60,8 +60,8 @@ fn levels(caches: &BTreeMap<String, u64>) -> Vec<Level> {
 
 /// One level's figure: the best mean rate, and whether it comes from a
 /// trusted point (an untrusted one stands in only where no trusted point
-/// fell in the level).
-pub type Cell = Option<(f64, bool)>;
+/// fell in the level), with that point's statistics for its ± and n.
+pub type Cell = Option<(f64, bool, crate::results::Stats)>;
 
 /// A row of the study: a kernel at a thread count, a cell per level.
 pub type Row = (KernelId, usize, Vec<Cell>);
@@ -88,9 +88,11 @@ pub fn study(records: &[Record]) -> Option<(Vec<Level>, Vec<Row>)> {
                 .entry((kernel, r.point.threads))
                 .or_insert_with(|| vec![None; levels.len()]);
             // Trusted beats untrusted; then the higher mean.
-            let better = row[l].is_none_or(|(b, t)| (trusted, stats.mean) > (t, b));
+            let better = row[l]
+                .as_ref()
+                .is_none_or(|(b, t, _)| (trusted, stats.mean) > (*t, *b));
             if better {
-                row[l] = Some((stats.mean, trusted));
+                row[l] = Some((stats.mean, trusted, *stats));
             }
         }
     }
@@ -113,33 +115,47 @@ pub fn findings(records: &[Record]) -> Vec<String> {
             true => format!("{} (≥{})", l.name, Bytes(l.bound)),
         })
         .collect();
-    let width = heads
+    let runs = rows
         .iter()
+        .flat_map(|(_, _, cells)| cells.iter().flatten().map(|c| c.2.n))
+        .min()
+        .unwrap_or(0);
+    let mut doubted = false;
+    let texts: Vec<(String, Vec<String>)> = rows
+        .into_iter()
+        .map(|(kernel, threads, cells)| {
+            let name = format!("  {:<8} {threads:>7}", kernel.spec().name);
+            let cells = cells.into_iter().map(|cell| match cell {
+                None => "-".to_string(),
+                Some((g, trusted, stats)) => {
+                    doubted |= !trusted;
+                    let pm = (stats.ci.as_ref())
+                        .map_or(String::new(), |ci| format!(" ±{:.1}", ci.half_width()));
+                    format!("{g:.1}{pm}{}", if trusted { "" } else { "?" })
+                }
+            });
+            (name, cells.collect())
+        })
+        .collect();
+    let width = (heads.iter().chain(texts.iter().flat_map(|t| &t.1)))
         .map(|h| h.chars().count())
         .max()
-        .unwrap_or(8)
-        .max(8);
-    let mut lines = vec![
-        "Cache levels: the best mean GB/s of the working sets per thread each level serves"
-            .to_string(),
-    ];
+        .unwrap_or(8);
+    let spread = match runs {
+        0 | 1 => "one run a point, so no interval: sweep --repeat 3 gives one".to_string(),
+        n => format!("± its 95 % interval, n ≥ {n} runs a point"),
+    };
+    let mut lines = vec![format!(
+        "Cache levels: the best mean GB/s of the working sets per thread each level serves ({spread})"
+    )];
     let mut head = format!("  {:<8} {:>7}", "kernel", "threads");
     for h in &heads {
         head.push_str(&format!("  {h:>width$}"));
     }
     lines.push(head);
-    let mut doubted = false;
-    for (kernel, threads, cells) in rows {
-        let mut line = format!("  {:<8} {threads:>7}", kernel.spec().name);
-        for cell in cells {
-            let text = match cell {
-                None => "-".to_string(),
-                Some((g, true)) => format!("{g:.1}"),
-                Some((g, false)) => {
-                    doubted = true;
-                    format!("{g:.1}?")
-                }
-            };
+    for (name, cells) in texts {
+        let mut line = name;
+        for text in cells {
             line.push_str(&format!("  {text:>width$}"));
         }
         lines.push(line);

@@ -164,7 +164,7 @@ fn the_cache_level_study_reads_each_level_off_a_size_sweep() {
     ];
     let (levels, rows) = crate::report::levels::study(&records).unwrap();
     assert_eq!(levels.len(), 4);
-    let cells: Vec<Option<f64>> = rows[0].2.iter().map(|c| c.map(|(g, _)| g)).collect();
+    let cells: Vec<Option<f64>> = rows[0].2.iter().map(|c| c.as_ref().map(|c| c.0)).collect();
     assert_eq!(cells, [Some(310.0), Some(190.0), None, Some(45.0)]);
     let text = summary(&records, KernelId::Triad, false);
     assert!(text.contains("Cache levels:"), "{text}");
