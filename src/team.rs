@@ -40,11 +40,6 @@ pub struct SpinBarrier {
 }
 
 impl SpinBarrier {
-    /// A barrier for `parties` members, positions in member order.
-    pub fn new(parties: usize) -> Self {
-        Self::for_cpus(&(0..parties).collect::<Vec<_>>())
-    }
-
     /// A barrier for members pinned to `cpus` (member order): member 0
     /// first, the others placed by CPU number.
     pub fn for_cpus(cpus: &[usize]) -> Self {
@@ -294,8 +289,11 @@ mod tests {
         // ⌈log₂ 6⌉ rounds, a flag per round and position.
         assert_eq!(b.rounds, 3);
         assert_eq!(b.flags.len(), 18);
-        assert_eq!(SpinBarrier::new(1).rounds, 0);
-        assert_eq!(SpinBarrier::new(128).rounds, 7);
+        assert_eq!(SpinBarrier::for_cpus(&[0]).rounds, 0);
+        assert_eq!(
+            SpinBarrier::for_cpus(&(0..128).collect::<Vec<_>>()).rounds,
+            7
+        );
         assert_eq!(std::mem::align_of::<Padded<AtomicU64>>(), 128);
     }
 

@@ -192,6 +192,7 @@ fn run_c2c(
     out: &mut LatencySession,
 ) -> Result<()> {
     let cpus = topo.allowed_cpus.ids();
+    let llcs = topo.llc_domains();
     for (i, &a) in cpus.iter().enumerate() {
         for &b in &cpus[i + 1..] {
             let mut k = key(plan.hugepages[0], Study::C2c, a, &Policy::Local, 64);
@@ -203,7 +204,7 @@ fn run_c2c(
             let point = latency::c2c::pingpong(a, b, plan.time_per_size, plan.clock_ghz)?;
             let seen = start.until(&Snapshot::take(), Scope::node(&[a, b]), 0, Effect::Latency);
             let mut payload = payload(plan, facts, (point, seen), None, None);
-            payload.relation = Some(latency::c2c::relation(topo, a, b).to_string());
+            payload.relation = Some(latency::c2c::relation(topo, &llcs, a, b).to_string());
             if !out.keep(k, payload)? {
                 return Ok(());
             }

@@ -9,6 +9,7 @@ use super::{LatencyPoint, summarize};
 use crate::error::{Error, Result};
 use crate::team::Padded;
 use crate::topology::Topology;
+use crate::topology::cpulist::IdSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -17,17 +18,14 @@ use std::time::{Duration, Instant};
 const CHUNK_TRIPS: u64 = 256;
 
 /// What two CPUs share, nearest first: it explains their latency.
-pub fn relation(topo: &Topology, a: usize, b: usize) -> &'static str {
+/// `llcs`: the topology's last-level cache domains, read once per study.
+pub fn relation(topo: &Topology, llcs: &[IdSet], a: usize, b: usize) -> &'static str {
     let (Some(x), Some(y)) = (topo.cpu(a), topo.cpu(b)) else {
         return "unknown";
     };
     if x.siblings.contains(b) {
         "smt sibling"
-    } else if topo
-        .llc_domains()
-        .iter()
-        .any(|d| d.contains(a) && d.contains(b))
-    {
+    } else if llcs.iter().any(|d| d.contains(a) && d.contains(b)) {
         "same L3"
     } else if x.node == y.node {
         "same NUMA node"

@@ -67,18 +67,24 @@ pub type Cell = Option<(f64, bool, crate::results::Stats)>;
 pub type Row = (KernelId, usize, Vec<Cell>);
 
 /// Each kernel's and thread count's best mean rate per level; `None`
-/// unless a size sweep covers at least two levels.
+/// unless a size sweep covers at least two levels. Each point is placed by
+/// its own caches per thread (an L3's share shrinks as threads grow); the
+/// levels returned, for the header, are those of points of the most
+/// threads when the thread counts differ.
 pub fn study(records: &[Record]) -> Option<(Vec<Level>, Vec<Row>)> {
     let sized: Vec<&Record> = records
         .iter()
         .filter(|r| r.point.numa.is_none() && r.point.working_set_per_thread > 0)
         .filter(|r| r.point.program().is_none() && r.point.device().is_none())
         .collect();
-    let levels = levels(&sized.first()?.cache_per_thread);
+    let widest = sized.iter().max_by_key(|r| r.point.threads)?;
+    let levels = levels(&widest.cache_per_thread);
     let mut best: BTreeMap<(KernelId, usize), Vec<Cell>> = BTreeMap::new();
     let mut covered = vec![false; levels.len()];
     for r in &sized {
-        let Some(l) = level_of(&levels, r.point.working_set_per_thread) else {
+        let own = self::levels(&r.cache_per_thread);
+        let Some(l) = level_of(&own, r.point.working_set_per_thread).filter(|&l| l < levels.len())
+        else {
             continue;
         };
         covered[l] = true;

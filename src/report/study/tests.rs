@@ -174,4 +174,15 @@ fn the_cache_level_study_reads_each_level_off_a_size_sweep() {
     );
     // One level is no study.
     assert!(crate::report::levels::study(&records[..2]).is_none());
+    // Each point by its own caches: with two threads the L3's share per
+    // thread halves, and 10 MiB a thread no longer stays in it.
+    let mut two = at(10 << 20, 120.0);
+    two.point.threads = 2;
+    two.cache_per_thread.insert("L3".into(), 8 << 20);
+    let mut more = records.clone();
+    more.push(two);
+    let (levels, rows) = crate::report::levels::study(&more).unwrap();
+    assert!(rows.iter().all(|r| r.1 != 2), "{rows:?}");
+    // The header's bounds are those of the most threads.
+    assert_eq!(levels[2].bound, 6 << 20);
 }
