@@ -201,8 +201,9 @@ fn run_c2c(
                 continue;
             }
             let start = Snapshot::take();
-            let point = latency::c2c::pingpong(a, b, plan.time_per_size, plan.clock_ghz)?;
-            let seen = start.until(&Snapshot::take(), Scope::node(&[a, b]), 0, Effect::Latency);
+            let (point, end) =
+                latency::c2c::pingpong(a, b, plan.time_per_size, plan.clock_ghz, Snapshot::take)?;
+            let seen = start.until(&end, Scope::node(&[a, b]), 0, Effect::Latency);
             let mut payload = payload(plan, facts, (point, seen), None, None);
             payload.relation = Some(latency::c2c::relation(topo, &llcs, a, b).to_string());
             if !out.keep(k, payload)? {

@@ -37,13 +37,17 @@ pub fn relation(topo: &Topology, llcs: &[IdSet], a: usize, b: usize) -> &'static
 }
 
 /// One hop's latency between CPUs `a` and `b`, sampled for `time` (at least
-/// five chunks). `a` starts each round trip and times it.
-pub fn pingpong(
+/// five chunks). `a` starts each round trip and times it. `at_end` runs
+/// when sampling ends, while the answering thread still exists (a reading
+/// of the CPUs' counters must count its time as membw's own), and its value
+/// is returned with the point.
+pub fn pingpong<T>(
     a: usize,
     b: usize,
     time: Duration,
     clock_ghz: Option<f64>,
-) -> Result<LatencyPoint> {
+    at_end: impl FnOnce() -> T,
+) -> Result<(LatencyPoint, T)> {
     if a == b {
         return Err(Error::Runtime(format!(
             "CPU {a} cannot bounce a line with itself"
@@ -95,14 +99,16 @@ pub fn pingpong(
             Ok(samples)
         };
         let samples = run();
+        let end = at_end();
         done.0.store(true, Ordering::Release);
         let answered = answer
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
-        answered.and(samples)
+        answered.and(samples).map(|s| (s, end))
     })?;
     // One hop moves one line: 64 bytes, one line, two hops a round trip.
-    Ok(summarize(samples, 2 * CHUNK_TRIPS as usize, clock_ghz))
+    let (samples, end) = samples;
+    Ok((summarize(samples, 2 * CHUNK_TRIPS as usize, clock_ghz), end))
 }
 
 #[cfg(test)]
@@ -118,9 +124,9 @@ mod tests {
             crate::say!("skipped: one CPU only");
             return;
         }
-        let p = pingpong(a, b, Duration::from_millis(5), None).unwrap();
+        let (p, ()) = pingpong(a, b, Duration::from_millis(5), None, || ()).unwrap();
         assert!(p.chunks >= 5);
         assert!(p.min_ns > 0.0 && p.min_ns <= p.p50_ns && p.p50_ns <= p.p99_ns);
-        assert!(pingpong(a, a, Duration::from_millis(1), None).is_err());
+        assert!(pingpong(a, a, Duration::from_millis(1), None, || ()).is_err());
     }
 }
