@@ -686,8 +686,20 @@ mod tests {
         (got - want).abs() <= 1e-12 * want.abs().max(1.0)
     }
 
-    /// Every supported variant computes what the formulas say, for lengths and
-    /// offsets that exercise the unaligned head, the vector body and the tail.
+    /// Lengths and offsets that exercise the unaligned head, the unrolled
+    /// body, one element short of it (63: SVE's eight-vector pass at 512
+    /// bits) and the tail.
+    const LENGTHS_AND_OFFSETS: [(usize, usize); 7] = [
+        (0, 0),
+        (1, 0),
+        (7, 1),
+        (63, 2),
+        (64, 0),
+        (1000, 3),
+        (4099, 5),
+    ];
+
+    /// Every supported variant computes what the formulas say.
     #[test]
     fn every_variant_computes_the_formulas() {
         for isa in Isa::ALL.into_iter().filter(|i| i.supported()) {
@@ -696,7 +708,7 @@ mod tests {
                     assert_eq!(isa, Isa::Scalar);
                     continue;
                 };
-                for (len, off) in [(0, 0), (1, 0), (7, 1), (64, 0), (1000, 3), (4099, 5)] {
+                for (len, off) in LENGTHS_AND_OFFSETS {
                     let x: Vec<f64> = (0..len + off).map(|i| i as f64 + 0.5).collect();
                     let y: Vec<f64> = (0..len + off).map(|i| 2.0 * i as f64).collect();
                     let z: Vec<f64> = (0..len + off).map(|i| 1.0 - i as f64).collect();
