@@ -372,12 +372,16 @@ fn bad_loaded_input_is_one_line() {
 }
 
 #[test]
-fn core_to_core_latency_pairs_every_allowed_cpu_and_says_what_they_share() {
+fn core_to_core_latency_pairs_every_allowed_cpu_in_both_cases_and_says_what_they_share() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("c2c.jsonl");
     let f = file.to_str().unwrap();
     let text = stdout(&["latency", "--c2c", "--time", "5ms", "-o", f]);
-    assert!(text.contains("Core-to-core latency"), "{text}");
+    assert!(text.contains("one hop of a modified line (HITM"), "{text}");
+    assert!(
+        text.contains("one load of a clean line the other CPU holds (HIT)"),
+        "{text}"
+    );
     assert!(text.contains("CPUs share"), "{text}");
     let records: Vec<serde_json::Value> = std::fs::read_to_string(&file)
         .unwrap()
@@ -385,9 +389,12 @@ fn core_to_core_latency_pairs_every_allowed_cpu_and_says_what_they_share() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let cpus = membw::sys::thread_affinity(0).unwrap().len();
-    assert_eq!(records.len(), cpus * (cpus - 1) / 2, "one record per pair");
-    for r in &records {
+    let pairs = cpus * (cpus - 1) / 2;
+    assert_eq!(records.len(), 2 * pairs, "one record per pair and case");
+    for (i, r) in records.iter().enumerate() {
         assert_eq!(r["point"]["study"], "c2c");
+        let case = if i < pairs { "modified" } else { "clean" };
+        assert_eq!(r["point"]["line"], case, "{r}");
         let a = r["point"]["cpu"].as_u64().unwrap();
         let b = r["point"]["peer_cpu"].as_u64().unwrap();
         assert!(a < b, "{r}");
@@ -395,10 +402,39 @@ fn core_to_core_latency_pairs_every_allowed_cpu_and_says_what_they_share() {
         let p50 = r["latency"]["p50_ns"].as_f64().unwrap();
         assert!(p50 > 0.0 && p50 < 1e6, "{r}");
     }
-    // The file resumes as every latency study does: nothing measured twice.
+    // The file resumes as every latency study does: nothing measured twice,
+    // whichever cases the resumed run asks for.
     stdout(&["latency", "--c2c", "--time", "5ms", "--resume", f]);
+    stdout(&["latency", "--c2c", "clean", "--time", "5ms", "--resume", f]);
     let lines = std::fs::read_to_string(&file).unwrap().lines().count();
     assert_eq!(lines, records.len());
+    // One heat map per case, a cell per ordered pair.
+    let plots = dir.path().join("plots");
+    stdout(&["report", f, "--plots", plots.to_str().unwrap()]);
+    for case in ["modified", "clean"] {
+        let svg = std::fs::read_to_string(plots.join(format!("c2c-{case}.svg"))).unwrap();
+        let doc = roxmltree::Document::parse(&svg).expect("SVG is well-formed XML");
+        let rects = doc.descendants().filter(|n| n.has_tag_name("rect")).count();
+        assert!(
+            rects >= 2 * pairs,
+            "{case}: {rects} rects for {pairs} pairs"
+        );
+    }
+    // One case alone: only its records.
+    let one = dir.path().join("modified.jsonl");
+    stdout(&[
+        "latency",
+        "--c2c",
+        "modified",
+        "--time",
+        "5ms",
+        "-o",
+        one.to_str().unwrap(),
+    ]);
+    let text = std::fs::read_to_string(&one).unwrap();
+    assert_eq!(text.lines().count(), pairs);
+    assert!(!text.contains("\"clean\""), "{text}");
+    usage_error(&["latency", "--c2c", "dirty"], "'dirty'");
     usage_error(
         &["latency", "--c2c", "--numa-matrix"],
         "cannot be used with",

@@ -9,7 +9,7 @@ use crate::engine::latency::{Facts, LatencyRequest, LatencySession};
 use crate::error::{Error, Input, Result};
 use crate::latency::LatencyPlan;
 use crate::latency::load::{self, LoadedPlan, Mix};
-use crate::latency::record::{self, Study};
+use crate::latency::record::{self, C2cLine, Study};
 use crate::memory::Hugepages;
 use crate::memory::policy::{self as mempolicy, Policy};
 use crate::placement::Written;
@@ -61,9 +61,16 @@ pub(crate) struct LatencyArgs {
     #[arg(long, conflicts_with = "numa_matrix", help_heading = "Studies")]
     loaded: bool,
 
-    /// Core-to-core latency: every pair of allowed CPUs bounces a cache line (--time per pair)
-    #[arg(long, conflicts_with_all = ["numa_matrix", "loaded", "cpu", "mem"], help_heading = "Studies")]
-    c2c: bool,
+    /// Core-to-core latency between every pair of allowed CPUs (--time per pair and case): a modified line bounced (HITM), a clean line the other CPU holds (HIT), or both
+    #[arg(
+        long,
+        num_args = 0..=1,
+        default_missing_value = "both",
+        value_parser = ["modified", "clean", "both"],
+        conflicts_with_all = ["numa_matrix", "loaded", "cpu", "mem"],
+        help_heading = "Studies"
+    )]
+    c2c: Option<String>,
 
     /// CPUs of the load threads (0-15, 1,3,5) [default: every allowed CPU but the chaser's]
     #[arg(long, requires = "loaded", value_parser = parse_load_cpus, help_heading = "Studies")]
@@ -237,7 +244,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
 /// the chasing CPU, working sets that fit, the policy, the study.
 fn latency_request(args: &LatencyArgs, topo: &Topology) -> Result<LatencyRequest> {
     let cpu = chase_cpu(topo, args.cpu)?;
-    if args.c2c && topo.allowed_cpus.len() < 2 {
+    if args.c2c.is_some() && topo.allowed_cpus.len() < 2 {
         return Err(Error::Usage(format!(
             "--c2c: a line needs two CPUs to bounce between; this process may use only {}",
             topo.allowed_cpus
@@ -275,7 +282,7 @@ fn latency_request(args: &LatencyArgs, topo: &Topology) -> Result<LatencyRequest
         time_per_size: args.time,
         clock_ghz,
     };
-    let study = if args.c2c {
+    let study = if args.c2c.is_some() {
         Study::C2c
     } else if args.numa_matrix.is_some() {
         Study::Matrix
@@ -292,6 +299,12 @@ fn latency_request(args: &LatencyArgs, topo: &Topology) -> Result<LatencyRequest
         plan,
         study,
         loaded,
+        c2c_lines: match args.c2c.as_deref() {
+            None => vec![],
+            Some("modified") => vec![C2cLine::Modified],
+            Some("clean") => vec![C2cLine::Clean],
+            Some(_) => C2cLine::ALL.to_vec(),
+        },
     };
     Ok(request)
 }

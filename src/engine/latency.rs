@@ -10,7 +10,7 @@ use crate::latency::{self, Chain, LatencyPlan, LatencyPoint};
 use crate::memory::Hugepages;
 use crate::memory::policy::Policy;
 use crate::memory::written::{ArrayPolicy, PolicySpec};
-use crate::results::latency::{Latency, LatencyKey, LoadPoint, Study};
+use crate::results::latency::{C2cLine, Latency, LatencyKey, LoadPoint, Study};
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
 use crate::trust::{Effect, Interference, Scope, Snapshot};
@@ -35,6 +35,8 @@ pub struct LatencyRequest {
     pub study: Study,
     pub loaded: Option<LoadedPlan>,
     pub facts: Facts,
+    /// The core-to-core study's cases, in the order measured.
+    pub c2c_lines: Vec<C2cLine>,
 }
 
 /// Measures the experiment's points that are not done yet, into `out`;
@@ -44,7 +46,7 @@ pub fn measure(topo: &Topology, request: &LatencyRequest, out: &mut LatencySessi
     match (&request.loaded, request.study) {
         (Some(loaded), _) => run_loaded(plan, facts, loaded, out),
         (None, Study::Matrix) => run_matrix(plan, facts, topo, out),
-        (None, Study::C2c) => run_c2c(plan, facts, topo, out),
+        (None, Study::C2c) => run_c2c(plan, facts, topo, &request.c2c_lines, out),
         (None, _) => run_idle(plan, facts, out),
     }
 }
@@ -120,6 +122,7 @@ fn key(pages: Hugepages, study: Study, cpu: usize, policy: &Policy, bytes: u64) 
         mix: None,
         delay_ns: None,
         peer_cpu: None,
+        line: None,
     }
 }
 
@@ -183,31 +186,40 @@ fn run_matrix(
     Ok(())
 }
 
-/// Every pair of allowed CPUs bounces a line, the lower-numbered CPU timing
-/// it: the core-to-core matrix, one pair per point.
+/// Every pair of allowed CPUs, in every case asked for, the lower-numbered
+/// CPU timing: the core-to-core matrices, one pair and case per point.
 fn run_c2c(
     plan: &LatencyPlan,
     facts: &Facts,
     topo: &Topology,
+    lines: &[C2cLine],
     out: &mut LatencySession,
 ) -> Result<()> {
     let cpus = topo.allowed_cpus.ids();
     let llcs = topo.llc_domains();
-    for (i, &a) in cpus.iter().enumerate() {
-        for &b in &cpus[i + 1..] {
-            let mut k = key(plan.hugepages[0], Study::C2c, a, &Policy::Local, 64);
-            k.peer_cpu = Some(b);
-            if out.skip(&k) {
-                continue;
-            }
-            let start = Snapshot::take();
-            let (point, end) =
-                latency::c2c::pingpong(a, b, plan.time_per_size, plan.clock_ghz, Snapshot::take)?;
-            let seen = start.until(&end, Scope::node(&[a, b]), 0, Effect::Latency);
-            let mut payload = payload(plan, facts, (point, seen), None, None);
-            payload.relation = Some(latency::c2c::relation(topo, &llcs, a, b).to_string());
-            if !out.keep(k, payload)? {
-                return Ok(());
+    for &line in lines {
+        for (i, &a) in cpus.iter().enumerate() {
+            for &b in &cpus[i + 1..] {
+                let mut k = key(plan.hugepages[0], Study::C2c, a, &Policy::Local, 64);
+                k.peer_cpu = Some(b);
+                k.line = Some(line);
+                if out.skip(&k) {
+                    continue;
+                }
+                let start = Snapshot::take();
+                let (point, end) = latency::c2c::measure(
+                    line,
+                    (a, b),
+                    plan.time_per_size,
+                    plan.clock_ghz,
+                    Snapshot::take,
+                )?;
+                let seen = start.until(&end, Scope::node(&[a, b]), 0, Effect::Latency);
+                let mut payload = payload(plan, facts, (point, seen), None, None);
+                payload.relation = Some(latency::c2c::relation(topo, &llcs, a, b).to_string());
+                if !out.keep(k, payload)? {
+                    return Ok(());
+                }
             }
         }
     }

@@ -123,6 +123,7 @@ mod tests {
             mix: None,
             delay_ns: None,
             peer_cpu: None,
+            line: None,
         }
     }
 

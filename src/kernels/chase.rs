@@ -34,3 +34,49 @@ pub fn chase(chain: &[u64], start: usize, loads: usize) -> usize {
     }
     std::hint::black_box(p)
 }
+
+/// Writes back and drops, from every cache of the machine, the lines that
+/// hold `words[i]` for each `i` in `at`: the next load of each comes from
+/// memory, or from a core that loaded it since. This is how the shared-read
+/// core-to-core test gets a line that is clean in one core and absent from
+/// the other. False (nothing done) where membw has no user-mode flush: only
+/// x86-64 (`clflush`) and aarch64 (`dc civac`, which Linux allows at EL0).
+pub fn flush_lines(words: &[u64], at: &[usize]) -> bool {
+    assert!(
+        at.iter().all(|&i| i < words.len()),
+        "flushed words inside the slice"
+    );
+    #[cfg(target_arch = "x86_64")]
+    {
+        for &i in at {
+            // SAFETY: the address is inside `words` (asserted above);
+            // clflush (SSE2, in every x86-64) only moves the line out of
+            // the caches, it changes no value.
+            unsafe { std::arch::x86_64::_mm_clflush(words.as_ptr().add(i).cast()) };
+        }
+        // SAFETY: a fence, no memory operand: the flushes complete before
+        // anything after it.
+        unsafe { std::arch::x86_64::_mm_mfence() };
+        true
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        for &i in at {
+            // SAFETY: the address is inside `words` (asserted above);
+            // `dc civac` cleans and invalidates the line to the point of
+            // coherency, changing no value.
+            unsafe {
+                std::arch::asm!("dc civac, {p}", p = in(reg) words.as_ptr().add(i),
+                    options(nostack, preserves_flags))
+            };
+        }
+        // SAFETY: a barrier, no operand: the maintenance completes first.
+        unsafe { std::arch::asm!("dsb ish", options(nostack, preserves_flags)) };
+        true
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let _ = (words, at);
+        false
+    }
+}

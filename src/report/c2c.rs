@@ -1,8 +1,9 @@
-//! Core-to-core latency for people: the pairs as a matrix (p50 of one hop
-//! in ns), and the pairs grouped by what their CPUs share, which is what
-//! explains the matrix (SMT siblings, an L3, a NUMA node, a socket).
+//! Core-to-core latency for people: per case (a modified or a clean line),
+//! the pairs as a matrix (p50 of one hop in ns) and as a heat map, and the
+//! pairs grouped by what their CPUs share, which is what explains the
+//! matrix (SMT siblings, an L3, a NUMA node, a socket).
 
-use crate::latency::record::LatencyRecord;
+use crate::latency::record::{C2cLine, LatencyRecord};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -20,30 +21,78 @@ const RELATIONS: [&str; 6] = [
     "unknown",
 ];
 
+/// The pairs of each case, in the order of [`C2cLine::ALL`]; a record from
+/// before the clean case was measured is a modified line.
+fn by_case<'a>(pairs: &[&'a LatencyRecord]) -> Vec<(C2cLine, Vec<&'a LatencyRecord>)> {
+    C2cLine::ALL
+        .into_iter()
+        .map(|line| {
+            let of: Vec<&LatencyRecord> = pairs
+                .iter()
+                .copied()
+                .filter(|r| r.point.line.unwrap_or(C2cLine::Modified) == line)
+                .collect();
+            (line, of)
+        })
+        .filter(|(_, of)| !of.is_empty())
+        .collect()
+}
+
+/// Both halves of every measured pair: (row CPU, column CPU, p50 ns).
+fn cells(pairs: &[&LatencyRecord]) -> BTreeMap<(usize, usize), f64> {
+    let mut cells = BTreeMap::new();
+    for r in pairs {
+        if let Some(peer) = r.point.peer_cpu {
+            cells.insert((r.point.cpu, peer), r.latency.p50_ns);
+            cells.insert((peer, r.point.cpu), r.latency.p50_ns);
+        }
+    }
+    cells
+}
+
+/// The heat maps: one per case.
+pub fn plots(pairs: &[&LatencyRecord]) -> Vec<super::Plot> {
+    by_case(pairs)
+        .into_iter()
+        .filter_map(|(line, of)| {
+            let cells: Vec<(usize, usize, f64)> = cells(&of)
+                .into_iter()
+                .map(|((a, b), v)| (a, b, v))
+                .collect();
+            let svg = crate::report::plot::c2c_plot(&cells, line)?;
+            Some(super::Plot {
+                title: format!("core-to-core latency, {line} line"),
+                file: format!("c2c-{line}.svg"),
+                svg,
+            })
+        })
+        .collect()
+}
+
 pub fn render(o: &mut String, pairs: &[&LatencyRecord]) {
-    let mut cells: BTreeMap<(usize, usize), f64> = BTreeMap::new();
+    for (i, (line, of)) in by_case(pairs).into_iter().enumerate() {
+        if i > 0 {
+            o.push('\n');
+        }
+        render_case(o, line, &of);
+    }
+}
+
+fn render_case(o: &mut String, line: C2cLine, pairs: &[&LatencyRecord]) {
+    let cells = cells(pairs);
     let mut groups: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for r in pairs {
-        let Some(peer) = r.point.peer_cpu else {
-            continue;
-        };
-        let p50 = r.latency.p50_ns;
-        cells.insert((r.point.cpu, peer), p50);
-        cells.insert((peer, r.point.cpu), p50);
         groups
             .entry(r.relation.as_deref().unwrap_or("unknown"))
             .or_default()
-            .push(p50);
+            .push(r.latency.p50_ns);
     }
     let cpus: Vec<usize> = {
         let mut c: Vec<usize> = cells.keys().map(|k| k.0).collect();
         c.dedup();
         c
     };
-    let _ = writeln!(
-        o,
-        "Core-to-core latency: one hop of a modified cache line (half a round trip), p50 ns"
-    );
+    let _ = writeln!(o, "Core-to-core latency: {}, p50 ns", line.describe());
     if cpus.len() <= MATRIX_CPUS {
         let mut head = format!("{:>6}", "CPU");
         for c in &cpus {

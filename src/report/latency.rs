@@ -333,6 +333,7 @@ pub fn plots(records: &[LatencyRecord]) -> Vec<super::Plot> {
             svg,
         });
     }
+    out.extend(super::c2c::plots(&of(Study::C2c)));
     out
 }
 

@@ -284,9 +284,12 @@ pub fn latency(r: &LatencyReport) -> String {
                     p.cpu,
                     label(&p.mem.to_string()),
                     p.bytes,
-                    // A core-to-core pair is told apart by its other CPU.
-                    p.peer_cpu
-                        .map_or(String::new(), |b| format!(",peer_cpu=\"{b}\""))
+                    // A core-to-core pair is told apart by its other CPU
+                    // and the state of its line.
+                    p.peer_cpu.map_or(String::new(), |b| format!(
+                        ",peer_cpu=\"{b}\",line=\"{}\"",
+                        p.line.unwrap_or(crate::latency::record::C2cLine::Modified)
+                    ))
                 ),
                 rec.latency.p50_ns * 1e-9,
             )

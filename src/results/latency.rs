@@ -161,6 +161,47 @@ pub struct LatencyKey {
     /// Core-to-core points: the CPU at the other end of the line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_cpu: Option<usize>,
+    /// Core-to-core points: the state the line is in when the timed access
+    /// reaches it (absent in files from before the clean case: modified).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<C2cLine>,
+}
+
+/// The state of the line a core-to-core access finds in the other core:
+/// Intel MLC's HITM (modified) and HIT (clean) cases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum C2cLine {
+    /// Written by the other core: a read for ownership moves it (HITM).
+    Modified,
+    /// Loaded, unmodified, by the other core alone: a read finds it (HIT).
+    Clean,
+}
+
+impl C2cLine {
+    pub const ALL: [C2cLine; 2] = [C2cLine::Modified, C2cLine::Clean];
+
+    /// The name in records and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            C2cLine::Modified => "modified",
+            C2cLine::Clean => "clean",
+        }
+    }
+
+    /// What a table's title says the figure is.
+    pub fn describe(self) -> &'static str {
+        match self {
+            C2cLine::Modified => "one hop of a modified line (HITM: half a round trip)",
+            C2cLine::Clean => "one load of a clean line the other CPU holds (HIT)",
+        }
+    }
+}
+
+impl std::fmt::Display for C2cLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
 }
 
 impl LatencyKey {
@@ -269,6 +310,7 @@ mod tests {
             mix: None,
             delay_ns: None,
             peer_cpu: None,
+            line: None,
         };
         let mut other = key.clone();
         other.bytes = 8192;

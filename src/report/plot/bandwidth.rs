@@ -285,7 +285,7 @@ pub fn numa_plots(records: &[Record], kernel: KernelId) -> Vec<(String, String)>
                 "one thread"
             }
         );
-        if let Some(svg) = heat_map(&cells, &title, "GB/s") {
+        if let Some(svg) = heat_map(&cells, &title, ("CPU node", "memory node"), "GB/s") {
             out.push((title, svg));
         }
     }

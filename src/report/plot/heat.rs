@@ -53,18 +53,32 @@ fn heat_scale(
     Some(())
 }
 
-pub(crate) fn heat_map(cells: &[(usize, usize, f64)], title: &str, unit: &str) -> Option<String> {
+/// Rows and columns past which cells shrink and carry no number (the
+/// colour and the table say it): a 128-CPU matrix stays a page wide.
+const NUMBERED: usize = 32;
+
+/// `axes`: what the rows and the columns are (`CPU node`, `memory node`).
+pub(crate) fn heat_map(
+    cells: &[(usize, usize, f64)],
+    title: &str,
+    (row_axis, col_axis): (&str, &str),
+    unit: &str,
+) -> Option<String> {
     use plotters::style::text_anchor::{HPos, Pos, VPos};
     let rows: std::collections::BTreeSet<usize> = cells.iter().map(|c| c.0).collect();
     let cols: std::collections::BTreeSet<usize> = cells.iter().map(|c| c.1).collect();
     let (rows, cols): (Vec<usize>, Vec<usize>) =
         (rows.into_iter().collect(), cols.into_iter().collect());
     let max = cells.iter().map(|c| c.2).fold(f64::MIN_POSITIVE, f64::max);
-    let cell: i32 = if rows.len().max(cols.len()) > 8 {
-        48
-    } else {
-        72
+    let side = rows.len().max(cols.len());
+    let numbered = side <= NUMBERED;
+    let cell: i32 = match side {
+        0..=8 => 72,
+        9..=NUMBERED => 48,
+        _ => (1600 / side as i32).clamp(6, 24),
     };
+    // Past NUMBERED, every label would overlap: one in every `every`.
+    let every = if numbered { 1 } else { side.div_ceil(16) };
     let (left, top) = (90, 50);
     let scale_x = left + cell * cols.len() as i32 + 40;
     let width = (scale_x + 130).max(560);
@@ -93,6 +107,9 @@ pub(crate) fn heat_map(cells: &[(usize, usize, f64)], title: &str, unit: &str) -
                 WHITE.stroke_width(1),
             ))
             .ok()?;
+            if !numbered {
+                continue;
+            }
             // White numbers on the dark cells.
             let ink = if v / max > 0.6 { WHITE } else { BLACK };
             root.draw(&Text::new(
@@ -102,7 +119,7 @@ pub(crate) fn heat_map(cells: &[(usize, usize, f64)], title: &str, unit: &str) -
             ))
             .ok()?;
         }
-        for (i, n) in cols.iter().enumerate() {
+        for (i, n) in cols.iter().enumerate().step_by(every) {
             let x = left + cell * i as i32 + cell / 2;
             root.draw(&Text::new(
                 n.to_string(),
@@ -111,7 +128,7 @@ pub(crate) fn heat_map(cells: &[(usize, usize, f64)], title: &str, unit: &str) -
             ))
             .ok()?;
         }
-        for (i, n) in rows.iter().enumerate() {
+        for (i, n) in rows.iter().enumerate().step_by(every) {
             let y = top + cell * i as i32 + cell / 2;
             root.draw(&Text::new(n.to_string(), (left - 14, y), centered(13)))
                 .ok()?;
@@ -119,13 +136,13 @@ pub(crate) fn heat_map(cells: &[(usize, usize, f64)], title: &str, unit: &str) -
         let grid_bottom = top + cell * rows.len() as i32;
         heat_scale(&root, (scale_x, top, grid_bottom), max, unit)?;
         root.draw(&Text::new(
-            "memory node",
+            col_axis.to_string(),
             (left + cell * cols.len() as i32 / 2, grid_bottom + 40),
             centered(14),
         ))
         .ok()?;
         root.draw(&Text::new(
-            "CPU node",
+            row_axis.to_string(),
             (left - 50, top + cell * rows.len() as i32 / 2),
             centered(14),
         ))

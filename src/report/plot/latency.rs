@@ -120,6 +120,23 @@ pub fn latency_matrix_plot(cells: &[(usize, usize, f64)]) -> Option<String> {
     heat_map(
         cells,
         "Latency ns per load (p50), CPU node × memory node",
+        ("CPU node", "memory node"),
         "ns",
     )
+}
+
+/// The core-to-core matrix of one case, CPU × CPU (both halves).
+pub fn c2c_plot(
+    cells: &[(usize, usize, f64)],
+    line: crate::latency::record::C2cLine,
+) -> Option<String> {
+    let title = match line {
+        crate::latency::record::C2cLine::Modified => {
+            "Core-to-core latency ns per hop (p50), modified line (HITM)"
+        }
+        crate::latency::record::C2cLine::Clean => {
+            "Core-to-core latency ns per load (p50), clean line (HIT)"
+        }
+    };
+    heat_map(cells, title, ("CPU", "CPU"), "ns")
 }
