@@ -398,6 +398,57 @@ mod sve {
         }};
     }
 
+    /// Eight whole-vector loads under the all-true p1, from the address in
+    /// `{$base}` and the seven vectors after it, into z$z0..z$z7: the body
+    /// of the unrolled sums.
+    macro_rules! sve_load8 {
+        ($base:literal, $z0:literal, $z1:literal, $z2:literal, $z3:literal,
+         $z4:literal, $z5:literal, $z6:literal, $z7:literal) => {
+            concat!(
+                "ld1d {{z",
+                $z0,
+                ".d}}, p1/z, [{",
+                $base,
+                "}]\n",
+                "ld1d {{z",
+                $z1,
+                ".d}}, p1/z, [{",
+                $base,
+                "}, #1, mul vl]\n",
+                "ld1d {{z",
+                $z2,
+                ".d}}, p1/z, [{",
+                $base,
+                "}, #2, mul vl]\n",
+                "ld1d {{z",
+                $z3,
+                ".d}}, p1/z, [{",
+                $base,
+                "}, #3, mul vl]\n",
+                "ld1d {{z",
+                $z4,
+                ".d}}, p1/z, [{",
+                $base,
+                "}, #4, mul vl]\n",
+                "ld1d {{z",
+                $z5,
+                ".d}}, p1/z, [{",
+                $base,
+                "}, #5, mul vl]\n",
+                "ld1d {{z",
+                $z6,
+                ".d}}, p1/z, [{",
+                $base,
+                "}, #6, mul vl]\n",
+                "ld1d {{z",
+                $z7,
+                ".d}}, p1/z, [{",
+                $base,
+                "}, #7, mul vl]\n",
+            )
+        };
+    }
+
     kernel_table!(Isa::Sve);
 
     // The safe wrappers are reachable only through `table`, built after
@@ -591,14 +642,7 @@ mod sve {
             sve_sum_loop!(
                 concat!(
                     "add {p}, {a}, {i}, lsl #3\n",
-                    "ld1d {{z0.d}}, p1/z, [{p}]\n",
-                    "ld1d {{z1.d}}, p1/z, [{p}, #1, mul vl]\n",
-                    "ld1d {{z2.d}}, p1/z, [{p}, #2, mul vl]\n",
-                    "ld1d {{z3.d}}, p1/z, [{p}, #3, mul vl]\n",
-                    "ld1d {{z4.d}}, p1/z, [{p}, #4, mul vl]\n",
-                    "ld1d {{z5.d}}, p1/z, [{p}, #5, mul vl]\n",
-                    "ld1d {{z6.d}}, p1/z, [{p}, #6, mul vl]\n",
-                    "ld1d {{z7.d}}, p1/z, [{p}, #7, mul vl]\n",
+                    sve_load8!("p", 0, 1, 2, 3, 4, 5, 6, 7),
                     "fadd z24.d, z24.d, z0.d\nfadd z25.d, z25.d, z1.d\n",
                     "fadd z26.d, z26.d, z2.d\nfadd z27.d, z27.d, z3.d\n",
                     "fadd z28.d, z28.d, z4.d\nfadd z29.d, z29.d, z5.d\n",
@@ -619,22 +663,8 @@ mod sve {
                 concat!(
                     "add {p}, {x}, {i}, lsl #3\n",
                     "add {q}, {y}, {i}, lsl #3\n",
-                    "ld1d {{z0.d}}, p1/z, [{p}]\n",
-                    "ld1d {{z1.d}}, p1/z, [{p}, #1, mul vl]\n",
-                    "ld1d {{z2.d}}, p1/z, [{p}, #2, mul vl]\n",
-                    "ld1d {{z3.d}}, p1/z, [{p}, #3, mul vl]\n",
-                    "ld1d {{z4.d}}, p1/z, [{p}, #4, mul vl]\n",
-                    "ld1d {{z5.d}}, p1/z, [{p}, #5, mul vl]\n",
-                    "ld1d {{z6.d}}, p1/z, [{p}, #6, mul vl]\n",
-                    "ld1d {{z7.d}}, p1/z, [{p}, #7, mul vl]\n",
-                    "ld1d {{z16.d}}, p1/z, [{q}]\n",
-                    "ld1d {{z17.d}}, p1/z, [{q}, #1, mul vl]\n",
-                    "ld1d {{z18.d}}, p1/z, [{q}, #2, mul vl]\n",
-                    "ld1d {{z19.d}}, p1/z, [{q}, #3, mul vl]\n",
-                    "ld1d {{z20.d}}, p1/z, [{q}, #4, mul vl]\n",
-                    "ld1d {{z21.d}}, p1/z, [{q}, #5, mul vl]\n",
-                    "ld1d {{z22.d}}, p1/z, [{q}, #6, mul vl]\n",
-                    "ld1d {{z23.d}}, p1/z, [{q}, #7, mul vl]\n",
+                    sve_load8!("p", 0, 1, 2, 3, 4, 5, 6, 7),
+                    sve_load8!("q", 16, 17, 18, 19, 20, 21, 22, 23),
                     "fmla z24.d, p1/m, z0.d, z16.d\nfmla z25.d, p1/m, z1.d, z17.d\n",
                     "fmla z26.d, p1/m, z2.d, z18.d\nfmla z27.d, p1/m, z3.d, z19.d\n",
                     "fmla z28.d, p1/m, z4.d, z20.d\nfmla z29.d, p1/m, z5.d, z21.d\n",

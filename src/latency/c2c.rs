@@ -102,6 +102,21 @@ fn await_value(flag: &AtomicU64, want: u64, done: &AtomicBool, other: usize) -> 
     Ok(())
 }
 
+/// The serving side: until `done`, waits for each odd value in `flag`,
+/// runs `on_turn`, and answers with the next even value.
+fn answer(flag: &AtomicU64, done: &AtomicBool, mut on_turn: impl FnMut()) {
+    let mut want = 1u64;
+    while !done.load(Ordering::Relaxed) {
+        if flag.load(Ordering::Acquire) == want {
+            on_turn();
+            flag.store(want + 1, Ordering::Release);
+            want += 2;
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// One hop's latency between CPUs `a` and `b` for a line in state `line`:
 /// [`pingpong`] for a modified line, [`shared_read`] for a clean one.
 pub fn measure<T>(
@@ -134,17 +149,7 @@ pub fn pingpong<T>(
         (a, b),
         time,
         at_end,
-        |done| {
-            let mut want = 1u64;
-            while !done.load(Ordering::Relaxed) {
-                if line.0.load(Ordering::Acquire) == want {
-                    line.0.store(want + 1, Ordering::Release);
-                    want += 2;
-                } else {
-                    std::hint::spin_loop();
-                }
-            }
-        },
+        |done| answer(&line.0, done, || ()),
         |done| {
             let t = Instant::now();
             for _ in 0..CHUNK_TRIPS {
@@ -196,17 +201,10 @@ pub fn shared_read<T>(
         time,
         at_end,
         |done| {
-            let mut want = 1u64;
-            while !done.load(Ordering::Relaxed) {
-                if turn.0.load(Ordering::Acquire) == want {
-                    let held: u64 = at.iter().map(|&i| words[i]).fold(0, u64::wrapping_add);
-                    std::hint::black_box(held);
-                    turn.0.store(want + 1, Ordering::Release);
-                    want += 2;
-                } else {
-                    std::hint::spin_loop();
-                }
-            }
+            answer(&turn.0, done, || {
+                let held: u64 = at.iter().map(|&i| words[i]).fold(0, u64::wrapping_add);
+                std::hint::black_box(held);
+            })
         },
         |done| {
             flush_lines(words, at);
