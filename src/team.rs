@@ -8,6 +8,7 @@
 use crate::error::{Error, Result};
 use crate::sys;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 /// A value alone on its cache lines: 128 bytes, the unit in which x86's
 /// adjacent-line prefetcher (and Arm's larger lines) move data, so that a
@@ -92,16 +93,28 @@ impl SpinBarrier {
     }
 }
 
-/// Spins until `done`, then yields between looks: a team with more
-/// threads than CPUs still makes progress.
+/// How long a wait yields between looks before it sleeps between them.
+const DOZE_AFTER: Duration = Duration::from_millis(10);
+/// The sleep between looks of a long wait.
+const DOZE: Duration = Duration::from_micros(50);
+
+/// Spins until `done`. After 2^16 looks it yields between looks, so a team
+/// with more threads than CPUs still makes progress; once it has waited
+/// [`DOZE_AFTER`] it sleeps [`DOZE`] between looks, so the CPU of a member
+/// that waits on a long serial step (the leader's bookkeeping, another
+/// member's first touch) goes idle. A wait already that long ends at most
+/// one DOZE late; a short wait never reads the clock.
 fn spin_until(done: impl Fn() -> bool) {
     let mut spins = 0u32;
+    let mut since: Option<Instant> = None;
     while !done() {
         if spins < 1 << 16 {
             spins += 1;
             std::hint::spin_loop();
-        } else {
+        } else if since.get_or_insert_with(Instant::now).elapsed() < DOZE_AFTER {
             std::thread::yield_now();
+        } else {
+            std::thread::sleep(DOZE);
         }
     }
 }
@@ -225,12 +238,8 @@ const ABORT: usize = 2;
 
 /// Waits until the spawner says whether every thread of the team exists.
 fn wait_for_start(start: &AtomicUsize) -> bool {
-    loop {
-        match start.load(Ordering::Acquire) {
-            PENDING => std::thread::yield_now(),
-            state => return state == GO,
-        }
-    }
+    spin_until(|| start.load(Ordering::Acquire) != PENDING);
+    start.load(Ordering::Acquire) == GO
 }
 
 #[cfg(test)]

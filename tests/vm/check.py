@@ -311,6 +311,51 @@ elif shape == "tiers":
     else:
         check("weights", False, "no output from the guest")
 
+elif shape == "many-cpus":
+    t = topo(2, 2, 32, 64, 2, [[10, 21], [21, 10]])
+    cpus = threads("allcpus")
+    if cpus is not None:
+        check("allcpus: 64 threads on the 64 CPUs", sorted(cpus) == list(range(64)), str(cpus))
+    if "sweepfile" in R:
+        rc, out, err = R["sweepfile"]
+        recs = [json.loads(l) for l in out.strip().split("\n") if l.strip()]
+        counts = sorted(r["point"]["threads"] for r in recs)
+        check("sweep: a point per thread count, each validated",
+              counts == [16, 64] and all(run["validated"] for r in recs for run in r["runs"]),
+              f"{counts} {err.strip()[:300]}")
+        used = {r["point"]["threads"]: sorted(run["cpus"]) for r in recs for run in r["runs"]}
+        check("sweep: 64 threads on the 64 CPUs", used.get(64) == list(range(64)), str(used.get(64)))
+    else:
+        check("sweepfile", False, "no output from the guest")
+    if "c2c" in R and "c2cfile" in R:
+        rc, out, err = R["c2c"]
+        check("c2c: past 32 CPUs the table gives the groups, not the matrix",
+              rc == 0 and "(64 CPUs: the matrix is in" in out and "other socket" in out, out[-600:] + err)
+        # The guest sends each record's point, p50 and relation, one a line.
+        recs = []
+        for l in R["c2cfile"][1].strip().split("\n"):
+            part = json.loads("{" + l + "}")
+            if "point" in part:
+                recs.append({"latency": {}})
+            if recs:
+                recs[-1].update({k: v for k, v in part.items() if k != "p50_ns"})
+                if "p50_ns" in part:
+                    recs[-1]["latency"]["p50_ns"] = part["p50_ns"]
+        pairs = {(r["point"]["cpu"], r["point"]["peer_cpu"]): r for r in recs}
+        want = {(a, b) for a in range(64) for b in range(a + 1, 64)}
+        check("c2c: the full matrix, 2016 pairs", set(pairs) == want and len(recs) == 2016,
+              f"{len(pairs)} pairs in {len(recs)} records")
+        check("c2c: every pair measured, a modified line",
+              all(r["latency"]["p50_ns"] > 0 and r["point"]["line"] == "modified" for r in recs))
+        rel = {}
+        for r in pairs.values():
+            rel[r["relation"]] = rel.get(r["relation"], 0) + 1
+        same_socket = rel.get("same L3", 0) + rel.get("same NUMA node", 0)
+        check("c2c: pairs grouped by what they share (32 SMT, 960 same socket, 1024 other)",
+              (rel.get("smt sibling"), same_socket, rel.get("other socket")) == (32, 960, 1024), str(rel))
+    else:
+        check("c2c", False, "no output from the guest")
+
 else:
     check("shape", False, f"no checks written for shape '{shape}'")
 
