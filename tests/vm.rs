@@ -1,5 +1,6 @@
 //! The QEMU test bed (tests/vm/run.sh): real kernels with 2 sockets and SMT,
-//! 4 NUMA nodes, and a CPU-less memory node, checked from inside.
+//! 4 NUMA nodes, a CPU-less memory node, memory tiers and 64 CPUs, checked
+//! from inside.
 //!
 //! A slow suite: runs in CI or with MEMBW_SLOW_TESTS=1.
 //! Skipped (with a message) where qemu, a kernel or busybox is missing; in CI
@@ -13,7 +14,7 @@ mod common;
 
 #[test]
 fn guests_report_what_qemu_was_told() {
-    if !common::slow_tests("the QEMU test bed (about 4 minutes)") {
+    if !common::slow_tests("the QEMU test bed (about 10 minutes)") {
         return;
     }
     let root = env!("CARGO_MANIFEST_DIR");
