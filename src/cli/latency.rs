@@ -299,11 +299,14 @@ fn latency_request(args: &LatencyArgs, topo: &Topology) -> Result<LatencyRequest
         plan,
         study,
         loaded,
+        // clap allows only the cases' names and "both".
         c2c_lines: match args.c2c.as_deref() {
             None => vec![],
-            Some("modified") => vec![C2cLine::Modified],
-            Some("clean") => vec![C2cLine::Clean],
-            Some(_) => C2cLine::ALL.to_vec(),
+            Some("both") => C2cLine::ALL.to_vec(),
+            Some(case) => C2cLine::ALL
+                .into_iter()
+                .filter(|line| line.name() == case)
+                .collect(),
         },
     };
     Ok(request)

@@ -225,15 +225,20 @@ pub fn shared_read<T>(
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_line_bounces_between_two_threads_and_is_timed() {
-        // On one CPU the two threads take turns (slow, but it must finish).
+    /// The first and last CPUs this test may use, or None (said) on one.
+    fn two_cpus() -> Option<(usize, usize)> {
         let cpus = crate::sys::thread_affinity(0).unwrap();
         let (a, b) = (cpus[0], *cpus.last().unwrap());
         if a == b {
             crate::say!("skipped: one CPU only");
-            return;
+            return None;
         }
+        Some((a, b))
+    }
+
+    #[test]
+    fn a_line_bounces_between_two_threads_and_is_timed() {
+        let Some((a, b)) = two_cpus() else { return };
         let (p, ()) = pingpong(a, b, Duration::from_millis(5), None, || ()).unwrap();
         assert!(p.chunks >= 5);
         assert!(p.min_ns > 0.0 && p.min_ns <= p.p50_ns && p.p50_ns <= p.p99_ns);
@@ -242,12 +247,7 @@ mod tests {
 
     #[test]
     fn a_clean_line_is_loaded_from_the_other_thread_and_timed() {
-        let cpus = crate::sys::thread_affinity(0).unwrap();
-        let (a, b) = (cpus[0], *cpus.last().unwrap());
-        if a == b {
-            crate::say!("skipped: one CPU only");
-            return;
-        }
+        let Some((a, b)) = two_cpus() else { return };
         let (p, n) = shared_read(a, b, Duration::from_millis(5), None, || 7).unwrap();
         assert_eq!(n, 7, "at_end's value comes back");
         assert!(p.chunks >= 5);
