@@ -404,8 +404,17 @@ fn core_to_core_latency_pairs_every_allowed_cpu_in_both_cases_and_says_what_they
     }
     // The file resumes as every latency study does: nothing measured twice,
     // whichever cases the resumed run asks for.
-    stdout(&["latency", "--c2c", "--time", "5ms", "--resume", f]);
-    stdout(&["latency", "--c2c", "clean", "--time", "5ms", "--resume", f]);
+    // The report of a resumed run covers the points the file already held.
+    let again = stdout(&["latency", "--c2c", "--time", "5ms", "--resume", f]);
+    assert!(
+        again.contains("modified line (HITM") && again.contains("(HIT)"),
+        "{again}"
+    );
+    let clean = stdout(&["latency", "--c2c", "clean", "--time", "5ms", "--resume", f]);
+    assert!(
+        clean.contains("(HIT)") && !clean.contains("HITM"),
+        "{clean}"
+    );
     let lines = std::fs::read_to_string(&file).unwrap().lines().count();
     assert_eq!(lines, records.len());
     // One heat map per case, a cell per ordered pair.

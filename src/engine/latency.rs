@@ -61,6 +61,8 @@ pub fn run(
     out: &mut LatencySession,
 ) -> (crate::results::latency::LatencyReport, Result<()>) {
     let result = measure(topo, request, out);
+    let mut records = resumed_records(out);
+    records.append(&mut out.records);
     let plan = &request.plan;
     let report = crate::results::latency::LatencyReport {
         schema_version: crate::results::SCHEMA_VERSION,
@@ -74,10 +76,36 @@ pub fn run(
             .collect::<Vec<_>>()
             .join(","),
         clock_ghz: plan.clock_ghz,
-        points: out.records.iter().map(|r| r.latency.clone()).collect(),
-        records: std::mem::take(&mut out.records),
+        points: records.iter().map(|r| r.latency.clone()).collect(),
+        records,
     };
     (report, result)
+}
+
+/// The points a resumed run found done, from its file, in the order the
+/// study reached them: the report of a resumed run covers the whole study,
+/// not only what this run added.
+fn resumed_records(out: &LatencySession) -> Vec<crate::results::latency::LatencyRecord> {
+    let Some(file) = out.file.as_ref().filter(|_| !out.resumed.is_empty()) else {
+        return Vec::new();
+    };
+    match crate::results::read::read(&file.path).map(|r| r.document) {
+        Ok(crate::results::read::Document::Latency(found)) => {
+            let mut by_key: BTreeMap<String, _> =
+                found.into_iter().map(|r| (r.point.key(), r)).collect();
+            out.resumed
+                .iter()
+                .filter_map(|k| by_key.remove(k))
+                .collect()
+        }
+        _ => {
+            crate::say!(
+                "membw: {}: cannot read back the points already there; the report shows this run's only",
+                file.path.display()
+            );
+            Vec::new()
+        }
+    }
 }
 
 fn payload(

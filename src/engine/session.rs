@@ -39,6 +39,9 @@ pub struct Session<P, D> {
     done: HashSet<String>,
     /// How many points were found done and skipped.
     pub skipped: usize,
+    /// The keys of those points, in the order the study reached them: what
+    /// a resumed run's report takes from the file.
+    pub resumed: Vec<String>,
     /// Every record kept, in order.
     pub records: Vec<Envelope<P, D>>,
     /// The study every record is stamped with, when the command has one.
@@ -65,6 +68,7 @@ impl<P: Keyed + Serialize, D: Serialize> Session<P, D> {
             file,
             done,
             skipped: 0,
+            resumed: Vec::new(),
             records: Vec::new(),
             study: None,
         }
@@ -72,8 +76,12 @@ impl<P: Keyed + Serialize, D: Serialize> Session<P, D> {
 
     /// Whether `point` is in the resumed file; counted when it is.
     pub fn skip(&mut self, point: &P) -> bool {
-        let done = self.done.contains(&point.key());
-        self.skipped += usize::from(done);
+        let key = point.key();
+        let done = self.done.contains(&key);
+        if done {
+            self.skipped += 1;
+            self.resumed.push(key);
+        }
         done
     }
 
