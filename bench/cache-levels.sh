@@ -7,6 +7,10 @@
 #
 #   bench/cache-levels.sh [THREADS] [ROUNDS] [SIZES...]
 #   e.g. bench/cache-levels.sh 2 3 16KiB 256KiB 4MiB
+# MEMBW_ARGS adds options to membw's sweep, e.g. MEMBW_ARGS="--ntimes 60":
+# likwid-bench measures for at least a second, membw's default 10
+# repetitions of about a millisecond each, which on a noisy host can miss
+# every clean window at L3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MEMBW=${MEMBW:-target/release/membw}
@@ -35,7 +39,7 @@ for size in "${SIZES[@]}"; do
     for _ in $(seq "$ROUNDS"); do
       rm -f "$tmp/s.jsonl"
       "$MEMBW" sweep --threads "$THREADS" --working-sets "$size" --kernels "$kernel" \
-        --stores regular --ignore-env -o "$tmp/s.jsonl" >/dev/null 2>&1
+        --stores regular --ignore-env ${MEMBW_ARGS:-} -o "$tmp/s.jsonl" >/dev/null 2>&1
       m=$(python3 -c "import json; r=json.loads(open('$tmp/s.jsonl').readline()); print(r['runs'][0]['best_gb_s']['$kernel'])")
       l=$(likwid-bench -t "$lk" -w "N:${total_kb}kB:$THREADS" 2>/dev/null | awk '/^MByte\/s:/ {print $2/1000}')
       best_m=$(python3 -c "print(max($best_m, $m))"); best_l=$(python3 -c "print(max($best_l, ${l:-0}))")
