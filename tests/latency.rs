@@ -429,6 +429,16 @@ fn core_to_core_latency_pairs_every_allowed_cpu_in_both_cases_and_says_what_they
             "{case}: {rects} rects for {pairs} pairs"
         );
     }
+    // compare tells the pairs and cases apart.
+    let (a, b) = (
+        &records[0]["point"]["cpu"],
+        &records[0]["point"]["peer_cpu"],
+    );
+    let compared = stdout(&["compare", f, f]);
+    for case in ["modified", "clean"] {
+        let row = format!("c2c CPU {a} → local · 64 B · CPU {b} · {case} line");
+        assert!(compared.contains(&row), "{row}\n{compared}");
+    }
     // One case alone: only its records.
     let one = dir.path().join("modified.jsonl");
     stdout(&[

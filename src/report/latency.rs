@@ -352,6 +352,10 @@ pub fn compare(a: &[LatencyRecord], b: &[LatencyRecord], markdown: bool) -> Stri
         if let (Some(mix), Some(delay)) = (p.mix, p.delay_ns) {
             d.push_str(&format!(" · {mix} delay {}", delay_text(delay)));
         }
+        if let Some(peer) = p.peer_cpu {
+            let line = p.line.unwrap_or(crate::latency::record::C2cLine::Modified);
+            d.push_str(&format!(" · CPU {peer} · {line} line"));
+        }
         if p.hugepages != crate::memory::Hugepages::Thp {
             d.push_str(&format!(" · {} pages", p.hugepages));
         }
