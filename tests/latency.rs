@@ -436,7 +436,7 @@ fn core_to_core_latency_pairs_every_allowed_cpu_in_both_cases_and_says_what_they
     );
     let compared = stdout(&["compare", f, f]);
     for case in ["modified", "clean"] {
-        let row = format!("c2c CPU {a} → local · 64 B · CPU {b} · {case} line");
+        let row = format!("c2c CPU {a} ↔ CPU {b} · {case} line");
         assert!(compared.contains(&row), "{row}\n{compared}");
     }
     // One case alone: only its records.

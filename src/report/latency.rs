@@ -342,6 +342,11 @@ pub fn plots(records: &[LatencyRecord]) -> Vec<super::Plot> {
 pub fn compare(a: &[LatencyRecord], b: &[LatencyRecord], markdown: bool) -> String {
     let describe = |r: &LatencyRecord| {
         let p = &r.point;
+        // A core-to-core point is a pair and a case; its memory is one line.
+        if let Some(peer) = p.peer_cpu {
+            let line = p.line.unwrap_or(crate::latency::record::C2cLine::Modified);
+            return format!("c2c CPU {} ↔ CPU {peer} · {line} line", p.cpu);
+        }
         let mut d = format!(
             "{} CPU {} → {} · {}",
             p.study.name(),
@@ -351,10 +356,6 @@ pub fn compare(a: &[LatencyRecord], b: &[LatencyRecord], markdown: bool) -> Stri
         );
         if let (Some(mix), Some(delay)) = (p.mix, p.delay_ns) {
             d.push_str(&format!(" · {mix} delay {}", delay_text(delay)));
-        }
-        if let Some(peer) = p.peer_cpu {
-            let line = p.line.unwrap_or(crate::latency::record::C2cLine::Modified);
-            d.push_str(&format!(" · CPU {peer} · {line} line"));
         }
         if p.hugepages != crate::memory::Hugepages::Thp {
             d.push_str(&format!(" · {} pages", p.hugepages));
