@@ -136,7 +136,7 @@ pub fn measure<T>(
 /// `b` to answer with the next even one, so every hop moves the line from
 /// one core's cache to the other's, read for ownership. `a` times chunks of
 /// round trips; a hop is half of one.
-pub fn pingpong<T>(
+fn pingpong<T>(
     a: usize,
     b: usize,
     time: Duration,
@@ -171,7 +171,7 @@ const CLEAN_LINES: usize = 64;
 /// `a` flushes [`CLEAN_LINES`] lines from every cache, `b` reads them (so
 /// it alone holds them, unmodified), and `a` times a dependent chase
 /// through them in random order. A sample is the chase's time per load.
-pub fn shared_read<T>(
+fn shared_read<T>(
     a: usize,
     b: usize,
     time: Duration,
