@@ -167,16 +167,18 @@ fn ranks_source(
 /// first). The run becomes one record, the same shape as a sweep's, so
 /// that `report` and `compare` read it.
 pub(crate) fn open_run_output(path: &std::path::Path) -> Result<crate::results::file::ResultsFile> {
-    use crate::results::file::ResultsFile;
-    if !path.exists() {
-        return ResultsFile::create(path).map_err(|e| common::file_error(e, "--output"));
-    }
-    let (file, torn) = ResultsFile::resume(path).map_err(|e| common::file_error(e, "--output"))?;
+    use crate::results::file::{ResultsFile, parse_record};
+    let (mut file, torn) =
+        ResultsFile::open_or_create(path, |text| parse_record(text).map(|r| r.point.key()))
+            .map_err(|e| common::file_error(e, "--output"))?;
     if let Some(line) = torn {
         crate::say!(
             "membw: {}: dropped line {line}, cut short by an earlier crash or full disk",
             path.display()
         );
+    }
+    for notice in file.notices.drain(..) {
+        crate::say!("membw: {}: {notice}", path.display());
     }
     Ok(file)
 }

@@ -102,6 +102,9 @@ impl<P: Keyed + Serialize, D: Serialize> Session<P, D> {
                     file.path.display()
                 ))
             })?;
+            for notice in file.notices.drain(..) {
+                crate::say!("membw: {}: {notice}", file.path.display());
+            }
         }
         self.records.push(record);
         Ok(self.stop.signal().is_none())

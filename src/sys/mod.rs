@@ -4,9 +4,11 @@
 //! callers above this module see only safe functions.
 
 mod load;
+mod lock;
 mod memory;
 
 pub use load::*;
+pub use lock::*;
 pub use memory::*;
 
 use std::io;
