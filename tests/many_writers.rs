@@ -56,12 +56,30 @@ fn eight_processes_appending_fifty_records_each_lose_none() {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
-        assert_eq!(whole_records(&file).len(), WRITERS * RECORDS, "round {round}");
-        common::membw()
-            .args(["report", file.to_str().unwrap()])
-            .assert()
-            .success();
+        assert_eq!(
+            whole_records(&file).len(),
+            WRITERS * RECORDS,
+            "round {round}"
+        );
     }
+    // One point recorded 400 times reports as one point of 400 runs.
+    let out = common::membw()
+        .args(["report", "--format", "jsonl"])
+        .arg(dir.path().join("shared-0.jsonl"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let pooled: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(pooled.len(), 1, "{text}");
+    assert_eq!(
+        pooled[0]["runs"].as_array().unwrap().len(),
+        WRITERS * RECORDS
+    );
+    assert_eq!(pooled[0]["stats"]["triad"]["n"], WRITERS * RECORDS);
 }
 
 #[test]
@@ -71,11 +89,19 @@ fn a_resumed_sweep_keeps_every_line_that_other_writers_append_meanwhile() {
     let f = file.to_str().unwrap();
     let sweep = |resume: bool| {
         let mut cmd = common::membw_process();
-        cmd.args(["sweep", "--fake-source", "4", "--threads", "1", "--ntimes", "2"])
-            .args(["--kernels", "triad", "--sizes", "64KiB..16MiB"])
-            .args([if resume { "--resume" } else { "-o" }, f])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+        cmd.args([
+            "sweep",
+            "--fake-source",
+            "4",
+            "--threads",
+            "1",
+            "--ntimes",
+            "2",
+        ])
+        .args(["--kernels", "triad", "--sizes", "64KiB..16MiB"])
+        .args([if resume { "--resume" } else { "-o" }, f])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
         cmd
     };
     // A sweep stopped after three of its nine points, by a kill mid-write.
@@ -140,6 +166,10 @@ fn eight_independent_mpi_ranks_appending_lose_none() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert_eq!(whole_records(&file).len(), WRITERS * RECORDS, "round {round}");
+        assert_eq!(
+            whole_records(&file).len(),
+            WRITERS * RECORDS,
+            "round {round}"
+        );
     }
 }

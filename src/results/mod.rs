@@ -4,12 +4,14 @@
 //! report renderers and `compare` only read these types. The JSON forms are
 //! documented in the README and versioned by [`SCHEMA_VERSION`].
 
+mod append;
 pub mod estimate;
 pub mod file;
 pub mod latency;
 pub mod measurement;
 mod peak;
 mod point;
+mod pooled;
 pub mod ranks;
 pub mod read;
 pub mod settings;

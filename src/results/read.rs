@@ -23,7 +23,9 @@ pub const MAX_DOCUMENT: u64 = 32 << 20;
 pub enum Document {
     /// One `membw run --json` document.
     Run(Box<RunReport>),
-    /// Bandwidth records (`sweep`, `tune`, `run -o`), in file order.
+    /// Bandwidth records (`sweep`, `tune`, `run -o`), in file order, one
+    /// per point and host: a point recorded again adds its runs to the
+    /// first record of it.
     Bandwidth(Vec<Record>),
     /// Latency records (`latency -o`), in file order.
     Latency(Vec<LatencyRecord>),
@@ -102,7 +104,9 @@ pub fn read(path: &Path) -> Result<Read, FileError> {
         let items = records_from(&mut lines, &first, latency::parse)?;
         (Document::Latency(items.items), items.torn)
     } else {
-        let items = records_from(&mut lines, &first, parse_record)?;
+        let mut by_point = super::pooled::ByPoint::new();
+        collect_from(&mut lines, &first, parse_record, &mut by_point)?;
+        let items = by_point.finish();
         (Document::Bandwidth(items.items), items.torn)
     };
     if document.is_empty() {
@@ -137,10 +141,21 @@ fn records_from<R: std::io::Read, T>(
         items: Vec::new(),
         torn: None,
     };
-    if take_line(lines, &parse, &first.0, first.1, &mut out)? {
-        parse_lines(lines, parse, &mut out)?;
-    }
+    collect_from(lines, first, parse, &mut out)?;
     Ok(out)
+}
+
+/// [`records_from`] into any collector.
+fn collect_from<R: std::io::Read, T>(
+    lines: &mut LineReader<R>,
+    first: &(String, bool),
+    parse: impl Fn(&str) -> Result<T, String>,
+    out: &mut impl super::file::Collect<T>,
+) -> Result<(), FileError> {
+    if take_line(lines, &parse, &first.0, first.1, out)? {
+        parse_lines(lines, parse, out)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
