@@ -267,6 +267,25 @@ fn every_output_block_is_a_sample_or_says_where_it_was_recorded() {
     }
 }
 
+/// A tool other than membw that a sample's command starts and this host
+/// lacks, with its Debian package.
+fn missing_tool(cmd: &str) -> Option<(&'static str, &'static str)> {
+    const TOOLS: [(&str, &str); 3] = [
+        ("numactl", "numactl"),
+        ("taskset", "util-linux"),
+        ("hwloc-ls", "hwloc"),
+    ];
+    TOOLS.into_iter().find(|(tool, _)| {
+        cmd.split(|c: char| c.is_whitespace() || c == '|' || c == ';')
+            .any(|word| word == *tool)
+            && !std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .stdout(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+    })
+}
+
 #[test]
 fn samples_have_the_structure_the_binary_prints_today() {
     // Numbers may differ (this is another machine, another moment); the
@@ -284,6 +303,13 @@ fn samples_have_the_structure_the_binary_prints_today() {
     for (page, cmd, body) in samples {
         if !mbind && needs_mbind(&cmd) {
             common::skip(format!("no mbind under qemu-user: {cmd}"));
+            continue;
+        }
+        if let Some((tool, package)) = missing_tool(&cmd) {
+            common::unavailable(
+                format!("{tool} not installed (Debian package {package}): {cmd}"),
+                format!(".ci/run must install Debian package {package}"),
+            );
             continue;
         }
         let out = std::process::Command::new("bash")

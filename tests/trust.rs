@@ -190,8 +190,10 @@ fn a_check_on_a_busy_node_gives_no_verdict_but_shows_its_figures() {
     let _hog = Competitor::on(1);
     // A peak no node reaches: the rates fall short, and the other work on
     // CPU 1 is why, so there is no verdict (exit 2), not "unhealthy" (1).
+    // Arrays past the caches (check refuses cache-resident ones).
+    let size = common::dram_elements(32_000_000);
     let check = [
-        "check", "--peak", "10TB/s", "--size", "32M", "--ntimes", "3", "--budget", "1s",
+        "check", "--peak", "10TB/s", "--size", &size, "--ntimes", "3", "--budget", "1s",
     ];
     let out = common::membw()
         .args(check)
@@ -242,7 +244,7 @@ fn a_check_on_a_busy_node_gives_no_verdict_but_shows_its_figures() {
     let file = dir.path().join("b.json");
     let out = common::membw()
         .args([
-            "baseline", "--size", "32M", "--ntimes", "5", "--rounds", "2", "-o",
+            "baseline", "--size", &size, "--ntimes", "5", "--rounds", "2", "-o",
         ])
         .arg(&file)
         .output()

@@ -420,8 +420,17 @@ pub(crate) fn refuse_device(
     measure: &crate::plan::Measure,
     what: &str,
 ) -> Result<()> {
+    // What the target is does not depend on sizes or CPU settings: asked
+    // with the backend's defaults, so that a size from this host's caches
+    // (past the simulated device's memory) cannot hide the answer.
+    let neutral = crate::plan::Measure {
+        elements: None,
+        isa: None,
+        hugepages: crate::memory::Hugepages::Auto,
+        ..measure.clone()
+    };
     let settings = crate::plan::Settings::new(
-        measure,
+        &neutral,
         crate::placement::Request {
             spec: crate::placement::Spec::Default,
             threads: None,

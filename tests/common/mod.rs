@@ -238,3 +238,13 @@ pub fn slow_tests(suite: &str) -> bool {
     ));
     false
 }
+
+/// An array length (elements, as `--size` takes it) at which STREAM's three
+/// arrays are at least four times the caches of every CPU this process may
+/// use (STREAM's rule), and never under `floor`: a size that is DRAM on a
+/// 32 MiB L3 sits in a 300 MiB one.
+pub fn dram_elements(floor: u64) -> String {
+    let topo = Topology::live().unwrap();
+    let caches = topo.cache_sum(&topo.allowed_cpus).0;
+    (4 * caches / (3 * 8) + 1).max(floor).to_string()
+}
