@@ -42,6 +42,9 @@ pub struct Plan {
     /// could last no longer than the team's barriers on a big node. Arrays
     /// that leave the caches keep STREAM's one pass per repetition.
     pub calibrate: bool,
+    /// Set when the arrays fit in four times the caches of the CPUs used:
+    /// what runs measures the caches (STREAM's rule). None for a device.
+    pub in_caches: Option<crate::results::measurement::InCaches>,
 }
 
 impl Plan {
@@ -224,9 +227,11 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         return Err(Error::about(Input::Kernels, "no kernel selected"));
     }
     let arrays = crate::kernels::arrays_used(&kernels).len() as u64;
-    let cached = elements as u64 * ELEMENT_BYTES * arrays < 4 * topo.cache_sum(&used).0;
+    let in_caches =
+        crate::results::measurement::InCaches::of(elements as u64, arrays, topo.cache_sum(&used).0);
     let plan = Plan {
-        calibrate: s.working_set.is_some() && cached,
+        calibrate: s.working_set.is_some() && in_caches.is_some(),
+        in_caches,
         elements,
         ntimes: s.measure.ntimes,
         kernels,
@@ -285,6 +290,7 @@ pub fn placement_only(
         mem,
         inner_repeats: 1,
         calibrate: false,
+        in_caches: None,
     })
 }
 

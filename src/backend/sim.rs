@@ -152,6 +152,7 @@ impl Backend for SimDevice {
             inner_repeats,
             // A device's memory has no host caches to stay in.
             calibrate: false,
+            in_caches: None,
         };
         Ok(Prepared {
             plan,

@@ -120,6 +120,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
         &results,
     ));
     Measurement {
+        in_caches: None,
         array_elements: elements,
         bytes_per_array: elements * element_bytes,
         arrays: 3,

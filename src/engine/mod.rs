@@ -119,6 +119,11 @@ impl<'a> Engine<'a> {
         plan: &Plan,
         rates: impl IntoIterator<Item = (crate::kernels::KernelId, f64)>,
     ) -> Option<PeakUse> {
+        // Rates of the caches are no share of the memory's peak.
+        let rates: Vec<_> = match plan.in_caches {
+            Some(_) => Vec::new(),
+            None => rates.into_iter().collect(),
+        };
         match plan.target.device() {
             Some(device) => Some(PeakUse::new(device.peak()?, self.topo, &[], rates)),
             None => Some(PeakUse::new(

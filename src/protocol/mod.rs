@@ -232,14 +232,20 @@ fn measure_with(
         barrier_us: d.barrier_s.map(|s| s * 1e6),
     };
     let mut warnings = observed.warnings;
+    // A cache-sized point calibrated by time is meant to be in the caches.
+    if let Some(c) = plan.in_caches.filter(|_| !plan.calibrate) {
+        warnings.push(c.warning());
+    }
     if min_time.is_finite() && (timer.min_kernel_ticks < MIN_TICKS || min_time < MIN_KERNEL_SECONDS)
     {
         let factor = (MIN_KERNEL_SECONDS * 10.0 / min_time).ceil() as u64;
+        // Never a size that still sits in the caches.
+        let stream = plan.in_caches.map_or(0, |c| c.stream_elements);
         warnings.push(format!(
             "the shortest kernel took {:.1} us ({:.0} clock ticks); results below ~1 ms are unreliable: use arrays of at least {} elements",
             min_time * 1e6,
             timer.min_kernel_ticks,
-            plan.elements as u64 * factor.max(2)
+            (plan.elements as u64 * factor.max(2)).max(stream)
         ));
     }
     for t in &observed.threads {
@@ -312,6 +318,7 @@ pub fn planned(
     timer: TimerCheck,
 ) -> Measurement {
     Measurement {
+        in_caches: plan.in_caches,
         array_elements: plan.elements as u64,
         bytes_per_array: plan.elements as u64 * ELEMENT_BYTES,
         arrays: plan.arrays_needed().len(),

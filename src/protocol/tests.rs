@@ -86,6 +86,7 @@ fn small_plan(kernels: Vec<KernelId>, stores: StoreMode) -> Plan {
         mem: MemPolicy::default(),
         inner_repeats: 1,
         calibrate: false,
+        in_caches: None,
     }
 }
 

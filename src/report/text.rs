@@ -348,9 +348,13 @@ fn stability(m: &Measurement) -> String {
 fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> String {
     let mut o = String::new();
     let counted = m.ntimes.saturating_sub(1);
+    let what = match m.in_caches {
+        Some(_) => "; cache bandwidth: the arrays fit in the caches",
+        None => "",
+    };
     let _ = writeln!(
         o,
-        "Summary (GB/s = 10^9 B/s, best of {counted} timed repetitions):"
+        "Summary (GB/s = 10^9 B/s, best of {counted} timed repetitions{what}):"
     );
     for r in &m.results {
         let _ = write!(
@@ -363,7 +367,8 @@ fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> St
         if let Some(p) = peak.and_then(|p| p.percent_of_peak.get(r.kernel.spec().name)) {
             let _ = write!(o, "   {p:>5.1} % of peak");
         }
-        if r.dram_bytes_per_element != r.bytes_per_element {
+        // In the caches no write-allocate line goes to the memory bus.
+        if r.dram_bytes_per_element != r.bytes_per_element && m.in_caches.is_none() {
             let _ = write!(
                 o,
                 "   {:.2} GB/s on the bus with write-allocate ({} B/elem, not {})",

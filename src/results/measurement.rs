@@ -157,6 +157,10 @@ pub struct TimerCheck {
 /// The result of one run: what was measured, and how it was set up.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Measurement {
+    /// Set when the arrays fit in four times the caches of the CPUs used
+    /// (STREAM's rule): the rates are the caches', not the memory's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_caches: Option<InCaches>,
     /// Elements and bytes per array, and repetitions: absent where unknown
     /// (another program that did not print them), never 0.
     #[serde(default, skip_serializing_if = "super::is_zero_u64")]
@@ -403,4 +407,40 @@ pub fn add_spread_finding(
         .findings
         .extend(crate::trust::spread_finding(spreads));
     interference.findings.clone()
+}
+
+/// Arrays under four times the caches of the CPUs that use them, STREAM's
+/// rule for measuring memory: what ran measured the caches.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct InCaches {
+    /// Bytes of all arrays.
+    pub arrays_bytes: u64,
+    /// Bytes of every cache level that serves the CPUs used.
+    pub cache_bytes: u64,
+    /// The array length (elements) from which STREAM's rule holds.
+    pub stream_elements: u64,
+}
+
+impl InCaches {
+    /// The fact, when `arrays` arrays of `elements` elements fit in four
+    /// times `cache_bytes`.
+    pub fn of(elements: u64, arrays: u64, cache_bytes: u64) -> Option<InCaches> {
+        let arrays = arrays.max(1);
+        let arrays_bytes = elements * crate::units::ELEMENT_BYTES * arrays;
+        (arrays_bytes < 4 * cache_bytes).then(|| InCaches {
+            arrays_bytes,
+            cache_bytes,
+            stream_elements: (4 * cache_bytes).div_ceil(crate::units::ELEMENT_BYTES * arrays),
+        })
+    }
+
+    /// What a reader is told, once.
+    pub fn warning(&self) -> String {
+        format!(
+            "cache bandwidth, not memory: the arrays ({}) fit in 4 × the {} of caches serving these CPUs; STREAM's rule (arrays ≥ 4 × the caches) for memory needs --size {} or more (elements per array)",
+            crate::units::Bytes(self.arrays_bytes),
+            crate::units::Bytes(self.cache_bytes),
+            self.stream_elements
+        )
+    }
 }

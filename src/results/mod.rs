@@ -340,9 +340,20 @@ impl Record {
         self.stats.get(&kernel).map(|s| s.mean)
     }
 
-    /// The mean best rate as a percentage of the peak of the sockets used.
+    /// The mean best rate as a percentage of the peak of the sockets used;
+    /// none for a point whose arrays sit in the caches.
     pub fn percent_of_peak(&self, kernel: KernelId) -> Option<f64> {
+        if self.in_caches() {
+            return None;
+        }
         Some(100.0 * self.mean(kernel)? / self.peak_gb_s?)
+    }
+
+    /// Whether the point's working set per thread is under four times the
+    /// caches per thread (STREAM's rule): a rate of the caches.
+    pub fn in_caches(&self) -> bool {
+        let caches: u64 = self.cache_per_thread.values().sum();
+        caches > 0 && self.point.working_set_per_thread < 4 * caches
     }
 
     /// Why the point cannot be trusted: the first finding of the tick

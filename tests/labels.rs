@@ -1,0 +1,78 @@
+//! Labels that say what happened: a point whose arrays sit in the caches is
+//! reported as cache bandwidth, with no share of the memory's peak and no
+//! bus traffic, and the size that STREAM's rule asks for.
+
+mod common;
+
+use common::stdout;
+use serde_json::Value;
+
+/// 10k elements: three arrays of 80 KB, in 4 × the caches of any CPU.
+const IN_CACHES: [&str; 8] = [
+    "run", "--size", "10k", "--ntimes", "3", "--peak", "100GB/s", "--stores",
+];
+
+#[test]
+fn arrays_in_the_caches_are_cache_bandwidth_with_no_share_of_the_memory_peak() {
+    let mut args = IN_CACHES.to_vec();
+    args.push("regular");
+    let out = common::membw().args(&args).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!text.contains("% of peak"), "{text}");
+    assert!(!text.contains("on the bus with write-allocate"), "{text}");
+    assert!(
+        text.contains("cache bandwidth: the arrays fit in the caches"),
+        "{text}"
+    );
+    // The warning names STREAM's rule and a size that satisfies it.
+    let warning = stderr
+        .lines()
+        .find(|l| l.contains("cache bandwidth, not memory"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(warning.contains("4 × the caches"), "{warning}");
+    let size: u64 = warning
+        .split("--size ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{warning}"));
+    args.extend(["--format", "json"]);
+    let doc: Value = serde_json::from_str(&stdout(&args)).unwrap();
+    let fact = &doc["measurement"]["in_caches"];
+    let caches = fact["cache_bytes"].as_u64().unwrap();
+    assert_eq!(fact["stream_elements"].as_u64(), Some(size));
+    // Three arrays of that size are 4 × the caches, one element fewer less.
+    assert!(size * 24 >= 4 * caches && (size - 1) * 24 < 4 * caches);
+    assert_eq!(doc["peak"]["percent_of_peak"], serde_json::json!({}));
+}
+
+#[test]
+fn a_size_sweep_shows_no_share_of_the_peak_where_the_working_set_is_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sizes.jsonl");
+    let f = file.to_str().unwrap();
+    stdout(&[
+        "sweep",
+        "--fake-source",
+        "4",
+        "--threads",
+        "1",
+        "--kernels",
+        "triad",
+        "--peak",
+        "100GB/s",
+        "--working-sets",
+        "16KiB",
+        "--ntimes",
+        "2",
+        "-o",
+        f,
+    ]);
+    let csv = stdout(&["report", f, "--format", "csv"]);
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let column = header.iter().position(|h| *h == "percent_of_peak").unwrap();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(row[column], "", "{csv}");
+}
