@@ -89,7 +89,7 @@ fn membw_exec_runs_a_stream_build_pinned_and_verified() {
         "{out}"
     );
     assert!(
-        out.contains("GB/s (mean ± 95 % CI of 2 runs)") && out.contains("triad"),
+        out.contains("GB/s (mean ± 95 % CI, n = 2 runs)") && out.contains("triad"),
         "{out}"
     );
     assert!(

@@ -76,3 +76,45 @@ fn a_size_sweep_shows_no_share_of_the_peak_where_the_working_set_is_cached() {
     let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
     assert_eq!(row[column], "", "{csv}");
 }
+
+#[test]
+fn markdown_and_html_say_what_the_interval_is_and_a_markdown_run_keeps_stores_and_trust() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let f = file.to_str().unwrap();
+    stdout(&[
+        "sweep",
+        "--fake-source",
+        "4",
+        "--threads",
+        "1,2",
+        "--kernels",
+        "triad",
+        "--ntimes",
+        "3",
+        "--repeat",
+        "3",
+        "-o",
+        f,
+    ]);
+    let md = stdout(&["report", f, "--format", "markdown"]);
+    assert!(md.contains("mean ± 95 % CI (n = 3 runs per point)"), "{md}");
+    let html = dir.path().join("r.html");
+    stdout(&["report", f, "--html", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("mean ± 95 % CI (n = 3 runs per point)"),
+        "{page}"
+    );
+    let run = stdout(&[
+        "run", "--size", "2M", "--ntimes", "3", "--format", "markdown",
+    ]);
+    assert!(
+        run.contains("- **kernels**: ") && run.contains(" stores"),
+        "{run}"
+    );
+    assert!(
+        run.contains("- **trusted**: ") || run.contains("- **NOT TRUSTED**: "),
+        "{run}"
+    );
+}

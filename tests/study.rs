@@ -55,7 +55,7 @@ fn quality_sweep(dir: &Path) -> std::path::PathBuf {
     ]));
     assert!(printed.contains("Reproduce it:"), "{printed}");
     assert!(
-        printed.contains("triad GB/s") && printed.contains("mean ± its 95 % confidence interval"),
+        printed.contains("triad GB/s") && printed.contains("mean ± 95 % CI (n = "),
         "{printed}"
     );
     for line in printed.lines() {

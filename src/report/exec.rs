@@ -45,12 +45,12 @@ pub fn text(view: &ExecView) -> String {
             kept.join(" ")
         );
     }
-    let _ = writeln!(
-        o,
-        "\n  kernel   GB/s (mean ± 95 % CI of {} run{})    min      max",
-        r.runs.len(),
-        if r.runs.len() == 1 { "" } else { "s" }
-    );
+    // One run has no interval: the header says what the column holds.
+    let header = match r.runs.len() {
+        1 => "GB/s (1 run: no interval)".to_string(),
+        n => format!("GB/s (mean ± 95 % CI, n = {n} runs)"),
+    };
+    let _ = writeln!(o, "\n  kernel   {header:<31}  min      max");
     if r.stats.is_empty() {
         let _ = writeln!(o, "  (no rates: see the error)");
     }

@@ -36,10 +36,40 @@ pub fn run(report: &RunReport) -> String {
             r.max_time_s
         );
     }
+    let _ = writeln!(o);
+    if let (Some(isa), Some(stores)) = (m.isa, m.stores) {
+        let reason = &report.request.stores_reason;
+        let why = if reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({reason})")
+        };
+        let _ = writeln!(o, "- **kernels**: {isa} ISA, {stores} stores{why}");
+    }
+    let validated = match m.validation.passed {
+        true => "validates",
+        false => "FAILED validation",
+    };
+    let _ = writeln!(o, "- **validation**: {validated}");
+    if let Some(i) = &m.interference {
+        match i.clean() {
+            true => {
+                let _ = writeln!(o, "- **trusted**: {}", i.quiet_line());
+            }
+            false => {
+                for finding in &i.findings {
+                    let _ = writeln!(o, "- **NOT TRUSTED**: {finding}");
+                }
+            }
+        }
+    }
+    if let Some(c) = &m.in_caches {
+        let _ = writeln!(o, "- **{}**", c.warning());
+    }
     if let Some(p) = &report.peak {
         let _ = writeln!(
             o,
-            "\nTheoretical peak of the sockets used: {:.1} GB/s",
+            "- **theoretical peak** of the sockets used: {:.1} GB/s",
             p.used_gb_s
         );
     }

@@ -52,7 +52,7 @@ impl Varies {
             parts.push(format!("mem {}", r.point.mem_text()));
         }
         if self.stores {
-            parts.push(format!("{} stores", r.point.stores));
+            parts.push(format!("{} stores", r.stores_label()));
         }
         if !with_threads && self.threads {
             parts.push(crate::units::plural(r.point.threads, "thread"));
@@ -155,7 +155,8 @@ pub fn threads_plot(records: &[Record], kernel: KernelId) -> Option<String> {
             "{} bandwidth vs threads",
             kernel.spec().label.trim_end_matches(':')
         );
-        let mut chart = counted_x_chart(&root, &title, "threads", x_max, y_max, true)?;
+        let mut chart =
+            counted_x_chart(&root, &title, ("threads", RATE_WITH_CI), x_max, y_max, true)?;
         draw_series(&mut chart, &series)?;
         match peak {
             Some((p, true)) => {
@@ -243,7 +244,7 @@ pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
             ),
             (
                 "working set per thread (all arrays), log scale",
-                "GB/s (10^9 B/s)",
+                RATE_WITH_CI,
             ),
             &series,
             &caches,

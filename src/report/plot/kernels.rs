@@ -109,15 +109,21 @@ pub fn kernels_plot(records: &[Record]) -> Option<String> {
             let name = kernel.spec().name;
             let mut chart = match axis {
                 Axis::Threads(x_max) => {
-                    let mut chart =
-                        counted_x_chart(panel, name, "threads", x_max, top * 1.15, false)?;
+                    let mut chart = counted_x_chart(
+                        panel,
+                        name,
+                        ("threads", RATE_WITH_CI),
+                        x_max,
+                        top * 1.15,
+                        false,
+                    )?;
                     draw_series(&mut chart, &series)?;
                     chart
                 }
                 Axis::Sizes(lo, hi) => size_axis_chart(
                     panel,
                     name,
-                    ("working set per thread", "GB/s"),
+                    ("working set per thread", RATE_WITH_CI),
                     &series,
                     &caches,
                     (lo, hi, YAxis::Linear(top * 1.15)),
@@ -190,7 +196,7 @@ pub fn kernels_bars(records: &[Record]) -> Option<String> {
             &root,
             "every kernel, by configuration",
             (-0.5..kernels.len() as f64 - 0.5, 0.0..y_max),
-            ("kernel", "GB/s (10^9 B/s)"),
+            ("kernel", RATE_WITH_CI),
             Some((kernels.len(), &tick)),
             None,
             true,

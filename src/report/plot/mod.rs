@@ -58,12 +58,17 @@ pub(super) type Chart<'a, 'b> = ChartContext<
     Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
 >;
 
+/// The y axis of a plot whose points are means with error bars: what the
+/// bars are, on the plot itself.
+pub(super) const RATE_WITH_CI: &str = "GB/s (10^9 B/s): mean, bars its 95 % CI";
+
 /// A white chart with membw's frame: the title, a count (threads, nodes)
-/// from 1 to `x_max` on x with integer ticks, GB/s from 0 to `y_max` on y.
+/// from 1 to `x_max` on x with integer ticks, GB/s (`y_desc`) from 0 to
+/// `y_max` on y.
 pub(super) fn counted_x_chart<'a, 'b>(
     root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
     title: &str,
-    x_desc: &str,
+    (x_desc, y_desc): (&str, &str),
     x_max: f64,
     y_max: f64,
     legend_room: bool,
@@ -72,7 +77,7 @@ pub(super) fn counted_x_chart<'a, 'b>(
         root,
         title,
         (0.5..x_max, 0.0..y_max),
-        (x_desc, "GB/s (10^9 B/s)"),
+        (x_desc, y_desc),
         Some(((x_max as usize + 1).min(33), &integer_tick)),
         None,
         legend_room,

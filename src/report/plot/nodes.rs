@@ -121,7 +121,14 @@ pub fn aggregate_plot(points: &[(usize, f64)], kernel: KernelId) -> Option<Strin
             "{} aggregate vs nodes",
             kernel.spec().label.trim_end_matches(':')
         );
-        let mut chart = counted_x_chart(&root, &title, "nodes", x_max, y_max, false)?;
+        let mut chart = counted_x_chart(
+            &root,
+            &title,
+            ("nodes", "GB/s (10^9 B/s)"),
+            x_max,
+            y_max,
+            false,
+        )?;
         chart
             .draw_series(LineSeries::new(
                 sorted.iter().map(|p| (p.0 as f64, p.1)),

@@ -9,6 +9,11 @@ use std::fmt::Write;
 /// The results section of a study's HTML page.
 pub fn html(records: &[Record], kernel: KernelId) -> String {
     let mut out = results_table(records, kernel).html();
+    let _ = writeln!(
+        out,
+        "<p class=\"legend\">{}</p>",
+        escape(&legend(records)).replace('\n', "<br>\n")
+    );
     let findings = numa_findings(records, kernel);
     if !findings.is_empty() {
         out.push_str("<ul>\n");

@@ -68,11 +68,13 @@ pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
     counts.sort_unstable();
     counts.dedup();
     let runs = match counts.as_slice() {
-        [n] => format!("the best rates of {}", plural(*n, "run")),
-        _ => "the runs' best rates (runs: how many)".into(),
+        [1] => "n = 1 run per point: no interval".to_string(),
+        [n] => format!("n = {n} runs per point"),
+        _ => "n = the runs column".into(),
     };
-    let mut legend =
-        format!("GB/s: mean ± its 95 % confidence interval, of {runs}, then their min and max\n");
+    let mut legend = format!(
+        "GB/s: mean ± 95 % CI ({runs}) of the runs' best rates, then their min and max; sd in the CSV (sd_gb_s) and JSON (stats)\n"
+    );
     legend.push_str(if records.iter().all(|r| r.point.device().is_some()) {
         "set/device: bytes of all arrays on the device · % peak: of the device's own peak"
     } else if records.iter().any(|r| r.point.device().is_some()) {
@@ -441,6 +443,9 @@ pub fn markdown(records: &[Record], kernel: KernelId, plots: &[(String, String)]
         "\n## Results\n\n{}",
         results_table(records, kernel).markdown()
     );
+    for line in legend(records).lines() {
+        let _ = writeln!(out, "_{line}_  ");
+    }
     for line in numa_findings(records, kernel) {
         let _ = writeln!(out, "- {line}");
     }
