@@ -145,10 +145,15 @@ pub fn text(v: &TuneView) -> String {
         );
     }
     if v.baseline {
-        let _ = writeln!(
-            o,
-            "  that is one thread on every core: no subset of cores does better here"
-        );
+        // A conclusion only where the race decided one.
+        let claim = match v.decision {
+            Decision::Resolved => "no subset of cores does better here",
+            Decision::Tied => "the subsets within the noise of it do as well, none better",
+            Decision::NotResolved | Decision::Busy => {
+                "whether a subset of cores does better is not resolved"
+            }
+        };
+        let _ = writeln!(o, "  that is one thread on every core: {claim}");
     } else if let Some((b, c)) = &v.versus_baseline {
         let base = b.mean(v.kernel).unwrap_or(0.0);
         let verdict = match c.change {
@@ -187,4 +192,48 @@ pub fn text(v: &TuneView) -> String {
         );
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_thread_on_every_core_claims_nothing_unless_the_race_decided() {
+        let best = crate::report::study::tests::cell(0, 0, 23.18);
+        let ranked = [(&best, 23.18)];
+        let view = |decision| TuneView {
+            kernel: KernelId::Triad,
+            ranked: &ranked,
+            tried: 2,
+            candidates: 2,
+            elapsed: Duration::from_secs(1),
+            budget: Duration::from_secs(60),
+            decision,
+            looks: 1,
+            level: 0.99,
+            runner_up: None,
+            baseline: true,
+            versus_baseline: None,
+            mpi_map: None,
+            busy_runs: (0, 4),
+        };
+        for (decision, said) in [
+            (Decision::Resolved, "no subset of cores does better here"),
+            (
+                Decision::NotResolved,
+                "whether a subset of cores does better is not resolved",
+            ),
+            (
+                Decision::Busy,
+                "whether a subset of cores does better is not resolved",
+            ),
+        ] {
+            let out = text(&view(decision));
+            assert!(out.contains(said), "{out}");
+            if decision != Decision::Resolved {
+                assert!(!out.contains("does better here"), "{out}");
+            }
+        }
+    }
 }

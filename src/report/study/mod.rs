@@ -472,4 +472,4 @@ pub use table::{Table, escape};
 pub use compare::compare;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

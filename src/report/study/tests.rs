@@ -2,7 +2,7 @@ use super::*;
 use crate::plan::StoresRequest;
 use crate::results::{Bandwidth, Host, NumaCell, Point, Stats};
 
-fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
+pub(crate) fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
     let host = Host {
         hostname: "h".into(),
         cpu_model: None,
