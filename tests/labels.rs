@@ -118,3 +118,46 @@ fn markdown_and_html_say_what_the_interval_is_and_a_markdown_run_keeps_stores_an
         "{run}"
     );
 }
+
+/// `membw run --json` with a fake source, as from `host` with `cpu`.
+fn node_doc(dir: &std::path::Path, rate: &str, host: &str, cpu: &str) -> std::path::PathBuf {
+    let text = stdout(&["run", "--fake-source", rate, "--format", "json"]);
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    doc["host"]["hostname"] = host.into();
+    doc["host"]["cpu_model"] = cpu.into();
+    let path = dir.join(format!("{host}.json"));
+    std::fs::write(&path, doc.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn a_report_of_unlike_machines_compares_them_and_flags_no_slow_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let x86 = node_doc(dir.path(), "5", "vm", "Intel(R) Xeon(R) Processor");
+    let arm = node_doc(dir.path(), "1", "arm", "Neoverse-V2");
+    let out = common::membw()
+        .arg("report")
+        .args([&x86, &arm])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("Unlike machines, compared side by side: CPU (")
+            && text.contains("Neoverse-V2: arm")
+            && text.contains("Intel(R) Xeon(R) Processor: vm"),
+        "{text}"
+    );
+    assert!(!text.contains("SLOW"), "{text}");
+    assert!(text.contains("Slow nodes: none among like nodes"), "{text}");
+    // Like machines still get their verdict, exit 1.
+    let like = node_doc(dir.path(), "1", "vm2", "Intel(R) Xeon(R) Processor");
+    let third = node_doc(dir.path(), "5", "vm3", "Intel(R) Xeon(R) Processor");
+    let out = common::membw()
+        .arg("report")
+        .args([&x86, &like, &third])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("slow nodes: vm2"));
+}

@@ -51,6 +51,64 @@ pub fn merge(docs: &[(PathBuf, RunReport)], outlier: f64) -> Result<Ranks, Strin
         .ok_or_else(|| "no kernel results in the files".to_string())
 }
 
+/// What makes two nodes' figures comparable as like machines: the CPU,
+/// the sockets, the threads, the ISA and the store mode that ran.
+fn likeness(doc: &RunReport) -> [(&'static str, String); 5] {
+    let m = &doc.measurement;
+    [
+        (
+            "CPU",
+            doc.host
+                .cpu_model
+                .clone()
+                .unwrap_or_else(|| "unknown".into()),
+        ),
+        ("sockets", doc.host.sockets.to_string()),
+        ("threads", m.threads.len().max(1).to_string()),
+        ("ISA", m.isa.map_or("-".into(), |i| i.to_string())),
+        ("stores", m.stores.map_or("-".into(), |s| s.to_string())),
+    ]
+}
+
+/// Each property the documents' nodes differ in, with every value and its
+/// hosts: `CPU (Xeon: a, b; Neoverse-V2: c)`. Empty for like machines.
+fn differences(docs: &[(PathBuf, RunReport)]) -> Vec<String> {
+    let all: Vec<_> = docs.iter().map(|(_, d)| (d, likeness(d))).collect();
+    let mut out = Vec::new();
+    for i in 0..5 {
+        let mut values: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (d, l) in &all {
+            values.entry(&l[i].1).or_default().push(&d.host.hostname);
+        }
+        if values.len() > 1 {
+            let listed: Vec<String> = values
+                .iter()
+                .map(|(v, hosts)| format!("{v}: {}", hosts.join(", ")))
+                .collect();
+            out.push(format!("{} ({})", all[0].1[i].0, listed.join("; ")));
+        }
+    }
+    out
+}
+
+/// The slow hosts found within each group of like nodes (of two or more).
+fn slow_among_like(docs: &[(PathBuf, RunReport)], outlier: f64) -> Result<Vec<String>, String> {
+    let mut groups: BTreeMap<[(&'static str, String); 5], Vec<(PathBuf, RunReport)>> =
+        BTreeMap::new();
+    for (p, d) in docs {
+        groups
+            .entry(likeness(d))
+            .or_default()
+            .push((p.clone(), d.clone()));
+    }
+    let mut slow = Vec::new();
+    for group in groups.values().filter(|g| g.len() > 1) {
+        let ranks = merge(group, outlier)?;
+        slow.extend(ranks.slow_hosts().into_iter().map(String::from));
+    }
+    Ok(slow)
+}
+
 /// `membw report` over run documents: the per-node table (merged files or
 /// one MPI run), or MPI runs by node count, its plots, and the slow nodes
 /// it flagged.
@@ -66,9 +124,23 @@ pub fn document(
     let mut out = String::new();
     let mut svgs: Vec<(String, String)> = Vec::new();
     if mpi.is_empty() {
-        let ranks = merge(docs, outlier)?;
+        let mut ranks = merge(docs, outlier)?;
+        let differ = differences(docs);
+        if !differ.is_empty() {
+            // Unlike machines are compared, not judged against each other:
+            // a node is slow only against the nodes like it.
+            let slow = slow_among_like(docs, outlier)?;
+            for node in &mut ranks.nodes {
+                node.slow = slow.contains(&node.host);
+            }
+            let _ = writeln!(
+                out,
+                "Unlike machines, compared side by side: {}; a slow-node verdict only among nodes alike in these\n",
+                differ.join("; ")
+            );
+        }
         flagged.extend(ranks.slow_hosts().into_iter().map(String::from));
-        out.push_str(&super::ranks::render(&ranks));
+        out.push_str(&super::ranks::render_nodes(&ranks, differ.is_empty()));
         svgs.extend(plot::nodes_plot(&ranks).map(|s| ("nodes.svg".to_string(), s)));
     } else if mpi.len() == docs.len() {
         let kernel = mpi[0].1.kernel;

@@ -6,6 +6,12 @@ use crate::results::ranks::SlowDecision;
 use std::fmt::Write;
 
 pub fn render(r: &Ranks) -> String {
+    render_nodes(r, true)
+}
+
+/// [`render`], saying when the nodes are not alike that the median spans
+/// unlike machines and slow nodes were judged only among like ones.
+pub fn render_nodes(r: &Ranks, alike: bool) -> String {
     let mut o = String::new();
     let kernel = r.kernel.spec().name;
     let hosts = r.nodes.len();
@@ -72,7 +78,7 @@ pub fn render(r: &Ranks) -> String {
         "  {kernel} GB/s: the best repetition (STREAM's); reps mean ± CI: the mean of the counted\n  \
          repetitions and its 95 % interval"
     );
-    o.push_str(&slow_and_untrusted(r));
+    o.push_str(&slow_and_untrusted(r, alike));
     for overlap in &r.overlaps {
         let _ = writeln!(o, "Overlap: {overlap}");
     }
@@ -114,13 +120,22 @@ fn slow_decision_text(host: &str, decision: Option<SlowDecision>, outlier: f64) 
 }
 
 /// The slow nodes' line and decisions, then the nodes NOT TRUSTED.
-fn slow_and_untrusted(r: &Ranks) -> String {
+fn slow_and_untrusted(r: &Ranks, alike: bool) -> String {
     let mut o = String::new();
     let slow = r.slow_hosts();
     let _ = writeln!(
         o,
         "\n{}",
-        if slow.is_empty() {
+        if !alike {
+            match slow.is_empty() {
+                true => "Slow nodes: none among like nodes (of median spans unlike machines: it compares them, it does not judge them)".to_string(),
+                false => format!(
+                    "Slow nodes: {} (below {:.0} % of the median of the nodes like it)",
+                    slow.join(", "),
+                    100.0 * r.outlier
+                ),
+            }
+        } else if slow.is_empty() {
             format!(
                 "Slow nodes: none (every node at {:.0} % of the median or more)",
                 100.0 * r.outlier
