@@ -161,3 +161,31 @@ fn a_report_of_unlike_machines_compares_them_and_flags_no_slow_node() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("slow nodes: vm2"));
 }
+
+#[test]
+fn the_numa_heat_map_marks_cells_measured_beside_other_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("numa.jsonl");
+    let f = file.to_str().unwrap();
+    for (rate, marked) in [("4,busy=40", true), ("4", false)] {
+        let _ = std::fs::remove_file(&file);
+        stdout(&[
+            "sweep",
+            "--fake-source",
+            rate,
+            "--numa-matrix",
+            "single",
+            "--size",
+            "1M",
+            "--ntimes",
+            "2",
+            "-o",
+            f,
+        ]);
+        let plots = dir.path().join(format!("plots-{marked}"));
+        stdout(&["report", f, "--plots", plots.to_str().unwrap()]);
+        let svg = std::fs::read_to_string(plots.join("triad-numa-a.svg")).unwrap();
+        assert_eq!(svg.contains("NOT TRUSTED"), marked, "{svg}");
+        assert_eq!(svg.contains("4.0?"), marked);
+    }
+}

@@ -277,6 +277,12 @@ pub fn numa_plots(records: &[Record], kernel: KernelId) -> Vec<(String, String)>
         if cells.is_empty() {
             continue;
         }
+        let untrusted: Vec<(usize, usize)> = records
+            .iter()
+            .filter(|r| r.untrusted().is_some())
+            .filter_map(|r| r.point.numa.filter(|n| n.all_cores == all_cores))
+            .map(|n| (n.cpu_node, n.mem_node))
+            .collect();
         let title = format!(
             "{} GB/s, CPU node × memory node, {}",
             kernel.spec().label.trim_end_matches(':'),
@@ -286,7 +292,13 @@ pub fn numa_plots(records: &[Record], kernel: KernelId) -> Vec<(String, String)>
                 "one thread"
             }
         );
-        if let Some(svg) = heat_map(&cells, &title, ("CPU node", "memory node"), "GB/s") {
+        if let Some(svg) = heat_map(
+            &cells,
+            &title,
+            ("CPU node", "memory node"),
+            "GB/s",
+            &untrusted,
+        ) {
             out.push((title, svg));
         }
     }

@@ -57,12 +57,15 @@ fn heat_scale(
 /// colour and the table say it): a 128-CPU matrix stays a page wide.
 const NUMBERED: usize = 32;
 
-/// `axes`: what the rows and the columns are (`CPU node`, `memory node`).
+/// `axes`: what the rows and the columns are (`CPU node`, `memory node`);
+/// `untrusted`: cells measured beside other work, outlined in red with a
+/// `?` after their number, and said so under the title.
 pub(crate) fn heat_map(
     cells: &[(usize, usize, f64)],
     title: &str,
     (row_axis, col_axis): (&str, &str),
     unit: &str,
+    untrusted: &[(usize, usize)],
 ) -> Option<String> {
     use plotters::style::text_anchor::{HPos, Pos, VPos};
     let rows: std::collections::BTreeSet<usize> = cells.iter().map(|c| c.0).collect();
@@ -91,7 +94,11 @@ pub(crate) fn heat_map(
         let root =
             SVGBackend::with_string(&mut svg, (width as u32, height as u32)).into_drawing_area();
         root.fill(&WHITE).ok()?;
-        root.draw(&Text::new(title.to_string(), (width / 2, 22), centered(16)))
+        let title = match untrusted.is_empty() {
+            true => title.to_string(),
+            false => format!("{title} · red, ?: NOT TRUSTED"),
+        };
+        root.draw(&Text::new(title, (width / 2, 22), centered(16)))
             .ok()?;
         for &(r, c, v) in cells {
             let x = left + cell * cols.iter().position(|&n| n == c)? as i32;
@@ -102,9 +109,13 @@ pub(crate) fn heat_map(
                 fill.filled(),
             ))
             .ok()?;
+            let doubted = untrusted.contains(&(r, c));
             root.draw(&Rectangle::new(
                 [(x, y), (x + cell, y + cell)],
-                WHITE.stroke_width(1),
+                match doubted {
+                    true => RED.stroke_width(3),
+                    false => WHITE.stroke_width(1),
+                },
             ))
             .ok()?;
             if !numbered {
@@ -112,8 +123,9 @@ pub(crate) fn heat_map(
             }
             // White numbers on the dark cells.
             let ink = if v / max > 0.6 { WHITE } else { BLACK };
+            let mark = if doubted { "?" } else { "" };
             root.draw(&Text::new(
-                format!("{v:.1}"),
+                format!("{v:.1}{mark}"),
                 (x + cell / 2, y + cell / 2),
                 centered(14).color(&ink),
             ))

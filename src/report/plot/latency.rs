@@ -122,6 +122,7 @@ pub fn latency_matrix_plot(cells: &[(usize, usize, f64)]) -> Option<String> {
         "Latency ns per load (p50), CPU node × memory node",
         ("CPU node", "memory node"),
         "ns",
+        &[],
     )
 }
 
@@ -138,5 +139,5 @@ pub fn c2c_plot(
             "Core-to-core latency ns per load (p50), clean line (HIT)"
         }
     };
-    heat_map(cells, title, ("CPU", "CPU"), "ns")
+    heat_map(cells, title, ("CPU", "CPU"), "ns", &[])
 }
