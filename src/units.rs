@@ -151,6 +151,47 @@ pub fn parse_array_size(text: &str) -> Result<ArraySize, String> {
     Ok(size)
 }
 
+/// Both readings of a size whose suffix is a bare `k`, `M`, `G` or `T`
+/// (elements, as STREAM counts, where a user may have meant bytes):
+/// `1G = 10⁹ elements × 8 B = 8 GB per array; for bytes write 1GB`.
+/// None for a plain count or a size with a byte unit.
+pub fn ambiguous_reading(text: &str) -> Option<String> {
+    let t = text.trim();
+    let unit = t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.' || c == '_');
+    let power = match unit.to_ascii_lowercase().as_str() {
+        "k" => "10³",
+        "m" => "10⁶",
+        "g" => "10⁹",
+        _ => return None,
+    };
+    let elements = parse_array_size(t).ok()?.elements();
+    let count = match &t[..t.len() - unit.len()] {
+        "1" => power.to_string(),
+        n => format!("{n} × {power}"),
+    };
+    Some(format!(
+        "{t} = {count} elements × 8 B = {} per array; for bytes write {t}B",
+        decimal_bytes(elements * ELEMENT_BYTES)
+    ))
+}
+
+/// Bytes in decimal units (`8 GB`, `800 MB`), as a size is written.
+fn decimal_bytes(bytes: u64) -> String {
+    let units = [(1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")];
+    let b = bytes as f64;
+    units
+        .iter()
+        .find(|(scale, _)| b >= *scale)
+        .map_or(format!("{bytes} B"), |(scale, unit)| {
+            let v = b / scale;
+            if v.fract() == 0.0 {
+                format!("{v:.0} {unit}")
+            } else {
+                format!("{v:.1} {unit}")
+            }
+        })
+}
+
 /// Parses a plain byte quantity such as `64MiB` or `2GB` (for limits and sweeps).
 pub fn parse_bytes(text: &str) -> Result<Bytes, String> {
     match parse_array_size(text)? {
@@ -245,5 +286,25 @@ mod tests {
         assert_eq!(Bytes(Bytes::GIB - 100).to_string(), "1 GiB");
         assert_eq!(Bytes(1000).to_string(), "1000 B");
         assert_eq!(Bytes(16 * Bytes::GIB).to_string(), "16 GiB");
+    }
+}
+
+#[cfg(test)]
+mod reading_tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_decimal_suffix_reads_both_ways_and_a_byte_unit_not() {
+        assert_eq!(
+            ambiguous_reading("1G").as_deref(),
+            Some("1G = 10⁹ elements × 8 B = 8 GB per array; for bytes write 1GB")
+        );
+        assert_eq!(
+            ambiguous_reading("100k").as_deref(),
+            Some("100k = 100 × 10³ elements × 8 B = 800 kB per array; for bytes write 100kB")
+        );
+        for plain in ["80000000", "512MB", "6GiB", "2mb", "x"] {
+            assert_eq!(ambiguous_reading(plain), None, "{plain}");
+        }
     }
 }

@@ -118,6 +118,9 @@ impl PlacementArgs {
         let env = if self.ignore_env {
             Default::default()
         } else {
+            if let Some(e) = vars.typographic() {
+                return Err(e);
+            }
             super::env::placement(vars, from_flags, self.threads.is_some())?
         };
         let mut request = flags;

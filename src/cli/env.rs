@@ -31,6 +31,14 @@ impl Vars {
         )
     }
 
+    /// The first variable holding a typographic quote or dash, as an error.
+    pub(crate) fn typographic(&self) -> Option<Error> {
+        self.0.iter().find_map(|(name, value)| {
+            super::values::typographic_error(&format!("environment {name}"), value)
+                .map(|e| Error::Usage(format!("{e} (--ignore-env ignores the environment)")))
+        })
+    }
+
     pub(crate) fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()

@@ -184,6 +184,34 @@ fn program_job(
 
 /// `membw exec ./stream`: clap's "unexpected argument" becomes a hint that
 /// the program must follow `--`, with the command line that works.
+/// `membw run ./stream`: run measures membw's own kernels; a program of the
+/// user's is measured by exec.
+pub(crate) fn run_a_program(kind: clap::error::ErrorKind, line: String) -> String {
+    let args: Vec<String> = std::env::args().collect();
+    let unexpected = line
+        .strip_prefix("unexpected argument '")
+        .and_then(|rest| rest.split_once('\''))
+        .map(|(arg, _)| arg.to_string());
+    match unexpected {
+        Some(program)
+            if kind == clap::error::ErrorKind::UnknownArgument
+                && args.get(1).is_some_and(|a| a == "run")
+                && !program.starts_with('-')
+                && (program.contains('/') || std::path::Path::new(&program).is_file()) =>
+        {
+            let at = args
+                .iter()
+                .rposition(|a| *a == program)
+                .unwrap_or(args.len());
+            format!(
+                "unexpected argument '{program}': membw run measures membw's own kernels; to measure your program under membw's placement: membw exec -- {}",
+                args[at..].join(" ")
+            )
+        }
+        _ => line,
+    }
+}
+
 pub(crate) fn missing_dashes(kind: clap::error::ErrorKind, line: String) -> String {
     let args: Vec<String> = std::env::args().collect();
     let unexpected = line

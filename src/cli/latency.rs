@@ -299,10 +299,10 @@ fn latency_request(args: &LatencyArgs, topo: &Topology) -> Result<LatencyRequest
         plan,
         study,
         loaded,
-        // clap allows only the cases' names and "both".
-        c2c_lines: match args.c2c.as_deref() {
+        // clap allows only the cases' names and "both", in any case.
+        c2c_lines: match args.c2c.as_deref().map(str::to_ascii_lowercase) {
             None => vec![],
-            Some("both") => C2cLine::ALL.to_vec(),
+            Some(both) if both == "both" => C2cLine::ALL.to_vec(),
             Some(case) => C2cLine::ALL
                 .into_iter()
                 .filter(|line| line.name() == case)

@@ -163,6 +163,21 @@ fn one_line(rendered: &str) -> String {
     }
 }
 
+/// The command line, every value that is a name matched in any case
+/// (`--stores NT`, `--format JSON`, `--isa AVX2`).
+fn parse_cli() -> std::result::Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    fn any_case(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|a| {
+            let takes = a.get_action().takes_values();
+            a.ignore_case(takes)
+        })
+        .mut_subcommands(any_case)
+    }
+    let matches = any_case(Cli::command()).try_get_matches()?;
+    Cli::from_arg_matches(&matches)
+}
+
 /// The flag a domain input error is about.
 fn flag(input: Input) -> String {
     match input {
@@ -175,7 +190,22 @@ fn flag(input: Input) -> String {
 /// Parses the process arguments and runs the command; clap's own errors
 /// are cut to one line, domain errors are worded with flag names.
 pub fn main() -> Result<()> {
-    let cli = match Cli::try_parse() {
+    // Before clap: its own message would name a byte of the character.
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut mine = argv.iter().take_while(|a| *a != "--").enumerate();
+    let typed = mine.find_map(|(i, a)| {
+        // Named by its flag where the value follows one.
+        let flag = i
+            .checked_sub(1)
+            .map(|p| argv[p].as_str())
+            .filter(|p| p.starts_with("--") && !a.starts_with('-'))
+            .unwrap_or("argument");
+        values::typographic_error(flag, a)
+    });
+    if let Some(e) = typed {
+        return Err(Error::Usage(e));
+    }
+    let cli = match parse_cli() {
         Ok(cli) => cli,
         Err(e)
             if !e.use_stderr()
@@ -187,6 +217,7 @@ pub fn main() -> Result<()> {
         Err(e) => {
             let mut line = one_line(&e.render().to_string());
             line = exec::missing_dashes(e.kind(), line);
+            line = exec::run_a_program(e.kind(), line);
             return Err(Error::Usage(line));
         }
     };
@@ -206,9 +237,31 @@ pub fn main() -> Result<()> {
         Command::Man { dir } => install::man(dir.as_deref()),
     };
     result.map_err(|e| match e {
+        Error::Input {
+            input: Input::Size, ..
+        } => match size_reading() {
+            Some(reading) => Error::Usage(format!("{} ({reading})", e.render(flag))),
+            None => Error::Usage(e.render(flag)),
+        },
         Error::Input { .. } => Error::Usage(e.render(flag)),
         other => other,
     })
+}
+
+/// Both readings of the `--size` on the command line when its unit is a
+/// bare decimal suffix (`1G`: elements, or did the user mean bytes?), for
+/// the run's header and every error about the size.
+pub(crate) fn size_reading() -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    let value = args
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| match a.split_once('=') {
+            Some(("--size" | "--array-size", v)) => Some(v.to_string()),
+            _ if a == "--size" || a == "--array-size" => args.get(i + 1).cloned(),
+            _ => None,
+        })?;
+    crate::units::ambiguous_reading(&value)
 }
 
 fn place(args: PlaceArgs) -> Result<()> {

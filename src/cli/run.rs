@@ -88,6 +88,7 @@ fn run_request(
             ArraySize::Elements(n) => n.to_string(),
             ArraySize::Bytes(b) => format!("{} B", b.0),
         }),
+        size_reading: super::size_reading(),
         threads: placement.request.threads,
         placement: placement.described.clone(),
         isa: settings.measure.isa.map_or("auto", |i| i.name()).into(),

@@ -61,7 +61,7 @@ impl clap::builder::TypedValueParser for FormatParser {
     ) -> std::result::Result<Format, clap::Error> {
         let names: Vec<&str> = formats_for(self.0).into_iter().map(Format::name).collect();
         let name = clap::builder::PossibleValuesParser::new(names).parse_ref(cmd, arg, value)?;
-        Format::from_name(&name)
+        Format::from_name(&name.to_ascii_lowercase())
             .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidValue))
     }
 
@@ -108,8 +108,21 @@ pub(crate) fn parse_one_array_size(
     text: &str,
 ) -> std::result::Result<crate::units::ArraySize, String> {
     if text.contains(',') {
+        let groups: Vec<&str> = text.trim().split(',').collect();
+        let thousands = groups[0].len() <= 3
+            && groups
+                .iter()
+                .all(|g| !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit()))
+            && groups[1..].iter().all(|g| g.len() == 3);
+        if thousands {
+            return Err(format!(
+                "'{text}' has thousands separators: write {}",
+                groups.concat()
+            ));
+        }
+        let each = groups.join(" ");
         return Err(format!(
-            "one size per array here; to measure several, membw sweep --working-sets {text} (per thread, all arrays together)"
+            "one size per array here; to measure several: for s in {each}; do membw run --size $s -o sizes.jsonl; done (then membw report sizes.jsonl)"
         ));
     }
     crate::units::parse_array_size(text)
@@ -278,5 +291,56 @@ pub(crate) mod working_sets_joined {
             .filter(|v| !v.is_empty())
             .map(|v| vec![WorkingSets(v)])
             .unwrap_or_default())
+    }
+}
+
+/// A typographic character a web page or a word processor put in place of
+/// a plain one (`“{0}”`, `0–3`): the character, its name and what to type.
+pub(crate) fn typographic(text: &str) -> Option<(char, &'static str, &'static str)> {
+    const TABLE: [(char, &str, &str); 9] = [
+        ('\u{2018}', "LEFT SINGLE QUOTATION MARK", "' (or no quote)"),
+        ('\u{2019}', "RIGHT SINGLE QUOTATION MARK", "' (or no quote)"),
+        ('\u{201C}', "LEFT DOUBLE QUOTATION MARK", "\" (or no quote)"),
+        (
+            '\u{201D}',
+            "RIGHT DOUBLE QUOTATION MARK",
+            "\" (or no quote)",
+        ),
+        ('\u{2013}', "EN DASH", "-"),
+        ('\u{2014}', "EM DASH", "-"),
+        ('\u{2212}', "MINUS SIGN", "-"),
+        ('\u{00A0}', "NO-BREAK SPACE", "a space"),
+        ('\u{2009}', "THIN SPACE", "a space"),
+    ];
+    text.chars().find_map(|c| {
+        TABLE
+            .iter()
+            .find(|(t, _, _)| *t == c)
+            .map(|&(t, name, plain)| (t, name, plain))
+    })
+}
+
+/// The one-line error for a typographic character in `what` (a flag or
+/// a variable) whose value is `text`.
+pub(crate) fn typographic_error(what: &str, text: &str) -> Option<String> {
+    let (c, name, plain) = typographic(text)?;
+    Some(format!(
+        "{what} '{text}': '{c}' (U+{:04X} {name}) is a typographic character, pasted from a web page or a word processor: type {plain} instead",
+        c as u32
+    ))
+}
+
+#[cfg(test)]
+mod typographic_tests {
+    #[test]
+    fn pasted_quotes_and_dashes_are_named_and_plain_text_passes() {
+        let e = super::typographic_error("OMP_PLACES", "\u{201C}{0}:2\u{201D}").unwrap();
+        assert!(
+            e.contains("U+201C LEFT DOUBLE QUOTATION MARK") && e.contains("type \""),
+            "{e}"
+        );
+        let e = super::typographic_error("--cpus", "0\u{2013}3").unwrap();
+        assert!(e.contains("U+2013 EN DASH") && e.contains("type -"), "{e}");
+        assert!(super::typographic_error("--cpus", "0-3,'x'").is_none());
     }
 }

@@ -115,6 +115,7 @@ impl PolicySpec {
     }
 
     /// Parses the grammar alone; nodes are checked by [`resolve`](Self::resolve).
+    /// A name is a name in any case (`BIND:0`).
     pub fn parse(text: &str) -> Result<PolicySpec, String> {
         let t = text.trim();
         if t.is_empty() {
@@ -126,7 +127,21 @@ impl PolicySpec {
             if !starts.is_empty() {
                 return Err("give every policy per array (a=...,b=...) or one for all".into());
             }
-            return parse_one(t).map(PolicySpec::uniform);
+            return parse_one(t).map(PolicySpec::uniform).map_err(|e| {
+                // `bind:0,bind:1`: two policies joined as one's node list.
+                if !several_policies(t) {
+                    return e;
+                }
+                let parts: Vec<&str> = t.split(',').collect();
+                let per_array: Vec<String> = (ArrayId::ALL.iter().zip(&parts))
+                    .map(|(id, p)| format!("{}={p}", id.name()))
+                    .collect();
+                format!(
+                    "{e}; '{t}' reads as one policy: for several (a sweep), repeat the flag (--mem {}); for one per array, name the arrays ({})",
+                    parts.join(" --mem "),
+                    per_array.join(",")
+                )
+            });
         }
         let mut spec = PolicySpec::default();
         let mut named = [false; ARRAYS];
@@ -226,11 +241,14 @@ fn parse_one(text: &str) -> Result<ArrayPolicy, String> {
         Some((k, a)) => (k.trim(), Some(a.trim())),
         None => (text.trim(), None),
     };
+    // Names in any case: `BIND:0`, `Interleave:all`.
+    let lower = kind.to_ascii_lowercase();
+    let kind = lower.as_str();
     let nodes = |arg: Option<&str>| -> Result<Nodes, String> {
         let a = arg
             .filter(|a| !a.is_empty())
             .ok_or_else(|| format!("'{kind}' needs nodes, e.g. {kind}:0"))?;
-        if a == "all" {
+        if a.eq_ignore_ascii_case("all") {
             return Ok(Nodes::All);
         }
         let ids = parse_list(a).map_err(|e| format!("nodes '{a}': {e}"))?;
@@ -395,4 +413,21 @@ mod tests {
         let three = PolicySpec::parse("split:0=50%,1=25%,2=25%").unwrap();
         assert_eq!(three.far_share(), None);
     }
+}
+
+/// Whether a comma in `text` starts another policy (`bind:0,bind:1`).
+fn several_policies(text: &str) -> bool {
+    const NAMES: [&str; 6] = [
+        "local",
+        "bind",
+        "interleave",
+        "preferred",
+        "weighted",
+        "split",
+    ];
+    text.split(',').skip(1).any(|part| {
+        NAMES
+            .iter()
+            .any(|n| part.trim().to_ascii_lowercase().starts_with(n))
+    })
 }

@@ -68,6 +68,8 @@ pub enum Strategy {
 impl Strategy {
     /// `compact`, `spread`, `per-socket=K`, `per-numa=K`, `per-l3=K`, `stride=S`.
     pub fn parse(spec: &str) -> Result<Strategy, String> {
+        // Names in any case: `SPREAD`, `Per-L3=1`.
+        let spec = spec.to_ascii_lowercase();
         let (name, arg) = match spec.split_once('=') {
             Some((n, a)) => (n.trim(), Some(a.trim())),
             None => (spec.trim(), None),
@@ -89,6 +91,13 @@ impl Strategy {
             "per-numa" => Strategy::PerNuma(number("count")?),
             "per-l3" => Strategy::PerL3(number("count")?),
             "stride" => Strategy::Stride(number("stride")?),
+            // Intel's and GNU's words for the same ideas.
+            "scatter" | "balanced" | "close" => {
+                let ours = if name == "close" { "compact" } else { "spread" };
+                return Err(format!(
+                    "'{name}' is Intel's or OpenMP's word: membw calls it --strategy {ours}, or give Intel's spelling as --kmp-affinity {name}"
+                ));
+            }
             other => {
                 return Err(format!(
                     "unknown strategy '{other}' (compact, spread, per-socket=K, per-numa=K, per-l3=K, stride=S)"

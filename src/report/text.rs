@@ -63,6 +63,9 @@ pub fn render(report: &RunReport) -> String {
         total.mib(),
         total.gib()
     );
+    if let Some(reading) = &report.request.size_reading {
+        let _ = writeln!(o, "Size read as elements: {reading}.");
+    }
     let _ = writeln!(o, "Each kernel will be executed {} times.", m.ntimes);
     let _ = writeln!(
         o,

@@ -69,6 +69,10 @@ impl Host {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Request {
     pub size: Option<String>,
+    /// Both readings of a size given with a bare decimal suffix (`1G`:
+    /// 10⁹ elements, not 1 GB), shown in the header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_reading: Option<String>,
     pub threads: Option<usize>,
     /// The placement options, as given; the ISA and store mode asked for
     /// and why the store mode was chosen (for `auto`). Absent (empty) for
