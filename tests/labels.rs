@@ -189,3 +189,32 @@ fn the_numa_heat_map_marks_cells_measured_beside_other_work() {
         assert_eq!(svg.contains("4.0?"), marked);
     }
 }
+
+/// `place` on a 2-socket, 12-core-per-socket node with SMT (48 CPUs).
+fn place_e5(args: &[&str]) -> String {
+    let tree = common::shared_tree("xeon-e5-2680v3-2s");
+    let mut all = vec!["place", "--sysroot", tree.to_str().unwrap()];
+    all.extend(args);
+    stdout(&all)
+}
+
+#[test]
+fn placements_that_put_threads_on_siblings_say_so_and_spread_means_one_thing() {
+    let default = place_e5(&["--threads", "30"]);
+    let spread = place_e5(&["--strategy", "spread", "--threads", "30"]);
+    let line = |t: &str| t.lines().nth(1).unwrap().to_string();
+    // The same CPUs however spread was asked for.
+    assert_eq!(line(&default), line(&spread));
+    for t in [&default, &spread] {
+        assert!(
+            t.contains("(6 of 30 threads on SMT siblings: 6 cores run two or more)"),
+            "{t}"
+        );
+    }
+    assert!(!default.contains("one thread per core"), "{default}");
+    let node = place_e5(&["--cpunode", "0", "--threads", "24"]);
+    assert!(node.contains("12 of 24 threads on SMT siblings"), "{node}");
+    // Where every thread has a core, nothing is added.
+    let fits = place_e5(&["--threads", "20"]);
+    assert!(fits.contains("default: one thread per core, spread") && !fits.contains("SMT"));
+}

@@ -62,6 +62,9 @@ pub(crate) fn parse_bind(text: &str) -> std::result::Result<Bind, String> {
     Bind::parse(text).ok_or_else(|| format!("unknown binding '{text}' (close, spread, primary)"))
 }
 
+/// How the default placement is described while every thread has a core.
+const DEFAULT_LABEL: &str = "default: one thread per core, spread";
+
 /// A placement request and where its parts came from.
 pub(crate) struct Placement {
     pub request: placement::Request,
@@ -72,6 +75,24 @@ pub(crate) struct Placement {
 }
 
 impl Placement {
+    /// The header's label once the CPUs are known: what was asked, and
+    /// when threads share cores, that they do (the default then promises
+    /// one thread per core no longer).
+    pub(crate) fn label(&self, topo: &crate::topology::Topology, cpus: &[usize]) -> String {
+        let Some(note) = placement::shared_cores(topo, cpus) else {
+            return self.described.clone();
+        };
+        let described = self.described.replace(
+            DEFAULT_LABEL,
+            "default: spread over the cores, then their siblings",
+        );
+        // The note belongs to the placement, before the variables not used.
+        match described.split_once("; not used:") {
+            Some((asked, unused)) => format!("{asked} ({note}); not used:{unused}"),
+            None => format!("{described} ({note})"),
+        }
+    }
+
     /// Names an input error by the variable it came from, when it did.
     pub(crate) fn name_error(&self, e: Error) -> Error {
         match &e {
@@ -191,7 +212,7 @@ impl PlacementArgs {
             parts.push(format!("--kmp-affinity {k}"));
         }
         if parts.is_empty() {
-            parts.push("default: one thread per core, spread".into());
+            parts.push(DEFAULT_LABEL.into());
         }
         if let Some(t) = self.threads {
             parts.push(format!("--threads {t}"));

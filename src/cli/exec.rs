@@ -125,11 +125,8 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     };
     // The variables membw's placement did not use go to the program as they
     // are: the header's "yours" line says so, once.
-    let described = placement
-        .described
-        .split("; not used:")
-        .next()
-        .unwrap_or_default();
+    let label = placement.label(&topo, &job.plan.cpus);
+    let described = label.split("; not used:").next().unwrap_or_default();
     let view = crate::report::exec::ExecView {
         program: &args.program,
         placement: described,

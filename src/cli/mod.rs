@@ -276,7 +276,7 @@ fn place(args: PlaceArgs) -> Result<()> {
     let spellings = spellings::spell_plan(&cpus, &mem, crate::memory::Hugepages::Auto);
     let view = report::place::PlaceView {
         topo: &topo,
-        request: placement.described.clone(),
+        request: placement.label(&topo, &cpus),
         memory_policy: mem.to_string(),
         cpus: &cpus,
         spellings: &spellings,

@@ -90,7 +90,7 @@ fn run_request(
         }),
         size_reading: super::size_reading(),
         threads: placement.request.threads,
-        placement: placement.described.clone(),
+        placement: placement.label(topo, &plan.cpus),
         isa: settings.measure.isa.map_or("auto", |i| i.name()).into(),
         stores: settings.stores.to_string(),
         stores_reason,

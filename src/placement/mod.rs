@@ -213,6 +213,24 @@ pub fn allowed_cpus(topo: &Topology, cpu_nodes: Option<&IdSet>) -> Result<IdSet>
 }
 
 /// Resolves a request to one CPU per thread, in thread order.
+/// What a label must add when threads share cores: `6 of 30 threads on
+/// SMT siblings (6 cores run two)`; None when every thread has a core.
+pub fn shared_cores(topo: &Topology, cpus: &[usize]) -> Option<String> {
+    let mut per_core: std::collections::BTreeMap<(usize, usize), usize> = Default::default();
+    for c in cpus.iter().filter_map(|&c| topo.cpu(c)) {
+        *per_core.entry((c.package, c.core)).or_default() += 1;
+    }
+    let doubled = per_core.values().filter(|&&n| n > 1).count();
+    let on_siblings = cpus.len() - per_core.len();
+    (on_siblings > 0).then(|| {
+        format!(
+            "{on_siblings} of {} threads on SMT siblings: {} run two or more",
+            cpus.len(),
+            crate::units::plural(doubled, "core")
+        )
+    })
+}
+
 pub fn resolve(topo: &Topology, req: &Request) -> Result<Vec<usize>> {
     if req.threads == Some(0) {
         return Err(Error::input(Input::Threads, "0", "must be at least 1"));
@@ -256,6 +274,12 @@ pub fn resolve(topo: &Topology, req: &Request) -> Result<Vec<usize>> {
             req.threads,
         )
         .map_err(|m| fault(m.into()))?,
+        // Spread means one thing however it is asked for: the default's
+        // cores first, then their siblings.
+        Spec::Strategy(Strategy::Spread) => {
+            let smt = req.smt || req.threads.is_some_and(|n| n > domains.cores.len());
+            strategy::resolve(&domains, Strategy::Spread, req.threads, smt).map_err(fault)?
+        }
         Spec::Strategy(s) => {
             strategy::resolve(&domains, *s, req.threads, req.smt).map_err(fault)?
         }
