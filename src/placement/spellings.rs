@@ -14,8 +14,11 @@ pub struct Spellings {
     pub numactl: String,
     pub srun: String,
     pub taskset: String,
-    /// Open MPI, one rank per listed CPU.
+    /// Open MPI, one rank per listed CPU, in ascending order.
     pub mpirun: String,
+    /// MPICH's Hydra, rank i on the i-th CPU.
+    #[serde(default)]
+    pub mpich: String,
     /// GNU libgomp (gcc builds).
     #[serde(default)]
     pub gomp: String,
@@ -77,21 +80,40 @@ fn spell_policy(cpus: &[usize], mem: &MemPolicy) -> Spellings {
     }
 }
 
-/// Every line, in the order people read them.
-pub fn lines(s: &Spellings) -> Vec<&str> {
-    let mut v: Vec<&str> = vec![&s.openmp];
-    // Files written before these lines existed lack them.
-    v.extend(
-        [&s.gomp, &s.kmp]
-            .into_iter()
-            .filter(|l| !l.is_empty())
-            .map(String::as_str),
-    );
-    v.extend([&s.likwid_pin, &s.numactl, &s.srun, &s.taskset, &s.mpirun].map(String::as_str));
+/// The lines for threads of one process (OpenMP's variables, likwid-pin,
+/// numactl, taskset), then those for one MPI rank or Slurm task per CPU,
+/// each group under its title, in the order people read them.
+pub fn groups(s: &Spellings) -> [(&'static str, Vec<&str>); 2] {
+    // Files written before some lines existed lack them.
+    let mut threads: Vec<&str> = [
+        &s.openmp,
+        &s.gomp,
+        &s.kmp,
+        &s.likwid_pin,
+        &s.numactl,
+        &s.taskset,
+    ]
+    .into_iter()
+    .filter(|l| !l.is_empty())
+    .map(String::as_str)
+    .collect();
     if !s.hugepages.is_empty() {
-        v.push(&s.hugepages);
+        threads.push(&s.hugepages);
     }
-    v
+    let ranks: Vec<&str> = [&s.srun, &s.mpirun, &s.mpich]
+        .into_iter()
+        .filter(|l| !l.is_empty())
+        .map(String::as_str)
+        .collect();
+    [
+        ("threads of one process:", threads),
+        ("one rank per CPU (Slurm, Open MPI, MPICH):", ranks),
+    ]
+}
+
+/// Every line, threads' first.
+pub fn lines(s: &Spellings) -> Vec<&str> {
+    groups(s).into_iter().flat_map(|(_, l)| l).collect()
 }
 
 /// `numactl_memory` is the memory part of the numactl line (e.g.
@@ -115,11 +137,29 @@ pub fn spell(cpus: &[usize], numactl_memory: &str) -> Spellings {
         ),
         likwid_pin: format!("likwid-pin -c {list}"),
         numactl: format!("numactl --physcpubind={set}{memory}"),
-        srun: format!("srun --cpu-bind=map_cpu:{}", plain.join(",")),
+        srun: format!(
+            "srun -n {} --cpu-bind=map_cpu:{}",
+            cpus.len(),
+            plain.join(",")
+        ),
         taskset: format!("taskset -c {set}"),
+        // Open MPI 4.1 binds every rank to the whole of a --cpu-set, and
+        // refuses one with --map-by core: a list, one CPU per rank, in
+        // ascending order.
         mpirun: format!(
-            "mpirun -np {} --cpu-set {set} --bind-to core --map-by core",
-            cpus.len()
+            "mpirun -np {} --cpu-list {} --bind-to cpu-list:ordered",
+            cpus.len(),
+            sorted
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        // Hydra's own name: a plain mpiexec is Open MPI's on many nodes.
+        mpich: format!(
+            "mpiexec.hydra -n {} -bind-to user:{}",
+            cpus.len(),
+            plain.join(",")
         ),
         gomp: format!(
             "OMP_NUM_THREADS={} GOMP_CPU_AFFINITY='{}'",
@@ -156,17 +196,20 @@ mod tests {
         );
         assert_eq!(s.likwid_pin, "likwid-pin -c 0,2,4-5");
         assert_eq!(s.numactl, "numactl --physcpubind=0,2,4-5 --membind=1");
-        assert_eq!(s.srun, "srun --cpu-bind=map_cpu:0,2,4,5");
+        assert_eq!(s.srun, "srun -n 4 --cpu-bind=map_cpu:0,2,4,5");
         assert_eq!(s.taskset, "taskset -c 0,2,4-5");
         assert_eq!(
             s.mpirun,
-            "mpirun -np 4 --cpu-set 0,2,4-5 --bind-to core --map-by core"
+            "mpirun -np 4 --cpu-list 0,2,4,5 --bind-to cpu-list:ordered"
         );
+        assert_eq!(s.mpich, "mpiexec.hydra -n 4 -bind-to user:0,2,4,5");
         assert_eq!(s.gomp, "OMP_NUM_THREADS=4 GOMP_CPU_AFFINITY='0 2 4 5'");
         assert_eq!(
             s.kmp,
             "OMP_NUM_THREADS=4 KMP_AFFINITY=granularity=fine,explicit,proclist=[0,2,4,5]"
         );
-        assert_eq!(lines(&s).len(), 8);
+        assert_eq!(lines(&s).len(), 9);
+        let [threads, ranks] = groups(&s);
+        assert_eq!((threads.1.len(), ranks.1.len()), (6, 3));
     }
 }

@@ -34,11 +34,15 @@ use crate::results::estimate::{Change, Comparison};
 use std::fmt::Write;
 
 /// The reproduce block every command prints the same way: a title, then
-/// one indented line per tool.
+/// the lines for threads and those for ranks, each group under its own
+/// title, one indented line per tool.
 pub fn reproduce_block(title: &str, s: &Spellings) -> String {
     let mut o = format!("{title}\n");
-    for line in spellings::lines(s) {
-        let _ = writeln!(o, "  {line}");
+    for (group, lines) in spellings::groups(s) {
+        let _ = writeln!(o, "  {group}");
+        for line in lines {
+            let _ = writeln!(o, "    {line}");
+        }
     }
     o
 }
