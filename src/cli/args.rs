@@ -409,6 +409,11 @@ impl MeasureArgs {
         self.backend.backend()
     }
 
+    /// Whether the hidden fake source measures (tests).
+    pub(crate) fn fakes(&self) -> bool {
+        self.fake_source.is_some()
+    }
+
     /// The measurement source: membw's kernels, or the hidden fake.
     pub(crate) fn source(&self) -> Result<Box<dyn Source>> {
         self.backend.source(self.fake_source.as_deref())

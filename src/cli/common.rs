@@ -496,3 +496,28 @@ impl BackendArg {
         }
     }
 }
+
+/// `sweep --dry-run`, `tune --dry-run`: every point's plan, nothing run.
+pub(crate) fn print_plan(
+    command: &str,
+    topo: &crate::topology::Topology,
+    sysroot: Option<&PathBuf>,
+    jobs: &[&crate::engine::Job],
+) -> Result<()> {
+    let view = crate::report::plan::PlanView {
+        command,
+        topo,
+        node: sysroot.map_or("this node".into(), |d| d.display().to_string()),
+        placement: None,
+        jobs: jobs
+            .iter()
+            .map(|j| crate::report::plan::PlannedJob {
+                label: j.label.clone(),
+                plan: &j.plan,
+                stores_reason: String::new(),
+            })
+            .collect(),
+        reproduce: None,
+    };
+    print(crate::report::plan::render(&view))
+}

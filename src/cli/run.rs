@@ -58,6 +58,14 @@ pub(crate) struct RunArgs {
     #[arg(long, default_value_t = crate::ranks::DEFAULT_OUTLIER, value_parser = super::parse_share, help_heading = "Across ranks (MPI)")]
     outlier: f64,
 
+    /// Show what would be measured (threads and CPUs, arrays against the caches, stores, policy, reproduce lines) and measure nothing
+    #[arg(long)]
+    dry_run: bool,
+
+    /// With --dry-run: plan for the node whose sysfs and procfs tree is DIR (`membw topo --capture DIR` on it), not this one
+    #[arg(long, value_name = "DIR", requires = "dry_run")]
+    sysroot: Option<std::path::PathBuf>,
+
     /// Across ranks: give up on a rank that does not answer within this time
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration, help_heading = "Across ranks (MPI)")]
     rank_timeout: std::time::Duration,
@@ -184,12 +192,47 @@ pub(crate) fn open_run_output(path: &std::path::Path) -> Result<crate::results::
     Ok(file)
 }
 
+/// `run --dry-run`: the plan, resolved as a run would, and nothing run.
+fn dry_run(
+    args: &RunArgs,
+    topo: &crate::topology::Topology,
+    settings: &Settings,
+    placement: &args::Placement,
+) -> Result<()> {
+    let source = args.measure.source()?;
+    let Prepared {
+        plan,
+        stores_reason,
+    } = source
+        .prepare(topo, settings)
+        .map_err(|e| placement.name_error(e))?;
+    let spellings = (plan.target.device().is_none())
+        .then(|| spellings::spell_plan(&plan.cpus, &plan.mem, plan.hugepages));
+    let view = report::plan::PlanView {
+        command: "run",
+        topo,
+        node: args
+            .sysroot
+            .as_ref()
+            .map_or("this node".into(), |d| d.display().to_string()),
+        placement: Some(placement.label(topo, &plan.cpus)),
+        jobs: vec![report::plan::PlannedJob {
+            label: String::new(),
+            plan: &plan,
+            stores_reason,
+        }],
+        reproduce: spellings.as_ref(),
+    };
+    print(report::plan::render(&view))
+}
+
 pub(crate) fn run(args: RunArgs) -> Result<()> {
     if let Some(p) = &args.prom {
         common::check_writable(p, "--prom", true)?;
     }
     let m = &args.measure;
-    let (topo, _weights) = common::with_weights(m.weights.as_deref(), read_topology(None)?)?;
+    let (topo, _weights) =
+        common::with_weights(m.weights.as_deref(), read_topology(args.sysroot.as_ref())?)?;
     let (mem_text, stores) = m.single("run")?;
     let placement = args.placement.placement(&env::Vars::from_process())?;
     let (mem_written, mem) = mempolicy::parse_written(&mem_text, &topo)?;
@@ -199,6 +242,9 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         stores,
         mem,
     );
+    if args.dry_run {
+        return dry_run(&args, &topo, &settings, &placement);
+    }
     let peak_estimate = peak::for_policy(&topo, &args.peak.request(), &settings.mem);
     let mut source = match m.launch("run")? {
         Some(launch) => ranks_source(&launch, &args, peak_estimate.as_ref())?,

@@ -106,6 +106,16 @@ pub(crate) struct SweepArgs {
     #[serde(skip)]
     markdown: bool,
 
+    /// Show every point (threads and CPUs, arrays against the caches, stores) and measure nothing
+    #[arg(long, conflicts_with = "resume")]
+    #[serde(skip)]
+    dry_run: bool,
+
+    /// With --dry-run: plan for the node whose sysfs and procfs tree is DIR (`membw topo --capture DIR` on it)
+    #[arg(long, value_name = "DIR", requires = "dry_run")]
+    #[serde(skip)]
+    sysroot: Option<PathBuf>,
+
     #[command(flatten)]
     #[serde(flatten)]
     measure: MeasureArgs,
@@ -317,8 +327,10 @@ fn refuse_device_studies(
 fn sweep_study(args: SweepArgs) -> Result<()> {
     let study = crate::results::settings::Study::of(&args);
     let format = args.format;
-    let (topo, _weights) =
-        super::common::with_weights(args.measure.weights.as_deref(), read_topology(None)?)?;
+    let (topo, _weights) = super::common::with_weights(
+        args.measure.weights.as_deref(),
+        read_topology(args.sysroot.as_ref())?,
+    )?;
     // Refuses to be one of several uncoordinated ranks.
     args.measure.launch("sweep")?;
     let m = &args.measure;
@@ -326,6 +338,10 @@ fn sweep_study(args: SweepArgs) -> Result<()> {
     let mut source = m.source()?;
     refuse_device_studies(&args, source.as_ref(), &topo, &spec)?;
     let base = sweep::expand(&topo, &spec, &|s| source.prepare(&topo, s))?;
+    if args.dry_run {
+        let jobs: Vec<&crate::engine::Job> = base.iter().collect();
+        return super::common::print_plan("sweep", &topo, args.sysroot.as_ref(), &jobs);
+    }
     let keep = super::env::Vars::from_process()
         .0
         .iter()

@@ -46,8 +46,12 @@ pub(crate) struct TuneArgs {
     #[command(flatten)]
     peak: PeakArgs,
 
-    /// Read the topology under DIR (with --fake-source only: nothing is pinned); for tests
-    #[arg(long, hide = true, value_name = "DIR", requires = "fake_source")]
+    /// Show every candidate (threads and CPUs, arrays against the caches, stores) and measure nothing
+    #[arg(long)]
+    dry_run: bool,
+
+    /// With --dry-run: plan for the node whose sysfs and procfs tree is DIR (`membw topo --capture DIR` on it)
+    #[arg(long, value_name = "DIR")]
     sysroot: Option<PathBuf>,
 }
 
@@ -122,6 +126,13 @@ fn nothing_ranked(signal: Option<i32>) -> Error {
 }
 
 pub(crate) fn tune(args: TuneArgs) -> Result<()> {
+    // Another node's tree can be planned for, or measured by the fake
+    // source (tests); nothing can be pinned on it.
+    if args.sysroot.is_some() && !args.dry_run && !args.measure.fakes() {
+        return Err(Error::Usage(
+            "--sysroot: another node's tree can only be planned for: add --dry-run".into(),
+        ));
+    }
     let (topo, _weights) = super::common::with_weights(
         args.measure.weights.as_deref(),
         read_topology(args.sysroot.as_ref())?,
@@ -133,6 +144,10 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let mut source = m.source()?;
     super::common::refuse_device(source.as_ref(), &topo, &spec.measure, "membw tune")?;
     let trials = tune::trials(&topo, &spec, &|s| source.prepare(&topo, s))?;
+    if args.dry_run {
+        let jobs: Vec<&crate::engine::Job> = trials.iter().map(|t| &t.job).collect();
+        return super::common::print_plan("tune", &topo, args.sysroot.as_ref(), &jobs);
+    }
     let file = args
         .output
         .as_ref()

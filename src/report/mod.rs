@@ -18,6 +18,7 @@ pub mod levels;
 pub mod markdown;
 pub mod nodes;
 pub mod place;
+pub mod plan;
 pub mod plot;
 #[cfg(feature = "png")]
 pub mod png;

@@ -161,6 +161,15 @@ pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
         .collect();
     let _ = writeln!(o, "{:<11}{}", "Caches", levels.join(" · "));
     let _ = writeln!(o, "{:<11}sum of all {}", "", d.cache_sum);
+    if let Some(dir) = &topo.caches_from {
+        let _ = writeln!(
+            o,
+            "{:<11}taken from {} ({}): a test leg, not this host's",
+            "",
+            dir.display(),
+            crate::topology::CACHES_FROM
+        );
+    }
     let _ = writeln!(
         o,
         "{:<11}CPUs {} ({} of {}) · memory nodes {}",

@@ -148,6 +148,10 @@ pub struct CpuInfo {
     pub system_vendor: Option<String>,
 }
 
+/// The variable naming a captured tree whose caches the live topology takes
+/// (a test hook: the suite runs as on another host's caches).
+pub const CACHES_FROM: &str = "MEMBW_CACHES_FROM";
+
 /// Everything membw knows about the machine.
 #[derive(Debug, Clone, Serialize)]
 pub struct Topology {
@@ -172,6 +176,9 @@ pub struct Topology {
     /// distance matrix, ...), each naming its file. The values are used as
     /// read; these say why results may look odd.
     pub warnings: Vec<String>,
+    /// The tree the caches were taken from, when [`CACHES_FROM`] named one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caches_from: Option<std::path::PathBuf>,
     /// Position in `cpus` of each CPU id (`NO_CPU` for ids not online).
     #[serde(skip)]
     cpu_index: Vec<usize>,

@@ -1,0 +1,147 @@
+//! `--dry-run`: what `run`, `sweep` or `tune` would measure, without
+//! measuring: threads and CPUs, the arrays against the caches (STREAM's
+//! rule), the code and stores, the memory policy and the reproduce lines,
+//! for this node or one described by `--sysroot`.
+
+use crate::placement::spellings::Spellings;
+use crate::plan::Plan;
+use crate::topology::Topology;
+use crate::topology::cpulist::format_ranges;
+use crate::units::{Bytes, ELEMENT_BYTES};
+use std::fmt::Write;
+
+/// One planned measurement, as its label and its plan.
+pub struct PlannedJob<'a> {
+    pub label: String,
+    pub plan: &'a Plan,
+    /// Why `auto` chose its stores (empty for a device).
+    pub stores_reason: String,
+}
+
+/// What a command would do.
+pub struct PlanView<'a> {
+    pub command: &'a str,
+    pub topo: &'a Topology,
+    /// Where the topology came from: `this node` or the `--sysroot` tree.
+    pub node: String,
+    /// The placement as asked, for a single run.
+    pub placement: Option<String>,
+    pub jobs: Vec<PlannedJob<'a>>,
+    pub reproduce: Option<&'a Spellings>,
+}
+
+/// The widest vector ISA the node's flags name, as `--isa` spells it.
+fn widest_isa(topo: &Topology) -> &'static str {
+    let has = |f: &str| topo.cpu_info.flags.iter().any(|x| x == f);
+    [
+        ("avx512f", "avx512"),
+        ("avx2", "avx2"),
+        ("sve", "sve"),
+        ("asimd", "neon"),
+        ("sse2", "sse2"),
+    ]
+    .into_iter()
+    .find(|(flag, _)| has(flag))
+    .map_or("scalar", |(_, isa)| isa)
+}
+
+/// The arrays against the caches of the plan's CPUs.
+fn arrays_line(plan: &Plan) -> String {
+    let arrays = plan.arrays_needed().len();
+    let bytes = Bytes(plan.elements as u64 * ELEMENT_BYTES);
+    let total = Bytes(bytes.0 * arrays as u64);
+    let fit = match &plan.in_caches {
+        Some(c) => format!(
+            "in 4 × the {} of caches: cache bandwidth; STREAM's rule for memory needs --size {}",
+            Bytes(c.cache_bytes),
+            c.stream_elements
+        ),
+        None => "past 4 × the caches of these CPUs: memory (STREAM's rule holds)".into(),
+    };
+    format!(
+        "{arrays} × {} elements ({bytes} each, {total} in all), {fit}",
+        plan.elements
+    )
+}
+
+/// The kernels' code: ISA and stores, and why.
+fn code_line(plan: &Plan, reason: &str, isa: &str) -> String {
+    let stores = plan
+        .stores()
+        .map_or("the device's".into(), |s| s.to_string());
+    let why = if reason.is_empty() {
+        String::new()
+    } else {
+        format!(" ({reason})")
+    };
+    format!("{isa}, {stores} stores{why}")
+}
+
+pub fn render(v: &PlanView) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Plan of membw {} on {} (nothing measured; --dry-run)",
+        v.command, v.node
+    );
+    let isa = match v.node.as_str() {
+        "this node" => None,
+        // The node's own widest, not this host's: the plan was made here.
+        _ => Some(format!(
+            "{} (the node's widest, from its flags)",
+            widest_isa(v.topo)
+        )),
+    };
+    if let [job] = v.jobs.as_slice() {
+        let p = job.plan;
+        let cpus = &p.cpus;
+        if let Some(placement) = &v.placement {
+            let _ = writeln!(o, "  placement  {placement}");
+        }
+        let _ = writeln!(
+            o,
+            "  threads    {} on CPUs {}",
+            cpus.len(),
+            format_ranges(cpus)
+        );
+        let _ = writeln!(o, "  arrays     {}", arrays_line(p));
+        let kernels: Vec<&str> = p.kernels.iter().map(|k| k.spec().name).collect();
+        let _ = writeln!(
+            o,
+            "  kernels    {}, {} repetitions",
+            kernels.join(", "),
+            p.ntimes
+        );
+        let isa = isa.unwrap_or_else(|| p.target.isa().map_or("-".into(), |i| i.to_string()));
+        let _ = writeln!(o, "  code       {}", code_line(p, &job.stores_reason, &isa));
+        let _ = writeln!(o, "  memory     {} · pages {}", p.mem, p.hugepages);
+    } else {
+        if let Some(isa) = &isa {
+            let _ = writeln!(o, "  code       {isa}");
+        }
+        let _ = writeln!(o, "  {} points:", v.jobs.len());
+        for job in &v.jobs {
+            let p = job.plan;
+            let _ = writeln!(
+                o,
+                "    {:<40} CPUs {:<12} {:>12} el.  {:<7} {}",
+                job.label,
+                format_ranges(&p.cpus),
+                p.elements,
+                p.stores().map_or("-".into(), |s| s.to_string()),
+                match p.in_caches {
+                    Some(_) => "caches",
+                    None => "memory",
+                }
+            );
+        }
+        let _ = writeln!(
+            o,
+            "  (el.: elements per array; caches: under 4 × the caches of the point's CPUs, STREAM's rule)"
+        );
+    }
+    if let Some(s) = v.reproduce {
+        o.push_str(&super::reproduce_block("Reproduce this placement:", s));
+    }
+    o
+}
