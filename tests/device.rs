@@ -232,7 +232,7 @@ fn sweeps_reports_and_comparisons_name_the_device_and_pair_its_points() {
 
     let report = stdout(&["report", &swept, "--plots", &path("plots")]);
     assert!(
-        report.contains("% peak: of the device's own peak"),
+        report.contains("% peak: of the device's own peak") && report.contains("max    % peak"),
         "{report}"
     );
     let csv = stdout(&["report", &swept, "--format", "csv"]);

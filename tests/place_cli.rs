@@ -27,7 +27,7 @@ fn place_shows_threads_and_every_spelling() {
     assert!(out.contains("OMP_NUM_THREADS=8 OMP_PLACES='{0}:8:2' OMP_PROC_BIND=close"));
     assert!(out.contains("likwid-pin -c 0,2,4,6,8,10,12,14"));
     assert!(out.contains("numactl --physcpubind=0,2,4,6,8,10,12,14 --membind=1"));
-    assert!(out.contains("srun --cpu-bind=map_cpu:0,2,4,6,8,10,12,14"));
+    assert!(out.contains("srun -n 8 --cpu-bind=map_cpu:0,2,4,6,8,10,12,14"));
     assert!(out.contains("taskset -c 0,2,4,6,8,10,12,14"));
     let doc: Value = serde_json::from_str(&stdout(&[
         "place",
@@ -103,18 +103,8 @@ fn placement_errors_are_one_line_with_exit_2() {
         &["place", "--sysroot", root, "--pin", "S2:0"],
         "no such socket",
     );
-    usage_error(
-        &[
-            "place",
-            "--sysroot",
-            root,
-            "--strategy",
-            "spread",
-            "--threads",
-            "30",
-        ],
-        "--smt",
-    );
+    // `--strategy spread` past the cores is the default placement (cores
+    // first, then siblings), labelled so: no refusal (tests/labels.rs).
     usage_error(
         &["place", "--sysroot", root, "--cpunode", "5"],
         "--cpunode '5'",
@@ -416,11 +406,16 @@ fn run_refuses_every_list_with_one_line_pointing_to_sweep() {
     for args in [
         &["run", "--threads", "1-2"][..],
         &["run", "--strategy", "compact,spread"],
-        &["run", "--array-size", "1M,2M"],
         &["run", "--stores", "regular,nt"],
         &["run", "--mem", "local", "--mem", "interleave:all"],
         &["run", "--hugepages", "thp,2M"],
     ] {
         usage_error(args, "membw sweep --");
     }
+    // Sweep's sizes are working sets per thread, not elements per array:
+    // a list of array sizes is told a loop of runs that report together.
+    usage_error(
+        &["run", "--array-size", "1M,2M"],
+        "for s in 1M 2M; do membw run --size $s -o sizes.jsonl; done",
+    );
 }

@@ -188,10 +188,16 @@ fn cpunode_restricts_like_numactl() {
 
 #[test]
 fn smt_is_suggested_only_where_cores_have_it() {
-    let r = req(Spec::Strategy("spread".parse().unwrap()), Some(25), false);
+    let r = req(Spec::Strategy("compact".parse().unwrap()), Some(25), false);
     assert!(run("xeon-e5-2680v3-2s", &r).unwrap_err().contains("--smt"));
     let e = run("xeon-e5-2650v3-2s-noht", &r).unwrap_err();
     assert!(!e.contains("--smt"), "{e}");
+    // spread is the default placement: past the cores it goes on to the
+    // siblings (and says so in its label) instead of asking for --smt.
+    let spread = req(Spec::Strategy("spread".parse().unwrap()), Some(25), false);
+    let cpus = run("xeon-e5-2680v3-2s", &spread).unwrap();
+    assert_eq!(cpus.len(), 25);
+    assert_eq!(cpus[..24], list("0-23")[..], "every core before a sibling");
 }
 
 #[test]
@@ -227,7 +233,7 @@ fn errors_name_the_bad_part() {
     assert!(
         err(
             INTEL_2X12,
-            req(Spec::Strategy("spread".parse().unwrap()), Some(25), false)
+            req(Spec::Strategy("stride=2".parse().unwrap()), Some(13), false)
         )
         .contains("--smt")
     );
@@ -480,7 +486,7 @@ mod properties {
                 "--strategy".into(),
                 "spread".into(),
                 "--threads".into(),
-                (d.cores.len() + 1 + k).to_string(),
+                (n + 1 + k).to_string(),
             ],
             7 => vec!["--cpus".into(), format!("0,{}", n + k)],
             8 => vec!["--places".into(), format!("{{0:{}", k + 1)],

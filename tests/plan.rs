@@ -21,7 +21,10 @@ fn a_run_is_planned_for_a_captured_300_mib_l3_node_without_measuring() {
     assert!(plan.starts_with(&format!("Plan of membw run on {tree} (nothing measured")));
     assert!(!plan.contains("Function"), "{plan}");
     assert!(plan.contains("threads    2 on CPUs 0-1"), "{plan}");
-    assert!(plan.contains("avx512 (the node's widest, from its flags)"), "{plan}");
+    assert!(
+        plan.contains("avx512 (the node's widest, from its flags)"),
+        "{plan}"
+    );
     // STREAM's rule on that node's 304.2 MiB of caches.
     let elements: u64 = plan
         .split("arrays     3 × ")
@@ -31,7 +34,10 @@ fn a_run_is_planned_for_a_captured_300_mib_l3_node_without_measuring() {
         .unwrap_or_else(|| panic!("{plan}"));
     let caches = (48 + 32 + 2048) * 2 * 1024 + 300 * 1024 * 1024;
     assert!(elements * 24 >= 4 * caches, "{plan}");
-    assert!(plan.contains("past 4 × the caches of these CPUs: memory"), "{plan}");
+    assert!(
+        plan.contains("past 4 × the caches of these CPUs: memory"),
+        "{plan}"
+    );
     assert!(plan.contains("mpirun -np 2 --cpu-list 0,1 --bind-to cpu-list:ordered"));
     // A size that sits in that L3 is named for what it measures.
     let small = stdout(&["run", "--dry-run", "--sysroot", &tree, "--size", "100k"]);
@@ -46,13 +52,26 @@ fn sweeps_and_tunes_list_their_points_on_a_two_socket_fixture() {
     let tree = common::shared_tree("epyc-7742-2s-nps4");
     let tree = tree.to_str().unwrap();
     let sweep = stdout(&[
-        "sweep", "--dry-run", "--sysroot", tree, "--strategy", "per-l3=1", "--threads", "8,16",
+        "sweep",
+        "--dry-run",
+        "--sysroot",
+        tree,
+        "--strategy",
+        "per-l3=1",
+        "--threads",
+        "8,16",
     ]);
     assert!(sweep.contains("2 points:"), "{sweep}");
     assert!(sweep.contains("CPUs 0,16,32,48,64,80,96,112 "), "{sweep}");
-    assert!(sweep.contains("avx2 (the node's widest, from its flags)"), "{sweep}");
+    assert!(
+        sweep.contains("avx2 (the node's widest, from its flags)"),
+        "{sweep}"
+    );
     let tune = stdout(&["tune", "--dry-run", "--sysroot", tree]);
-    assert!(tune.contains(" points:") && tune.contains("nt stores"), "{tune}");
+    assert!(
+        tune.contains(" points:") && tune.contains("nt stores"),
+        "{tune}"
+    );
 }
 
 #[test]

@@ -234,3 +234,39 @@ fn the_srun_line_puts_task_i_on_the_ith_cpu() {
     let out = run(line, RANK_PROBE, "srun", "slurm-wlm").unwrap();
     ranks_on(&out, &cpus, true, line);
 }
+
+/// A file written by an older membw holds rank lines that no longer run
+/// (Open MPI 4.1 refuses `--cpu-set 0-1 --map-by core`): report prints
+/// today's, derived from the CPUs the runs used.
+#[test]
+fn reports_of_older_files_print_rank_lines_that_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let study = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/threads.jsonl"),
+    )
+    .unwrap();
+    let old: String = study
+        .lines()
+        .map(|line| {
+            let mut r: Value = serde_json::from_str(line).unwrap();
+            if let Some(s) = r.get_mut("reproduce").filter(|s| s.is_object()) {
+                let n = s["srun"].as_str().unwrap().to_string();
+                s["srun"] = "srun --cpu-bind=map_cpu:0,1".into();
+                s["mpirun"] = "mpirun -np 2 --cpu-set 0-1 --bind-to core --map-by core".into();
+                assert!(n.starts_with("srun"), "{n}");
+            }
+            format!("{r}\n")
+        })
+        .collect();
+    let path = dir.path().join("old.jsonl");
+    std::fs::write(&path, old).unwrap();
+    let out = common::stdout(&["report", path.to_str().unwrap()]);
+    assert!(!out.contains("--cpu-set"), "{out}");
+    assert!(!out.contains("srun --cpu-bind"), "{out}");
+    assert!(
+        out.contains("srun -n 2 --cpu-bind=map_cpu:")
+            && out.contains("--bind-to cpu-list:ordered")
+            && out.contains("mpiexec.hydra -n 2 -bind-to user:"),
+        "{out}"
+    );
+}

@@ -457,7 +457,7 @@ fn tune_reports_the_best_and_how_to_reproduce_it() {
         "OMP_NUM_THREADS=",
         "likwid-pin -c",
         "numactl --physcpubind=",
-        "srun --cpu-bind=map_cpu:",
+        "srun -n ",
         "taskset -c",
         "mpirun -np",
     ] {

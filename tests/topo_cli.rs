@@ -81,10 +81,12 @@ fn user_peak_flags_are_checked() {
 
 #[test]
 fn run_reports_percent_of_peak() {
+    // Arrays past 4 x the caches: a share of the memory peak is shown.
+    let size = common::dram_elements(1_000_000);
     let out = stdout(&[
         "run",
         "--size",
-        "1M",
+        &size,
         "--ntimes",
         "2",
         "--channels",
@@ -96,7 +98,7 @@ fn run_reports_percent_of_peak() {
     let json = stdout(&[
         "run",
         "--size",
-        "1M",
+        &size,
         "--ntimes",
         "2",
         "--peak",

@@ -12,11 +12,13 @@ mod health;
 mod health_protocol;
 mod install;
 mod latency;
+mod placed;
 mod resume;
 mod run;
 mod sweep;
 mod tune;
 mod values;
+mod writing;
 
 use crate::error::{Error, Input, Result};
 use crate::memory::policy::{self as mempolicy, MemPolicy};

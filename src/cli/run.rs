@@ -206,8 +206,7 @@ fn dry_run(
     } = source
         .prepare(topo, settings)
         .map_err(|e| placement.name_error(e))?;
-    let spellings = (plan.target.device().is_none())
-        .then(|| spellings::spell_plan(&plan.cpus, &plan.mem, plan.hugepages));
+    let spellings = plan_spellings(&plan);
     let view = report::plan::PlanView {
         command: "run",
         topo,
@@ -224,6 +223,48 @@ fn dry_run(
         reproduce: spellings.as_ref(),
     };
     print(report::plan::render(&view))
+}
+
+/// The reproduce lines of a CPU plan; a device has none.
+fn plan_spellings(plan: &plan::Plan) -> Option<spellings::Spellings> {
+    (plan.target.device().is_none())
+        .then(|| spellings::spell_plan(&plan.cpus, &plan.mem, plan.hugepages))
+}
+
+/// The run's report: its measurement with the share of the peak (for one
+/// process's sockets only) and the reproduce lines.
+fn run_report(
+    topo: &crate::topology::Topology,
+    engine: &Engine,
+    request: crate::results::Request,
+    measurement: crate::results::Measurement,
+    plan: &plan::Plan,
+) -> RunReport {
+    let peak = engine.peak_use(
+        plan,
+        measurement
+            .results
+            .iter()
+            .map(|r| (r.kernel, r.best_gb_s())),
+    );
+    let mut report = RunReport::new(
+        topo,
+        engine.source_name(),
+        request,
+        measurement,
+        peak,
+        plan_spellings(plan),
+    );
+    if report.measurement.ranks().is_some() {
+        // Rank 0's sockets are not the ranks' sockets: the per-node table
+        // carries each node's share of its peak instead.
+        report.peak = None;
+        report.peak_unknown = None;
+    }
+    if let Some(w) = report.peak.as_ref().and_then(|p| p.implausible()) {
+        crate::say!("membw: warning: {w}");
+    }
+    report
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<()> {
@@ -282,31 +323,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         crate::say!("membw: warning: {w}");
     }
     let request = run_request(m, &placement, &settings, stores_reason, &plan, &topo);
-    let peak = engine.peak_use(
-        &plan,
-        measurement
-            .results
-            .iter()
-            .map(|r| (r.kernel, r.best_gb_s())),
-    );
-    let mut report = RunReport::new(
-        &topo,
-        engine.source_name(),
-        request,
-        measurement,
-        peak,
-        (plan.target.device().is_none())
-            .then(|| spellings::spell_plan(&plan.cpus, &plan.mem, plan.hugepages)),
-    );
-    if report.measurement.ranks().is_some() {
-        // Rank 0's sockets are not the ranks' sockets: the per-node table
-        // carries each node's share of its peak instead.
-        report.peak = None;
-        report.peak_unknown = None;
-    }
-    if let Some(w) = report.peak.as_ref().and_then(|p| p.implausible()) {
-        crate::say!("membw: warning: {w}");
-    }
+    let report = run_report(&topo, &engine, request, measurement, &plan);
     if let Some(session) = &mut output {
         let point = crate::results::Point::new(
             PlacementId::of(&placement.request),

@@ -236,7 +236,10 @@ impl<'a> Engine<'a> {
             stats: Record::stats_of(&runs),
             peak_gb_s: peak.as_ref().map(|p| p.used_gb_s),
             peak_source: peak.map(|p| p.peak.detail),
-            cache_per_thread: self.topo.cache_per_thread(&job.plan.cpus),
+            cache_per_thread: match job.plan.target.device() {
+                Some(_) => Default::default(),
+                None => self.topo.cache_per_thread(&job.plan.cpus),
+            },
             reproduce: job.plan.target.device().is_none().then(|| job.reproduce()),
             runs,
         };

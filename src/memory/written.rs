@@ -376,6 +376,23 @@ fn check_nodes(set: &IdSet, topo: &Topology) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether a comma in `text` starts another policy (`bind:0,bind:1`).
+fn several_policies(text: &str) -> bool {
+    const NAMES: [&str; 6] = [
+        "local",
+        "bind",
+        "interleave",
+        "preferred",
+        "weighted",
+        "split",
+    ];
+    text.split(',').skip(1).any(|part| {
+        NAMES
+            .iter()
+            .any(|n| part.trim().to_ascii_lowercase().starts_with(n))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,21 +430,4 @@ mod tests {
         let three = PolicySpec::parse("split:0=50%,1=25%,2=25%").unwrap();
         assert_eq!(three.far_share(), None);
     }
-}
-
-/// Whether a comma in `text` starts another policy (`bind:0,bind:1`).
-fn several_policies(text: &str) -> bool {
-    const NAMES: [&str; 6] = [
-        "local",
-        "bind",
-        "interleave",
-        "preferred",
-        "weighted",
-        "split",
-    ];
-    text.split(',').skip(1).any(|part| {
-        NAMES
-            .iter()
-            .any(|n| part.trim().to_ascii_lowercase().starts_with(n))
-    })
 }

@@ -116,6 +116,22 @@ pub fn lines(s: &Spellings) -> Vec<&str> {
     groups(s).into_iter().flat_map(|(_, l)| l).collect()
 }
 
+impl Spellings {
+    /// Writes the rank lines (srun, Open MPI, MPICH) again for `cpus`: a
+    /// file written by an older membw may hold spellings that no longer
+    /// run (Open MPI 4.1 refuses `--cpu-set` with `--map-by core`), and
+    /// what is printed must run. They depend on the CPUs alone.
+    pub fn respell_ranks(&mut self, cpus: &[usize]) {
+        if cpus.is_empty() {
+            return;
+        }
+        let today = spell(cpus, "");
+        self.srun = today.srun;
+        self.mpirun = today.mpirun;
+        self.mpich = today.mpich;
+    }
+}
+
 /// `numactl_memory` is the memory part of the numactl line (e.g.
 /// `--membind=1`), empty for first touch.
 pub fn spell(cpus: &[usize], numactl_memory: &str) -> Spellings {

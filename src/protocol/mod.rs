@@ -232,22 +232,7 @@ fn measure_with(
         barrier_us: d.barrier_s.map(|s| s * 1e6),
     };
     let mut warnings = observed.warnings;
-    // A cache-sized point calibrated by time is meant to be in the caches.
-    if let Some(c) = plan.in_caches.filter(|_| !plan.calibrate) {
-        warnings.push(c.warning());
-    }
-    if min_time.is_finite() && (timer.min_kernel_ticks < MIN_TICKS || min_time < MIN_KERNEL_SECONDS)
-    {
-        let factor = (MIN_KERNEL_SECONDS * 10.0 / min_time).ceil() as u64;
-        // Never a size that still sits in the caches.
-        let stream = plan.in_caches.map_or(0, |c| c.stream_elements);
-        warnings.push(format!(
-            "the shortest kernel took {:.1} us ({:.0} clock ticks); results below ~1 ms are unreliable: use arrays of at least {} elements",
-            min_time * 1e6,
-            timer.min_kernel_ticks,
-            (plan.elements as u64 * factor.max(2)).max(stream)
-        ));
-    }
+    warnings.extend(size_warnings(plan, min_time, &timer));
     for t in &observed.threads {
         if let Some(found) = t.observed_cpu.filter(|&c| c != t.cpu) {
             warnings.push(format!(
@@ -283,6 +268,28 @@ fn measure_with(
         measurement,
         synced_times: d.synced_times,
     })
+}
+
+/// What the plan's size makes of the figures: arrays in the caches (a
+/// point calibrated by time is meant to be there), kernels too short to
+/// time; a suggested size is never one that still sits in the caches.
+fn size_warnings(plan: &Plan, min_time: f64, timer: &TimerCheck) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(c) = plan.in_caches.filter(|_| !plan.calibrate) {
+        warnings.push(c.warning());
+    }
+    if min_time.is_finite() && (timer.min_kernel_ticks < MIN_TICKS || min_time < MIN_KERNEL_SECONDS)
+    {
+        let factor = (MIN_KERNEL_SECONDS * 10.0 / min_time).ceil() as u64;
+        let stream = plan.in_caches.map_or(0, |c| c.stream_elements);
+        warnings.push(format!(
+            "the shortest kernel took {:.1} us ({:.0} clock ticks); results below ~1 ms are unreliable: use arrays of at least {} elements",
+            min_time * 1e6,
+            timer.min_kernel_ticks,
+            (plan.elements as u64 * factor.max(2)).max(stream)
+        ));
+    }
+    warnings
 }
 
 /// Each kernel's statistics over its timed repetitions, and each thread's

@@ -51,9 +51,12 @@ pub fn merge(docs: &[(PathBuf, RunReport)], outlier: f64) -> Result<Ranks, Strin
         .ok_or_else(|| "no kernel results in the files".to_string())
 }
 
+/// Each trait's name and value, in the order they are named.
+type Likeness = [(&'static str, String); 5];
+
 /// What makes two nodes' figures comparable as like machines: the CPU,
 /// the sockets, the threads, the ISA and the store mode that ran.
-fn likeness(doc: &RunReport) -> [(&'static str, String); 5] {
+fn likeness(doc: &RunReport) -> Likeness {
     let m = &doc.measurement;
     [
         (
@@ -93,8 +96,7 @@ fn differences(docs: &[(PathBuf, RunReport)]) -> Vec<String> {
 
 /// The slow hosts found within each group of like nodes (of two or more).
 fn slow_among_like(docs: &[(PathBuf, RunReport)], outlier: f64) -> Result<Vec<String>, String> {
-    let mut groups: BTreeMap<[(&'static str, String); 5], Vec<(PathBuf, RunReport)>> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<Likeness, Vec<(PathBuf, RunReport)>> = BTreeMap::new();
     for (p, d) in docs {
         groups
             .entry(likeness(d))

@@ -351,10 +351,8 @@ fn stability(m: &Measurement) -> String {
 fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> String {
     let mut o = String::new();
     let counted = m.ntimes.saturating_sub(1);
-    let what = match m.in_caches {
-        Some(_) => "; cache bandwidth: the arrays fit in the caches",
-        None => "",
-    };
+    let cached = "; cache bandwidth: the arrays fit in the caches";
+    let what = m.in_caches.as_ref().map_or("", |_| cached);
     let _ = writeln!(
         o,
         "Summary (GB/s = 10^9 B/s, best of {counted} timed repetitions{what}):"
@@ -394,9 +392,8 @@ fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> St
         Some(p) => {
             let _ = writeln!(
                 o,
-                "  peak for the {} socket{} used: {:.1} GB/s of {}\n    source: {}",
-                p.sockets_used,
-                if p.sockets_used == 1 { "" } else { "s" },
+                "  peak for the {} used: {:.1} GB/s of {}\n    source: {}",
+                crate::units::plural(p.sockets_used, "socket"),
                 p.used_gb_s,
                 p.peak,
                 p.peak.detail

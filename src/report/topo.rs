@@ -110,6 +110,26 @@ fn physical(topo: &Topology, cpus: &IdSet) -> String {
     format_ranges(&firsts)
 }
 
+/// The cache levels, their sum, and where they were read from.
+fn caches(o: &mut String, topo: &Topology, d: &Derived) {
+    let levels: Vec<String> = d
+        .cache_levels
+        .iter()
+        .map(|l| format!("{} {} × {}", l.name, or_unknown(l.size), l.instances))
+        .collect();
+    let _ = writeln!(o, "{:<11}{}", "Caches", levels.join(" · "));
+    let _ = writeln!(o, "{:<11}sum of all {}", "", d.cache_sum);
+    if let Some(dir) = &topo.caches_from {
+        let _ = writeln!(
+            o,
+            "{:<11}taken from {} ({}): a test leg, not this host's",
+            "",
+            dir.display(),
+            crate::topology::CACHES_FROM
+        );
+    }
+}
+
 pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
     let d = derive(topo);
     let mut o = String::new();
@@ -154,22 +174,7 @@ pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
             "off".to_string()
         }
     );
-    let levels: Vec<String> = d
-        .cache_levels
-        .iter()
-        .map(|l| format!("{} {} × {}", l.name, or_unknown(l.size), l.instances))
-        .collect();
-    let _ = writeln!(o, "{:<11}{}", "Caches", levels.join(" · "));
-    let _ = writeln!(o, "{:<11}sum of all {}", "", d.cache_sum);
-    if let Some(dir) = &topo.caches_from {
-        let _ = writeln!(
-            o,
-            "{:<11}taken from {} ({}): a test leg, not this host's",
-            "",
-            dir.display(),
-            crate::topology::CACHES_FROM
-        );
-    }
+    caches(&mut o, topo, &d);
     let _ = writeln!(
         o,
         "{:<11}CPUs {} ({} of {}) · memory nodes {}",

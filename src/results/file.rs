@@ -328,7 +328,11 @@ pub fn parse_record(text: &str) -> Result<Record, String> {
     if experiment_of(text).as_deref() == Some(super::latency::EXPERIMENT) {
         return Err("a latency record among bandwidth records".into());
     }
-    let record: Record = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let mut record: Record = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let bandwidth = &mut record.payload;
+    if let (Some(s), Some(run)) = (bandwidth.reproduce.as_mut(), bandwidth.runs.first()) {
+        s.respell_ranks(&run.cpus);
+    }
     // Rates outside what any memory system does (a hand-edited or corrupt
     // file) would only break the plots' axes.
     let rates = record

@@ -356,6 +356,11 @@ impl Record {
     /// Whether the point's working set per thread is under four times the
     /// caches per thread (STREAM's rule): a rate of the caches.
     pub fn in_caches(&self) -> bool {
+        // A device's arrays are in its own memory: the host's caches, which
+        // earlier records kept for a device too, say nothing of them.
+        if self.point.device().is_some() {
+            return false;
+        }
         let caches: u64 = self.cache_per_thread.values().sum();
         caches > 0 && self.point.working_set_per_thread < 4 * caches
     }

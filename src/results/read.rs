@@ -119,12 +119,16 @@ pub fn read(path: &Path) -> Result<Read, FileError> {
 }
 
 /// A run document of this schema version.
-fn run_document(path: &Path, report: RunReport) -> Result<Read, FileError> {
+fn run_document(path: &Path, mut report: RunReport) -> Result<Read, FileError> {
     known_version(report.schema_version).map_err(|message| FileError::NotARecord {
         path: path.to_path_buf(),
         line: 1,
         message,
     })?;
+    let cpus: Vec<usize> = report.measurement.threads.iter().map(|t| t.cpu).collect();
+    if let Some(s) = report.reproduce.as_mut() {
+        s.respell_ranks(&cpus);
+    }
     Ok(Read {
         document: Document::Run(Box::new(report)),
         torn: None,

@@ -57,6 +57,57 @@ fn heat_scale(
 /// colour and the table say it): a 128-CPU matrix stays a page wide.
 const NUMBERED: usize = 32;
 
+/// Where the heat map's cells lie: their node numbers, the cell's side,
+/// the grid's top-left corner, and one label in every `every`.
+struct Grid<'a> {
+    rows: &'a [usize],
+    cols: &'a [usize],
+    cell: i32,
+    left: i32,
+    top: i32,
+    every: usize,
+}
+
+/// The node numbers along both sides of the grid and the axes' names.
+fn heat_axes(
+    root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    g: &Grid,
+    (row_axis, col_axis): (&str, &str),
+) -> Option<()> {
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    let centered = |size: u32| {
+        TextStyle::from(("sans-serif", size).into_font()).pos(Pos::new(HPos::Center, VPos::Center))
+    };
+    let grid_bottom = g.top + g.cell * g.rows.len() as i32;
+    for (i, n) in g.cols.iter().enumerate().step_by(g.every) {
+        let x = g.left + g.cell * i as i32 + g.cell / 2;
+        root.draw(&Text::new(
+            n.to_string(),
+            (x, grid_bottom + 14),
+            centered(13),
+        ))
+        .ok()?;
+    }
+    for (i, n) in g.rows.iter().enumerate().step_by(g.every) {
+        let y = g.top + g.cell * i as i32 + g.cell / 2;
+        root.draw(&Text::new(n.to_string(), (g.left - 14, y), centered(13)))
+            .ok()?;
+    }
+    root.draw(&Text::new(
+        col_axis.to_string(),
+        (g.left + g.cell * g.cols.len() as i32 / 2, grid_bottom + 40),
+        centered(14),
+    ))
+    .ok()?;
+    root.draw(&Text::new(
+        row_axis.to_string(),
+        (g.left - 50, g.top + g.cell * g.rows.len() as i32 / 2),
+        centered(14),
+    ))
+    .ok()?;
+    Some(())
+}
+
 /// `axes`: what the rows and the columns are (`CPU node`, `memory node`);
 /// `untrusted`: cells measured beside other work, outlined in red with a
 /// `?` after their number, and said so under the title.
@@ -131,34 +182,17 @@ pub(crate) fn heat_map(
             ))
             .ok()?;
         }
-        for (i, n) in cols.iter().enumerate().step_by(every) {
-            let x = left + cell * i as i32 + cell / 2;
-            root.draw(&Text::new(
-                n.to_string(),
-                (x, top + cell * rows.len() as i32 + 14),
-                centered(13),
-            ))
-            .ok()?;
-        }
-        for (i, n) in rows.iter().enumerate().step_by(every) {
-            let y = top + cell * i as i32 + cell / 2;
-            root.draw(&Text::new(n.to_string(), (left - 14, y), centered(13)))
-                .ok()?;
-        }
         let grid_bottom = top + cell * rows.len() as i32;
         heat_scale(&root, (scale_x, top, grid_bottom), max, unit)?;
-        root.draw(&Text::new(
-            col_axis.to_string(),
-            (left + cell * cols.len() as i32 / 2, grid_bottom + 40),
-            centered(14),
-        ))
-        .ok()?;
-        root.draw(&Text::new(
-            row_axis.to_string(),
-            (left - 50, top + cell * rows.len() as i32 / 2),
-            centered(14),
-        ))
-        .ok()?;
+        let grid = Grid {
+            rows: &rows,
+            cols: &cols,
+            cell,
+            left,
+            top,
+            every,
+        };
+        heat_axes(&root, &grid, (row_axis, col_axis))?;
         root.present().ok()?;
     }
     Some(svg)

@@ -20,24 +20,26 @@ pub fn primary_kernel(records: &[Record]) -> Option<KernelId> {
     }
 }
 
-fn stats_cell(s: Option<&Stats>) -> [String; 3] {
-    match s {
-        Some(s) if s.n == 1 => [
-            format!("{:.2}", s.mean),
+fn stats_cell(s: Option<&Stats>, with_sd: bool) -> Vec<String> {
+    let mut cells = match s {
+        Some(s) => vec![
+            match s.interval() {
+                Some(ci) if s.n > 1 => format!("{:.2} ± {:.2}", s.mean, ci.half_width()),
+                _ if s.n > 1 => format!("{:.2} ± 0.00", s.mean),
+                _ => format!("{:.2}", s.mean),
+            },
             format!("{:.2}", s.min),
             format!("{:.2}", s.max),
         ],
-        Some(s) => [
-            format!(
-                "{:.2} ± {:.2}",
-                s.mean,
-                s.interval().map_or(0.0, |i| i.half_width())
-            ),
-            format!("{:.2}", s.min),
-            format!("{:.2}", s.max),
-        ],
-        None => ["-".into(), "-".into(), "-".into()],
+        None => vec!["-".into(), "-".into(), "-".into()],
+    };
+    if with_sd {
+        cells.push(match s {
+            Some(s) if s.n > 1 => format!("{:.2}", s.sd),
+            _ => "-".into(),
+        });
     }
+    cells
 }
 
 /// The records in reading order: NUMA cells, placement, memory policy,
@@ -59,36 +61,6 @@ fn reading_order(records: &[Record]) -> Vec<&Record> {
         key(a).cmp(&key(b))
     });
     sorted
-}
-
-/// What the rate columns hold, printed under every results table.
-pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
-    let records: Vec<&Record> = records.into_iter().collect();
-    let mut counts: Vec<usize> = records.iter().map(|r| r.runs.len()).collect();
-    counts.sort_unstable();
-    counts.dedup();
-    let runs = match counts.as_slice() {
-        [1] => "n = 1 run per point: no interval".to_string(),
-        [n] => format!("n = {n} runs per point"),
-        _ => "n = the runs column".into(),
-    };
-    let mut legend = format!(
-        "GB/s: mean ± 95 % CI ({runs}) of the runs' best rates, then their min and max; sd in the CSV (sd_gb_s) and JSON (stats)\n"
-    );
-    legend.push_str(if records.iter().all(|r| r.point.device().is_some()) {
-        "set/device: bytes of all arrays on the device · % peak: of the device's own peak"
-    } else if records.iter().any(|r| r.point.device().is_some()) {
-        "set/thread: bytes of all arrays per thread (per device) · % peak: of the sockets the threads ran on, or a device's own"
-    } else {
-        "set/thread: bytes of all arrays per thread · % peak: of the sockets the threads ran on"
-    });
-    if records.iter().any(|r| r.untrusted().is_some()) {
-        legend.push_str(
-            "\ntrust: NOT TRUSTED where the tick counters saw other work or steal on the CPUs \
-             during a run (why, below); such points are never the best",
-        );
-    }
-    legend
 }
 
 /// One line per point that cannot be trusted, with the reason.
@@ -204,16 +176,22 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
     }
     // The run count is a column only where it differs between points.
     let runs_vary = sorted.iter().any(|r| r.runs.len() != sorted[0].runs.len());
+    // Mean ± sd, which STREAM tutorials ask for, where any point has runs.
+    let with_sd = sorted
+        .iter()
+        .any(|r| r.stats.get(&kernel).is_some_and(|s| s.n > 1));
     let name = kernel.spec().name;
     headers.extend([format!("{name} GB/s"), "min".into(), "max".into()]);
-    if runs_vary {
-        headers.push("runs".into());
-    }
-    headers.push("% peak".into());
+    // A share of the peak only where a point has one (not in the caches).
+    let peaks = sorted.iter().any(|r| shows_peak(r));
     let doubts = sorted.iter().any(|r| r.untrusted().is_some());
-    if doubts {
-        headers.push("trust".into());
-    }
+    let optional = [
+        (with_sd, "sd"),
+        (runs_vary, "runs"),
+        (peaks, "% peak"),
+        (doubts, "trust"),
+    ];
+    headers.extend(optional.iter().filter(|c| c.0).map(|c| c.1.to_string()));
     let rows = sorted
         .iter()
         .map(|r| {
@@ -237,29 +215,23 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
                 });
             }
             if numa {
-                row.push(
-                    r.point
-                        .numa
-                        .map_or("-".into(), |n| format!("{} → {}", n.cpu_node, n.mem_node)),
-                );
+                let nodes = r
+                    .point
+                    .numa
+                    .map(|n| format!("{} → {}", n.cpu_node, n.mem_node));
+                row.push(nodes.unwrap_or_else(|| "-".into()));
             }
-            row.extend(stats_cell(s));
+            row.extend(stats_cell(s, with_sd));
             if runs_vary {
                 row.push(s.map_or("0".into(), |s| s.n.to_string()));
             }
-            row.push(
-                r.percent_of_peak(kernel)
-                    .map_or("-".into(), |p| format!("{p:.1}")),
-            );
+            if peaks {
+                let peak = r.percent_of_peak(kernel);
+                row.push(peak.map_or("-".into(), |p| format!("{p:.1}")));
+            }
             if doubts {
-                row.push(
-                    if r.untrusted().is_some() {
-                        "NOT TRUSTED"
-                    } else {
-                        "ok"
-                    }
-                    .into(),
-                );
+                let trust = r.untrusted().map_or("ok", |_| "NOT TRUSTED");
+                row.push(trust.into());
             }
             row
         })
@@ -463,6 +435,9 @@ pub fn markdown(records: &[Record], kernel: KernelId, plots: &[(String, String)]
 }
 
 mod compare;
+mod legend;
+pub use legend::legend;
+use legend::shows_peak;
 pub mod html;
 mod numa;
 pub use numa::numa_findings;

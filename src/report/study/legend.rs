@@ -1,0 +1,60 @@
+//! What a results table's columns mean, printed under every table.
+
+use crate::results::Record;
+
+/// Whether a point's rates are held against a memory peak: one is known
+/// and the arrays are past the caches.
+pub(super) fn shows_peak(r: &Record) -> bool {
+    r.peak_gb_s.is_some() && !r.in_caches()
+}
+
+/// What the rate columns hold, printed under every results table.
+pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
+    let records: Vec<&Record> = records.into_iter().collect();
+    let mut counts: Vec<usize> = records.iter().map(|r| r.runs.len()).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let runs = match counts.as_slice() {
+        [1] => "n = 1 run per point: no interval".to_string(),
+        [n] => format!("n = {n} runs per point"),
+        _ => "n = the runs column".into(),
+    };
+    let with_sd = records.iter().any(|r| r.runs.len() > 1);
+    let spread = if with_sd {
+        "min, max and sd"
+    } else {
+        "min and max"
+    };
+    let mut legend =
+        format!("GB/s: mean ± 95 % CI ({runs}) of the runs' best rates, then their {spread}\n");
+    let devices = records
+        .iter()
+        .filter(|r| r.point.device().is_some())
+        .count();
+    let (set, peak) = match devices {
+        0 => (
+            "set/thread: bytes of all arrays per thread",
+            "% peak: of the sockets the threads ran on",
+        ),
+        d if d == records.len() => (
+            "set/device: bytes of all arrays on the device",
+            "% peak: of the device's own peak",
+        ),
+        _ => (
+            "set/thread: bytes of all arrays per thread (per device)",
+            "% peak: of the sockets the threads ran on, or a device's own",
+        ),
+    };
+    legend.push_str(set);
+    if records.iter().any(|r| shows_peak(r)) {
+        legend.push_str(" · ");
+        legend.push_str(peak);
+    }
+    if records.iter().any(|r| r.untrusted().is_some()) {
+        legend.push_str(
+            "\ntrust: NOT TRUSTED where the tick counters saw other work or steal on the CPUs \
+             during a run (why, below); such points are never the best",
+        );
+    }
+    legend
+}
