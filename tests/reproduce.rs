@@ -270,3 +270,29 @@ fn reports_of_older_files_print_rank_lines_that_run() {
         "{out}"
     );
 }
+
+/// A line holds only what runs with a program pasted after it: what a
+/// line cannot say (a per-array policy numactl has no words for, an old
+/// file's trailing comment) is a note under the lines.
+#[test]
+fn no_printed_line_ends_in_a_comment() {
+    let study = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/tiers-guest.jsonl");
+    let out = common::stdout(&["report", study.to_str().unwrap()]);
+    let block = out.split("Reproduce it:").nth(1).expect(&out);
+    let lines: Vec<&str> = block.lines().filter(|l| l.starts_with("    ")).collect();
+    assert!(
+        lines.iter().any(|l| l.contains("numactl --physcpubind=")),
+        "{out}"
+    );
+    assert!(lines.iter().all(|l| !l.contains('#')), "{out}");
+    assert!(
+        block.contains("  note: per-array policies have no numactl equivalent"),
+        "{out}"
+    );
+    let place = common::stdout(&["place", "--cpus", "0", "--mem", "a=bind:0,b=local,c=local"]);
+    assert!(!place.contains('#'), "{place}");
+    assert!(
+        place.contains("  note: numactl places the CPUs only"),
+        "{place}"
+    );
+}

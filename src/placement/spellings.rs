@@ -29,6 +29,10 @@ pub struct Spellings {
     /// empty on THP and base pages.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub hugepages: String,
+    /// What the lines cannot say, printed after them (a line itself holds
+    /// only what runs when pasted, with a program after it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// OMP_PLACES for thread i on `cpus[i]`: interval notation when the CPUs
@@ -58,8 +62,12 @@ pub fn spell_plan(cpus: &[usize], mem: &MemPolicy, pages: Hugepages) -> Spelling
     let mut s = spell_policy(cpus, mem);
     if pages.explicit_bytes().is_some() {
         s.hugepages = format!(
-            "HUGETLB_MORECORE={} LD_PRELOAD=libhugetlbfs.so   # heap on explicit huge pages (libhugetlbfs)",
+            "HUGETLB_MORECORE={} LD_PRELOAD=libhugetlbfs.so",
             pages.name()
+        );
+        s.notes.push(
+            "HUGETLB_MORECORE puts another program's heap on explicit huge pages (libhugetlbfs)"
+                .into(),
         );
     }
     s
@@ -70,11 +78,14 @@ fn spell_policy(cpus: &[usize], mem: &MemPolicy) -> Spellings {
         Some(memory) => spell(cpus, &memory),
         None => {
             let mut s = spell(cpus, "");
-            s.numactl.push_str(if mem.is_uniform() {
-                "   # a split has no numactl equivalent"
-            } else {
-                "   # per-array policies have no numactl equivalent"
-            });
+            s.notes.push(
+                if mem.is_uniform() {
+                    "numactl places the CPUs only: a split has no numactl equivalent"
+                } else {
+                    "numactl places the CPUs only: per-array policies have no numactl equivalent"
+                }
+                .into(),
+            );
             s
         }
     }
@@ -117,11 +128,19 @@ pub fn lines(s: &Spellings) -> Vec<&str> {
 }
 
 impl Spellings {
-    /// Writes the rank lines (srun, Open MPI, MPICH) again for `cpus`: a
-    /// file written by an older membw may hold spellings that no longer
-    /// run (Open MPI 4.1 refuses `--cpu-set` with `--map-by core`), and
-    /// what is printed must run. They depend on the CPUs alone.
-    pub fn respell_ranks(&mut self, cpus: &[usize]) {
+    /// The lines as today's membw writes them, for `cpus`: a file written
+    /// by an older membw may hold spellings that no longer run (Open MPI
+    /// 4.1 refuses `--cpu-set` with `--map-by core`; a trailing `# ...`
+    /// comment swallows the program pasted after it), and what is printed
+    /// must run. The rank lines depend on the CPUs alone; comments become
+    /// notes.
+    pub fn refresh(&mut self, cpus: &[usize]) {
+        for line in [&mut self.numactl, &mut self.hugepages] {
+            if let Some(at) = line.find("   # ") {
+                self.notes.push(line[at + 5..].trim().to_string());
+                line.truncate(at);
+            }
+        }
         if cpus.is_empty() {
             return;
         }
@@ -188,6 +207,7 @@ pub fn spell(cpus: &[usize], numactl_memory: &str) -> Spellings {
             plain.join(",")
         ),
         hugepages: String::new(),
+        notes: Vec::new(),
     }
 }
 

@@ -45,6 +45,9 @@ pub fn reproduce_block(title: &str, s: &Spellings) -> String {
             let _ = writeln!(o, "    {line}");
         }
     }
+    for note in &s.notes {
+        let _ = writeln!(o, "  note: {note}");
+    }
     o
 }
 

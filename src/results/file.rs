@@ -331,7 +331,7 @@ pub fn parse_record(text: &str) -> Result<Record, String> {
     let mut record: Record = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let bandwidth = &mut record.payload;
     if let (Some(s), Some(run)) = (bandwidth.reproduce.as_mut(), bandwidth.runs.first()) {
-        s.respell_ranks(&run.cpus);
+        s.refresh(&run.cpus);
     }
     // Rates outside what any memory system does (a hand-edited or corrupt
     // file) would only break the plots' axes.

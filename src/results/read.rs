@@ -127,7 +127,7 @@ fn run_document(path: &Path, mut report: RunReport) -> Result<Read, FileError> {
     })?;
     let cpus: Vec<usize> = report.measurement.threads.iter().map(|t| t.cpu).collect();
     if let Some(s) = report.reproduce.as_mut() {
-        s.respell_ranks(&cpus);
+        s.refresh(&cpus);
     }
     Ok(Read {
         document: Document::Run(Box::new(report)),
