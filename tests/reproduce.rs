@@ -276,7 +276,14 @@ fn reports_of_older_files_print_rank_lines_that_run() {
 /// file's trailing comment) is a note under the lines.
 #[test]
 fn no_printed_line_ends_in_a_comment() {
-    let study = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/tiers-guest.jsonl");
+    // A copy: report writes its plots beside the file it reads.
+    let dir = tempfile::tempdir().unwrap();
+    let study = dir.path().join("tiers-guest.jsonl");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/tiers-guest.jsonl"),
+        &study,
+    )
+    .unwrap();
     let out = common::stdout(&["report", study.to_str().unwrap()]);
     let block = out.split("Reproduce it:").nth(1).expect(&out);
     let lines: Vec<&str> = block.lines().filter(|l| l.starts_with("    ")).collect();
