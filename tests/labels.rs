@@ -48,28 +48,34 @@ fn arrays_in_the_caches_are_cache_bandwidth_with_no_share_of_the_memory_peak() {
     assert_eq!(doc["peak"]["percent_of_peak"], serde_json::json!({}));
 }
 
+/// A triad sweep by the fake source (4 GB/s per thread) with `axes`,
+/// written to a results file in `dir`; its path.
+fn fake_triad_sweep(dir: &std::path::Path, axes: &[&str]) -> std::path::PathBuf {
+    let file = dir.join("sweep.jsonl");
+    let mut args = vec!["sweep", "--fake-source", "4", "--kernels", "triad"];
+    args.extend_from_slice(axes);
+    args.extend(["-o", file.to_str().unwrap()]);
+    stdout(&args);
+    file
+}
+
 #[test]
 fn a_size_sweep_shows_no_share_of_the_peak_where_the_working_set_is_cached() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("sizes.jsonl");
+    let file = fake_triad_sweep(
+        dir.path(),
+        &[
+            "--threads",
+            "1",
+            "--peak",
+            "100GB/s",
+            "--working-sets",
+            "16KiB",
+            "--ntimes",
+            "2",
+        ],
+    );
     let f = file.to_str().unwrap();
-    stdout(&[
-        "sweep",
-        "--fake-source",
-        "4",
-        "--threads",
-        "1",
-        "--kernels",
-        "triad",
-        "--peak",
-        "100GB/s",
-        "--working-sets",
-        "16KiB",
-        "--ntimes",
-        "2",
-        "-o",
-        f,
-    ]);
     let csv = stdout(&["report", f, "--format", "csv"]);
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let column = header.iter().position(|h| *h == "percent_of_peak").unwrap();
@@ -80,23 +86,11 @@ fn a_size_sweep_shows_no_share_of_the_peak_where_the_working_set_is_cached() {
 #[test]
 fn markdown_and_html_say_what_the_interval_is_and_a_markdown_run_keeps_stores_and_trust() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("s.jsonl");
+    let file = fake_triad_sweep(
+        dir.path(),
+        &["--threads", "1,2", "--ntimes", "3", "--repeat", "3"],
+    );
     let f = file.to_str().unwrap();
-    stdout(&[
-        "sweep",
-        "--fake-source",
-        "4",
-        "--threads",
-        "1,2",
-        "--kernels",
-        "triad",
-        "--ntimes",
-        "3",
-        "--repeat",
-        "3",
-        "-o",
-        f,
-    ]);
     let md = stdout(&["report", f, "--format", "markdown"]);
     assert!(md.contains("mean ± 95 % CI (n = 3 runs per point)"), "{md}");
     let html = dir.path().join("r.html");

@@ -673,15 +673,7 @@ fn srun_launches_ranks_that_measure_together() {
     if !common::usable(Command::new("sinfo").args(["-h", "-o", "%t"]), "slurm-wlm") {
         return;
     }
-    let up = Command::new("sinfo")
-        .args(["-h", "-o", "%t"])
-        .output()
-        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("idle"));
-    if !up {
-        common::unavailable(
-            "no Slurm node up (run .ci/slurm-single-node.sh as root)",
-            ".ci/run must run .ci/slurm-single-node.sh",
-        );
+    if !common::slurm_node_up() {
         return;
     }
     let mut launcher = Command::new("srun");

@@ -218,15 +218,7 @@ fn the_srun_line_puts_task_i_on_the_ith_cpu() {
     if !common::slow_tests("the Slurm reproduce test") {
         return;
     }
-    let up = Command::new("sinfo")
-        .args(["-h", "-o", "%t"])
-        .output()
-        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("idle"));
-    if !up {
-        common::unavailable(
-            "no Slurm node up (run .ci/slurm-single-node.sh as root)",
-            ".ci/run must run .ci/slurm-single-node.sh",
-        );
+    if !common::slurm_node_up() {
         return;
     }
     let s = spellings(&cpus);

@@ -248,3 +248,20 @@ pub fn dram_elements(floor: u64) -> String {
     let caches = topo.cache_sum(&topo.allowed_cpus).0;
     (4 * caches / (3 * 8) + 1).max(floor).to_string()
 }
+
+/// Whether a Slurm node is up to take `srun` (.ci/run starts a one-node
+/// cluster with .ci/slurm-single-node.sh); where none is, the test skips,
+/// and fails in CI.
+pub fn slurm_node_up() -> bool {
+    let up = std::process::Command::new("sinfo")
+        .args(["-h", "-o", "%t"])
+        .output()
+        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("idle"));
+    if !up {
+        unavailable(
+            "no Slurm node up (run .ci/slurm-single-node.sh as root)",
+            ".ci/run must run .ci/slurm-single-node.sh",
+        );
+    }
+    up
+}
