@@ -70,19 +70,13 @@ impl Plan {
     /// CPU threads that run the kernels: none for a device (its host
     /// thread drives it, and does not share its work).
     pub fn threads(&self) -> usize {
-        match self.target {
-            Target::Device(_) => 0,
-            _ => self.cpus.len(),
-        }
+        self.target.working_cpus(&self.cpus).len()
     }
 
     /// Threads (or devices) the work is split over: what a working set per
     /// thread is per.
     pub fn units(&self) -> usize {
-        match self.target {
-            Target::Device(_) => 1,
-            _ => self.cpus.len().max(1),
-        }
+        self.threads().max(1)
     }
 }
 
@@ -307,10 +301,9 @@ impl Point {
     ) -> Point {
         // A device has no CPU threads, placement or memory policy to name;
         // its working set is the device's.
-        let device = plan.target.device().is_some();
-        let (threads, placement, mem) = match device {
-            true => (0, None, None),
-            false => (plan.units(), Some(placement), Some(mem.clone())),
+        let (threads, placement, mem) = match plan.target.on_host() {
+            true => (plan.units(), Some(placement), Some(mem.clone())),
+            false => (0, None, None),
         };
         let arrays = plan.arrays_needed().len() as u64;
         let elements = plan.elements as u64;
@@ -327,7 +320,7 @@ impl Point {
             ntimes: plan.ntimes,
             numa,
             element_bytes: None,
-            target: plan.target.device().map(|_| plan.target.clone()),
+            target: plan.target.in_point(),
         }
     }
 }

@@ -13,7 +13,11 @@ use serde_json::Value;
 const SMALL: [&str; 4] = ["--array-size", "262144", "--ntimes", "3"];
 
 fn run_sim(extra: &[&str]) -> String {
-    let mut args = vec!["run", "--backend", "sim"];
+    run_on("sim", extra)
+}
+
+fn run_on(backend: &str, extra: &[&str]) -> String {
+    let mut args = vec!["run", "--backend", backend];
     args.extend(SMALL);
     args.extend(extra);
     stdout(&args)
@@ -21,9 +25,15 @@ fn run_sim(extra: &[&str]) -> String {
 
 #[test]
 fn a_run_on_the_device_names_it_and_its_own_peak_and_no_cpu_things() {
-    let text = run_sim(&[]);
+    // The node's second device, by index: its own name, its facts, its
+    // two named peaks.
+    let text = run_on("sim:1", &[]);
     assert!(
-        text.contains("Target: device sim0 (membw simulated device, 1 GiB, backend sim)"),
+        text.contains("Target: device sim1 (membw simulated device, 1 GiB, host node "),
+        "{text}"
+    );
+    assert!(
+        text.contains("memory peak 1000 GB/s, host link peak 63 GB/s"),
         "{text}"
     );
     assert!(text.contains("Triad:") && text.contains("Solution Validates"));
@@ -40,11 +50,13 @@ fn a_run_on_the_device_names_it_and_its_own_peak_and_no_cpu_things() {
         assert!(!text.contains(cpu_only), "'{cpu_only}' in: {text}");
     }
 
-    let doc: Value = serde_json::from_str(&run_sim(&["--format", "json"])).unwrap();
+    let doc: Value = serde_json::from_str(&run_on("sim:1", &["--format", "json"])).unwrap();
     let m = &doc["measurement"];
     assert_eq!(m["target"]["kind"], "device");
-    assert_eq!(m["target"]["name"], "sim0");
-    assert_eq!(m["target"]["peak_gb_s"], 1000.0);
+    assert_eq!(m["target"]["name"], "sim1");
+    assert_eq!(m["target"]["index"], 1);
+    assert_eq!(m["target"]["peaks"]["memory_gb_s"], 1000.0);
+    assert_eq!(m["target"]["peaks"]["host_link_gb_s"], 63.0);
     for absent in ["isa", "stores", "threads", "mem_policy"] {
         assert!(m.get(absent).is_none(), "{absent}: {m}");
     }
@@ -73,13 +85,19 @@ fn its_prometheus_lines_say_device_with_its_name_and_peak() {
     let text = std::fs::read_to_string(&prom).unwrap();
     assert!(
         text.contains(
-            "membw_bandwidth_bytes_per_second{kernel=\"triad\",scope=\"device\",device=\"sim0\",backend=\"sim\"}"
+            "membw_bandwidth_bytes_per_second{kernel=\"triad\",scope=\"device\",device=\"sim0\",backend=\"sim\",index=\"0\"}"
         ),
         "{text}"
     );
     assert!(
         text.contains(
-            "membw_peak_bytes_per_second{scope=\"device\",device=\"sim0\",backend=\"sim\"} 1000000000000\n"
+            "membw_peak_bytes_per_second{scope=\"device\",device=\"sim0\",backend=\"sim\",index=\"0\"} 1000000000000\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "membw_host_link_peak_bytes_per_second{scope=\"device\",device=\"sim0\",backend=\"sim\",index=\"0\"} 63000000000\n"
         ),
         "{text}"
     );
@@ -107,7 +125,7 @@ fn what_only_cpus_have_is_refused_in_one_line() {
         usage_error(&["run", "--backend", "sim", flag, value], needle);
         usage_error(
             &["run", "--backend", "sim", flag, value],
-            "simulated device sim0 has no",
+            "a simulated device has no",
         );
     }
     usage_error(
@@ -127,6 +145,12 @@ fn what_only_cpus_have_is_refused_in_one_line() {
         &["tune", "--backend", "sim"],
         "membw tune studies CPUs, and the backend's target is device sim0",
     );
+    // A device that is not there, an index where there are no devices.
+    usage_error(
+        &["run", "--backend", "sim:4"],
+        "--backend sim:4: there is no device sim:4: the simulated node has sim:0 to sim:3",
+    );
+    usage_error(&["run", "--backend", "cpu:0"], "has no devices to number");
     usage_error(
         &["sweep", "--backend", "sim", "--numa-matrix"],
         "--numa-matrix studies CPUs, and the backend's target is device sim0",
@@ -223,6 +247,20 @@ fn sweeps_reports_and_comparisons_name_the_device_and_pair_its_points() {
         assert!(first["point"].get(absent).is_none(), "{absent}: {first}");
     }
     assert!(first.get("reproduce").is_none());
+    // The point keys the device by its identity; what its backend reported
+    // (memory, peaks) travels with the runs only.
+    let identity = r#""target":{"kind":"device","backend":"sim","index":0,"name":"sim0"}"#;
+    let line = std::fs::read_to_string(&swept).unwrap();
+    assert!(line.contains(identity), "{line}");
+    assert_eq!(first["runs"][0]["target"]["peaks"]["memory_gb_s"], 1000.0);
+    // A file whose points kept a device's facts (as schema 1 wrote them,
+    // with another peak) is still the same study, point by point.
+    let old = path("old.jsonl");
+    let schema1 = r#""target":{"kind":"device","backend":"sim","name":"sim0","model":"membw simulated device","memory_bytes":1073741824,"peak_gb_s":900.0}"#;
+    std::fs::write(&old, line.replace(identity, schema1)).unwrap();
+    let resumed = membw().args(["sweep", "--resume", &old]).output().unwrap();
+    let said = String::from_utf8_lossy(&resumed.stderr);
+    assert!(said.contains("0 points written, 2 skipped"), "{said}");
 
     // run -o of the size the sweep's 6 MiB point has pairs with it.
     run_sim_to(&ran, "262144");

@@ -2,8 +2,9 @@
 //! import each other without cycles, the results model imports nothing above
 //! it, only the system-facing modules read /sys or /proc, the CLI builds no
 //! ad-hoc JSON, no file grows past 500 lines and no function past 100 (the
-//! kernel tables and their ISA files aside), and the lean build links no
-//! font or rasterizer.
+//! kernel tables and their ISA files aside), the lean build links no
+//! font or rasterizer, only `results` reads membw's documents, and only the
+//! targets (and the backends that declare them) branch on a target's kind.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -454,4 +455,54 @@ fn only_results_reads_membws_documents() {
         "fn read(t: &str) { let v: serde_json::Value = serde_json::from_str(t).unwrap(); }".into(),
     );
     assert_eq!(readers_outside_results(&planted), ["src/health/history.rs"]);
+}
+
+/// Where the kinds of target are known: the targets themselves, and the
+/// backends that declare theirs.
+const TARGET_MODULES: [&str; 2] = ["results/target/", "backend/"];
+
+/// Lines outside the targets that branch on a target's kind: a pattern of
+/// one of its variants, or a device asked for other than to be kept.
+fn target_branches(files: &BTreeMap<String, String>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (path, text) in files {
+        if TARGET_MODULES.iter().any(|m| path.starts_with(m)) {
+            continue;
+        }
+        for (i, line) in code(text).lines().enumerate() {
+            let variant = ["Target::Cpu", "Target::Device", "Target::Program"]
+                .iter()
+                .any(|v| line.contains(v));
+            let pattern = ["=>", "if let", "matches!", "let Target::", "while let"]
+                .iter()
+                .any(|p| line.contains(p));
+            // A device may be kept (a baseline's scope) or passed on to be
+            // described, never tested or taken apart.
+            let asked = line.match_indices(".device()").any(|(at, m)| {
+                let rest = &line[at + m.len()..];
+                !(rest.starts_with(".cloned()") || rest.starts_with(')'))
+            });
+            if (variant && pattern) || asked || line.contains("Target::Device(") {
+                found.push(format!("src/{path}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn only_the_targets_branch_on_a_targets_kind() {
+    let t = tree();
+    assert_eq!(target_branches(&t.files), Vec::<String>::new());
+    // Planted branches (a renderer asking whether a device ran, one
+    // matching the CPU variant) are caught.
+    for planted in [
+        "fn cell(m: &M) -> String { if m.target().device().is_some() { String::new() } else { x() } }",
+        "fn cell(t: &Target) -> u8 { match t { Target::Cpu(_) => 1, _ => 0 } }",
+        "fn f(t: &Target) -> bool { matches!(t, Target::Program { .. }) }",
+    ] {
+        let mut files = t.files.clone();
+        files.insert("report/csv.rs".into(), planted.into());
+        assert_eq!(target_branches(&files).len(), 1, "{planted}");
+    }
 }

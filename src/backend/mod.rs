@@ -119,22 +119,47 @@ pub struct Observed {
     pub warnings: Vec<String>,
 }
 
-/// Makes a backend.
-pub type MakeBackend = fn() -> Box<dyn Backend>;
+/// Makes a backend for one of its devices (`None`: its first, or the host
+/// for a backend that has no devices), or says why it cannot.
+pub type MakeBackend = fn(Option<u32>) -> std::result::Result<Box<dyn Backend>, String>;
 
 /// Every backend, by name: the one registration a new backend adds.
 pub const BACKENDS: &[(&str, MakeBackend)] = &[
-    ("cpu", || Box::new(cpu::CpuTeam)),
-    ("portable", || Box::new(portable::Portable)),
-    ("sim", || Box::new(sim::SimDevice)),
+    ("cpu", |i| {
+        host_only("cpu", i).map(|()| Box::new(cpu::CpuTeam) as _)
+    }),
+    ("portable", |i| {
+        host_only("portable", i).map(|()| Box::new(portable::Portable) as _)
+    }),
+    ("sim", sim::SimDevice::make),
 ];
 
-/// The backend called `name`, if there is one.
-pub fn by_name(name: &str) -> Option<Box<dyn Backend>> {
-    BACKENDS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, make)| make())
+/// A backend of the host's own memory takes no device index.
+fn host_only(name: &str, index: Option<u32>) -> std::result::Result<(), String> {
+    match index {
+        None => Ok(()),
+        Some(_) => Err(format!(
+            "the {name} backend measures the host's memory and has no devices to number"
+        )),
+    }
+}
+
+/// The backend `spec` names: `NAME` or `NAME:INDEX` (`sim:1`), or why
+/// there is none.
+pub fn by_name(spec: &str) -> std::result::Result<Box<dyn Backend>, String> {
+    let (name, index) = match spec.split_once(':') {
+        None => (spec, None),
+        Some((name, index)) => {
+            let index = index.parse::<u32>().map_err(|_| {
+                format!("'{index}' is not a device index (0, 1, ...): write {name}:0")
+            })?;
+            (name, Some(index))
+        }
+    };
+    let make = (BACKENDS.iter().find(|(n, _)| *n == name))
+        .map(|(_, make)| make)
+        .ok_or_else(|| format!("unknown backend '{name}' (choose from {})", names()))?;
+    make(index)
 }
 
 /// The names of every backend, for messages.

@@ -1,45 +1,94 @@
-//! A simulated device, for the tests: the proof that a backend which is
-//! not the CPU team (a GPU's memory, later) goes through every command
-//! with one module and one registration.
+//! A node of simulated devices, for the tests: the proof that a backend
+//! which is not the CPU team (a GPU's memory, later) goes through every
+//! command with one module and one registration.
 //!
-//! It owns its arrays (ordinary heap memory that no CPU placement, memory
-//! policy or first touch of membw's touches), names itself `sim0`, declares
-//! its own memory and peak, and refuses what only CPUs have: threads, a
-//! placement, a memory policy, an ISA, store instructions, page sizes. Its
-//! kernels run on the host thread that drives it (pinned to the first CPU
-//! this process may use, so that the trust counters tell its time from
-//! other work), so its rates are real ones of this host; only its identity
-//! is simulated.
+//! The node has [`DEVICES`] devices, `sim:0` to `sim:3`; device N is
+//! attached to the host's NUMA node N modulo the nodes there are, and is
+//! driven by a host thread pinned to the first CPU of that node this
+//! process may use (so that the trust counters tell its time from other
+//! work). Each owns its arrays (ordinary heap memory that no CPU
+//! placement, memory policy or first touch of membw's touches), names
+//! itself `simN`, declares its memory and two named peaks (its memory and
+//! its host link), and refuses what only CPUs have: threads, a placement,
+//! a memory policy, an ISA, store instructions, page sizes. Its kernels
+//! run on the host thread, so its rates are real ones of this host; only
+//! its identity and facts are simulated.
 //!
 //! `MEMBW_SIM_DEVICE` sets it up for validation tests: `wrong-element=N`
 //! makes element N of the last array every kernel writes come back wrong
-//! (the protocol must name that array), `peak=GBS` changes its peak.
+//! (the protocol must name that array), `peak=GBS` and `link=GBS` change
+//! its peaks.
 
 use super::{ArrayErrors, Backend, Device, Driver, HostArrays, Observed, ReadBack};
 use crate::error::{Error, Input, Result};
 use crate::kernels::{ARRAYS, ArrayId, KernelId};
 use crate::plan::{Plan, Prepared, Settings, StoresRequest};
-use crate::results::target::{DeviceId, Target};
+use crate::results::target::{self, DeviceFacts, DeviceId, DevicePeaks, Target};
 use crate::topology::Topology;
 use crate::units::{Bytes, ELEMENT_BYTES};
 
 /// The simulated device's memory.
 const MEMORY_BYTES: u64 = 1 << 30;
-/// Its declared peak, GB/s: above what any host here reaches with one thread.
+/// Its declared memory peak, GB/s: above what any host here reaches with
+/// one thread.
 const PEAK_GB_S: f64 = 1000.0;
+/// Its declared host link peak, GB/s each way: a PCIe 5.0 x16 link's
+/// 32 GT/s × 16 lanes × 128/130 / 8.
+const LINK_GB_S: f64 = 63.0;
+/// Devices on the simulated node.
+pub const DEVICES: u32 = 4;
 /// Elements per array when no size is given: 16 MiB arrays.
 const DEFAULT_ELEMENTS: u64 = 2 << 20;
 /// The variable that sets it up for tests.
 pub const SETUP_VARIABLE: &str = "MEMBW_SIM_DEVICE";
 
-/// membw's simulated device.
-pub struct SimDevice;
+/// One of the simulated node's devices.
+pub struct SimDevice {
+    index: u32,
+}
+
+impl SimDevice {
+    /// Device `index` (the first where none is given), or why not.
+    pub fn make(index: Option<u32>) -> std::result::Result<Box<dyn Backend>, String> {
+        match index.unwrap_or(0) {
+            i if i < DEVICES => Ok(Box::new(SimDevice { index: i })),
+            i => Err(format!(
+                "there is no device sim:{i}: the simulated node has sim:0 to sim:{}",
+                DEVICES - 1
+            )),
+        }
+    }
+
+    fn name(&self) -> String {
+        format!("sim{}", self.index)
+    }
+
+    /// The host node it is attached to, and the CPU that drives it: the
+    /// first this process may use on that node (any, on a node with none).
+    fn attachment(&self, topo: &Topology) -> (Option<usize>, Option<usize>) {
+        let nodes: Vec<&crate::topology::Node> =
+            (topo.nodes.iter()).filter(|n| !n.memoryless()).collect();
+        let node = (!nodes.is_empty()).then(|| nodes[self.index as usize % nodes.len()]);
+        let cpu = node
+            .and_then(|n| n.cpus.intersection(&topo.allowed_cpus).first())
+            .or_else(|| topo.allowed_cpus.first());
+        (node.map(|n| n.id), cpu)
+    }
+}
 
 /// What `MEMBW_SIM_DEVICE` asked for.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Setup {
     wrong_element: Option<usize>,
     peak_gb_s: Option<f64>,
+    link_gb_s: Option<f64>,
+}
+
+/// A positive rate in GB/s.
+fn rate(gb_s: &str) -> std::result::Result<f64, String> {
+    (gb_s.parse().ok())
+        .filter(|p: &f64| p.is_finite() && *p > 0.0)
+        .ok_or_else(|| format!("'{gb_s}': a positive rate in GB/s"))
 }
 
 impl Setup {
@@ -53,15 +102,13 @@ impl Setup {
                             .map_err(|_| format!("'{n}': an element index (0, 1, ...)"))?,
                     );
                 }
-                Some(("peak", gb_s)) => {
-                    setup.peak_gb_s = Some(
-                        gb_s.parse()
-                            .ok()
-                            .filter(|p: &f64| p.is_finite() && *p > 0.0)
-                            .ok_or_else(|| format!("'{gb_s}': a positive rate in GB/s"))?,
-                    );
+                Some(("peak", gb_s)) => setup.peak_gb_s = Some(rate(gb_s)?),
+                Some(("link", gb_s)) => setup.link_gb_s = Some(rate(gb_s)?),
+                _ => {
+                    return Err(format!(
+                        "'{item}': expected wrong-element=N, peak=GBS or link=GBS"
+                    ));
                 }
-                _ => return Err(format!("'{item}': expected wrong-element=N or peak=GBS")),
             }
         }
         Ok(setup)
@@ -80,7 +127,7 @@ fn refuse(input: Input, given: impl Into<String>, what: &str) -> Error {
     Error::input(
         input,
         given,
-        format!("the simulated device sim0 has no {what} (it is not the CPU team)"),
+        format!("a simulated device has no {what} (it is not the CPU team)"),
     )
 }
 
@@ -115,6 +162,7 @@ impl Backend for SimDevice {
             return Err(refuse(Input::Hugepages, pages, "host page sizes"));
         }
         let setup = Setup::from_env()?;
+        let (numa_node, host_cpu) = self.attachment(topo);
         let (elements, inner_repeats) = s.sizes(1, || DEFAULT_ELEMENTS)?;
         let mut kernels = s.measure.kernels.clone();
         kernels.sort();
@@ -126,9 +174,10 @@ impl Backend for SimDevice {
                 Input::Size,
                 elements.to_string(),
                 format!(
-                    "{arrays} arrays of {elements} elements need {}, more than the {} of the simulated device sim0",
+                    "{arrays} arrays of {elements} elements need {}, more than the {} of the simulated device {}",
                     Bytes(needed),
-                    Bytes(MEMORY_BYTES)
+                    Bytes(MEMORY_BYTES),
+                    self.name()
                 ),
             ));
         }
@@ -136,16 +185,26 @@ impl Backend for SimDevice {
             elements,
             ntimes: s.measure.ntimes,
             kernels,
-            target: Target::Device(DeviceId {
-                backend: self.name().into(),
-                name: "sim0".into(),
-                model: Some("membw simulated device".into()),
-                memory_bytes: Some(MEMORY_BYTES),
-                peak_gb_s: Some(setup.peak_gb_s.unwrap_or(PEAK_GB_S)),
+            target: Target::Device(target::Device {
+                id: DeviceId {
+                    backend: Backend::name(self).into(),
+                    index: self.index,
+                    name: self.name(),
+                },
+                facts: DeviceFacts {
+                    model: Some("membw simulated device".into()),
+                    memory_bytes: Some(MEMORY_BYTES),
+                    driver: Some(format!("membw {}", env!("CARGO_PKG_VERSION"))),
+                    numa_node,
+                    peaks: DevicePeaks {
+                        memory_gb_s: Some(setup.peak_gb_s.unwrap_or(PEAK_GB_S)),
+                        host_link_gb_s: Some(setup.link_gb_s.unwrap_or(LINK_GB_S)),
+                    },
+                },
             }),
             // The host thread that drives the device: no CPU of the
             // host's does the device's work on a real one.
-            cpus: topo.allowed_cpus.first().into_iter().collect(),
+            cpus: host_cpu.into_iter().collect(),
             cpu_nodes: Vec::new(),
             hugepages: s.measure.hugepages,
             mem: s.mem.clone(),
@@ -172,13 +231,19 @@ impl Backend for SimDevice {
         std::thread::scope(|s| {
             s.spawn(|| {
                 if let Some(cpu) = host_cpu {
-                    crate::sys::pin_current_thread(cpu)
-                        .map_err(|e| Error::Runtime(format!("pinning sim0's host thread: {e}")))?;
+                    crate::sys::pin_current_thread(cpu).map_err(|e| {
+                        Error::Runtime(format!("pinning {}'s host thread: {e}", self.name()))
+                    })?;
                 }
                 driver(&mut memory)
             })
             .join()
-            .unwrap_or_else(|_| Err(Error::Runtime("sim0's host thread panicked".into())))
+            .unwrap_or_else(|_| {
+                Err(Error::Runtime(format!(
+                    "{}'s host thread panicked",
+                    self.name()
+                )))
+            })
         })?;
         Ok(Observed::default())
     }
@@ -224,7 +289,8 @@ mod tests {
             Setup::parse("wrong-element=3, peak=250").unwrap(),
             Setup {
                 wrong_element: Some(3),
-                peak_gb_s: Some(250.0)
+                peak_gb_s: Some(250.0),
+                link_gb_s: None,
             }
         );
         assert_eq!(Setup::parse("").unwrap(), Setup::default());
@@ -234,6 +300,7 @@ mod tests {
                 .contains("'-1'")
         );
         assert!(Setup::parse("peak=0").unwrap_err().contains("'0'"));
+        assert_eq!(Setup::parse("link=25").unwrap().link_gb_s, Some(25.0));
         assert!(Setup::parse("speed=2").unwrap_err().contains("'speed=2'"));
     }
 }

@@ -278,12 +278,9 @@ pub(crate) fn refuse_device(
         Default::default(),
     );
     match source.prepare(topo, &settings).ok() {
-        Some(p) if p.plan.target.device().is_some() => Err(Error::Usage(format!(
+        Some(p) if !p.plan.target.on_host() => Err(Error::Usage(format!(
             "{what} studies CPUs, and the backend's target is {}: measure it with membw run, or membw sweep --working-sets",
-            p.plan
-                .target
-                .device()
-                .map_or(String::new(), |d| d.describe())
+            p.plan.target.describe().unwrap_or_default()
         ))),
         _ => Ok(()),
     }
@@ -294,8 +291,8 @@ pub(crate) fn refuse_device(
 #[derive(clap::Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct BackendArg {
     /// Where the arrays live and how kernels run over them: cpu (the pinned SIMD team),
-    /// portable (one thread, portable loops; for tests of the protocol) or sim (a simulated
-    /// device; for tests)
+    /// portable (one thread, portable loops; for tests of the protocol) or sim:N (simulated
+    /// device N of sim:0 to sim:3; for tests)
     #[arg(
         long,
         hide = true,
@@ -310,12 +307,7 @@ impl BackendArg {
     /// The backend it names.
     pub(crate) fn backend(&self) -> Result<Box<dyn crate::backend::Backend>> {
         let name = &self.backend;
-        crate::backend::by_name(name).ok_or_else(|| {
-            Error::Usage(format!(
-                "--backend {name}: unknown backend (choose from {})",
-                crate::backend::names()
-            ))
-        })
+        crate::backend::by_name(name).map_err(|e| Error::Usage(format!("--backend {name}: {e}")))
     }
 
     /// The source: this backend, or the fake that `--fake-source` names.

@@ -280,8 +280,8 @@ fn plan_check<'a>(
     let domains = jobs.len() >= 2;
     let mut notes = Vec::new();
     // A device is held against its own peak, not the host's.
-    let device_peak = (jobs.iter()).find_map(|j| j.plan.target.device()?.peak());
-    let peak = (device_peak.as_ref().or(peak))
+    let held_against = (jobs.iter()).find_map(|j| j.plan.target.memory_peak(peak));
+    let peak = (held_against.as_ref())
         .ok_or_else(|| "the theoretical peak of this node is unknown".to_string())
         .and_then(|p| rules::peak_to_judge(p, check::share_of_sockets(topo)));
     let peak_gb_s = match peak {

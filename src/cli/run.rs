@@ -109,16 +109,16 @@ fn run_request(
             .flatten(),
         cpuset_mems: crate::memory::inherited::cpuset_mems(topo),
     };
-    match plan.target.device() {
+    match plan.target.on_host() {
+        true => request,
         // What a device was not asked and has not: placement, ISA, stores.
-        Some(_) => Request {
+        false => Request {
             placement: String::new(),
             isa: String::new(),
             stores: String::new(),
             stores_reason: String::new(),
             ..request
         },
-        None => request,
     }
 }
 
@@ -227,8 +227,7 @@ fn dry_run(
 
 /// The reproduce lines of a CPU plan; a device has none.
 fn plan_spellings(plan: &plan::Plan) -> Option<spellings::Spellings> {
-    (plan.target.device().is_none())
-        .then(|| spellings::spell_plan(&plan.cpus, &plan.mem, plan.hugepages))
+    (plan.target.on_host()).then(|| spellings::spell_plan(&plan.cpus, &plan.mem, plan.hugepages))
 }
 
 /// The run's report: its measurement with the share of the peak (for one

@@ -70,7 +70,7 @@ pub fn scope_jobs(
 ) -> Result<Vec<ScopeJob>> {
     // A backend whose target is a device measures the device, whole.
     let whole = plan_for(prepare, Scope::Node, measure, StoresRequest::Auto)?;
-    if whole.target.device().is_some() {
+    if !whole.target.on_host() {
         return Ok(vec![ScopeJob {
             scope: Scope::Device,
             plan: whole,
@@ -99,11 +99,13 @@ pub fn scope_jobs(
 /// Why arrays of this plan would measure the caches rather than the
 /// memory: each array no larger than the last-level caches of its CPUs.
 fn fits_in_caches(topo: &Topology, plan: &Plan) -> Option<String> {
-    if plan.target.device().is_some() {
-        return None; // the host's caches are not a device's
+    // A device's memory is in no host cache.
+    let cpus = plan.target.working_cpus(&plan.cpus);
+    if cpus.is_empty() {
+        return None;
     }
     let array = crate::units::Bytes(plan.elements as u64 * crate::units::ELEMENT_BYTES);
-    let llc = topo.llc_sum(&plan.cpus.iter().copied().collect());
+    let llc = topo.llc_sum(&cpus.iter().copied().collect());
     (array <= llc).then(|| {
         format!(
             "arrays of {array} fit in the {llc} last-level cache of their CPUs, so a health check would measure the cache, not the memory"
@@ -161,14 +163,15 @@ pub fn baseline_jobs(
                     format!("({}) cannot be measured here: {other}", s.scope),
                 ),
             })?;
-            let (want, here) = (s.device.as_ref(), plan.target.device());
-            if want.map(|d| (&d.backend, &d.name)) != here.map(|d| (&d.backend, &d.name)) {
-                let name = |d: Option<&crate::results::target::DeviceId>| {
-                    d.map_or("this node's CPUs".into(), |d| d.describe())
-                };
+            if !plan.target.same_device(s.device.as_ref()) {
+                let what = crate::results::target::Target::what_is_measured;
                 return Err(field(
                     ".device",
-                    format!("is {}, but this check measures {}", name(want), name(here)),
+                    format!(
+                        "is {}, but this check measures {}",
+                        what(s.device.as_ref()),
+                        what(plan.target.device())
+                    ),
                 ));
             }
             if plan.threads() != s.threads {

@@ -124,15 +124,9 @@ impl<'a> Engine<'a> {
             Some(_) => Vec::new(),
             None => rates.into_iter().collect(),
         };
-        match plan.target.device() {
-            Some(device) => Some(PeakUse::new(device.peak()?, self.topo, &[], rates)),
-            None => Some(PeakUse::new(
-                self.peak.clone()?,
-                self.topo,
-                &plan.cpus,
-                rates,
-            )),
-        }
+        let peak = plan.target.memory_peak(self.peak.as_ref())?;
+        let cpus = plan.target.working_cpus(&plan.cpus);
+        Some(PeakUse::new(peak, self.topo, cpus, rates))
     }
 
     /// Adds the programs a sweep measures besides membw's kernels; a job
@@ -236,11 +230,10 @@ impl<'a> Engine<'a> {
             stats: Record::stats_of(&runs),
             peak_gb_s: peak.as_ref().map(|p| p.used_gb_s),
             peak_source: peak.map(|p| p.peak.detail),
-            cache_per_thread: match job.plan.target.device() {
-                Some(_) => Default::default(),
-                None => self.topo.cache_per_thread(&job.plan.cpus),
-            },
-            reproduce: job.plan.target.device().is_none().then(|| job.reproduce()),
+            cache_per_thread: (job.plan.target.on_host())
+                .then(|| self.topo.cache_per_thread(&job.plan.cpus))
+                .unwrap_or_default(),
+            reproduce: job.plan.target.on_host().then(|| job.reproduce()),
             runs,
         };
         (point, payload)

@@ -20,7 +20,7 @@ pub struct Judging {
     pub tolerance: f64,
     pub budget: Duration,
     /// A device's identity, when a device was checked.
-    pub device: Option<crate::results::target::DeviceId>,
+    pub device: Option<crate::results::target::Device>,
     /// CPU time a cgroup limit took from the threads during the check.
     pub throttled: Option<Duration>,
     /// What ran beside the baseline when it was made.

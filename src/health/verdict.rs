@@ -37,7 +37,7 @@ pub struct Verdict {
     /// The device checked (the `device` scope), where the backend's target
     /// is a device; absent for the node's own memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<crate::results::target::DeviceId>,
+    pub device: Option<crate::results::target::Device>,
     /// False when the check could not judge the node (other work on its
     /// CPUs, a cgroup CPU limit): `healthy` is then false too, `reason`
     /// says why, and the figures are what was measured.

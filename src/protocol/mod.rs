@@ -335,10 +335,7 @@ pub fn planned(
         isa: plan.target.isa(),
         stores: plan.stores(),
         hugepages: plan.hugepages,
-        mem_policy: match plan.target.device() {
-            Some(_) => String::new(),
-            None => plan.mem.to_string(),
-        },
+        mem_policy: plan.target.mem_policy_text(&plan.mem),
         threads,
         pages: Vec::new(),
         results,

@@ -282,7 +282,12 @@ fn both_backends_run_every_kernel_and_validate_through_one_protocol() {
     assert!(measure_on(&mut portable, &plan, &Stop::default()).is_err());
     let m = measure_on(&mut portable, &one, &Stop::default()).unwrap();
     assert!(m.warnings.iter().any(|w| w.contains("portable backend")));
-    assert!(crate::backend::by_name("gpu").is_none());
+    let refused = |spec: &str| crate::backend::by_name(spec).err().unwrap_or_default();
+    assert!(refused("gpu").contains("unknown backend 'gpu'"));
+    assert!(refused("cpu:1").contains("no devices"));
+    assert!(refused("sim:x").contains("'x'"));
+    assert!(refused("sim:4").contains("sim:0 to sim:3"));
+    assert!(crate::backend::by_name("sim:3").is_ok());
 }
 
 /// Counts the gate's calls, and can say another rank failed.

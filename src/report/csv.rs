@@ -27,12 +27,9 @@ pub const HEADER: [&str; 18] = [
     "target",
 ];
 
-/// The `target` column: `cpu`, `program`, or `device NAME`.
-fn target_cell(target: &crate::results::target::Target) -> String {
-    match target.device() {
-        Some(d) => format!("device {}", d.name),
-        None => target.kind().into(),
-    }
+/// A count's cell: empty where the target has none to count, not 0.
+fn cell(count: Option<usize>) -> String {
+    count.map_or(String::new(), |n| n.to_string())
 }
 
 pub fn render(report: &RunReport) -> Result<String> {
@@ -53,10 +50,7 @@ pub fn render(report: &RunReport) -> Result<String> {
             m.array_elements.to_string(),
             m.ntimes.to_string(),
             // A device has no threads: the cell is empty, not 0.
-            match m.target().device() {
-                Some(_) => String::new(),
-                None => m.threads.len().to_string(),
-            },
+            cell(m.target().threads(m.threads.len())),
             m.isa.map_or(String::new(), |i| i.to_string()),
             m.stores.map_or(String::new(), |s| s.to_string()),
             m.validation.passed.to_string(),
@@ -64,7 +58,7 @@ pub fn render(report: &RunReport) -> Result<String> {
             m.interference
                 .as_ref()
                 .map_or(String::new(), |i| (!i.busy).to_string()),
-            target_cell(&m.target()),
+            m.target().label(),
         ]);
     }
     write(&HEADER, rows)
@@ -103,23 +97,19 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
     for r in records {
         for (kernel, s) in &r.stats {
             let ci = s.interval();
-            let device = r.point.device().is_some();
+            let on_host = r.point.on_host();
             rows.push([
                 r.schema_version.to_string(),
                 r.host.hostname.clone(),
                 r.experiment.clone(),
                 r.point.placement_text(),
                 // A device has no threads or stores: empty cells, not 0.
-                if device {
-                    String::new()
-                } else {
-                    r.point.threads.to_string()
-                },
+                cell(on_host.then_some(r.point.threads)),
                 r.point.mem_text(),
-                if device {
-                    String::new()
-                } else {
+                if on_host {
                     r.stores_label()
+                } else {
+                    String::new()
                 },
                 r.point.working_set_per_thread.to_string(),
                 kernel.to_string(),
@@ -135,11 +125,11 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
                 r.untrusted().is_none().to_string(),
                 r.untrusted().unwrap_or_default().to_string(),
                 match &r.point.target {
-                    Some(target) => target_cell(target),
+                    Some(target) => target.label(),
                     None => r
                         .runs
                         .first()
-                        .map_or("cpu".into(), |run| target_cell(&run.target())),
+                        .map_or("cpu".into(), |run| run.target().label()),
                 },
             ]);
         }

@@ -6,7 +6,7 @@ use crate::health::Scope;
 use crate::health::verdict::Verdict;
 use crate::results::RunReport;
 use crate::results::latency::{LatencyReport, Study};
-use crate::results::target::DeviceId;
+use crate::results::target::Device;
 use std::fmt::Write;
 
 /// Metrics under one name: its HELP and TYPE, then each sample.
@@ -55,22 +55,21 @@ fn label(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
-fn scope_labels(scope: Scope, device: Option<&DeviceId>) -> String {
+fn scope_labels(scope: Scope, device: Option<&Device>) -> String {
     match (scope, device) {
         (Scope::Node, _) => "scope=\"node\"".into(),
         (Scope::Numa(n), _) => format!("scope=\"numa\",numa_node=\"{n}\""),
-        (Scope::Device, Some(d)) => device_labels(d),
+        (Scope::Device, Some(d)) => labels(&d.labels()),
         (Scope::Device, None) => "scope=\"device\"".into(),
     }
 }
 
-/// A device's scope, by name.
-fn device_labels(d: &DeviceId) -> String {
-    format!(
-        "scope=\"device\",device=\"{}\",backend=\"{}\"",
-        label(&d.name),
-        label(&d.backend)
-    )
+/// Labels as Prometheus writes them: `name="value",…`, values escaped.
+fn labels(pairs: &[(&str, String)]) -> String {
+    (pairs.iter())
+        .map(|(name, value)| format!("{name}=\"{}\"", label(value)))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 const BANDWIDTH: &str = "membw_bandwidth_bytes_per_second";
@@ -216,9 +215,10 @@ pub fn check(v: &Verdict) -> String {
 /// What a run measured, as labels: the node's threads and stores, or a
 /// device by name (it has neither).
 fn target_labels(m: &crate::results::Measurement) -> String {
-    match m.target().device() {
-        Some(d) => device_labels(d),
-        None => format!(
+    let target = m.target();
+    match target.labels() {
+        named if !named.is_empty() => labels(&named),
+        _ => format!(
             "scope=\"node\",threads=\"{}\",stores=\"{}\"",
             m.threads.len(),
             m.stores.map_or("unknown", |s| s.name())
@@ -250,6 +250,13 @@ pub fn run(r: &RunReport) -> String {
             help: "Theoretical peak the last membw run is held against: the sockets its threads ran on, or a device's own.",
             samples: (r.peak.iter())
                 .map(|p| (target.clone(), p.used_gb_s * 1e9))
+                .collect(),
+        },
+        Metric {
+            name: "membw_host_link_peak_bytes_per_second",
+            help: "Theoretical peak of the link between the host and the measured device's memory, each way, as its backend declares it.",
+            samples: (r.measurement.target().host_link_peak().iter())
+                .map(|p| (target.clone(), p.node_gb_s() * 1e9))
                 .collect(),
         },
         trusted(

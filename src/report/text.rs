@@ -73,9 +73,9 @@ pub fn render(report: &RunReport) -> String {
     );
     let _ = writeln!(o, " will be used to compute the reported bandwidth.");
     let _ = writeln!(o, "{RULE}");
-    if let Some(device) = m.target().device() {
+    if let Some(target) = m.target().describe() {
         // A device has no threads, placement, policy or ISA of the host's.
-        let _ = writeln!(o, "Target: {}", device.describe());
+        let _ = writeln!(o, "Target: {target}");
         let host = &report.host;
         let cpu = host.cpu_model.as_deref().unwrap_or("unknown CPU");
         let _ = writeln!(o, "Driven from host: {} ({cpu})", host.hostname);

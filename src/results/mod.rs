@@ -23,7 +23,6 @@ pub use measurement::{Measurement, require_valid};
 pub use peak::PeakUse;
 pub use point::{NumaCell, Point};
 
-use crate::kernels::StoresRequest;
 use crate::kernels::{Isa, KernelId, StoreMode};
 use crate::placement::spellings::Spellings;
 use crate::topology::Topology;
@@ -358,7 +357,7 @@ impl Record {
     pub fn in_caches(&self) -> bool {
         // A device's arrays are in its own memory: the host's caches, which
         // earlier records kept for a device too, say nothing of them.
-        if self.point.device().is_some() {
+        if !self.point.on_host() {
             return false;
         }
         let caches: u64 = self.cache_per_thread.values().sum();
@@ -378,13 +377,9 @@ impl Record {
 
     /// The store mode asked for, and what `auto` became (`auto→nt`).
     pub fn stores_label(&self) -> String {
-        match (self.point.stores, self.runs.first()) {
-            (StoresRequest::Auto, Some(run)) => match run.target() {
-                target::Target::Cpu(code) => format!("auto→{}", code.stores),
-                target::Target::Program { .. } => "program's".into(),
-                target::Target::Device(_) => "device's".into(),
-            },
-            (s, _) => s.to_string(),
+        match self.runs.first() {
+            Some(run) => run.target().stores_label(self.point.stores),
+            None => self.point.stores.to_string(),
         }
     }
 }

@@ -61,15 +61,23 @@ pub struct NumaCell {
 impl Point {
     /// The label of the program measured at this point, if one was.
     pub fn program(&self) -> Option<&str> {
-        match &self.target {
-            Some(target::Target::Program { label }) => label.as_deref(),
-            _ => None,
-        }
+        self.target.as_ref().and_then(target::Target::program_label)
     }
 
-    /// The device that measured the point, if a device did.
-    pub fn device(&self) -> Option<&target::DeviceId> {
-        self.target.as_ref().and_then(target::Target::device)
+    /// Whether host CPUs did the point's work (membw's team, or a
+    /// program): what its threads, placement and policy describe.
+    pub fn on_host(&self) -> bool {
+        self.target.as_ref().is_none_or(target::Target::on_host)
+    }
+
+    /// What a working set is per: `thread`, or `device`.
+    pub fn per(&self) -> &'static str {
+        if self.on_host() { "thread" } else { "device" }
+    }
+
+    /// The device's name (`sim1`) where a device measured the point.
+    pub fn device_name(&self) -> Option<&str> {
+        self.target.as_ref().and_then(target::Target::device_name)
     }
 
     /// The placement as it prints; empty for a device.
@@ -121,8 +129,8 @@ impl Point {
     /// A short label for tables and progress: `spread × 4 · local · nt
     /// stores`, or `device sim0` for a device.
     pub fn label(&self) -> String {
-        let mut s = match self.device() {
-            Some(d) => format!("device {}", d.name),
+        let mut s = match self.device_name() {
+            Some(name) => format!("device {name}"),
             None => format!(
                 "{} × {} · {}",
                 self.placement_text(),

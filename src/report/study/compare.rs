@@ -116,8 +116,8 @@ type Indexed = BTreeMap<String, (String, Vec<f64>, bool)>;
 fn index(rs: &[Record], kernel: KernelId) -> Indexed {
     rs.iter()
         .filter_map(|r| {
-            let what = match r.point.device() {
-                Some(d) => format!("device {}", d.name),
+            let what = match r.point.device_name() {
+                Some(name) => format!("device {name}"),
                 None => format!(
                     "{} × {} · {} · {}",
                     r.point.placement_text(),
@@ -132,11 +132,7 @@ fn index(rs: &[Record], kernel: KernelId) -> Indexed {
                     .program()
                     .map_or(String::new(), |p| format!("{p} · ")),
                 if r.point.working_set_per_thread > 0 {
-                    let per = if r.point.device().is_some() {
-                        "device"
-                    } else {
-                        "thread"
-                    };
+                    let per = r.point.per();
                     format!(" · {}/{per}", Bytes(r.point.working_set_per_thread))
                 } else {
                     String::new()

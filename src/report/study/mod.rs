@@ -113,8 +113,8 @@ const CPU_COLUMNS: [&str; 4] = ["threads", "placement", "mem", "stores"];
 /// What measured a point, for a sentence: `device sim0`, or `spread (4
 /// threads, mem local, nt stores)`.
 pub fn configuration(r: &Record) -> String {
-    match r.point.device() {
-        Some(d) => format!("device {}", d.name),
+    match r.point.device_name() {
+        Some(name) => format!("device {name}"),
         None => format!(
             "{} ({}, mem {}, {} stores)",
             r.point.placement_text(),
@@ -130,12 +130,12 @@ pub fn configuration(r: &Record) -> String {
 fn target_cells(r: &Record, placement: String, devices: bool, cpus: bool) -> Vec<String> {
     let mut cells = Vec::new();
     if devices {
-        cells.push(r.point.device().map_or("-".into(), |d| d.name.clone()));
+        cells.push(r.point.device_name().unwrap_or("-").to_string());
     }
-    match r.point.device() {
-        Some(_) if cpus => cells.extend(CPU_COLUMNS.map(|_| "-".to_string())),
-        Some(_) => {}
-        None => cells.extend([
+    match r.point.on_host() {
+        false if cpus => cells.extend(CPU_COLUMNS.map(|_| "-".to_string())),
+        false => {}
+        true => cells.extend([
             r.point.threads.to_string(),
             placement,
             r.point.mem_text(),
@@ -156,8 +156,8 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
     let programs = sorted.iter().any(|r| r.point.program().is_some());
     // A device has no threads, placement, policy or stores: its column
     // names it, and the CPU columns appear only where a CPU point is.
-    let devices = sorted.iter().any(|r| r.point.device().is_some());
-    let cpus = sorted.iter().any(|r| r.point.device().is_none());
+    let devices = sorted.iter().any(|r| r.point.device_name().is_some());
+    let cpus = sorted.iter().any(|r| r.point.on_host());
     let mut headers: Vec<String> = Vec::new();
     if programs {
         headers.push("program".into());

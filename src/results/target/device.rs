@@ -1,0 +1,230 @@
+//! A device as records keep it: its **identity** (which backend drove
+//! which device: what a point is keyed by, never a measured fact) and its
+//! **facts** (model, memory, driver, where it is attached, named peaks),
+//! which a driver may report differently from one run to the next and
+//! which therefore travel only with runs and baselines.
+
+use crate::peak::{Peak, PeakSource};
+use serde::{Deserialize, Serialize};
+
+/// A device: who it is, and what its backend said of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "Wire", into = "Wire")]
+pub struct Device {
+    pub id: DeviceId,
+    pub facts: DeviceFacts,
+}
+
+/// What identifies a device: the backend that drove it and its index
+/// there (`sim:1`, later `cuda:0`), with the short name people read.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DeviceId {
+    pub backend: String,
+    pub index: u32,
+    /// `sim1`: the backend's name for it, stable from run to run.
+    pub name: String,
+}
+
+/// What a backend reports of a device. Unknown facts are absent.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DeviceFacts {
+    /// Its model, as the driver reports it.
+    pub model: Option<String>,
+    /// Bytes of memory it has.
+    pub memory_bytes: Option<u64>,
+    /// The driver (and its version) that drove it.
+    pub driver: Option<String>,
+    /// The host NUMA node it is attached to.
+    pub numa_node: Option<usize>,
+    pub peaks: DevicePeaks,
+}
+
+/// A device's theoretical rates, GB/s (10^9 B/s), by what they are of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct DevicePeaks {
+    /// Its own memory: what the stream kernels are a share of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_gb_s: Option<f64>,
+    /// The link to the host, each way: what a transfer is a share of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_link_gb_s: Option<f64>,
+}
+
+impl DevicePeaks {
+    fn is_empty(&self) -> bool {
+        *self == DevicePeaks::default()
+    }
+}
+
+/// The one form files hold: flat, as schema 1 wrote a device (its
+/// `peak_gb_s`, the memory's, is read and never written again).
+#[derive(Serialize, Deserialize)]
+struct Wire {
+    backend: String,
+    #[serde(default)]
+    index: u32,
+    name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    memory_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    driver: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    numa_node: Option<usize>,
+    #[serde(default, skip_serializing_if = "DevicePeaks::is_empty")]
+    peaks: DevicePeaks,
+    /// Schema 1's only peak: the device memory's.
+    #[serde(default, skip_serializing)]
+    peak_gb_s: Option<f64>,
+}
+
+impl From<Wire> for Device {
+    fn from(w: Wire) -> Device {
+        let mut peaks = w.peaks;
+        peaks.memory_gb_s = peaks.memory_gb_s.or(w.peak_gb_s);
+        Device {
+            id: DeviceId {
+                backend: w.backend,
+                index: w.index,
+                name: w.name,
+            },
+            facts: DeviceFacts {
+                model: w.model,
+                memory_bytes: w.memory_bytes,
+                driver: w.driver,
+                numa_node: w.numa_node,
+                peaks,
+            },
+        }
+    }
+}
+
+impl From<Device> for Wire {
+    fn from(d: Device) -> Wire {
+        Wire {
+            backend: d.id.backend,
+            index: d.id.index,
+            name: d.id.name,
+            model: d.facts.model,
+            memory_bytes: d.facts.memory_bytes,
+            driver: d.facts.driver,
+            numa_node: d.facts.numa_node,
+            peaks: d.facts.peaks,
+            peak_gb_s: None,
+        }
+    }
+}
+
+impl Device {
+    /// The device without its facts: what a point is keyed by.
+    pub fn identity(&self) -> Device {
+        Device {
+            id: self.id.clone(),
+            facts: DeviceFacts::default(),
+        }
+    }
+
+    /// Its memory's peak, where its backend declares one.
+    pub fn memory_peak(&self) -> Option<Peak> {
+        self.peak(self.facts.peaks.memory_gb_s?, "memory")
+    }
+
+    /// Its host link's peak, each way, where its backend declares one.
+    pub fn host_link_peak(&self) -> Option<Peak> {
+        self.peak(self.facts.peaks.host_link_gb_s?, "host link")
+    }
+
+    fn peak(&self, gb_s: f64, of: &str) -> Option<Peak> {
+        Some(Peak {
+            per_socket_gb_s: gb_s,
+            sockets: 0,
+            channels_per_socket: None,
+            mts: None,
+            source: PeakSource::Device,
+            detail: format!(
+                "{}'s {of} peak, declared by the {} backend",
+                self.id.name, self.id.backend
+            ),
+        })
+    }
+
+    /// Labels (name, value) that name it in metrics.
+    pub fn labels(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("scope", "device".into()),
+            ("device", self.id.name.clone()),
+            ("backend", self.id.backend.clone()),
+            ("index", self.id.index.to_string()),
+        ]
+    }
+
+    /// `device sim1 (membw simulated device, 1.0 GiB, node 0, memory 1000
+    /// GB/s, host link 64 GB/s, backend sim)`: for people.
+    pub fn describe(&self) -> String {
+        let f = &self.facts;
+        let mut facts: Vec<String> = Vec::new();
+        facts.extend(f.model.clone());
+        facts.extend(f.memory_bytes.map(|b| crate::units::Bytes(b).to_string()));
+        facts.extend(f.numa_node.map(|n| format!("host node {n}")));
+        facts.extend(f.peaks.memory_gb_s.map(|p| format!("memory peak {p} GB/s")));
+        facts.extend(
+            f.peaks
+                .host_link_gb_s
+                .map(|p| format!("host link peak {p} GB/s")),
+        );
+        facts.extend(f.driver.clone());
+        facts.push(format!("backend {}", self.id.backend));
+        format!("device {} ({})", self.id.name, facts.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_1_devices_read_with_their_peak_as_the_memorys() {
+        let old =
+            r#"{"backend":"sim","name":"sim0","model":"m","memory_bytes":8,"peak_gb_s":400.0}"#;
+        let d: Device = serde_json::from_str(old).unwrap();
+        assert_eq!(d.id.index, 0);
+        assert_eq!(d.facts.peaks.memory_gb_s, Some(400.0));
+        assert_eq!(d.facts.peaks.host_link_gb_s, None);
+        let written = serde_json::to_string(&d).unwrap();
+        assert_eq!(
+            written,
+            r#"{"backend":"sim","index":0,"name":"sim0","model":"m","memory_bytes":8,"peaks":{"memory_gb_s":400.0}}"#
+        );
+        assert_eq!(serde_json::from_str::<Device>(&written).unwrap(), d);
+    }
+
+    #[test]
+    fn an_identity_has_no_facts_and_names_both_peaks_apart() {
+        let d = Device {
+            id: DeviceId {
+                backend: "sim".into(),
+                index: 2,
+                name: "sim2".into(),
+            },
+            facts: DeviceFacts {
+                peaks: DevicePeaks {
+                    memory_gb_s: Some(1000.0),
+                    host_link_gb_s: Some(64.0),
+                },
+                ..Default::default()
+            },
+        };
+        assert_eq!(
+            serde_json::to_string(&d.identity()).unwrap(),
+            r#"{"backend":"sim","index":2,"name":"sim2"}"#
+        );
+        assert_eq!(d.memory_peak().unwrap().per_socket_gb_s, 1000.0);
+        assert!(d.host_link_peak().unwrap().detail.contains("host link"));
+        assert!(
+            d.describe().contains("host link peak 64 GB/s"),
+            "{}",
+            d.describe()
+        );
+    }
+}

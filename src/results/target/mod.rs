@@ -1,0 +1,311 @@
+//! What measured: the target a backend declares for the plan it prepared.
+//! One [`Target`] travels in the plan, the measurement, every run of a
+//! record and (its identity only) the point. This module is the one place
+//! that knows the kinds of target: everything else asks a target what it
+//! has (host CPUs and their caches, a memory peak, a name, labels) and
+//! never which kind it is (`tests/layers.rs` holds the rest of the crate
+//! to that).
+
+mod device;
+
+pub use device::{Device, DeviceFacts, DeviceId, DevicePeaks};
+
+use crate::kernels::{Isa, StoreMode, StoresRequest};
+use crate::peak::Peak;
+use serde::{Deserialize, Serialize};
+
+/// What a measurement ran on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Target {
+    /// Host CPU threads running membw's kernels over host memory.
+    Cpu(CpuCode),
+    /// Another program, placed by membw (`membw exec`): its code and its
+    /// arrays are its own. Its label names it in a point (`gcc`); a run
+    /// does not repeat it.
+    Program {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+    },
+    /// A device with memory of its own, driven from the host.
+    Device(Device),
+}
+
+/// The CPU kernels' code: instruction set and store instructions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuCode {
+    pub isa: Isa,
+    pub stores: StoreMode,
+}
+
+/// A point's target as files keep it: a program by its label
+/// (`"program": "gcc"`), a device as `"target"`, the CPU team as neither.
+pub(crate) mod in_point {
+    use super::Target;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    struct Fields {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        program: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<Target>,
+    }
+
+    pub fn serialize<S: Serializer>(target: &Option<Target>, s: S) -> Result<S::Ok, S::Error> {
+        let fields = match target {
+            Some(Target::Program { label }) => Fields {
+                program: label.clone(),
+                target: None,
+            },
+            other => Fields {
+                program: None,
+                target: other.as_ref().map(Target::identity),
+            },
+        };
+        fields.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Target>, D::Error> {
+        let fields = Fields::deserialize(d)?;
+        Ok(match fields.program {
+            Some(label) => Some(Target::Program { label: Some(label) }),
+            // Files written before identities were kept apart carry a
+            // device's facts in its point: a key never holds them.
+            None => fields.target.as_ref().map(Target::identity),
+        })
+    }
+}
+
+impl Target {
+    /// A CPU target of this code.
+    pub fn cpu(isa: Isa, stores: StoreMode) -> Target {
+        Target::Cpu(CpuCode { isa, stores })
+    }
+
+    /// The target of a record written before targets were recorded (schema
+    /// 1): membw's CPU team where an ISA was recorded, another program
+    /// where it was not.
+    pub fn of_schema1(isa: Option<Isa>, stores: Option<StoreMode>) -> Target {
+        match (isa, stores) {
+            (Some(isa), Some(stores)) => Target::cpu(isa, stores),
+            _ => Target::Program { label: None },
+        }
+    }
+
+    /// What the target is, less what its backend reported of it: what a
+    /// point is keyed by (a device's peaks or memory never are).
+    pub fn identity(&self) -> Target {
+        match self {
+            Target::Device(d) => Target::Device(d.identity()),
+            other => other.clone(),
+        }
+    }
+
+    /// What a point made by a plan of this target keeps of it: a device's
+    /// identity; nothing for the CPU team, whose code is the run's, or for
+    /// a program, whose label the command that ran it adds.
+    pub fn in_point(&self) -> Option<Target> {
+        self.device().map(|d| Target::Device(d.identity()))
+    }
+
+    /// The CPU code, for a CPU target.
+    pub fn cpu_code(&self) -> Option<CpuCode> {
+        match self {
+            Target::Cpu(code) => Some(*code),
+            _ => None,
+        }
+    }
+
+    pub fn isa(&self) -> Option<Isa> {
+        self.cpu_code().map(|c| c.isa)
+    }
+
+    pub fn stores(&self) -> Option<StoreMode> {
+        self.cpu_code().map(|c| c.stores)
+    }
+
+    /// The device, with its facts: what a baseline keeps of a device scope
+    /// and a verdict names. Not for branching: ask the target instead.
+    pub fn device(&self) -> Option<&Device> {
+        match self {
+            Target::Device(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Whether host CPUs do the work over host memory: what threads, a
+    /// placement, a memory policy, the host's caches and reproduce lines
+    /// describe. A device's host thread only drives it.
+    pub fn on_host(&self) -> bool {
+        !matches!(self, Target::Device(_))
+    }
+
+    /// The host CPUs, of those a plan runs on, that do the work: all of
+    /// them for the CPU team or a program, none for a device.
+    pub fn working_cpus<'a>(&self, cpus: &'a [usize]) -> &'a [usize] {
+        if self.on_host() { cpus } else { &[] }
+    }
+
+    /// CPU threads that do the work, of `threads` the plan runs; `None`
+    /// where the target has none to count (a device): an empty cell, not 0.
+    pub fn threads(&self, threads: usize) -> Option<usize> {
+        self.on_host().then_some(threads)
+    }
+
+    /// The memory peak a stream kernel's rate is a share of: a device's
+    /// own, or the host's (`host`) for work in host memory.
+    pub fn memory_peak(&self, host: Option<&Peak>) -> Option<Peak> {
+        match self {
+            Target::Device(d) => d.memory_peak(),
+            _ => host.cloned(),
+        }
+    }
+
+    /// The peak of the link between the host and the target's memory, each
+    /// way, where it has one of its own.
+    pub fn host_link_peak(&self) -> Option<Peak> {
+        self.device().and_then(Device::host_link_peak)
+    }
+
+    /// The memory policy as it applies to the target's arrays: none for a
+    /// device's own memory.
+    pub fn mem_policy_text(&self, policy: &impl std::fmt::Display) -> String {
+        if self.on_host() {
+            policy.to_string()
+        } else {
+            String::new()
+        }
+    }
+
+    /// The device's short name (`sim1`) where the target is one: the
+    /// `device` column of a table.
+    pub fn device_name(&self) -> Option<&str> {
+        self.device().map(|d| d.id.name.as_str())
+    }
+
+    /// The label of the program measured (`gcc`), where the target is one
+    /// that has a label.
+    pub fn program_label(&self) -> Option<&str> {
+        match self {
+            Target::Program { label } => label.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// `cpu`, `program` or `device sim1`: the target as one word or two,
+    /// for CSV and labels.
+    pub fn label(&self) -> String {
+        match self {
+            Target::Cpu(_) => "cpu".into(),
+            Target::Program { .. } => "program".into(),
+            Target::Device(d) => format!("device {}", d.id.name),
+        }
+    }
+
+    /// A line for a report's header, where the host's threads and placement
+    /// do not say what ran: `device sim1 (…, memory peak 1000 GB/s, …)`.
+    pub fn describe(&self) -> Option<String> {
+        self.device().map(Device::describe)
+    }
+
+    /// Labels (name, value) that name the target where the node's threads
+    /// do not, as metrics carry them: `scope=device`, `device=sim1`,
+    /// `backend=sim`, `index=1`. Empty for work on the host's CPUs.
+    pub fn labels(&self) -> Vec<(&'static str, String)> {
+        self.device().map_or_else(Vec::new, Device::labels)
+    }
+
+    /// The stores a point's runs used where it asked for `requested`:
+    /// `auto→nt` for the CPU team, the program's or the device's own.
+    pub fn stores_label(&self, requested: StoresRequest) -> String {
+        match (requested, self) {
+            (StoresRequest::Auto, Target::Cpu(code)) => format!("auto→{}", code.stores),
+            (StoresRequest::Auto, Target::Program { .. }) => "program's".into(),
+            (StoresRequest::Auto, Target::Device(_)) => "device's".into(),
+            (s, _) => s.to_string(),
+        }
+    }
+
+    /// Whether two targets are the same device (or both not one): what a
+    /// check holds a baseline's device scope to.
+    pub fn same_device(&self, other: Option<&Device>) -> bool {
+        self.device().map(|d| &d.id) == other.map(|d| &d.id)
+    }
+
+    /// `this node's CPUs`, or the device described: what a check says it
+    /// measures.
+    pub fn what_is_measured(device: Option<&Device>) -> String {
+        device.map_or("this node's CPUs".into(), Device::describe)
+    }
+
+    /// `cpu`, `program` or `device`: the word records use.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Target::Cpu(_) => "cpu",
+            Target::Program { .. } => "program",
+            Target::Device(_) => "device",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_is_tagged_by_kind_and_a_devices_unknowns_are_absent() {
+        let cpu = serde_json::to_string(&Target::cpu(Isa::Avx2, StoreMode::Nt)).unwrap();
+        assert_eq!(cpu, r#"{"kind":"cpu","isa":"avx2","stores":"nt"}"#);
+        let device = Target::Device(Device {
+            id: DeviceId {
+                backend: "sim".into(),
+                index: 1,
+                name: "sim1".into(),
+            },
+            facts: DeviceFacts {
+                peaks: DevicePeaks {
+                    memory_gb_s: Some(400.0),
+                    host_link_gb_s: None,
+                },
+                ..Default::default()
+            },
+        });
+        let text = serde_json::to_string(&device).unwrap();
+        assert_eq!(
+            text,
+            r#"{"kind":"device","backend":"sim","index":1,"name":"sim1","peaks":{"memory_gb_s":400.0}}"#
+        );
+        assert_eq!(serde_json::from_str::<Target>(&text).unwrap(), device);
+        // Its identity: the point's key, with no reported fact in it.
+        assert_eq!(
+            serde_json::to_string(&device.identity()).unwrap(),
+            r#"{"kind":"device","backend":"sim","index":1,"name":"sim1"}"#
+        );
+        assert!(!device.on_host());
+        assert_eq!(device.working_cpus(&[3]), &[] as &[usize]);
+        assert_eq!(device.memory_peak(None).unwrap().per_socket_gb_s, 400.0);
+        assert_eq!(device.label(), "device sim1");
+        let cpu = Target::cpu(Isa::Avx2, StoreMode::Nt);
+        assert!(cpu.on_host() && cpu.labels().is_empty() && cpu.describe().is_none());
+        assert_eq!(cpu.stores_label(StoresRequest::Auto), "auto→nt");
+        assert_eq!(device.isa(), None);
+        assert_eq!(device.stores(), None);
+        assert_eq!(
+            serde_json::to_string(&Target::Program { label: None }).unwrap(),
+            r#"{"kind":"program"}"#
+        );
+    }
+
+    #[test]
+    fn schema_1_records_read_as_the_cpu_team_or_a_program() {
+        assert_eq!(
+            Target::of_schema1(Some(Isa::Sse2), Some(StoreMode::Regular)),
+            Target::cpu(Isa::Sse2, StoreMode::Regular)
+        );
+        assert_eq!(
+            Target::of_schema1(None, None),
+            Target::Program { label: None }
+        );
+    }
+}
