@@ -230,9 +230,9 @@ impl<'a> Engine<'a> {
             stats: Record::stats_of(&runs),
             peak_gb_s: peak.as_ref().map(|p| p.used_gb_s),
             peak_source: peak.map(|p| p.peak.detail),
-            cache_per_thread: (job.plan.target.on_host())
-                .then(|| self.topo.cache_per_thread(&job.plan.cpus))
-                .unwrap_or_default(),
+            // No host CPU's caches hold a device's arrays.
+            cache_per_thread: (self.topo)
+                .cache_per_thread(job.plan.target.working_cpus(&job.plan.cpus)),
             reproduce: job.plan.target.on_host().then(|| job.reproduce()),
             runs,
         };
