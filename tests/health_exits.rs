@@ -377,7 +377,7 @@ fn every_invalid_baseline_field_is_named() {
         ),
         (
             |b| b["protocol"]["ntimes"] = 1.into(),
-            "protocol.ntimes is 1, outside 2-1000",
+            "protocol.ntimes is 1, outside 2-100000",
         ),
         (
             |b| b["protocol"]["kernels"] = serde_json::json!(["copy"]),

@@ -506,3 +506,137 @@ fn only_the_targets_branch_on_a_targets_kind() {
         assert_eq!(target_branches(&files).len(), 1, "{planted}");
     }
 }
+
+/// Where the attribute `text` starts with (`#[...]`) ends: the index of
+/// its closing bracket.
+fn closing(text: &str) -> usize {
+    let mut depth = 0i32;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            _ => continue,
+        }
+        if depth == 0 {
+            return i;
+        }
+    }
+    text.len() - 1
+}
+
+/// Every long flag's definition sites in the CLI's source: each `#[arg]`
+/// with a long name (or alias), by name, as `file:line`.
+fn flag_definition_sites(files: &BTreeMap<String, String>) -> BTreeMap<String, Vec<String>> {
+    let mut sites: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (path, text) in files.iter().filter(|(p, _)| p.starts_with("cli/")) {
+        let body = code(text);
+        let mut from = 0;
+        while let Some(at) = body[from..].find("#[arg(").map(|i| i + from) {
+            // The attribute, to its closing bracket.
+            let end = at + closing(&body[at..]);
+            let attr = &body[at..end];
+            from = end;
+            if !attr.contains("long") {
+                continue;
+            }
+            // The field the attribute is on: the identifier before the
+            // next `:` once other attributes are passed.
+            let mut rest = body[end + 1..].trim_start();
+            while rest.starts_with("#[") {
+                rest = rest[closing(rest) + 1..].trim_start();
+            }
+            let field = rest
+                .split(':')
+                .next()
+                .unwrap_or("")
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .rfind(|w| !w.is_empty())
+                .unwrap_or("")
+                .replace('_', "-");
+            let quoted = |key: &str| -> Vec<String> {
+                attr.match_indices(key)
+                    .filter_map(|(i, _)| {
+                        let after = attr[i + key.len()..].trim_start().strip_prefix('=')?;
+                        let value = after.trim_start().strip_prefix('"')?;
+                        Some(value[..value.find('"')?].to_string())
+                    })
+                    .collect()
+            };
+            let mut names = quoted("long");
+            if names.is_empty() {
+                names.push(field);
+            }
+            names.extend(quoted("alias")); // visible_alias too
+            let line = body[..at].lines().count() + 1;
+            for name in names {
+                sites
+                    .entry(name)
+                    .or_default()
+                    .push(format!("src/{path}:{line}"));
+            }
+        }
+    }
+    sites
+}
+
+/// Names still defined at several sites, each with the same meaning (the
+/// test above holds them to it): to be folded into `cli/flags.rs` one by
+/// one. The list may only shrink.
+const NOT_YET_ONE_DEFINITION: [&str; 22] = [
+    "bind",
+    "cpus",
+    "fake-source",
+    "format",
+    "gomp-affinity",
+    "ignore-env",
+    "json",
+    "kernel",
+    "kernels",
+    "kmp-affinity",
+    "markdown",
+    "outlier",
+    "output",
+    "pin",
+    "places",
+    "prom",
+    "repeat",
+    "resume",
+    "smt",
+    "strategy",
+    "threads",
+    "timeout",
+];
+
+/// Names defined at more than one site that are not on the list.
+fn second_definitions(files: &BTreeMap<String, String>) -> Vec<String> {
+    flag_definition_sites(files)
+        .into_iter()
+        .filter(|(name, sites)| sites.len() > 1 && !NOT_YET_ONE_DEFINITION.contains(&name.as_str()))
+        .map(|(name, sites)| format!("--{name}: {}", sites.join(", ")))
+        .collect()
+}
+
+#[test]
+fn a_shared_flag_is_defined_once() {
+    let t = tree();
+    assert_eq!(second_definitions(&t.files), Vec::<String>::new());
+    let sites = flag_definition_sites(&t.files);
+    // The flags that had several meanings are each one definition now.
+    for name in ["ntimes", "hugepages", "numa-matrix", "budget", "mem", "isa"] {
+        assert_eq!(sites[name], [sites[name][0].clone()], "--{name}");
+        assert!(sites[name][0].starts_with("src/cli/flags.rs:"), "--{name}");
+    }
+    // A listed name that is one definition by now leaves the list.
+    for name in NOT_YET_ONE_DEFINITION {
+        assert!(sites.get(name).is_some_and(|s| s.len() > 1), "--{name}");
+    }
+    // A second definition of a name is caught, with the same meaning too.
+    let mut planted = t.files.clone();
+    let site = "#[derive(Args)]\nstruct X {\n    /// Repetitions\n    #[arg(long, default_value_t = 10)]\n    ntimes: u32,\n}\n";
+    planted.insert("cli/planted.rs".into(), site.into());
+    assert_eq!(second_definitions(&planted).len(), 1);
+    let aliased =
+        "struct Y {\n    #[arg(long = \"repeats\", visible_alias = \"budget\")]\n    n: u32,\n}\n";
+    planted.insert("cli/planted.rs".into(), aliased.into());
+    assert_eq!(second_definitions(&planted).len(), 1);
+}

@@ -188,24 +188,21 @@ impl PlacementArgs {
 /// each value is a point of their search; run takes one.
 #[derive(Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct MeasureArgs {
-    /// Elements per array (80M, 800000000) or bytes per array (512MB, 6GiB)
-    /// [default: STREAM's rule, 4 × the caches of the CPUs used (sweep, tune: of all allowed CPUs), at least 10M]
-    #[arg(long = "array-size", visible_alias = "size", value_name = "SIZE", value_parser = super::values::parse_one_array_size, help_heading = "Measurement")]
-    pub(crate) size: Option<ArraySize>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) size: super::flags::ArraySizeFlag,
 
-    /// Repetitions of each kernel per run; the first is not counted, as in STREAM
-    #[arg(long, default_value_t = 10, allow_negative_numbers = true, value_parser = super::values::parse_ntimes, help_heading = "Measurement")]
-    pub(crate) ntimes: u32,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) ntimes: super::flags::Ntimes,
 
-    /// NUMA memory policy of the arrays: local, bind:1, interleave:all, preferred:2, or per array
-    /// a=bind:0,b=bind:1,c=local (d: striad's 4th array); sweep: several, each a point (repeat the flag or separate
-    /// them with ';') [default: local]
-    #[arg(long, help_heading = "Measurement")]
-    pub(crate) mem: Vec<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) mem: super::flags::Mem,
 
-    /// Instruction set of the kernels
-    #[arg(long, value_enum, default_value_t = IsaArg::Auto, help_heading = "Measurement")]
-    isa: IsaArg,
+    #[command(flatten)]
+    #[serde(flatten)]
+    isa: super::flags::Isa,
 
     /// Store instructions: auto (non-temporal when arrays exceed the LLC), regular, nt;
     /// sweep: comma-separated, each a point; tune: auto tries both
@@ -218,21 +215,13 @@ pub(crate) struct MeasureArgs {
     )]
     stores: Vec<StoresArg>,
 
-    /// Page size of the arrays: auto (the system's THP setting), thp, never (4 KiB), or explicit
-    /// huge pages from the reserved pool, 2M or 1G; sweep: comma-separated, each a point
-    #[arg(
-        long,
-        value_delimiter = ',',
-        value_parser = parse_hugepages,
-        default_value = "auto",
-        help_heading = "Measurement"
-    )]
-    hugepages: Vec<Hugepages>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pages: super::flags::Pages,
 
-    /// Set the system's weighted-interleave weights for this run (root; put back when it ends),
-    /// e.g. 0=3,2=1
-    #[arg(long, value_name = "NODE=WEIGHT,...", help_heading = "Measurement")]
-    pub(crate) weights: Option<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) weights: super::flags::Weights,
 
     /// Measure nothing: report fixed rates (GB/s per thread[,delay=DURATION]); for tests
     #[arg(long, hide = true, value_name = "RATE")]
@@ -279,11 +268,11 @@ impl MeasureArgs {
     /// The settings every measurement of the command shares.
     pub(crate) fn measure(&self, kernels: Vec<KernelId>) -> Measure {
         Measure {
-            elements: self.size.map(ArraySize::elements),
-            ntimes: self.ntimes as usize,
+            elements: self.size.size.map(ArraySize::elements),
+            ntimes: self.ntimes.ntimes as usize,
             kernels,
-            isa: self.isa.isa(),
-            hugepages: self.hugepages[0],
+            isa: self.isa.isa.isa(),
+            hugepages: self.pages.or(Hugepages::Auto)[0],
         }
     }
 
@@ -291,7 +280,7 @@ impl MeasureArgs {
     /// empty `--mem ''` or an empty item (`local;;bind:0`) is refused.
     pub(crate) fn mems(&self) -> Result<Vec<String>> {
         let mut mems = Vec::new();
-        for given in &self.mem {
+        for given in &self.mem.mem {
             for item in given.split(';') {
                 if item.trim().is_empty() {
                     return Err(Error::input(
@@ -340,7 +329,7 @@ impl MeasureArgs {
     /// The page sizes, in order, each once.
     pub(crate) fn page_sizes(&self) -> Vec<Hugepages> {
         let mut out: Vec<Hugepages> = Vec::new();
-        for &h in &self.hugepages {
+        for h in self.pages.or(Hugepages::Auto) {
             if !out.contains(&h) {
                 out.push(h);
             }

@@ -22,10 +22,9 @@ pub(crate) struct ExecArgs {
     #[command(flatten)]
     placement: PlacementArgs,
 
-    /// Memory policy of the whole program, set before it starts (as numactl does):
-    /// local, bind:1, interleave:all, preferred:2
-    #[arg(long, default_value = "local")]
-    mem: String,
+    /// The program's memory policy, set before it starts as numactl sets it
+    #[command(flatten)]
+    mem: super::flags::Mem,
 
     /// Runs, the program started afresh each time, for the mean and its 95 % confidence interval
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = super::values::parse_runs)]
@@ -65,7 +64,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     let topo = super::common::read_topology(None)?;
     let vars = env::Vars::from_process();
     let placement = args.placement.placement(&vars)?;
-    let (mem_written, mem) = mempolicy::parse_written(&args.mem, &topo)?;
+    let (mem_written, mem) = mempolicy::parse_written(&args.mem.one_policy("exec")?, &topo)?;
     // The program sizes its own arrays: the plan only places it.
     let plan = plan::placement_only(&topo, &placement.request, mem)
         .map_err(|e| placement.name_error(e))?;

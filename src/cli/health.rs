@@ -16,7 +16,6 @@ use crate::results::file::FileError;
 use crate::topology::Topology;
 use clap::Args;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub(crate) struct BaselineArgs {
@@ -104,7 +103,7 @@ fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
         hosts: vec![host.hostname],
         identity: Identity::of(&topo),
         protocol: Protocol {
-            ntimes: args.protocol.ntimes as usize,
+            ntimes: args.protocol.ntimes.ntimes as usize,
             kernels: args.protocol.kernels.0.clone(),
         },
         scopes,
@@ -163,17 +162,15 @@ pub(crate) struct CheckArgs {
     #[arg(long, default_value = "10%", allow_hyphen_values = true, value_parser = crate::units::parse_share)]
     tolerance: f64,
 
-    /// Time to keep measuring while something is short (1s to 1h); a pass stops at once
-    #[arg(long, default_value = "20s", allow_hyphen_values = true, value_parser = parse_budget)]
-    budget: Duration,
+    #[command(flatten)]
+    budget: super::flags::Budget,
 
     /// Without a baseline: the share of the theoretical peak the node's triad must reach
     #[arg(long, default_value = "50%", allow_hyphen_values = true, value_parser = crate::units::parse_share)]
     peak_share: f64,
 
-    /// Print nothing when healthy (NHC's convention); the reason still goes to stderr
-    #[arg(long, short)]
-    quiet: bool,
+    #[command(flatten)]
+    quiet: super::flags::Quiet,
 
     /// Output format (json: the whole verdict; jsonl: the verdict on one line)
     #[arg(long, default_value = "text", value_parser = super::args::format_parser("check"))]
@@ -188,14 +185,6 @@ pub(crate) struct CheckArgs {
 
     #[command(flatten)]
     peak: PeakArgs,
-}
-
-fn parse_budget(text: &str) -> std::result::Result<Duration, String> {
-    let d = humantime::parse_duration(text).map_err(|e| format!("'{text}': {e}"))?;
-    if !(Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&d) {
-        return Err(format!("'{text}': must be between 1s and 1h"));
-    }
-    Ok(d)
 }
 
 /// Reads a baseline file. Whatever keeps it from being read or used is
@@ -343,7 +332,7 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         &plan.jobs,
         &plan.reference,
         args.tolerance,
-        args.budget,
+        args.budget.or(super::flags::Budget::CHECK),
         &stop,
     )?;
     if let Some(signal) = stop.signal() {
@@ -364,7 +353,7 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         differences: plan.differences,
         notes: plan.notes,
         tolerance: args.tolerance,
-        budget: args.budget,
+        budget: args.budget.or(super::flags::Budget::CHECK),
         device: (plan.jobs.iter()).find_map(|j| j.plan.target.device().cloned()),
         throttled,
         baseline_interference: baseline.as_ref().and_then(|b| b.made_busy()).cloned(),
@@ -384,7 +373,7 @@ fn emit(args: &CheckArgs, verdict: &Verdict) -> Result<()> {
         write_atomic(p, "--prom", crate::report::prom::check(verdict).as_bytes())?;
     }
     // --quiet: only an unhealthy verdict prints its table (NHC's way).
-    if !(args.quiet && (verdict.healthy || !verdict.judged)) {
+    if !(args.quiet.quiet && (verdict.healthy || !verdict.judged)) {
         print(&render_as(
             args.format,
             &crate::report::export::Document::Check(verdict),

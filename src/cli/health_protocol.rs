@@ -9,7 +9,6 @@ use crate::plan::Measure;
 use crate::topology::Topology;
 use crate::units::ArraySize;
 use clap::Args;
-use std::path::PathBuf;
 
 /// What baseline and check measure with, when no baseline fixes it.
 #[derive(Args, Debug)]
@@ -18,13 +17,11 @@ pub(crate) struct ProtocolArgs {
     #[arg(long, value_parser = parse_kernel_list, default_value = "copy,triad")]
     pub(super) kernels: KernelList,
 
-    /// Elements or bytes per array [default: STREAM's rule for the cores of each scope]
-    #[arg(long = "array-size", visible_alias = "size", value_name = "SIZE", value_parser = super::values::parse_one_array_size)]
-    size: Option<ArraySize>,
+    #[command(flatten)]
+    size: super::flags::ArraySizeFlag,
 
-    /// Timed repetitions of each kernel per scope and round (the first is not counted)
-    #[arg(long, default_value_t = 5, value_parser = super::values::parse_check_ntimes)]
-    pub(super) ntimes: u32,
+    #[command(flatten)]
+    pub(super) ntimes: super::flags::Ntimes,
 
     /// Measure nothing: fixed rates (GB/s per thread[,slow=CPUS@SHARE]); for tests
     #[arg(long, hide = true, value_name = "RATE")]
@@ -33,16 +30,15 @@ pub(crate) struct ProtocolArgs {
     #[command(flatten)]
     backend: super::common::BackendArg,
 
-    /// Read the topology under DIR (with --fake-source only: nothing is pinned); for tests
-    #[arg(long, hide = true, value_name = "DIR", requires = "fake_source")]
-    sysroot: Option<PathBuf>,
+    #[command(flatten)]
+    sysroot: super::flags::Sysroot,
 }
 
 impl ProtocolArgs {
     pub(super) fn measure(&self) -> Measure {
         Measure {
-            elements: self.size.map(ArraySize::elements),
-            ntimes: self.ntimes as usize,
+            elements: self.size.size.map(ArraySize::elements),
+            ntimes: self.ntimes.ntimes as usize,
             kernels: self.kernels.0.clone(),
             isa: None,
             hugepages: crate::memory::Hugepages::Auto,
@@ -54,6 +50,7 @@ impl ProtocolArgs {
     }
 
     pub(super) fn topology(&self) -> Result<Topology> {
-        read_topology(self.sysroot.as_ref())
+        (self.sysroot).only_for_planning(self.fake_source.is_some(), "add --fake-source")?;
+        read_topology(self.sysroot.dir())
     }
 }

@@ -3,7 +3,7 @@
 //! latency (bandwidth-latency curves), with results files like the
 //! bandwidth studies'.
 
-use super::args::{IsaArg, PeakArgs, parse_hugepages};
+use super::args::PeakArgs;
 use super::common::print;
 use crate::engine::latency::{Facts, LatencyRequest, LatencySession};
 use crate::error::{Error, Input, Result};
@@ -27,23 +27,17 @@ pub(crate) struct LatencyArgs {
     #[arg(long, conflicts_with = "numa_matrix")]
     cpu: Option<usize>,
 
-    /// Working sets: a list (32KiB,1MiB,256MiB) or a doubling range (4KiB..1GiB);
-    /// --numa-matrix and --loaded use the largest
-    #[arg(long = "working-sets", visible_alias = "sizes", value_name = "SIZES", default_value = "4KiB..256MiB", value_parser = super::values::parse_working_sets)]
-    sizes: Vec<super::values::WorkingSets>,
+    #[command(flatten)]
+    sizes: super::flags::WorkingSets,
 
-    /// Memory policy of the working set (local, bind:N, interleave:all, preferred:N)
-    #[arg(long, default_value = "local", conflicts_with = "numa_matrix")]
-    mem: String,
+    #[command(flatten)]
+    mem: super::flags::Mem,
 
-    /// Page sizes, each a curve: thp (auto is the same here), never (4 KiB), or explicit huge
-    /// pages from the reserved pool, 2M or 1G; --numa-matrix and --loaded take one
-    #[arg(long, value_delimiter = ',', value_parser = parse_hugepages, default_value = "thp")]
-    hugepages: Vec<Hugepages>,
+    #[command(flatten)]
+    pages: super::flags::Pages,
 
-    /// Set the system's weighted-interleave weights for this run (root; put back when it ends)
-    #[arg(long, value_name = "NODE=WEIGHT,...")]
-    weights: Option<String>,
+    #[command(flatten)]
+    weights: super::flags::Weights,
 
     /// Timed chasing per point
     #[arg(long, default_value = "300ms", value_parser = humantime::parse_duration)]
@@ -53,9 +47,8 @@ pub(crate) struct LatencyArgs {
     #[arg(long)]
     ghz: Option<f64>,
 
-    /// Latency from every CPU node (single: its first allowed CPU, a chase's one form) to every memory node, CPU-less nodes included
-    #[arg(long, num_args = 0..=1, default_missing_value = "single", value_parser = ["single"], help_heading = "Studies")]
-    numa_matrix: Option<String>,
+    #[command(flatten)]
+    numa_matrix: super::flags::NumaMatrix,
 
     /// Loaded latency: load threads run a traffic mix with a swept delay while one thread chases
     #[arg(long, conflicts_with = "numa_matrix", help_heading = "Studies")]
@@ -95,9 +88,8 @@ pub(crate) struct LatencyArgs {
     #[arg(long, requires = "loaded", value_parser = crate::units::parse_array_size, help_heading = "Studies")]
     load_size: Option<crate::units::ArraySize>,
 
-    /// Instruction set of the load threads' kernels
-    #[arg(long, value_enum, default_value_t = IsaArg::Auto, requires = "loaded", help_heading = "Studies")]
-    isa: IsaArg,
+    #[command(flatten)]
+    isa: super::flags::Isa,
 
     /// Also append every point to this results file (JSON Lines), for report and compare
     #[arg(
@@ -181,16 +173,11 @@ fn parse_delays(text: &str) -> std::result::Result<Delays, String> {
     Ok(Delays(v))
 }
 
-/// The page sizes to chase on, each once (`auto` is THP here), and
-/// one only for the matrix and the loaded study.
+/// The page sizes to chase on, each once, and one only for the matrix and
+/// the loaded study.
 fn page_sizes(args: &LatencyArgs) -> Result<Vec<Hugepages>> {
     let mut pages: Vec<Hugepages> = Vec::new();
-    for &p in &args.hugepages {
-        let p = if p == Hugepages::Auto {
-            Hugepages::Thp
-        } else {
-            p
-        };
+    for p in args.pages.or(super::flags::Pages::LATENCY) {
         if !pages.contains(&p) {
             pages.push(p);
         }
@@ -207,8 +194,10 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     if let Some(p) = &args.prom {
         super::common::check_writable(p, "--prom", true)?;
     }
-    let (topo, _weights) =
-        super::common::with_weights(args.weights.as_deref(), super::common::read_topology(None)?)?;
+    let (topo, _weights) = super::common::with_weights(
+        args.weights.weights.as_deref(),
+        super::common::read_topology(None)?,
+    )?;
     let request = latency_request(&args, &topo)?;
     let file = open_results(&args)?;
     let mut out = LatencySession::new(
@@ -244,19 +233,28 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
 /// the chasing CPU, working sets that fit, the policy, the study.
 fn latency_request(args: &LatencyArgs, topo: &Topology) -> Result<LatencyRequest> {
     let cpu = chase_cpu(topo, args.cpu)?;
+    // What the shared flags ask that a chase cannot do is refused here.
+    args.numa_matrix.for_chase()?;
+    args.isa.for_chase(args.loaded)?;
     if args.c2c.is_some() && topo.allowed_cpus.len() < 2 {
         return Err(Error::Usage(format!(
             "--c2c: a line needs two CPUs to bounce between; this process may use only {}",
             topo.allowed_cpus
         )));
     }
-    let mut sizes = super::values::WorkingSets::joined(&args.sizes)?;
+    let mut sizes = args.sizes.or(super::flags::WorkingSets::LATENCY)?;
     if args.numa_matrix.is_some() || args.loaded {
         let largest = sizes.iter().copied().max().unwrap_or(256 << 20);
         sizes = vec![largest];
     }
     let pages = page_sizes(args)?;
-    let policy = mempolicy::parse(&args.mem, topo)?;
+    if args.numa_matrix.is_some() && !args.mem.mem.is_empty() {
+        return Err(Error::about(
+            Input::Mem,
+            "--numa-matrix measures every memory node in turn; leave --mem out",
+        ));
+    }
+    let policy = mempolicy::parse(&args.mem.one_policy("latency")?, topo)?;
     let whole = policy.arrays[0].clone();
     if policy.arrays.iter().any(|p| *p != whole) {
         return Err(Error::about(
@@ -437,7 +435,7 @@ fn loaded_plan(
         None => load::DEFAULT_DELAYS_NS.to_vec(),
         Some(delays) => delays.0.clone(),
     };
-    let isa = match args.isa.isa() {
+    let isa = match args.isa.for_chase(true)?.isa() {
         Some(isa) => isa,
         None => crate::kernels::Isa::best(),
     };
@@ -463,7 +461,7 @@ fn loaded_plan(
         delays_ns,
         bytes,
         load_elements,
-        hugepages: args.hugepages[0] != Hugepages::Never,
+        hugepages: args.pages.or(super::flags::Pages::LATENCY)[0],
         policy: policy.clone(),
         isa,
         time_per_point: args.time,

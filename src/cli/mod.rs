@@ -8,6 +8,7 @@ mod common;
 mod documents;
 mod env;
 mod exec;
+mod flags;
 mod health;
 mod health_protocol;
 mod install;
@@ -21,7 +22,7 @@ mod values;
 mod writing;
 
 use crate::error::{Error, Input, Result};
-use crate::memory::policy::{self as mempolicy, MemPolicy};
+use crate::memory::policy as mempolicy;
 use crate::peak;
 use crate::placement::{self, spellings};
 use crate::report;
@@ -88,13 +89,12 @@ struct PlaceArgs {
     #[command(flatten)]
     placement: PlacementArgs,
 
-    /// Memory policy to include in the numactl line (see membw run --mem)
-    #[arg(long)]
-    mem: Option<String>,
+    /// The policy the numactl line includes
+    #[command(flatten)]
+    mem: flags::Mem,
 
-    /// Resolve against a fixture tree instead of the live machine
-    #[arg(long, value_name = "DIR")]
-    sysroot: Option<PathBuf>,
+    #[command(flatten)]
+    sysroot: flags::Sysroot,
 
     /// Output format
     #[arg(long, default_value = "text", default_value_if("json", clap::builder::ArgPredicate::IsPresent, "json"), value_parser = args::format_parser("place"))]
@@ -107,9 +107,8 @@ struct PlaceArgs {
 
 #[derive(Args, Debug)]
 struct TopoArgs {
-    /// Read DIR/sys and DIR/proc instead of the live machine (a captured or generated fixture)
-    #[arg(long, value_name = "DIR")]
-    sysroot: Option<PathBuf>,
+    #[command(flatten)]
+    sysroot: flags::Sysroot,
 
     /// Output format (json: the full model)
     #[arg(long, default_value = "text", default_value_if("json", clap::builder::ArgPredicate::IsPresent, "json"), value_parser = args::format_parser("topo"))]
@@ -267,11 +266,8 @@ pub(crate) fn size_reading() -> Option<String> {
 }
 
 fn place(args: PlaceArgs) -> Result<()> {
-    let topo = read_topology(args.sysroot.as_ref())?;
-    let mem = match &args.mem {
-        Some(m) => mempolicy::parse(m, &topo)?,
-        None => MemPolicy::default(),
-    };
+    let topo = read_topology(args.sysroot.dir())?;
+    let mem = mempolicy::parse(&args.mem.one_policy("place")?, &topo)?;
     let placement = args.placement.placement(&env::Vars::from_process())?;
     let cpus =
         placement::resolve(&topo, &placement.request).map_err(|e| placement.name_error(e))?;
@@ -315,7 +311,7 @@ fn topo(args: TopoArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let topo = read_topology(args.sysroot.as_ref())?;
+    let topo = read_topology(args.sysroot.dir())?;
     let peak = peak::estimate(&topo, &args.peak.request());
     print(common::render_as(
         args.format,

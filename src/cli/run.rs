@@ -39,9 +39,8 @@ pub(crate) struct RunArgs {
     #[arg(long, conflicts_with = "format")]
     json: bool,
 
-    /// Print only the STREAM table
-    #[arg(short, long)]
-    quiet: bool,
+    #[command(flatten)]
+    quiet: super::flags::Quiet,
 
     #[command(flatten)]
     peak: PeakArgs,
@@ -58,13 +57,11 @@ pub(crate) struct RunArgs {
     #[arg(long, default_value_t = crate::ranks::DEFAULT_OUTLIER, value_parser = super::parse_share, help_heading = "Across ranks (MPI)")]
     outlier: f64,
 
-    /// Show what would be measured (threads and CPUs, arrays against the caches, stores, policy, reproduce lines) and measure nothing
-    #[arg(long)]
-    dry_run: bool,
+    #[command(flatten)]
+    dry_run: super::flags::DryRun,
 
-    /// With --dry-run: plan for the node whose sysfs and procfs tree is DIR (`membw topo --capture DIR` on it), not this one
-    #[arg(long, value_name = "DIR", requires = "dry_run")]
-    sysroot: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    sysroot: super::flags::Sysroot,
 
     /// Across ranks: give up on a rank that does not answer within this time
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration, help_heading = "Across ranks (MPI)")]
@@ -92,7 +89,7 @@ fn run_request(
     topo: &crate::topology::Topology,
 ) -> Request {
     let request = Request {
-        size: m.size.map(|s| match s {
+        size: m.size.size.map(|s| match s {
             ArraySize::Elements(n) => n.to_string(),
             ArraySize::Bytes(b) => format!("{} B", b.0),
         }),
@@ -103,6 +100,7 @@ fn run_request(
         stores: settings.stores.to_string(),
         stores_reason,
         inherited_mem_policy: m
+            .mem
             .mem
             .is_empty()
             .then(crate::memory::inherited::policy)
@@ -212,7 +210,7 @@ fn dry_run(
         topo,
         node: args
             .sysroot
-            .as_ref()
+            .dir()
             .map_or("this node".into(), |d| d.display().to_string()),
         placement: Some(placement.label(topo, &plan.cpus)),
         jobs: vec![report::plan::PlannedJob {
@@ -271,8 +269,11 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         common::check_writable(p, "--prom", true)?;
     }
     let m = &args.measure;
-    let (topo, _weights) =
-        common::with_weights(m.weights.as_deref(), read_topology(args.sysroot.as_ref())?)?;
+    (args.sysroot).only_for_planning(args.dry_run.dry_run, "add --dry-run")?;
+    let (topo, _weights) = common::with_weights(
+        m.weights.weights.as_deref(),
+        read_topology(args.sysroot.dir())?,
+    )?;
     let (mem_text, stores) = m.single("run")?;
     let placement = args.placement.placement(&env::Vars::from_process())?;
     let (mem_written, mem) = mempolicy::parse_written(&mem_text, &topo)?;
@@ -282,7 +283,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         stores,
         mem,
     );
-    if args.dry_run {
+    if args.dry_run.dry_run {
         return dry_run(&args, &topo, &settings, &placement);
     }
     let peak_estimate = peak::for_policy(&topo, &args.peak.request(), &settings.mem);
@@ -300,7 +301,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         .map_err(|e| placement.name_error(e))?;
     common::note_unused_arrays(&mem_text, &plan.arrays_needed());
 
-    if std::io::stderr().is_terminal() && !args.quiet {
+    if std::io::stderr().is_terminal() && !args.quiet.quiet {
         say_starting(&plan);
     }
     // Only the process that reports writes (rank 0 of an MPI run).
@@ -337,7 +338,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         args.format,
         &report::export::Document::Run {
             report: &report,
-            quiet: args.quiet,
+            quiet: args.quiet.quiet,
         },
     )?)?;
     if let Some(p) = &args.prom {

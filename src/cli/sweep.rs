@@ -4,6 +4,7 @@
 
 use super::args::{KernelList, MeasureArgs, PeakArgs, parse_kernel_list};
 use super::common::{file_error, print, read_topology, signal_name, stop_flag};
+use super::flags::NumaCells;
 use crate::engine::sweep::{self, NumaMode, SweepSpec};
 use crate::engine::{BandwidthSession, Engine};
 use crate::error::{Error, Result};
@@ -13,39 +14,35 @@ use crate::report::study;
 use crate::results::Host;
 use crate::results::file::ResultsFile;
 use crate::units::plural;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::common::{progress, run_message};
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum NumaArg {
-    Single,
-    All,
-    Both,
-}
 
 /// A sweep's flags. Serialized, they are its study: every field that
 /// defines the points, typed, defaults included, is what the results file
 /// remembers and what `--resume` compares field by field; the fields that
 /// say where results go and how they are shown are `serde(skip)`.
 #[derive(Args, Debug, serde::Serialize, serde::Deserialize)]
+#[command(group(
+    clap::ArgGroup::new("cpu_axes")
+        .multiple(true)
+        .args(["threads", "strategy", "cpus", "places", "pin", "gomp_affinity", "kmp_affinity", "sizes", "cpunode"])
+        .conflicts_with("numa_matrix")
+))]
 pub(crate) struct SweepArgs {
     #[command(flatten)]
     #[serde(flatten)]
     placement: super::axes::PlacementAxes,
 
-    /// Every CPU node × memory node pair: one thread, all cores of the node, or both
-    #[arg(long, num_args = 0..=1, default_missing_value = "single", value_enum, help_heading = "Axes",
-          conflicts_with_all = ["threads", "strategy", "cpus", "places", "pin", "gomp_affinity", "kmp_affinity", "sizes", "cpunode"])]
-    numa_matrix: Option<NumaArg>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    numa_matrix: super::flags::NumaMatrix,
 
-    /// Working sets per thread (all arrays together): 16KiB..4GiB (powers of two) or 1MiB,64MiB
-    #[arg(long = "working-sets", visible_alias = "sizes", value_name = "SIZES", value_parser = super::values::parse_working_sets, help_heading = "Axes")]
-    #[serde(default, with = "super::values::working_sets_joined")]
-    sizes: Vec<super::values::WorkingSets>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    sizes: super::flags::WorkingSets,
 
     /// The tier study: shares of each thread's pages on --far-node, in %, each a point
     /// (e.g. 0,10,20,30,40,50); the rest on the near node (split policy, any kernel)
@@ -92,7 +89,7 @@ pub(crate) struct SweepArgs {
     output: Option<PathBuf>,
 
     /// Continue a sweep: skip points already in FILE, append the rest to it
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "dry_run")]
     #[serde(skip)]
     resume: Option<PathBuf>,
 
@@ -106,15 +103,13 @@ pub(crate) struct SweepArgs {
     #[serde(skip)]
     markdown: bool,
 
-    /// Show every point (threads and CPUs, arrays against the caches, stores) and measure nothing
-    #[arg(long, conflicts_with = "resume")]
+    #[command(flatten)]
     #[serde(skip)]
-    dry_run: bool,
+    dry_run: super::flags::DryRun,
 
-    /// With --dry-run: plan for the node whose sysfs and procfs tree is DIR (`membw topo --capture DIR` on it)
-    #[arg(long, value_name = "DIR", requires = "dry_run")]
+    #[command(flatten)]
     #[serde(skip)]
-    sysroot: Option<PathBuf>,
+    sysroot: super::flags::Sysroot,
 
     #[command(flatten)]
     #[serde(flatten)]
@@ -217,6 +212,7 @@ fn programs(entries: &[String]) -> Result<Vec<sweep::Program>> {
 }
 
 pub(crate) fn sweep(mut args: SweepArgs) -> Result<()> {
+    (args.sysroot).only_for_planning(args.dry_run.dry_run, "add --dry-run")?;
     let defaults = SweepArgs::defaults()?;
     // `--resume FILE` alone continues the file's study as it was stored.
     let plain_resume = args.resume.is_some()
@@ -274,12 +270,12 @@ fn sweep_spec(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<Swee
             .collect::<Result<_>>()?,
         stores: m.stores(),
         hugepages: m.page_sizes(),
-        sizes: super::values::WorkingSets::joined(&args.sizes)?,
+        sizes: super::values::WorkingSets::joined(&args.sizes.sizes)?,
         cpu_nodes: axes.cpunode.nodes()?,
-        numa_matrix: args.numa_matrix.map(|m| match m {
-            NumaArg::Single => NumaMode::Single,
-            NumaArg::All => NumaMode::All,
-            NumaArg::Both => NumaMode::Both,
+        numa_matrix: args.numa_matrix.numa_matrix.map(|m| match m {
+            NumaCells::Single => NumaMode::Single,
+            NumaCells::All => NumaMode::All,
+            NumaCells::Both => NumaMode::Both,
         }),
         measure: m.measure(args.kernels.0.clone()),
     })
@@ -316,7 +312,7 @@ fn refuse_device_studies(
     topo: &crate::topology::Topology,
     spec: &SweepSpec,
 ) -> Result<()> {
-    let what = match (args.numa_matrix, args.far_share.is_empty()) {
+    let what = match (args.numa_matrix.numa_matrix, args.far_share.is_empty()) {
         (Some(_), _) => "--numa-matrix",
         (None, false) => "--far-share",
         (None, true) => return Ok(()),
@@ -328,8 +324,8 @@ fn sweep_study(args: SweepArgs) -> Result<()> {
     let study = crate::results::settings::Study::of(&args);
     let format = args.format;
     let (topo, _weights) = super::common::with_weights(
-        args.measure.weights.as_deref(),
-        read_topology(args.sysroot.as_ref())?,
+        args.measure.weights.weights.as_deref(),
+        read_topology(args.sysroot.dir())?,
     )?;
     // Refuses to be one of several uncoordinated ranks.
     args.measure.launch("sweep")?;
@@ -338,9 +334,9 @@ fn sweep_study(args: SweepArgs) -> Result<()> {
     let mut source = m.source()?;
     refuse_device_studies(&args, source.as_ref(), &topo, &spec)?;
     let base = sweep::expand(&topo, &spec, &|s| source.prepare(&topo, s))?;
-    if args.dry_run {
+    if args.dry_run.dry_run {
         let jobs: Vec<&crate::engine::Job> = base.iter().collect();
-        return super::common::print_plan("sweep", &topo, args.sysroot.as_ref(), &jobs);
+        return super::common::print_plan("sweep", &topo, args.sysroot.dir(), &jobs);
     }
     let keep = super::env::Vars::from_process()
         .0

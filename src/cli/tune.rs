@@ -14,15 +14,13 @@ use crate::results::file::ResultsFile;
 use crate::results::{Host, Record};
 use clap::Args;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use super::common::{progress, run_message};
 
 #[derive(Args, Debug)]
 pub(crate) struct TuneArgs {
-    /// Time to spend searching (30s, 2m, 1h)
-    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
-    budget: Duration,
+    #[command(flatten)]
+    budget: super::flags::Budget,
 
     /// Kernel to maximize
     #[arg(long, default_value = "triad", value_parser = parse_kernel)]
@@ -46,13 +44,11 @@ pub(crate) struct TuneArgs {
     #[command(flatten)]
     peak: PeakArgs,
 
-    /// Show every candidate (threads and CPUs, arrays against the caches, stores) and measure nothing
-    #[arg(long)]
-    dry_run: bool,
+    #[command(flatten)]
+    dry_run: super::flags::DryRun,
 
-    /// With --dry-run: plan for the node whose sysfs and procfs tree is DIR (`membw topo --capture DIR` on it)
-    #[arg(long, value_name = "DIR")]
-    sysroot: Option<PathBuf>,
+    #[command(flatten)]
+    sysroot: super::flags::Sysroot,
 }
 
 /// The search the flags describe: one kernel, one policy, one array size
@@ -98,7 +94,7 @@ fn tune_view<'a>(
         tried: searched.tried,
         candidates: trials.len(),
         elapsed: searched.elapsed,
-        budget: args.budget,
+        budget: args.budget.or(super::flags::Budget::TUNE),
         decision: searched.decision,
         looks: searched.looks,
         level: tune::level_per_look(),
@@ -128,14 +124,13 @@ fn nothing_ranked(signal: Option<i32>) -> Error {
 pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     // Another node's tree can be planned for, or measured by the fake
     // source (tests); nothing can be pinned on it.
-    if args.sysroot.is_some() && !args.dry_run && !args.measure.fakes() {
-        return Err(Error::Usage(
-            "--sysroot: another node's tree can only be planned for: add --dry-run".into(),
-        ));
-    }
+    (args.sysroot).only_for_planning(
+        args.dry_run.dry_run || args.measure.fakes(),
+        "add --dry-run",
+    )?;
     let (topo, _weights) = super::common::with_weights(
-        args.measure.weights.as_deref(),
-        read_topology(args.sysroot.as_ref())?,
+        args.measure.weights.weights.as_deref(),
+        read_topology(args.sysroot.dir())?,
     )?;
     args.measure.launch("tune")?;
     super::env::note_unused(&super::env::Vars::from_process(), "tune");
@@ -144,9 +139,9 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let mut source = m.source()?;
     super::common::refuse_device(source.as_ref(), &topo, &spec.measure, "membw tune")?;
     let trials = tune::trials(&topo, &spec, &|s| source.prepare(&topo, s))?;
-    if args.dry_run {
+    if args.dry_run.dry_run {
         let jobs: Vec<&crate::engine::Job> = trials.iter().map(|t| &t.job).collect();
-        return super::common::print_plan("tune", &topo, args.sysroot.as_ref(), &jobs);
+        return super::common::print_plan("tune", &topo, args.sysroot.dir(), &jobs);
     }
     let file = args
         .output
@@ -165,7 +160,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
         &trials,
         args.kernel,
         args.repeat as usize,
-        args.budget,
+        args.budget.or(super::flags::Budget::TUNE),
         &mut session,
         &mut |job, r| {
             bar.set_message(run_message(job, r));

@@ -270,10 +270,11 @@ impl Baseline {
     fn validate(&self) -> Result<(), BaselineError> {
         let field = |f: String, problem: String| Err(BaselineError::field(f, problem));
         let p = &self.protocol;
-        if !(2..=1000).contains(&p.ntimes) {
+        let most = crate::protocol::MAX_NTIMES;
+        if !(2..=most).contains(&p.ntimes) {
             return field(
                 "protocol.ntimes".into(),
-                format!("is {}, outside 2-1000", p.ntimes),
+                format!("is {}, outside 2-{most}", p.ntimes),
             );
         }
         if p.kernels.is_empty() {

@@ -93,7 +93,7 @@ pub struct LoadedPlan {
     pub bytes: u64,
     /// Elements per array of each load thread.
     pub load_elements: usize,
-    pub hugepages: bool,
+    pub hugepages: crate::memory::Hugepages,
     pub policy: Policy,
     pub isa: crate::kernels::Isa,
     pub time_per_point: Duration,
@@ -253,7 +253,7 @@ fn load_thread(
                 id.name()
             )))
         })?;
-        let _ = array.advise_hugepages(plan.hugepages);
+        let _ = plan.hugepages.advise(&array);
         let whole = 0..n;
         crate::memory::place(
             &array,

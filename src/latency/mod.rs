@@ -126,7 +126,7 @@ impl Chain {
         }
         .map_err(|e| Error::Runtime(format!("mapping {bytes} bytes on {hugepages} pages: {e}")))?;
         // Advice and policy before the first touch, which places the pages.
-        let _ = array.advise_hugepages(hugepages != Hugepages::Never);
+        let _ = hugepages.advise(&array);
         crate::memory::place(&array, policy, std::slice::from_ref(&(0..words)), hugepages)
             .map_err(|e| Error::Runtime(format!("memory policy {policy}: {e}")))?;
         let next = cyclic_order(lines, 0x6d65_6d62_7700 ^ bytes);

@@ -95,6 +95,18 @@ impl Hugepages {
         *self == Hugepages::Auto
     }
 
+    /// Advises the kernel on `array`'s pages as this page size asks: THP
+    /// for `thp` (and for a mapping an explicit size could not get from
+    /// the pool), base pages for `never`, nothing for `auto` (the system's
+    /// setting decides).
+    pub fn advise(self, array: &MappedArray) -> std::io::Result<()> {
+        match self {
+            Hugepages::Auto => Ok(()),
+            Hugepages::Never => array.advise_hugepages(false),
+            _ => array.advise_hugepages(true),
+        }
+    }
+
     /// Whether THP may back the arrays (so chunk boundaries need care).
     pub fn transparent(self) -> bool {
         matches!(self, Hugepages::Auto | Hugepages::Thp)
@@ -271,12 +283,7 @@ impl Arrays {
             place(&array, mem.get(id), ranges, hugepages).map_err(|e| {
                 Error::Runtime(format!("mbind {} on array {}: {e}", mem.get(id), id.name()))
             })?;
-            let advice = match hugepages {
-                Hugepages::Thp => array.advise_hugepages(true),
-                Hugepages::Never => array.advise_hugepages(false),
-                _ => Ok(()),
-            };
-            advice.map_err(|e: std::io::Error| {
+            hugepages.advise(&array).map_err(|e: std::io::Error| {
                 Error::Runtime(format!("madvise on array {}: {e}", id.name()))
             })?;
             arrays[id.index()] = Some(array);

@@ -26,6 +26,10 @@ use std::time::{Duration, Instant};
 
 /// STREAM's tolerance for 8-byte reals.
 pub const EPSILON: f64 = 1e-13;
+/// The most timed repetitions of a kernel in one run: long enough for a
+/// burn-in (STREAM users raise NTIMES to load a node for minutes), bounded
+/// so the times every repetition keeps stay a few MB.
+pub const MAX_NTIMES: usize = 100_000;
 /// Below this a kernel's time is too close to the timer to trust (STREAM: 20 ticks).
 pub const MIN_TICKS: f64 = 20.0;
 /// And below this, too short to include the effects that matter (STREAM's advice).
