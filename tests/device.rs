@@ -390,3 +390,46 @@ fn a_baseline_and_check_of_the_device_hold_it_against_itself_and_its_own_peak() 
         "scopes[0].device is device sim0",
     );
 }
+
+#[test]
+fn the_devices_own_clock_times_it_and_the_hosts_checks_it() {
+    let two = ["--kernels", "copy,triad", "--format", "json"];
+    let doc: Value = serde_json::from_str(&run_sim(&two)).unwrap();
+    let clock = &doc["measurement"]["timer"]["device_clock"];
+    assert_eq!(clock["repetitions"], 6, "{clock}"); // 2 kernels × 3
+    assert_eq!(clock["over_host"], 0, "{clock}");
+    // Launch overhead is the host's only: host/device is 1 or more.
+    assert!(
+        clock["host_over_device"].as_f64().unwrap() >= 1.0,
+        "{clock}"
+    );
+    // A clock that runs fast is caught, and the host's times are used.
+    let out = membw()
+        .args(["run", "--backend", "sim:3"])
+        .args(SMALL)
+        .args(two)
+        .env("MEMBW_SIM_DEVICE", "clock=4")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the target's own clock timed 6 of 6 repetitions longer than the host's"),
+        "{stderr}"
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["measurement"]["timer"]["device_clock"]["over_host"], 6);
+    // A CPU run is timed by the host alone.
+    let cpu: Value = serde_json::from_str(&common::stdout(&[
+        "run",
+        "--size",
+        "100k",
+        "--ntimes",
+        "3",
+        "--kernels",
+        "copy",
+        "--json",
+    ]))
+    .unwrap();
+    assert!(cpu["measurement"]["timer"].get("device_clock").is_none());
+}

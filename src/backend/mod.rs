@@ -71,6 +71,12 @@ pub trait Device {
     /// the error sum and the bad elements of a slice against its value in
     /// `want`; the reductions' last results come with it.
     fn read_back(&mut self, want: [f64; ARRAYS], errors: ArrayErrors) -> ReadBack;
+    /// The target's own time of the last `run`, seconds (a GPU's events
+    /// around its kernels), where it keeps one. The protocol keeps its
+    /// host clock around the call too and checks the two against each other.
+    fn device_seconds(&self) -> Option<f64> {
+        None
+    }
     /// Each thread's own time in the last `run`, seconds, into `out` (one
     /// slot per thread); false when the device does not time its threads.
     fn thread_seconds(&self, out: &mut [f64]) -> bool {

@@ -14,10 +14,14 @@
 //! run on the host thread, so its rates are real ones of this host; only
 //! its identity and facts are simulated.
 //!
+//! It times its own work, as a GPU's events do: the protocol takes its
+//! clock's times and checks them against the host's around them.
+//!
 //! `MEMBW_SIM_DEVICE` sets it up for validation tests: `wrong-element=N`
 //! makes element N of the last array every kernel writes come back wrong
 //! (the protocol must name that array), `peak=GBS` and `link=GBS` change
-//! its peaks.
+//! its peaks, `clock=F` makes its clock run F times as fast as it should
+//! (the protocol must catch one that runs fast).
 
 use super::{ArrayErrors, Backend, Device, Driver, HostArrays, Observed, ReadBack};
 use crate::error::{Error, Input, Result};
@@ -82,6 +86,7 @@ struct Setup {
     wrong_element: Option<usize>,
     peak_gb_s: Option<f64>,
     link_gb_s: Option<f64>,
+    clock: Option<f64>,
 }
 
 /// A positive rate in GB/s.
@@ -104,9 +109,16 @@ impl Setup {
                 }
                 Some(("peak", gb_s)) => setup.peak_gb_s = Some(rate(gb_s)?),
                 Some(("link", gb_s)) => setup.link_gb_s = Some(rate(gb_s)?),
+                Some(("clock", f)) => {
+                    setup.clock = Some(
+                        (f.parse().ok())
+                            .filter(|f: &f64| f.is_finite() && *f > 0.0)
+                            .ok_or_else(|| format!("'{f}': a positive factor"))?,
+                    );
+                }
                 _ => {
                     return Err(format!(
-                        "'{item}': expected wrong-element=N, peak=GBS or link=GBS"
+                        "'{item}': expected wrong-element=N, peak=GBS, link=GBS or clock=F"
                     ));
                 }
             }
@@ -225,6 +237,8 @@ impl Backend for SimDevice {
         let mut memory = Memory {
             arrays: HostArrays::new(plan)?,
             wrong: setup.wrong_element.zip(written),
+            clock: setup.clock.unwrap_or(1.0),
+            last_run_s: None,
         };
         // Driven from a thread of its own, pinned, as a GPU's host thread.
         let host_cpu = plan.cpus.first().copied();
@@ -254,6 +268,10 @@ struct Memory {
     arrays: HostArrays,
     /// The element, and the array, that read back wrong.
     wrong: Option<(usize, ArrayId)>,
+    /// How fast its clock runs (1: true).
+    clock: f64,
+    /// Its own time of the last `run`.
+    last_run_s: Option<f64>,
 }
 
 impl Device for Memory {
@@ -265,7 +283,13 @@ impl Device for Memory {
     }
     fn sync(&mut self) {}
     fn run(&mut self, kernel: KernelId, repeats: usize) {
+        // Its own clock around its own work, as a GPU's events.
+        let start = std::time::Instant::now();
         self.arrays.run(kernel, repeats);
+        self.last_run_s = Some(start.elapsed().as_secs_f64() * self.clock);
+    }
+    fn device_seconds(&self) -> Option<f64> {
+        self.last_run_s
     }
     fn read_back(&mut self, want: [f64; ARRAYS], errors: ArrayErrors) -> ReadBack {
         if let Some((element, array)) = self.wrong
@@ -291,6 +315,7 @@ mod tests {
                 wrong_element: Some(3),
                 peak_gb_s: Some(250.0),
                 link_gb_s: None,
+                clock: None,
             }
         );
         assert_eq!(Setup::parse("").unwrap(), Setup::default());

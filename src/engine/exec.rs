@@ -147,6 +147,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
             timing_test_us: 0.0,
             min_kernel_ticks: 0.0,
             barrier_us: None,
+            device_clock: None,
         },
         setup_s: 0.0,
         total_s: ran.wall_s,

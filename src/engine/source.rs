@@ -228,6 +228,7 @@ impl Source for FakeSource {
             timing_test_us: 0.0,
             min_kernel_ticks,
             barrier_us: None,
+            device_clock: None,
         };
         let mut m = protocol::planned(plan, threads, results, validation, timer);
         m.total_s = m.measured_s() + self.delay.as_secs_f64();

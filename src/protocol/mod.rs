@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::kernels::{ARRAYS, ArrayId, KernelId, SCALAR, WRITE_VALUE};
 use crate::plan::Plan;
 use crate::results::measurement::{
-    ArrayCheck, KernelResult, Measurement, ThreadPlacement, TimerCheck, Validation,
+    ArrayCheck, DeviceClock, KernelResult, Measurement, ThreadPlacement, TimerCheck, Validation,
     add_spread_finding, kernel_statistics,
 };
 use crate::sys::Stop;
@@ -168,6 +168,10 @@ struct Driven {
     thread_times: Vec<f64>,
     /// Whether the device timed its threads.
     threads_timed: bool,
+    /// The host clock's time of each repetition, where the device timed it
+    /// with its own (then `times` holds the device's).
+    host_times: Vec<f64>,
+    device_timed: bool,
     synced_times: Vec<f64>,
     timing_test: f64,
     first_touch_done: Option<Instant>,
@@ -197,6 +201,8 @@ fn measure_with(
         times: vec![0.0; timed],
         thread_times: vec![0.0; timed * plan.cpus.len()],
         threads_timed: false,
+        host_times: vec![0.0; timed],
+        device_timed: false,
         synced_times: vec![0.0; if gate.is_some() { timed } else { 0 }],
         timing_test: 0.0,
         first_touch_done: None,
@@ -222,21 +228,29 @@ fn measure_with(
             "another rank failed before measuring".into(),
         ));
     }
+    let tick = granularity.as_secs_f64();
+    let clock = d.device_timed.then(|| device_clock(&mut d, tick));
     let results = kernel_results(plan, &d);
     let validation = validation_report(&expected, &d.read_back);
     let min_time = results
         .iter()
         .map(|r| r.min_time_s)
         .fold(f64::INFINITY, f64::min);
-    let tick = granularity.as_secs_f64();
     let timer = TimerCheck {
         granularity_ns: tick * 1e9,
         timing_test_us: d.timing_test * 1e6,
         min_kernel_ticks: min_time / tick,
         barrier_us: d.barrier_s.map(|s| s * 1e6),
+        device_clock: clock,
     };
     let mut warnings = observed.warnings;
     warnings.extend(size_warnings(plan, min_time, &timer));
+    if let Some(c) = timer.device_clock.filter(|c| c.over_host > 0) {
+        warnings.push(format!(
+            "the target's own clock timed {} of {} repetitions longer than the host's clock around them: those took the host's time; the target's clock is not to be trusted",
+            c.over_host, c.repetitions
+        ));
+    }
     for t in &observed.threads {
         if let Some(found) = t.observed_cpu.filter(|&c| c != t.cpu) {
             warnings.push(format!(
@@ -272,6 +286,26 @@ fn measure_with(
         measurement,
         synced_times: d.synced_times,
     })
+}
+
+/// Checks a target's own times against the host's around the same work:
+/// a repetition its clock made longer than the host's (by more than a
+/// tick) takes the host's time instead.
+fn device_clock(d: &mut Driven, tick: f64) -> DeviceClock {
+    let mut ratios = Vec::with_capacity(d.times.len());
+    let mut over_host = 0;
+    for (time, &host) in d.times.iter_mut().zip(&d.host_times) {
+        if *time > host + tick || !time.is_finite() || *time <= 0.0 {
+            over_host += 1;
+            *time = host;
+        }
+        ratios.push(host / *time);
+    }
+    DeviceClock {
+        repetitions: ratios.len(),
+        over_host,
+        host_over_device: crate::results::estimate::median(&ratios).unwrap_or(1.0),
+    }
 }
 
 /// What the plan's size makes of the figures: arrays in the caches (a
@@ -403,6 +437,13 @@ fn drive(
             device.run(kernel, d.inner_repeats);
             let slot = k * plan.ntimes + rep;
             d.times[slot] = start.elapsed().as_secs_f64();
+            // A target that times its own work (a device's events) gives
+            // the repetition's time; the host's is kept to check it.
+            if let Some(own) = device.device_seconds() {
+                d.host_times[slot] = d.times[slot];
+                d.times[slot] = own;
+                d.device_timed = true;
+            }
             let threads = plan.cpus.len();
             if let Some(out) = d.thread_times.get_mut(slot * threads..(slot + 1) * threads) {
                 d.threads_timed = device.thread_seconds(out);

@@ -101,6 +101,17 @@ pub fn render(report: &RunReport) -> String {
     );
     let _ = writeln!(o, "Increase the size of the arrays if this shows that");
     let _ = writeln!(o, "you are not getting at least 20 clock ticks per test.");
+    if let Some(c) = &m.timer.device_clock {
+        let _ = writeln!(
+            o,
+            "Times below are the target's own clock, checked against the host's around each test:"
+        );
+        let _ = writeln!(
+            o,
+            "   host/device median {:.3}; {} of {} over the host's (the host's time used)",
+            c.host_over_device, c.over_host, c.repetitions
+        );
+    }
     let _ = writeln!(o, "{RULE}");
     o.push_str(&table(m));
     let _ = writeln!(o, "{RULE}");

@@ -152,6 +152,25 @@ pub struct TimerCheck {
     /// pays besides its kernel. Absent where nothing measured it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub barrier_us: Option<f64>,
+    /// Where the target timed its own work (a device's events): how its
+    /// clock agreed with the host's around each repetition. Absent where
+    /// the host's clock alone timed the work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_clock: Option<DeviceClock>,
+}
+
+/// A target's own clock, checked against the host's around it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceClock {
+    /// Timed repetitions the target timed.
+    pub repetitions: usize,
+    /// Those where its time exceeded the host's around the same work by more
+    /// than a host clock tick: impossible for a sound clock, so the host's
+    /// time is the repetition's.
+    pub over_host: usize,
+    /// The median of host time over device time: launch and synchronization
+    /// overhead the device's own clock leaves out (1.0: none).
+    pub host_over_device: f64,
 }
 
 /// The result of one run: what was measured, and how it was set up.
