@@ -436,6 +436,8 @@ fn readers_outside_results(files: &BTreeMap<String, String>) -> Vec<String> {
                 "serde_json::from_",
                 "Deserializer::from_",
                 "serde_path_to_error::",
+                // A document's kind guessed from its text.
+                r#"\"membw-"#,
             ]
             .iter()
             .any(|reader| body.contains(reader))
@@ -455,6 +457,13 @@ fn only_results_reads_membws_documents() {
         "fn read(t: &str) { let v: serde_json::Value = serde_json::from_str(t).unwrap(); }".into(),
     );
     assert_eq!(readers_outside_results(&planted), ["src/health/history.rs"]);
+    // So is a kind sniffed from a file's text (how the CLI once told
+    // verdicts from runs).
+    planted.insert(
+        "cli/documents.rs".into(),
+        r#"fn is_check(t: &str) -> bool { t.contains("\"membw-check\"") }"#.into(),
+    );
+    assert_eq!(readers_outside_results(&planted).len(), 2);
 }
 
 /// Where the kinds of target are known: the targets themselves, and the

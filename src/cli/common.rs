@@ -198,7 +198,7 @@ pub(crate) fn check_program(name: &str) -> Result<()> {
 /// that have a form for the command's document).
 pub(crate) fn render_as(
     format: crate::report::export::Format,
-    doc: &crate::report::export::Document,
+    doc: &crate::report::export::View,
 ) -> Result<Vec<u8>> {
     let missing = || {
         Error::Runtime(format!(

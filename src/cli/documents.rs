@@ -103,7 +103,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             let plots = report::plot::bandwidth::plots(&records, kernel);
             let dir = beside();
             write_plots(&dir, &plots, args.png)?;
-            let doc = export::Document::Study {
+            let doc = export::View::Study {
                 records: &records,
                 kernel,
                 plots: &plots,
@@ -129,7 +129,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             let dir = beside();
             let plots = report::latency::plots(&records);
             write_plots(&dir, &plots, args.png)?;
-            let doc = export::Document::LatencyStudy {
+            let doc = export::View::LatencyStudy {
                 records: &records,
                 plots: &plots,
                 dir: &dir,
@@ -147,7 +147,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             let (text, plots, slow) = report::nodes::document(&run_documents(docs)?, args.outlier)
                 .map_err(Error::Usage)?;
             write_plots(&dir, &plots, args.png)?;
-            let doc = export::Document::Nodes {
+            let doc = export::View::Nodes {
                 text: &text,
                 plots: &plots,
                 dir: &dir,
@@ -200,10 +200,10 @@ fn history_files(inputs: &[PathBuf]) -> Result<Option<Vec<PathBuf>>> {
             )));
         }
     }
+    // The one reader says what the first file holds.
     let first_is_check = || {
-        crate::results::file::read_regular(&files[0], 1 << 20)
-            .ok()
-            .is_some_and(|b| String::from_utf8_lossy(&b).contains("\"membw-check\""))
+        crate::results::read::read(&files[0])
+            .is_ok_and(|r| matches!(r.document, Document::Checks(_)))
     };
     Ok((from_dir || (!files.is_empty() && first_is_check())).then_some(files))
 }
@@ -260,7 +260,7 @@ fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
     let text = report::history::render(&fleet, kernel, files.len(), tolerance);
     show(
         args,
-        &export::Document::Nodes {
+        &export::View::Nodes {
             text: &text,
             plots: &plots,
             dir: &dir,
@@ -284,7 +284,7 @@ fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
 }
 
 /// Prints the report in `--format`, and writes the `--html` page.
-fn show(args: &ReportArgs, doc: &export::Document) -> Result<()> {
+fn show(args: &ReportArgs, doc: &export::View) -> Result<()> {
     print(render_as(args.format, doc)?)?;
     if let Some(html) = &args.html {
         write_file(html, &render_as(Format::Html, doc)?)?;
@@ -311,7 +311,7 @@ pub(crate) struct CompareArgs {
 }
 
 pub(crate) fn compare(args: CompareArgs) -> Result<()> {
-    let show = |c: Comparison| print(render_as(args.format, &export::Document::Compare(c))?);
+    let show = |c: Comparison| print(render_as(args.format, &export::View::Compare(c))?);
     let (a, b) = match (read_document(&args.a)?, read_document(&args.b)?) {
         (Document::Run(a), Document::Run(b)) => return show(Comparison::Runs { a: &a, b: &b }),
         (Document::Latency(a), Document::Latency(b)) => {

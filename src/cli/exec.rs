@@ -135,7 +135,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     };
     print(&super::common::render_as(
         args.format,
-        &crate::report::export::Document::Exec(view),
+        &crate::report::export::View::Exec(view),
     )?)?;
     match failures.first() {
         Some(why) => Err(Error::Validation(why.clone())),

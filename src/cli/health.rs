@@ -55,7 +55,7 @@ pub(crate) fn baseline(args: BaselineArgs) -> Result<()> {
     // The baseline is made and written: a printout that fails says so.
     print(render_as(
         args.format,
-        &crate::report::export::Document::Baseline(&baseline),
+        &crate::report::export::View::Baseline(&baseline),
     )?)
     .map_err(|e| not_judged(e, &format!("{written}, but printing it failed")))
 }
@@ -376,7 +376,7 @@ fn emit(args: &CheckArgs, verdict: &Verdict) -> Result<()> {
     if !(args.quiet.quiet && (verdict.healthy || !verdict.judged)) {
         print(&render_as(
             args.format,
-            &crate::report::export::Document::Check(verdict),
+            &crate::report::export::View::Check(verdict),
         )?)?;
     }
     match &verdict.reason {

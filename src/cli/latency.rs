@@ -218,7 +218,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     }
     print(&super::common::render_as(
         args.format,
-        &crate::report::export::Document::Latency(&doc),
+        &crate::report::export::View::Latency(&doc),
     )?)?;
     if let Some(p) = &args.prom {
         super::common::write_atomic(p, "--prom", crate::report::prom::latency(&doc).as_bytes())?;

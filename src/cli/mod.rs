@@ -281,7 +281,7 @@ fn place(args: PlaceArgs) -> Result<()> {
     };
     print(common::render_as(
         args.format,
-        &report::export::Document::Place(&view),
+        &report::export::View::Place(&view),
     )?)
 }
 
@@ -315,7 +315,7 @@ fn topo(args: TopoArgs) -> Result<()> {
     let peak = peak::estimate(&topo, &args.peak.request());
     print(common::render_as(
         args.format,
-        &report::export::Document::Topo {
+        &report::export::View::Topo {
             topo: &topo,
             peak: peak.as_ref(),
         },

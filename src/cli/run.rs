@@ -336,7 +336,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     }
     print(common::render_as(
         args.format,
-        &report::export::Document::Run {
+        &report::export::View::Run {
             report: &report,
             quiet: args.quiet.quiet,
         },

@@ -383,7 +383,7 @@ fn sweep_study(args: SweepArgs) -> Result<()> {
         .map_err(super::common::input_file_error)?
         .records;
     if let Some(kernel) = study::primary_kernel(&records) {
-        let doc = crate::report::export::Document::Summary {
+        let doc = crate::report::export::View::Summary {
             records: &records,
             kernel,
         };

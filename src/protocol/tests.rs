@@ -1,6 +1,6 @@
 use super::*;
 use crate::backend::ArrayErrors;
-use crate::kernels::{Isa, STREAM_KERNELS, StoreMode};
+use crate::kernels::{ArrayId, Isa, STREAM_KERNELS, StoreMode};
 use crate::memory::Hugepages;
 use crate::memory::policy::MemPolicy;
 use crate::results::require_valid;
@@ -51,9 +51,9 @@ fn sums_are_held_to_the_rounding_bound_of_their_length() {
         dot_sum: 4000.0,
         ..Default::default()
     };
-    assert!(validation_report(&expected, &errors).passed);
+    assert!(judge::validation(&expected, &errors).passed);
     errors.dot_sum = 4000.0 * (1.0 + 1e-11);
-    let v = validation_report(&expected, &errors);
+    let v = judge::validation(&expected, &errors);
     assert!(!v.passed, "{v:?}");
     assert!(v.dot_rel_error.unwrap() > 1e-12);
 }

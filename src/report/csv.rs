@@ -209,12 +209,12 @@ impl super::export::TextExporter for Csv {
     fn commands(&self) -> &'static [&'static str] {
         &["run", "latency", "report"]
     }
-    fn render(&self, doc: &super::export::Document) -> Option<Result<String>> {
-        use super::export::Document;
+    fn render(&self, doc: &super::export::View) -> Option<Result<String>> {
+        use super::export::View;
         match doc {
-            Document::Run { report, .. } => Some(render(report)),
-            Document::Latency(report) => Some(latency(&report.records)),
-            Document::Study { records, .. } => Some(study(records)),
+            View::Run { report, .. } => Some(render(report)),
+            View::Latency(report) => Some(latency(&report.records)),
+            View::Study { records, .. } => Some(study(records)),
             _ => None,
         }
     }

@@ -1,5 +1,5 @@
 //! One trait for every output format a command prints, and one registry.
-//! A command builds a [`Document`] and hands it to the exporter the user
+//! A command builds a [`View`] and hands it to the exporter the user
 //! named with `--format`; the exporter renders it, or says it has no form
 //! for that document. Adding a format is one file implementing
 //! [`Exporter`] and one line in [`EXPORTERS`].
@@ -11,7 +11,7 @@ use crate::results::latency::{LatencyRecord, LatencyReport};
 use crate::results::{Record, RunReport};
 
 /// What a command prints.
-pub enum Document<'a> {
+pub enum View<'a> {
     /// `membw run`; `quiet`: STREAM's table alone where the format has one.
     Run { report: &'a RunReport, quiet: bool },
     /// `membw exec`.
@@ -90,23 +90,21 @@ impl Comparison<'_> {
     }
 }
 
-impl Document<'_> {
+impl View<'_> {
     /// The command the document comes from, for messages.
     pub fn command(&self) -> &'static str {
         match self {
-            Document::Run { .. } => "run",
-            Document::Exec(_) => "exec",
-            Document::Latency(_) => "latency",
-            Document::Study { .. } | Document::LatencyStudy { .. } | Document::Nodes { .. } => {
-                "report"
-            }
-            Document::Summary { .. } => "sweep",
-            Document::Compare(_) => "compare",
-            Document::Check(_) => "check",
-            Document::Baseline(_) => "baseline",
-            Document::Topo { .. } => "topo",
-            Document::Place(_) => "place",
-            Document::Tune(_) => "tune",
+            View::Run { .. } => "run",
+            View::Exec(_) => "exec",
+            View::Latency(_) => "latency",
+            View::Study { .. } | View::LatencyStudy { .. } | View::Nodes { .. } => "report",
+            View::Summary { .. } => "sweep",
+            View::Compare(_) => "compare",
+            View::Check(_) => "check",
+            View::Baseline(_) => "baseline",
+            View::Topo { .. } => "topo",
+            View::Place(_) => "place",
+            View::Tune(_) => "tune",
         }
     }
 }
@@ -164,7 +162,7 @@ pub trait Exporter: Sync {
     /// known before anything is measured.
     fn commands(&self) -> &'static [&'static str];
     /// The document in this format; `None` when the format has no form for it.
-    fn export(&self, doc: &Document) -> Option<Result<Vec<u8>>>;
+    fn export(&self, doc: &View) -> Option<Result<Vec<u8>>>;
 }
 
 /// A format that is text (all of today's): it renders a `String`, and is
@@ -172,7 +170,7 @@ pub trait Exporter: Sync {
 pub trait TextExporter: Sync {
     fn format(&self) -> Format;
     fn commands(&self) -> &'static [&'static str];
-    fn render(&self, doc: &Document) -> Option<Result<String>>;
+    fn render(&self, doc: &View) -> Option<Result<String>>;
 }
 
 impl<T: TextExporter> Exporter for T {
@@ -182,7 +180,7 @@ impl<T: TextExporter> Exporter for T {
     fn commands(&self) -> &'static [&'static str] {
         TextExporter::commands(self)
     }
-    fn export(&self, doc: &Document) -> Option<Result<Vec<u8>>> {
+    fn export(&self, doc: &View) -> Option<Result<Vec<u8>>> {
         self.render(doc).map(|r| r.map(String::into_bytes))
     }
 }

@@ -2,7 +2,7 @@
 //! fetched): the host and configuration, the results, the plots.
 
 use super::Plot;
-use super::export::Document;
+use super::export::View;
 use super::study::{self, escape};
 use crate::error::Result;
 use std::fmt::Write;
@@ -73,9 +73,9 @@ impl super::export::TextExporter for Html {
     fn commands(&self) -> &'static [&'static str] {
         &["report"]
     }
-    fn render(&self, doc: &Document) -> Option<Result<String>> {
+    fn render(&self, doc: &View) -> Option<Result<String>> {
         Some(Ok(match doc {
-            Document::Study {
+            View::Study {
                 records,
                 kernel,
                 plots,
@@ -85,12 +85,12 @@ impl super::export::TextExporter for Html {
                 let results = study::html::html(records, *kernel);
                 page(host, &study::context(records), &results, plots)
             }
-            Document::LatencyStudy { records, plots, .. } => {
+            View::LatencyStudy { records, plots, .. } => {
                 let host = records.first().map_or("unknown", |r| &r.host.hostname);
                 let tables = preformatted(&super::latency::render(records));
                 page(host, &[], &tables, plots)
             }
-            Document::Nodes { text, plots, .. } => page("nodes", &[], &preformatted(text), plots),
+            View::Nodes { text, plots, .. } => page("nodes", &[], &preformatted(text), plots),
             _ => return None,
         }))
     }

@@ -30,20 +30,20 @@ impl super::export::TextExporter for Json {
             "run", "exec", "latency", "check", "baseline", "topo", "place",
         ]
     }
-    fn render(&self, doc: &super::export::Document) -> Option<Result<String>> {
-        use super::export::Document;
+    fn render(&self, doc: &super::export::View) -> Option<Result<String>> {
+        use super::export::View;
         Some(match doc {
-            Document::Run { report, .. } => render(report),
+            View::Run { report, .. } => render(report),
             // One line: the record a results file holds, so that report
             // and compare read what `exec --format json > f` wrote.
-            Document::Exec(view) => serde_json::to_string(view.record)
+            View::Exec(view) => serde_json::to_string(view.record)
                 .map(|line| line + "\n")
                 .map_err(|e| crate::error::Error::Runtime(e.to_string())),
-            Document::Latency(report) => pretty(report),
-            Document::Check(verdict) => pretty(verdict),
-            Document::Baseline(baseline) => pretty(baseline),
-            Document::Topo { topo, peak } => super::topo::json(topo, *peak),
-            Document::Place(view) => super::place::json(view),
+            View::Latency(report) => pretty(report),
+            View::Check(verdict) => pretty(verdict),
+            View::Baseline(baseline) => pretty(baseline),
+            View::Topo { topo, peak } => super::topo::json(topo, *peak),
+            View::Place(view) => super::place::json(view),
             _ => return None,
         })
     }

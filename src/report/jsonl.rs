@@ -2,7 +2,7 @@
 //! `membw report`. A run or exec is its document on one line; a study or a
 //! latency run is its records, one per line, as in a results file.
 
-use super::export::Document;
+use super::export::View;
 use crate::error::{Error, Result};
 use serde::Serialize;
 
@@ -28,21 +28,21 @@ impl super::export::TextExporter for Jsonl {
     fn commands(&self) -> &'static [&'static str] {
         &["run", "exec", "latency", "report", "sweep", "check", "tune"]
     }
-    fn render(&self, doc: &Document) -> Option<Result<String>> {
+    fn render(&self, doc: &View) -> Option<Result<String>> {
         Some(match doc {
-            Document::Run { report, .. } => lines([report]),
-            Document::Exec(view) => lines([view.record]),
-            Document::Latency(report) => lines(&report.records),
-            Document::Study { records, .. } | Document::Summary { records, .. } => lines(*records),
-            Document::LatencyStudy { records, .. } => lines(*records),
-            Document::Check(verdict) => lines([verdict]),
+            View::Run { report, .. } => lines([report]),
+            View::Exec(view) => lines([view.record]),
+            View::Latency(report) => lines(&report.records),
+            View::Study { records, .. } | View::Summary { records, .. } => lines(*records),
+            View::LatencyStudy { records, .. } => lines(*records),
+            View::Check(verdict) => lines([verdict]),
             // The candidates' records, best first.
-            Document::Tune(view) => lines(view.ranked.iter().map(|(r, _)| r)),
-            Document::Nodes { .. }
-            | Document::Compare(_)
-            | Document::Baseline(_)
-            | Document::Topo { .. }
-            | Document::Place(_) => return None,
+            View::Tune(view) => lines(view.ranked.iter().map(|(r, _)| r)),
+            View::Nodes { .. }
+            | View::Compare(_)
+            | View::Baseline(_)
+            | View::Topo { .. }
+            | View::Place(_) => return None,
         })
     }
 }

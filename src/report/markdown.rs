@@ -1,7 +1,7 @@
 //! Markdown, to paste into an issue, a wiki page or a lab report: a run's
 //! kernels as a table with the setup above it; latency's tables as a block.
 
-use super::export::Document;
+use super::export::View;
 use crate::error::Result;
 use crate::results::RunReport;
 use std::fmt::Write;
@@ -86,14 +86,14 @@ impl super::export::TextExporter for Markdown {
     fn commands(&self) -> &'static [&'static str] {
         &["run", "latency", "report", "compare", "sweep"]
     }
-    fn render(&self, doc: &Document) -> Option<Result<String>> {
+    fn render(&self, doc: &View) -> Option<Result<String>> {
         match doc {
-            Document::Run { report, .. } => Some(Ok(run(report))),
-            Document::Latency(report) => Some(Ok(format!(
+            View::Run { report, .. } => Some(Ok(run(report))),
+            View::Latency(report) => Some(Ok(format!(
                 "## Latency\n\n```text\n{}```\n",
                 super::latency::render(&report.records)
             ))),
-            Document::Study {
+            View::Study {
                 records,
                 kernel,
                 plots,
@@ -103,22 +103,22 @@ impl super::export::TextExporter for Markdown {
                 *kernel,
                 &super::export::links(plots, dir),
             ))),
-            Document::Summary { records, kernel } => {
+            View::Summary { records, kernel } => {
                 Some(Ok(super::study::summary(records, *kernel, true)))
             }
-            Document::LatencyStudy {
+            View::LatencyStudy {
                 records,
                 plots,
                 dir,
             } => Some(Ok(super::latency::document(records, plots, dir, true))),
-            Document::Nodes { text, plots, dir } => {
+            View::Nodes { text, plots, dir } => {
                 let mut o = format!("```text\n{text}```\n");
                 for (title, path) in super::export::links(plots, dir) {
                     let _ = writeln!(o, "\n![{title}]({path})");
                 }
                 Some(Ok(o))
             }
-            Document::Compare(c) => Some(Ok(c.render(true))),
+            View::Compare(c) => Some(Ok(c.render(true))),
             _ => None,
         }
     }

@@ -24,6 +24,7 @@ pub mod plot;
 pub mod png;
 pub mod prom;
 pub mod ranks;
+pub mod run_header;
 pub mod study;
 pub mod text;
 pub mod tiers;

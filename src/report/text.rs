@@ -1,10 +1,8 @@
 //! STREAM's text layout, so `grep "Triad:" | awk '{print $2}'` keeps working,
 //! followed by a short summary for people.
 
-use crate::kernels::Isa;
 use crate::results::measurement::KernelResult;
 use crate::results::{Measurement, PeakUse, RunReport};
-use crate::topology::cpulist::format_ranges;
 use crate::units::Bytes;
 use std::fmt::Write;
 
@@ -79,39 +77,12 @@ pub fn render(report: &RunReport) -> String {
         let host = &report.host;
         let cpu = host.cpu_model.as_deref().unwrap_or("unknown CPU");
         let _ = writeln!(o, "Driven from host: {} ({cpu})", host.hostname);
-        ranks_line(&mut o, m);
+        super::run_header::ranks_line(&mut o, m);
     } else {
-        threads_and_placement(&mut o, report);
+        super::run_header::threads_and_placement(&mut o, report);
     }
     let _ = writeln!(o, "{RULE}");
-    let tick_us = m.timer.granularity_ns / 1e3;
-    let _ = writeln!(
-        o,
-        "Your clock granularity/precision appears to be {tick_us:.3} microseconds."
-    );
-    let _ = writeln!(
-        o,
-        "Each test below will take on the order of {:.0} microseconds.",
-        m.timer.timing_test_us
-    );
-    let _ = writeln!(
-        o,
-        "   (= {:.0} clock ticks)",
-        m.timer.timing_test_us / tick_us.max(1e-9)
-    );
-    let _ = writeln!(o, "Increase the size of the arrays if this shows that");
-    let _ = writeln!(o, "you are not getting at least 20 clock ticks per test.");
-    if let Some(c) = &m.timer.device_clock {
-        let _ = writeln!(
-            o,
-            "Times below are the target's own clock, checked against the host's around each test:"
-        );
-        let _ = writeln!(
-            o,
-            "   host/device median {:.3}; {} of {} over the host's (the host's time used)",
-            c.host_over_device, c.over_host, c.repetitions
-        );
-    }
+    super::run_header::clock_lines(&mut o, &m.timer);
     let _ = writeln!(o, "{RULE}");
     o.push_str(&table(m));
     let _ = writeln!(o, "{RULE}");
@@ -143,107 +114,6 @@ pub fn render(report: &RunReport) -> String {
         ));
     }
     o
-}
-
-/// STREAM's thread counts, then where the threads ran.
-fn threads_and_placement(o: &mut String, report: &RunReport) {
-    let m = &report.measurement;
-    let _ = writeln!(o, "Number of Threads requested = {}", m.threads.len());
-    let _ = writeln!(o, "Number of Threads counted = {}", m.threads.len());
-    ranks_line(o, m);
-    where_it_ran(o, report);
-}
-
-/// How many MPI ranks measured together, where they did.
-fn ranks_line(o: &mut String, m: &Measurement) {
-    if let Some(ranks) = m.ranks() {
-        let _ = writeln!(
-            o,
-            "MPI ranks = {} (array size: all ranks together; threads, placement and pages: rank 0's)",
-            ranks.ranks.len()
-        );
-    }
-}
-
-/// Where the threads ran and the pages went, the kernels' ISA and
-/// stores, the page size and the host: what STREAM's header leaves out.
-fn where_it_ran(o: &mut String, report: &RunReport) {
-    let m = &report.measurement;
-    let cpus: Vec<usize> = m.threads.iter().map(|t| t.cpu).collect();
-    let _ = writeln!(
-        o,
-        "Thread affinity (thread i on the i-th CPU) = {}",
-        format_ranges(&cpus)
-    );
-    let _ = writeln!(o, "Placement: {}", report.request.placement);
-    let mut policy = m.mem_policy.clone();
-    if report.request.inherited_mem_policy.is_some() {
-        policy.push_str(", ");
-        policy.push_str(crate::memory::inherited::SOURCE);
-    }
-    if let Some(mems) = &report.request.cpuset_mems {
-        policy.push_str(&format!("; the cpuset allows memory on nodes {mems} only"));
-    }
-    let _ = writeln!(
-        o,
-        "Memory policy: {policy} (pages found: {})",
-        pages_summary(m)
-    );
-    let _ = writeln!(
-        o,
-        "Kernels: {} ISA, {} stores ({})",
-        m.isa.map_or("unknown".into(), |i| match i {
-            // Vector-length agnostic: say what this CPU's vectors are.
-            Isa::Sve => format!("sve ({}-bit vectors)", 64 * i.lanes()),
-            _ => i.to_string(),
-        }),
-        m.stores.map_or("unknown".into(), |s| s.to_string()),
-        report.request.stores_reason
-    );
-    let _ = writeln!(
-        o,
-        "Hugepages: {} (system THP mode: {})",
-        m.hugepages.name(),
-        report.host.thp_mode.as_deref().unwrap_or("unknown")
-    );
-    let _ = writeln!(
-        o,
-        "Host: {} ({})",
-        report.host.hostname,
-        report.host.cpu_model.as_deref().unwrap_or("unknown CPU")
-    );
-}
-
-/// `a: node 0 100%, 100% local · b: ...`
-fn pages_summary(m: &Measurement) -> String {
-    if m.pages.is_empty() {
-        return "not checked".into();
-    }
-    m.pages
-        .iter()
-        .map(|p| {
-            let nodes: Vec<String> = p
-                .nodes
-                .iter()
-                .map(|(n, share)| format!("node {n} {:.0}%", share * 100.0))
-                .collect();
-            // Mostly elsewhere: say remote, the word the experiment is about.
-            let local = p.local_share.map_or(String::new(), |s| {
-                if s < 0.5 {
-                    format!(", {:.0}% remote", (1.0 - s) * 100.0)
-                } else {
-                    format!(", {:.0}% local", s * 100.0)
-                }
-            });
-            let verdict = if p.held { "" } else { " NOT AS ASKED" };
-            let size = match p.kernel_page_kib {
-                Some(kib) if kib > 4 => format!(", {} pages", crate::units::Bytes(kib * 1024)),
-                _ => String::new(),
-            };
-            format!("{}: {}{local}{size}{verdict}", p.array, nodes.join(" "))
-        })
-        .collect::<Vec<_>>()
-        .join(" · ")
 }
 
 /// Each kernel's counted repetitions as an estimate: the mean rate and
@@ -452,34 +322,32 @@ impl super::export::TextExporter for Text {
             "place", "tune",
         ]
     }
-    fn render(&self, doc: &super::export::Document) -> Option<crate::error::Result<String>> {
-        use super::export::Document;
+    fn render(&self, doc: &super::export::View) -> Option<crate::error::Result<String>> {
+        use super::export::View;
         Some(Ok(match doc {
-            Document::Run {
+            View::Run {
                 report,
                 quiet: true,
             } => table(&report.measurement),
-            Document::Run { report, .. } => render(report),
-            Document::Exec(view) => super::exec::text(view),
-            Document::Latency(report) => super::latency::render(&report.records),
-            Document::Study {
+            View::Run { report, .. } => render(report),
+            View::Exec(view) => super::exec::text(view),
+            View::Latency(report) => super::latency::render(&report.records),
+            View::Study {
                 records, kernel, ..
             }
-            | Document::Summary { records, kernel } => {
-                super::study::summary(records, *kernel, false)
-            }
-            Document::LatencyStudy {
+            | View::Summary { records, kernel } => super::study::summary(records, *kernel, false),
+            View::LatencyStudy {
                 records,
                 plots,
                 dir,
             } => super::latency::document(records, plots, dir, false),
-            Document::Nodes { text, .. } => text.to_string(),
-            Document::Compare(c) => c.render(false),
-            Document::Check(v) => super::health::check(v),
-            Document::Baseline(b) => super::health::baseline(b),
-            Document::Topo { topo, peak } => super::topo::text(topo, *peak),
-            Document::Place(view) => super::place::text(view),
-            Document::Tune(view) => super::tune::text(view),
+            View::Nodes { text, .. } => text.to_string(),
+            View::Compare(c) => c.render(false),
+            View::Check(v) => super::health::check(v),
+            View::Baseline(b) => super::health::baseline(b),
+            View::Topo { topo, peak } => super::topo::text(topo, *peak),
+            View::Place(view) => super::place::text(view),
+            View::Tune(view) => super::tune::text(view),
         }))
     }
 }

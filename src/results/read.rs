@@ -5,7 +5,8 @@
 //!
 //! - a `membw run --json` document: pretty-printed JSON, first line `{`;
 //! - a results file of bandwidth records (`sweep`, `tune`, `run -o`);
-//! - a results file of latency records (`latency -o`).
+//! - a results file of latency records (`latency -o`);
+//! - check verdicts (`check --format json`, or one per line: `jsonl`).
 
 use super::file::{
     FileError, LineReader, Lines, known_version, open_regular, parse_lines, parse_record, take_line,
@@ -29,6 +30,8 @@ pub enum Document {
     Bandwidth(Vec<Record>),
     /// Latency records (`latency -o`), in file order.
     Latency(Vec<LatencyRecord>),
+    /// Check verdicts, as a fleet's history reads them.
+    Checks(Vec<super::typed::CheckSummary>),
 }
 
 impl Document {
@@ -38,6 +41,7 @@ impl Document {
             Document::Run(_) => 1,
             Document::Bandwidth(r) => r.len(),
             Document::Latency(r) => r.len(),
+            Document::Checks(c) => c.len(),
         }
     }
 
@@ -51,6 +55,7 @@ impl Document {
             Document::Run(_) => "a `membw run --json` document",
             Document::Bandwidth(_) => "a bandwidth results file",
             Document::Latency(_) => "a latency results file",
+            Document::Checks(_) => "check verdicts",
         }
     }
 }
@@ -83,6 +88,9 @@ pub fn read(path: &Path) -> Result<Read, FileError> {
         let rest = lines.rest(MAX_DOCUMENT)?;
         let mut text = b"{\n".to_vec();
         text.extend_from_slice(&rest);
+        if super::typed::is_check(&text) {
+            return checks(path, &String::from_utf8_lossy(&text));
+        }
         let report: RunReport =
             serde_json::from_slice(&text).map_err(|e| FileError::NotARecord {
                 path: path.to_path_buf(),
@@ -92,6 +100,13 @@ pub fn read(path: &Path) -> Result<Read, FileError> {
         return run_document(path, report);
     }
     let experiment = super::file::experiment_of(&first.0);
+    if experiment.is_none() && super::typed::is_check(first.0.as_bytes()) {
+        // Verdicts one per line: each is read, as a history reads them.
+        let mut text = first.0.clone();
+        text.push('\n');
+        text.push_str(&String::from_utf8_lossy(&lines.rest(MAX_DOCUMENT)?));
+        return checks(path, &text);
+    }
     if experiment.is_none()
         && let Ok(report) = serde_json::from_str::<RunReport>(&first.0)
     {
@@ -115,6 +130,26 @@ pub fn read(path: &Path) -> Result<Read, FileError> {
     Ok(Read {
         document,
         torn: torn.map(|t| t.0),
+    })
+}
+
+/// Check verdicts: one document, or one per line.
+fn checks(path: &Path, text: &str) -> Result<Read, FileError> {
+    let docs =
+        super::typed::fleet_documents(text).map_err(|(line, message)| FileError::NotARecord {
+            path: path.to_path_buf(),
+            line,
+            message,
+        })?;
+    let verdicts = (docs.into_iter())
+        .filter_map(|d| match d {
+            super::typed::FleetDocument::Check(c) => Some(c),
+            super::typed::FleetDocument::Run(_) => None,
+        })
+        .collect();
+    Ok(Read {
+        document: Document::Checks(verdicts),
+        torn: None,
     })
 }
 
@@ -209,6 +244,24 @@ mod tests {
         std::fs::write(&path, "{\n  \"x\": 1\n}\n").unwrap();
         let err = read(&path).unwrap_err().to_string();
         assert!(err.contains("not a `membw run --json` document"), "{err}");
+    }
+
+    #[test]
+    fn check_verdicts_read_as_checks_whole_or_one_per_line() {
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/documents/check.json");
+        let Document::Checks(whole) = read(&fixture).unwrap().document else {
+            panic!("a pretty verdict is not read as checks");
+        };
+        assert_eq!(whole.len(), 1);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("verdicts.jsonl");
+        let line: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
+        std::fs::write(&path, format!("{line}\n{line}\n")).unwrap();
+        let read = read(&path).unwrap();
+        assert_eq!(read.document.kind(), "check verdicts");
+        assert_eq!(read.document.len(), 2);
     }
 
     #[test]

@@ -94,6 +94,12 @@ pub enum FleetDocument {
     Run(Box<RunReport>),
 }
 
+/// Whether `text` (one JSON document) is a check verdict, by the kind it
+/// names itself with.
+pub fn is_check(text: &[u8]) -> bool {
+    serde_json::from_slice::<Tag>(text).is_ok_and(|t| t.kind.as_deref() == Some(CHECK_KIND))
+}
+
 /// How a document names what it is.
 #[derive(Deserialize)]
 struct Tag {

@@ -1,0 +1,142 @@
+//! The lines of a run's text header that STREAM's leaves out: where the
+//! threads ran and the pages went, the kernels' code, the page size, the
+//! host, MPI ranks, and how the clock that timed the run was checked.
+
+use crate::kernels::Isa;
+use crate::results::{Measurement, RunReport};
+use crate::topology::cpulist::format_ranges;
+use std::fmt::Write;
+
+/// STREAM's thread counts, then where the threads ran.
+pub(super) fn threads_and_placement(o: &mut String, report: &RunReport) {
+    let m = &report.measurement;
+    let _ = writeln!(o, "Number of Threads requested = {}", m.threads.len());
+    let _ = writeln!(o, "Number of Threads counted = {}", m.threads.len());
+    ranks_line(o, m);
+    where_it_ran(o, report);
+}
+
+/// How many MPI ranks measured together, where they did.
+pub(super) fn ranks_line(o: &mut String, m: &Measurement) {
+    if let Some(ranks) = m.ranks() {
+        let _ = writeln!(
+            o,
+            "MPI ranks = {} (array size: all ranks together; threads, placement and pages: rank 0's)",
+            ranks.ranks.len()
+        );
+    }
+}
+
+/// Where the threads ran and the pages went, the kernels' ISA and
+/// stores, the page size and the host: what STREAM's header leaves out.
+pub(super) fn where_it_ran(o: &mut String, report: &RunReport) {
+    let m = &report.measurement;
+    let cpus: Vec<usize> = m.threads.iter().map(|t| t.cpu).collect();
+    let _ = writeln!(
+        o,
+        "Thread affinity (thread i on the i-th CPU) = {}",
+        format_ranges(&cpus)
+    );
+    let _ = writeln!(o, "Placement: {}", report.request.placement);
+    let mut policy = m.mem_policy.clone();
+    if report.request.inherited_mem_policy.is_some() {
+        policy.push_str(", ");
+        policy.push_str(crate::memory::inherited::SOURCE);
+    }
+    if let Some(mems) = &report.request.cpuset_mems {
+        policy.push_str(&format!("; the cpuset allows memory on nodes {mems} only"));
+    }
+    let _ = writeln!(
+        o,
+        "Memory policy: {policy} (pages found: {})",
+        pages_summary(m)
+    );
+    let _ = writeln!(
+        o,
+        "Kernels: {} ISA, {} stores ({})",
+        m.isa.map_or("unknown".into(), |i| match i {
+            // Vector-length agnostic: say what this CPU's vectors are.
+            Isa::Sve => format!("sve ({}-bit vectors)", 64 * i.lanes()),
+            _ => i.to_string(),
+        }),
+        m.stores.map_or("unknown".into(), |s| s.to_string()),
+        report.request.stores_reason
+    );
+    let _ = writeln!(
+        o,
+        "Hugepages: {} (system THP mode: {})",
+        m.hugepages.name(),
+        report.host.thp_mode.as_deref().unwrap_or("unknown")
+    );
+    let _ = writeln!(
+        o,
+        "Host: {} ({})",
+        report.host.hostname,
+        report.host.cpu_model.as_deref().unwrap_or("unknown CPU")
+    );
+}
+
+/// `a: node 0 100%, 100% local · b: ...`
+pub(super) fn pages_summary(m: &Measurement) -> String {
+    if m.pages.is_empty() {
+        return "not checked".into();
+    }
+    m.pages
+        .iter()
+        .map(|p| {
+            let nodes: Vec<String> = p
+                .nodes
+                .iter()
+                .map(|(n, share)| format!("node {n} {:.0}%", share * 100.0))
+                .collect();
+            // Mostly elsewhere: say remote, the word the experiment is about.
+            let local = p.local_share.map_or(String::new(), |s| {
+                if s < 0.5 {
+                    format!(", {:.0}% remote", (1.0 - s) * 100.0)
+                } else {
+                    format!(", {:.0}% local", s * 100.0)
+                }
+            });
+            let verdict = if p.held { "" } else { " NOT AS ASKED" };
+            let size = match p.kernel_page_kib {
+                Some(kib) if kib > 4 => format!(", {} pages", crate::units::Bytes(kib * 1024)),
+                _ => String::new(),
+            };
+            format!("{}: {}{local}{size}{verdict}", p.array, nodes.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// STREAM's lines on the clock and the test's length, and where the
+/// target timed its own work, how its clock agreed with the host's.
+pub(super) fn clock_lines(o: &mut String, timer: &crate::results::measurement::TimerCheck) {
+    let tick_us = timer.granularity_ns / 1e3;
+    let _ = writeln!(
+        o,
+        "Your clock granularity/precision appears to be {tick_us:.3} microseconds."
+    );
+    let _ = writeln!(
+        o,
+        "Each test below will take on the order of {:.0} microseconds.",
+        timer.timing_test_us
+    );
+    let _ = writeln!(
+        o,
+        "   (= {:.0} clock ticks)",
+        timer.timing_test_us / tick_us.max(1e-9)
+    );
+    let _ = writeln!(o, "Increase the size of the arrays if this shows that");
+    let _ = writeln!(o, "you are not getting at least 20 clock ticks per test.");
+    if let Some(c) = &timer.device_clock {
+        let _ = writeln!(
+            *o,
+            "Times below are the target's own clock, checked against the host's around each test:"
+        );
+        let _ = writeln!(
+            *o,
+            "   host/device median {:.3}; {} of {} over the host's (the host's time used)",
+            c.host_over_device, c.over_host, c.repetitions
+        );
+    }
+}
