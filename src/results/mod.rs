@@ -23,6 +23,7 @@ pub use measurement::{Measurement, require_valid};
 pub use peak::PeakUse;
 pub use point::{NumaCell, Point};
 
+use crate::kernels::StoresRequest;
 use crate::kernels::{Isa, KernelId, StoreMode};
 use crate::placement::spellings::Spellings;
 use crate::topology::Topology;
@@ -373,6 +374,35 @@ impl Record {
             .filter_map(|run| run.interference.as_ref())
             .find_map(|i| i.findings.first())
             .map(String::as_str)
+    }
+
+    /// What ran, as `compare` pairs records by: the point with its
+    /// placement as the CPUs its threads ran on (`run -o`'s "default: one
+    /// thread per core, spread" and `sweep -o`'s "spread" are the same
+    /// CPUs) and its stores as the ones that ran (an `auto` point that ran
+    /// NT stores is the same measurement as an `nt` one). Unlike
+    /// [`Point::key`] (what `--resume` skips: what was asked for), it is
+    /// decided by what the runs recorded.
+    pub fn identity_key(&self) -> String {
+        let mut point = self.point.clone();
+        let first = self.runs.first();
+        if let Some(run) = first.filter(|run| !run.cpus.is_empty()) {
+            let mut cpus = run.cpus.clone();
+            cpus.sort_unstable();
+            cpus.dedup();
+            point.placement = Some(crate::placement::identity::PlacementId {
+                scheme: crate::placement::identity::Scheme::Cpus(cpus),
+                cpu_nodes: None,
+                smt: false,
+            });
+        }
+        if let (StoresRequest::Auto, Some(ran)) = (point.stores, first.and_then(|r| r.stores)) {
+            point.stores = match ran {
+                crate::kernels::StoreMode::Nt => StoresRequest::Nt,
+                _ => StoresRequest::Regular,
+            };
+        }
+        point.key()
     }
 
     /// The store mode asked for, and what `auto` became (`auto→nt`).

@@ -3,8 +3,6 @@
 
 use super::*;
 use crate::kernels::KernelId;
-use crate::placement::identity::{PlacementId, Scheme};
-use crate::plan::StoresRequest;
 use crate::results::Record;
 use crate::results::estimate::{Change, Comparison, LEVEL, NOISE_THRESHOLD};
 use crate::units::Bytes;
@@ -138,33 +136,9 @@ fn index(rs: &[Record], kernel: KernelId) -> Indexed {
                     String::new()
                 }
             );
-            // Paired by what ran, not by how it was asked for: the CPUs
-            // the threads ran on (`run -o`'s "default: one thread per core,
-            // spread" and `sweep -o`'s "spread" are the same CPUs), and the
-            // stores that ran (an `auto` point that ran NT stores is the
-            // same measurement as an `nt` one).
-            let mut point = r.point.clone();
-            if let Some(run) = r.runs.first().filter(|run| !run.cpus.is_empty()) {
-                let mut cpus = run.cpus.clone();
-                cpus.sort_unstable();
-                cpus.dedup();
-                point.placement = Some(PlacementId {
-                    scheme: Scheme::Cpus(cpus),
-                    cpu_nodes: None,
-                    smt: false,
-                });
-            }
-            if let (StoresRequest::Auto, Some(ran)) =
-                (point.stores, r.runs.first().and_then(|run| run.stores))
-            {
-                point.stores = match ran {
-                    crate::kernels::StoreMode::Nt => StoresRequest::Nt,
-                    _ => StoresRequest::Regular,
-                };
-            }
             let rates = r.best_rates(kernel);
             let trusted = r.untrusted().is_none();
-            (!rates.is_empty()).then(|| (point.key(), (label, rates, trusted)))
+            (!rates.is_empty()).then(|| (r.identity_key(), (label, rates, trusted)))
         })
         .collect()
 }
