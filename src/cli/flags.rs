@@ -240,7 +240,7 @@ pub(crate) struct Quiet {
 pub(crate) struct Sysroot {
     /// Read the node from DIR/sys and DIR/proc (a tree from `membw topo --capture DIR`, or a
     /// fixture) instead of this machine; run, sweep, tune: with --dry-run, as nothing can be pinned
-    /// on another node
+    /// on another node; baseline, check: for membw's own tests only (they measure this node)
     #[arg(long, value_name = "DIR")]
     sysroot: Option<std::path::PathBuf>,
 }

@@ -50,7 +50,10 @@ impl ProtocolArgs {
     }
 
     pub(super) fn topology(&self) -> Result<Topology> {
-        (self.sysroot).only_for_planning(self.fake_source.is_some(), "add --fake-source")?;
+        (self.sysroot).only_for_planning(
+            self.fake_source.is_some(),
+            "baseline and check measure this node (a tree is for membw's own tests)",
+        )?;
         read_topology(self.sysroot.dir())
     }
 }

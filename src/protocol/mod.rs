@@ -10,6 +10,7 @@
 
 mod calibrate;
 mod judge;
+pub mod observe;
 use crate::backend::{Backend, Device, ReadBack};
 use crate::error::{Error, Result};
 use crate::kernels::{ARRAYS, KernelId, SCALAR, WRITE_VALUE};
@@ -19,7 +20,6 @@ use crate::results::measurement::{
     kernel_statistics,
 };
 use crate::sys::Stop;
-use crate::trust::{Scope, Snapshot};
 use crate::units::ELEMENT_BYTES;
 pub use calibrate::repetition_floor;
 use calibrate::{calibrate, round_trip};
@@ -179,8 +179,9 @@ struct Driven {
     read_back: ReadBack,
     /// False when another rank failed and nothing was measured.
     measured: bool,
-    /// The CPUs' counters when the repetitions started and ended.
-    counters: Option<(Snapshot, Snapshot)>,
+    /// What watches the timed window, started and stopped around the
+    /// repetitions (made before the backend opens: nothing allocates then).
+    observers: Vec<Box<dyn observe::Observer>>,
     /// Kernel calls per timed repetition: the plan's, or as calibrated.
     inner_repeats: usize,
     /// The device's round trip with no work, s.
@@ -209,7 +210,7 @@ fn measure_with(
         first_touch_done: None,
         read_back: ReadBack::default(),
         measured: false,
-        counters: None,
+        observers: observe::all(),
         inner_repeats: plan.inner_repeats,
         barrier_s: None,
     };
@@ -246,21 +247,19 @@ fn measure_with(
     };
     let mut warnings = observed.warnings;
     warnings.extend(judge::warnings(plan, &observed.threads, min_time, &timer));
-    let interference = d.counters.as_ref().map(|(start, end)| {
-        let mut cpus = plan.cpus.clone();
-        cpus.sort_unstable();
-        cpus.dedup();
-        let scope = match gate {
-            Some(_) => Scope::rank(&cpus),
-            None => Scope::node(&cpus),
-        };
-        let mut i = start.until(end, scope, 0, crate::trust::Effect::Bandwidth);
-        warnings.extend(add_spread_finding(&mut i, &results));
-        i
-    });
-    let measurement = Measurement {
+    let mut cpus = plan.cpus.clone();
+    cpus.sort_unstable();
+    cpus.dedup();
+    let window = observe::Window {
+        cpus: &cpus,
+        one_rank_of_many: gate.is_some(),
+    };
+    let observations: Vec<_> = (d.observers.iter())
+        .filter_map(|o| o.observe(&window))
+        .collect();
+    let mut measurement = Measurement {
         pages: observed.pages,
-        interference,
+        interference: None,
         setup_s: d
             .first_touch_done
             .map_or(0.0, |t| (t - started).as_secs_f64()),
@@ -269,6 +268,14 @@ fn measure_with(
         inner_repeats: d.inner_repeats,
         ..planned(plan, observed.threads, results, validation, timer)
     };
+    for seen in observations {
+        seen.keep_in(&mut measurement);
+    }
+    // The tick counters' verdict takes the kernels' spread too.
+    if let Some(i) = measurement.interference.as_mut() {
+        let spread = add_spread_finding(i, &measurement.results);
+        measurement.warnings.extend(spread);
+    }
     Ok(Gated {
         measurement,
         synced_times: d.synced_times,
@@ -365,8 +372,11 @@ fn drive(
     {
         return;
     }
-    // Read outside the timed calls: what else runs while they run.
-    let counters_at_start = Snapshot::take();
+    // Started and stopped outside the timed calls: what else runs while
+    // they run.
+    for o in d.observers.iter_mut() {
+        o.start();
+    }
     for rep in 0..plan.ntimes {
         // A stop ends a lone run between repetitions (ranks under a gate
         // finish together: they have no stop).
@@ -399,7 +409,9 @@ fn drive(
             }
         }
     }
-    d.counters = Some((counters_at_start, Snapshot::take()));
+    for o in d.observers.iter_mut() {
+        o.stop();
+    }
     d.measured = true;
     d.read_back = device.read_back(expected.values, array_errors);
 }
