@@ -591,29 +591,22 @@ fn flag_definition_sites(files: &BTreeMap<String, String>) -> BTreeMap<String, V
 /// Names still defined at several sites, each with the same meaning (the
 /// test above holds them to it): to be folded into `cli/flags.rs` one by
 /// one. The list may only shrink.
-const NOT_YET_ONE_DEFINITION: [&str; 22] = [
+const NOT_YET_ONE_DEFINITION: [&str; 15] = [
     "bind",
     "cpus",
     "fake-source",
     "format",
     "gomp-affinity",
     "ignore-env",
-    "json",
-    "kernel",
     "kernels",
     "kmp-affinity",
-    "markdown",
-    "outlier",
     "output",
     "pin",
     "places",
-    "prom",
     "repeat",
-    "resume",
     "smt",
     "strategy",
     "threads",
-    "timeout",
 ];
 
 /// Names defined at more than one site that are not on the list.

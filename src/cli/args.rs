@@ -366,7 +366,7 @@ impl MeasureArgs {
 }
 
 /// How the theoretical peak is given, when the user knows it.
-#[derive(Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(Args, Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct PeakArgs {
     /// Theoretical peak of the whole node: 409.6GB/s, 0.4TB/s (a bare number is GB/s)
     #[arg(long, value_parser = peak::parse_peak, conflicts_with_all = ["channels", "mts"], help_heading = "Theoretical peak")]

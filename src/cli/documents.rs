@@ -2,7 +2,6 @@
 //! of either kind, run documents of one or many nodes) read by the one
 //! reader, turned into tables, plots, Markdown and HTML.
 
-use super::args::parse_kernel;
 use super::common::{print, read_document, render_as, write_file, write_plots};
 use crate::error::{Error, Result};
 use crate::kernels::KernelId;
@@ -19,13 +18,11 @@ pub(crate) struct ReportArgs {
     #[arg(num_args = 1.., required = true, value_name = "RESULTS")]
     inputs: Vec<PathBuf>,
 
-    /// Per-node files and MPI runs: flag nodes below this share of the median node
-    #[arg(long, default_value_t = crate::ranks::DEFAULT_OUTLIER, value_parser = super::parse_share)]
-    outlier: f64,
+    #[command(flatten)]
+    outlier: super::flags::Outlier,
 
-    /// Kernel to tabulate and plot [default: triad when measured]
-    #[arg(long, value_parser = parse_kernel)]
-    kernel: Option<KernelId>,
+    #[command(flatten)]
+    kernel: super::flags::Kernel,
 
     /// Directory for the SVG plots [default: next to the results, named after them: study.jsonl → study-plots]
     #[arg(long, value_name = "DIR")]
@@ -43,9 +40,8 @@ pub(crate) struct ReportArgs {
     #[arg(long, default_value = "text", default_value_if("markdown", clap::builder::ArgPredicate::IsPresent, "markdown"), value_parser = super::args::format_parser("report"))]
     format: Format,
 
-    /// Same as --format markdown
-    #[arg(long, conflicts_with = "format")]
-    markdown: bool,
+    #[command(flatten)]
+    markdown: super::flags::Markdown,
 }
 
 /// The plots folder beside a results file: `sweep.jsonl` → `sweep-plots`.
@@ -89,7 +85,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
     let beside = || args.plots.clone().unwrap_or_else(|| plots_beside(&results));
     match docs.pop() {
         Some((_, Document::Bandwidth(records))) if docs.is_empty() => {
-            let kernel = match args.kernel {
+            let kernel = match args.kernel.kernel {
                 Some(k) => k,
                 None => study::primary_kernel(&records)
                     .ok_or_else(|| Error::Usage("no kernel results in the file".into()))?,
@@ -144,8 +140,9 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
                     .unwrap_or(Path::new("."))
                     .join("membw-nodes-plots")
             });
-            let (text, plots, slow) = report::nodes::document(&run_documents(docs)?, args.outlier)
-                .map_err(Error::Usage)?;
+            let (text, plots, slow) =
+                report::nodes::document(&run_documents(docs)?, args.outlier.outlier)
+                    .map_err(Error::Usage)?;
             write_plots(&dir, &plots, args.png)?;
             let doc = export::View::Nodes {
                 text: &text,
@@ -218,7 +215,7 @@ fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
                 .into(),
         ));
     }
-    let kernel = args.kernel.unwrap_or(KernelId::Triad);
+    let kernel = args.kernel.kernel.unwrap_or(KernelId::Triad);
     let mut samples = Vec::new();
     for path in files {
         let bytes = crate::results::file::read_regular(path, 16 << 20)
@@ -242,7 +239,7 @@ fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
             files.len()
         )));
     }
-    let tolerance = 1.0 - args.outlier;
+    let tolerance = 1.0 - args.outlier.outlier;
     let fleet = history::fleet(&samples, tolerance);
     let dir = args
         .plots
@@ -299,15 +296,13 @@ pub(crate) struct CompareArgs {
     a: PathBuf,
     /// Results file B (after, or node B)
     b: PathBuf,
-    /// Kernel to compare [default: triad when measured]
-    #[arg(long, value_parser = parse_kernel)]
-    kernel: Option<KernelId>,
+    #[command(flatten)]
+    kernel: super::flags::Kernel,
     /// Output format
     #[arg(long, default_value = "text", default_value_if("markdown", clap::builder::ArgPredicate::IsPresent, "markdown"), value_parser = super::args::format_parser("compare"))]
     format: Format,
-    /// Same as --format markdown
-    #[arg(long, conflicts_with = "format")]
-    markdown: bool,
+    #[command(flatten)]
+    markdown: super::flags::Markdown,
 }
 
 pub(crate) fn compare(args: CompareArgs) -> Result<()> {
@@ -329,7 +324,7 @@ pub(crate) fn compare(args: CompareArgs) -> Result<()> {
         }
     };
     let both: Vec<Record> = a.iter().chain(&b).cloned().collect();
-    let kernel = match args.kernel {
+    let kernel = match args.kernel.kernel {
         Some(k) => k,
         None => study::primary_kernel(&both)
             .ok_or_else(|| Error::Usage("no kernel results in either file".into()))?,

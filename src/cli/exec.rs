@@ -15,7 +15,6 @@ use crate::results::{Host, Point};
 use clap::Args;
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub(crate) struct ExecArgs {
@@ -30,9 +29,8 @@ pub(crate) struct ExecArgs {
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = super::values::parse_runs)]
     repeat: u32,
 
-    /// Kill the program and everything it started after this long (30s, 10m)
-    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration)]
-    timeout: Duration,
+    #[command(flatten)]
+    timeout: super::flags::Timeout,
 
     /// A short name for the program in tables [default: its file name]
     #[arg(long)]
@@ -78,7 +76,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         .collect();
     let mut source = ExecSource {
         argv: args.program.clone(),
-        timeout: args.timeout,
+        timeout: args.timeout.or_default(),
         keep: keep.clone(),
         show_output: args.show_output,
     };

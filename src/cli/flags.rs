@@ -291,6 +291,79 @@ impl WorkingSets {
     }
 }
 
+/// `--prom` (run, latency, check).
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct Prom {
+    /// Also write the results in node_exporter's textfile format to FILE (atomically): run's rates,
+    /// latency's idle and matrix latencies, check's verdict
+    #[arg(long, value_name = "FILE", help_heading = "Results")]
+    pub(crate) prom: Option<std::path::PathBuf>,
+}
+
+/// `--json` (run, topo, place).
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub(crate) struct Json {
+    /// Same as --format json
+    #[arg(long, conflicts_with = "format")]
+    pub(crate) json: bool,
+}
+
+/// `--markdown` (sweep, report, compare).
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub(crate) struct Markdown {
+    /// Same as --format markdown
+    #[arg(long, conflicts_with = "format")]
+    pub(crate) markdown: bool,
+}
+
+/// `--outlier` (run across ranks, report of per-node files).
+#[derive(Args, Debug, Clone, Copy)]
+pub(crate) struct Outlier {
+    /// Flag nodes below this share of the median node (run across ranks; report of per-node files
+    /// and MPI runs)
+    #[arg(long, default_value_t = crate::ranks::DEFAULT_OUTLIER, value_parser = crate::units::parse_share, help_heading = "Across ranks (MPI)")]
+    pub(crate) outlier: f64,
+}
+
+/// `--resume` (sweep, latency).
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct Resume {
+    /// Continue the study in FILE: skip the points already in it, append the rest
+    #[arg(long, value_name = "FILE", help_heading = "Results")]
+    pub(crate) resume: Option<std::path::PathBuf>,
+}
+
+/// `--timeout` (exec, sweep --exec).
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub(crate) struct Timeout {
+    /// Kill a program membw runs (exec; sweep --exec) and everything it started after this long
+    /// (30s, 10m) [default: 1h]
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    timeout: Option<Duration>,
+}
+
+impl Timeout {
+    /// The time a program is given where `--timeout` does not say.
+    const DEFAULT: Duration = Duration::from_secs(3600);
+
+    pub(crate) fn given(&self) -> bool {
+        self.timeout.is_some()
+    }
+
+    pub(crate) fn or_default(&self) -> Duration {
+        self.timeout.unwrap_or(Self::DEFAULT)
+    }
+}
+
+/// `--kernel` (tune, report, compare).
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub(crate) struct Kernel {
+    /// The one kernel: tune maximizes it; report and compare tabulate and plot it [default: triad
+    /// (report, compare: when measured)]
+    #[arg(long, value_parser = super::values::parse_kernel)]
+    pub(crate) kernel: Option<crate::kernels::KernelId>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

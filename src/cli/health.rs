@@ -176,9 +176,8 @@ pub(crate) struct CheckArgs {
     #[arg(long, default_value = "text", value_parser = super::args::format_parser("check"))]
     format: crate::report::export::Format,
 
-    /// Also write the verdict in node_exporter's textfile format to FILE (atomically)
-    #[arg(long, value_name = "FILE")]
-    prom: Option<PathBuf>,
+    #[command(flatten)]
+    prom: super::flags::Prom,
 
     #[command(flatten)]
     protocol: ProtocolArgs,
@@ -306,7 +305,7 @@ fn plan_check<'a>(
 }
 
 fn run_check(args: &CheckArgs) -> Result<()> {
-    if let Some(p) = &args.prom {
+    if let Some(p) = &args.prom.prom {
         check_writable(p, "--prom", true)?;
     }
     let topo = args.protocol.topology()?;
@@ -369,7 +368,7 @@ fn run_check(args: &CheckArgs) -> Result<()> {
 fn emit(args: &CheckArgs, verdict: &Verdict) -> Result<()> {
     // A check that could not judge leaves the last verdict's metrics in
     // place: their timestamp says how old they are.
-    if let Some(p) = args.prom.as_ref().filter(|_| verdict.judged) {
+    if let Some(p) = args.prom.prom.as_ref().filter(|_| verdict.judged) {
         write_atomic(p, "--prom", crate::report::prom::check(verdict).as_bytes())?;
     }
     // --quiet: only an unhealthy verdict prints its table (NHC's way).

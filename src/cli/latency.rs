@@ -101,13 +101,11 @@ pub(crate) struct LatencyArgs {
     )]
     output: Option<PathBuf>,
 
-    /// Also write the idle and matrix latencies in node_exporter's textfile format to FILE (atomically)
-    #[arg(long, value_name = "FILE", help_heading = "Results")]
-    prom: Option<PathBuf>,
+    #[command(flatten)]
+    prom: super::flags::Prom,
 
-    /// Continue into FILE: skip the points already in it, append the rest
-    #[arg(long, value_name = "FILE", help_heading = "Results")]
-    resume: Option<PathBuf>,
+    #[command(flatten)]
+    resume: super::flags::Resume,
 
     /// Output format
     #[arg(long, default_value = "text", value_parser = super::args::format_parser("latency"))]
@@ -191,7 +189,7 @@ fn page_sizes(args: &LatencyArgs) -> Result<Vec<Hugepages>> {
 }
 
 pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
-    if let Some(p) = &args.prom {
+    if let Some(p) = &args.prom.prom {
         super::common::check_writable(p, "--prom", true)?;
     }
     let (topo, _weights) = super::common::with_weights(
@@ -220,7 +218,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         args.format,
         &crate::report::export::View::Latency(&doc),
     )?)?;
-    if let Some(p) = &args.prom {
+    if let Some(p) = &args.prom.prom {
         super::common::write_atomic(p, "--prom", crate::report::prom::latency(&doc).as_bytes())?;
     }
     match interrupted {
@@ -473,7 +471,7 @@ fn loaded_plan(
 /// The results file of `-o` (new) or `--resume` (its points count as done).
 fn open_results(args: &LatencyArgs) -> Result<Option<ResultsFile>> {
     let file_error = super::common::file_error;
-    Ok(match (&args.resume, &args.output) {
+    Ok(match (&args.resume.resume, &args.output) {
         (Some(path), _) => {
             let (file, torn) =
                 ResultsFile::resume_with(path, |t| record::parse(t).map(|r| r.point.key()))

@@ -100,9 +100,8 @@ struct PlaceArgs {
     #[arg(long, default_value = "text", default_value_if("json", clap::builder::ArgPredicate::IsPresent, "json"), value_parser = args::format_parser("place"))]
     format: crate::report::export::Format,
 
-    /// Same as --format json
-    #[arg(long, conflicts_with = "format")]
-    json: bool,
+    #[command(flatten)]
+    json: flags::Json,
 }
 
 #[derive(Args, Debug)]
@@ -114,9 +113,8 @@ struct TopoArgs {
     #[arg(long, default_value = "text", default_value_if("json", clap::builder::ArgPredicate::IsPresent, "json"), value_parser = args::format_parser("topo"))]
     format: crate::report::export::Format,
 
-    /// Same as --format json
-    #[arg(long, conflicts_with = "format")]
-    json: bool,
+    #[command(flatten)]
+    json: flags::Json,
 
     /// Copy this machine's topology files into DIR (to report a node, or as a test fixture)
     #[arg(long, value_name = "DIR", conflicts_with = "sysroot")]
@@ -128,11 +126,6 @@ struct TopoArgs {
 
     #[command(flatten)]
     peak: PeakArgs,
-}
-
-/// A share strictly between 0 and 1 (0.9 or 90%).
-fn parse_share(text: &str) -> std::result::Result<f64, String> {
-    crate::units::parse_share(text)
 }
 
 /// Folds clap's multi-line message (error, details, usage, hint) into the

@@ -35,9 +35,8 @@ pub(crate) struct RunArgs {
     #[arg(long, default_value = "text", default_value_if("json", clap::builder::ArgPredicate::IsPresent, "json"), value_parser = args::format_parser("run"))]
     format: crate::report::export::Format,
 
-    /// Same as --format json
-    #[arg(long, conflicts_with = "format")]
-    json: bool,
+    #[command(flatten)]
+    json: super::flags::Json,
 
     #[command(flatten)]
     quiet: super::flags::Quiet,
@@ -49,13 +48,11 @@ pub(crate) struct RunArgs {
     #[arg(short, long, value_name = "FILE")]
     output: Option<std::path::PathBuf>,
 
-    /// Also write the rates in node_exporter's textfile format to FILE (atomically)
-    #[arg(long, value_name = "FILE")]
-    prom: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    prom: super::flags::Prom,
 
-    /// Across ranks: flag nodes below this share of the median node
-    #[arg(long, default_value_t = crate::ranks::DEFAULT_OUTLIER, value_parser = super::parse_share, help_heading = "Across ranks (MPI)")]
-    outlier: f64,
+    #[command(flatten)]
+    outlier: super::flags::Outlier,
 
     #[command(flatten)]
     dry_run: super::flags::DryRun,
@@ -154,7 +151,7 @@ fn ranks_source(
         args.measure.backend()?,
         launch.local_rank,
         peak.map(peak::Peak::node_gb_s),
-        args.outlier,
+        args.outlier.outlier,
         args.rank_timeout,
     )?;
     Ok(Box::new(source))
@@ -265,7 +262,7 @@ fn run_report(
 }
 
 pub(crate) fn run(args: RunArgs) -> Result<()> {
-    if let Some(p) = &args.prom {
+    if let Some(p) = &args.prom.prom {
         common::check_writable(p, "--prom", true)?;
     }
     let m = &args.measure;
@@ -341,7 +338,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
             quiet: args.quiet.quiet,
         },
     )?)?;
-    if let Some(p) = &args.prom {
+    if let Some(p) = &args.prom.prom {
         common::write_atomic(p, "--prom", report::prom::run(&report).as_bytes())?;
     }
     crate::results::require_valid(&report.measurement)

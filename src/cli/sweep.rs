@@ -16,7 +16,6 @@ use crate::results::file::ResultsFile;
 use crate::units::plural;
 use clap::Args;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use super::common::{progress, run_message};
 
@@ -68,10 +67,10 @@ pub(crate) struct SweepArgs {
     )]
     exec: Vec<String>,
 
-    /// Kill a --exec program and everything it started after this long
-    #[arg(long, default_value = "1h", value_parser = humantime::parse_duration, requires = "exec")]
-    #[serde(with = "as_written")]
-    timeout: Duration,
+    // How long a program may run is not part of the study.
+    #[command(flatten)]
+    #[serde(skip)]
+    timeout: super::flags::Timeout,
 
     /// Kernels to run, comma-separated (each repetition runs them in this order): copy, scale,
     /// add, triad, read, write, init, update, daxpy, striad, sdaxpy, nstream, dot; or a group:
@@ -88,20 +87,18 @@ pub(crate) struct SweepArgs {
     #[serde(skip)]
     output: Option<PathBuf>,
 
-    /// Continue a sweep: skip points already in FILE, append the rest to it
-    #[arg(long, value_name = "FILE", conflicts_with = "dry_run")]
+    #[command(flatten)]
     #[serde(skip)]
-    resume: Option<PathBuf>,
+    resume: super::flags::Resume,
 
     /// Format of the summary printed at the end (jsonl: every record of the file)
     #[arg(long, default_value = "text", default_value_if("markdown", clap::builder::ArgPredicate::IsPresent, "markdown"), value_parser = super::args::format_parser("sweep"))]
     #[serde(skip, default = "text")]
     format: crate::report::export::Format,
 
-    /// Same as --format markdown
-    #[arg(long, conflicts_with = "format")]
+    #[command(flatten)]
     #[serde(skip)]
-    markdown: bool,
+    markdown: super::flags::Markdown,
 
     #[command(flatten)]
     #[serde(skip)]
@@ -115,25 +112,10 @@ pub(crate) struct SweepArgs {
     #[serde(flatten)]
     measure: MeasureArgs,
 
+    // The peak rates are held against is not part of the study either.
     #[command(flatten)]
-    #[serde(flatten)]
+    #[serde(skip)]
     peak: PeakArgs,
-}
-
-/// A duration in a stored study as people write it (`1h`), not seconds
-/// and nanoseconds.
-mod as_written {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&humantime::format_duration(*d).to_string())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let text = String::deserialize(d)?;
-        humantime::parse_duration(&text).map_err(serde::de::Error::custom)
-    }
 }
 
 fn text() -> crate::report::export::Format {
@@ -213,9 +195,19 @@ fn programs(entries: &[String]) -> Result<Vec<sweep::Program>> {
 
 pub(crate) fn sweep(mut args: SweepArgs) -> Result<()> {
     (args.sysroot).only_for_planning(args.dry_run.dry_run, "add --dry-run")?;
+    if args.dry_run.dry_run && args.resume.resume.is_some() {
+        return Err(Error::Usage(
+            "--dry-run: a resumed study measures what its file lacks; plan a new one without --resume".into(),
+        ));
+    }
+    if args.timeout.given() && args.exec.is_empty() {
+        return Err(Error::Usage(
+            "--timeout: only programs given with --exec are killed after a time".into(),
+        ));
+    }
     let defaults = SweepArgs::defaults()?;
     // `--resume FILE` alone continues the file's study as it was stored.
-    let plain_resume = args.resume.is_some()
+    let plain_resume = args.resume.resume.is_some()
         && crate::results::settings::Study::of(&args)
             == crate::results::settings::Study::of(&defaults);
     let vars = super::env::Vars::from_process();
@@ -224,7 +216,7 @@ pub(crate) fn sweep(mut args: SweepArgs) -> Result<()> {
     } else if let Some(line) = args.placement.take_environment(&vars)? {
         crate::say!("{line}");
     }
-    let args = match args.resume.clone() {
+    let args = match args.resume.resume.clone() {
         Some(path) => super::resume::resumed(&path, args, &defaults)?,
         None => args,
     };
@@ -250,6 +242,8 @@ impl SweepArgs {
             resume: self.resume,
             format: self.format,
             markdown: self.markdown,
+            timeout: self.timeout,
+            peak: self.peak,
             ..study
         }
     }
@@ -283,7 +277,7 @@ fn sweep_spec(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<Swee
 
 /// The results file: the one to resume, or a new one.
 fn results_file(args: &SweepArgs) -> Result<ResultsFile> {
-    Ok(match &args.resume {
+    Ok(match &args.resume.resume {
         Some(path) => {
             let (file, torn) = ResultsFile::resume(path).map_err(|e| file_error(e, "--resume"))?;
             if let Some(line) = torn {
@@ -343,7 +337,12 @@ fn sweep_study(args: SweepArgs) -> Result<()> {
         .iter()
         .map(|(k, _)| k.to_string())
         .collect();
-    let (jobs, programs) = sweep::with_programs(base, programs(&args.exec)?, args.timeout, &keep);
+    let (jobs, programs) = sweep::with_programs(
+        base,
+        programs(&args.exec)?,
+        args.timeout.or_default(),
+        &keep,
+    );
     let file = results_file(&args)?;
     let path = file.path.clone();
     let mut session =
@@ -352,19 +351,13 @@ fn sweep_study(args: SweepArgs) -> Result<()> {
     let repeat = args.repeat as usize;
     let already = jobs.iter().filter(|j| session.has(&j.point)).count();
     let todo = jobs.len() - already;
+    let there = (already > 0).then(|| format!(" ({} already there)", plural(already, "point")));
     crate::say!(
         "membw: sweep of {} × {} → {}{}",
         plural(jobs.len(), "point"),
         plural(repeat, "run"),
         path.display(),
-        if already > 0 {
-            format!(
-                " ({} already there)",
-                crate::units::plural(already, "point")
-            )
-        } else {
-            String::new()
-        }
+        there.unwrap_or_default()
     );
     let mut engine = Engine::new(
         &topo,
@@ -401,10 +394,9 @@ fn sweep_study(args: SweepArgs) -> Result<()> {
     if let Some(line) = super::common::trust_summary(&session.records) {
         crate::say!("membw: {line}");
     }
+    let shown = path.display();
     crate::say!(
-        "membw: results in {}; plots and HTML with: membw report {} --html report.html",
-        path.display(),
-        path.display()
+        "membw: results in {shown}; plots and HTML with: membw report {shown} --html report.html"
     );
     if let Some(signal) = session.signal() {
         return Err(Error::Interrupted {

@@ -1,7 +1,7 @@
 //! `membw tune`: a search over threads × placement × store mode for the
 //! best sustained bandwidth, within a time budget.
 
-use super::args::{MeasureArgs, PeakArgs, parse_kernel};
+use super::args::{MeasureArgs, PeakArgs};
 use super::common::{file_error, print, read_topology, signal_name, stop_flag};
 use crate::engine::tune::{self, TuneSpec};
 use crate::engine::{BandwidthSession, Engine};
@@ -22,9 +22,8 @@ pub(crate) struct TuneArgs {
     #[command(flatten)]
     budget: super::flags::Budget,
 
-    /// Kernel to maximize
-    #[arg(long, default_value = "triad", value_parser = parse_kernel)]
-    kernel: KernelId,
+    #[command(flatten)]
+    kernel: super::flags::Kernel,
 
     /// Runs of each candidate before the race (fresh arrays); the mean of their best rates ranks it
     #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = super::values::parse_runs)]
@@ -57,7 +56,7 @@ fn tune_spec(args: &TuneArgs, topo: &crate::topology::Topology) -> Result<TuneSp
     let m = &args.measure;
     let mem_text = m.one_mem("tune")?;
     let mem = mempolicy::parse_written(&mem_text, topo)?;
-    let mut measure = m.measure(vec![args.kernel]);
+    let mut measure = m.measure(vec![args.kernel.kernel.unwrap_or(KernelId::Triad)]);
     // One array size for every candidate: STREAM's rule for all allowed CPUs.
     measure.elements = measure.elements.or_else(|| {
         Some(crate::memory::default_elements(
@@ -66,7 +65,7 @@ fn tune_spec(args: &TuneArgs, topo: &crate::topology::Topology) -> Result<TuneSp
         ))
     });
     Ok(TuneSpec {
-        kernel: args.kernel,
+        kernel: args.kernel.kernel.unwrap_or(KernelId::Triad),
         measure,
         mem,
         stores: m.stores(),
@@ -83,13 +82,24 @@ fn tune_view<'a>(
     searched: &tune::Searched,
 ) -> report::tune::TuneView<'a> {
     let best = ranked[0].0;
-    let baseline = tune::baseline(trials, records, args.kernel);
+    let baseline = tune::baseline(
+        trials,
+        records,
+        args.kernel.kernel.unwrap_or(KernelId::Triad),
+    );
     let versus = |other: Option<&'a Record>| {
         let other = other.filter(|o| !std::ptr::eq(*o, best))?;
-        Some((other, tune::versus(&best.runs, &other.runs, args.kernel)?))
+        Some((
+            other,
+            tune::versus(
+                &best.runs,
+                &other.runs,
+                args.kernel.kernel.unwrap_or(KernelId::Triad),
+            )?,
+        ))
     };
     report::tune::TuneView {
-        kernel: args.kernel,
+        kernel: args.kernel.kernel.unwrap_or(KernelId::Triad),
         ranked,
         tried: searched.tried,
         candidates: trials.len(),
@@ -158,7 +168,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let searched = tune::search(
         &mut engine,
         &trials,
-        args.kernel,
+        args.kernel.kernel.unwrap_or(KernelId::Triad),
         args.repeat as usize,
         args.budget.or(super::flags::Budget::TUNE),
         &mut session,
@@ -168,7 +178,10 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
         },
     )?;
     bar.finish_and_clear();
-    let ranked = tune::ranking(&session.records, args.kernel);
+    let ranked = tune::ranking(
+        &session.records,
+        args.kernel.kernel.unwrap_or(KernelId::Triad),
+    );
     if ranked.is_empty() {
         return Err(nothing_ranked(session.signal()));
     }
