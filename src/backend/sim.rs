@@ -63,7 +63,8 @@ impl SimDevice {
         }
     }
 
-    fn name(&self) -> String {
+    /// `sim1`: the device's own name (the backend's is `sim`).
+    fn device_name(&self) -> String {
         format!("sim{}", self.index)
     }
 
@@ -189,7 +190,7 @@ impl Backend for SimDevice {
                     "{arrays} arrays of {elements} elements need {}, more than the {} of the simulated device {}",
                     Bytes(needed),
                     Bytes(MEMORY_BYTES),
-                    self.name()
+                    self.device_name()
                 ),
             ));
         }
@@ -199,9 +200,9 @@ impl Backend for SimDevice {
             kernels,
             target: Target::Device(target::Device {
                 id: DeviceId {
-                    backend: Backend::name(self).into(),
+                    backend: self.name().into(),
                     index: self.index,
-                    name: self.name(),
+                    name: self.device_name(),
                 },
                 facts: DeviceFacts {
                     model: Some("membw simulated device".into()),
@@ -246,7 +247,7 @@ impl Backend for SimDevice {
             s.spawn(|| {
                 if let Some(cpu) = host_cpu {
                     crate::sys::pin_current_thread(cpu).map_err(|e| {
-                        Error::Runtime(format!("pinning {}'s host thread: {e}", self.name()))
+                        Error::Runtime(format!("pinning {}'s host thread: {e}", self.device_name()))
                     })?;
                 }
                 driver(&mut memory)
@@ -255,7 +256,7 @@ impl Backend for SimDevice {
             .unwrap_or_else(|_| {
                 Err(Error::Runtime(format!(
                     "{}'s host thread panicked",
-                    self.name()
+                    self.device_name()
                 )))
             })
         })?;

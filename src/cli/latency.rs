@@ -433,7 +433,7 @@ fn loaded_plan(
         None => load::DEFAULT_DELAYS_NS.to_vec(),
         Some(delays) => delays.0.clone(),
     };
-    let isa = match args.isa.for_chase(true)?.isa() {
+    let isa = match args.isa.isa.isa() {
         Some(isa) => isa,
         None => crate::kernels::Isa::best(),
     };

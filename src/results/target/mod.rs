@@ -238,15 +238,6 @@ impl Target {
     pub fn what_is_measured(device: Option<&Device>) -> String {
         device.map_or("this node's CPUs".into(), Device::describe)
     }
-
-    /// `cpu`, `program` or `device`: the word records use.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Target::Cpu(_) => "cpu",
-            Target::Program { .. } => "program",
-            Target::Device(_) => "device",
-        }
-    }
 }
 
 #[cfg(test)]
