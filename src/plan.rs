@@ -4,7 +4,7 @@
 //! plans.
 
 use crate::error::{Error, Input, Result};
-use crate::kernels::{ArrayId, Isa, KernelFns, KernelId, StoreMode};
+use crate::kernels::{ArrayId, Isa, KernelFns, KernelId, Path, StoreMode};
 use crate::memory::policy::MemPolicy;
 use crate::memory::{self, Hugepages};
 use crate::placement;
@@ -51,6 +51,13 @@ impl Plan {
     /// The arrays the selected kernels touch; `a` always, for the timing test.
     pub fn arrays_needed(&self) -> Vec<ArrayId> {
         crate::kernels::arrays_used(&self.kernels)
+    }
+
+    /// Whether the memory policy places any of the plan's arrays: the
+    /// target works in host memory, or a device's transfers have host
+    /// buffers there.
+    pub fn places_host_memory(&self) -> bool {
+        self.target.on_host() || self.arrays_needed().iter().any(|a| a.host_buffer())
     }
 
     /// The CPU kernels' store instructions; `None` where the target is not
@@ -114,8 +121,12 @@ const MIN_BYTES_PER_REPETITION: u64 = 64 << 20;
 /// set of `bytes` per unit (thread or device) over `units` of them: at
 /// least a page of elements per array, and enough calls that the smallest
 /// kernel moves [`MIN_BYTES_PER_REPETITION`] per repetition.
+/// A device's host buffers are not in its working set, as a point counts it.
 pub fn working_set_sizes(bytes: u64, units: usize, kernels: &[KernelId]) -> (u64, usize) {
-    let arrays = crate::kernels::arrays_used(kernels).len().max(1) as u64;
+    let arrays = (crate::kernels::arrays_used(kernels).iter())
+        .filter(|a| !a.host_buffer())
+        .count()
+        .max(1) as u64;
     let elements =
         (bytes * units as u64 / (ELEMENT_BYTES * arrays)).max(memory::PAGE_ELEMENTS as u64);
     let min_bytes = kernels
@@ -220,6 +231,13 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
     if kernels.is_empty() {
         return Err(Error::about(Input::Kernels, "no kernel selected"));
     }
+    if let Some(k) = kernels.iter().find(|k| k.spec().path != Path::Memory) {
+        return Err(Error::input(
+            Input::Kernels,
+            k.to_string(),
+            "the CPU team has no host link: h2d, d2h and bidir measure a device's (--backend sim:0)",
+        ));
+    }
     let arrays = crate::kernels::arrays_used(&kernels).len() as u64;
     let in_caches =
         crate::results::measurement::InCaches::of(elements as u64, arrays, topo.cache_sum(&used).0);
@@ -299,13 +317,18 @@ impl Point {
         plan: &Plan,
         numa: Option<crate::results::NumaCell>,
     ) -> Point {
-        // A device has no CPU threads, placement or memory policy to name;
-        // its working set is the device's.
-        let (threads, placement, mem) = match plan.target.on_host() {
-            true => (plan.units(), Some(placement), Some(mem.clone())),
-            false => (0, None, None),
+        // A device has no CPU threads or placement to name, and a policy
+        // only where its host buffers are placed; its working set is the
+        // device's.
+        let (threads, placement) = match plan.target.on_host() {
+            true => (plan.units(), Some(placement)),
+            false => (0, None),
         };
-        let arrays = plan.arrays_needed().len() as u64;
+        let mem = plan.places_host_memory().then(|| mem.clone());
+        // The target's memory holds every array but a device's host buffers.
+        let arrays = (plan.arrays_needed().iter())
+            .filter(|a| !a.host_buffer())
+            .count() as u64;
         let elements = plan.elements as u64;
         Point {
             threads,

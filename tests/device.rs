@@ -5,22 +5,11 @@
 
 mod common;
 
-use common::{membw, stdout, usage_error};
+use common::{SIM_SMALL as SMALL, membw, run_on, stdout, usage_error};
 use serde_json::Value;
-
-/// Small arrays and few repetitions: the device's kernels run on the
-/// host thread of a debug build.
-const SMALL: [&str; 4] = ["--array-size", "262144", "--ntimes", "3"];
 
 fn run_sim(extra: &[&str]) -> String {
     run_on("sim", extra)
-}
-
-fn run_on(backend: &str, extra: &[&str]) -> String {
-    let mut args = vec!["run", "--backend", backend];
-    args.extend(SMALL);
-    args.extend(extra);
-    stdout(&args)
 }
 
 #[test]
@@ -116,7 +105,6 @@ fn its_prometheus_lines_say_device_with_its_name_and_peak() {
 fn what_only_cpus_have_is_refused_in_one_line() {
     for (flag, value, needle) in [
         ("--threads", "2", "--threads '2'"),
-        ("--mem", "bind:0", "--mem 'bind:0'"),
         ("--stores", "nt", "--stores 'nt'"),
         ("--strategy", "compact", "--strategy 'compact'"),
         ("--hugepages", "thp", "--hugepages 'thp'"),
@@ -128,6 +116,29 @@ fn what_only_cpus_have_is_refused_in_one_line() {
             "a simulated device has no",
         );
     }
+    // A policy places only a device's host buffers: without a transfer
+    // there are none.
+    usage_error(
+        &["run", "--backend", "sim", "--mem", "bind:0"],
+        "--mem 'bind:0': a simulated device's own memory takes no policy: it places the host buffers of h2d, d2h and bidir",
+    );
+    usage_error(
+        &[
+            "run",
+            "--backend",
+            "sim",
+            "--kernels",
+            "transfers",
+            "--mem",
+            "a=bind:0,b=bind:0,c=bind:0",
+        ],
+        "host buffers take one policy for both",
+    );
+    // The CPU team has no host link.
+    usage_error(
+        &["run", "--kernels", "triad,h2d"],
+        "--kernels 'h2d': the CPU team has no host link",
+    );
     usage_error(
         &[
             "run",

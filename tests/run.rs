@@ -393,7 +393,7 @@ fn bare_membw_prints_the_help_and_slips_get_hints() {
         "unexpected argument '--thread' (did you mean '--threads'?)",
     );
     usage_error(&["run", "--threads", "-1"], "'--threads <THREADS>'");
-    usage_error(&["sweep", "--repeat", "-2"], "'--repeat <REPEAT>'");
+    usage_error(&["sweep", "--repeat", "-2"], "'--repeat <N>'");
 }
 
 #[test]

@@ -24,7 +24,7 @@ pub mod sim;
 use crate::error::Result;
 use crate::kernels::{ARRAYS, ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};
 use crate::memory::Chunk;
-use crate::memory::policy::PagePlacement;
+use crate::memory::policy::{MemPolicy, PagePlacement};
 use crate::plan::{Plan, Prepared, Settings};
 use crate::results::measurement::ThreadPlacement;
 use crate::topology::Topology;
@@ -185,36 +185,65 @@ pub(crate) struct Sums {
 }
 
 /// One kernel over one part of the arrays in host memory, with the
-/// selected implementations: what every host-memory backend runs.
+/// selected implementations: what the CPU team runs. A plan maps every
+/// array its kernels use (`Plan::arrays_needed`, from the same specs), so
+/// an unmapped one is membw's bug: nothing runs and validation, which
+/// finds the array unchanged, fails the run.
 pub(crate) fn run_kernel(fns: &KernelFns, kernel: KernelId, chunk: &mut Chunk, sums: &mut Sums) {
-    let [a, b, c, d] = &mut chunk.arrays;
-    let (a, b, c, d) = (
+    let [a, b, c, d, ..] = &mut chunk.arrays;
+    let (Some(a), b, c, d) = (
         a.as_deref_mut(),
         b.as_deref_mut(),
         c.as_deref_mut(),
         d.as_deref_mut(),
-    );
-    // A plan maps every array its kernels use (`Plan::arrays_needed`).
-    let (Some(a), b, c, d) = (a, b, c, d) else {
+    ) else {
         return;
     };
-    match (kernel, b, c, d) {
-        (KernelId::Copy, _, Some(c), _) => (fns.copy)(c, a),
-        (KernelId::Scale, Some(b), Some(c), _) => (fns.scale)(b, c, SCALAR),
-        (KernelId::Add, Some(b), Some(c), _) => (fns.add)(c, a, b),
-        (KernelId::Triad, Some(b), Some(c), _) => (fns.triad)(a, b, c, SCALAR),
-        (KernelId::Read, ..) => sums.read = std::hint::black_box((fns.read)(a)),
-        (KernelId::Write, _, Some(c), _) => (fns.write)(c, WRITE_VALUE),
-        (KernelId::Init, ..) => (fns.write)(a, WRITE_VALUE),
-        (KernelId::Update, ..) => (fns.update)(a, SCALAR),
-        (KernelId::Daxpy, Some(b), _, _) => (fns.daxpy)(a, b, SCALAR),
-        (KernelId::Striad, Some(b), Some(c), Some(d)) => (fns.striad)(a, b, c, d),
-        (KernelId::Sdaxpy, Some(b), Some(c), _) => (fns.sdaxpy)(a, b, c),
-        (KernelId::Nstream, Some(b), Some(c), _) => (fns.nstream)(a, b, c, SCALAR),
-        (KernelId::Dot, Some(b), _, _) => sums.dot = std::hint::black_box((fns.dot)(a, b)),
-        // An array the kernel needs is not mapped: nothing runs, and
-        // validation finds the array unchanged.
-        _ => {}
+    match kernel {
+        KernelId::Copy => c.map_or((), |c| (fns.copy)(c, a)),
+        KernelId::Scale => {
+            if let (Some(b), Some(c)) = (b, c) {
+                (fns.scale)(b, c, SCALAR)
+            }
+        }
+        KernelId::Add => {
+            if let (Some(b), Some(c)) = (b, c) {
+                (fns.add)(c, a, b)
+            }
+        }
+        KernelId::Triad => {
+            if let (Some(b), Some(c)) = (b, c) {
+                (fns.triad)(a, b, c, SCALAR)
+            }
+        }
+        KernelId::Read => sums.read = std::hint::black_box((fns.read)(a)),
+        KernelId::Write => c.map_or((), |c| (fns.write)(c, WRITE_VALUE)),
+        KernelId::Init => (fns.write)(a, WRITE_VALUE),
+        KernelId::Update => (fns.update)(a, SCALAR),
+        KernelId::Daxpy => b.map_or((), |b| (fns.daxpy)(a, b, SCALAR)),
+        KernelId::Striad => {
+            if let (Some(b), Some(c), Some(d)) = (b, c, d) {
+                (fns.striad)(a, b, c, d)
+            }
+        }
+        KernelId::Sdaxpy => {
+            if let (Some(b), Some(c)) = (b, c) {
+                (fns.sdaxpy)(a, b, c)
+            }
+        }
+        KernelId::Nstream => {
+            if let (Some(b), Some(c)) = (b, c) {
+                (fns.nstream)(a, b, c, SCALAR)
+            }
+        }
+        KernelId::Dot => {
+            if let Some(b) = b {
+                sums.dot = std::hint::black_box((fns.dot)(a, b))
+            }
+        }
+        // A host link is a device's: the CPU team's plan refuses these
+        // (`plan::prepare`), and its team maps no host buffer to run them.
+        KernelId::H2d | KernelId::D2h | KernelId::Bidir => {}
     }
 }
 
@@ -261,35 +290,29 @@ pub(crate) fn read_back_chunk(
     out
 }
 
-/// A plan's arrays on the heap of one thread, with the portable loops: no
-/// pinning, no memory policy, no first touch of membw's. The portable
-/// backend is exactly this; a simulated device keeps its memory here.
+/// A plan's arrays in one thread's hands, run by the portable loops: each
+/// kernel's recurrence (`KernelSpec::step`) applied element by element. The
+/// portable backend is exactly this, over arrays no policy places; a
+/// simulated device keeps its memory here, and its host buffers placed by
+/// the plan's policy.
 pub(crate) struct HostArrays {
-    fns: KernelFns,
-    pub(crate) arrays: [Option<Vec<f64>>; ARRAYS],
+    pub(crate) arrays: crate::memory::Arrays,
     sums: Sums,
 }
 
 impl HostArrays {
-    /// The arrays the plan needs, zeroed.
-    pub(crate) fn new(plan: &Plan) -> Result<HostArrays> {
-        let mut arrays: [Option<Vec<f64>>; ARRAYS] = Default::default();
-        for id in plan.arrays_needed() {
-            let mut v = Vec::new();
-            v.try_reserve_exact(plan.elements).map_err(|e| {
-                crate::error::Error::Runtime(format!(
-                    "cannot allocate {} elements: {e}",
-                    plan.elements
-                ))
-            })?;
-            v.resize(plan.elements, 0.0);
-            arrays[id.index()] = Some(v);
-        }
+    /// The arrays the plan needs, mapped under `mem` (per array) and not
+    /// yet touched.
+    pub(crate) fn new(plan: &Plan, mem: &MemPolicy) -> Result<HostArrays> {
+        let whole = 0..plan.elements;
+        let arrays = crate::memory::Arrays::map(
+            &plan.arrays_needed(),
+            plan.elements,
+            crate::memory::Hugepages::Auto,
+            mem,
+            std::slice::from_ref(&whole),
+        )?;
         Ok(HostArrays {
-            fns: KernelFns::select(
-                crate::kernels::Isa::Scalar,
-                crate::kernels::StoreMode::Regular,
-            )?,
             arrays,
             sums: Sums::default(),
         })
@@ -297,18 +320,61 @@ impl HostArrays {
 
     /// The whole arrays as one chunk.
     fn chunk(&mut self) -> Chunk<'_> {
-        let [a, b, c, d] = &mut self.arrays;
-        Chunk {
-            arrays: [a, b, c, d].map(|v| v.as_deref_mut()),
-            offset: 0,
+        let elements = self.arrays.elements;
+        self.arrays
+            .chunks(std::slice::from_ref(&(0..elements)))
+            .remove(0)
+    }
+}
+
+/// `kernel` over a chunk by its recurrence, element by element; a
+/// transfer as a copy engine does it, each array it reads copied whole into
+/// the one it writes (the recurrence says the same: `a = h`, `r = b`).
+fn run_portable(kernel: KernelId, chunk: &mut Chunk, sums: &mut Sums) {
+    let spec = kernel.spec();
+    if let crate::kernels::Path::HostLink { .. } = spec.path {
+        for (&from, &to) in spec.reads.iter().zip(spec.writes) {
+            if let Ok([Some(from), Some(to)]) =
+                (chunk.arrays).get_disjoint_mut([from.index(), to.index()])
+            {
+                to.copy_from_slice(from);
+            }
         }
+        return;
+    }
+    let len = (chunk.arrays.iter().flatten())
+        .map(|a| a.len())
+        .next()
+        .unwrap_or(0);
+    let mut sum = 0.0;
+    for i in 0..len {
+        let mut element = [0.0; ARRAYS];
+        for id in spec.reads {
+            if let Some(array) = &chunk.arrays[id.index()] {
+                element[id.index()] = array[i];
+            }
+        }
+        if let Some(term) = (spec.step)(&mut element) {
+            sum += term;
+        }
+        for id in spec.writes {
+            if let Some(array) = &mut chunk.arrays[id.index()] {
+                array[i] = element[id.index()];
+            }
+        }
+    }
+    match kernel {
+        KernelId::Read => sums.read = std::hint::black_box(sum),
+        KernelId::Dot => sums.dot = std::hint::black_box(sum),
+        _ => {}
     }
 }
 
 impl Device for HostArrays {
     fn init(&mut self, values: [f64; ARRAYS]) {
+        let mut chunk = self.chunk();
         for (id, value) in ArrayId::ALL.into_iter().zip(values) {
-            if let Some(v) = &mut self.arrays[id.index()] {
+            if let Some(v) = chunk.arrays[id.index()].as_deref_mut() {
                 v.fill(value);
             }
         }
@@ -318,15 +384,96 @@ impl Device for HostArrays {
     }
     fn sync(&mut self) {}
     fn run(&mut self, kernel: KernelId, repeats: usize) {
-        let (fns, mut sums) = (self.fns, self.sums);
+        let mut sums = self.sums;
         let mut chunk = self.chunk();
         for _ in 0..repeats {
-            run_kernel(&fns, kernel, &mut chunk, &mut sums);
+            run_portable(kernel, &mut chunk, &mut sums);
         }
         self.sums = sums;
     }
     fn read_back(&mut self, want: [f64; ARRAYS], errors: ArrayErrors) -> ReadBack {
         let sums = self.sums;
         read_back_chunk(&self.chunk(), sums, want, errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::{Isa, StoreMode};
+
+    /// Six arrays of `len` elements, each element its own value.
+    fn arrays(len: usize) -> [Vec<f64>; ARRAYS] {
+        std::array::from_fn(|a| (0..len).map(|i| (a * 1000 + i) as f64 * 0.25).collect())
+    }
+
+    fn chunk(arrays: &mut [Vec<f64>; ARRAYS], host_buffers: bool) -> Chunk<'_> {
+        let mut ids = ArrayId::ALL.into_iter();
+        Chunk {
+            arrays: arrays.each_mut().map(|v| {
+                let id = ids.next().unwrap();
+                (host_buffers || !id.host_buffer()).then_some(v.as_mut_slice())
+            }),
+            offset: 0,
+        }
+    }
+
+    /// The CPU team's SIMD kernels, every ISA and store mode this CPU
+    /// has, compute what the portable loops derive from each recurrence.
+    #[test]
+    fn the_simd_kernels_compute_each_recurrence() {
+        let len = 1003;
+        for isa in Isa::ALL.into_iter().filter(|i| i.supported()) {
+            for stores in [StoreMode::Regular, StoreMode::Nt] {
+                let Ok(fns) = KernelFns::select(isa, stores) else {
+                    continue;
+                };
+                for kernel in crate::kernels::memory_kernels() {
+                    let (mut simd, mut portable) = (arrays(len), arrays(len));
+                    let (mut s1, mut s2) = (Sums::default(), Sums::default());
+                    run_kernel(&fns, kernel, &mut chunk(&mut simd, false), &mut s1);
+                    run_portable(kernel, &mut chunk(&mut portable, false), &mut s2);
+                    for id in ArrayId::ALL {
+                        let (x, y) = (&simd[id.index()], &portable[id.index()]);
+                        let close = x
+                            .iter()
+                            .zip(y)
+                            .all(|(x, y)| (x - y).abs() <= 1e-12 * y.abs().max(1.0));
+                        assert!(close, "{kernel} {isa} {stores}: array {}", id.name());
+                    }
+                    for (got, want) in [(s1.read, s2.read), (s1.dot, s2.dot)] {
+                        assert!(
+                            (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+                            "{kernel} {isa}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// A transfer run by the portable loops copies whole arrays across,
+    /// and the CPU team's table runs none (its plans refuse them).
+    #[test]
+    fn a_transfer_copies_across_and_only_a_device_runs_it() {
+        let mut data = arrays(10);
+        run_portable(
+            KernelId::Bidir,
+            &mut chunk(&mut data, true),
+            &mut Sums::default(),
+        );
+        let [a, b, h, r] = [ArrayId::A, ArrayId::B, ArrayId::H, ArrayId::R].map(ArrayId::index);
+        assert_eq!(data[a], data[h]);
+        assert_eq!(data[r], data[b]);
+        let before = arrays(10);
+        let mut cpu = arrays(10);
+        let fns = KernelFns::select(Isa::Scalar, StoreMode::Regular).unwrap();
+        run_kernel(
+            &fns,
+            KernelId::H2d,
+            &mut chunk(&mut cpu, false),
+            &mut Sums::default(),
+        );
+        assert_eq!(cpu, before);
     }
 }

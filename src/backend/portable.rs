@@ -1,5 +1,5 @@
-//! The smallest backend: the calling thread, portable loops (no SIMD, no
-//! streaming stores), arrays on the heap with no memory policy. It exists
+//! The smallest backend: the calling thread, portable loops (each kernel's
+//! recurrence, element by element), arrays with no memory policy. It exists
 //! to show what a backend is (the whole contract fits on one screen) and to
 //! test the protocol through a second implementation of the seam. It
 //! measures nothing membw would report as a node's bandwidth.
@@ -9,7 +9,7 @@ use crate::error::{Error, Input, Result};
 use crate::plan::Plan;
 use crate::results::measurement::ThreadPlacement;
 
-/// One thread, portable loops, heap arrays.
+/// One thread, portable loops, arrays no policy places.
 pub struct Portable;
 
 impl Backend for Portable {
@@ -25,7 +25,7 @@ impl Backend for Portable {
                 "the portable backend runs one thread",
             ));
         }
-        let mut device = HostArrays::new(plan)?;
+        let mut device = HostArrays::new(plan, &Default::default())?;
         driver(&mut device)?;
         Ok(Observed {
             threads: vec![ThreadPlacement {

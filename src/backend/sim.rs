@@ -6,13 +6,20 @@
 //! attached to the host's NUMA node N modulo the nodes there are, and is
 //! driven by a host thread pinned to the first CPU of that node this
 //! process may use (so that the trust counters tell its time from other
-//! work). Each owns its arrays (ordinary heap memory that no CPU
-//! placement, memory policy or first touch of membw's touches), names
-//! itself `simN`, declares its memory and two named peaks (its memory and
-//! its host link), and refuses what only CPUs have: threads, a placement,
-//! a memory policy, an ISA, store instructions, page sizes. Its kernels
-//! run on the host thread, so its rates are real ones of this host; only
-//! its identity and facts are simulated.
+//! work). Each owns its arrays (memory that no CPU placement, memory
+//! policy or first touch of membw's places), names itself `simN`, declares
+//! its memory and two named peaks (its memory and its host link), and
+//! refuses what only CPUs have: threads, a placement, an ISA, store
+//! instructions, page sizes. Its kernels run on the host thread, so its
+//! rates are real ones of this host; only its identity and facts are
+//! simulated.
+//!
+//! Its host link is real host memory: the transfers (h2d, d2h, bidir) copy
+//! between its arrays and two host buffers (h, r) that the plan's memory
+//! policy places before any page exists, that its host thread locks
+//! (`mlock`, as a driver pins them) and first touches, and whose pages it
+//! reports, checked page by page. `--mem` is refused where no transfer
+//! runs: its own memory takes no policy.
 //!
 //! It times its own work, as a GPU's events do: the protocol takes its
 //! clock's times and checks them against the host's around them.
@@ -26,6 +33,7 @@
 use super::{ArrayErrors, Backend, Device, Driver, HostArrays, Observed, ReadBack};
 use crate::error::{Error, Input, Result};
 use crate::kernels::{ARRAYS, ArrayId, KernelId};
+use crate::memory::policy::{MemPolicy, PagePlacement};
 use crate::plan::{Plan, Prepared, Settings, StoresRequest};
 use crate::results::target::{self, DeviceFacts, DeviceId, DevicePeaks, Target};
 use crate::topology::Topology;
@@ -144,43 +152,67 @@ fn refuse(input: Input, given: impl Into<String>, what: &str) -> Error {
     )
 }
 
+/// Refuses what only CPUs have (threads, a placement, an ISA, stores, page
+/// sizes), and a policy where no host buffer is placed or one per array.
+fn refuse_what_cpus_have(s: &Settings) -> Result<()> {
+    let p = &s.placement;
+    if let Some(n) = p.threads {
+        return Err(refuse(Input::Threads, n.to_string(), "CPU threads"));
+    }
+    if let Some(nodes) = &p.cpu_nodes {
+        return Err(refuse(Input::CpuNode, nodes.to_string(), "CPU nodes"));
+    }
+    if p.spec != crate::placement::Spec::Default {
+        let (input, text) = p.spec.input();
+        return Err(refuse(input, text, "CPU placement"));
+    }
+    // Its own memory takes no policy; its host buffers (the transfers'
+    // h and r) go where the policy puts them.
+    if s.mem != Default::default() && !host_buffers(&s.measure.kernels) {
+        return Err(Error::input(
+            Input::Mem,
+            s.mem.to_string(),
+            "a simulated device's own memory takes no policy: it places the host buffers of h2d, d2h and bidir (--kernels transfers)",
+        ));
+    }
+    // A per-array policy names STREAM's arrays, none of which is host
+    // memory here: refused rather than dropped.
+    if !s.mem.is_uniform() {
+        return Err(Error::input(
+            Input::Mem,
+            s.mem.to_string(),
+            "a simulated device's host buffers take one policy for both (bind:1), not one per array",
+        ));
+    }
+    if let Some(isa) = s.measure.isa {
+        return Err(refuse(Input::Isa, isa.to_string(), "CPU instruction set"));
+    }
+    if s.stores != StoresRequest::Auto {
+        return Err(refuse(Input::Stores, s.stores.to_string(), "CPU stores"));
+    }
+    if !s.measure.hugepages.is_auto() {
+        let pages = s.measure.hugepages.to_string();
+        return Err(refuse(Input::Hugepages, pages, "host page sizes"));
+    }
+    Ok(())
+}
+
 impl Backend for SimDevice {
     fn name(&self) -> &'static str {
         "sim"
     }
 
     fn prepare(&self, topo: &Topology, s: &Settings) -> Result<Prepared> {
-        let p = &s.placement;
-        if let Some(n) = p.threads {
-            return Err(refuse(Input::Threads, n.to_string(), "CPU threads"));
-        }
-        if let Some(nodes) = &p.cpu_nodes {
-            return Err(refuse(Input::CpuNode, nodes.to_string(), "CPU nodes"));
-        }
-        if p.spec != crate::placement::Spec::Default {
-            let (input, text) = p.spec.input();
-            return Err(refuse(input, text, "CPU placement"));
-        }
-        if s.mem != Default::default() {
-            return Err(refuse(Input::Mem, s.mem.to_string(), "memory policy"));
-        }
-        if let Some(isa) = s.measure.isa {
-            return Err(refuse(Input::Isa, isa.to_string(), "CPU instruction set"));
-        }
-        if s.stores != StoresRequest::Auto {
-            return Err(refuse(Input::Stores, s.stores.to_string(), "CPU stores"));
-        }
-        if !s.measure.hugepages.is_auto() {
-            let pages = s.measure.hugepages.to_string();
-            return Err(refuse(Input::Hugepages, pages, "host page sizes"));
-        }
+        refuse_what_cpus_have(s)?;
         let setup = Setup::from_env()?;
         let (numa_node, host_cpu) = self.attachment(topo);
         let (elements, inner_repeats) = s.sizes(1, || DEFAULT_ELEMENTS)?;
         let mut kernels = s.measure.kernels.clone();
         kernels.sort();
         kernels.dedup();
-        let arrays = crate::kernels::arrays_used(&kernels).len() as u64;
+        let arrays = (crate::kernels::arrays_used(&kernels).iter())
+            .filter(|a| !a.host_buffer())
+            .count() as u64;
         let needed = (elements as u64).saturating_mul(ELEMENT_BYTES * arrays);
         if needed > MEMORY_BYTES {
             return Err(Error::input(
@@ -218,7 +250,10 @@ impl Backend for SimDevice {
             // The host thread that drives the device: no CPU of the
             // host's does the device's work on a real one.
             cpus: host_cpu.into_iter().collect(),
-            cpu_nodes: Vec::new(),
+            cpu_nodes: host_cpu
+                .map(|c| topo.cpu(c).map(|x| x.node))
+                .into_iter()
+                .collect(),
             hugepages: s.measure.hugepages,
             mem: s.mem.clone(),
             inner_repeats,
@@ -234,15 +269,18 @@ impl Backend for SimDevice {
 
     fn open(&mut self, plan: &Plan, driver: &mut Driver<'_>) -> Result<Observed> {
         let setup = Setup::from_env()?;
-        let written = plan.kernels.iter().rev().find_map(|k| k.spec().writes);
-        let mut memory = Memory {
-            arrays: HostArrays::new(plan)?,
-            wrong: setup.wrong_element.zip(written),
-            clock: setup.clock.unwrap_or(1.0),
-            last_run_s: None,
-        };
-        // Driven from a thread of its own, pinned, as a GPU's host thread.
+        let written = plan.kernels.iter().rev().find_map(|k| k.spec().written());
+        // Its own arrays are its memory; the host buffers are host memory
+        // under the plan's policy, placed before any page exists.
+        let mut placed = MemPolicy::default();
+        for id in ArrayId::ALL.into_iter().filter(|a| a.host_buffer()) {
+            placed.arrays[id.index()] = plan.mem.get(id).clone();
+        }
         let host_cpu = plan.cpus.first().copied();
+        let host_node = plan.cpu_nodes.first().copied().flatten();
+        let mut observed = Observed::default();
+        // Driven from a thread of its own, pinned, as a GPU's host thread:
+        // it maps, pins and first touches the host buffers.
         std::thread::scope(|s| {
             s.spawn(|| {
                 if let Some(cpu) = host_cpu {
@@ -250,7 +288,18 @@ impl Backend for SimDevice {
                         Error::Runtime(format!("pinning {}'s host thread: {e}", self.device_name()))
                     })?;
                 }
-                driver(&mut memory)
+                let mut memory = Memory {
+                    arrays: HostArrays::new(plan, &placed)?,
+                    wrong: setup.wrong_element.zip(written),
+                    clock: setup.clock.unwrap_or(1.0),
+                    last_run_s: None,
+                };
+                observed.warnings = memory.pin_host_buffers();
+                driver(&mut memory)?;
+                let (pages, warnings) = memory.host_buffer_pages(&placed, host_node);
+                observed.pages = pages;
+                observed.warnings.extend(warnings);
+                Ok(())
             })
             .join()
             .unwrap_or_else(|_| {
@@ -260,8 +309,14 @@ impl Backend for SimDevice {
                 )))
             })
         })?;
-        Ok(Observed::default())
+        Ok(observed)
     }
+}
+
+/// Whether the kernels move data over the host link, from and to host
+/// buffers.
+fn host_buffers(kernels: &[KernelId]) -> bool {
+    (kernels.iter()).any(|k| k.spec().arrays().any(ArrayId::host_buffer))
 }
 
 /// The device's arrays, as the protocol drives them.
@@ -273,6 +328,42 @@ struct Memory {
     clock: f64,
     /// Its own time of the last `run`.
     last_run_s: Option<f64>,
+}
+
+impl Memory {
+    /// Locks the host buffers in memory, as a GPU driver pins them for its
+    /// copy engines; says so where it cannot (`ulimit -l`).
+    fn pin_host_buffers(&self) -> Vec<String> {
+        (ArrayId::ALL.into_iter().filter(|a| a.host_buffer()))
+            .filter_map(|id| Some((id, self.arrays.arrays.array(id)?.lock().err()?)))
+            .map(|(id, e)| {
+                format!(
+                    "host buffer {} is not pinned (mlock: {e}; raise ulimit -l): its pages could move",
+                    id.name()
+                )
+            })
+            .collect()
+    }
+
+    /// Where the host buffers' pages are, checked page by page against
+    /// their policy; the device's own memory is not the host's to report.
+    fn host_buffer_pages(
+        &self,
+        policy: &MemPolicy,
+        host_node: Option<usize>,
+    ) -> (Vec<PagePlacement>, Vec<String>) {
+        let arrays = &self.arrays.arrays;
+        let buffers: Vec<ArrayId> = (ArrayId::ALL.into_iter())
+            .filter(|a| a.host_buffer())
+            .collect();
+        let (pages, warnings) = arrays.page_placement_of(
+            &buffers,
+            policy,
+            std::slice::from_ref(&(0..arrays.elements)),
+            &[host_node],
+        );
+        (pages, warnings)
+    }
 }
 
 impl Device for Memory {
@@ -294,9 +385,8 @@ impl Device for Memory {
     }
     fn read_back(&mut self, want: [f64; ARRAYS], errors: ArrayErrors) -> ReadBack {
         if let Some((element, array)) = self.wrong
-            && let Some(x) = self.arrays.arrays[array.index()]
-                .as_mut()
-                .and_then(|v| v.get_mut(element))
+            && let Some(x) = (self.arrays.arrays.array_mut(array))
+                .and_then(|v| v.as_mut_slice().get_mut(element))
         {
             *x += 1.0;
         }

@@ -38,17 +38,15 @@ pub(crate) struct PlacementArgs {
     #[arg(long, group = "where", value_name = "SPEC", help_heading = "Placement")]
     kmp_affinity: Option<String>,
 
-    /// Do not read OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY, KMP_AFFINITY
-    #[arg(long, help_heading = "Placement")]
-    ignore_env: bool,
+    #[command(flatten)]
+    ignore_env: super::flags::IgnoreEnv,
 
     /// OMP_PROC_BIND for --places: close, spread, primary (master)
     #[arg(long, requires = "places", value_parser = parse_bind, help_heading = "Placement")]
     bind: Option<Bind>,
 
-    /// Allow more than one thread per core (SMT hardware threads)
-    #[arg(long, help_heading = "Placement")]
-    smt: bool,
+    #[command(flatten)]
+    smt: super::flags::Smt,
 
     #[command(flatten)]
     cpunode: super::values::CpuNodeArg,
@@ -92,7 +90,7 @@ impl PlacementArgs {
     pub(crate) fn placement(&self, vars: &super::env::Vars) -> Result<Placement> {
         let flags = self.request()?;
         let from_flags = self.flag_spec()?.is_some();
-        let env = if self.ignore_env {
+        let env = if self.ignore_env.ignore_env {
             Default::default()
         } else {
             if let Some(e) = vars.typographic() {
@@ -138,7 +136,7 @@ impl PlacementArgs {
         Ok(placement::Request {
             spec,
             threads: self.threads.map(|t| t as usize),
-            smt: self.smt,
+            smt: self.smt.smt,
             cpu_nodes,
         })
     }
@@ -173,7 +171,7 @@ impl PlacementArgs {
         if let Some(t) = self.threads {
             parts.push(format!("--threads {t}"));
         }
-        if self.smt {
+        if self.smt.smt {
             parts.push("--smt".into());
         }
         if let Some(n) = &self.cpunode.cpunode {

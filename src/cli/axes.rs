@@ -20,12 +20,12 @@ pub(crate) struct PlacementAxes {
     /// Thread counts: 1-12, 1,2,4,8,16, 2-16:2, or cores (1 to all); repeat to join lists
     /// [default: OMP_NUM_THREADS, else one per core]
     #[arg(long, help_heading = "Axes")]
-    #[serde(default, deserialize_with = "lists::written")]
+    #[serde(default)]
     pub(crate) threads: Vec<String>,
 
     /// Strategies: compact, spread, per-socket=K, per-numa=K, per-l3=K, stride=S (comma-separated or repeated)
     #[arg(long, value_delimiter = ',', help_heading = "Axes")]
-    #[serde(default, deserialize_with = "lists::comma_separated")]
+    #[serde(default)]
     pub(crate) strategy: Vec<String>,
 
     /// CPU lists, one per flag (repeat for several): thread 0, 1, ... on these CPUs in order
@@ -55,18 +55,17 @@ pub(crate) struct PlacementAxes {
     #[serde(default)]
     pub(crate) kmp_affinity: Vec<String>,
 
-    /// Allow more than one thread per core
-    #[arg(long, help_heading = "Axes")]
-    pub(crate) smt: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) smt: super::flags::Smt,
 
     #[command(flatten)]
     #[serde(flatten)]
     pub(crate) cpunode: CpuNodeArg,
 
-    /// Do not read OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY, KMP_AFFINITY
-    #[arg(long, help_heading = "Axes")]
+    #[command(flatten)]
     #[serde(skip)]
-    pub(crate) ignore_env: bool,
+    pub(crate) ignore_env: super::flags::IgnoreEnv,
 }
 
 impl PlacementAxes {
@@ -83,7 +82,7 @@ impl PlacementAxes {
     /// STREAM, as `run` reads them, so that the study (and the results
     /// file) says what ran; the line for the header, if any was used.
     pub(crate) fn take_environment(&mut self, vars: &Vars) -> Result<Option<String>> {
-        if self.ignore_env {
+        if self.ignore_env.ignore_env {
             return Ok(None);
         }
         let from = env::placement(vars, self.any_placement(), !self.threads.is_empty())?;
@@ -160,37 +159,5 @@ impl PlacementAxes {
             counts.extend(sweep::parse_threads(list, topo)?);
         }
         Ok(counts)
-    }
-}
-
-/// Stored studies wrote some axes as one text before every axis took
-/// repeats: read those as the lists they are.
-mod lists {
-    use serde::{Deserialize, Deserializer};
-
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
-    }
-
-    fn read<'de, D: Deserializer<'de>>(d: D, split: bool) -> Result<Vec<String>, D::Error> {
-        Ok(match Option::<OneOrMany>::deserialize(d)? {
-            None => Vec::new(),
-            Some(OneOrMany::Many(v)) => v,
-            Some(OneOrMany::One(s)) if split => s.split(',').map(str::to_string).collect(),
-            Some(OneOrMany::One(s)) => vec![s],
-        })
-    }
-
-    /// `"1-8"` (one list of counts) or `["1-8", "16"]`.
-    pub fn written<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-        read(d, false)
-    }
-
-    /// `"compact,spread"` or `["compact", "spread"]`.
-    pub fn comma_separated<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-        read(d, true)
     }
 }

@@ -25,9 +25,8 @@ pub(crate) struct ExecArgs {
     #[command(flatten)]
     mem: super::flags::Mem,
 
-    /// Runs, the program started afresh each time, for the mean and its 95 % confidence interval
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = super::values::parse_runs)]
-    repeat: u32,
+    #[command(flatten)]
+    repeat: super::flags::Repeat,
 
     #[command(flatten)]
     timeout: super::flags::Timeout,
@@ -98,7 +97,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     let mut failures = Vec::new();
     engine.run(
         std::slice::from_ref(&job),
-        args.repeat as usize,
+        args.repeat.or(super::flags::Repeat::DEFAULT) as usize,
         &mut session,
         &mut |_, run| {
             // A failed run's first warning is why: it becomes the error,

@@ -104,7 +104,7 @@ fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
         identity: Identity::of(&topo),
         protocol: Protocol {
             ntimes: args.protocol.ntimes.ntimes as usize,
-            kernels: args.protocol.kernels.0.clone(),
+            kernels: args.protocol.kernels.or(super::flags::Kernels::HEALTH),
         },
         scopes,
         interference: Some(interference),

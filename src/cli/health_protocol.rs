@@ -1,7 +1,6 @@
 //! What `membw baseline` and `membw check` measure with: the protocol's
 //! flags, shared by both, where no baseline fixes them.
 
-use super::args::{KernelList, parse_kernel_list};
 use super::common::read_topology;
 use crate::engine::Source;
 use crate::error::Result;
@@ -13,9 +12,8 @@ use clap::Args;
 /// What baseline and check measure with, when no baseline fixes it.
 #[derive(Args, Debug)]
 pub(crate) struct ProtocolArgs {
-    /// Kernels to measure in every scope
-    #[arg(long, value_parser = parse_kernel_list, default_value = "copy,triad")]
-    pub(super) kernels: KernelList,
+    #[command(flatten)]
+    pub(super) kernels: super::flags::Kernels,
 
     #[command(flatten)]
     size: super::flags::ArraySizeFlag,
@@ -39,7 +37,7 @@ impl ProtocolArgs {
         Measure {
             elements: self.size.size.map(ArraySize::elements),
             ntimes: self.ntimes.ntimes as usize,
-            kernels: self.kernels.0.clone(),
+            kernels: self.kernels.or(super::flags::Kernels::HEALTH),
             isa: None,
             hugepages: crate::memory::Hugepages::Auto,
         }

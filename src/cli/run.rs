@@ -1,7 +1,7 @@
 //! `membw run`: one measurement of this node (or, under mpirun, of every
 //! rank), printed as STREAM does and explained.
 
-use super::args::{self, KernelList, MeasureArgs, PeakArgs, PlacementArgs, parse_kernel_list};
+use super::args::{self, MeasureArgs, PeakArgs, PlacementArgs};
 use super::common::{self, print, read_topology};
 use super::env;
 use crate::engine::Engine;
@@ -19,11 +19,8 @@ use std::io::IsTerminal;
 
 #[derive(Args, Debug)]
 pub(crate) struct RunArgs {
-    /// Kernels to run, comma-separated (each repetition runs them in this order): copy, scale,
-    /// add, triad, read, write, init, update, daxpy, striad, sdaxpy, nstream, dot; or a group:
-    /// stream (the first four), tbb (TheBandwidthBenchmark's), babelstream, all
-    #[arg(long, value_parser = parse_kernel_list, default_value = "stream")]
-    kernels: KernelList,
+    #[command(flatten)]
+    kernels: super::flags::Kernels,
 
     #[command(flatten)]
     measure: MeasureArgs,
@@ -275,7 +272,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     let placement = args.placement.placement(&env::Vars::from_process())?;
     let (mem_written, mem) = mempolicy::parse_written(&mem_text, &topo)?;
     let settings = Settings::new(
-        &m.measure(args.kernels.0.clone()),
+        &m.measure(args.kernels.or(super::flags::Kernels::STREAM)),
         placement.request.clone(),
         stores,
         mem,

@@ -2,7 +2,7 @@
 //! policies, store modes, sizes, the NUMA matrix, other programs) measured
 //! with repeats into a results file, resumable.
 
-use super::args::{KernelList, MeasureArgs, PeakArgs, parse_kernel_list};
+use super::args::{MeasureArgs, PeakArgs};
 use super::common::{file_error, print, read_topology, signal_name, stop_flag};
 use super::flags::NumaCells;
 use crate::engine::sweep::{self, NumaMode, SweepSpec};
@@ -19,10 +19,10 @@ use std::path::PathBuf;
 
 use super::common::{progress, run_message};
 
-/// A sweep's flags. Serialized, they are its study: every field that
-/// defines the points, typed, defaults included, is what the results file
-/// remembers and what `--resume` compares field by field; the fields that
-/// say where results go and how they are shown are `serde(skip)`.
+/// A sweep's flags. Their serde form is exactly a [`SweepStudy`]'s, the
+/// typed study that results files keep and `--resume` compares field by
+/// field: every field that defines the points; the fields that say where
+/// results go and how they are shown are `serde(skip)`.
 #[derive(Args, Debug, serde::Serialize, serde::Deserialize)]
 #[command(group(
     clap::ArgGroup::new("cpu_axes")
@@ -72,15 +72,13 @@ pub(crate) struct SweepArgs {
     #[serde(skip)]
     timeout: super::flags::Timeout,
 
-    /// Kernels to run, comma-separated (each repetition runs them in this order): copy, scale,
-    /// add, triad, read, write, init, update, daxpy, striad, sdaxpy, nstream, dot; or a group:
-    /// stream (the first four), tbb (TheBandwidthBenchmark's), babelstream, all
-    #[arg(long, value_parser = parse_kernel_list, default_value = "stream")]
-    kernels: KernelList,
+    #[command(flatten)]
+    #[serde(flatten)]
+    kernels: super::flags::Kernels,
 
-    /// Independent runs per point (fresh arrays), for the mean and its 95 % confidence interval
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = super::values::parse_runs)]
-    repeat: u32,
+    #[command(flatten)]
+    #[serde(flatten)]
+    repeat: super::flags::Repeat,
 
     /// Results file (JSON Lines) [default: membw-sweep-<time>-<pid>.jsonl]
     #[arg(long, short, value_name = "FILE", conflicts_with = "resume")]
@@ -207,9 +205,7 @@ pub(crate) fn sweep(mut args: SweepArgs) -> Result<()> {
     }
     let defaults = SweepArgs::defaults()?;
     // `--resume FILE` alone continues the file's study as it was stored.
-    let plain_resume = args.resume.resume.is_some()
-        && crate::results::settings::Study::of(&args)
-            == crate::results::settings::Study::of(&defaults);
+    let plain_resume = args.resume.resume.is_some() && args.study()? == defaults.study()?;
     let vars = super::env::Vars::from_process();
     if args.numa_matrix.is_some() || plain_resume {
         super::env::note_unused(&vars, "sweep");
@@ -257,7 +253,7 @@ fn sweep_spec(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<Swee
     Ok(SweepSpec {
         threads: axes.thread_counts(topo)?,
         placements: axes.placements()?,
-        smt: axes.smt,
+        smt: axes.smt.smt,
         mems: mem_axis(args, topo)?
             .into_iter()
             .map(|text| mempolicy::parse_written(&text, topo))
@@ -271,7 +267,7 @@ fn sweep_spec(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<Swee
             NumaCells::All => NumaMode::All,
             NumaCells::Both => NumaMode::Both,
         }),
-        measure: m.measure(args.kernels.0.clone()),
+        measure: m.measure(args.kernels.or(super::flags::Kernels::STREAM)),
     })
 }
 
@@ -315,7 +311,7 @@ fn refuse_device_studies(
 }
 
 fn sweep_study(args: SweepArgs) -> Result<()> {
-    let study = crate::results::settings::Study::of(&args);
+    let study = args.study()?.stored();
     let format = args.format;
     let (topo, _weights) = super::common::with_weights(
         args.measure.weights.weights.as_deref(),
@@ -348,7 +344,7 @@ fn sweep_study(args: SweepArgs) -> Result<()> {
     let mut session =
         BandwidthSession::new("sweep", Host::describe(&topo), stop_flag(), Some(file));
     session.study = Some(study);
-    let repeat = args.repeat as usize;
+    let repeat = args.repeat.or(super::flags::Repeat::DEFAULT) as usize;
     let already = jobs.iter().filter(|j| session.has(&j.point)).count();
     let todo = jobs.len() - already;
     let there = (already > 0).then(|| format!(" ({} already there)", plural(already, "point")));

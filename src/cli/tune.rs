@@ -25,9 +25,8 @@ pub(crate) struct TuneArgs {
     #[command(flatten)]
     kernel: super::flags::Kernel,
 
-    /// Runs of each candidate before the race (fresh arrays); the mean of their best rates ranks it
-    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = super::values::parse_runs)]
-    repeat: u32,
+    #[command(flatten)]
+    repeat: super::flags::Repeat,
 
     /// Also write every candidate's record to FILE (JSON Lines, for membw report)
     #[arg(long, short, value_name = "FILE")]
@@ -164,12 +163,13 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
         peak::estimate(&topo, &args.peak.request()),
     );
     let mut session = BandwidthSession::new("tune", Host::describe(&topo), stop_flag(), file);
-    let bar = progress(trials.len() as u64 * args.repeat as u64);
+    let repeat = args.repeat.or(super::flags::Repeat::TUNE);
+    let bar = progress(trials.len() as u64 * u64::from(repeat));
     let searched = tune::search(
         &mut engine,
         &trials,
         args.kernel.kernel.unwrap_or(KernelId::Triad),
-        args.repeat as usize,
+        repeat as usize,
         args.budget.or(super::flags::Budget::TUNE),
         &mut session,
         &mut |job, r| {

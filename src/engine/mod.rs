@@ -126,7 +126,10 @@ impl<'a> Engine<'a> {
         };
         let peak = plan.target.memory_peak(self.peak.as_ref())?;
         let cpus = plan.target.working_cpus(&plan.cpus);
-        Some(PeakUse::new(peak, self.topo, cpus, rates))
+        let link = |k: crate::kernels::KernelId| {
+            (plan.target.peak_of(k.spec().path, None)).map(|p| p.per_socket_gb_s)
+        };
+        Some(PeakUse::new(peak, self.topo, cpus, rates, link))
     }
 
     /// Adds the programs a sweep measures besides membw's kernels; a job

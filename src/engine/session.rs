@@ -45,7 +45,7 @@ pub struct Session<P, D> {
     /// Every record kept, in order.
     pub records: Vec<Envelope<P, D>>,
     /// The study every record is stamped with, when the command has one.
-    pub study: Option<crate::results::settings::Study>,
+    pub study: Option<crate::results::study::Study>,
 }
 
 impl<P: Keyed + Serialize, D: Serialize> Session<P, D> {

@@ -58,11 +58,30 @@ type Case = (
 /// Expands the axes into jobs, resolving and checking every point before
 /// anything runs, so a bad combination fails at once, not after an hour.
 pub fn expand(topo: &Topology, spec: &SweepSpec, prepare: &plan::Prepare) -> Result<Vec<Job>> {
-    // STREAM's rule for all allowed CPUs: the same at every point.
+    // STREAM's rule for all allowed CPUs: the same at every point. A
+    // device sizes its arrays from its own memory, as its plan says.
+    let own_size = || {
+        let everywhere = placement::Request {
+            spec: Spec::Default,
+            threads: None,
+            smt: false,
+            cpu_nodes: None,
+        };
+        let settings = Settings::new(
+            &spec.measure,
+            everywhere,
+            StoresRequest::Auto,
+            Default::default(),
+        );
+        (prepare(&settings).ok())
+            .filter(|p| !p.plan.target.on_host())
+            .map(|p| p.plan.elements as u64)
+    };
     let fixed = Measure {
         elements: Some(
             spec.measure
                 .elements
+                .or_else(own_size)
                 .unwrap_or_else(|| crate::memory::default_elements(topo, topo.allowed_cpus.ids())),
         ),
         ..spec.measure.clone()

@@ -246,7 +246,7 @@ fn load_thread(
     super::pin(cpu).map_err(fail)?;
     let n = plan.load_elements;
     let mut arrays: Vec<MappedArray> = Vec::with_capacity(ARRAYS);
-    for id in ArrayId::ALL {
+    for id in ArrayId::HOST_KERNELS {
         let array = MappedArray::new(n).map_err(|e| {
             fail(Error::Runtime(format!(
                 "load thread on CPU {cpu}: mapping array {}: {e}",

@@ -331,6 +331,10 @@ impl Arrays {
         self.arrays[id.index()].as_ref()
     }
 
+    pub fn array_mut(&mut self, id: ArrayId) -> Option<&mut MappedArray> {
+        self.arrays[id.index()].as_mut()
+    }
+
     /// Samples up to `MAX_SAMPLES` pages of every array and reports, per
     /// array, the share of pages on each node and whether the policy held.
     /// `thread_nodes[t]` is the node of the thread that touched `ranges[t]`.
@@ -340,9 +344,20 @@ impl Arrays {
         ranges: &[Range<usize>],
         thread_nodes: &[Option<usize>],
     ) -> (Vec<PagePlacement>, Vec<String>) {
+        self.page_placement_of(&ArrayId::ALL, mem, ranges, thread_nodes)
+    }
+
+    /// [`page_placement`](Self::page_placement) of the arrays `ids` only.
+    pub fn page_placement_of(
+        &self,
+        ids: &[ArrayId],
+        mem: &MemPolicy,
+        ranges: &[Range<usize>],
+        thread_nodes: &[Option<usize>],
+    ) -> (Vec<PagePlacement>, Vec<String>) {
         let mut placements = Vec::new();
         let mut warnings = Vec::new();
-        for id in ArrayId::ALL {
+        for &id in ids {
             let Some(array) = self.array(id) else {
                 continue;
             };

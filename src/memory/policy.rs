@@ -196,6 +196,21 @@ pub struct PagePlacement {
     pub huge_share: Option<f64>,
 }
 
+impl PagePlacement {
+    /// Each node's share of the pages found over all of `arrays` (of
+    /// equal length, as a plan's are), each weighed the same.
+    pub fn shares_of(arrays: &[PagePlacement]) -> BTreeMap<usize, f64> {
+        let found: Vec<&PagePlacement> = arrays.iter().filter(|p| !p.nodes.is_empty()).collect();
+        let mut shares = BTreeMap::new();
+        for p in &found {
+            for (&node, share) in &p.nodes {
+                *shares.entry(node).or_insert(0.0) += share / found.len() as f64;
+            }
+        }
+        shares
+    }
+}
+
 /// How far a node's share may be from what a weighted or split policy
 /// asked (the page sample's own error is under 1 point at 4096 pages).
 pub const SHARE_TOLERANCE: f64 = 0.02;

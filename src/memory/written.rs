@@ -77,14 +77,15 @@ impl fmt::Display for ArrayPolicy {
 
 impl fmt::Display for PolicySpec {
     /// As [`MemPolicy`] prints: one policy, or `a=...,b=...,c=...` with d
-    /// named only when it is not local.
+    /// (and h, r) named only when not local.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.is_uniform() {
             return write!(f, "{}", self.arrays[0]);
         }
         let parts: Vec<String> = ArrayId::ALL
             .iter()
-            .filter(|&&id| id != ArrayId::D || self.arrays[id.index()] != ArrayPolicy::Local)
+            // d, and a device's host buffers, only where not local.
+            .filter(|&&id| id.index() < 3 || self.arrays[id.index()] != ArrayPolicy::Local)
             .map(|&id| format!("{}={}", id.name(), self.arrays[id.index()]))
             .collect();
         f.write_str(&parts.join(","))

@@ -13,7 +13,7 @@ mod judge;
 pub mod observe;
 use crate::backend::{Backend, Device, ReadBack};
 use crate::error::{Error, Result};
-use crate::kernels::{ARRAYS, KernelId, SCALAR, WRITE_VALUE};
+use crate::kernels::{ARRAYS, ArrayId, KernelId};
 use crate::plan::Plan;
 use crate::results::measurement::{
     KernelResult, Measurement, ThreadPlacement, TimerCheck, Validation, add_spread_finding,
@@ -36,8 +36,9 @@ pub const MIN_TICKS: f64 = 20.0;
 /// And below this, too short to include the effects that matter (STREAM's advice).
 pub const MIN_KERNEL_SECONDS: f64 = 1e-3;
 
-/// First-touch values of a, b, c (STREAM's) and d.
-pub const INITIAL_VALUES: [f64; ARRAYS] = [1.0, 2.0, 0.0, 1.0];
+/// First-touch values of a, b, c (STREAM's), d, and a device's host
+/// buffers h (what it is sent) and r (what it sends back).
+pub const INITIAL_VALUES: [f64; ARRAYS] = [1.0, 2.0, 0.0, 1.0, 5.0, 0.0];
 
 /// What every array should hold after the run, by STREAM's recurrence.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,31 +50,24 @@ pub struct Expected {
     pub dot_ab: Option<f64>,
 }
 
+/// The values after the timing test and `ntimes` repetitions of
+/// `kernels`, each advancing them by its spec's recurrence.
 pub fn expected_values(kernels: &[KernelId], ntimes: usize) -> Expected {
-    let [mut a, mut b, mut c, d] = INITIAL_VALUES;
-    a *= 2.0; // the timing test
+    let mut element = INITIAL_VALUES;
+    element[ArrayId::A.index()] *= 2.0; // the timing test
     let (mut read_a, mut dot_ab) = (None, None);
     for _ in 0..ntimes {
-        for k in kernels {
+        for &k in kernels {
+            let term = (k.spec().step)(&mut element);
             match k {
-                KernelId::Copy => c = a,
-                KernelId::Scale => b = SCALAR * c,
-                KernelId::Add => c = a + b,
-                KernelId::Triad => a = b + SCALAR * c,
-                KernelId::Read => read_a = Some(a),
-                KernelId::Write => c = WRITE_VALUE,
-                KernelId::Init => a = WRITE_VALUE,
-                KernelId::Update => a *= SCALAR,
-                KernelId::Daxpy => a += SCALAR * b,
-                KernelId::Striad => a = b + c * d,
-                KernelId::Sdaxpy => a += b * c,
-                KernelId::Nstream => a += b + SCALAR * c,
-                KernelId::Dot => dot_ab = Some(a * b),
+                KernelId::Read => read_a = term,
+                KernelId::Dot => dot_ab = term,
+                _ => {}
             }
         }
     }
     Expected {
-        values: [a, b, c, d],
+        values: element,
         read_a,
         dot_ab,
     }
@@ -325,7 +319,10 @@ pub fn planned(
         isa: plan.target.isa(),
         stores: plan.stores(),
         hugepages: plan.hugepages,
-        mem_policy: plan.target.mem_policy_text(&plan.mem),
+        mem_policy: match plan.places_host_memory() {
+            true => plan.mem.to_string(),
+            false => String::new(),
+        },
         threads,
         pages: Vec::new(),
         results,

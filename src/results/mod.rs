@@ -14,7 +14,7 @@ mod point;
 mod pooled;
 pub mod ranks;
 pub mod read;
-pub mod settings;
+pub mod study;
 pub mod target;
 pub mod typed;
 
@@ -186,6 +186,15 @@ pub struct RunResult {
     /// Pages sampled to judge `pages_held` (0: nothing was verified).
     #[serde(default)]
     pub pages_sampled: usize,
+    /// Where the sampled pages of the arrays the policy placed were: each
+    /// node's share of them (a device's host buffers, the CPU team's
+    /// arrays). Absent where nothing was sampled, and in older files.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "node_keys"
+    )]
+    pub pages_on_nodes: BTreeMap<usize, f64>,
     pub setup_s: f64,
     pub total_s: f64,
     /// Seconds spent inside timed repetitions.
@@ -233,6 +242,7 @@ impl RunResult {
             validated: m.validation.passed,
             pages_held: m.pages.iter().all(|p| p.held),
             pages_sampled: m.pages.iter().map(|p| p.pages_sampled).sum(),
+            pages_on_nodes: crate::memory::policy::PagePlacement::shares_of(&m.pages),
             setup_s: m.setup_s,
             total_s: m.total_s,
             measured_s: m.measured_s(),
@@ -260,7 +270,7 @@ pub struct Envelope<P, D> {
     /// sweep's axes, sizes, kernels, stores, repeats), typed: `--resume
     /// FILE` alone continues it, and a different study is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub study: Option<settings::Study>,
+    pub study: Option<study::Study>,
     pub point: P,
     #[serde(flatten)]
     pub payload: D,
@@ -317,6 +327,15 @@ pub struct Bandwidth {
     pub reproduce: Option<Spellings>,
 }
 
+/// A map by node read where its keys come as text (a record read through
+/// a flattened or tagged form keeps JSON's string keys as they are).
+fn node_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<usize, f64>, D::Error> {
+    let text = <BTreeMap<String, f64>>::deserialize(d)?;
+    (text.into_iter())
+        .map(|(k, v)| Ok((k.parse().map_err(serde::de::Error::custom)?, v)))
+        .collect()
+}
+
 impl Record {
     pub fn stats_of(runs: &[RunResult]) -> BTreeMap<KernelId, Stats> {
         let mut by_kernel: BTreeMap<KernelId, Vec<f64>> = BTreeMap::new();
@@ -346,11 +365,21 @@ impl Record {
 
     /// The mean best rate as a percentage of the peak of the sockets used;
     /// none for a point whose arrays sit in the caches.
+    /// A transfer's is of the host link's peak, as its runs' target
+    /// declared it.
     pub fn percent_of_peak(&self, kernel: KernelId) -> Option<f64> {
         if self.in_caches() {
             return None;
         }
-        Some(100.0 * self.mean(kernel)? / self.peak_gb_s?)
+        let peak = match kernel.spec().path {
+            crate::kernels::Path::Memory => self.peak_gb_s?,
+            path => {
+                (self.runs.last()?.target())
+                    .peak_of(path, None)?
+                    .per_socket_gb_s
+            }
+        };
+        Some(100.0 * self.mean(kernel)? / peak)
     }
 
     /// Whether the point's working set per thread is under four times the

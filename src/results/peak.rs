@@ -1,6 +1,6 @@
 //! The theoretical peak as it applies to one run's CPUs.
 
-use crate::kernels::KernelId;
+use crate::kernels::{KernelId, Path};
 use crate::peak::Peak;
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
@@ -26,22 +26,28 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl PeakUse {
-    /// The peak of the sockets `cpus` run on, and each rate (GB/s) against it.
+    /// The peak of the sockets `cpus` run on, and each rate (GB/s) against
+    /// it; a transfer's against the host link's peak, `link(kernel)` GB/s,
+    /// where the target has one.
     pub fn new(
         peak: Peak,
         topo: &Topology,
         cpus: &[usize],
         rates: impl IntoIterator<Item = (KernelId, f64)>,
+        link: impl Fn(KernelId) -> Option<f64>,
     ) -> PeakUse {
         let sockets: IdSet = cpus
             .iter()
             .filter_map(|&c| topo.cpu(c).map(|x| x.package))
             .collect();
         let used_gb_s = peak.for_sockets(sockets.len());
+        let of = |k: KernelId| match k.spec().path {
+            Path::Memory => Some(used_gb_s),
+            Path::HostLink { .. } => link(k),
+        };
         PeakUse {
-            percent_of_peak: rates
-                .into_iter()
-                .map(|(k, gb_s)| (k.to_string(), 100.0 * gb_s / used_gb_s))
+            percent_of_peak: (rates.into_iter())
+                .filter_map(|(k, gb_s)| Some((k.to_string(), 100.0 * gb_s / of(k)?)))
                 .collect(),
             peak,
             sockets_used: sockets.len(),
@@ -52,9 +58,9 @@ impl PeakUse {
     /// A warning when a kernel measured more than the peak: the peak is
     /// wrong (a bare `--peak` in the wrong unit, a table row too low).
     pub fn implausible(&self) -> Option<String> {
-        let (kernel, pct) = self
-            .percent_of_peak
-            .iter()
+        let memory = |k: &str| KernelId::parse(k).is_some_and(|k| k.spec().path == Path::Memory);
+        let (kernel, pct) = (self.percent_of_peak.iter())
+            .filter(|(k, _)| memory(k))
             .max_by(|a, b| a.1.total_cmp(b.1))?;
         (*pct > 100.0).then(|| {
             format!(

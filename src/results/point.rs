@@ -130,6 +130,9 @@ impl Point {
     /// stores`, or `device sim0` for a device.
     pub fn label(&self) -> String {
         let mut s = match self.device_name() {
+            Some(name) if self.mem.is_some() => {
+                format!("device {name} · host {}", self.mem_text())
+            }
             Some(name) => format!("device {name}"),
             None => format!(
                 "{} × {} · {}",

@@ -13,6 +13,7 @@ fn a_sources_detail_keeps_its_json_field_name() {
         validated: true,
         pages_held: true,
         pages_sampled: 0,
+        pages_on_nodes: Default::default(),
         setup_s: 0.0,
         total_s: 1.0,
         measured_s: 0.0,

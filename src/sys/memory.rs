@@ -86,6 +86,19 @@ impl MappedArray {
     }
 
     /// The explicit huge page size, `None` for base pages.
+    /// Locks the array's pages in memory (`mlock`), as a device's pinned
+    /// host buffer is: they are faulted in where the policy puts them and
+    /// can no longer be swapped or migrated. Fails past `ulimit -l`.
+    pub fn lock(&self) -> io::Result<()> {
+        let bytes = array_bytes(self.len)?;
+        // SAFETY: data..data+bytes lies inside this mapping, which we own;
+        // mlock changes no byte and the munmap in Drop unlocks the pages.
+        match unsafe { libc::mlock(self.data.cast(), bytes) } {
+            0 => Ok(()),
+            _ => Err(io::Error::last_os_error()),
+        }
+    }
+
     pub fn hugetlb_page(&self) -> Option<usize> {
         self.hugetlb
     }

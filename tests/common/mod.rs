@@ -265,3 +265,15 @@ pub fn slurm_node_up() -> bool {
     }
     up
 }
+
+/// Small arrays and few repetitions for a simulated device: its kernels
+/// run on the host thread of a debug build.
+pub const SIM_SMALL: [&str; 4] = ["--array-size", "262144", "--ntimes", "3"];
+
+/// `membw run --backend BACKEND` with [`SIM_SMALL`] and `extra`: its stdout.
+pub fn run_on(backend: &str, extra: &[&str]) -> String {
+    let mut args = vec!["run", "--backend", backend];
+    args.extend(SIM_SMALL);
+    args.extend(extra);
+    stdout(&args)
+}

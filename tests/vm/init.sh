@@ -13,6 +13,8 @@ run() {
     name=$1
     shift
     started=$(date +%s)
+    # A command that never ends still says it began (check.py names it).
+    echo "@@@STARTED $name" >"$out"
     "$@" >/tmp/stdout 2>/tmp/stderr
     rc=$?
     {

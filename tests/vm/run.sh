@@ -94,15 +94,28 @@ for shape in "${shapes[@]}"; do
         numa+=(-numa "$h")
     done
 
+    # tsc=reliable: TCG's TSC follows the host's clock, but on a loaded host
+    # the kernel's clocksource watchdog can find it skewed against the HPET
+    # and switch to the HPET, whose every read is an emulated MMIO access:
+    # membw reads the clock often (seen here: the watchdog's HPET read-back
+    # delays in the 64-vCPU guest; suspected in the CI run where that guest
+    # ran past 15 minutes, 4 here). loglevel=4 keeps the kernel's warnings
+    # (a lockup, the OOM killer) in console.log, which a timeout prints.
     echo "booting '$shape': -smp $QEMU_SMP, nodes $QEMU_NODES" >&2
     started=$(date +%s)
     timeout "${QEMU_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg -machine "${QEMU_MACHINE:-q35}" -cpu max,vendor=GenuineIntel \
         -smp "$QEMU_SMP" -m "${total}M" "${numa[@]}" \
         -kernel "$guest_kernel" -initrd "$dir/initramfs.gz" \
-        -append "console=ttyS0 quiet loglevel=1 panic=-1 ${QEMU_APPEND:-}" \
+        -append "console=ttyS0 quiet loglevel=4 panic=-1 tsc=reliable ${QEMU_APPEND:-}" \
         -display none -no-reboot \
         -serial "file:$dir/console.log" -serial "file:$dir/results.txt" \
-        >"$dir/qemu.log" 2>&1 || echo "qemu exited with $? (see $dir/qemu.log)" >&2
+        >"$dir/qemu.log" 2>&1 || {
+        echo "qemu exited with $? (see $dir/qemu.log)" >&2
+        # CI keeps only this output: the guest kernel's last words (a soft
+        # lockup, the OOM killer) and the command that was running.
+        tail -n 20 "$dir/console.log" | sed 's/^/  console: /' >&2
+        grep -a '^@@@STARTED' "$dir/results.txt" | tail -n 1 | sed 's/^/  last begun: /' >&2 || true
+    }
     echo "  guest ran $(( $(date +%s) - started )) s" >&2
     python3 "$here/check.py" "$shape" "$dir/results.txt" || status=1
 done

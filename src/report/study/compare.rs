@@ -115,7 +115,7 @@ fn index(rs: &[Record], kernel: KernelId) -> Indexed {
     rs.iter()
         .filter_map(|r| {
             let what = match r.point.device_name() {
-                Some(name) => format!("device {name}"),
+                Some(_) => super::configuration(r),
                 None => format!(
                     "{} × {} · {} · {}",
                     r.point.placement_text(),

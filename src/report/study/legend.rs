@@ -35,11 +35,11 @@ pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
         ),
         d if d == records.len() => (
             "set/device: bytes of all arrays on the device",
-            "% peak: of the device's own peak",
+            "% peak: of the device's own peak (of its host link for a transfer)",
         ),
         _ => (
             "set/thread: bytes of all arrays per thread (per device)",
-            "% peak: of the sockets the threads ran on, or a device's own",
+            "% peak: of the sockets the threads ran on, or a device's own (its host link's for a transfer)",
         ),
     };
     legend.push_str(set);

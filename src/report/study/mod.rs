@@ -114,6 +114,9 @@ const CPU_COLUMNS: [&str; 4] = ["threads", "placement", "mem", "stores"];
 /// threads, mem local, nt stores)`.
 pub fn configuration(r: &Record) -> String {
     match r.point.device_name() {
+        Some(name) if r.point.mem.is_some() => {
+            format!("device {name} (host buffers {})", r.point.mem_text())
+        }
         Some(name) => format!("device {name}"),
         None => format!(
             "{} ({}, mem {}, {} stores)",
@@ -125,15 +128,57 @@ pub fn configuration(r: &Record) -> String {
     }
 }
 
+/// Which configuration columns a table has: a device's, a device's host
+/// memory policy (where no CPU point's `mem` column holds it), the CPU's.
+#[derive(Clone, Copy)]
+struct TargetColumns {
+    devices: bool,
+    host_mem: bool,
+    cpus: bool,
+}
+
+impl TargetColumns {
+    fn of(records: &[&Record]) -> TargetColumns {
+        let cpus = records.iter().any(|r| r.point.on_host());
+        TargetColumns {
+            devices: records.iter().any(|r| r.point.device_name().is_some()),
+            host_mem: !cpus && records.iter().any(|r| r.point.mem.is_some()),
+            cpus,
+        }
+    }
+
+    fn headers(self) -> Vec<String> {
+        let mut headers = Vec::new();
+        if self.devices {
+            headers.push("device".into());
+        }
+        if self.host_mem {
+            headers.push("host mem".into());
+        }
+        if self.cpus {
+            headers.extend(CPU_COLUMNS.map(String::from));
+        }
+        headers
+    }
+}
+
 /// A row's device column (where a device is in the table), then its CPU
-/// columns (where a CPU point is): `-` where a point has none.
-fn target_cells(r: &Record, placement: String, devices: bool, cpus: bool) -> Vec<String> {
+/// columns (where a CPU point is): `-` where a point has none. A device's
+/// policy (where its host buffers are) goes in the `mem` column.
+fn target_cells(r: &Record, placement: String, columns: TargetColumns) -> Vec<String> {
     let mut cells = Vec::new();
-    if devices {
+    if columns.devices {
         cells.push(r.point.device_name().unwrap_or("-").to_string());
     }
+    let mem = || match r.point.mem_text() {
+        text if text.is_empty() => "-".to_string(),
+        text => text,
+    };
+    if columns.host_mem {
+        cells.push(mem());
+    }
     match r.point.on_host() {
-        false if cpus => cells.extend(CPU_COLUMNS.map(|_| "-".to_string())),
+        false if columns.cpus => cells.extend(["-".into(), "-".into(), mem(), "-".into()]),
         false => {}
         true => cells.extend([
             r.point.threads.to_string(),
@@ -156,18 +201,13 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
     let programs = sorted.iter().any(|r| r.point.program().is_some());
     // A device has no threads, placement, policy or stores: its column
     // names it, and the CPU columns appear only where a CPU point is.
-    let devices = sorted.iter().any(|r| r.point.device_name().is_some());
-    let cpus = sorted.iter().any(|r| r.point.on_host());
+    let columns = TargetColumns::of(sorted);
+    let cpus = columns.cpus;
     let mut headers: Vec<String> = Vec::new();
     if programs {
         headers.push("program".into());
     }
-    if devices {
-        headers.push("device".into());
-    }
-    if cpus {
-        headers.extend(CPU_COLUMNS.map(String::from));
-    }
+    headers.extend(columns.headers());
     if sizes_vary {
         headers.push(if cpus { "set/thread" } else { "set/device" }.into());
     }
@@ -206,7 +246,7 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
             if programs {
                 row.push(r.point.program().unwrap_or("membw").to_string());
             }
-            row.extend(target_cells(r, placement, devices, cpus));
+            row.extend(target_cells(r, placement, columns));
             if sizes_vary {
                 // A program sizes its own arrays: membw does not know them.
                 row.push(match r.point.working_set_per_thread {

@@ -10,7 +10,7 @@ mod device;
 
 pub use device::{Device, DeviceFacts, DeviceId, DevicePeaks};
 
-use crate::kernels::{Isa, StoreMode, StoresRequest};
+use crate::kernels::{Isa, Path, StoreMode, StoresRequest};
 use crate::peak::Peak;
 use serde::{Deserialize, Serialize};
 
@@ -168,13 +168,20 @@ impl Target {
         self.device().and_then(Device::host_link_peak)
     }
 
-    /// The memory policy as it applies to the target's arrays: none for a
-    /// device's own memory.
-    pub fn mem_policy_text(&self, policy: &impl std::fmt::Display) -> String {
-        if self.on_host() {
-            policy.to_string()
-        } else {
-            String::new()
+    /// The peak of what a kernel's bytes cross: the memory's (as
+    /// [`memory_peak`](Self::memory_peak)), or the host link's, both ways
+    /// counted for a transfer both ways at once.
+    pub fn peak_of(&self, path: Path, host: Option<&Peak>) -> Option<Peak> {
+        match path {
+            Path::Memory => self.memory_peak(host),
+            Path::HostLink { both_ways } => {
+                let mut link = self.host_link_peak()?;
+                if both_ways {
+                    link.per_socket_gb_s *= 2.0;
+                    link.detail = format!("{}, both ways", link.detail);
+                }
+                Some(link)
+            }
         }
     }
 

@@ -7,7 +7,10 @@
 QEMU_SMP="64,sockets=2,cores=16,threads=2"
 QEMU_NODES="0:0-31:512M 1:32-63:512M"
 QEMU_DIST="0,1,21"
-QEMU_TIMEOUT=900
+# About 4 minutes on an idle 2-core host; 10 with a build beside it (the
+# c2c pairs need both their vCPUs on a host core at once), and once past 15
+# in CI: the limit leaves room for a busy host.
+QEMU_TIMEOUT=1500
 
 guest_commands() {
 cat <<'CMDS'

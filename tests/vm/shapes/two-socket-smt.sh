@@ -25,6 +25,9 @@ run likwid membw run --size 256k --ntimes 2 --json --pin S1:0-1
 run nonode membw run --size 256k --mem bind:7
 run execbind1 membw exec --mem bind:1 --format json -- membw run --size 1M --ntimes 4
 run execcpu1 membw exec --cpus 1 --format json -- membw run --size 1M --ntimes 4
+run simhost0 membw run --backend sim:0 --kernels transfers --size 256k --ntimes 3 --json --mem bind:0
+run simhost1 membw run --backend sim:0 --kernels transfers --size 256k --ntimes 3 --json --mem bind:1
+run simsweep membw sweep --backend sim:1 --kernels transfers --size 256k --ntimes 3 --mem bind:0 --mem bind:1 -o /tmp/simsweep.jsonl --format jsonl
 run health membw check --size 36MiB --ntimes 3 --tolerance 90% --budget 20s --format json
 CMDS
 }

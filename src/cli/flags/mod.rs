@@ -8,9 +8,13 @@
 
 use super::args::IsaArg;
 use crate::error::{Error, Result};
+use crate::kernels::KernelId;
 use crate::memory::Hugepages;
 use clap::Args;
 use std::time::Duration;
+
+mod output;
+pub(crate) use output::*;
 
 /// `--ntimes` (run, sweep, tune, baseline, check).
 #[derive(Args, Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
@@ -28,6 +32,95 @@ fn parse_ntimes(text: &str) -> std::result::Result<u32, String> {
         2,
         crate::protocol::MAX_NTIMES as u32,
     )
+}
+
+/// `--repeat` (sweep, tune, exec): runs measured afresh, for a mean and its
+/// interval. One run by default; two of each of tune's candidates, so that
+/// its race starts from a spread.
+#[derive(Args, Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Repeat {
+    /// Independent runs, each afresh (sweep: per point, fresh arrays; tune: of each candidate
+    /// before the race; exec: the program started again), for the mean and its 95 % confidence
+    /// interval [default: 1; tune: 2]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = super::values::parse_runs)]
+    // A sweep's study keeps the runs it asked for, 1 where none was given.
+    #[serde(serialize_with = "one_when_unset")]
+    repeat: Option<u32>,
+}
+
+impl Repeat {
+    /// One run: sweep's points, exec's program.
+    pub(crate) const DEFAULT: u32 = 1;
+    /// Two runs of each of tune's candidates.
+    pub(crate) const TUNE: u32 = 2;
+
+    /// The runs given, or the command's default.
+    pub(crate) fn or(self, default: u32) -> u32 {
+        self.repeat.unwrap_or(default)
+    }
+}
+
+fn one_when_unset<S: serde::Serializer>(
+    runs: &Option<u32>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_u32(runs.unwrap_or(Repeat::DEFAULT))
+}
+
+/// `--kernels` (run, sweep, baseline, check).
+#[derive(Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Kernels {
+    /// Kernels to run, comma-separated (each repetition runs them in this order): copy, scale,
+    /// add, triad, read, write, init, update, daxpy, striad, sdaxpy, nstream, dot, and a device's
+    /// transfers h2d, d2h, bidir; or a group: stream (the first four), tbb (TheBandwidthBenchmark's),
+    /// babelstream, all (every memory kernel), transfers [default: stream; baseline, check:
+    /// copy,triad in every scope]
+    #[arg(long, value_parser = super::values::parse_kernel_list)]
+    // A sweep's study keeps the kernels it ran, STREAM's where none were given.
+    #[serde(serialize_with = "stream_when_unset")]
+    kernels: Option<super::values::KernelList>,
+}
+
+impl Kernels {
+    /// STREAM's four (the `stream` group): run's and sweep's.
+    pub(crate) const STREAM: &[KernelId] = &crate::kernels::STREAM_KERNELS;
+    /// A health check's two, in every scope.
+    pub(crate) const HEALTH: &[KernelId] = &[KernelId::Copy, KernelId::Triad];
+
+    /// The kernels given, or the command's default.
+    pub(crate) fn or(&self, default: &[KernelId]) -> Vec<KernelId> {
+        match &self.kernels {
+            Some(given) => given.0.clone(),
+            None => default.to_vec(),
+        }
+    }
+}
+
+fn stream_when_unset<S: serde::Serializer>(
+    kernels: &Option<super::values::KernelList>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    match kernels {
+        Some(given) => given.serialize(s),
+        None => Kernels::STREAM.serialize(s),
+    }
+}
+
+/// `--smt` (run, sweep, tune): placements may put two threads on a core.
+#[derive(Args, Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Smt {
+    /// Allow more than one thread per core (SMT hardware threads); sweep: at every point
+    #[arg(long, help_heading = "Placement")]
+    pub(crate) smt: bool,
+}
+
+/// `--ignore-env` (run, sweep, tune): the OpenMP variables are not read.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub(crate) struct IgnoreEnv {
+    /// Do not read OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND, GOMP_CPU_AFFINITY, KMP_AFFINITY
+    #[arg(long, help_heading = "Placement")]
+    pub(crate) ignore_env: bool,
 }
 
 /// `--budget` (tune, check).
@@ -217,24 +310,6 @@ pub(crate) struct Weights {
     pub(crate) weights: Option<String>,
 }
 
-/// `--dry-run` (run, sweep, tune).
-#[derive(Args, Debug, Clone, Copy, Default)]
-pub(crate) struct DryRun {
-    /// Show what would be measured at every point (threads and CPUs, arrays against the caches,
-    /// stores, policy, reproduce lines) and measure nothing
-    #[arg(long)]
-    pub(crate) dry_run: bool,
-}
-
-/// `--quiet` (run, check).
-#[derive(Args, Debug, Clone, Copy, Default)]
-pub(crate) struct Quiet {
-    /// Print less: run prints only the STREAM table; check prints nothing when healthy (NHC's
-    /// convention), the reason still going to stderr
-    #[arg(short, long)]
-    pub(crate) quiet: bool,
-}
-
 /// `--sysroot` (topo, place, run, sweep, tune, baseline, check).
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct Sysroot {
@@ -289,48 +364,6 @@ impl WorkingSets {
             }
         }
     }
-}
-
-/// `--prom` (run, latency, check).
-#[derive(Args, Debug, Clone, Default)]
-pub(crate) struct Prom {
-    /// Also write the results in node_exporter's textfile format to FILE (atomically): run's rates,
-    /// latency's idle and matrix latencies, check's verdict
-    #[arg(long, value_name = "FILE", help_heading = "Results")]
-    pub(crate) prom: Option<std::path::PathBuf>,
-}
-
-/// `--json` (run, topo, place).
-#[derive(Args, Debug, Clone, Copy, Default)]
-pub(crate) struct Json {
-    /// Same as --format json
-    #[arg(long, conflicts_with = "format")]
-    pub(crate) json: bool,
-}
-
-/// `--markdown` (sweep, report, compare).
-#[derive(Args, Debug, Clone, Copy, Default)]
-pub(crate) struct Markdown {
-    /// Same as --format markdown
-    #[arg(long, conflicts_with = "format")]
-    pub(crate) markdown: bool,
-}
-
-/// `--outlier` (run across ranks, report of per-node files).
-#[derive(Args, Debug, Clone, Copy)]
-pub(crate) struct Outlier {
-    /// Flag nodes below this share of the median node (run across ranks; report of per-node files
-    /// and MPI runs)
-    #[arg(long, default_value_t = crate::ranks::DEFAULT_OUTLIER, value_parser = crate::units::parse_share, help_heading = "Across ranks (MPI)")]
-    pub(crate) outlier: f64,
-}
-
-/// `--resume` (sweep, latency).
-#[derive(Args, Debug, Clone, Default)]
-pub(crate) struct Resume {
-    /// Continue the study in FILE: skip the points already in it, append the rest
-    #[arg(long, value_name = "FILE", help_heading = "Results")]
-    pub(crate) resume: Option<std::path::PathBuf>,
 }
 
 /// `--timeout` (exec, sweep --exec).
