@@ -123,7 +123,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
         }
         Some((_, Document::Latency(records))) if docs.is_empty() => {
             let dir = beside();
-            let plots = report::latency::plots(&records);
+            let plots = report::latency_tables::plots(&records);
             write_plots(&dir, &plots, args.png)?;
             let doc = export::View::LatencyStudy {
                 records: &records,

@@ -5,7 +5,7 @@
 use super::args::{PeakArgs, PlacementArgs};
 use super::common::print;
 use super::env;
-use crate::engine::exec::ExecSource;
+use crate::engine::program_source::ExecSource;
 use crate::engine::{BandwidthSession, Engine, Job};
 use crate::error::{Error, Result};
 use crate::memory::policy as mempolicy;
@@ -123,7 +123,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     // are: the header's "yours" line says so, once.
     let label = placement.label(&topo, &job.plan.cpus);
     let described = label.split("; not used:").next().unwrap_or_default();
-    let view = crate::report::exec::ExecView {
+    let view = crate::report::program_run::ExecView {
         program: &args.program,
         placement: described,
         cpus: &job.plan.cpus,

@@ -5,7 +5,7 @@
 
 use super::args::PeakArgs;
 use super::common::print;
-use crate::engine::latency::{Facts, LatencyRequest, LatencySession};
+use crate::engine::latency_probes::{Facts, LatencyRequest, LatencySession};
 use crate::error::{Error, Input, Result};
 use crate::latency::LatencyPlan;
 use crate::latency::load::{self, LoadedPlan, Mix};
@@ -204,7 +204,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         super::common::stop_flag(),
         file,
     );
-    let (doc, result) = crate::engine::latency::run(&topo, &request, &mut out);
+    let (doc, result) = crate::engine::latency_probes::run(&topo, &request, &mut out);
     let interrupted = out.signal();
     result?;
     if let (Some(file), 1..) = (&out.file, out.skipped) {

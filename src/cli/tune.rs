@@ -3,7 +3,7 @@
 
 use super::args::{MeasureArgs, PeakArgs};
 use super::common::{file_error, print, read_topology, signal_name, stop_flag};
-use crate::engine::tune::{self, TuneSpec};
+use crate::engine::tune_search::{self, TuneSpec};
 use crate::engine::{BandwidthSession, Engine};
 use crate::error::{Error, Result};
 use crate::kernels::KernelId;
@@ -75,13 +75,13 @@ fn tune_spec(args: &TuneArgs, topo: &crate::topology::Topology) -> Result<TuneSp
 /// against the runner-up and against one thread on every core.
 fn tune_view<'a>(
     args: &TuneArgs,
-    trials: &'a [tune::Trial],
+    trials: &'a [tune_search::Trial],
     records: &'a [Record],
     ranked: &'a [(&'a Record, f64)],
-    searched: &tune::Searched,
-) -> report::tune::TuneView<'a> {
+    searched: &tune_search::Searched,
+) -> report::tune_verdict::TuneView<'a> {
     let best = ranked[0].0;
-    let baseline = tune::baseline(
+    let baseline = tune_search::baseline(
         trials,
         records,
         args.kernel.kernel.unwrap_or(KernelId::Triad),
@@ -90,14 +90,14 @@ fn tune_view<'a>(
         let other = other.filter(|o| !std::ptr::eq(*o, best))?;
         Some((
             other,
-            tune::versus(
+            tune_search::versus(
                 &best.runs,
                 &other.runs,
                 args.kernel.kernel.unwrap_or(KernelId::Triad),
             )?,
         ))
     };
-    report::tune::TuneView {
+    report::tune_verdict::TuneView {
         kernel: args.kernel.kernel.unwrap_or(KernelId::Triad),
         ranked,
         tried: searched.tried,
@@ -106,11 +106,11 @@ fn tune_view<'a>(
         budget: args.budget.or(super::flags::Budget::TUNE),
         decision: searched.decision,
         looks: searched.looks,
-        level: tune::level_per_look(),
+        level: tune_search::level_per_look(),
         runner_up: versus(ranked.get(1).map(|&(r, _)| r)),
         baseline: baseline.filter(|b| std::ptr::eq(*b, best)).is_some(),
         versus_baseline: versus(baseline),
-        mpi_map: tune::mpi_map(trials, best),
+        mpi_map: tune_search::mpi_map(trials, best),
         busy_runs: searched.busy_runs,
     }
 }
@@ -147,7 +147,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let spec = tune_spec(&args, &topo)?;
     let mut source = m.source()?;
     super::common::refuse_device(source.as_ref(), &topo, &spec.measure, "membw tune")?;
-    let trials = tune::trials(&topo, &spec, &|s| source.prepare(&topo, s))?;
+    let trials = tune_search::trials(&topo, &spec, &|s| source.prepare(&topo, s))?;
     if args.dry_run.dry_run {
         let jobs: Vec<&crate::engine::Job> = trials.iter().map(|t| &t.job).collect();
         return super::common::print_plan("tune", &topo, args.sysroot.dir(), &jobs);
@@ -165,7 +165,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let mut session = BandwidthSession::new("tune", Host::describe(&topo), stop_flag(), file);
     let repeat = args.repeat.or(super::flags::Repeat::TUNE);
     let bar = progress(trials.len() as u64 * u64::from(repeat));
-    let searched = tune::search(
+    let searched = tune_search::search(
         &mut engine,
         &trials,
         args.kernel.kernel.unwrap_or(KernelId::Triad),
@@ -178,7 +178,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
         },
     )?;
     bar.finish_and_clear();
-    let ranked = tune::ranking(
+    let ranked = tune_search::ranking(
         &session.records,
         args.kernel.kernel.unwrap_or(KernelId::Triad),
     );

@@ -1,6 +1,7 @@
 //! The measurement engine: one engine, several experiment kinds. Every kind
-//! keeps its points through a [`Session`] (start, host, stop, results file,
-//! resume, records); a kind owns only how its points are measured.
+//! is a [`probe::Probe`] that owns only how one point is measured;
+//! [`probe::drive`] runs its jobs and keeps their points through a
+//! [`Session`] (start, host, stop, results file, resume, records).
 //!
 //! Bandwidth: jobs (settings already resolved into plans) go through a
 //! [`Source`] and come out as [`Record`]s. `run` is the one-job case
@@ -9,12 +10,13 @@
 //! ([`tune::search`]). Latency: [`latency::measure`].
 
 pub mod check;
-pub mod exec;
-pub mod latency;
+pub mod latency_probes;
+pub mod probe;
+pub mod program_source;
 pub mod session;
 pub mod source;
 pub mod sweep;
-pub mod tune;
+pub mod tune_search;
 pub mod verdict;
 
 pub use source::{FakeSource, Source, StreamSource};
@@ -176,44 +178,12 @@ impl<'a> Engine<'a> {
         session: &mut BandwidthSession,
         on_run: &mut dyn FnMut(&Job, &RunResult),
     ) -> Result<Outcome> {
-        let mut outcome = Outcome {
-            written: 0,
-            skipped: 0,
-            interrupted: false,
+        let mut probe = Bandwidths {
+            engine: self,
+            repeat,
+            on_run,
         };
-        let stopped = |s: &BandwidthSession| s.signal().is_some();
-        for job in jobs {
-            if stopped(session) {
-                break;
-            }
-            if session.skip(&job.point) {
-                outcome.skipped += 1;
-                continue;
-            }
-            let mut runs = Vec::with_capacity(repeat);
-            while runs.len() < repeat && !stopped(session) {
-                let m = match self.measure_by(&job.plan, job.by, &session.stop) {
-                    // The signal cut into the repetitions: not kept.
-                    Err(crate::error::Error::Interrupted { .. }) if stopped(session) => break,
-                    m => m?,
-                };
-                let r = RunResult::from_measurement(&m);
-                if stopped(session) {
-                    // A program killed by the signal, or a run it cut into: not kept.
-                    break;
-                }
-                on_run(job, &r);
-                runs.push(r);
-            }
-            if runs.len() < repeat {
-                break;
-            }
-            let (point, payload) = self.payload(job, runs);
-            session.keep(point, payload)?;
-            outcome.written += 1;
-        }
-        outcome.interrupted = stopped(session);
-        Ok(outcome)
+        probe::drive(&mut probe, jobs, session)
     }
 
     /// What a measured job's record holds: its point (with a program's own
@@ -240,6 +210,39 @@ impl<'a> Engine<'a> {
             runs,
         };
         (point, payload)
+    }
+}
+
+/// The bandwidth probe: each job measured `repeat` times, one record.
+struct Bandwidths<'e, 'a, 'r> {
+    engine: &'e mut Engine<'a>,
+    repeat: usize,
+    /// Told of every repetition as it ends (progress lines).
+    on_run: &'r mut dyn FnMut(&Job, &RunResult),
+}
+
+impl probe::Probe for Bandwidths<'_, '_, '_> {
+    type Job = Job;
+    type Point = Point;
+    type Payload = Bandwidth;
+
+    fn point(&self, job: &Job) -> Point {
+        job.point.clone()
+    }
+
+    fn measure(&mut self, job: &Job, stop: &Stop) -> Result<Option<(Point, Bandwidth)>> {
+        let mut runs = Vec::with_capacity(self.repeat);
+        while runs.len() < self.repeat && stop.signal().is_none() {
+            let m = self.engine.measure_by(&job.plan, job.by, stop)?;
+            if stop.signal().is_some() {
+                // A program killed by the signal, or a run it cut into.
+                break;
+            }
+            let r = RunResult::from_measurement(&m);
+            (self.on_run)(job, &r);
+            runs.push(r);
+        }
+        Ok((runs.len() == self.repeat).then(|| self.engine.payload(job, runs)))
     }
 }
 
@@ -390,9 +393,9 @@ mod tests {
     #[test]
     fn a_race_stays_within_its_budget() {
         let topo = machine();
-        let trials = tune::trials(
+        let trials = tune_search::trials(
             topo,
-            &tune::TuneSpec {
+            &tune_search::TuneSpec {
                 kernel: KernelId::Triad,
                 measure: measure(vec![KernelId::Triad]),
                 mem: (Default::default(), Default::default()),
@@ -412,7 +415,7 @@ mod tests {
         let mut engine = Engine::new(topo, &mut source, None);
         let mut sink = session(None);
         // Room for the first trial only: each takes at least 60 ms.
-        let raced = tune::race(
+        let raced = tune_search::race(
             &mut engine,
             &trials,
             KernelId::Triad,
@@ -427,9 +430,9 @@ mod tests {
         assert!(raced.runs[1..].iter().all(Vec::is_empty));
         let (point, payload) = engine.payload(&trials[0].job, raced.runs[0].clone());
         sink.keep(point, payload).unwrap();
-        let ranked = tune::ranking(&sink.records, KernelId::Triad);
+        let ranked = tune_search::ranking(&sink.records, KernelId::Triad);
         assert_eq!(ranked[0].0.point, trials[0].job.point);
-        let base = tune::baseline(&trials, &sink.records, KernelId::Triad);
+        let base = tune_search::baseline(&trials, &sink.records, KernelId::Triad);
         assert_eq!(base.map(|r| &r.point), Some(&trials[0].job.point));
     }
 }

@@ -22,9 +22,9 @@ impl Keyed for crate::results::Point {
     }
 }
 
-impl Keyed for crate::results::latency::LatencyKey {
+impl Keyed for crate::results::latency_record::LatencyKey {
     fn key(&self) -> String {
-        crate::results::latency::LatencyKey::key(self)
+        crate::results::latency_record::LatencyKey::key(self)
     }
 }
 
@@ -119,7 +119,7 @@ impl<P: Keyed + Serialize, D: Serialize> Session<P, D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::latency::{Latency, LatencyKey, LatencyPoint, Study};
+    use crate::results::latency_record::{Latency, LatencyKey, LatencyPoint, Study};
 
     fn key(bytes: u64) -> LatencyKey {
         LatencyKey {
@@ -182,7 +182,7 @@ mod tests {
         assert!(s.keep(key(4096), payload()).unwrap());
         drop(s);
         let (file, torn) = ResultsFile::resume_with(&path, |t| {
-            crate::results::latency::parse(t).map(|r| r.point.key())
+            crate::results::latency_record::parse(t).map(|r| r.point.key())
         })
         .unwrap();
         assert_eq!(torn, None);

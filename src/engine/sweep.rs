@@ -327,7 +327,7 @@ pub fn with_programs(
         }
         sources.push((
             label,
-            Box::new(super::exec::ExecSource {
+            Box::new(super::program_source::ExecSource {
                 argv,
                 timeout,
                 keep: keep.clone(),

@@ -37,7 +37,7 @@ pub fn relation(topo: &Topology, llcs: &[IdSet], a: usize, b: usize) -> &'static
 }
 
 /// What the line holds when the timed load reaches it: MLC's HITM and HIT.
-pub use crate::results::latency::C2cLine;
+pub use crate::results::latency_record::C2cLine;
 
 /// One sample per chunk from this thread (pinned on `a`) while `serve` runs
 /// on `b`, for `time` (at least five chunks, at most 100 000). `serve` must

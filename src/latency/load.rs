@@ -11,7 +11,7 @@ use super::Chain;
 use crate::error::{Error, Result};
 use crate::kernels::{ARRAYS, ArrayId, KernelFns, SCALAR};
 use crate::memory::policy::Policy;
-pub use crate::results::latency::{LoadPoint, Mix};
+pub use crate::results::latency_record::{LoadPoint, Mix};
 use crate::sys::MappedArray;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

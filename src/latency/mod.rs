@@ -11,8 +11,8 @@
 pub mod c2c;
 pub mod load;
 /// The records latency results are kept in (the results model owns them).
-pub use crate::results::latency as record;
-pub use crate::results::latency::LatencyPoint;
+pub use crate::results::latency_record as record;
+pub use crate::results::latency_record::LatencyPoint;
 
 use crate::error::{Error, Result};
 use crate::kernels::chase::chase;

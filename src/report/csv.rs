@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::results::RunReport;
-use crate::results::latency::LatencyRecord;
+use crate::results::latency_record::LatencyRecord;
 
 pub const HEADER: [&str; 18] = [
     "schema_version",

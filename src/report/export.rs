@@ -4,10 +4,10 @@
 //! for that document. Adding a format is one file implementing
 //! [`Exporter`] and one line in [`EXPORTERS`].
 
-use super::exec::ExecView;
+use super::program_run::ExecView;
 use crate::error::Result;
 use crate::kernels::KernelId;
-use crate::results::latency::{LatencyRecord, LatencyReport};
+use crate::results::latency_record::{LatencyRecord, LatencyReport};
 use crate::results::{Record, RunReport};
 
 /// What a command prints.
@@ -57,7 +57,7 @@ pub enum View<'a> {
     /// `membw place`: where threads would run.
     Place(&'a super::place::PlaceView<'a>),
     /// `membw tune`: the race's verdict.
-    Tune(&'a super::tune::TuneView<'a>),
+    Tune(&'a super::tune_verdict::TuneView<'a>),
 }
 
 /// Two result sets of one kind, for `membw compare`.
@@ -84,7 +84,7 @@ impl Comparison<'_> {
             Comparison::Bandwidth { a, b, kernel } => {
                 super::study::compare(a, b, *kernel, markdown)
             }
-            Comparison::Latency { a, b } => super::latency::compare(a, b, markdown),
+            Comparison::Latency { a, b } => super::latency_tables::compare(a, b, markdown),
             Comparison::Runs { a, b } => super::nodes::compare(a, b, markdown),
         }
     }

@@ -87,7 +87,7 @@ impl super::export::TextExporter for Html {
             }
             View::LatencyStudy { records, plots, .. } => {
                 let host = records.first().map_or("unknown", |r| &r.host.hostname);
-                let tables = preformatted(&super::latency::render(records));
+                let tables = preformatted(&super::latency_tables::render(records));
                 page(host, &[], &tables, plots)
             }
             View::Nodes { text, plots, .. } => page("nodes", &[], &preformatted(text), plots),

@@ -91,7 +91,7 @@ impl super::export::TextExporter for Markdown {
             View::Run { report, .. } => Some(Ok(run(report))),
             View::Latency(report) => Some(Ok(format!(
                 "## Latency\n\n```text\n{}```\n",
-                super::latency::render(&report.records)
+                super::latency_tables::render(&report.records)
             ))),
             View::Study {
                 records,
@@ -110,7 +110,9 @@ impl super::export::TextExporter for Markdown {
                 records,
                 plots,
                 dir,
-            } => Some(Ok(super::latency::document(records, plots, dir, true))),
+            } => Some(Ok(super::latency_tables::document(
+                records, plots, dir, true,
+            ))),
             View::Nodes { text, plots, dir } => {
                 let mut o = format!("```text\n{text}```\n");
                 for (title, path) in super::export::links(plots, dir) {

@@ -5,7 +5,6 @@
 
 pub mod c2c;
 pub mod csv;
-pub mod exec;
 pub mod export;
 pub mod far;
 pub mod health;
@@ -13,7 +12,7 @@ pub mod history;
 pub mod html;
 pub mod json;
 pub mod jsonl;
-pub mod latency;
+pub mod latency_tables;
 pub mod levels;
 pub mod markdown;
 pub mod nodes;
@@ -22,6 +21,7 @@ pub mod plan;
 pub mod plot;
 #[cfg(feature = "png")]
 pub mod png;
+pub mod program_run;
 pub mod prom;
 pub mod ranks;
 pub mod run_header;
@@ -29,7 +29,7 @@ pub mod study;
 pub mod text;
 pub mod tiers;
 pub mod topo;
-pub mod tune;
+pub mod tune_verdict;
 
 use crate::placement::spellings::{self, Spellings};
 use crate::results::estimate::{Change, Comparison};

@@ -5,7 +5,7 @@
 use crate::health::Scope;
 use crate::health::verdict::Verdict;
 use crate::results::RunReport;
-use crate::results::latency::{LatencyReport, Study};
+use crate::results::latency_record::{LatencyReport, Study};
 use crate::results::target::Device;
 use std::fmt::Write;
 

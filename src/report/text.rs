@@ -330,8 +330,8 @@ impl super::export::TextExporter for Text {
                 quiet: true,
             } => table(&report.measurement),
             View::Run { report, .. } => render(report),
-            View::Exec(view) => super::exec::text(view),
-            View::Latency(report) => super::latency::render(&report.records),
+            View::Exec(view) => super::program_run::text(view),
+            View::Latency(report) => super::latency_tables::render(&report.records),
             View::Study {
                 records, kernel, ..
             }
@@ -340,14 +340,14 @@ impl super::export::TextExporter for Text {
                 records,
                 plots,
                 dir,
-            } => super::latency::document(records, plots, dir, false),
+            } => super::latency_tables::document(records, plots, dir, false),
             View::Nodes { text, .. } => text.to_string(),
             View::Compare(c) => c.render(false),
             View::Check(v) => super::health::check(v),
             View::Baseline(b) => super::health::baseline(b),
             View::Topo { topo, peak } => super::topo::text(topo, *peak),
             View::Place(view) => super::place::text(view),
-            View::Tune(view) => super::tune::text(view),
+            View::Tune(view) => super::tune_verdict::text(view),
         }))
     }
 }

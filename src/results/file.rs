@@ -325,7 +325,7 @@ pub fn experiment_of(text: &str) -> Option<String> {
 
 pub fn parse_record(text: &str) -> Result<Record, String> {
     check_version(text)?;
-    if experiment_of(text).as_deref() == Some(super::latency::EXPERIMENT) {
+    if experiment_of(text).as_deref() == Some(super::latency_record::EXPERIMENT) {
         return Err("a latency record among bandwidth records".into());
     }
     let mut record: Record = serde_json::from_str(text).map_err(|e| e.to_string())?;

@@ -7,7 +7,7 @@
 mod append;
 pub mod estimate;
 pub mod file;
-pub mod latency;
+pub mod latency_record;
 pub mod measurement;
 mod peak;
 mod point;

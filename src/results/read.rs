@@ -11,7 +11,7 @@
 use super::file::{
     FileError, LineReader, Lines, known_version, open_regular, parse_lines, parse_record, take_line,
 };
-use super::latency::{self, LatencyRecord};
+use super::latency_record::{self, LatencyRecord};
 use super::{Record, RunReport};
 use std::path::Path;
 
@@ -113,10 +113,10 @@ pub fn read(path: &Path) -> Result<Read, FileError> {
         // A run document on one line (minified by another tool).
         return run_document(path, report);
     }
-    let is_latency = experiment.as_deref() == Some(latency::EXPERIMENT);
+    let is_latency = experiment.as_deref() == Some(latency_record::EXPERIMENT);
     // The first line is parsed again with the rest: one rule for every line.
     let (document, torn) = if is_latency {
-        let items = records_from(&mut lines, &first, latency::parse)?;
+        let items = records_from(&mut lines, &first, latency_record::parse)?;
         (Document::Latency(items.items), items.torn)
     } else {
         let mut by_point = super::pooled::ByPoint::new();

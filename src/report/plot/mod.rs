@@ -11,11 +11,11 @@
 pub mod bandwidth;
 mod heat;
 pub mod kernels;
-pub mod latency;
+pub mod latency_charts;
 pub mod nodes;
 
 pub use bandwidth::{numa_plots, sizes_plot, threads_plot};
-pub use latency::{c2c_plot, latency_matrix_plot, latency_sizes_plot, loaded_plot};
+pub use latency_charts::{c2c_plot, latency_matrix_plot, latency_sizes_plot, loaded_plot};
 pub use nodes::{aggregate_plot, nodes_plot};
 
 use crate::units::Bytes;

@@ -3,6 +3,8 @@
 //! as it is measured, so resume, stop and the results file work as for
 //! every other experiment.
 
+use super::Stop;
+use super::probe::{Probe, drive};
 use super::session::Session;
 use crate::error::Result;
 use crate::latency::load::{self, LoadedPlan, Mix};
@@ -10,7 +12,7 @@ use crate::latency::{self, Chain, LatencyPlan, LatencyPoint};
 use crate::memory::Hugepages;
 use crate::memory::policy::Policy;
 use crate::memory::written::{ArrayPolicy, PolicySpec};
-use crate::results::latency::{C2cLine, Latency, LatencyKey, LoadPoint, Study};
+use crate::results::latency_record::{C2cLine, Latency, LatencyKey, LoadPoint, Study};
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
 use crate::trust::{Effect, Interference, Scope, Snapshot};
@@ -43,12 +45,23 @@ pub struct LatencyRequest {
 /// stops after the current point once a signal asks.
 pub fn measure(topo: &Topology, request: &LatencyRequest, out: &mut LatencySession) -> Result<()> {
     let (plan, facts) = (&request.plan, &request.facts);
+    let mut chases = Chases { plan, facts };
     match (&request.loaded, request.study) {
-        (Some(loaded), _) => run_loaded(plan, facts, loaded, out),
-        (None, Study::Matrix) => run_matrix(plan, facts, topo, out),
-        (None, Study::C2c) => run_c2c(plan, facts, topo, &request.c2c_lines, out),
-        (None, _) => run_idle(plan, facts, out),
+        (Some(loaded), _) => return run_loaded(plan, facts, loaded, out),
+        (None, Study::Matrix) => drive(&mut chases, &matrix_chases(plan, topo), out),
+        (None, Study::C2c) => {
+            let llcs = topo.llc_domains();
+            let mut probe = CoreToCore {
+                plan,
+                facts,
+                topo,
+                llcs,
+            };
+            drive(&mut probe, &pairs(plan, topo, &request.c2c_lines), out)
+        }
+        (None, _) => drive(&mut chases, &idle_chases(plan), out),
     }
+    .map(|_| ())
 }
 
 /// `membw latency`'s one entry point: measures what is not done yet (a
@@ -59,14 +72,14 @@ pub fn run(
     topo: &Topology,
     request: &LatencyRequest,
     out: &mut LatencySession,
-) -> (crate::results::latency::LatencyReport, Result<()>) {
+) -> (crate::results::latency_record::LatencyReport, Result<()>) {
     let result = measure(topo, request, out);
     let mut records = resumed_records(out);
     records.append(&mut out.records);
     let plan = &request.plan;
-    let report = crate::results::latency::LatencyReport {
+    let report = crate::results::latency_record::LatencyReport {
         schema_version: crate::results::SCHEMA_VERSION,
-        experiment: crate::results::latency::EXPERIMENT.into(),
+        experiment: crate::results::latency_record::EXPERIMENT.into(),
         study: request.study,
         timestamp: out.started.clone(),
         host: out.host.clone(),
@@ -85,7 +98,7 @@ pub fn run(
 /// The points a resumed run found done, from its file, in the order the
 /// study reached them: the report of a resumed run covers the whole study,
 /// not only what this run added.
-fn resumed_records(out: &LatencySession) -> Vec<crate::results::latency::LatencyRecord> {
+fn resumed_records(out: &LatencySession) -> Vec<crate::results::latency_record::LatencyRecord> {
     let Some(file) = out.file.as_ref().filter(|_| !out.resumed.is_empty()) else {
         return Vec::new();
     };
@@ -154,36 +167,57 @@ fn key(pages: Hugepages, study: Study, cpu: usize, policy: &Policy, bytes: u64) 
     }
 }
 
-fn run_idle(plan: &LatencyPlan, facts: &Facts, out: &mut LatencySession) -> Result<()> {
-    latency::pin(plan.cpu)?;
+/// One chase of the idle or NUMA-matrix study: its point (the chasing CPU,
+/// the size and pages of the working set) and the policy that places it.
+struct Chase {
+    key: LatencyKey,
+    policy: Policy,
+}
+
+/// The chase probe: one working set built and chased per point.
+struct Chases<'p> {
+    plan: &'p LatencyPlan,
+    facts: &'p Facts,
+}
+
+impl Probe for Chases<'_> {
+    type Job = Chase;
+    type Point = LatencyKey;
+    type Payload = Latency;
+
+    fn point(&self, job: &Chase) -> LatencyKey {
+        job.key.clone()
+    }
+
+    fn measure(&mut self, job: &Chase, _: &Stop) -> Result<Option<(LatencyKey, Latency)>> {
+        let (cpu, plan) = (job.key.cpu, self.plan);
+        latency::pin(cpu)?;
+        let mut chain = Chain::build(job.key.bytes, job.key.hugepages, &job.policy)?;
+        let measured = sample(&mut chain, plan, cpu);
+        let payload = payload(plan, self.facts, measured, None, None);
+        Ok(Some((job.key.clone(), payload)))
+    }
+}
+
+/// The idle study: every size in every kind of page, from the plan's CPU.
+fn idle_chases(plan: &LatencyPlan) -> Vec<Chase> {
+    let mut chases = Vec::new();
     for &pages in &plan.hugepages {
         for &bytes in &plan.sizes {
-            let k = key(pages, Study::Idle, plan.cpu, &plan.policy, bytes);
-            if out.skip(&k) {
-                continue;
-            }
-            let point = sample(
-                &mut Chain::build(bytes, pages, &plan.policy)?,
-                plan,
-                plan.cpu,
-            );
-            if !out.keep(k, payload(plan, facts, point, None, None))? {
-                return Ok(());
-            }
+            chases.push(Chase {
+                key: key(pages, Study::Idle, plan.cpu, &plan.policy, bytes),
+                policy: plan.policy.clone(),
+            });
         }
     }
-    Ok(())
+    chases
 }
 
 /// Every CPU node that has an allowed CPU chases, from its first one, a
 /// working set bound to each allowed memory node in turn.
-fn run_matrix(
-    plan: &LatencyPlan,
-    facts: &Facts,
-    topo: &Topology,
-    out: &mut LatencySession,
-) -> Result<()> {
+fn matrix_chases(plan: &LatencyPlan, topo: &Topology) -> Vec<Chase> {
     let bytes = plan.sizes[0];
+    let mut chases = Vec::new();
     for node in &topo.nodes {
         let Some(&cpu) = node
             .cpus
@@ -193,65 +227,78 @@ fn run_matrix(
         else {
             continue;
         };
-        latency::pin(cpu)?;
         for &mem in topo.allowed_mems.ids() {
             let policy = Policy::Bind(IdSet::new(vec![mem]));
-            let mut k = key(plan.hugepages[0], Study::Matrix, cpu, &policy, bytes);
-            (k.cpu_node, k.mem_node) = (Some(node.id), Some(mem));
-            if out.skip(&k) {
-                continue;
-            }
-            let point = sample(
-                &mut Chain::build(bytes, plan.hugepages[0], &policy)?,
-                plan,
-                cpu,
-            );
-            if !out.keep(k, payload(plan, facts, point, None, None))? {
-                return Ok(());
-            }
+            let mut key = key(plan.hugepages[0], Study::Matrix, cpu, &policy, bytes);
+            (key.cpu_node, key.mem_node) = (Some(node.id), Some(mem));
+            chases.push(Chase { key, policy });
         }
     }
-    Ok(())
+    chases
 }
 
-/// Every pair of allowed CPUs, in every case asked for, the lower-numbered
-/// CPU timing: the core-to-core matrices, one pair and case per point.
-fn run_c2c(
-    plan: &LatencyPlan,
-    facts: &Facts,
-    topo: &Topology,
-    lines: &[C2cLine],
-    out: &mut LatencySession,
-) -> Result<()> {
+/// One pair of the core-to-core study: the two CPUs (the first times) and
+/// the case of the line between them.
+struct Pair {
+    key: LatencyKey,
+    cpus: (usize, usize),
+    line: C2cLine,
+}
+
+/// The core-to-core probe: one pair and one case of the line per point.
+struct CoreToCore<'p> {
+    plan: &'p LatencyPlan,
+    facts: &'p Facts,
+    topo: &'p Topology,
+    llcs: Vec<IdSet>,
+}
+
+impl Probe for CoreToCore<'_> {
+    type Job = Pair;
+    type Point = LatencyKey;
+    type Payload = Latency;
+
+    fn point(&self, job: &Pair) -> LatencyKey {
+        job.key.clone()
+    }
+
+    fn measure(&mut self, job: &Pair, _: &Stop) -> Result<Option<(LatencyKey, Latency)>> {
+        let ((a, b), plan) = (job.cpus, self.plan);
+        let start = Snapshot::take();
+        let (point, end) = latency::c2c::measure(
+            job.line,
+            (a, b),
+            plan.time_per_size,
+            plan.clock_ghz,
+            Snapshot::take,
+        )?;
+        let seen = start.until(&end, Scope::node(&[a, b]), 0, Effect::Latency);
+        let mut payload = payload(plan, self.facts, (point, seen), None, None);
+        let relation = latency::c2c::relation(self.topo, &self.llcs, a, b);
+        payload.relation = Some(relation.to_string());
+        Ok(Some((job.key.clone(), payload)))
+    }
+}
+
+/// Every pair of allowed CPUs, the lower-numbered first, in every case
+/// asked for.
+fn pairs(plan: &LatencyPlan, topo: &Topology, lines: &[C2cLine]) -> Vec<Pair> {
     let cpus = topo.allowed_cpus.ids();
-    let llcs = topo.llc_domains();
+    let mut pairs = Vec::new();
     for &line in lines {
         for (i, &a) in cpus.iter().enumerate() {
             for &b in &cpus[i + 1..] {
-                let mut k = key(plan.hugepages[0], Study::C2c, a, &Policy::Local, 64);
-                k.peer_cpu = Some(b);
-                k.line = Some(line);
-                if out.skip(&k) {
-                    continue;
-                }
-                let start = Snapshot::take();
-                let (point, end) = latency::c2c::measure(
+                let mut key = key(plan.hugepages[0], Study::C2c, a, &Policy::Local, 64);
+                (key.peer_cpu, key.line) = (Some(b), Some(line));
+                pairs.push(Pair {
+                    key,
+                    cpus: (a, b),
                     line,
-                    (a, b),
-                    plan.time_per_size,
-                    plan.clock_ghz,
-                    Snapshot::take,
-                )?;
-                let seen = start.until(&end, Scope::node(&[a, b]), 0, Effect::Latency);
-                let mut payload = payload(plan, facts, (point, seen), None, None);
-                payload.relation = Some(latency::c2c::relation(topo, &llcs, a, b).to_string());
-                if !out.keep(k, payload)? {
-                    return Ok(());
-                }
+                });
             }
         }
     }
-    Ok(())
+    pairs
 }
 
 /// The chaser's idle latency first, then every mix and delay under load.
