@@ -221,9 +221,9 @@ pub(crate) struct MeasureArgs {
     #[serde(flatten)]
     pub(crate) weights: super::flags::Weights,
 
-    /// Measure nothing: report fixed rates (GB/s per thread[,delay=DURATION]); for tests
-    #[arg(long, hide = true, value_name = "RATE")]
-    fake_source: Option<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    fake: super::flags::FakeSource,
 
     #[command(flatten)]
     #[serde(flatten)]
@@ -354,12 +354,12 @@ impl MeasureArgs {
 
     /// Whether the hidden fake source measures (tests).
     pub(crate) fn fakes(&self) -> bool {
-        self.fake_source.is_some()
+        self.fake.fake_source.is_some()
     }
 
     /// The measurement source: membw's kernels, or the hidden fake.
     pub(crate) fn source(&self) -> Result<Box<dyn Source>> {
-        self.backend.source(self.fake_source.as_deref())
+        self.backend.source(self.fake.fake_source.as_deref())
     }
 }
 

@@ -36,9 +36,8 @@ pub(crate) struct ReportArgs {
     #[arg(long)]
     png: bool,
 
-    /// Output format (markdown: tables and links to the SVG plots; html: one page, plots inline; jsonl: the records)
-    #[arg(long, default_value = "text", default_value_if("markdown", clap::builder::ArgPredicate::IsPresent, "markdown"), value_parser = super::args::format_parser("report"))]
-    format: Format,
+    #[command(flatten)]
+    form: super::flags::Form,
 
     #[command(flatten)]
     markdown: super::flags::Markdown,
@@ -107,7 +106,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             };
             show(&args, &doc)?;
             // Runs across MPI ranks (`mpirun ... membw run -o FILE`): their nodes.
-            if matches!(args.format, Format::Text | Format::Markdown) {
+            if matches!(args.form.format, Format::Text | Format::Markdown) {
                 for record in &records {
                     if let Some(ranks) = record.runs.iter().rev().find_map(|r| r.ranks()) {
                         print(format!(
@@ -209,7 +208,7 @@ fn history_files(inputs: &[PathBuf]) -> Result<Option<Vec<PathBuf>>> {
 /// slower than their own history or far from the fleet (exit 1 when any).
 fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
     use crate::health::history;
-    if !matches!(args.format, Format::Text | Format::Markdown) {
+    if !matches!(args.form.format, Format::Text | Format::Markdown) {
         return Err(Error::Usage(
             "a fleet's history is reported as text or markdown, a plot and --html (no --format json or csv)"
                 .into(),
@@ -282,7 +281,7 @@ fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
 
 /// Prints the report in `--format`, and writes the `--html` page.
 fn show(args: &ReportArgs, doc: &export::View) -> Result<()> {
-    print(render_as(args.format, doc)?)?;
+    print(render_as(args.form.format, doc)?)?;
     if let Some(html) = &args.html {
         write_file(html, &render_as(Format::Html, doc)?)?;
         crate::say!("membw: report in {}", html.display());
@@ -298,15 +297,14 @@ pub(crate) struct CompareArgs {
     b: PathBuf,
     #[command(flatten)]
     kernel: super::flags::Kernel,
-    /// Output format
-    #[arg(long, default_value = "text", default_value_if("markdown", clap::builder::ArgPredicate::IsPresent, "markdown"), value_parser = super::args::format_parser("compare"))]
-    format: Format,
+    #[command(flatten)]
+    form: super::flags::Form,
     #[command(flatten)]
     markdown: super::flags::Markdown,
 }
 
 pub(crate) fn compare(args: CompareArgs) -> Result<()> {
-    let show = |c: Comparison| print(render_as(args.format, &export::View::Compare(c))?);
+    let show = |c: Comparison| print(render_as(args.form.format, &export::View::Compare(c))?);
     let (a, b) = match (read_document(&args.a)?, read_document(&args.b)?) {
         (Document::Run(a), Document::Run(b)) => return show(Comparison::Runs { a: &a, b: &b }),
         (Document::Latency(a), Document::Latency(b)) => {

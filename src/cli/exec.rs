@@ -35,9 +35,8 @@ pub(crate) struct ExecArgs {
     #[arg(long)]
     label: Option<String>,
 
-    /// Output format (json and jsonl: the record on one line, as results files hold it)
-    #[arg(long, default_value = "text", value_parser = super::args::format_parser("exec"))]
-    format: crate::report::export::Format,
+    #[command(flatten)]
+    form: super::flags::Form,
 
     /// Append the record to this results file (JSON Lines), as run -o does:
     /// report and compare read it
@@ -131,7 +130,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         record,
     };
     print(&super::common::render_as(
-        args.format,
+        args.form.format,
         &crate::report::export::View::Exec(view),
     )?)?;
     match failures.first() {

@@ -37,9 +37,8 @@ pub(crate) struct BaselineArgs {
     #[arg(long, num_args = 1.., value_name = "FILE")]
     from: Vec<PathBuf>,
 
-    /// Output format (json: the baseline as written)
-    #[arg(long, default_value = "text", value_parser = super::values::format_parser("baseline"))]
-    format: crate::report::export::Format,
+    #[command(flatten)]
+    form: super::flags::Form,
 
     #[command(flatten)]
     protocol: ProtocolArgs,
@@ -54,7 +53,7 @@ pub(crate) fn baseline(args: BaselineArgs) -> Result<()> {
     crate::say!("membw: {written}");
     // The baseline is made and written: a printout that fails says so.
     print(render_as(
-        args.format,
+        args.form.format,
         &crate::report::export::View::Baseline(&baseline),
     )?)
     .map_err(|e| not_judged(e, &format!("{written}, but printing it failed")))
@@ -172,9 +171,8 @@ pub(crate) struct CheckArgs {
     #[command(flatten)]
     quiet: super::flags::Quiet,
 
-    /// Output format (json: the whole verdict; jsonl: the verdict on one line)
-    #[arg(long, default_value = "text", value_parser = super::args::format_parser("check"))]
-    format: crate::report::export::Format,
+    #[command(flatten)]
+    form: super::flags::Form,
 
     #[command(flatten)]
     prom: super::flags::Prom,
@@ -374,7 +372,7 @@ fn emit(args: &CheckArgs, verdict: &Verdict) -> Result<()> {
     // --quiet: only an unhealthy verdict prints its table (NHC's way).
     if !(args.quiet.quiet && (verdict.healthy || !verdict.judged)) {
         print(&render_as(
-            args.format,
+            args.form.format,
             &crate::report::export::View::Check(verdict),
         )?)?;
     }

@@ -21,9 +21,8 @@ pub(crate) struct ProtocolArgs {
     #[command(flatten)]
     pub(super) ntimes: super::flags::Ntimes,
 
-    /// Measure nothing: fixed rates (GB/s per thread[,slow=CPUS@SHARE]); for tests
-    #[arg(long, hide = true, value_name = "RATE")]
-    fake_source: Option<String>,
+    #[command(flatten)]
+    fake: super::flags::FakeSource,
 
     #[command(flatten)]
     backend: super::common::BackendArg,
@@ -44,12 +43,12 @@ impl ProtocolArgs {
     }
 
     pub(super) fn source(&self) -> Result<Box<dyn Source>> {
-        self.backend.source(self.fake_source.as_deref())
+        self.backend.source(self.fake.fake_source.as_deref())
     }
 
     pub(super) fn topology(&self) -> Result<Topology> {
         (self.sysroot).only_for_planning(
-            self.fake_source.is_some(),
+            self.fake.fake_source.is_some(),
             "baseline and check measure this node (a tree is for membw's own tests)",
         )?;
         read_topology(self.sysroot.dir())

@@ -1,16 +1,14 @@
 //! What an installed membw brings besides itself: shell completion and man
 //! pages, both from the command-line definition.
 
-use super::Cli;
 use super::common::print;
 use crate::error::{Error, Result};
-use clap::CommandFactory;
 use std::path::Path;
 
 /// `membw completions SHELL`: the completion script on stdout.
 pub(crate) fn completions(shell: clap_complete::Shell) -> Result<()> {
     let mut out = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "membw", &mut out);
+    clap_complete::generate(shell, &mut super::command(), "membw", &mut out);
     print(out)
 }
 
@@ -19,13 +17,13 @@ pub(crate) fn completions(shell: clap_complete::Shell) -> Result<()> {
 pub(crate) fn man(dir: Option<&Path>) -> Result<()> {
     if let Some(dir) = dir {
         std::fs::create_dir_all(dir)
-            .and_then(|()| clap_mangen::generate_to(Cli::command(), dir))
+            .and_then(|()| clap_mangen::generate_to(super::command(), dir))
             .map_err(|e| Error::Runtime(format!("{}: {e}", dir.display())))?;
         crate::say!("membw: man pages in {} (man membw-run)", dir.display());
         return Ok(());
     }
     let mut out = Vec::new();
-    clap_mangen::Man::new(Cli::command())
+    clap_mangen::Man::new(super::command())
         .render(&mut out)
         .map_err(|e| Error::Runtime(format!("rendering the man page: {e}")))?;
     print(out)

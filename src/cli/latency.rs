@@ -107,9 +107,8 @@ pub(crate) struct LatencyArgs {
     #[command(flatten)]
     resume: super::flags::Resume,
 
-    /// Output format
-    #[arg(long, default_value = "text", value_parser = super::args::format_parser("latency"))]
-    format: crate::report::export::Format,
+    #[command(flatten)]
+    form: super::flags::Form,
 
     #[command(flatten)]
     peak: PeakArgs,
@@ -215,7 +214,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
         );
     }
     print(&super::common::render_as(
-        args.format,
+        args.form.format,
         &crate::report::export::View::Latency(&doc),
     )?)?;
     if let Some(p) = &args.prom.prom {

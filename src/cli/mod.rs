@@ -96,9 +96,8 @@ struct PlaceArgs {
     #[command(flatten)]
     sysroot: flags::Sysroot,
 
-    /// Output format
-    #[arg(long, default_value = "text", default_value_if("json", clap::builder::ArgPredicate::IsPresent, "json"), value_parser = args::format_parser("place"))]
-    format: crate::report::export::Format,
+    #[command(flatten)]
+    form: flags::Form,
 
     #[command(flatten)]
     json: flags::Json,
@@ -109,9 +108,8 @@ struct TopoArgs {
     #[command(flatten)]
     sysroot: flags::Sysroot,
 
-    /// Output format (json: the full model)
-    #[arg(long, default_value = "text", default_value_if("json", clap::builder::ArgPredicate::IsPresent, "json"), value_parser = args::format_parser("topo"))]
-    format: crate::report::export::Format,
+    #[command(flatten)]
+    form: flags::Form,
 
     #[command(flatten)]
     json: flags::Json,
@@ -160,7 +158,7 @@ fn one_line(rendered: &str) -> String {
 /// The command line, every value that is a name matched in any case
 /// (`--stores NT`, `--format JSON`, `--isa AVX2`).
 fn parse_cli() -> std::result::Result<Cli, clap::Error> {
-    use clap::{CommandFactory, FromArgMatches};
+    use clap::FromArgMatches;
     fn any_case(cmd: clap::Command) -> clap::Command {
         cmd.mut_args(|a| {
             let takes = a.get_action().takes_values();
@@ -168,8 +166,16 @@ fn parse_cli() -> std::result::Result<Cli, clap::Error> {
         })
         .mut_subcommands(any_case)
     }
-    let matches = any_case(Cli::command()).try_get_matches()?;
+    let matches = any_case(command()).try_get_matches()?;
     Cli::from_arg_matches(&matches)
+}
+
+/// The command line as clap builds it from the definitions, with what each
+/// command sets of a shared flag (its `--format` values): what parsing,
+/// completions and man pages all describe.
+pub(crate) fn command() -> clap::Command {
+    use clap::CommandFactory;
+    flags::per_command(Cli::command())
 }
 
 /// The flag a domain input error is about.
@@ -273,7 +279,7 @@ fn place(args: PlaceArgs) -> Result<()> {
         spellings: &spellings,
     };
     print(common::render_as(
-        args.format,
+        args.form.format,
         &report::export::View::Place(&view),
     )?)
 }
@@ -307,7 +313,7 @@ fn topo(args: TopoArgs) -> Result<()> {
     let topo = read_topology(args.sysroot.dir())?;
     let peak = peak::estimate(&topo, &args.peak.request());
     print(common::render_as(
-        args.format,
+        args.form.format,
         &report::export::View::Topo {
             topo: &topo,
             peak: peak.as_ref(),

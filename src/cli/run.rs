@@ -28,9 +28,8 @@ pub(crate) struct RunArgs {
     #[command(flatten)]
     placement: PlacementArgs,
 
-    /// Output format
-    #[arg(long, default_value = "text", default_value_if("json", clap::builder::ArgPredicate::IsPresent, "json"), value_parser = args::format_parser("run"))]
-    format: crate::report::export::Format,
+    #[command(flatten)]
+    form: super::flags::Form,
 
     #[command(flatten)]
     json: super::flags::Json,
@@ -329,7 +328,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         keep_run(session, &engine, point, &plan, &report)?;
     }
     print(common::render_as(
-        args.format,
+        args.form.format,
         &report::export::View::Run {
             report: &report,
             quiet: args.quiet.quiet,

@@ -89,10 +89,9 @@ pub(crate) struct SweepArgs {
     #[serde(skip)]
     resume: super::flags::Resume,
 
-    /// Format of the summary printed at the end (jsonl: every record of the file)
-    #[arg(long, default_value = "text", default_value_if("markdown", clap::builder::ArgPredicate::IsPresent, "markdown"), value_parser = super::args::format_parser("sweep"))]
-    #[serde(skip, default = "text")]
-    format: crate::report::export::Format,
+    #[command(flatten)]
+    #[serde(skip)]
+    form: super::flags::Form,
 
     #[command(flatten)]
     #[serde(skip)]
@@ -114,10 +113,6 @@ pub(crate) struct SweepArgs {
     #[command(flatten)]
     #[serde(skip)]
     peak: PeakArgs,
-}
-
-fn text() -> crate::report::export::Format {
-    crate::report::export::Format::Text
 }
 
 /// The memory policies the sweep measures: `--mem`'s, or for the tier
@@ -236,7 +231,7 @@ impl SweepArgs {
         SweepArgs {
             output: self.output,
             resume: self.resume,
-            format: self.format,
+            form: self.form,
             markdown: self.markdown,
             timeout: self.timeout,
             peak: self.peak,
@@ -312,7 +307,7 @@ fn refuse_device_studies(
 
 fn sweep_study(args: SweepArgs) -> Result<()> {
     let study = args.study()?.stored();
-    let format = args.format;
+    let format = args.form.format;
     let (topo, _weights) = super::common::with_weights(
         args.measure.weights.weights.as_deref(),
         read_topology(args.sysroot.dir())?,

@@ -32,9 +32,8 @@ pub(crate) struct TuneArgs {
     #[arg(long, short, value_name = "FILE")]
     output: Option<PathBuf>,
 
-    /// Output format (jsonl: every candidate's record, best first)
-    #[arg(long, default_value = "text", value_parser = super::values::format_parser("tune"))]
-    format: crate::report::export::Format,
+    #[command(flatten)]
+    form: super::flags::Form,
 
     #[command(flatten)]
     measure: MeasureArgs,
@@ -187,7 +186,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     }
     let view = tune_view(&args, &trials, &session.records, &ranked, &searched);
     print(super::common::render_as(
-        args.format,
+        args.form.format,
         &report::export::View::Tune(&view),
     )?)?;
     if let Some(line) = super::common::trust_summary(&session.records) {

@@ -41,14 +41,22 @@ pub(crate) fn parse_kernel_list(text: &str) -> std::result::Result<KernelList, S
     Ok(KernelList(kernels))
 }
 
-/// `--format` of `command`: exactly the formats that render its document,
-/// as `--help` lists them and as a typed [`Format`].
-pub(crate) fn format_parser(command: &'static str) -> FormatParser {
-    FormatParser(command)
+/// `--format`'s values: the formats `command` has a form for, as `--help`
+/// lists them and as a typed [`Format`].
+pub(crate) fn format_parser(command: &str) -> FormatParser {
+    FormatParser(formats_for(command))
 }
 
-#[derive(Clone, Copy)]
-pub(crate) struct FormatParser(&'static str);
+/// The formats one `--format` takes; every format until
+/// `cli::per_command` narrows it to its command's.
+#[derive(Clone)]
+pub(crate) struct FormatParser(Vec<Format>);
+
+impl FormatParser {
+    pub(crate) fn any() -> FormatParser {
+        FormatParser(Format::ALL.to_vec())
+    }
+}
 
 impl clap::builder::TypedValueParser for FormatParser {
     type Value = Format;
@@ -59,7 +67,7 @@ impl clap::builder::TypedValueParser for FormatParser {
         arg: Option<&clap::Arg>,
         value: &std::ffi::OsStr,
     ) -> std::result::Result<Format, clap::Error> {
-        let names: Vec<&str> = formats_for(self.0).into_iter().map(Format::name).collect();
+        let names: Vec<&str> = self.0.iter().map(|f| f.name()).collect();
         let name = clap::builder::PossibleValuesParser::new(names).parse_ref(cmd, arg, value)?;
         Format::from_name(&name.to_ascii_lowercase())
             .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidValue))
@@ -69,8 +77,8 @@ impl clap::builder::TypedValueParser for FormatParser {
         &self,
     ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
         Some(Box::new(
-            formats_for(self.0)
-                .into_iter()
+            self.0
+                .iter()
                 .map(|f| clap::builder::PossibleValue::new(f.name())),
         ))
     }

@@ -447,3 +447,15 @@ mod tests {
         assert_eq!(scalar.for_chase(true).unwrap(), IsaArg::Scalar);
     }
 }
+
+/// `--fake-source` (run, sweep, tune, baseline, check; hidden): measure
+/// nothing and report fixed rates, for tests of what is not the
+/// measurement; one grammar everywhere (`engine::FakeSource::parse`).
+#[derive(Args, Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct FakeSource {
+    /// Measure nothing: report fixed rates
+    /// (GB/s per thread[,delay=DURATION][,slow=CPUS@SHARE][,busy=PCT][,cap=GBS][,noise=PCT][,seed=N]);
+    /// for tests
+    #[arg(long, hide = true, value_name = "RATE")]
+    pub(crate) fake_source: Option<String>,
+}

@@ -2,6 +2,7 @@
 //! where results go, in which form, how much is printed, and whether
 //! anything is measured at all.
 
+use crate::report::export::Format;
 use clap::Args;
 
 /// `--dry-run` (run, sweep, tune).
@@ -62,4 +63,117 @@ pub(crate) struct Resume {
     /// Continue the study in FILE: skip the points already in it, append the rest
     #[arg(long, value_name = "FILE", help_heading = "Results")]
     pub(crate) resume: Option<std::path::PathBuf>,
+}
+
+/// `--format` (every command that prints a document). One definition: the
+/// forms a command takes are its exporters' (`formats_for`), and
+/// [`per_command`] sets them, what each form holds there, and whether
+/// `--json` or `--markdown` stands for one.
+#[derive(Args, Debug, Clone, Copy)]
+pub(crate) struct Form {
+    /// Output format
+    #[arg(long, default_value = "text", value_parser = crate::cli::values::FormatParser::any())]
+    pub(crate) format: Format,
+}
+
+impl Default for Form {
+    fn default() -> Self {
+        Form {
+            format: Format::Text,
+        }
+    }
+}
+
+/// What `--format`'s help adds in a command, where a form holds something
+/// particular there.
+const FORM_HELP: [(&str, &str); 7] = [
+    (
+        "report",
+        "markdown: tables and links to the SVG plots; html: one page, plots inline; jsonl: the records",
+    ),
+    ("baseline", "json: the baseline as written"),
+    (
+        "check",
+        "json: the whole verdict; jsonl: the verdict on one line",
+    ),
+    ("topo", "json: the full model"),
+    (
+        "sweep",
+        "of the summary printed at the end; jsonl: every record of the file",
+    ),
+    ("tune", "jsonl: every candidate's record, best first"),
+    (
+        "exec",
+        "json and jsonl: the record on one line, as results files hold it",
+    ),
+];
+
+/// `--format` in each command that has it: the values its exporters take,
+/// its help, and `--json`/`--markdown` as its shorthands.
+pub(crate) fn per_command(cmd: clap::Command) -> clap::Command {
+    let cmd = cmd.mut_subcommands(per_command);
+    let has = |id: &str| cmd.get_arguments().any(|a| a.get_id() == id);
+    if !has("format") {
+        return cmd;
+    }
+    let name = cmd.get_name().to_string();
+    let shorthands: Vec<&'static str> = ["json", "markdown"]
+        .into_iter()
+        .filter(|id| has(id))
+        .collect();
+    let help = FORM_HELP.iter().find(|(c, _)| *c == name).map(|(_, h)| *h);
+    cmd.mut_arg("format", |mut arg| {
+        arg = arg.value_parser(crate::cli::values::format_parser(&name));
+        if let Some(help) = help {
+            arg = arg.help(format!("Output format ({help})"));
+        }
+        // `Equals("true")`, not `IsPresent`: a flag's own default (false)
+        // counts as present once clap has filled it in, and mut_arg moves
+        // --format after it.
+        for id in shorthands {
+            arg = arg.default_value_if(id, "true", id);
+        }
+        arg
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn format_of(args: &[&str]) -> Result<Format, clap::Error> {
+        let argv = std::iter::once("membw").chain(args.iter().copied());
+        let matches = crate::cli::command().try_get_matches_from(argv)?;
+        let (_, sub) = matches.subcommand().expect("a command");
+        Ok(*sub
+            .get_one::<Format>("format")
+            .expect("--format has a default"))
+    }
+
+    #[test]
+    fn each_command_takes_its_own_forms_and_its_shorthand() {
+        assert_eq!(format_of(&["run"]).unwrap(), Format::Text);
+        assert_eq!(format_of(&["run", "--json"]).unwrap(), Format::Json);
+        assert_eq!(format_of(&["sweep"]).unwrap(), Format::Text);
+        assert_eq!(
+            format_of(&["sweep", "--markdown"]).unwrap(),
+            Format::Markdown
+        );
+        assert_eq!(
+            format_of(&["report", "f", "--format", "html"]).unwrap(),
+            Format::Html
+        );
+        // Run has no page of its own; check's verdict no table.
+        assert!(format_of(&["run", "--format", "html"]).is_err());
+        assert!(format_of(&["check", "--format", "csv"]).is_err());
+        let help = crate::cli::command()
+            .find_subcommand_mut("check")
+            .unwrap()
+            .render_help()
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(help.contains("jsonl: the verdict on one line"), "{help}");
+    }
 }
