@@ -314,7 +314,7 @@ fn bad_input_is_a_one_line_error_with_exit_code_2() {
     usage_error(&["run", "--ntimes", "1"], "--ntimes");
     usage_error(
         &["run", "--threads", "0"],
-        "'0' for '--threads <THREADS>': out of range: a whole number of threads, 1 or more",
+        "--threads '0': out of range: a whole number of threads, 1 or more",
     );
     usage_error(
         &["run", "--threads", "1-2"],
@@ -392,7 +392,12 @@ fn bare_membw_prints_the_help_and_slips_get_hints() {
         &["run", "--thread", "2"],
         "unexpected argument '--thread' (did you mean '--threads'?)",
     );
-    usage_error(&["run", "--threads", "-1"], "'--threads <THREADS>'");
+    usage_error(&["run", "--threads", "-1"], "--threads '-1'");
+    // One placement, given once; sweep measures several.
+    usage_error(
+        &["run", "--pin", "N:0", "--pin", "N:1"],
+        "--pin N:0 --pin N:1: one placement here; membw sweep --pin measures each",
+    );
     usage_error(&["sweep", "--repeat", "-2"], "'--repeat <N>'");
 }
 

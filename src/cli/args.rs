@@ -11,53 +11,23 @@ use crate::plan::{Measure, StoresRequest};
 use crate::units::ArraySize;
 use clap::{Args, ValueEnum};
 
-/// Where threads run. At most one of --cpus, --places, --pin, --strategy.
+/// Where threads run, for a command that measures one placement: at most
+/// one of --cpus, --places, --pin, --strategy, --gomp-affinity and
+/// --kmp-affinity, each given once.
 #[derive(Args, Debug, Clone)]
+#[command(group(clap::ArgGroup::new("where").multiple(false).args(super::flags::WHERE)))]
 pub(crate) struct PlacementArgs {
-    /// CPUs to pin thread 0, 1, ... to, in order (0,2,4-10:2)
-    #[arg(long, group = "where", help_heading = "Placement")]
-    cpus: Option<String>,
-
-    /// OpenMP places: '{0}:64:2', '{0:4}:8:4', '{0,1},{2,3}', cores, sockets(1), ll_caches, numa_domains
-    #[arg(long, group = "where", help_heading = "Placement")]
-    places: Option<String>,
-
-    /// likwid-pin expression: N:0-23, S0:0-7@S1:0-7, M1:0-3, C0:0-3, E:N:8:1:2, M:scatter
-    #[arg(long, group = "where", help_heading = "Placement")]
-    pin: Option<String>,
-
-    /// compact, spread, per-socket=K, per-numa=K, per-l3=K, stride=S
-    #[arg(long, group = "where", help_heading = "Placement")]
-    strategy: Option<String>,
-
-    /// GNU libgomp's GOMP_CPU_AFFINITY list: '0 2 4-10:2'
-    #[arg(long, group = "where", value_name = "LIST", help_heading = "Placement")]
-    gomp_affinity: Option<String>,
-
-    /// Intel's KMP_AFFINITY: compact, scatter, 'granularity=fine,explicit,proclist=[0,2,4]', with permute and offset
-    #[arg(long, group = "where", value_name = "SPEC", help_heading = "Placement")]
-    kmp_affinity: Option<String>,
+    #[command(flatten)]
+    flags: super::flags::PlacementFlags,
 
     #[command(flatten)]
     ignore_env: super::flags::IgnoreEnv,
-
-    /// OMP_PROC_BIND for --places: close, spread, primary (master)
-    #[arg(long, requires = "places", value_parser = parse_bind, help_heading = "Placement")]
-    bind: Option<Bind>,
 
     #[command(flatten)]
     smt: super::flags::Smt,
 
     #[command(flatten)]
     cpunode: super::values::CpuNodeArg,
-
-    /// Number of threads [default: one per physical core of the allowed CPUs, or one per place]
-    #[arg(long, allow_negative_numbers = true, value_parser = super::values::parse_threads, help_heading = "Placement")]
-    pub(crate) threads: Option<u32>,
-}
-
-pub(crate) fn parse_bind(text: &str) -> std::result::Result<Bind, String> {
-    Bind::parse(text).ok_or_else(|| format!("unknown binding '{text}' (close, spread, primary)"))
 }
 
 pub(crate) use super::placed::{DEFAULT_LABEL, Placement};
@@ -65,24 +35,25 @@ pub(crate) use super::placed::{DEFAULT_LABEL, Placement};
 impl PlacementArgs {
     fn flag_spec(&self) -> Result<Option<placement::Spec>> {
         use placement::Spec;
-        Ok(if let Some(list) = &self.cpus {
+        let one = self.flags.single()?;
+        Ok(if let Some(list) = one.cpus {
             Some(Spec::cpus(list)?)
-        } else if let Some(places) = &self.places {
-            Some(Spec::places(places, self.bind.unwrap_or(Bind::Close))?)
-        } else if let Some(expr) = &self.pin {
+        } else if let Some(places) = one.places {
+            Some(Spec::places(places, one.bind.unwrap_or(Bind::Close))?)
+        } else if let Some(expr) = one.pin {
             Some(Spec::likwid(expr)?)
-        } else if let Some(s) = &self.strategy {
-            if s.contains(',') {
-                return Err(Error::Usage(format!(
-                    "--strategy '{s}': one placement here; membw sweep --strategy {s} measures several"
-                )));
-            }
+        } else if let Some(s) = one.strategy {
             Some(Spec::strategy(s)?)
-        } else if let Some(g) = &self.gomp_affinity {
+        } else if let Some(g) = one.gomp_affinity {
             Some(Spec::gomp(g)?)
         } else {
-            self.kmp_affinity.as_deref().map(Spec::kmp).transpose()?
+            one.kmp_affinity.map(Spec::kmp).transpose()?
         })
+    }
+
+    /// The thread count given, if one was.
+    pub(crate) fn threads(&self) -> Result<Option<u32>> {
+        Ok(self.flags.single()?.threads)
     }
 
     /// The request from flags, and from the environment where no flag
@@ -96,7 +67,7 @@ impl PlacementArgs {
             if let Some(e) = vars.typographic() {
                 return Err(e);
             }
-            super::env::placement(vars, from_flags, self.threads.is_some())?
+            super::env::placement(vars, from_flags, !self.flags.threads.is_empty())?
         };
         let mut request = flags;
         if let Some(spec) = env.spec.clone() {
@@ -135,40 +106,42 @@ impl PlacementArgs {
         let cpu_nodes = self.cpunode.nodes()?;
         Ok(placement::Request {
             spec,
-            threads: self.threads.map(|t| t as usize),
+            threads: self.threads()?.map(|t| t as usize),
             smt: self.smt.smt,
             cpu_nodes,
         })
     }
 
-    /// What was asked, in the user's words.
+    /// What was asked, in the user's words (once [`Self::placement`] has
+    /// held each flag to one value).
     pub(crate) fn describe(&self) -> String {
+        let f = &self.flags;
         let mut parts = Vec::new();
-        if let Some(c) = &self.cpus {
+        if let Some(c) = f.cpus.first() {
             parts.push(format!("--cpus {c}"));
         }
-        if let Some(p) = &self.places {
+        if let Some(p) = f.places.first() {
             parts.push(format!(
                 "--places '{p}' --bind {}",
-                self.bind.unwrap_or(Bind::Close)
+                f.bind.unwrap_or(Bind::Close)
             ));
         }
-        if let Some(p) = &self.pin {
+        if let Some(p) = f.pin.first() {
             parts.push(format!("--pin {p}"));
         }
-        if let Some(s) = &self.strategy {
+        if let Some(s) = f.strategy.first() {
             parts.push(format!("--strategy {s}"));
         }
-        if let Some(g) = &self.gomp_affinity {
+        if let Some(g) = f.gomp_affinity.first() {
             parts.push(format!("--gomp-affinity '{g}'"));
         }
-        if let Some(k) = &self.kmp_affinity {
+        if let Some(k) = f.kmp_affinity.first() {
             parts.push(format!("--kmp-affinity {k}"));
         }
         if parts.is_empty() {
             parts.push(DEFAULT_LABEL.into());
         }
-        if let Some(t) = self.threads {
+        if let Some(t) = f.threads.first() {
             parts.push(format!("--threads {t}"));
         }
         if self.smt.smt {

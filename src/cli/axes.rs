@@ -17,43 +17,9 @@ use clap::Args;
 
 #[derive(Args, Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct PlacementAxes {
-    /// Thread counts: 1-12, 1,2,4,8,16, 2-16:2, or cores (1 to all); repeat to join lists
-    /// [default: OMP_NUM_THREADS, else one per core]
-    #[arg(long, help_heading = "Axes")]
-    #[serde(default)]
-    pub(crate) threads: Vec<String>,
-
-    /// Strategies: compact, spread, per-socket=K, per-numa=K, per-l3=K, stride=S (comma-separated or repeated)
-    #[arg(long, value_delimiter = ',', help_heading = "Axes")]
-    #[serde(default)]
-    pub(crate) strategy: Vec<String>,
-
-    /// CPU lists, one per flag (repeat for several): thread 0, 1, ... on these CPUs in order
-    #[arg(long, help_heading = "Axes")]
-    #[serde(default)]
-    pub(crate) cpus: Vec<String>,
-
-    /// OpenMP places, one per flag (repeat for several)
-    #[arg(long, help_heading = "Axes")]
-    pub(crate) places: Vec<String>,
-
-    /// OMP_PROC_BIND for every --places: close, spread, primary
-    #[arg(long, requires = "places", value_parser = super::args::parse_bind, help_heading = "Axes")]
-    pub(crate) bind: Option<Bind>,
-
-    /// likwid-pin expressions, one per flag (repeat for several)
-    #[arg(long, help_heading = "Axes")]
-    pub(crate) pin: Vec<String>,
-
-    /// GOMP_CPU_AFFINITY lists, one per flag (repeat for several)
-    #[arg(long, value_name = "LIST", help_heading = "Axes")]
-    #[serde(default)]
-    pub(crate) gomp_affinity: Vec<String>,
-
-    /// KMP_AFFINITY values, one per flag (repeat for several)
-    #[arg(long, value_name = "SPEC", help_heading = "Axes")]
-    #[serde(default)]
-    pub(crate) kmp_affinity: Vec<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) flags: super::flags::PlacementFlags,
 
     #[command(flatten)]
     #[serde(flatten)]
@@ -70,12 +36,12 @@ pub(crate) struct PlacementAxes {
 
 impl PlacementAxes {
     fn any_placement(&self) -> bool {
-        !(self.strategy.is_empty()
-            && self.cpus.is_empty()
-            && self.places.is_empty()
-            && self.pin.is_empty()
-            && self.gomp_affinity.is_empty()
-            && self.kmp_affinity.is_empty())
+        !(self.flags.strategy.is_empty()
+            && self.flags.cpus.is_empty()
+            && self.flags.places.is_empty()
+            && self.flags.pin.is_empty()
+            && self.flags.gomp_affinity.is_empty()
+            && self.flags.kmp_affinity.is_empty())
     }
 
     /// Fills the axes no flag gave from the variables people set for
@@ -85,17 +51,17 @@ impl PlacementAxes {
         if self.ignore_env.ignore_env {
             return Ok(None);
         }
-        let from = env::placement(vars, self.any_placement(), !self.threads.is_empty())?;
+        let from = env::placement(vars, self.any_placement(), !self.flags.threads.is_empty())?;
         if let Some(n) = from.threads {
-            self.threads = vec![n.to_string()];
+            self.flags.threads = vec![n.to_string()];
         }
         match from.spec {
             Some(Spec::Places { places, bind }) => {
-                self.places = vec![places.text];
-                self.bind = Some(bind);
+                self.flags.places = vec![places.text];
+                self.flags.bind = Some(bind);
             }
-            Some(Spec::Gomp(list)) => self.gomp_affinity = vec![list.text],
-            Some(Spec::Kmp(kmp)) => self.kmp_affinity = vec![kmp.text],
+            Some(Spec::Gomp(list)) => self.flags.gomp_affinity = vec![list.text],
+            Some(Spec::Kmp(kmp)) => self.flags.kmp_affinity = vec![kmp.text],
             _ => {}
         }
         let mut line = Vec::new();
@@ -117,29 +83,29 @@ impl PlacementAxes {
     /// membw's default when none is given.
     pub(crate) fn placements(&self) -> Result<Vec<Spec>> {
         let mut out = Vec::new();
-        for s in &self.strategy {
+        for s in &self.flags.strategy {
             if s.trim().is_empty() {
                 return Err(Error::Usage(format!(
                     "--strategy '{}': an empty item (compact, spread, per-socket=K, ... separated by commas)",
-                    self.strategy.join(",")
+                    self.flags.strategy.join(",")
                 )));
             }
             out.push(Spec::strategy(s.trim())?);
         }
-        for c in &self.cpus {
+        for c in &self.flags.cpus {
             out.push(Spec::cpus(c)?);
         }
-        let bind = self.bind.unwrap_or(Bind::Close);
-        for p in &self.places {
+        let bind = self.flags.bind.unwrap_or(Bind::Close);
+        for p in &self.flags.places {
             out.push(Spec::places(p, bind)?);
         }
-        for e in &self.pin {
+        for e in &self.flags.pin {
             out.push(Spec::likwid(e)?);
         }
-        for g in &self.gomp_affinity {
+        for g in &self.flags.gomp_affinity {
             out.push(Spec::gomp(g)?);
         }
-        for k in &self.kmp_affinity {
+        for k in &self.flags.kmp_affinity {
             out.push(Spec::kmp(k)?);
         }
         if out.is_empty() {
@@ -151,11 +117,11 @@ impl PlacementAxes {
     /// The thread counts: every list given, in order; the placement's own
     /// count when none is.
     pub(crate) fn thread_counts(&self, topo: &Topology) -> Result<Vec<Option<usize>>> {
-        if self.threads.is_empty() {
+        if self.flags.threads.is_empty() {
             return Ok(vec![None]);
         }
         let mut counts = Vec::new();
-        for list in &self.threads {
+        for list in &self.flags.threads {
             counts.extend(sweep::parse_threads(list, topo)?);
         }
         Ok(counts)

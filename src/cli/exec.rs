@@ -38,10 +38,8 @@ pub(crate) struct ExecArgs {
     #[command(flatten)]
     form: super::flags::Form,
 
-    /// Append the record to this results file (JSON Lines), as run -o does:
-    /// report and compare read it
-    #[arg(short, long, value_name = "FILE")]
-    output: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    output: super::flags::Output,
 
     /// Pass the program's own output through as it runs
     #[arg(long)]
@@ -83,7 +81,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         &mut source,
         peak::estimate(&topo, &args.peak.request()),
     );
-    let file = match &args.output {
+    let file = match &args.output.output {
         Some(path) => Some(super::run::open_run_output(path)?),
         None => None,
     };

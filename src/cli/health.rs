@@ -19,9 +19,8 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub(crate) struct BaselineArgs {
-    /// The baseline file to write (JSON); an existing file is not replaced
-    #[arg(long, short, value_name = "FILE")]
-    output: PathBuf,
+    #[command(flatten)]
+    output: super::flags::Output,
 
     /// Rounds of measurement (every scope once per round); the baseline keeps each round's rate
     #[arg(long, default_value_t = 5, value_parser = super::values::parse_rounds)]
@@ -59,10 +58,18 @@ pub(crate) fn baseline(args: BaselineArgs) -> Result<()> {
     .map_err(|e| not_judged(e, &format!("{written}, but printing it failed")))
 }
 
+impl BaselineArgs {
+    /// The baseline to write: `--output`, which the grammar requires here.
+    fn baseline_file(&self) -> Result<&std::path::Path> {
+        (self.output.output.as_deref())
+            .ok_or_else(|| Error::Usage("--output FILE: the baseline to write".into()))
+    }
+}
+
 /// Measures (or merges) the baseline and writes it to `--output`; says
 /// what it wrote.
 fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
-    check_writable(&args.output, "--output", false)?;
+    check_writable(args.baseline_file()?, "--output", false)?;
     if !args.from.is_empty() {
         return fleet_baseline(args);
     }
@@ -109,8 +116,9 @@ fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
         interference: Some(interference),
     };
     let json = crate::report::json::pretty(&baseline)?;
-    write_atomic(&args.output, "--output", json.as_bytes())?;
-    let written = format!("baseline in {}", args.output.display());
+    let file = args.baseline_file()?;
+    write_atomic(file, "--output", json.as_bytes())?;
+    let written = format!("baseline in {}", file.display());
     Ok((baseline, written))
 }
 
@@ -127,14 +135,14 @@ fn fleet_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
     let baseline = Baseline::fleet(&nodes, crate::results::now())
         .map_err(|e| Error::Usage(format!("--from: {e}")))?;
     write_atomic(
-        &args.output,
+        args.baseline_file()?,
         "--output",
         crate::report::json::pretty(&baseline)?.as_bytes(),
     )?;
     let written = format!(
         "baseline of {} nodes in {}",
         nodes.len(),
-        args.output.display()
+        args.baseline_file()?.display()
     );
     Ok((baseline, written))
 }

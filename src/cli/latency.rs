@@ -18,7 +18,6 @@ use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
 use crate::units::Bytes;
 use clap::Args;
-use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
@@ -91,15 +90,8 @@ pub(crate) struct LatencyArgs {
     #[command(flatten)]
     isa: super::flags::Isa,
 
-    /// Also append every point to this results file (JSON Lines), for report and compare
-    #[arg(
-        long,
-        short,
-        value_name = "FILE",
-        conflicts_with = "resume",
-        help_heading = "Results"
-    )]
-    output: Option<PathBuf>,
+    #[command(flatten)]
+    output: super::flags::Output,
 
     #[command(flatten)]
     prom: super::flags::Prom,
@@ -470,7 +462,7 @@ fn loaded_plan(
 /// The results file of `-o` (new) or `--resume` (its points count as done).
 fn open_results(args: &LatencyArgs) -> Result<Option<ResultsFile>> {
     let file_error = super::common::file_error;
-    Ok(match (&args.resume.resume, &args.output) {
+    Ok(match (&args.resume.resume, &args.output.output) {
         (Some(path), _) => {
             let (file, torn) =
                 ResultsFile::resume_with(path, |t| record::parse(t).map(|r| r.point.key()))

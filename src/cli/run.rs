@@ -40,9 +40,8 @@ pub(crate) struct RunArgs {
     #[command(flatten)]
     peak: PeakArgs,
 
-    /// Also append this run to a results file as one JSON Lines record (created if missing), for report and compare
-    #[arg(short, long, value_name = "FILE")]
-    output: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    output: super::flags::Output,
 
     #[command(flatten)]
     prom: super::flags::Prom,
@@ -298,7 +297,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         say_starting(&plan);
     }
     // Only the process that reports writes (rank 0 of an MPI run).
-    let mut output = match &args.output {
+    let mut output = match &args.output.output {
         Some(path) if engine.reports() => Some(crate::engine::BandwidthSession::new(
             "run",
             crate::results::Host::describe(&topo),

@@ -80,10 +80,9 @@ pub(crate) struct SweepArgs {
     #[serde(flatten)]
     repeat: super::flags::Repeat,
 
-    /// Results file (JSON Lines) [default: membw-sweep-<time>-<pid>.jsonl]
-    #[arg(long, short, value_name = "FILE", conflicts_with = "resume")]
+    #[command(flatten)]
     #[serde(skip)]
-    output: Option<PathBuf>,
+    output: super::flags::Output,
 
     #[command(flatten)]
     #[serde(skip)]
@@ -280,8 +279,7 @@ fn results_file(args: &SweepArgs) -> Result<ResultsFile> {
             file
         }
         None => {
-            let path = args
-                .output
+            let path = (args.output.output)
                 .clone()
                 .unwrap_or_else(|| default_output("sweep"));
             ResultsFile::create(&path).map_err(|e| file_error(e, "--output"))?

@@ -13,7 +13,6 @@ use crate::report::{self};
 use crate::results::file::ResultsFile;
 use crate::results::{Host, Record};
 use clap::Args;
-use std::path::PathBuf;
 
 use super::common::{progress, run_message};
 
@@ -28,9 +27,8 @@ pub(crate) struct TuneArgs {
     #[command(flatten)]
     repeat: super::flags::Repeat,
 
-    /// Also write every candidate's record to FILE (JSON Lines, for membw report)
-    #[arg(long, short, value_name = "FILE")]
-    output: Option<PathBuf>,
+    #[command(flatten)]
+    output: super::flags::Output,
 
     #[command(flatten)]
     form: super::flags::Form,
@@ -151,8 +149,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
         let jobs: Vec<&crate::engine::Job> = trials.iter().map(|t| &t.job).collect();
         return super::common::print_plan("tune", &topo, args.sysroot.dir(), &jobs);
     }
-    let file = args
-        .output
+    let file = (args.output.output)
         .as_ref()
         .map(|p| ResultsFile::create(p).map_err(|e| file_error(e, "--output")))
         .transpose()?;
@@ -192,7 +189,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     if let Some(line) = super::common::trust_summary(&session.records) {
         crate::say!("membw: {line}");
     }
-    if let Some(p) = &args.output {
+    if let Some(p) = &args.output.output {
         crate::say!("membw: every candidate is in {}", p.display());
     }
     if let Some(signal) = session.signal() {

@@ -14,7 +14,9 @@ use clap::Args;
 use std::time::Duration;
 
 mod output;
+mod placement;
 pub(crate) use output::*;
+pub(crate) use placement::*;
 
 /// `--ntimes` (run, sweep, tune, baseline, check).
 #[derive(Args, Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
@@ -397,6 +399,18 @@ pub(crate) struct Kernel {
     pub(crate) kernel: Option<crate::kernels::KernelId>,
 }
 
+/// `--fake-source` (run, sweep, tune, baseline, check; hidden): measure
+/// nothing and report fixed rates, for tests of what is not the
+/// measurement; one grammar everywhere (`engine::FakeSource::parse`).
+#[derive(Args, Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct FakeSource {
+    /// Measure nothing: report fixed rates
+    /// (GB/s per thread[,delay=DURATION][,slow=CPUS@SHARE][,busy=PCT][,cap=GBS][,noise=PCT][,seed=N]);
+    /// for tests
+    #[arg(long, hide = true, value_name = "RATE")]
+    pub(crate) fake_source: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,16 +460,4 @@ mod tests {
         assert!(scalar.for_chase(false).is_err());
         assert_eq!(scalar.for_chase(true).unwrap(), IsaArg::Scalar);
     }
-}
-
-/// `--fake-source` (run, sweep, tune, baseline, check; hidden): measure
-/// nothing and report fixed rates, for tests of what is not the
-/// measurement; one grammar everywhere (`engine::FakeSource::parse`).
-#[derive(Args, Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub(crate) struct FakeSource {
-    /// Measure nothing: report fixed rates
-    /// (GB/s per thread[,delay=DURATION][,slow=CPUS@SHARE][,busy=PCT][,cap=GBS][,noise=PCT][,seed=N]);
-    /// for tests
-    #[arg(long, hide = true, value_name = "RATE")]
-    pub(crate) fake_source: Option<String>,
 }

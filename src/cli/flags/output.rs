@@ -84,6 +84,50 @@ impl Default for Form {
     }
 }
 
+/// `--output`/`-o` (run, exec, sweep, tune, latency, baseline): the file a
+/// command writes its results to. What it holds, and whether the command
+/// needs one, [`per_command`] says: a results file (JSON Lines) everywhere
+/// but `baseline`, whose baseline (JSON) it is and which needs it.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct Output {
+    /// Write the results to FILE
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: Option<std::path::PathBuf>,
+}
+
+/// What `--output` holds in each command that has it.
+const OUTPUT_HELP: [(&str, &str); 6] = [
+    (
+        "run",
+        "Also append this run to a results file as one JSON Lines record (created if missing), for report and compare",
+    ),
+    (
+        "exec",
+        "Append the record to this results file (JSON Lines), as run -o does: report and compare read it",
+    ),
+    (
+        "sweep",
+        "Results file (JSON Lines) [default: membw-sweep-<time>-<pid>.jsonl]",
+    ),
+    (
+        "tune",
+        "Also write every candidate's record to FILE (JSON Lines, for membw report)",
+    ),
+    (
+        "latency",
+        "Also append every point to this results file (JSON Lines), for report and compare",
+    ),
+    (
+        "baseline",
+        "The baseline file to write (JSON); an existing file is not replaced",
+    ),
+];
+
+fn output_help(command: &str) -> &'static str {
+    (OUTPUT_HELP.iter().find(|(c, _)| *c == command))
+        .map_or("Write the results to FILE", |(_, h)| *h)
+}
+
 /// What `--format`'s help adds in a command, where a form holds something
 /// particular there.
 const FORM_HELP: [(&str, &str); 7] = [
@@ -108,15 +152,35 @@ const FORM_HELP: [(&str, &str); 7] = [
     ),
 ];
 
-/// `--format` in each command that has it: the values its exporters take,
-/// its help, and `--json`/`--markdown` as its shorthands.
+/// The shared flags' parts that differ by command: `--output`'s help, its
+/// conflict with `--resume` and whether it is required; `--format`'s
+/// values (those its exporters take), its help, and `--json`/`--markdown`
+/// as its shorthands.
 pub(crate) fn per_command(cmd: clap::Command) -> clap::Command {
     let cmd = cmd.mut_subcommands(per_command);
-    let has = |id: &str| cmd.get_arguments().any(|a| a.get_id() == id);
+    let ids: Vec<String> = cmd
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .collect();
+    let has = |id: &str| ids.iter().any(|a| a == id);
+    let name = cmd.get_name().to_string();
+    let cmd = if has("output") {
+        let (help, resumes) = (output_help(&name), has("resume"));
+        cmd.mut_arg("output", |mut arg| {
+            arg = arg.help(help);
+            // A study written afresh or one continued, not both.
+            if resumes {
+                arg = arg.conflicts_with("resume");
+            }
+            // A baseline is what the command makes.
+            arg.required(name == "baseline")
+        })
+    } else {
+        cmd
+    };
     if !has("format") {
         return cmd;
     }
-    let name = cmd.get_name().to_string();
     let shorthands: Vec<&'static str> = ["json", "markdown"]
         .into_iter()
         .filter(|id| has(id))
