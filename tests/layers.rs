@@ -158,7 +158,9 @@ fn the_cli_builds_no_ad_hoc_json_and_files_stay_short() {
                 "{path} builds a json! document"
             );
         }
-        let exempt = ["kernels/mod.rs", "kernels/x86.rs", "kernels/aarch64.rs"];
+        // The kernel table (one row per kernel, its recurrence beside it)
+        // and the SIMD code per ISA, whose kernels are alike by design.
+        let exempt = ["kernels/table.rs", "kernels/x86.rs", "kernels/aarch64.rs"];
         let lines = text.lines().count();
         assert!(
             lines <= 500 || exempt.contains(&path.as_str()),
