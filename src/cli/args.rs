@@ -200,7 +200,7 @@ pub(crate) struct MeasureArgs {
 
     #[command(flatten)]
     #[serde(flatten)]
-    backend: super::common::BackendArg,
+    backend: super::flags::BackendArg,
 
     /// Started by mpirun/srun as one of several ranks: let each rank measure on its own, uncoordinated
     #[arg(long, help_heading = "Across ranks (MPI)")]

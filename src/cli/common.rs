@@ -1,10 +1,10 @@
 //! What every command of the CLI shares: reading the topology, reading a
 //! result document given on the command line, writing to stdout, wording
-//! file errors and signals. Commands import these from here, never from
-//! each other.
+//! file errors, progress, and the notes a study ends with (trust, unused
+//! arrays). Signals live in `signals.rs`, `--backend` in `flags/`; commands
+//! import these from here, never from each other.
 
 use crate::engine::Job;
-use crate::engine::Stop;
 use crate::error::{Error, Result};
 use crate::kernels::KernelId;
 use crate::results::RunResult;
@@ -16,6 +16,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub(crate) use super::signals::{signal_name, stop_flag, with_weights};
 pub(crate) use super::writing::{check_png, check_writable, write_atomic, write_file, write_plots};
 
 /// Reads the machine (or a fixture tree) and warns about impossible contents.
@@ -51,48 +52,6 @@ pub(crate) fn print(out: impl AsRef<[u8]>) -> Result<()> {
         }
         _ => Ok(()),
     }
-}
-
-pub(crate) fn signal_name(signal: i32) -> String {
-    match signal {
-        libc::SIGINT => "SIGINT (Ctrl-C)".into(),
-        libc::SIGTERM => "SIGTERM".into(),
-        libc::SIGHUP => "SIGHUP".into(),
-        other => format!("signal {other}"),
-    }
-}
-
-/// SIGINT, SIGTERM and SIGHUP set the flag; work stops after the current
-/// repetition.
-/// The stop flag the signal handlers set, installed on first use; every
-/// later call returns the same flag.
-pub(crate) fn stop_flag() -> Stop {
-    static STOP: std::sync::OnceLock<Stop> = std::sync::OnceLock::new();
-    STOP.get_or_init(|| {
-        let stop = Stop::default();
-        crate::sys::stop_on_signals(&stop);
-        stop
-    })
-    .clone()
-}
-
-/// Applies `--weights` (when given) for the command's life: the signal
-/// handlers go in first, so that a stop signal ends the run gracefully and
-/// the guard puts the weights back; the topology is read again so that
-/// policies see the new weights.
-pub(crate) fn with_weights(
-    text: Option<&str>,
-    topo: Topology,
-) -> Result<(Topology, Option<crate::topology::weights::WeightsGuard>)> {
-    let Some(text) = text else {
-        return Ok((topo, None));
-    };
-    let weights = crate::topology::weights::parse(text, &topo)?;
-    stop_flag();
-    let guard =
-        crate::topology::weights::WeightsGuard::apply(&topo, &weights, crate::sys::is_root())?;
-    let topo = Topology::read(&topo.root).map_err(Error::Runtime)?;
-    Ok((topo, Some(guard)))
 }
 
 /// Words a results-file error for the flag that named the file.
@@ -245,85 +204,6 @@ pub(crate) fn trust_summary(records: &[crate::results::Record]) -> Option<String
         records.len(),
         first.point.label()
     ))
-}
-
-/// The device the source measures, where its backend's target is one
-/// (its plan for the default request says): what a command whose study is
-/// of CPUs (tune, the NUMA matrix, the tier study) refuses, naming itself,
-/// rather than blaming a flag the user did not give.
-pub(crate) fn refuse_device(
-    source: &dyn crate::engine::Source,
-    topo: &crate::topology::Topology,
-    measure: &crate::plan::Measure,
-    what: &str,
-) -> Result<()> {
-    // What the target is does not depend on sizes or CPU settings: asked
-    // with the backend's defaults, so that a size from this host's caches
-    // (past the simulated device's memory) cannot hide the answer.
-    let neutral = crate::plan::Measure {
-        elements: None,
-        isa: None,
-        hugepages: crate::memory::Hugepages::Auto,
-        ..measure.clone()
-    };
-    let settings = crate::plan::Settings::new(
-        &neutral,
-        crate::placement::Request {
-            spec: crate::placement::Spec::Default,
-            threads: None,
-            smt: false,
-            cpu_nodes: None,
-        },
-        crate::plan::StoresRequest::Auto,
-        Default::default(),
-    );
-    match source.prepare(topo, &settings).ok() {
-        Some(p) if !p.plan.target.on_host() => Err(Error::Usage(format!(
-            "{what} studies CPUs, and the backend's target is {}: measure it with membw run, or membw sweep --working-sets",
-            p.plan.target.describe().unwrap_or_default()
-        ))),
-        _ => Ok(()),
-    }
-}
-
-/// `--backend`, hidden: what the arrays are on and how kernels run over
-/// them, for every command that measures bandwidth.
-#[derive(clap::Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub(crate) struct BackendArg {
-    /// Where the arrays live and how kernels run over them: cpu (the pinned SIMD team),
-    /// portable (one thread, portable loops; for tests of the protocol) or sim:N (simulated
-    /// device N of sim:0 to sim:3; for tests)
-    #[arg(
-        long,
-        hide = true,
-        value_name = "NAME",
-        default_value = "cpu",
-        conflicts_with = "fake_source"
-    )]
-    backend: String,
-}
-
-impl BackendArg {
-    /// The backend it names.
-    pub(crate) fn backend(&self) -> Result<Box<dyn crate::backend::Backend>> {
-        let name = &self.backend;
-        crate::backend::by_name(name).map_err(|e| Error::Usage(format!("--backend {name}: {e}")))
-    }
-
-    /// The source: this backend, or the fake that `--fake-source` names.
-    pub(crate) fn source(
-        &self,
-        fake: Option<&str>,
-    ) -> Result<Box<dyn crate::engine::source::Source>> {
-        match fake {
-            None => Ok(Box::new(crate::engine::source::StreamSource {
-                backend: self.backend()?,
-            })),
-            Some(spec) => crate::engine::source::FakeSource::parse(spec)
-                .map(|f| Box::new(f) as Box<dyn crate::engine::source::Source>)
-                .map_err(|e| Error::Usage(format!("--fake-source {e}"))),
-        }
-    }
 }
 
 /// `sweep --dry-run`, `tune --dry-run`: every point's plan, nothing run.

@@ -25,7 +25,7 @@ pub(crate) struct ProtocolArgs {
     fake: super::flags::FakeSource,
 
     #[command(flatten)]
-    backend: super::common::BackendArg,
+    backend: super::flags::BackendArg,
 
     #[command(flatten)]
     sysroot: super::flags::Sysroot,

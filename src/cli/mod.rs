@@ -16,6 +16,7 @@ mod latency;
 mod placed;
 mod resume;
 mod run;
+mod signals;
 mod sweep;
 mod tune;
 mod values;

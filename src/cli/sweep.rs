@@ -300,7 +300,7 @@ fn refuse_device_studies(
         (None, false) => "--far-share",
         (None, true) => return Ok(()),
     };
-    super::common::refuse_device(source, topo, &spec.measure, what)
+    super::flags::refuse_device(source, topo, &spec.measure, what)
 }
 
 fn sweep_study(args: SweepArgs) -> Result<()> {

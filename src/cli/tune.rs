@@ -143,7 +143,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let m = &args.measure;
     let spec = tune_spec(&args, &topo)?;
     let mut source = m.source()?;
-    super::common::refuse_device(source.as_ref(), &topo, &spec.measure, "membw tune")?;
+    super::flags::refuse_device(source.as_ref(), &topo, &spec.measure, "membw tune")?;
     let trials = tune_search::trials(&topo, &spec, &|s| source.prepare(&topo, s))?;
     if args.dry_run.dry_run {
         let jobs: Vec<&crate::engine::Job> = trials.iter().map(|t| &t.job).collect();

@@ -13,8 +13,10 @@ use crate::memory::Hugepages;
 use clap::Args;
 use std::time::Duration;
 
+mod backend;
 mod output;
 mod placement;
+pub(crate) use backend::*;
 pub(crate) use output::*;
 pub(crate) use placement::*;
 

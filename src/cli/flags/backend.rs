@@ -1,0 +1,84 @@
+//! `--backend` (hidden; run, sweep, tune, baseline, check): what the arrays
+//! are on and how kernels run over them, the source it makes, and the
+//! studies of CPUs that a device's target refuses.
+
+use crate::error::{Error, Result};
+
+/// The device the source measures, where its backend's target is one
+/// (its plan for the default request says): what a command whose study is
+/// of CPUs (tune, the NUMA matrix, the tier study) refuses, naming itself,
+/// rather than blaming a flag the user did not give.
+pub(crate) fn refuse_device(
+    source: &dyn crate::engine::Source,
+    topo: &crate::topology::Topology,
+    measure: &crate::plan::Measure,
+    what: &str,
+) -> Result<()> {
+    // What the target is does not depend on sizes or CPU settings: asked
+    // with the backend's defaults, so that a size from this host's caches
+    // (past the simulated device's memory) cannot hide the answer.
+    let neutral = crate::plan::Measure {
+        elements: None,
+        isa: None,
+        hugepages: crate::memory::Hugepages::Auto,
+        ..measure.clone()
+    };
+    let settings = crate::plan::Settings::new(
+        &neutral,
+        crate::placement::Request {
+            spec: crate::placement::Spec::Default,
+            threads: None,
+            smt: false,
+            cpu_nodes: None,
+        },
+        crate::plan::StoresRequest::Auto,
+        Default::default(),
+    );
+    match source.prepare(topo, &settings).ok() {
+        Some(p) if !p.plan.target.on_host() => Err(Error::Usage(format!(
+            "{what} studies CPUs, and the backend's target is {}: measure it with membw run, or membw sweep --working-sets",
+            p.plan.target.describe().unwrap_or_default()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// `--backend`, hidden: what the arrays are on and how kernels run over
+/// them, for every command that measures bandwidth.
+#[derive(clap::Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct BackendArg {
+    /// Where the arrays live and how kernels run over them: cpu (the pinned SIMD team),
+    /// portable (one thread, portable loops; for tests of the protocol) or sim:N (simulated
+    /// device N of sim:0 to sim:3; for tests)
+    #[arg(
+        long,
+        hide = true,
+        value_name = "NAME",
+        default_value = "cpu",
+        conflicts_with = "fake_source"
+    )]
+    backend: String,
+}
+
+impl BackendArg {
+    /// The backend it names.
+    pub(crate) fn backend(&self) -> Result<Box<dyn crate::backend::Backend>> {
+        let name = &self.backend;
+        crate::backend::by_name(name).map_err(|e| Error::Usage(format!("--backend {name}: {e}")))
+    }
+
+    /// The source: this backend, or the fake that `--fake-source` names.
+    pub(crate) fn source(
+        &self,
+        fake: Option<&str>,
+    ) -> Result<Box<dyn crate::engine::source::Source>> {
+        match fake {
+            None => Ok(Box::new(crate::engine::source::StreamSource {
+                backend: self.backend()?,
+            })),
+            Some(spec) => crate::engine::source::FakeSource::parse(spec)
+                .map(|f| Box::new(f) as Box<dyn crate::engine::source::Source>)
+                .map_err(|e| Error::Usage(format!("--fake-source {e}"))),
+        }
+    }
+}
