@@ -182,6 +182,12 @@ fn loaded_latency_sweeps_the_delay_and_counts_the_load() {
     // The idle reference first, then 3 mixes × 2 delays.
     assert_eq!(records.len(), 7);
     assert_eq!(records[0]["point"]["study"], "idle");
+    // The observers watched every point's window, the idle one's and each
+    // loaded one's.
+    for r in records {
+        let window_s = r["interference"]["window_s"].as_f64();
+        assert!(window_s.is_some_and(|s| s > 0.0), "{r}");
+    }
     let idle = records[0]["latency"]["p50_ns"].as_f64().unwrap();
     for pair in records[1..].chunks(2) {
         let (slow, free) = (&pair[0], &pair[1]);
@@ -393,6 +399,7 @@ fn core_to_core_latency_pairs_every_allowed_cpu_in_both_cases_and_says_what_they
     assert_eq!(records.len(), 2 * pairs, "one record per pair and case");
     for (i, r) in records.iter().enumerate() {
         assert_eq!(r["point"]["study"], "c2c");
+        assert!(r["interference"]["window_s"].as_f64().is_some(), "{r}");
         let case = if i < pairs { "modified" } else { "clean" };
         assert_eq!(r["point"]["line"], case, "{r}");
         let a = r["point"]["cpu"].as_u64().unwrap();

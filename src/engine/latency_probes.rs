@@ -12,10 +12,11 @@ use crate::latency::{self, Chain, LatencyPlan, LatencyPoint};
 use crate::memory::Hugepages;
 use crate::memory::policy::Policy;
 use crate::memory::written::{ArrayPolicy, PolicySpec};
+use crate::protocol::observe::{Watch, Window};
 use crate::results::latency_record::{C2cLine, Latency, LatencyKey, LoadPoint, Study};
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
-use crate::trust::{Effect, Interference, Scope, Snapshot};
+use crate::trust::Effect;
 use std::collections::BTreeMap;
 
 /// The session of a latency experiment.
@@ -121,33 +122,41 @@ fn resumed_records(out: &LatencySession) -> Vec<crate::results::latency_record::
     }
 }
 
+/// What a point's record holds: its latency, and what every observer saw
+/// of `cpus` while it was measured.
 fn payload(
     plan: &LatencyPlan,
     facts: &Facts,
-    (latency, interference): (LatencyPoint, Interference),
+    latency: LatencyPoint,
+    (watch, cpus): (&Watch, &[usize]),
     load: Option<LoadPoint>,
     idle_p50_ns: Option<f64>,
 ) -> Latency {
-    Latency {
+    let mut payload = Latency {
         latency,
         load,
         idle_p50_ns,
         clock_ghz: plan.clock_ghz,
         caches: facts.caches.clone(),
         peak_gb_s: facts.peak_gb_s,
-        interference: Some(interference),
+        interference: None,
         relation: None,
-    }
+    };
+    let window = Window {
+        cpus,
+        one_rank_of_many: false,
+        effect: Effect::Latency,
+    };
+    watch.keep_in(&window, &mut payload);
+    payload
 }
 
-/// Samples `chain` from `cpu`, with what else ran meanwhile.
-fn sample(chain: &mut Chain, plan: &LatencyPlan, cpu: usize) -> (LatencyPoint, Interference) {
-    let start = Snapshot::take();
+/// Samples `chain`, the observers watching.
+fn sample(chain: &mut Chain, plan: &LatencyPlan) -> (LatencyPoint, Watch) {
+    let mut watch = Watch::started();
     let point = chain.sample(plan.time_per_size, plan.clock_ghz);
-    (
-        point,
-        start.until(&Snapshot::take(), Scope::node(&[cpu]), 0, Effect::Latency),
-    )
+    watch.stop();
+    (point, watch)
 }
 
 fn key(pages: Hugepages, study: Study, cpu: usize, policy: &Policy, bytes: u64) -> LatencyKey {
@@ -193,8 +202,8 @@ impl Probe for Chases<'_> {
         let (cpu, plan) = (job.key.cpu, self.plan);
         latency::pin(cpu)?;
         let mut chain = Chain::build(job.key.bytes, job.key.hugepages, &job.policy)?;
-        let measured = sample(&mut chain, plan, cpu);
-        let payload = payload(plan, self.facts, measured, None, None);
+        let (point, watch) = sample(&mut chain, plan);
+        let payload = payload(plan, self.facts, point, (&watch, &[cpu]), None, None);
         Ok(Some((job.key.clone(), payload)))
     }
 }
@@ -264,16 +273,12 @@ impl Probe for CoreToCore<'_> {
 
     fn measure(&mut self, job: &Pair, _: &Stop) -> Result<Option<(LatencyKey, Latency)>> {
         let ((a, b), plan) = (job.cpus, self.plan);
-        let start = Snapshot::take();
-        let (point, end) = latency::c2c::measure(
-            job.line,
-            (a, b),
-            plan.time_per_size,
-            plan.clock_ghz,
-            Snapshot::take,
-        )?;
-        let seen = start.until(&end, Scope::node(&[a, b]), 0, Effect::Latency);
-        let mut payload = payload(plan, self.facts, (point, seen), None, None);
+        let mut watch = Watch::started();
+        let (point, ()) =
+            latency::c2c::measure(job.line, (a, b), plan.time_per_size, plan.clock_ghz, || {
+                watch.stop()
+            })?;
+        let mut payload = payload(plan, self.facts, point, (&watch, &[a, b]), None, None);
         let relation = latency::c2c::relation(self.topo, &self.llcs, a, b);
         payload.relation = Some(relation.to_string());
         Ok(Some((job.key.clone(), payload)))
@@ -311,8 +316,8 @@ fn run_loaded(
     latency::pin(plan.cpu)?;
     let bytes = loaded.bytes;
     let mut chain = Chain::build(bytes, plan.hugepages[0], &plan.policy)?;
-    let idle = sample(&mut chain, plan, plan.cpu);
-    let idle_ns = idle.0.p50_ns;
+    let (idle, idle_watch) = sample(&mut chain, plan);
+    let idle_ns = idle.p50_ns;
     let idle_key = key(
         plan.hugepages[0],
         Study::Idle,
@@ -320,7 +325,8 @@ fn run_loaded(
         &plan.policy,
         bytes,
     );
-    if !out.skip(&idle_key) && !out.keep(idle_key, payload(plan, facts, idle, None, None))? {
+    let idle = payload(plan, facts, idle, (&idle_watch, &[plan.cpu]), None, None);
+    if !out.skip(&idle_key) && !out.keep(idle_key, idle)? {
         return Ok(());
     }
     let point_key = |mix: Mix, delay_ns: f64| {
@@ -348,21 +354,18 @@ fn run_loaded(
         return Ok(());
     }
     // Each loaded point's window runs from the end of the one before.
-    let mut since = Snapshot::take();
+    let mut watch = Watch::started();
     let mut cpus = loaded.load_cpus.clone();
     cpus.push(plan.cpu);
     load::measure(&todo, &mut chain, |p, latency| {
-        let now = Snapshot::take();
-        let interference = since.until(&now, Scope::node(&cpus), 0, Effect::Latency);
-        since = now;
+        watch.stop();
+        let seen = std::mem::replace(&mut watch, Watch::started());
         let k = point_key(p.mix, p.delay_ns);
         if out.skip(&k) {
             return Ok(out.signal().is_none());
         }
-        let measured = (latency.clone(), interference);
-        out.keep(
-            k,
-            payload(plan, facts, measured, Some(p.clone()), Some(idle_ns)),
-        )
+        let (load, idle) = (Some(p.clone()), Some(idle_ns));
+        let payload = payload(plan, facts, latency.clone(), (&seen, &cpus), load, idle);
+        out.keep(k, payload)
     })
 }

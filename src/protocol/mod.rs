@@ -175,7 +175,7 @@ struct Driven {
     measured: bool,
     /// What watches the timed window, started and stopped around the
     /// repetitions (made before the backend opens: nothing allocates then).
-    observers: Vec<Box<dyn observe::Observer>>,
+    observers: observe::Watch,
     /// Kernel calls per timed repetition: the plan's, or as calibrated.
     inner_repeats: usize,
     /// The device's round trip with no work, s.
@@ -204,7 +204,7 @@ fn measure_with(
         first_touch_done: None,
         read_back: ReadBack::default(),
         measured: false,
-        observers: observe::all(),
+        observers: observe::Watch::new(),
         inner_repeats: plan.inner_repeats,
         barrier_s: None,
     };
@@ -247,10 +247,8 @@ fn measure_with(
     let window = observe::Window {
         cpus: &cpus,
         one_rank_of_many: gate.is_some(),
+        effect: crate::trust::Effect::Bandwidth,
     };
-    let observations: Vec<_> = (d.observers.iter())
-        .filter_map(|o| o.observe(&window))
-        .collect();
     let mut measurement = Measurement {
         pages: observed.pages,
         interference: None,
@@ -262,9 +260,7 @@ fn measure_with(
         inner_repeats: d.inner_repeats,
         ..planned(plan, observed.threads, results, validation, timer)
     };
-    for seen in observations {
-        seen.keep_in(&mut measurement);
-    }
+    d.observers.keep_in(&window, &mut measurement);
     // The tick counters' verdict takes the kernels' spread too.
     if let Some(i) = measurement.interference.as_mut() {
         let spread = add_spread_finding(i, &measurement.results);
@@ -371,9 +367,7 @@ fn drive(
     }
     // Started and stopped outside the timed calls: what else runs while
     // they run.
-    for o in d.observers.iter_mut() {
-        o.start();
-    }
+    d.observers.start();
     for rep in 0..plan.ntimes {
         // A stop ends a lone run between repetitions (ranks under a gate
         // finish together: they have no stop).
@@ -406,9 +400,7 @@ fn drive(
             }
         }
     }
-    for o in d.observers.iter_mut() {
-        o.stop();
-    }
+    d.observers.stop();
     d.measured = true;
     d.read_back = device.read_back(expected.values, array_errors);
 }

@@ -2,7 +2,8 @@
 //! starts every registered observer just before the first timed
 //! repetition and stops it just after the last (neither inside a timed
 //! call), then asks each what it saw of the CPUs measured; the record
-//! keeps each observation where [`Observation::keep_in`] puts it.
+//! keeps each observation where its [`KeepsObservations`] puts it. The
+//! latency probes watch each point's window the same way ([`Watch`]).
 //!
 //! The tick counters of `/proc/stat` (`crate::trust`: other work and steal
 //! beside the run) are the one observer today. A device's clocks and
@@ -19,6 +20,9 @@ pub struct Window<'a> {
     /// True when ranks of one job share the node: work on CPUs outside the
     /// rank's may be the job's own, and is not held against it.
     pub one_rank_of_many: bool,
+    /// What other work would do to the figure (lower a bandwidth, raise a
+    /// latency): how the findings are worded.
+    pub effect: Effect,
 }
 
 /// What watches the timed window.
@@ -39,14 +43,70 @@ pub enum Observation {
     CpuTicks(Interference),
 }
 
-impl Observation {
-    /// Puts the observation where records keep it: the tick counters'
-    /// findings are the measurement's `interference`, as schema 1 wrote
-    /// them.
-    pub fn keep_in(self, m: &mut Measurement) {
-        match self {
-            Observation::CpuTicks(i) => m.interference = Some(i),
+/// What keeps observations: a bandwidth measurement, a latency point.
+pub trait KeepsObservations {
+    fn keep(&mut self, seen: Observation);
+}
+
+/// The tick counters' findings are the measurement's `interference`, as
+/// schema 1 wrote them.
+impl KeepsObservations for Measurement {
+    fn keep(&mut self, seen: Observation) {
+        match seen {
+            Observation::CpuTicks(i) => self.interference = Some(i),
         }
+    }
+}
+
+/// A latency point keeps them as a measurement does.
+impl KeepsObservations for crate::results::latency_record::Latency {
+    fn keep(&mut self, seen: Observation) {
+        match seen {
+            Observation::CpuTicks(i) => self.interference = Some(i),
+        }
+    }
+}
+
+/// One of each registered observer over one window: started together,
+/// stopped together, their observations kept together.
+pub struct Watch(Vec<Box<dyn Observer>>);
+
+impl Watch {
+    /// Every registered observer, not yet started.
+    pub fn new() -> Watch {
+        Watch(all())
+    }
+
+    /// Every registered observer, started now.
+    pub fn started() -> Watch {
+        let mut watch = Watch::new();
+        watch.start();
+        watch
+    }
+
+    pub fn start(&mut self) {
+        for o in &mut self.0 {
+            o.start();
+        }
+    }
+
+    pub fn stop(&mut self) {
+        for o in &mut self.0 {
+            o.stop();
+        }
+    }
+
+    /// Puts what every observer saw of `window` into `into`.
+    pub fn keep_in(&self, window: &Window, into: &mut impl KeepsObservations) {
+        for seen in self.0.iter().filter_map(|o| o.observe(window)) {
+            into.keep(seen);
+        }
+    }
+}
+
+impl Default for Watch {
+    fn default() -> Self {
+        Watch::new()
     }
 }
 
@@ -86,7 +146,7 @@ impl Observer for CpuTicks {
             end,
             scope,
             0,
-            Effect::Bandwidth,
+            window.effect,
         )))
     }
 }
@@ -101,6 +161,7 @@ mod tests {
         let window = Window {
             cpus: &[0],
             one_rank_of_many: false,
+            effect: Effect::Bandwidth,
         };
         assert!(ticks.observe(&window).is_none());
         ticks.start();
