@@ -244,13 +244,13 @@ pub enum SourceDetail {
 }
 
 impl SourceDetail {
-    pub fn program(detail: &Option<SourceDetail>) -> Option<&ProgramRun> {
+    pub fn program(detail: Option<&SourceDetail>) -> Option<&ProgramRun> {
         match detail {
             Some(SourceDetail::Program(p)) => Some(p),
             _ => None,
         }
     }
-    pub fn ranks(detail: &Option<SourceDetail>) -> Option<&super::ranks::Ranks> {
+    pub fn ranks(detail: Option<&SourceDetail>) -> Option<&super::ranks::Ranks> {
         match detail {
             Some(SourceDetail::Ranks(r)) => Some(r),
             _ => None,
@@ -308,11 +308,11 @@ impl Measurement {
 
     /// Another program's run, for `membw exec`.
     pub fn program(&self) -> Option<&ProgramRun> {
-        SourceDetail::program(&self.detail)
+        SourceDetail::program(self.detail.as_ref())
     }
     /// Every rank, for a run across MPI ranks.
     pub fn ranks(&self) -> Option<&super::ranks::Ranks> {
-        SourceDetail::ranks(&self.detail)
+        SourceDetail::ranks(self.detail.as_ref())
     }
 
     pub fn result(&self, kernel: KernelId) -> Option<&KernelResult> {

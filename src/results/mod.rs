@@ -169,7 +169,9 @@ pub struct RunResult {
     pub cpus: Vec<usize>,
     /// As the measurement's: what ran (absent in schema 1, see [`RunResult::target`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<target::Target>,
+    /// Boxed, as `detail` is: a report of a long file holds every run of a
+    /// point, and most runs are the CPU team's.
+    pub target: Option<Box<target::Target>>,
     /// The CPU kernels' ISA and stores; absent for another program or a device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isa: Option<Isa>,
@@ -205,31 +207,30 @@ pub struct RunResult {
     pub interference: Option<crate::trust::Interference>,
     /// As the measurement's: another program's run, or every rank.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<measurement::SourceDetail>,
+    pub detail: Option<Box<measurement::SourceDetail>>,
 }
 
 impl RunResult {
     /// Another program's run, for `membw exec`.
     pub fn program(&self) -> Option<&measurement::ProgramRun> {
-        measurement::SourceDetail::program(&self.detail)
+        measurement::SourceDetail::program(self.detail.as_deref())
     }
     /// Every rank, for a run across MPI ranks.
     pub fn ranks(&self) -> Option<&ranks::Ranks> {
-        measurement::SourceDetail::ranks(&self.detail)
+        measurement::SourceDetail::ranks(self.detail.as_deref())
     }
 
     /// What ran: the recorded target, or (schema 1) the one its ISA and
     /// stores say.
     pub fn target(&self) -> target::Target {
-        self.target
-            .clone()
+        (self.target.as_deref().cloned())
             .unwrap_or_else(|| target::Target::of_schema1(self.isa, self.stores))
     }
 
     pub fn from_measurement(m: &Measurement) -> RunResult {
         RunResult {
             cpus: m.threads.iter().map(|t| t.cpu).collect(),
-            target: m.target.clone(),
+            target: m.target.clone().map(Box::new),
             isa: m.isa,
             stores: m.stores,
             inner_repeats: m.inner_repeats,
@@ -248,7 +249,7 @@ impl RunResult {
             measured_s: m.measured_s(),
             warnings: m.warnings.clone(),
             interference: m.interference.clone(),
-            detail: m.detail.clone(),
+            detail: m.detail.clone().map(Box::new),
         }
     }
 }

@@ -26,8 +26,10 @@ fn a_sources_detail_keeps_its_json_field_name() {
         "stdout_tail": [], "stderr_tail": [], "ntimes": 7
     }))
     .unwrap();
-    let with =
-        serde_json::to_value(run(Some(measurement::SourceDetail::Program(program)))).unwrap();
+    let with = serde_json::to_value(run(Some(Box::new(measurement::SourceDetail::Program(
+        program,
+    )))))
+    .unwrap();
     assert_eq!(with["program"]["ntimes"], 7, "{with}");
     let back: RunResult = serde_json::from_value(with).unwrap();
     assert_eq!(back.program().and_then(|p| p.ntimes), Some(7));
