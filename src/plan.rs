@@ -235,7 +235,7 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         return Err(Error::input(
             Input::Kernels,
             k.to_string(),
-            "the CPU team has no host link: h2d, d2h and bidir measure a device's (--backend sim:0)",
+            "the CPU team has no host link: the transfers (h2d, d2h, bidir and their -kernel forms) measure a device's (--backend sim:0)",
         ));
     }
     let arrays = crate::kernels::arrays_used(&kernels).len() as u64;

@@ -120,7 +120,7 @@ fn what_only_cpus_have_is_refused_in_one_line() {
     // there are none.
     usage_error(
         &["run", "--backend", "sim", "--mem", "bind:0"],
-        "--mem 'bind:0': a simulated device's own memory takes no policy: it places the host buffers of h2d, d2h and bidir",
+        "--mem 'bind:0': a simulated device's own memory takes no policy: it places the host buffers of the transfers",
     );
     usage_error(
         &[

@@ -243,7 +243,12 @@ pub(crate) fn run_kernel(fns: &KernelFns, kernel: KernelId, chunk: &mut Chunk, s
         }
         // A host link is a device's: the CPU team's plan refuses these
         // (`plan::prepare`), and its team maps no host buffer to run them.
-        KernelId::H2d | KernelId::D2h | KernelId::Bidir => {}
+        KernelId::H2d
+        | KernelId::D2h
+        | KernelId::Bidir
+        | KernelId::H2dKernel
+        | KernelId::D2hKernel
+        | KernelId::BidirKernel => {}
     }
 }
 
@@ -332,7 +337,13 @@ impl HostArrays {
 /// the one it writes (the recurrence says the same: `a = h`, `r = b`).
 fn run_portable(kernel: KernelId, chunk: &mut Chunk, sums: &mut Sums) {
     let spec = kernel.spec();
-    if let crate::kernels::Path::HostLink { .. } = spec.path {
+    // A copy engine moves whole buffers; the device's threads (a kernel
+    // on the host buffer) go element by element, as every other kernel.
+    if let crate::kernels::Path::HostLink {
+        by: crate::kernels::Mover::CopyEngine,
+        ..
+    } = spec.path
+    {
         for (&from, &to) in spec.reads.iter().zip(spec.writes) {
             if let Ok([Some(from), Some(to)]) =
                 (chunk.arrays).get_disjoint_mut([from.index(), to.index()])
@@ -465,6 +476,14 @@ mod tests {
         let [a, b, h, r] = [ArrayId::A, ArrayId::B, ArrayId::H, ArrayId::R].map(ArrayId::index);
         assert_eq!(data[a], data[h]);
         assert_eq!(data[r], data[b]);
+        // The device's threads move the same elements, one by one.
+        let mut by_kernel = arrays(10);
+        run_portable(
+            KernelId::BidirKernel,
+            &mut chunk(&mut by_kernel, true),
+            &mut Sums::default(),
+        );
+        assert_eq!(by_kernel, data);
         let before = arrays(10);
         let mut cpu = arrays(10);
         let fns = KernelFns::select(Isa::Scalar, StoreMode::Regular).unwrap();

@@ -14,7 +14,8 @@
 //! rates are real ones of this host; only its identity and facts are
 //! simulated.
 //!
-//! Its host link is real host memory: the transfers (h2d, d2h, bidir) copy
+//! Its host link is real host memory: the transfers (h2d, d2h, bidir: a
+//! copy engine's memcpy; their -kernel forms: a loop, as the device's threads) copy
 //! between its arrays and two host buffers (h, r) that the plan's memory
 //! policy places before any page exists, that its host thread locks
 //! (`mlock`, as a driver pins them) and first touches, and whose pages it
@@ -172,7 +173,7 @@ fn refuse_what_cpus_have(s: &Settings) -> Result<()> {
         return Err(Error::input(
             Input::Mem,
             s.mem.to_string(),
-            "a simulated device's own memory takes no policy: it places the host buffers of h2d, d2h and bidir (--kernels transfers)",
+            "a simulated device's own memory takes no policy: it places the host buffers of the transfers (--kernels transfers: h2d, d2h, bidir and their -kernel forms)",
         ));
     }
     // A per-array policy names STREAM's arrays, none of which is host

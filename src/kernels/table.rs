@@ -31,6 +31,12 @@ pub enum KernelId {
     H2d,
     D2h,
     Bidir,
+    #[serde(rename = "h2d-kernel")]
+    H2dKernel,
+    #[serde(rename = "d2h-kernel")]
+    D2hKernel,
+    #[serde(rename = "bidir-kernel")]
+    BidirKernel,
 }
 
 /// STREAM's three arrays, `d` for the kernels that read three, and the two
@@ -78,11 +84,24 @@ impl ArrayId {
 }
 
 /// What a kernel's bytes cross: memory, or the link between the host and
-/// a device (one way, or both at once).
+/// a device (one way, or both at once), moved by one of the device's
+/// movers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Path {
     Memory,
-    HostLink { both_ways: bool },
+    HostLink { both_ways: bool, by: Mover },
+}
+
+/// What moves a transfer's bytes across the host link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mover {
+    /// The device's copy engine: DMA of whole buffers, as a driver's
+    /// memcpy does (nvbandwidth's "CE" copies).
+    CopyEngine,
+    /// The device's own threads, loading and storing the pinned host buffer
+    /// element by element through the link (a kernel on mapped host
+    /// memory: nvbandwidth's "SM" copies).
+    Kernel,
 }
 
 /// One element of every array (by index: a, b, c, d, h, r), as a kernel's
@@ -116,7 +135,7 @@ impl KernelSpec {
     pub fn bytes_counted(&self) -> u64 {
         match self.path {
             Path::Memory => 8 * (self.reads.len() + self.writes.len()) as u64,
-            Path::HostLink { both_ways } => 8 * (1 + u64::from(both_ways)),
+            Path::HostLink { both_ways, .. } => 8 * (1 + u64::from(both_ways)),
         }
     }
 
@@ -146,7 +165,7 @@ impl KernelSpec {
 
 /// STREAM's four, read and write, then TheBandwidthBenchmark's and
 /// BabelStream's; a repetition runs the selected ones in the order given.
-pub const KERNELS: [KernelSpec; 16] = [
+pub const KERNELS: [KernelSpec; 19] = [
     KernelSpec {
         id: KernelId::Copy,
         name: "copy",
@@ -331,7 +350,10 @@ pub const KERNELS: [KernelSpec; 16] = [
         reads: &[ArrayId::H],
         writes: &[ArrayId::A],
         flops_per_element: 0,
-        path: Path::HostLink { both_ways: false },
+        path: Path::HostLink {
+            both_ways: false,
+            by: Mover::CopyEngine,
+        },
         step: |e| {
             e[A] = e[H];
             None
@@ -345,7 +367,10 @@ pub const KERNELS: [KernelSpec; 16] = [
         reads: &[ArrayId::B],
         writes: &[ArrayId::R],
         flops_per_element: 0,
-        path: Path::HostLink { both_ways: false },
+        path: Path::HostLink {
+            both_ways: false,
+            by: Mover::CopyEngine,
+        },
         step: |e| {
             e[R] = e[B];
             None
@@ -359,7 +384,62 @@ pub const KERNELS: [KernelSpec; 16] = [
         reads: &[ArrayId::H, ArrayId::B],
         writes: &[ArrayId::A, ArrayId::R],
         flops_per_element: 0,
-        path: Path::HostLink { both_ways: true },
+        path: Path::HostLink {
+            both_ways: true,
+            by: Mover::CopyEngine,
+        },
+        step: |e| {
+            e[A] = e[H];
+            e[R] = e[B];
+            None
+        },
+    },
+    KernelSpec {
+        id: KernelId::H2dKernel,
+        name: "h2d-kernel",
+        label: "H2D kern:",
+        formula: "a[i] = h[i] (host to device, the device's threads)",
+        reads: &[ArrayId::H],
+        writes: &[ArrayId::A],
+        flops_per_element: 0,
+        path: Path::HostLink {
+            both_ways: false,
+            by: Mover::Kernel,
+        },
+        step: |e| {
+            e[A] = e[H];
+            None
+        },
+    },
+    KernelSpec {
+        id: KernelId::D2hKernel,
+        name: "d2h-kernel",
+        label: "D2H kern:",
+        formula: "r[i] = b[i] (device to host, the device's threads)",
+        reads: &[ArrayId::B],
+        writes: &[ArrayId::R],
+        flops_per_element: 0,
+        path: Path::HostLink {
+            both_ways: false,
+            by: Mover::Kernel,
+        },
+        step: |e| {
+            e[R] = e[B];
+            None
+        },
+    },
+    KernelSpec {
+        id: KernelId::BidirKernel,
+        name: "bidir-kernel",
+        label: "Bidir kern:",
+        formula: "a[i] = h[i] and r[i] = b[i] (the device's threads)",
+        reads: &[ArrayId::H, ArrayId::B],
+        writes: &[ArrayId::A, ArrayId::R],
+        flops_per_element: 0,
+        path: Path::HostLink {
+            both_ways: true,
+            by: Mover::Kernel,
+        },
         step: |e| {
             e[A] = e[H];
             e[R] = e[B];
@@ -423,10 +503,18 @@ pub const KERNEL_GROUPS: [(&str, &[KernelId]); 5] = [
             KernelId::Dot,
         ],
     ),
-    // A device's host link, each way and both at once.
+    // A device's host link, each way and both at once, by its copy engine
+    // and by its own threads.
     (
         "transfers",
-        &[KernelId::H2d, KernelId::D2h, KernelId::Bidir],
+        &[
+            KernelId::H2d,
+            KernelId::D2h,
+            KernelId::Bidir,
+            KernelId::H2dKernel,
+            KernelId::D2hKernel,
+            KernelId::BidirKernel,
+        ],
     ),
 ];
 
@@ -507,7 +595,9 @@ mod tests {
         // sdaxpy and nstream 4, dot 2).
         assert_eq!(
             counted,
-            vec![16, 16, 24, 24, 8, 8, 8, 16, 24, 32, 32, 32, 16, 8, 8, 16]
+            vec![
+                16, 16, 24, 24, 8, 8, 8, 16, 24, 32, 32, 32, 16, 8, 8, 16, 8, 8, 16
+            ]
         );
         // A transfer moves no cache line it allocates: what crosses the link.
         assert_eq!(KernelId::H2d.spec().bytes_moved(StoreMode::Regular), 8);
@@ -560,7 +650,7 @@ mod tests {
                 }
             }
             assert_eq!(term.is_some(), spec.writes.is_empty(), "{}", spec.name);
-            if let Path::HostLink { both_ways } = spec.path {
+            if let Path::HostLink { both_ways, .. } = spec.path {
                 assert_eq!(spec.reads.len(), 1 + usize::from(both_ways));
                 for (from, to) in spec.reads.iter().zip(spec.writes) {
                     assert_eq!(e[to.index()], start[from.index()], "{}", spec.name);
@@ -591,10 +681,32 @@ mod tests {
         assert_eq!(parse_selection(" Dot "), Some(vec![KernelId::Dot]));
         let all = parse_selection("all").unwrap();
         assert_eq!(all, memory_kernels().collect::<Vec<_>>());
-        assert_eq!(
-            parse_selection("transfers").unwrap(),
-            [KernelId::H2d, KernelId::D2h, KernelId::Bidir]
-        );
+        // Each way and both at once, by the copy engine and by the device's
+        // threads: the same bytes, the same recurrence, another mover.
+        let transfers = parse_selection("transfers").unwrap();
+        assert_eq!(transfers.len(), 6);
+        for pair in transfers.chunks(3).collect::<Vec<_>>().windows(2) {
+            for (ce, kernel) in pair[0].iter().zip(pair[1]) {
+                let (ce, kernel) = (ce.spec(), kernel.spec());
+                assert_eq!((ce.reads, ce.writes), (kernel.reads, kernel.writes));
+                assert_eq!(ce.bytes_counted(), kernel.bytes_counted());
+                assert!(matches!(
+                    ce.path,
+                    Path::HostLink {
+                        by: Mover::CopyEngine,
+                        ..
+                    }
+                ));
+                assert!(matches!(
+                    kernel.path,
+                    Path::HostLink {
+                        by: Mover::Kernel,
+                        ..
+                    }
+                ));
+                assert_eq!(format!("{}-kernel", ce.name), kernel.name);
+            }
+        }
         let tbb = parse_selection("tbb").unwrap();
         assert_eq!(tbb.len(), 8);
         assert!(tbb.contains(&KernelId::Striad) && !tbb.contains(&KernelId::Dot));

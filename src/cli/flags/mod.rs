@@ -76,7 +76,8 @@ fn one_when_unset<S: serde::Serializer>(
 pub(crate) struct Kernels {
     /// Kernels to run, comma-separated (each repetition runs them in this order): copy, scale,
     /// add, triad, read, write, init, update, daxpy, striad, sdaxpy, nstream, dot, and a device's
-    /// transfers h2d, d2h, bidir; or a group: stream (the first four), tbb (TheBandwidthBenchmark's),
+    /// transfers h2d, d2h, bidir (by its copy engine) and h2d-kernel, d2h-kernel, bidir-kernel (by
+    /// its threads); or a group: stream (the first four), tbb (TheBandwidthBenchmark's),
     /// babelstream, all (every memory kernel), transfers [default: stream; baseline, check:
     /// copy,triad in every scope]
     #[arg(long, value_parser = super::values::parse_kernel_list)]

@@ -174,7 +174,7 @@ impl Target {
     pub fn peak_of(&self, path: Path, host: Option<&Peak>) -> Option<Peak> {
         match path {
             Path::Memory => self.memory_peak(host),
-            Path::HostLink { both_ways } => {
+            Path::HostLink { both_ways, .. } => {
                 let mut link = self.host_link_peak()?;
                 if both_ways {
                     link.per_socket_gb_s *= 2.0;
