@@ -20,6 +20,17 @@ fn first_memory_node() -> String {
         .to_string()
 }
 
+/// `--kernels transfers`: each way and both at once, by the copy engine,
+/// then by the device's threads.
+const TRANSFERS: [&str; 6] = [
+    "h2d",
+    "d2h",
+    "bidir",
+    "h2d-kernel",
+    "d2h-kernel",
+    "bidir-kernel",
+];
+
 #[test]
 fn transfers_cross_the_host_link_from_a_pinned_buffer_on_the_node_asked_for() {
     let node = first_memory_node();
@@ -36,17 +47,7 @@ fn transfers_cross_the_host_link_from_a_pinned_buffer_on_the_node_asked_for() {
         .collect();
     // Each way and both at once, by the copy engine and by the device's
     // own threads, all validated.
-    assert_eq!(
-        kernels,
-        [
-            "h2d",
-            "d2h",
-            "bidir",
-            "h2d-kernel",
-            "d2h-kernel",
-            "bidir-kernel"
-        ]
-    );
+    assert_eq!(kernels, TRANSFERS);
     // The host buffers, and only they, are host memory checked page by
     // page: all of it on the node asked for.
     let pages = m["pages"].as_array().unwrap();
@@ -105,17 +106,7 @@ fn a_sweep_of_transfers_over_host_nodes_is_an_ordinary_sweep() {
     for (r, mem) in records.iter().zip([bind.as_str(), "local"]) {
         assert_eq!(r["point"]["mem"], mem, "{r}");
         assert_eq!(r["point"]["target"]["name"], "sim2");
-        assert_eq!(
-            r["point"]["kernels"],
-            serde_json::json!([
-                "h2d",
-                "d2h",
-                "bidir",
-                "h2d-kernel",
-                "d2h-kernel",
-                "bidir-kernel"
-            ])
-        );
+        assert_eq!(r["point"]["kernels"], serde_json::json!(TRANSFERS));
         let on = r["runs"][0]["pages_on_nodes"].as_object().unwrap();
         assert!((on.values().map(|v| v.as_f64().unwrap()).sum::<f64>() - 1.0).abs() < 1e-9);
     }
