@@ -333,8 +333,9 @@ impl HostArrays {
 }
 
 /// `kernel` over a chunk by its recurrence, element by element; a
-/// transfer as a copy engine does it, each array it reads copied whole into
-/// the one it writes (the recurrence says the same: `a = h`, `r = b`).
+/// transfer by a copy engine (`Mover::CopyEngine`) copies each array it
+/// reads whole into the one it writes (the recurrence says the same:
+/// `a = h`, `r = b`).
 fn run_portable(kernel: KernelId, chunk: &mut Chunk, sums: &mut Sums) {
     let spec = kernel.spec();
     // A copy engine moves whole buffers; the device's threads (a kernel
