@@ -274,3 +274,39 @@ fn agrees_with_lscpu_and_numactl() {
         }
     }
 }
+
+/// A GPU node's topology lists each NVIDIA GPU with its NUMA node and how
+/// its PCIe link trained, names a link below its maximum, and a node
+/// without one says so.
+#[test]
+fn topo_lists_the_gpus_on_the_pci_bus_and_a_link_that_trained_low() {
+    let root = common::shared_tree("hgx-h100-2s");
+    let out = stdout(&["topo", "--sysroot", root.to_str().unwrap()]);
+    assert!(out.contains("4 NVIDIA on the PCI bus"), "{out}");
+    let line = |address: &str| {
+        out.lines()
+            .find(|l| l.contains(address))
+            .unwrap_or_else(|| panic!("{address}: {out}"))
+            .to_string()
+    };
+    assert!(line("0000:18:00.0").contains("NUMA node 0"), "{out}");
+    assert!(line("0000:18:00.0").contains("PCIe Gen5 x16 (63.0 GB/s each way)"));
+    let low = line("0000:9a:00.0");
+    assert!(low.contains("NUMA node 1"), "{low}");
+    assert!(
+        low.contains("Gen5 x8 (31.5 GB/s each way), trained below its Gen5 x16"),
+        "{low}"
+    );
+    let json = stdout(&["topo", "--sysroot", root.to_str().unwrap(), "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let gpus = doc["topology"]["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), 4);
+    assert_eq!(gpus[2]["link"]["current"]["width"], 8);
+    assert_eq!(gpus[2]["numa_node"], 1);
+    let plain = common::shared_tree("xeon-e5-2680v3-2s");
+    let out = stdout(&["topo", "--sysroot", plain.to_str().unwrap()]);
+    assert!(
+        out.contains("GPUs       none (no NVIDIA GPU on the PCI bus)"),
+        "{out}"
+    );
+}

@@ -206,6 +206,7 @@ pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
     sockets(&mut o, topo);
     o.push_str(&super::tiers::text(topo));
     distances(&mut o, topo);
+    gpus(&mut o, topo);
     let _ = writeln!(
         o,
         "\n{:<11}{}",
@@ -291,5 +292,42 @@ fn distances(o: &mut String, topo: &Topology) {
             }
             o.push('\n');
         }
+    }
+}
+
+/// The NVIDIA GPUs on the PCI bus: where each is attached and how its
+/// link trained; a link below its maximum is said in words.
+fn gpus(o: &mut String, topo: &Topology) {
+    if topo.gpus.is_empty() {
+        let _ = writeln!(o, "\n{:<11}none (no NVIDIA GPU on the PCI bus)", "GPUs");
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n{:<11}{} NVIDIA on the PCI bus",
+        "GPUs",
+        topo.gpus.len()
+    );
+    for g in &topo.gpus {
+        let node = g.numa_node.map_or_else(
+            || "no NUMA node reported".to_string(),
+            |n| format!("NUMA node {n} (CPUs {})", g.local_cpus),
+        );
+        let link = g.link.map_or_else(
+            || "link unknown".to_string(),
+            |l| {
+                let now = format!("PCIe {} ({:.1} GB/s each way)", l.current, l.current.gb_s());
+                match l.degraded() {
+                    None => now,
+                    Some(_) => format!("{now}, trained below its {}", l.max),
+                }
+            },
+        );
+        let driver = g.driver.as_deref().unwrap_or("no driver bound");
+        let _ = writeln!(
+            o,
+            "  {}  {:04x}:{:04x} · {node} · {link} · {driver}",
+            g.address, g.vendor, g.device
+        );
     }
 }

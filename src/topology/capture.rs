@@ -43,6 +43,28 @@ pub fn capture(source: &Path, dest: &Path) -> io::Result<usize> {
         count += copy_tree(source, dest, &rel.join("topology"), 0)?;
         count += copy_tree(source, dest, &rel.join("cache"), 0)?;
     }
+    // The GPUs' PCI functions: the few files `pci::read` uses, written as
+    // directories where the bus has symlinks.
+    let pci = Path::new(super::pci::PCI_DIR);
+    for entry in fs::read_dir(source.join(pci))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let function = pci.join(entry.file_name());
+        let Ok(vendor) = fs::read_to_string(source.join(&function).join("vendor")) else {
+            continue;
+        };
+        if vendor.trim() != format!("0x{:04x}", super::pci::NVIDIA) {
+            continue;
+        }
+        for file in super::pci::CAPTURED_FILES {
+            if let Ok(bytes) = fs::read(source.join(&function).join(file)) {
+                super::fixture::write_creating(&dest.join(&function).join(file), &bytes)?;
+                count += 1;
+            }
+        }
+    }
     Ok(count)
 }
 

@@ -97,6 +97,9 @@ pub struct MachineSpec {
     /// /sys/class/dmi/id/sys_vendor, when the machine has one.
     #[serde(default)]
     pub system_vendor: Option<String>,
+    /// NVIDIA GPUs on the PCI bus, with their links.
+    #[serde(default)]
+    pub gpus: Vec<super::pci::FixtureGpu>,
 }
 
 fn one() -> usize {
@@ -301,6 +304,10 @@ impl MachineSpec {
         if let Some(vendor) = &self.system_vendor {
             w("sys/class/dmi/id/sys_vendor", &format!("{vendor}\n"))?;
         }
+        super::pci::write_fixture(root, &self.gpus, |node| {
+            let first = node * self.cores_per_node;
+            format_ranges(&self.cpus_of_cores(first..first + self.cores_per_node))
+        })?;
         for i in 0..self.dimms_per_socket * self.sockets {
             let p = root.join(format!("sys/firmware/dmi/entries/17-{i}/raw"));
             write_creating(

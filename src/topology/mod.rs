@@ -16,6 +16,7 @@ mod cgroup;
 pub mod clock;
 pub mod cpulist;
 pub mod fixture;
+pub mod pci;
 pub mod smbios;
 mod sysfs;
 pub mod tiers;
@@ -172,6 +173,8 @@ pub struct Topology {
     pub cpu_info: CpuInfo,
     /// Populated DIMMs from SMBIOS (empty unless readable, i.e. as root).
     pub memory_devices: Vec<smbios::MemoryDevice>,
+    /// NVIDIA GPUs on the PCI bus (sysfs; no driver needed).
+    pub gpus: Vec<pci::PciGpu>,
     /// Contents no real kernel writes (a CPU in two nodes, an asymmetric
     /// distance matrix, ...), each naming its file. The values are used as
     /// read; these say why results may look odd.

@@ -159,6 +159,7 @@ impl Topology {
             memory: read_memory(&r),
             cpu_info: read_cpu_info(&r),
             memory_devices: smbios::read(root),
+            gpus: super::pci::read(&r),
         })
     }
 }
