@@ -18,6 +18,8 @@
 //! [`BACKENDS`]; see docs/ARCHITECTURE.md.
 
 pub mod cpu;
+pub mod cuda;
+mod offload;
 pub mod portable;
 pub mod sim;
 
@@ -138,6 +140,7 @@ pub const BACKENDS: &[(&str, MakeBackend)] = &[
         host_only("portable", i).map(|()| Box::new(portable::Portable) as _)
     }),
     ("sim", sim::SimDevice::make),
+    ("cuda", cuda::CudaGpu::make),
 ];
 
 /// A backend of the host's own memory takes no device index.
@@ -306,12 +309,12 @@ pub(crate) struct HostArrays {
 }
 
 impl HostArrays {
-    /// The arrays the plan needs, mapped under `mem` (per array) and not
-    /// yet touched.
-    pub(crate) fn new(plan: &Plan, mem: &MemPolicy) -> Result<HostArrays> {
+    /// The arrays `needed` (of the plan's), mapped under `mem` (per
+    /// array) and not yet touched.
+    pub(crate) fn new(plan: &Plan, mem: &MemPolicy, needed: &[ArrayId]) -> Result<HostArrays> {
         let whole = 0..plan.elements;
         let arrays = crate::memory::Arrays::map(
-            &plan.arrays_needed(),
+            needed,
             plan.elements,
             crate::memory::Hugepages::Auto,
             mem,

@@ -25,7 +25,7 @@ impl Backend for Portable {
                 "the portable backend runs one thread",
             ));
         }
-        let mut device = HostArrays::new(plan, &Default::default())?;
+        let mut device = HostArrays::new(plan, &Default::default(), &plan.arrays_needed())?;
         driver(&mut device)?;
         Ok(Observed {
             threads: vec![ThreadPlacement {

@@ -28,16 +28,19 @@
 //! `MEMBW_SIM_DEVICE` sets it up for validation tests: `wrong-element=N`
 //! makes element N of the last array every kernel writes come back wrong
 //! (the protocol must name that array), `peak=GBS` and `link=GBS` change
-//! its peaks, `clock=F` makes its clock run F times as fast as it should
+//! its peaks, `lanes=N` trains its PCIe Gen5 x16 link at N lanes (a link
+//! below its maximum, for `check`), `clock=F` makes its clock run F times
+//! as fast as it should
 //! (the protocol must catch one that runs fast).
 
 use super::{ArrayErrors, Backend, Device, Driver, HostArrays, Observed, ReadBack};
 use crate::error::{Error, Input, Result};
 use crate::kernels::{ARRAYS, ArrayId, KernelId};
-use crate::memory::policy::{MemPolicy, PagePlacement};
-use crate::plan::{Plan, Prepared, Settings, StoresRequest};
+use crate::memory::policy::MemPolicy;
+use crate::plan::{Plan, Prepared, Settings};
 use crate::results::target::{self, DeviceFacts, DeviceId, DevicePeaks, Target};
 use crate::topology::Topology;
+use crate::topology::pci::{LinkState, PciLink};
 use crate::units::{Bytes, ELEMENT_BYTES};
 
 /// The simulated device's memory.
@@ -45,9 +48,12 @@ const MEMORY_BYTES: u64 = 1 << 30;
 /// Its declared memory peak, GB/s: above what any host here reaches with
 /// one thread.
 const PEAK_GB_S: f64 = 1000.0;
-/// Its declared host link peak, GB/s each way: a PCIe 5.0 x16 link's
-/// 32 GT/s × 16 lanes × 128/130 / 8.
-const LINK_GB_S: f64 = 63.0;
+/// Its host link: PCIe 5.0 x16, 32 GT/s × 16 lanes × 128/130 / 8 = 63
+/// GB/s each way.
+const GEN5_X16: LinkState = LinkState {
+    gt_s: 32.0,
+    width: 16,
+};
 /// Devices on the simulated node.
 pub const DEVICES: u32 = 4;
 /// Elements per array when no size is given: 16 MiB arrays.
@@ -96,6 +102,7 @@ struct Setup {
     wrong_element: Option<usize>,
     peak_gb_s: Option<f64>,
     link_gb_s: Option<f64>,
+    lanes: Option<u32>,
     clock: Option<f64>,
 }
 
@@ -119,6 +126,13 @@ impl Setup {
                 }
                 Some(("peak", gb_s)) => setup.peak_gb_s = Some(rate(gb_s)?),
                 Some(("link", gb_s)) => setup.link_gb_s = Some(rate(gb_s)?),
+                Some(("lanes", n)) => {
+                    setup.lanes = Some(
+                        (n.parse().ok())
+                            .filter(|n| (1..=16).contains(n))
+                            .ok_or_else(|| format!("'{n}': lanes from 1 to 16"))?,
+                    );
+                }
                 Some(("clock", f)) => {
                     setup.clock = Some(
                         (f.parse().ok())
@@ -128,7 +142,7 @@ impl Setup {
                 }
                 _ => {
                     return Err(format!(
-                        "'{item}': expected wrong-element=N, peak=GBS, link=GBS or clock=F"
+                        "'{item}': expected wrong-element=N, peak=GBS, link=GBS, lanes=N or clock=F"
                     ));
                 }
             }
@@ -144,76 +158,27 @@ impl Setup {
     }
 }
 
-/// Refuses what the simulated device does not have.
-fn refuse(input: Input, given: impl Into<String>, what: &str) -> Error {
-    Error::input(
-        input,
-        given,
-        format!("a simulated device has no {what} (it is not the CPU team)"),
-    )
-}
-
-/// Refuses what only CPUs have (threads, a placement, an ISA, stores, page
-/// sizes), and a policy where no host buffer is placed or one per array.
-fn refuse_what_cpus_have(s: &Settings) -> Result<()> {
-    let p = &s.placement;
-    if let Some(n) = p.threads {
-        return Err(refuse(Input::Threads, n.to_string(), "CPU threads"));
-    }
-    if let Some(nodes) = &p.cpu_nodes {
-        return Err(refuse(Input::CpuNode, nodes.to_string(), "CPU nodes"));
-    }
-    if p.spec != crate::placement::Spec::Default {
-        let (input, text) = p.spec.input();
-        return Err(refuse(input, text, "CPU placement"));
-    }
-    // Its own memory takes no policy; its host buffers (the transfers'
-    // h and r) go where the policy puts them.
-    if s.mem != Default::default() && !host_buffers(&s.measure.kernels) {
-        return Err(Error::input(
-            Input::Mem,
-            s.mem.to_string(),
-            "a simulated device's own memory takes no policy: it places the host buffers of the transfers (--kernels transfers: h2d, d2h, bidir and their -kernel forms)",
-        ));
-    }
-    // A per-array policy names STREAM's arrays, none of which is host
-    // memory here: refused rather than dropped.
-    if !s.mem.is_uniform() {
-        return Err(Error::input(
-            Input::Mem,
-            s.mem.to_string(),
-            "a simulated device's host buffers take one policy for both (bind:1), not one per array",
-        ));
-    }
-    if let Some(isa) = s.measure.isa {
-        return Err(refuse(Input::Isa, isa.to_string(), "CPU instruction set"));
-    }
-    if s.stores != StoresRequest::Auto {
-        return Err(refuse(Input::Stores, s.stores.to_string(), "CPU stores"));
-    }
-    if !s.measure.hugepages.is_auto() {
-        let pages = s.measure.hugepages.to_string();
-        return Err(refuse(Input::Hugepages, pages, "host page sizes"));
-    }
-    Ok(())
-}
-
 impl Backend for SimDevice {
     fn name(&self) -> &'static str {
         "sim"
     }
 
     fn prepare(&self, topo: &Topology, s: &Settings) -> Result<Prepared> {
-        refuse_what_cpus_have(s)?;
+        super::offload::refuse_what_cpus_have("a simulated device", s)?;
         let setup = Setup::from_env()?;
         let (numa_node, host_cpu) = self.attachment(topo);
         let (elements, inner_repeats) = s.sizes(1, || DEFAULT_ELEMENTS)?;
+        let link = PciLink {
+            current: LinkState {
+                width: setup.lanes.unwrap_or(GEN5_X16.width),
+                ..GEN5_X16
+            },
+            max: GEN5_X16,
+        };
         let mut kernels = s.measure.kernels.clone();
         kernels.sort();
         kernels.dedup();
-        let arrays = (crate::kernels::arrays_used(&kernels).iter())
-            .filter(|a| !a.host_buffer())
-            .count() as u64;
+        let arrays = super::offload::device_arrays(&kernels);
         let needed = (elements as u64).saturating_mul(ELEMENT_BYTES * arrays);
         if needed > MEMORY_BYTES {
             return Err(Error::input(
@@ -238,13 +203,18 @@ impl Backend for SimDevice {
                     name: self.device_name(),
                 },
                 facts: DeviceFacts {
+                    uuid: Some(format!("SIM-{:08x}", self.index)),
+                    bus_id: Some(format!("0000:{:02x}:00.0", 0x18 + self.index)),
+                    link: Some(link),
                     model: Some("membw simulated device".into()),
                     memory_bytes: Some(MEMORY_BYTES),
                     driver: Some(format!("membw {}", env!("CARGO_PKG_VERSION"))),
                     numa_node,
                     peaks: DevicePeaks {
                         memory_gb_s: Some(setup.peak_gb_s.unwrap_or(PEAK_GB_S)),
-                        host_link_gb_s: Some(setup.link_gb_s.unwrap_or(LINK_GB_S)),
+                        host_link_gb_s: Some(
+                            (setup.link_gb_s).unwrap_or_else(|| link.current.gb_s()),
+                        ),
                     },
                 },
             }),
@@ -290,14 +260,15 @@ impl Backend for SimDevice {
                     })?;
                 }
                 let mut memory = Memory {
-                    arrays: HostArrays::new(plan, &placed)?,
+                    arrays: HostArrays::new(plan, &placed, &plan.arrays_needed())?,
                     wrong: setup.wrong_element.zip(written),
                     clock: setup.clock.unwrap_or(1.0),
                     last_run_s: None,
                 };
                 observed.warnings = memory.pin_host_buffers();
                 driver(&mut memory)?;
-                let (pages, warnings) = memory.host_buffer_pages(&placed, host_node);
+                let (pages, warnings) =
+                    super::offload::host_buffer_pages(&memory.arrays.arrays, &placed, host_node);
                 observed.pages = pages;
                 observed.warnings.extend(warnings);
                 Ok(())
@@ -312,12 +283,6 @@ impl Backend for SimDevice {
         })?;
         Ok(observed)
     }
-}
-
-/// Whether the kernels move data over the host link, from and to host
-/// buffers.
-fn host_buffers(kernels: &[KernelId]) -> bool {
-    (kernels.iter()).any(|k| k.spec().arrays().any(ArrayId::host_buffer))
 }
 
 /// The device's arrays, as the protocol drives them.
@@ -344,26 +309,6 @@ impl Memory {
                 )
             })
             .collect()
-    }
-
-    /// Where the host buffers' pages are, checked page by page against
-    /// their policy; the device's own memory is not the host's to report.
-    fn host_buffer_pages(
-        &self,
-        policy: &MemPolicy,
-        host_node: Option<usize>,
-    ) -> (Vec<PagePlacement>, Vec<String>) {
-        let arrays = &self.arrays.arrays;
-        let buffers: Vec<ArrayId> = (ArrayId::ALL.into_iter())
-            .filter(|a| a.host_buffer())
-            .collect();
-        let (pages, warnings) = arrays.page_placement_of(
-            &buffers,
-            policy,
-            std::slice::from_ref(&(0..arrays.elements)),
-            &[host_node],
-        );
-        (pages, warnings)
     }
 }
 
@@ -407,6 +352,7 @@ mod tests {
                 wrong_element: Some(3),
                 peak_gb_s: Some(250.0),
                 link_gb_s: None,
+                lanes: None,
                 clock: None,
             }
         );

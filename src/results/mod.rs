@@ -136,7 +136,13 @@ impl RunReport {
             source: source.into(),
             host: Host::describe(topo),
             request,
-            peak_unknown: peak.is_none().then(|| crate::peak::unknown_reason(topo)),
+            peak_unknown: peak.is_none().then(|| match measurement.target().device() {
+                Some(d) => format!(
+                    "the {} backend declares no memory peak for {} (its warning says why)",
+                    d.id.backend, d.id.name
+                ),
+                None => crate::peak::unknown_reason(topo),
+            }),
             measurement,
             peak,
             reproduce,

@@ -36,7 +36,7 @@ pub struct PciGpu {
 }
 
 /// A PCIe link: as it trained, and the most both ends can do.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PciLink {
     pub current: LinkState,
     pub max: LinkState,

@@ -36,6 +36,12 @@ pub struct DeviceFacts {
     pub driver: Option<String>,
     /// The host NUMA node it is attached to.
     pub numa_node: Option<usize>,
+    /// Its unique id (a GPU's `GPU-...` UUID, as nvidia-smi prints it).
+    pub uuid: Option<String>,
+    /// Its PCI address (`0000:18:00.0`).
+    pub bus_id: Option<String>,
+    /// Its PCIe link, as trained and at most.
+    pub link: Option<crate::topology::pci::PciLink>,
     pub peaks: DevicePeaks,
 }
 
@@ -72,6 +78,12 @@ struct Wire {
     driver: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     numa_node: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    uuid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bus_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    link: Option<crate::topology::pci::PciLink>,
     #[serde(default, skip_serializing_if = "DevicePeaks::is_empty")]
     peaks: DevicePeaks,
     /// Schema 1's only peak: the device memory's.
@@ -94,6 +106,9 @@ impl From<Wire> for Device {
                 memory_bytes: w.memory_bytes,
                 driver: w.driver,
                 numa_node: w.numa_node,
+                uuid: w.uuid,
+                bus_id: w.bus_id,
+                link: w.link,
                 peaks,
             },
         }
@@ -110,6 +125,9 @@ impl From<Device> for Wire {
             memory_bytes: d.facts.memory_bytes,
             driver: d.facts.driver,
             numa_node: d.facts.numa_node,
+            uuid: d.facts.uuid,
+            bus_id: d.facts.bus_id,
+            link: d.facts.link,
             peaks: d.facts.peaks,
             peak_gb_s: None,
         }
@@ -156,7 +174,12 @@ impl Device {
             ("device", self.id.name.clone()),
             ("backend", self.id.backend.clone()),
             ("index", self.id.index.to_string()),
+            // The spelling that selects it: cuda:0.
+            ("gpu", format!("{}:{}", self.id.backend, self.id.index)),
         ]
+        .into_iter()
+        .chain(self.facts.uuid.clone().map(|u| ("uuid", u)))
+        .collect()
     }
 
     /// `device sim1 (membw simulated device, 1.0 GiB, node 0, memory 1000
@@ -166,7 +189,9 @@ impl Device {
         let mut facts: Vec<String> = Vec::new();
         facts.extend(f.model.clone());
         facts.extend(f.memory_bytes.map(|b| crate::units::Bytes(b).to_string()));
+        facts.extend(f.bus_id.clone());
         facts.extend(f.numa_node.map(|n| format!("host node {n}")));
+        facts.extend(f.link.map(|l| format!("PCIe {}", l.current)));
         facts.extend(f.peaks.memory_gb_s.map(|p| format!("memory peak {p} GB/s")));
         facts.extend(
             f.peaks

@@ -1,0 +1,151 @@
+//! The CUDA driver, loaded at run time (`cudarc`'s dynamic loading of
+//! `libcuda.so.1`): a binary built without CUDA runs on every node, and a
+//! GPU request on a node without the driver ends in one line. What a GPU
+//! is, as the driver reports it.
+
+use cudarc::driver::{result, sys};
+use std::sync::OnceLock;
+
+/// A driver call's failure, as one line: the call and the driver's code.
+pub(super) fn fail(call: &str, e: result::DriverError) -> String {
+    format!("{call}: {:?}", e.0)
+}
+
+/// Loads the driver and initializes it, once per process.
+pub(super) fn load() -> Result<(), String> {
+    static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
+    LOADED
+        .get_or_init(|| {
+            // SAFETY: only asks the dynamic loader whether a library of
+            // the driver's names opens; nothing of it is called.
+            if !unsafe { sys::is_culib_present() } {
+                return Err("no CUDA driver here: libcuda.so.1 does not load (no NVIDIA driver is installed, or it is outside the library path); membw topo lists the GPUs on the PCI bus".into());
+            }
+            result::init().map_err(|e| match e.0 {
+                sys::CUresult::CUDA_ERROR_NO_DEVICE => {
+                    "the CUDA driver is installed but sees no GPU (CUDA_VISIBLE_DEVICES, or a GPU the driver has lost: nvidia-smi says which)".to_string()
+                }
+                _ => fail("cuInit", e),
+            })
+        })
+        .clone()
+}
+
+/// How many GPUs the driver sees (after `CUDA_VISIBLE_DEVICES`).
+pub(super) fn device_count() -> Result<u32, String> {
+    load()?;
+    result::device::get_count()
+        .map(|n| n.max(0) as u32)
+        .map_err(|e| fail("cuDeviceGetCount", e))
+}
+
+/// What the driver says of one GPU.
+#[derive(Debug, Clone)]
+pub(super) struct Facts {
+    pub name: String,
+    /// `GPU-8c3d...`, as nvidia-smi prints it.
+    pub uuid: String,
+    pub memory_bytes: u64,
+    /// `0000:18:00.0`.
+    pub bus_id: String,
+    pub multiprocessors: u32,
+    pub threads_per_multiprocessor: u32,
+    pub l2_bytes: u64,
+    /// Compute capability (9.0: Hopper).
+    pub capability: (i32, i32),
+    /// `12.4`: the CUDA version the driver implements.
+    pub cuda_version: String,
+}
+
+/// The facts of GPU `index`.
+pub(super) fn facts(index: u32) -> Result<Facts, String> {
+    load()?;
+    let dev = result::device::get(index as i32).map_err(|e| fail("cuDeviceGet", e))?;
+    let attribute = |a: sys::CUdevice_attribute| -> Result<i32, String> {
+        // SAFETY: `dev` is a device handle the driver gave; the attribute
+        // is one of the enum's values.
+        unsafe { result::device::get_attribute(dev, a) }
+            .map_err(|e| fail("cuDeviceGetAttribute", e))
+    };
+    use sys::CUdevice_attribute as A;
+    let mut bus = [0 as std::ffi::c_char; 32];
+    // SAFETY: the driver writes at most `len` bytes, NUL included, into
+    // the buffer it is given.
+    unsafe { sys::cuDeviceGetPCIBusId(bus.as_mut_ptr(), bus.len() as i32, dev) }
+        .result()
+        .map_err(|e| fail("cuDeviceGetPCIBusId", e))?;
+    // SAFETY: the buffer is NUL-terminated (zeroed, and the driver
+    // terminates what it writes).
+    let bus_id =
+        normal_bus_id(&unsafe { std::ffi::CStr::from_ptr(bus.as_ptr()) }.to_string_lossy());
+    let mut version = 0;
+    // SAFETY: writes one int.
+    unsafe { sys::cuDriverGetVersion(&mut version) }
+        .result()
+        .map_err(|e| fail("cuDriverGetVersion", e))?;
+    let uuid = result::device::get_uuid(dev).map_err(|e| fail("cuDeviceGetUuid", e))?;
+    Ok(Facts {
+        name: result::device::get_name(dev).map_err(|e| fail("cuDeviceGetName", e))?,
+        uuid: format_uuid(&uuid.bytes.map(|b| b as u8)),
+        // SAFETY: `dev` is a device handle the driver gave.
+        memory_bytes: unsafe { result::device::total_mem(dev) }
+            .map_err(|e| fail("cuDeviceTotalMem", e))? as u64,
+        bus_id,
+        multiprocessors: attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32,
+        threads_per_multiprocessor: attribute(
+            A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+        )?
+        .max(1) as u32,
+        l2_bytes: attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(0) as u64,
+        capability: (
+            attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        ),
+        cuda_version: format!("{}.{}", version / 1000, version % 1000 / 10),
+    })
+}
+
+/// A PCI address as sysfs spells it (`0000:18:00.0`): the driver writes
+/// an 8-digit domain in capitals (`00000000:18:00.0`).
+pub(super) fn normal_bus_id(id: &str) -> String {
+    let id = id.trim().to_ascii_lowercase();
+    match id.split_once(':') {
+        Some((domain, rest)) if domain.len() > 4 => {
+            format!("{}:{rest}", &domain[domain.len() - 4..])
+        }
+        _ => id,
+    }
+}
+
+/// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, nvidia-smi's spelling.
+pub(super) fn format_uuid(bytes: &[u8; 16]) -> String {
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bus_id_is_spelled_as_sysfs_does() {
+        assert_eq!(normal_bus_id("00000000:1B:00.0"), "0000:1b:00.0");
+        assert_eq!(normal_bus_id("0000:1b:00.0"), "0000:1b:00.0");
+    }
+
+    #[test]
+    fn a_uuid_is_spelled_as_nvidia_smi_does() {
+        let bytes: [u8; 16] = std::array::from_fn(|i| (i * 17) as u8);
+        assert_eq!(
+            format_uuid(&bytes),
+            "GPU-00112233-4455-6677-8899-aabbccddeeff"
+        );
+    }
+}

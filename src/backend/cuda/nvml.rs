@@ -1,0 +1,110 @@
+//! NVML (`libnvidia-ml.so.1`, loaded at run time by `nvml-wrapper`): what
+//! the CUDA driver API does not say. A GPU's memory peak (its maximum
+//! memory clock × bus width × 2, HBM and GDDR moving data on both edges),
+//! the driver's version, and whether the GPU's clocks were held back
+//! (thermal, power brake, hardware slowdown) around a measurement.
+//!
+//! NVML is optional: where it does not load, the peak is unknown and the
+//! run says so; nothing is estimated.
+
+use nvml_wrapper::Nvml;
+use nvml_wrapper::bitmasks::device::ThrottleReasons;
+use nvml_wrapper::enum_wrappers::device::Clock;
+use std::sync::OnceLock;
+
+/// NVML, loaded once; why not, where it does not load.
+fn nvml() -> Result<&'static Nvml, String> {
+    static NVML: OnceLock<Result<Nvml, String>> = OnceLock::new();
+    NVML.get_or_init(|| {
+        Nvml::builder()
+            .lib_path(std::ffi::OsStr::new("libnvidia-ml.so.1"))
+            .init()
+            .map_err(|e| format!("NVML does not load ({e})"))
+    })
+    .as_ref()
+    .map_err(Clone::clone)
+}
+
+/// What NVML says of the GPU at `bus_id`.
+#[derive(Debug, Clone)]
+pub(super) struct NvmlFacts {
+    /// Memory peak, GB/s; why it is unknown otherwise.
+    pub memory_peak: Result<f64, String>,
+    pub driver_version: Option<String>,
+}
+
+/// What NVML says of the GPU at `bus_id`, as far as it loads.
+pub(super) fn facts(bus_id: &str) -> NvmlFacts {
+    let nvml = match nvml() {
+        Ok(n) => n,
+        Err(why) => {
+            return NvmlFacts {
+                memory_peak: Err(why),
+                driver_version: None,
+            };
+        }
+    };
+    let memory_peak = (nvml.device_by_pci_bus_id(bus_id))
+        .and_then(|d| Ok((d.max_clock_info(Clock::Memory)?, d.memory_bus_width()?)))
+        .map(|(mhz, bits)| memory_peak_gb_s(mhz, bits))
+        .map_err(|e| format!("NVML gives no memory clock and bus width ({e})"));
+    NvmlFacts {
+        memory_peak,
+        driver_version: nvml.sys_driver_version().ok(),
+    }
+}
+
+/// A memory's peak from its clock (MHz) and bus width (bits): two
+/// transfers per clock. An H100 SXM: 2619 MHz × 5120 bits → 3352 GB/s.
+pub(super) fn memory_peak_gb_s(clock_mhz: u32, bus_bits: u32) -> f64 {
+    2.0 * f64::from(clock_mhz) * 1e6 * f64::from(bus_bits) / 8.0 / 1e9
+}
+
+/// Why the GPU's clocks are held back now (thermal, power, hardware
+/// slowdown), in words; `None` when nothing holds them back or NVML does
+/// not say. Idle and application-clock settings are not throttling.
+pub(super) fn throttled(bus_id: &str) -> Option<String> {
+    let device = nvml().ok()?.device_by_pci_bus_id(bus_id).ok()?;
+    let reasons = device.current_throttle_reasons().ok()?;
+    describe(reasons)
+}
+
+fn describe(reasons: ThrottleReasons) -> Option<String> {
+    let named = [
+        (ThrottleReasons::SW_POWER_CAP, "power cap"),
+        (ThrottleReasons::HW_SLOWDOWN, "hardware slowdown"),
+        (
+            ThrottleReasons::SW_THERMAL_SLOWDOWN,
+            "software thermal slowdown",
+        ),
+        (
+            ThrottleReasons::HW_THERMAL_SLOWDOWN,
+            "hardware thermal slowdown",
+        ),
+        (ThrottleReasons::HW_POWER_BRAKE_SLOWDOWN, "power brake"),
+    ];
+    let found: Vec<&str> = (named.iter())
+        .filter(|(bit, _)| reasons.contains(*bit))
+        .map(|(_, name)| *name)
+        .collect();
+    (!found.is_empty()).then(|| found.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_peak_is_two_transfers_per_clock_over_the_bus() {
+        // H100 SXM5 80GB, as NVML reports it.
+        let h100 = memory_peak_gb_s(2619, 5120);
+        assert!((h100 - 3352.3).abs() < 0.1, "{h100}");
+    }
+
+    #[test]
+    fn only_what_holds_clocks_back_is_throttling() {
+        assert_eq!(describe(ThrottleReasons::GPU_IDLE), None);
+        let why = describe(ThrottleReasons::HW_THERMAL_SLOWDOWN | ThrottleReasons::SW_POWER_CAP);
+        assert_eq!(why.as_deref(), Some("power cap, hardware thermal slowdown"));
+    }
+}

@@ -1,0 +1,231 @@
+/* A fake CUDA driver (libcuda.so.1) for membw's tests: the calls of the
+ * driver API that the cuda backend makes, with "device memory" in host
+ * memory and each kernel of kernels.cu run by its name on the calling
+ * thread. It tests everything of the cuda backend but the GPU: loading,
+ * enumeration, the launches' parameters, the copies, the events, the
+ * host buffers' registration, reading back and every error path.
+ *
+ * Set up by the environment:
+ *   FAKE_CUDA_DEVICES=N  the GPUs it has (default 1; 0: cuInit says
+ *                        CUDA_ERROR_NO_DEVICE)
+ *   FAKE_CUDA_FAIL=NAME  the kernel whose launches fail
+ *   FAKE_CUDA_WRONG=1    every kernel writes its last element wrong
+ *   FAKE_CUDA_LOG=FILE   each registered host buffer's size, a line each
+ *
+ * Built by the tests with: cc -shared -fPIC -O2 -o libcuda.so.1 libcuda.c
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef uint64_t CUdeviceptr;
+typedef void *CUcontext, *CUmodule, *CUstream;
+typedef struct { char name[32]; } *CUfunction;
+typedef struct { double ms; } *CUevent;
+
+enum {
+  SUCCESS = 0,
+  INVALID_VALUE = 1,
+  OUT_OF_MEMORY = 2,
+  NOT_INITIALIZED = 3,
+  NO_DEVICE = 100,
+  INVALID_DEVICE = 101,
+  NOT_FOUND = 500,
+  LAUNCH_FAILED = 719,
+};
+
+static int initialized;
+
+static int devices(void) {
+  const char *n = getenv("FAKE_CUDA_DEVICES");
+  return n ? atoi(n) : 1;
+}
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+CUresult cuInit(unsigned flags) {
+  (void)flags;
+  if (devices() == 0) return NO_DEVICE;
+  initialized = 1;
+  return SUCCESS;
+}
+CUresult cuDriverGetVersion(int *v) { *v = 12040; return SUCCESS; }
+CUresult cuDeviceGetCount(int *n) {
+  if (!initialized) return NOT_INITIALIZED;
+  *n = devices();
+  return SUCCESS;
+}
+CUresult cuDeviceGet(CUdevice *d, int ordinal) {
+  if (ordinal < 0 || ordinal >= devices()) return INVALID_DEVICE;
+  *d = ordinal;
+  return SUCCESS;
+}
+CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
+  snprintf(name, len, "Fake GPU %d", d);
+  return SUCCESS;
+}
+CUresult cuDeviceGetUuid(unsigned char *uuid, CUdevice d) {
+  for (int i = 0; i < 16; i++) uuid[i] = (unsigned char)(d * 16 + i);
+  return SUCCESS;
+}
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
+  (void)d;
+  *bytes = (size_t)4 << 30;
+  return SUCCESS;
+}
+CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d) {
+  snprintf(id, len, "00000000:%02X:00.0", 0x18 + d);
+  return SUCCESS;
+}
+CUresult cuDeviceGetAttribute(int *v, int attribute, CUdevice d) {
+  (void)d;
+  switch (attribute) {
+  case 16: *v = 4; break;          /* multiprocessors */
+  case 39: *v = 2048; break;       /* threads per multiprocessor */
+  case 38: *v = 1 << 20; break;    /* L2 bytes */
+  case 75: *v = 9; break;          /* compute capability */
+  case 76: *v = 0; break;
+  default: *v = 0;
+  }
+  return SUCCESS;
+}
+CUresult cuGetErrorName(CUresult e, const char **s) {
+  *s = e == LAUNCH_FAILED ? "CUDA_ERROR_LAUNCH_FAILED" : "CUDA_ERROR_FAKE";
+  return SUCCESS;
+}
+CUresult cuGetErrorString(CUresult e, const char **s) { return cuGetErrorName(e, s); }
+
+static int context;
+CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
+  (void)d;
+  *c = &context;
+  return SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { (void)d; return SUCCESS; }
+CUresult cuCtxSetCurrent(CUcontext c) { (void)c; return SUCCESS; }
+CUresult cuCtxSynchronize(void) { return SUCCESS; }
+
+static int module;
+CUresult cuModuleLoadData(CUmodule *m, const void *image) {
+  /* The PTX membw carries names its kernels as ".entry NAME(". */
+  if (!strstr((const char *)image, ".visible .entry")) return INVALID_VALUE;
+  *m = &module;
+  return SUCCESS;
+}
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
+  (void)m;
+  *f = calloc(1, sizeof **f);
+  snprintf((*f)->name, sizeof (*f)->name, "%s", name);
+  return SUCCESS;
+}
+CUresult cuModuleUnload(CUmodule m) { (void)m; return SUCCESS; }
+
+static int streams;
+CUresult cuStreamCreate(CUstream *s, unsigned flags) { (void)flags; *s = &streams; return SUCCESS; }
+CUresult cuStreamDestroy_v2(CUstream s) { (void)s; return SUCCESS; }
+CUresult cuStreamSynchronize(CUstream s) { (void)s; return SUCCESS; }
+CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) { (void)s; (void)e; (void)f; return SUCCESS; }
+
+CUresult cuEventCreate(CUevent *e, unsigned flags) { (void)flags; *e = calloc(1, sizeof **e); return SUCCESS; }
+CUresult cuEventDestroy_v2(CUevent e) { free(e); return SUCCESS; }
+CUresult cuEventRecord(CUevent e, CUstream s) { (void)s; e->ms = now_ms(); return SUCCESS; }
+CUresult cuEventSynchronize(CUevent e) { (void)e; return SUCCESS; }
+CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
+  *ms = (float)(end->ms - start->ms);
+  return SUCCESS;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+  void *m = malloc(bytes);
+  if (!m) return OUT_OF_MEMORY;
+  *p = (CUdeviceptr)(uintptr_t)m;
+  return SUCCESS;
+}
+CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)(uintptr_t)p); return SUCCESS; }
+CUresult cuMemcpyDtoH_v2(void *to, CUdeviceptr from, size_t bytes) {
+  memcpy(to, (void *)(uintptr_t)from, bytes);
+  return SUCCESS;
+}
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr to, const void *from, size_t bytes, CUstream s) {
+  (void)s;
+  memcpy((void *)(uintptr_t)to, from, bytes);
+  return SUCCESS;
+}
+CUresult cuMemcpyDtoHAsync_v2(void *to, CUdeviceptr from, size_t bytes, CUstream s) {
+  (void)s;
+  memcpy(to, (void *)(uintptr_t)from, bytes);
+  return SUCCESS;
+}
+CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {
+  const char *log = getenv("FAKE_CUDA_LOG");
+  if (!p || !bytes || !(flags & 2)) return INVALID_VALUE;
+  if (log) {
+    FILE *f = fopen(log, "a");
+    if (f) {
+      fprintf(f, "registered %zu bytes\n", bytes);
+      fclose(f);
+    }
+  }
+  return SUCCESS;
+}
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned flags) {
+  (void)flags;
+  *d = (CUdeviceptr)(uintptr_t)p;
+  return SUCCESS;
+}
+CUresult cuMemHostUnregister(void *p) { (void)p; return SUCCESS; }
+
+/* kernels.cu's kernels, element by element on this thread. */
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                        unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                        CUstream s, void **params, void **extra) {
+  (void)gy; (void)gz; (void)by; (void)bz; (void)shared; (void)s; (void)extra;
+  const char *fail = getenv("FAKE_CUDA_FAIL");
+  if (fail && strcmp(fail, f->name) == 0) return LAUNCH_FAILED;
+  if (gx == 0 || bx != 256) return INVALID_VALUE;
+  double *x[7];
+  for (int i = 0; i < 7; i++) x[i] = (double *)(uintptr_t) * (CUdeviceptr *)params[i];
+  double *a = x[0], *b = x[1], *c = x[2], *d = x[3], *h = x[4], *r = x[5], *partial = x[6];
+  double q = *(double *)params[7];
+  uint64_t n = *(uint64_t *)params[8];
+  const char *k = f->name;
+  double sum = 0;
+  double *last = 0;
+#define EACH(body) for (uint64_t i = 0; i < n; i++) { body; }
+  if (!strcmp(k, "copy")) { EACH(c[i] = a[i]); last = c; }
+  else if (!strcmp(k, "scale")) { EACH(b[i] = q * c[i]); last = b; }
+  else if (!strcmp(k, "add")) { EACH(c[i] = a[i] + b[i]); last = c; }
+  else if (!strcmp(k, "triad")) { EACH(a[i] = b[i] + q * c[i]); last = a; }
+  else if (!strcmp(k, "write")) { EACH(c[i] = q); last = c; }
+  else if (!strcmp(k, "init") || !strcmp(k, "fill_a")) { EACH(a[i] = q); last = a; }
+  else if (!strcmp(k, "fill_b")) { EACH(b[i] = q); }
+  else if (!strcmp(k, "fill_c")) { EACH(c[i] = q); }
+  else if (!strcmp(k, "fill_d")) { EACH(d[i] = q); }
+  else if (!strcmp(k, "update")) { EACH(a[i] = q * a[i]); last = a; }
+  else if (!strcmp(k, "daxpy")) { EACH(a[i] = a[i] + q * b[i]); last = a; }
+  else if (!strcmp(k, "striad")) { EACH(a[i] = b[i] + c[i] * d[i]); last = a; }
+  else if (!strcmp(k, "sdaxpy")) { EACH(a[i] = a[i] + b[i] * c[i]); last = a; }
+  else if (!strcmp(k, "nstream")) { EACH(a[i] = a[i] + (b[i] + q * c[i])); last = a; }
+  else if (!strcmp(k, "h2d_kernel")) { EACH(a[i] = h[i]); last = a; }
+  else if (!strcmp(k, "d2h_kernel")) { EACH(r[i] = b[i]); last = r; }
+  else if (!strcmp(k, "bidir_kernel")) { EACH(a[i] = h[i]; r[i] = b[i]); last = r; }
+  else if (!strcmp(k, "read")) { EACH(sum += a[i]); }
+  else if (!strcmp(k, "dot")) { EACH(sum += a[i] * b[i]); }
+  else return NOT_FOUND;
+  int reduces = !strcmp(k, "read") || !strcmp(k, "dot");
+  if (reduces && partial) {
+    /* Each block's sum: the first holds the whole, the rest nothing. */
+    partial[0] = sum;
+    for (unsigned i = 1; i < gx; i++) partial[i] = 0;
+  }
+  if (last && n && getenv("FAKE_CUDA_WRONG")) last[n - 1] += 1.0;
+  return SUCCESS;
+}
