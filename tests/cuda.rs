@@ -68,7 +68,9 @@ fn output(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
 
 /// Whether this host has a real CUDA driver that the loader would find.
 fn real_driver() -> bool {
-    let ldconfig = std::process::Command::new("/sbin/ldconfig").arg("-p").output();
+    let ldconfig = std::process::Command::new("/sbin/ldconfig")
+        .arg("-p")
+        .output();
     ldconfig.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("libcuda.so"))
 }
 
@@ -92,22 +94,31 @@ fn without_a_driver_a_gpu_request_ends_in_one_line() {
 #[test]
 fn a_driver_without_gpus_and_an_index_past_them_are_refused() {
     let Some(dir) = fake_driver() else { return };
-    let (code, stdout, stderr) = output(
-        with_fake(&dir)
-            .env("FAKE_CUDA_DEVICES", "0")
-            .args(["run", "--backend", "cuda:0"]),
-    );
+    let (code, stdout, stderr) =
+        output(
+            with_fake(&dir)
+                .env("FAKE_CUDA_DEVICES", "0")
+                .args(["run", "--backend", "cuda:0"]),
+        );
     assert_eq!(code, 2, "{stderr}");
     assert!(stdout.is_empty());
-    assert!(stderr.contains("the CUDA driver is installed but sees no GPU"), "{stderr}");
-    let (code, _, stderr) = output(
-        with_fake(&dir)
-            .env("FAKE_CUDA_DEVICES", "2")
-            .args(["run", "--backend", "cuda:2"]),
+    assert!(
+        stderr.contains("the CUDA driver is installed but sees no GPU"),
+        "{stderr}"
     );
+    let (code, _, stderr) =
+        output(
+            with_fake(&dir)
+                .env("FAKE_CUDA_DEVICES", "2")
+                .args(["run", "--backend", "cuda:2"]),
+        );
     assert_eq!(code, 2);
-    assert!(stderr.contains("there is no GPU cuda:2: the CUDA driver sees 2 (cuda:0 to cuda:1)"), "{stderr}");
-    let (code, _, stderr) = output(with_fake(&dir).args(["run", "--backend", "cuda", "--threads", "2"]));
+    assert!(
+        stderr.contains("there is no GPU cuda:2: the CUDA driver sees 2 (cuda:0 to cuda:1)"),
+        "{stderr}"
+    );
+    let (code, _, stderr) =
+        output(with_fake(&dir).args(["run", "--backend", "cuda", "--threads", "2"]));
     assert_eq!(code, 2);
     assert!(stderr.contains("a CUDA GPU has no CPU threads"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -117,25 +128,52 @@ fn a_driver_without_gpus_and_an_index_past_them_are_refused() {
 fn every_kernel_runs_validates_and_the_record_names_the_gpu() {
     let Some(dir) = fake_driver() else { return };
     let mut cmd = with_fake(&dir);
-    cmd.args(["run", "--backend", "cuda:0", "--kernels", "all,transfers", "--format", "json"])
-        .args(SMALL);
+    cmd.args([
+        "run",
+        "--backend",
+        "cuda:0",
+        "--kernels",
+        "all,transfers",
+        "--format",
+        "json",
+    ])
+    .args(SMALL);
     let (code, stdout, stderr) = output(&mut cmd);
     assert_eq!(code, 0, "{stderr}");
     let doc: Value = serde_json::from_str(&stdout).unwrap();
     let m = &doc["measurement"];
     assert_eq!(m["target"]["backend"], "cuda");
     assert_eq!(m["target"]["name"], "cuda0");
-    assert_eq!(m["target"]["uuid"], "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f");
+    assert_eq!(
+        m["target"]["uuid"],
+        "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+    );
     assert_eq!(m["target"]["bus_id"], "0000:18:00.0");
-    assert!(m["target"]["model"].as_str().unwrap().contains("compute capability 9.0"));
+    assert!(
+        m["target"]["model"]
+            .as_str()
+            .unwrap()
+            .contains("compute capability 9.0")
+    );
     assert_eq!(m["validation"]["passed"], true, "{m}");
     let kernels: Vec<&str> = (m["results"].as_array().unwrap().iter())
         .map(|r| r["kernel"].as_str().unwrap())
         .collect();
-    for k in ["copy", "triad", "read", "dot", "nstream", "h2d", "bidir-kernel"] {
+    for k in [
+        "copy",
+        "triad",
+        "read",
+        "dot",
+        "nstream",
+        "h2d",
+        "bidir-kernel",
+    ] {
         assert!(kernels.contains(&k), "{k}: {kernels:?}");
     }
-    assert!(stderr.contains("memory peak is unknown: NVML does not load"), "{stderr}");
+    assert!(
+        stderr.contains("memory peak is unknown: NVML does not load"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -156,7 +194,10 @@ fn a_wrong_element_and_a_failed_launch_are_caught() {
             .args(SMALL),
     );
     assert_ne!(code, 0);
-    assert!(stderr.contains("cuda0: cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED"), "{stderr}");
+    assert!(
+        stderr.contains("cuda0: cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -209,15 +250,31 @@ fn a_gpu_s_baseline_checks_and_its_metrics_carry_gpu_and_uuid() {
     let baseline = tmp.path().join("gpu.json");
     let b = baseline.to_str().unwrap();
     let mut cmd = with_fake(&dir);
-    cmd.args(["baseline", "--backend", "cuda:0", "--output", b, "--rounds", "2"])
-        .args(SMALL);
+    cmd.args([
+        "baseline",
+        "--backend",
+        "cuda:0",
+        "--output",
+        b,
+        "--rounds",
+        "2",
+    ])
+    .args(SMALL);
     let (code, _, stderr) = output(&mut cmd);
     assert_eq!(code, 0, "{stderr}");
     let mut cmd = with_fake(&dir);
     let prom = tmp.path().join("gpu.prom");
-    cmd.args(["check", "--backend", "cuda:0", "--baseline", b, "--tolerance", "90%"])
-        .args(["--prom", prom.to_str().unwrap()])
-        .args(SMALL);
+    cmd.args([
+        "check",
+        "--backend",
+        "cuda:0",
+        "--baseline",
+        b,
+        "--tolerance",
+        "90%",
+    ])
+    .args(["--prom", prom.to_str().unwrap()])
+    .args(SMALL);
     let (code, _, stderr) = output(&mut cmd);
     assert!(code == 0 || code == 1, "{stderr}");
     let stdout = std::fs::read_to_string(&prom).unwrap();
@@ -225,5 +282,8 @@ fn a_gpu_s_baseline_checks_and_its_metrics_carry_gpu_and_uuid() {
         .find(|l| l.starts_with("membw_") && l.contains("cuda0"))
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(row.contains(r#"gpu="cuda:0""#), "{row}");
-    assert!(row.contains(r#"uuid="GPU-00010203-0405-0607-0809-0a0b0c0d0e0f""#), "{row}");
+    assert!(
+        row.contains(r#"uuid="GPU-00010203-0405-0607-0809-0a0b0c0d0e0f""#),
+        "{row}"
+    );
 }

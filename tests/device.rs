@@ -18,7 +18,9 @@ fn a_run_on_the_device_names_it_and_its_own_peak_and_no_cpu_things() {
     // two named peaks.
     let text = run_on("sim:1", &[]);
     assert!(
-        text.contains("Target: device sim1 (membw simulated device, 1 GiB, host node "),
+        text.contains(
+            "Target: device sim1 (membw simulated device, 1 GiB, 0000:19:00.0, host node "
+        ),
         "{text}"
     );
     assert!(
@@ -45,7 +47,12 @@ fn a_run_on_the_device_names_it_and_its_own_peak_and_no_cpu_things() {
     assert_eq!(m["target"]["name"], "sim1");
     assert_eq!(m["target"]["index"], 1);
     assert_eq!(m["target"]["peaks"]["memory_gb_s"], 1000.0);
-    assert_eq!(m["target"]["peaks"]["host_link_gb_s"], 63.0);
+    // PCIe Gen5 x16: 32 GT/s × 16 lanes × 128/130 / 8.
+    let link = m["target"]["peaks"]["host_link_gb_s"].as_f64().unwrap();
+    assert!(
+        (link - 32.0 * 16.0 * 128.0 / 130.0 / 8.0).abs() < 1e-9,
+        "{link}"
+    );
     for absent in ["isa", "stores", "threads", "mem_policy"] {
         assert!(m.get(absent).is_none(), "{absent}: {m}");
     }
@@ -74,19 +81,19 @@ fn its_prometheus_lines_say_device_with_its_name_and_peak() {
     let text = std::fs::read_to_string(&prom).unwrap();
     assert!(
         text.contains(
-            "membw_bandwidth_bytes_per_second{kernel=\"triad\",scope=\"device\",device=\"sim0\",backend=\"sim\",index=\"0\"}"
+            "membw_bandwidth_bytes_per_second{kernel=\"triad\",scope=\"device\",device=\"sim0\",backend=\"sim\",index=\"0\",gpu=\"sim:0\",uuid=\"SIM-00000000\"}"
         ),
         "{text}"
     );
     assert!(
         text.contains(
-            "membw_peak_bytes_per_second{scope=\"device\",device=\"sim0\",backend=\"sim\",index=\"0\"} 1000000000000\n"
+            "membw_peak_bytes_per_second{scope=\"device\",device=\"sim0\",backend=\"sim\",index=\"0\",gpu=\"sim:0\",uuid=\"SIM-00000000\"} 1000000000000\n"
         ),
         "{text}"
     );
     assert!(
         text.contains(
-            "membw_host_link_peak_bytes_per_second{scope=\"device\",device=\"sim0\",backend=\"sim\",index=\"0\"} 63000000000\n"
+            "membw_host_link_peak_bytes_per_second{scope=\"device\",device=\"sim0\",backend=\"sim\",index=\"0\",gpu=\"sim:0\",uuid=\"SIM-00000000\"} 63015384615.38462\n"
         ),
         "{text}"
     );
@@ -336,10 +343,20 @@ fn a_baseline_and_check_of_the_device_hold_it_against_itself_and_its_own_peak() 
         made.contains("device sim0 (membw simulated device"),
         "{made}"
     );
-    assert!(made.contains("  device             - triad"), "{made}");
+    assert!(made.contains("  device                 - triad"), "{made}");
+    // Its host link from every memory node is a scope of its own.
+    assert!(made.contains("  link from node 0       - h2d"), "{made}");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(base).unwrap()).unwrap();
     assert_eq!(doc["scopes"][0]["scope"], "device");
     assert_eq!(doc["scopes"][0]["device"]["name"], "sim0");
+    assert_eq!(doc["scopes"][1]["scope"], "link:0");
+    let mut link: Vec<&String> = doc["scopes"][1]["kernels"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    link.sort();
+    assert_eq!(link, ["bidir", "d2h", "h2d"]);
 
     let prom = dir.path().join("check.prom");
     let out = membw()
@@ -359,16 +376,22 @@ fn a_baseline_and_check_of_the_device_hold_it_against_itself_and_its_own_peak() 
     assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
     let verdict: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(verdict["device"]["name"], "sim0");
+    let scopes: Vec<&str> = (verdict["rates"].as_array().unwrap().iter())
+        .map(|r| r["scope"].as_str().unwrap())
+        .collect();
     assert!(
-        verdict["rates"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|r| r["scope"] == "device")
+        scopes.iter().all(|s| *s == "device" || *s == "link:0"),
+        "{scopes:?}"
     );
+    assert!(scopes.contains(&"link:0"), "{scopes:?}");
     let text = std::fs::read_to_string(&prom).unwrap();
     assert!(
         text.contains("scope=\"device\",device=\"sim0\",backend=\"sim\""),
+        "{text}"
+    );
+    // The link's rows name the host node they were measured from.
+    assert!(
+        (text.lines()).any(|l| l.contains("kernel=\"h2d\"") && l.contains("host_node=\"0\"")),
         "{text}"
     );
 
@@ -443,4 +466,39 @@ fn the_devices_own_clock_times_it_and_the_hosts_checks_it() {
     ]))
     .unwrap();
     assert!(cpu["measurement"]["timer"].get("device_clock").is_none());
+}
+
+/// A device whose PCIe link trained below its maximum fails `check` on
+/// that alone, in one line naming the link, whatever its rates.
+#[test]
+fn a_link_that_trained_low_fails_check_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("b.json");
+    let b = baseline.to_str().unwrap();
+    let mut args = vec![
+        "baseline",
+        "--backend",
+        "sim:1",
+        "--rounds",
+        "2",
+        "--allow-busy",
+    ];
+    args.extend(["-o", b]);
+    args.extend(SMALL);
+    membw().args(&args).assert().success();
+    let mut args = vec!["check", "--backend", "sim:1", "--baseline", b];
+    args.extend(["--tolerance", "90%"]);
+    args.extend(SMALL);
+    membw().args(&args).assert().success();
+    let out = membw()
+        .env("MEMBW_SIM_DEVICE", "lanes=8")
+        .args(&args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.trim(),
+        "membw: sim1: its PCIe link trained at Gen5 x8 (31.5 GB/s each way), below the Gen5 x16 (63.0 GB/s) it can do"
+    );
 }

@@ -69,7 +69,9 @@ fn transfers_cross_the_host_link_from_a_pinned_buffer_on_the_node_asked_for() {
             .unwrap()
     };
     let share = |k: &str| doc["peak"]["percent_of_peak"][k].as_f64().unwrap();
-    assert!((share("h2d") - 100.0 * best("h2d") / 63.0).abs() < 0.01);
+    assert!(
+        (share("h2d") - 100.0 * best("h2d") / (32.0 * 16.0 * 128.0 / 130.0 / 8.0)).abs() < 0.01
+    );
     assert!((share("bidir") - 100.0 * best("bidir") / 126.0).abs() < 0.01);
     assert!((share("bidir-kernel") - 100.0 * best("bidir-kernel") / 126.0).abs() < 0.01);
 

@@ -110,7 +110,16 @@ fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
         identity: Identity::of(&topo),
         protocol: Protocol {
             ntimes: args.protocol.ntimes.ntimes as usize,
-            kernels: args.protocol.kernels.or(super::flags::Kernels::HEALTH),
+            // Every scope's kernels: a device's link scopes add theirs.
+            kernels: {
+                let mut kernels = args.protocol.kernels.or(super::flags::Kernels::HEALTH);
+                for k in scopes.iter().flat_map(|s| s.kernels.keys()) {
+                    if !kernels.contains(k) {
+                        kernels.push(*k);
+                    }
+                }
+                kernels
+            },
         },
         scopes,
         interference: Some(interference),
@@ -271,7 +280,10 @@ fn plan_check<'a>(
         });
     }
     let jobs = check::scope_jobs(topo, &measure, &|s| source.prepare(topo, s))?;
-    let domains = jobs.len() >= 2;
+    let domains = (jobs.iter())
+        .filter(|j| matches!(j.scope, crate::health::Scope::Numa(_)))
+        .count()
+        >= 2;
     let mut notes = Vec::new();
     // A device is held against its own peak, not the host's.
     let held_against = (jobs.iter()).find_map(|j| j.plan.target.memory_peak(peak));
@@ -353,13 +365,21 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         .zip(throttled_before)
         .map(|(after, before)| after.saturating_sub(before))
         .filter(|d| !d.is_zero());
+    let device = (plan.jobs.iter()).find_map(|j| j.plan.target.device().cloned());
+    // A device's link that trained below what it can do is a fault of the
+    // hardware, whatever the rates: a x8 or Gen3 link on a Gen5 x16 card.
+    let mut differences = plan.differences;
+    differences.extend(device.as_ref().and_then(|d| {
+        let why = d.facts.link?.degraded()?;
+        Some(format!("{}: {why}", d.id.name))
+    }));
     let judging = verdict::Judging {
         against: plan.against,
-        differences: plan.differences,
+        differences,
         notes: plan.notes,
         tolerance: args.tolerance,
         budget: args.budget.or(super::flags::Budget::CHECK),
-        device: (plan.jobs.iter()).find_map(|j| j.plan.target.device().cloned()),
+        device,
         throttled,
         baseline_interference: baseline.as_ref().and_then(|b| b.made_busy()).cloned(),
         // Measured on this project's VM: the host's other tenants cut its

@@ -46,6 +46,7 @@ fn plan_for(
 ) -> Result<Plan> {
     let (cpu_nodes, mem) = match scope {
         Scope::Node | Scope::Device => (None, MemPolicy::default()),
+        Scope::HostLink(n) => (None, MemPolicy::uniform(Policy::Bind(IdSet::new(vec![n])))),
         Scope::Numa(n) => (
             Some(IdSet::new(vec![n])),
             MemPolicy::uniform(Policy::Bind(IdSet::new(vec![n]))),
@@ -68,13 +69,20 @@ pub fn scope_jobs(
     measure: &Measure,
     prepare: &plan::Prepare,
 ) -> Result<Vec<ScopeJob>> {
-    // A backend whose target is a device measures the device, whole.
-    let whole = plan_for(prepare, Scope::Node, measure, StoresRequest::Auto)?;
+    // A backend whose target is a device measures the device, whole, and
+    // its host link from every memory node.
+    let (memory, link) = device_kernels(measure);
+    let probe = Measure {
+        kernels: if memory.is_empty() {
+            link.clone()
+        } else {
+            memory.clone()
+        },
+        ..measure.clone()
+    };
+    let whole = plan_for(prepare, Scope::Node, &probe, StoresRequest::Auto)?;
     if !whole.target.on_host() {
-        return Ok(vec![ScopeJob {
-            scope: Scope::Device,
-            plan: whole,
-        }]);
+        return device_jobs(topo, measure, prepare, whole, memory, link);
     }
     let domains = domains(topo).into_iter().map(|n| {
         let plan = plan_for(prepare, Scope::Numa(n), measure, StoresRequest::Auto)?;
@@ -94,6 +102,52 @@ pub fn scope_jobs(
             Ok(ScopeJob { scope, plan })
         })
         .collect()
+}
+
+/// A device's kernels for its own memory, and those for its host link
+/// (given, or the copy engine's three).
+fn device_kernels(measure: &Measure) -> (Vec<KernelId>, Vec<KernelId>) {
+    let on_link = |k: &KernelId| k.spec().arrays().any(crate::kernels::ArrayId::host_buffer);
+    let (link, memory): (Vec<KernelId>, Vec<KernelId>) =
+        measure.kernels.iter().partition(|k| on_link(k));
+    let link = if link.is_empty() {
+        vec![KernelId::H2d, KernelId::D2h, KernelId::Bidir]
+    } else {
+        link
+    };
+    (memory, link)
+}
+
+/// A device's scopes: its memory (where kernels of it are asked for),
+/// then its host link from each memory node this process may use.
+fn device_jobs(
+    topo: &Topology,
+    measure: &Measure,
+    prepare: &plan::Prepare,
+    whole: Plan,
+    memory: Vec<KernelId>,
+    link: Vec<KernelId>,
+) -> Result<Vec<ScopeJob>> {
+    let mut jobs = Vec::new();
+    if !memory.is_empty() {
+        jobs.push(ScopeJob {
+            scope: Scope::Device,
+            plan: whole,
+        });
+    }
+    let link_measure = Measure {
+        kernels: link,
+        ..measure.clone()
+    };
+    let nodes = (topo.nodes.iter())
+        .filter(|n| topo.allowed_mems.contains(n.id) && !n.memoryless())
+        .map(|n| n.id);
+    for n in nodes {
+        let scope = Scope::HostLink(n);
+        let plan = plan_for(prepare, scope, &link_measure, StoresRequest::Auto)?;
+        jobs.push(ScopeJob { scope, plan });
+    }
+    Ok(jobs)
 }
 
 /// Why arrays of this plan would measure the caches rather than the
@@ -143,12 +197,17 @@ pub fn baseline_jobs(
             let m = Measure {
                 elements: Some(s.elements),
                 ntimes: baseline.protocol.ntimes,
-                kernels: baseline.protocol.kernels.clone(),
+                // A device's scopes each keep their own kernels (its
+                // memory's, its link's).
+                kernels: match s.scope {
+                    Scope::Device | Scope::HostLink(_) => s.kernels.keys().copied().collect(),
+                    _ => baseline.protocol.kernels.clone(),
+                },
                 ..measure.clone()
             };
             let stores = match (s.scope, s.stores) {
                 // A device has no CPU stores to ask for.
-                (Scope::Device, _) => StoresRequest::Auto,
+                (Scope::Device | Scope::HostLink(_), _) => StoresRequest::Auto,
                 (_, StoreMode::Regular) => StoresRequest::Regular,
                 (_, StoreMode::Nt) => StoresRequest::Nt,
             };

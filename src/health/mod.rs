@@ -24,6 +24,8 @@ pub enum Scope {
     Numa(usize),
     /// A device's own memory (the backend's target), measured whole.
     Device,
+    /// A device's host link, to and from host buffers on one NUMA node.
+    HostLink(usize),
 }
 
 impl std::fmt::Display for Scope {
@@ -33,6 +35,7 @@ impl std::fmt::Display for Scope {
             Scope::Node => f.write_str("node"),
             Scope::Numa(n) => write!(f, "NUMA node {n}"),
             Scope::Device => f.write_str("device"),
+            Scope::HostLink(n) => write!(f, "link from node {n}"),
         }
     }
 }
@@ -44,6 +47,7 @@ impl Scope {
             Scope::Node => "node".into(),
             Scope::Numa(n) => format!("numa:{n}"),
             Scope::Device => "device".into(),
+            Scope::HostLink(n) => format!("link:{n}"),
         }
     }
 
@@ -51,7 +55,10 @@ impl Scope {
         match text {
             "node" => Some(Scope::Node),
             "device" => Some(Scope::Device),
-            _ => text.strip_prefix("numa:")?.parse().ok().map(Scope::Numa),
+            _ => match text.strip_prefix("link:") {
+                Some(n) => n.parse().ok().map(Scope::HostLink),
+                None => text.strip_prefix("numa:")?.parse().ok().map(Scope::Numa),
+            },
         }
     }
 }
@@ -65,8 +72,9 @@ impl Serialize for Scope {
 impl<'de> Deserialize<'de> for Scope {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Scope, D::Error> {
         let text = String::deserialize(d)?;
-        Scope::parse(&text)
-            .ok_or_else(|| serde::de::Error::custom(format!("scope '{text}' (node or numa:N)")))
+        Scope::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!("scope '{text}' (node, numa:N, device or link:N)"))
+        })
     }
 }
 
@@ -293,9 +301,11 @@ impl Baseline {
             }
             // A device's scope has no CPU threads, and names its device.
             match (s.scope, s.threads, &s.device) {
-                (Scope::Device, _, None) => return field(at("device"), "is missing".into()),
-                (Scope::Device, 0, _) => {}
-                (Scope::Device, n, _) => {
+                (Scope::Device | Scope::HostLink(_), _, None) => {
+                    return field(at("device"), "is missing".into());
+                }
+                (Scope::Device | Scope::HostLink(_), 0, _) => {}
+                (Scope::Device | Scope::HostLink(_), n, _) => {
                     return field(at("threads"), format!("is {n}: a device has no threads"));
                 }
                 (_, 0, _) => return field(at("threads"), "is 0".into()),

@@ -330,11 +330,16 @@ pub fn diagnosis(f: &Finding, tolerance: f64, findings: &[Finding]) -> String {
             "{what} of its baseline {:.1} GB/s (tolerance {tol}): the device is slower than it was: its memory clock, its temperature, or another job on it",
             f.reference_gb_s
         ),
+        (Against::Baseline, Scope::HostLink(n)) => format!(
+            "{what} of its baseline {:.1} GB/s (tolerance {tol}): the host link from NUMA node {n} is slower than it was: a link that retrained, a host buffer off its node, or other traffic on the link",
+            f.reference_gb_s
+        ),
         (Against::Baseline, _) => format!(
             "{what} of its baseline {:.1} GB/s (tolerance {tol}): {everywhere}",
             f.reference_gb_s
         ),
-        (Against::Peak, _) | (Against::OtherDomains, Scope::Node | Scope::Device) => format!(
+        (Against::Peak, _)
+        | (Against::OtherDomains, Scope::Node | Scope::Device | Scope::HostLink(_)) => format!(
             "{what} of the expected {:.1} GB/s (share of the theoretical peak): memory channels missing or slow, or memory slower than the peak assumes",
             f.reference_gb_s
         ),

@@ -28,7 +28,7 @@ pub fn check(v: &Verdict) -> String {
     }
     let _ = writeln!(
         o,
-        "\n  {:<12} {:<14} {:>10} {:>10} {:>7}  against",
+        "\n  {:<16} {:<14} {:>10} {:>10} {:>7}  against",
         "scope", "kernel", "best GB/s", "reference", "ratio"
     );
     for f in &v.findings {
@@ -49,7 +49,7 @@ pub fn check(v: &Verdict) -> String {
             .map_or(String::new(), |s| format!(" · cv {:.1} %", s.cv * 100.0));
         let _ = writeln!(
             o,
-            "  {:<12} {:<14} {:>10.2} {:>10.2} {:>7.3}  {against}{}{cv}",
+            "  {:<16} {:<14} {:>10.2} {:>10.2} {:>7.3}  {against}{}{cv}",
             f.scope.to_string(),
             kernel,
             f.measured_gb_s,
@@ -106,9 +106,10 @@ fn short_decision(f: &crate::health::rules::Finding, tolerance: f64) -> Option<S
 /// A baseline as text: per scope and kernel, the median round and spread.
 pub fn baseline(b: &Baseline) -> String {
     // A device's baseline names the device, not only the host driving it.
-    let devices: Vec<String> = (b.scopes.iter())
+    let mut devices: Vec<String> = (b.scopes.iter())
         .filter_map(|s| s.device.as_ref().map(|d| format!(" · {}", d.describe())))
         .collect();
+    devices.dedup();
     let mut o = format!(
         "membw baseline · {} · {}{} · {}\n\n",
         b.hosts.join(", "),
@@ -118,17 +119,17 @@ pub fn baseline(b: &Baseline) -> String {
     );
     let _ = writeln!(
         o,
-        "  {:<12} {:>7} {:<8} {:>11} {:>9} {:>7}",
+        "  {:<16} {:>7} {:<8} {:>11} {:>9} {:>7}",
         "scope", "threads", "kernel", "median GB/s", "best", "spread"
     );
     for s in &b.scopes {
         for (k, r) in &s.kernels {
             let _ = writeln!(
                 o,
-                "  {:<12} {:>7} {:<8} {:>11.2} {:>9.2} {:>6.1} %",
+                "  {:<16} {:>7} {:<8} {:>11.2} {:>9.2} {:>6.1} %",
                 s.scope.to_string(),
                 match s.scope {
-                    Scope::Device => "-".to_string(),
+                    Scope::Device | Scope::HostLink(_) => "-".to_string(),
                     _ => s.threads.to_string(),
                 },
                 k.spec().name,

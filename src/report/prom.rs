@@ -61,6 +61,10 @@ fn scope_labels(scope: Scope, device: Option<&Device>) -> String {
         (Scope::Numa(n), _) => format!("scope=\"numa\",numa_node=\"{n}\""),
         (Scope::Device, Some(d)) => labels(&d.labels()),
         (Scope::Device, None) => "scope=\"device\"".into(),
+        (Scope::HostLink(n), d) => {
+            let device = d.map_or("scope=\"device\"".into(), |d| labels(&d.labels()));
+            format!("{device},host_node=\"{n}\"")
+        }
     }
 }
 
@@ -236,7 +240,11 @@ fn host_node(m: &crate::results::Measurement) -> Option<String> {
     let first = buffers.first()?;
     let (&node, _) = (first.nodes.iter()).find(|(_, share)| **share >= 0.9)?;
     let all = (buffers.iter()).all(|p| p.nodes.get(&node).is_some_and(|s| *s >= 0.9));
-    Some(if all { node.to_string() } else { "mixed".into() })
+    Some(if all {
+        node.to_string()
+    } else {
+        "mixed".into()
+    })
 }
 
 pub fn run(r: &RunReport) -> String {

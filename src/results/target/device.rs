@@ -192,12 +192,9 @@ impl Device {
         facts.extend(f.bus_id.clone());
         facts.extend(f.numa_node.map(|n| format!("host node {n}")));
         facts.extend(f.link.map(|l| format!("PCIe {}", l.current)));
-        facts.extend(f.peaks.memory_gb_s.map(|p| format!("memory peak {p} GB/s")));
-        facts.extend(
-            f.peaks
-                .host_link_gb_s
-                .map(|p| format!("host link peak {p} GB/s")),
-        );
+        let gb_s = |p: f64| crate::units::trim_float((p * 10.0).round() / 10.0);
+        facts.extend((f.peaks.memory_gb_s).map(|p| format!("memory peak {} GB/s", gb_s(p))));
+        facts.extend((f.peaks.host_link_gb_s).map(|p| format!("host link peak {} GB/s", gb_s(p))));
         facts.extend(f.driver.clone());
         facts.push(format!("backend {}", self.id.backend));
         format!("device {} ({})", self.id.name, facts.join(", "))
