@@ -11,11 +11,10 @@
 //!
 //! - [`cpu`]: membw's pinned team of threads with the SIMD kernels, arrays
 //!   placed by the memory policy and first-touched by their thread;
-//! - [`portable`]: one thread, portable loops, ordinary heap arrays: small
-//!   enough to read in one sitting, and the proof that the seam holds.
+//! - [`portable`]: one thread, portable loops, ordinary heap arrays;
+//! - [`sim`]: simulated devices, for the tests; [`cuda`]: NVIDIA GPUs.
 //!
-//! Adding one (a GPU's device memory) is a module here and one line in
-//! [`BACKENDS`]; see docs/ARCHITECTURE.md.
+//! Adding one is a module here and one line in [`BACKENDS`].
 
 pub mod cpu;
 pub mod cuda;
@@ -142,6 +141,21 @@ pub const BACKENDS: &[(&str, MakeBackend)] = &[
     ("sim", sim::SimDevice::make),
     ("cuda", cuda::CudaGpu::make),
 ];
+
+/// The backend of one rank of a multi-rank run: a device backend named
+/// without an index gives each rank of a node its own device by its local
+/// rank (one rank per GPU); anything else is `by_name`'s.
+pub fn for_rank(
+    spec: &str,
+    local_rank: Option<usize>,
+) -> std::result::Result<Box<dyn Backend>, String> {
+    match local_rank {
+        Some(l) if !spec.contains(':') && !["cpu", "portable"].contains(&spec) => {
+            by_name(&format!("{spec}:{l}")).map_err(|e| format!("local rank {l}: {e}"))
+        }
+        _ => by_name(spec),
+    }
+}
 
 /// A backend of the host's own memory takes no device index.
 fn host_only(name: &str, index: Option<u32>) -> std::result::Result<(), String> {
@@ -413,90 +427,4 @@ impl Device for HostArrays {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::kernels::{Isa, StoreMode};
-
-    /// Six arrays of `len` elements, each element its own value.
-    fn arrays(len: usize) -> [Vec<f64>; ARRAYS] {
-        std::array::from_fn(|a| (0..len).map(|i| (a * 1000 + i) as f64 * 0.25).collect())
-    }
-
-    fn chunk(arrays: &mut [Vec<f64>; ARRAYS], host_buffers: bool) -> Chunk<'_> {
-        let mut ids = ArrayId::ALL.into_iter();
-        Chunk {
-            arrays: arrays.each_mut().map(|v| {
-                let id = ids.next().unwrap();
-                (host_buffers || !id.host_buffer()).then_some(v.as_mut_slice())
-            }),
-            offset: 0,
-        }
-    }
-
-    /// The CPU team's SIMD kernels, every ISA and store mode this CPU
-    /// has, compute what the portable loops derive from each recurrence.
-    #[test]
-    fn the_simd_kernels_compute_each_recurrence() {
-        let len = 1003;
-        for isa in Isa::ALL.into_iter().filter(|i| i.supported()) {
-            for stores in [StoreMode::Regular, StoreMode::Nt] {
-                let Ok(fns) = KernelFns::select(isa, stores) else {
-                    continue;
-                };
-                for kernel in crate::kernels::memory_kernels() {
-                    let (mut simd, mut portable) = (arrays(len), arrays(len));
-                    let (mut s1, mut s2) = (Sums::default(), Sums::default());
-                    run_kernel(&fns, kernel, &mut chunk(&mut simd, false), &mut s1);
-                    run_portable(kernel, &mut chunk(&mut portable, false), &mut s2);
-                    for id in ArrayId::ALL {
-                        let (x, y) = (&simd[id.index()], &portable[id.index()]);
-                        let close = x
-                            .iter()
-                            .zip(y)
-                            .all(|(x, y)| (x - y).abs() <= 1e-12 * y.abs().max(1.0));
-                        assert!(close, "{kernel} {isa} {stores}: array {}", id.name());
-                    }
-                    for (got, want) in [(s1.read, s2.read), (s1.dot, s2.dot)] {
-                        assert!(
-                            (got - want).abs() <= 1e-9 * want.abs().max(1.0),
-                            "{kernel} {isa}"
-                        );
-                    }
-                }
-            }
-        }
-    }
-
-    /// A transfer run by the portable loops copies whole arrays across,
-    /// and the CPU team's table runs none (its plans refuse them).
-    #[test]
-    fn a_transfer_copies_across_and_only_a_device_runs_it() {
-        let mut data = arrays(10);
-        run_portable(
-            KernelId::Bidir,
-            &mut chunk(&mut data, true),
-            &mut Sums::default(),
-        );
-        let [a, b, h, r] = [ArrayId::A, ArrayId::B, ArrayId::H, ArrayId::R].map(ArrayId::index);
-        assert_eq!(data[a], data[h]);
-        assert_eq!(data[r], data[b]);
-        // The device's threads move the same elements, one by one.
-        let mut by_kernel = arrays(10);
-        run_portable(
-            KernelId::BidirKernel,
-            &mut chunk(&mut by_kernel, true),
-            &mut Sums::default(),
-        );
-        assert_eq!(by_kernel, data);
-        let before = arrays(10);
-        let mut cpu = arrays(10);
-        let fns = KernelFns::select(Isa::Scalar, StoreMode::Regular).unwrap();
-        run_kernel(
-            &fns,
-            KernelId::H2d,
-            &mut chunk(&mut cpu, false),
-            &mut Sums::default(),
-        );
-        assert_eq!(cpu, before);
-    }
-}
+mod tests;

@@ -319,10 +319,14 @@ impl MeasureArgs {
         Ok((self.one_mem(command)?, stores[0]))
     }
 
-    /// The backend `--backend` names (for the ranks of an MPI run).
+    /// The backend `--backend` names for one rank of an MPI run: a
+    /// device's by the rank's local rank where it names no index.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    pub(crate) fn backend(&self) -> Result<Box<dyn crate::backend::Backend>> {
-        self.backend.backend()
+    pub(crate) fn rank_backend(
+        &self,
+        local_rank: Option<usize>,
+    ) -> Result<Box<dyn crate::backend::Backend>> {
+        self.backend.for_rank(local_rank)
     }
 
     /// Whether the hidden fake source measures (tests).

@@ -143,7 +143,7 @@ fn ranks_source(
     peak: Option<&peak::Peak>,
 ) -> Result<Box<dyn crate::engine::source::Source>> {
     let source = crate::ranks::mpi::MpiSource::init(
-        args.measure.backend()?,
+        args.measure.rank_backend(launch.local_rank)?,
         launch.local_rank,
         peak.map(peak::Peak::node_gb_s),
         args.outlier.outlier,

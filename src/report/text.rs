@@ -238,10 +238,16 @@ fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> St
         o,
         "Summary (GB/s = 10^9 B/s, best of {counted} timed repetitions{what}):"
     );
+    // Names as wide as the longest (bidir-kernel), at least STREAM's 7.
+    let width = (m.results.iter())
+        .map(|r| r.kernel.spec().name.len())
+        .max()
+        .unwrap_or(0)
+        .max(7);
     for r in &m.results {
         let _ = write!(
             o,
-            "  {:<7}{:>9.2} GB/s   spread {:>5.3} (max/min time)",
+            "  {:<width$}{:>9.2} GB/s   spread {:>5.3} (max/min time)",
             r.kernel.spec().name,
             r.best_gb_s(),
             r.spread

@@ -67,6 +67,17 @@ impl BackendArg {
         crate::backend::by_name(name).map_err(|e| Error::Usage(format!("--backend {name}: {e}")))
     }
 
+    /// The backend of one rank of an MPI run (`backend::for_rank`).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn for_rank(
+        &self,
+        local_rank: Option<usize>,
+    ) -> Result<Box<dyn crate::backend::Backend>> {
+        let name = &self.backend;
+        crate::backend::for_rank(name, local_rank)
+            .map_err(|e| Error::Usage(format!("--backend {name}: {e}")))
+    }
+
     /// The source: this backend, or the fake that `--fake-source` names.
     pub(crate) fn source(
         &self,
