@@ -116,8 +116,19 @@ fn a_sweep_of_transfers_over_host_nodes_is_an_ordinary_sweep() {
     // The report and the comparison tell the two points apart by where
     // the host buffers were; the device's name and its link peak's share.
     let report = stdout(&["report", &file, "--kernel", "d2h"]);
-    assert!(report.contains("device  host mem  d2h GB/s"), "{report}");
+    assert!(report.contains("device  host mem  "), "{report}");
     assert!(report.contains(&format!("sim2    {bind}")), "{report}");
+    // The row of the device's own node is marked, by where the pages were.
+    let own = records[0]["runs"][0]["target"]["numa_node"].as_u64();
+    if own.map(|n| n.to_string()) == Some(node.clone()) {
+        assert!(
+            report.contains(&format!("sim2    {bind} (own)")),
+            "{report}"
+        );
+        assert!(report.contains("(own): the host buffers were on the device's own NUMA node"));
+    } else {
+        assert!(!report.contains(" (own)"), "{report}");
+    }
     assert!(
         report.contains("(of its host link for a transfer)"),
         "{report}"

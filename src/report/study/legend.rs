@@ -47,6 +47,9 @@ pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
         legend.push_str(" · ");
         legend.push_str(peak);
     }
+    if records.iter().any(|r| !super::own_node_mark(r).is_empty()) {
+        legend.push_str("\n(own): the host buffers were on the device's own NUMA node");
+    }
     if records.iter().any(|r| r.untrusted().is_some()) {
         legend.push_str(
             "\ntrust: NOT TRUSTED where the tick counters saw other work or steal on the CPUs \
