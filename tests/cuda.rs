@@ -287,3 +287,36 @@ fn a_gpu_s_baseline_checks_and_its_metrics_carry_gpu_and_uuid() {
         "{row}"
     );
 }
+
+/// The PTX the binary carries is what `kernels.cu` compiles to with the
+/// pinned NVRTC, and `ptxas` assembles it for sm_70, sm_80 and sm_90.
+/// Needs the compiler of tools/cuda-ptx-requirements.txt: its Python is
+/// `MEMBW_CUDA_PTX_PYTHON`, or /opt/cuda-ptx/bin/python where .ci/run
+/// installs it.
+#[test]
+fn the_committed_ptx_is_what_the_source_compiles_to() {
+    let python = std::env::var("MEMBW_CUDA_PTX_PYTHON")
+        .unwrap_or_else(|_| "/opt/cuda-ptx/bin/python".into());
+    if !std::path::Path::new(&python).exists() {
+        common::unavailable(
+            format!("the pinned CUDA compiler is not installed ({python})"),
+            ".ci/run must pip install -r tools/cuda-ptx-requirements.txt into /opt/cuda-ptx",
+        );
+        return;
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new(&python)
+        .arg(root.join("tools/cuda_ptx.py"))
+        .arg("--check")
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    for arch in ["sm_70", "sm_80", "sm_90"] {
+        assert!(
+            said.contains(&format!("assembles kernels.ptx for {arch}")),
+            "{said}"
+        );
+    }
+}

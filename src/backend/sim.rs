@@ -196,7 +196,7 @@ impl Backend for SimDevice {
             elements,
             ntimes: s.measure.ntimes,
             kernels,
-            target: Target::Device(target::Device {
+            target: Target::Device(Box::new(target::Device {
                 id: DeviceId {
                     backend: self.name().into(),
                     index: self.index,
@@ -217,7 +217,7 @@ impl Backend for SimDevice {
                         ),
                     },
                 },
-            }),
+            })),
             // The host thread that drives the device: no CPU of the
             // host's does the device's work on a real one.
             cpus: host_cpu.into_iter().collect(),

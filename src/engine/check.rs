@@ -38,7 +38,7 @@ pub fn domains(topo: &Topology) -> Vec<usize> {
 
 /// A scope's plan: every allowed core (one thread per core) on local memory,
 /// or one domain's cores bound to its memory.
-fn plan_for(
+pub(super) fn plan_for(
     prepare: &plan::Prepare,
     scope: Scope,
     measure: &Measure,
@@ -71,7 +71,7 @@ pub fn scope_jobs(
 ) -> Result<Vec<ScopeJob>> {
     // A backend whose target is a device measures the device, whole, and
     // its host link from every memory node.
-    let (memory, link) = device_kernels(measure);
+    let (memory, link) = super::device_scopes::device_kernels(measure);
     let probe = Measure {
         kernels: if memory.is_empty() {
             link.clone()
@@ -82,7 +82,7 @@ pub fn scope_jobs(
     };
     let whole = plan_for(prepare, Scope::Node, &probe, StoresRequest::Auto)?;
     if !whole.target.on_host() {
-        return device_jobs(topo, measure, prepare, whole, memory, link);
+        return super::device_scopes::device_jobs(topo, measure, prepare, whole, memory, link);
     }
     let domains = domains(topo).into_iter().map(|n| {
         let plan = plan_for(prepare, Scope::Numa(n), measure, StoresRequest::Auto)?;
@@ -102,52 +102,6 @@ pub fn scope_jobs(
             Ok(ScopeJob { scope, plan })
         })
         .collect()
-}
-
-/// A device's kernels for its own memory, and those for its host link
-/// (given, or the copy engine's three).
-fn device_kernels(measure: &Measure) -> (Vec<KernelId>, Vec<KernelId>) {
-    let on_link = |k: &KernelId| k.spec().arrays().any(crate::kernels::ArrayId::host_buffer);
-    let (link, memory): (Vec<KernelId>, Vec<KernelId>) =
-        measure.kernels.iter().partition(|k| on_link(k));
-    let link = if link.is_empty() {
-        vec![KernelId::H2d, KernelId::D2h, KernelId::Bidir]
-    } else {
-        link
-    };
-    (memory, link)
-}
-
-/// A device's scopes: its memory (where kernels of it are asked for),
-/// then its host link from each memory node this process may use.
-fn device_jobs(
-    topo: &Topology,
-    measure: &Measure,
-    prepare: &plan::Prepare,
-    whole: Plan,
-    memory: Vec<KernelId>,
-    link: Vec<KernelId>,
-) -> Result<Vec<ScopeJob>> {
-    let mut jobs = Vec::new();
-    if !memory.is_empty() {
-        jobs.push(ScopeJob {
-            scope: Scope::Device,
-            plan: whole,
-        });
-    }
-    let link_measure = Measure {
-        kernels: link,
-        ..measure.clone()
-    };
-    let nodes = (topo.nodes.iter())
-        .filter(|n| topo.allowed_mems.contains(n.id) && !n.memoryless())
-        .map(|n| n.id);
-    for n in nodes {
-        let scope = Scope::HostLink(n);
-        let plan = plan_for(prepare, scope, &link_measure, StoresRequest::Auto)?;
-        jobs.push(ScopeJob { scope, plan });
-    }
-    Ok(jobs)
 }
 
 /// Why arrays of this plan would measure the caches rather than the

@@ -10,6 +10,7 @@
 //! ([`tune::search`]). Latency: [`latency::measure`].
 
 pub mod check;
+mod device_scopes;
 pub mod latency_probes;
 pub mod probe;
 pub mod program_source;

@@ -136,12 +136,9 @@ impl RunReport {
             source: source.into(),
             host: Host::describe(topo),
             request,
-            peak_unknown: peak.is_none().then(|| match measurement.target().device() {
-                Some(d) => format!(
-                    "the {} backend declares no memory peak for {} (its warning says why)",
-                    d.id.backend, d.id.name
-                ),
-                None => crate::peak::unknown_reason(topo),
+            peak_unknown: peak.is_none().then(|| {
+                (measurement.target().no_peak_reason())
+                    .unwrap_or_else(|| crate::peak::unknown_reason(topo))
             }),
             measurement,
             peak,

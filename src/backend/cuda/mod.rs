@@ -157,7 +157,7 @@ impl Backend for CudaGpu {
             elements,
             ntimes: s.measure.ntimes,
             kernels,
-            target: Target::Device(found.device),
+            target: Target::Device(Box::new(found.device)),
             cpus: found.host_cpu.into_iter().collect(),
             cpu_nodes: (found.host_cpu)
                 .map(|c| topo.cpu(c).map(|x| x.node))

@@ -175,7 +175,7 @@ fn target_cells(r: &Record, placement: String, columns: TargetColumns) -> Vec<St
         text => text,
     };
     if columns.host_mem {
-        cells.push(format!("{}{}", mem(), own_node_mark(r)));
+        cells.push(format!("{}{}", mem(), legend::own_node_mark(r)));
     }
     match r.point.on_host() {
         false if columns.cpus => cells.extend(["-".into(), "-".into(), mem(), "-".into()]),
@@ -188,21 +188,6 @@ fn target_cells(r: &Record, placement: String, columns: TargetColumns) -> Vec<St
         ]),
     }
     cells
-}
-
-/// ` (own)` where a device's host buffers were found on the device's own
-/// NUMA node (nine tenths of their pages there, in every run): the row
-/// nvbandwidth would measure, against which the other nodes' are read.
-pub(super) fn own_node_mark(r: &Record) -> &'static str {
-    let own = |run: &crate::results::RunResult| {
-        let node = run.target().device().and_then(|d| d.facts.numa_node);
-        node.is_some_and(|n| run.pages_on_nodes.get(&n).is_some_and(|s| *s >= 0.9))
-    };
-    if !r.runs.is_empty() && r.runs.iter().all(own) {
-        " (own)"
-    } else {
-        ""
-    }
 }
 
 /// One row per record in the order given, the best mean highlighted.

@@ -27,8 +27,9 @@ pub enum Target {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         label: Option<String>,
     },
-    /// A device with memory of its own, driven from the host.
-    Device(Device),
+    /// A device with memory of its own, driven from the host (boxed: its
+    /// facts are most of a target's bytes, and points carry targets).
+    Device(Box<Device>),
 }
 
 /// The CPU kernels' code: instruction set and store instructions.
@@ -97,7 +98,7 @@ impl Target {
     /// point is keyed by (a device's peaks or memory never are).
     pub fn identity(&self) -> Target {
         match self {
-            Target::Device(d) => Target::Device(d.identity()),
+            Target::Device(d) => Target::Device(Box::new(d.identity())),
             other => other.clone(),
         }
     }
@@ -106,7 +107,8 @@ impl Target {
     /// identity; nothing for the CPU team, whose code is the run's, or for
     /// a program, whose label the command that ran it adds.
     pub fn in_point(&self) -> Option<Target> {
-        self.device().map(|d| Target::Device(d.identity()))
+        self.device()
+            .map(|d| Target::Device(Box::new(d.identity())))
     }
 
     /// The CPU code, for a CPU target.
@@ -132,6 +134,22 @@ impl Target {
             Target::Device(d) => Some(d),
             _ => None,
         }
+    }
+
+    /// The host NUMA node a device is attached to, where it says.
+    pub fn attached_node(&self) -> Option<usize> {
+        self.device().and_then(|d| d.facts.numa_node)
+    }
+
+    /// Why no peak holds a device's rates, where the target is a device
+    /// without one (a host's reason is its topology's).
+    pub fn no_peak_reason(&self) -> Option<String> {
+        self.device().map(|d| {
+            format!(
+                "the {} backend declares no memory peak for {} (its warning says why)",
+                d.id.backend, d.id.name
+            )
+        })
     }
 
     /// Whether host CPUs do the work over host memory: what threads, a
@@ -255,7 +273,7 @@ mod tests {
     fn a_target_is_tagged_by_kind_and_a_devices_unknowns_are_absent() {
         let cpu = serde_json::to_string(&Target::cpu(Isa::Avx2, StoreMode::Nt)).unwrap();
         assert_eq!(cpu, r#"{"kind":"cpu","isa":"avx2","stores":"nt"}"#);
-        let device = Target::Device(Device {
+        let device = Target::Device(Box::new(Device {
             id: DeviceId {
                 backend: "sim".into(),
                 index: 1,
@@ -268,7 +286,7 @@ mod tests {
                 },
                 ..Default::default()
             },
-        });
+        }));
         let text = serde_json::to_string(&device).unwrap();
         assert_eq!(
             text,
