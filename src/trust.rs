@@ -123,6 +123,36 @@ pub struct Interference {
     pub busy: bool,
 }
 
+/// How long a device's clocks were held back over a window, by cause.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeldBack {
+    /// The device, by PCI address.
+    pub bus_id: String,
+    pub window_s: f64,
+    /// Seconds its clocks were held back by its power limit.
+    pub power_s: f64,
+    /// Seconds they were held back by heat.
+    pub thermal_s: f64,
+}
+
+impl HeldBack {
+    /// The finding, where the clocks were held back at all (a microsecond
+    /// of slack for the counters' own granularity).
+    pub fn finding(&self, effect: Effect) -> Option<String> {
+        let held = self.power_s.max(self.thermal_s);
+        (held > 1e-6).then(|| {
+            format!(
+                "the device {} had its clocks held back {:.0} % of the window (power {:.1} ms, heat {:.1} ms): {}",
+                self.bus_id,
+                100.0 * held / self.window_s.max(1e-9),
+                self.power_s * 1e3,
+                self.thermal_s * 1e3,
+                effect.words()
+            )
+        })
+    }
+}
+
 /// One CPU's share of the window taken by others.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CpuLoad {

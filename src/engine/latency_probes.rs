@@ -146,6 +146,7 @@ fn payload(
         cpus,
         one_rank_of_many: false,
         effect: Effect::Latency,
+        device: None,
     };
     watch.keep_in(&window, &mut payload);
     payload

@@ -131,6 +131,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
         stores: None,
         hugepages: Hugepages::Auto,
         mem_policy: policy.to_string(),
+        held_back: None,
         threads,
         pages,
         results,

@@ -248,10 +248,12 @@ fn measure_with(
         cpus: &cpus,
         one_rank_of_many: gate.is_some(),
         effect: crate::trust::Effect::Bandwidth,
+        device: plan.target.bus_id(),
     };
     let mut measurement = Measurement {
         pages: observed.pages,
         interference: None,
+        held_back: None,
         setup_s: d
             .first_touch_done
             .map_or(0.0, |t| (t - started).as_secs_f64()),
@@ -328,6 +330,7 @@ pub fn planned(
         total_s: 0.0,
         warnings: Vec::new(),
         interference: None,
+        held_back: None,
         detail: None,
     }
 }

@@ -5,13 +5,14 @@
 //! keeps each observation where its [`KeepsObservations`] puts it. The
 //! latency probes watch each point's window the same way ([`Watch`]).
 //!
-//! The tick counters of `/proc/stat` (`crate::trust`: other work and steal
-//! beside the run) are the one observer today. A device's clocks and
-//! throttling, or memory-controller counters, are each a module here: an
-//! [`Observer`], an [`Observation`] variant and one line in [`OBSERVERS`].
+//! The observers today: the tick counters of `/proc/stat` (`crate::trust`:
+//! other work and steal beside the run) and a GPU's clocks held back by
+//! power or heat (NVML's violation counters, [`GpuClocks`]). Another (memory
+//! controller counters) is an [`Observer`], an [`Observation`] variant and
+//! one line in [`OBSERVERS`].
 
 use crate::results::Measurement;
-use crate::trust::{Effect, Interference, Scope, Snapshot};
+use crate::trust::{Effect, HeldBack, Interference, Scope, Snapshot};
 
 /// The CPUs a window is judged on.
 pub struct Window<'a> {
@@ -23,6 +24,8 @@ pub struct Window<'a> {
     /// What other work would do to the figure (lower a bandwidth, raise a
     /// latency): how the findings are worded.
     pub effect: Effect,
+    /// The device measured, by PCI address, where the target is one.
+    pub device: Option<&'a str>,
 }
 
 /// What watches the timed window.
@@ -41,6 +44,8 @@ pub trait Observer: Send {
 pub enum Observation {
     /// Other work and steal on the CPUs while the window was open.
     CpuTicks(Interference),
+    /// The device's clocks held back while the window was open.
+    HeldBack(HeldBack),
 }
 
 /// What keeps observations: a bandwidth measurement, a latency point.
@@ -54,6 +59,16 @@ impl KeepsObservations for Measurement {
     fn keep(&mut self, seen: Observation) {
         match seen {
             Observation::CpuTicks(i) => self.interference = Some(i),
+            Observation::HeldBack(h) => {
+                // A rate measured while its clocks were held back is not
+                // the memory's: a finding, as other work on the CPUs is.
+                if let Some(finding) = h.finding(Effect::Bandwidth) {
+                    let i = self.interference.get_or_insert_with(Default::default);
+                    i.findings.push(finding);
+                    i.busy = true;
+                }
+                self.held_back = Some(h);
+            }
         }
     }
 }
@@ -63,6 +78,8 @@ impl KeepsObservations for crate::results::latency_record::Latency {
     fn keep(&mut self, seen: Observation) {
         match seen {
             Observation::CpuTicks(i) => self.interference = Some(i),
+            // Latency is measured on host memory: no device to hold back.
+            Observation::HeldBack(_) => {}
         }
     }
 }
@@ -114,7 +131,10 @@ impl Default for Watch {
 pub type MakeObserver = fn() -> Box<dyn Observer>;
 
 /// Every observer, by name: the one registration a new observer adds.
-pub const OBSERVERS: &[(&str, MakeObserver)] = &[("cpu-ticks", || Box::new(CpuTicks::default()))];
+pub const OBSERVERS: &[(&str, MakeObserver)] = &[
+    ("cpu-ticks", || Box::new(CpuTicks::default())),
+    ("gpu-clocks", || Box::new(GpuClocks::default())),
+];
 
 /// One of each registered observer, not yet started.
 pub fn all() -> Vec<Box<dyn Observer>> {
@@ -151,6 +171,51 @@ impl Observer for CpuTicks {
     }
 }
 
+/// Every GPU's violation counters (NVML), read as the window opens and
+/// closes; what it saw is the measured device's. Nothing where NVML does
+/// not load, or where the target is not a GPU.
+#[derive(Default)]
+pub struct GpuClocks {
+    start: Option<(
+        std::time::Instant,
+        Vec<crate::backend::cuda::nvml::HeldBack>,
+    )>,
+    end: Option<(
+        std::time::Instant,
+        Vec<crate::backend::cuda::nvml::HeldBack>,
+    )>,
+}
+
+impl Observer for GpuClocks {
+    fn start(&mut self) {
+        self.start = Some((
+            std::time::Instant::now(),
+            crate::backend::cuda::nvml::held_back_ns(),
+        ));
+    }
+    fn stop(&mut self) {
+        self.end = Some((
+            std::time::Instant::now(),
+            crate::backend::cuda::nvml::held_back_ns(),
+        ));
+    }
+    fn observe(&self, window: &Window) -> Option<Observation> {
+        let bus_id = window.device?;
+        let ((t0, before), (t1, after)) = (self.start.as_ref()?, self.end.as_ref()?);
+        let of = |all: &[crate::backend::cuda::nvml::HeldBack]| {
+            all.iter().find(|g| g.bus_id == bus_id).cloned()
+        };
+        let (before, after) = (of(before)?, of(after)?);
+        let s = |a: u64, b: u64| a.saturating_sub(b) as f64 / 1e9;
+        Some(Observation::HeldBack(HeldBack {
+            bus_id: bus_id.to_string(),
+            window_s: (*t1 - *t0).as_secs_f64(),
+            power_s: s(after.power_ns, before.power_ns),
+            thermal_s: s(after.thermal_ns, before.thermal_ns),
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,6 +227,7 @@ mod tests {
             cpus: &[0],
             one_rank_of_many: false,
             effect: Effect::Bandwidth,
+            device: None,
         };
         assert!(ticks.observe(&window).is_none());
         ticks.start();
@@ -172,5 +238,31 @@ mod tests {
         };
         assert!(seen.window_s >= 0.0);
         assert_eq!(OBSERVERS.len(), all().len());
+    }
+
+    /// A device whose clocks were held back over the window makes the
+    /// measurement's figures doubtful, as other work on its CPUs does; a
+    /// window with none held back says nothing.
+    #[test]
+    fn clocks_held_back_are_a_finding_of_the_window() {
+        let mut held = HeldBack {
+            bus_id: "0000:18:00.0".into(),
+            window_s: 0.5,
+            power_s: 0.0,
+            thermal_s: 0.0,
+        };
+        assert_eq!(held.finding(Effect::Bandwidth), None);
+        held.thermal_s = 0.1;
+        let finding = held.finding(Effect::Bandwidth).unwrap();
+        assert!(finding.contains("0000:18:00.0 had its clocks held back 20 % of the window (power 0.0 ms, heat 100.0 ms)"), "{finding}");
+        // With no GPU (or no NVML) the observer sees nothing.
+        let clocks = GpuClocks::default();
+        let window = Window {
+            cpus: &[0],
+            one_rank_of_many: false,
+            effect: Effect::Bandwidth,
+            device: Some("0000:18:00.0"),
+        };
+        assert!(clocks.observe(&window).is_none());
     }
 }

@@ -225,6 +225,10 @@ pub struct Measurement {
     /// from before it was measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interference: Option<crate::trust::Interference>,
+    /// How long the device's clocks were held back (power, heat) during
+    /// the timed window, where the target is a GPU NVML reports on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_back: Option<crate::trust::HeldBack>,
     /// What the source adds beyond the rates, by kind of source (in JSON,
     /// a `program` or a `ranks` field; neither for membw's own kernels).
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]

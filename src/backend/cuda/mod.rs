@@ -15,7 +15,7 @@
 
 mod driver;
 mod gpu;
-mod nvml;
+pub mod nvml;
 
 use super::offload::{self, HostBuffers};
 use super::{Backend, Driver, Observed};

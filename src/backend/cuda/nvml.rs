@@ -9,7 +9,7 @@
 
 use nvml_wrapper::Nvml;
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
-use nvml_wrapper::enum_wrappers::device::Clock;
+use nvml_wrapper::enum_wrappers::device::{Clock, PerformancePolicy};
 use std::sync::OnceLock;
 
 /// NVML, loaded once; why not, where it does not load.
@@ -67,6 +67,37 @@ pub(super) fn throttled(bus_id: &str) -> Option<String> {
     let device = nvml().ok()?.device_by_pci_bus_id(bus_id).ok()?;
     let reasons = device.current_throttle_reasons().ok()?;
     describe(reasons)
+}
+
+/// How long each GPU's clocks have been held back by power and by heat,
+/// nanoseconds since the driver started counting: NVML's violation
+/// counters, read as the CPUs' tick counters are, at both ends of a
+/// window. Empty where NVML does not load.
+pub fn held_back_ns() -> Vec<HeldBack> {
+    let Ok(nvml) = nvml() else {
+        return Vec::new();
+    };
+    let count = nvml.device_count().unwrap_or(0);
+    (0..count)
+        .filter_map(|i| {
+            let d = nvml.device_by_index(i).ok()?;
+            let ns = |p| d.violation_status(p).map(|v| v.violation_time).unwrap_or(0);
+            Some(HeldBack {
+                bus_id: super::driver::normal_bus_id(&d.pci_info().ok()?.bus_id),
+                power_ns: ns(PerformancePolicy::Power),
+                thermal_ns: ns(PerformancePolicy::Thermal),
+            })
+        })
+        .collect()
+}
+
+/// One GPU's violation counters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldBack {
+    /// `0000:18:00.0`.
+    pub bus_id: String,
+    pub power_ns: u64,
+    pub thermal_ns: u64,
 }
 
 fn describe(reasons: ThrottleReasons) -> Option<String> {

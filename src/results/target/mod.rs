@@ -136,6 +136,12 @@ impl Target {
         }
     }
 
+    /// A device's PCI address, where it has one (what its observers
+    /// watch).
+    pub fn bus_id(&self) -> Option<&str> {
+        self.device().and_then(|d| d.facts.bus_id.as_deref())
+    }
+
     /// The host NUMA node a device is attached to, where it says.
     pub fn attached_node(&self) -> Option<usize> {
         self.device().and_then(|d| d.facts.numa_node)
