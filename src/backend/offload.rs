@@ -126,3 +126,67 @@ pub(super) fn host_buffer_pages(
         &[host_node],
     )
 }
+
+/// A device's plan: its arrays and kernels, the target it declares, and
+/// the host CPU that drives it (no CPU of the host's does a device's
+/// work; the memory policy places only the transfers' host buffers, and a
+/// device's memory has no host caches to stay in or to calibrate for).
+pub(super) struct DevicePlan {
+    pub(super) elements: usize,
+    pub(super) inner_repeats: usize,
+    pub(super) kernels: Vec<KernelId>,
+    pub(super) device: crate::results::target::Device,
+    pub(super) host_cpu: Option<usize>,
+}
+
+impl DevicePlan {
+    pub(super) fn prepared(
+        self,
+        topo: &crate::topology::Topology,
+        s: &Settings,
+    ) -> crate::plan::Prepared {
+        let plan = Plan {
+            elements: self.elements,
+            ntimes: s.measure.ntimes,
+            kernels: self.kernels,
+            target: crate::results::target::Target::Device(Box::new(self.device)),
+            cpus: self.host_cpu.into_iter().collect(),
+            cpu_nodes: (self.host_cpu)
+                .map(|c| topo.cpu(c).map(|x| x.node))
+                .into_iter()
+                .collect(),
+            hugepages: s.measure.hugepages,
+            mem: s.mem.clone(),
+            inner_repeats: self.inner_repeats,
+            calibrate: false,
+            in_caches: None,
+        };
+        crate::plan::Prepared {
+            plan,
+            stores_reason: String::new(),
+        }
+    }
+}
+
+/// Runs `body` on a thread of its own pinned to `cpu`, as a device's host
+/// thread (a GPU's context is current on one thread; the host buffers are
+/// first touched there, near the device).
+pub(super) fn on_host_thread<T: Send>(
+    name: &str,
+    cpu: Option<usize>,
+    body: impl FnOnce() -> Result<T> + Send,
+) -> Result<T> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                if let Some(cpu) = cpu {
+                    crate::sys::pin_current_thread(cpu).map_err(|e| {
+                        Error::Runtime(format!("pinning {name}'s host thread: {e}"))
+                    })?;
+                }
+                body()
+            })
+            .join()
+            .unwrap_or_else(|_| Err(Error::Runtime(format!("{name}'s host thread panicked"))))
+    })
+}

@@ -38,7 +38,7 @@ use crate::error::{Error, Input, Result};
 use crate::kernels::{ARRAYS, ArrayId, KernelId};
 use crate::memory::policy::MemPolicy;
 use crate::plan::{Plan, Prepared, Settings};
-use crate::results::target::{self, DeviceFacts, DeviceId, DevicePeaks, Target};
+use crate::results::target::{self, DeviceFacts, DeviceId, DevicePeaks};
 use crate::topology::Topology;
 use crate::topology::pci::{LinkState, PciLink};
 use crate::units::{Bytes, ELEMENT_BYTES};
@@ -192,11 +192,14 @@ impl Backend for SimDevice {
                 ),
             ));
         }
-        let plan = Plan {
+        Ok(super::offload::DevicePlan {
             elements,
-            ntimes: s.measure.ntimes,
+            inner_repeats,
             kernels,
-            target: Target::Device(Box::new(target::Device {
+            // The host thread that drives the device: no CPU of the
+            // host's does the device's work on a real one.
+            host_cpu,
+            device: target::Device {
                 id: DeviceId {
                     backend: self.name().into(),
                     index: self.index,
@@ -217,25 +220,9 @@ impl Backend for SimDevice {
                         ),
                     },
                 },
-            })),
-            // The host thread that drives the device: no CPU of the
-            // host's does the device's work on a real one.
-            cpus: host_cpu.into_iter().collect(),
-            cpu_nodes: host_cpu
-                .map(|c| topo.cpu(c).map(|x| x.node))
-                .into_iter()
-                .collect(),
-            hugepages: s.measure.hugepages,
-            mem: s.mem.clone(),
-            inner_repeats,
-            // A device's memory has no host caches to stay in.
-            calibrate: false,
-            in_caches: None,
-        };
-        Ok(Prepared {
-            plan,
-            stores_reason: String::new(),
-        })
+            },
+        }
+        .prepared(topo, s))
     }
 
     fn open(&mut self, plan: &Plan, driver: &mut Driver<'_>) -> Result<Observed> {
@@ -249,39 +236,26 @@ impl Backend for SimDevice {
         }
         let host_cpu = plan.cpus.first().copied();
         let host_node = plan.cpu_nodes.first().copied().flatten();
-        let mut observed = Observed::default();
         // Driven from a thread of its own, pinned, as a GPU's host thread:
         // it maps, pins and first touches the host buffers.
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                if let Some(cpu) = host_cpu {
-                    crate::sys::pin_current_thread(cpu).map_err(|e| {
-                        Error::Runtime(format!("pinning {}'s host thread: {e}", self.device_name()))
-                    })?;
-                }
-                let mut memory = Memory {
-                    arrays: HostArrays::new(plan, &placed, &plan.arrays_needed())?,
-                    wrong: setup.wrong_element.zip(written),
-                    clock: setup.clock.unwrap_or(1.0),
-                    last_run_s: None,
-                };
-                observed.warnings = memory.pin_host_buffers();
-                driver(&mut memory)?;
-                let (pages, warnings) =
-                    super::offload::host_buffer_pages(&memory.arrays.arrays, &placed, host_node);
-                observed.pages = pages;
-                observed.warnings.extend(warnings);
-                Ok(())
+        super::offload::on_host_thread(&self.device_name(), host_cpu, || {
+            let mut memory = Memory {
+                arrays: HostArrays::new(plan, &placed, &plan.arrays_needed())?,
+                wrong: setup.wrong_element.zip(written),
+                clock: setup.clock.unwrap_or(1.0),
+                last_run_s: None,
+            };
+            let mut warnings = memory.pin_host_buffers();
+            driver(&mut memory)?;
+            let (pages, more) =
+                super::offload::host_buffer_pages(&memory.arrays.arrays, &placed, host_node);
+            warnings.extend(more);
+            Ok(Observed {
+                threads: Vec::new(),
+                pages,
+                warnings,
             })
-            .join()
-            .unwrap_or_else(|_| {
-                Err(Error::Runtime(format!(
-                    "{}'s host thread panicked",
-                    self.device_name()
-                )))
-            })
-        })?;
-        Ok(observed)
+        })
     }
 }
 

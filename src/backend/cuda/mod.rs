@@ -21,7 +21,7 @@ use super::offload::{self, HostBuffers};
 use super::{Backend, Driver, Observed};
 use crate::error::{Error, Input, Result};
 use crate::plan::{Plan, Prepared, Settings};
-use crate::results::target::{self, DeviceFacts, DeviceId, DevicePeaks, Target};
+use crate::results::target::{self, DeviceFacts, DeviceId, DevicePeaks};
 use crate::topology::Topology;
 use crate::units::{Bytes, ELEMENT_BYTES};
 
@@ -153,26 +153,14 @@ impl Backend for CudaGpu {
                 ),
             ));
         }
-        let plan = Plan {
+        Ok(offload::DevicePlan {
             elements,
-            ntimes: s.measure.ntimes,
-            kernels,
-            target: Target::Device(Box::new(found.device)),
-            cpus: found.host_cpu.into_iter().collect(),
-            cpu_nodes: (found.host_cpu)
-                .map(|c| topo.cpu(c).map(|x| x.node))
-                .into_iter()
-                .collect(),
-            hugepages: s.measure.hugepages,
-            mem: s.mem.clone(),
             inner_repeats,
-            calibrate: false,
-            in_caches: None,
-        };
-        Ok(Prepared {
-            plan,
-            stores_reason: String::new(),
-        })
+            kernels,
+            device: found.device,
+            host_cpu: found.host_cpu,
+        }
+        .prepared(topo, s))
     }
 
     fn open(&mut self, plan: &Plan, driver: &mut Driver<'_>) -> Result<Observed> {
@@ -183,38 +171,28 @@ impl Backend for CudaGpu {
         let host_node = plan.cpu_nodes.first().copied().flatten();
         // Driven from a thread of its own, pinned near the GPU: it maps,
         // first touches and registers the host buffers, and launches.
-        std::thread::scope(|scope| {
-            scope
-                .spawn(|| -> Result<Observed> {
-                    if let Some(cpu) = host_cpu {
-                        crate::sys::pin_current_thread(cpu).map_err(|e| {
-                            Error::Runtime(format!("pinning {name}'s host thread: {e}"))
-                        })?;
-                    }
-                    let host = HostBuffers::map(plan)?;
-                    let mut gpu = gpu::Gpu::open(self.index, &facts, plan, host)
-                        .map_err(|e| Error::Runtime(format!("{name}: {e}")))?;
-                    driver(&mut gpu)?;
-                    if let Some(e) = gpu.failure() {
-                        return Err(Error::Runtime(format!("{name}: {e}")));
-                    }
-                    let (pages, mut warnings) = gpu.host().pages(host_node);
-                    if let Err(why) = &nvml {
-                        warnings.push(format!("{name}'s memory peak is unknown: {why}"));
-                    }
-                    warnings.extend(nvml::throttled(&facts.bus_id).map(|why| {
-                        format!("{name}'s clocks were held back after the run ({why}): its rates may be low")
-                    }));
-                    Ok(Observed {
-                        threads: Vec::new(),
-                        pages,
-                        warnings,
-                    })
-                })
-                .join()
-                .unwrap_or_else(|_| {
-                    Err(Error::Runtime(format!("{name}'s host thread panicked")))
-                })
+        offload::on_host_thread(&name, host_cpu, || {
+            let host = HostBuffers::map(plan)?;
+            let mut gpu = gpu::Gpu::open(self.index, &facts, plan, host)
+                .map_err(|e| Error::Runtime(format!("{name}: {e}")))?;
+            driver(&mut gpu)?;
+            if let Some(e) = gpu.failure() {
+                return Err(Error::Runtime(format!("{name}: {e}")));
+            }
+            let (pages, mut warnings) = gpu.host().pages(host_node);
+            if let Err(why) = &nvml {
+                warnings.push(format!("{name}'s memory peak is unknown: {why}"));
+            }
+            warnings.extend(nvml::throttled(&facts.bus_id).map(|why| {
+                format!(
+                    "{name}'s clocks were held back after the run ({why}): its rates may be low"
+                )
+            }));
+            Ok(Observed {
+                threads: Vec::new(),
+                pages,
+                warnings,
+            })
         })
     }
 }
