@@ -712,3 +712,35 @@ fn mpich_ranks_measure_together_too() {
     );
     assert!(ranks.iter().all(|r| r["validated"] == true));
 }
+
+/// Under MPI a device backend named without an index gives each rank of a
+/// node its own device, by its local rank (one rank per GPU), and each
+/// rank's record names the device it drove.
+#[test]
+fn each_rank_of_a_node_drives_its_own_device() {
+    let _one = one_at_a_time();
+    let Some(membw) = mpi_membw() else { return };
+    let (d, _) = mpi_json(
+        &membw,
+        &["-np", "2"],
+        &[
+            "--backend",
+            "sim",
+            "--array-size",
+            "262144",
+            "--ntimes",
+            "3",
+        ],
+    );
+    let list = d["measurement"]["ranks"]["ranks"].as_array().unwrap();
+    let devices: Vec<(u64, &str)> = (list.iter())
+        .map(|r| {
+            (
+                r["local_rank"].as_u64().unwrap(),
+                r["device"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(devices, [(0, "sim0"), (1, "sim1")]);
+    assert!(list.iter().all(|r| r["validated"] == true));
+}

@@ -26,6 +26,10 @@ pub struct RankRun {
     pub host: String,
     /// The CPUs its threads ran on.
     pub cpus: Vec<usize>,
+    /// The device it measured (`cuda3`), where its target is one: under
+    /// MPI each rank of a node drives its own GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     pub validated: bool,
     /// What failed, when validation did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -67,6 +71,7 @@ impl RankRun {
             local_rank,
             host,
             cpus: m.threads.iter().map(|t| t.cpu).collect(),
+            device: m.target().device_name().map(String::from),
             validated: m.validation.passed,
             validation_error: crate::results::require_valid(m)
                 .err()

@@ -14,6 +14,7 @@ fn rank(rank: usize, host: &str, cpus: Vec<usize>, times: Vec<f64>) -> RankRun {
         local_rank: None,
         host: host.into(),
         cpus,
+        device: None,
         validated: true,
         validation_error: None,
         pages_held: true,
