@@ -316,4 +316,28 @@ mod tests {
         assert_eq!(g.local_cpus.to_string(), "8-15");
         assert!(g.link.unwrap().degraded().unwrap().contains("Gen4 x16"));
     }
+
+    /// `topo --capture` keeps the GPUs: their files come back as a tree
+    /// that reads the same.
+    #[test]
+    fn a_capture_keeps_the_gpus() {
+        let source = tempfile::tempdir().unwrap();
+        let gpu = FixtureGpu {
+            address: "0000:9a:00.0".into(),
+            device: 0x2330,
+            node: 0,
+            max: LinkState {
+                gt_s: 32.0,
+                width: 16,
+            },
+            current: None,
+        };
+        write_fixture(source.path(), &[gpu], |_| "0-3".into()).unwrap();
+        std::fs::create_dir_all(source.path().join("sys/devices/system/cpu")).unwrap();
+        let dest = tempfile::tempdir().unwrap();
+        super::super::capture::capture(source.path(), dest.path()).unwrap();
+        let read_back = |root: &Path| read(&Reader { root });
+        assert_eq!(read_back(dest.path()), read_back(source.path()));
+        assert_eq!(read_back(dest.path()).len(), 1);
+    }
 }
