@@ -211,19 +211,38 @@ fn transfers_register_host_buffers_placed_on_the_node_asked_for() {
     let (code, stdout, stderr) = output(
         with_fake(&dir)
             .env("FAKE_CUDA_LOG", log.path())
-            .args(["run", "--backend", "cuda:0", "--kernels", "transfers,triad"])
+            .args(["run", "--backend", "cuda:0"])
+            .args(["--kernels", "transfers,triad,h2d-pageable,d2h-pageable"])
             .args(["--mem", "bind:0", "--format", "json"])
             .args(["--prom", prom.path().to_str().unwrap()])
             .args(SMALL),
     );
     assert_eq!(code, 0, "{stderr}");
     let registered = std::fs::read_to_string(log.path()).unwrap();
+    // h and r, each 200000 doubles; their pageable twins are never
+    // registered.
     assert_eq!(
         registered.lines().collect::<Vec<_>>(),
         ["registered 1600000 bytes"; 2],
-        "h and r, each 200000 doubles"
     );
     let doc: Value = serde_json::from_str(&stdout).unwrap();
+    // The pageable row validates too: r comes back through its twin.
+    assert_eq!(doc["measurement"]["validation"]["passed"], true);
+    let kernels: Vec<&str> = (doc["measurement"]["results"].as_array().unwrap().iter())
+        .map(|r| r["kernel"].as_str().unwrap())
+        .collect();
+    assert!(
+        kernels.ends_with(&["h2d-pageable", "d2h-pageable"]),
+        "{kernels:?}"
+    );
+    // Alone, it is the only writer of r: what validates is its twin.
+    let (code, _, stderr) = output(
+        with_fake(&dir)
+            .args(["run", "--backend", "cuda:0", "--kernels", "d2h-pageable"])
+            .args(["--mem", "bind:0"])
+            .args(SMALL),
+    );
+    assert_eq!(code, 0, "{stderr}");
     let pages = doc["measurement"]["pages"].as_array().unwrap();
     assert!(!pages.is_empty(), "{}", doc["measurement"]);
     for p in pages {

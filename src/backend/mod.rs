@@ -265,7 +265,9 @@ pub(crate) fn run_kernel(fns: &KernelFns, kernel: KernelId, chunk: &mut Chunk, s
         | KernelId::Bidir
         | KernelId::H2dKernel
         | KernelId::D2hKernel
-        | KernelId::BidirKernel => {}
+        | KernelId::BidirKernel
+        | KernelId::H2dPageable
+        | KernelId::D2hPageable => {}
     }
 }
 
@@ -358,7 +360,7 @@ fn run_portable(kernel: KernelId, chunk: &mut Chunk, sums: &mut Sums) {
     // A copy engine moves whole buffers; the device's threads (a kernel
     // on the host buffer) go element by element, as every other kernel.
     if let crate::kernels::Path::HostLink {
-        by: crate::kernels::Mover::CopyEngine,
+        by: crate::kernels::Mover::CopyEngine | crate::kernels::Mover::Pageable,
         ..
     } = spec.path
     {

@@ -37,6 +37,10 @@ pub enum KernelId {
     D2hKernel,
     #[serde(rename = "bidir-kernel")]
     BidirKernel,
+    #[serde(rename = "h2d-pageable")]
+    H2dPageable,
+    #[serde(rename = "d2h-pageable")]
+    D2hPageable,
 }
 
 /// STREAM's three arrays, `d` for the kernels that read three, and the two
@@ -102,6 +106,10 @@ pub enum Mover {
     /// element by element through the link (a kernel on mapped host
     /// memory: nvbandwidth's "SM" copies).
     Kernel,
+    /// The copy engine from and to pageable host memory, never registered
+    /// with the driver, which stages it through pinned buffers of its own:
+    /// what a program's `cudaMemcpy` of `malloc`ed memory gets.
+    Pageable,
 }
 
 /// One element of every array (by index: a, b, c, d, h, r), as a kernel's
@@ -165,7 +173,7 @@ impl KernelSpec {
 
 /// STREAM's four, read and write, then TheBandwidthBenchmark's and
 /// BabelStream's; a repetition runs the selected ones in the order given.
-pub const KERNELS: [KernelSpec; 19] = [
+pub const KERNELS: [KernelSpec; 21] = [
     KernelSpec {
         id: KernelId::Copy,
         name: "copy",
@@ -442,6 +450,40 @@ pub const KERNELS: [KernelSpec; 19] = [
         },
         step: |e| {
             e[A] = e[H];
+            e[R] = e[B];
+            None
+        },
+    },
+    KernelSpec {
+        id: KernelId::H2dPageable,
+        name: "h2d-pageable",
+        label: "H2D page:",
+        formula: "a[i] = h[i] (host to device, h pageable)",
+        reads: &[ArrayId::H],
+        writes: &[ArrayId::A],
+        flops_per_element: 0,
+        path: Path::HostLink {
+            both_ways: false,
+            by: Mover::Pageable,
+        },
+        step: |e| {
+            e[A] = e[H];
+            None
+        },
+    },
+    KernelSpec {
+        id: KernelId::D2hPageable,
+        name: "d2h-pageable",
+        label: "D2H page:",
+        formula: "r[i] = b[i] (device to host, r pageable)",
+        reads: &[ArrayId::B],
+        writes: &[ArrayId::R],
+        flops_per_element: 0,
+        path: Path::HostLink {
+            both_ways: false,
+            by: Mover::Pageable,
+        },
+        step: |e| {
             e[R] = e[B];
             None
         },

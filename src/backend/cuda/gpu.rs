@@ -16,7 +16,19 @@ use crate::plan::Plan;
 use cudarc::driver::{result, sys};
 use std::ffi::{CString, c_void};
 
+mod host_buffers;
 mod read_back;
+
+/// Whether a kernel copies from or to pageable host memory.
+fn pageable(kernel: KernelId) -> bool {
+    matches!(
+        kernel.spec().path,
+        Path::HostLink {
+            by: Mover::Pageable,
+            ..
+        }
+    )
+}
 
 /// The arrays that are the GPU's own memory.
 const DEVICE_ARRAYS: [ArrayId; 4] = [ArrayId::A, ArrayId::B, ArrayId::C, ArrayId::D];
@@ -43,6 +55,13 @@ pub(super) struct Gpu {
     device: [sys::CUdeviceptr; ARRAYS],
     /// The host buffers' own addresses, for the copy engine.
     host_ptr: [*mut c_void; ARRAYS],
+    /// Pageable twins of the host buffers (placed by the same policy,
+    /// never registered), where the plan has a pageable transfer.
+    pageable: Option<HostBuffers>,
+    pageable_ptr: [*mut c_void; ARRAYS],
+    /// Whether `r` is validated from its pageable twin: a pageable
+    /// transfer is the last kernel of a repetition to write it.
+    r_from_pageable: bool,
     /// The reductions' per-block sums (0: not allocated).
     partial_read: sys::CUdeviceptr,
     partial_dot: sys::CUdeviceptr,
@@ -92,6 +111,11 @@ impl Gpu {
             other_done: std::ptr::null_mut(),
             device: [0; ARRAYS],
             host_ptr: [std::ptr::null_mut(); ARRAYS],
+            pageable: None,
+            pageable_ptr: [std::ptr::null_mut(); ARRAYS],
+            r_from_pageable: (plan.kernels.iter().rev())
+                .find(|k| k.spec().writes.contains(&ArrayId::R))
+                .is_some_and(|k| pageable(*k)),
             partial_read: 0,
             partial_dot: 0,
             allocated: Vec::new(),
@@ -107,6 +131,9 @@ impl Gpu {
         gpu.create_streams()?;
         gpu.allocate(plan)?;
         gpu.register_host_buffers()?;
+        if plan.kernels.iter().any(|k| pageable(*k)) {
+            gpu.map_pageable_twins(plan)?;
+        }
         Ok(gpu)
     }
 
@@ -128,7 +155,7 @@ impl Gpu {
             if !matches!(
                 spec.path,
                 Path::HostLink {
-                    by: Mover::CopyEngine,
+                    by: Mover::CopyEngine | Mover::Pageable,
                     ..
                 }
             ) {
@@ -175,36 +202,6 @@ impl Gpu {
         }
         if plan.kernels.contains(&KernelId::Dot) {
             self.partial_dot = malloc(partials)?;
-        }
-        Ok(())
-    }
-
-    /// Touches the host buffers from this (pinned) thread under their
-    /// policy, then pins them with the driver and maps them for the GPU.
-    fn register_host_buffers(&mut self) -> Result<(), String> {
-        for id in [ArrayId::H, ArrayId::R] {
-            let Some(array) = self.host.arrays.arrays.array_mut(id) else {
-                continue;
-            };
-            let slice = array.as_mut_slice();
-            slice.fill(0.0);
-            let (ptr, bytes) = (
-                slice.as_mut_ptr().cast::<c_void>(),
-                std::mem::size_of_val(slice),
-            );
-            let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
-            // SAFETY: `ptr..ptr+bytes` is a live mapping owned by `host`,
-            // unregistered in drop before `host` unmaps it.
-            cu("cuMemHostRegister", unsafe {
-                sys::cuMemHostRegister_v2(ptr, bytes, flags).result()
-            })?;
-            self.host_ptr[id.index()] = ptr;
-            let mut mapped: sys::CUdeviceptr = 0;
-            // SAFETY: `ptr` was registered with DEVICEMAP just above.
-            cu("cuMemHostGetDevicePointer", unsafe {
-                sys::cuMemHostGetDevicePointer_v2(&mut mapped, ptr, 0).result()
-            })?;
-            self.device[id.index()] = mapped;
         }
         Ok(())
     }
@@ -278,8 +275,9 @@ impl Gpu {
             _ => self.partial_read,
         };
         // SAFETY (every call below): the streams, events and pointers are
-        // live until drop; the copies' host ranges are registered buffers
-        // of `elements` doubles, their device ranges allocations as long.
+        // live until drop; the copies' host ranges are buffers of
+        // `elements` doubles (registered, or their pageable twins), their
+        // device ranges allocations as long.
         unsafe {
             cu(
                 "cuEventRecord",
@@ -292,7 +290,14 @@ impl Gpu {
                         both_ways,
                     },
                     _,
-                ) => self.copy_engine(spec.reads, spec.writes, both_ways, repeats)?,
+                ) => self.copy_engine(spec, both_ways, repeats, &self.host_ptr)?,
+                (
+                    Path::HostLink {
+                        by: Mover::Pageable,
+                        both_ways,
+                    },
+                    _,
+                ) => self.copy_engine(spec, both_ways, repeats, &self.pageable_ptr)?,
                 (_, Some(f)) => {
                     for _ in 0..repeats {
                         self.launch(f, SCALAR, partial)?;
@@ -313,18 +318,21 @@ impl Gpu {
         }
     }
 
-    /// The copy engine's transfers: host to device on the main stream,
-    /// device to host on the other where both run at once.
+    /// The copy engine's transfers between the device and `host_ptr`'s
+    /// buffers (the registered ones, or their pageable twins): host to
+    /// device on the main stream, device to host on the other where both
+    /// run at once.
     ///
     /// # Safety
     /// Called between the events of `timed`, with its guarantees.
     unsafe fn copy_engine(
         &self,
-        reads: &[ArrayId],
-        writes: &[ArrayId],
+        spec: &crate::kernels::KernelSpec,
         both_ways: bool,
         repeats: usize,
+        host_ptr: &[*mut c_void; ARRAYS],
     ) -> Result<(), String> {
+        let (reads, writes) = (spec.reads, spec.writes);
         let bytes = self.elements * std::mem::size_of::<f64>();
         let (h, a) = (ArrayId::H.index(), ArrayId::A.index());
         let (b, r) = (ArrayId::B.index(), ArrayId::R.index());
@@ -347,25 +355,15 @@ impl Gpu {
                 if up {
                     cu(
                         "cuMemcpyHtoDAsync",
-                        sys::cuMemcpyHtoDAsync_v2(
-                            self.device[a],
-                            self.host_ptr[h],
-                            bytes,
-                            self.stream,
-                        )
-                        .result(),
+                        sys::cuMemcpyHtoDAsync_v2(self.device[a], host_ptr[h], bytes, self.stream)
+                            .result(),
                     )?;
                 }
                 if down {
                     cu(
                         "cuMemcpyDtoHAsync",
-                        sys::cuMemcpyDtoHAsync_v2(
-                            self.host_ptr[r],
-                            self.device[b],
-                            bytes,
-                            down_stream,
-                        )
-                        .result(),
+                        sys::cuMemcpyDtoHAsync_v2(host_ptr[r], self.device[b], bytes, down_stream)
+                            .result(),
                     )?;
                 }
             }
@@ -399,6 +397,9 @@ impl Device for Gpu {
         let r = r.and_then(|()| self.synchronize());
         self.keep(r);
         self.host.arrays.init(values);
+        if let Some(twins) = &mut self.pageable {
+            twins.arrays.init(values);
+        }
     }
 
     fn double_a(&mut self) {
@@ -428,6 +429,11 @@ impl Device for Gpu {
 
     fn read_back(&mut self, want: [f64; ARRAYS], errors: ArrayErrors) -> ReadBack {
         let mut out = self.host.arrays.read_back(want, errors);
+        if let Some(twins) = self.pageable.as_mut().filter(|_| self.r_from_pageable) {
+            let r = ArrayId::R.index();
+            let twin = twins.arrays.read_back(want, errors);
+            (out.abs_error[r], out.bad[r]) = (twin.abs_error[r], twin.bad[r]);
+        }
         out.elements = self.elements;
         let r = self.read_device(&mut out, want, errors);
         self.keep(r);
