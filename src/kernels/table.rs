@@ -638,7 +638,7 @@ mod tests {
         assert_eq!(
             counted,
             vec![
-                16, 16, 24, 24, 8, 8, 8, 16, 24, 32, 32, 32, 16, 8, 8, 16, 8, 8, 16
+                16, 16, 24, 24, 8, 8, 8, 16, 24, 32, 32, 32, 16, 8, 8, 16, 8, 8, 16, 8, 8
             ]
         );
         // A transfer moves no cache line it allocates: what crosses the link.
