@@ -133,6 +133,12 @@ pub struct HeldBack {
     pub power_s: f64,
     /// Seconds they were held back by heat.
     pub thermal_s: f64,
+    /// Its multiprocessors' and its memory's clocks as the window closed,
+    /// MHz, where NVML says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_mhz: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mhz: Option<u32>,
 }
 
 impl HeldBack {

@@ -212,6 +212,8 @@ impl Observer for GpuClocks {
             window_s: (*t1 - *t0).as_secs_f64(),
             power_s: s(after.power_ns, before.power_ns),
             thermal_s: s(after.thermal_ns, before.thermal_ns),
+            sm_mhz: after.sm_mhz,
+            memory_mhz: after.memory_mhz,
         }))
     }
 }
@@ -250,6 +252,8 @@ mod tests {
             window_s: 0.5,
             power_s: 0.0,
             thermal_s: 0.0,
+            sm_mhz: Some(1980),
+            memory_mhz: Some(2619),
         };
         assert_eq!(held.finding(Effect::Bandwidth), None);
         held.thermal_s = 0.1;

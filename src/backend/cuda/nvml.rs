@@ -70,9 +70,9 @@ pub(super) fn throttled(bus_id: &str) -> Option<String> {
 }
 
 /// How long each GPU's clocks have been held back by power and by heat,
-/// nanoseconds since the driver started counting: NVML's violation
+/// nanoseconds since the driver started counting (NVML's violation
 /// counters, read as the CPUs' tick counters are, at both ends of a
-/// window. Empty where NVML does not load.
+/// window), and its clocks now. Empty where NVML does not load.
 pub fn held_back_ns() -> Vec<HeldBack> {
     let Ok(nvml) = nvml() else {
         return Vec::new();
@@ -86,6 +86,8 @@ pub fn held_back_ns() -> Vec<HeldBack> {
                 bus_id: super::driver::normal_bus_id(&d.pci_info().ok()?.bus_id),
                 power_ns: ns(PerformancePolicy::Power),
                 thermal_ns: ns(PerformancePolicy::Thermal),
+                sm_mhz: d.clock_info(Clock::SM).ok(),
+                memory_mhz: d.clock_info(Clock::Memory).ok(),
             })
         })
         .collect()
@@ -98,6 +100,9 @@ pub struct HeldBack {
     pub bus_id: String,
     pub power_ns: u64,
     pub thermal_ns: u64,
+    /// Its clocks now, MHz.
+    pub sm_mhz: Option<u32>,
+    pub memory_mhz: Option<u32>,
 }
 
 fn describe(reasons: ThrottleReasons) -> Option<String> {
