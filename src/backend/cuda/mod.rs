@@ -80,8 +80,9 @@ impl CudaGpu {
         let facts = driver::facts(self.index).map_err(Error::Runtime)?;
         let pci = crate::topology::pci::find(&topo.gpus, &facts.bus_id);
         let numa_node = pci.and_then(|p| p.numa_node);
-        let link = pci.and_then(|p| p.link);
         let nvml = nvml::facts(&facts.bus_id);
+        // Over NVLink-C2C the host link is not the PCIe function's.
+        let link = pci.and_then(|p| p.link).filter(|_| nvml.c2c_gb_s.is_none());
         let host_cpu = pci
             .map(|p| p.local_cpus.intersection(&topo.allowed_cpus))
             .and_then(|cpus| cpus.first())
@@ -98,8 +99,15 @@ impl CudaGpu {
             },
             facts: DeviceFacts {
                 model: Some(format!(
-                    "{} (compute capability {}.{})",
-                    facts.name, facts.capability.0, facts.capability.1
+                    "{} (compute capability {}.{}{})",
+                    facts.name,
+                    facts.capability.0,
+                    facts.capability.1,
+                    if nvml.c2c_gb_s.is_some() {
+                        ", host link NVLink-C2C"
+                    } else {
+                        ""
+                    }
                 )),
                 memory_bytes: Some(facts.memory_bytes),
                 driver: Some(driver),
@@ -109,7 +117,7 @@ impl CudaGpu {
                 link,
                 peaks: DevicePeaks {
                     memory_gb_s: nvml.memory_peak.ok(),
-                    host_link_gb_s: link.map(|l| l.current.gb_s()),
+                    host_link_gb_s: nvml.c2c_gb_s.or(link.map(|l| l.current.gb_s())),
                 },
             },
         };

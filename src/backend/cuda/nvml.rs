@@ -31,6 +31,10 @@ pub(super) struct NvmlFacts {
     /// Memory peak, GB/s; why it is unknown otherwise.
     pub memory_peak: Result<f64, String>,
     pub driver_version: Option<String>,
+    /// The NVLink-C2C link to the host (a Grace Hopper superchip's), GB/s
+    /// each way, where NVML reports active C2C links: the host link the
+    /// transfers cross there, not the PCIe function sysfs shows.
+    pub c2c_gb_s: Option<f64>,
 }
 
 /// What NVML says of the GPU at `bus_id`, as far as it loads.
@@ -41,6 +45,7 @@ pub(super) fn facts(bus_id: &str) -> NvmlFacts {
             return NvmlFacts {
                 memory_peak: Err(why),
                 driver_version: None,
+                c2c_gb_s: None,
             };
         }
     };
@@ -51,7 +56,36 @@ pub(super) fn facts(bus_id: &str) -> NvmlFacts {
     NvmlFacts {
         memory_peak,
         driver_version: nvml.sys_driver_version().ok(),
+        c2c_gb_s: c2c_gb_s(nvml, bus_id),
     }
+}
+
+/// NVML's C2C link count and each active link's speed (MB/s, each way:
+/// 10 links of about 45 GB/s make a GH200's 450 GB/s each way, 900 both):
+/// their total in GB/s, or `None` without C2C links (every PCIe GPU) or
+/// on a driver without these fields.
+fn c2c_gb_s(nvml: &Nvml, bus_id: &str) -> Option<f64> {
+    use nvml_wrapper::enums::device::SampleValue;
+    use nvml_wrapper::structs::device::FieldId;
+    /// nvml.h: NVML_FI_DEV_C2C_LINK_COUNT, NVML_FI_DEV_C2C_LINK_GET_MAX_BW.
+    const LINK_COUNT: u32 = 170;
+    const LINK_MAX_MB_S: u32 = 172;
+    let device = nvml.device_by_pci_bus_id(bus_id).ok()?;
+    let values = (device.field_values_for(&[FieldId(LINK_COUNT), FieldId(LINK_MAX_MB_S)])).ok()?;
+    let number = |i: usize| -> Option<f64> {
+        match values.get(i)?.as_ref().ok()?.value.as_ref().ok()? {
+            SampleValue::U32(v) => Some(f64::from(*v)),
+            SampleValue::U64(v) => Some(*v as f64),
+            SampleValue::I64(v) => Some(*v as f64),
+            SampleValue::F64(v) => Some(*v),
+        }
+    };
+    c2c_total_gb_s(number(0)?, number(1)?)
+}
+
+/// `links` C2C links of `mb_s` each, GB/s; none where there are none.
+fn c2c_total_gb_s(links: f64, mb_s: f64) -> Option<f64> {
+    (links >= 1.0 && mb_s > 0.0).then(|| links * mb_s / 1e3)
 }
 
 /// A memory's peak from its clock (MHz) and bus width (bits): two
@@ -135,6 +169,13 @@ mod tests {
         // H100 SXM5 80GB, as NVML reports it.
         let h100 = memory_peak_gb_s(2619, 5120);
         assert!((h100 - 3352.3).abs() < 0.1, "{h100}");
+    }
+
+    #[test]
+    fn a_c2c_link_is_its_links_together_and_none_is_none() {
+        assert_eq!(c2c_total_gb_s(10.0, 45_000.0), Some(450.0));
+        assert_eq!(c2c_total_gb_s(0.0, 45_000.0), None);
+        assert_eq!(c2c_total_gb_s(10.0, 0.0), None);
     }
 
     #[test]
