@@ -86,7 +86,8 @@ pub(super) fn facts(index: u32) -> Result<Facts, String> {
     let uuid = result::device::get_uuid(dev).map_err(|e| fail("cuDeviceGetUuid", e))?;
     Ok(Facts {
         name: result::device::get_name(dev).map_err(|e| fail("cuDeviceGetName", e))?,
-        uuid: format_uuid(&uuid.bytes.map(|b| b as u8)),
+        // c_char: i8 on x86-64, u8 on aarch64; the bits are the same.
+        uuid: format_uuid(&uuid.bytes.map(|b| b.to_ne_bytes()[0])),
         // SAFETY: `dev` is a device handle the driver gave.
         memory_bytes: unsafe { result::device::total_mem(dev) }
             .map_err(|e| fail("cuDeviceTotalMem", e))? as u64,
