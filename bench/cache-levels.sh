@@ -23,14 +23,17 @@ command -v likwid-bench >/dev/null || { echo "likwid-bench is not installed (apt
 [ -x "$MEMBW" ] || cargo build --release --quiet
 if grep -qw avx512f /proc/cpuinfo; then w=avx512; fma=stream_avx512_fma
 else w=avx; fma=stream_avx_fma; fi
-# membw kernel, likwid kernel
-pairs=("read load_$w" "copy copy_$w" "triad $fma")
+# membw kernel, likwid kernel. membw's read sums what it loads (the sum is
+# validated); likwid's load_* kernels discard the loaded data, its sum_*
+# kernels sum it: read is shown against both.
+pairs=("read load_$w" "read sum_$w" "copy copy_$w" "triad $fma" "dot ddot_$w")
 kib() { # 16KiB -> 16
   python3 -c "import re,sys; t=sys.argv[1]; n,u=re.match(r'(\d+)([KMG]i?B)',t).groups(); print(int(n)*{'K':1,'M':1024,'G':1048576}[u[0]])" "$1"
 }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-printf '%-8s %-7s %12s %12s %7s\n' size kernel membw_GB/s likwid_GB/s ratio
+echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $THREADS threads, best of $ROUNDS alternated rounds"
+printf '%-8s %-7s %-18s %12s %12s %7s\n' size kernel likwid membw_GB/s likwid_GB/s ratio
 for size in "${SIZES[@]}"; do
   total_kb=$(( $(kib "$size") * THREADS * 1024 / 1000 ))
   for pair in "${pairs[@]}"; do
@@ -44,6 +47,6 @@ for size in "${SIZES[@]}"; do
       l=$(likwid-bench -t "$lk" -w "N:${total_kb}kB:$THREADS" 2>/dev/null | awk '/^MByte\/s:/ {print $2/1000}')
       best_m=$(python3 -c "print(max($best_m, $m))"); best_l=$(python3 -c "print(max($best_l, ${l:-0}))")
     done
-    python3 -c "print(f'{\"$size\":<8} {\"$kernel\":<7} {$best_m:12.1f} {$best_l:12.1f} {($best_m/$best_l if $best_l else 0):7.2f}')"
+    python3 -c "print(f'{\"$size\":<8} {\"$kernel\":<7} {\"$lk\":<18} {$best_m:12.1f} {$best_l:12.1f} {($best_m/$best_l if $best_l else 0):7.2f}')"
   done
 done

@@ -29,7 +29,12 @@ fn latency_has_csv_and_markdown_too() {
     let with = |f: &str| stdout(&[&base[..], &["--format", f]].concat());
     let csv = with("csv");
     let rows: Vec<&str> = csv.lines().collect();
-    assert_eq!(rows.len(), 3, "{csv}");
+    assert_eq!(rows.len(), 5, "two sizes in each chase order: {csv}");
+    assert!(rows[0].ends_with(",chase"), "{csv}");
+    assert!(
+        rows[1].ends_with(",random") && rows[4].ends_with(",page-local"),
+        "{csv}"
+    );
     assert!(
         rows[0].starts_with("schema_version,hostname,study,cpu,"),
         "{csv}"
@@ -211,6 +216,8 @@ fn json_lines_flow_into_report_and_html_covers_every_report() {
         "4KiB,64KiB,1MiB",
         "--time",
         "5ms",
+        "--chase",
+        "random",
         "--format",
         "jsonl",
     ]);

@@ -26,10 +26,19 @@ fn latency_json_has_the_documented_fields() {
     assert_eq!(d["mem"], "local");
     assert_eq!(d["clock_ghz"], 2.5);
     let points = d["points"].as_array().unwrap();
-    assert_eq!(points.len(), 2);
-    for (p, bytes) in points.iter().zip([16 << 10, 64 << 10]) {
+    assert_eq!(points.len(), 4, "two sizes, each chased in both orders");
+    let sizes = [16 << 10, 64 << 10];
+    let chases = sizes
+        .iter()
+        .map(|&b| ("random", b, b / 64))
+        .chain(sizes.iter().map(|&b| ("page-local", b, b / 256)));
+    for (p, (order, bytes, lines)) in points.iter().zip(chases) {
+        assert_eq!(p["order"], order, "{p}");
         assert_eq!(p["bytes"], bytes);
-        assert_eq!(p["lines"], bytes / 64);
+        assert_eq!(
+            p["lines"], lines,
+            "one line per 256 B in the page-local chase"
+        );
         let f = |k: &str| p[k].as_f64().unwrap();
         assert!(f("min_ns") > 0.0, "{p}");
         assert!(
@@ -49,6 +58,25 @@ fn latency_json_has_the_documented_fields() {
         }
     }
     let text = stdout(&["latency", "--sizes", "8KiB", "--time", "10ms"]);
+    assert!(
+        text.contains("one random cycle of all cache lines")
+            && text.contains("random within 256 KiB windows"),
+        "both chases are named: {text}"
+    );
+    let one = stdout(&[
+        "latency",
+        "--sizes",
+        "8KiB",
+        "--time",
+        "10ms",
+        "--chase",
+        "page-local",
+    ]);
+    assert!(!one.contains("one random cycle"), "{one}");
+    usage_error(
+        &["latency", "--chase", "random,sequential"],
+        "'sequential' is not a chase order",
+    );
     assert!(
         text.contains("p50 ns") && text.contains("p50 95 % CI") && text.contains("8 KiB"),
         "{text}"
@@ -243,7 +271,15 @@ fn latency_files_resume_report_and_compare() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("lat.jsonl");
     let f = file.to_str().unwrap();
-    let base = ["latency", "--time", "10ms", "--hugepages", "never"];
+    let base = [
+        "latency",
+        "--time",
+        "10ms",
+        "--hugepages",
+        "never",
+        "--chase",
+        "random",
+    ];
     let with = |extra: &[&str]| -> Vec<String> {
         base.iter().chain(extra).map(|s| s.to_string()).collect()
     };
@@ -312,6 +348,8 @@ fn ctrl_c_keeps_the_points_measured_and_resume_finishes() {
         "150ms",
         "--hugepages",
         "never",
+        "--chase",
+        "random",
     ];
     let child = common::membw_process()
         .args(args)

@@ -110,6 +110,8 @@ fn latency_draws_one_curve_per_page_size() {
         "never,2M",
         "--time",
         "20ms",
+        "--chase",
+        "random",
         "--format",
         "json",
     ]);

@@ -180,6 +180,50 @@ fn regular_stores_state_the_write_allocate_traffic() {
 }
 
 #[test]
+fn auto_stores_are_checked_against_the_other_mode() {
+    // Small arrays: auto picks regular stores, and the check measures nt.
+    let json = stdout(&["run", "--size", "64K", "--ntimes", "4", "--format", "json"]);
+    let d: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let check = &d["stores_check"];
+    assert_eq!(check["kernel"], "triad", "{check}");
+    assert_eq!(d["measurement"]["stores"], check["used"], "{check}");
+    assert_ne!(check["used"], check["other"], "{check}");
+    let cmp = &check["comparison"];
+    assert_eq!(
+        (cmp["n_a"].as_u64(), cmp["n_b"].as_u64()),
+        (Some(3), Some(3))
+    );
+    let ratio = cmp["ratio"].as_f64().unwrap();
+    let best = |k: &str| check[k].as_f64().unwrap();
+    assert!(ratio > 0.0 && best("other_best_gb_s") > 0.0 && best("used_best_gb_s") > 0.0);
+    assert!(
+        ["higher", "lower", "no_change"].contains(&cmp["change"].as_str().unwrap()),
+        "{cmp}"
+    );
+    // Without triad, the first kernel that stores; read stores nothing.
+    let text = stdout(&[
+        "run",
+        "--size",
+        "64K",
+        "--ntimes",
+        "3",
+        "--kernels",
+        "read,copy",
+    ]);
+    assert!(text.contains("stores measured for copy too"), "{text}");
+    // Stores that were asked for, or --no-stores-check: nothing else runs.
+    for extra in [&["--stores", "nt"][..], &["--no-stores-check"]] {
+        let args = [
+            &["run", "--size", "64K", "--ntimes", "3", "--format", "json"][..],
+            extra,
+        ]
+        .concat();
+        let d: serde_json::Value = serde_json::from_str(&stdout(&args)).unwrap();
+        assert!(d.get("stores_check").is_none(), "{extra:?}");
+    }
+}
+
+#[test]
 fn every_isa_this_cpu_has_validates() {
     for isa in ["scalar", "sse2", "avx2", "avx512", "neon", "sve"] {
         let out = membw()

@@ -5,10 +5,13 @@
 
 use super::args::PeakArgs;
 use super::common::print;
+use super::latency_values::{
+    ChaseOrders, Delays, Mixes, parse_delays, parse_load_cpus, parse_mixes, parse_orders,
+};
 use crate::engine::latency_probes::{Facts, LatencyRequest, LatencySession};
 use crate::error::{Error, Input, Result};
 use crate::latency::LatencyPlan;
-use crate::latency::load::{self, LoadedPlan, Mix};
+use crate::latency::load::{self, LoadedPlan};
 use crate::latency::record::{self, C2cLine, Study};
 use crate::memory::Hugepages;
 use crate::memory::policy::{self as mempolicy, Policy};
@@ -37,6 +40,10 @@ pub(crate) struct LatencyArgs {
 
     #[command(flatten)]
     weights: super::flags::Weights,
+
+    /// Orders to chase the lines in, each a curve: random (one random cycle through every line, as tinymembench) and page-local (lines random within 256 KiB windows, windows random, as multichase's default); the matrix and loaded studies take the first
+    #[arg(long, default_value = "random,page-local", value_parser = parse_orders, conflicts_with = "c2c")]
+    chase: ChaseOrders,
 
     /// Timed chasing per point
     #[arg(long, default_value = "300ms", value_parser = humantime::parse_duration)]
@@ -104,62 +111,6 @@ pub(crate) struct LatencyArgs {
 
     #[command(flatten)]
     peak: PeakArgs,
-}
-
-/// `--load-cpus`: a CPU list, parsed (the topology checks it later).
-fn parse_load_cpus(text: &str) -> std::result::Result<Written<Vec<usize>>, String> {
-    Written::parse(text, |t| {
-        crate::topology::cpulist::parse_list(t).map_err(|e| e.to_string())
-    })
-}
-
-/// `--mix`, parsed: each mix once, in the order given.
-#[derive(Debug, Clone)]
-pub(crate) struct Mixes(Vec<Mix>);
-
-fn parse_mixes(text: &str) -> std::result::Result<Mixes, String> {
-    let mut mixes = Vec::new();
-    for name in text.split(',') {
-        let mix = Mix::parse(name).ok_or_else(|| {
-            format!(
-                "unknown mix '{}' (choose from read, 2:1, 3:1, copy, nt-write)",
-                name.trim()
-            )
-        })?;
-        if !mixes.contains(&mix) {
-            mixes.push(mix);
-        }
-    }
-    Ok(Mixes(mixes))
-}
-
-/// `--delays`, parsed: nanoseconds after each cache line, counted before
-/// they are parsed.
-#[derive(Debug, Clone)]
-pub(crate) struct Delays(Vec<f64>);
-
-fn parse_delays(text: &str) -> std::result::Result<Delays, String> {
-    if text.split(',').count() > MAX_DELAYS {
-        return Err(format!("at most {MAX_DELAYS} delays"));
-    }
-    let mut v = Vec::new();
-    for part in text.split(',') {
-        let part = part.trim();
-        let d = if part == "0" {
-            Duration::ZERO
-        } else {
-            humantime::parse_duration(part)
-                .map_err(|e| format!("'{part}' is not a duration: {e}"))?
-        };
-        if d > MAX_DELAY {
-            return Err(format!(
-                "'{part}' is over {} (no load at all)",
-                humantime::format_duration(MAX_DELAY)
-            ));
-        }
-        v.push(d.as_nanos() as f64);
-    }
-    Ok(Delays(v))
 }
 
 /// The page sizes to chase on, each once, and one only for the matrix and
@@ -266,6 +217,11 @@ fn latency_request(args: &LatencyArgs, topo: &Topology) -> Result<LatencyRequest
         sizes,
         hugepages: pages.clone(),
         policy: whole,
+        orders: if args.numa_matrix.is_some() || args.loaded {
+            args.chase.0[..1].to_vec()
+        } else {
+            args.chase.0.clone()
+        },
         time_per_size: args.time,
         clock_ghz,
     };
@@ -377,13 +333,9 @@ fn allowed_cpu(topo: &Topology, cpu: usize, flag: &str) -> Result<usize> {
     }
 }
 
-/// The most delays a loaded study takes.
-const MAX_DELAYS: usize = 64;
 /// The smallest array of a load thread: one free-running step of the
 /// kernels (4096 elements) twice over.
 const MIN_LOAD_ELEMENTS: u64 = 8192;
-/// A delay longer than this is no load at all.
-const MAX_DELAY: Duration = Duration::from_millis(10);
 
 fn loaded_plan(
     args: &LatencyArgs,

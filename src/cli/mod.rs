@@ -13,6 +13,7 @@ mod health;
 mod health_protocol;
 mod install;
 mod latency;
+mod latency_values;
 mod placed;
 mod resume;
 mod run;

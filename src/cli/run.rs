@@ -4,7 +4,7 @@
 use super::args::{self, MeasureArgs, PeakArgs, PlacementArgs};
 use super::common::{self, print, read_topology};
 use super::env;
-use crate::engine::Engine;
+use crate::engine::{Engine, stores_check};
 use crate::error::Result;
 use crate::memory::policy as mempolicy;
 use crate::peak;
@@ -54,6 +54,10 @@ pub(crate) struct RunArgs {
 
     #[command(flatten)]
     sysroot: super::flags::Sysroot,
+
+    /// With --stores auto, leave out the short side measurement of the store mode auto did not pick
+    #[arg(long)]
+    no_stores_check: bool,
 
     /// Across ranks: give up on a rank that does not answer within this time
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration, help_heading = "Across ranks (MPI)")]
@@ -279,7 +283,10 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         return dry_run(&args, &topo, &settings, &placement);
     }
     let peak_estimate = peak::for_policy(&topo, &args.peak.request(), &settings.mem);
-    let mut source = match m.launch("run")? {
+    let launch = m.launch("run")?;
+    // Ranks measure in lockstep: a side measurement on one would hang them.
+    let check_stores = launch.is_none() && !args.no_stores_check;
+    let mut source = match launch {
         Some(launch) => ranks_source(&launch, &args, peak_estimate.as_ref())?,
         None => m.source()?,
     };
@@ -306,16 +313,22 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         )),
         _ => None,
     };
-    let measurement = engine.measure(&plan, &common::stop_flag())?;
+    let stop = common::stop_flag();
+    let measurement = engine.measure(&plan, &stop)?;
     if !engine.reports() {
         // Rank 0 prints for every rank.
         return Ok(());
     }
+    let stores_check = match check_stores {
+        true => stores_check::measure_other(&mut engine, &settings, &plan, &measurement, &stop)?,
+        false => None,
+    };
     for w in &measurement.warnings {
         crate::say!("membw: warning: {w}");
     }
     let request = run_request(m, &placement, &settings, stores_reason, &plan, &topo);
-    let report = run_report(&topo, &engine, request, measurement, &plan);
+    let mut report = run_report(&topo, &engine, request, measurement, &plan);
+    report.stores_check = stores_check;
     if let Some(session) = &mut output {
         let point = crate::results::Point::new(
             PlacementId::of(&placement.request),

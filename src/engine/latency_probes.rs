@@ -8,7 +8,7 @@ use super::probe::{Probe, drive};
 use super::session::Session;
 use crate::error::Result;
 use crate::latency::load::{self, LoadedPlan, Mix};
-use crate::latency::{self, Chain, LatencyPlan, LatencyPoint};
+use crate::latency::{self, Chain, ChaseOrder, LatencyPlan, LatencyPoint};
 use crate::memory::Hugepages;
 use crate::memory::policy::Policy;
 use crate::memory::written::{ArrayPolicy, PolicySpec};
@@ -160,6 +160,8 @@ fn sample(chain: &mut Chain, plan: &LatencyPlan) -> (LatencyPoint, Watch) {
     (point, watch)
 }
 
+/// A point's key, chased in random order (callers that chase in another
+/// set it).
 fn key(pages: Hugepages, study: Study, cpu: usize, policy: &Policy, bytes: u64) -> LatencyKey {
     LatencyKey {
         study,
@@ -169,6 +171,7 @@ fn key(pages: Hugepages, study: Study, cpu: usize, policy: &Policy, bytes: u64) 
         mem_node: None,
         bytes,
         hugepages: pages,
+        order: ChaseOrder::Random,
         load_cpus: Vec::new(),
         mix: None,
         delay_ns: None,
@@ -202,7 +205,7 @@ impl Probe for Chases<'_> {
     fn measure(&mut self, job: &Chase, _: &Stop) -> Result<Option<(LatencyKey, Latency)>> {
         let (cpu, plan) = (job.key.cpu, self.plan);
         latency::pin(cpu)?;
-        let mut chain = Chain::build(job.key.bytes, job.key.hugepages, &job.policy)?;
+        let mut chain = Chain::build(job.key.bytes, job.key.hugepages, &job.policy, job.key.order)?;
         let (point, watch) = sample(&mut chain, plan);
         let payload = payload(plan, self.facts, point, (&watch, &[cpu]), None, None);
         Ok(Some((job.key.clone(), payload)))
@@ -213,11 +216,15 @@ impl Probe for Chases<'_> {
 fn idle_chases(plan: &LatencyPlan) -> Vec<Chase> {
     let mut chases = Vec::new();
     for &pages in &plan.hugepages {
-        for &bytes in &plan.sizes {
-            chases.push(Chase {
-                key: key(pages, Study::Idle, plan.cpu, &plan.policy, bytes),
-                policy: plan.policy.clone(),
-            });
+        for &order in &plan.orders {
+            for &bytes in &plan.sizes {
+                let mut key = key(pages, Study::Idle, plan.cpu, &plan.policy, bytes);
+                key.order = order;
+                chases.push(Chase {
+                    key,
+                    policy: plan.policy.clone(),
+                });
+            }
         }
     }
     chases
@@ -240,6 +247,7 @@ fn matrix_chases(plan: &LatencyPlan, topo: &Topology) -> Vec<Chase> {
         for &mem in topo.allowed_mems.ids() {
             let policy = Policy::Bind(IdSet::new(vec![mem]));
             let mut key = key(plan.hugepages[0], Study::Matrix, cpu, &policy, bytes);
+            key.order = plan.orders[0];
             (key.cpu_node, key.mem_node) = (Some(node.id), Some(mem));
             chases.push(Chase { key, policy });
         }
@@ -316,16 +324,17 @@ fn run_loaded(
 ) -> Result<()> {
     latency::pin(plan.cpu)?;
     let bytes = loaded.bytes;
-    let mut chain = Chain::build(bytes, plan.hugepages[0], &plan.policy)?;
+    let mut chain = Chain::build(bytes, plan.hugepages[0], &plan.policy, plan.orders[0])?;
     let (idle, idle_watch) = sample(&mut chain, plan);
     let idle_ns = idle.p50_ns;
-    let idle_key = key(
+    let mut idle_key = key(
         plan.hugepages[0],
         Study::Idle,
         plan.cpu,
         &plan.policy,
         bytes,
     );
+    idle_key.order = plan.orders[0];
     let idle = payload(plan, facts, idle, (&idle_watch, &[plan.cpu]), None, None);
     if !out.skip(&idle_key) && !out.keep(idle_key, idle)? {
         return Ok(());
@@ -339,6 +348,7 @@ fn run_loaded(
             bytes,
         );
         k.load_cpus = loaded.load_cpus.clone();
+        k.order = plan.orders[0];
         (k.mix, k.delay_ns) = (Some(mix), Some(delay_ns));
         k
     };

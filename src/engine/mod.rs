@@ -16,6 +16,7 @@ pub mod probe;
 pub mod program_source;
 pub mod session;
 pub mod source;
+pub mod stores_check;
 pub mod sweep;
 pub mod tune_search;
 pub mod verdict;

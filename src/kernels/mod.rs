@@ -323,8 +323,9 @@ mod tests {
 
     /// Lengths and offsets that exercise the unaligned head, the unrolled
     /// body, one element short of it (63: SVE's eight-vector pass at 512
-    /// bits) and the tail.
-    const LENGTHS_AND_OFFSETS: [(usize, usize); 7] = [
+    /// bits), the tail, and x86's streaming blocks of four pages (2048
+    /// elements) followed by an unrolled remainder and a tail (6445).
+    const LENGTHS_AND_OFFSETS: [(usize, usize); 8] = [
         (0, 0),
         (1, 0),
         (7, 1),
@@ -332,6 +333,7 @@ mod tests {
         (64, 0),
         (1000, 3),
         (4099, 5),
+        (6445, 1),
     ];
 
     /// Every supported variant computes what the formulas say.

@@ -4,8 +4,9 @@
 //! One macro writes every ISA's module from the same loop shapes, so the
 //! variants differ only in their intrinsics. Each loop stores a scalar head
 //! until the destination is vector-aligned (arrays and chunks are page
-//! aligned, so in practice the head is empty), then runs a body unrolled
-//! four vectors deep, then a scalar tail. Streaming variants end with an
+//! aligned, so in practice the head is empty), then (streaming stores
+//! only) a body that walks four pages side by side, then one unrolled four
+//! vectors deep, then a scalar tail. Streaming variants end with an
 //! `sfence` so their stores are globally visible before the barrier.
 
 use super::{Isa, KernelFns};
@@ -33,8 +34,22 @@ pub(super) fn table(isa: Isa, nt: bool) -> Option<KernelFns> {
     })
 }
 
+/// Elements of one 4 KiB page.
+const PAGE_ELEMENTS: usize = 4096 / 8;
+/// Pages a long store loop walks side by side. One stream per array leaves
+/// DRAM bandwidth unused that several streams reach (more open rows, more
+/// lines in flight): four pages at a time lifted the AVX-512 NT copy from
+/// 37 to 47 GB/s on a 2-core Xeon VM, past glibc's `memcpy` (42), which
+/// interleaves pages the same way; triad gained 3 %.
+const INTERLEAVED_PAGES: usize = 4;
+/// Elements each page gets per step: two cache lines.
+const STEP_ELEMENTS: usize = 16;
+
 /// Runs `dst[i] = <expr of i>` over `n` elements: scalar head to alignment,
-/// 4×unrolled vector body with ordinary or streaming stores, scalar tail.
+/// then (streaming stores only) blocks of [`INTERLEAVED_PAGES`] pages walked
+/// side by side two lines at a time, then a 4×unrolled vector body for what
+/// is left, then single vectors, then a scalar tail; ordinary or streaming
+/// stores.
 macro_rules! store_loop {
     ($nt:expr, $store:path, $stream:path, $lanes:expr, $dst:expr, $n:expr,
      |$i:ident| vector: $vexpr:expr, scalar: $sexpr:expr) => {{
@@ -45,6 +60,30 @@ macro_rules! store_loop {
             let $i = k;
             *dst.add(k) = $sexpr;
             k += 1;
+        }
+        // Streaming stores only: at cache sizes, where regular stores are
+        // the mode, walking four pages cost 4 % at L2.
+        let block = super::INTERLEAVED_PAGES * super::PAGE_ELEMENTS;
+        let blocks_end = if $nt { k + (n - k) / block * block } else { k };
+        while k < blocks_end {
+            let mut offset = 0;
+            while offset < super::PAGE_ELEMENTS {
+                // Constant trip counts: unrolled, one step of every page.
+                for page in 0..super::INTERLEAVED_PAGES {
+                    let at = k + page * super::PAGE_ELEMENTS + offset;
+                    for lane_group in 0..super::STEP_ELEMENTS / $lanes {
+                        let $i = at + lane_group * $lanes;
+                        let v = $vexpr;
+                        if $nt {
+                            $stream(dst.add($i), v);
+                        } else {
+                            $store(dst.add($i), v);
+                        }
+                    }
+                }
+                offset += super::STEP_ELEMENTS;
+            }
+            k += block;
         }
         let body_end = k + (n - k) / (4 * $lanes) * (4 * $lanes);
         while k < body_end {
@@ -68,6 +107,19 @@ macro_rules! store_loop {
                 $store(dst.add(k + 3 * $lanes), v3);
             }
             k += 4 * $lanes;
+        }
+        // Whole vectors left over: at L1 sizes a scalar tail of up to
+        // 4 × lanes - 1 elements is a tenth of a call.
+        let vectors_end = k + (n - k) / $lanes * $lanes;
+        while k < vectors_end {
+            let $i = k;
+            let v = $vexpr;
+            if $nt {
+                $stream(dst.add(k), v);
+            } else {
+                $store(dst.add(k), v);
+            }
+            k += $lanes;
         }
         while k < n {
             let $i = k;
@@ -111,6 +163,12 @@ macro_rules! sum_loop {
                 *sum = $vstep;
             }
             $k = start + block;
+        }
+        let vectors_end = $k + (n - $k) / $lanes * $lanes;
+        while $k < vectors_end {
+            let $acc = sums[0];
+            sums[0] = $vstep;
+            $k += $lanes;
         }
         while $k < n {
             scalar += $sterm;

@@ -12,7 +12,7 @@ pub mod c2c;
 pub mod load;
 /// The records latency results are kept in (the results model owns them).
 pub use crate::results::latency_record as record;
-pub use crate::results::latency_record::LatencyPoint;
+pub use crate::results::latency_record::{ChaseOrder, LatencyPoint, PAGE_LOCAL_WINDOW};
 
 use crate::error::{Error, Result};
 use crate::kernels::chase::chase;
@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 
 /// Bytes of one cache line: one link per line.
 pub const LINE: usize = 64;
-const WORDS_PER_LINE: usize = LINE / 8;
 /// Loads per timed chunk: long enough for the clock (tens of µs even in
 /// L1), short enough for many chunks in DRAM (about 3 ms at 170 ns). The
 /// cycle is random, so any stretch of it is a fair sample.
@@ -66,6 +65,35 @@ pub fn cyclic_order(lines: usize, seed: u64) -> Vec<usize> {
     next
 }
 
+/// `next[i]` for lines chased in random order within windows of
+/// `window_lines` lines, each window whole before the next, the windows in
+/// random order: the page-local chase. One cycle through all `lines`.
+pub fn page_local_order(lines: usize, window_lines: usize, seed: u64) -> Vec<usize> {
+    let window_lines = window_lines.max(1);
+    let mut rng = SplitMix(seed);
+    let mut windows: Vec<usize> = (0..lines.div_ceil(window_lines)).collect();
+    shuffle(&mut windows, &mut rng);
+    let mut sequence = Vec::with_capacity(lines);
+    for w in windows {
+        let start = sequence.len();
+        sequence.extend(w * window_lines..((w + 1) * window_lines).min(lines));
+        shuffle(&mut sequence[start..], &mut rng);
+    }
+    let mut next = vec![0; lines];
+    for (w, &line) in sequence.iter().enumerate() {
+        next[line] = sequence[(w + 1) % lines];
+    }
+    next
+}
+
+/// Fisher-Yates: every order equally likely.
+fn shuffle(items: &mut [usize], rng: &mut SplitMix) {
+    for i in (1..items.len()).rev() {
+        let j = rng.below(i + 1);
+        items.swap(i, j);
+    }
+}
+
 /// How to measure.
 #[derive(Debug, Clone)]
 pub struct LatencyPlan {
@@ -75,6 +103,9 @@ pub struct LatencyPlan {
     /// studies use the first.
     pub hugepages: Vec<Hugepages>,
     pub policy: Policy,
+    /// Orders to chase in, each a curve (idle study); the other studies
+    /// use the first.
+    pub orders: Vec<ChaseOrder>,
     /// Timed chasing per working set (after one warm-up cycle).
     pub time_per_size: Duration,
     pub clock_ghz: Option<f64>,
@@ -91,7 +122,7 @@ pub fn measure(plan: &LatencyPlan) -> Result<Vec<LatencyPoint>> {
     plan.sizes
         .iter()
         .map(|&s| {
-            Chain::build(s, plan.hugepages[0], &plan.policy)
+            Chain::build(s, plan.hugepages[0], &plan.policy, plan.orders[0])
                 .map(|mut c| c.sample(plan.time_per_size, plan.clock_ghz))
         })
         .collect()
@@ -109,17 +140,25 @@ pub struct Chain {
     array: MappedArray,
     bytes: u64,
     lines: usize,
+    order: ChaseOrder,
     /// Where the chase stopped last: the next sample continues from there.
     at: usize,
 }
 
 impl Chain {
-    /// Maps `bytes` under `policy`, links its lines in a random cycle and
-    /// chases one whole cycle untimed, so caches and TLBs are as the timed
-    /// chunks find them.
-    pub fn build(bytes: u64, hugepages: Hugepages, policy: &Policy) -> Result<Chain> {
-        let lines = (bytes as usize / LINE).max(2);
-        let words = lines * WORDS_PER_LINE;
+    /// Maps `bytes` under `policy`, links its lines in one cycle in `order`
+    /// and chases one whole cycle untimed, so caches and TLBs are as the
+    /// timed chunks find them.
+    pub fn build(
+        bytes: u64,
+        hugepages: Hugepages,
+        policy: &Policy,
+        order: ChaseOrder,
+    ) -> Result<Chain> {
+        // One link per line, or per stride where the order spaces them.
+        let words_per_link = order.stride_bytes() as usize / 8;
+        let lines = (bytes as usize / (words_per_link * 8)).max(2);
+        let words = lines * words_per_link;
         let mut array = match hugepages.explicit_bytes() {
             Some(page) => MappedArray::hugetlb(words, page, 0),
             None => MappedArray::new(words),
@@ -129,18 +168,35 @@ impl Chain {
         let _ = hugepages.advise(&array);
         crate::memory::place(&array, policy, std::slice::from_ref(&(0..words)), hugepages)
             .map_err(|e| Error::Runtime(format!("memory policy {policy}: {e}")))?;
-        let next = cyclic_order(lines, 0x6d65_6d62_7700 ^ bytes);
+        let seed = 0x6d65_6d62_7700 ^ bytes;
+        let next = match order {
+            ChaseOrder::Random => cyclic_order(lines, seed),
+            ChaseOrder::PageLocal => page_local_order(
+                lines,
+                (PAGE_LOCAL_WINDOW / order.stride_bytes()) as usize,
+                seed,
+            ),
+        };
+        // Where a stride holds several lines, each link sits in one of them
+        // at random: links at one fixed offset would be a pattern for a
+        // prefetcher to learn.
+        let word = |link: usize| {
+            let lines_per_link = words_per_link * 8 / LINE;
+            let line = SplitMix(seed ^ link as u64).below(lines_per_link);
+            link * words_per_link + line * (LINE / 8)
+        };
         let chain = array.as_mut_words();
-        for (line, &to) in next.iter().enumerate() {
-            chain[line * WORDS_PER_LINE] = (to * WORDS_PER_LINE) as u64;
+        for (link, &to) in next.iter().enumerate() {
+            chain[word(link)] = word(to) as u64;
         }
         let mut c = Chain {
             array,
             bytes,
             lines,
+            order,
             at: 0,
         };
-        c.at = chase(c.array.as_mut_words(), 0, lines);
+        c.at = chase(c.array.as_mut_words(), word(0), lines);
         Ok(c)
     }
 
@@ -162,6 +218,7 @@ impl Chain {
             .and_then(|u| u.huge_share());
         let mut point = summarize(samples, per_chunk, clock_ghz);
         (point.bytes, point.lines, point.huge_share) = (self.bytes, self.lines as u64, huge_share);
+        point.order = Some(self.order);
         point
     }
 }
@@ -192,6 +249,7 @@ pub(crate) fn summarize(
         chunks: samples.len(),
         loads_per_chunk: per_chunk,
         huge_share: None,
+        order: None,
     }
 }
 
@@ -216,6 +274,40 @@ mod tests {
         }
     }
 
+    proptest! {
+        #[test]
+        fn the_page_local_order_is_one_cycle_that_finishes_each_window_first(
+            lines in 2usize..5000, window in 1usize..300, seed: u64,
+        ) {
+            let next = page_local_order(lines, window, seed);
+            let mut seen = vec![false; lines];
+            let mut at = 0;
+            let mut window_changes = 0;
+            for _ in 0..lines {
+                prop_assert!(!seen[at], "line {} visited twice", at);
+                seen[at] = true;
+                window_changes += usize::from(next[at] / window != at / window);
+                at = next[at];
+            }
+            prop_assert_eq!(at, 0);
+            // Each window is entered once: the cycle leaves it only when done.
+            let windows = lines.div_ceil(window);
+            prop_assert_eq!(window_changes, if windows > 1 { windows } else { 0 });
+        }
+    }
+
+    #[test]
+    fn page_local_lines_are_random_within_their_window() {
+        let window = 4096;
+        let next = page_local_order(1 << 16, window, 7);
+        let adjacent = next
+            .iter()
+            .enumerate()
+            .filter(|&(i, &n)| n == i + 1)
+            .count();
+        assert!(adjacent < 40, "{adjacent} adjacent links");
+    }
+
     #[test]
     fn neighbours_rarely_follow_each_other() {
         // A prefetcher would love next[i] == i + 1.
@@ -235,6 +327,7 @@ mod tests {
             sizes: vec![16 << 10],
             hugepages: vec![Hugepages::Never],
             policy: Policy::Local,
+            orders: vec![ChaseOrder::Random],
             time_per_size: Duration::from_millis(20),
             clock_ghz: Some(2.0),
         };
@@ -245,5 +338,6 @@ mod tests {
             p.min_ns > 0.0 && p.min_ns <= p.p50_ns && p.p50_ns <= p.p90_ns && p.p90_ns <= p.p99_ns
         );
         assert_eq!(p.p50_cycles, Some(p.p50_ns * 2.0));
+        assert_eq!(p.order, Some(ChaseOrder::Random));
     }
 }

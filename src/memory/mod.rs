@@ -3,11 +3,13 @@
 //! each thread first-touches itself, and where the pages ended up.
 
 pub mod inherited;
+mod partition;
 pub mod policy;
 pub mod pool;
 mod split;
 pub mod written;
 
+pub use partition::{LINE_ELEMENTS, partition, partition_for};
 pub use split::place;
 
 use crate::error::{Error, Input, Result};
@@ -163,42 +165,6 @@ pub fn check_fits(topo: &Topology, arrays: usize, elements: u64) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Contiguous, page-aligned ranges, one per thread, like OpenMP's
-/// `schedule(static)`; sizes differ by at most one page.
-pub fn partition(elements: usize, threads: usize) -> Vec<Range<usize>> {
-    partition_in(elements, threads, PAGE_ELEMENTS)
-}
-
-/// The chunk boundaries for arrays on `hugepages`: on explicit huge pages,
-/// whole huge pages per thread where every thread gets at least one, so
-/// that no huge page is first-touched by two threads (on two nodes);
-/// otherwise base pages, keeping the work even.
-pub fn partition_for(elements: usize, threads: usize, hugepages: Hugepages) -> Vec<Range<usize>> {
-    let unit = hugepages
-        .explicit_bytes()
-        .map(|b| b / ELEMENT_BYTES as usize)
-        .filter(|&u| elements / u >= threads)
-        .unwrap_or(PAGE_ELEMENTS);
-    partition_in(elements, threads, unit)
-}
-
-fn partition_in(elements: usize, threads: usize, unit: usize) -> Vec<Range<usize>> {
-    let pages = elements.div_ceil(unit);
-    let (per, extra) = (pages / threads, pages % threads);
-    let mut start = 0;
-    (0..threads)
-        .map(|t| {
-            // The extra pages go to the last threads, which also hold the
-            // partial last page, so sizes stay within one page of each other.
-            let count = (per + usize::from(t >= threads - extra)) * unit;
-            let end = (start + count).min(elements);
-            let range = start..end;
-            start = end;
-            range
-        })
-        .collect()
 }
 
 /// The mapped arrays; `None` for an array no selected kernel uses.

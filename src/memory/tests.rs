@@ -39,6 +39,22 @@ fn partition_covers_everything_on_page_boundaries() {
 }
 
 #[test]
+fn small_arrays_split_by_cache_line_and_evenly() {
+    // 16 KiB per thread of triad's three arrays over two threads: by pages
+    // the split was 512 and 853 elements.
+    let parts = partition_for(1365, 2, Hugepages::Thp);
+    let lens: Vec<usize> = parts.iter().map(|r| r.len()).collect();
+    assert_eq!(lens, [680, 685]);
+    assert_eq!(parts[1].start % LINE_ELEMENTS, 0);
+    // Large arrays keep page boundaries: no page touched by two threads.
+    let big = partition_for(1 << 22, 3, Hugepages::Never);
+    assert!(big.iter().all(|r| r.start % PAGE_ELEMENTS == 0));
+    // Explicit huge pages still come whole where every thread gets one.
+    let huge = partition_for(1 << 22, 2, Hugepages::Explicit2M);
+    assert_eq!(huge[1].start % (2 << 20 >> 3), 0);
+}
+
+#[test]
 fn chunks_split_only_mapped_arrays() {
     let mut arrays = Arrays::map(
         &[ArrayId::A, ArrayId::C],

@@ -138,7 +138,7 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
 }
 
 /// The header of a latency CSV: the point, then its latency and load.
-pub const LATENCY_HEADER: [&str; 16] = [
+pub const LATENCY_HEADER: [&str; 17] = [
     "schema_version",
     "hostname",
     "study",
@@ -155,6 +155,7 @@ pub const LATENCY_HEADER: [&str; 16] = [
     "p99_ns",
     "p50_cycles",
     "load_gb_s",
+    "chase",
 ];
 
 /// One row per latency point.
@@ -179,6 +180,7 @@ pub fn latency(records: &[LatencyRecord]) -> Result<String> {
             format!("{:.2}", l.p99_ns),
             opt(l.p50_cycles.map(|c| format!("{c:.1}"))),
             opt(r.load.as_ref().map(|x| format!("{:.3}", x.gb_s))),
+            opt(l.order.map(|o| o.name().to_string())),
         ]
     });
     write(&LATENCY_HEADER, rows)

@@ -91,7 +91,8 @@ fn idle_tables(o: &mut String, idle: &[&LatencyRecord]) {
         let first = &points[0];
         let _ = writeln!(
             o,
-            "Latency: dependent loads through a random cycle of cache lines · CPU {} · memory {} · pages: {}{}",
+            "Latency: {} · CPU {} · memory {} · pages: {}{}",
+            first.point.order.describe(),
             first.point.cpu,
             first.point.mem,
             first.point.hugepages,

@@ -316,10 +316,14 @@ pub fn latency(r: &LatencyReport) -> String {
                 .unwrap_or_default();
             (
                 format!(
-                    "study=\"{study}\",cpu=\"{}\",mem=\"{}\",working_set_bytes=\"{}\"{}",
+                    "study=\"{study}\",cpu=\"{}\",mem=\"{}\",working_set_bytes=\"{}\"{}{}",
                     p.cpu,
                     label(&p.mem.to_string()),
                     p.bytes,
+                    // Chases are told apart by their order.
+                    rec.latency
+                        .order
+                        .map_or(String::new(), |o| format!(",chase=\"{o}\"")),
                     // A core-to-core pair is told apart by its other CPU
                     // and the state of its line.
                     p.peer_cpu.map_or(String::new(), |b| format!(

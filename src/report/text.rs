@@ -106,6 +106,9 @@ pub fn render(report: &RunReport) -> String {
         report.peak.as_ref(),
         report.peak_unknown.as_deref(),
     ));
+    if let Some(check) = &report.stores_check {
+        o.push_str(&stores_check_line(check));
+    }
     if let Some(spellings) = report.reproduce.as_ref().filter(|_| m.ranks().is_none()) {
         // Rank 0's placement alone would not reproduce a multi-rank run.
         o.push_str(&super::reproduce_block(
@@ -114,6 +117,34 @@ pub fn render(report: &RunReport) -> String {
         ));
     }
     o
+}
+
+/// What the side measurement of the other store mode found.
+fn stores_check_line(c: &crate::results::measurement::StoresCheck) -> String {
+    use crate::results::estimate::Change;
+    let cmp = &c.comparison;
+    let interval = cmp.interval.map_or(String::new(), |i| {
+        format!(" (95 % CI {:.3}-{:.3})", i.low, i.high)
+    });
+    let verdict = match cmp.change {
+        Change::Higher => format!(
+            "{} stores were faster here: run with --stores {}",
+            c.other, c.other
+        ),
+        Change::Lower => format!("{} stores, as auto chose, were faster", c.used),
+        Change::NoChange => "no difference beyond the noise".to_string(),
+        Change::NotResolved => "not resolved: too few repetitions for an interval".to_string(),
+    };
+    format!(
+        "  stores: {} by auto; {} stores measured for {} too ({} repetitions, best {:.2} GB/s):\n    \
+         {:.3}× the run's rate{interval}: {verdict}\n",
+        c.used,
+        c.other,
+        c.kernel.spec().name,
+        cmp.n_b,
+        c.other_best_gb_s,
+        cmp.ratio
+    )
 }
 
 /// Each kernel's counted repetitions as an estimate: the mean rate and

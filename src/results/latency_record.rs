@@ -27,6 +27,81 @@ pub struct LatencyPoint {
     pub loads_per_chunk: usize,
     /// Share of the working set's pages that were transparent hugepages.
     pub huge_share: Option<f64>,
+    /// The order the lines were chased in (chases; absent for core to core
+    /// and in files from before the page-local chase: random).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<ChaseOrder>,
+}
+
+/// The order a chase visits the working set's cache lines in. Peers differ
+/// here, and at DRAM sizes past the TLB's reach the two orders differ by the
+/// page walks: a figure is comparable only with one chased the same way.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub enum ChaseOrder {
+    /// Every line of the working set in one random cycle: almost every load
+    /// goes to a new page (tinymembench's random read; multichase with
+    /// `-T` as large as the working set).
+    #[default]
+    #[serde(rename = "random")]
+    Random,
+    /// One line in every 256 bytes, in random order within a window of
+    /// [`PAGE_LOCAL_WINDOW`] bytes, the windows in random order: the TLB
+    /// mostly hits, and no line's neighbour (which the adjacent-line
+    /// prefetcher brings along) is ever chased (multichase's default).
+    #[serde(rename = "page-local")]
+    PageLocal,
+}
+
+/// The page-local chase's window: 64 pages of 4 KiB, multichase's default
+/// TLB locality (`-T`).
+pub const PAGE_LOCAL_WINDOW: u64 = 64 * 4096;
+
+impl ChaseOrder {
+    pub const ALL: [ChaseOrder; 2] = [ChaseOrder::Random, ChaseOrder::PageLocal];
+
+    /// The name in records and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChaseOrder::Random => "random",
+            ChaseOrder::PageLocal => "page-local",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ChaseOrder> {
+        ChaseOrder::ALL
+            .into_iter()
+            .find(|o| o.name() == text.trim())
+    }
+
+    /// What a table's title says the chase was.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ChaseOrder::Random => "dependent loads through one random cycle of all cache lines",
+            ChaseOrder::PageLocal => {
+                "dependent loads, a line per 256 B random within 256 KiB windows, windows in random order"
+            }
+        }
+    }
+
+    /// Bytes from one chased line to the next in memory.
+    pub fn stride_bytes(self) -> u64 {
+        match self {
+            ChaseOrder::Random => 64,
+            ChaseOrder::PageLocal => 256,
+        }
+    }
+
+    fn is_random(&self) -> bool {
+        *self == ChaseOrder::Random
+    }
+}
+
+impl std::fmt::Display for ChaseOrder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
 }
 
 /// A load thread's traffic: which arrays it reads and writes per element.
@@ -151,6 +226,10 @@ pub struct LatencyKey {
     pub bytes: u64,
     /// `thp`, `never`, `2M` or `1G`.
     pub hugepages: crate::memory::Hugepages,
+    /// The chase's order; random is left out, so keys from before the
+    /// page-local chase still match.
+    #[serde(default, skip_serializing_if = "ChaseOrder::is_random")]
+    pub order: ChaseOrder,
     /// Loaded points: the load threads' CPUs, mix and delay.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub load_cpus: Vec<usize>,
@@ -215,6 +294,9 @@ impl LatencyKey {
         let mut l = format!("CPU {} → {}", self.cpu, self.mem);
         if self.hugepages != crate::memory::Hugepages::Thp {
             l.push_str(&format!(", {} pages", self.hugepages));
+        }
+        if !self.order.is_random() {
+            l.push_str(&format!(", {}", self.order));
         }
         l
     }
@@ -306,6 +388,7 @@ mod tests {
             mem_node: None,
             bytes: 4096,
             hugepages: crate::memory::Hugepages::Thp,
+            order: ChaseOrder::Random,
             load_cpus: vec![],
             mix: None,
             delay_ns: None,
@@ -316,6 +399,12 @@ mod tests {
         other.bytes = 8192;
         assert_ne!(key.key(), other.key());
         assert!(!key.key().contains("mix"), "{}", key.key());
+        // Random is the order of keys written before there was another.
+        assert!(!key.key().contains("order"), "{}", key.key());
+        let mut local = key.clone();
+        local.order = ChaseOrder::PageLocal;
+        assert!(local.key().contains(r#""order":"page-local""#));
+        assert!(local.label().ends_with(", page-local"), "{}", local.label());
         let host = serde_json::from_value(serde_json::json!({
             "hostname": "h", "cpu_model": null, "kernel": "k",
             "online_cpus": 2, "numa_nodes": 1, "sockets": 1, "thp_mode": null
@@ -335,6 +424,7 @@ mod tests {
                 chunks: 5,
                 loads_per_chunk: 16384,
                 huge_share: None,
+                order: Some(ChaseOrder::Random),
             },
             load: None,
             idle_p50_ns: None,

@@ -110,6 +110,22 @@ impl KernelResult {
     }
 }
 
+/// The store instructions `auto` did not pick, measured after the run for
+/// one kernel on the same arrays' size and CPUs: whether the other mode
+/// would have been faster, decided as any comparison is (its interval).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoresCheck {
+    pub kernel: KernelId,
+    /// The mode the run used, and the mode measured beside it.
+    pub used: StoreMode,
+    pub other: StoreMode,
+    pub used_best_gb_s: f64,
+    pub other_best_gb_s: f64,
+    /// The other mode's counted repetitions against the run's: the ratio of
+    /// their geometric means, its 95 % interval, n and the decision.
+    pub comparison: super::estimate::Comparison,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ArrayCheck {
     pub array: String,

@@ -117,6 +117,9 @@ pub struct RunReport {
     /// absent for a device, which has no placement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reproduce: Option<Spellings>,
+    /// `--stores auto`: the other store mode, measured for one kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stores_check: Option<measurement::StoresCheck>,
 }
 
 impl RunReport {
@@ -143,6 +146,7 @@ impl RunReport {
             measurement,
             peak,
             reproduce,
+            stores_check: None,
         }
     }
 }
