@@ -23,19 +23,10 @@ pub(crate) fn parse_load_cpus(text: &str) -> std::result::Result<Written<Vec<usi
 pub(crate) struct Mixes(pub(crate) Vec<Mix>);
 
 pub(crate) fn parse_mixes(text: &str) -> std::result::Result<Mixes, String> {
-    let mut mixes = Vec::new();
-    for name in text.split(',') {
-        let mix = Mix::parse(name).ok_or_else(|| {
-            format!(
-                "unknown mix '{}' (choose from read, 2:1, 3:1, copy, nt-write)",
-                name.trim()
-            )
-        })?;
-        if !mixes.contains(&mix) {
-            mixes.push(mix);
-        }
-    }
-    Ok(Mixes(mixes))
+    each_once(text, Mix::parse, |name| {
+        format!("unknown mix '{name}' (choose from read, 2:1, 3:1, copy, nt-write)")
+    })
+    .map(Mixes)
 }
 
 /// `--chase`, parsed: each order once, in the order given.
@@ -43,19 +34,27 @@ pub(crate) fn parse_mixes(text: &str) -> std::result::Result<Mixes, String> {
 pub(crate) struct ChaseOrders(pub(crate) Vec<ChaseOrder>);
 
 pub(crate) fn parse_orders(text: &str) -> std::result::Result<ChaseOrders, String> {
-    let mut orders = Vec::new();
-    for part in text.split(',') {
-        let order = ChaseOrder::parse(part).ok_or_else(|| {
-            format!(
-                "'{}' is not a chase order (random, page-local)",
-                part.trim()
-            )
-        })?;
-        if !orders.contains(&order) {
-            orders.push(order);
+    each_once(text, ChaseOrder::parse, |name| {
+        format!("'{name}' is not a chase order (random, page-local)")
+    })
+    .map(ChaseOrders)
+}
+
+/// The names of a comma-separated list, each parsed and kept once, in the
+/// order given; the first that does not parse is the error.
+fn each_once<T: PartialEq>(
+    text: &str,
+    parse: fn(&str) -> Option<T>,
+    unknown: impl Fn(&str) -> String,
+) -> std::result::Result<Vec<T>, String> {
+    let mut items = Vec::new();
+    for name in text.split(',') {
+        let item = parse(name).ok_or_else(|| unknown(name.trim()))?;
+        if !items.contains(&item) {
+            items.push(item);
         }
     }
-    Ok(ChaseOrders(orders))
+    Ok(items)
 }
 
 /// `--delays`, parsed: nanoseconds after each cache line, counted before
