@@ -224,6 +224,45 @@ fn auto_stores_are_checked_against_the_other_mode() {
 }
 
 #[test]
+fn a_signal_during_the_stores_check_keeps_the_run() {
+    // The fake source takes 2 s per measurement: SIGTERM at 3 s lands in
+    // the check, after the run itself.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("run.jsonl");
+    let child = common::membw_process()
+        .args([
+            "run",
+            "--fake-source",
+            "4,delay=2s",
+            "--size",
+            "1M",
+            "--ntimes",
+            "3",
+        ])
+        .args(["-o", file.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: plain kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("the run above is complete"), "{stderr}");
+    assert!(
+        stdout.contains("Triad:"),
+        "the run's table is printed: {stdout}"
+    );
+    let kept = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(kept.lines().count(), 1, "the run's point is kept: {kept}");
+}
+
+#[test]
 fn every_isa_this_cpu_has_validates() {
     for isa in ["scalar", "sse2", "avx2", "avx512", "neon", "sve"] {
         let out = membw()

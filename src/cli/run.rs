@@ -319,8 +319,16 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         // Rank 0 prints for every rank.
         return Ok(());
     }
-    let stores_check = match check_stores {
-        true => stores_check::measure_other(&mut engine, &settings, &plan, &measurement, &stop)?,
+    // The run is kept whatever becomes of the check: a signal or an error
+    // during it costs the check, never the run's point.
+    let stores_check = match check_stores && stop.signal().is_none() {
+        true => stores_check::measure_other(&mut engine, &settings, &plan, &measurement, &stop)
+            .unwrap_or_else(|e| {
+                if stop.signal().is_none() {
+                    crate::say!("membw: warning: the other store mode was not measured: {e}");
+                }
+                None
+            }),
         false => None,
     };
     for w in &measurement.warnings {
@@ -348,6 +356,15 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     )?)?;
     if let Some(p) = &args.prom.prom {
         common::write_atomic(p, "--prom", report::prom::run(&report).as_bytes())?;
+    }
+    if let Some(signal) = stop.signal() {
+        return Err(crate::error::Error::Interrupted {
+            signal,
+            message: format!(
+                "stopped by {}: the run above is complete; the check of the other store mode was cut short",
+                super::signals::signal_name(signal)
+            ),
+        });
     }
     crate::results::require_valid(&report.measurement)
 }
