@@ -260,6 +260,41 @@ fn run_report(
     report
 }
 
+/// The stores check, kept apart from the run: a signal or an error during
+/// it costs the check, never the run's point.
+fn other_stores(
+    engine: &mut Engine,
+    settings: &Settings,
+    plan: &plan::Plan,
+    measurement: &crate::results::Measurement,
+    stop: &crate::engine::Stop,
+) -> Option<crate::results::measurement::StoresCheck> {
+    if stop.signal().is_some() {
+        return None;
+    }
+    stores_check::measure_other(engine, settings, plan, measurement, stop).unwrap_or_else(|e| {
+        if stop.signal().is_none() {
+            crate::say!("membw: warning: the other store mode was not measured: {e}");
+        }
+        None
+    })
+}
+
+/// A signal that came after the run's own measurement (during the stores
+/// check): the run was printed and kept; the exit code still says it.
+fn stopped_after_the_run(stop: &crate::engine::Stop) -> Result<()> {
+    match stop.signal() {
+        Some(signal) => Err(crate::error::Error::Interrupted {
+            signal,
+            message: format!(
+                "stopped by {}: the run above is complete; the check of the other store mode was cut short",
+                super::signals::signal_name(signal)
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
 pub(crate) fn run(args: RunArgs) -> Result<()> {
     if let Some(p) = &args.prom.prom {
         common::check_writable(p, "--prom", true)?;
@@ -319,16 +354,8 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         // Rank 0 prints for every rank.
         return Ok(());
     }
-    // The run is kept whatever becomes of the check: a signal or an error
-    // during it costs the check, never the run's point.
-    let stores_check = match check_stores && stop.signal().is_none() {
-        true => stores_check::measure_other(&mut engine, &settings, &plan, &measurement, &stop)
-            .unwrap_or_else(|e| {
-                if stop.signal().is_none() {
-                    crate::say!("membw: warning: the other store mode was not measured: {e}");
-                }
-                None
-            }),
+    let stores_check = match check_stores {
+        true => other_stores(&mut engine, &settings, &plan, &measurement, &stop),
         false => None,
     };
     for w in &measurement.warnings {
@@ -357,14 +384,6 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     if let Some(p) = &args.prom.prom {
         common::write_atomic(p, "--prom", report::prom::run(&report).as_bytes())?;
     }
-    if let Some(signal) = stop.signal() {
-        return Err(crate::error::Error::Interrupted {
-            signal,
-            message: format!(
-                "stopped by {}: the run above is complete; the check of the other store mode was cut short",
-                super::signals::signal_name(signal)
-            ),
-        });
-    }
+    stopped_after_the_run(&stop)?;
     crate::results::require_valid(&report.measurement)
 }
