@@ -19,27 +19,40 @@ const SMALL: [&str; 4] = ["--array-size", "200000", "--ntimes", "3"];
 /// The directory holding the fake `libcuda.so.1`, built once with the C
 /// compiler; `None` (and a skip saying why) where it cannot be used.
 fn fake_driver() -> Option<PathBuf> {
-    static BUILT: OnceLock<Result<tempfile::TempDir, String>> = OnceLock::new();
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     if common::emulated() {
         skip("the fake CUDA driver is built for the host, not the emulated binary");
         return None;
     }
     let built = BUILT.get_or_init(|| {
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda/libcuda.c");
-        let out = std::process::Command::new("cc")
-            .args(["-shared", "-fPIC", "-O2", "-o"])
-            .arg(dir.path().join("libcuda.so.1"))
-            .arg(&source)
-            .output()
-            .map_err(|e| format!("cc: {e}"))?;
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        let key = common::content_key(&[include_str!("fake_cuda/libcuda.c")]);
+        let mut failure = None;
+        let dir = common::cached_dir(&format!("fake_cuda-{key:016x}"), |dir| {
+            let out = std::process::Command::new("cc")
+                .args(["-shared", "-fPIC", "-O2", "-o"])
+                .arg(dir.join("libcuda.so.1"))
+                .arg(&source)
+                .output()
+                .map_err(|e| format!("cc: {e}"));
+            match out {
+                Ok(out) if out.status.success() => {}
+                Ok(out) => failure = Some(String::from_utf8_lossy(&out.stderr).into_owned()),
+                Err(e) => failure = Some(e),
+            }
+            Ok(())
+        });
+        match failure {
+            // A failed build must not stay cached as an empty directory.
+            Some(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                Err(e)
+            }
+            None => Ok(dir),
         }
-        Ok(dir)
     });
     match built {
-        Ok(dir) => Some(dir.path().to_path_buf()),
+        Ok(dir) => Some(dir.clone()),
         Err(e) => {
             common::unavailable(
                 format!("the fake CUDA driver does not build ({e})"),

@@ -252,25 +252,27 @@ mod fuzz {
         "proc/self/status",
     ];
 
-    fn fixture() -> &'static tempfile::TempDir {
-        static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-        DIR.get_or_init(|| tree("xeon-e5-2650v3-2s-noht"))
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
-        #[test]
-        fn random_file_contents_never_panic(which in 0usize..FILES.len(), junk in "\\PC{0,30}") {
-            // One tree, one file spoiled per case and put back afterwards.
-            let path = fixture().path().join(FILES[which]);
+    /// One tree for every case, spoiled one file at a time and put back;
+    /// held by the test so that it is removed when the test ends.
+    #[test]
+    fn random_file_contents_never_panic() {
+        let tree = tree("xeon-e5-2650v3-2s-noht");
+        let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(64));
+        let cases = (0usize..FILES.len(), "\\PC{0,30}");
+        let outcome = runner.run(&cases, |(which, junk)| {
+            let path = tree.path().join(FILES[which]);
             let original = fs::read(&path).unwrap();
             fs::write(&path, junk).unwrap();
-            let read = Topology::read(fixture().path());
+            let read = Topology::read(tree.path());
             fs::write(&path, original).unwrap();
             if let Ok(t) = read {
                 let _ = membw::report::topo::text(&t, None);
                 let _ = derive(&t);
             }
+            Ok(())
+        });
+        if let Err(e) = outcome {
+            panic!("{e}");
         }
     }
 }

@@ -292,11 +292,10 @@ mod tests {
     /// A 2-socket, 24-core Xeon: the jobs and trials do not depend on the
     /// machine the tests run on (the fake source measures nothing).
     fn machine() -> &'static Topology {
-        static MACHINE: std::sync::OnceLock<(tempfile::TempDir, Topology)> =
-            std::sync::OnceLock::new();
-        &MACHINE
-            .get_or_init(|| crate::topology::fixture::machine("xeon-e5-2680v3-2s"))
-            .1
+        // Only the topology is kept: a static's temporary directory would
+        // never be dropped, and a run's worth would pile up in /tmp.
+        static MACHINE: std::sync::OnceLock<Topology> = std::sync::OnceLock::new();
+        MACHINE.get_or_init(|| crate::topology::fixture::machine("xeon-e5-2680v3-2s").1)
     }
 
     fn session(file: Option<crate::results::file::ResultsFile>) -> BandwidthSession {

@@ -6,7 +6,7 @@
 use membw::topology::Topology;
 use membw::topology::fixture::MachineSpec;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
@@ -25,18 +25,68 @@ pub fn tree(name: &str) -> tempfile::TempDir {
     dir
 }
 
-/// The named fixture, written once per test binary and shared read-only.
+/// The named fixture, shared read-only. It is written once into Cargo's
+/// per-target scratch directory under a name that carries a hash of its
+/// description and of the code that writes it, so every test binary and
+/// every later run reuse it and nothing is left behind in /tmp (a static
+/// `TempDir` is never dropped, so one per run would pile up there).
 pub fn shared_tree(name: &str) -> PathBuf {
-    static ROOT: OnceLock<tempfile::TempDir> = OnceLock::new();
-    static WRITTEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let root = ROOT.get_or_init(|| tempfile::tempdir().unwrap());
-    let path = root.path().join(name);
-    let mut written = WRITTEN.lock().unwrap();
-    if !written.iter().any(|n| n == name) {
-        spec(name).write(&path).unwrap();
-        written.push(name.to_string());
+    static WRITTEN: Mutex<()> = Mutex::new(());
+    let text = std::fs::read_to_string(fixtures_dir().join(format!("{name}.json"))).unwrap();
+    let key = content_key(&[
+        &text,
+        include_str!("../../src/topology/fixture.rs"),
+        include_str!("../../src/topology/cpulist.rs"),
+    ]);
+    let _guard = WRITTEN.lock().unwrap_or_else(|e| e.into_inner());
+    cached_dir(&format!("{name}-{key:016x}"), |dir| spec(name).write(dir))
+}
+
+/// A hash of the given texts, to name a cached directory after its inputs.
+pub fn content_key(parts: &[&str]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    parts.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// `CARGO_TARGET_TMPDIR/<name>`, made by `fill` when it is not there yet:
+/// filled in a fresh directory beside it and renamed into place, so a
+/// process that stops half-way or runs beside this one never sees half a
+/// tree. Other versions of the same cache (`<stem>-<other key>`) are removed.
+pub fn cached_dir(name: &str, fill: impl FnOnce(&Path) -> std::io::Result<()>) -> PathBuf {
+    let parent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cached");
+    let path = parent.join(name);
+    if path.is_dir() {
+        return path;
+    }
+    std::fs::create_dir_all(&parent).unwrap();
+    let fresh = tempfile::tempdir_in(&parent).unwrap();
+    fill(fresh.path()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let stem = name.rsplit_once('-').map_or(name, |(stem, _)| stem);
+    remove_other_versions(&parent, stem, name);
+    // Losing the race to a process beside this one leaves its copy in place.
+    if std::fs::rename(fresh.path(), &path).is_err() && !path.is_dir() {
+        panic!(
+            "{name}: could not be put in place under {}",
+            parent.display()
+        );
     }
     path
+}
+
+fn remove_other_versions(parent: &Path, stem: &str, keep: &str) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let file_name = file_name.to_string_lossy();
+        let other = file_name.rsplit_once('-').is_some_and(|(s, _)| s == stem);
+        if other && file_name != keep && !file_name.starts_with(".tmp") {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 pub fn topology(name: &str) -> Topology {
