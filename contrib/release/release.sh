@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Makes a membw release from HEAD into target/dist (MEMBW_DIST to change it):
+#
+#   membw-V.tar.gz                     the source (git archive of HEAD, reproducible)
+#   membw-V-vendor.tar.gz              every crate of Cargo.lock, and .cargo/config.toml
+#                                      pointing cargo at them: unpack over the source,
+#                                      then cargo build --release --offline --locked
+#   membw-V-x86_64-linux-static        the lean static binary for nodes (and aarch64
+#   membw-V-aarch64-linux-static       where its cross toolchain is installed)
+#   SHA256SUMS                         sha256 of each of the above
+#   easybuild-sources/                 an EasyBuild source path: the tarball and every
+#                                      crate as the Cargo easyblock names them
+#
+#   contrib/release/release.sh [--update | --check] [--no-static] [--offline-build]
+#
+# --update   rewrite contrib/easybuild/membw-V{,-mpi}.eb and the Spack package's
+#            checksums from these tarballs and Cargo.lock (commit the result)
+# --check    fail when those files differ from what --update would write (CI)
+# --no-static      skip the static binaries
+# --offline-build  unpack both tarballs and build them with an empty CARGO_HOME,
+#                  --offline, and (as root) no network at all
+#
+# Exit status: 0 done, 1 a check failed, 2 a bad argument.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+here=contrib/release
+
+mode= static=1 offline_build=0
+for arg in "$@"; do
+    case $arg in
+        --update | --check) mode=$arg ;;
+        --no-static) static=0 ;;
+        --offline-build) offline_build=1 ;;
+        *) echo "release.sh: unknown argument '$arg' (see the top of $0)" >&2; exit 2 ;;
+    esac
+done
+
+version=$(python3 "$here/packaging.py" version)
+name=membw-$version
+dist=${MEMBW_DIST:-target/dist}
+rm -rf "$dist" && mkdir -p "$dist"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+say() { echo "release: $*" >&2; }
+fail() { echo "release: $*" >&2; exit 1; }
+
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+    say "note: uncommitted changes are not in the tarball (it is HEAD)"
+fi
+
+say "$name.tar.gz from HEAD"
+python3 "$here/packaging.py" git-tarball "$name" "$dist/$name.tar.gz"
+
+say "$name-vendor.tar.gz: every crate of Cargo.lock"
+mkdir -p "$work/vendor-tree/.cargo"
+cargo vendor --locked --versioned-dirs "$work/vendor-tree/vendor" >"$work/vendor.toml" 2>"$work/vendor.log" ||
+    fail "cargo vendor failed: $(tail -n 3 "$work/vendor.log")"
+{
+    cat .cargo/config.toml
+    echo
+    echo "# The crates of Cargo.lock, from $name-vendor.tar.gz (no registry needed)."
+    sed "s|directory = \".*\"|directory = \"vendor\"|" "$work/vendor.toml"
+} >"$work/vendor-tree/.cargo/config.toml"
+grep -q '^directory = "vendor"$' "$work/vendor-tree/.cargo/config.toml" ||
+    fail "cargo vendor printed no source directory to point at"
+python3 "$here/packaging.py" tarball "$work/vendor-tree" "$name" "$dist/$name-vendor.tar.gz"
+
+# EasyBuild fetches each crate as NAME-VERSION.tar.gz from crates.io, or
+# finds it in <sourcepath>/c/crates.io/: the .crate files cargo just cached,
+# whose sha256 Cargo.lock (and so the easyconfig) holds.
+say "easybuild-sources/: the tarball and $(python3 "$here/packaging.py" crates | wc -l) crates"
+sources="$dist/easybuild-sources"
+mkdir -p "$sources/m/membw" "$sources/c/crates.io"
+cp "$dist/$name.tar.gz" "$sources/m/membw/"
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+while read -r crate crate_version; do
+    found=$(ls "$cargo_home"/registry/cache/*/"$crate-$crate_version.crate" 2>/dev/null | head -n 1)
+    [ -n "$found" ] || fail "$crate $crate_version is not in $cargo_home/registry/cache after cargo vendor"
+    cp "$found" "$sources/c/crates.io/$crate-$crate_version.tar.gz"
+done < <(python3 "$here/packaging.py" crates)
+
+if [ "$static" = 1 ]; then
+    for target in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu; do
+        arch=${target%%-*}
+        if [ "$arch" != "$(uname -m)" ] && ! rustup target list --installed 2>/dev/null | grep -qx "$target"; then
+            say "no $arch static binary: rustup target add $target (and gcc-$arch-linux-gnu)"
+            continue
+        fi
+        say "$name-$arch-linux-static"
+        RUSTFLAGS='-C target-feature=+crt-static' cargo build --quiet --release --locked \
+            --no-default-features --target "$target" --target-dir target/dist-build
+        binary="$dist/$name-$arch-linux-static"
+        cp "target/dist-build/$target/release/membw" "$binary"
+        if readelf -d "$binary" | grep -q NEEDED; then
+            fail "$binary needs shared libraries: $(readelf -d "$binary" | grep NEEDED | tr -s ' ')"
+        fi
+        if [ "$arch" = "$(uname -m)" ]; then
+            ldd "$binary" 2>&1 | grep -Eq "not a dynamic executable|statically linked" ||
+                fail "ldd finds dynamic dependencies in $binary: $(ldd "$binary" 2>&1)"
+            run=("$binary")
+        else
+            run=(qemu-"$arch"-static "$binary")
+        fi
+        "${run[@]}" --version >/dev/null
+        "${run[@]}" topo >/dev/null || fail "$binary topo failed"
+        "${run[@]}" run --size 4MiB --ntimes 3 --format json >/dev/null || fail "$binary run failed"
+    done
+fi
+
+(cd "$dist" && shopt -s nullglob && sha256sum -- *.tar.gz membw-*-static >SHA256SUMS)
+cat "$dist/SHA256SUMS" >&2
+source_sha=$(sha256sum "$dist/$name.tar.gz" | cut -d' ' -f1)
+vendor_sha=$(sha256sum "$dist/$name-vendor.tar.gz" | cut -d' ' -f1)
+
+# The packaging files as they should be now.
+mkdir -p "$work/packaging"
+python3 "$here/packaging.py" easyconfig "$source_sha" >"$work/packaging/$name.eb"
+python3 "$here/packaging.py" easyconfig "$source_sha" --mpi >"$work/packaging/$name-mpi.eb"
+python3 "$here/packaging.py" spack "$source_sha" "$vendor_sha" >"$work/packaging/package.py"
+pairs=("$name.eb contrib/easybuild/$name.eb" "$name-mpi.eb contrib/easybuild/$name-mpi.eb"
+       "package.py contrib/spack/packages/membw/package.py")
+case $mode in
+    --update)
+        for pair in "${pairs[@]}"; do
+            read -r fresh committed <<<"$pair"
+            cp "$work/packaging/$fresh" "$committed"
+            say "wrote $committed"
+        done
+        ;;
+    --check)
+        drift=0
+        for pair in "${pairs[@]}"; do
+            read -r fresh committed <<<"$pair"
+            if ! diff -u "$committed" "$work/packaging/$fresh" >&2; then drift=1; fi
+        done
+        [ "$drift" = 0 ] || fail "the packaging files differ from HEAD's tarballs and Cargo.lock: contrib/release/release.sh --update, then commit"
+        say "contrib/easybuild and contrib/spack match the tarballs and Cargo.lock"
+        ;;
+esac
+
+if [ "$offline_build" = 1 ]; then
+    say "building the two tarballs offline (empty CARGO_HOME)"
+    mkdir -p "$work/offline/cargo-home"
+    tar -xzf "$dist/$name.tar.gz" -C "$work/offline"
+    tar -xzf "$dist/$name-vendor.tar.gz" -C "$work/offline"
+    build=(env CARGO_HOME="$work/offline/cargo-home" cargo build --quiet --release --offline --locked)
+    # As root, in a network namespace of its own: no interface but lo.
+    if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
+        build=(unshare -n "${build[@]}")
+        say "(in a network namespace without a network)"
+    fi
+    (cd "$work/offline/$name" && "${build[@]}") || fail "the offline build failed"
+    "$work/offline/$name/target/release/membw" --version >/dev/null
+    say "the offline build works"
+fi
+say "done: $dist"
