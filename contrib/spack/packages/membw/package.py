@@ -27,14 +27,14 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="2b47a691bc70c96bb278d40e8308f3e8be317730e76f2bcf3785fe09543df015")
+    version("0.1.0", sha256="4a633d999ad9d04cbcf9312b9a2f77dd3010ed6bb05fc9c2cb00ae95757e22e4")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
         name="vendor",
         when="@0.1.0",
         url=VENDOR_URL.format(version="0.1.0"),
-        sha256="a2a4f0ffcfe974c367aba4f7ffa7fd988936ffda53dc17eadedead80282c8579",
+        sha256="9be75dab4766b52d2914024afa3e9a50c91847032e775d2440c9471ec8755ec8",
         placement="membw-vendor",
     )
 
