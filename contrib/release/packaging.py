@@ -121,8 +121,9 @@ def git_tarball(prefix, out):
         ["git", "archive", "--format=tar", "HEAD"], cwd=ROOT, check=True, capture_output=True
     ).stdout
     mtime = source_epoch()
-    members = [(normalized(tarfile.TarInfo(prefix), mtime), None)]
-    members[0][0].type = tarfile.DIRTYPE
+    top = tarfile.TarInfo(prefix)
+    top.type = tarfile.DIRTYPE
+    members = [(normalized(top, mtime), None)]
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         for info in tar.getmembers():
             if info.type in (tarfile.XGLTYPE, tarfile.XHDTYPE):
