@@ -27,14 +27,14 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="4a633d999ad9d04cbcf9312b9a2f77dd3010ed6bb05fc9c2cb00ae95757e22e4")
+    version("0.1.0", sha256="6d2fd9cee105e5cd195ee906e95d043b0e7182e8045500a97445e4f69672c2f7")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
         name="vendor",
         when="@0.1.0",
         url=VENDOR_URL.format(version="0.1.0"),
-        sha256="9be75dab4766b52d2914024afa3e9a50c91847032e775d2440c9471ec8755ec8",
+        sha256="1695d7dd0c74a7a15f24b068e97e80353040a13de0383628b5bd411e86570448",
         placement="membw-vendor",
     )
 
