@@ -462,7 +462,7 @@ fn the_slurm_health_program_drains_an_unhealthy_node_with_membws_line() {
     std::fs::write(
         bin.join("membw"),
         format!(
-            "#!/bin/bash\nexec {} \"$@\" --sysroot {} --fake-source \"4,delay=100ms${{SLOW:+,slow=48-63@0.5}}\"\n",
+            "#!/bin/bash\n[ \"$1\" = --version ] && exec {0} --version\nexec {0} \"$@\" --sysroot {1} --fake-source \"4,delay=100ms${{SLOW:+,slow=48-63@0.5}}\"\n",
             common::membw_argv().join(" "),
             nps4()
         ),

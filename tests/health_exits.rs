@@ -78,8 +78,8 @@ fn fixture_baseline(dir: &Path) -> PathBuf {
 }
 
 /// Makes a character device (like /dev/null), a block device, a FIFO, a
-/// socket and a directory in `dir`; `None` where mknod is not allowed
-/// (not root), which fails the test in CI.
+/// socket and a directory in `dir`; `None` for a normal user (a skip), or
+/// where root may not mknod (a failure in CI).
 fn special_files(dir: &Path) -> Option<Vec<(PathBuf, &'static str)>> {
     let node = |name: &str, mode: libc::mode_t, major: u32, minor: u32| {
         let path = dir.join(name);
@@ -88,10 +88,13 @@ fn special_files(dir: &Path) -> Option<Vec<(PathBuf, &'static str)>> {
         let rc = unsafe { libc::mknod(c.as_ptr(), mode | 0o600, libc::makedev(major, minor)) };
         (rc == 0).then_some(path)
     };
+    if !common::root_for("mknod (device nodes)") {
+        return None;
+    }
     let Some(chr) = node("null", libc::S_IFCHR, 1, 3) else {
         common::unavailable(
-            "mknod (device nodes need root)",
-            "CI runs as root: run the tests as root",
+            "mknod (device nodes) as root",
+            "CI runs as root: a container without CAP_MKNOD?",
         );
         return None;
     };
@@ -704,7 +707,7 @@ fn the_nhc_check_marks_down_only_an_unhealthy_node() {
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/bash\nexec {} \"$@\" --sysroot {} --fake-source \"4,delay=100ms${{SLOW:+,slow=48-63@0.5}}\"\n",
+            "#!/bin/bash\n[ \"$1\" = --version ] && exec {0} --version\nexec {0} \"$@\" --sysroot {1} --fake-source \"4,delay=100ms${{SLOW:+,slow=48-63@0.5}}\"\n",
             common::membw_argv().join(" "),
             nps4()
         ),
@@ -716,20 +719,40 @@ fn the_nhc_check_marks_down_only_an_unhealthy_node() {
         .status()
         .unwrap();
     let check = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/nhc/membw.nhc");
-    let nhc = |slow: bool, baseline: &Path| {
+    // intel-cmt-cat's membw: its usage on stderr and exit 1 for anything
+    // it does not know, --version included.
+    let intel = dir.path().join("intel-cmt-cat-membw");
+    std::fs::write(
+        &intel,
+        "#!/bin/bash\necho \"Usage: $0 -c <cpu> -b <BW [MB/s]> <operation type>\" >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&intel)
+        .status()
+        .unwrap();
+    let nhc_with = |binary: &Path, slow: bool, baseline: &Path| {
         let script = format!(
             "die() {{ echo \"die $*\"; }}; log() {{ echo \"log $*\"; }}; source {}; check_membw {} 1s; echo \"returned $?\"",
             check.display(),
             baseline.display()
         );
         let mut cmd = std::process::Command::new("bash");
-        cmd.arg("-c").arg(script).env("MEMBW", &wrapper);
+        cmd.arg("-c").arg(script).env("MEMBW", binary);
         if slow {
             cmd.env("SLOW", "1");
         }
         String::from_utf8(cmd.output().unwrap().stdout).unwrap()
     };
+    let nhc = |slow: bool, baseline: &Path| nhc_with(&wrapper, slow, baseline);
     assert_eq!(nhc(false, &b), "returned 0\n");
+    let other = nhc_with(&intel, true, &b);
+    assert!(
+        other.starts_with("log membw: no verdict: ") && other.contains("is not membw"),
+        "{other}"
+    );
+    assert!(other.ends_with("returned 0\n"), "{other}");
     let down = nhc(true, &b);
     assert!(
         down.starts_with("die 1 NUMA node 3 copy 40.0 GB/s is 50 % of its baseline")

@@ -399,6 +399,9 @@ impl Drop for Hog {
 
 /// `unshare --uts` works here (root, or a user namespace allowed).
 fn uts_namespaces() -> bool {
+    if !common::root_for("a hostname per rank (unshare --uts)") {
+        return false;
+    }
     common::tool(
         Command::new("unshare").args(["--uts", "true"]),
         "util-linux",

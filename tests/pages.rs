@@ -27,13 +27,16 @@ impl Reserved {
             skip("explicit huge pages are not tested under qemu-user");
             return None;
         }
+        if !common::root_for(format!("reserving huge pages in {POOL_2M}")) {
+            return None;
+        }
         let before: u64 = std::fs::read_to_string(POOL_2M).ok()?.trim().parse().ok()?;
         if std::fs::write(POOL_2M, format!("{}\n", before + extra)).is_err() {
             assert!(
                 std::env::var("CI").as_deref() != Ok("true"),
                 "CI runs as root and must be able to reserve huge pages in {POOL_2M}"
             );
-            skip(format!("cannot write {POOL_2M} (not root)"));
+            skip(format!("cannot write {POOL_2M}"));
             return None;
         }
         let now: u64 = std::fs::read_to_string(POOL_2M)

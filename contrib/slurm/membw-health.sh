@@ -9,6 +9,12 @@
 # and the budget (inside Slurm's 60 s limit).
 membw=${MEMBW:-/usr/local/bin/membw}
 baseline=${MEMBW_BASELINE:-/etc/membw/baseline.json}
+# intel-cmt-cat's /usr/bin/membw (a bandwidth generator) exits 1 on any
+# argument it does not know: never drain a node on its usage text.
+case $("$membw" --version 2>/dev/null) in
+  "membw "*) ;;
+  *) logger -t membw-health "no verdict: $membw is not membw (its --version; intel-cmt-cat?)"; exit 0 ;;
+esac
 # The one line is on stderr; the table (stdout) is not wanted in a reason.
 reason=$("$membw" check --baseline "$baseline" --quiet --budget "${MEMBW_BUDGET:-40s}" 2>&1 >/dev/null)
 rc=$?

@@ -211,6 +211,24 @@ pub fn in_ci() -> bool {
     std::env::var("CI").as_deref() == Ok("true")
 }
 
+/// Whether these tests run as root (the owner of /proc/self is the
+/// effective user).
+pub fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// Something only root may do (reserve huge pages, make device nodes):
+/// `true` as root; otherwise a skip saying so, in CI too, where the suite
+/// runs once as root (.ci/run) and once as a normal user (.ci/easybuild.sh).
+pub fn root_for(what: impl std::fmt::Display) -> bool {
+    if is_root() {
+        return true;
+    }
+    skip(format!("{what} needs root"));
+    false
+}
+
 /// A tool the test needs is missing or unusable here: a failure in CI
 /// (`why` says what .ci/run must do), a skip with the reason elsewhere.
 pub fn unavailable(what: impl std::fmt::Display, why: impl std::fmt::Display) {

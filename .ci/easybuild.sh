@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The EasyBuild leg of CI: builds the release tarball with `eb` as a site
+# would, as a normal user on a node without network, from a source path
+# that holds the tarball and every crate (target/dist/easybuild-sources,
+# made by contrib/release/release.sh). The Cargo easyblock runs the test
+# suite too (`cargo test`, as that user, no root, no network): every test
+# that needs root or a missing tool says SKIPPED and why, and those lines
+# are printed here. Then `module load membw` and `membw topo`.
+#
+# Needs root (to make the user and a network namespace), EasyBuild in
+# /opt/easybuild (pip install easybuild), Lmod (Debian package lmod).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+version=$(python3 contrib/release/packaging.py version)
+easyconfig=contrib/easybuild/membw-$version.eb
+sources=target/dist/easybuild-sources
+[ -d "$sources" ] || { echo "no $sources: run contrib/release/release.sh first" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "the EasyBuild leg makes a user and a network namespace: run it as root" >&2; exit 1; }
+
+user=membw-build
+id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
+home=$(getent passwd "$user" | cut -d: -f6)
+rm -rf "$home/eb" && mkdir -p "$home/eb"
+cp -r "$sources" "$home/eb/sources"
+cp "$easyconfig" "$home/eb/"
+chown -R "$user:" "$home/eb"
+
+# The site's Rust is this machine's (rustup's, under /root): the user may
+# traverse /root to reach it, as it would a shared install, and eb is told
+# that Rust comes from the environment (--filter-deps=Rust).
+rust_bin=$(dirname "$(rustup which cargo)")
+case $rust_bin in /root/*) chmod o+x /root ;; esac
+
+# No interface but lo in the namespace: nothing can be fetched.
+unshare -n runuser -u "$user" -- env -u CI -u CARGO_HOME -u RUSTUP_HOME \
+    PATH="/opt/easybuild/bin:$rust_bin:/usr/bin:/bin" \
+    bash -c '
+set -euo pipefail
+cd "$HOME/eb"
+source /usr/share/lmod/lmod/init/bash
+if python3 -c "import socket; socket.create_connection((\"crates.io\", 443), 5)" 2>/dev/null; then
+    echo "the network is reachable from the EasyBuild leg" >&2; exit 1
+fi
+eb "membw-'"$version"'.eb" --prefix="$HOME/eb/prefix" --sourcepath="$HOME/eb/sources" \
+    --buildpath="$HOME/eb/build" --filter-deps=Rust --trace
+module use "$HOME/eb/prefix/modules/all"
+module load "membw/'"$version"'"
+echo "module load membw/'"$version"': $(command -v membw)"
+membw --version
+membw topo
+log=$(ls "$HOME"/eb/prefix/software/membw/'"$version"'/easybuild/easybuild-membw-*.log | tail -n 1)
+echo "the suite as $(id -un), no network ($log):"
+grep -E "^test result:" "$log" | awk "{p+=\$4; f+=\$6; i+=\$8} END {print \"  \" p \" passed, \" f \" failed, \" i \" ignored\"}"
+grep -E "^SKIPPED " "$log" | sed "s/^/  /" || echo "  (no test skipped)"
+'
