@@ -27,14 +27,14 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="6d2fd9cee105e5cd195ee906e95d043b0e7182e8045500a97445e4f69672c2f7")
+    version("0.1.0", sha256="9afc2b277c6d85e14ec97e60ca44ef2ca60e7a73b2275813931c445871ee89f2")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
         name="vendor",
         when="@0.1.0",
         url=VENDOR_URL.format(version="0.1.0"),
-        sha256="1695d7dd0c74a7a15f24b068e97e80353040a13de0383628b5bd411e86570448",
+        sha256="3f157a26235ed969b4cd6ca296c95fc8a01b8feceed4c310d17a8d2a8c036a44",
         placement="membw-vendor",
     )
 
