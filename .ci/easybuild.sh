@@ -32,9 +32,11 @@ chown -R "$user:" "$home/eb"
 rust_bin=$(dirname "$(rustup which cargo)")
 case $rust_bin in /root/*) chmod o+x /root ;; esac
 
-# No interface but lo in the namespace: nothing can be fetched.
-unshare -n runuser -u "$user" -- env -u CI -u CARGO_HOME -u RUSTUP_HOME \
-    PATH="/opt/easybuild/bin:$rust_bin:/usr/bin:/bin" \
+# No interface but lo in the namespace: nothing can be fetched (lo is up:
+# Open MPI's mpirun, which the tests start, needs an interface).
+unshare -n bash -c 'ip link set lo up && exec "$@"' - \
+    runuser -u "$user" -- env -u CI -u CARGO_HOME -u RUSTUP_HOME \
+    PATH="/opt/easybuild/bin:$rust_bin:/usr/local/bin:/usr/bin:/bin" \
     bash -c '
 set -euo pipefail
 cd "$HOME/eb"

@@ -7,17 +7,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q
 bin=$(mktemp -d)
-trap 'rm -rf "$bin"' EXIT
+# Each sample runs in a scratch directory that shows the repository's
+# docs, tests and bench (as tests/readme.rs runs it), so that what a sample
+# writes (plots, results files) lands there, not in the repository or /tmp.
+export SAMPLE_DIR=$(mktemp -d)
+trap 'rm -rf "$bin" "$SAMPLE_DIR"' EXIT
+for d in docs tests bench; do ln -s "$PWD/$d" "$SAMPLE_DIR/$d"; done
 ln -s "$PWD/target/release/membw" "$bin/membw"
 export PATH="$bin:$PATH"
 for page in README.md docs/guide/*.md; do
   python3 - "$page" <<'PY'
-import re, subprocess, sys
+import os, re, subprocess, sys
 path = sys.argv[1]
 text = open(path).read()
 pattern = re.compile(r'(<!-- sample: (.+?) -->\n```text\n)(.*?)(```)', re.S)
 def run(m):
-    out = subprocess.run(['bash', '-c', m.group(2)], capture_output=True, text=True)
+    out = subprocess.run(['bash', '-c', m.group(2)], capture_output=True, text=True,
+                         cwd=os.environ['SAMPLE_DIR'])
     if out.returncode != 0:
         sys.exit(f"{path}: '{m.group(2)}' failed: {out.stderr}")
     body = out.stdout + out.stderr
@@ -32,7 +38,7 @@ done
 # The guide's plots, drawn from the study files in docs/study (each report
 # into a folder of its own, then the figures the guide shows copied out).
 plots=$(mktemp -d)
-trap 'rm -rf "$bin" "$plots"' EXIT
+trap 'rm -rf "$bin" "$SAMPLE_DIR" "$plots"' EXIT
 for study in threads sizes numa stores; do
   membw report "docs/study/$study.jsonl" --plots "$plots/$study" >/dev/null 2>&1
 done
