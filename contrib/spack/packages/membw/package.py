@@ -27,14 +27,14 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="9afc2b277c6d85e14ec97e60ca44ef2ca60e7a73b2275813931c445871ee89f2")
+    version("0.1.0", sha256="b5d44a4149ac50166ff5a2dde1f0e7458d5253b12cdc999b0d867fd7834a5de1")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
         name="vendor",
         when="@0.1.0",
         url=VENDOR_URL.format(version="0.1.0"),
-        sha256="3f157a26235ed969b4cd6ca296c95fc8a01b8feceed4c310d17a8d2a8c036a44",
+        sha256="ba680301f58ff566d46c31cfecae9e848bd0c1f5fee49b723529276558328d99",
         placement="membw-vendor",
     )
 
