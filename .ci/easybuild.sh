@@ -8,7 +8,7 @@
 # are printed here. Then `module load membw` and `membw topo`.
 #
 # Needs root (to make the user and a network namespace), EasyBuild in
-# /opt/easybuild (pip install easybuild), Lmod (Debian package lmod).
+# /opt/easybuild (pip install easybuild toml), Lmod (Debian package lmod).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +17,15 @@ easyconfig=contrib/easybuild/membw-$version.eb
 sources=target/dist/easybuild-sources
 [ -d "$sources" ] || { echo "no $sources: run contrib/release/release.sh first" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "the EasyBuild leg makes a user and a network namespace: run it as root" >&2; exit 1; }
+
+# The crate list as EasyBuild's own generator reads Cargo.lock (it needs
+# the toml module), against the one the easyconfig was written from.
+if ! diff <(/opt/easybuild/bin/python -m easybuild.easyblocks.generic.cargo . |
+                sed -n "s/^    ('\([^']*\)', '\([^']*\)'),$/\1 \2/p") \
+          <(python3 contrib/release/packaging.py crates) >&2; then
+    echo "EasyBuild's crate list from Cargo.lock differs from contrib/release/packaging.py's" >&2
+    exit 1
+fi
 
 user=membw-build
 id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
@@ -45,7 +54,7 @@ if python3 -c "import socket; socket.create_connection((\"crates.io\", 443), 5)"
     echo "the network is reachable from the EasyBuild leg" >&2; exit 1
 fi
 eb "membw-'"$version"'.eb" --prefix="$HOME/eb/prefix" --sourcepath="$HOME/eb/sources" \
-    --buildpath="$HOME/eb/build" --filter-deps=Rust --trace
+    --buildpath="$HOME/eb/build" --tmpdir="$HOME/eb/tmp" --filter-deps=Rust --trace
 module use "$HOME/eb/prefix/modules/all"
 module load "membw/'"$version"'"
 echo "module load membw/'"$version"': $(command -v membw)"

@@ -195,10 +195,16 @@ def easyconfig(source_sha256, mpi):
     ]
     # Every test binary runs, so that the log names every failure and every
     # skip (a test that needs root or a tool says SKIPPED and why).
+    # `cargo install` ignores Cargo.lock unless --locked: without it, it would
+    # resolve again against the vendored crates.
     features = "--features mpi " if mpi else ""
     if mpi:
-        lines += [f"buildopts = '{features.strip()}'", f"installopts = '{features.strip()}'"]
-    lines += [f"testopts = '{features}--no-fail-fast'", ""]
+        lines.append(f"buildopts = '{features.strip()}'")
+    lines += [
+        f"testopts = '{features}--no-fail-fast'",
+        f"installopts = '{features}--locked'",
+        "",
+    ]
     lines += [
         "sanity_check_paths = {",
         "    'files': ['bin/membw'],",
