@@ -101,9 +101,11 @@ if [ "$static" = 1 ]; then
         else
             run=(qemu-"$arch"-static "$binary")
         fi
-        "${run[@]}" --version >/dev/null
-        "${run[@]}" topo >/dev/null || fail "$binary topo failed"
-        "${run[@]}" run --size 4MiB --ntimes 3 --format json >/dev/null || fail "$binary run failed"
+        for args in "--version" "topo" "run --size 4MiB --ntimes 3 --format json"; do
+            # shellcheck disable=SC2086 # the words of args
+            "${run[@]}" $args >/dev/null 2>"$work/smoke.log" ||
+                fail "$binary $args failed: $(tail -n 3 "$work/smoke.log")"
+        done
     done
 fi
 

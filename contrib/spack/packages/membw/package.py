@@ -27,14 +27,14 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="b5d44a4149ac50166ff5a2dde1f0e7458d5253b12cdc999b0d867fd7834a5de1")
+    version("0.1.0", sha256="b96f75652e1dd43f89039a300c18a790c463486539c5353a1db67ddbb9d861e7")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
         name="vendor",
         when="@0.1.0",
         url=VENDOR_URL.format(version="0.1.0"),
-        sha256="ba680301f58ff566d46c31cfecae9e848bd0c1f5fee49b723529276558328d99",
+        sha256="eb9bebb9faeae4bc5ba24aca5e04af75f6d975a01b1da2dff30ba1dfe7ef3856",
         placement="membw-vendor",
     )
 
