@@ -27,14 +27,14 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="b96f75652e1dd43f89039a300c18a790c463486539c5353a1db67ddbb9d861e7")
+    version("0.1.0", sha256="9f4cefdcb577b392ee84906b371883daa264f569ad57a46130df521d8744b6ad")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
         name="vendor",
         when="@0.1.0",
         url=VENDOR_URL.format(version="0.1.0"),
-        sha256="eb9bebb9faeae4bc5ba24aca5e04af75f6d975a01b1da2dff30ba1dfe7ef3856",
+        sha256="4aaac87a17be6957aa73565f8c9588a76d823518d5c08ca29ac20e030784ce31",
         placement="membw-vendor",
     )
 
