@@ -23,7 +23,8 @@ text = open(path).read()
 pattern = re.compile(r'(<!-- sample: (.+?) -->\n```text\n)(.*?)(```)', re.S)
 def run(m):
     out = subprocess.run(['bash', '-c', m.group(2)], capture_output=True, text=True,
-                         cwd=os.environ['SAMPLE_DIR'])
+                         cwd=os.environ['SAMPLE_DIR'],
+                         env=dict(os.environ, TMPDIR=os.environ['SAMPLE_DIR']))
     if out.returncode != 0:
         sys.exit(f"{path}: '{m.group(2)}' failed: {out.stderr}")
     body = out.stdout + out.stderr

@@ -159,6 +159,7 @@ fn readme_and_guide_examples_run_verbatim() {
                 .arg("-c")
                 .arg(&script)
                 .current_dir(&work)
+                .env("TMPDIR", &work)
                 .env("PATH", &path)
                 .env("HOME", &home)
                 .env("MANPAGER", "cat")
@@ -323,6 +324,8 @@ fn samples_have_the_structure_the_binary_prints_today() {
             .arg("-c")
             .arg(format!("set -eo pipefail; {cmd}"))
             .current_dir(&work)
+            // `mktemp -d` in a sample: inside the scratch directory.
+            .env("TMPDIR", &work)
             .env("PATH", &path)
             .output()
             .unwrap();

@@ -60,6 +60,8 @@ fn the_reframe_tests_take_their_references_from_a_baseline() {
             // The failing check would otherwise use its whole 20 s budget.
             .arg("-S")
             .arg("MembwCheck.extra=--budget,1s")
+            // ReFrame's own log (rfm-*.log) goes to TMPDIR: not /tmp.
+            .env("TMPDIR", dir.path())
             .output()
             .unwrap()
     };
