@@ -27,14 +27,14 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="9f4cefdcb577b392ee84906b371883daa264f569ad57a46130df521d8744b6ad")
+    version("0.1.0", sha256="f11d40a82c179e55c5e896342dde412a813e4a592573a41da2b5b84f3e2f2c2b")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
         name="vendor",
         when="@0.1.0",
         url=VENDOR_URL.format(version="0.1.0"),
-        sha256="4aaac87a17be6957aa73565f8c9588a76d823518d5c08ca29ac20e030784ce31",
+        sha256="80565258fe673728bf95d77d39f011495e11ab27c0155f2d83387a4135241970",
         placement="membw-vendor",
     )
 
