@@ -27,14 +27,14 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="f11d40a82c179e55c5e896342dde412a813e4a592573a41da2b5b84f3e2f2c2b")
+    version("0.1.0", sha256="1291202d67327485cadc02c9a641863dc5cab32a4d8ec456019dbaae1fb9a13c")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
         name="vendor",
         when="@0.1.0",
         url=VENDOR_URL.format(version="0.1.0"),
-        sha256="80565258fe673728bf95d77d39f011495e11ab27c0155f2d83387a4135241970",
+        sha256="09daefefdb2f0ce6483096d71f74e8b1b008896419f03a203e31242ec4dc5f4a",
         placement="membw-vendor",
     )
 
