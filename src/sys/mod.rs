@@ -3,9 +3,12 @@
 //! [`memory`]. Each `unsafe` block is small and says why it is sound;
 //! callers above this module see only safe functions.
 
+mod libraries;
 mod load;
 mod lock;
 mod memory;
+
+pub use libraries::may_load_shared_libraries;
 
 pub use load::*;
 pub use lock::*;

@@ -16,6 +16,8 @@ pub(super) fn load() -> Result<(), String> {
     static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
     LOADED
         .get_or_init(|| {
+            crate::sys::may_load_shared_libraries()
+                .map_err(|why| format!("the CUDA driver is not loaded: {why}"))?;
             // SAFETY: only asks the dynamic loader whether a library of
             // the driver's names opens; nothing of it is called.
             if !unsafe { sys::is_culib_present() } {

@@ -16,6 +16,8 @@ use std::sync::OnceLock;
 fn nvml() -> Result<&'static Nvml, String> {
     static NVML: OnceLock<Result<Nvml, String>> = OnceLock::new();
     NVML.get_or_init(|| {
+        crate::sys::may_load_shared_libraries()
+            .map_err(|why| format!("NVML is not loaded: {why}"))?;
         Nvml::builder()
             .lib_path(std::ffi::OsStr::new("libnvidia-ml.so.1"))
             .init()
