@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="1291202d67327485cadc02c9a641863dc5cab32a4d8ec456019dbaae1fb9a13c")
+    version("0.1.0", sha256="bf0d1c2a0076cd2e0ef03d3cbac121b945398528c50fa4061eab2d1dd4414599")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
