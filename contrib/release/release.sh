@@ -6,7 +6,9 @@
 #                                      pointing cargo at them: unpack over the source,
 #                                      then cargo build --release --offline --locked
 #   membw-V-x86_64-linux-static        the lean static binary for nodes (and aarch64
-#   membw-V-aarch64-linux-static       where its cross toolchain is installed)
+#   membw-V-aarch64-linux-static       where its cross toolchain is installed), checked:
+#                                      no NEEDED library, ldd, topo, run (natively also
+#                                      baseline and check)
 #   SHA256SUMS                         sha256 of each of the above
 #   easybuild-sources/                 an EasyBuild source path: the tarball and every
 #                                      crate as the Cargo easyblock names them
@@ -101,7 +103,16 @@ if [ "$static" = 1 ]; then
         else
             run=(qemu-"$arch"-static "$binary")
         fi
-        for args in "--version" "topo" "run --size 4MiB --ntimes 3 --format json"; do
+        smoke=("--version" "topo" "run --size 4MiB --ntimes 3 --format json")
+        # Natively also check, against a baseline made just before, at the
+        # default size (memory, not cache: a few GB, about 30 s). The wide
+        # tolerance and --allow-busy: what is checked is that it runs and
+        # judges, not this machine. (Under qemu-user it would take minutes.)
+        if [ "${run[0]}" = "$binary" ]; then
+            smoke+=("baseline --ntimes 3 --allow-busy -o $work/baseline.json"
+                    "check --baseline $work/baseline.json --ntimes 3 --tolerance 90% --budget 120s")
+        fi
+        for args in "${smoke[@]}"; do
             # shellcheck disable=SC2086 # the words of args
             "${run[@]}" $args >/dev/null 2>"$work/smoke.log" ||
                 fail "$binary $args failed: $(tail -n 3 "$work/smoke.log")"
