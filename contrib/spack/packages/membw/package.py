@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="bf0d1c2a0076cd2e0ef03d3cbac121b945398528c50fa4061eab2d1dd4414599")
+    version("0.1.0", sha256="8dd0a8080f11a3364b29c7818ede20cf349c2143360bdc41f153ac0c66cdd144")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
