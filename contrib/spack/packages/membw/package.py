@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="8dd0a8080f11a3364b29c7818ede20cf349c2143360bdc41f153ac0c66cdd144")
+    version("0.1.0", sha256="2766bd88248b0c319adc75ddc67de9d8d606c8f99dcbbafb0c910da6894002ba")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
