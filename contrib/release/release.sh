@@ -40,7 +40,12 @@ done
 version=$(python3 "$here/packaging.py" version)
 name=membw-$version
 dist=${MEMBW_DIST:-target/dist}
-rm -rf "$dist" && mkdir -p "$dist"
+# Emptied first, so only when it is one of ours (or empty, or new).
+if [ -d "$dist" ] && [ -n "$(ls -A "$dist")" ] && [ ! -e "$dist/.membw-release" ]; then
+    echo "release: $dist is not empty and not a membw release directory: not emptying it" >&2
+    exit 2
+fi
+rm -rf "$dist" && mkdir -p "$dist" && touch "$dist/.membw-release"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 say() { echo "release: $*" >&2; }
