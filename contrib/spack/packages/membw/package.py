@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="2766bd88248b0c319adc75ddc67de9d8d606c8f99dcbbafb0c910da6894002ba")
+    version("0.1.0", sha256="ab54c38797008ba70c9b6e8f5c3b4a2efb579cac7ba9ee0d172a1fa690640308")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
