@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="ab54c38797008ba70c9b6e8f5c3b4a2efb579cac7ba9ee0d172a1fa690640308")
+    version("0.1.0", sha256="d12852af8a11de748237bfa0ded1c04c5a01cfca3c4a23f643a0a9a38a11d568")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
