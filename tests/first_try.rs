@@ -142,9 +142,7 @@ fn a_signal_before_tunes_first_candidate_exits_with_the_signal() {
     // Long enough for the handlers to be in place, even under qemu-user;
     // far shorter than one candidate (50 repetitions of 64M elements).
     std::thread::sleep(std::time::Duration::from_millis(2000));
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
+    let out = common::stop_with(child, "INT");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(

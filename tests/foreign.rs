@@ -371,9 +371,7 @@ fn a_signal_to_membw_exec_ends_the_program_too() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    // SAFETY: plain kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
+    let out = common::stop_with(child, "INT");
     assert_eq!(
         out.status.code(),
         Some(130),

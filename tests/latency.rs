@@ -364,9 +364,7 @@ fn ctrl_c_keeps_the_points_measured_and_resume_finishes() {
         assert!(std::time::Instant::now() < deadline, "no point completed");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    // SAFETY: plain kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
+    let out = common::stop_with(child, "INT");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(

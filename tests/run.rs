@@ -245,9 +245,7 @@ fn a_signal_during_the_stores_check_keeps_the_run() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_secs(3));
-    // SAFETY: plain kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = child.wait_with_output().unwrap();
+    let out = common::stop_with(child, "TERM");
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),

@@ -121,18 +121,18 @@ fn a_sweep_records_every_point_with_its_repeats() {
 
 #[test]
 fn ctrl_c_keeps_what_completed_and_resume_finishes_the_rest() {
-    signal_keeps_what_completed(libc::SIGINT, 130, "SIGINT");
+    signal_keeps_what_completed(130, "SIGINT");
 }
 
 /// Slurm's time limit sends SIGTERM; a closed terminal SIGHUP: both end a
 /// sweep like Ctrl-C, with 128 + the signal.
 #[test]
 fn sigterm_and_sighup_end_a_sweep_like_ctrl_c() {
-    signal_keeps_what_completed(libc::SIGTERM, 143, "SIGTERM");
-    signal_keeps_what_completed(libc::SIGHUP, 129, "SIGHUP");
+    signal_keeps_what_completed(143, "SIGTERM");
+    signal_keeps_what_completed(129, "SIGHUP");
 }
 
-fn signal_keeps_what_completed(signal: i32, code: i32, name: &str) {
+fn signal_keeps_what_completed(code: i32, name: &str) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("s.jsonl");
     // 100 ms per run: 24 runs take 2.4 s, and the first point is on disk after 0.3 s.
@@ -159,9 +159,7 @@ fn signal_keeps_what_completed(signal: i32, code: i32, name: &str) {
         assert!(child.try_wait().unwrap().is_none(), "the sweep ended early");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    // SAFETY: plain kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, signal) };
-    let status = child.wait_with_output().unwrap();
+    let status = common::stop_with(child, name.trim_start_matches("SIG"));
     let stderr = String::from_utf8_lossy(&status.stderr);
     let before = lines(&out).len();
     assert!(

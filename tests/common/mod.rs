@@ -205,6 +205,18 @@ pub fn skip(reason: impl std::fmt::Display) {
     let _ = writeln!(std::io::stderr(), "SKIPPED {name}: {reason}");
 }
 
+/// Sends `signal` (its name: "INT", "TERM", "HUP") to a child this test
+/// started, through `kill`, and waits for what it printed.
+pub fn stop_with(child: std::process::Child, signal: &str) -> std::process::Output {
+    let sent = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("kill -s {signal} {}", child.id()))
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -s {signal} {}", child.id());
+    child.wait_with_output().unwrap()
+}
+
 /// Whether these tests run in CI (`CI=true`), where .ci/run installs and
 /// sets up every tool they use, so a missing or unusable tool is a failure.
 pub fn in_ci() -> bool {
