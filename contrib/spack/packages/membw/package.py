@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="d12852af8a11de748237bfa0ded1c04c5a01cfca3c4a23f643a0a9a38a11d568")
+    version("0.1.0", sha256="f4b59b91cb42197feb75e6b7b5715e1a14f752350ced28a8a028e49369048423")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
