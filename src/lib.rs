@@ -16,6 +16,7 @@ pub mod health;
 pub mod kernels;
 pub mod latency;
 pub mod memory;
+pub mod observe;
 pub mod peak;
 pub mod placement;
 pub mod plan;

@@ -57,7 +57,7 @@ impl Plan {
     /// target works in host memory, or a device's transfers have host
     /// buffers there.
     pub fn places_host_memory(&self) -> bool {
-        self.target.on_host() || self.arrays_needed().iter().any(|a| a.host_buffer())
+        self.target.placed_on_host_cpus() || self.arrays_needed().iter().any(|a| a.host_buffer())
     }
 
     /// The CPU kernels' store instructions; `None` where the target is not
@@ -320,7 +320,7 @@ impl Point {
         // A device has no CPU threads or placement to name, and a policy
         // only where its host buffers are placed; its working set is the
         // device's.
-        let (threads, placement) = match plan.target.on_host() {
+        let (threads, placement) = match plan.target.placed_on_host_cpus() {
             true => (plan.units(), Some(placement)),
             false => (0, None),
         };

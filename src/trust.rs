@@ -6,6 +6,12 @@
 //! takes memory bandwidth; steal is a hypervisor running someone else. Each
 //! finding is one line with its figure, and the figures go into JSON.
 
+mod conclusion;
+mod held_back;
+
+pub use conclusion::Trust;
+pub use held_back::HeldBack;
+
 use crate::sys::{CpuTicks, TaskTicks};
 use crate::topology::cpulist::format_ranges;
 use serde::{Deserialize, Serialize};
@@ -121,42 +127,11 @@ pub struct Interference {
     /// the node was busy, which says nothing of its memory.
     #[serde(default)]
     pub busy: bool,
-}
-
-/// How long a device's clocks were held back over a window, by cause.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HeldBack {
-    /// The device, by PCI address.
-    pub bus_id: String,
-    pub window_s: f64,
-    /// Seconds its clocks were held back by its power limit.
-    pub power_s: f64,
-    /// Seconds they were held back by heat.
-    pub thermal_s: f64,
-    /// Its multiprocessors' and its memory's clocks as the window closed,
-    /// MHz, where NVML says.
+    /// Why the counters could not judge the window (it was shorter than
+    /// the ticks a finding needs), where they could not: no finding then
+    /// means nothing, and the window is neither trusted nor not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sm_mhz: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_mhz: Option<u32>,
-}
-
-impl HeldBack {
-    /// The finding, where the clocks were held back at all (a microsecond
-    /// of slack for the counters' own granularity).
-    pub fn finding(&self, effect: Effect) -> Option<String> {
-        let held = self.power_s.max(self.thermal_s);
-        (held > 1e-6).then(|| {
-            format!(
-                "the device {} had its clocks held back {:.0} % of the window (power {:.1} ms, heat {:.1} ms): {}",
-                self.bus_id,
-                100.0 * held / self.window_s.max(1e-9),
-                self.power_s * 1e3,
-                self.thermal_s * 1e3,
-                effect.words()
-            )
-        })
-    }
+    pub not_judged: Option<String>,
 }
 
 /// One CPU's share of the window taken by others.
@@ -191,6 +166,20 @@ impl Interference {
             .iter()
             .find_map(|e| first.strip_suffix(e.words())?.strip_suffix(": "));
         Some(cause.unwrap_or(first))
+    }
+
+    /// What the counters saw of a clean window, for the trust line:
+    /// `no other work on CPUs 0-1 and no steal`.
+    pub fn quiet_part(&self) -> String {
+        let measured: Vec<usize> = (self.cpus.iter())
+            .filter(|c| c.measured)
+            .map(|c| c.cpu)
+            .collect();
+        format!(
+            "no other work on CPU{} {} and no steal",
+            if measured.len() == 1 { "" } else { "s" },
+            format_ranges(&measured)
+        )
     }
 
     /// The line for people when the run was clean.
@@ -330,6 +319,7 @@ fn conclude(seen: &[Seen], elsewhere: bool, window_s: f64, effect: Effect) -> In
         cpus,
         busy: !findings.is_empty(),
         findings,
+        not_judged: None,
     }
 }
 
@@ -399,7 +389,17 @@ impl Tally {
                 }
             })
             .collect();
-        conclude(&seen, elsewhere, self.window_s, effect)
+        let mut judged = conclude(&seen, elsewhere, self.window_s, effect);
+        let shortest = MIN_TICKS as f64 / self.ticks_per_second;
+        // No window at all: nothing was watched (a fake source), which
+        // the caller tells apart by having added none.
+        if self.window_s > 0.0 && self.window_s < shortest {
+            judged.not_judged = Some(format!(
+                "the CPUs' tick counters cannot judge the {:.3} s measured in all (they need {shortest:.2} s at least)",
+                self.window_s
+            ));
+        }
+        judged
     }
 }
 

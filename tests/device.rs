@@ -28,7 +28,7 @@ fn a_run_on_the_device_names_it_and_its_own_peak_and_no_cpu_things() {
         "{text}"
     );
     assert!(text.contains("Triad:") && text.contains("Solution Validates"));
-    assert!(text.contains("peak of the device: 1000.0 GB/s"), "{text}");
+    assert!(text.contains("memory peak: 1000.0 GB/s"), "{text}");
     for cpu_only in [
         "Number of Threads",
         "Thread affinity",
@@ -156,7 +156,7 @@ fn what_only_cpus_have_is_refused_in_one_line() {
             "--kernels",
             "triad",
         ],
-        "more than the 1 GiB of the simulated device sim0",
+        "more than the 1 GiB of sim0 (membw simulated device)",
     );
     // Studies of CPUs say so, rather than blame a flag that was not given.
     usage_error(

@@ -12,13 +12,16 @@
 //! - [`cpu`]: membw's pinned team of threads with the SIMD kernels, arrays
 //!   placed by the memory policy and first-touched by their thread;
 //! - [`portable`]: one thread, portable loops, ordinary heap arrays;
-//! - [`sim`]: simulated devices, for the tests; [`cuda`]: NVIDIA GPUs.
+//! - [`gpu`]: GPUs of any vendor over the GPU-runtime layer, whose
+//!   vendors are [`cuda`] (NVIDIA GPUs) and [`sim`] (simulated devices,
+//!   for the tests).
 //!
-//! Adding one is a module here and one line in [`BACKENDS`].
+//! Adding one is a module here and one line in [`BACKENDS`]; adding a GPU
+//! vendor is a `gpu::Platform` and a `gpu::Runtime` with its kernels.
 
 pub mod cpu;
 pub mod cuda;
-mod offload;
+pub mod gpu;
 pub mod portable;
 pub mod sim;
 
@@ -43,6 +46,13 @@ pub trait Backend: Send {
     /// widest ISA and the store mode the last-level cache suggests.
     fn prepare(&self, topo: &Topology, settings: &Settings) -> Result<Prepared> {
         crate::plan::prepare(topo, settings)
+    }
+
+    /// What watches a timed window of this plan's target: the CPUs' tick
+    /// counters, unless the backend says otherwise (a GPU's clocks).
+    fn observers(&self, plan: &Plan) -> Vec<Box<dyn crate::observe::Observer>> {
+        let _ = plan;
+        vec![Box::new(crate::observe::CpuTicks::default())]
     }
 
     /// Allocates and places the plan's arrays and lends them to `driver`
@@ -77,6 +87,17 @@ pub trait Device {
     /// host clock around the call too and checks the two against each other.
     fn device_seconds(&self) -> Option<f64> {
         None
+    }
+    /// The ways this target can run `kernel` (a GPU's launch shapes), by
+    /// label: the protocol times each while it calibrates and keeps the
+    /// fastest. None or one: nothing to choose.
+    fn shapes(&self, kernel: KernelId) -> Vec<String> {
+        let _ = kernel;
+        Vec::new()
+    }
+    /// Runs `kernel` the `shape`-th way of [`shapes`](Self::shapes) from now on.
+    fn choose_shape(&mut self, kernel: KernelId, shape: usize) {
+        let _ = (kernel, shape);
     }
     /// Each thread's own time in the last `run`, seconds, into `out` (one
     /// slot per thread); false when the device does not time its threads.
@@ -138,8 +159,8 @@ pub const BACKENDS: &[(&str, MakeBackend)] = &[
     ("portable", |i| {
         host_only("portable", i).map(|()| Box::new(portable::Portable) as _)
     }),
-    ("sim", sim::SimDevice::make),
-    ("cuda", cuda::CudaGpu::make),
+    ("sim", |i| gpu::GpuBackend::make(&sim::SIM, i)),
+    ("cuda", |i| gpu::GpuBackend::make(&cuda::CUDA, i)),
 ];
 
 /// The backend of one rank of a multi-rank run: a device backend named
@@ -355,7 +376,7 @@ impl HostArrays {
 /// transfer by a copy engine (`Mover::CopyEngine`) copies each array it
 /// reads whole into the one it writes (the recurrence says the same:
 /// `a = h`, `r = b`).
-fn run_portable(kernel: KernelId, chunk: &mut Chunk, sums: &mut Sums) {
+pub(crate) fn run_portable(kernel: KernelId, chunk: &mut Chunk, sums: &mut Sums) {
     let spec = kernel.spec();
     // A copy engine moves whole buffers; the device's threads (a kernel
     // on the host buffer) go element by element, as every other kernel.

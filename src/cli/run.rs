@@ -103,7 +103,7 @@ fn run_request(
             .flatten(),
         cpuset_mems: crate::memory::inherited::cpuset_mems(topo),
     };
-    match plan.target.on_host() {
+    match plan.target.placed_on_host_cpus() {
         true => request,
         // What a device was not asked and has not: placement, ISA, stores.
         false => Request {
@@ -221,7 +221,8 @@ fn dry_run(
 
 /// The reproduce lines of a CPU plan; a device has none.
 fn plan_spellings(plan: &plan::Plan) -> Option<spellings::Spellings> {
-    (plan.target.on_host()).then(|| spellings::spell_plan(&plan.cpus, &plan.mem, plan.hugepages))
+    (plan.target.placed_on_host_cpus())
+        .then(|| spellings::spell_plan(&plan.cpus, &plan.mem, plan.hugepages))
 }
 
 /// The run's report: its measurement with the share of the peak (for one

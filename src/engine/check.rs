@@ -81,7 +81,7 @@ pub fn scope_jobs(
         ..measure.clone()
     };
     let whole = plan_for(prepare, Scope::Node, &probe, StoresRequest::Auto)?;
-    if !whole.target.on_host() {
+    if !whole.target.checked_by_numa_domain() {
         return super::device_scopes::device_jobs(topo, measure, prepare, whole, memory, link);
     }
     let domains = domains(topo).into_iter().map(|n| {

@@ -12,7 +12,7 @@ use crate::latency::{self, Chain, ChaseOrder, LatencyPlan, LatencyPoint};
 use crate::memory::Hugepages;
 use crate::memory::policy::Policy;
 use crate::memory::written::{ArrayPolicy, PolicySpec};
-use crate::protocol::observe::{Watch, Window};
+use crate::observe::{Watch, Window};
 use crate::results::latency_record::{C2cLine, Latency, LatencyKey, LoadPoint, Study};
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
@@ -146,7 +146,6 @@ fn payload(
         cpus,
         one_rank_of_many: false,
         effect: Effect::Latency,
-        device: None,
     };
     watch.keep_in(&window, &mut payload);
     payload
@@ -154,7 +153,7 @@ fn payload(
 
 /// Samples `chain`, the observers watching.
 fn sample(chain: &mut Chain, plan: &LatencyPlan) -> (LatencyPoint, Watch) {
-    let mut watch = Watch::started();
+    let mut watch = Watch::host_started();
     let point = chain.sample(plan.time_per_size, plan.clock_ghz);
     watch.stop();
     (point, watch)
@@ -282,7 +281,7 @@ impl Probe for CoreToCore<'_> {
 
     fn measure(&mut self, job: &Pair, _: &Stop) -> Result<Option<(LatencyKey, Latency)>> {
         let ((a, b), plan) = (job.cpus, self.plan);
-        let mut watch = Watch::started();
+        let mut watch = Watch::host_started();
         let (point, ()) =
             latency::c2c::measure(job.line, (a, b), plan.time_per_size, plan.clock_ghz, || {
                 watch.stop()
@@ -365,12 +364,12 @@ fn run_loaded(
         return Ok(());
     }
     // Each loaded point's window runs from the end of the one before.
-    let mut watch = Watch::started();
+    let mut watch = Watch::host_started();
     let mut cpus = loaded.load_cpus.clone();
     cpus.push(plan.cpu);
     load::measure(&todo, &mut chain, |p, latency| {
         watch.stop();
-        let seen = std::mem::replace(&mut watch, Watch::started());
+        let seen = std::mem::replace(&mut watch, Watch::host_started());
         let k = point_key(p.mix, p.delay_ns);
         if out.skip(&k) {
             return Ok(out.signal().is_none());

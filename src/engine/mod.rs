@@ -130,10 +130,7 @@ impl<'a> Engine<'a> {
         };
         let peak = plan.target.memory_peak(self.peak.as_ref())?;
         let cpus = plan.target.working_cpus(&plan.cpus);
-        let link = |k: crate::kernels::KernelId| {
-            (plan.target.peak_of(k.spec().path, None)).map(|p| p.per_socket_gb_s)
-        };
-        Some(PeakUse::new(peak, self.topo, cpus, rates, link))
+        Some(PeakUse::new(peak, self.topo, cpus, rates, &plan.target))
     }
 
     /// Adds the programs a sweep measures besides membw's kernels; a job
@@ -208,7 +205,11 @@ impl<'a> Engine<'a> {
             // No host CPU's caches hold a device's arrays.
             cache_per_thread: (self.topo)
                 .cache_per_thread(job.plan.target.working_cpus(&job.plan.cpus)),
-            reproduce: job.plan.target.on_host().then(|| job.reproduce()),
+            reproduce: job
+                .plan
+                .target
+                .placed_on_host_cpus()
+                .then(|| job.reproduce()),
             runs,
         };
         (point, payload)

@@ -149,6 +149,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
             min_kernel_ticks: 0.0,
             barrier_us: None,
             device_clock: None,
+            repetition_floor_us: None,
         },
         setup_s: 0.0,
         total_s: ran.wall_s,
@@ -202,6 +203,7 @@ fn kernel_results(out: Option<&parse::ForeignOutput>) -> Vec<KernelResult> {
                 times_s: Vec::new(),
                 thread_times_s: Vec::new(),
                 repetitions: None,
+                launch: None,
             })
         })
         .collect()

@@ -229,6 +229,7 @@ impl Source for FakeSource {
             min_kernel_ticks,
             barrier_us: None,
             device_clock: None,
+            repetition_floor_us: None,
         };
         let mut m = protocol::planned(plan, threads, results, validation, timer);
         m.total_s = m.measured_s() + self.delay.as_secs_f64();
@@ -299,6 +300,7 @@ fn fake_interference(
         cpus: loads,
         findings: Vec::new(),
         busy: false,
+        not_judged: None,
     });
     tally.judge(true, crate::trust::Effect::Bandwidth)
 }

@@ -73,9 +73,7 @@ pub fn expand(topo: &Topology, spec: &SweepSpec, prepare: &plan::Prepare) -> Res
             StoresRequest::Auto,
             Default::default(),
         );
-        (prepare(&settings).ok())
-            .filter(|p| !p.plan.target.on_host())
-            .map(|p| p.plan.elements as u64)
+        (prepare(&settings).ok()).and_then(|p| p.plan.target.own_elements(p.plan.elements))
     };
     let fixed = Measure {
         elements: Some(

@@ -1,11 +1,17 @@
-//! Repetitions sized by time for working sets that stay in the caches: on
-//! a big node a repetition of the calls a byte count gives can last no
-//! longer than the team's barriers, so the protocol times the kernels and
-//! raises the calls until each repetition lasts long enough to time.
+//! Repetitions sized by the clock that times them. A working set that
+//! stays in the CPUs' caches, on a big node, makes a repetition no longer
+//! than the team's barriers; a device's kernel on a small array lasts a
+//! few of its clock's ticks. Where the plan asks (the CPU team's cached
+//! working sets; every device plan), the protocol times the kernels and
+//! raises the calls per repetition until each lasts long enough for its
+//! clock; and where a target can run a kernel more than one way (a GPU's
+//! launch shapes), it times each way and keeps the fastest.
 
-use super::{MIN_KERNEL_SECONDS, MIN_TICKS};
 use crate::backend::Device;
+use crate::kernels::KernelId;
 use crate::plan::Plan;
+use crate::results::measurement::{Launch, LaunchTried};
+use crate::results::target::Clock;
 use std::time::{Duration, Instant};
 
 /// The device's round trip with no work (for the CPU team, the two
@@ -22,33 +28,106 @@ pub(super) fn round_trip(device: &mut dyn Device) -> f64 {
 
 /// Most kernel calls one timed repetition may make.
 const MAX_INNER_REPEATS: usize = 1 << 24;
+/// Timings of each launch shape, alternated, the best of which decides.
+const SHAPE_ROUNDS: usize = 3;
 
-/// How long a calibrated repetition lasts at least: 100 × the barriers it
-/// pays, 20 ticks of the clock (STREAM's rule) and STREAM's 1 ms advice.
-pub fn repetition_floor(barrier_s: f64, granularity: Duration) -> f64 {
-    (100.0 * barrier_s)
-        .max(MIN_TICKS * granularity.as_secs_f64())
-        .max(MIN_KERNEL_SECONDS)
+/// How long a calibrated repetition lasts at least: 100 × the round trip
+/// it pays, and what its clock times well (20 of its ticks; for the
+/// host's clock, STREAM's 1 ms too).
+pub fn repetition_floor(barrier_s: f64, clock: &Clock, granularity: Duration) -> f64 {
+    (100.0 * barrier_s).max(clock.shortest_repetition_s(granularity.as_secs_f64()))
+}
+
+/// What calibration decided.
+pub(super) struct Calibrated {
+    /// Kernel calls per repetition.
+    pub calls: usize,
+    /// Each kernel's launch (by the plan's order), where it had shapes.
+    pub launches: Vec<Option<Launch>>,
+}
+
+/// One timed call of `repeats` of `kernel`: the target's own time where
+/// it keeps one, the host's otherwise.
+fn time(device: &mut dyn Device, kernel: KernelId, repeats: usize) -> f64 {
+    device.sync();
+    let t0 = Instant::now();
+    device.run(kernel, repeats);
+    let host = t0.elapsed().as_secs_f64();
+    device.device_seconds().filter(|s| *s > 0.0).unwrap_or(host)
 }
 
 /// Kernel calls per repetition that make every kernel's repetition last at
 /// least `floor` seconds: from the plan's calls, each kernel timed and the
-/// calls raised (at least doubled) until its repetition is long enough.
-pub(super) fn calibrate(plan: &Plan, device: &mut dyn Device, floor: f64) -> usize {
+/// calls raised (at least doubled) until its repetition is long enough;
+/// and each kernel's fastest launch shape, where the target has several.
+pub(super) fn calibrate(plan: &Plan, device: &mut dyn Device, floor: f64) -> Calibrated {
     let mut repeats = plan.inner_repeats.max(1);
+    let mut launches = Vec::with_capacity(plan.kernels.len());
     for &kernel in &plan.kernels {
-        while repeats < MAX_INNER_REPEATS {
-            device.sync();
-            let t0 = Instant::now();
-            device.run(kernel, repeats);
-            let took = t0.elapsed().as_secs_f64();
-            if took >= floor {
-                break;
-            }
-            // Aim a quarter past the floor, so one more look usually ends it.
-            let aim = (1.25 * floor / took.max(1e-9) * repeats as f64).ceil() as usize;
-            repeats = aim.clamp(repeats * 2, MAX_INNER_REPEATS);
+        repeats = long_enough(device, kernel, repeats, floor);
+        let launch = fastest_shape(plan, device, kernel, repeats);
+        if launch.is_some() {
+            // The faster shape may be short of the floor again.
+            repeats = long_enough(device, kernel, repeats, floor);
         }
+        launches.push(launch);
+    }
+    Calibrated {
+        calls: repeats,
+        launches,
+    }
+}
+
+/// The calls, from `repeats` up, that make `kernel` last `floor`.
+fn long_enough(device: &mut dyn Device, kernel: KernelId, mut repeats: usize, floor: f64) -> usize {
+    while repeats < MAX_INNER_REPEATS {
+        let took = time(device, kernel, repeats);
+        if took >= floor {
+            break;
+        }
+        // Aim a quarter past the floor, so one more look usually ends it.
+        let aim = (1.25 * floor / took.max(1e-9) * repeats as f64).ceil() as usize;
+        repeats = aim.clamp(repeats * 2, MAX_INNER_REPEATS);
     }
     repeats
+}
+
+/// Every shape of `kernel` timed `SHAPE_ROUNDS` times, alternated, at
+/// `repeats` calls; the fastest (its best time) is chosen and kept on the
+/// device. `None` where there is nothing to choose.
+fn fastest_shape(
+    plan: &Plan,
+    device: &mut dyn Device,
+    kernel: KernelId,
+    repeats: usize,
+) -> Option<Launch> {
+    let shapes = device.shapes(kernel);
+    if shapes.len() < 2 {
+        return shapes.into_iter().next().map(|shape| Launch {
+            shape,
+            tried: Vec::new(),
+        });
+    }
+    let mut best = vec![f64::INFINITY; shapes.len()];
+    for _ in 0..SHAPE_ROUNDS {
+        for (i, b) in best.iter_mut().enumerate() {
+            device.choose_shape(kernel, i);
+            *b = b.min(time(device, kernel, repeats));
+        }
+    }
+    let chosen = (0..shapes.len())
+        .min_by(|&a, &b| best[a].total_cmp(&best[b]))
+        .unwrap_or(0);
+    device.choose_shape(kernel, chosen);
+    let bytes = (kernel.spec().bytes_counted() * (plan.elements * repeats) as u64) as f64;
+    let tried = (shapes.iter().zip(&best))
+        .map(|(label, &s)| LaunchTried {
+            shape: label.clone(),
+            best_gb_s: bytes / s / 1e9,
+        })
+        .collect();
+    Some(Launch {
+        shape: shapes[chosen].clone(),
+        tried,
+    })
 }

@@ -3,13 +3,14 @@
 //! disagrees with the host's), the check of a target's own clock, and
 //! validation against STREAM's recurrences.
 
-use super::{EPSILON, Expected, MIN_KERNEL_SECONDS, MIN_TICKS, sum_tolerance};
+use super::{EPSILON, Expected, sum_tolerance};
 use crate::backend::ReadBack;
 use crate::kernels::ArrayId;
 use crate::plan::Plan;
 use crate::results::measurement::{
     ArrayCheck, DeviceClock, ThreadPlacement, TimerCheck, Validation,
 };
+use crate::results::target::method;
 
 /// The warnings of a run, besides its backend's.
 pub(super) fn warnings(
@@ -37,23 +38,42 @@ pub(super) fn warnings(
 }
 
 /// What the plan's size makes of the figures: arrays in the caches (a
-/// point calibrated by time is meant to be there), kernels too short to
-/// time; a suggested size is never one that still sits in the caches.
+/// point calibrated by time is meant to be there), repetitions too short
+/// for the clock that timed them (its rule: `Clock::shortest_repetition_s`;
+/// a plan whose calls were sized by that clock meets it, but where the
+/// calls reached their limit); a suggested size is never one that still
+/// sits in the caches.
 fn size_warnings(plan: &Plan, min_time: f64, timer: &TimerCheck) -> Vec<String> {
     let mut warnings = Vec::new();
     if let Some(c) = plan.in_caches.filter(|_| !plan.calibrate) {
         warnings.push(c.warning());
     }
-    if min_time.is_finite() && (timer.min_kernel_ticks < MIN_TICKS || min_time < MIN_KERNEL_SECONDS)
-    {
-        let factor = (MIN_KERNEL_SECONDS * 10.0 / min_time).ceil() as u64;
-        let stream = plan.in_caches.map_or(0, |c| c.stream_elements);
-        warnings.push(format!(
-            "the shortest kernel took {:.1} us ({:.0} clock ticks); results below ~1 ms are unreliable: use arrays of at least {} elements",
-            min_time * 1e6,
-            timer.min_kernel_ticks,
-            (plan.elements as u64 * factor.max(2)).max(stream)
-        ));
+    let clock = plan.target.method().clock;
+    let tick = timer.granularity_ns / 1e9;
+    let shortest = clock.shortest_repetition_s(tick);
+    // A hair of slack: a calibrated repetition at its floor is not short.
+    if min_time.is_finite() && min_time < 0.99 * shortest {
+        let ticks = match (clock.own, clock.resolution_s) {
+            (true, Some(t)) => min_time / t,
+            _ => timer.min_kernel_ticks,
+        };
+        let took = format!(
+            "the shortest repetition took {} ({ticks:.0} ticks of {}); {} times a repetition well from {} on",
+            method::seconds(min_time),
+            clock.name,
+            clock.name,
+            method::seconds(shortest)
+        );
+        warnings.push(if plan.calibrate {
+            format!("{took}, and the calls per repetition reached their limit")
+        } else {
+            let factor = (shortest * 10.0 / min_time).ceil() as u64;
+            let stream = plan.in_caches.map_or(0, |c| c.stream_elements);
+            format!(
+                "{took}: use arrays of at least {} elements",
+                (plan.elements as u64 * factor.max(2)).max(stream)
+            )
+        });
     }
     warnings
 }

@@ -10,10 +10,11 @@
 
 mod calibrate;
 mod judge;
-pub mod observe;
+
 use crate::backend::{Backend, Device, ReadBack};
 use crate::error::{Error, Result};
 use crate::kernels::{ARRAYS, ArrayId, KernelId};
+use crate::observe;
 use crate::plan::Plan;
 use crate::results::measurement::{
     KernelResult, Measurement, ThreadPlacement, TimerCheck, Validation, add_spread_finding,
@@ -31,10 +32,11 @@ pub const EPSILON: f64 = 1e-13;
 /// burn-in (STREAM users raise NTIMES to load a node for minutes), bounded
 /// so the times every repetition keeps stay a few MB.
 pub const MAX_NTIMES: usize = 100_000;
-/// Below this a kernel's time is too close to the timer to trust (STREAM: 20 ticks).
-pub const MIN_TICKS: f64 = 20.0;
-/// And below this, too short to include the effects that matter (STREAM's advice).
-pub const MIN_KERNEL_SECONDS: f64 = 1e-3;
+/// Below this a kernel's time is too close to the timer to trust (STREAM:
+/// 20 ticks); and below the second, the host's clock takes in too little
+/// of what a run is (STREAM's advice). Both are the clock's rule:
+/// `results::target::Clock`.
+pub use crate::results::target::method::{MIN_HOST_SECONDS as MIN_KERNEL_SECONDS, MIN_TICKS};
 
 /// First-touch values of a, b, c (STREAM's), d, and a device's host
 /// buffers h (what it is sent) and r (what it sends back).
@@ -51,18 +53,21 @@ pub struct Expected {
 }
 
 /// The values after the timing test and `ntimes` repetitions of
-/// `kernels`, each advancing them by its spec's recurrence.
-pub fn expected_values(kernels: &[KernelId], ntimes: usize) -> Expected {
+/// `kernels`, each called `calls` times a repetition and advancing them by
+/// its spec's recurrence each time.
+pub fn expected_values(kernels: &[KernelId], ntimes: usize, calls: usize) -> Expected {
     let mut element = INITIAL_VALUES;
     element[ArrayId::A.index()] *= 2.0; // the timing test
     let (mut read_a, mut dot_ab) = (None, None);
     for _ in 0..ntimes {
         for &k in kernels {
-            let term = (k.spec().step)(&mut element);
-            match k {
-                KernelId::Read => read_a = term,
-                KernelId::Dot => dot_ab = term,
-                _ => {}
+            for _ in 0..calls.max(1) {
+                let term = (k.spec().step)(&mut element);
+                match k {
+                    KernelId::Read => read_a = term,
+                    KernelId::Dot => dot_ab = term,
+                    _ => {}
+                }
             }
         }
     }
@@ -180,6 +185,13 @@ struct Driven {
     inner_repeats: usize,
     /// The device's round trip with no work, s.
     barrier_s: Option<f64>,
+    /// What validation holds the arrays to (after calibration, which sets
+    /// the calls a repetition makes).
+    expected: Expected,
+    /// Each kernel's launch, where the target had shapes to choose from.
+    launches: Vec<Option<crate::results::measurement::Launch>>,
+    /// How long a calibrated repetition had to last, s.
+    floor_s: Option<f64>,
 }
 
 fn measure_with(
@@ -190,7 +202,6 @@ fn measure_with(
 ) -> Result<Gated> {
     let started = Instant::now();
     let granularity = clock_granularity();
-    let expected = expected_values(&plan.kernels, plan.ntimes);
     let timed = plan.kernels.len() * plan.ntimes;
     // Allocated here: nothing allocates inside the timed calls.
     let mut d = Driven {
@@ -204,12 +215,15 @@ fn measure_with(
         first_touch_done: None,
         read_back: ReadBack::default(),
         measured: false,
-        observers: observe::Watch::new(),
+        observers: observe::Watch::new(backend.observers(plan)),
         inner_repeats: plan.inner_repeats,
         barrier_s: None,
+        expected: expected_values(&plan.kernels, plan.ntimes, plan.inner_repeats),
+        launches: vec![None; plan.kernels.len()],
+        floor_s: None,
     };
     let observed = backend.open(plan, &mut |device: &mut dyn Device| {
-        drive(plan, &expected, gate, stop, granularity, device, &mut d);
+        drive(plan, gate, stop, granularity, device, &mut d);
         Ok(())
     })?;
     if !d.measured {
@@ -227,7 +241,7 @@ fn measure_with(
     let tick = granularity.as_secs_f64();
     let clock = (d.device_timed).then(|| judge::device_clock(&mut d.times, &d.host_times, tick));
     let results = kernel_results(plan, &d);
-    let validation = judge::validation(&expected, &d.read_back);
+    let validation = judge::validation(&d.expected, &d.read_back);
     let min_time = results
         .iter()
         .map(|r| r.min_time_s)
@@ -238,6 +252,7 @@ fn measure_with(
         min_kernel_ticks: min_time / tick,
         barrier_us: d.barrier_s.map(|s| s * 1e6),
         device_clock: clock,
+        repetition_floor_us: d.floor_s.map(|s| s * 1e6),
     };
     let mut warnings = observed.warnings;
     warnings.extend(judge::warnings(plan, &observed.threads, min_time, &timer));
@@ -248,7 +263,6 @@ fn measure_with(
         cpus: &cpus,
         one_rank_of_many: gate.is_some(),
         effect: crate::trust::Effect::Bandwidth,
-        device: plan.target.bus_id(),
     };
     let mut measurement = Measurement {
         pages: observed.pages,
@@ -263,8 +277,11 @@ fn measure_with(
         ..planned(plan, observed.threads, results, validation, timer)
     };
     d.observers.keep_in(&window, &mut measurement);
-    // The tick counters' verdict takes the kernels' spread too.
-    if let Some(i) = measurement.interference.as_mut() {
+    // Whatever watched the window, an unsteady spread is a finding too.
+    if measurement.interference.is_some() || measurement.held_back.is_some() {
+        let i = measurement
+            .interference
+            .get_or_insert_with(Default::default);
         let spread = add_spread_finding(i, &measurement.results);
         measurement.warnings.extend(spread);
     }
@@ -291,6 +308,7 @@ fn kernel_results(plan: &Plan, d: &Driven) -> Vec<KernelResult> {
             if d.threads_timed {
                 r.thread_times_s = thread_medians(&d.thread_times, plan, k);
             }
+            r.launch = d.launches[k].clone();
             r
         })
         .collect()
@@ -341,7 +359,6 @@ pub fn planned(
 /// other ranks'.
 fn drive(
     plan: &Plan,
-    expected: &Expected,
     gate: Option<&dyn RankGate>,
     stop: Option<&Stop>,
     granularity: Duration,
@@ -355,7 +372,13 @@ fn drive(
     // Ranks under a gate keep the plan's calls: each rank's bytes must be
     // the same and known before the first gated repetition.
     if plan.calibrate && gate.is_none() {
-        d.inner_repeats = calibrate(plan, device, repetition_floor(barrier_s, granularity));
+        let clock = plan.target.method().clock;
+        let floor = repetition_floor(barrier_s, &clock, granularity);
+        d.floor_s = Some(floor);
+        let calibrated = calibrate(plan, device, floor);
+        d.inner_repeats = calibrated.calls;
+        d.launches = calibrated.launches;
+        d.expected = expected_values(&plan.kernels, plan.ntimes, d.inner_repeats);
         // The calibration ran the kernels: STREAM's values start again.
         device.init(INITIAL_VALUES);
     }
@@ -405,7 +428,7 @@ fn drive(
     }
     d.observers.stop();
     d.measured = true;
-    d.read_back = device.read_back(expected.values, array_errors);
+    d.read_back = device.read_back(d.expected.values, array_errors);
 }
 
 /// Kernel `k`'s per-thread times: each thread's median over the counted

@@ -9,21 +9,21 @@ use crate::sys::Stop;
 #[test]
 fn recurrence_matches_stream() {
     // STREAM's checkSTREAMresults with NTIMES = 1, by hand.
-    let e = expected_values(&STREAM_KERNELS, 1);
+    let e = expected_values(&STREAM_KERNELS, 1, 1);
     let (a, b, c) = (2.0, 3.0 * 2.0, 2.0 + 6.0);
     assert_eq!(e.values[..4], [b + 3.0 * c, b, c, 1.0]);
     let _ = a;
     // A kernel that did not run leaves its array alone.
     assert_eq!(
-        expected_values(&[KernelId::Copy], 5).values[..4],
+        expected_values(&[KernelId::Copy], 5, 1).values[..4],
         [2.0, 2.0, 2.0, 1.0]
     );
-    assert_eq!(expected_values(&[KernelId::Read], 3).read_a, Some(2.0));
+    assert_eq!(expected_values(&[KernelId::Read], 3, 1).read_a, Some(2.0));
 }
 
 #[test]
 fn the_added_kernels_follow_their_formulas() {
-    let v = |k: KernelId, n: usize| expected_values(&[k], n);
+    let v = |k: KernelId, n: usize| expected_values(&[k], n, 1);
     assert_eq!(v(KernelId::Init, 2).values[0], WRITE_VALUE);
     assert_eq!(v(KernelId::Update, 3).values[0], 2.0 * 27.0);
     assert_eq!(v(KernelId::Daxpy, 2).values[0], 2.0 + 2.0 * 3.0 * 2.0);
@@ -31,6 +31,11 @@ fn the_added_kernels_follow_their_formulas() {
     assert_eq!(v(KernelId::Sdaxpy, 2).values[0], 2.0);
     assert_eq!(v(KernelId::Nstream, 2).values[0], 2.0 + 2.0 * 2.0);
     assert_eq!(v(KernelId::Dot, 2).dot_ab, Some(4.0));
+    // Calls per repetition advance the recurrence as repetitions do.
+    assert_eq!(
+        expected_values(&[KernelId::Update], 3, 2).values[0],
+        v(KernelId::Update, 6).values[0]
+    );
     // Update overflows after ~650 repetitions; the expected infinity
     // must still validate, and a finite value against it must not.
     let inf = v(KernelId::Update, 700).values[0];
@@ -44,7 +49,7 @@ fn the_added_kernels_follow_their_formulas() {
 fn sums_are_held_to_the_rounding_bound_of_their_length() {
     assert_eq!(sum_tolerance(10), EPSILON);
     assert!((sum_tolerance(1 << 30) - 2.4e-7).abs() < 1e-8);
-    let expected = expected_values(&[KernelId::Dot], 2);
+    let expected = expected_values(&[KernelId::Dot], 2, 1);
     let mut errors = ReadBack {
         elements: 1000,
         mapped: [true, true, false, false, false, false],
@@ -151,12 +156,20 @@ fn a_cached_working_set_is_calibrated_by_time_and_still_validates() {
 }
 
 #[test]
-fn the_floor_is_the_longest_of_its_three_rules() {
+fn the_floor_is_the_longest_of_the_round_trips_and_the_clocks_rule() {
+    let host = crate::results::target::Clock::host();
     let tick = std::time::Duration::from_micros(1);
-    assert_eq!(repetition_floor(1e-6, tick), MIN_KERNEL_SECONDS);
-    assert_eq!(repetition_floor(50e-6, tick), 100.0 * 50e-6);
+    assert_eq!(repetition_floor(1e-6, &host, tick), MIN_KERNEL_SECONDS);
+    assert_eq!(repetition_floor(50e-6, &host, tick), 100.0 * 50e-6);
     let coarse = std::time::Duration::from_millis(1);
-    assert_eq!(repetition_floor(1e-6, coarse), MIN_TICKS * 1e-3);
+    assert_eq!(repetition_floor(1e-6, &host, coarse), MIN_TICKS * 1e-3);
+    // A device's events: 20 of their ticks, not the host's 1 ms.
+    let events = crate::results::target::Clock {
+        name: "events".into(),
+        own: true,
+        resolution_s: Some(0.5e-6),
+    };
+    assert!((repetition_floor(1e-8, &events, tick) - 10e-6).abs() < 1e-12);
 }
 
 #[test]

@@ -54,9 +54,10 @@ pub fn render(report: &RunReport) -> Result<String> {
             m.isa.map_or(String::new(), |i| i.to_string()),
             m.stores.map_or(String::new(), |s| s.to_string()),
             m.validation.passed.to_string(),
-            // Whether the tick counters saw the node quiet (empty: not watched).
-            m.interference
-                .as_ref()
+            // Whether the tick counters saw the node quiet (empty: not
+            // watched, or a window too short for them to judge).
+            (m.interference.as_ref())
+                .filter(|i| i.not_judged.is_none())
                 .map_or(String::new(), |i| (!i.busy).to_string()),
             m.target().label(),
         ]);
@@ -97,16 +98,16 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
     for r in records {
         for (kernel, s) in &r.stats {
             let ci = s.interval();
-            let on_host = r.point.on_host();
+            let placed = r.point.placed_on_host_cpus();
             rows.push([
                 r.schema_version.to_string(),
                 r.host.hostname.clone(),
                 r.experiment.clone(),
                 r.point.placement_text(),
                 // A device has no threads or stores: empty cells, not 0.
-                cell(on_host.then_some(r.point.threads)),
+                cell(placed.then_some(r.point.threads)),
                 r.point.mem_text(),
-                if on_host {
+                if placed {
                     r.stores_label()
                 } else {
                     String::new()
@@ -122,8 +123,15 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
                 format!("{:.3}", s.max),
                 opt(r.peak_gb_s, 1),
                 opt(r.percent_of_peak(*kernel), 1),
-                r.untrusted().is_none().to_string(),
-                r.untrusted().unwrap_or_default().to_string(),
+                match (r.untrusted(), r.not_judged()) {
+                    (Some(_), _) => "false".into(),
+                    // Not judged: neither trusted nor not.
+                    (None, Some(_)) => String::new(),
+                    (None, None) => "true".into(),
+                },
+                (r.untrusted().or(r.not_judged()))
+                    .unwrap_or_default()
+                    .to_string(),
                 match &r.point.target {
                     Some(target) => target.label(),
                     None => r

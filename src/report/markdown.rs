@@ -4,20 +4,26 @@
 use super::export::View;
 use crate::error::Result;
 use crate::results::RunReport;
+use crate::results::target::Work;
 use std::fmt::Write;
 
 /// A run as a Markdown table, best rate first as STREAM orders columns.
 pub fn run(report: &RunReport) -> String {
     let m = &report.measurement;
     let mut o = String::new();
+    let method = m.target().method();
+    let what = match method.work {
+        Work::HostCpus => format!(
+            "{} · {}",
+            crate::units::plural(m.threads.len(), "thread"),
+            report.request.placement
+        ),
+        Work::Driven => m.target().describe().unwrap_or_default(),
+    };
     let _ = writeln!(
         o,
-        "**{}** · {} · {} × {} elements · {}",
-        report.host.hostname,
-        crate::units::plural(m.threads.len(), "thread"),
-        m.arrays,
-        m.array_elements,
-        report.request.placement
+        "**{}** · {} × {} elements · {what}",
+        report.host.hostname, m.arrays, m.array_elements,
     );
     let _ = writeln!(o);
     let _ = writeln!(
@@ -51,28 +57,38 @@ pub fn run(report: &RunReport) -> String {
         false => "FAILED validation",
     };
     let _ = writeln!(o, "- **validation**: {validated}");
-    if let Some(i) = &m.interference {
-        match i.clean() {
-            true => {
-                let _ = writeln!(o, "- **trusted**: {}", i.quiet_line());
-            }
-            false => {
-                for finding in &i.findings {
-                    let _ = writeln!(o, "- **NOT TRUSTED**: {finding}");
-                }
-            }
-        }
+    if method.clock.own {
+        let _ = writeln!(
+            o,
+            "- **timed by**: {}, {} a repetition",
+            method.clock.describe(),
+            crate::units::plural(m.inner_repeats, "call")
+        );
+    }
+    for line in m.trust().lines("") {
+        // `trusted: …` → `- **trusted**: …`
+        let (head, rest) = line.split_once(": ").unwrap_or((&line, ""));
+        let _ = writeln!(o, "- **{head}**: {rest}");
     }
     if let Some(c) = &m.in_caches {
         let _ = writeln!(o, "- **{}**", c.warning());
     }
-    if let Some(p) = &report.peak {
-        let _ = writeln!(
-            o,
-            "- **theoretical peak** of the sockets used: {:.1} GB/s",
-            p.used_gb_s
-        );
+    match &report.peak {
+        Some(p) if !p.named.is_empty() => {
+            for n in &p.named {
+                let _ = writeln!(o, "- **{}**: {:.1} GB/s ({})", n.name, n.gb_s, n.source);
+            }
+        }
+        Some(p) => {
+            let _ = writeln!(
+                o,
+                "- **theoretical peak** of the sockets used: {:.1} GB/s",
+                p.used_gb_s
+            );
+        }
+        None => {}
     }
+    let _ = writeln!(o, "- **setup** ({}): {:.3} s", method.setup, m.setup_s);
     o
 }
 

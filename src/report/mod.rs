@@ -15,6 +15,7 @@ pub mod jsonl;
 pub mod latency_tables;
 pub mod levels;
 pub mod markdown;
+pub mod measured;
 pub mod nodes;
 pub mod place;
 pub mod plan;

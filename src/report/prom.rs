@@ -87,7 +87,10 @@ fn trusted<'a>(
     what: &str,
     watched: impl IntoIterator<Item = Option<&'a crate::trust::Interference>>,
 ) -> Metric<'a> {
-    let seen: Vec<&crate::trust::Interference> = watched.into_iter().flatten().collect();
+    // A window the counters could not judge says nothing either way.
+    let seen: Vec<&crate::trust::Interference> = (watched.into_iter().flatten())
+        .filter(|i| i.not_judged.is_none())
+        .collect();
     Metric {
         name,
         help: match what {

@@ -27,6 +27,32 @@ pub(super) fn ranks_line(o: &mut String, m: &Measurement) {
     }
 }
 
+/// What a device's run header says in place of threads and placement:
+/// the target, the host that drove it (and its host buffers' policy and
+/// pages, where transfers placed them), MPI ranks.
+pub(super) fn driven_from(o: &mut String, report: &RunReport) {
+    let m = &report.measurement;
+    if let Some(target) = m.target().describe() {
+        let _ = writeln!(o, "Target: {target}");
+    }
+    let host = &report.host;
+    let cpu = host.cpu_model.as_deref().unwrap_or("unknown CPU");
+    let driver = match m.threads.first() {
+        Some(t) => format!(" on CPU {}", t.cpu),
+        None => String::new(),
+    };
+    let _ = writeln!(o, "Driven from host: {} ({cpu}){driver}", host.hostname);
+    if !m.mem_policy.is_empty() {
+        let _ = writeln!(
+            o,
+            "Host buffers: {} (pages found: {})",
+            m.mem_policy,
+            pages_summary(m)
+        );
+    }
+    ranks_line(o, m);
+}
+
 /// Where the threads ran and the pages went, the kernels' ISA and
 /// stores, the page size and the host: what STREAM's header leaves out.
 pub(super) fn where_it_ran(o: &mut String, report: &RunReport) {
@@ -106,37 +132,4 @@ pub(super) fn pages_summary(m: &Measurement) -> String {
         })
         .collect::<Vec<_>>()
         .join(" · ")
-}
-
-/// STREAM's lines on the clock and the test's length, and where the
-/// target timed its own work, how its clock agreed with the host's.
-pub(super) fn clock_lines(o: &mut String, timer: &crate::results::measurement::TimerCheck) {
-    let tick_us = timer.granularity_ns / 1e3;
-    let _ = writeln!(
-        o,
-        "Your clock granularity/precision appears to be {tick_us:.3} microseconds."
-    );
-    let _ = writeln!(
-        o,
-        "Each test below will take on the order of {:.0} microseconds.",
-        timer.timing_test_us
-    );
-    let _ = writeln!(
-        o,
-        "   (= {:.0} clock ticks)",
-        timer.timing_test_us / tick_us.max(1e-9)
-    );
-    let _ = writeln!(o, "Increase the size of the arrays if this shows that");
-    let _ = writeln!(o, "you are not getting at least 20 clock ticks per test.");
-    if let Some(c) = &timer.device_clock {
-        let _ = writeln!(
-            *o,
-            "Times below are the target's own clock, checked against the host's around each test:"
-        );
-        let _ = writeln!(
-            *o,
-            "   host/device median {:.3}; {} of {} over the host's (the host's time used)",
-            c.host_over_device, c.over_host, c.repetitions
-        );
-    }
 }

@@ -2,6 +2,7 @@
 //! followed by a short summary for people.
 
 use crate::results::measurement::KernelResult;
+use crate::results::target::Work;
 use crate::results::{Measurement, PeakUse, RunReport};
 use crate::units::Bytes;
 use std::fmt::Write;
@@ -71,18 +72,13 @@ pub fn render(report: &RunReport) -> String {
     );
     let _ = writeln!(o, " will be used to compute the reported bandwidth.");
     let _ = writeln!(o, "{RULE}");
-    if let Some(target) = m.target().describe() {
+    match m.target().method().work {
+        Work::HostCpus => super::run_header::threads_and_placement(&mut o, report),
         // A device has no threads, placement, policy or ISA of the host's.
-        let _ = writeln!(o, "Target: {target}");
-        let host = &report.host;
-        let cpu = host.cpu_model.as_deref().unwrap_or("unknown CPU");
-        let _ = writeln!(o, "Driven from host: {} ({cpu})", host.hostname);
-        super::run_header::ranks_line(&mut o, m);
-    } else {
-        super::run_header::threads_and_placement(&mut o, report);
+        Work::Driven => super::run_header::driven_from(&mut o, report),
     }
     let _ = writeln!(o, "{RULE}");
-    super::run_header::clock_lines(&mut o, &m.timer);
+    super::measured::clock_lines(&mut o, m);
     let _ = writeln!(o, "{RULE}");
     o.push_str(&table(m));
     let _ = writeln!(o, "{RULE}");
@@ -230,15 +226,7 @@ fn stability(m: &Measurement) -> String {
     if !cvs.is_empty() {
         o.push_str(&wrapped("  repetition times vary (cv):", &cvs));
     }
-    if let Some(i) = &m.interference {
-        if i.clean() {
-            let _ = writeln!(o, "  trusted: {}", i.quiet_line());
-        } else {
-            for finding in &i.findings {
-                let _ = writeln!(o, "  NOT TRUSTED: {finding}");
-            }
-        }
-    }
+    o.push_str(&super::measured::trust_lines(m));
     let lagging = m
         .results
         .iter()
@@ -283,8 +271,11 @@ fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> St
             r.best_gb_s(),
             r.spread
         );
-        if let Some(p) = peak.and_then(|p| p.percent_of_peak.get(r.kernel.spec().name)) {
-            let _ = write!(o, "   {p:>5.1} % of peak");
+        let name = r.kernel.spec().name;
+        if let Some((p, of)) =
+            peak.and_then(|p| Some((p.percent_of_peak.get(name)?, p.share_of(name))))
+        {
+            let _ = write!(o, "   {p:>5.1} % of {of}");
         }
         // In the caches no write-allocate line goes to the memory bus.
         if r.dram_bytes_per_element != r.bytes_per_element && m.in_caches.is_none() {
@@ -299,50 +290,9 @@ fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> St
         o.push('\n');
     }
     o.push_str(&stability(m));
-    match peak {
-        Some(p) if p.sockets_used == 0 => {
-            let _ = writeln!(
-                o,
-                "  peak of the device: {:.1} GB/s\n    source: {}",
-                p.used_gb_s, p.peak.detail
-            );
-        }
-        Some(p) => {
-            let _ = writeln!(
-                o,
-                "  peak for the {} used: {:.1} GB/s of {}\n    source: {}",
-                crate::units::plural(p.sockets_used, "socket"),
-                p.used_gb_s,
-                p.peak,
-                p.peak.detail
-            );
-        }
-        // Across ranks the aggregate spans other nodes' sockets: each node
-        // is held against its own peak in the node table instead.
-        None if m
-            .ranks()
-            .is_some_and(|r| r.nodes.iter().any(|n| n.of_peak.is_some())) =>
-        {
-            let _ = writeln!(
-                o,
-                "  theoretical peak: each node's, in the node table above (of peak)"
-            );
-        }
-        None => {
-            let _ = writeln!(
-                o,
-                "  theoretical peak unknown: {}",
-                unknown.unwrap_or(
-                    "give --peak 409.6GB/s, or --channels N --mts R, to see percentages"
-                )
-            );
-        }
-    }
-    let _ = writeln!(
-        o,
-        "  setup (map + parallel first touch) {:.3} s, whole run {:.3} s",
-        m.setup_s, m.total_s
-    );
+    o.push_str(&super::measured::launch_lines(m));
+    o.push_str(&super::measured::peak_lines(m, peak, unknown));
+    o.push_str(&super::measured::setup_line(m));
     o
 }
 

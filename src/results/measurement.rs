@@ -3,6 +3,8 @@
 //! measurement source (the in-process STREAM protocol, the fake source of
 //! the tests, later foreign programs and MPI ranks) returns this shape.
 
+pub use super::launch::{Launch, LaunchTried};
+pub use super::stream_rule::InCaches;
 use super::target::Target;
 use crate::error::{Error, Result};
 use crate::kernels::{Isa, KernelId, StoreMode};
@@ -59,6 +61,10 @@ pub struct KernelResult {
     /// Absent where no repetition times are known (another program).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetitions: Option<super::Stats>,
+    /// How the kernel was launched, where the target launches it (a GPU's
+    /// grid), and the other shapes timed beside it before the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<Launch>,
 }
 
 impl KernelResult {
@@ -79,6 +85,11 @@ impl KernelResult {
 }
 
 impl Measurement {
+    /// What the window's observers concluded, together.
+    pub fn trust(&self) -> crate::trust::Trust<'_> {
+        crate::trust::Trust::of(self.interference.as_ref(), self.held_back.as_ref())
+    }
+
     /// Seconds inside timed repetitions, every kernel's (0 when none were
     /// timed, as for another program's run; never -0.0).
     pub fn measured_s(&self) -> f64 {
@@ -173,6 +184,11 @@ pub struct TimerCheck {
     /// the host's clock alone timed the work.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_clock: Option<DeviceClock>,
+    /// Where the protocol sized the calls per repetition by time: how
+    /// long a repetition had to last at least, µs (100 × the round trip,
+    /// and what the clock that timed it times well).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition_floor_us: Option<f64>,
 }
 
 /// A target's own clock, checked against the host's around it.
@@ -372,6 +388,7 @@ pub fn kernel_statistics(
         times_s: times,
         thread_times_s: Vec::new(),
         repetitions: None,
+        launch: None,
     };
     result.repetitions = super::Stats::of(&result.repetition_rates());
     result
@@ -446,40 +463,4 @@ pub fn add_spread_finding(
         .findings
         .extend(crate::trust::spread_finding(spreads));
     interference.findings.clone()
-}
-
-/// Arrays under four times the caches of the CPUs that use them, STREAM's
-/// rule for measuring memory: what ran measured the caches.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct InCaches {
-    /// Bytes of all arrays.
-    pub arrays_bytes: u64,
-    /// Bytes of every cache level that serves the CPUs used.
-    pub cache_bytes: u64,
-    /// The array length (elements) from which STREAM's rule holds.
-    pub stream_elements: u64,
-}
-
-impl InCaches {
-    /// The fact, when `arrays` arrays of `elements` elements fit in four
-    /// times `cache_bytes`.
-    pub fn of(elements: u64, arrays: u64, cache_bytes: u64) -> Option<InCaches> {
-        let arrays = arrays.max(1);
-        let arrays_bytes = elements * crate::units::ELEMENT_BYTES * arrays;
-        (arrays_bytes < 4 * cache_bytes).then(|| InCaches {
-            arrays_bytes,
-            cache_bytes,
-            stream_elements: (4 * cache_bytes).div_ceil(crate::units::ELEMENT_BYTES * arrays),
-        })
-    }
-
-    /// What a reader is told, once.
-    pub fn warning(&self) -> String {
-        format!(
-            "cache bandwidth, not memory: the arrays ({}) fit in 4 × the {} of caches serving these CPUs; STREAM's rule (arrays ≥ 4 × the caches) for memory needs --size {} or more (elements per array)",
-            crate::units::Bytes(self.arrays_bytes),
-            crate::units::Bytes(self.cache_bytes),
-            self.stream_elements
-        )
-    }
 }

@@ -8,12 +8,14 @@ mod append;
 pub mod estimate;
 pub mod file;
 pub mod latency_record;
+mod launch;
 pub mod measurement;
-mod peak;
+pub mod peak;
 mod point;
 mod pooled;
 pub mod ranks;
 pub mod read;
+mod stream_rule;
 pub mod study;
 pub mod target;
 pub mod typed;
@@ -395,7 +397,7 @@ impl Record {
     pub fn in_caches(&self) -> bool {
         // A device's arrays are in its own memory: the host's caches, which
         // earlier records kept for a device too, say nothing of them.
-        if !self.point.on_host() {
+        if !self.point.placed_on_host_cpus() {
             return false;
         }
         let caches: u64 = self.cache_per_thread.values().sum();
@@ -411,6 +413,20 @@ impl Record {
             .filter_map(|run| run.interference.as_ref())
             .find_map(|i| i.findings.first())
             .map(String::as_str)
+    }
+
+    /// Why no run of the point could be judged (its windows were shorter
+    /// than its observers can see into), where none could: neither
+    /// trusted nor not.
+    pub fn not_judged(&self) -> Option<&str> {
+        let judged = (self.runs.iter())
+            .any(|run| (run.interference.as_ref()).is_some_and(|i| i.not_judged.is_none()));
+        if judged {
+            return None;
+        }
+        (self.runs.iter())
+            .filter_map(|run| run.interference.as_ref()?.not_judged.as_deref())
+            .next()
     }
 
     /// What ran, as `compare` pairs records by: the point with its

@@ -66,13 +66,17 @@ impl Point {
 
     /// Whether host CPUs did the point's work (membw's team, or a
     /// program): what its threads, placement and policy describe.
-    pub fn on_host(&self) -> bool {
-        self.target.as_ref().is_none_or(target::Target::on_host)
+    pub fn placed_on_host_cpus(&self) -> bool {
+        (self.target.as_ref()).is_none_or(target::Target::placed_on_host_cpus)
     }
 
     /// What a working set is per: `thread`, or `device`.
     pub fn per(&self) -> &'static str {
-        if self.on_host() { "thread" } else { "device" }
+        if self.placed_on_host_cpus() {
+            "thread"
+        } else {
+            "device"
+        }
     }
 
     /// The device's name (`sim1`) where a device measured the point.

@@ -208,6 +208,20 @@ impl PageUse {
 
 /// How `[addr, addr + len)` of this process is paged (None where smaps is
 /// unreadable or nothing overlaps).
+/// Locks `len` doubles of memory at `addr` in RAM (`mlock`), as a
+/// driver pins a host buffer it registers: faulted in where their policy
+/// puts them, never swapped or migrated. Fails past `ulimit -l`, or where
+/// the range is not mapped; unlocked when it is unmapped.
+pub fn lock_range(addr: *const f64, len: usize) -> io::Result<()> {
+    let bytes = array_bytes(len)?;
+    // SAFETY: mlock reads and writes no byte of the range; an unmapped
+    // range is an error (ENOMEM), not undefined behaviour.
+    match unsafe { libc::mlock(addr.cast(), bytes) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
 pub fn page_use(addr: usize, len: usize) -> Option<PageUse> {
     let text = std::fs::read_to_string("/proc/self/smaps").ok()?;
     parse_smaps(&text, addr, len)

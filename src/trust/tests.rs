@@ -170,6 +170,7 @@ fn the_cause_is_the_first_finding_without_its_last_words() {
         cpus: Vec::new(),
         findings: findings.iter().map(|f| f.to_string()).collect(),
         busy: !findings.is_empty(),
+        not_judged: None,
     };
     assert_eq!(with(&[]).cause(), None);
     assert_eq!(
@@ -242,6 +243,7 @@ fn window(window_s: f64, cpu1_measured: bool, other: i64) -> Interference {
         ],
         findings: Vec::new(),
         busy: false,
+        not_judged: None,
     }
 }
 

@@ -10,7 +10,10 @@
  *                        CUDA_ERROR_NO_DEVICE)
  *   FAKE_CUDA_FAIL=NAME  the kernel whose launches fail
  *   FAKE_CUDA_WRONG=1    every kernel writes its last element wrong
- *   FAKE_CUDA_LOG=FILE   each registered host buffer's size, a line each
+ *   FAKE_CUDA_LOG=FILE   each registered host buffer's size, a line each,
+ *                        and each launch's kernel and grid
+ *   FAKE_CUDA_BLOCKS=N   blocks of 256 one multiprocessor holds (default 6,
+ *                        an H100's at 34 registers a thread)
  *
  * Built by the tests with: cc -shared -fPIC -O2 -o libcuda.so.1 libcuda.c
  */
@@ -183,6 +186,15 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned flags) {
 }
 CUresult cuMemHostUnregister(void *p) { (void)p; return SUCCESS; }
 
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction f, int block,
+                                                     size_t shared) {
+  (void)f; (void)shared;
+  if (block != 256) return INVALID_VALUE;
+  const char *n = getenv("FAKE_CUDA_BLOCKS");
+  *blocks = n ? atoi(n) : 6;
+  return SUCCESS;
+}
+
 /* kernels.cu's kernels, element by element on this thread. */
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned shared,
@@ -191,6 +203,11 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
   const char *fail = getenv("FAKE_CUDA_FAIL");
   if (fail && strcmp(fail, f->name) == 0) return LAUNCH_FAILED;
   if (gx == 0 || bx != 256) return INVALID_VALUE;
+  const char *log = getenv("FAKE_CUDA_LOG");
+  if (log) {
+    FILE *out = fopen(log, "a");
+    if (out) { fprintf(out, "launch %s %u\n", f->name, gx); fclose(out); }
+  }
   double *x[7];
   for (int i = 0; i < 7; i++) x[i] = (double *)(uintptr_t) * (CUdeviceptr *)params[i];
   double *a = x[0], *b = x[1], *c = x[2], *d = x[3], *h = x[4], *r = x[5], *partial = x[6];

@@ -51,7 +51,6 @@ pub(super) struct Facts {
     /// `0000:18:00.0`.
     pub bus_id: String,
     pub multiprocessors: u32,
-    pub threads_per_multiprocessor: u32,
     pub l2_bytes: u64,
     /// Compute capability (9.0: Hopper).
     pub capability: (i32, i32),
@@ -95,10 +94,6 @@ pub(super) fn facts(index: u32) -> Result<Facts, String> {
             .map_err(|e| fail("cuDeviceTotalMem", e))? as u64,
         bus_id,
         multiprocessors: attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32,
-        threads_per_multiprocessor: attribute(
-            A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
-        )?
-        .max(1) as u32,
         l2_bytes: attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(0) as u64,
         capability: (
             attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,

@@ -129,6 +129,64 @@ pub fn held_back_ns() -> Vec<HeldBack> {
         .collect()
 }
 
+/// How [`GpuClocks`] is named in a target's method.
+pub const OBSERVER: &str =
+    "NVML's violation counters (the GPU's clocks held back by power or heat)";
+
+/// One GPU's violation counters (NVML), read as its window opens and
+/// closes: a GPU target's observer, made by the CUDA backend alone, so
+/// that no other run loads NVML. Nothing where NVML does not load.
+pub struct GpuClocks {
+    bus_id: String,
+    start: Option<(std::time::Instant, HeldBack)>,
+    end: Option<(std::time::Instant, HeldBack)>,
+}
+
+impl GpuClocks {
+    pub(super) fn new(bus_id: String) -> GpuClocks {
+        GpuClocks {
+            bus_id,
+            start: None,
+            end: None,
+        }
+    }
+
+    fn read(&self) -> Option<(std::time::Instant, HeldBack)> {
+        let now = std::time::Instant::now();
+        (held_back_ns().into_iter())
+            .find(|g| g.bus_id == self.bus_id)
+            .map(|g| (now, g))
+    }
+}
+
+impl crate::observe::Observer for GpuClocks {
+    /// NVML keeps the counters in nanoseconds and states no sampling
+    /// period: any window is judged.
+    fn shortest_window_s(&self) -> f64 {
+        0.0
+    }
+    fn start(&mut self) {
+        self.start = self.read();
+    }
+    fn stop(&mut self) {
+        self.end = self.read();
+    }
+    fn observe(&self, _window: &crate::observe::Window) -> Option<crate::observe::Observation> {
+        let ((t0, before), (t1, after)) = (self.start.as_ref()?, self.end.as_ref()?);
+        let s = |a: u64, b: u64| a.saturating_sub(b) as f64 / 1e9;
+        Some(crate::observe::Observation::HeldBack(
+            crate::trust::HeldBack {
+                bus_id: self.bus_id.clone(),
+                window_s: (*t1 - *t0).as_secs_f64(),
+                power_s: s(after.power_ns, before.power_ns),
+                thermal_s: s(after.thermal_ns, before.thermal_ns),
+                sm_mhz: after.sm_mhz,
+                memory_mhz: after.memory_mhz,
+            },
+        ))
+    }
+}
+
 /// One GPU's violation counters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HeldBack {

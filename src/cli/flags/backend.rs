@@ -35,7 +35,7 @@ pub(crate) fn refuse_device(
         Default::default(),
     );
     match source.prepare(topo, &settings).ok() {
-        Some(p) if !p.plan.target.on_host() => Err(Error::Usage(format!(
+        Some(p) if !p.plan.target.placed_on_host_cpus() => Err(Error::Usage(format!(
             "{what} studies CPUs, and the backend's target is {}: measure it with membw run, or membw sweep --working-sets",
             p.plan.target.describe().unwrap_or_default()
         ))),

@@ -27,7 +27,10 @@ pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
     };
     let mut legend =
         format!("GB/s: mean ± 95 % CI ({runs}) of the runs' best rates, then their {spread}\n");
-    let devices = records.iter().filter(|r| !r.point.on_host()).count();
+    let devices = records
+        .iter()
+        .filter(|r| !r.point.placed_on_host_cpus())
+        .count();
     let (set, peak) = match devices {
         0 => (
             "set/thread: bytes of all arrays per thread",

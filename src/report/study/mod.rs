@@ -139,7 +139,7 @@ struct TargetColumns {
 
 impl TargetColumns {
     fn of(records: &[&Record]) -> TargetColumns {
-        let cpus = records.iter().any(|r| r.point.on_host());
+        let cpus = records.iter().any(|r| r.point.placed_on_host_cpus());
         TargetColumns {
             devices: records.iter().any(|r| r.point.device_name().is_some()),
             host_mem: !cpus && records.iter().any(|r| r.point.mem.is_some()),
@@ -177,7 +177,7 @@ fn target_cells(r: &Record, placement: String, columns: TargetColumns) -> Vec<St
     if columns.host_mem {
         cells.push(format!("{}{}", mem(), legend::own_node_mark(r)));
     }
-    match r.point.on_host() {
+    match r.point.placed_on_host_cpus() {
         false if columns.cpus => cells.extend(["-".into(), "-".into(), mem(), "-".into()]),
         false => {}
         true => cells.extend([

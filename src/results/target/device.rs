@@ -42,7 +42,13 @@ pub struct DeviceFacts {
     pub bus_id: Option<String>,
     /// Its PCIe link, as trained and at most.
     pub link: Option<crate::topology::pci::PciLink>,
+    /// Its multiprocessors (compute units): what a launch fills.
+    pub multiprocessors: Option<u32>,
+    /// Its last-level cache (a GPU's L2), bytes: STREAM's rule on it.
+    pub cache_bytes: Option<u64>,
     pub peaks: DevicePeaks,
+    /// How it is measured, as its backend declares it.
+    pub method: super::method::DeviceMethod,
 }
 
 /// A device's theoretical rates, GB/s (10^9 B/s), by what they are of.
@@ -84,8 +90,14 @@ struct Wire {
     bus_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     link: Option<crate::topology::pci::PciLink>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    multiprocessors: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cache_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "DevicePeaks::is_empty")]
     peaks: DevicePeaks,
+    #[serde(default, skip_serializing_if = "super::method::DeviceMethod::is_empty")]
+    method: super::method::DeviceMethod,
     /// Schema 1's only peak: the device memory's.
     #[serde(default, skip_serializing)]
     peak_gb_s: Option<f64>,
@@ -109,7 +121,10 @@ impl From<Wire> for Device {
                 uuid: w.uuid,
                 bus_id: w.bus_id,
                 link: w.link,
+                multiprocessors: w.multiprocessors,
+                cache_bytes: w.cache_bytes,
                 peaks,
+                method: w.method,
             },
         }
     }
@@ -128,7 +143,10 @@ impl From<Device> for Wire {
             uuid: d.facts.uuid,
             bus_id: d.facts.bus_id,
             link: d.facts.link,
+            multiprocessors: d.facts.multiprocessors,
+            cache_bytes: d.facts.cache_bytes,
             peaks: d.facts.peaks,
+            method: d.facts.method,
             peak_gb_s: None,
         }
     }

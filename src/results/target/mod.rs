@@ -7,8 +7,10 @@
 //! to that).
 
 mod device;
+pub mod method;
 
 pub use device::{Device, DeviceFacts, DeviceId, DevicePeaks};
+pub use method::{Clock, DeviceMethod, Method, Work};
 
 use crate::kernels::{Isa, Path, StoreMode, StoresRequest};
 use crate::peak::Peak;
@@ -158,11 +160,21 @@ impl Target {
         })
     }
 
+    /// How it is measured: its clock and that clock's rule, what watches
+    /// it, its setup, who does its work.
+    pub fn method(&self) -> Method {
+        match self {
+            Target::Cpu(_) => Method::cpu_team(),
+            Target::Program { .. } => Method::program(),
+            Target::Device(d) => Method::device(&d.facts.method),
+        }
+    }
+
     /// Whether host CPUs do the work over host memory: what threads, a
     /// placement, a memory policy, the host's caches and reproduce lines
     /// describe. A device's host thread only drives it.
-    pub fn on_host(&self) -> bool {
-        !matches!(self, Target::Device(_))
+    fn on_host(&self) -> bool {
+        self.method().on_host_cpus()
     }
 
     /// The host CPUs, of those a plan runs on, that do the work: all of
@@ -175,6 +187,27 @@ impl Target {
     /// where the target has none to count (a device): an empty cell, not 0.
     pub fn threads(&self, threads: usize) -> Option<usize> {
         self.on_host().then_some(threads)
+    }
+
+    /// Whether a run of it is described by host threads and their
+    /// placement (its request's placement, ISA and stores, its reproduce
+    /// lines): what a device, driven by one host thread, has none of.
+    pub fn placed_on_host_cpus(&self) -> bool {
+        self.on_host()
+    }
+
+    /// Whether a health check splits it by the host's memory domains (the
+    /// CPU team: the node, then each NUMA node on its own memory) rather
+    /// than by what a device has (its memory, its link from each node).
+    pub fn checked_by_numa_domain(&self) -> bool {
+        self.on_host()
+    }
+
+    /// The elements its backend sized its arrays to by its own rule, where
+    /// they are its own memory's (a device): what a sweep keeps at every
+    /// point. `None` for the CPU team, whose size comes from the host.
+    pub fn own_elements(&self, elements: usize) -> Option<u64> {
+        (!self.on_host()).then_some(elements as u64)
     }
 
     /// The memory peak a stream kernel's rate is a share of: a device's
@@ -207,6 +240,28 @@ impl Target {
                 Some(link)
             }
         }
+    }
+
+    /// The peak a rate over `path` is a share of, by name, where the
+    /// target names its peaks (a device has one per kind of traffic);
+    /// `None` for the host's memory, whose peak is the sockets'.
+    pub fn named_peak(&self, path: Path) -> Option<crate::results::peak::NamedPeak> {
+        self.device()?;
+        let peak = self.peak_of(path, None)?;
+        let name = match path {
+            Path::Memory => "memory peak",
+            Path::HostLink {
+                both_ways: false, ..
+            } => "host link peak (each way)",
+            Path::HostLink {
+                both_ways: true, ..
+            } => "host link peak (both ways)",
+        };
+        Some(crate::results::peak::NamedPeak {
+            name: name.into(),
+            gb_s: peak.per_socket_gb_s,
+            source: peak.detail,
+        })
     }
 
     /// The device's short name (`sim1`) where the target is one: the

@@ -1,15 +1,17 @@
-//! Observers: what watches a measurement's timed window. The protocol
-//! starts every registered observer just before the first timed
-//! repetition and stops it just after the last (neither inside a timed
-//! call), then asks each what it saw of the CPUs measured; the record
-//! keeps each observation where its [`KeepsObservations`] puts it. The
+//! Observers: what watches a measurement's timed window. A backend says
+//! which observers watch its target (`Backend::observers`: the CPU team
+//! and the simulated device, the CPUs' tick counters; a CUDA GPU, its
+//! clocks held back by power or heat, from NVML, which nothing else
+//! loads). The protocol makes them before the backend opens, starts them
+//! just before the first timed repetition and stops them just after the
+//! last (neither inside a timed call), then asks each what it saw; the
+//! record keeps each observation where its [`KeepsObservations`] puts it.
+//! An observer that cannot judge a window (shorter than it can see into)
+//! says so: "not judged" is a result of its own, never "trusted". The
 //! latency probes watch each point's window the same way ([`Watch`]).
 //!
-//! The observers today: the tick counters of `/proc/stat` (`crate::trust`:
-//! other work and steal beside the run) and a GPU's clocks held back by
-//! power or heat (NVML's violation counters, [`GpuClocks`]). Another (memory
-//! controller counters) is an [`Observer`], an [`Observation`] variant and
-//! one line in [`OBSERVERS`].
+//! Another observer (memory controller counters) is an [`Observer`] and,
+//! where it has a finding of a new kind, an [`Observation`] variant.
 
 use crate::results::Measurement;
 use crate::trust::{Effect, HeldBack, Interference, Scope, Snapshot};
@@ -24,12 +26,12 @@ pub struct Window<'a> {
     /// What other work would do to the figure (lower a bandwidth, raise a
     /// latency): how the findings are worded.
     pub effect: Effect,
-    /// The device measured, by PCI address, where the target is one.
-    pub device: Option<&'a str>,
 }
 
 /// What watches the timed window.
 pub trait Observer: Send {
+    /// The shortest window it can judge, seconds.
+    fn shortest_window_s(&self) -> f64;
     /// Reads what it watches as the window opens.
     fn start(&mut self);
     /// Reads it again as the window closes.
@@ -84,19 +86,20 @@ impl KeepsObservations for crate::results::latency_record::Latency {
     }
 }
 
-/// One of each registered observer over one window: started together,
-/// stopped together, their observations kept together.
+/// The observers of one window: started together, stopped together,
+/// their observations kept together.
 pub struct Watch(Vec<Box<dyn Observer>>);
 
 impl Watch {
-    /// Every registered observer, not yet started.
-    pub fn new() -> Watch {
-        Watch(all())
+    /// These observers, not yet started.
+    pub fn new(observers: Vec<Box<dyn Observer>>) -> Watch {
+        Watch(observers)
     }
 
-    /// Every registered observer, started now.
-    pub fn started() -> Watch {
-        let mut watch = Watch::new();
+    /// What watches work on the host's CPUs over host memory (a latency
+    /// probe's chase): the CPUs' tick counters, started now.
+    pub fn host_started() -> Watch {
+        let mut watch = Watch::new(vec![Box::new(CpuTicks::default())]);
         watch.start();
         watch
     }
@@ -121,26 +124,6 @@ impl Watch {
     }
 }
 
-impl Default for Watch {
-    fn default() -> Self {
-        Watch::new()
-    }
-}
-
-/// Makes an observer.
-pub type MakeObserver = fn() -> Box<dyn Observer>;
-
-/// Every observer, by name: the one registration a new observer adds.
-pub const OBSERVERS: &[(&str, MakeObserver)] = &[
-    ("cpu-ticks", || Box::new(CpuTicks::default())),
-    ("gpu-clocks", || Box::new(GpuClocks::default())),
-];
-
-/// One of each registered observer, not yet started.
-pub fn all() -> Vec<Box<dyn Observer>> {
-    OBSERVERS.iter().map(|(_, make)| make()).collect()
-}
-
 /// The CPUs' busy, idle and steal ticks and membw's own threads' ticks,
 /// read as the window opens and closes.
 #[derive(Default)]
@@ -150,6 +133,11 @@ pub struct CpuTicks {
 }
 
 impl Observer for CpuTicks {
+    /// A finding needs [`crate::trust::MIN_TICKS`] ticks of other work or
+    /// steal: a shorter window cannot hold one.
+    fn shortest_window_s(&self) -> f64 {
+        crate::trust::MIN_TICKS as f64 / crate::sys::ticks_per_second()
+    }
     fn start(&mut self) {
         self.start = Some(Snapshot::take());
     }
@@ -162,59 +150,16 @@ impl Observer for CpuTicks {
             true => Scope::rank(window.cpus),
             false => Scope::node(window.cpus),
         };
-        Some(Observation::CpuTicks(start.until(
-            end,
-            scope,
-            0,
-            window.effect,
-        )))
-    }
-}
-
-/// Every GPU's violation counters (NVML), read as the window opens and
-/// closes; what it saw is the measured device's. Nothing where NVML does
-/// not load, or where the target is not a GPU.
-#[derive(Default)]
-pub struct GpuClocks {
-    start: Option<(
-        std::time::Instant,
-        Vec<crate::backend::cuda::nvml::HeldBack>,
-    )>,
-    end: Option<(
-        std::time::Instant,
-        Vec<crate::backend::cuda::nvml::HeldBack>,
-    )>,
-}
-
-impl Observer for GpuClocks {
-    fn start(&mut self) {
-        self.start = Some((
-            std::time::Instant::now(),
-            crate::backend::cuda::nvml::held_back_ns(),
-        ));
-    }
-    fn stop(&mut self) {
-        self.end = Some((
-            std::time::Instant::now(),
-            crate::backend::cuda::nvml::held_back_ns(),
-        ));
-    }
-    fn observe(&self, window: &Window) -> Option<Observation> {
-        let bus_id = window.device?;
-        let ((t0, before), (t1, after)) = (self.start.as_ref()?, self.end.as_ref()?);
-        let of = |all: &[crate::backend::cuda::nvml::HeldBack]| {
-            all.iter().find(|g| g.bus_id == bus_id).cloned()
-        };
-        let (before, after) = (of(before)?, of(after)?);
-        let s = |a: u64, b: u64| a.saturating_sub(b) as f64 / 1e9;
-        Some(Observation::HeldBack(HeldBack {
-            bus_id: bus_id.to_string(),
-            window_s: (*t1 - *t0).as_secs_f64(),
-            power_s: s(after.power_ns, before.power_ns),
-            thermal_s: s(after.thermal_ns, before.thermal_ns),
-            sm_mhz: after.sm_mhz,
-            memory_mhz: after.memory_mhz,
-        }))
+        let mut seen = start.until(end, scope, 0, window.effect);
+        let shortest = self.shortest_window_s();
+        if seen.window_s < shortest {
+            seen.not_judged = Some(format!(
+                "the CPUs' tick counters cannot judge the {} measured (they need {} at least)",
+                crate::results::target::method::seconds(seen.window_s),
+                crate::results::target::method::seconds(shortest)
+            ));
+        }
+        Some(Observation::CpuTicks(seen))
     }
 }
 
@@ -229,7 +174,6 @@ mod tests {
             cpus: &[0],
             one_rank_of_many: false,
             effect: Effect::Bandwidth,
-            device: None,
         };
         assert!(ticks.observe(&window).is_none());
         ticks.start();
@@ -239,7 +183,13 @@ mod tests {
             panic!("a watched window has an observation");
         };
         assert!(seen.window_s >= 0.0);
-        assert_eq!(OBSERVERS.len(), all().len());
+        // A window shorter than three ticks is not judged, not clean.
+        assert!(
+            seen.not_judged
+                .as_deref()
+                .is_some_and(|w| w.contains("cannot judge")),
+            "{seen:?}"
+        );
     }
 
     /// A device whose clocks were held back over the window makes the
@@ -259,14 +209,5 @@ mod tests {
         held.thermal_s = 0.1;
         let finding = held.finding(Effect::Bandwidth).unwrap();
         assert!(finding.contains("0000:18:00.0 had its clocks held back 20 % of the window (power 0.0 ms, heat 100.0 ms)"), "{finding}");
-        // With no GPU (or no NVML) the observer sees nothing.
-        let clocks = GpuClocks::default();
-        let window = Window {
-            cpus: &[0],
-            one_rank_of_many: false,
-            effect: Effect::Bandwidth,
-            device: Some("0000:18:00.0"),
-        };
-        assert!(clocks.observe(&window).is_none());
     }
 }

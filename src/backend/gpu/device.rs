@@ -1,0 +1,500 @@
+//! One GPU's side of a measurement, over its vendor's [`Runtime`]: its
+//! arrays in device memory, the launch shapes of each kernel, the timed
+//! windows between two events, the copy engine's transfers, and the host
+//! buffers registered for them.
+//!
+//! Every call of the protocol's returns once the GPU is done. A runtime
+//! error is kept (the first one) and ends the measurement: `run` does no
+//! more work, `read_back` marks every array bad, and the backend returns
+//! the error in one line.
+
+use super::host_buffers::HostBuffers;
+use super::runtime::{DevicePtr, Event, Function, KernelArgs, Runtime, Stream};
+use crate::backend::{ArrayErrors, Device, ReadBack};
+use crate::kernels::{ARRAYS, ArrayId, KernelId, Mover, Path, SCALAR};
+use crate::plan::Plan;
+
+/// The arrays that are the GPU's own memory.
+pub(super) const DEVICE_ARRAYS: [ArrayId; 4] = [ArrayId::A, ArrayId::B, ArrayId::C, ArrayId::D];
+/// The kernels that first-touch each of them, by `DEVICE_ARRAYS`' order.
+const FILLS: [&str; 4] = ["fill_a", "fill_b", "fill_c", "fill_d"];
+
+/// Whether a kernel is the copy engine's (no function of the module runs
+/// it), and from pageable host memory.
+fn copy_engine(kernel: KernelId) -> Option<bool> {
+    match kernel.spec().path {
+        Path::HostLink {
+            by: Mover::CopyEngine,
+            ..
+        } => Some(false),
+        Path::HostLink {
+            by: Mover::Pageable,
+            ..
+        } => Some(true),
+        _ => None,
+    }
+}
+
+/// How one kernel is launched: its grid, and what that grid is, for
+/// people.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Shape {
+    pub grid: u32,
+    pub label: String,
+}
+
+/// The launch shapes worth timing for a kernel of `elements` elements
+/// whose multiprocessors each hold `per_mp` of its blocks at once: every
+/// multiprocessor full, in one whole wave, the blocks striding over the
+/// array (a grid the size of what the GPU holds); and a grid that covers
+/// the array, one tile per block, as BabelStream's does. The second is
+/// left out where it is no larger than the first (one wave covers it).
+pub(super) fn shapes(
+    elements: u64,
+    per_mp: u32,
+    multiprocessors: u32,
+    block: u32,
+    per_thread: u64,
+) -> Vec<Shape> {
+    let tiles = elements.div_ceil(u64::from(block) * per_thread).max(1);
+    let per_mp = per_mp.max(1);
+    let wave = u64::from(multiprocessors.max(1)) * u64::from(per_mp);
+    let resident = wave.min(tiles) as u32;
+    let mut shapes = vec![Shape {
+        grid: resident,
+        label: format!(
+            "{} of {block} (one wave: {per_mp} per multiprocessor, by occupancy)",
+            crate::units::plural(resident as usize, "block")
+        ),
+    }];
+    // A grid past what u32 counts, or past the driver's 2^31 - 1, stays
+    // with the whole wave.
+    if tiles > wave && tiles < u64::from(i32::MAX as u32) {
+        shapes.push(Shape {
+            grid: tiles as u32,
+            label: format!(
+                "{tiles} blocks of {block} (covering the array: {:.1} waves)",
+                tiles as f64 / wave as f64
+            ),
+        });
+    }
+    shapes
+}
+
+/// A kernel of the module, its launch shapes and the one in use.
+struct Launchable {
+    kernel: KernelId,
+    function: Function,
+    shapes: Vec<Shape>,
+    chosen: usize,
+}
+
+pub(super) struct Gpu {
+    /// Declared first, so dropped first: it releases what it registered
+    /// and queued before the host buffers below are unmapped.
+    runtime: Box<dyn Runtime>,
+    kernels: Vec<Launchable>,
+    /// The fills' and `update`'s functions, with their whole-wave grids.
+    helpers: Vec<(&'static str, Function, u32)>,
+    /// Each array as the GPU addresses it (0: not mapped): its own memory
+    /// for a..d, the registered host buffers for h and r.
+    device: [DevicePtr; ARRAYS],
+    /// The reductions' per-block sums (0: not allocated), as long as
+    /// their largest grid.
+    partial_read: DevicePtr,
+    partial_dot: DevicePtr,
+    elements: usize,
+    host: HostBuffers,
+    /// Pageable twins of the host buffers (placed by the same policy,
+    /// never registered), where the plan has a pageable transfer.
+    pageable: Option<HostBuffers>,
+    /// Whether `r` is validated from its pageable twin: a pageable
+    /// transfer is the last kernel of a repetition to write it.
+    r_from_pageable: bool,
+    last_run_s: Option<f64>,
+    failed: Option<String>,
+}
+
+impl Gpu {
+    /// The plan's arrays allocated on the device the runtime drives, its
+    /// kernels looked up with their launch shapes, and the host buffers
+    /// first touched on this thread and registered.
+    pub(super) fn open(
+        runtime: Box<dyn Runtime>,
+        multiprocessors: u32,
+        plan: &Plan,
+        host: HostBuffers,
+    ) -> Result<Gpu, String> {
+        let mut gpu = Gpu {
+            runtime,
+            kernels: Vec::new(),
+            helpers: Vec::new(),
+            device: [0; ARRAYS],
+            partial_read: 0,
+            partial_dot: 0,
+            elements: plan.elements,
+            host,
+            pageable: None,
+            r_from_pageable: (plan.kernels.iter().rev())
+                .find(|k| k.spec().writes.contains(&ArrayId::R))
+                .is_some_and(|k| copy_engine(*k) == Some(true)),
+            last_run_s: None,
+            failed: None,
+        };
+        gpu.load(plan, multiprocessors)?;
+        gpu.allocate(plan)?;
+        gpu.register_host_buffers()?;
+        if plan.kernels.iter().any(|k| copy_engine(*k) == Some(true)) {
+            gpu.pageable = Some(HostBuffers::pageable_twins(plan)?);
+        }
+        Ok(gpu)
+    }
+
+    /// Looks up every kernel the plan runs on the GPU's threads, and the
+    /// helpers, each with its shapes from the runtime's occupancy.
+    fn load(&mut self, plan: &Plan, multiprocessors: u32) -> Result<(), String> {
+        let (block, per_thread) = (self.runtime.block(), self.runtime.elements_per_thread());
+        let elements = plan.elements as u64;
+        let shaped = |rt: &mut Box<dyn Runtime>, name: &str| -> Result<_, String> {
+            let function = rt.function(name)?;
+            let per_mp = rt.blocks_per_multiprocessor(function)?;
+            let shapes = shapes(elements, per_mp, multiprocessors, block, per_thread);
+            Ok((function, shapes))
+        };
+        for &kernel in plan.kernels.iter().filter(|k| copy_engine(**k).is_none()) {
+            let (function, shapes) =
+                shaped(&mut self.runtime, &kernel.spec().name.replace('-', "_"))?;
+            self.kernels.push(Launchable {
+                kernel,
+                function,
+                shapes,
+                chosen: 0,
+            });
+        }
+        for name in FILLS.into_iter().chain(["update"]) {
+            let (function, shapes) = shaped(&mut self.runtime, name)?;
+            self.helpers.push((name, function, shapes[0].grid));
+        }
+        Ok(())
+    }
+
+    /// The largest grid a reduction may launch: its partial sums' length.
+    fn largest_grid(&self, kernel: KernelId) -> usize {
+        (self.kernels.iter().filter(|l| l.kernel == kernel))
+            .flat_map(|l| l.shapes.iter().map(|s| s.grid as usize))
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn allocate(&mut self, plan: &Plan) -> Result<(), String> {
+        let needed = plan.arrays_needed();
+        let bytes = plan.elements * std::mem::size_of::<f64>();
+        for id in DEVICE_ARRAYS.into_iter().filter(|id| needed.contains(id)) {
+            self.device[id.index()] = self.runtime.alloc(bytes)?;
+        }
+        let doubles = std::mem::size_of::<f64>();
+        if plan.kernels.contains(&KernelId::Read) {
+            self.partial_read = self
+                .runtime
+                .alloc(self.largest_grid(KernelId::Read) * doubles)?;
+        }
+        if plan.kernels.contains(&KernelId::Dot) {
+            self.partial_dot = self
+                .runtime
+                .alloc(self.largest_grid(KernelId::Dot) * doubles)?;
+        }
+        Ok(())
+    }
+
+    /// Touches the host buffers from this (pinned) thread under their
+    /// policy, then pins them with the runtime and maps them for the GPU.
+    fn register_host_buffers(&mut self) -> Result<(), String> {
+        for id in [ArrayId::H, ArrayId::R] {
+            let Some(slice) = self.host.slice_mut(id) else {
+                continue;
+            };
+            // First touch, from this thread, under the policy.
+            slice.fill(0.0);
+            let (ptr, len) = (slice.as_mut_ptr(), slice.len());
+            // SAFETY: the buffer is a mapping `host` owns; `runtime` is
+            // declared before `host`, so it drops (and unregisters)
+            // first, and nothing here touches the buffer while queued
+            // work uses it (every call returns once the GPU is done).
+            self.device[id.index()] = unsafe { self.runtime.register(ptr, len) }?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn host(&self) -> &HostBuffers {
+        &self.host
+    }
+
+    /// What the runtime noticed, to be said after the run.
+    pub(super) fn runtime_warnings(&mut self) -> Vec<String> {
+        self.runtime.warnings()
+    }
+
+    /// The first runtime error of the measurement, if any.
+    pub(super) fn failure(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    fn keep(&mut self, r: Result<(), String>) {
+        if let Err(e) = r {
+            self.failed.get_or_insert(e);
+        }
+    }
+
+    fn args(&self, scalar: f64, partial: DevicePtr) -> KernelArgs {
+        KernelArgs {
+            arrays: self.device,
+            partial,
+            scalar,
+            elements: self.elements as u64,
+        }
+    }
+
+    fn helper(&mut self, name: &str, scalar: f64) -> Result<(), String> {
+        let (_, function, grid) = *(self.helpers.iter())
+            .find(|(n, ..)| *n == name)
+            .ok_or_else(|| format!("the module has no kernel {name}"))?;
+        let args = self.args(scalar, 0);
+        self.runtime.launch(function, grid, &args, Stream::Main)
+    }
+
+    /// `repeats` of `kernel` between two events; the GPU's time of them.
+    fn timed(&mut self, kernel: KernelId, repeats: usize) -> Result<f64, String> {
+        self.runtime.record(Event::Start, Stream::Main)?;
+        match copy_engine(kernel) {
+            Some(pageable) => self.copy_engine(kernel, pageable, repeats)?,
+            None => {
+                let launch = (self.kernels.iter().find(|l| l.kernel == kernel))
+                    .ok_or_else(|| format!("no device kernel for {kernel}"))?;
+                let (function, grid) = (launch.function, launch.shapes[launch.chosen].grid);
+                let partial = match kernel {
+                    KernelId::Dot => self.partial_dot,
+                    _ => self.partial_read,
+                };
+                let args = self.args(SCALAR, partial);
+                for _ in 0..repeats {
+                    self.runtime.launch(function, grid, &args, Stream::Main)?;
+                }
+            }
+        }
+        self.runtime.record(Event::End, Stream::Main)?;
+        self.runtime.elapsed_s(Event::Start, Event::End)
+    }
+
+    /// The copy engine's transfers between the device and the host
+    /// buffers (registered, or their pageable twins): host to device on
+    /// the main stream, device to host on the other where both run at
+    /// once.
+    fn copy_engine(
+        &mut self,
+        kernel: KernelId,
+        pageable: bool,
+        repeats: usize,
+    ) -> Result<(), String> {
+        let spec = kernel.spec();
+        let up = spec.reads.contains(&ArrayId::H) && spec.writes.contains(&ArrayId::A);
+        let down = spec.reads.contains(&ArrayId::B) && spec.writes.contains(&ArrayId::R);
+        let both_ways = matches!(
+            spec.path,
+            Path::HostLink {
+                both_ways: true,
+                ..
+            }
+        );
+        let down_stream = if both_ways {
+            Stream::Other
+        } else {
+            Stream::Main
+        };
+        let buffers = match (pageable, &mut self.pageable) {
+            (true, Some(twins)) => twins,
+            _ => &mut self.host,
+        };
+        let (h, r) = buffers.pointers();
+        let (a, b) = (
+            self.device[ArrayId::A.index()],
+            self.device[ArrayId::B.index()],
+        );
+        let len = self.elements;
+        if both_ways {
+            self.runtime.wait(Stream::Other, Event::Start)?;
+        }
+        for _ in 0..repeats {
+            // SAFETY (both copies): `h` and `r` point to host buffers of
+            // `elements` doubles that this Gpu owns and does not touch
+            // until `timed` has waited for the end event, after which
+            // every queued copy has finished; `a` and `b` are device
+            // allocations as long.
+            if up && let Some(h) = h {
+                unsafe { self.runtime.copy_to_device(a, h, len, Stream::Main) }?;
+            }
+            if down && let Some(r) = r {
+                unsafe { self.runtime.copy_to_host(r, b, len, down_stream) }?;
+            }
+        }
+        if both_ways {
+            self.runtime.record(Event::OtherDone, Stream::Other)?;
+            self.runtime.wait(Stream::Main, Event::OtherDone)?;
+        }
+        Ok(())
+    }
+
+    /// Reads one device array back, slice by slice, through the
+    /// protocol's rule: (sum of absolute errors, bad elements).
+    fn check_array(
+        &mut self,
+        ptr: DevicePtr,
+        want: f64,
+        errors: ArrayErrors,
+    ) -> Result<(f64, u64), String> {
+        /// Elements copied back per call (64 MiB).
+        const SLICE: usize = 8 << 20;
+        let mut buffer = vec![0.0f64; SLICE.min(self.elements)];
+        let (mut abs, mut bad, mut done) = (0.0, 0, 0);
+        while done < self.elements {
+            let len = buffer.len().min(self.elements - done);
+            let from = ptr + (done * std::mem::size_of::<f64>()) as u64;
+            self.runtime.read(from, &mut buffer[..len])?;
+            let (e, b) = errors(&buffer[..len], want);
+            abs += e;
+            bad += b;
+            done += len;
+        }
+        Ok((abs, bad))
+    }
+
+    /// The sum of a reduction's per-block sums (its grid's), in block
+    /// order.
+    fn partial_sum(&mut self, kernel: KernelId, partial: DevicePtr) -> Result<f64, String> {
+        let Some(launch) = self.kernels.iter().find(|l| l.kernel == kernel) else {
+            return Ok(0.0);
+        };
+        let mut sums = vec![0.0f64; launch.shapes[launch.chosen].grid as usize];
+        self.runtime.read(partial, &mut sums)?;
+        Ok(sums.iter().sum())
+    }
+
+    fn read_device(
+        &mut self,
+        out: &mut ReadBack,
+        want: [f64; ARRAYS],
+        errors: ArrayErrors,
+    ) -> Result<(), String> {
+        for id in DEVICE_ARRAYS {
+            let ptr = self.device[id.index()];
+            if ptr != 0 {
+                let (abs, bad) = self.check_array(ptr, want[id.index()], errors)?;
+                out.mapped[id.index()] = true;
+                out.abs_error[id.index()] = abs;
+                out.bad[id.index()] = bad;
+            }
+        }
+        out.read_sum = self.partial_sum(KernelId::Read, self.partial_read)?;
+        out.dot_sum = self.partial_sum(KernelId::Dot, self.partial_dot)?;
+        Ok(())
+    }
+}
+
+impl Device for Gpu {
+    fn init(&mut self, values: [f64; ARRAYS]) {
+        let mut r = Ok(());
+        for (id, fill) in DEVICE_ARRAYS.into_iter().zip(FILLS) {
+            if r.is_ok() && self.device[id.index()] != 0 {
+                r = self.helper(fill, values[id.index()]);
+            }
+        }
+        let r = r.and_then(|()| self.runtime.synchronize(Stream::Main));
+        self.keep(r);
+        self.host.init(values);
+        if let Some(twins) = &mut self.pageable {
+            twins.init(values);
+        }
+    }
+
+    fn double_a(&mut self) {
+        let r = (self.helper("update", 2.0)).and_then(|()| self.runtime.synchronize(Stream::Main));
+        self.keep(r);
+    }
+
+    fn sync(&mut self) {
+        let r = self.runtime.synchronize(Stream::Main);
+        self.keep(r);
+    }
+
+    fn run(&mut self, kernel: KernelId, repeats: usize) {
+        self.last_run_s = None;
+        if self.failed.is_some() {
+            return;
+        }
+        match self.timed(kernel, repeats) {
+            Ok(seconds) => self.last_run_s = Some(seconds),
+            Err(e) => self.keep(Err(e)),
+        }
+    }
+
+    fn device_seconds(&self) -> Option<f64> {
+        self.last_run_s
+    }
+
+    fn shapes(&self, kernel: KernelId) -> Vec<String> {
+        (self.kernels.iter().find(|l| l.kernel == kernel)).map_or_else(Vec::new, |l| {
+            l.shapes.iter().map(|s| s.label.clone()).collect()
+        })
+    }
+
+    fn choose_shape(&mut self, kernel: KernelId, shape: usize) {
+        if let Some(l) = self.kernels.iter_mut().find(|l| l.kernel == kernel) {
+            l.chosen = shape.min(l.shapes.len().saturating_sub(1));
+        }
+    }
+
+    fn read_back(&mut self, want: [f64; ARRAYS], errors: ArrayErrors) -> ReadBack {
+        let mut out = self.host.read_back(want, errors);
+        if let Some(twins) = self.pageable.as_mut().filter(|_| self.r_from_pageable) {
+            let r = ArrayId::R.index();
+            let twin = twins.read_back(want, errors);
+            (out.abs_error[r], out.bad[r]) = (twin.abs_error[r], twin.bad[r]);
+        }
+        out.elements = self.elements;
+        let r = self.read_device(&mut out, want, errors);
+        self.keep(r);
+        if self.failed.is_some() {
+            // Nothing a failed GPU returned is trusted.
+            for id in DEVICE_ARRAYS.into_iter().chain([ArrayId::H, ArrayId::R]) {
+                out.bad[id.index()] = self.elements as u64;
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An H100's triad: 132 SMs, six blocks of 256 each (34 registers a
+    /// thread), 2^28 doubles: one wave of 792 blocks, or 131072 blocks
+    /// that cover the array; a small array is one partial wave.
+    #[test]
+    fn shapes_are_one_whole_wave_or_a_grid_that_covers_the_array() {
+        let s = shapes(1 << 28, 6, 132, 256, 8);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].grid, 792);
+        assert!(
+            s[0].label.contains("6 per multiprocessor"),
+            "{}",
+            s[0].label
+        );
+        assert_eq!(s[1].grid, 131_072);
+        assert!(s[1].label.contains("165.5 waves"), "{}", s[1].label);
+        let small = shapes(100_000, 6, 132, 256, 8);
+        assert_eq!(small.len(), 1);
+        assert_eq!(small[0].grid, 49);
+        // Occupancy that says none still launches one block per SM.
+        assert_eq!(shapes(1 << 20, 0, 4, 256, 8)[0].grid, 4);
+    }
+}

@@ -1,0 +1,263 @@
+//! GPUs of any vendor, as one backend over the GPU-runtime layer
+//! ([`runtime`]): a vendor is a [`Platform`] (its devices, their facts,
+//! what watches them) and a [`Runtime`] (one device's memory, module,
+//! launches, events), plus its kernels; the rest is here, once:
+//!
+//! - the plan of a device: what only the CPU team has is refused, the
+//!   arrays sized by STREAM's rule on the device (four times its
+//!   last-level cache) and checked against its memory, the host thread
+//!   that drives it;
+//! - [`device`]: its arrays, each kernel's launch shapes from the
+//!   runtime's occupancy (timed by the protocol, the faster kept), the
+//!   windows between two events, the copy engine's transfers;
+//! - [`host_buffers`]: the transfers' host buffers, placed, touched,
+//!   registered and checked page by page.
+//!
+//! Vendors: `cuda` (NVIDIA's driver API, `backend::cuda`) and `sim` (a
+//! simulated device for the tests, `backend::sim`).
+
+mod device;
+pub(crate) mod host_buffers;
+pub mod runtime;
+
+use super::{Backend, Driver, Observed};
+use crate::error::{Error, Input, Result};
+use crate::kernels::{ArrayId, KernelId};
+use crate::observe::Observer;
+use crate::plan::{Plan, Prepared, Settings, StoresRequest};
+use crate::results::target::Target;
+use crate::topology::Topology;
+use crate::units::{Bytes, ELEMENT_BYTES};
+pub use runtime::{Platform, Runtime};
+
+/// One device of a platform, as `--backend NAME:N` selects it.
+pub struct GpuBackend {
+    platform: &'static dyn Platform,
+    index: u32,
+}
+
+impl GpuBackend {
+    /// Device `index` of `platform` (its first where none is given), or
+    /// why not: no driver, no device, no such index.
+    pub fn make(
+        platform: &'static dyn Platform,
+        index: Option<u32>,
+    ) -> std::result::Result<Box<dyn Backend>, String> {
+        let index = index.unwrap_or(0);
+        let count = platform.count()?;
+        if index >= count {
+            return Err(platform.missing(index, count));
+        }
+        Ok(Box::new(GpuBackend { platform, index }))
+    }
+
+    /// `cuda0`: the device's own name.
+    fn device_name(&self) -> String {
+        format!("{}{}", self.platform.name(), self.index)
+    }
+}
+
+impl Backend for GpuBackend {
+    fn name(&self) -> &'static str {
+        self.platform.name()
+    }
+
+    fn prepare(&self, topo: &Topology, s: &Settings) -> Result<Prepared> {
+        (self.platform.check_setup()).map_err(Error::Usage)?;
+        refuse_what_cpus_have(self.platform.kind(), s)?;
+        let described = (self.platform.describe(self.index, topo)).map_err(Error::Runtime)?;
+        let device = described.device;
+        let facts = &device.facts;
+        // STREAM's rule on the device: each array four times its cache.
+        let (elements, inner_repeats) = s.sizes(1, || {
+            (4 * facts.cache_bytes.unwrap_or(0) / ELEMENT_BYTES).max(self.platform.min_elements())
+        })?;
+        let mut kernels = s.measure.kernels.clone();
+        kernels.sort();
+        kernels.dedup();
+        let arrays = device_arrays(&kernels);
+        let needed = (elements as u64).saturating_mul(ELEMENT_BYTES * arrays);
+        let memory = facts.memory_bytes.unwrap_or(u64::MAX);
+        let room = (memory as f64 * self.platform.memory_share()) as u64;
+        if needed > room {
+            let what = match room < memory {
+                true => format!(
+                    "the {} a plan may take of the {}",
+                    Bytes(room),
+                    Bytes(memory)
+                ),
+                false => format!("the {}", Bytes(memory)),
+            };
+            return Err(Error::input(
+                Input::Size,
+                elements.to_string(),
+                format!(
+                    "{arrays} arrays of {elements} elements need {}, more than {what} of {} ({})",
+                    Bytes(needed),
+                    self.device_name(),
+                    facts.model.as_deref().unwrap_or("its memory")
+                ),
+            ));
+        }
+        let host_cpu = host_cpu(topo, facts.numa_node);
+        let plan = Plan {
+            elements,
+            ntimes: s.measure.ntimes,
+            kernels,
+            target: Target::Device(Box::new(device)),
+            cpus: host_cpu.into_iter().collect(),
+            cpu_nodes: (host_cpu.map(|c| topo.cpu(c).map(|x| x.node)))
+                .into_iter()
+                .collect(),
+            hugepages: s.measure.hugepages,
+            mem: s.mem.clone(),
+            inner_repeats,
+            // A device's clock times what it runs: the protocol sizes its
+            // launches per repetition (and picks their shapes) by it.
+            calibrate: true,
+            in_caches: None,
+        };
+        Ok(Prepared {
+            plan,
+            stores_reason: String::new(),
+        })
+    }
+
+    fn observers(&self, plan: &Plan) -> Vec<Box<dyn Observer>> {
+        (plan.target.device()).map_or_else(Vec::new, |d| self.platform.observers(d))
+    }
+
+    fn open(&mut self, plan: &Plan, driver: &mut Driver<'_>) -> Result<Observed> {
+        let name = self.device_name();
+        let device = (plan.target.device())
+            .ok_or_else(|| Error::Runtime(format!("{name}: the plan is not a device's")))?;
+        let multiprocessors = device.facts.multiprocessors.unwrap_or(1);
+        let host_cpu = plan.cpus.first().copied();
+        let host_node = plan.cpu_nodes.first().copied().flatten();
+        let (platform, index) = (self.platform, self.index);
+        let runtime_error = |e: String| Error::Runtime(format!("{name}: {e}"));
+        // Driven from a thread of its own, pinned near the device: it
+        // maps, first touches and registers the host buffers, and
+        // launches.
+        on_host_thread(&name, host_cpu, || {
+            let host = host_buffers::HostBuffers::map(plan)?;
+            let runtime = platform.open(index).map_err(runtime_error)?;
+            let mut gpu =
+                device::Gpu::open(runtime, multiprocessors, plan, host).map_err(runtime_error)?;
+            driver(&mut gpu)?;
+            if let Some(e) = gpu.failure() {
+                return Err(runtime_error(e.to_string()));
+            }
+            let (pages, mut warnings) = gpu.host().pages(host_node);
+            warnings.extend(gpu.runtime_warnings());
+            drop(gpu);
+            warnings.extend(platform.after_run(device));
+            Ok(Observed {
+                threads: Vec::new(),
+                pages,
+                warnings,
+            })
+        })
+    }
+}
+
+/// The host CPU that drives a device: the first this process may use on
+/// the node it is attached to (any, where it says none or has none).
+fn host_cpu(topo: &Topology, node: Option<usize>) -> Option<usize> {
+    (node.and_then(|n| topo.nodes.iter().find(|x| x.id == n)))
+        .and_then(|n| n.cpus.intersection(&topo.allowed_cpus).first())
+        .or_else(|| topo.allowed_cpus.first())
+}
+
+/// Refuses what a device (`kind`: "a simulated device", "a CUDA GPU") does
+/// not have: threads, a placement, an ISA, store instructions, host page
+/// sizes; and a memory policy where no host buffer is placed, or one per
+/// array.
+fn refuse_what_cpus_have(kind: &str, s: &Settings) -> Result<()> {
+    let refuse = |input: Input, given: String, what: &str| {
+        Err(Error::input(
+            input,
+            given,
+            format!("{kind} has no {what} (it is not the CPU team)"),
+        ))
+    };
+    let p = &s.placement;
+    if let Some(n) = p.threads {
+        return refuse(Input::Threads, n.to_string(), "CPU threads");
+    }
+    if let Some(nodes) = &p.cpu_nodes {
+        return refuse(Input::CpuNode, nodes.to_string(), "CPU nodes");
+    }
+    if p.spec != crate::placement::Spec::Default {
+        let (input, text) = p.spec.input();
+        return refuse(input, text, "CPU placement");
+    }
+    // Its own memory takes no policy; its host buffers (the transfers'
+    // h and r) go where the policy puts them.
+    if s.mem != Default::default() && !host_buffers(&s.measure.kernels) {
+        return Err(Error::input(
+            Input::Mem,
+            s.mem.to_string(),
+            format!(
+                "{kind}'s own memory takes no policy: it places the host buffers of the transfers (--kernels transfers: h2d, d2h, bidir and their -kernel forms)"
+            ),
+        ));
+    }
+    // A per-array policy names STREAM's arrays, none of which is host
+    // memory here: refused rather than dropped.
+    if !s.mem.is_uniform() {
+        return Err(Error::input(
+            Input::Mem,
+            s.mem.to_string(),
+            format!("{kind}'s host buffers take one policy for both (bind:1), not one per array"),
+        ));
+    }
+    if let Some(isa) = s.measure.isa {
+        return refuse(Input::Isa, isa.to_string(), "CPU instruction set");
+    }
+    if s.stores != StoresRequest::Auto {
+        return refuse(Input::Stores, s.stores.to_string(), "CPU stores");
+    }
+    if !s.measure.hugepages.is_auto() {
+        let pages = s.measure.hugepages.to_string();
+        return refuse(Input::Hugepages, pages, "host page sizes");
+    }
+    Ok(())
+}
+
+/// Whether the kernels move data over the host link, from and to host
+/// buffers.
+fn host_buffers(kernels: &[KernelId]) -> bool {
+    (kernels.iter()).any(|k| k.spec().arrays().any(ArrayId::host_buffer))
+}
+
+/// The arrays that are the device's own memory among those the plan's
+/// kernels use.
+fn device_arrays(kernels: &[KernelId]) -> u64 {
+    (crate::kernels::arrays_used(kernels).iter())
+        .filter(|a| !a.host_buffer())
+        .count() as u64
+}
+
+/// Runs `body` on a thread of its own pinned to `cpu`, as a device's host
+/// thread (a GPU's context is current on one thread; the host buffers are
+/// first touched there, near the device).
+fn on_host_thread<T: Send>(
+    name: &str,
+    cpu: Option<usize>,
+    body: impl FnOnce() -> Result<T> + Send,
+) -> Result<T> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                if let Some(cpu) = cpu {
+                    crate::sys::pin_current_thread(cpu).map_err(|e| {
+                        Error::Runtime(format!("pinning {name}'s host thread: {e}"))
+                    })?;
+                }
+                body()
+            })
+            .join()
+            .unwrap_or_else(|_| Err(Error::Runtime(format!("{name}'s host thread panicked"))))
+    })
+}

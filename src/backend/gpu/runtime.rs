@@ -1,0 +1,180 @@
+//! The GPU-runtime layer: what the GPU backend needs of a vendor's runtime,
+//! and nothing more. A vendor (CUDA's driver API; the simulated device of
+//! the tests; later HIP) is one [`Platform`] (its devices and their facts)
+//! and one [`Runtime`] (one device's context: memory, host registration,
+//! the kernels' module, launches, events, streams). Everything above it
+//! (arrays, launch shapes, timing windows, transfers, read-back) is
+//! `backend::gpu`'s, written once.
+//!
+//! Streams and events are the runtime's own, two streams and three events
+//! made when it opens: a measurement never needs more, and a handle that
+//! is an enum cannot dangle.
+
+use crate::observe::Observer;
+use crate::results::target;
+use crate::topology::Topology;
+
+/// An address in the device's view: its own memory, or host memory
+/// registered and mapped for it.
+pub type DevicePtr = u64;
+
+/// A kernel of the runtime's module, by the index the runtime gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Function(pub usize);
+
+/// The runtime's two streams: work in order on `Main`; a bidirectional
+/// copy's other direction at once on `Other`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Main,
+    Other,
+}
+
+/// The runtime's three events: a timed window's ends, and `Other`'s end
+/// that `Main` waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    Start,
+    End,
+    OtherDone,
+}
+
+/// What every kernel of the module takes, in this order (`kernels.cu`'s
+/// `PARAMS`): the six arrays as the device addresses them (0 where not
+/// used), the reductions' per-block sums, the scalar and the elements.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct KernelArgs {
+    pub arrays: [DevicePtr; crate::kernels::ARRAYS],
+    pub partial: DevicePtr,
+    pub scalar: f64,
+    pub elements: u64,
+}
+
+/// One vendor's devices: how many, what each is, how to open one.
+pub trait Platform: Sync {
+    /// The name `--backend` takes (`cuda`).
+    fn name(&self) -> &'static str;
+    /// What a refusal calls one of its devices (`a CUDA GPU`).
+    fn kind(&self) -> &'static str;
+    /// The devices it sees, or why it sees none (no driver, no GPU).
+    fn count(&self) -> Result<u32, String>;
+    /// Why `index` is none of the `count` devices it sees, in one line.
+    fn missing(&self, index: u32, count: u32) -> String;
+    /// Device `index` as its runtime, its management library and the
+    /// PCI bus describe it: the target it is (identity and facts, its
+    /// peaks and how it is measured), what the plan needs of it, and
+    /// where it is attached.
+    fn describe(&self, index: u32, topo: &Topology) -> Result<Described, String>;
+    /// Device `index`'s runtime, made current on the calling thread (the
+    /// device's host thread, which keeps it until it drops).
+    fn open(&self, index: u32) -> Result<Box<dyn Runtime>, String>;
+    /// What watches a timed window of this device, besides nothing: its
+    /// clocks held back (a GPU's management library), the host CPU that
+    /// does a simulated device's work. None are loaded for other targets.
+    fn observers(&self, device: &target::Device) -> Vec<Box<dyn Observer>>;
+    /// What to say after a run (a peak that is unknown, clocks held back
+    /// now).
+    fn after_run(&self, device: &target::Device) -> Vec<String>;
+    /// The share of its memory a plan may take (a driver's context and
+    /// module need some of a GPU's).
+    fn memory_share(&self) -> f64 {
+        0.9
+    }
+    /// Elements per array at least where none are given (BabelStream's
+    /// 2^25 on a GPU), besides STREAM's rule on its cache.
+    fn min_elements(&self) -> u64 {
+        0
+    }
+    /// What the `MEMBW_…` variables of a test device ask, checked before
+    /// anything is planned: one line naming what is wrong.
+    fn check_setup(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A device as its platform describes it before a plan: the target it
+/// is, with the facts a plan needs (its memory, multiprocessors and
+/// last-level cache, where it is attached) and how it is measured.
+#[derive(Debug, Clone)]
+pub struct Described {
+    pub device: target::Device,
+}
+
+/// One device's context, as the GPU backend drives it. Every call is on
+/// the thread that opened it; every resource it makes is released when it
+/// drops. An `Err` is one line: the call that failed and the runtime's
+/// code.
+pub trait Runtime {
+    /// The kernels' shape, fixed when they were compiled: threads per
+    /// block, and elements one thread moves per tile (kernels.cu: 256
+    /// threads, 4 accesses of 2 doubles).
+    fn block(&self) -> u32;
+    fn elements_per_thread(&self) -> u64;
+    /// The module's kernel `name` (`triad`, `fill_a`), loaded on first
+    /// use.
+    fn function(&mut self, name: &str) -> Result<Function, String>;
+    /// How many blocks of `function` one multiprocessor holds at once
+    /// (registers, shared memory and threads together): the occupancy
+    /// the runtime computes.
+    fn blocks_per_multiprocessor(&mut self, function: Function) -> Result<u32, String>;
+    /// Device memory of `bytes`, freed when the runtime drops.
+    fn alloc(&mut self, bytes: usize) -> Result<DevicePtr, String>;
+    /// Pins `len` doubles of host memory at `host` and maps them for the
+    /// device: the device's address of them.
+    ///
+    /// # Safety
+    /// The memory stays mapped, and is not otherwise accessed while work
+    /// that uses it is queued, until the runtime drops.
+    unsafe fn register(&mut self, host: *mut f64, len: usize) -> Result<DevicePtr, String>;
+    /// Queues a copy of `len` doubles from host memory at `from` (pinned
+    /// or pageable) to the device at `to`.
+    ///
+    /// # Safety
+    /// `from..from+len` stays valid until the stream is synchronized.
+    unsafe fn copy_to_device(
+        &mut self,
+        to: DevicePtr,
+        from: *const f64,
+        len: usize,
+        stream: Stream,
+    ) -> Result<(), String>;
+    /// Queues a copy of `len` doubles from the device at `from` to host
+    /// memory at `to`.
+    ///
+    /// # Safety
+    /// `to..to+len` stays valid and untouched until the stream is
+    /// synchronized.
+    unsafe fn copy_to_host(
+        &mut self,
+        to: *mut f64,
+        from: DevicePtr,
+        len: usize,
+        stream: Stream,
+    ) -> Result<(), String>;
+    /// Copies device memory at `from` into `into`, and returns once it is
+    /// there (reading back, outside the timed windows).
+    fn read(&mut self, from: DevicePtr, into: &mut [f64]) -> Result<(), String>;
+    /// Queues `function` over `grid` blocks of [`block`](Self::block)
+    /// threads.
+    fn launch(
+        &mut self,
+        function: Function,
+        grid: u32,
+        args: &KernelArgs,
+        stream: Stream,
+    ) -> Result<(), String>;
+    /// Records `event` on `stream`.
+    fn record(&mut self, event: Event, stream: Stream) -> Result<(), String>;
+    /// Makes `stream` wait for `event`.
+    fn wait(&mut self, stream: Stream, event: Event) -> Result<(), String>;
+    /// Seconds between two recorded events by the device's own clock,
+    /// once `to` has happened.
+    fn elapsed_s(&mut self, from: Event, to: Event) -> Result<f64, String>;
+    /// Returns once `stream` has done everything queued on it.
+    fn synchronize(&mut self, stream: Stream) -> Result<(), String>;
+    /// What the runtime noticed that the run should say (a buffer it
+    /// could not pin).
+    fn warnings(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}

@@ -1,0 +1,268 @@
+//! A node of simulated devices, for the tests: a vendor of the GPU-runtime
+//! layer (`backend::gpu`) as a CUDA driver is one, whose "device memory" is
+//! host memory and whose kernels are the portable loops. Every command
+//! drives it through the same GPU backend as a real GPU, so that the
+//! backend's tests pass on it and on the fake CUDA driver alike, with
+//! nothing of either outside its own module.
+//!
+//! The node has [`DEVICES`] devices, `sim:0` to `sim:3`; device N is
+//! attached to the host's NUMA node N modulo the nodes there are, and is
+//! driven by a host thread pinned to the first CPU of that node this
+//! process may use (so that the trust counters tell its time from other
+//! work). Each owns its arrays (memory that no CPU placement, memory
+//! policy or first touch of membw's places), names itself `simN`, declares
+//! its memory and two named peaks (its memory and its host link), and
+//! refuses what only CPUs have: threads, a placement, an ISA, store
+//! instructions, page sizes. Its kernels run on the host thread, so its
+//! rates are real ones of this host; only its identity and facts are
+//! simulated.
+//!
+//! Its host link is real host memory: the transfers (h2d, d2h, bidir: a
+//! copy engine's memcpy; their -kernel forms: a loop, as the device's threads) copy
+//! between its arrays and two host buffers (h, r) that the plan's memory
+//! policy places before any page exists, that its host thread locks
+//! (`mlock`, as a driver pins them) and first touches, and whose pages it
+//! reports, checked page by page. `--mem` is refused where no transfer
+//! runs: its own memory takes no policy.
+//!
+//! It times its own work, as a GPU's events do, with a clock of 1 µs
+//! ticks: the protocol takes its clock's times, checks them against the
+//! host's around them, and sizes its launches per repetition by it, so
+//! that arrays of a few thousand elements (kernels of microseconds) are
+//! measured as a GPU's small arrays are. Its work runs on its host
+//! thread, so the CPUs' tick counters are its observer.
+//!
+//! `MEMBW_SIM_DEVICE` sets it up for validation tests: `wrong-element=N`
+//! makes element N of the last array every kernel writes come back wrong
+//! (the protocol must name that array), `peak=GBS` and `link=GBS` change
+//! its peaks, `lanes=N` trains its PCIe Gen5 x16 link at N lanes (a link
+//! below its maximum, for `check`), `clock=F` makes its clock run F times
+//! as fast as it should
+//! (the protocol must catch one that runs fast).
+
+mod runtime;
+
+use super::gpu::runtime::{Described, Platform, Runtime};
+use crate::observe::{CpuTicks, Observer};
+use crate::results::target::method::CPU_TICKS;
+use crate::results::target::{self, Clock, DeviceFacts, DeviceId, DeviceMethod, DevicePeaks};
+use crate::topology::Topology;
+use crate::topology::pci::{LinkState, PciLink};
+
+/// The simulated device's memory.
+const MEMORY_BYTES: u64 = 1 << 30;
+/// Its declared memory peak, GB/s: above what any host here reaches with
+/// one thread.
+const PEAK_GB_S: f64 = 1000.0;
+/// Its host link: PCIe 5.0 x16, 32 GT/s × 16 lanes × 128/130 / 8 = 63
+/// GB/s each way.
+const GEN5_X16: LinkState = LinkState {
+    gt_s: 32.0,
+    width: 16,
+};
+/// Devices on the simulated node.
+pub const DEVICES: u32 = 4;
+/// Its "L2": STREAM's rule on it gives 16 MiB arrays (2^21 elements).
+const CACHE_BYTES: u64 = 4 << 20;
+/// Its multiprocessors, each holding [`runtime::BLOCKS_PER_MP`] blocks.
+const MULTIPROCESSORS: u32 = 8;
+/// Its clock's tick, seconds.
+const TICK_S: f64 = 1e-6;
+/// The variable that sets it up for tests.
+pub const SETUP_VARIABLE: &str = "MEMBW_SIM_DEVICE";
+
+/// The simulated node's devices, as one platform of the GPU backend.
+pub struct SimPlatform;
+
+/// The one instance `backend::BACKENDS` registers.
+pub static SIM: SimPlatform = SimPlatform;
+
+impl SimPlatform {
+    /// The host node device `index` is attached to: the `index`-th of the
+    /// nodes with memory, round robin.
+    fn node(index: u32, topo: &Topology) -> Option<usize> {
+        let nodes: Vec<usize> = (topo.nodes.iter())
+            .filter(|n| !n.memoryless())
+            .map(|n| n.id)
+            .collect();
+        (!nodes.is_empty()).then(|| nodes[index as usize % nodes.len()])
+    }
+}
+
+impl Platform for SimPlatform {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+
+    fn kind(&self) -> &'static str {
+        "a simulated device"
+    }
+
+    fn count(&self) -> Result<u32, String> {
+        Ok(DEVICES)
+    }
+
+    fn missing(&self, index: u32, count: u32) -> String {
+        format!(
+            "there is no device sim:{index}: the simulated node has sim:0 to sim:{}",
+            count - 1
+        )
+    }
+
+    fn check_setup(&self) -> Result<(), String> {
+        Setup::from_env().map(|_| ())
+    }
+
+    fn describe(&self, index: u32, topo: &Topology) -> Result<Described, String> {
+        let setup = Setup::from_env()?;
+        let link = PciLink {
+            current: LinkState {
+                width: setup.lanes.unwrap_or(GEN5_X16.width),
+                ..GEN5_X16
+            },
+            max: GEN5_X16,
+        };
+        let device = target::Device {
+            id: DeviceId {
+                backend: "sim".into(),
+                index,
+                name: format!("sim{index}"),
+            },
+            facts: DeviceFacts {
+                uuid: Some(format!("SIM-{index:08x}")),
+                bus_id: Some(format!("0000:{:02x}:00.0", 0x18 + index)),
+                link: Some(link),
+                model: Some("membw simulated device".into()),
+                memory_bytes: Some(MEMORY_BYTES),
+                driver: Some(format!("membw {}", env!("CARGO_PKG_VERSION"))),
+                numa_node: SimPlatform::node(index, topo),
+                multiprocessors: Some(MULTIPROCESSORS),
+                cache_bytes: Some(CACHE_BYTES),
+                peaks: DevicePeaks {
+                    memory_gb_s: Some(setup.peak_gb_s.unwrap_or(PEAK_GB_S)),
+                    host_link_gb_s: Some((setup.link_gb_s).unwrap_or_else(|| link.current.gb_s())),
+                },
+                method: DeviceMethod {
+                    clock: Clock {
+                        name: "the simulated device's clock".into(),
+                        own: true,
+                        resolution_s: Some(TICK_S),
+                    },
+                    setup: "allocations and fill kernels, host buffers locked".into(),
+                    observers: vec![format!(
+                        "{CPU_TICKS}, of the host thread that runs its kernels"
+                    )],
+                },
+            },
+        };
+        Ok(Described { device })
+    }
+
+    fn open(&self, _index: u32) -> Result<Box<dyn Runtime>, String> {
+        Ok(Box::new(runtime::SimRuntime::new(Setup::from_env()?)))
+    }
+
+    /// Its kernels run on its host thread: the CPUs' tick counters see
+    /// what else ran beside them.
+    fn observers(&self, _device: &target::Device) -> Vec<Box<dyn Observer>> {
+        vec![Box::new(CpuTicks::default())]
+    }
+
+    fn after_run(&self, _device: &target::Device) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn memory_share(&self) -> f64 {
+        1.0
+    }
+}
+
+/// What `MEMBW_SIM_DEVICE` asked for.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Setup {
+    wrong_element: Option<usize>,
+    peak_gb_s: Option<f64>,
+    link_gb_s: Option<f64>,
+    lanes: Option<u32>,
+    clock: Option<f64>,
+}
+
+/// A positive rate in GB/s.
+fn rate(gb_s: &str) -> std::result::Result<f64, String> {
+    (gb_s.parse().ok())
+        .filter(|p: &f64| p.is_finite() && *p > 0.0)
+        .ok_or_else(|| format!("'{gb_s}': a positive rate in GB/s"))
+}
+
+impl Setup {
+    fn parse(text: &str) -> std::result::Result<Setup, String> {
+        let mut setup = Setup::default();
+        for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            match item.split_once('=') {
+                Some(("wrong-element", n)) => {
+                    setup.wrong_element = Some(
+                        n.parse()
+                            .map_err(|_| format!("'{n}': an element index (0, 1, ...)"))?,
+                    );
+                }
+                Some(("peak", gb_s)) => setup.peak_gb_s = Some(rate(gb_s)?),
+                Some(("link", gb_s)) => setup.link_gb_s = Some(rate(gb_s)?),
+                Some(("lanes", n)) => {
+                    setup.lanes = Some(
+                        (n.parse().ok())
+                            .filter(|n| (1..=16).contains(n))
+                            .ok_or_else(|| format!("'{n}': lanes from 1 to 16"))?,
+                    );
+                }
+                Some(("clock", f)) => {
+                    setup.clock = Some(
+                        (f.parse().ok())
+                            .filter(|f: &f64| f.is_finite() && *f > 0.0)
+                            .ok_or_else(|| format!("'{f}': a positive factor"))?,
+                    );
+                }
+                _ => {
+                    return Err(format!(
+                        "'{item}': expected wrong-element=N, peak=GBS, link=GBS, lanes=N or clock=F"
+                    ));
+                }
+            }
+        }
+        Ok(setup)
+    }
+
+    fn from_env() -> Result<Setup, String> {
+        let Ok(text) = std::env::var(SETUP_VARIABLE) else {
+            return Ok(Setup::default());
+        };
+        Setup::parse(&text).map_err(|e| format!("{SETUP_VARIABLE}={text}: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn its_setup_is_read_or_refused_in_one_line() {
+        assert_eq!(
+            Setup::parse("wrong-element=3, peak=250").unwrap(),
+            Setup {
+                wrong_element: Some(3),
+                peak_gb_s: Some(250.0),
+                link_gb_s: None,
+                lanes: None,
+                clock: None,
+            }
+        );
+        assert_eq!(Setup::parse("").unwrap(), Setup::default());
+        assert!(
+            Setup::parse("wrong-element=-1")
+                .unwrap_err()
+                .contains("'-1'")
+        );
+        assert!(Setup::parse("peak=0").unwrap_err().contains("'0'"));
+        assert_eq!(Setup::parse("link=25").unwrap().link_gb_s, Some(25.0));
+        assert!(Setup::parse("speed=2").unwrap_err().contains("'speed=2'"));
+    }
+}

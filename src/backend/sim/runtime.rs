@@ -1,0 +1,313 @@
+//! The simulated device's runtime: the GPU-runtime layer's calls over host
+//! memory. "Device memory" is mappings of its own, a registered host
+//! buffer is locked (as a driver pins it) and addressed where it is, a
+//! launch runs the kernel's recurrence (the portable loops) over whole
+//! arrays on the calling thread, whatever its grid, and its events read a
+//! clock of [`TICK_S`](super::TICK_S) ticks, scaled by `clock=F`.
+//!
+//! `wrong-element=N` adds one to element N of what every kernel and copy
+//! writes (the array a kernel writes last, a copy's destination), as a
+//! device with a bad word would: validation must name the array.
+
+use super::{Setup, TICK_S};
+use crate::backend::gpu::runtime::{DevicePtr, Event, Function, KernelArgs, Runtime, Stream};
+use crate::backend::{Sums, run_portable};
+use crate::kernels::{ARRAYS, ArrayId, KernelId, Mover, Path};
+use crate::memory::Chunk;
+use crate::sys::MappedArray;
+use std::time::Instant;
+
+/// Blocks of 256 threads each of its multiprocessors holds (as an H100
+/// holds six of membw's at 34 registers a thread).
+pub(super) const BLOCKS_PER_MP: u32 = 6;
+
+/// The module's kernels: every kernel the GPU's threads run, then the
+/// helpers (kernels.cu's names: `-` spelled `_`).
+fn names() -> Vec<String> {
+    let mut names: Vec<String> = (crate::kernels::KERNELS.iter())
+        .filter(|k| {
+            !matches!(
+                k.path,
+                Path::HostLink {
+                    by: Mover::CopyEngine | Mover::Pageable,
+                    ..
+                }
+            )
+        })
+        .map(|k| k.name.replace('-', "_"))
+        .collect();
+    names.extend(["fill_a", "fill_b", "fill_c", "fill_d", "update"].map(String::from));
+    names
+}
+
+/// A range of memory the device addresses: an allocation of its own, or
+/// a registered host buffer.
+struct Region {
+    start: *mut f64,
+    len: usize,
+}
+
+pub(super) struct SimRuntime {
+    setup: Setup,
+    names: Vec<String>,
+    /// Its "device memory".
+    allocations: Vec<MappedArray>,
+    /// Everything it addresses: its allocations and the registered host
+    /// buffers.
+    regions: Vec<Region>,
+    events: [Option<Instant>; 3],
+    warnings: Vec<String>,
+}
+
+impl SimRuntime {
+    pub(super) fn new(setup: Setup) -> SimRuntime {
+        SimRuntime {
+            setup,
+            names: names(),
+            allocations: Vec::new(),
+            regions: Vec::new(),
+            events: [None; 3],
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The region `ptr` points into, from `ptr` to its end.
+    fn from(&self, ptr: DevicePtr) -> Result<(*mut f64, usize), String> {
+        let r = (self.regions.iter())
+            .find(|r| {
+                let start = r.start as u64;
+                ptr >= start && ptr < start + (r.len * 8) as u64
+            })
+            .ok_or_else(|| format!("address {ptr:#x} is not the device's"))?;
+        let skip = (ptr - r.start as u64) as usize / 8;
+        // SAFETY: `skip` < r.len, so the pointer stays inside the region.
+        Ok((unsafe { r.start.add(skip) }, r.len - skip))
+    }
+
+    /// The arrays of a launch as one chunk of `elements` elements each.
+    ///
+    /// # Safety
+    /// The arrays are distinct regions the runtime addresses (checked),
+    /// and nothing else touches them while the chunk lives: every call of
+    /// the runtime's is done before it returns.
+    unsafe fn chunk(
+        &self,
+        arrays: &[DevicePtr; ARRAYS],
+        elements: usize,
+    ) -> Result<Chunk<'_>, String> {
+        let mut used: Vec<DevicePtr> = arrays.iter().copied().filter(|&p| p != 0).collect();
+        used.sort_unstable();
+        if used.windows(2).any(|w| w[0] == w[1]) {
+            return Err("one array passed twice".into());
+        }
+        let mut slices: [Option<&mut [f64]>; ARRAYS] = Default::default();
+        for (slot, &ptr) in slices.iter_mut().zip(arrays) {
+            if ptr != 0 {
+                let (start, len) = self.from(ptr)?;
+                if len < elements {
+                    return Err(format!("the array at {ptr:#x} is shorter than {elements}"));
+                }
+                // SAFETY: `start..start+elements` lies in one region (its
+                // length checked), and the regions are distinct (checked
+                // above), so no two slices overlap.
+                *slot = Some(unsafe { std::slice::from_raw_parts_mut(start, elements) });
+            }
+        }
+        Ok(Chunk {
+            arrays: slices,
+            offset: 0,
+        })
+    }
+
+    /// `wrong-element=N`: element N of what was just written, off by one.
+    fn spoil(slice: Option<&mut [f64]>, setup: &Setup) {
+        if let (Some(n), Some(slice)) = (setup.wrong_element, slice)
+            && let Some(x) = slice.get_mut(n)
+        {
+            *x += 1.0;
+        }
+    }
+
+    fn slot(event: Event) -> usize {
+        match event {
+            Event::Start => 0,
+            Event::End => 1,
+            Event::OtherDone => 2,
+        }
+    }
+
+    /// A copy of `len` doubles, `wrong-element` applied to what it wrote.
+    fn copy(&self, to: *mut f64, from: *const f64, len: usize) {
+        // SAFETY: the callers' contracts: both ranges valid for `len`
+        // doubles; they are different buffers (host and device memory).
+        let (to, from) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(to, len),
+                std::slice::from_raw_parts(from, len),
+            )
+        };
+        to.copy_from_slice(from);
+        Self::spoil(Some(to), &self.setup);
+    }
+}
+
+impl Runtime for SimRuntime {
+    fn block(&self) -> u32 {
+        256
+    }
+
+    fn elements_per_thread(&self) -> u64 {
+        8
+    }
+
+    fn function(&mut self, name: &str) -> Result<Function, String> {
+        (self.names.iter().position(|n| n == name))
+            .map(Function)
+            .ok_or_else(|| format!("the simulated module has no kernel {name}"))
+    }
+
+    fn blocks_per_multiprocessor(&mut self, _function: Function) -> Result<u32, String> {
+        Ok(BLOCKS_PER_MP)
+    }
+
+    fn alloc(&mut self, bytes: usize) -> Result<DevicePtr, String> {
+        let mut array = MappedArray::new(bytes.div_ceil(8).max(1))
+            .map_err(|e| format!("allocating {bytes} bytes: {e}"))?;
+        let region = Region {
+            start: array.as_mut_slice().as_mut_ptr(),
+            len: array.len(),
+        };
+        let ptr = region.start as DevicePtr;
+        self.regions.push(region);
+        self.allocations.push(array);
+        Ok(ptr)
+    }
+
+    unsafe fn register(&mut self, host: *mut f64, len: usize) -> Result<DevicePtr, String> {
+        // Locked as a driver pins it; where `ulimit -l` says no, it is
+        // still addressed, and the run says its pages could move.
+        if let Err(e) = crate::sys::lock_range(host, len) {
+            self.warnings.push(format!(
+                "a host buffer of {} is not pinned (mlock: {e}; raise ulimit -l): its pages could move",
+                crate::units::Bytes(len as u64 * 8)
+            ));
+        }
+        self.regions.push(Region { start: host, len });
+        Ok(host as DevicePtr)
+    }
+
+    unsafe fn copy_to_device(
+        &mut self,
+        to: DevicePtr,
+        from: *const f64,
+        len: usize,
+        _stream: Stream,
+    ) -> Result<(), String> {
+        let (to, room) = self.from(to)?;
+        self.copy(to, from, len.min(room));
+        Ok(())
+    }
+
+    unsafe fn copy_to_host(
+        &mut self,
+        to: *mut f64,
+        from: DevicePtr,
+        len: usize,
+        _stream: Stream,
+    ) -> Result<(), String> {
+        let (from, room) = self.from(from)?;
+        self.copy(to, from, len.min(room));
+        Ok(())
+    }
+
+    fn read(&mut self, from: DevicePtr, into: &mut [f64]) -> Result<(), String> {
+        let (from, room) = self.from(from)?;
+        let len = into.len().min(room);
+        // SAFETY: `from..from+len` lies in one of its regions.
+        into[..len].copy_from_slice(unsafe { std::slice::from_raw_parts(from, len) });
+        Ok(())
+    }
+
+    fn launch(
+        &mut self,
+        function: Function,
+        grid: u32,
+        args: &KernelArgs,
+        _stream: Stream,
+    ) -> Result<(), String> {
+        if grid == 0 {
+            return Err("a launch of no blocks".into());
+        }
+        let name = self.names[function.0].clone();
+        let elements = args.elements as usize;
+        // SAFETY: the arrays are the runtime's regions, and the launch
+        // is done before this call returns.
+        let mut chunk = unsafe { self.chunk(&args.arrays, elements) }?;
+        let fill = ["fill_a", "fill_b", "fill_c", "fill_d"]
+            .iter()
+            .position(|f| *f == name);
+        if let Some(i) = fill {
+            if let Some(array) = chunk.arrays[i].as_deref_mut() {
+                array.fill(args.scalar);
+            }
+            return Ok(());
+        }
+        if name == "update" {
+            if let Some(a) = chunk.arrays[ArrayId::A.index()].as_deref_mut() {
+                a.iter_mut().for_each(|x| *x *= args.scalar);
+            }
+            return Ok(());
+        }
+        let kernel = KernelId::parse(&name.replace('_', "-"))
+            .ok_or_else(|| format!("the simulated module has no kernel {name}"))?;
+        let mut sums = Sums::default();
+        run_portable(kernel, &mut chunk, &mut sums);
+        let written = kernel.spec().written();
+        Self::spoil(
+            written.and_then(|w| chunk.arrays[w.index()].as_deref_mut()),
+            &self.setup,
+        );
+        let sum = match kernel {
+            KernelId::Read => Some(sums.read),
+            KernelId::Dot => Some(sums.dot),
+            _ => None,
+        };
+        if let Some(sum) = sum.filter(|_| args.partial != 0) {
+            // Each block's sum: the first holds the whole, the rest none.
+            let (partial, room) = self.from(args.partial)?;
+            let blocks = (grid as usize).min(room);
+            // SAFETY: `partial..partial+blocks` lies in one region.
+            let partial = unsafe { std::slice::from_raw_parts_mut(partial, blocks) };
+            partial.fill(0.0);
+            partial[0] = sum;
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, event: Event, _stream: Stream) -> Result<(), String> {
+        self.events[Self::slot(event)] = Some(Instant::now());
+        Ok(())
+    }
+
+    fn wait(&mut self, _stream: Stream, _event: Event) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn elapsed_s(&mut self, from: Event, to: Event) -> Result<f64, String> {
+        let (Some(t0), Some(t1)) = (self.events[Self::slot(from)], self.events[Self::slot(to)])
+        else {
+            return Err("an event that was never recorded".into());
+        };
+        let seconds = (t1 - t0).as_secs_f64() * self.setup.clock.unwrap_or(1.0);
+        // Whole ticks, as a device's clock counts.
+        Ok((seconds / TICK_S).floor() * TICK_S)
+    }
+
+    fn synchronize(&mut self, _stream: Stream) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+}

@@ -1,0 +1,24 @@
+//! How a device launched a kernel, as its records keep it: the launch
+//! shape that ran, and the shapes the protocol timed against it before
+//! the run (the fastest was kept).
+
+use serde::{Deserialize, Serialize};
+
+/// A kernel's launch on a device: the shape that ran, and every shape
+/// timed while the protocol calibrated (the fastest was kept).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Launch {
+    /// `792 blocks of 256 (one wave: 6 per multiprocessor, by occupancy)`.
+    pub shape: String,
+    /// Each shape timed, with its best rate then (GB/s); empty where the
+    /// target had one shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tried: Vec<LaunchTried>,
+}
+
+/// One launch shape as calibration timed it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchTried {
+    pub shape: String,
+    pub best_gb_s: f64,
+}
