@@ -8,60 +8,11 @@
 
 mod common;
 
-use common::{membw, skip, usage_error};
+use common::{fake_cuda_driver as fake_driver, membw, skip, usage_error};
 use serde_json::Value;
-use std::path::PathBuf;
-use std::sync::OnceLock;
 
 /// Small arrays: the fake driver runs on one host thread.
 const SMALL: [&str; 4] = ["--array-size", "200000", "--ntimes", "3"];
-
-/// The directory holding the fake `libcuda.so.1`, built once with the C
-/// compiler; `None` (and a skip saying why) where it cannot be used.
-fn fake_driver() -> Option<PathBuf> {
-    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    if common::emulated() {
-        skip("the fake CUDA driver is built for the host, not the emulated binary");
-        return None;
-    }
-    let built = BUILT.get_or_init(|| {
-        let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda/libcuda.c");
-        let key = common::content_key(&[include_str!("fake_cuda/libcuda.c")]);
-        let mut failure = None;
-        let dir = common::cached_dir(&format!("fake_cuda-{key:016x}"), |dir| {
-            let out = std::process::Command::new("cc")
-                .args(["-shared", "-fPIC", "-O2", "-o"])
-                .arg(dir.join("libcuda.so.1"))
-                .arg(&source)
-                .output()
-                .map_err(|e| format!("cc: {e}"));
-            match out {
-                Ok(out) if out.status.success() => {}
-                Ok(out) => failure = Some(String::from_utf8_lossy(&out.stderr).into_owned()),
-                Err(e) => failure = Some(e),
-            }
-            Ok(())
-        });
-        match failure {
-            // A failed build must not stay cached as an empty directory.
-            Some(e) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                Err(e)
-            }
-            None => Ok(dir),
-        }
-    });
-    match built {
-        Ok(dir) => Some(dir.clone()),
-        Err(e) => {
-            common::unavailable(
-                format!("the fake CUDA driver does not build ({e})"),
-                ".ci/run must install gcc",
-            );
-            None
-        }
-    }
-}
 
 /// membw with the fake driver first on the library path.
 fn with_fake(dir: &std::path::Path) -> assert_cmd::Command {
@@ -338,7 +289,7 @@ fn the_committed_ptx_is_what_the_source_compiles_to() {
         );
         return;
     }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = std::process::Command::new(&python)
         .arg(root.join("tools/cuda_ptx.py"))
         .arg("--check")

@@ -5,6 +5,31 @@ mod common;
 
 use common::{stdout, usage_error};
 
+/// Under `numactl --membind N`, a chase without `--mem` runs under the
+/// policy membw was started with and names it, as `run` does.
+#[test]
+fn latency_names_the_policy_it_inherited_from_numactl() {
+    if !common::mbind_works() {
+        return;
+    }
+    let mut probe = std::process::Command::new("numactl");
+    probe.arg("--show");
+    if common::tool(&mut probe, "numactl").is_none() {
+        return;
+    }
+    let out = std::process::Command::new("numactl")
+        .args(["--membind", "0"])
+        .args(common::membw_argv())
+        .args([
+            "latency", "--sizes", "16KiB", "--time", "10ms", "--format", "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["mem"], "bind:0", "{d}");
+}
+
 #[test]
 fn latency_json_has_the_documented_fields() {
     let json = stdout(&[

@@ -493,12 +493,29 @@ fn target_branches(files: &BTreeMap<String, String>) -> Vec<String> {
                 let rest = &line[at + m.len()..];
                 !(rest.starts_with(".cloned()") || rest.starts_with(')'))
             });
-            if (variant && pattern) || asked || line.contains("Target::Device(") {
+            if (variant && pattern) || asked || line.contains("Target::Device(") || kind_shape(line)
+            {
                 found.push(format!("src/{path}:{}: {}", i + 1, line.trim()));
             }
         }
     }
     found
+}
+
+/// A line that asks what kind of target ran by another name: whether it
+/// is "on the host", or a figure whose zero means "a device" (no sockets
+/// used, no working CPUs, no threads). What a target has is read off its
+/// method (`Target::method`: clock, setup, observers, who works) instead.
+fn kind_shape(line: &str) -> bool {
+    let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+    let zero_tests = ["==0", "!=0", ">0", "<1", ">=1"];
+    compact.contains(".on_host(")
+        || (compact.contains("sockets_used") && zero_tests.iter().any(|z| compact.contains(z)))
+        || (compact.contains("working_cpus(") && compact.contains(".is_empty()"))
+        || (compact.contains("threads()")
+            && zero_tests
+                .iter()
+                .any(|z| compact.contains(&format!("threads(){z}"))))
 }
 
 #[test]
@@ -511,6 +528,12 @@ fn only_the_targets_branch_on_a_targets_kind() {
         "fn cell(m: &M) -> String { if m.target().device().is_some() { String::new() } else { x() } }",
         "fn cell(t: &Target) -> u8 { match t { Target::Cpu(_) => 1, _ => 0 } }",
         "fn f(t: &Target) -> bool { matches!(t, Target::Program { .. }) }",
+        // By name and by shape: whether it ran on the host, or a figure
+        // whose zero means a device.
+        "fn f(p: &Plan) -> bool { p.target.on_host() }",
+        "fn f(p: &PeakUse) -> bool { p.sockets_used == 0 }",
+        "fn f(p: &Plan) -> bool { p.target.working_cpus(&p.cpus).is_empty() }",
+        "fn f(p: &Plan) -> bool { p.threads() == 0 }",
     ] {
         let mut files = t.files.clone();
         files.insert("report/csv.rs".into(), planted.into());

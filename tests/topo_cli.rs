@@ -287,6 +287,10 @@ fn topo_lists_the_gpus_on_the_pci_bus_and_a_link_that_trained_low() {
     let root = common::shared_tree("hgx-h100-2s");
     let out = stdout(&["topo", "--sysroot", root.to_str().unwrap()]);
     assert!(out.contains("4 NVIDIA on the PCI bus"), "{out}");
+    assert!(
+        out.contains("(63.0 GB/s each way) · no driver bound · --backend cuda"),
+        "{out}"
+    );
     let line = |address: &str| {
         out.lines()
             .find(|l| l.contains(address))
@@ -310,7 +314,35 @@ fn topo_lists_the_gpus_on_the_pci_bus_and_a_link_that_trained_low() {
     let plain = common::shared_tree("xeon-e5-2680v3-2s");
     let out = stdout(&["topo", "--sysroot", plain.to_str().unwrap()]);
     assert!(
-        out.contains("GPUs       none (no NVIDIA GPU on the PCI bus)"),
+        out.contains("GPUs       none (no NVIDIA, AMD or Intel GPU on the PCI bus)"),
         "{out}"
     );
+}
+
+/// AMD's accelerators (processing-accelerator class) are listed as
+/// NVIDIA's are, each with its node and link, and say that no backend
+/// measures them yet.
+#[test]
+fn topo_lists_every_makers_gpus_and_which_it_cannot_measure() {
+    let root = common::shared_tree("epyc-mi300x-2s");
+    let out = stdout(&["topo", "--sysroot", root.to_str().unwrap()]);
+    assert!(out.contains("4 AMD on the PCI bus"), "{out}");
+    let line = (out.lines())
+        .find(|l| l.contains("0000:85:00.0"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("1002:74a1 · NUMA node 1"), "{line}");
+    assert!(
+        line.contains("Gen4 x16 (31.5 GB/s each way), trained below its Gen5 x16"),
+        "{line}"
+    );
+    assert!(
+        line.contains("no membw backend for AMD GPUs yet (HIP)"),
+        "{line}"
+    );
+    let json = stdout(&["topo", "--sysroot", root.to_str().unwrap(), "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let gpus = doc["topology"]["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), 4);
+    assert_eq!(gpus[0]["vendor"], 0x1002);
+    assert_eq!(gpus[0]["class"], 0x1200);
 }

@@ -38,6 +38,8 @@ pub(crate) struct ReportArgs {
 
     #[command(flatten)]
     form: super::flags::Form,
+    #[command(flatten)]
+    json: super::flags::Json,
 
     #[command(flatten)]
     markdown: super::flags::Markdown,

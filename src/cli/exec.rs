@@ -37,6 +37,8 @@ pub(crate) struct ExecArgs {
 
     #[command(flatten)]
     form: super::flags::Form,
+    #[command(flatten)]
+    json: super::flags::Json,
 
     #[command(flatten)]
     output: super::flags::Output,

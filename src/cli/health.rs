@@ -38,6 +38,8 @@ pub(crate) struct BaselineArgs {
 
     #[command(flatten)]
     form: super::flags::Form,
+    #[command(flatten)]
+    json: super::flags::Json,
 
     #[command(flatten)]
     protocol: ProtocolArgs,
@@ -190,6 +192,8 @@ pub(crate) struct CheckArgs {
 
     #[command(flatten)]
     form: super::flags::Form,
+    #[command(flatten)]
+    json: super::flags::Json,
 
     #[command(flatten)]
     prom: super::flags::Prom,

@@ -108,6 +108,8 @@ pub(crate) struct LatencyArgs {
 
     #[command(flatten)]
     form: super::flags::Form,
+    #[command(flatten)]
+    json: super::flags::Json,
 
     #[command(flatten)]
     peak: PeakArgs,

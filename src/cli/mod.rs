@@ -39,6 +39,7 @@ use std::path::PathBuf;
     name = "membw",
     version,
     about = "Sustainable memory bandwidth, measured the STREAM way, pinned and validated",
+    after_help = "GPUs: membw topo lists them; membw run --backend cuda:0 measures GPU 0's memory, and with\n--kernels transfers its host link (run, sweep, baseline and check take --backend)",
     arg_required_else_help = true,
     max_term_width = 100
 )]
@@ -49,7 +50,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Measure bandwidth with STREAM's kernels (Copy, Scale, Add, Triad, plus read and write)
+    /// Measure bandwidth with STREAM's kernels (Copy, Scale, Add, Triad, plus read and write),
+    /// on this node's CPUs or a GPU's memory (--backend cuda:N)
     Run(run::RunArgs),
     /// Show sockets, NUMA nodes and distances, cores, caches, allowed CPUs and the theoretical peak
     Topo(TopoArgs),

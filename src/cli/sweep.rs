@@ -91,6 +91,9 @@ pub(crate) struct SweepArgs {
     #[command(flatten)]
     #[serde(skip)]
     form: super::flags::Form,
+    #[command(flatten)]
+    #[serde(skip)]
+    json: super::flags::Json,
 
     #[command(flatten)]
     #[serde(skip)]

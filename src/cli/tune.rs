@@ -32,6 +32,8 @@ pub(crate) struct TuneArgs {
 
     #[command(flatten)]
     form: super::flags::Form,
+    #[command(flatten)]
+    json: super::flags::Json,
 
     #[command(flatten)]
     measure: MeasureArgs,

@@ -107,11 +107,8 @@ pub fn scope_jobs(
 /// Why arrays of this plan would measure the caches rather than the
 /// memory: each array no larger than the last-level caches of its CPUs.
 fn fits_in_caches(topo: &Topology, plan: &Plan) -> Option<String> {
-    // A device's memory is in no host cache.
+    // A device's memory is in no host cache: no working CPU, no cache.
     let cpus = plan.target.working_cpus(&plan.cpus);
-    if cpus.is_empty() {
-        return None;
-    }
     let array = crate::units::Bytes(plan.elements as u64 * crate::units::ELEMENT_BYTES);
     let llc = topo.llc_sum(&cpus.iter().copied().collect());
     (array <= llc).then(|| {

@@ -338,8 +338,15 @@ pub fn diagnosis(f: &Finding, tolerance: f64, findings: &[Finding]) -> String {
             "{what} of its baseline {:.1} GB/s (tolerance {tol}): {everywhere}",
             f.reference_gb_s
         ),
-        (Against::Peak, _)
-        | (Against::OtherDomains, Scope::Node | Scope::Device | Scope::HostLink(_)) => format!(
+        (Against::Peak | Against::OtherDomains, Scope::Device) => format!(
+            "{what} of the expected {:.1} GB/s (share of its memory peak): its memory clock below the maximum the peak assumes (application clocks, a power cap), heat, or another job on it",
+            f.reference_gb_s
+        ),
+        (Against::Peak | Against::OtherDomains, Scope::HostLink(n)) => format!(
+            "{what} of the expected {:.1} GB/s (share of its link's peak): a link trained below its maximum, host buffers off NUMA node {n}, or other traffic on the link",
+            f.reference_gb_s
+        ),
+        (Against::Peak, _) | (Against::OtherDomains, Scope::Node) => format!(
             "{what} of the expected {:.1} GB/s (share of the theoretical peak): memory channels missing or slow, or memory slower than the peak assumes",
             f.reference_gb_s
         ),

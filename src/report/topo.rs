@@ -295,19 +295,27 @@ fn distances(o: &mut String, topo: &Topology) {
     }
 }
 
-/// The NVIDIA GPUs on the PCI bus: where each is attached and how its
-/// link trained; a link below its maximum is said in words.
+/// The GPUs on the PCI bus, whoever made them: where each is attached,
+/// how its link trained (a link below its maximum is said in words), and
+/// which backend measures it, or that none does yet.
 fn gpus(o: &mut String, topo: &Topology) {
     if topo.gpus.is_empty() {
-        let _ = writeln!(o, "\n{:<11}none (no NVIDIA GPU on the PCI bus)", "GPUs");
+        let _ = writeln!(
+            o,
+            "\n{:<11}none (no NVIDIA, AMD or Intel GPU on the PCI bus)",
+            "GPUs"
+        );
         return;
     }
-    let _ = writeln!(
-        o,
-        "\n{:<11}{} NVIDIA on the PCI bus",
-        "GPUs",
-        topo.gpus.len()
-    );
+    let mut makers: Vec<(&str, usize)> = Vec::new();
+    for name in topo.gpus.iter().filter_map(|g| g.maker()).map(|m| m.name()) {
+        match makers.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, count)) => *count += 1,
+            None => makers.push((name, 1)),
+        }
+    }
+    let makers: Vec<String> = makers.iter().map(|(n, c)| format!("{c} {n}")).collect();
+    let _ = writeln!(o, "\n{:<11}{} on the PCI bus", "GPUs", makers.join(", "));
     for g in &topo.gpus {
         let node = g.numa_node.map_or_else(
             || "no NUMA node reported".to_string(),
@@ -324,9 +332,14 @@ fn gpus(o: &mut String, topo: &Topology) {
             },
         );
         let driver = g.driver.as_deref().unwrap_or("no driver bound");
+        let backend = match g.maker().map(|m| m.backend()) {
+            Some(Ok(name)) => format!("--backend {name}"),
+            Some(Err(why)) => why.to_string(),
+            None => String::new(),
+        };
         let _ = writeln!(
             o,
-            "  {}  {:04x}:{:04x} · {node} · {link} · {driver}",
+            "  {}  {:04x}:{:04x} · {node} · {link} · {driver} · {backend}",
             g.address, g.vendor, g.device
         );
     }

@@ -52,10 +52,14 @@ pub fn capture(source: &Path, dest: &Path) -> io::Result<usize> {
         .flatten()
     {
         let function = pci.join(entry.file_name());
-        let Ok(vendor) = fs::read_to_string(source.join(&function).join("vendor")) else {
+        let id = |name: &str| {
+            let text = fs::read_to_string(source.join(&function).join(name)).ok()?;
+            u32::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
+        };
+        let (Some(vendor), Some(class)) = (id("vendor"), id("class")) else {
             continue;
         };
-        if vendor.trim() != format!("0x{:04x}", super::pci::NVIDIA) {
+        if super::pci::GpuVendor::of(vendor as u16, class >> 8).is_none() {
             continue;
         }
         for file in super::pci::CAPTURED_FILES {

@@ -4,9 +4,12 @@
 //! what it can do (`max_link_*`). A Gen5 x16 card that came up at x8 or at
 //! Gen3 is a common field failure that no bandwidth figure alone explains.
 //!
-//! Only NVIDIA devices (vendor 0x10de) of the display classes are listed:
-//! they are the devices the `cuda` backend drives, and a VM's emulated VGA
-//! or a board's management GPU is not a compute device.
+//! The accelerators of the three GPU makers are listed, whoever made
+//! them, by their PCI vendor and class ([`GpuVendor`]): NVIDIA's and AMD's
+//! display and processing-accelerator functions, Intel's display ones. A
+//! VM's emulated VGA or a board's management GPU (ASPEED, Matrox) is
+//! another vendor and no compute device. Which backend drives each is the
+//! vendor's: NVIDIA's runs today (`cuda`); the others say they do not.
 
 use super::cpulist::{IdSet, parse_list};
 use super::sysfs::Reader;
@@ -15,6 +18,51 @@ use std::path::Path;
 
 /// NVIDIA's PCI vendor id.
 pub const NVIDIA: u16 = 0x10de;
+/// AMD's (ATI's) PCI vendor id, its GPUs' and Instinct accelerators'.
+pub const AMD: u16 = 0x1002;
+/// Intel's PCI vendor id.
+pub const INTEL: u16 = 0x8086;
+
+/// A maker of GPUs, by the PCI ids its compute devices carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuVendor {
+    Nvidia,
+    Amd,
+    Intel,
+}
+
+impl GpuVendor {
+    /// The vendor of a PCI function of `vendor` id and `class` (its class
+    /// code's upper 16 bits, 0x0302), where it is a GPU's: 0x0300 VGA,
+    /// 0x0302 3D controller (every NVIDIA data-centre GPU), 0x0380 other
+    /// display controller (Intel's Data Center GPU Max, some AMD
+    /// Instinct), 0x1200 processing accelerator (AMD Instinct MI-series).
+    pub fn of(vendor: u16, class: u32) -> Option<GpuVendor> {
+        match (vendor, class) {
+            (NVIDIA, 0x0300 | 0x0302) => Some(GpuVendor::Nvidia),
+            (AMD, 0x0300 | 0x0302 | 0x0380 | 0x1200) => Some(GpuVendor::Amd),
+            (INTEL, 0x0300 | 0x0302 | 0x0380) => Some(GpuVendor::Intel),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            GpuVendor::Nvidia => "NVIDIA",
+            GpuVendor::Amd => "AMD",
+            GpuVendor::Intel => "Intel",
+        }
+    }
+
+    /// The `--backend` that drives its GPUs, or why none does yet.
+    pub fn backend(self) -> Result<&'static str, &'static str> {
+        match self {
+            GpuVendor::Nvidia => Ok("cuda"),
+            GpuVendor::Amd => Err("no membw backend for AMD GPUs yet (HIP)"),
+            GpuVendor::Intel => Err("no membw backend for Intel GPUs yet (Level Zero)"),
+        }
+    }
+}
 /// Where sysfs lists every PCI function.
 pub(super) const PCI_DIR: &str = "sys/bus/pci/devices";
 
@@ -26,6 +74,9 @@ pub struct PciGpu {
     pub address: String,
     pub vendor: u16,
     pub device: u16,
+    /// Its PCI class code's upper 16 bits (0x0302: 3D controller).
+    #[serde(default)]
+    pub class: u32,
     /// The NUMA node it is attached to (absent: the firmware does not say).
     pub numa_node: Option<usize>,
     /// The CPUs nearest to it.
@@ -112,7 +163,14 @@ fn parse_hex(text: &str) -> Option<u32> {
     u32::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
 }
 
-/// Every NVIDIA GPU under `root`'s PCI bus, by address.
+impl PciGpu {
+    /// Who made it (every GPU `read` lists has one).
+    pub fn maker(&self) -> Option<GpuVendor> {
+        GpuVendor::of(self.vendor, self.class)
+    }
+}
+
+/// Every GPU under `root`'s PCI bus, whoever made it, by address.
 pub(super) fn read(r: &Reader) -> Vec<PciGpu> {
     let mut addresses: Vec<String> = std::fs::read_dir(r.path(PCI_DIR))
         .into_iter()
@@ -130,11 +188,8 @@ fn read_one(r: &Reader, address: String) -> Option<PciGpu> {
     let dir = format!("{PCI_DIR}/{address}");
     let file = |name: &str| r.text(&format!("{dir}/{name}"));
     let vendor = parse_hex(&file("vendor")?)? as u16;
-    // 0x0300: VGA, 0x0302: 3D controller (every data-centre GPU).
     let class = parse_hex(&file("class")?)? >> 8;
-    if vendor != NVIDIA || !matches!(class, 0x0300 | 0x0302) {
-        return None;
-    }
+    GpuVendor::of(vendor, class)?;
     let state = |speed: &str, width: &str| {
         Some(LinkState {
             gt_s: parse_speed(&file(speed)?)?,
@@ -150,6 +205,7 @@ fn read_one(r: &Reader, address: String) -> Option<PciGpu> {
     Some(PciGpu {
         device: file("device").and_then(|d| parse_hex(&d)).unwrap_or(0) as u16,
         vendor,
+        class,
         // -1: no node reported.
         numa_node: file("numa_node").and_then(|n| n.parse().ok()),
         local_cpus: (file("local_cpulist").and_then(|l| parse_list(&l).ok()))
@@ -181,6 +237,13 @@ pub fn find<'a>(gpus: &'a [PciGpu], address: &str) -> Option<&'a PciGpu> {
 #[serde(deny_unknown_fields)]
 pub struct FixtureGpu {
     pub address: String,
+    /// PCI vendor id: NVIDIA's where absent (0x1002: AMD).
+    #[serde(default = "nvidia")]
+    pub vendor: u16,
+    /// PCI class (upper 16 bits): a 3D controller's where absent (0x1200:
+    /// a processing accelerator, AMD Instinct's).
+    #[serde(default = "controller_3d")]
+    pub class: u32,
     /// PCI device id (0x2330: H100 SXM5 80GB).
     pub device: u16,
     pub node: usize,
@@ -188,6 +251,14 @@ pub struct FixtureGpu {
     /// As it trained; the maximum when absent.
     #[serde(default)]
     pub current: Option<LinkState>,
+}
+
+fn nvidia() -> u16 {
+    NVIDIA
+}
+
+fn controller_3d() -> u32 {
+    0x0302
 }
 
 /// Writes a fixture's GPUs as sysfs shows them (directories, where the
@@ -202,9 +273,9 @@ pub(super) fn write_fixture(
         let current = g.current.unwrap_or(g.max);
         let speed = |l: &LinkState| format!("{:.1} GT/s PCIe\n", l.gt_s);
         let files = [
-            ("vendor", format!("0x{NVIDIA:04x}\n")),
+            ("vendor", format!("0x{:04x}\n", g.vendor)),
             ("device", format!("0x{:04x}\n", g.device)),
-            ("class", "0x030200\n".to_string()),
+            ("class", format!("0x{:04x}00\n", g.class)),
             ("numa_node", format!("{}\n", g.node)),
             ("local_cpulist", format!("{}\n", cpus_of_node(g.node))),
             ("current_link_speed", speed(&current)),
@@ -275,6 +346,7 @@ mod tests {
             address: "0000:1b:00.0".into(),
             vendor: NVIDIA,
             device: 0x2330,
+            class: 0x0302,
             numa_node: Some(0),
             local_cpus: IdSet::default(),
             driver: None,
@@ -288,10 +360,26 @@ mod tests {
     }
 
     #[test]
-    fn only_nvidia_display_functions_are_gpus() {
+    fn every_makers_gpus_are_listed_and_no_other_display_function() {
+        assert_eq!(GpuVendor::of(NVIDIA, 0x0302), Some(GpuVendor::Nvidia));
+        assert_eq!(GpuVendor::of(AMD, 0x1200), Some(GpuVendor::Amd));
+        assert_eq!(GpuVendor::of(AMD, 0x0380), Some(GpuVendor::Amd));
+        assert_eq!(GpuVendor::of(INTEL, 0x0380), Some(GpuVendor::Intel));
+        // Intel's network card, NVIDIA's audio function, ASPEED's BMC VGA.
+        assert_eq!(GpuVendor::of(INTEL, 0x0200), None);
+        assert_eq!(GpuVendor::of(NVIDIA, 0x0403), None);
+        assert_eq!(GpuVendor::of(0x1a03, 0x0300), None);
+        assert_eq!(GpuVendor::Nvidia.backend(), Ok("cuda"));
+        assert!(GpuVendor::Amd.backend().unwrap_err().contains("HIP"));
+    }
+
+    #[test]
+    fn only_gpu_makers_display_functions_are_gpus() {
         let dir = tempfile::tempdir().unwrap();
         let spec = FixtureGpu {
             address: "0000:18:00.0".into(),
+            vendor: NVIDIA,
+            class: 0x0302,
             device: 0x2330,
             node: 1,
             max: LinkState {
@@ -324,7 +412,9 @@ mod tests {
         let source = tempfile::tempdir().unwrap();
         let gpu = FixtureGpu {
             address: "0000:9a:00.0".into(),
-            device: 0x2330,
+            vendor: AMD,
+            class: 0x1200,
+            device: 0x74a1,
             node: 0,
             max: LinkState {
                 gt_s: 32.0,

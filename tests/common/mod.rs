@@ -357,3 +357,50 @@ pub fn run_on(backend: &str, extra: &[&str]) -> String {
     args.extend(extra);
     stdout(&args)
 }
+
+/// The directory holding the fake `libcuda.so.1`, built once with the C
+/// compiler; `None` (and a skip saying why) where it cannot be used.
+pub fn fake_cuda_driver() -> Option<PathBuf> {
+    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    if emulated() {
+        skip("the fake CUDA driver is built for the host, not the emulated binary");
+        return None;
+    }
+    let built = BUILT.get_or_init(|| {
+        let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda/libcuda.c");
+        let key = content_key(&[include_str!("../fake_cuda/libcuda.c")]);
+        let mut failure = None;
+        let dir = cached_dir(&format!("fake_cuda-{key:016x}"), |dir| {
+            let out = std::process::Command::new("cc")
+                .args(["-shared", "-fPIC", "-O2", "-o"])
+                .arg(dir.join("libcuda.so.1"))
+                .arg(&source)
+                .output()
+                .map_err(|e| format!("cc: {e}"));
+            match out {
+                Ok(out) if out.status.success() => {}
+                Ok(out) => failure = Some(String::from_utf8_lossy(&out.stderr).into_owned()),
+                Err(e) => failure = Some(e),
+            }
+            Ok(())
+        });
+        match failure {
+            // A failed build must not stay cached as an empty directory.
+            Some(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                Err(e)
+            }
+            None => Ok(dir),
+        }
+    });
+    match built {
+        Ok(dir) => Some(dir.clone()),
+        Err(e) => {
+            unavailable(
+                format!("the fake CUDA driver does not build ({e})"),
+                ".ci/run must install gcc",
+            );
+            None
+        }
+    }
+}

@@ -1,4 +1,4 @@
-//! `--backend` (hidden; run, sweep, tune, baseline, check): what the arrays
+//! `--backend` (run, sweep, tune, baseline, check): what the arrays
 //! are on and how kernels run over them, the source it makes, and the
 //! studies of CPUs that a device's target refuses.
 
@@ -43,19 +43,20 @@ pub(crate) fn refuse_device(
     }
 }
 
-/// `--backend`, hidden: what the arrays are on and how kernels run over
-/// them, for every command that measures bandwidth.
+/// `--backend`: what the arrays are on and how kernels run over them,
+/// for every command that measures bandwidth.
 #[derive(clap::Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct BackendArg {
-    /// Where the arrays live and how kernels run over them: cpu (the pinned SIMD team),
-    /// portable (one thread, portable loops; for tests of the protocol) or sim:N (simulated
-    /// device N of sim:0 to sim:3; for tests)
+    /// What runs the kernels, over whose memory: cpu (this node's CPUs, the pinned SIMD team);
+    /// cuda:N (NVIDIA GPU N by the driver's index, its memory and its host link: membw topo
+    /// lists the GPUs; cuda alone is cuda:0, or each MPI rank's own); sim:N (a simulated
+    /// device, sim:0 to sim:3, for tests); portable (one thread, portable loops, for tests)
     #[arg(
         long,
-        hide = true,
-        value_name = "NAME",
+        value_name = "NAME[:N]",
         default_value = "cpu",
-        conflicts_with = "fake_source"
+        conflicts_with = "fake_source",
+        help_heading = "What is measured"
     )]
     backend: String,
 }

@@ -214,10 +214,11 @@ pub(crate) struct Mem {
 
 impl Mem {
     /// The one policy of a command that takes one (latency, exec, place):
-    /// `local` where none was given.
+    /// where none was given, the one membw was started with (numactl's),
+    /// named as `run` names it, or `local`.
     pub(crate) fn one_policy(&self, command: &str) -> Result<String> {
         match self.mem.as_slice() {
-            [] => Ok("local".into()),
+            [] => Ok(crate::memory::inherited::policy().unwrap_or_else(|| "local".into())),
             [one] => Ok(one.clone()),
             [_, second, ..] => Err(Error::input(
                 crate::error::Input::Mem,

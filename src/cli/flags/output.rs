@@ -32,10 +32,11 @@ pub(crate) struct Prom {
     pub(crate) prom: Option<std::path::PathBuf>,
 }
 
-/// `--json` (run, topo, place).
+/// `--json` (every command with a JSON form: `--format json`, or `jsonl`
+/// where JSON Lines is its only one).
 #[derive(Args, Debug, Clone, Copy, Default)]
 pub(crate) struct Json {
-    /// Same as --format json
+    /// Same as --format json (sweep, tune, report: --format jsonl)
     #[arg(long, conflicts_with = "format")]
     pub(crate) json: bool,
 }
@@ -194,8 +195,15 @@ pub(crate) fn per_command(cmd: clap::Command) -> clap::Command {
         // `Equals("true")`, not `IsPresent`: a flag's own default (false)
         // counts as present once clap has filled it in, and mut_arg moves
         // --format after it.
+        // `--json` is the command's JSON form: one document, or JSON
+        // Lines where that is the only one it has.
+        let forms = crate::report::export::formats_for(&name);
+        let json = match forms.contains(&Format::Json) {
+            true => "json",
+            false => "jsonl",
+        };
         for id in shorthands {
-            arg = arg.default_value_if(id, "true", id);
+            arg = arg.default_value_if(id, "true", if id == "json" { json } else { id });
         }
         arg
     })

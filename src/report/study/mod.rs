@@ -342,23 +342,30 @@ pub fn context(records: &[Record]) -> Vec<(String, String)> {
             uniq(&|r| format!("{} elements", r.point.elements)),
         ),
         (
-            "cache per thread".into(),
-            first
-                .cache_per_thread
-                .iter()
-                .map(|(k, v)| format!("{k} {}", Bytes(*v)))
-                .collect::<Vec<_>>()
-                .join(" · "),
-        ),
-        (
             "theoretical peak".into(),
             match (first.peak_gb_s, &first.peak_source) {
+                // A device's peak is its own memory's, and says so.
+                (Some(p), Some(src)) if !first.point.placed_on_host_cpus() => {
+                    format!("{p:.1} GB/s: {src}")
+                }
                 (Some(p), Some(src)) => format!("{p:.1} GB/s for the sockets used; {src}"),
                 _ => "unknown".into(),
             },
         ),
         ("points".into(), records.len().to_string()),
     ]
+    .into_iter()
+    .chain(cache_per_thread(first))
+    .collect()
+}
+
+/// The caches each thread had, where host CPUs did the work (a device's
+/// arrays are in no host cache).
+fn cache_per_thread(first: &Record) -> Option<(String, String)> {
+    let caches: Vec<String> = (first.cache_per_thread.iter())
+        .map(|(k, v)| format!("{k} {}", Bytes(*v)))
+        .collect();
+    (!caches.is_empty()).then(|| ("cache per thread".into(), caches.join(" · ")))
 }
 
 /// The summary printed after a sweep and by `membw report`.
