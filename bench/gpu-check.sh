@@ -1,88 +1,187 @@
 #!/usr/bin/env bash
-# membw on an NVIDIA GPU node, side by side with BabelStream's CUDA build and
-# a pinned cudaMemcpy loop, in about 5 minutes, offline. Needs: a membw
+# membw on an NVIDIA GPU node, side by side with BabelStream's CUDA build
+# and a pinned cudaMemcpy loop, offline, in a few minutes. Needs: a membw
 # release binary (built elsewhere: no CUDA is needed to build it), nvcc and
 # cmake, BabelStream's source tree, python3; numactl where the node has it.
 #
 #   MEMBW=./membw bench/gpu-check.sh /path/to/BabelStream [ROUNDS]
 #
-# Prints: the GPUs as topo sees them; a run of every kernel on cuda:0;
-# membw / BabelStream per kernel (best of ROUNDS alternated rounds, both on
-# 2^25 doubles per array, 100 repetitions) with membw's share of the NVML
-# peak; h2d and d2h from the GPU's own node against the pinned loop; the
-# transfer matrix over every host node and a size sweep on the own node;
-# a baseline and a check of the GPU. Work files go to a temporary folder
-# (kept: its path is printed).
+# Optional, in the environment:
+#   SIZES="25 27 29"   array sizes, as powers of two of doubles per array
+#   NTIMES=100         repetitions of each kernel, for both tools
+#   MEMBW_OLD=PATH     an older membw, alternated with MEMBW on HBM (2^27)
+#   MEMBW_PORTABLE=PATH the portable release binary: topo, run and check,
+#                      and alternated with MEMBW on HBM (2^27)
+#   LINKS=0            leave out the host-link section
+#   WORK=DIR           where the logs, JSON and CSV go (kept; a temporary
+#                      folder otherwise, its path printed)
+#
+# Prints: what ran (membw, BabelStream's commit and version, the GPU and
+# driver); a default `membw run --backend cuda:0` and its warnings (there
+# should be none); membw / BabelStream per kernel and size (best of ROUNDS
+# alternated rounds each, same sizes and repetitions) with membw's share
+# of the NVML peak and the launch shape it chose; the optional builds
+# alternated; h2d and d2h from the GPU's own node against the pinned loop;
+# a baseline and a timed check of the GPU. BabelStream's CSV is read by
+# column name (`max_<unit>_per_sec`, whatever its unit): a missing column
+# ends the script with an error, never a figure of 0.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 MEMBW=${MEMBW:-$here/../target/release/membw}
 BABELSTREAM=${1:?usage: MEMBW=./membw bench/gpu-check.sh /path/to/BabelStream [ROUNDS]}
 ROUNDS=${2:-3}
-ELEMENTS=33554432 # 2^25: BabelStream's default, the STREAM rule on an H100's 50 MB L2
-work=$(mktemp -d)
-echo "gpu-check: work files in $work; membw $("$MEMBW" --version)"
+SIZES=${SIZES:-25 27 29}
+NTIMES=${NTIMES:-100}
+work=${WORK:-$(mktemp -d)}
+mkdir -p "$work"
 section() { printf '\n== %s\n' "$*"; }
+fail() { echo "gpu-check: $*" >&2; exit 1; }
 
-section "the GPUs (membw topo)"
-"$MEMBW" topo | sed -n '/^GPUs/,/^$/p'
+section "what ran"
+echo "work files: $work"
+echo "membw: $("$MEMBW" --version)"
+commit=$(git -C "$BABELSTREAM" rev-parse --short HEAD 2>/dev/null || cat "$BABELSTREAM/COMMIT" 2>/dev/null || echo "unknown (no git tree, no COMMIT file)")
+echo "BabelStream: commit $commit"
 nvidia-smi --query-gpu=name,driver_version,pci.bus_id,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,clocks.max.memory --format=csv
-
-section "every kernel on cuda:0"
-"$MEMBW" run --backend cuda:0 --kernels all --array-size "$ELEMENTS" --ntimes 100
+nvcc --version | tail -2
 
 section "BabelStream's CUDA build"
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
 cmake -S "$BABELSTREAM" -B "$work/babelstream" -DMODEL=cuda -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" -DCUDA_ARCH="sm_$arch" >"$work/cmake.log" 2>&1 &&
-  cmake --build "$work/babelstream" -j >>"$work/cmake.log" 2>&1 || {
-  echo "gpu-check: BabelStream does not build (see $work/cmake.log)"; tail -5 "$work/cmake.log"; }
+  cmake --build "$work/babelstream" -j >>"$work/cmake.log" 2>&1 ||
+  { tail -5 "$work/cmake.log"; fail "BabelStream does not build (see $work/cmake.log)"; }
 babelstream=$(find "$work/babelstream" -type f -name 'cuda-stream' | head -1)
+[ -x "$babelstream" ] || fail "no cuda-stream binary in $work/babelstream"
+"$babelstream" -n 2 -s 1024 | grep -E '^(BabelStream|Version|Implementation|CUDA)' | head -5
 
-section "membw / BabelStream, best of $ROUNDS alternated rounds ($ELEMENTS doubles per array)"
-for round in $(seq "$ROUNDS"); do
-  "$MEMBW" run --backend cuda:0 --kernels copy,scale,add,triad,dot --array-size "$ELEMENTS" \
-    --ntimes 100 --format json >"$work/membw-$round.json" 2>>"$work/membw.log"
-  [ -n "$babelstream" ] && "$babelstream" --csv -n 100 -s "$ELEMENTS" >"$work/babelstream-$round.csv" 2>>"$work/babelstream.log"
+section "a default run: membw run --backend cuda:0"
+"$MEMBW" run --backend cuda:0 >"$work/default.txt" 2>"$work/default.err"
+echo "exit $?"
+sed -n '/^Target/,$p' "$work/default.txt"
+echo "warnings printed: $(grep -c 'warning' "$work/default.err")"
+cat "$work/default.err"
+
+section "membw / BabelStream, best of $ROUNDS alternated rounds, $NTIMES repetitions"
+for log2 in $SIZES; do
+  n=$((1 << log2))
+  for round in $(seq "$ROUNDS"); do
+    "$MEMBW" run --backend cuda:0 --kernels copy,scale,add,triad,dot --array-size "$n" \
+      --ntimes "$NTIMES" --format json >"$work/membw-$log2-$round.json" 2>>"$work/membw.log" ||
+      fail "membw failed at 2^$log2 (see $work/membw.log)"
+    "$babelstream" --csv -n "$NTIMES" -s "$n" >"$work/babelstream-$log2-$round.csv" 2>>"$work/babelstream.log" ||
+      fail "BabelStream failed at 2^$log2 (see $work/babelstream.log)"
+  done
 done
-python3 - "$work" "$ROUNDS" <<'PY'
-import csv, glob, json, sys
-work, rounds = sys.argv[1], int(sys.argv[2])
+python3 - "$work" "$SIZES" <<'PY' || fail "the comparison could not be read"
+import csv, glob, json, re, sys
+work, sizes = sys.argv[1], sys.argv[2].split()
 names = {"Copy": "copy", "Mul": "scale", "Add": "add", "Triad": "triad", "Dot": "dot"}
-membw, babel, peak = {}, {}, None
-for f in glob.glob(f"{work}/membw-*.json"):
-    m = json.load(open(f))["measurement"]
-    peak = m["target"].get("peaks", {}).get("memory_gb_s")
-    valid = m["validation"]["passed"]
-    for r in m["results"]:
-        membw[r["kernel"]] = max(membw.get(r["kernel"], 0), r["best_rate_mb_s"] / 1e3)
-    print(f"membw {f.rsplit('/', 1)[1]}: validation {'passed' if valid else 'FAILED'}")
-for f in glob.glob(f"{work}/babelstream-*.csv"):
-    for row in csv.DictReader(open(f)):
-        k = names.get(row.get("function", ""))
-        if k:
-            babel[k] = max(babel.get(k, 0), float(row["max_mbytes_per_sec"]) / 1e3)
-print(f"{'kernel':<8}{'membw GB/s':>12}{'BabelStream':>13}{'ratio':>8}{'% NVML peak':>13}")
-for k in ["copy", "scale", "add", "triad", "dot"]:
-    m, b = membw.get(k), babel.get(k)
-    ratio = f"{m / b:.3f}" if m and b else "-"
-    share = f"{100 * m / peak:.1f}" if m and peak else "-"
-    print(f"{k:<8}{m or 0:>12.1f}{b or 0:>13.1f}{ratio:>8}{share:>13}")
-print(f"NVML memory peak: {peak} GB/s" if peak else "NVML memory peak: unknown")
+units = {"MB": 1e6, "mbytes": 1e6, "MiB": 2**20, "mibytes": 2**20, "GB": 1e9,
+         "gbytes": 1e9, "GiB": 2**30, "gibytes": 2**30, "TB": 1e12, "TiB": 2**40}
+def rate_column(header):
+    """BabelStream's best-rate column, whatever its unit: max_MB_per_sec
+    (v5+), max_mbytes_per_sec (v4), with --gigabytes max_GB_per_sec."""
+    for col in header:
+        m = re.fullmatch(r"max_(\w+?)_per_sec", col)
+        if m and m.group(1) in units:
+            return col, units[m.group(1)]
+    sys.exit(f"gpu-check: no best-rate column (max_<unit>_per_sec) in BabelStream's CSV header {header}")
+print(f"{'size':<6}{'kernel':<7}{'membw GB/s':>11}{'BabelStream':>12}{'ratio':>8}{'% peak':>8}  launch membw chose")
+worst = None
+for log2 in sizes:
+    membw, babel, peak, shapes = {}, {}, None, {}
+    for f in sorted(glob.glob(f"{work}/membw-{log2}-*.json")):
+        doc = json.load(open(f))
+        m = doc["measurement"]
+        if not m["validation"]["passed"]:
+            sys.exit(f"gpu-check: membw failed validation in {f}")
+        peak = m["target"].get("peaks", {}).get("memory_gb_s")
+        for r in m["results"]:
+            k = r["kernel"]
+            membw[k] = max(membw.get(k, 0), r["best_rate_mb_s"] / 1e3)
+            shapes[k] = (r.get("launch") or {}).get("shape", "-")
+    for f in sorted(glob.glob(f"{work}/babelstream-{log2}-*.csv")):
+        rows = list(csv.reader(open(f)))
+        header = rows[0]
+        col, scale = rate_column(header)
+        for row in rows[1:]:
+            rec = dict(zip(header, row))
+            k = names.get(rec.get("function", ""))
+            if k:
+                babel[k] = max(babel.get(k, 0), float(rec[col]) * scale / 1e9)
+    for k in ["copy", "scale", "add", "triad", "dot"]:
+        if k not in membw or k not in babel:
+            sys.exit(f"gpu-check: {k} missing at 2^{log2}: membw {sorted(membw)}, BabelStream {sorted(babel)}")
+        m, b = membw[k], babel[k]
+        share = f"{100 * m / peak:.1f}" if peak else "-"
+        worst = min(worst or 9, m / b)
+        print(f"2^{log2:<4}{k:<7}{m:>11.1f}{b:>12.1f}{m / b:>8.3f}{share:>8}  {shapes[k]}")
+    print(f"NVML memory peak: {peak} GB/s" if peak else "NVML memory peak: unknown")
+print(f"lowest membw / BabelStream ratio: {worst:.3f}")
 PY
 
-node=$(cat "/sys/bus/pci/devices/$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader | head -1 | tr 'A-F' 'a-f' | sed 's/^0000//')/numa_node" 2>/dev/null || echo 0)
-[ "$node" -ge 0 ] 2>/dev/null || node=0
-section "h2d and d2h from the GPU's own node ($node): membw / pinned cudaMemcpy loop"
-bytes=$((256 << 20))
-nvcc -O2 -o "$work/pinned-copy" "$here/pinned-copy.cu" 2>"$work/nvcc.log" || cat "$work/nvcc.log"
-bind=()
-command -v numactl >/dev/null && bind=(numactl --cpunodebind "$node" --membind "$node")
-for round in $(seq "$ROUNDS"); do
-  "$MEMBW" run --backend cuda:0 --kernels h2d,d2h --mem "bind:$node" --array-size "$((bytes / 8))" \
-    --ntimes 20 --format json >"$work/link-membw-$round.json" 2>>"$work/membw.log"
-  "${bind[@]}" "$work/pinned-copy" "$bytes" 10 5 >"$work/link-peer-$round.txt"
-done
-python3 - "$work" <<'PY'
+# Two membw builds alternated on the GPU's memory (2^27 doubles): best of
+# each, their ratio per kernel.
+alternate() {
+  local a=$1 b=$2 label=$3
+  for round in $(seq "$ROUNDS"); do
+    for side in a b; do
+      local bin=$a
+      [ "$side" = b ] && bin=$b
+      "$bin" run --backend cuda:0 --kernels copy,triad,dot --array-size $((1 << 27)) \
+        --ntimes "$NTIMES" --format json >"$work/$label-$side-$round.json" 2>>"$work/membw.log"
+    done
+  done
+  python3 - "$work" "$label" <<'PY'
+import glob, json, sys
+work, label = sys.argv[1], sys.argv[2]
+best = {"a": {}, "b": {}}
+for side in best:
+    for f in glob.glob(f"{work}/{label}-{side}-*.json"):
+        for r in json.load(open(f))["measurement"]["results"]:
+            best[side][r["kernel"]] = max(best[side].get(r["kernel"], 0), r["best_rate_mb_s"] / 1e3)
+for k in sorted(best["a"]):
+    a, b = best["a"][k], best["b"].get(k, 0)
+    print(f"  {k:<6} {a:>8.1f} {b:>8.1f} GB/s   second/first {b / a:.3f}" if a else f"  {k}: -")
+PY
+}
+
+if [ -n "${MEMBW_OLD:-}" ]; then
+  section "MEMBW_OLD then MEMBW alternated, 2^27 doubles (best of $ROUNDS)"
+  echo "old: $("$MEMBW_OLD" --version)"
+  alternate "$MEMBW_OLD" "$MEMBW" old-new
+fi
+
+if [ -n "${MEMBW_PORTABLE:-}" ]; then
+  section "the portable binary: $MEMBW_PORTABLE"
+  echo "highest glibc symbol it needs: $(objdump -T "$MEMBW_PORTABLE" 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
+  echo "this node's glibc: $(ldd --version | head -1)"
+  "$MEMBW_PORTABLE" --version
+  "$MEMBW_PORTABLE" topo | sed -n '/^GPUs/,/^$/p'
+  "$MEMBW_PORTABLE" run --backend cuda:0 >"$work/portable.txt" 2>"$work/portable.err"
+  echo "run exit $?, warnings printed: $(grep -c 'warning' "$work/portable.err")"
+  grep -E '^(Triad|Copy):' "$work/portable.txt"
+  "$MEMBW_PORTABLE" check --backend cuda:0 >"$work/portable-check.txt" 2>&1
+  echo "check exit $?"; head -3 "$work/portable-check.txt"
+  section "MEMBW then the portable binary alternated, 2^27 doubles (best of $ROUNDS)"
+  alternate "$MEMBW" "$MEMBW_PORTABLE" release-portable
+fi
+
+if [ "${LINKS:-1}" != 0 ]; then
+  node=$(cat "/sys/bus/pci/devices/$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader | head -1 | tr 'A-F' 'a-f' | sed 's/^0000//')/numa_node" 2>/dev/null || echo 0)
+  [ "$node" -ge 0 ] 2>/dev/null || node=0
+  section "h2d and d2h from the GPU's own node ($node): membw / pinned cudaMemcpy loop"
+  bytes=$((256 << 20))
+  nvcc -O2 -o "$work/pinned-copy" "$here/pinned-copy.cu" 2>"$work/nvcc.log" || cat "$work/nvcc.log"
+  bind=()
+  command -v numactl >/dev/null && bind=(numactl --cpunodebind "$node" --membind "$node")
+  for round in $(seq "$ROUNDS"); do
+    "$MEMBW" run --backend cuda:0 --kernels h2d,d2h --mem "bind:$node" --array-size "$((bytes / 8))" \
+      --ntimes 20 --format json >"$work/link-membw-$round.json" 2>>"$work/membw.log"
+    "${bind[@]}" "$work/pinned-copy" "$bytes" 10 5 >"$work/link-peer-$round.txt"
+  done
+  python3 - "$work" <<'PY'
 import glob, json, sys
 work = sys.argv[1]
 membw, peer = {}, {}
@@ -95,24 +194,17 @@ for f in glob.glob(f"{work}/link-peer-*.txt"):
             k, v = line.split()
             peer[k] = max(peer.get(k, 0), float(v))
 for k in ["h2d", "d2h"]:
-    m, p = membw.get(k, 0), peer.get(k, 0)
-    print(f"{k}: membw {m:.2f} GB/s, pinned cudaMemcpy {p:.2f} GB/s, ratio {m / p if p else 0:.3f}")
+    if not peer.get(k):
+        sys.exit(f"gpu-check: the pinned loop printed no {k} rate")
+    m, p = membw.get(k, 0), peer[k]
+    print(f"{k}: membw {m:.2f} GB/s, pinned cudaMemcpy {p:.2f} GB/s, ratio {m / p:.3f}")
 PY
-
-section "the transfer matrix: every host node"
-mems=()
-for n in $(ls -d /sys/devices/system/node/node* 2>/dev/null | sed 's/.*node//'); do mems+=(--mem "bind:$n"); done
-[ ${#mems[@]} -gt 0 ] || mems=(--mem local)
-"$MEMBW" sweep --backend cuda:0 --kernels transfers "${mems[@]}" --array-size 32M --ntimes 10 \
-  --repeat 3 -o "$work/transfers.jsonl" 2>>"$work/membw.log"
-# The sweep printed h2d's table; the other directions and movers:
-for k in d2h bidir h2d-kernel d2h-kernel; do "$MEMBW" report "$work/transfers.jsonl" --kernel "$k" 2>/dev/null; done
-section "sizes from 64 KiB to 1 GiB on the own node"
-"$MEMBW" sweep --backend cuda:0 --kernels h2d,d2h --mem "bind:$node" \
-  --working-sets 64KiB,1MiB,16MiB,256MiB,1GiB --ntimes 10 -o "$work/sizes.jsonl" 2>>"$work/membw.log"
-"$MEMBW" report "$work/sizes.jsonl" --kernel d2h 2>/dev/null
+fi
 
 section "baseline and check of cuda:0"
-"$MEMBW" baseline --backend cuda:0 --rounds 3 -o "$work/gpu-baseline.json"
+"$MEMBW" baseline --backend cuda:0 --rounds 3 -o "$work/gpu-baseline.json" >/dev/null 2>"$work/baseline.err" ||
+  { cat "$work/baseline.err"; fail "no baseline"; }
+start=$EPOCHREALTIME
 "$MEMBW" check --backend cuda:0 --baseline "$work/gpu-baseline.json"
-echo "check exit: $?"
+code=$?
+echo "check exit: $code, in $(awk "BEGIN { printf \"%.1f\", $EPOCHREALTIME - $start }") s"
