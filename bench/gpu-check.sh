@@ -40,7 +40,9 @@ fail() { echo "gpu-check: $*" >&2; exit 1; }
 section "what ran"
 echo "work files: $work"
 echo "membw: $("$MEMBW" --version)"
-commit=$(git -C "$BABELSTREAM" rev-parse --short HEAD 2>/dev/null || cat "$BABELSTREAM/COMMIT" 2>/dev/null || echo "unknown (no git tree, no COMMIT file)")
+commit=$(cat "$BABELSTREAM/COMMIT" 2>/dev/null ||
+  { [ -e "$BABELSTREAM/.git" ] && git -C "$BABELSTREAM" rev-parse --short HEAD; } ||
+  echo "unknown (no git tree, no COMMIT file)")
 echo "BabelStream: commit $commit"
 nvidia-smi --query-gpu=name,driver_version,pci.bus_id,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,clocks.max.memory --format=csv
 nvcc --version | tail -2
@@ -102,7 +104,13 @@ for log2 in sizes:
             membw[k] = max(membw.get(k, 0), r["best_rate_mb_s"] / 1e3)
             shapes[k] = (r.get("launch") or {}).get("shape", "-")
     for f in sorted(glob.glob(f"{work}/babelstream-{log2}-*.csv")):
+        # BabelStream prints its device lines before the CSV: the table
+        # starts at its header row.
         rows = list(csv.reader(open(f)))
+        start = next((i for i, r in enumerate(rows) if r and r[0] == "function"), None)
+        if start is None:
+            sys.exit(f"gpu-check: no CSV header (function,...) in {f}")
+        rows = rows[start:]
         header = rows[0]
         col, scale = rate_column(header)
         for row in rows[1:]:

@@ -109,9 +109,13 @@ fn markdown_and_html_say_what_the_interval_is_and_a_markdown_run_keeps_stores_an
     );
     // A window shorter than the tick counters can judge says so.
     assert!(
-        ["- **trusted**: ", "- **NOT TRUSTED**: ", "- **not judged**: "]
-            .iter()
-            .any(|t| run.contains(t)),
+        [
+            "- **trusted**: ",
+            "- **NOT TRUSTED**: ",
+            "- **not judged**: "
+        ]
+        .iter()
+        .any(|t| run.contains(t)),
         "{run}"
     );
 }

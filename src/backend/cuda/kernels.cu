@@ -15,6 +15,12 @@
 // compiler issue them all before the first store); tiles repeat over the
 // grid, which the host sizes from the GPU's multiprocessors. An odd last
 // element is the first thread's, as a plain double.
+//
+// Every kernel comes in two builds: NAME, as above, and NAME_spread, whose
+// threads' UNROLL accesses are a quarter of the array apart (the blocks
+// striding over the first quarter, as BabelStream's grid-stride loop
+// does): UNROLL streams of each array in flight rather than one. The host
+// times both, in each launch shape, and keeps the fastest.
 
 typedef unsigned long long u64;
 
@@ -47,23 +53,23 @@ __device__ __forceinline__ double total(double2 x) { return x.x + x.y; }
 #define LD(p, i) (((const V *)(p))[i])
 #define ST(p, i, value) (((V *)(p))[i] = (value))
 
-// Runs BODY over every element: on pairs, whole tiles first (no bounds
-// test between a thread's UNROLL accesses, so that all its loads issue
-// before its first store), then the last partial tile, then the odd last
-// element.
-#define EACH_ELEMENT(BODY)                                                     \
+// Runs BODY over every element, UN accesses a thread a tile: on pairs,
+// whole tiles first (no bounds test between a thread's UN accesses, so
+// that all its loads issue before its first store), then the last partial
+// tile, then the odd last element.
+#define EACH_ELEMENT_N(BODY, UN)                                               \
   const u64 pairs = n / 2;                                                     \
-  const u64 stride = (u64)gridDim.x * blockDim.x * UNROLL;                     \
-  const u64 last = (u64)(UNROLL - 1) * blockDim.x;                             \
-  u64 base = (u64)blockIdx.x * blockDim.x * UNROLL + threadIdx.x;              \
+  const u64 stride = (u64)gridDim.x * blockDim.x * UN;                         \
+  const u64 last = (u64)(UN - 1) * blockDim.x;                                 \
+  u64 base = (u64)blockIdx.x * blockDim.x * UN + threadIdx.x;                  \
   for (; base + last < pairs; base += stride) {                                \
-    _Pragma("unroll") for (int u = 0; u < UNROLL; u++) {                       \
+    _Pragma("unroll") for (int u = 0; u < UN; u++) {                           \
       const u64 i = base + (u64)u * blockDim.x;                                \
       typedef double2 V;                                                       \
       BODY;                                                                    \
     }                                                                          \
   }                                                                            \
-  _Pragma("unroll") for (int u = 0; u < UNROLL; u++) {                         \
+  _Pragma("unroll") for (int u = 0; u < UN; u++) {                             \
     const u64 i = base + (u64)u * blockDim.x;                                  \
     if (i < pairs) {                                                           \
       typedef double2 V;                                                       \
@@ -75,10 +81,45 @@ __device__ __forceinline__ double total(double2 x) { return x.x + x.y; }
     const u64 i = n - 1;                                                       \
     BODY;                                                                      \
   }
+#define EACH_ELEMENT(BODY) EACH_ELEMENT_N(BODY, UNROLL)
+
+// Runs BODY over every element, a thread's UNROLL accesses a quarter of
+// the pairs apart: the grid strides over the first quarter; the pairs past
+// UNROLL quarters, then the odd last element, go to the first threads.
+#define EACH_ELEMENT_SPREAD(BODY)                                              \
+  const u64 pairs = n / 2;                                                     \
+  const u64 part = pairs / UNROLL;                                             \
+  const u64 stride = (u64)gridDim.x * blockDim.x;                              \
+  const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;                \
+  for (u64 t = first; t < part; t += stride) {                                 \
+    _Pragma("unroll") for (int u = 0; u < UNROLL; u++) {                       \
+      const u64 i = t + (u64)u * part;                                         \
+      typedef double2 V;                                                       \
+      BODY;                                                                    \
+    }                                                                          \
+  }                                                                            \
+  for (u64 i = UNROLL * part + first; i < pairs; i += stride) {                \
+    typedef double2 V;                                                         \
+    BODY;                                                                      \
+  }                                                                            \
+  if ((n & 1) && first == 0) {                                                 \
+    typedef double V;                                                          \
+    const u64 i = n - 1;                                                       \
+    BODY;                                                                      \
+  }
 
 #define STREAM_KERNEL(NAME, BODY)                                              \
   extern "C" __global__ void __launch_bounds__(BLOCK) NAME(PARAMS) {           \
     EACH_ELEMENT(BODY)                                                         \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(BLOCK) NAME##_spread(PARAMS) {  \
+    EACH_ELEMENT_SPREAD(BODY)                                                  \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(BLOCK) NAME##_u2(PARAMS) {      \
+    EACH_ELEMENT_N(BODY, 2)                                                    \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(BLOCK) NAME##_u1(PARAMS) {      \
+    EACH_ELEMENT_N(BODY, 1)                                                    \
   }
 
 STREAM_KERNEL(copy, ST(c, i, LD(a, i)))
@@ -106,19 +147,41 @@ STREAM_KERNEL(fill_d, ST(d, i, splat<V>(s)))
 
 // Each block's sum into partial[blockIdx.x]; the host adds the blocks'
 // sums, in order, when it reads the result back.
+// The block's threads' sums into partial[blockIdx.x].
+#define BLOCK_SUM                                                              \
+  sums[threadIdx.x] = sum;                                                     \
+  for (unsigned half = BLOCK / 2; half > 0; half /= 2) {                       \
+    __syncthreads();                                                           \
+    if (threadIdx.x < half)                                                    \
+      sums[threadIdx.x] += sums[threadIdx.x + half];                           \
+  }                                                                            \
+  if (threadIdx.x == 0)                                                        \
+    partial[blockIdx.x] = sums[0];
+
 #define REDUCE_KERNEL(NAME, TERM)                                              \
   extern "C" __global__ void __launch_bounds__(BLOCK) NAME(PARAMS) {           \
     __shared__ double sums[BLOCK];                                             \
     double sum = 0.0;                                                          \
     EACH_ELEMENT(sum += total(TERM))                                           \
-    sums[threadIdx.x] = sum;                                                   \
-    for (unsigned half = BLOCK / 2; half > 0; half /= 2) {                     \
-      __syncthreads();                                                         \
-      if (threadIdx.x < half)                                                  \
-        sums[threadIdx.x] += sums[threadIdx.x + half];                         \
-    }                                                                          \
-    if (threadIdx.x == 0)                                                      \
-      partial[blockIdx.x] = sums[0];                                           \
+    BLOCK_SUM                                                                  \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(BLOCK) NAME##_spread(PARAMS) {  \
+    __shared__ double sums[BLOCK];                                             \
+    double sum = 0.0;                                                          \
+    EACH_ELEMENT_SPREAD(sum += total(TERM))                                    \
+    BLOCK_SUM                                                                  \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(BLOCK) NAME##_u2(PARAMS) {      \
+    __shared__ double sums[BLOCK];                                             \
+    double sum = 0.0;                                                          \
+    EACH_ELEMENT_N(sum += total(TERM), 2)                                      \
+    BLOCK_SUM                                                                  \
+  }                                                                            \
+  extern "C" __global__ void __launch_bounds__(BLOCK) NAME##_u1(PARAMS) {      \
+    __shared__ double sums[BLOCK];                                             \
+    double sum = 0.0;                                                          \
+    EACH_ELEMENT_N(sum += total(TERM), 1)                                      \
+    BLOCK_SUM                                                                  \
   }
 
 REDUCE_KERNEL(read, LD(a, i))

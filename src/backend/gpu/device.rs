@@ -9,6 +9,9 @@
 //! the error in one line.
 
 use super::host_buffers::HostBuffers;
+use super::launch::{Launchable, OTHER_BUILDS, shapes};
+
+mod read_back;
 use super::runtime::{DevicePtr, Event, Function, KernelArgs, Runtime, Stream};
 use crate::backend::{ArrayErrors, Device, ReadBack};
 use crate::kernels::{ARRAYS, ArrayId, KernelId, Mover, Path, SCALAR};
@@ -33,60 +36,6 @@ fn copy_engine(kernel: KernelId) -> Option<bool> {
         } => Some(true),
         _ => None,
     }
-}
-
-/// How one kernel is launched: its grid, and what that grid is, for
-/// people.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) struct Shape {
-    pub grid: u32,
-    pub label: String,
-}
-
-/// The launch shapes worth timing for a kernel of `elements` elements
-/// whose multiprocessors each hold `per_mp` of its blocks at once: every
-/// multiprocessor full, in one whole wave, the blocks striding over the
-/// array (a grid the size of what the GPU holds); and a grid that covers
-/// the array, one tile per block, as BabelStream's does. The second is
-/// left out where it is no larger than the first (one wave covers it).
-pub(super) fn shapes(
-    elements: u64,
-    per_mp: u32,
-    multiprocessors: u32,
-    block: u32,
-    per_thread: u64,
-) -> Vec<Shape> {
-    let tiles = elements.div_ceil(u64::from(block) * per_thread).max(1);
-    let per_mp = per_mp.max(1);
-    let wave = u64::from(multiprocessors.max(1)) * u64::from(per_mp);
-    let resident = wave.min(tiles) as u32;
-    let mut shapes = vec![Shape {
-        grid: resident,
-        label: format!(
-            "{} of {block} (one wave: {per_mp} per multiprocessor, by occupancy)",
-            crate::units::plural(resident as usize, "block")
-        ),
-    }];
-    // A grid past what u32 counts, or past the driver's 2^31 - 1, stays
-    // with the whole wave.
-    if tiles > wave && tiles < u64::from(i32::MAX as u32) {
-        shapes.push(Shape {
-            grid: tiles as u32,
-            label: format!(
-                "{tiles} blocks of {block} (covering the array: {:.1} waves)",
-                tiles as f64 / wave as f64
-            ),
-        });
-    }
-    shapes
-}
-
-/// A kernel of the module, its launch shapes and the one in use.
-struct Launchable {
-    kernel: KernelId,
-    function: Function,
-    shapes: Vec<Shape>,
-    chosen: usize,
 }
 
 pub(super) struct Gpu {
@@ -151,29 +100,42 @@ impl Gpu {
     }
 
     /// Looks up every kernel the plan runs on the GPU's threads, and the
-    /// helpers, each with its shapes from the runtime's occupancy.
+    /// helpers, each with its shapes from the runtime's occupancy: of its
+    /// own build, and of every other build the module has of it.
     fn load(&mut self, plan: &Plan, multiprocessors: u32) -> Result<(), String> {
-        let (block, per_thread) = (self.runtime.block(), self.runtime.elements_per_thread());
+        let code = (self.runtime.block(), self.runtime.elements_per_thread());
         let elements = plan.elements as u64;
-        let shaped = |rt: &mut Box<dyn Runtime>, name: &str| -> Result<_, String> {
-            let function = rt.function(name)?;
-            let per_mp = rt.blocks_per_multiprocessor(function)?;
-            let shapes = shapes(elements, per_mp, multiprocessors, block, per_thread);
-            Ok((function, shapes))
-        };
+        let rt = &mut self.runtime;
         for &kernel in plan.kernels.iter().filter(|k| copy_engine(**k).is_none()) {
-            let (function, shapes) =
-                shaped(&mut self.runtime, &kernel.spec().name.replace('-', "_"))?;
+            let name = kernel.spec().name.replace('-', "_");
+            let function = rt.function(&name)?;
+            let per_mp = rt.blocks_per_multiprocessor(function)?;
+            let mut all = shapes(function, elements, per_mp, multiprocessors, code, "");
+            for (suffix, words, fewer) in OTHER_BUILDS {
+                if let Ok(other) = rt.function(&format!("{name}{suffix}")) {
+                    let per_mp = rt.blocks_per_multiprocessor(other)?;
+                    let code = (code.0, code.1 / fewer);
+                    all.extend(shapes(
+                        other,
+                        elements,
+                        per_mp,
+                        multiprocessors,
+                        code,
+                        words,
+                    ));
+                }
+            }
             self.kernels.push(Launchable {
                 kernel,
-                function,
-                shapes,
+                shapes: all,
                 chosen: 0,
             });
         }
         for name in FILLS.into_iter().chain(["update"]) {
-            let (function, shapes) = shaped(&mut self.runtime, name)?;
-            self.helpers.push((name, function, shapes[0].grid));
+            let function = rt.function(name)?;
+            let per_mp = rt.blocks_per_multiprocessor(function)?;
+            let grid = shapes(function, elements, per_mp, multiprocessors, code, "")[0].grid;
+            self.helpers.push((name, function, grid));
         }
         Ok(())
     }
@@ -270,7 +232,8 @@ impl Gpu {
             None => {
                 let launch = (self.kernels.iter().find(|l| l.kernel == kernel))
                     .ok_or_else(|| format!("no device kernel for {kernel}"))?;
-                let (function, grid) = (launch.function, launch.shapes[launch.chosen].grid);
+                let shape = &launch.shapes[launch.chosen];
+                let (function, grid) = (shape.function, shape.grid);
                 let partial = match kernel {
                     KernelId::Dot => self.partial_dot,
                     _ => self.partial_read,
@@ -340,61 +303,6 @@ impl Gpu {
             self.runtime.record(Event::OtherDone, Stream::Other)?;
             self.runtime.wait(Stream::Main, Event::OtherDone)?;
         }
-        Ok(())
-    }
-
-    /// Reads one device array back, slice by slice, through the
-    /// protocol's rule: (sum of absolute errors, bad elements).
-    fn check_array(
-        &mut self,
-        ptr: DevicePtr,
-        want: f64,
-        errors: ArrayErrors,
-    ) -> Result<(f64, u64), String> {
-        /// Elements copied back per call (64 MiB).
-        const SLICE: usize = 8 << 20;
-        let mut buffer = vec![0.0f64; SLICE.min(self.elements)];
-        let (mut abs, mut bad, mut done) = (0.0, 0, 0);
-        while done < self.elements {
-            let len = buffer.len().min(self.elements - done);
-            let from = ptr + (done * std::mem::size_of::<f64>()) as u64;
-            self.runtime.read(from, &mut buffer[..len])?;
-            let (e, b) = errors(&buffer[..len], want);
-            abs += e;
-            bad += b;
-            done += len;
-        }
-        Ok((abs, bad))
-    }
-
-    /// The sum of a reduction's per-block sums (its grid's), in block
-    /// order.
-    fn partial_sum(&mut self, kernel: KernelId, partial: DevicePtr) -> Result<f64, String> {
-        let Some(launch) = self.kernels.iter().find(|l| l.kernel == kernel) else {
-            return Ok(0.0);
-        };
-        let mut sums = vec![0.0f64; launch.shapes[launch.chosen].grid as usize];
-        self.runtime.read(partial, &mut sums)?;
-        Ok(sums.iter().sum())
-    }
-
-    fn read_device(
-        &mut self,
-        out: &mut ReadBack,
-        want: [f64; ARRAYS],
-        errors: ArrayErrors,
-    ) -> Result<(), String> {
-        for id in DEVICE_ARRAYS {
-            let ptr = self.device[id.index()];
-            if ptr != 0 {
-                let (abs, bad) = self.check_array(ptr, want[id.index()], errors)?;
-                out.mapped[id.index()] = true;
-                out.abs_error[id.index()] = abs;
-                out.bad[id.index()] = bad;
-            }
-        }
-        out.read_sum = self.partial_sum(KernelId::Read, self.partial_read)?;
-        out.dot_sum = self.partial_sum(KernelId::Dot, self.partial_dot)?;
         Ok(())
     }
 }
@@ -469,32 +377,5 @@ impl Device for Gpu {
             }
         }
         out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An H100's triad: 132 SMs, six blocks of 256 each (34 registers a
-    /// thread), 2^28 doubles: one wave of 792 blocks, or 131072 blocks
-    /// that cover the array; a small array is one partial wave.
-    #[test]
-    fn shapes_are_one_whole_wave_or_a_grid_that_covers_the_array() {
-        let s = shapes(1 << 28, 6, 132, 256, 8);
-        assert_eq!(s.len(), 2);
-        assert_eq!(s[0].grid, 792);
-        assert!(
-            s[0].label.contains("6 per multiprocessor"),
-            "{}",
-            s[0].label
-        );
-        assert_eq!(s[1].grid, 131_072);
-        assert!(s[1].label.contains("165.5 waves"), "{}", s[1].label);
-        let small = shapes(100_000, 6, 132, 256, 8);
-        assert_eq!(small.len(), 1);
-        assert_eq!(small[0].grid, 49);
-        // Occupancy that says none still launches one block per SM.
-        assert_eq!(shapes(1 << 20, 0, 4, 256, 8)[0].grid, 4);
     }
 }

@@ -17,6 +17,8 @@
 //! simulated device for the tests, `backend::sim`).
 
 mod device;
+mod launch;
+
 pub(crate) mod host_buffers;
 pub mod runtime;
 
