@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{stdout, usage_error};
+use common::{membw, stdout, usage_error};
 
 #[test]
 fn every_format_renders_a_run() {
@@ -249,4 +249,41 @@ fn run_and_sweep_files_of_the_same_configuration_pair_in_compare() {
     assert!(same.contains("1 point in both"), "{same}");
     let other = stdout(&["compare", &a, &c]);
     assert!(other.contains("0 points in both"), "{other}");
+}
+
+/// `--json` is every command's JSON form: one document where the command
+/// has one, JSON Lines where that is its only one (sweep, tune, report).
+#[test]
+fn json_is_accepted_by_every_command_with_a_json_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let f = file.to_str().unwrap();
+    let fake = ["--fake-source", "4", "--size", "1M", "--ntimes", "2"];
+    let sweep = stdout(&[&["sweep", "--json", "-o", f, "--threads", "1"][..], &fake].concat());
+    assert!(
+        sweep
+            .lines()
+            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()),
+        "{sweep}"
+    );
+    let report = stdout(&["report", f, "--json"]);
+    assert!(
+        report
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("\"point\"")),
+        "{report}"
+    );
+    let latency = stdout(&["latency", "--sizes", "16KiB", "--time", "5ms", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&latency).unwrap();
+    assert_eq!(doc["experiment"], "latency");
+    // A simulated device is held against its own peak on any host.
+    let out = membw()
+        .args(["check", "--json", "--budget", "1s", "--backend", "sim"])
+        .args(["--array-size", "100000"])
+        .output()
+        .unwrap();
+    let verdict: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(verdict["device"]["name"], "sim0", "{verdict}");
 }

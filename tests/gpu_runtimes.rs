@@ -311,3 +311,19 @@ fn a_cpu_run_still_shows_streams_rule_where_it_applies() {
         "{stderr}{text}"
     );
 }
+
+/// A newcomer on a GPU node finds the GPU from the help: `membw --help`
+/// says how, and every command that measures bandwidth shows --backend
+/// with its values.
+#[test]
+fn the_gpu_is_found_from_the_help() {
+    let top = common::stdout(&["--help"]);
+    assert!(top.contains("membw run --backend cuda:0"), "{top}");
+    for command in ["run", "sweep", "baseline", "check"] {
+        let help = common::stdout(&[command, "--help"]);
+        assert!(
+            help.contains("--backend <NAME[:N]>") && help.contains("cuda:N (NVIDIA GPU N"),
+            "{command}: {help}"
+        );
+    }
+}
