@@ -44,9 +44,10 @@ fn without_a_driver_a_gpu_request_ends_in_one_line() {
         skip("this host has a CUDA driver: the missing-driver path cannot be shown");
         return;
     }
+    // The library named, and the dynamic loader's own words for why.
     usage_error(
         &["run", "--backend", "cuda:0"],
-        "no CUDA driver here: libcuda.so.1 does not load",
+        "no CUDA driver here: libcuda.so.1 does not load (libcuda.so.1: cannot open shared object file",
     );
     usage_error(&["check", "--backend", "cuda"], "no CUDA driver here");
     usage_error(

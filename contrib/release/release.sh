@@ -5,7 +5,15 @@
 #   membw-V-vendor.tar.gz              every crate of Cargo.lock, and .cargo/config.toml
 #                                      pointing cargo at them: unpack over the source,
 #                                      then cargo build --release --offline --locked
-#   membw-V-x86_64-linux-static        the lean static binary for nodes (and aarch64
+#   membw-V-x86_64-linux-portable      the binary for any node, GPU nodes included: dynamic,
+#   membw-V-aarch64-linux-portable     linked by zig against glibc 2.17 (RHEL/Rocky 7 on),
+#                                      every default feature; checked: no glibc symbol
+#                                      above 2.17 and no library beyond glibc's, --version,
+#                                      topo, run (natively also baseline and check;
+#                                      aarch64 under qemu-user). Needs cargo-zigbuild and
+#                                      ziglang (PyPI): skipped with a note where they are
+#                                      missing, an error in CI
+#   membw-V-x86_64-linux-static        the lean static binary for CPU nodes (and aarch64
 #   membw-V-aarch64-linux-static       where its cross toolchain is installed), checked:
 #                                      no NEEDED library, ldd, topo, run (natively also
 #                                      baseline and check)
@@ -13,12 +21,13 @@
 #   easybuild-sources/                 an EasyBuild source path: the tarball and every
 #                                      crate as the Cargo easyblock names them
 #
-#   contrib/release/release.sh [--update | --check] [--no-static] [--offline-build]
+#   contrib/release/release.sh [--update | --check] [--no-static] [--no-portable] [--offline-build]
 #
 # --update   rewrite contrib/easybuild/membw-V{,-mpi}.eb and the Spack package's
 #            checksums from these tarballs and Cargo.lock (commit the result)
 # --check    fail when those files differ from what --update would write (CI)
 # --no-static      skip the static binaries
+# --no-portable    skip the portable binaries
 # --offline-build  unpack both tarballs and build them with an empty CARGO_HOME,
 #                  --offline, and (as root) no network at all
 #
@@ -27,11 +36,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 here=contrib/release
 
-mode= static=1 offline_build=0
+mode= static=1 portable=1 offline_build=0
 for arg in "$@"; do
     case $arg in
         --update | --check) mode=$arg ;;
         --no-static) static=0 ;;
+        --no-portable) portable=0 ;;
         --offline-build) offline_build=1 ;;
         *) echo "release.sh: unknown argument '$arg' (see the top of $0)" >&2; exit 2 ;;
     esac
@@ -86,6 +96,68 @@ while read -r crate crate_version; do
     cp "$found" "$sources/c/crates.io/$crate-$crate_version.tar.gz"
 done < <(python3 "$here/packaging.py" crates)
 
+# The commands that check a release binary: --version, topo, a small run;
+# natively also a baseline and a check against it at the default size
+# (memory, not cache: a few GB, about 30 s), with a wide tolerance and
+# --allow-busy: what is checked is that it runs and judges, not this
+# machine. (Under qemu-user that would take minutes.)
+smoke_test() {
+    local binary=$1 arch=$2 run
+    if [ "$arch" = "$(uname -m)" ]; then run=("$binary"); else run=(qemu-"$arch"-static "$binary"); fi
+    local smoke=("--version" "topo" "run --size 4MiB --ntimes 3 --format json")
+    if [ "${run[0]}" = "$binary" ]; then
+        smoke+=("baseline --ntimes 3 --allow-busy -o $work/baseline.json"
+                "check --baseline $work/baseline.json --ntimes 3 --tolerance 90% --budget 120s")
+    fi
+    for args in "${smoke[@]}"; do
+        # shellcheck disable=SC2086 # the words of args
+        "${run[@]}" $args >/dev/null 2>"$work/smoke.log" ||
+            fail "$binary $args failed: $(tail -n 3 "$work/smoke.log")"
+    done
+}
+
+# A portable binary's glibc baseline: no versioned symbol above it, and
+# no library beyond glibc's own (readelf reads either architecture).
+glibc_baseline=2.17
+check_baseline() {
+    local binary=$1 highest needed
+    highest=$(readelf -W --dyn-syms "$binary" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1)
+    [ -n "$highest" ] || fail "$binary has no versioned glibc symbol: is it dynamic?"
+    if [ "$(printf '%s\n%s\n' "$highest" "$glibc_baseline" | sort -V | tail -n 1)" != "$glibc_baseline" ]; then
+        fail "$binary needs GLIBC_$highest, above its baseline $glibc_baseline: $(readelf -W --dyn-syms "$binary" | grep -o "[a-z_0-9]*@GLIBC_$highest" | sort -u | head -n 5 | tr '\n' ' ')"
+    fi
+    needed=$(readelf -d "$binary" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' |
+        grep -vE '^(libc|libm|libdl|libpthread|librt|libgcc_s)\.so\.[0-9]+$|^ld-linux-(x86-64|aarch64)\.so\.[0-9]+$' || true)
+    [ -z "$needed" ] || fail "$binary needs libraries beyond glibc's: $needed"
+    say "$(basename "$binary"): highest glibc symbol GLIBC_$highest (baseline $glibc_baseline)"
+}
+
+if [ "$portable" = 1 ]; then
+    if ! cargo zigbuild --help >/dev/null 2>&1; then
+        [ "${CI:-}" != "true" ] || fail "no cargo zigbuild: pip install ziglang cargo-zigbuild (see .ci/run)"
+        say "no portable binaries: pip install ziglang cargo-zigbuild (or --no-portable)"
+    else
+        for target in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu; do
+            arch=${target%%-*}
+            if [ "$arch" != "$(uname -m)" ] && ! rustup target list --installed 2>/dev/null | grep -qx "$target"; then
+                say "no $arch portable binary: rustup target add $target"
+                continue
+            fi
+            say "$name-$arch-linux-portable (glibc $glibc_baseline)"
+            cargo zigbuild --quiet --release --locked --target "$target.$glibc_baseline" \
+                --target-dir target/dist-portable
+            binary="$dist/$name-$arch-linux-portable"
+            cp "target/dist-portable/$target/release/membw" "$binary"
+            check_baseline "$binary"
+            if [ "$arch" != "$(uname -m)" ] && ! command -v "qemu-$arch-static" >/dev/null; then
+                say "$binary not run: no qemu-$arch-static"
+                continue
+            fi
+            smoke_test "$binary" "$arch"
+        done
+    fi
+fi
+
 if [ "$static" = 1 ]; then
     for target in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu; do
         arch=${target%%-*}
@@ -104,28 +176,12 @@ if [ "$static" = 1 ]; then
         if [ "$arch" = "$(uname -m)" ]; then
             ldd "$binary" 2>&1 | grep -Eq "not a dynamic executable|statically linked" ||
                 fail "ldd finds dynamic dependencies in $binary: $(ldd "$binary" 2>&1)"
-            run=("$binary")
-        else
-            run=(qemu-"$arch"-static "$binary")
         fi
-        smoke=("--version" "topo" "run --size 4MiB --ntimes 3 --format json")
-        # Natively also check, against a baseline made just before, at the
-        # default size (memory, not cache: a few GB, about 30 s). The wide
-        # tolerance and --allow-busy: what is checked is that it runs and
-        # judges, not this machine. (Under qemu-user it would take minutes.)
-        if [ "${run[0]}" = "$binary" ]; then
-            smoke+=("baseline --ntimes 3 --allow-busy -o $work/baseline.json"
-                    "check --baseline $work/baseline.json --ntimes 3 --tolerance 90% --budget 120s")
-        fi
-        for args in "${smoke[@]}"; do
-            # shellcheck disable=SC2086 # the words of args
-            "${run[@]}" $args >/dev/null 2>"$work/smoke.log" ||
-                fail "$binary $args failed: $(tail -n 3 "$work/smoke.log")"
-        done
+        smoke_test "$binary" "$arch"
     done
 fi
 
-(cd "$dist" && shopt -s nullglob && sha256sum -- *.tar.gz membw-*-static >SHA256SUMS)
+(cd "$dist" && shopt -s nullglob && sha256sum -- *.tar.gz membw-*-static membw-*-portable >SHA256SUMS)
 cat "$dist/SHA256SUMS" >&2
 source_sha=$(sha256sum "$dist/$name.tar.gz" | cut -d' ' -f1)
 vendor_sha=$(sha256sum "$dist/$name-vendor.tar.gz" | cut -d' ' -f1)

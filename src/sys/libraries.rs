@@ -40,16 +40,43 @@ pub fn may_load_shared_libraries() -> Result<(), String> {
                 Some(here) if here == built => Ok(()),
                 Some(here) => Err(format!(
                     "this static membw has glibc {built} built in and this node has glibc {here}, \
-                     and static dlopen cannot cross glibc versions: use a dynamically linked membw \
-                     (cargo install, EasyBuild, Spack) on GPU nodes"
+                     and static dlopen cannot cross glibc versions: on GPU nodes use the portable \
+                     release binary (membw-VERSION-ARCH-linux-portable) or a build from source \
+                     (cargo install, EasyBuild, Spack)"
                 )),
                 None => Err(format!(
                     "this static membw (glibc {built}) finds no libc.so.6 to compare with, so it \
-                     loads no shared library: use a dynamically linked membw on GPU nodes"
+                     loads no shared library: on GPU nodes use the portable release binary \
+                     (membw-VERSION-ARCH-linux-portable)"
                 )),
             }
         })
         .clone()
+}
+
+/// Why the shared library `name` does not load here, in the dynamic
+/// loader's words (`libcuda.so.1: cannot open shared object file: No
+/// such file or directory`, `version GLIBC_2.34 not found`); `None` where
+/// it loads. Only asked after `may_load_shared_libraries`: it opens the
+/// library (and closes it again), running its initializers.
+pub fn why_not_loadable(name: &str) -> Option<String> {
+    let cname = std::ffi::CString::new(name).ok()?;
+    // SAFETY: a NUL-terminated name; RTLD_LAZY binds nothing yet. A
+    // handle that opened is closed at once; dlerror's string is copied
+    // before any other dl* call.
+    unsafe {
+        let handle = libc::dlopen(cname.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+        if !handle.is_null() {
+            libc::dlclose(handle);
+            return None;
+        }
+        let why = libc::dlerror();
+        Some(if why.is_null() {
+            format!("{name} does not load")
+        } else {
+            std::ffi::CStr::from_ptr(why).to_string_lossy().into_owned()
+        })
+    }
 }
 
 /// The glibc version linked into this binary ("2.36").

@@ -8,7 +8,7 @@ mod load;
 mod lock;
 mod memory;
 
-pub use libraries::may_load_shared_libraries;
+pub use libraries::{may_load_shared_libraries, why_not_loadable};
 
 pub use load::*;
 pub use lock::*;

@@ -106,9 +106,20 @@ pub const MACHINES: [&str; 9] = [
     "xeon-6-cxl-1s",
 ];
 
-/// The membw binary built for these tests.
+/// What `MEMBW_TEST_BINARY` names: another build of membw to run the CLI
+/// tests against (CI runs the GPU suites against the portable release
+/// binary this way), for this host.
+fn binary_under_test() -> Option<PathBuf> {
+    std::env::var_os("MEMBW_TEST_BINARY").map(PathBuf::from)
+}
+
+/// The membw binary built for these tests, or the one `MEMBW_TEST_BINARY`
+/// names.
 pub fn membw() -> assert_cmd::Command {
-    assert_cmd::Command::cargo_bin("membw").unwrap()
+    match binary_under_test() {
+        Some(path) => assert_cmd::Command::new(path),
+        None => assert_cmd::Command::cargo_bin("membw").unwrap(),
+    }
 }
 
 /// The words that start the membw under test: the binary, behind the
@@ -118,6 +129,9 @@ pub fn membw_argv() -> Vec<String> {
     let triple = std::env::consts::ARCH.to_uppercase();
     let runner = std::env::var(format!("CARGO_TARGET_{triple}_UNKNOWN_LINUX_GNU_RUNNER"))
         .unwrap_or_default();
+    if let Some(path) = binary_under_test() {
+        return vec![path.display().to_string()];
+    }
     let mut argv: Vec<String> = runner.split_whitespace().map(str::to_string).collect();
     argv.push(assert_cmd::cargo::cargo_bin("membw").display().to_string());
     argv

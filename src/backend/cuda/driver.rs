@@ -21,7 +21,9 @@ pub(super) fn load() -> Result<(), String> {
             // SAFETY: only asks the dynamic loader whether a library of
             // the driver's names opens; nothing of it is called.
             if !unsafe { sys::is_culib_present() } {
-                return Err("no CUDA driver here: libcuda.so.1 does not load (no NVIDIA driver is installed, or it is outside the library path); membw topo lists the GPUs on the PCI bus".into());
+                let why = crate::sys::why_not_loadable("libcuda.so.1")
+                    .unwrap_or_else(|| "it does not load".into());
+                return Err(format!("no CUDA driver here: libcuda.so.1 does not load ({why}: no NVIDIA driver is installed, or it is outside the library path); membw topo lists the GPUs on the PCI bus"));
             }
             result::init().map_err(|e| match e.0 {
                 sys::CUresult::CUDA_ERROR_NO_DEVICE => {
