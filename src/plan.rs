@@ -11,7 +11,7 @@ use crate::placement;
 use crate::results::Point;
 use crate::results::target::Target;
 use crate::topology::Topology;
-use crate::units::{Bytes, ELEMENT_BYTES};
+use crate::units::ELEMENT_BYTES;
 
 pub use crate::kernels::StoresRequest;
 
@@ -184,8 +184,8 @@ pub struct Prepared {
 pub fn resolve_stores(
     request: StoresRequest,
     isa: Isa,
-    array: Bytes,
-    llc: Bytes,
+    elements: u64,
+    rule: crate::results::StreamRule,
 ) -> (StoreMode, String) {
     match request {
         StoresRequest::Regular => (StoreMode::Regular, "requested".into()),
@@ -194,13 +194,14 @@ pub fn resolve_stores(
             StoreMode::Regular,
             format!("auto: the {isa} kernels have no streaming stores"),
         ),
-        StoresRequest::Auto if array > llc => (
-            StoreMode::Nt,
-            format!("auto: {array} arrays exceed the {llc} last-level cache"),
-        ),
+        // STREAM's rule decides: arrays that measure memory write around
+        // the caches; arrays the caches hold keep their lines there.
+        StoresRequest::Auto if rule.holds(elements) => {
+            (StoreMode::Nt, format!("auto: {}", rule.describe(elements)))
+        }
         StoresRequest::Auto => (
             StoreMode::Regular,
-            format!("auto: {array} arrays fit in the {llc} last-level cache"),
+            format!("auto: {}", rule.describe(elements)),
         ),
     }
 }
@@ -214,8 +215,8 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         s.sizes(cpus.len().max(1), || memory::default_elements(topo, &cpus))?;
     let isa = s.measure.isa.unwrap_or_else(Isa::best);
     let used = cpus.iter().copied().collect();
-    let array_bytes = Bytes(elements as u64 * ELEMENT_BYTES);
-    let (stores, stores_reason) = resolve_stores(s.stores, isa, array_bytes, topo.llc_sum(&used));
+    let rule = crate::results::StreamRule::over(topo.cache_sum(&used).0);
+    let (stores, stores_reason) = resolve_stores(s.stores, isa, elements as u64, rule);
     // Refused here, before anything runs, when this CPU lacks it.
     KernelFns::select(isa, stores)?;
     if s.measure.hugepages == Hugepages::Thp && topo.memory.thp_mode.as_deref() == Some("never") {
@@ -239,8 +240,7 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         ));
     }
     let arrays = crate::kernels::arrays_used(&kernels).len() as u64;
-    let in_caches =
-        crate::results::measurement::InCaches::of(elements as u64, arrays, topo.cache_sum(&used).0);
+    let in_caches = rule.in_caches(elements as u64, arrays);
     let plan = Plan {
         calibrate: s.working_set.is_some() && in_caches.is_some(),
         in_caches,

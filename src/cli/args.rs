@@ -175,7 +175,7 @@ pub(crate) struct MeasureArgs {
     #[serde(flatten)]
     isa: super::flags::Isa,
 
-    /// Store instructions: auto (non-temporal when arrays exceed the LLC), regular, nt;
+    /// Store instructions: auto (non-temporal where STREAM's rule holds: each array at least 4 × the caches of the CPUs used), regular, nt;
     /// sweep: comma-separated, each a point; tune: auto tries both
     #[arg(
         long,

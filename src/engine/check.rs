@@ -105,15 +105,15 @@ pub fn scope_jobs(
 }
 
 /// Why arrays of this plan would measure the caches rather than the
-/// memory: each array no larger than the last-level caches of its CPUs.
+/// memory: STREAM's rule, each array under 4 × the caches of its CPUs.
 fn fits_in_caches(topo: &Topology, plan: &Plan) -> Option<String> {
     // A device's memory is in no host cache: no working CPU, no cache.
     let cpus = plan.target.working_cpus(&plan.cpus);
-    let array = crate::units::Bytes(plan.elements as u64 * crate::units::ELEMENT_BYTES);
-    let llc = topo.llc_sum(&cpus.iter().copied().collect());
-    (array <= llc).then(|| {
+    let rule = crate::results::StreamRule::over(topo.cache_sum(&cpus.iter().copied().collect()).0);
+    (!rule.holds(plan.elements as u64)).then(|| {
         format!(
-            "arrays of {array} fit in the {llc} last-level cache of their CPUs, so a health check would measure the cache, not the memory"
+            "{}, so a health check would measure the caches, not the memory",
+            rule.describe(plan.elements as u64)
         )
     })
 }

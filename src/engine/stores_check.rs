@@ -1,5 +1,5 @@
 //! `run --stores auto`'s side measurement: `auto` picks streaming stores
-//! when the arrays exceed the last-level cache, a rule that parts with
+//! where STREAM's rule holds (each array at least 4 × the caches), a rule that parts with
 //! full-line writes (SpecI2M) or few cores per socket can break. After the
 //! run, one kernel runs again with the other store instructions, briefly,
 //! on arrays of the same size on the same CPUs, and the two are compared

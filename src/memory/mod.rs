@@ -7,6 +7,7 @@ mod partition;
 pub mod policy;
 pub mod pool;
 mod split;
+pub mod stream_rule;
 pub mod written;
 
 pub use partition::{LINE_ELEMENTS, partition, partition_for};
@@ -126,7 +127,7 @@ impl std::fmt::Display for Hugepages {
 /// rounded up so every thread gets whole pages.
 pub fn default_elements(topo: &Topology, cpus: &[usize]) -> u64 {
     let used = cpus.iter().copied().collect();
-    let rule = 4 * topo.cache_sum(&used).0 / ELEMENT_BYTES;
+    let rule = stream_rule::StreamRule::over(topo.cache_sum(&used).0).min_elements();
     let elements = rule.max(10_000_000);
     let unit = (PAGE_ELEMENTS * cpus.len().max(1)) as u64;
     elements.div_ceil(unit) * unit

@@ -45,18 +45,22 @@ fn widest_isa(topo: &Topology) -> &'static str {
     .map_or("scalar", |(_, isa)| isa)
 }
 
-/// The arrays against the caches of the plan's CPUs.
-fn arrays_line(plan: &Plan) -> String {
+/// The arrays against the caches of the plan's CPUs, in STREAM's rule's
+/// own words.
+fn arrays_line(plan: &Plan, topo: &Topology) -> String {
     let arrays = plan.arrays_needed().len();
     let bytes = Bytes(plan.elements as u64 * ELEMENT_BYTES);
     let total = Bytes(bytes.0 * arrays as u64);
-    let fit = match &plan.in_caches {
-        Some(c) => format!(
-            "in 4 × the {} of caches: cache bandwidth; STREAM's rule for memory needs --size {}",
-            Bytes(c.cache_bytes),
-            c.stream_elements
-        ),
-        None => "past 4 × the caches of these CPUs: memory (STREAM's rule holds)".into(),
+    // A device's arrays are in no host cache: its own memory's rule made
+    // its size.
+    let working = plan.target.working_cpus(&plan.cpus);
+    let fit = match working.first() {
+        None => "in the device's own memory".into(),
+        Some(_) => {
+            let used = working.iter().copied().collect();
+            let rule = crate::results::StreamRule::over(topo.cache_sum(&used).0);
+            rule.describe(plan.elements as u64)
+        }
     };
     format!(
         "{arrays} × {} elements ({bytes} each, {total} in all), {fit}",
@@ -104,7 +108,7 @@ pub fn render(v: &PlanView) -> String {
             cpus.len(),
             format_ranges(cpus)
         );
-        let _ = writeln!(o, "  arrays     {}", arrays_line(p));
+        let _ = writeln!(o, "  arrays     {}", arrays_line(p, v.topo));
         let kernels: Vec<&str> = p.kernels.iter().map(|k| k.spec().name).collect();
         let _ = writeln!(
             o,
@@ -137,7 +141,7 @@ pub fn render(v: &PlanView) -> String {
         }
         let _ = writeln!(
             o,
-            "  (el.: elements per array; caches: under 4 × the caches of the point's CPUs, STREAM's rule)"
+            "  (el.: elements per array; caches: each array under 4 × the caches of the point's CPUs, STREAM's rule)"
         );
     }
     if let Some(s) = v.reproduce {

@@ -251,7 +251,7 @@ fn stability(m: &Measurement) -> String {
 fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> String {
     let mut o = String::new();
     let counted = m.ntimes.saturating_sub(1);
-    let cached = "; cache bandwidth: the arrays fit in the caches";
+    let cached = "; cache bandwidth: each array under 4 × the caches, STREAM's rule";
     let what = m.in_caches.as_ref().map_or("", |_| cached);
     let _ = writeln!(
         o,

@@ -4,12 +4,12 @@
 //! the tests, later foreign programs and MPI ranks) returns this shape.
 
 pub use super::launch::{Launch, LaunchTried};
-pub use super::stream_rule::InCaches;
 use super::target::Target;
 use crate::error::{Error, Result};
 use crate::kernels::{Isa, KernelId, StoreMode};
 use crate::memory::Hugepages;
 use crate::memory::policy::PagePlacement;
+pub use crate::memory::stream_rule::InCaches;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

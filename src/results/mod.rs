@@ -15,11 +15,12 @@ mod point;
 mod pooled;
 pub mod ranks;
 pub mod read;
-mod stream_rule;
+
 pub mod study;
 pub mod target;
 pub mod typed;
 
+pub use crate::memory::stream_rule::StreamRule;
 pub use estimate::{Stats, cv, median};
 pub use measurement::{Measurement, require_valid};
 pub use peak::PeakUse;
@@ -392,8 +393,8 @@ impl Record {
         Some(100.0 * self.mean(kernel)? / peak)
     }
 
-    /// Whether the point's working set per thread is under four times the
-    /// caches per thread (STREAM's rule): a rate of the caches.
+    /// Whether each of the point's arrays, per thread, is under four times
+    /// the caches per thread (STREAM's rule): a rate of the caches.
     pub fn in_caches(&self) -> bool {
         // A device's arrays are in its own memory: the host's caches, which
         // earlier records kept for a device too, say nothing of them.
@@ -401,7 +402,13 @@ impl Record {
             return false;
         }
         let caches: u64 = self.cache_per_thread.values().sum();
-        caches > 0 && self.point.working_set_per_thread < 4 * caches
+        let arrays = (crate::kernels::arrays_used(&self.point.kernels).iter())
+            .filter(|a| !a.host_buffer())
+            .count()
+            .max(1) as u64;
+        let array_per_thread = self.point.working_set_per_thread / arrays;
+        caches > 0
+            && !StreamRule::over(caches).holds(array_per_thread / crate::units::ELEMENT_BYTES)
     }
 
     /// Why the point cannot be trusted: the first finding of the tick

@@ -333,14 +333,14 @@ pub fn slow_tests(suite: &str) -> bool {
     false
 }
 
-/// An array length (elements, as `--size` takes it) at which STREAM's three
-/// arrays are at least four times the caches of every CPU this process may
-/// use (STREAM's rule), and never under `floor`: a size that is DRAM on a
+/// An array length (elements, as `--size` takes it) at which each array
+/// is at least four times the caches of every CPU this process may use
+/// (STREAM's rule), and never under `floor`: a size that is DRAM on a
 /// 32 MiB L3 sits in a 300 MiB one.
 pub fn dram_elements(floor: u64) -> String {
     let topo = Topology::live().unwrap();
     let caches = topo.cache_sum(&topo.allowed_cpus).0;
-    (4 * caches / (3 * 8) + 1).max(floor).to_string()
+    (4 * caches).div_ceil(8).max(floor).to_string()
 }
 
 /// Whether a Slurm node is up to take `srun` (.ci/run starts a one-node
