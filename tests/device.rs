@@ -297,7 +297,9 @@ fn sweeps_reports_and_comparisons_name_the_device_and_pair_its_points() {
     );
     let csv = stdout(&["report", &swept, "--format", "csv"]);
     assert!(
-        csv.lines().skip(1).all(|r| r.ends_with(",device sim0")),
+        csv.lines()
+            .skip(1)
+            .all(|r| r.ends_with(",device sim0,false")),
         "{csv}"
     );
 }

@@ -220,3 +220,45 @@ fn placements_that_put_threads_on_siblings_say_so_and_spread_means_one_thing() {
     let fits = place_e5(&["--threads", "20"]);
     assert!(fits.contains("default: one thread per core, spread") && !fits.contains("SMT"));
 }
+
+/// A sweep whose arrays sit in the caches says so in every form: its
+/// table (a `measured` column and the legend), its CSV (`in_caches`) and
+/// its plot (a square round each such point, and its key), not only in
+/// the JSON's warnings.
+#[test]
+fn cache_resident_points_are_flagged_in_every_table_plot_and_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let f = file.to_str().unwrap();
+    // 64 KiB arrays: under 4 × any host's caches.
+    let table = stdout(&[
+        "sweep",
+        "--fake-source",
+        "4",
+        "--size",
+        "8192",
+        "--threads",
+        "1,2",
+        "-o",
+        f,
+    ]);
+    assert!(table.contains("% peak"), "{table}");
+    // Each point's row says caches where its share of the peak would be.
+    let cached = (table.lines())
+        .filter(|l| l.contains(" spread ") && l.trim_end().ends_with("caches"))
+        .count();
+    assert_eq!(cached, 2, "{table}");
+    assert!(
+        table.contains("caches: 2 of 2 points measured the caches"),
+        "{table}"
+    );
+    let csv = stdout(&["report", f, "--format", "csv"]);
+    assert!(csv.lines().next().unwrap().ends_with(",in_caches"), "{csv}");
+    assert!(csv.lines().skip(1).all(|l| l.ends_with(",true")), "{csv}");
+    let md = stdout(&["report", f, "--format", "markdown"]);
+    assert!(md.contains("| caches |"), "{md}");
+    let html = dir.path().join("r.html");
+    stdout(&["report", f, "--html", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("cache bandwidth: arrays"), "the plot's key");
+}

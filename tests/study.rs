@@ -45,9 +45,11 @@ fn sweep_args<'a>(more: &[&'a str]) -> Vec<&'a str> {
 
 fn quality_sweep(dir: &Path) -> std::path::PathBuf {
     let out = dir.join("sweep.jsonl");
+    // Past STREAM's rule on this host: the fake's rates are the memory's.
+    let size = common::dram_elements(1_000_000);
     let printed = stdout(&sweep_args(&[
         "--size",
-        "1M",
+        &size,
         "--ntimes",
         "3",
         "-o",
@@ -108,9 +110,10 @@ fn a_sweep_records_every_point_with_its_repeats() {
         assert!(keys.insert(r["point"].to_string()));
     }
     // Resuming a finished sweep runs nothing and adds nothing.
+    let size = common::dram_elements(1_000_000);
     stdout(&sweep_args(&[
         "--size",
-        "1M",
+        &size,
         "--ntimes",
         "3",
         "--resume",
@@ -795,6 +798,8 @@ fn fake_sweep_plot(axes: &[&str], name: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.jsonl");
     let plots = dir.path().join("p");
+    // Past STREAM's rule on this host: no point is marked as the caches'.
+    let size = common::dram_elements(1_000_000);
     let mut args = vec![
         "sweep",
         "--fake-source",
@@ -802,7 +807,7 @@ fn fake_sweep_plot(axes: &[&str], name: &str) -> String {
         "--repeat",
         "3",
         "--size",
-        "1M",
+        &size,
         "--ntimes",
         "3",
         "-o",

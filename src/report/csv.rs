@@ -66,7 +66,7 @@ pub fn render(report: &RunReport) -> Result<String> {
 }
 
 /// The header of a results file's CSV (`membw report --format csv`).
-pub const STUDY_HEADER: [&str; 21] = [
+pub const STUDY_HEADER: [&str; 22] = [
     "schema_version",
     "hostname",
     "experiment",
@@ -88,6 +88,7 @@ pub const STUDY_HEADER: [&str; 21] = [
     "trusted",
     "untrusted_why",
     "target",
+    "in_caches",
 ];
 
 /// One row per point and kernel of a results file: the mean of its runs'
@@ -139,6 +140,7 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
                         .first()
                         .map_or("cpu".into(), |run| run.target().label()),
                 },
+                r.in_caches().to_string(),
             ]);
         }
     }

@@ -102,18 +102,37 @@ pub(super) fn untrusted_points(
         .collect()
 }
 
-/// The legend right of the plot: the series, extra keys (the peak), and
-/// the rings' key when some point is ringed.
+/// The points (x, mean) of `kernel` that measured the caches.
+pub(super) fn cache_points(
+    records: &[Record],
+    kernel: KernelId,
+    x: impl Fn(&Record) -> f64,
+) -> Vec<(f64, f64)> {
+    records
+        .iter()
+        .filter(|r| r.in_caches())
+        .filter_map(|r| Some((x(r), r.stats.get(&kernel)?.mean)))
+        .collect()
+}
+
+/// The legend right of the plot: the series, extra keys (the peak), the
+/// rings' key when some point is ringed, and the squares' when some point
+/// measured the caches.
 pub(super) fn full_legend(
     root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     mut keys: Vec<(String, RGBAColor)>,
     extra: Option<(String, RGBAColor)>,
     ringed: bool,
+    squared: bool,
 ) -> Option<()> {
     keys.extend(extra);
-    let y = legend(root, &keys)?;
+    let mut y = legend(root, &keys)?;
     if ringed {
         untrusted_key(root, y)?;
+        y += 48;
+    }
+    if squared {
+        caches_key(root, y)?;
     }
     Some(())
 }
@@ -185,11 +204,20 @@ pub fn threads_plot(records: &[Record], kernel: KernelId) -> Option<String> {
         }
         let ringed = untrusted_points(&records, kernel, |r| r.point.threads as f64);
         mark_untrusted(&mut chart, &ringed)?;
+        let squared = cache_points(&records, kernel, |r| r.point.threads as f64);
+        mark_in_caches(&mut chart, &squared)?;
         let peak_key = match peak {
             Some((p, true)) => Some((format!("theoretical peak {p:.1} GB/s"), BLACK.to_rgba())),
             _ => None,
         };
-        full_legend(&root, entries(&series), peak_key, !ringed.is_empty())?;
+        let keys = entries(&series);
+        full_legend(
+            &root,
+            keys,
+            peak_key,
+            !ringed.is_empty(),
+            !squared.is_empty(),
+        )?;
         root.present().ok()?;
     }
     Some(svg)
@@ -252,7 +280,17 @@ pub fn sizes_plot(records: &[Record], kernel: KernelId) -> Option<String> {
             true,
         )?;
         mark_untrusted(&mut chart, &ringed)?;
-        full_legend(&root, entries(&series), None, !ringed.is_empty())?;
+        let squared = cache_points(&records, kernel, |r| {
+            (r.point.working_set_per_thread as f64).log2()
+        });
+        mark_in_caches(&mut chart, &squared)?;
+        full_legend(
+            &root,
+            entries(&series),
+            None,
+            !ringed.is_empty(),
+            !squared.is_empty(),
+        )?;
         root.present().ok()?;
     }
     Some(svg)

@@ -5,7 +5,7 @@
 //! at one point), grouped bars: the kernels side by side, one bar per
 //! configuration.
 
-use super::bandwidth::{Varies, collect_series, full_legend, untrusted_points};
+use super::bandwidth::{Varies, cache_points, collect_series, full_legend, untrusted_points};
 use super::*;
 use crate::kernels::KernelId;
 use crate::results::Record;
@@ -95,7 +95,7 @@ pub fn kernels_plot(records: &[Record]) -> Option<String> {
         };
         let panels = panels.titled(title, TITLE_FONT).ok()?;
         let mut keys = Vec::new();
-        let mut ringed_any = false;
+        let (mut ringed_any, mut squared_any) = (false, false);
         for (panel, &kernel) in panels.split_evenly((rows, cols)).iter().zip(&kernels) {
             let series = collect_series(&records, kernel, x_of(axis), true);
             if keys.is_empty() {
@@ -133,11 +133,42 @@ pub fn kernels_plot(records: &[Record]) -> Option<String> {
             let ringed = untrusted_points(&records, kernel, x_of(axis));
             ringed_any |= !ringed.is_empty();
             mark_untrusted(&mut chart, &ringed)?;
+            let squared = cache_points(&records, kernel, x_of(axis));
+            squared_any |= !squared.is_empty();
+            mark_in_caches(&mut chart, &squared)?;
         }
-        full_legend(&root, keys, None, ringed_any)?;
+        full_legend(&root, keys, None, ringed_any, squared_any)?;
         root.present().ok()?;
     }
     Some(svg)
+}
+
+/// A bar: (kernel slot, configuration, mean, half-width, untrusted, in
+/// the caches).
+type Bar = (usize, usize, f64, f64, bool, bool);
+
+/// The configurations (what varies, one label each, in the order met) and
+/// a bar per configuration and kernel.
+fn bars_of(flat: &[Record], kernels: &[KernelId]) -> Option<(Vec<String>, Vec<Bar>)> {
+    let varies = Varies::of(flat);
+    let mut labels: Vec<String> = Vec::new();
+    for r in flat {
+        let label = varies.label(r, true);
+        if !labels.contains(&label) {
+            labels.push(label);
+        }
+    }
+    let mut bars: Vec<Bar> = Vec::new();
+    for r in flat {
+        let c = labels.iter().position(|l| *l == varies.label(r, true))?;
+        for (k, kernel) in kernels.iter().enumerate() {
+            if let Some(s) = r.stats.get(kernel) {
+                let half = s.interval().map_or(0.0, |i| i.half_width());
+                bars.push((k, c, s.mean, half, r.untrusted().is_some(), r.in_caches()));
+            }
+        }
+    }
+    Some((labels, bars))
 }
 
 /// The kernels side by side, one bar per configuration (what varies among
@@ -154,26 +185,7 @@ pub fn kernels_bars(records: &[Record]) -> Option<String> {
         return None;
     }
     let kernels = kernels_of(&flat);
-    let varies = Varies::of(&flat);
-    // One configuration per label, in the order met.
-    let mut labels: Vec<String> = Vec::new();
-    for r in &flat {
-        let label = varies.label(r, true);
-        if !labels.contains(&label) {
-            labels.push(label);
-        }
-    }
-    // (kernel slot, configuration, mean, half-width, untrusted)
-    let mut bars: Vec<(usize, usize, f64, f64, bool)> = Vec::new();
-    for r in &flat {
-        let c = labels.iter().position(|l| *l == varies.label(r, true))?;
-        for (k, kernel) in kernels.iter().enumerate() {
-            if let Some(s) = r.stats.get(kernel) {
-                let half = s.interval().map_or(0.0, |i| i.half_width());
-                bars.push((k, c, s.mean, half, r.untrusted().is_some()));
-            }
-        }
-    }
+    let (labels, bars) = bars_of(&flat, &kernels)?;
     let top = bars.iter().map(|b| b.2 + b.3).fold(0.0, f64::max).max(0.1);
     let y_max = top * 1.15;
     let width = 0.8 / labels.len() as f64;
@@ -201,7 +213,7 @@ pub fn kernels_bars(records: &[Record]) -> Option<String> {
             None,
             true,
         )?;
-        for &(k, c, mean, half, _) in &bars {
+        for &(k, c, mean, half, ..) in &bars {
             let x = bar_x(k, c);
             let fill = color(c);
             chart
@@ -229,12 +241,18 @@ pub fn kernels_bars(records: &[Record]) -> Option<String> {
             .map(|&(k, c, mean, ..)| (bar_x(k, c), mean))
             .collect();
         mark_untrusted(&mut chart, &ringed)?;
+        let squared: Vec<(f64, f64)> = bars
+            .iter()
+            .filter(|b| b.5)
+            .map(|&(k, c, mean, ..)| (bar_x(k, c), mean))
+            .collect();
+        mark_in_caches(&mut chart, &squared)?;
         let keys = labels
             .iter()
             .enumerate()
             .map(|(i, l)| (l.clone(), color(i)))
             .collect();
-        full_legend(&root, keys, None, !ringed.is_empty())?;
+        full_legend(&root, keys, None, !ringed.is_empty(), !squared.is_empty())?;
         root.present().ok()?;
     }
     Some(svg)

@@ -256,6 +256,47 @@ pub(super) fn mark_untrusted<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
     Some(())
 }
 
+/// Squares around the points (x, mean) that measured the caches (STREAM's
+/// rule): a cache rate must not read as the memory's.
+pub(super) fn mark_in_caches<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    points: &[(f64, f64)],
+) -> Option<()> {
+    let half = RING;
+    chart
+        .draw_series(points.iter().map(|&p| {
+            EmptyElement::at(p)
+                + Rectangle::new([(-half, -half), (half, half)], BLACK.stroke_width(1))
+        }))
+        .ok()?;
+    Some(())
+}
+
+/// The legend's key for the squares, at `y`.
+pub(super) fn caches_key(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    y: i32,
+) -> Option<()> {
+    let x = (SIZE.0 - LEGEND_ROOM) as i32;
+    root.draw(&Rectangle::new(
+        [(x + 6 - RING, y - RING), (x + 6 + RING, y + RING)],
+        BLACK.stroke_width(1),
+    ))
+    .ok()?;
+    for (i, line) in ["cache bandwidth: arrays", "under 4 × the caches"]
+        .iter()
+        .enumerate()
+    {
+        root.draw(&Text::new(
+            line.to_string(),
+            (x + 20, y - 8 + 19 * i as i32),
+            ("sans-serif", 15).into_font(),
+        ))
+        .ok()?;
+    }
+    Some(())
+}
+
 /// The legend's key for the rings, at `y` below the series' entries.
 pub(super) fn untrusted_key(
     root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,

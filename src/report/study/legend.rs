@@ -50,6 +50,14 @@ pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
         legend.push_str(" · ");
         legend.push_str(peak);
     }
+    let cached = records.iter().filter(|r| r.in_caches()).count();
+    if cached > 0 {
+        legend.push_str(&format!(
+            "\ncaches: {cached} of {} points measured the caches, each array under 4 × the caches\n\
+             of its threads (STREAM's rule): cache bandwidth, not memory, no share of the peak",
+            records.len()
+        ));
+    }
     if records.iter().any(|r| !own_node_mark(r).is_empty()) {
         legend.push_str("\n(own): the host buffers were on the device's own NUMA node");
     }

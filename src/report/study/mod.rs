@@ -225,10 +225,13 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
     // A share of the peak only where a point has one (not in the caches).
     let peaks = sorted.iter().any(|r| shows_peak(r));
     let doubts = sorted.iter().any(|r| r.untrusted().is_some());
+    // Where a point measured the caches (STREAM's rule), its share of the
+    // peak says so: a cache rate must not read as the memory's.
+    let caches = sorted.iter().any(|r| r.in_caches());
     let optional = [
         (with_sd, "sd"),
         (runs_vary, "runs"),
-        (peaks, "% peak"),
+        (peaks || caches, "% peak"),
         (doubts, "trust"),
     ];
     headers.extend(optional.iter().filter(|c| c.0).map(|c| c.1.to_string()));
@@ -265,9 +268,13 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
             if runs_vary {
                 row.push(s.map_or("0".into(), |s| s.n.to_string()));
             }
-            if peaks {
+            if peaks || caches {
                 let peak = r.percent_of_peak(kernel);
-                row.push(peak.map_or("-".into(), |p| format!("{p:.1}")));
+                row.push(match (r.in_caches(), peak) {
+                    (true, _) => "caches".into(),
+                    (false, Some(p)) => format!("{p:.1}"),
+                    (false, None) => "-".into(),
+                });
             }
             if doubts {
                 let trust = r.untrusted().map_or("ok", |_| "NOT TRUSTED");
@@ -281,91 +288,6 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
         rows,
         best: best_index(sorted, kernel),
     }
-}
-
-/// What a set of records shares: host, experiment, kernels, repetitions.
-pub fn context(records: &[Record]) -> Vec<(String, String)> {
-    let Some(first) = records.first() else {
-        return Vec::new();
-    };
-    let h = &first.host;
-    let uniq = |f: &dyn Fn(&Record) -> String| {
-        let mut v: Vec<String> = records.iter().map(f).collect();
-        v.sort();
-        v.dedup();
-        v.join(", ")
-    };
-    vec![
-        ("host".into(), uniq(&|r| r.host.hostname.clone())),
-        (
-            "CPU".into(),
-            h.cpu_model.clone().unwrap_or_else(|| "unknown".into()),
-        ),
-        (
-            "machine".into(),
-            format!(
-                "{} · {} · {} CPUs · kernel {} · THP {}",
-                plural(h.sockets, "socket"),
-                plural(h.numa_nodes, "NUMA node"),
-                h.online_cpus,
-                h.kernel,
-                h.thp_mode.as_deref().unwrap_or("unknown")
-            ),
-        ),
-        (
-            "experiment".into(),
-            uniq(&|r| format!("{} started {}", r.experiment, r.started)),
-        ),
-        (
-            "kernels".into(),
-            uniq(&|r| {
-                r.point
-                    .kernels
-                    .iter()
-                    .map(|k| k.to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            }),
-        ),
-        (
-            "repetitions".into(),
-            uniq(&|r| {
-                format!(
-                    "{} × ntimes {}",
-                    crate::units::plural(r.runs.len(), "run"),
-                    r.point.ntimes
-                )
-            }),
-        ),
-        (
-            "array size".into(),
-            uniq(&|r| format!("{} elements", r.point.elements)),
-        ),
-        (
-            "theoretical peak".into(),
-            match (first.peak_gb_s, &first.peak_source) {
-                // A device's peak is its own memory's, and says so.
-                (Some(p), Some(src)) if !first.point.placed_on_host_cpus() => {
-                    format!("{p:.1} GB/s: {src}")
-                }
-                (Some(p), Some(src)) => format!("{p:.1} GB/s for the sockets used; {src}"),
-                _ => "unknown".into(),
-            },
-        ),
-        ("points".into(), records.len().to_string()),
-    ]
-    .into_iter()
-    .chain(cache_per_thread(first))
-    .collect()
-}
-
-/// The caches each thread had, where host CPUs did the work (a device's
-/// arrays are in no host cache).
-fn cache_per_thread(first: &Record) -> Option<(String, String)> {
-    let caches: Vec<String> = (first.cache_per_thread.iter())
-        .map(|(k, v)| format!("{k} {}", Bytes(*v)))
-        .collect();
-    (!caches.is_empty()).then(|| ("cache per thread".into(), caches.join(" · ")))
 }
 
 /// The summary printed after a sweep and by `membw report`.
@@ -482,6 +404,8 @@ pub fn markdown(records: &[Record], kernel: KernelId, plots: &[(String, String)]
 }
 
 mod compare;
+mod context;
+pub use context::context;
 mod legend;
 pub use legend::legend;
 use legend::shows_peak;
