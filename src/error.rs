@@ -42,6 +42,8 @@ pub enum Input {
     Hugepages,
     /// Weighted-interleave weights to set for the run.
     Weights,
+    /// Threads left unbound (`--no-pin`).
+    NoPin,
 }
 
 impl Input {
@@ -65,6 +67,7 @@ impl Input {
             Input::Stores => "stores",
             Input::Hugepages => "hugepages",
             Input::Weights => "weights",
+            Input::NoPin => "no-pin",
         }
     }
 }

@@ -48,6 +48,21 @@ pub enum Observation {
     CpuTicks(Interference),
     /// The device's clocks held back while the window was open.
     HeldBack(HeldBack),
+    /// Where the scheduler moved unbound threads while the window was
+    /// open, by thread number.
+    Moves(Vec<ThreadMoves>),
+}
+
+/// One unbound thread of the team, as the scheduler moved it over the
+/// window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadMoves {
+    pub thread: usize,
+    /// Times the kernel moved it to another CPU (None: the kernel keeps
+    /// no count).
+    pub migrations: Option<u64>,
+    /// The CPU it was on as the window closed.
+    pub last_cpu: usize,
 }
 
 /// What keeps observations: a bandwidth measurement, a latency point.
@@ -61,6 +76,14 @@ impl KeepsObservations for Measurement {
     fn keep(&mut self, seen: Observation) {
         match seen {
             Observation::CpuTicks(i) => self.interference = Some(i),
+            Observation::Moves(moves) => {
+                for m in moves {
+                    if let Some(t) = self.threads.iter_mut().find(|t| t.thread == m.thread) {
+                        t.migrations = m.migrations;
+                        t.last_cpu = Some(m.last_cpu);
+                    }
+                }
+            }
             Observation::HeldBack(h) => {
                 // A rate measured while its clocks were held back is not
                 // the memory's: a finding, as other work on the CPUs is.
@@ -80,8 +103,9 @@ impl KeepsObservations for crate::results::latency_record::Latency {
     fn keep(&mut self, seen: Observation) {
         match seen {
             Observation::CpuTicks(i) => self.interference = Some(i),
-            // Latency is measured on host memory: no device to hold back.
-            Observation::HeldBack(_) => {}
+            // Latency is measured on host memory by pinned threads: no
+            // device to hold back, nothing unbound.
+            Observation::HeldBack(_) | Observation::Moves(_) => {}
         }
     }
 }
@@ -121,6 +145,46 @@ impl Watch {
         for seen in self.0.iter().filter_map(|o| o.observe(window)) {
             into.keep(seen);
         }
+    }
+}
+
+/// Unbound threads of the team (`membw-N`, as `team::run` names them),
+/// read as the window opens and closes: how often the kernel moved each,
+/// and where it was at the end. Read off /proc, never inside the timed
+/// calls.
+#[derive(Default)]
+pub struct SchedulerMoves {
+    start: Vec<crate::sys::TaskMoves>,
+    end: Vec<crate::sys::TaskMoves>,
+}
+
+impl Observer for SchedulerMoves {
+    /// The kernel counts every move: any window is judged.
+    fn shortest_window_s(&self) -> f64 {
+        0.0
+    }
+    fn start(&mut self) {
+        self.start = crate::sys::own_task_moves();
+    }
+    fn stop(&mut self) {
+        self.end = crate::sys::own_task_moves();
+    }
+    fn observe(&self, _window: &Window) -> Option<Observation> {
+        let moves: Vec<ThreadMoves> = (self.end.iter())
+            .filter_map(|end| {
+                let thread = end.name.strip_prefix("membw-")?.parse().ok()?;
+                let start = self.start.iter().find(|s| s.tid == end.tid)?;
+                Some(ThreadMoves {
+                    thread,
+                    migrations: end
+                        .migrations
+                        .zip(start.migrations)
+                        .map(|(b, a)| b.saturating_sub(a)),
+                    last_cpu: end.cpu,
+                })
+            })
+            .collect();
+        (!moves.is_empty()).then_some(Observation::Moves(moves))
     }
 }
 
@@ -190,6 +254,65 @@ mod tests {
                 .is_some_and(|w| w.contains("cannot judge")),
             "{seen:?}"
         );
+    }
+
+    /// An unbound team thread that the kernel moves while the window is
+    /// open is seen moving: here a thread named as the team names its
+    /// members is moved between two CPUs by its own affinity (a forced
+    /// migration), as the scheduler would move it.
+    #[test]
+    fn the_scheduler_s_moves_of_an_unbound_thread_are_counted() {
+        let cpus = crate::sys::thread_affinity(0).unwrap_or_default();
+        let [a, b, ..] = cpus[..] else {
+            eprintln!("skipped: one CPU only, nothing to move between");
+            return;
+        };
+        if crate::sys::own_task_moves()
+            .iter()
+            .all(|t| t.migrations.is_none())
+        {
+            eprintln!("skipped: this kernel keeps no se.nr_migrations");
+            return;
+        }
+        let barrier = || std::sync::Barrier::new(2);
+        let (go, started, done, leave) = (barrier(), barrier(), barrier(), barrier());
+        let mut moves = SchedulerMoves::default();
+        std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("membw-0".into())
+                .spawn_scoped(s, || {
+                    crate::sys::pin_current_thread(a).unwrap();
+                    go.wait();
+                    // Moves only once the window is open.
+                    started.wait();
+                    for round in 0..6 {
+                        let cpu = if round % 2 == 0 { b } else { a };
+                        crate::sys::pin_current_thread(cpu).unwrap();
+                        std::hint::black_box((0..10_000).sum::<u64>());
+                    }
+                    done.wait();
+                    // Alive until the window is read.
+                    leave.wait();
+                })
+                .unwrap();
+            go.wait();
+            moves.start();
+            started.wait();
+            done.wait();
+            moves.stop();
+            leave.wait();
+        });
+        let window = Window {
+            cpus: &[a],
+            one_rank_of_many: false,
+            effect: Effect::Bandwidth,
+        };
+        let Some(Observation::Moves(seen)) = moves.observe(&window) else {
+            panic!("the team's thread was not seen");
+        };
+        let m = seen.iter().find(|m| m.thread == 0).unwrap();
+        assert!(m.migrations.unwrap() >= 6, "{m:?}");
+        assert_eq!(m.last_cpu, a);
     }
 
     /// A device whose clocks were held back over the window makes the

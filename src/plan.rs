@@ -26,8 +26,12 @@ pub struct Plan {
     /// (checked available), another program, or a device.
     pub target: Target,
     /// CPU of each thread, by thread number (a device's: the host thread
-    /// that drives it).
+    /// that drives it). Where the threads are not pinned, the CPU each
+    /// starts on.
     pub cpus: Vec<usize>,
+    /// Whether each thread is bound to its CPU (false: `--no-pin`, the
+    /// scheduler places and moves them).
+    pub pinned: bool,
     /// NUMA node of each of those CPUs (for judging first-touch placement).
     pub cpu_nodes: Vec<Option<usize>>,
     pub hugepages: Hugepages,
@@ -242,6 +246,7 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
     let arrays = crate::kernels::arrays_used(&kernels).len() as u64;
     let in_caches = rule.in_caches(elements as u64, arrays);
     let plan = Plan {
+        pinned: s.placement.spec.pins(),
         calibrate: s.working_set.is_some() && in_caches.is_some(),
         in_caches,
         elements,
@@ -292,6 +297,7 @@ pub fn placement_only(
 ) -> Result<Plan> {
     let cpus = placement::resolve(topo, request)?;
     Ok(Plan {
+        pinned: request.spec.pins(),
         elements: 0,
         ntimes: 0,
         kernels: Vec::new(),

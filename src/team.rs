@@ -152,11 +152,17 @@ pub struct MemberResult<R> {
     pub value: R,
 }
 
-/// Spawns one thread per entry of `cpus`, pins it, and runs `body` with that
-/// member's `state`. All members pin before any runs the body, so first touch
-/// inside the body lands on the right node. Fails (without running the
-/// body) if any member cannot be pinned.
-pub fn run<S, R, F>(cpus: &[usize], states: Vec<S>, body: F) -> Result<Vec<MemberResult<R>>>
+/// Spawns one thread per entry of `cpus`, pins it (where `pin`; else the
+/// scheduler places it, starting anywhere this process may run), and runs
+/// `body` with that member's `state`. All members pin before any runs the
+/// body, so first touch inside the body lands on the right node. Fails
+/// (without running the body) if any member cannot be pinned.
+pub fn run<S, R, F>(
+    cpus: &[usize],
+    pin: bool,
+    states: Vec<S>,
+    body: F,
+) -> Result<Vec<MemberResult<R>>>
 where
     S: Send,
     R: Send,
@@ -182,7 +188,12 @@ where
                     if !wait_for_start(start) {
                         return None;
                     }
-                    if let Err(e) = sys::pin_current_thread(cpu) {
+                    let pinned = if pin {
+                        sys::pin_current_thread(cpu)
+                    } else {
+                        Ok(())
+                    };
+                    if let Err(e) = pinned {
                         pin_failed.store(true, Ordering::Relaxed);
                         if let Ok(mut errs) = pin_errors.lock() {
                             errs.push(format!("cannot pin thread {index} to CPU {cpu}: {e}"));
@@ -251,7 +262,7 @@ mod tests {
         let cpu = sys::current_cpu().unwrap();
         let cpus = vec![cpu; 3];
         let counter = AtomicUsize::new(0);
-        let results = run(&cpus, vec![(); 3], |m, ()| {
+        let results = run(&cpus, true, vec![(); 3], |m, ()| {
             for round in 0..50 {
                 counter.fetch_add(1, Ordering::Relaxed);
                 m.barrier();
@@ -274,7 +285,7 @@ mod tests {
         let cpu = sys::current_cpu().unwrap();
         let n = 9;
         let counter = AtomicUsize::new(0);
-        run(&vec![cpu; n], vec![(); n], |m, ()| {
+        run(&vec![cpu; n], true, vec![(); n], |m, ()| {
             for round in 0..30u64 {
                 counter.fetch_add(1, Ordering::Relaxed);
                 if m.is_leader() {
@@ -309,7 +320,7 @@ mod tests {
     #[test]
     fn an_unpinnable_cpu_fails_without_running_the_body() {
         let ran = AtomicBool::new(false);
-        let err = run(&[0, 5000], vec![(), ()], |_, ()| {
+        let err = run(&[0, 5000], true, vec![(), ()], |_, ()| {
             ran.store(true, Ordering::Relaxed)
         });
         assert!(err.is_err());

@@ -24,6 +24,7 @@ fn a_gcc_stream_build_runs_pinned_and_its_table_is_read() {
     let ran = foreign::run(&Launch {
         argv: &argv,
         cpus: &cpus,
+        pinned: true,
         policy: None,
         keep: &BTreeSet::new(),
         timeout: Duration::from_secs(60),

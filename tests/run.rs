@@ -383,6 +383,70 @@ fn explicit_cpus_are_used_in_order() {
     assert_eq!(threads[0]["observed_cpu"], 0);
 }
 
+/// The naive run of STREAM tutorials: `--no-pin` and the runtimes' "no
+/// binding" spellings leave the threads to the scheduler, and every output
+/// says so; placement flags beside it are refused.
+#[test]
+fn unpinned_runs_leave_threads_to_the_scheduler_and_say_so() {
+    let header = stdout(&[
+        "run",
+        "--no-pin",
+        "--threads",
+        "1",
+        "--size",
+        "1M",
+        "--ntimes",
+        "2",
+    ]);
+    assert!(
+        header.contains("Thread affinity = none: threads unbound"),
+        "{header}"
+    );
+    assert!(
+        header.contains("Placement: unpinned (--no-pin)"),
+        "{header}"
+    );
+    assert!(header.contains("while measured"), "{header}");
+    for (var, value) in [("OMP_PROC_BIND", "false"), ("KMP_AFFINITY", "none")] {
+        let out = membw()
+            .env(var, value)
+            .args([
+                "run",
+                "--threads",
+                "1",
+                "--size",
+                "1M",
+                "--ntimes",
+                "2",
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{var}={value}");
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["measurement"]["pinned"], false, "{var}={value}");
+        let thread = &doc["measurement"]["threads"][0];
+        assert!(thread["last_cpu"].is_u64(), "{var}={value}: {thread}");
+    }
+    let pinned = stdout(&[
+        "run",
+        "--threads",
+        "1",
+        "--size",
+        "1M",
+        "--ntimes",
+        "2",
+        "--json",
+    ]);
+    let doc: Value = serde_json::from_str(&pinned).unwrap();
+    assert!(
+        doc["measurement"].get("pinned").is_none(),
+        "written only when false"
+    );
+    assert!(doc["measurement"]["threads"][0].get("migrations").is_none());
+    usage_error(&["run", "--no-pin", "--strategy", "spread"], "--no-pin");
+}
+
 #[test]
 fn bad_input_is_a_one_line_error_with_exit_code_2() {
     usage_error(

@@ -44,27 +44,32 @@ impl Backend for CpuTeam {
         }
         let orders = Orders::new(plan.cpus.len());
         let driver = Mutex::new(Some(driver));
-        let outcome = team::run(&plan.cpus, arrays.chunks(&ranges), |m, chunk| {
-            let mut part = Part {
-                fns: &fns,
-                chunk,
-                sums: Sums::default(),
-            };
-            if !m.is_leader() {
-                follow(m, &orders, &mut part);
-                return Ok(());
-            }
-            let taken = driver.lock().ok().and_then(|mut d| d.take());
-            let mut leader = Leader {
-                member: m,
-                orders: &orders,
-                part,
-            };
-            match taken {
-                Some(drive) => drive(&mut leader),
-                None => Err(Error::Runtime("the driver ran twice".into())),
-            }
-        })?;
+        let outcome = team::run(
+            &plan.cpus,
+            plan.pinned,
+            arrays.chunks(&ranges),
+            |m, chunk| {
+                let mut part = Part {
+                    fns: &fns,
+                    chunk,
+                    sums: Sums::default(),
+                };
+                if !m.is_leader() {
+                    follow(m, &orders, &mut part);
+                    return Ok(());
+                }
+                let taken = driver.lock().ok().and_then(|mut d| d.take());
+                let mut leader = Leader {
+                    member: m,
+                    orders: &orders,
+                    part,
+                };
+                match taken {
+                    Some(drive) => drive(&mut leader),
+                    None => Err(Error::Runtime("the driver ran twice".into())),
+                }
+            },
+        )?;
         let observed: Vec<Option<usize>> = outcome.iter().map(|o| o.observed_cpu).collect();
         if let Some(leader) = outcome.into_iter().next() {
             leader.value?;

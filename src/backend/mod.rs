@@ -49,10 +49,15 @@ pub trait Backend: Send {
     }
 
     /// What watches a timed window of this plan's target: the CPUs' tick
-    /// counters, unless the backend says otherwise (a GPU's clocks).
+    /// counters, and where the threads are unbound the scheduler's moves;
+    /// unless the backend says otherwise (a GPU's clocks).
     fn observers(&self, plan: &Plan) -> Vec<Box<dyn crate::observe::Observer>> {
-        let _ = plan;
-        vec![Box::new(crate::observe::CpuTicks::default())]
+        let mut observers: Vec<Box<dyn crate::observe::Observer>> =
+            vec![Box::new(crate::observe::CpuTicks::default())];
+        if !plan.pinned {
+            observers.push(Box::new(crate::observe::SchedulerMoves::default()));
+        }
+        observers
     }
 
     /// Allocates and places the plan's arrays and lends them to `driver`

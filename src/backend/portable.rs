@@ -28,11 +28,7 @@ impl Backend for Portable {
         let mut device = HostArrays::new(plan, &Default::default(), &plan.arrays_needed())?;
         driver(&mut device)?;
         Ok(Observed {
-            threads: vec![ThreadPlacement {
-                thread: 0,
-                cpu: plan.cpus[0],
-                observed_cpu: None,
-            }],
+            threads: ThreadPlacement::list(&plan.cpus[..1], |_| None),
             pages: Vec::new(),
             warnings: vec![
                 "the portable backend neither pins its thread nor places its pages".into(),

@@ -132,6 +132,9 @@ impl PlacementArgs {
         if let Some(s) = f.strategy.first() {
             parts.push(format!("--strategy {s}"));
         }
+        if f.no_pin {
+            parts.push("unpinned (--no-pin): threads not bound".into());
+        }
         if let Some(g) = f.gomp_affinity.first() {
             parts.push(format!("--gomp-affinity '{g}'"));
         }

@@ -37,6 +37,7 @@ pub(crate) struct PlacementAxes {
 impl PlacementAxes {
     fn any_placement(&self) -> bool {
         !(self.flags.strategy.is_empty()
+            && !self.flags.no_pin
             && self.flags.cpus.is_empty()
             && self.flags.places.is_empty()
             && self.flags.pin.is_empty()
@@ -62,6 +63,7 @@ impl PlacementAxes {
             }
             Some(Spec::Gomp(list)) => self.flags.gomp_affinity = vec![list.text],
             Some(Spec::Kmp(kmp)) => self.flags.kmp_affinity = vec![kmp.text],
+            Some(Spec::Unpinned) => self.flags.no_pin = true,
             _ => {}
         }
         let mut line = Vec::new();
@@ -83,6 +85,9 @@ impl PlacementAxes {
     /// membw's default when none is given.
     pub(crate) fn placements(&self) -> Result<Vec<Spec>> {
         let mut out = Vec::new();
+        if self.flags.no_pin {
+            out.push(Spec::Unpinned);
+        }
         for s in &self.flags.strategy {
             if s.trim().is_empty() {
                 return Err(Error::Usage(format!(

@@ -138,11 +138,11 @@ pub(crate) fn placement(vars: &Vars, placement_flag: bool, threads_flag: bool) -
     let binding = vars.get("OMP_PROC_BIND").map(bind).transpose()?;
     let mut chosen: Vec<&str> = Vec::new();
     match (places, binding) {
+        // Binding off: threads left unbound, as an OpenMP runtime leaves
+        // them (the places mean nothing then).
         (_, Some(None)) => {
-            out.unused.push(format!(
-                "OMP_PROC_BIND={} (binding off; membw always pins)",
-                vars.get("OMP_PROC_BIND").unwrap_or("")
-            ));
+            out.spec = Some(Spec::Unpinned);
+            out.inputs.push((Input::NoPin, "OMP_PROC_BIND"));
             if places.is_some() {
                 out.unused
                     .push("OMP_PLACES (unused while binding is off)".into());
@@ -205,10 +205,10 @@ fn runtime_affinity(vars: &Vars, out: &mut FromEnv, chosen: &mut Vec<&str>) -> R
         let kmp =
             Written::parse(k, runtime::parse_kmp).map_err(|m| env_error("KMP_AFFINITY", k, m))?;
         match kmp.value {
+            // Intel's runtime binds nothing: nor does membw.
             runtime::Kmp::None => {
-                out.unused.push(format!(
-                    "KMP_AFFINITY={k} (binds nothing; membw always pins)"
-                ));
+                out.spec = Some(Spec::Unpinned);
+                out.inputs.push((Input::NoPin, "KMP_AFFINITY"));
             }
             _ => {
                 out.spec = Some(Spec::Kmp(kmp));
@@ -286,8 +286,11 @@ mod tests {
     fn runtime_variables_and_bad_values() {
         let e = placement(&vars(&[("GOMP_CPU_AFFINITY", "0 2 4-10:2")]), false, false).unwrap();
         assert_eq!(e.spec, Some(Spec::gomp("0 2 4-10:2").unwrap()));
+        // Intel's runtime binding nothing: neither does membw.
         let e = placement(&vars(&[("KMP_AFFINITY", "none")]), false, false).unwrap();
-        assert!(e.spec.is_none() && e.unused[0].contains("binds nothing"));
+        assert_eq!(e.spec, Some(Spec::Unpinned));
+        let e = placement(&vars(&[("OMP_PROC_BIND", "false")]), false, false).unwrap();
+        assert_eq!(e.spec, Some(Spec::Unpinned));
         for (name, value) in [
             ("OMP_NUM_THREADS", "0"),
             ("OMP_NUM_THREADS", "lots"),

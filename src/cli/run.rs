@@ -219,9 +219,10 @@ fn dry_run(
     print(report::plan::render(&view))
 }
 
-/// The reproduce lines of a CPU plan; a device has none.
+/// The reproduce lines of a CPU plan; a device has none, nor do unbound
+/// threads (the header says how to run them unbound).
 fn plan_spellings(plan: &plan::Plan) -> Option<spellings::Spellings> {
-    (plan.target.placed_on_host_cpus())
+    (plan.target.placed_on_host_cpus() && plan.pinned)
         .then(|| spellings::spell_plan(&plan.cpus, &plan.mem, plan.hugepages))
 }
 

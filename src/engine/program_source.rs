@@ -44,6 +44,7 @@ impl Source for ExecSource {
         let ran = foreign::run(&Launch {
             argv: &self.argv,
             cpus: &plan.cpus,
+            pinned: plan.pinned,
             policy: policy.mbind_args(),
             keep: &self.keep,
             timeout: self.timeout,
@@ -132,6 +133,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
         hugepages: Hugepages::Auto,
         mem_policy: policy.to_string(),
         held_back: None,
+        pinned: true,
         threads,
         pages,
         results,

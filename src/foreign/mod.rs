@@ -23,8 +23,16 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 /// What membw sets for the program: the variables of every OpenMP runtime.
-pub fn placement_env(cpus: &[usize]) -> Vec<(&'static str, String)> {
+pub fn placement_env(cpus: &[usize], pinned: bool) -> Vec<(&'static str, String)> {
     let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
+    // Unbound (`--no-pin`): the runtimes told to bind nothing.
+    if !pinned {
+        return vec![
+            ("OMP_NUM_THREADS", cpus.len().to_string()),
+            ("OMP_PROC_BIND", "false".into()),
+            ("KMP_AFFINITY", "disabled".into()),
+        ];
+    }
     vec![
         ("OMP_NUM_THREADS", cpus.len().to_string()),
         (
@@ -49,6 +57,9 @@ pub struct Launch<'a> {
     pub argv: &'a [String],
     /// The CPU of each thread, in thread order.
     pub cpus: &'a [usize],
+    /// Whether the threads are bound (false: `--no-pin`, the program runs
+    /// wherever this process may, its threads unbound).
+    pub pinned: bool,
     /// The memory policy for the whole process, when not first touch.
     pub policy: Option<(MemPolicyMode, Vec<usize>)>,
     /// Variables the user set explicitly: membw leaves those alone.
@@ -222,13 +233,17 @@ fn placed_command(l: &Launch, program: &str, args: &[String]) -> Result<Placed, 
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let env_set: Vec<(String, String)> = placement_env(l.cpus)
+    let env_set: Vec<(String, String)> = placement_env(l.cpus, l.pinned)
         .into_iter()
         .filter(|(k, _)| !l.keep.contains(*k))
         .map(|(k, v)| (k.to_string(), v))
         .collect();
     cmd.envs(env_set.iter().map(|(k, v)| (k, v)));
-    let mut union: Vec<usize> = l.cpus.to_vec();
+    let mut union: Vec<usize> = match l.pinned {
+        true => l.cpus.to_vec(),
+        // Unbound: every CPU this process may use.
+        false => sys::thread_affinity(std::process::id() as i32).unwrap_or_else(|| l.cpus.to_vec()),
+    };
     union.sort_unstable();
     union.dedup();
     sys::place_child(&mut cmd, &union, l.policy.clone()).map_err(|e| LaunchError(e.to_string()))?;
@@ -286,7 +301,8 @@ fn sample_threads(pid: u32, seen: &mut BTreeMap<i32, ThreadSeen>) {
         };
         let Some(cpu) = std::fs::read_to_string(task.path().join("stat"))
             .ok()
-            .and_then(|s| last_cpu(&s))
+            .and_then(|s| sys::parse_task_stat(0, &s))
+            .map(|t| t.cpu)
         else {
             continue;
         };
@@ -305,28 +321,10 @@ fn sample_threads(pid: u32, seen: &mut BTreeMap<i32, ThreadSeen>) {
     }
 }
 
-/// The `processor` field of a stat line: the 39th, counted after the
-/// command name in parentheses (which may itself hold spaces).
-pub fn last_cpu(stat: &str) -> Option<usize> {
-    let after = &stat[stat.rfind(')')? + 1..];
-    // Fields from the 3rd (state) on; processor is the 39th overall.
-    after.split_whitespace().nth(39 - 3)?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::pages::{anonymous_ranges, spread_pages};
     use super::*;
-
-    #[test]
-    fn stat_lines_give_the_last_cpu() {
-        // A command name with spaces and parentheses.
-        let stat = "4242 (my (odd) prog) R 1 4242 4242 0 -1 4194304 100 0 0 0 5 1 0 0 20 0 3 0 \
-                    12345 1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0";
-        assert_eq!(last_cpu(stat), Some(3));
-        let own = std::fs::read_to_string("/proc/self/stat").unwrap();
-        assert!(last_cpu(&own).is_some());
-    }
 
     #[test]
     fn only_private_anonymous_writable_mappings_are_sampled() {
@@ -425,6 +423,7 @@ mod tests {
         let ran = run(&Launch {
             argv: &argv,
             cpus: &[cpu],
+            pinned: true,
             policy: None,
             keep: &keep,
             timeout: Duration::from_secs(20),
@@ -464,6 +463,7 @@ mod tests {
         let ran = run(&Launch {
             argv: &argv,
             cpus: &[0],
+            pinned: true,
             policy: None,
             keep: &BTreeSet::new(),
             timeout: Duration::from_millis(300),
@@ -479,6 +479,7 @@ mod tests {
         let missing = run(&Launch {
             argv: &["/nonexistent/stream".to_string()],
             cpus: &[0],
+            pinned: true,
             policy: None,
             keep: &BTreeSet::new(),
             timeout: Duration::from_secs(1),

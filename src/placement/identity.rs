@@ -30,6 +30,8 @@ pub enum Scheme {
     Gomp(Vec<usize>),
     /// A KMP_AFFINITY value as written.
     Kmp(String),
+    /// No binding: the scheduler placed the threads.
+    Unpinned,
     /// A description recorded before placements were typed (`run -o` wrote
     /// the flags it was given); it pairs with nothing but itself.
     Recorded(String),
@@ -58,6 +60,7 @@ impl PlacementId {
             Spec::Likwid(expr) => Scheme::Pin(expr.text.trim().to_string()),
             Spec::Gomp(list) => Scheme::Gomp(list.value.clone()),
             Spec::Kmp(kmp) => Scheme::Kmp(kmp.text.trim().to_string()),
+            Spec::Unpinned => Scheme::Unpinned,
         };
         PlacementId {
             scheme,
@@ -111,6 +114,9 @@ fn scheme(text: &str) -> Option<Scheme> {
     if text == "spread" || text == "default: one thread per core, spread" {
         return Some(Scheme::Default);
     }
+    if text == "unpinned" {
+        return Some(Scheme::Unpinned);
+    }
     if let Some(list) = text.strip_prefix("cpus ") {
         return parse_list(list).ok().map(Scheme::Cpus);
     }
@@ -155,6 +161,7 @@ impl fmt::Display for Scheme {
             Scheme::Pin(expr) => write!(f, "pin {expr}"),
             Scheme::Gomp(cpus) => write!(f, "gomp-affinity {}", format_ranges(cpus)),
             Scheme::Kmp(spec) => write!(f, "kmp-affinity {spec}"),
+            Scheme::Unpinned => f.write_str("unpinned"),
             Scheme::Recorded(text) => f.write_str(text),
         }
     }

@@ -63,6 +63,11 @@ pub enum Spec {
     Gomp(Written<Vec<usize>>),
     /// Intel's KMP_AFFINITY.
     Kmp(Written<runtime::Kmp>),
+    /// No binding at all (`--no-pin`, `--strategy unpinned`,
+    /// `OMP_PROC_BIND=false`): as many threads as the default would run,
+    /// which the scheduler places and moves as it likes; the CPUs they
+    /// are given are where they start, not where they stay.
+    Unpinned,
 }
 
 impl Spec {
@@ -76,7 +81,14 @@ impl Spec {
             Spec::Strategy(s) => (Input::Strategy, s.to_string()),
             Spec::Gomp(w) => (Input::Gomp, w.text.clone()),
             Spec::Kmp(w) => (Input::Kmp, w.text.clone()),
+            Spec::Unpinned => (Input::NoPin, String::new()),
         }
+    }
+
+    /// Whether the threads are bound to their CPUs (every spec but
+    /// [`Spec::Unpinned`]).
+    pub fn pins(&self) -> bool {
+        *self != Spec::Unpinned
     }
 
     /// Parses `text` as `input`'s grammar, or the input error naming it.
@@ -111,8 +123,11 @@ impl Spec {
         Self::parsed(Input::Pin, text, likwid::parse).map(Spec::Likwid)
     }
 
-    /// A strategy from its spelling.
+    /// A strategy from its spelling; `unpinned` is no binding at all.
     pub fn strategy(text: &str) -> Result<Spec> {
+        if text.trim() == "unpinned" {
+            return Ok(Spec::Unpinned);
+        }
         Strategy::parse(text)
             .map(Spec::Strategy)
             .map_err(|m| Error::input(Input::Strategy, text, m))
@@ -124,8 +139,14 @@ impl Spec {
     }
 
     /// A KMP_AFFINITY value.
+    /// Intel's KMP_AFFINITY; `none` and `disabled` bind nothing, and
+    /// neither does membw then.
     pub fn kmp(text: &str) -> Result<Spec> {
-        Self::parsed(Input::Kmp, text, runtime::parse_kmp).map(Spec::Kmp)
+        let kmp = Self::parsed(Input::Kmp, text, runtime::parse_kmp)?;
+        Ok(match kmp.value {
+            runtime::Kmp::None => Spec::Unpinned,
+            _ => Spec::Kmp(kmp),
+        })
     }
 }
 
@@ -252,7 +273,8 @@ pub fn resolve(topo: &Topology, req: &Request) -> Result<Vec<usize>> {
     let (input, value) = req.spec.input();
     let fault = |f: Fault| f.into_error(input, &value);
     let cpus = match &req.spec {
-        Spec::Default => {
+        // Unbound threads start where the default would put them.
+        Spec::Default | Spec::Unpinned => {
             // More threads than cores: go on to the SMT siblings, as the
             // default promises one thread per core only while cores last.
             let smt = req.smt || req.threads.is_some_and(|n| n > domains.cores.len());

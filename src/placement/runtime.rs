@@ -217,10 +217,13 @@ pub fn kmp(
             .collect::<Vec<usize>>()
     };
     let order: Vec<usize> = match kmp {
+        // Spec::kmp makes it Spec::Unpinned: no CPUs to order.
         Kmp::None => {
-            return Err("binds nothing (none/disabled); membw pins anyway"
-                .to_string()
-                .into());
+            return Err(
+                "binds nothing (none/disabled): the threads are left unbound"
+                    .to_string()
+                    .into(),
+            );
         }
         Kmp::Explicit(list) => {
             for &c in list {

@@ -26,7 +26,8 @@ pub(super) fn warnings(
             c.over_host, c.repetitions
         ));
     }
-    for t in threads {
+    // Unbound threads are where the scheduler put them, not off a CPU.
+    for t in threads.iter().filter(|_| plan.pinned) {
         if let Some(found) = t.observed_cpu.filter(|&c| c != t.cpu) {
             warnings.push(format!(
                 "thread {} was pinned to CPU {} but found itself on CPU {found}",

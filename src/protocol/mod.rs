@@ -340,6 +340,7 @@ pub fn planned(
             false => String::new(),
         },
         threads,
+        pinned: plan.pinned,
         pages: Vec::new(),
         results,
         validation,

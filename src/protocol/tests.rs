@@ -81,6 +81,7 @@ fn statistics_skip_the_first_repetition() {
 fn small_plan(kernels: Vec<KernelId>, stores: StoreMode) -> Plan {
     let cpu = crate::sys::current_cpu().unwrap();
     Plan {
+        pinned: true,
         elements: 100_003,
         ntimes: 3,
         kernels,
@@ -231,6 +232,7 @@ impl<B: Backend> Backend for Corrupting<B> {
 fn a_corrupted_element_fails_validation_and_names_its_array() {
     let plan = small_plan(STREAM_KERNELS.to_vec(), StoreMode::Regular);
     let one = Plan {
+        pinned: true,
         cpus: vec![plan.cpus[0]],
         cpu_nodes: vec![None],
         ..plan.clone()
@@ -273,6 +275,7 @@ fn both_backends_run_every_kernel_and_validate_through_one_protocol() {
     let all: Vec<KernelId> = crate::kernels::memory_kernels().collect();
     let plan = small_plan(all, StoreMode::Regular);
     let one = Plan {
+        pinned: true,
         cpus: vec![plan.cpus[0]],
         cpu_nodes: vec![None],
         ..plan.clone()

@@ -31,12 +31,16 @@ pub fn text(view: &ExecView) -> String {
         crate::topology::cpulist::format_ranges(cpus),
         crate::units::plural(cpus.len(), "thread")
     );
-    let set: Vec<String> = crate::foreign::placement_env(cpus)
+    let set: Vec<String> = crate::foreign::placement_env(cpus, r.point.pinned())
         .into_iter()
         .filter(|(k, _)| !kept.contains_key(*k))
         .map(|(k, v)| format!("{k}='{v}'"))
         .collect();
-    let _ = writeln!(o, "membw set: the affinity mask, {}", set.join(" "));
+    let mask = match r.point.pinned() {
+        true => "the affinity mask",
+        false => "no binding (unpinned)",
+    };
+    let _ = writeln!(o, "membw set: {mask}, {}", set.join(" "));
     if !kept.is_empty() {
         let kept: Vec<String> = kept.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(

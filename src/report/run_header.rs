@@ -58,11 +58,15 @@ pub(super) fn driven_from(o: &mut String, report: &RunReport) {
 pub(super) fn where_it_ran(o: &mut String, report: &RunReport) {
     let m = &report.measurement;
     let cpus: Vec<usize> = m.threads.iter().map(|t| t.cpu).collect();
-    let _ = writeln!(
-        o,
-        "Thread affinity (thread i on the i-th CPU) = {}",
-        format_ranges(&cpus)
-    );
+    if m.pinned {
+        let _ = writeln!(
+            o,
+            "Thread affinity (thread i on the i-th CPU) = {}",
+            format_ranges(&cpus)
+        );
+    } else {
+        unbound_threads(o, m);
+    }
     let _ = writeln!(o, "Placement: {}", report.request.placement);
     let mut policy = m.mem_policy.clone();
     if report.request.inherited_mem_policy.is_some() {
@@ -99,6 +103,41 @@ pub(super) fn where_it_ran(o: &mut String, report: &RunReport) {
         "Host: {} ({})",
         report.host.hostname,
         report.host.cpu_model.as_deref().unwrap_or("unknown CPU")
+    );
+}
+
+/// What the scheduler did with unbound threads (`--no-pin`): where each
+/// ran at first touch and at the end, and how often the kernel moved it while measured.
+fn unbound_threads(o: &mut String, m: &Measurement) {
+    let list = |f: &dyn Fn(&crate::results::measurement::ThreadPlacement) -> Option<String>| {
+        (m.threads.iter())
+            .map(|t| f(t).unwrap_or_else(|| "?".into()))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let _ = writeln!(
+        o,
+        "Thread affinity = none: threads unbound, placed and moved by the scheduler \
+         (OMP_NUM_THREADS={} OMP_PROC_BIND=false)",
+        m.threads.len()
+    );
+    let moved: Option<u64> = m.threads.iter().map(|t| t.migrations).sum();
+    let _ = writeln!(
+        o,
+        "   on {} {} at first touch, {} at the end; moved {} while measured",
+        if m.threads.len() == 1 { "CPU" } else { "CPUs" },
+        list(&|t| t.observed_cpu.map(|c| c.to_string())),
+        list(&|t| t.last_cpu.map(|c| c.to_string())),
+        moved.map_or(
+            "an unknown number of times (the kernel keeps no count)".into(),
+            |n| {
+                format!(
+                    "{} ({} by thread)",
+                    crate::units::plural(n as usize, "time"),
+                    list(&|t| t.migrations.map(|n| n.to_string()))
+                )
+            }
+        )
     );
 }
 

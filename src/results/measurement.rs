@@ -18,6 +18,14 @@ pub struct ThreadPlacement {
     pub cpu: usize,
     /// Where the thread found itself after pinning (sched_getcpu).
     pub observed_cpu: Option<usize>,
+    /// An unbound thread (`--no-pin`): how often the kernel moved it to
+    /// another CPU while the repetitions ran (absent where it was pinned,
+    /// or the kernel keeps no count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrations: Option<u64>,
+    /// An unbound thread: the CPU it was on as the repetitions ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_cpu: Option<usize>,
 }
 
 impl ThreadPlacement {
@@ -29,6 +37,8 @@ impl ThreadPlacement {
                 thread,
                 cpu,
                 observed_cpu: observed(thread),
+                migrations: None,
+                last_cpu: None,
             })
             .collect()
     }
@@ -205,6 +215,10 @@ pub struct DeviceClock {
     pub host_over_device: f64,
 }
 
+fn pinned_by_default() -> bool {
+    true
+}
+
 /// The result of one run: what was measured, and how it was set up.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Measurement {
@@ -242,6 +256,10 @@ pub struct Measurement {
     /// Where each CPU thread ran; absent for a device.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<ThreadPlacement>,
+    /// Whether the threads were bound to their CPUs (false, and written,
+    /// only where they were not: `--no-pin`).
+    #[serde(default = "pinned_by_default", skip_serializing_if = "Clone::clone")]
+    pub pinned: bool,
     /// Where each array's pages were found after the run (sampled).
     pub pages: Vec<PagePlacement>,
     pub results: Vec<KernelResult>,

@@ -215,6 +215,11 @@ pub struct RunResult {
     /// As the measurement's: what else ran on the CPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interference: Option<crate::trust::Interference>,
+    /// Unbound threads (`--no-pin`): how often the kernel moved them to
+    /// another CPU while the repetitions ran, all threads together
+    /// (absent where they were pinned, or the kernel keeps no count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrations: Option<u64>,
     /// As the measurement's: another program's run, or every rank.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<Box<measurement::SourceDetail>>,
@@ -259,6 +264,9 @@ impl RunResult {
             measured_s: m.measured_s(),
             warnings: m.warnings.clone(),
             interference: m.interference.clone(),
+            migrations: (!m.pinned)
+                .then(|| m.threads.iter().map(|t| t.migrations).sum::<Option<u64>>())
+                .flatten(),
             detail: m.detail.clone().map(Box::new),
         }
     }

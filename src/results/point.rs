@@ -70,6 +70,12 @@ impl Point {
         (self.target.as_ref()).is_none_or(target::Target::placed_on_host_cpus)
     }
 
+    /// Whether its threads were bound to their CPUs (all but `unpinned`).
+    pub fn pinned(&self) -> bool {
+        (self.placement.as_ref())
+            .is_none_or(|p| p.scheme != crate::placement::identity::Scheme::Unpinned)
+    }
+
     /// What a working set is per: `thread`, or `device`.
     pub fn per(&self) -> &'static str {
         if self.placed_on_host_cpus() {

@@ -37,6 +37,10 @@ pub struct SweepStudy {
     pub pin: Vec<String>,
     pub gomp_affinity: Vec<String>,
     pub kmp_affinity: Vec<String>,
+    /// Threads left unbound at every point (`--no-pin`; files from before
+    /// it read as false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_pin: bool,
     /// Whether placements may use SMT siblings.
     pub smt: bool,
     /// Only CPUs of these nodes (a node list).
@@ -316,6 +320,7 @@ mod tests {
             pin: vec![],
             gomp_affinity: vec![],
             kmp_affinity: vec![],
+            no_pin: false,
             smt: false,
             cpunode: None,
             numa_matrix: None,

@@ -19,6 +19,7 @@ fn a_sources_detail_keeps_its_json_field_name() {
         measured_s: 0.0,
         warnings: Vec::new(),
         interference: None,
+        migrations: None,
         detail,
     };
     let program: measurement::ProgramRun = serde_json::from_value(serde_json::json!({

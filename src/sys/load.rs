@@ -86,6 +86,48 @@ pub fn own_task_ticks() -> Vec<TaskTicks> {
         .collect()
 }
 
+/// One of this process's threads as the scheduler has moved it: its name,
+/// the CPU it last ran on, and how often the kernel has moved it between
+/// CPUs so far (`se.nr_migrations` of `/proc/self/task/TID/sched`, where
+/// the kernel keeps it: most distributions' do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskMoves {
+    pub tid: u32,
+    pub name: String,
+    pub cpu: usize,
+    pub migrations: Option<u64>,
+}
+
+/// Every thread of this process, as the scheduler has moved it.
+pub fn own_task_moves() -> Vec<TaskMoves> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|entry| {
+            let tid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let cpu = parse_task_stat(tid, &stat)?.cpu;
+            let name = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+            let sched = std::fs::read_to_string(entry.path().join("sched")).unwrap_or_default();
+            Some(TaskMoves {
+                tid,
+                name: name.trim().to_string(),
+                cpu,
+                migrations: parse_migrations(&sched),
+            })
+        })
+        .collect()
+}
+
+/// `se.nr_migrations : 12` of a sched file.
+fn parse_migrations(sched: &str) -> Option<u64> {
+    sched.lines().find_map(|l| {
+        let (key, value) = l.split_once(':')?;
+        (key.trim() == "se.nr_migrations").then(|| value.trim().parse().ok())?
+    })
+}
+
 /// A child's CPU time so far (utime + stime of all its threads), in ticks.
 pub fn process_ticks(pid: u32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -102,6 +144,16 @@ pub fn ticks_per_second() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sched_file_gives_the_migrations() {
+        let text = "membw-0 (1234, #threads: 3)\n---\nse.exec_start : 1.5\nse.nr_migrations                             :                   12\nnr_switches : 40\n";
+        assert_eq!(parse_migrations(text), Some(12));
+        assert_eq!(parse_migrations("nr_switches : 40\n"), None);
+        // This thread's own, on a kernel that keeps them.
+        let mine = own_task_moves();
+        assert!(!mine.is_empty());
+    }
 
     #[test]
     fn proc_stat_lines_become_busy_idle_and_steal() {

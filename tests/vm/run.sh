@@ -50,7 +50,7 @@ status=0
 for shape in "${shapes[@]}"; do
     spec="$here/shapes/$shape.sh"
     [ -r "$spec" ] || { echo "unknown shape '$shape' (see $here/shapes/)" >&2; exit 2; }
-    unset QEMU_SMP QEMU_NODES QEMU_DIST QEMU_KERNEL QEMU_MACHINE QEMU_HMAT QEMU_APPEND QEMU_TIMEOUT
+    unset QEMU_SMP QEMU_NODES QEMU_DIST QEMU_KERNEL QEMU_MACHINE QEMU_HMAT QEMU_APPEND QEMU_TIMEOUT QEMU_CPU_FLAGS
     # shellcheck source=/dev/null
     source "$spec"
     # A shape that needs Linux 6.9+ (weighted interleave) boots the
@@ -113,7 +113,7 @@ for shape in "${shapes[@]}"; do
     # (a lockup, the OOM killer) in console.log, which a timeout prints.
     echo "booting '$shape': -smp $QEMU_SMP, nodes $QEMU_NODES" >&2
     started=$(date +%s)
-    timeout "${QEMU_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg -machine "${QEMU_MACHINE:-q35}" -cpu max,vendor=GenuineIntel \
+    timeout "${QEMU_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg -machine "${QEMU_MACHINE:-q35}" -cpu "max,vendor=GenuineIntel${QEMU_CPU_FLAGS:-}" \
         -smp "$QEMU_SMP" -m "${total}M" "${numa[@]}" \
         -kernel "$guest_kernel" -initrd "$dir/initramfs.gz" \
         -append "console=ttyS0 quiet loglevel=4 panic=-1 tsc=reliable ${QEMU_APPEND:-}" \

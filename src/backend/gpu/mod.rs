@@ -108,6 +108,7 @@ impl Backend for GpuBackend {
             kernels,
             target: Target::Device(Box::new(device)),
             cpus: host_cpu.into_iter().collect(),
+            pinned: true,
             cpu_nodes: (host_cpu.map(|c| topo.cpu(c).map(|x| x.node)))
                 .into_iter()
                 .collect(),

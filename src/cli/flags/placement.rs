@@ -18,11 +18,19 @@ pub(crate) struct PlacementFlags {
     #[serde(default)]
     pub(crate) threads: Vec<String>,
 
-    /// compact, spread, per-socket=K, per-numa=K, per-l3=K, stride=S (sweep: several,
-    /// comma-separated or repeated)
+    /// compact, spread, per-socket=K, per-numa=K, per-l3=K, stride=S, or unpinned (threads not
+    /// bound: the scheduler's placement; sweep: several, comma-separated or repeated, e.g.
+    /// spread,unpinned side by side)
     #[arg(long, value_delimiter = ',', help_heading = "Placement")]
     #[serde(default)]
     pub(crate) strategy: Vec<String>,
+
+    /// Leave the threads unbound, as an OpenMP program with OMP_PROC_BIND=false (or no binding)
+    /// runs: the scheduler places and moves them, and the record says how often each moved. The
+    /// same as --strategy unpinned; OMP_PROC_BIND=false in the environment asks for it too
+    #[arg(long, help_heading = "Placement")]
+    #[serde(default)]
+    pub(crate) no_pin: bool,
 
     /// CPUs to pin thread 0, 1, ... to, in order (0,2,4-10:2; sweep: one list per flag, repeat
     /// for several)
@@ -59,7 +67,8 @@ pub(crate) struct PlacementFlags {
 }
 
 /// The flags that say where threads run, as clap names their arguments.
-pub(crate) const WHERE: [&str; 6] = [
+pub(crate) const WHERE: [&str; 7] = [
+    "no_pin",
     "cpus",
     "places",
     "pin",
@@ -67,6 +76,9 @@ pub(crate) const WHERE: [&str; 6] = [
     "gomp_affinity",
     "kmp_affinity",
 ];
+
+/// `--no-pin`, as the strategy it stands for.
+pub(crate) const UNPINNED: &str = "unpinned";
 
 pub(crate) fn parse_bind(text: &str) -> std::result::Result<Bind, String> {
     Bind::parse(text).ok_or_else(|| format!("unknown binding '{text}' (close, spread, primary)"))
@@ -97,6 +109,7 @@ impl PlacementFlags {
         Ok(SinglePlacement {
             threads,
             strategy: match self.strategy.as_slice() {
+                [] if self.no_pin => Some(UNPINNED),
                 [] => None,
                 [one] => Some(one),
                 many => {

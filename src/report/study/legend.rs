@@ -8,6 +8,17 @@ pub(super) fn shows_peak(r: &Record) -> bool {
     r.peak_gb_s.is_some() && !r.in_caches()
 }
 
+/// Whether the table has a set/thread (set/device) column: the working set
+/// differs between points, outside a NUMA matrix, where the thread count
+/// gives it.
+pub(super) fn sizes_vary(records: &[&Record]) -> bool {
+    let numa = records.iter().any(|r| r.point.numa.is_some());
+    !numa
+        && records
+            .iter()
+            .any(|r| r.point.working_set_per_thread != records[0].point.working_set_per_thread)
+}
+
 /// What the rate columns hold, printed under every results table.
 pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
     let records: Vec<&Record> = records.into_iter().collect();
@@ -45,10 +56,16 @@ pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
             "% peak: of the sockets the threads ran on, or a device's own (its host link's for a transfer)",
         ),
     };
-    legend.push_str(set);
+    let mut columns = Vec::new();
+    if sizes_vary(&records) {
+        columns.push(set);
+    }
     if records.iter().any(|r| shows_peak(r)) {
-        legend.push_str(" · ");
-        legend.push_str(peak);
+        columns.push(peak);
+    }
+    match columns.is_empty() {
+        true => _ = legend.pop(),
+        false => legend.push_str(&columns.join(" · ")),
     }
     let cached = records.iter().filter(|r| r.in_caches()).count();
     if cached > 0 {
@@ -56,6 +73,22 @@ pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
             "\ncaches: {cached} of {} points measured the caches, each array under 4 × the caches\n\
              of its threads (STREAM's rule): cache bandwidth, not memory, no share of the peak",
             records.len()
+        ));
+    }
+    let unbound: Vec<u64> = (records.iter())
+        .filter(|r| !r.point.pinned())
+        .flat_map(|r| r.runs.iter().filter_map(|run| run.migrations))
+        .collect();
+    if records.iter().any(|r| !r.point.pinned()) {
+        let moved = match unbound.is_empty() {
+            true => String::new(),
+            false => format!(
+                "; the kernel moved them {:.1} times a run on average",
+                unbound.iter().sum::<u64>() as f64 / unbound.len() as f64
+            ),
+        };
+        legend.push_str(&format!(
+            "\nunpinned: threads not bound, placed by the scheduler{moved}"
         ));
     }
     if records.iter().any(|r| !own_node_mark(r).is_empty()) {

@@ -193,11 +193,7 @@ fn target_cells(r: &Record, placement: String, columns: TargetColumns) -> Vec<St
 /// One row per record in the order given, the best mean highlighted.
 pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
     let numa = sorted.iter().any(|r| r.point.numa.is_some());
-    // In a NUMA matrix the working set follows from the thread count.
-    let sizes_vary = !numa
-        && sorted
-            .iter()
-            .any(|r| r.point.working_set_per_thread != sorted[0].point.working_set_per_thread);
+    let sizes_vary = legend::sizes_vary(sorted);
     let programs = sorted.iter().any(|r| r.point.program().is_some());
     // A device has no threads, placement, policy or stores: its column
     // names it, and the CPU columns appear only where a CPU point is.
