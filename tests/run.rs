@@ -445,6 +445,39 @@ fn unpinned_runs_leave_threads_to_the_scheduler_and_say_so() {
     );
     assert!(doc["measurement"]["threads"][0].get("migrations").is_none());
     usage_error(&["run", "--no-pin", "--strategy", "spread"], "--no-pin");
+
+    // A sweep sets the two side by side; the CSV gives the moves per run.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("pinning.jsonl");
+    let f = f.to_str().unwrap();
+    let sweep = [
+        "sweep",
+        "--strategy",
+        "spread,unpinned",
+        "--threads",
+        "1",
+        "--size",
+        "1M",
+        "--ntimes",
+        "2",
+        "--kernels",
+        "copy",
+        "-o",
+        f,
+    ];
+    membw().args(sweep).assert().success();
+    let csv = stdout(&["report", f, "--format", "csv"]);
+    let moves: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(',').next().unwrap())
+        .collect();
+    assert_eq!(moves.len(), 2, "{csv}");
+    assert!(
+        moves.iter().filter(|m| m.is_empty()).count() == 1
+            && moves.iter().any(|m| m.parse::<f64>().is_ok()),
+        "one pinned point without moves, one unpinned with them: {csv}"
+    );
 }
 
 #[test]

@@ -66,7 +66,7 @@ pub fn render(report: &RunReport) -> Result<String> {
 }
 
 /// The header of a results file's CSV (`membw report --format csv`).
-pub const STUDY_HEADER: [&str; 22] = [
+pub const STUDY_HEADER: [&str; 23] = [
     "schema_version",
     "hostname",
     "experiment",
@@ -89,6 +89,7 @@ pub const STUDY_HEADER: [&str; 22] = [
     "untrusted_why",
     "target",
     "in_caches",
+    "migrations_per_run",
 ];
 
 /// One row per point and kernel of a results file: the mean of its runs'
@@ -141,10 +142,19 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
                         .map_or("cpu".into(), |run| run.target().label()),
                 },
                 r.in_caches().to_string(),
+                opt(migrations_per_run(r), 1),
             ]);
         }
     }
     write(&STUDY_HEADER, rows)
+}
+
+/// The kernel's moves of an unpinned point's threads while measured, the
+/// mean over its runs; none for a pinned point.
+fn migrations_per_run(r: &crate::results::Record) -> Option<f64> {
+    let moves: Vec<u64> = r.runs.iter().filter_map(|run| run.migrations).collect();
+    (!r.point.pinned() && !moves.is_empty())
+        .then(|| moves.iter().sum::<u64>() as f64 / moves.len() as f64)
 }
 
 /// The header of a latency CSV: the point, then its latency and load.
