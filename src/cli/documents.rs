@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub(crate) struct ReportArgs {
-    /// Results file written by membw sweep or tune (JSON Lines), or one or more `membw run --json` documents: per-node files to merge, or MPI runs
+    /// Results files of membw sweep, tune or run -o (JSON Lines; several read as one), or one or more `membw run --json` documents: per-node files to merge, or MPI runs
     #[arg(num_args = 1.., required = true, value_name = "RESULTS")]
     inputs: Vec<PathBuf>,
 
@@ -36,6 +36,14 @@ pub(crate) struct ReportArgs {
     #[arg(long)]
     png: bool,
 
+    /// Lay the table out with this part of the points down (threads, placement, mem, stores, size, hugepages, program, device); with --columns
+    #[arg(long, value_name = "PART", value_parser = axis, requires = "columns", help_heading = "Table layout")]
+    rows: Option<study::Axis>,
+
+    /// ... and this part across: `--rows threads --columns mem` is threads down, local | remote across
+    #[arg(long, value_name = "PART", value_parser = axis, requires = "rows", help_heading = "Table layout")]
+    columns: Option<study::Axis>,
+
     #[command(flatten)]
     form: super::flags::Form,
     #[command(flatten)]
@@ -45,12 +53,87 @@ pub(crate) struct ReportArgs {
     markdown: super::flags::Markdown,
 }
 
+/// The table turned as `--rows` and `--columns` ask, where they do.
+fn turned(args: &ReportArgs, records: &[Record], kernel: KernelId) -> Result<Option<study::Pivot>> {
+    let (Some(rows), Some(columns)) = (args.rows, args.columns) else {
+        return Ok(None);
+    };
+    if !matches!(
+        args.form.format,
+        Format::Text | Format::Markdown | Format::Html
+    ) {
+        return Err(Error::Usage(format!(
+            "--rows and --columns lay out the table of text, markdown and html, not --format {}",
+            args.form.format.name()
+        )));
+    }
+    study::pivot(records, kernel, rows, columns)
+        .map(Some)
+        .map_err(|e| Error::Usage(format!("--rows/--columns: {e}")))
+}
+
+/// A table axis from its name.
+fn axis(text: &str) -> std::result::Result<study::Axis, String> {
+    study::Axis::parse(text).ok_or_else(|| {
+        let names: Vec<&str> = study::Axis::ALL.iter().map(|a| a.name()).collect();
+        format!("not a part of a point; one of {}", names.join(", "))
+    })
+}
+
 /// The plots folder beside a results file: `sweep.jsonl` → `sweep-plots`.
 fn plots_beside(results: &Path) -> PathBuf {
     let stem = results
         .file_stem()
         .map_or("membw".into(), |s| s.to_string_lossy().into_owned());
     results.with_file_name(format!("{stem}-plots"))
+}
+
+/// Several results files of one kind read as one file of them all (a
+/// point recorded in two pooled as its runs); run documents stay apart,
+/// one per node; kinds are not mixed.
+fn merged(mut docs: Vec<(PathBuf, Document)>) -> Result<Vec<(PathBuf, Document)>> {
+    if docs.len() < 2 || docs.iter().all(|(_, d)| matches!(d, Document::Run(_))) {
+        return Ok(docs);
+    }
+    let (first, kind) = (docs[0].0.clone(), docs[0].1.kind());
+    if let Some((odd, doc)) = docs.iter().find(|(_, d)| d.kind() != kind) {
+        return Err(Error::Usage(format!(
+            "{}: {}, but {} is {kind}: report merges files of one kind (results files of \
+             sweep, tune and run -o; latency results; or run documents, one per node)",
+            odd.display(),
+            doc.kind(),
+            first.display()
+        )));
+    }
+    let files = docs.len();
+    let doc = match docs.remove(0).1 {
+        Document::Bandwidth(mut all) => {
+            for (_, doc) in docs {
+                if let Document::Bandwidth(records) = doc {
+                    all.extend(records);
+                }
+            }
+            let read = all.len();
+            let all = crate::results::pooled(all);
+            if all.len() < read {
+                crate::say!(
+                    "membw: {files} results files read as one; {} recorded in more than one, its runs pooled",
+                    crate::units::plural(read - all.len(), "point")
+                );
+            }
+            Document::Bandwidth(all)
+        }
+        Document::Latency(mut all) => {
+            for (_, doc) in docs {
+                if let Document::Latency(records) = doc {
+                    all.extend(records);
+                }
+            }
+            Document::Latency(all)
+        }
+        other => other,
+    };
+    Ok(vec![(first, doc)])
 }
 
 /// Several files are merged only as run documents, one per node.
@@ -74,14 +157,9 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
     }
     let mut docs = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
-        let doc = read_document(path).map_err(|e| match e {
-            Error::Usage(why) if args.inputs.len() > 1 => Error::Usage(format!(
-                "{why}, not the JSON of `membw run --json` (several files are merged as one run per node)"
-            )),
-            other => other,
-        })?;
-        docs.push((path.clone(), doc));
+        docs.push((path.clone(), read_document(path)?));
     }
+    let mut docs = merged(docs)?;
     let results = args.inputs[0].clone();
     let beside = || args.plots.clone().unwrap_or_else(|| plots_beside(&results));
     match docs.pop() {
@@ -97,6 +175,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
                     results.display()
                 )));
             }
+            let pivot = turned(&args, &records, kernel)?;
             let plots = report::plot::bandwidth::plots(&records, kernel);
             let dir = beside();
             write_plots(&dir, &plots, args.png)?;
@@ -105,6 +184,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
                 kernel,
                 plots: &plots,
                 dir: &dir,
+                pivot: pivot.as_ref(),
             };
             show(&args, &doc)?;
             // Runs across MPI ranks (`mpirun ... membw run -o FILE`): their nodes.

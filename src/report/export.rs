@@ -24,6 +24,8 @@ pub enum View<'a> {
         kernel: KernelId,
         plots: &'a [super::Plot],
         dir: &'a std::path::Path,
+        /// Its table turned (`--rows`, `--columns`), where asked.
+        pivot: Option<&'a super::study::Pivot>,
     },
     /// The summary `membw sweep` prints when it ends.
     Summary {

@@ -79,10 +79,11 @@ impl super::export::TextExporter for Html {
                 records,
                 kernel,
                 plots,
+                pivot,
                 ..
             } => {
                 let host = records.first().map_or("unknown", |r| &r.host.hostname);
-                let results = study::html::html(records, *kernel);
+                let results = study::html::html(records, *kernel, *pivot);
                 page(host, &study::context(records), &results, plots)
             }
             View::LatencyStudy { records, plots, .. } => {

@@ -114,10 +114,12 @@ impl super::export::TextExporter for Markdown {
                 kernel,
                 plots,
                 dir,
+                pivot,
             } => Some(Ok(super::study::markdown(
                 records,
                 *kernel,
                 &super::export::links(plots, dir),
+                *pivot,
             ))),
             View::Summary { records, kernel } => {
                 Some(Ok(super::study::summary(records, *kernel, true)))

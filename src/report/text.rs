@@ -320,9 +320,12 @@ impl super::export::TextExporter for Text {
             View::Exec(view) => super::program_run::text(view),
             View::Latency(report) => super::latency_tables::render(&report.records),
             View::Study {
-                records, kernel, ..
-            }
-            | View::Summary { records, kernel } => super::study::summary(records, *kernel, false),
+                records,
+                kernel,
+                pivot,
+                ..
+            } => super::study::summary_laid_out(records, *kernel, false, *pivot),
+            View::Summary { records, kernel } => super::study::summary(records, *kernel, false),
             View::LatencyStudy {
                 records,
                 plots,

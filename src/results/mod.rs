@@ -25,6 +25,7 @@ pub use estimate::{Stats, cv, median};
 pub use measurement::{Measurement, require_valid};
 pub use peak::PeakUse;
 pub use point::{NumaCell, Point};
+pub use pooled::pooled;
 
 use crate::kernels::StoresRequest;
 use crate::kernels::{Isa, KernelId, StoreMode};
@@ -452,9 +453,17 @@ impl Record {
     /// [`Point::key`] (what `--resume` skips: what was asked for), it is
     /// decided by what the runs recorded.
     pub fn identity_key(&self) -> String {
+        self.identity().key()
+    }
+
+    /// The point [`Record::identity_key`] is the key of.
+    pub fn identity(&self) -> Point {
         let mut point = self.point.clone();
         let first = self.runs.first();
-        if let Some(run) = first.filter(|run| !run.cpus.is_empty()) {
+        // The CPUs used stand for the placement that chose them, unless
+        // nothing bound the threads there (`--no-pin`).
+        let bound = self.point.pinned();
+        if let Some(run) = first.filter(|run| bound && !run.cpus.is_empty()) {
             let mut cpus = run.cpus.clone();
             cpus.sort_unstable();
             cpus.dedup();
@@ -470,7 +479,7 @@ impl Record {
                 _ => StoresRequest::Regular,
             };
         }
-        point.key()
+        point
     }
 
     /// The store mode asked for, and what `auto` became (`auto→nt`).

@@ -40,6 +40,16 @@ impl ByPoint {
     }
 }
 
+/// Records of several results files as one file of them all would read:
+/// the same point on the same host pooled into one record of all its runs.
+pub fn pooled(records: impl IntoIterator<Item = Record>) -> Vec<Record> {
+    let mut by_point = ByPoint::new();
+    for record in records {
+        by_point.push(record);
+    }
+    by_point.finish().items
+}
+
 impl Collect<Record> for ByPoint {
     fn push(&mut self, record: Record) {
         // The whole point, sizes included (a program's key leaves them out).

@@ -103,8 +103,57 @@ pub fn compare(a: &[Record], b: &[Record], kernel: KernelId, markdown: bool) -> 
         "\n{} in both: {higher} higher, {lower} lower, {same} no change, {unresolved} not resolved\n",
         plural(higher + lower + same + unresolved, "point")
     ));
+    if paired == 0 && !ia.is_empty() && !ib.is_empty() {
+        out.push_str(&none_in_both(a, b));
+    }
     out.push_str(&columns_legend(level));
     out
+}
+
+/// Why no point of A is in B: the parts of a point (placement, threads,
+/// memory policy, ...) whose values in A and in B have none in common, and
+/// where to go for different configurations side by side.
+fn none_in_both(a: &[Record], b: &[Record]) -> String {
+    use serde_json::{Map, Value};
+    let parts = |rs: &[Record]| -> Vec<Map<String, Value>> {
+        rs.iter()
+            .filter_map(|r| match serde_json::to_value(r.identity()) {
+                Ok(Value::Object(m)) => Some(m),
+                _ => None,
+            })
+            .collect()
+    };
+    let (pa, pb) = (parts(a), parts(b));
+    let mut names: Vec<&String> = pa.iter().chain(&pb).flat_map(|m| m.keys()).collect();
+    names.sort();
+    names.dedup();
+    let differ: Vec<&str> = names
+        .into_iter()
+        .filter(|name| {
+            let values = |ps: &[Map<String, Value>]| -> Vec<Value> {
+                ps.iter()
+                    .map(|m| m.get(*name).cloned().unwrap_or(Value::Null))
+                    .collect()
+            };
+            let vb = values(&pb);
+            values(&pa).iter().all(|v| !vb.contains(v))
+        })
+        .map(|name| match name.as_str() {
+            "placement" => "placement (the CPUs used)",
+            "working_set_per_thread" => "size",
+            "mem" => "memory policy",
+            other => other,
+        })
+        .collect();
+    let what = match differ.as_slice() {
+        [] => "no part alone: each point of one differs from every point of the other".to_string(),
+        parts => parts.join(", "),
+    };
+    format!(
+        "no point is in both: compare pairs the same configuration measured twice,\n  \
+         and A's points differ from B's in {what};\n  \
+         different configurations side by side: membw report FILE_A FILE_B\n"
+    )
 }
 
 /// What `compare` needs of each point, by its key: its label, its runs'

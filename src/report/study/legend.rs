@@ -21,7 +21,16 @@ pub(super) fn sizes_vary(records: &[&Record]) -> bool {
 
 /// What the rate columns hold, printed under every results table.
 pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
-    let records: Vec<&Record> = records.into_iter().collect();
+    legend_of(records.into_iter().collect(), true)
+}
+
+/// The legend of a table turned (`--rows`, `--columns`): no set/thread or
+/// % peak column to explain.
+pub(super) fn turned_legend(records: &[Record]) -> String {
+    legend_of(records.iter().collect(), false)
+}
+
+fn legend_of(records: Vec<&Record>, long: bool) -> String {
     let mut counts: Vec<usize> = records.iter().map(|r| r.runs.len()).collect();
     counts.sort_unstable();
     counts.dedup();
@@ -36,8 +45,12 @@ pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
     } else {
         "min and max"
     };
-    let mut legend =
-        format!("GB/s: mean ± 95 % CI ({runs}) of the runs' best rates, then their {spread}\n");
+    let mut legend = match long {
+        true => {
+            format!("GB/s: mean ± 95 % CI ({runs}) of the runs' best rates, then their {spread}\n")
+        }
+        false => format!("GB/s: mean ± 95 % CI ({runs}) of the runs' best rates\n"),
+    };
     let devices = records
         .iter()
         .filter(|r| !r.point.placed_on_host_cpus())
@@ -57,10 +70,10 @@ pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
         ),
     };
     let mut columns = Vec::new();
-    if sizes_vary(&records) {
+    if long && sizes_vary(&records) {
         columns.push(set);
     }
-    if records.iter().any(|r| shows_peak(r)) {
+    if long && records.iter().any(|r| shows_peak(r)) {
         columns.push(peak);
     }
     match columns.is_empty() {

@@ -90,6 +90,19 @@ pub fn results_table(records: &[Record], kernel: KernelId) -> Table {
     table_in_order(&reading_order(records), kernel)
 }
 
+/// The turned table where one was asked for, else the long one.
+fn main_table(records: &[Record], kernel: KernelId, pivot: Option<&Pivot>) -> Table {
+    pivot.map_or_else(|| results_table(records, kernel), |p| p.table.clone())
+}
+
+/// The columns' legend, a turned table's cells first.
+fn full_legend(records: &[Record], pivot: Option<&Pivot>) -> String {
+    match pivot {
+        Some(p) => format!("{}\n{}", p.legend, legend::turned_legend(records)),
+        None => legend(records),
+    }
+}
+
 /// Position of the record with the highest mean rate (the first of
 /// equals), of those measured on a quiet node.
 fn best_index(records: &[&Record], kernel: KernelId) -> Option<usize> {
@@ -288,9 +301,19 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
 
 /// The summary printed after a sweep and by `membw report`.
 pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
-    let t = results_table(records, kernel);
+    summary_laid_out(records, kernel, markdown, None)
+}
+
+/// The summary with its table turned (`report --rows --columns`) or long.
+pub fn summary_laid_out(
+    records: &[Record],
+    kernel: KernelId,
+    markdown: bool,
+    pivot: Option<&Pivot>,
+) -> String {
+    let t = main_table(records, kernel, pivot);
     let mut out = if markdown { t.markdown() } else { t.plain() };
-    let _ = writeln!(out, "{}", legend(records));
+    let _ = writeln!(out, "{}", full_legend(records, pivot));
     for line in numa_findings(records, kernel) {
         let _ = write!(out, "\n{line}");
     }
@@ -370,7 +393,12 @@ fn versus_runner_up(sorted: &[&Record], best: &Record, kernel: KernelId) -> Vec<
 }
 
 /// The Markdown report: context, table, and links to the plot files.
-pub fn markdown(records: &[Record], kernel: KernelId, plots: &[(String, String)]) -> String {
+pub fn markdown(
+    records: &[Record],
+    kernel: KernelId,
+    plots: &[(String, String)],
+    pivot: Option<&Pivot>,
+) -> String {
     let mut out = String::from("# membw report\n\n");
     for (k, v) in context(records) {
         let _ = writeln!(out, "- **{k}**: {v}");
@@ -378,9 +406,9 @@ pub fn markdown(records: &[Record], kernel: KernelId, plots: &[(String, String)]
     let _ = writeln!(
         out,
         "\n## Results\n\n{}",
-        results_table(records, kernel).markdown()
+        main_table(records, kernel, pivot).markdown()
     );
-    for line in legend(records).lines() {
+    for line in full_legend(records, pivot).lines() {
         let _ = writeln!(out, "_{line}_  ");
     }
     for line in numa_findings(records, kernel) {
@@ -412,6 +440,8 @@ mod table;
 pub use table::{Table, escape};
 
 pub use compare::compare;
+mod pivot;
+pub use pivot::{Axis, Pivot, PivotError, pivot};
 
 #[cfg(test)]
 pub(crate) mod tests;

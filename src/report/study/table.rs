@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 /// A table as headers and rows of cells, rendered three ways.
+#[derive(Debug, Clone)]
 pub struct Table {
     pub headers: Vec<String>,
     pub rows: Vec<Vec<String>>,
