@@ -44,6 +44,8 @@ pub enum Input {
     Weights,
     /// Threads left unbound (`--no-pin`).
     NoPin,
+    /// STREAM's OFFSET between the arrays.
+    Offset,
 }
 
 impl Input {
@@ -68,6 +70,7 @@ impl Input {
             Input::Hugepages => "hugepages",
             Input::Weights => "weights",
             Input::NoPin => "no-pin",
+            Input::Offset => "offset",
         }
     }
 }

@@ -35,6 +35,8 @@ pub struct Plan {
     /// NUMA node of each of those CPUs (for judging first-touch placement).
     pub cpu_nodes: Vec<Option<usize>>,
     pub hugepages: Hugepages,
+    /// STREAM's OFFSET in elements (see [`Measure::offset`]).
+    pub offset: usize,
     pub mem: MemPolicy,
     /// Kernel calls per timed repetition (1 = STREAM). Cache-sized arrays
     /// need several so that a repetition outlasts the barrier and the timer;
@@ -101,6 +103,9 @@ pub struct Measure {
     /// `None` for the widest the CPU has.
     pub isa: Option<Isa>,
     pub hugepages: Hugepages,
+    /// STREAM's OFFSET, in elements: array b starts this much, c twice
+    /// this, past a's alignment.
+    pub offset: usize,
 }
 
 /// Everything that decides one measurement, before the topology resolves it.
@@ -256,6 +261,7 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         cpu_nodes: cpus.iter().map(|&c| topo.cpu(c).map(|x| x.node)).collect(),
         cpus,
         hugepages: s.measure.hugepages,
+        offset: s.measure.offset,
         mem: s.mem.clone(),
         inner_repeats,
     };
@@ -269,7 +275,8 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
                 .flat_map(|&id| {
                     memory::pool::array_needs(
                         plan.mem.get(id),
-                        elements + memory::stagger_bytes(id) / ELEMENT_BYTES as usize,
+                        elements
+                            + memory::start_bytes(id, plan.offset, true) / ELEMENT_BYTES as usize,
                         page,
                         &ranges,
                         &plan.cpu_nodes,
@@ -305,6 +312,7 @@ pub fn placement_only(
         cpu_nodes: cpus.iter().map(|&c| topo.cpu(c).map(|x| x.node)).collect(),
         cpus,
         hugepages: Hugepages::Auto,
+        offset: 0,
         mem,
         inner_repeats: 1,
         calibrate: false,
@@ -349,6 +357,7 @@ impl Point {
             ntimes: plan.ntimes,
             numa,
             element_bytes: None,
+            offset: plan.offset,
             target: plan.target.in_point(),
         }
     }

@@ -383,6 +383,26 @@ fn explicit_cpus_are_used_in_order() {
     assert_eq!(threads[0]["observed_cpu"], 0);
 }
 
+/// STREAM's OFFSET (`-DOFFSET=1840`): the header says it as STREAM does, the
+/// JSON records it, the arrays still validate; out of range is refused.
+#[test]
+fn an_offset_is_run_recorded_and_bounded() {
+    let header = stdout(&["run", "--offset", "1840", "--size", "1M", "--ntimes", "2"]);
+    assert!(header.contains("Offset = 1840 (elements)"), "{header}");
+    assert!(header.contains("Solution Validates"), "{header}");
+    let json = stdout(&[
+        "run", "--offset", "7", "--size", "1M", "--ntimes", "2", "--json",
+    ]);
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["measurement"]["offset"], 7);
+    usage_error(&["run", "--offset", "2000000"], "from 0 to 1048576");
+    usage_error(&["run", "--offset", "-1"], "--offset");
+    usage_error(
+        &["run", "--backend", "sim:0", "--offset", "3"],
+        "--offset '3'",
+    );
+}
+
 /// The naive run of STREAM tutorials: `--no-pin` and the runtimes' "no
 /// binding" spellings leave the threads to the scheduler, and every output
 /// says so; placement flags beside it are refused.

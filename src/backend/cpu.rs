@@ -35,6 +35,7 @@ impl Backend for CpuTeam {
         let mut arrays = Arrays::map(
             &plan.arrays_needed(),
             plan.elements,
+            plan.offset,
             plan.hugepages,
             &plan.mem,
             &ranges,

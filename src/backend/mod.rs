@@ -358,6 +358,7 @@ impl HostArrays {
         let arrays = crate::memory::Arrays::map(
             needed,
             plan.elements,
+            0,
             crate::memory::Hugepages::Auto,
             mem,
             std::slice::from_ref(&whole),

@@ -193,6 +193,11 @@ pub(crate) struct MeasureArgs {
     #[serde(flatten)]
     pages: super::flags::Pages,
 
+    /// STREAM's OFFSET (-DOFFSET=N): array b starts N elements, c 2N, past a's 2 MiB alignment, 0 to 1048576
+    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true, value_parser = parse_offset, help_heading = "Measurement")]
+    #[serde(default)]
+    pub(crate) offset: usize,
+
     #[command(flatten)]
     #[serde(flatten)]
     pub(crate) weights: super::flags::Weights,
@@ -208,6 +213,14 @@ pub(crate) struct MeasureArgs {
     /// Started by mpirun/srun as one of several ranks: let each rank measure on its own, uncoordinated
     #[arg(long, help_heading = "Across ranks (MPI)")]
     pub(crate) independent: bool,
+}
+
+/// The most elements `--offset` moves an array: 8 MiB, past any alignment
+/// and cache-set effect, far below any array.
+const MAX_OFFSET: u32 = 1 << 20;
+
+fn parse_offset(text: &str) -> std::result::Result<usize, String> {
+    super::values::count(text, "elements", 0, MAX_OFFSET).map(|n| n as usize)
 }
 
 impl MeasureArgs {
@@ -247,6 +260,7 @@ impl MeasureArgs {
             kernels,
             isa: self.isa.isa.isa(),
             hugepages: self.pages.or(Hugepages::Auto)[0],
+            offset: self.offset,
         }
     }
 

@@ -39,6 +39,7 @@ impl ProtocolArgs {
             kernels: self.kernels.or(super::flags::Kernels::HEALTH),
             isa: None,
             hugepages: crate::memory::Hugepages::Auto,
+            offset: 0,
         }
     }
 

@@ -283,6 +283,7 @@ mod tests {
             kernels,
             isa: None,
             hugepages: crate::memory::Hugepages::Auto,
+            offset: 0,
         }
     }
 

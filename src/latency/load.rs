@@ -247,7 +247,7 @@ fn load_thread(
     let n = plan.load_elements;
     let mut arrays: Vec<MappedArray> = Vec::with_capacity(ARRAYS);
     for id in ArrayId::HOST_KERNELS {
-        let array = MappedArray::new(n).map_err(|e| {
+        let array = MappedArray::new(n, 0).map_err(|e| {
             fail(Error::Runtime(format!(
                 "load thread on CPU {cpu}: mapping array {}: {e}",
                 id.name()

@@ -161,7 +161,7 @@ impl Chain {
         let words = lines * words_per_link;
         let mut array = match hugepages.explicit_bytes() {
             Some(page) => MappedArray::hugetlb(words, page, 0),
-            None => MappedArray::new(words),
+            None => MappedArray::new(words, 0),
         }
         .map_err(|e| Error::Runtime(format!("mapping {bytes} bytes on {hugepages} pages: {e}")))?;
         // Advice and policy before the first touch, which places the pages.

@@ -204,6 +204,15 @@ pub fn stagger_bytes(id: ArrayId) -> usize {
     id.index() * (4096 + 64)
 }
 
+/// Where array `id`'s first element lies past its mapping's alignment:
+/// STREAM's OFFSET (`offset` elements for b, twice for c, as its static
+/// arrays a[N+OFFSET], b[...], c[...] follow each other), plus the stagger
+/// of explicit huge pages.
+pub fn start_bytes(id: ArrayId, offset: usize, hugetlb: bool) -> usize {
+    let stagger = if hugetlb { stagger_bytes(id) } else { 0 };
+    stagger + id.index() * offset * ELEMENT_BYTES as usize
+}
+
 /// Pages checked per array; smaller arrays are checked whole.
 const MAX_PAGE_SAMPLES: usize = 4096;
 
@@ -231,6 +240,7 @@ impl Arrays {
     pub fn map(
         needed: &[ArrayId],
         elements: usize,
+        offset: usize,
         hugepages: Hugepages,
         mem: &MemPolicy,
         ranges: &[Range<usize>],
@@ -238,8 +248,8 @@ impl Arrays {
         let mut arrays: [Option<MappedArray>; ARRAYS] = Default::default();
         for &id in needed {
             let array = match hugepages.explicit_bytes() {
-                Some(page) => MappedArray::hugetlb(elements, page, stagger_bytes(id)),
-                None => MappedArray::new(elements),
+                Some(page) => MappedArray::hugetlb(elements, page, start_bytes(id, offset, true)),
+                None => MappedArray::new(elements, start_bytes(id, offset, false)),
             }
             .map_err(|e| {
                 Error::Runtime(format!(
@@ -272,16 +282,18 @@ impl Arrays {
     /// mapping into several VMAs restarts interleave's round-robin in each
     /// piece (on a 2-node kernel a 16 MiB array came out 76 %/24 %).
     pub fn split_hugepages_at(&self, ranges: &[Range<usize>], mem: &MemPolicy) -> Result<()> {
-        const HUGE_ELEMENTS: usize = sys::HUGEPAGE_BYTES / ELEMENT_BYTES as usize;
         let first_touch = ArrayId::ALL
             .into_iter()
             .filter(|&id| *mem.get(id) == Policy::Local)
             .filter_map(|id| self.array(id));
         for array in first_touch {
+            // A boundary on a 2 MiB address needs nothing (an --offset
+            // moves the array's start off one).
+            let base = array.as_slice().as_ptr() as usize;
             for r in ranges
                 .iter()
                 .skip(1)
-                .filter(|r| r.start % HUGE_ELEMENTS != 0)
+                .filter(|r| !(base + r.start * ELEMENT_BYTES as usize).is_multiple_of(sys::HUGEPAGE_BYTES))
             {
                 sys::no_hugepage_around(array, r.start)
                     .map_err(|e| Error::Runtime(format!("madvise at a chunk boundary: {e}")))?;

@@ -59,6 +59,7 @@ fn chunks_split_only_mapped_arrays() {
     let mut arrays = Arrays::map(
         &[ArrayId::A, ArrayId::C],
         3000,
+        0,
         Hugepages::Never,
         &MemPolicy::default(),
         &partition(3000, 2),
@@ -73,6 +74,28 @@ fn chunks_split_only_mapped_arrays() {
         3000
     );
     assert_eq!(chunks[1].offset, ranges[1].start);
+}
+
+/// STREAM's OFFSET: a on a 2 MiB boundary, b `offset` elements past one,
+/// c twice that, as STREAM's static arrays sit one after the other.
+#[test]
+fn an_offset_moves_b_once_and_c_twice() {
+    let arrays = Arrays::map(
+        &[ArrayId::A, ArrayId::B, ArrayId::C],
+        5000,
+        1840,
+        Hugepages::Never,
+        &MemPolicy::default(),
+        &partition(5000, 2),
+    )
+    .unwrap();
+    let past_boundary = |id: ArrayId| {
+        let address = arrays.array(id).unwrap().as_slice().as_ptr() as usize;
+        address % crate::sys::HUGEPAGE_BYTES
+    };
+    assert_eq!(past_boundary(ArrayId::A), 0);
+    assert_eq!(past_boundary(ArrayId::B), 1840 * 8);
+    assert_eq!(past_boundary(ArrayId::C), 2 * 1840 * 8);
 }
 
 #[test]

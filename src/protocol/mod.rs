@@ -326,6 +326,7 @@ pub fn planned(
 ) -> Measurement {
     Measurement {
         in_caches: plan.in_caches,
+        offset: plan.offset,
         array_elements: plan.elements as u64,
         bytes_per_array: plan.elements as u64 * ELEMENT_BYTES,
         arrays: plan.arrays_needed().len(),

@@ -89,6 +89,7 @@ fn small_plan(kernels: Vec<KernelId>, stores: StoreMode) -> Plan {
         cpus: vec![cpu, cpu],
         cpu_nodes: vec![None, None],
         hugepages: Hugepages::Auto,
+        offset: 0,
         mem: MemPolicy::default(),
         inner_repeats: 1,
         calibrate: false,

@@ -47,8 +47,8 @@ pub fn render(report: &RunReport) -> String {
     let _ = writeln!(o, "{RULE}");
     let _ = writeln!(
         o,
-        "Array size = {} (elements), Offset = 0 (elements)",
-        m.array_elements
+        "Array size = {} (elements), Offset = {} (elements)",
+        m.array_elements, m.offset
     );
     let _ = writeln!(
         o,

@@ -215,6 +215,10 @@ pub struct DeviceClock {
     pub host_over_device: f64,
 }
 
+fn is_zero_offset(n: &usize) -> bool {
+    *n == 0
+}
+
 fn pinned_by_default() -> bool {
     true
 }
@@ -222,6 +226,10 @@ fn pinned_by_default() -> bool {
 /// The result of one run: what was measured, and how it was set up.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Measurement {
+    /// STREAM's OFFSET, in elements: b started this much, c twice this,
+    /// past a's alignment (`--offset`; absent for 0).
+    #[serde(default, skip_serializing_if = "is_zero_offset")]
+    pub offset: usize,
     /// Set when the arrays fit in four times the caches of the CPUs used
     /// (STREAM's rule): the rates are the caches', not the memory's.
     #[serde(default, skip_serializing_if = "Option::is_none")]

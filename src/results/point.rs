@@ -41,6 +41,9 @@ pub struct Point {
     /// Bytes per element, when not 8 (another program's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub element_bytes: Option<u64>,
+    /// STREAM's OFFSET between the arrays, in elements (`--offset`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset: usize,
     /// What measured the point, where it is not membw's CPU team: another
     /// program (`membw exec`), by label, whose elements, ntimes and working
     /// set are then its own, as it printed them, and not part of the key;

@@ -67,6 +67,10 @@ pub struct SweepStudy {
     pub isa: String,
     pub stores: Vec<String>,
     pub hugepages: Vec<Hugepages>,
+    /// STREAM's OFFSET between the arrays, in elements (files from before
+    /// it read as 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset: usize,
     /// A weighted-interleave weight list.
     pub weights: Option<String>,
     /// A fake measurement source (tests) and the backend.
@@ -74,6 +78,10 @@ pub struct SweepStudy {
     pub backend: String,
     /// Whether each point runs in a process of its own.
     pub independent: bool,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Settings that earlier studies stored and that no longer define a
@@ -342,6 +350,7 @@ mod tests {
             isa: "auto".into(),
             stores: vec!["auto".into()],
             hugepages: vec![Hugepages::Auto],
+            offset: 0,
             weights: None,
             fake_source: None,
             backend: "cpu".into(),

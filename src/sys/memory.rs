@@ -41,13 +41,17 @@ fn array_bytes(len: usize) -> io::Result<usize> {
 }
 
 impl MappedArray {
-    /// Maps `len` f64s (len > 0) of base pages starting on a 2 MiB boundary.
-    pub fn new(len: usize) -> io::Result<MappedArray> {
+    /// Maps `len` f64s (len > 0) of base pages starting `start` bytes (a
+    /// multiple of 8) past a 2 MiB boundary.
+    pub fn new(len: usize, start: usize) -> io::Result<MappedArray> {
+        let start = start / 8 * 8;
         // Over-map by one hugepage so the data can start on a 2 MiB boundary.
-        let map_len = array_bytes(len)? + HUGEPAGE_BYTES;
+        let map_len = array_bytes(len)?
+            .checked_add(HUGEPAGE_BYTES + start)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "array too large"))?;
         let base = map(map_len, libc::MAP_NORESERVE)?;
-        let offset = (HUGEPAGE_BYTES - (base as usize % HUGEPAGE_BYTES)) % HUGEPAGE_BYTES;
-        // SAFETY: offset < HUGEPAGE_BYTES, so data..data+bytes lies inside the mapping.
+        let offset = (HUGEPAGE_BYTES - (base as usize % HUGEPAGE_BYTES)) % HUGEPAGE_BYTES + start;
+        // SAFETY: offset < HUGEPAGE_BYTES + start, so data..data+bytes lies inside the mapping.
         let data = unsafe { base.cast::<u8>().add(offset) }.cast::<f64>();
         Ok(MappedArray {
             base,
@@ -454,7 +458,7 @@ mod tests {
 
     #[test]
     fn mapped_arrays_are_aligned_and_zeroed() {
-        let mut a = MappedArray::new(1000).unwrap();
+        let mut a = MappedArray::new(1000, 0).unwrap();
         assert_eq!(a.addr() % HUGEPAGE_BYTES, 0);
         assert!(a.as_slice().iter().all(|&x| x == 0.0));
         a.as_mut_slice()[999] = 1.5;

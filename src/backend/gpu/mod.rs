@@ -113,6 +113,7 @@ impl Backend for GpuBackend {
                 .into_iter()
                 .collect(),
             hugepages: s.measure.hugepages,
+            offset: 0,
             mem: s.mem.clone(),
             inner_repeats,
             // A device's clock times what it runs: the protocol sizes its
@@ -184,6 +185,14 @@ fn refuse_what_cpus_have(kind: &str, s: &Settings) -> Result<()> {
             format!("{kind} has no {what} (it is not the CPU team)"),
         ))
     };
+    if s.measure.offset != 0 {
+        let offset = s.measure.offset.to_string();
+        return refuse(
+            Input::Offset,
+            offset,
+            "arrays placed by membw (the driver allocates them)",
+        );
+    }
     let p = &s.placement;
     if let Some(n) = p.threads {
         return refuse(Input::Threads, n.to_string(), "CPU threads");

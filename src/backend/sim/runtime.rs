@@ -171,7 +171,7 @@ impl Runtime for SimRuntime {
     }
 
     fn alloc(&mut self, bytes: usize) -> Result<DevicePtr, String> {
-        let mut array = MappedArray::new(bytes.div_ceil(8).max(1))
+        let mut array = MappedArray::new(bytes.div_ceil(8).max(1), 0)
             .map_err(|e| format!("allocating {bytes} bytes: {e}"))?;
         let region = Region {
             start: array.as_mut_slice().as_mut_ptr(),

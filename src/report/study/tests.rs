@@ -31,6 +31,7 @@ pub(crate) fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
             all_cores: false,
         }),
         element_bytes: None,
+        offset: 0,
         target: None,
     };
     Record::new(
