@@ -95,6 +95,23 @@ impl ArraySize {
 /// `-DSTREAM_ARRAY_SIZE=80000000`; a value with a byte unit (`B`, `KB`, `MB`,
 /// `GB`, `KiB`, `MiB`, `GiB`, `TiB`) is bytes per array.
 pub fn parse_array_size(text: &str) -> Result<ArraySize, String> {
+    parse_size(text, true)
+}
+
+/// The byte unit a unit of bits was likely meant as (`Gb` → `GB`): a
+/// capital prefix with a lowercase `b` is how bits are written (`Gb/s`),
+/// and membw counts bytes. An all-lowercase `gb` stays the casual
+/// spelling of gigabytes.
+pub fn bits_meant_as_bytes(unit: &str) -> Option<String> {
+    let prefix = unit.trim().strip_suffix('b')?;
+    ["K", "M", "G", "T", "Ki", "Mi", "Gi", "Ti"]
+        .contains(&prefix)
+        .then(|| format!("{prefix}B"))
+}
+
+/// A size with its unit; `elements_too`: an element count is accepted
+/// (and suggested), else bytes only.
+fn parse_size(text: &str, elements_too: bool) -> Result<ArraySize, String> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
@@ -107,7 +124,21 @@ pub fn parse_array_size(text: &str) -> Result<ArraySize, String> {
     let value: f64 = num
         .parse()
         .map_err(|_| format!("size '{text}': '{num}' is not a number"))?;
-    // Units in any case: `m` and `M` are elements, `mb`, `MB` and `Mb` bytes.
+    if let Some(bytes) = bits_meant_as_bytes(unit) {
+        return Err(format!(
+            "size '{text}': '{}' is bits (a lowercase b); membw counts bytes: write {num}{bytes}",
+            unit.trim()
+        ));
+    }
+    // STREAM's sizes are often written as powers of ten: 1e9 elements.
+    if let Some(exponent) = (unit.strip_prefix(['e', 'E']))
+        .and_then(|e| e.parse::<i32>().ok())
+        .filter(|_| elements_too)
+    {
+        return whole_elements(text, value * 10f64.powi(exponent));
+    }
+    // Units in any case but a lowercase b: `m` and `M` are elements,
+    // `MB` bytes.
     let (scale, is_bytes) = match unit.trim().to_ascii_lowercase().as_str() {
         "" => (1.0, false),
         "k" => (1e3, false),
@@ -123,32 +154,42 @@ pub fn parse_array_size(text: &str) -> Result<ArraySize, String> {
         "gib" => (Bytes::GIB as f64, true),
         "tib" => ((1u64 << 40) as f64, true),
         _ => {
+            let like = match elements_too {
+                true => "an element count such as 80M or 8e7, or bytes such as 512MB or 6GiB",
+                false => "bytes such as 512MB or 6GiB",
+            };
             return Err(format!(
-                "size '{text}': unknown unit '{}' (use an element count such as 80M, or bytes such as 512MB or 6GiB)",
+                "size '{text}': unknown unit '{}' (use {like})",
                 unit.trim()
             ));
         }
     };
     let total = value * scale;
+    if !is_bytes {
+        return whole_elements(text, total);
+    }
     if !total.is_finite() || total >= u64::MAX as f64 {
         return Err(format!("size '{text}' is too large"));
     }
-    if !is_bytes && total.fract() != 0.0 {
-        return Err(format!("size '{text}' is not a whole number of elements"));
-    }
-    let total = total.round() as u64;
-    let size = if is_bytes {
-        ArraySize::Bytes(Bytes(total))
-    } else {
-        ArraySize::Elements(total)
-    };
+    let size = ArraySize::Bytes(Bytes(total.round() as u64));
     if size.elements() == 0 {
-        return Err(match size {
-            ArraySize::Bytes(_) => format!("size '{text}' is less than one 8-byte element"),
-            ArraySize::Elements(_) => format!("size '{text}' is zero elements"),
-        });
+        return Err(format!("size '{text}' is less than one 8-byte element"));
     }
     Ok(size)
+}
+
+/// `total` elements, a whole positive count that fits.
+fn whole_elements(text: &str, total: f64) -> Result<ArraySize, String> {
+    if !total.is_finite() || total >= u64::MAX as f64 {
+        return Err(format!("size '{text}' is too large"));
+    }
+    if total.fract() != 0.0 {
+        return Err(format!("size '{text}' is not a whole number of elements"));
+    }
+    match total as u64 {
+        0 => Err(format!("size '{text}' is zero elements")),
+        n => Ok(ArraySize::Elements(n)),
+    }
 }
 
 /// Both readings of a size whose suffix is a bare `k`, `M`, `G` or `T`
@@ -194,25 +235,40 @@ fn decimal_bytes(bytes: u64) -> String {
 
 /// Parses a plain byte quantity such as `64MiB` or `2GB` (for limits and sweeps).
 pub fn parse_bytes(text: &str) -> Result<Bytes, String> {
-    match parse_array_size(text)? {
+    match parse_size(text, false)? {
         ArraySize::Bytes(b) => Ok(b),
-        ArraySize::Elements(_) => Err(format!(
-            "'{text}' needs a byte unit (B, KB, MB, GB, KiB, MiB, GiB)"
-        )),
+        ArraySize::Elements(_) => {
+            let t = text.trim();
+            let spelled = match t.strip_suffix(['k', 'K', 'm', 'M', 'g', 'G']) {
+                Some(n) => {
+                    let prefix = t[n.len()..].to_uppercase();
+                    format!("{n}{prefix}iB or {n}{prefix}B")
+                }
+                None => format!("{t}B"),
+            };
+            Err(format!(
+                "'{text}' needs a byte unit (B, KB, MB, GB, KiB, MiB, GiB): write {spelled}"
+            ))
+        }
     }
 }
 
-/// `10%` or `0.1`: a share above 0 and below 1 (tolerances, outlier
-/// thresholds, shares of a peak).
+/// `10%`, `0.1` or `10`: a share above 0 and below 1 (tolerances, outlier
+/// thresholds, shares of a peak). A bare number from 1 up cannot be a
+/// fraction below 1, so it is a percentage: `10` is 10 %.
 pub fn parse_share(text: &str) -> Result<f64, String> {
     let t = text.trim();
     let share = match t.strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
+        None => t
+            .parse::<f64>()
+            .map(|v| if v >= 1.0 { v / 100.0 } else { v }),
     }
     .map_err(|_| format!("'{text}': a share such as 10% or 0.1"))?;
     if !(share > 0.0 && share < 1.0) {
-        return Err(format!("'{text}': must be above 0 % and below 100 %"));
+        return Err(format!(
+            "'{text}': must be above 0 % and below 100 % (10% or 0.1 is a tenth)"
+        ));
     }
     Ok(share)
 }
@@ -232,6 +288,23 @@ pub fn parse_percent(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shares_read_as_percent_fraction_or_a_bare_percentage() {
+        for (text, share) in [
+            ("10%", 0.1),
+            ("0.1", 0.1),
+            ("10", 0.1),
+            ("1", 0.01),
+            ("99.5", 0.995),
+        ] {
+            let got = parse_share(text).unwrap();
+            assert!((got - share).abs() < 1e-12, "{text}: {got}");
+        }
+        for bad in ["0", "100", "100%", "-5%", "150", "ten"] {
+            assert!(parse_share(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn element_counts_use_decimal_suffixes() {

@@ -102,6 +102,46 @@ fn size_hints_are_commands_that_run() {
     assert_eq!(elements, [1_000_000, 2_000_000]);
 }
 
+/// Bits are refused with the byte spelling, a count without a byte unit
+/// where bytes are needed gets one, and each spelling suggested is
+/// accepted by the same flag.
+#[test]
+fn unit_hints_are_spellings_the_flag_accepts() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["run", "--dry-run", "--size"], "6Gb"),
+        (&["run", "--dry-run", "--peak"], "409.6Gb/s"),
+        (&["sweep", "--dry-run", "--working-sets"], "8M"),
+        (&["sweep", "--dry-run", "--working-sets"], "512Kb"),
+    ];
+    for (flags, bad) in cases {
+        let mut args = flags.to_vec();
+        args.push(bad);
+        let e = error_of(&args);
+        assert!(e.contains(&format!("'{bad}'")), "{e}");
+        let good = hint(&e, "write ", "\n")
+            .split(" or ")
+            .next()
+            .unwrap()
+            .trim();
+        let mut args = flags.to_vec();
+        args.push(good);
+        let out = common::membw().args(&args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{bad} → {good}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Bits are never read as bytes.
+    assert!(error_of(&["run", "--size", "6Gb"]).contains("is bits"));
+    // Where only bytes are taken, no element count is suggested.
+    let e = error_of(&["latency", "--working-sets", "1e9"]);
+    assert!(!e.contains("80M") && e.contains("512MB"), "{e}");
+    // STREAM's powers of ten are element counts.
+    let plan = stdout(&["run", "--dry-run", "--size", "2e7"]);
+    assert!(plan.contains("20000000"), "{plan}");
+}
+
 #[test]
 fn two_policies_joined_by_a_comma_are_told_how_to_be_written() {
     let e = error_of(&["run", "--mem", "bind:0,bind:1"]);

@@ -290,11 +290,9 @@ impl Arrays {
             // A boundary on a 2 MiB address needs nothing (an --offset
             // moves the array's start off one).
             let base = array.as_slice().as_ptr() as usize;
-            for r in ranges
-                .iter()
-                .skip(1)
-                .filter(|r| !(base + r.start * ELEMENT_BYTES as usize).is_multiple_of(sys::HUGEPAGE_BYTES))
-            {
+            for r in ranges.iter().skip(1).filter(|r| {
+                !(base + r.start * ELEMENT_BYTES as usize).is_multiple_of(sys::HUGEPAGE_BYTES)
+            }) {
                 sys::no_hugepage_around(array, r.start)
                     .map_err(|e| Error::Runtime(format!("madvise at a chunk boundary: {e}")))?;
             }

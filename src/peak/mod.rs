@@ -132,6 +132,12 @@ pub fn parse_peak(text: &str) -> std::result::Result<GivenRate, String> {
                 "peak '{text}' needs a unit before /s (e.g. 409.6GB/s)"
             ));
         }
+        (false, _) if crate::units::bits_meant_as_bytes(unit).is_some() => {
+            let bytes = crate::units::bits_meant_as_bytes(unit).unwrap_or_default();
+            return Err(format!(
+                "peak '{text}': '{unit}' is bits (a lowercase b); membw counts bytes: write {number}{bytes}/s"
+            ));
+        }
         (false, _) => match crate::units::parse_array_size(&format!("1{unit}")) {
             Ok(crate::units::ArraySize::Bytes(b)) => GivenRate {
                 gb_s: value * b.0 as f64 / 1e9,
