@@ -358,6 +358,7 @@ impl Point {
             numa,
             element_bytes: None,
             offset: plan.offset,
+            concurrent_rank: None,
             target: plan.target.in_point(),
         }
     }

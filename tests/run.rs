@@ -542,6 +542,34 @@ fn help_and_version_exit_zero() {
     assert!(help.contains("--stores"));
     let version = stdout(&["--version"]);
     assert!(version.starts_with("membw "));
+    // What the build can do is in --version, the node's part in `version`.
+    let mpi = if cfg!(feature = "mpi") {
+        "mpi yes"
+    } else {
+        "mpi no"
+    };
+    assert!(
+        version.contains(mpi) && version.contains("commit "),
+        "{version}"
+    );
+    let full = stdout(&["version"]);
+    for line in [
+        "commit", "features", "mpi", "kernels", "cuda", "nvml", "sim",
+    ] {
+        assert!(
+            full.lines().any(|l| l.trim_start().starts_with(line)),
+            "{line}: {full}"
+        );
+    }
+    let compiled = if cfg!(target_arch = "x86_64") {
+        "avx2"
+    } else {
+        "neon"
+    };
+    assert!(
+        full.contains(compiled) && full.contains("this CPU runs"),
+        "{full}"
+    );
 }
 
 #[test]

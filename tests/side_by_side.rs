@@ -165,3 +165,45 @@ fn a_threads_by_policy_sweep_is_laid_out_threads_down_policies_across() {
         "--format csv",
     );
 }
+
+/// Ranks started together with --independent measured at the same time:
+/// each is a point of its own (never pooled as runs of one), while the
+/// same rank measured again is a second run of its point.
+#[test]
+fn concurrent_ranks_are_points_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("ranks.jsonl");
+    let rank = |r: &str| {
+        membw()
+            .env("OMPI_COMM_WORLD_SIZE", "2")
+            .env("OMPI_COMM_WORLD_RANK", r)
+            .args([
+                "run",
+                "--independent",
+                "--fake-source",
+                "4",
+                "--size",
+                "1M",
+                "--ntimes",
+                "2",
+            ])
+            .args(["--cpus", "0", "-o", f.to_str().unwrap()])
+            .assert()
+            .success();
+    };
+    rank("0");
+    rank("1");
+    let table = stdout(&["report", f.to_str().unwrap()]);
+    assert!(
+        table.contains("(rank 0 of 2)") && table.contains("(rank 1 of 2)"),
+        "{table}"
+    );
+    assert!(table.contains("n = 1 run per point"), "{table}");
+    assert!(table.contains("measured at the same\ntime"), "{table}");
+    rank("0");
+    let table = stdout(&["report", f.to_str().unwrap()]);
+    assert!(
+        table.contains("runs"),
+        "rank 0 has 2 runs now, rank 1 one: {table}"
+    );
+}

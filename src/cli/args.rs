@@ -224,6 +224,18 @@ fn parse_offset(text: &str) -> std::result::Result<usize, String> {
 }
 
 impl MeasureArgs {
+    /// This rank's place among ranks started together that measure on
+    /// their own (`--independent`): none for a lone process.
+    pub(crate) fn concurrent_rank(&self) -> Result<Option<crate::results::ConcurrentRank>> {
+        let launch = crate::ranks::launcher::detect(|k| std::env::var(k).ok())?;
+        Ok(launch.filter(|l| self.independent && l.size > 1).map(|l| {
+            crate::results::ConcurrentRank {
+                rank: l.rank,
+                ranks: l.size,
+            }
+        }))
+    }
+
     /// The multi-rank launch this process belongs to, when it is to be
     /// measured as one (`run` on an MPI build). Several ranks anywhere else
     /// would fight over the node: that is an error, unless --independent.

@@ -21,6 +21,7 @@ mod signals;
 mod sweep;
 mod tune;
 mod values;
+mod version;
 mod writing;
 
 use crate::error::{Error, Input, Result};
@@ -38,6 +39,7 @@ use std::path::PathBuf;
 #[command(
     name = "membw",
     version,
+    long_version = version::long(),
     about = "Sustainable memory bandwidth, measured the STREAM way, pinned and validated",
     after_help = "GPUs: membw topo lists them; membw run --backend cuda:0 measures GPU 0's memory, and with\n--kernels transfers its host link (run, sweep, baseline and check take --backend)",
     arg_required_else_help = true,
@@ -86,6 +88,8 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<std::path::PathBuf>,
     },
+    /// This build and this node: commit, features (MPI), the kernels compiled and those this CPU runs, the GPU libraries that load
+    Version,
 }
 
 #[derive(Args, Debug)]
@@ -238,6 +242,7 @@ pub fn main() -> Result<()> {
         Command::Baseline(args) => health::baseline(args),
         Command::Check(args) => health::check(args),
         Command::Completions { shell } => install::completions(shell),
+        Command::Version => print(version::text()),
         Command::Man { dir } => install::man(dir.as_deref()),
     };
     result.map_err(|e| match e {

@@ -367,13 +367,14 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     let mut report = run_report(&topo, &engine, request, measurement, &plan);
     report.stores_check = stores_check;
     if let Some(session) = &mut output {
-        let point = crate::results::Point::new(
+        let mut point = crate::results::Point::new(
             PlacementId::of(&placement.request),
             &mem_written,
             stores,
             &plan,
             None,
         );
+        point.concurrent_rank = m.concurrent_rank()?;
         keep_run(session, &engine, point, &plan, &report)?;
     }
     print(common::render_as(

@@ -24,7 +24,7 @@ pub use crate::memory::stream_rule::StreamRule;
 pub use estimate::{Stats, cv, median};
 pub use measurement::{Measurement, require_valid};
 pub use peak::PeakUse;
-pub use point::{NumaCell, Point};
+pub use point::{ConcurrentRank, NumaCell, Point};
 pub use pooled::pooled;
 
 use crate::kernels::StoresRequest;

@@ -5,6 +5,13 @@ use super::{is_zero, is_zero_u64, measurement, target};
 use crate::kernels::{KernelId, StoresRequest};
 use serde::{Deserialize, Serialize};
 
+/// A rank's place among ranks that measured at the same time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConcurrentRank {
+    pub rank: usize,
+    pub ranks: usize,
+}
+
 /// One configuration of a sweep. Its JSON form is its identity: `--resume`
 /// skips a point whose key is already in the file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +51,12 @@ pub struct Point {
     /// STREAM's OFFSET between the arrays, in elements (`--offset`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub offset: usize,
+    /// One of several ranks a launcher started together that measured on
+    /// their own (`mpirun ... membw run --independent`): they ran at the
+    /// same time, so each rank is a point of its own, never another
+    /// rank's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrent_rank: Option<ConcurrentRank>,
     /// What measured the point, where it is not membw's CPU team: another
     /// program (`membw exec`), by label, whose elements, ntimes and working
     /// set are then its own, as it printed them, and not part of the key;
@@ -95,9 +108,11 @@ impl Point {
 
     /// The placement as it prints; empty for a device.
     pub fn placement_text(&self) -> String {
-        self.placement
-            .as_ref()
-            .map_or(String::new(), |p| p.to_string())
+        let placed = (self.placement.as_ref()).map_or(String::new(), |p| p.to_string());
+        match self.concurrent_rank {
+            Some(r) => format!("{placed} (rank {} of {})", r.rank, r.ranks),
+            None => placed,
+        }
     }
 
     /// The memory policy as it prints; empty for a device.

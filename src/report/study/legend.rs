@@ -104,6 +104,12 @@ fn legend_of(records: Vec<&Record>, long: bool) -> String {
             "\nunpinned: threads not bound, placed by the scheduler{moved}"
         ));
     }
+    if records.iter().any(|r| r.point.concurrent_rank.is_some()) {
+        legend.push_str(
+            "\n(rank r of n): one of n ranks started together (--independent) that measured at the same\n\
+             time on their own CPUs: each is a point of its own, not a run of another's",
+        );
+    }
     if records.iter().any(|r| !own_node_mark(r).is_empty()) {
         legend.push_str("\n(own): the host buffers were on the device's own NUMA node");
     }
