@@ -256,5 +256,10 @@ fn a_check_on_a_busy_node_gives_no_verdict_but_shows_its_figures() {
             && stderr.contains("make it when the node is idle, or give --allow-busy where it never is (nothing written)"),
         "{stderr}"
     );
+    // Found before the rounds, by the same rule: no round was measured.
+    assert!(
+        stderr.contains("before measuring") && !stderr.contains("round 1 of"),
+        "{stderr}"
+    );
     assert!(!file.exists());
 }

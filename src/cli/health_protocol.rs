@@ -43,6 +43,11 @@ impl ProtocolArgs {
         }
     }
 
+    /// Whether the test's fake source measures (nothing runs on the CPUs).
+    pub(super) fn fake(&self) -> bool {
+        self.fake.fake_source.is_some()
+    }
+
     pub(super) fn source(&self) -> Result<Box<dyn Source>> {
         self.backend.source(self.fake.fake_source.as_deref())
     }
