@@ -81,12 +81,13 @@ fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
     let jobs = check::scope_jobs(&topo, &args.protocol.measure(), &prepare)?;
     // A busy node is refused now, not after every round (the same rule).
     let measured = !args.protocol.fake();
-    if measured && !args.allow_busy {
-        if let Some(busy) = check::busy_before(&jobs, std::time::Duration::from_secs(1)) {
-            return Err(Error::Usage(format!(
-                "could not make a baseline: {busy}; make it when the node is idle, or give --allow-busy where it never is (nothing written)"
-            )));
-        }
+    if measured
+        && !args.allow_busy
+        && let Some(busy) = check::busy_before(&jobs, std::time::Duration::from_secs(1))
+    {
+        return Err(Error::Usage(format!(
+            "could not make a baseline: {busy}; make it when the node is idle, or give --allow-busy where it never is (nothing written)"
+        )));
     }
     let mut engine = Engine::new(&topo, source.as_mut(), None);
     let stop = stop_flag();
