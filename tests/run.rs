@@ -536,6 +536,38 @@ fn bad_input_is_a_one_line_error_with_exit_code_2() {
     usage_error(&["frobnicate"], "frobnicate");
 }
 
+/// The bytes STREAM's tutorials tabulate by hand, from the kernels' own
+/// table: copy 16 and triad 24 per element, 8 more on the bus with
+/// ordinary stores; an unknown kernel points there.
+#[test]
+fn the_kernels_table_gives_each_loop_and_its_bytes() {
+    let table = stdout(&["kernels"]);
+    let row = |name: &str| {
+        let line = table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("{name}: {table}"));
+        line.split_whitespace()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let copy = row("copy");
+    assert!(
+        copy.contains(&"16".into()) && copy.contains(&"+8".into()),
+        "{copy:?}"
+    );
+    let triad = row("triad");
+    assert!(
+        triad.contains(&"24".into()) && triad.contains(&"stream,".into()),
+        "{triad:?}"
+    );
+    assert!(
+        row("update").contains(&"-".into()),
+        "update reads what it writes"
+    );
+    usage_error(&["run", "--kernels", "help"], "membw kernels lists");
+}
+
 #[test]
 fn help_and_version_exit_zero() {
     let help = stdout(&["run", "--help"]);

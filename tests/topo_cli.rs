@@ -155,6 +155,42 @@ fn capture_then_sysroot_reproduces_the_live_view() {
     }
 }
 
+/// The clock governors, read from cpufreq (a tree with a powersave CPU),
+/// and said as not exposed where there is none (the fixtures have none).
+#[test]
+fn clock_governors_and_turbo_are_shown() {
+    let dir = common::tree("xeon-e5-2680v3-2s");
+    let out = stdout(&["topo", "--sysroot", dir.path().to_str().unwrap()]);
+    assert!(out.contains("Clocks     not exposed (no cpufreq"), "{out}");
+    let cpu = dir.path().join("sys/devices/system/cpu");
+    for id in 0..48 {
+        let freq = cpu.join(format!("cpu{id}/cpufreq"));
+        std::fs::create_dir_all(&freq).unwrap();
+        let governor = if id < 4 { "powersave" } else { "performance" };
+        std::fs::write(freq.join("scaling_governor"), governor).unwrap();
+        std::fs::write(freq.join("scaling_driver"), "intel_pstate").unwrap();
+    }
+    std::fs::create_dir_all(cpu.join("intel_pstate")).unwrap();
+    std::fs::write(cpu.join("intel_pstate/no_turbo"), "0").unwrap();
+    let out = stdout(&["topo", "--sysroot", dir.path().to_str().unwrap()]);
+    assert!(
+        out.contains(
+            "Clocks     powersave on CPUs 0-3, performance on CPUs 4-47 (intel_pstate), turbo on"
+        ),
+        "{out}"
+    );
+    let json: Value = serde_json::from_str(&stdout(&[
+        "topo",
+        "--json",
+        "--sysroot",
+        dir.path().to_str().unwrap(),
+    ]))
+    .unwrap();
+    let power = &json["topology"]["power"];
+    assert_eq!(power["governors"][0]["name"], "powersave", "{power}");
+    assert_eq!(power["turbo"], true);
+}
+
 #[test]
 fn generate_writes_a_fixture_from_a_spec() {
     let dir = tempfile::tempdir().unwrap();

@@ -88,6 +88,8 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<std::path::PathBuf>,
     },
+    /// The kernels: each loop, the bytes per element its GB/s counts, what write-allocate adds, its groups
+    Kernels,
     /// This build and this node: commit, features (MPI), the kernels compiled and those this CPU runs, the GPU libraries that load
     Version,
 }
@@ -243,6 +245,7 @@ pub fn main() -> Result<()> {
         Command::Check(args) => health::check(args),
         Command::Completions { shell } => install::completions(shell),
         Command::Version => print(version::text()),
+        Command::Kernels => print(report::kernels::text()),
         Command::Man { dir } => install::man(dir.as_deref()),
     };
     result.map_err(|e| match e {

@@ -30,7 +30,7 @@ pub(crate) fn parse_kernel_list(text: &str) -> std::result::Result<KernelList, S
     for name in text.split(',') {
         kernels.extend(crate::kernels::parse_selection(name).ok_or_else(|| {
             format!(
-                "unknown kernel or group '{}' (choose from {})",
+                "unknown kernel or group '{}' (choose from {}; membw kernels lists their loops and bytes)",
                 name.trim(),
                 crate::kernels::selection_names()
             )

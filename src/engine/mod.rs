@@ -161,7 +161,14 @@ impl<'a> Engine<'a> {
     }
 
     fn measure_by(&mut self, plan: &Plan, by: By, stop: &Stop) -> Result<Measurement> {
-        let m = self.source_for(by).measure(plan, stop)?;
+        let mut m = self.source_for(by).measure(plan, stop)?;
+        // A governor that lowers idle clocks is a reason a run is low.
+        let cpus = plan.target.placed_on_host_cpus().then_some(&plan.cpus[..]);
+        if let Some(saving) = cpus.and_then(|c| self.topo.power.saving_on(c)) {
+            m.warnings.push(format!(
+                "clock governor {saving}: it lowers the clock between bursts, so rates may be low; STREAM's tutorials set performance (cpupower frequency-set -g performance)"
+            ));
+        }
         self.measured_s += m.measured_s();
         Ok(m)
     }

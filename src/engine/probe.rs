@@ -129,6 +129,7 @@ mod tests {
             sockets: 1,
             thp_mode: None,
             interleave_weights: None,
+            clocks: None,
         };
         Session::new("probe-test", host, Stop::default(), file)
     }

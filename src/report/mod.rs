@@ -12,6 +12,7 @@ pub mod history;
 pub mod html;
 pub mod json;
 pub mod jsonl;
+pub mod kernels;
 pub mod latency_tables;
 pub mod levels;
 pub mod markdown;

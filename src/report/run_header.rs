@@ -104,6 +104,9 @@ pub(super) fn where_it_ran(o: &mut String, report: &RunReport) {
         report.host.hostname,
         report.host.cpu_model.as_deref().unwrap_or("unknown CPU")
     );
+    if let Some(clocks) = &report.host.clocks {
+        let _ = writeln!(o, "CPU clocks: {clocks}");
+    }
 }
 
 /// What the scheduler did with unbound threads (`--no-pin`): where each

@@ -197,6 +197,7 @@ pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
     if let Some(pools) = super::tiers::pools_line(topo) {
         let _ = writeln!(o, "{:<11}{pools}", "Huge pages");
     }
+    let _ = writeln!(o, "{:<11}{}", "Clocks", topo.power.summary());
     let _ = writeln!(
         o,
         "{:<11}{}",

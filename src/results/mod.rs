@@ -51,6 +51,10 @@ pub struct Host {
     /// The system's weighted-interleave weights during the run (6.9+).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interleave_weights: Option<BTreeMap<usize, u8>>,
+    /// cpufreq's governors and turbo, as `membw topo` prints them (absent
+    /// where the kernel exposes no cpufreq, and in files before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clocks: Option<String>,
 }
 
 impl Host {
@@ -65,6 +69,7 @@ impl Host {
             thp_mode: topo.memory.thp_mode.clone(),
             interleave_weights: (topo.memory.weighted_interleave.as_ref())
                 .map(|w| w.weights.clone()),
+            clocks: (!topo.power.governors.is_empty()).then(|| topo.power.summary()),
         }
     }
 }

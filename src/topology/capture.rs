@@ -13,6 +13,9 @@ const CAPTURE_PATHS: &[&str] = &[
     "sys/devices/system/cpu/present",
     "sys/devices/system/node",
     "sys/kernel/mm/transparent_hugepage/enabled",
+    "sys/devices/system/cpu/intel_pstate/no_turbo",
+    "sys/devices/system/cpu/cpufreq/boost",
+    "sys/devices/system/cpu/amd_pstate/cpb_boost",
     "sys/firmware/dmi/entries",
     "sys/class/dmi/id/sys_vendor",
     "proc/cpuinfo",
@@ -42,6 +45,9 @@ pub fn capture(source: &Path, dest: &Path) -> io::Result<usize> {
         let rel = Path::new("sys/devices/system/cpu").join(&*name);
         count += copy_tree(source, dest, &rel.join("topology"), 0)?;
         count += copy_tree(source, dest, &rel.join("cache"), 0)?;
+        for file in ["scaling_governor", "scaling_driver", "cpuinfo_max_freq"] {
+            count += copy_tree(source, dest, &rel.join("cpufreq").join(file), 0)?;
+        }
     }
     // The GPUs' PCI functions: the few files `pci::read` uses, written as
     // directories where the bus has symlinks.

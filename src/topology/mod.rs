@@ -17,6 +17,7 @@ pub mod clock;
 pub mod cpulist;
 pub mod fixture;
 pub mod pci;
+pub mod power;
 pub mod smbios;
 mod sysfs;
 pub mod tiers;
@@ -175,6 +176,8 @@ pub struct Topology {
     pub memory_devices: Vec<smbios::MemoryDevice>,
     /// NVIDIA GPUs on the PCI bus (sysfs; no driver needed).
     pub gpus: Vec<pci::PciGpu>,
+    /// cpufreq's governors and turbo: how the CPUs' clocks are set.
+    pub power: power::Power,
     /// Contents no real kernel writes (a CPU in two nodes, an asymmetric
     /// distance matrix, ...), each naming its file. The values are used as
     /// read; these say why results may look odd.

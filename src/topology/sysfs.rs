@@ -160,6 +160,7 @@ impl Topology {
             cpu_info: read_cpu_info(&r),
             memory_devices: smbios::read(root),
             gpus: super::pci::read(&r),
+            power: super::power::Power::read(&r, online_set.ids()),
         })
     }
 }

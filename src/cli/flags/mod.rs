@@ -78,8 +78,8 @@ pub(crate) struct Kernels {
     /// add, triad, read, write, init, update, daxpy, striad, sdaxpy, nstream, dot, and a device's
     /// transfers h2d, d2h, bidir (by its copy engine) and h2d-kernel, d2h-kernel, bidir-kernel (by
     /// its threads); or a group: stream (the first four), tbb (TheBandwidthBenchmark's),
-    /// babelstream, all (every memory kernel), transfers [default: stream; baseline, check:
-    /// copy,triad in every scope]
+    /// babelstream, all (every memory kernel), transfers; membw kernels shows each loop and its
+    /// bytes [default: stream; baseline, check: copy,triad in every scope]
     #[arg(long, value_parser = super::values::parse_kernel_list)]
     // A sweep's study keeps the kernels it ran, STREAM's where none were given.
     #[serde(serialize_with = "stream_when_unset")]

@@ -12,6 +12,7 @@ pub(crate) fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
         sockets: 2,
         thp_mode: None,
         interleave_weights: None,
+        clocks: None,
     };
     let point = Point {
         threads: 1,
