@@ -227,6 +227,32 @@ impl Observer for CpuTicks {
     }
 }
 
+/// Other work on `cpus` while this process sleeps for `window`, judged by
+/// the rule a measurement's window is: its cause, or `None` on quiet CPUs
+/// (or none given, or tick counters that cannot be read).
+pub fn busy_while_idle(cpus: &[usize], window: std::time::Duration) -> Option<String> {
+    if cpus.is_empty() {
+        return None;
+    }
+    let mut ticks = CpuTicks::default();
+    ticks.start();
+    std::thread::sleep(window);
+    ticks.stop();
+    let seen = ticks.observe(&Window {
+        cpus,
+        one_rank_of_many: false,
+        effect: Effect::Bandwidth,
+    });
+    match seen {
+        Some(Observation::CpuTicks(i)) if i.busy && i.not_judged.is_none() => {
+            let watched = window.as_secs_f64();
+            i.cause()
+                .map(|c| format!("{c} (watched {watched} s before measuring)"))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -627,7 +627,7 @@ fn per_node_files_are_merged_and_the_slow_node_is_flagged() {
     std::fs::write(&junk, "{}").unwrap();
     common::usage_error(
         &["report", &files[0], junk.to_str().unwrap()],
-        "not the JSON of `membw run --json`",
+        "or `membw run --json` documents, one per node",
     );
     // compare reads run documents too.
     let text = common::stdout(&["compare", &files[0], &files[1]]);

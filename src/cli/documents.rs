@@ -157,7 +157,13 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
     }
     let mut docs = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
-        docs.push((path.clone(), read_document(path)?));
+        let doc = read_document(path).map_err(|e| match e {
+            Error::Usage(why) if args.inputs.len() > 1 => Error::Usage(format!(
+                "{why} (report reads several results files of one kind as one, or `membw run --json` documents, one per node)"
+            )),
+            other => other,
+        })?;
+        docs.push((path.clone(), doc));
     }
     let mut docs = merged(docs)?;
     let results = args.inputs[0].clone();

@@ -267,37 +267,16 @@ pub fn round(
     Ok(out)
 }
 
-/// Other work on the CPUs the jobs use, watched for `window` while membw
-/// itself sleeps: the reason a baseline would be refused after all its
-/// rounds, found in a second instead. `None` on a quiet node, or where the
-/// tick counters cannot be read.
+/// Other work on the CPUs the jobs use, watched for `window` before they
+/// run: the reason a baseline would be refused after all its rounds,
+/// found in a second instead. A device's scopes are judged by its own
+/// observers.
 pub fn busy_before(jobs: &[ScopeJob], window: Duration) -> Option<String> {
-    use crate::observe::{Observation, Observer};
-    // A device's scopes are judged by the device's own observers.
-    let mut cpus: Vec<usize> = (jobs.iter())
+    let cpus: std::collections::BTreeSet<usize> = (jobs.iter())
         .filter(|j| j.plan.target.placed_on_host_cpus())
         .flat_map(|j| j.plan.cpus.iter().copied())
         .collect();
-    cpus.sort_unstable();
-    cpus.dedup();
-    if cpus.is_empty() {
-        return None;
-    }
-    let mut ticks = crate::observe::CpuTicks::default();
-    ticks.start();
-    std::thread::sleep(window);
-    ticks.stop();
-    let seen = ticks.observe(&crate::observe::Window {
-        cpus: &cpus,
-        one_rank_of_many: false,
-        effect: crate::trust::Effect::Bandwidth,
-    });
-    match seen {
-        Some(Observation::CpuTicks(i)) if i.busy && i.not_judged.is_none() => i
-            .cause()
-            .map(|c| format!("{c} (watched {} s before measuring)", window.as_secs_f64())),
-        _ => None,
-    }
+    crate::observe::busy_while_idle(&cpus.into_iter().collect::<Vec<_>>(), window)
 }
 
 /// `rounds` rounds, summarised per scope and kernel, with what other work
