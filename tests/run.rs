@@ -403,6 +403,18 @@ fn an_offset_is_run_recorded_and_bounded() {
     );
 }
 
+/// One thread on a small array, as JSON.
+const ONE_THREAD_JSON: [&str; 8] = [
+    "run",
+    "--threads",
+    "1",
+    "--size",
+    "1M",
+    "--ntimes",
+    "2",
+    "--json",
+];
+
 /// The naive run of STREAM tutorials: `--no-pin` and the runtimes' "no
 /// binding" spellings leave the threads to the scheduler, and every output
 /// says so; placement flags beside it are refused.
@@ -430,16 +442,7 @@ fn unpinned_runs_leave_threads_to_the_scheduler_and_say_so() {
     for (var, value) in [("OMP_PROC_BIND", "false"), ("KMP_AFFINITY", "none")] {
         let out = membw()
             .env(var, value)
-            .args([
-                "run",
-                "--threads",
-                "1",
-                "--size",
-                "1M",
-                "--ntimes",
-                "2",
-                "--json",
-            ])
+            .args(ONE_THREAD_JSON)
             .output()
             .unwrap();
         assert!(out.status.success(), "{var}={value}");
@@ -448,16 +451,7 @@ fn unpinned_runs_leave_threads_to_the_scheduler_and_say_so() {
         let thread = &doc["measurement"]["threads"][0];
         assert!(thread["last_cpu"].is_u64(), "{var}={value}: {thread}");
     }
-    let pinned = stdout(&[
-        "run",
-        "--threads",
-        "1",
-        "--size",
-        "1M",
-        "--ntimes",
-        "2",
-        "--json",
-    ]);
+    let pinned = stdout(&ONE_THREAD_JSON);
     let doc: Value = serde_json::from_str(&pinned).unwrap();
     assert!(
         doc["measurement"].get("pinned").is_none(),
