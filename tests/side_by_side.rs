@@ -151,6 +151,28 @@ fn a_threads_by_policy_sweep_is_laid_out_threads_down_policies_across() {
         &["report", f, "--rows", "memz", "--columns", "mem"],
         "one of threads",
     );
+    // CSV: the same layout, each cell its mean.
+    let csv = stdout(&[
+        "report",
+        f,
+        "--rows",
+        "threads",
+        "--columns",
+        "mem",
+        "--format",
+        "csv",
+    ]);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(
+        lines[0].starts_with("threads \\ mem,") && lines[0].contains("local"),
+        "{csv}"
+    );
+    for (line, threads) in lines[1..].iter().zip(["1", "2"]) {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells[0], threads, "{csv}");
+        assert!(cells[1..].iter().all(|c| c.parse::<f64>().is_ok()), "{csv}");
+    }
     usage_error(
         &[
             "report",
@@ -160,9 +182,9 @@ fn a_threads_by_policy_sweep_is_laid_out_threads_down_policies_across() {
             "--columns",
             "mem",
             "--format",
-            "csv",
+            "jsonl",
         ],
-        "--format csv",
+        "--format jsonl",
     );
 }
 
@@ -199,6 +221,10 @@ fn concurrent_ranks_are_points_of_their_own() {
         "{table}"
     );
     assert!(table.contains("n = 1 run per point"), "{table}");
+    assert!(
+        table.contains("2 of 2 ranks measured together, triad 8.00 GB/s in sum"),
+        "{table}"
+    );
     assert!(table.contains("measured at the same\ntime"), "{table}");
     rank("0");
     let table = stdout(&["report", f.to_str().unwrap()]);

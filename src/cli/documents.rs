@@ -60,10 +60,10 @@ fn turned(args: &ReportArgs, records: &[Record], kernel: KernelId) -> Result<Opt
     };
     if !matches!(
         args.form.format,
-        Format::Text | Format::Markdown | Format::Html
+        Format::Text | Format::Markdown | Format::Html | Format::Csv
     ) {
         return Err(Error::Usage(format!(
-            "--rows and --columns lay out the table of text, markdown and html, not --format {}",
+            "--rows and --columns lay out the table of text, markdown, html and csv, not --format {}",
             args.form.format.name()
         )));
     }

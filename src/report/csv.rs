@@ -157,6 +157,25 @@ fn migrations_per_run(r: &crate::results::Record) -> Option<f64> {
         .then(|| moves.iter().sum::<u64>() as f64 / moves.len() as f64)
 }
 
+/// A turned table (`report --rows --columns`): the corner's header, then
+/// each column's; a row's label, then each cell's mean GB/s (empty where
+/// the combination was not measured).
+fn turned(p: &crate::report::study::Pivot) -> Result<String> {
+    let fail = |e: &dyn std::fmt::Display| Error::Runtime(format!("writing CSV: {e}"));
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(&p.table.headers).map_err(|e| fail(&e))?;
+    for (row, means) in p.table.rows.iter().zip(&p.means) {
+        let label = row.first().cloned().unwrap_or_default();
+        let cells = means
+            .iter()
+            .map(|m| m.map_or(String::new(), |m| format!("{m:.3}")));
+        let record: Vec<String> = std::iter::once(label).chain(cells).collect();
+        w.write_record(&record).map_err(|e| fail(&e))?;
+    }
+    let bytes = w.into_inner().map_err(|e| fail(&e))?;
+    String::from_utf8(bytes).map_err(|e| fail(&e))
+}
+
 /// The header of a latency CSV: the point, then its latency and load.
 pub const LATENCY_HEADER: [&str; 17] = [
     "schema_version",
@@ -236,6 +255,7 @@ impl super::export::TextExporter for Csv {
         match doc {
             View::Run { report, .. } => Some(render(report)),
             View::Latency(report) => Some(latency(&report.records)),
+            View::Study { pivot: Some(p), .. } => Some(turned(p)),
             View::Study { records, .. } => Some(study(records)),
             _ => None,
         }

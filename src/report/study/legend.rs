@@ -136,3 +136,24 @@ pub(super) fn own_node_mark(r: &Record) -> &'static str {
         ""
     }
 }
+
+/// Ranks measured together (`--independent`): per host and launch size,
+/// the sum of their mean rates, which is the node's while all ran.
+pub(super) fn concurrent_sums(records: &[Record], kernel: crate::kernels::KernelId) -> Vec<String> {
+    let mut sums: std::collections::BTreeMap<(&str, usize), (usize, f64)> = Default::default();
+    for r in records {
+        let (Some(rank), Some(mean)) = (r.point.concurrent_rank, r.mean(kernel)) else {
+            continue;
+        };
+        let sum = sums.entry((&r.host.hostname, rank.ranks)).or_default();
+        *sum = (sum.0 + 1, sum.1 + mean);
+    }
+    (sums.into_iter())
+        .map(|((host, ranks), (seen, gb_s))| {
+            format!(
+                "{host}: {seen} of {ranks} ranks measured together, {} {gb_s:.2} GB/s in sum (the node's rate while they all ran)",
+                kernel.spec().name
+            )
+        })
+        .collect()
+}

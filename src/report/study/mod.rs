@@ -314,6 +314,9 @@ pub fn summary_laid_out(
     let t = main_table(records, kernel, pivot);
     let mut out = if markdown { t.markdown() } else { t.plain() };
     let _ = writeln!(out, "{}", full_legend(records, pivot));
+    for line in legend::concurrent_sums(records, kernel) {
+        let _ = writeln!(out, "{line}");
+    }
     for line in numa_findings(records, kernel) {
         let _ = write!(out, "\n{line}");
     }

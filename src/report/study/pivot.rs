@@ -100,6 +100,8 @@ impl std::fmt::Display for PivotError {
 pub struct Pivot {
     pub table: Table,
     pub legend: String,
+    /// Each cell's mean (GB/s), row by row: the CSV's numbers.
+    pub means: Vec<Vec<Option<f64>>>,
 }
 
 /// The records' `kernel` rates laid out `rows` down and `columns` across.
@@ -152,6 +154,7 @@ pub fn pivot(
         }
     }
     let mut cells = vec![vec![String::from("-"); column_names.len()]; row_names.len()];
+    let mut means = vec![vec![None; column_names.len()]; row_names.len()];
     let mut best_row = None;
     let best = best_index(&sorted, kernel).map(|i| sorted[i]);
     let (mut untrusted, mut cached) = (false, false);
@@ -162,6 +165,7 @@ pub fn pivot(
         if cells[i][j] != "-" {
             return Err(PivotError::SharedCell { row, column });
         }
+        means[i][j] = r.stats.get(&kernel).map(|s| s.mean);
         let mut cell = super::stats_cell(r.stats.get(&kernel), false).swap_remove(0);
         if r.untrusted().is_some() {
             cell.push_str(" !");
@@ -197,6 +201,7 @@ pub fn pivot(
             best: best_row,
         },
         legend,
+        means,
     })
 }
 
