@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="f4b59b91cb42197feb75e6b7b5715e1a14f752350ced28a8a028e49369048423")
+    version("0.1.0", sha256="745a985a7b5eb3b52f787fb71d8ff768d4e4cf64ef2bff68fdd41d9296c9a469")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
