@@ -62,6 +62,25 @@ fn two_configurations_in_two_files_are_reported_together() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("n = 2 runs per point"));
 
+    // --by-file: the same point in two files is a row per file, labelled.
+    let c = dir.path().join("c.jsonl");
+    run(&c, &["--threads", "1"]);
+    let by_file = stdout(&["report", fa, c.to_str().unwrap(), "--by-file"]);
+    let header = by_file.lines().next().unwrap();
+    assert!(header.trim_start().starts_with("file"), "{by_file}");
+    let files: Vec<&str> = by_file
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.starts_with("GB/s"))
+        .map(|l| {
+            l.trim_start_matches(['▶', ' '])
+                .split_whitespace()
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(files, ["a", "c"], "{by_file}");
+
     // Kinds are not mixed.
     let json = dir.path().join("run.json");
     let doc = stdout(&[

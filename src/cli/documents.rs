@@ -36,7 +36,11 @@ pub(crate) struct ReportArgs {
     #[arg(long)]
     png: bool,
 
-    /// Lay the table out with this part of the points down (threads, placement, mem, stores, size, hugepages, program, device); with --columns
+    /// With several results files: a row per point and file, labelled by the file, instead of pooling a point found in several
+    #[arg(long)]
+    by_file: bool,
+
+    /// Lay the table out with this part of the points down (threads, placement, mem, stores, size, hugepages, program, device, file); with --columns
     #[arg(long, value_name = "PART", value_parser = axis, requires = "columns", help_heading = "Table layout")]
     rows: Option<study::Axis>,
 
@@ -91,7 +95,7 @@ fn plots_beside(results: &Path) -> PathBuf {
 /// Several results files of one kind read as one file of them all (a
 /// point recorded in two pooled as its runs); run documents stay apart,
 /// one per node; kinds are not mixed.
-fn merged(mut docs: Vec<(PathBuf, Document)>) -> Result<Vec<(PathBuf, Document)>> {
+fn merged(mut docs: Vec<(PathBuf, Document)>, by_file: bool) -> Result<Vec<(PathBuf, Document)>> {
     if docs.len() < 2 || docs.iter().all(|(_, d)| matches!(d, Document::Run(_))) {
         return Ok(docs);
     }
@@ -106,12 +110,23 @@ fn merged(mut docs: Vec<(PathBuf, Document)>) -> Result<Vec<(PathBuf, Document)>
         )));
     }
     let files = docs.len();
+    let stem = |p: &Path| p.file_stem().map(|s| s.to_string_lossy().into_owned());
     let doc = match docs.remove(0).1 {
         Document::Bandwidth(mut all) => {
-            for (_, doc) in docs {
-                if let Document::Bandwidth(records) = doc {
+            let label = |records: &mut Vec<Record>, path: &Path| {
+                for r in records.iter_mut().filter(|_| by_file) {
+                    r.file = stem(path);
+                }
+            };
+            label(&mut all, &first);
+            for (path, doc) in docs {
+                if let Document::Bandwidth(mut records) = doc {
+                    label(&mut records, &path);
                     all.extend(records);
                 }
+            }
+            if by_file {
+                return Ok(vec![(first, Document::Bandwidth(all))]);
             }
             let read = all.len();
             let all = crate::results::pooled(all);
@@ -165,7 +180,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
         })?;
         docs.push((path.clone(), doc));
     }
-    let mut docs = merged(docs)?;
+    let mut docs = merged(docs, args.by_file)?;
     let results = args.inputs[0].clone();
     let beside = || args.plots.clone().unwrap_or_else(|| plots_beside(&results));
     match docs.pop() {

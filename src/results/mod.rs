@@ -299,6 +299,10 @@ pub struct Envelope<P, D> {
     pub point: P,
     #[serde(flatten)]
     pub payload: D,
+    /// The results file it was read from, where `report --by-file` labels
+    /// each row by its file (never written).
+    #[serde(skip)]
+    pub file: Option<String>,
 }
 
 impl<P, D> Envelope<P, D> {
@@ -313,6 +317,7 @@ impl<P, D> Envelope<P, D> {
             study: None,
             point,
             payload,
+            file: None,
         }
     }
 }

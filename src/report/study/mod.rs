@@ -208,11 +208,15 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
     let numa = sorted.iter().any(|r| r.point.numa.is_some());
     let sizes_vary = legend::sizes_vary(sorted);
     let programs = sorted.iter().any(|r| r.point.program().is_some());
+    let files = sorted.iter().any(|r| r.file.is_some());
     // A device has no threads, placement, policy or stores: its column
     // names it, and the CPU columns appear only where a CPU point is.
     let columns = TargetColumns::of(sorted);
     let cpus = columns.cpus;
     let mut headers: Vec<String> = Vec::new();
+    if files {
+        headers.push("file".into());
+    }
     if programs {
         headers.push("program".into());
     }
@@ -255,6 +259,9 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
                 None => r.point.placement_text(),
             };
             let mut row = Vec::new();
+            if files {
+                row.push(r.file.clone().unwrap_or_default());
+            }
             if programs {
                 row.push(r.point.program().unwrap_or("membw").to_string());
             }

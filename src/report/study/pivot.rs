@@ -20,10 +20,12 @@ pub enum Axis {
     Hugepages,
     Program,
     Device,
+    /// The results file (`report --by-file`).
+    File,
 }
 
 impl Axis {
-    pub const ALL: [Axis; 8] = [
+    pub const ALL: [Axis; 9] = [
         Axis::Threads,
         Axis::Placement,
         Axis::Mem,
@@ -32,6 +34,7 @@ impl Axis {
         Axis::Hugepages,
         Axis::Program,
         Axis::Device,
+        Axis::File,
     ];
 
     /// Its name, as the table and the command line spell it.
@@ -45,6 +48,7 @@ impl Axis {
             Axis::Hugepages => "hugepages",
             Axis::Program => "program",
             Axis::Device => "device",
+            Axis::File => "file",
         }
     }
 
@@ -67,6 +71,7 @@ impl Axis {
             Axis::Hugepages => p.hugepages.to_string(),
             Axis::Program => p.program().unwrap_or("membw").to_string(),
             Axis::Device => p.device_name().unwrap_or("-").to_string(),
+            Axis::File => r.file.clone().unwrap_or_else(|| "-".into()),
             _ => "-".into(),
         }
     }
