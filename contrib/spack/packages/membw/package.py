@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="745a985a7b5eb3b52f787fb71d8ff768d4e4cf64ef2bff68fdd41d9296c9a469")
+    version("0.1.0", sha256="9f3d07d59853a399e738db8906b132e79bf2e32398d4bfb45f9c74810b46f1b1")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
