@@ -7,6 +7,7 @@
 mod append;
 pub mod estimate;
 pub mod file;
+mod host;
 pub mod latency_record;
 mod launch;
 pub mod measurement;
@@ -22,6 +23,7 @@ pub mod typed;
 
 pub use crate::memory::stream_rule::StreamRule;
 pub use estimate::{Stats, cv, median};
+pub use host::Host;
 pub use measurement::{Measurement, require_valid};
 pub use peak::PeakUse;
 pub use point::{ConcurrentRank, NumaCell, Point};
@@ -36,43 +38,6 @@ use std::collections::BTreeMap;
 
 /// Version of the JSON/CSV layout; bumped only on incompatible changes.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// Facts about the machine a measurement was taken on.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Host {
-    pub hostname: String,
-    pub cpu_model: Option<String>,
-    pub kernel: String,
-    pub online_cpus: usize,
-    pub numa_nodes: usize,
-    pub sockets: usize,
-    /// Transparent hugepage mode of the system (`always`, `madvise`, `never`).
-    pub thp_mode: Option<String>,
-    /// The system's weighted-interleave weights during the run (6.9+).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interleave_weights: Option<BTreeMap<usize, u8>>,
-    /// cpufreq's governors and turbo, as `membw topo` prints them (absent
-    /// where the kernel exposes no cpufreq, and in files before it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clocks: Option<String>,
-}
-
-impl Host {
-    pub fn describe(topo: &Topology) -> Host {
-        Host {
-            hostname: crate::sys::hostname(),
-            cpu_model: topo.cpu_info.model_name.clone(),
-            kernel: crate::sys::kernel_release(),
-            online_cpus: topo.cpus.len(),
-            numa_nodes: topo.nodes.len(),
-            sockets: topo.packages().len(),
-            thp_mode: topo.memory.thp_mode.clone(),
-            interleave_weights: (topo.memory.weighted_interleave.as_ref())
-                .map(|w| w.weights.clone()),
-            clocks: (!topo.power.governors.is_empty()).then(|| topo.power.summary()),
-        }
-    }
-}
 
 /// What the user asked for in `membw run`, before defaults were resolved.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -203,6 +203,13 @@ fn target_cells(r: &Record, placement: String, columns: TargetColumns) -> Vec<St
     cells
 }
 
+/// A row's file and program cells, where the table has those columns.
+fn label_cells(r: &Record, files: bool, programs: bool) -> Vec<String> {
+    let file = files.then(|| r.file.clone().unwrap_or_default());
+    let program = programs.then(|| r.point.program().unwrap_or("membw").to_string());
+    file.into_iter().chain(program).collect()
+}
+
 /// One row per record in the order given, the best mean highlighted.
 pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
     let numa = sorted.iter().any(|r| r.point.numa.is_some());
@@ -213,13 +220,10 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
     // names it, and the CPU columns appear only where a CPU point is.
     let columns = TargetColumns::of(sorted);
     let cpus = columns.cpus;
-    let mut headers: Vec<String> = Vec::new();
-    if files {
-        headers.push("file".into());
-    }
-    if programs {
-        headers.push("program".into());
-    }
+    let labels = [(files, "file"), (programs, "program")];
+    let mut headers: Vec<String> = (labels.iter().filter(|l| l.0))
+        .map(|l| l.1.into())
+        .collect();
     headers.extend(columns.headers());
     if sizes_vary {
         headers.push(if cpus { "set/thread" } else { "set/device" }.into());
@@ -258,13 +262,7 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
                 Some(_) => "one thread".into(),
                 None => r.point.placement_text(),
             };
-            let mut row = Vec::new();
-            if files {
-                row.push(r.file.clone().unwrap_or_default());
-            }
-            if programs {
-                row.push(r.point.program().unwrap_or("membw").to_string());
-            }
+            let mut row = label_cells(r, files, programs);
             row.extend(target_cells(r, placement, columns));
             if sizes_vary {
                 // A program sizes its own arrays: membw does not know them.
