@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="9f3d07d59853a399e738db8906b132e79bf2e32398d4bfb45f9c74810b46f1b1")
+    version("0.1.0", sha256="ffb76e61fee8ea55e7663f2f0f9c3eedbb07cf3fe4c6bb044433e886559c7bc9")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
