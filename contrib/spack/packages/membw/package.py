@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="ffb76e61fee8ea55e7663f2f0f9c3eedbb07cf3fe4c6bb044433e886559c7bc9")
+    version("0.1.0", sha256="ba8d49b313710baee26a59140d3510c86c46b558521a5c3991976023db0a49cd")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
