@@ -95,11 +95,7 @@ pub(super) fn untrusted_points(
     kernel: KernelId,
     x: impl Fn(&Record) -> f64,
 ) -> Vec<(f64, f64)> {
-    records
-        .iter()
-        .filter(|r| r.untrusted().is_some())
-        .filter_map(|r| Some((x(r), r.stats.get(&kernel)?.mean)))
-        .collect()
+    marked_points(records, kernel, x, |r| r.untrusted().is_some())
 }
 
 /// The points (x, mean) of `kernel` that measured the caches.
@@ -108,9 +104,17 @@ pub(super) fn cache_points(
     kernel: KernelId,
     x: impl Fn(&Record) -> f64,
 ) -> Vec<(f64, f64)> {
-    records
-        .iter()
-        .filter(|r| r.in_caches())
+    marked_points(records, kernel, x, Record::in_caches)
+}
+
+/// The points (x, mean) of `kernel` of the records `marked` picks.
+fn marked_points(
+    records: &[Record],
+    kernel: KernelId,
+    x: impl Fn(&Record) -> f64,
+    marked: impl Fn(&Record) -> bool,
+) -> Vec<(f64, f64)> {
+    (records.iter().filter(|r| marked(r)))
         .filter_map(|r| Some((x(r), r.stats.get(&kernel)?.mean)))
         .collect()
 }

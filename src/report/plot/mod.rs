@@ -283,18 +283,12 @@ pub(super) fn caches_key(
         BLACK.stroke_width(1),
     ))
     .ok()?;
-    for (i, line) in ["cache bandwidth: arrays", "under 4 × the caches"]
-        .iter()
-        .enumerate()
-    {
-        root.draw(&Text::new(
-            line.to_string(),
-            (x + 20, y - 8 + 19 * i as i32),
-            ("sans-serif", 15).into_font(),
-        ))
-        .ok()?;
-    }
-    Some(())
+    key_text(
+        root,
+        x,
+        y,
+        ["cache bandwidth: arrays", "under 4 × the caches"],
+    )
 }
 
 /// The legend's key for the rings, at `y` below the series' entries.
@@ -305,10 +299,22 @@ pub(super) fn untrusted_key(
     let x = (SIZE.0 - LEGEND_ROOM) as i32;
     root.draw(&Circle::new((x + 6, y), RING, BLACK.stroke_width(1)))
         .ok()?;
-    for (i, line) in ["NOT TRUSTED: other work", "or steal during its runs"]
-        .iter()
-        .enumerate()
-    {
+    key_text(
+        root,
+        x,
+        y,
+        ["NOT TRUSTED: other work", "or steal during its runs"],
+    )
+}
+
+/// A legend key's two lines of text, right of its mark at (`x`, `y`).
+fn key_text(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    x: i32,
+    y: i32,
+    lines: [&str; 2],
+) -> Option<()> {
+    for (i, line) in lines.iter().enumerate() {
         root.draw(&Text::new(
             line.to_string(),
             (x + 20, y - 8 + 19 * i as i32),
