@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="ba8d49b313710baee26a59140d3510c86c46b558521a5c3991976023db0a49cd")
+    version("0.1.0", sha256="4a775681a84431b0b45faaefbd80940450c0d4d752d3de1caa08d1144f66af0b")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
