@@ -3,7 +3,9 @@
 # barrier, the per-thread slots, the team), checked for correctness only:
 # TCG on two host cores makes every timing meaningless, and 64 busy vCPUs
 # on them make every step slow, so the commands are kept few and small (and
-# of the c2c file only what the checks read crosses the serial port).
+# of the c2c file only what the checks read crosses the serial port), and
+# run leaves out its side measurement of the other store mode (which
+# doubled its time: CI's guest ran out of time in it).
 QEMU_SMP="64,sockets=2,cores=16,threads=2"
 QEMU_NODES="0:0-31:512M 1:32-63:512M"
 QEMU_DIST="0,1,21"
@@ -15,7 +17,7 @@ QEMU_TIMEOUT=1500
 guest_commands() {
 cat <<'CMDS'
 run topo membw topo --json
-run allcpus membw run --size 64k --ntimes 2 --json --smt --threads 64
+run allcpus membw run --size 64k --ntimes 2 --json --smt --threads 64 --no-stores-check
 run sweep membw sweep --threads 16,64 --smt --size 64k --ntimes 2 --kernels copy,triad -o /tmp/sweep.jsonl
 run sweepfile cat /tmp/sweep.jsonl
 run c2c membw latency --c2c modified --time 1ms -o /tmp/c2c.jsonl
