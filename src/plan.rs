@@ -359,6 +359,7 @@ impl Point {
             element_bytes: None,
             offset: plan.offset,
             concurrent_rank: None,
+            together: None,
             target: plan.target.in_point(),
         }
     }

@@ -101,3 +101,24 @@ fn each_local_rank_gets_its_own_device() {
     assert!(for_rank("cpu", Some(4)).is_ok());
     assert!(for_rank("portable", None).is_ok());
 }
+
+#[test]
+fn a_device_set_is_every_device_or_a_list_in_the_order_written() {
+    let names = |spec: &str| -> Vec<String> {
+        (super::set_by_name(spec).unwrap().iter())
+            .map(|b| b.name().to_string())
+            .collect()
+    };
+    // Four simulated devices unless MEMBW_SIM_DEVICE says otherwise.
+    assert_eq!(names("sim:all").len(), 4);
+    assert_eq!(names("sim:2,0-1,1").len(), 3);
+    assert_eq!(names("sim:1").len(), 1);
+    assert_eq!(names("cpu").len(), 1);
+    let err = |spec: &str| super::set_by_name(spec).err().unwrap_or_default();
+    assert!(err("sim:0,7").contains("sim:7"), "{}", err("sim:0,7"));
+    assert!(err("sim:a-b").contains("'a-b'"));
+    assert!(err("cpu:all").contains("no devices to number"));
+    // One device's commands name the set they cannot take.
+    let one = super::by_name("sim:all").err().unwrap_or_default();
+    assert!(one.contains("names a set of devices"), "{one}");
+}

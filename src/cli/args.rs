@@ -358,6 +358,11 @@ impl MeasureArgs {
         self.backend.for_rank(local_rank)
     }
 
+    /// `--backend`, for the commands that take a device set.
+    pub(crate) fn backend_arg(&self) -> &super::flags::BackendArg {
+        &self.backend
+    }
+
     /// Whether the hidden fake source measures (tests).
     pub(crate) fn fakes(&self) -> bool {
         self.fake.fake_source.is_some()

@@ -17,6 +17,7 @@ mod latency_values;
 mod placed;
 mod resume;
 mod run;
+mod run_set;
 mod signals;
 mod sweep;
 mod tune;

@@ -316,6 +316,36 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         stores,
         mem,
     );
+    if let Some(set) = m.backend_arg().device_set()? {
+        super::run_set::refuse(
+            args.prom.prom.is_some(),
+            args.dry_run.dry_run,
+            m.launch("run")?.is_some(),
+            args.form.format,
+        )?;
+        let point = |plan: &plan::Plan| {
+            crate::results::Point::new(
+                PlacementId::of(&placement.request),
+                &mem_written,
+                stores,
+                plan,
+                None,
+            )
+        };
+        let report = |engine: &Engine, measured, plan: &plan::Plan| {
+            let request = run_request(m, &placement, &settings, String::new(), plan, &topo);
+            run_report(&topo, engine, request, measured, plan)
+        };
+        let req = super::run_set::SetRequest {
+            spec: m.backend_arg().spec(),
+            format: args.form.format,
+            output: args.output.output.as_deref(),
+            outlier: args.outlier.outlier,
+            point: &point,
+            report: &report,
+        };
+        return super::run_set::run(&topo, &settings, &req, set);
+    }
     if args.dry_run.dry_run {
         return dry_run(&args, &topo, &settings, &placement);
     }

@@ -18,6 +18,7 @@ pub mod session;
 pub mod source;
 pub mod stores_check;
 pub mod sweep;
+pub mod together;
 pub mod tune_search;
 pub mod verdict;
 

@@ -310,25 +310,7 @@ impl MeasurementSource for MpiSource {
             .collect::<Result<_>>()?;
         let ranks = Ranks::summarize("mpi", runs, *outlier)
             .ok_or_else(|| Error::Runtime("no rank measured a kernel".into()))?;
-        // The table STREAM prints is the aggregate; rank 0's own threads,
-        // pages and timer checks stay as they are.
-        m.results = ranks.aggregate_results(plan.stores());
-        m.array_elements = ranks.ranks.iter().map(|r| r.elements).sum();
-        m.bytes_per_array = m.array_elements * crate::units::ELEMENT_BYTES;
-        m.validation.passed = ranks.failed_validation().is_empty();
-        crate::results::measurement::renew_spread_finding(&mut m);
-        for r in &ranks.ranks[1..] {
-            for w in &r.warnings {
-                m.warnings
-                    .push(format!("rank {} ({}): {w}", r.rank, r.host));
-            }
-        }
-        for o in &ranks.overlaps {
-            m.warnings.push(format!(
-                "{o}: the ranks fight over those cores; bind each rank to its own (mpirun --bind-to core, srun --cpu-bind=cores)"
-            ));
-        }
-        m.detail = Some(crate::results::measurement::SourceDetail::Ranks(ranks));
+        ranks.aggregate_into(&mut m, plan.stores(), "rank");
         Ok(m)
     }
 }

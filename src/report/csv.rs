@@ -66,7 +66,7 @@ pub fn render(report: &RunReport) -> Result<String> {
 }
 
 /// The header of a results file's CSV (`membw report --format csv`).
-pub const STUDY_HEADER: [&str; 23] = [
+pub const STUDY_HEADER: [&str; 24] = [
     "schema_version",
     "hostname",
     "experiment",
@@ -90,6 +90,7 @@ pub const STUDY_HEADER: [&str; 23] = [
     "target",
     "in_caches",
     "migrations_per_run",
+    "devices_at_once",
 ];
 
 /// One row per point and kernel of a results file: the mean of its runs'
@@ -143,6 +144,9 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
                 },
                 r.in_caches().to_string(),
                 opt(migrations_per_run(r), 1),
+                // Measured at once with the other devices of a set: how
+                // many ran; empty where it ran alone.
+                cell(r.point.together),
             ]);
         }
     }

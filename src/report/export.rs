@@ -14,6 +14,8 @@ use crate::results::{Record, RunReport};
 pub enum View<'a> {
     /// `membw run`; `quiet`: STREAM's table alone where the format has one.
     Run { report: &'a RunReport, quiet: bool },
+    /// `membw run` on a device set: each alone, then all at once.
+    Devices(&'a crate::results::device_set::DeviceSetReport),
     /// `membw exec`.
     Exec(ExecView<'a>),
     /// `membw latency`.
@@ -96,7 +98,7 @@ impl View<'_> {
     /// The command the document comes from, for messages.
     pub fn command(&self) -> &'static str {
         match self {
-            View::Run { .. } => "run",
+            View::Run { .. } | View::Devices(_) => "run",
             View::Exec(_) => "exec",
             View::Latency(_) => "latency",
             View::Study { .. } | View::LatencyStudy { .. } | View::Nodes { .. } => "report",

@@ -39,6 +39,7 @@ impl super::export::TextExporter for Json {
             View::Exec(view) => serde_json::to_string(view.record)
                 .map(|line| line + "\n")
                 .map_err(|e| crate::error::Error::Runtime(e.to_string())),
+            View::Devices(set) => pretty(set),
             View::Latency(report) => pretty(report),
             View::Check(verdict) => pretty(verdict),
             View::Baseline(baseline) => pretty(baseline),

@@ -31,6 +31,8 @@ impl super::export::TextExporter for Jsonl {
     fn render(&self, doc: &View) -> Option<Result<String>> {
         Some(match doc {
             View::Run { report, .. } => lines([report]),
+            // Each device alone, then all at once: one run document a line.
+            View::Devices(set) => lines(set.alone.iter().chain([&set.at_once])),
             View::Exec(view) => lines([view.record]),
             View::Latency(report) => lines(&report.records),
             View::Study { records, .. } | View::Summary { records, .. } => lines(*records),

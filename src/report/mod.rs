@@ -5,6 +5,7 @@
 
 pub mod c2c;
 pub mod csv;
+pub mod device_set;
 pub mod export;
 pub mod far;
 pub mod health;

@@ -317,6 +317,7 @@ impl super::export::TextExporter for Text {
                 quiet: true,
             } => table(&report.measurement),
             View::Run { report, .. } => render(report),
+            View::Devices(set) => super::device_set::text(set),
             View::Exec(view) => super::program_run::text(view),
             View::Latency(report) => super::latency_tables::render(&report.records),
             View::Study {

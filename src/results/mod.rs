@@ -5,6 +5,7 @@
 //! documented in the README and versioned by [`SCHEMA_VERSION`].
 
 mod append;
+pub mod device_set;
 pub mod estimate;
 pub mod file;
 mod host;

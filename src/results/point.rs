@@ -57,6 +57,11 @@ pub struct Point {
     /// rank's run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrent_rank: Option<ConcurrentRank>,
+    /// A device measured at once with the others of its set (`--backend
+    /// cuda:all`): how many devices ran, every timed kernel started and
+    /// ended together; absent where it ran alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub together: Option<usize>,
     /// What measured the point, where it is not membw's CPU team: another
     /// program (`membw exec`), by label, whose elements, ntimes and working
     /// set are then its own, as it printed them, and not part of the key;

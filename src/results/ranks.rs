@@ -295,7 +295,9 @@ impl Ranks {
         let kernel = verdict_kernel(&ranks)?;
         let kernels: Vec<KernelId> = ranks[0].best_gb_s.keys().copied().collect();
         let all: Vec<&RankRun> = ranks.iter().collect();
-        let aggregate_gb_s = if how == "mpi" {
+        // Ranks or devices gated together have an aggregate; merged files
+        // were not in step.
+        let aggregate_gb_s = if how != "files" {
             kernels
                 .iter()
                 .map(|&k| (k, best_together(&all, k, |r| r.synced_s.get(&k))))
@@ -325,6 +327,33 @@ impl Ranks {
             overlaps: overlaps(&ranks),
             ranks,
         })
+    }
+
+    /// Makes `m` (the first rank's own measurement) the aggregate's: the
+    /// table STREAM prints is every `who`'s (rank, device) bytes over the
+    /// slowest one's time; its own threads, pages and timer checks stay,
+    /// the others' warnings join its own, named.
+    pub fn aggregate_into(self, m: &mut Measurement, stores: Option<StoreMode>, who: &str) {
+        m.results = self.aggregate_results(stores);
+        m.array_elements = self.ranks.iter().map(|r| r.elements).sum();
+        m.bytes_per_array = m.array_elements * crate::units::ELEMENT_BYTES;
+        m.validation.passed = self.failed_validation().is_empty();
+        super::measurement::renew_spread_finding(m);
+        for r in &self.ranks[1..] {
+            let name = match (who, &r.device) {
+                ("device", Some(d)) => d.clone(),
+                _ => format!("{who} {} ({})", r.rank, r.host),
+            };
+            for w in &r.warnings {
+                m.warnings.push(format!("{name}: {w}"));
+            }
+        }
+        for o in &self.overlaps {
+            m.warnings.push(format!(
+                "{o}: the ranks fight over those cores; bind each rank to its own (mpirun --bind-to core, srun --cpu-bind=cores)"
+            ));
+        }
+        m.detail = Some(super::measurement::SourceDetail::Ranks(self));
     }
 
     /// STREAM's per-kernel results for the aggregate: every rank's bytes

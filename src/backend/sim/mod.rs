@@ -32,15 +32,21 @@
 //! measured as a GPU's small arrays are. Its work runs on its host
 //! thread, so the CPUs' tick counters are its observer.
 //!
-//! `MEMBW_SIM_DEVICE` sets it up for validation tests: `wrong-element=N`
-//! makes element N of the last array every kernel writes come back wrong
-//! (the protocol must name that array), `peak=GBS` and `link=GBS` change
-//! its peaks, `lanes=N` trains its PCIe Gen5 x16 link at N lanes (a link
-//! below its maximum, for `check`), `clock=F` makes its clock run F times
-//! as fast as it should
-//! (the protocol must catch one that runs fast).
+//! `MEMBW_SIM_DEVICE` sets it up for tests (`setup.rs`): `devices=N`
+//! makes a node of N devices; `wrong-element=N` makes element N of the
+//! last array every kernel writes come back wrong (the protocol must name
+//! that array), `peak=GBS` and `link=GBS` change its peaks, `lanes=N`
+//! (or `lanes=I:N`, device I only) trains its PCIe Gen5 x16 link at N
+//! lanes (a link below its maximum, for `check`), `slow=I:F` makes device
+//! I's kernels run at F of their speed (a memory that lost bandwidth),
+//! `clock=F` makes
+//! its clock run F times as fast as it should (the protocol must catch
+//! one that runs fast).
 
 mod runtime;
+mod setup;
+
+use setup::Setup;
 
 use super::gpu::runtime::{Described, Platform, Runtime};
 use crate::observe::{CpuTicks, Observer};
@@ -60,7 +66,7 @@ const GEN5_X16: LinkState = LinkState {
     gt_s: 32.0,
     width: 16,
 };
-/// Devices on the simulated node.
+/// Devices on the simulated node, unless `devices=N` says.
 pub const DEVICES: u32 = 4;
 /// Its "L2": STREAM's rule on it gives 16 MiB arrays (2^21 elements).
 const CACHE_BYTES: u64 = 4 << 20;
@@ -99,7 +105,7 @@ impl Platform for SimPlatform {
     }
 
     fn count(&self) -> Result<u32, String> {
-        Ok(DEVICES)
+        Ok(Setup::from_env()?.count())
     }
 
     fn missing(&self, index: u32, count: u32) -> String {
@@ -117,7 +123,9 @@ impl Platform for SimPlatform {
         let setup = Setup::from_env()?;
         let link = PciLink {
             current: LinkState {
-                width: setup.lanes.unwrap_or(GEN5_X16.width),
+                width: (setup.fault(index).lanes)
+                    .or(setup.lanes)
+                    .unwrap_or(GEN5_X16.width),
                 ..GEN5_X16
             },
             max: GEN5_X16,
@@ -158,8 +166,11 @@ impl Platform for SimPlatform {
         Ok(Described { device })
     }
 
-    fn open(&self, _index: u32) -> Result<Box<dyn Runtime>, String> {
-        Ok(Box::new(runtime::SimRuntime::new(Setup::from_env()?)))
+    fn open(&self, index: u32) -> Result<Box<dyn Runtime>, String> {
+        Ok(Box::new(runtime::SimRuntime::new(
+            Setup::from_env()?,
+            index,
+        )))
     }
 
     /// Its kernels run on its host thread: the CPUs' tick counters see
@@ -174,95 +185,5 @@ impl Platform for SimPlatform {
 
     fn memory_share(&self) -> f64 {
         1.0
-    }
-}
-
-/// What `MEMBW_SIM_DEVICE` asked for.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-struct Setup {
-    wrong_element: Option<usize>,
-    peak_gb_s: Option<f64>,
-    link_gb_s: Option<f64>,
-    lanes: Option<u32>,
-    clock: Option<f64>,
-}
-
-/// A positive rate in GB/s.
-fn rate(gb_s: &str) -> std::result::Result<f64, String> {
-    (gb_s.parse().ok())
-        .filter(|p: &f64| p.is_finite() && *p > 0.0)
-        .ok_or_else(|| format!("'{gb_s}': a positive rate in GB/s"))
-}
-
-impl Setup {
-    fn parse(text: &str) -> std::result::Result<Setup, String> {
-        let mut setup = Setup::default();
-        for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-            match item.split_once('=') {
-                Some(("wrong-element", n)) => {
-                    setup.wrong_element = Some(
-                        n.parse()
-                            .map_err(|_| format!("'{n}': an element index (0, 1, ...)"))?,
-                    );
-                }
-                Some(("peak", gb_s)) => setup.peak_gb_s = Some(rate(gb_s)?),
-                Some(("link", gb_s)) => setup.link_gb_s = Some(rate(gb_s)?),
-                Some(("lanes", n)) => {
-                    setup.lanes = Some(
-                        (n.parse().ok())
-                            .filter(|n| (1..=16).contains(n))
-                            .ok_or_else(|| format!("'{n}': lanes from 1 to 16"))?,
-                    );
-                }
-                Some(("clock", f)) => {
-                    setup.clock = Some(
-                        (f.parse().ok())
-                            .filter(|f: &f64| f.is_finite() && *f > 0.0)
-                            .ok_or_else(|| format!("'{f}': a positive factor"))?,
-                    );
-                }
-                _ => {
-                    return Err(format!(
-                        "'{item}': expected wrong-element=N, peak=GBS, link=GBS, lanes=N or clock=F"
-                    ));
-                }
-            }
-        }
-        Ok(setup)
-    }
-
-    fn from_env() -> Result<Setup, String> {
-        let Ok(text) = std::env::var(SETUP_VARIABLE) else {
-            return Ok(Setup::default());
-        };
-        Setup::parse(&text).map_err(|e| format!("{SETUP_VARIABLE}={text}: {e}"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn its_setup_is_read_or_refused_in_one_line() {
-        assert_eq!(
-            Setup::parse("wrong-element=3, peak=250").unwrap(),
-            Setup {
-                wrong_element: Some(3),
-                peak_gb_s: Some(250.0),
-                link_gb_s: None,
-                lanes: None,
-                clock: None,
-            }
-        );
-        assert_eq!(Setup::parse("").unwrap(), Setup::default());
-        assert!(
-            Setup::parse("wrong-element=-1")
-                .unwrap_err()
-                .contains("'-1'")
-        );
-        assert!(Setup::parse("peak=0").unwrap_err().contains("'0'"));
-        assert_eq!(Setup::parse("link=25").unwrap().link_gb_s, Some(25.0));
-        assert!(Setup::parse("speed=2").unwrap_err().contains("'speed=2'"));
     }
 }

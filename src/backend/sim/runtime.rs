@@ -15,6 +15,7 @@ use crate::backend::{Sums, run_portable};
 use crate::kernels::{ARRAYS, ArrayId, KernelId, Mover, Path};
 use crate::memory::Chunk;
 use crate::sys::MappedArray;
+use std::time::Duration;
 use std::time::Instant;
 
 /// Blocks of 256 threads each of its multiprocessors holds (as an H100
@@ -57,11 +58,14 @@ pub(super) struct SimRuntime {
     regions: Vec<Region>,
     events: [Option<Instant>; 3],
     warnings: Vec<String>,
+    /// The share of their speed its kernels run at (`slow=I:F`).
+    speed: f64,
 }
 
 impl SimRuntime {
-    pub(super) fn new(setup: Setup) -> SimRuntime {
+    pub(super) fn new(setup: Setup, index: u32) -> SimRuntime {
         SimRuntime {
+            speed: setup.fault(index).speed.unwrap_or(1.0),
             setup,
             names: names(),
             allocations: Vec::new(),
@@ -148,6 +152,18 @@ impl SimRuntime {
         };
         to.copy_from_slice(from);
         Self::spoil(Some(to), &self.setup);
+    }
+}
+
+/// A memory that runs at `speed` of its own: the work begun at `began`
+/// lasts 1/`speed` as long, busy (as a kernel is), so that both clocks
+/// agree on it.
+fn slow_down(began: Instant, speed: f64) {
+    if speed < 1.0 {
+        let until = began + Duration::from_secs_f64(began.elapsed().as_secs_f64() / speed);
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
     }
 }
 
@@ -261,7 +277,9 @@ impl Runtime for SimRuntime {
         let kernel = KernelId::parse(&name.replace('_', "-"))
             .ok_or_else(|| format!("the simulated module has no kernel {name}"))?;
         let mut sums = Sums::default();
+        let began = Instant::now();
         run_portable(kernel, &mut chunk, &mut sums);
+        slow_down(began, self.speed);
         let written = kernel.spec().written();
         Self::spoil(
             written.and_then(|w| chunk.arrays[w.index()].as_deref_mut()),

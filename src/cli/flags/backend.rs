@@ -49,11 +49,12 @@ pub(crate) fn refuse_device(
 pub(crate) struct BackendArg {
     /// What runs the kernels, over whose memory: cpu (this node's CPUs, the pinned SIMD team);
     /// cuda:N (NVIDIA GPU N by the driver's index, its memory and its host link: membw topo
-    /// lists the GPUs; cuda alone is cuda:0, or each MPI rank's own); sim:N (a simulated
+    /// lists the GPUs; cuda alone is cuda:0, or each MPI rank's own); cuda:all or cuda:0-3,6
+    /// (a device set: run and check measure each alone, then all at once); sim:N (a simulated
     /// device, sim:0 to sim:3, for tests); portable (one thread, portable loops, for tests)
     #[arg(
         long,
-        value_name = "NAME[:N]",
+        value_name = "NAME[:N|:all|:LIST]",
         default_value = "cpu",
         conflicts_with = "fake_source",
         help_heading = "What is measured"
@@ -66,6 +67,21 @@ impl BackendArg {
     pub(crate) fn backend(&self) -> Result<Box<dyn crate::backend::Backend>> {
         let name = &self.backend;
         crate::backend::by_name(name).map_err(|e| Error::Usage(format!("--backend {name}: {e}")))
+    }
+
+    /// The devices a device set names, one backend each (`cuda:all`,
+    /// `sim:0-3`), where it names more than one; None for one device or
+    /// the host.
+    pub(crate) fn device_set(&self) -> Result<Option<Vec<Box<dyn crate::backend::Backend>>>> {
+        let name = &self.backend;
+        let set = crate::backend::set_by_name(name)
+            .map_err(|e| Error::Usage(format!("--backend {name}: {e}")))?;
+        Ok((set.len() > 1).then_some(set))
+    }
+
+    /// What `--backend` says, as written.
+    pub(crate) fn spec(&self) -> &str {
+        &self.backend
     }
 
     /// The backend of one rank of an MPI run (`backend::for_rank`).

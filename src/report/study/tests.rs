@@ -34,6 +34,7 @@ pub(crate) fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
         element_bytes: None,
         offset: 0,
         concurrent_rank: None,
+        together: None,
         target: None,
     };
     Record::new(

@@ -1,0 +1,172 @@
+//! What `MEMBW_SIM_DEVICE` asks of the simulated node, for the tests: how
+//! many devices it has, and which of them is faulty and how (a wrong
+//! element, a memory that runs slow, a link trained narrow), each checked
+//! and refused in one line.
+
+use std::collections::BTreeMap;
+
+/// The most devices a simulated node may have (a node of 8 GPUs, and
+/// room for larger ones).
+pub(super) const MAX_DEVICES: u32 = 64;
+
+/// What `MEMBW_SIM_DEVICE` asked for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Setup {
+    /// Devices on the node (`devices=N`), else [`super::DEVICES`].
+    pub devices: Option<u32>,
+    pub wrong_element: Option<usize>,
+    pub peak_gb_s: Option<f64>,
+    pub link_gb_s: Option<f64>,
+    /// Lanes of every device's link (`lanes=N`).
+    pub lanes: Option<u32>,
+    pub clock: Option<f64>,
+    /// Faults of single devices, by index.
+    pub faults: BTreeMap<u32, Fault>,
+}
+
+/// What is wrong with one device.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct Fault {
+    /// Its kernels run at this share of their speed (`slow=I:F`): a
+    /// memory that lost bandwidth.
+    pub speed: Option<f64>,
+    /// Its link trained at this many lanes (`lanes=I:N`).
+    pub lanes: Option<u32>,
+}
+
+/// A positive rate in GB/s.
+fn rate(gb_s: &str) -> Result<f64, String> {
+    (gb_s.parse().ok())
+        .filter(|p: &f64| p.is_finite() && *p > 0.0)
+        .ok_or_else(|| format!("'{gb_s}': a positive rate in GB/s"))
+}
+
+fn lanes(n: &str) -> Result<u32, String> {
+    (n.parse().ok())
+        .filter(|n| (1..=16).contains(n))
+        .ok_or_else(|| format!("'{n}': lanes from 1 to 16"))
+}
+
+/// A device index below [`MAX_DEVICES`].
+fn device(i: &str) -> Result<u32, String> {
+    (i.parse().ok())
+        .filter(|i| *i < MAX_DEVICES)
+        .ok_or_else(|| format!("'{i}': a device index from 0 to {}", MAX_DEVICES - 1))
+}
+
+/// `I:VALUE`, with the device checked.
+fn of_device(v: &str) -> Result<(u32, &str), String> {
+    let (i, value) = v
+        .split_once(':')
+        .ok_or_else(|| format!("'{v}': expected DEVICE:VALUE"))?;
+    Ok((device(i)?, value))
+}
+
+impl Setup {
+    pub(super) fn parse(text: &str) -> Result<Setup, String> {
+        let mut setup = Setup::default();
+        for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            match item.split_once('=') {
+                Some(("devices", n)) => {
+                    setup.devices = Some(
+                        (n.parse().ok())
+                            .filter(|n| (1..=MAX_DEVICES).contains(n))
+                            .ok_or_else(|| format!("'{n}': from 1 to {MAX_DEVICES} devices"))?,
+                    );
+                }
+                Some(("wrong-element", n)) => {
+                    setup.wrong_element = Some(
+                        n.parse()
+                            .map_err(|_| format!("'{n}': an element index (0, 1, ...)"))?,
+                    );
+                }
+                Some(("peak", gb_s)) => setup.peak_gb_s = Some(rate(gb_s)?),
+                Some(("link", gb_s)) => setup.link_gb_s = Some(rate(gb_s)?),
+                Some(("lanes", v)) if v.contains(':') => {
+                    let (i, n) = of_device(v)?;
+                    setup.faults.entry(i).or_default().lanes = Some(lanes(n)?);
+                }
+                Some(("lanes", n)) => setup.lanes = Some(lanes(n)?),
+                Some(("slow", v)) => {
+                    let (i, f) = of_device(v)?;
+                    let speed = (f.parse().ok())
+                        .filter(|f: &f64| *f > 0.0 && *f <= 1.0)
+                        .ok_or_else(|| {
+                            format!("'{f}': a share of the speed, above 0 and at most 1")
+                        })?;
+                    setup.faults.entry(i).or_default().speed = Some(speed);
+                }
+                Some(("clock", f)) => {
+                    setup.clock = Some(
+                        (f.parse().ok())
+                            .filter(|f: &f64| f.is_finite() && *f > 0.0)
+                            .ok_or_else(|| format!("'{f}': a positive factor"))?,
+                    );
+                }
+                _ => {
+                    return Err(format!(
+                        "'{item}': expected devices=N, wrong-element=N, peak=GBS, link=GBS, lanes=[I:]N, slow=I:F or clock=F"
+                    ));
+                }
+            }
+        }
+        let count = setup.devices.unwrap_or(super::DEVICES);
+        if let Some(&i) = setup.faults.keys().find(|&&i| i >= count) {
+            return Err(format!(
+                "device {i} is not on the simulated node of {count} (devices=N makes more)"
+            ));
+        }
+        Ok(setup)
+    }
+
+    pub(super) fn from_env() -> Result<Setup, String> {
+        let Ok(text) = std::env::var(super::SETUP_VARIABLE) else {
+            return Ok(Setup::default());
+        };
+        Setup::parse(&text).map_err(|e| format!("{}={text}: {e}", super::SETUP_VARIABLE))
+    }
+
+    /// Devices on the node.
+    pub(super) fn count(&self) -> u32 {
+        self.devices.unwrap_or(super::DEVICES)
+    }
+
+    /// What is wrong with device `index` (nothing, mostly).
+    pub(super) fn fault(&self, index: u32) -> Fault {
+        self.faults.get(&index).copied().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn its_setup_is_read_or_refused_in_one_line() {
+        let s = Setup::parse("wrong-element=3, peak=250").unwrap();
+        assert_eq!((s.wrong_element, s.peak_gb_s), (Some(3), Some(250.0)));
+        assert_eq!(Setup::parse("").unwrap(), Setup::default());
+        assert!(
+            Setup::parse("wrong-element=-1")
+                .unwrap_err()
+                .contains("'-1'")
+        );
+        assert!(Setup::parse("peak=0").unwrap_err().contains("'0'"));
+        assert_eq!(Setup::parse("link=25").unwrap().link_gb_s, Some(25.0));
+        assert!(Setup::parse("speed=2").unwrap_err().contains("'speed=2'"));
+    }
+
+    #[test]
+    fn faults_belong_to_one_device_of_the_node() {
+        let s = Setup::parse("devices=8,slow=3:0.8,lanes=5:8").unwrap();
+        assert_eq!(s.count(), 8);
+        assert_eq!(s.fault(3).speed, Some(0.8));
+        assert_eq!(s.fault(5).lanes, Some(8));
+        assert_eq!(s.fault(0), Fault::default());
+        // Past the node, a speed past whole, too many, no lanes.
+        assert!(Setup::parse("slow=5:0.8").unwrap_err().contains("device 5"));
+        assert!(Setup::parse("slow=1:1.5").unwrap_err().contains("'1.5'"));
+        assert!(Setup::parse("devices=65").unwrap_err().contains("'65'"));
+        assert!(Setup::parse("lanes=1:0").unwrap_err().contains("'0'"));
+    }
+}

@@ -1,0 +1,146 @@
+//! Device sets (`--backend sim:all`, `sim:0-1,3`): every device alone,
+//! then all at once under one start gate, each device its own target and
+//! records, the modes told apart in text, JSON, JSON Lines and results
+//! files; what a set cannot do refused in one line before anything runs.
+
+mod common;
+
+use common::{SIM_SMALL, membw, stdout, usage_error};
+use serde_json::Value;
+
+/// `membw run --backend SET` with a small array, under `setup`
+/// (`MEMBW_SIM_DEVICE`), and `extra`: its stdout.
+fn run_set(set: &str, setup: &str, extra: &[&str]) -> String {
+    let mut args = vec!["run", "--backend", set];
+    args.extend(SIM_SMALL);
+    args.extend(extra);
+    let out = membw()
+        .env("MEMBW_SIM_DEVICE", setup)
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "membw {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_set_is_measured_alone_then_at_once_and_says_which() {
+    let text = run_set("sim:all", "", &[]);
+    assert!(
+        text.contains("Devices: 4 (sim0, sim1, sim2, sim3: membw simulated device), each alone"),
+        "{text}"
+    );
+    for device in ["sim0", "sim1", "sim2", "sim3"] {
+        let row = text.lines().find(|l| l.trim_start().starts_with(device));
+        assert!(row.is_some_and(|r| r.contains("alone")), "{device}: {text}");
+    }
+    let at_once = (text.lines())
+        .filter(|l| l.trim_start().starts_with("at once "))
+        .count();
+    assert_eq!(at_once, 4, "{text}");
+    assert!(text.contains("all 4    at once"), "{text}");
+    assert!(text.contains("validation: passed on every device, alone and at once"));
+
+    // A list, in the order written, each named once.
+    let text = run_set("sim:3,0-1,1", "", &[]);
+    assert!(text.contains("Devices: 3 (sim3, sim0, sim1"), "{text}");
+}
+
+#[test]
+fn json_and_results_files_keep_every_device_in_both_modes() {
+    let doc: Value = serde_json::from_str(&run_set("sim:0-2", "", &["--format", "json"])).unwrap();
+    assert_eq!(doc["kind"], "membw-device-set");
+    let alone = doc["alone"].as_array().unwrap();
+    let names: Vec<&str> = (alone.iter())
+        .map(|r| r["measurement"]["target"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["sim0", "sim1", "sim2"]);
+    let ranks = &doc["at_once"]["measurement"]["ranks"];
+    assert_eq!(ranks["how"], "devices");
+    let at_once: Vec<&str> = (ranks["ranks"].as_array().unwrap().iter())
+        .map(|r| r["device"].as_str().unwrap())
+        .collect();
+    assert_eq!(at_once, ["sim0", "sim1", "sim2"]);
+    // The aggregate is every device's bytes over the slowest's time: no
+    // more than the sum of their own bests at once.
+    let triad = |v: &Value| v["triad"].as_f64().unwrap();
+    assert!(triad(&ranks["aggregate_gb_s"]) <= triad(&ranks["sum_of_best_gb_s"]) * 1.0001);
+
+    let lines = run_set("sim:0-1", "", &["--format", "jsonl"]);
+    assert_eq!(lines.lines().count(), 3, "{lines}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("set.jsonl");
+    run_set("sim:0-2", "", &["-o", file.to_str().unwrap()]);
+    let records: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 6);
+    let mode = |r: &Value| {
+        (
+            r["point"]["target"]["name"].as_str().unwrap().to_string(),
+            r["point"]["together"].as_u64(),
+        )
+    };
+    let modes: Vec<_> = records.iter().map(mode).collect();
+    for device in ["sim0", "sim1", "sim2"] {
+        assert!(modes.contains(&(device.into(), None)), "{modes:?}");
+        assert!(modes.contains(&(device.into(), Some(3))), "{modes:?}");
+    }
+    // report reads them as six points, the modes apart.
+    let report = stdout(&["report", file.to_str().unwrap(), "--format", "csv"]);
+    let header = report.lines().next().unwrap();
+    assert!(header.ends_with(",devices_at_once"), "{header}");
+    let sim1: Vec<&str> = (report.lines())
+        .filter(|l| l.contains("device sim1") && l.contains(",triad,"))
+        .map(|l| l.rsplit(',').next().unwrap())
+        .collect();
+    assert_eq!(sim1.len(), 2, "{report}");
+    assert!(sim1.contains(&"") && sim1.contains(&"3"), "{sim1:?}");
+}
+
+#[test]
+fn a_slow_device_shows_alone_against_its_siblings() {
+    // Device 1's kernels run at a quarter of their speed.
+    let doc: Value = serde_json::from_str(&run_set(
+        "sim:all",
+        "devices=3,slow=1:0.25",
+        &["--format", "json", "--kernels", "triad"],
+    ))
+    .unwrap();
+    let triad: Vec<f64> = (doc["alone"].as_array().unwrap().iter())
+        .map(|r| {
+            r["measurement"]["results"][0]["best_rate_mb_s"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    let others = triad[0].min(triad[2]);
+    assert!(triad[1] < 0.6 * others, "{triad:?}");
+}
+
+#[test]
+fn what_a_set_cannot_do_is_refused_in_one_line() {
+    usage_error(&["run", "--backend", "sim:0,9"], "no device sim:9");
+    usage_error(&["run", "--backend", "sim:x"], "'x'");
+    usage_error(
+        &["run", "--backend", "sim:all", "--dry-run"],
+        "--dry-run plans one device",
+    );
+    usage_error(
+        &["run", "--backend", "sim:all", "--prom", "p.prom"],
+        "--prom",
+    );
+    usage_error(
+        &["run", "--backend", "sim:all", "--format", "csv"],
+        "text, json or jsonl",
+    );
+    usage_error(&["sweep", "--backend", "sim:all"], "names a set of devices");
+    usage_error(&["run", "--backend", "cpu:all"], "has no devices to number");
+}
