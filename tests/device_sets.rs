@@ -107,10 +107,12 @@ fn json_and_results_files_keep_every_device_in_both_modes() {
 
 #[test]
 fn a_slow_device_shows_alone_against_its_siblings() {
-    // Device 1's kernels run at a quarter of their speed.
+    // Device 1's kernels run at a tenth of their speed; the others share
+    // this host's CPU with the tests beside them, so it is held against
+    // the faster of the two.
     let doc: Value = serde_json::from_str(&run_set(
         "sim:all",
-        "devices=3,slow=1:0.25",
+        "devices=3,slow=1:0.1",
         &["--format", "json", "--kernels", "triad"],
     ))
     .unwrap();
@@ -121,8 +123,8 @@ fn a_slow_device_shows_alone_against_its_siblings() {
                 .unwrap()
         })
         .collect();
-    let others = triad[0].min(triad[2]);
-    assert!(triad[1] < 0.6 * others, "{triad:?}");
+    let others = triad[0].max(triad[2]);
+    assert!(triad[1] < 0.5 * others, "{triad:?}");
 }
 
 #[test]

@@ -144,8 +144,10 @@ fn report_and_compare_share_the_format_flag() {
     let rows: Vec<&str> = csv.lines().collect();
     assert!(
         rows[0].starts_with("schema_version,hostname,experiment,placement,threads,")
-            && rows[0].ends_with(",trusted,untrusted_why,target,in_caches,migrations_per_run")
-            && (rows[1].ends_with(",cpu,true,") || rows[1].ends_with(",cpu,false,")),
+            && rows[0].ends_with(
+                ",trusted,untrusted_why,target,in_caches,migrations_per_run,devices_at_once"
+            )
+            && (rows[1].ends_with(",cpu,true,,") || rows[1].ends_with(",cpu,false,,")),
         "{csv}"
     );
     // Two points, each with its four STREAM kernels.

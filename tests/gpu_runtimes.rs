@@ -322,7 +322,8 @@ fn the_gpu_is_found_from_the_help() {
     for command in ["run", "sweep", "baseline", "check"] {
         let help = common::stdout(&[command, "--help"]);
         assert!(
-            help.contains("--backend <NAME[:N]>") && help.contains("cuda:N (NVIDIA GPU N"),
+            help.contains("--backend <NAME[:N|:all|:LIST]>")
+                && help.contains("cuda:N (NVIDIA GPU N"),
             "{command}: {help}"
         );
     }

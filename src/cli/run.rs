@@ -297,6 +297,49 @@ fn stopped_after_the_run(stop: &crate::engine::Stop) -> Result<()> {
     }
 }
 
+/// `run --backend cuda:all`: every device alone, then all at once.
+fn run_device_set(
+    args: &RunArgs,
+    topo: &crate::topology::Topology,
+    settings: &Settings,
+    (placement, mem_written, stores): (
+        &args::Placement,
+        &crate::memory::written::PolicySpec,
+        crate::kernels::StoresRequest,
+    ),
+    set: Vec<Box<dyn crate::backend::Backend>>,
+) -> Result<()> {
+    let m = &args.measure;
+    super::run_set::refuse(
+        args.prom.prom.is_some(),
+        args.dry_run.dry_run,
+        m.launch("run")?.is_some(),
+        args.form.format,
+    )?;
+    let point = |plan: &plan::Plan| {
+        crate::results::Point::new(
+            PlacementId::of(&placement.request),
+            mem_written,
+            stores,
+            plan,
+            None,
+        )
+    };
+    let report = |engine: &Engine, measured, plan: &plan::Plan| {
+        let request = run_request(m, placement, settings, String::new(), plan, topo);
+        run_report(topo, engine, request, measured, plan)
+    };
+    let req = super::run_set::SetRequest {
+        spec: m.backend_arg().spec(),
+        format: args.form.format,
+        output: args.output.output.as_deref(),
+        outlier: args.outlier.outlier,
+        point: &point,
+        report: &report,
+    };
+    super::run_set::run(topo, settings, &req, set)
+}
+
 pub(crate) fn run(args: RunArgs) -> Result<()> {
     if let Some(p) = &args.prom.prom {
         common::check_writable(p, "--prom", true)?;
@@ -317,34 +360,8 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         mem,
     );
     if let Some(set) = m.backend_arg().device_set()? {
-        super::run_set::refuse(
-            args.prom.prom.is_some(),
-            args.dry_run.dry_run,
-            m.launch("run")?.is_some(),
-            args.form.format,
-        )?;
-        let point = |plan: &plan::Plan| {
-            crate::results::Point::new(
-                PlacementId::of(&placement.request),
-                &mem_written,
-                stores,
-                plan,
-                None,
-            )
-        };
-        let report = |engine: &Engine, measured, plan: &plan::Plan| {
-            let request = run_request(m, &placement, &settings, String::new(), plan, &topo);
-            run_report(&topo, engine, request, measured, plan)
-        };
-        let req = super::run_set::SetRequest {
-            spec: m.backend_arg().spec(),
-            format: args.form.format,
-            output: args.output.output.as_deref(),
-            outlier: args.outlier.outlier,
-            point: &point,
-            report: &report,
-        };
-        return super::run_set::run(&topo, &settings, &req, set);
+        let point = (&placement, &mem_written, stores);
+        return run_device_set(&args, &topo, &settings, point, set);
     }
     if args.dry_run.dry_run {
         return dry_run(&args, &topo, &settings, &placement);

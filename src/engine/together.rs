@@ -111,7 +111,7 @@ pub fn measure(
     let host = crate::sys::hostname();
     let runs: Vec<RankRun> = (measured.iter().enumerate())
         .map(|(i, (g, plan))| {
-            let peak = plan.target.device().and_then(|d| d.facts.peaks.memory_gb_s);
+            let peak = plan.target.memory_peak(None).map(|p| p.node_gb_s());
             RankRun::new(
                 i,
                 Some(i),

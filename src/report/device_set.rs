@@ -83,8 +83,19 @@ pub fn text(r: &DeviceSetReport) -> String {
         o,
         "  (all {n}: every device's bytes over the slowest device's time, per repetition)"
     );
+    footer(&mut o, r, &names, &kernels);
+    o
+}
+
+/// What the others' load took from each device, and validation.
+fn footer(
+    o: &mut String,
+    r: &DeviceSetReport,
+    names: &[String],
+    kernels: &[crate::kernels::KernelId],
+) {
     if let Some(&last) = kernels.last() {
-        let shares: Vec<String> = (r.alone.iter().zip(&names))
+        let shares: Vec<String> = (r.alone.iter().zip(names))
             .filter_map(|(a, name)| {
                 let alone = (a.measurement.results.iter()).find(|x| x.kernel == last)?;
                 let together = r.at_once_of(name, last)?;
@@ -98,7 +109,7 @@ pub fn text(r: &DeviceSetReport) -> String {
             shares.join(" · ")
         );
     }
-    let failed: Vec<&String> = (r.alone.iter().zip(&names))
+    let failed: Vec<&String> = (r.alone.iter().zip(names))
         .filter(|(a, _)| !a.measurement.validation.passed)
         .map(|(_, n)| n)
         .collect();
@@ -126,5 +137,4 @@ pub fn text(r: &DeviceSetReport) -> String {
             }
         ),
     };
-    o
 }

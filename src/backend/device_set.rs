@@ -1,0 +1,51 @@
+//! Device sets: `--backend cuda:all` or `cuda:0-3,6`, one backend per
+//! device of a GPU platform, in the order written.
+
+use super::{Backend, by_name, cuda, gpu, sim};
+
+/// The vendors of the GPU backend, by the name `--backend` takes.
+pub const PLATFORMS: &[&'static dyn gpu::Platform] = &[&sim::SIM, &cuda::CUDA];
+
+/// The backends `spec` names, one per device: a device set (`cuda:all`,
+/// `sim:0-3,6`, the CPU-list grammar) in the order written, or the one
+/// backend [`by_name`] gives.
+pub fn set_by_name(spec: &str) -> std::result::Result<Vec<Box<dyn Backend>>, String> {
+    let Some((name, selection)) = spec.split_once(':') else {
+        return by_name(spec).map(|b| vec![b]);
+    };
+    if selection.parse::<u32>().is_ok() {
+        return by_name(spec).map(|b| vec![b]);
+    }
+    let Some(&platform) = PLATFORMS.iter().find(|p| p.name() == name) else {
+        // The host's backends and unknown names say why as by_name does.
+        return by_name(spec).map(|b| vec![b]);
+    };
+    let count = platform.count()?;
+    let indices: Vec<u32> = match selection {
+        "all" => (0..count).collect(),
+        list => {
+            let ids = crate::topology::cpulist::parse_list(list).map_err(|e| {
+                format!("'{list}': {e} (a device set is all, N, or a list such as 0-3,6)")
+            })?;
+            let mut seen = std::collections::BTreeSet::new();
+            let mut indices = Vec::new();
+            for id in ids {
+                let index = u32::try_from(id).unwrap_or(u32::MAX);
+                if index >= count {
+                    return Err(platform.missing(index, count));
+                }
+                if seen.insert(index) {
+                    indices.push(index);
+                }
+            }
+            indices
+        }
+    };
+    if indices.is_empty() {
+        return Err(format!("'{selection}' names no device"));
+    }
+    indices
+        .into_iter()
+        .map(|i| gpu::GpuBackend::make(platform, Some(i)))
+        .collect()
+}
