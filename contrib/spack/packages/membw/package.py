@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="4a775681a84431b0b45faaefbd80940450c0d4d752d3de1caa08d1144f66af0b")
+    version("0.1.0", sha256="f9c67b5e540c761f995bd76066804c27fd47ea9c6d30dfb0b210b6a50c5650ff")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
