@@ -104,9 +104,10 @@ fn footer(
             .collect();
         let _ = writeln!(
             o,
-            "\n  {} at once / alone: {}",
+            "\n  {} at once / alone: {}\n  (each the ratio of two best repetitions of {}, no interval: a ratio within the kernel's spread is not resolved)",
             last.spec().name,
-            shares.join(" · ")
+            shares.join(" · "),
+            r.at_once.measurement.ntimes
         );
     }
     let failed: Vec<&String> = (r.alone.iter().zip(names))
