@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="f9c67b5e540c761f995bd76066804c27fd47ea9c6d30dfb0b210b6a50c5650ff")
+    version("0.1.0", sha256="e58c1a39819825cf4dbd6d01e1c5c927ac4a5f23bdd51c80f6557415c5deb066")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
