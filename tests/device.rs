@@ -345,13 +345,16 @@ fn a_baseline_and_check_of_the_device_hold_it_against_itself_and_its_own_peak() 
         made.contains("device sim0 (membw simulated device"),
         "{made}"
     );
-    assert!(made.contains("  device                 - triad"), "{made}");
+    let row = |scope: &str, kernel: &str| {
+        (made.lines()).any(|l| l.starts_with(&format!("  {scope} ")) && l.contains(kernel))
+    };
+    assert!(row("device 0", "- triad"), "{made}");
     // Its host link from every memory node is a scope of its own.
-    assert!(made.contains("  link from node 0       - h2d"), "{made}");
+    assert!(row("device 0 link from node 0", "- h2d"), "{made}");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(base).unwrap()).unwrap();
-    assert_eq!(doc["scopes"][0]["scope"], "device");
+    assert_eq!(doc["scopes"][0]["scope"], "device:0");
     assert_eq!(doc["scopes"][0]["device"]["name"], "sim0");
-    assert_eq!(doc["scopes"][1]["scope"], "link:0");
+    assert_eq!(doc["scopes"][1]["scope"], "device:0/link:0");
     let mut link: Vec<&String> = doc["scopes"][1]["kernels"]
         .as_object()
         .unwrap()
@@ -382,10 +385,12 @@ fn a_baseline_and_check_of_the_device_hold_it_against_itself_and_its_own_peak() 
         .map(|r| r["scope"].as_str().unwrap())
         .collect();
     assert!(
-        scopes.iter().all(|s| *s == "device" || *s == "link:0"),
+        scopes
+            .iter()
+            .all(|s| *s == "device:0" || *s == "device:0/link:0"),
         "{scopes:?}"
     );
-    assert!(scopes.contains(&"link:0"), "{scopes:?}");
+    assert!(scopes.contains(&"device:0/link:0"), "{scopes:?}");
     let text = std::fs::read_to_string(&prom).unwrap();
     assert!(
         text.contains("scope=\"device\",device=\"sim0\",backend=\"sim\""),

@@ -146,3 +146,152 @@ fn what_a_set_cannot_do_is_refused_in_one_line() {
     usage_error(&["sweep", "--backend", "sim:all"], "names a set of devices");
     usage_error(&["run", "--backend", "cpu:all"], "has no devices to number");
 }
+
+/// `membw check --backend SET` on a simulated node under `setup`, with
+/// `extra`: its verdict (printed whatever the exit: a busy test machine
+/// may leave it unjudged) and its exit code.
+fn check_set(set: &str, setup: &str, extra: &[&str]) -> (Value, Option<i32>) {
+    let mut args = vec!["check", "--backend", set, "--array-size", "256K"];
+    args.extend(["--ntimes", "3", "--format", "json"]);
+    args.extend(extra);
+    let out = membw()
+        .env("MEMBW_SIM_DEVICE", setup)
+        .args(&args)
+        .output()
+        .unwrap();
+    let verdict = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "membw {args:?}: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (verdict, out.status.code())
+}
+
+/// The scopes (and kernels) a verdict found short against `against`.
+fn short(verdict: &Value, against: &str) -> Vec<String> {
+    (verdict["findings"].as_array().unwrap().iter())
+        .filter(|f| f["ok"] == false && f["against"] == against)
+        .map(|f| f["scope"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_node_check_finds_the_slow_device_and_the_narrow_link_among_eight() {
+    // Device 3's memory at 80 % of its speed, device 5's link trained at
+    // x8: no baseline, each held against its seven siblings.
+    let faults = "devices=8,slow=3:0.8,lanes=5:8,peak=1";
+    let (v, code) = check_set("sim:all", faults, &["--budget", "4s"]);
+    assert_ne!(code, Some(0), "{v}");
+    assert_eq!(v["devices"].as_array().unwrap().len(), 8, "{v}");
+    assert!(
+        v["against"]
+            .as_str()
+            .unwrap()
+            .starts_with("the sibling devices")
+    );
+    let short = short(&v, "other_devices");
+    assert!(short.contains(&"device:3".to_string()), "{short:?}");
+    assert!(short.contains(&"device:5/link:0".to_string()), "{short:?}");
+    // The x8 link is a fault of the hardware whatever its rates.
+    let differences = v["differences"].to_string();
+    assert!(
+        differences.contains("sim5: its PCIe link trained at Gen5 x8"),
+        "{differences}"
+    );
+    let split = v["budget_split"].as_str().unwrap();
+    assert!(split.starts_with("16 scopes over 8 devices"), "{split}");
+}
+
+#[test]
+fn a_node_baseline_holds_every_device_and_a_check_against_it_finds_the_slow_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("node.json");
+    let out = membw()
+        .env("MEMBW_SIM_DEVICE", "devices=3")
+        .args(["baseline", "--backend", "sim:all", "--array-size", "256K"])
+        .args(["--ntimes", "3", "--rounds", "2", "--allow-busy", "-o"])
+        .arg(&base)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
+    let scopes: Vec<&str> = (doc["scopes"].as_array().unwrap().iter())
+        .map(|s| s["scope"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        scopes,
+        [
+            "device:0",
+            "device:0/link:0",
+            "device:1",
+            "device:1/link:0",
+            "device:2",
+            "device:2/link:0"
+        ]
+    );
+    assert_eq!(doc["scopes"][2]["device"]["name"], "sim1");
+    // Device 1 at a quarter of its speed: short against its own baseline.
+    // The baseline is made beside the other tests on the same CPUs, whose
+    // load moves a simulated device's rates by half; the 20 % fault is
+    // the siblings' test, within one check.
+    let (v, code) = check_set(
+        "sim:all",
+        "devices=3,slow=1:0.25",
+        &["--baseline", base.to_str().unwrap(), "--budget", "3s"],
+    );
+    assert_ne!(code, Some(0), "{v}");
+    let short = short(&v, "baseline");
+    assert!(short.contains(&"device:1".to_string()), "{short:?}");
+    // A set without a device the baseline holds cannot be held against it.
+    usage_error(
+        &[
+            "check",
+            "--backend",
+            "sim:0-1",
+            "--baseline",
+            base.to_str().unwrap(),
+        ],
+        "device 2 is not in this set",
+    );
+}
+
+/// contrib/nhc/membw.nhc on a GPU node without a baseline: the set as its
+/// third argument, `-` for siblings; the x8 link marks the node down with
+/// its one line, whatever else runs on this machine.
+#[test]
+fn nhc_marks_a_gpu_node_down_for_its_narrow_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("membw");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/bash\n[ \"$1\" = --version ] && exec {0} --version\nexec {0} \"$@\" --array-size 256K --ntimes 3\n",
+            common::membw_argv().join(" ")
+        ),
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&wrapper)
+        .status()
+        .unwrap();
+    let check = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/nhc/membw.nhc");
+    let script = format!(
+        "die() {{ echo \"die $*\"; }}; log() {{ echo \"log $*\"; }}; source {}; check_membw - 2s sim:all; echo \"returned $?\"",
+        check.display()
+    );
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .env("MEMBW", &wrapper)
+        .env("MEMBW_SIM_DEVICE", "devices=4,lanes=2:8,peak=1")
+        .output()
+        .unwrap();
+    let said = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        said.starts_with("die 1 sim2: its PCIe link trained at Gen5 x8")
+            && said.ends_with("returned 1\n"),
+        "{said}"
+    );
+}

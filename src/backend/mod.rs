@@ -210,7 +210,7 @@ pub fn by_name(spec: &str) -> std::result::Result<Box<dyn Backend>, String> {
                     return make(Some(0)).err().unwrap_or_default();
                 }
                 match set && platform {
-                    true => format!("'{spec}' names a set of devices, and this command measures one: write {name}:0 (membw run takes sets)"),
+                    true => format!("'{spec}' names a set of devices, and this command measures one: write {name}:0 (run, baseline and check take sets)"),
                     false => format!("'{index}' is not a device index (0, 1, ...): write {name}:0"),
                 }
             })?;

@@ -6,6 +6,7 @@ use super::args::PeakArgs;
 use super::common::{check_writable, print, render_as, stop_flag, write_atomic};
 use super::health_protocol::ProtocolArgs;
 use crate::engine::check::{self, Reference};
+use crate::engine::device_scopes::every_device;
 use crate::engine::verdict;
 use crate::engine::{Engine, Source};
 use crate::error::{Error, Result};
@@ -76,9 +77,8 @@ fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
         return fleet_baseline(args);
     }
     let topo = args.protocol.topology()?;
-    let mut source = args.protocol.source()?;
-    let prepare = |s: &_| source.prepare(&topo, s);
-    let jobs = check::scope_jobs(&topo, &args.protocol.measure(), &prepare)?;
+    let mut source = args.protocol.source(&topo)?;
+    let jobs = every_device(&topo, &args.protocol.measure(), source.as_ref())?;
     // A busy node is refused now, not after every round (the same rule).
     let measured = !args.protocol.fake();
     if measured
@@ -283,7 +283,7 @@ fn plan_check<'a>(
                 Difference::Note(what) => notes.push(what),
             }
         }
-        let jobs = check::baseline_jobs(topo, b, &measure, &|s| source.prepare(topo, s))
+        let jobs = check::baseline_jobs(topo, b, &measure, source)
             .map_err(|e| baseline_error(path, &e))?;
         return Ok(CheckPlan {
             jobs,
@@ -293,11 +293,12 @@ fn plan_check<'a>(
             notes,
         });
     }
-    let jobs = check::scope_jobs(topo, &measure, &|s| source.prepare(topo, s))?;
+    let jobs = every_device(topo, &measure, source)?;
     let domains = (jobs.iter())
         .filter(|j| matches!(j.scope, crate::health::Scope::Numa(_)))
         .count()
         >= 2;
+    let siblings = source.devices().len() >= 2;
     let mut notes = Vec::new();
     // A device is held against its own peak, not the host's.
     let held_against = (jobs.iter()).find_map(|j| j.plan.target.memory_peak(peak));
@@ -306,7 +307,7 @@ fn plan_check<'a>(
         .and_then(|p| rules::peak_to_judge(p, check::share_of_sockets(topo)));
     let peak_gb_s = match peak {
         Ok(gb_s) => Some(gb_s),
-        Err(why) if domains => {
+        Err(why) if domains || siblings => {
             notes.push(format!(
                 "not held against the theoretical peak: {why}; --peak gives this node's own"
             ));
@@ -319,9 +320,14 @@ fn plan_check<'a>(
         }
     };
     let share = format!("{:.0} % of the theoretical peak", args.peak_share * 100.0);
-    let against = match (domains, peak_gb_s) {
-        (true, Some(_)) => format!("the other NUMA domains and {share}"),
-        (true, None) => "the other NUMA domains".into(),
+    let others = if siblings {
+        "the sibling devices"
+    } else {
+        "the other NUMA domains"
+    };
+    let against = match (domains || siblings, peak_gb_s) {
+        (true, Some(_)) => format!("{others} and {share}"),
+        (true, None) => others.into(),
         (false, _) => share,
     };
     Ok(CheckPlan {
@@ -347,7 +353,7 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         .map(|p| read_baseline(p, "--baseline"))
         .transpose()?;
     let peak = crate::peak::estimate(&topo, &args.peak.request());
-    let mut source = args.protocol.source()?;
+    let mut source = args.protocol.source(&topo)?;
     let plan = plan_check(
         args,
         &topo,
@@ -379,15 +385,27 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         .zip(throttled_before)
         .map(|(after, before)| after.saturating_sub(before))
         .filter(|d| !d.is_zero());
-    let device = (plan.jobs.iter()).find_map(|j| j.plan.target.device().cloned());
+    let mut devices: Vec<crate::results::target::Device> = Vec::new();
+    for d in (plan.jobs.iter()).filter_map(|j| j.plan.target.device()) {
+        if !devices.iter().any(|k| k.id == d.id) {
+            devices.push(d.clone());
+        }
+    }
     // A device's link that trained below what it can do is a fault of the
     // hardware, whatever the rates: a x8 or Gen3 link on a Gen5 x16 card.
     let mut differences = plan.differences;
-    differences.extend(device.as_ref().and_then(|d| {
+    differences.extend(devices.iter().filter_map(|d| {
         let why = d.facts.link?.degraded()?;
         Some(format!("{}: {why}", d.id.name))
     }));
+    let budget_split = (devices.len() > 1).then(|| budget_split(&plan.jobs, &checked));
+    let (device, devices) = match devices.len() {
+        1 => (devices.pop(), Vec::new()),
+        _ => (None, devices),
+    };
     let judging = verdict::Judging {
+        devices,
+        budget_split,
         against: plan.against,
         differences,
         notes: plan.notes,
@@ -402,6 +420,22 @@ fn run_check(args: &CheckArgs) -> Result<()> {
     };
     let verdict = verdict::verdict(crate::results::Host::describe(&topo), checked, judging);
     emit(args, &verdict)
+}
+
+/// How a set's check spent its budget: each round measures every device's
+/// scopes once, one device after another.
+fn budget_split(jobs: &[check::ScopeJob], checked: &check::Checked) -> String {
+    let devices: std::collections::BTreeSet<u32> =
+        jobs.iter().filter_map(|j| j.scope.device_index()).collect();
+    let per_round = checked.elapsed.as_secs_f64() / checked.rounds.max(1) as f64;
+    format!(
+        "{} scopes over {} devices, measured one device after another; {} of {:.2} s each ({:.2} s per device per round)",
+        jobs.len(),
+        devices.len(),
+        crate::units::plural(checked.rounds, "round"),
+        per_round,
+        per_round / devices.len().max(1) as f64
+    )
 }
 
 /// The verdict to its outputs, and to the exit code.

@@ -48,7 +48,15 @@ impl ProtocolArgs {
         self.fake.fake_source.is_some()
     }
 
-    pub(super) fn source(&self) -> Result<Box<dyn Source>> {
+    /// What measures: the backend, the fake, or every device of a set
+    /// (`--backend cuda:all`), one after another.
+    pub(super) fn source(&self, topo: &Topology) -> Result<Box<dyn Source>> {
+        if self.fake.fake_source.is_none()
+            && let Some(set) = self.backend.device_set()?
+        {
+            let set = crate::engine::set_source::DeviceSetSource::new(set, topo)?;
+            return Ok(Box::new(set));
+        }
         self.backend.source(self.fake.fake_source.as_deref())
     }
 

@@ -45,8 +45,8 @@ pub(super) fn plan_for(
     stores: StoresRequest,
 ) -> Result<Plan> {
     let (cpu_nodes, mem) = match scope {
-        Scope::Node | Scope::Device => (None, MemPolicy::default()),
-        Scope::HostLink(n) => (None, MemPolicy::uniform(Policy::Bind(IdSet::new(vec![n])))),
+        Scope::Node | Scope::Device(_) => (None, MemPolicy::default()),
+        Scope::HostLink(_, n) => (None, MemPolicy::uniform(Policy::Bind(IdSet::new(vec![n])))),
         Scope::Numa(n) => (
             Some(IdSet::new(vec![n])),
             MemPolicy::uniform(Policy::Bind(IdSet::new(vec![n]))),
@@ -126,7 +126,7 @@ pub fn baseline_jobs(
     topo: &Topology,
     baseline: &Baseline,
     measure: &Measure,
-    prepare: &plan::Prepare,
+    source: &dyn super::Source,
 ) -> std::result::Result<Vec<ScopeJob>, BaselineError> {
     let usable = domains(topo);
     baseline
@@ -151,18 +151,19 @@ pub fn baseline_jobs(
                 // A device's scopes each keep their own kernels (its
                 // memory's, its link's).
                 kernels: match s.scope {
-                    Scope::Device | Scope::HostLink(_) => s.kernels.keys().copied().collect(),
+                    Scope::Device(_) | Scope::HostLink(..) => s.kernels.keys().copied().collect(),
                     _ => baseline.protocol.kernels.clone(),
                 },
                 ..measure.clone()
             };
             let stores = match (s.scope, s.stores) {
                 // A device has no CPU stores to ask for.
-                (Scope::Device | Scope::HostLink(_), _) => StoresRequest::Auto,
+                (Scope::Device(_) | Scope::HostLink(..), _) => StoresRequest::Auto,
                 (_, StoreMode::Regular) => StoresRequest::Regular,
                 (_, StoreMode::Nt) => StoresRequest::Nt,
             };
-            let plan = plan_for(prepare, s.scope, &m, stores).map_err(|e| match e {
+            let prepare = |settings: &_| source.prepare_on(s.scope.device_index(), topo, settings);
+            let plan = plan_for(&prepare, s.scope, &m, stores).map_err(|e| match e {
                 Error::Input {
                     input: crate::error::Input::Size,
                     message,
@@ -383,7 +384,9 @@ impl Reference<'_> {
             Reference::Baseline(b) => rules::against_baseline(bests, b, tolerance),
             Reference::Symmetry { peak_gb_s, share } => {
                 let mut f = rules::symmetry(bests, tolerance);
-                f.extend(peak_gb_s.and_then(|p| rules::against_peak(bests, p, *share)));
+                f.extend(
+                    peak_gb_s.map_or_else(Vec::new, |p| rules::against_peak(bests, p, *share)),
+                );
                 f
             }
         };

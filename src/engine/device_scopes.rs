@@ -9,6 +9,21 @@ use crate::kernels::KernelId;
 use crate::plan::{self, Measure, Plan, StoresRequest};
 use crate::topology::Topology;
 
+/// The scopes of a new baseline (or a check without one) of every
+/// device the source measures (a device set's), or of its one target.
+pub fn every_device(
+    topo: &Topology,
+    measure: &Measure,
+    source: &dyn crate::engine::Source,
+) -> Result<Vec<ScopeJob>> {
+    let mut jobs = Vec::new();
+    for device in source.devices() {
+        let prepare = |s: &_| source.prepare_on(device, topo, s);
+        jobs.extend(super::check::scope_jobs(topo, measure, &prepare)?);
+    }
+    Ok(jobs)
+}
+
 /// A device's kernels for its own memory, and those for its host link
 /// (given, or the copy engine's three).
 pub(super) fn device_kernels(measure: &Measure) -> (Vec<KernelId>, Vec<KernelId>) {
@@ -33,10 +48,13 @@ pub(super) fn device_jobs(
     memory: Vec<KernelId>,
     link: Vec<KernelId>,
 ) -> Result<Vec<ScopeJob>> {
+    // Scopes name the device by its index on the node: a set's devices
+    // each have their own.
+    let index = whole.target.device_index().unwrap_or(0);
     let mut jobs = Vec::new();
     if !memory.is_empty() {
         jobs.push(ScopeJob {
-            scope: Scope::Device,
+            scope: Scope::Device(index),
             plan: whole,
         });
     }
@@ -48,7 +66,7 @@ pub(super) fn device_jobs(
         .filter(|n| topo.allowed_mems.contains(n.id) && !n.memoryless())
         .map(|n| n.id);
     for n in nodes {
-        let scope = Scope::HostLink(n);
+        let scope = Scope::HostLink(index, n);
         let plan = super::check::plan_for(prepare, scope, &link_measure, StoresRequest::Auto)?;
         jobs.push(ScopeJob { scope, plan });
     }

@@ -10,11 +10,12 @@
 //! ([`tune::search`]). Latency: [`latency::measure`].
 
 pub mod check;
-mod device_scopes;
+pub mod device_scopes;
 pub mod latency_probes;
 pub mod probe;
 pub mod program_source;
 pub mod session;
+pub mod set_source;
 pub mod source;
 pub mod stores_check;
 pub mod sweep;

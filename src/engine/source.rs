@@ -23,6 +23,21 @@ pub trait Source {
     }
     /// Measures one plan. A failed validation is data, not an error.
     fn measure(&mut self, plan: &Plan, stop: &crate::sys::Stop) -> Result<Measurement>;
+    /// The devices this source measures one by one, by index on the node:
+    /// a device set's (`cuda:all`); `[None]` for one target.
+    fn devices(&self) -> Vec<Option<u32>> {
+        vec![None]
+    }
+    /// [`Source::prepare`] on one of [`Source::devices`].
+    fn prepare_on(
+        &self,
+        device: Option<u32>,
+        topo: &Topology,
+        settings: &Settings,
+    ) -> Result<Prepared> {
+        let _ = device;
+        self.prepare(topo, settings)
+    }
     /// Whether this process prints and writes what was measured: false on
     /// the MPI ranks other than 0, which only send theirs to rank 0.
     fn reports(&self) -> bool {

@@ -21,6 +21,10 @@ pub struct Judging {
     pub budget: Duration,
     /// A device's identity, when a device was checked.
     pub device: Option<crate::results::target::Device>,
+    /// Every device's, when a device set was checked.
+    pub devices: Vec<crate::results::target::Device>,
+    /// How the budget was shared among a set's devices.
+    pub budget_split: Option<String>,
     /// CPU time a cgroup limit took from the threads during the check.
     pub throttled: Option<Duration>,
     /// What ran beside the baseline when it was made.
@@ -32,7 +36,11 @@ pub struct Judging {
 
 /// The verdict on `checked`.
 pub fn verdict(host: Host, checked: Checked, mut judging: Judging) -> Verdict {
-    let not_judged = why_not_judged(&checked, judging.throttled);
+    // A fault of the hardware (a link trained narrow, a DIMM missing) is
+    // one whatever else ran: only the rates need a quiet node.
+    let not_judged = (judging.differences.is_empty())
+        .then(|| why_not_judged(&checked, judging.throttled))
+        .flatten();
     let judged = not_judged.is_none();
     let healthy = judged && checked.passed && judging.differences.is_empty();
     if judged && !healthy && judging.differences.is_empty() {
@@ -51,6 +59,8 @@ pub fn verdict(host: Host, checked: Checked, mut judging: Judging) -> Verdict {
         host,
         healthy,
         device: judging.device,
+        devices: judging.devices,
+        budget_split: judging.budget_split,
         judged,
         reason: if healthy { None } else { reason },
         against: judging.against,

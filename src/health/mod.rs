@@ -22,45 +22,97 @@ pub const BASELINE_SCHEMA: u32 = 1;
 pub enum Scope {
     Node,
     Numa(usize),
-    /// A device's own memory (the backend's target), measured whole.
-    Device,
-    /// A device's host link, to and from host buffers on one NUMA node.
-    HostLink(usize),
+    /// Device I's own memory (the backend's target), measured whole.
+    Device(u32),
+    /// Device I's host link, to and from host buffers on NUMA node N.
+    HostLink(u32, usize),
 }
 
 impl std::fmt::Display for Scope {
-    /// As people read it: `node`, `NUMA node 3`.
+    /// As people read it: `node`, `NUMA node 3`, `device 2`, `device 2
+    /// link from node 0`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Scope::Node => f.write_str("node"),
             Scope::Numa(n) => write!(f, "NUMA node {n}"),
-            Scope::Device => f.write_str("device"),
-            Scope::HostLink(n) => write!(f, "link from node {n}"),
+            Scope::Device(i) => write!(f, "device {i}"),
+            Scope::HostLink(i, n) => write!(f, "device {i} link from node {n}"),
         }
     }
 }
 
 impl Scope {
-    /// As files spell it: `node`, `numa:3`.
+    /// As files spell it: `node`, `numa:3`, `device:2`, `device:2/link:0`.
     pub fn key(&self) -> String {
         match self {
             Scope::Node => "node".into(),
             Scope::Numa(n) => format!("numa:{n}"),
-            Scope::Device => "device".into(),
-            Scope::HostLink(n) => format!("link:{n}"),
+            Scope::Device(i) => format!("device:{i}"),
+            Scope::HostLink(i, n) => format!("device:{i}/link:{n}"),
         }
     }
 
+    /// A key as files spell it. The keys of files from before device sets
+    /// (`device`, `link:N`) name device 0 here; a baseline's scopes take
+    /// their device's index from the device they record.
     pub fn parse(text: &str) -> Option<Scope> {
+        let link = |t: &str| t.strip_prefix("link:")?.parse().ok();
         match text {
             "node" => Some(Scope::Node),
-            "device" => Some(Scope::Device),
-            _ => match text.strip_prefix("link:") {
-                Some(n) => n.parse().ok().map(Scope::HostLink),
-                None => text.strip_prefix("numa:")?.parse().ok().map(Scope::Numa),
-            },
+            "device" => Some(Scope::Device(0)),
+            _ => {
+                if let Some(n) = text.strip_prefix("numa:") {
+                    return n.parse().ok().map(Scope::Numa);
+                }
+                if let Some(n) = link(text) {
+                    return Some(Scope::HostLink(0, n));
+                }
+                let rest = text.strip_prefix("device:")?;
+                match rest.split_once('/') {
+                    None => rest.parse().ok().map(Scope::Device),
+                    Some((i, l)) => Some(Scope::HostLink(i.parse().ok()?, link(l)?)),
+                }
+            }
         }
     }
+
+    /// The device a scope measures, for a device's scopes.
+    pub fn device_index(&self) -> Option<u32> {
+        match self {
+            Scope::Device(i) | Scope::HostLink(i, _) => Some(*i),
+            Scope::Node | Scope::Numa(_) => None,
+        }
+    }
+
+    /// The same scope of device `index`.
+    pub fn of_device(self, index: u32) -> Scope {
+        match self {
+            Scope::Device(_) => Scope::Device(index),
+            Scope::HostLink(_, n) => Scope::HostLink(index, n),
+            other => other,
+        }
+    }
+
+    /// Scopes that measure the same thing on identical hardware, and so
+    /// must show the same rate: the NUMA domains, the devices' memories,
+    /// the devices' links from one host node.
+    pub fn siblings(&self) -> Option<Siblings> {
+        match self {
+            Scope::Node => None,
+            Scope::Numa(_) => Some(Siblings::Domains),
+            Scope::Device(_) => Some(Siblings::Devices),
+            Scope::HostLink(_, n) => Some(Siblings::Links(*n)),
+        }
+    }
+}
+
+/// A class of [`Scope::siblings`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Siblings {
+    Domains,
+    Devices,
+    /// The devices' links from this host node.
+    Links(usize),
 }
 
 impl Serialize for Scope {
@@ -73,7 +125,9 @@ impl<'de> Deserialize<'de> for Scope {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Scope, D::Error> {
         let text = String::deserialize(d)?;
         Scope::parse(&text).ok_or_else(|| {
-            serde::de::Error::custom(format!("scope '{text}' (node, numa:N, device or link:N)"))
+            serde::de::Error::custom(format!(
+                "scope '{text}' (node, numa:N, device:I or device:I/link:N)"
+            ))
         })
     }
 }
@@ -248,8 +302,8 @@ impl Baseline {
     /// domains, caches and memory) is checked where the scopes are planned.
     pub fn parse(text: &str) -> Result<Baseline, BaselineError> {
         use crate::results::typed::{self, TypedError};
-        let b: Baseline =
-            typed::document(text, BASELINE_KIND, BASELINE_SCHEMA as u64).map_err(|e| match e {
+        let mut b: Baseline = typed::document(text, BASELINE_KIND, BASELINE_SCHEMA as u64)
+            .map_err(|e| match e {
                 TypedError::NotThisKind(why) if why.starts_with("not a ") => {
                     BaselineError::NotABaseline(
                         "not a membw baseline (make one with `membw baseline -o FILE`)".into(),
@@ -269,6 +323,13 @@ impl Baseline {
                     None => BaselineError::field(path, format!("cannot be read: {problem}")),
                 },
             })?;
+        // A device's scopes are that device's, whatever index a key from
+        // before device sets implied.
+        for s in &mut b.scopes {
+            if let Some(d) = &s.device {
+                s.scope = s.scope.of_device(d.id.index);
+            }
+        }
         b.validate()?;
         Ok(b)
     }
@@ -301,11 +362,11 @@ impl Baseline {
             }
             // A device's scope has no CPU threads, and names its device.
             match (s.scope, s.threads, &s.device) {
-                (Scope::Device | Scope::HostLink(_), _, None) => {
+                (Scope::Device(_) | Scope::HostLink(..), _, None) => {
                     return field(at("device"), "is missing".into());
                 }
-                (Scope::Device | Scope::HostLink(_), 0, _) => {}
-                (Scope::Device | Scope::HostLink(_), n, _) => {
+                (Scope::Device(_) | Scope::HostLink(..), 0, _) => {}
+                (Scope::Device(_) | Scope::HostLink(..), n, _) => {
                     return field(at("threads"), format!("is {n}: a device has no threads"));
                 }
                 (_, 0, _) => return field(at("threads"), "is 0".into()),

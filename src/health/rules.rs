@@ -27,6 +27,9 @@ pub enum Against {
     Baseline,
     /// The median of the other NUMA domains (symmetry).
     OtherDomains,
+    /// The median of the other devices of the set: a node's identical
+    /// GPUs, or their links from one host node.
+    OtherDevices,
     /// The expected share of the theoretical peak.
     Peak,
     /// The other threads of the same scope: one thread much slower than
@@ -160,23 +163,29 @@ pub fn against_baseline(bests: &Bests, baseline: &Baseline, tolerance: f64) -> V
     out
 }
 
-/// Each NUMA domain against the median of the others, per kernel: a node
-/// of identical domains must show the same rate in each. Nothing to say
-/// with fewer than two domains.
+/// Each NUMA domain against the median of the others, per kernel, and
+/// each device of a set (its memory; its link from each host node)
+/// against the median of its siblings: a node of identical domains or
+/// GPUs must show the same rate in each. Nothing to say of a class with
+/// fewer than two members.
 pub fn symmetry(bests: &Bests, tolerance: f64) -> Vec<Finding> {
-    let mut by_kernel: BTreeMap<KernelId, Vec<(Scope, f64)>> = BTreeMap::new();
+    let mut classes: BTreeMap<(super::Siblings, KernelId), Vec<(Scope, f64)>> = BTreeMap::new();
     for (&(scope, kernel), &v) in bests {
-        if let Scope::Numa(_) = scope {
-            by_kernel.entry(kernel).or_default().push((scope, v));
+        if let Some(class) = scope.siblings() {
+            classes.entry((class, kernel)).or_default().push((scope, v));
         }
     }
     let mut out = Vec::new();
-    for (kernel, domains) in by_kernel {
-        if domains.len() < 2 {
+    for ((class, kernel), members) in classes {
+        if members.len() < 2 {
             continue;
         }
-        for &(scope, v) in &domains {
-            let others: Vec<f64> = domains
+        let against = match class {
+            super::Siblings::Domains => Against::OtherDomains,
+            _ => Against::OtherDevices,
+        };
+        for &(scope, v) in &members {
+            let others: Vec<f64> = members
                 .iter()
                 .filter(|(s, _)| *s != scope)
                 .map(|&(_, v)| v)
@@ -187,7 +196,7 @@ pub fn symmetry(bests: &Bests, tolerance: f64) -> Vec<Finding> {
                 kernel,
                 v,
                 reference,
-                Against::OtherDomains,
+                against,
                 1.0 - tolerance,
             ));
         }
@@ -195,20 +204,24 @@ pub fn symmetry(bests: &Bests, tolerance: f64) -> Vec<Finding> {
     out
 }
 
-/// The node's (or the device's) triad against `share` of the theoretical
-/// peak.
-pub fn against_peak(bests: &Bests, peak_gb_s: f64, share: f64) -> Option<Finding> {
-    let (scope, measured) = [Scope::Node, Scope::Device]
-        .into_iter()
-        .find_map(|scope| Some((scope, *bests.get(&(scope, KernelId::Triad))?)))?;
-    Some(finding(
-        scope,
-        KernelId::Triad,
-        measured,
-        share * peak_gb_s,
-        Against::Peak,
-        1.0,
-    ))
+/// The node's triad (or each device's) against `share` of the
+/// theoretical peak.
+pub fn against_peak(bests: &Bests, peak_gb_s: f64, share: f64) -> Vec<Finding> {
+    (bests.iter())
+        .filter(|((scope, kernel), _)| {
+            *kernel == KernelId::Triad && matches!(scope, Scope::Node | Scope::Device(_))
+        })
+        .map(|(&(scope, kernel), &measured)| {
+            finding(
+                scope,
+                kernel,
+                measured,
+                share * peak_gb_s,
+                Against::Peak,
+                1.0,
+            )
+        })
+        .collect()
 }
 
 /// The CPUs this process may use, as a share of the sockets they are on:
@@ -326,11 +339,19 @@ pub fn diagnosis(f: &Finding, tolerance: f64, findings: &[Finding]) -> String {
             f.reference_gb_s,
             one_domain(n)
         ),
-        (Against::Baseline, Scope::Device) => format!(
+        (Against::OtherDevices, Scope::HostLink(i, n)) => format!(
+            "{what} of its sibling devices' {:.1} GB/s from node {n} (tolerance {tol}): device {i}'s host link trained narrower or slower than theirs, a riser or switch at fault, or other traffic on it",
+            f.reference_gb_s
+        ),
+        (Against::OtherDevices, _) => format!(
+            "{what} of its sibling devices' {:.1} GB/s (tolerance {tol}): this device's memory runs slower than theirs: its memory clock, a power cap, heat, or another job on it",
+            f.reference_gb_s
+        ),
+        (Against::Baseline, Scope::Device(_)) => format!(
             "{what} of its baseline {:.1} GB/s (tolerance {tol}): the device is slower than it was: its memory clock, its temperature, or another job on it",
             f.reference_gb_s
         ),
-        (Against::Baseline, Scope::HostLink(n)) => format!(
+        (Against::Baseline, Scope::HostLink(_, n)) => format!(
             "{what} of its baseline {:.1} GB/s (tolerance {tol}): the host link from NUMA node {n} is slower than it was: a link that retrained, a host buffer off its node, or other traffic on the link",
             f.reference_gb_s
         ),
@@ -338,11 +359,11 @@ pub fn diagnosis(f: &Finding, tolerance: f64, findings: &[Finding]) -> String {
             "{what} of its baseline {:.1} GB/s (tolerance {tol}): {everywhere}",
             f.reference_gb_s
         ),
-        (Against::Peak | Against::OtherDomains, Scope::Device) => format!(
+        (Against::Peak | Against::OtherDomains, Scope::Device(_)) => format!(
             "{what} of the expected {:.1} GB/s (share of its memory peak): its memory clock below the maximum the peak assumes (application clocks, a power cap), heat, or another job on it",
             f.reference_gb_s
         ),
-        (Against::Peak | Against::OtherDomains, Scope::HostLink(n)) => format!(
+        (Against::Peak | Against::OtherDomains, Scope::HostLink(_, n)) => format!(
             "{what} of the expected {:.1} GB/s (share of its link's peak): a link trained below its maximum, host buffers off NUMA node {n}, or other traffic on the link",
             f.reference_gb_s
         ),

@@ -2,7 +2,7 @@
 
 use super::rules::*;
 use super::*;
-use crate::kernels::KernelId::{Copy, Triad};
+use crate::kernels::KernelId::{Copy, H2d, Triad};
 use std::time::Duration;
 
 fn bests(rows: &[(Scope, KernelId, f64)]) -> Bests {
@@ -130,11 +130,69 @@ fn symmetry_names_exactly_the_slow_domain() {
 }
 
 #[test]
+fn siblings_name_the_slow_device_and_the_narrow_link_apart() {
+    // Eight devices: device 3's memory 20 % slow, device 5's link from
+    // node 0 at half; each class held against its own siblings only.
+    let mut rows: Vec<(Scope, KernelId, f64)> = Vec::new();
+    for i in 0..8 {
+        rows.push((
+            Scope::Device(i),
+            Triad,
+            if i == 3 { 2400.0 } else { 3000.0 },
+        ));
+        rows.push((Scope::HostLink(i, 0), H2d, if i == 5 { 27.0 } else { 54.0 }));
+    }
+    rows.push((Scope::Numa(0), Triad, 100.0));
+    let f = symmetry(&bests(&rows), 0.1);
+    assert_eq!(
+        f.len(),
+        16,
+        "one finding per device and link; one domain alone says nothing"
+    );
+    let short: Vec<Scope> = f.iter().filter(|f| !f.ok).map(|f| f.scope).collect();
+    assert_eq!(short, [Scope::Device(3), Scope::HostLink(5, 0)]);
+    assert!(f.iter().all(|f| f.against == Against::OtherDevices));
+    let line = diagnosis(worst(&f).unwrap(), 0.1, &f);
+    assert!(
+        line.starts_with("device 5 link from node 0 h2d 27.0 GB/s is 50 % of its sibling devices' 54.0 GB/s from node 0"),
+        "{line}"
+    );
+}
+
+#[test]
+fn scopes_keep_their_device_in_keys_and_read_old_ones() {
+    for scope in [
+        Scope::Device(7),
+        Scope::HostLink(2, 1),
+        Scope::Numa(3),
+        Scope::Node,
+    ] {
+        assert_eq!(Scope::parse(&scope.key()), Some(scope), "{}", scope.key());
+    }
+    assert_eq!(Scope::HostLink(2, 1).key(), "device:2/link:1");
+    // Files from before device sets: their one device, index taken later
+    // from the device the scope records.
+    assert_eq!(Scope::parse("device"), Some(Scope::Device(0)));
+    assert_eq!(Scope::parse("link:1"), Some(Scope::HostLink(0, 1)));
+    assert_eq!(Scope::HostLink(0, 1).of_device(4), Scope::HostLink(4, 1));
+    for bad in ["device:x", "device:1/link:", "device:1/numa:0", "link"] {
+        assert_eq!(Scope::parse(bad), None, "{bad}");
+    }
+}
+
+#[test]
 fn the_node_is_held_against_a_share_of_its_peak() {
     let b = bests(&[(Scope::Node, Triad, 150.0)]);
-    assert!(against_peak(&b, 400.0, 0.5).is_some_and(|f| !f.ok && f.ratio == 0.75));
-    assert!(against_peak(&b, 250.0, 0.5).is_some_and(|f| f.ok));
-    assert!(against_peak(&bests(&[(Scope::Node, Copy, 150.0)]), 400.0, 0.5).is_none());
+    assert!(matches!(&against_peak(&b, 400.0, 0.5)[..], [f] if !f.ok && f.ratio == 0.75));
+    assert!(matches!(&against_peak(&b, 250.0, 0.5)[..], [f] if f.ok));
+    assert!(against_peak(&bests(&[(Scope::Node, Copy, 150.0)]), 400.0, 0.5).is_empty());
+    // Every device of a set against its own share.
+    let set = bests(&[
+        (Scope::Device(0), Triad, 300.0),
+        (Scope::Device(1), Triad, 100.0),
+    ]);
+    let f = against_peak(&set, 400.0, 0.5);
+    assert_eq!(f.iter().map(|f| f.ok).collect::<Vec<_>>(), [true, false]);
 }
 
 #[test]

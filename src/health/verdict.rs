@@ -38,6 +38,13 @@ pub struct Verdict {
     /// is a device; absent for the node's own memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<crate::results::target::Device>,
+    /// The devices checked, where a check covered a device set
+    /// (`--backend cuda:all`): each scope names its device's index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<crate::results::target::Device>,
+    /// How the budget was shared, where a check covered several devices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_split: Option<String>,
     /// False when the check could not judge the node (other work on its
     /// CPUs, a cgroup CPU limit): `healthy` is then false too, `reason`
     /// says why, and the figures are what was measured.

@@ -26,15 +26,23 @@ pub fn check(v: &Verdict) -> String {
     if let Some(r) = &v.reason {
         let _ = writeln!(o, "{r}");
     }
+    for d in &v.devices {
+        let _ = writeln!(o, "device {}: {}", d.id.index, d.describe());
+    }
+    if let Some(split) = &v.budget_split {
+        let _ = writeln!(o, "budget: {split}");
+    }
+    let w = scope_width(v.findings.iter().map(|f| f.scope));
     let _ = writeln!(
         o,
-        "\n  {:<16} {:<14} {:>10} {:>10} {:>7}  against",
+        "\n  {:<w$} {:<14} {:>10} {:>10} {:>7}  against",
         "scope", "kernel", "best GB/s", "reference", "ratio"
     );
     for f in &v.findings {
         let against = match f.against {
             Against::Baseline => "baseline",
             Against::OtherDomains => "other domains",
+            Against::OtherDevices => "sibling devices",
             Against::Peak => "share of peak",
             Against::OtherThreads => "other threads",
         };
@@ -49,7 +57,7 @@ pub fn check(v: &Verdict) -> String {
             .map_or(String::new(), |s| format!(" · cv {:.1} %", s.cv * 100.0));
         let _ = writeln!(
             o,
-            "  {:<16} {:<14} {:>10.2} {:>10.2} {:>7.3}  {against}{}{cv}",
+            "  {:<w$} {:<14} {:>10.2} {:>10.2} {:>7.3}  {against}{}{cv}",
             f.scope.to_string(),
             kernel,
             f.measured_gb_s,
@@ -76,6 +84,12 @@ pub fn check(v: &Verdict) -> String {
         );
     }
     o
+}
+
+/// The scope column's width: its longest name (a device set's links are
+/// long), at least the width the node's tables always had.
+fn scope_width(scopes: impl Iterator<Item = Scope>) -> usize {
+    scopes.map(|s| s.to_string().len()).fold(16, usize::max)
 }
 
 /// Whether a short finding is short beyond the noise of its rounds: its
@@ -117,19 +131,20 @@ pub fn baseline(b: &Baseline) -> String {
         devices.concat(),
         crate::units::plural(b.scopes.len(), "scope")
     );
+    let w = scope_width(b.scopes.iter().map(|s| s.scope));
     let _ = writeln!(
         o,
-        "  {:<16} {:>7} {:<8} {:>11} {:>9} {:>7}",
+        "  {:<w$} {:>7} {:<8} {:>11} {:>9} {:>7}",
         "scope", "threads", "kernel", "median GB/s", "best", "spread"
     );
     for s in &b.scopes {
         for (k, r) in &s.kernels {
             let _ = writeln!(
                 o,
-                "  {:<16} {:>7} {:<8} {:>11.2} {:>9.2} {:>6.1} %",
+                "  {:<w$} {:>7} {:<8} {:>11.2} {:>9.2} {:>6.1} %",
                 s.scope.to_string(),
                 match s.scope {
-                    Scope::Device | Scope::HostLink(_) => "-".to_string(),
+                    Scope::Device(_) | Scope::HostLink(..) => "-".to_string(),
                     _ => s.threads.to_string(),
                 },
                 k.spec().name,

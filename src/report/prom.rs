@@ -55,16 +55,22 @@ fn label(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
-fn scope_labels(scope: Scope, device: Option<&Device>) -> String {
-    match (scope, device) {
-        (Scope::Node, _) => "scope=\"node\"".into(),
-        (Scope::Numa(n), _) => format!("scope=\"numa\",numa_node=\"{n}\""),
-        (Scope::Device, Some(d)) => labels(&d.labels()),
-        (Scope::Device, None) => "scope=\"device\"".into(),
-        (Scope::HostLink(n), d) => {
-            let device = d.map_or("scope=\"device\"".into(), |d| labels(&d.labels()));
-            format!("{device},host_node=\"{n}\"")
-        }
+/// A scope's labels; a device's scope carries its device's (gpu, uuid),
+/// found by index among those the verdict checked.
+fn scope_labels(scope: Scope, v: &Verdict) -> String {
+    let device = |i: u32| {
+        let d: Option<&Device> = (v.device.iter())
+            .chain(&v.devices)
+            .find(|d| d.id.index == i);
+        d.map_or(format!("scope=\"device\",device=\"{i}\""), |d| {
+            labels(&d.labels())
+        })
+    };
+    match scope {
+        Scope::Node => "scope=\"node\"".into(),
+        Scope::Numa(n) => format!("scope=\"numa\",numa_node=\"{n}\""),
+        Scope::Device(i) => device(i),
+        Scope::HostLink(i, n) => format!("{},host_node=\"{n}\"", device(i)),
     }
 }
 
@@ -151,7 +157,7 @@ pub fn check(v: &Verdict) -> String {
                 format!(
                     "kernel=\"{}\",{}",
                     r.kernel.spec().name,
-                    scope_labels(r.scope, v.device.as_ref())
+                    scope_labels(r.scope, v)
                 ),
                 r.gb_s * 1e9,
             )
@@ -170,7 +176,7 @@ pub fn check(v: &Verdict) -> String {
                 format!(
                     "kernel=\"{}\",{},against=\"{against}\"{cpu}",
                     f.kernel.spec().name,
-                    scope_labels(f.scope, v.device.as_ref())
+                    scope_labels(f.scope, v)
                 ),
                 f.ratio,
             )

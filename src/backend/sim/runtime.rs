@@ -60,12 +60,16 @@ pub(super) struct SimRuntime {
     warnings: Vec<String>,
     /// The share of their speed its kernels run at (`slow=I:F`).
     speed: f64,
+    /// The share of its link's x16 its copies run at (`lanes=I:N`: a link
+    /// trained narrow is that much slower).
+    link_speed: f64,
 }
 
 impl SimRuntime {
     pub(super) fn new(setup: Setup, index: u32) -> SimRuntime {
         SimRuntime {
             speed: setup.fault(index).speed.unwrap_or(1.0),
+            link_speed: f64::from((setup.fault(index).lanes.or(setup.lanes)).unwrap_or(16)) / 16.0,
             setup,
             names: names(),
             allocations: Vec::new(),
@@ -142,6 +146,7 @@ impl SimRuntime {
 
     /// A copy of `len` doubles, `wrong-element` applied to what it wrote.
     fn copy(&self, to: *mut f64, from: *const f64, len: usize) {
+        let began = Instant::now();
         // SAFETY: the callers' contracts: both ranges valid for `len`
         // doubles; they are different buffers (host and device memory).
         let (to, from) = unsafe {
@@ -151,6 +156,7 @@ impl SimRuntime {
             )
         };
         to.copy_from_slice(from);
+        slow_down(began, self.link_speed);
         Self::spoil(Some(to), &self.setup);
     }
 }

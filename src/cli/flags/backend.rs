@@ -50,7 +50,8 @@ pub(crate) struct BackendArg {
     /// What runs the kernels, over whose memory: cpu (this node's CPUs, the pinned SIMD team);
     /// cuda:N (NVIDIA GPU N by the driver's index, its memory and its host link: membw topo
     /// lists the GPUs; cuda alone is cuda:0, or each MPI rank's own); cuda:all or cuda:0-3,6
-    /// (a device set: run measures each alone, then all at once); sim:N (a simulated
+    /// (a device set: run measures each alone, then all at once; baseline and check hold each
+    /// against its baseline or its siblings); sim:N (a simulated
     /// device, sim:0 to sim:3, for tests); portable (one thread, portable loops, for tests)
     #[arg(
         long,

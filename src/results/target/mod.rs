@@ -129,6 +129,12 @@ impl Target {
         self.cpu_code().map(|c| c.stores)
     }
 
+    /// The device's index on its node: which one of a set a plan measures
+    /// (a health scope's name, the member of a set that runs it).
+    pub fn device_index(&self) -> Option<u32> {
+        self.device().map(|d| d.id.index)
+    }
+
     /// The device, with its facts: what a baseline keeps of a device scope
     /// and a verdict names. Not for branching: ask the target instead.
     pub fn device(&self) -> Option<&Device> {
