@@ -306,3 +306,43 @@ fn the_committed_ptx_is_what_the_source_compiles_to() {
         );
     }
 }
+
+#[test]
+fn peer_copies_go_through_the_driver_and_a_pair_without_p2p_is_staged() {
+    let Some(dir) = fake_driver() else { return };
+    let log = tempfile::tempdir().unwrap();
+    let log = log.path().join("peers.log");
+    let (code, stdout, stderr) = output(
+        with_fake(&dir)
+            .env("FAKE_CUDA_DEVICES", "3")
+            .env("FAKE_CUDA_NO_PEER", "0:2")
+            .env("FAKE_CUDA_LOG", &log)
+            .args(["peers", "--backend", "cuda:all", "--array-size", "64K"])
+            .args(["--ntimes", "2", "--format", "json"]),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    let cells = doc["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 5 * 6);
+    let staged: Vec<(u64, u64)> = (cells.iter())
+        .filter(|c| c["path"] == "staged")
+        .map(|c| (c["from"].as_u64().unwrap(), c["to"].as_u64().unwrap()))
+        .collect();
+    assert!(
+        staged.iter().all(|p| *p == (0, 2) || *p == (2, 0)),
+        "{staged:?}"
+    );
+    assert!(!staged.is_empty());
+    // The kernels cannot reach a staged peer; the copy engine can.
+    for c in cells {
+        let kernel = c["method"].as_str().unwrap().starts_with("sm-");
+        assert_eq!(
+            kernel && c["path"] == "staged",
+            c.get("skipped").is_some(),
+            "{c}"
+        );
+        assert!(c.get("wrong").is_none(), "{c}");
+    }
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(said.matches("peer access enabled").count(), 4, "{said}");
+}

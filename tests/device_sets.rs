@@ -295,3 +295,58 @@ fn nhc_marks_a_gpu_node_down_for_its_narrow_link() {
         "{said}"
     );
 }
+
+#[test]
+fn a_node_check_finds_the_pair_whose_peer_link_is_down_with_and_without_a_baseline() {
+    let (v, code) = check_set(
+        "sim:all",
+        "devices=8,peer-down=2:6,peak=1",
+        &["--kernels", "triad", "--budget", "2s"],
+    );
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(v["pairs"].as_array().unwrap().len(), 56, "{v}");
+    let differences = v["differences"].to_string();
+    assert!(
+        differences.contains("pair 2 ↔ 6: no direct path"),
+        "{differences}"
+    );
+    assert!(
+        v["reason"].as_str().unwrap().starts_with("pair 2 ↔ 6"),
+        "{v}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("node.json");
+    let out = membw()
+        .env("MEMBW_SIM_DEVICE", "devices=3")
+        .args(["baseline", "--backend", "sim:all", "--array-size", "256K"])
+        .args([
+            "--kernels",
+            "triad",
+            "--ntimes",
+            "3",
+            "--rounds",
+            "2",
+            "--allow-busy",
+            "-o",
+        ])
+        .arg(&base)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
+    assert_eq!(doc["pairs"].as_array().unwrap().len(), 6, "{doc}");
+    let (v, code) = check_set(
+        "sim:all",
+        "devices=3,peer-down=0:1",
+        &["--baseline", base.to_str().unwrap(), "--budget", "2s"],
+    );
+    assert_eq!(code, Some(1), "{v}");
+    let differences = v["differences"].to_string();
+    assert!(
+        differences.contains(
+            "pair 0 → 1: no direct path (copies staged through host memory), direct in the baseline"
+        ),
+        "{differences}"
+    );
+}

@@ -10,16 +10,31 @@ pub const PLATFORMS: &[&'static dyn gpu::Platform] = &[&sim::SIM, &cuda::CUDA];
 /// `sim:0-3,6`, the CPU-list grammar) in the order written, or the one
 /// backend [`by_name`] gives.
 pub fn set_by_name(spec: &str) -> std::result::Result<Vec<Box<dyn Backend>>, String> {
-    let Some((name, selection)) = spec.split_once(':') else {
-        return by_name(spec).map(|b| vec![b]);
+    match platform_set(spec)? {
+        Some((platform, indices)) => indices
+            .into_iter()
+            .map(|i| gpu::GpuBackend::make(platform, Some(i)))
+            .collect(),
+        None => by_name(spec).map(|b| vec![b]),
+    }
+}
+
+/// A GPU platform and indices of its devices.
+pub type PlatformSet = (&'static dyn gpu::Platform, Vec<u32>);
+
+/// The GPU platform and device indices `spec` names (`cuda:all`,
+/// `sim:0-3,6`, `cuda:2`, `cuda`), or None for the host's backends (whose
+/// errors [`by_name`] words).
+pub fn platform_set(spec: &str) -> std::result::Result<Option<PlatformSet>, String> {
+    let (name, selection) = spec.split_once(':').unwrap_or((spec, "0"));
+    let Some(&platform) = PLATFORMS.iter().find(|p| p.name() == name) else {
+        return by_name(spec).map(|_| None);
     };
     if selection.parse::<u32>().is_ok() {
-        return by_name(spec).map(|b| vec![b]);
+        // One device, checked as by_name checks it.
+        by_name(spec)?;
+        return Ok(Some((platform, vec![selection.parse().unwrap_or(0)])));
     }
-    let Some(&platform) = PLATFORMS.iter().find(|p| p.name() == name) else {
-        // The host's backends and unknown names say why as by_name does.
-        return by_name(spec).map(|b| vec![b]);
-    };
     let count = platform.count()?;
     let indices: Vec<u32> = match selection {
         "all" => (0..count).collect(),
@@ -44,8 +59,5 @@ pub fn set_by_name(spec: &str) -> std::result::Result<Vec<Box<dyn Backend>>, Str
     if indices.is_empty() {
         return Err(format!("'{selection}' names no device"));
     }
-    indices
-        .into_iter()
-        .map(|i| gpu::GpuBackend::make(platform, Some(i)))
-        .collect()
+    Ok(Some((platform, indices)))
 }

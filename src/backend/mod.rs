@@ -26,7 +26,7 @@ pub mod gpu;
 pub mod portable;
 pub mod sim;
 
-pub use device_set::{PLATFORMS, set_by_name};
+pub use device_set::{PLATFORMS, platform_set, set_by_name};
 
 use crate::error::Result;
 use crate::kernels::{ARRAYS, ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};

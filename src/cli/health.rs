@@ -113,8 +113,10 @@ fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
             interference.cause().unwrap_or_default()
         )));
     }
+    let pairs = args.protocol.pairs(&topo, largest(&jobs), &stop)?;
     let host = crate::results::Host::describe(&topo);
     let baseline = Baseline {
+        pairs,
         schema_version: BASELINE_SCHEMA,
         kind: BASELINE_KIND.into(),
         created: crate::results::now(),
@@ -385,6 +387,10 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         .zip(throttled_before)
         .map(|(after, before)| after.saturating_sub(before))
         .filter(|d| !d.is_zero());
+    // A set's pairs, once after the rounds.
+    let began = std::time::Instant::now();
+    let pairs = args.protocol.pairs(&topo, largest(&plan.jobs), &stop)?;
+    let pairs_took = (pairs.len(), began.elapsed().as_secs_f64());
     let mut devices: Vec<crate::results::target::Device> = Vec::new();
     for d in (plan.jobs.iter()).filter_map(|j| j.plan.target.device()) {
         if !devices.iter().any(|k| k.id == d.id) {
@@ -398,13 +404,18 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         let why = d.facts.link?.degraded()?;
         Some(format!("{}: {why}", d.id.name))
     }));
-    let budget_split = (devices.len() > 1).then(|| budget_split(&plan.jobs, &checked));
+    differences.extend(match baseline.as_ref().filter(|b| !b.pairs.is_empty()) {
+        Some(b) => crate::health::pairs::against_baseline(&pairs, &b.pairs, args.tolerance),
+        None => crate::health::pairs::against_siblings(&pairs, args.tolerance),
+    });
+    let budget_split = (devices.len() > 1).then(|| budget_split(&plan.jobs, &checked, pairs_took));
     let (device, devices) = match devices.len() {
         1 => (devices.pop(), Vec::new()),
         _ => (None, devices),
     };
     let judging = verdict::Judging {
         devices,
+        pairs,
         budget_split,
         against: plan.against,
         differences,
@@ -424,18 +435,30 @@ fn run_check(args: &CheckArgs) -> Result<()> {
 
 /// How a set's check spent its budget: each round measures every device's
 /// scopes once, one device after another.
-fn budget_split(jobs: &[check::ScopeJob], checked: &check::Checked) -> String {
+/// The pairs' copies after the rounds, as their number and seconds.
+fn budget_split(
+    jobs: &[check::ScopeJob],
+    checked: &check::Checked,
+    (pairs, pairs_s): (usize, f64),
+) -> String {
     let devices: std::collections::BTreeSet<u32> =
         jobs.iter().filter_map(|j| j.scope.device_index()).collect();
     let per_round = checked.elapsed.as_secs_f64() / checked.rounds.max(1) as f64;
     format!(
-        "{} scopes over {} devices, measured one device after another; {} of {:.2} s each ({:.2} s per device per round)",
+        "{} scopes over {} devices, measured one device after another; {} of {:.2} s each ({:.2} s per device per round); then {} ordered pairs in {:.2} s",
         jobs.len(),
         devices.len(),
         crate::units::plural(checked.rounds, "round"),
         per_round,
-        per_round / devices.len().max(1) as f64
+        per_round / devices.len().max(1) as f64,
+        pairs,
+        pairs_s
     )
+}
+
+/// The largest arrays of the jobs, elements: a set's pairs copy as many.
+fn largest(jobs: &[check::ScopeJob]) -> usize {
+    jobs.iter().map(|j| j.plan.elements).max().unwrap_or(0)
 }
 
 /// The verdict to its outputs, and to the exit code.

@@ -60,6 +60,38 @@ impl ProtocolArgs {
         self.backend.source(self.fake.fake_source.as_deref())
     }
 
+    /// A device set's GPU↔GPU pairs, copy engine one way, three
+    /// repetitions each of `elements` doubles (at most 64 MiB): nothing
+    /// for one device, the host or the fake.
+    pub(super) fn pairs(
+        &self,
+        topo: &Topology,
+        elements: usize,
+        stop: &crate::sys::Stop,
+    ) -> Result<Vec<crate::results::peers::PeerCell>> {
+        use crate::backend::gpu::peers;
+        let set = crate::backend::platform_set(self.backend.spec())
+            .ok()
+            .flatten();
+        let Some((platform, devices)) = set.filter(|(_, d)| d.len() > 1 && !self.fake()) else {
+            return Ok(Vec::new());
+        };
+        let plan = peers::PeerPlan {
+            elements: elements.clamp(1024, 1 << 23),
+            ntimes: 3,
+        };
+        let times = peers::measure(
+            platform,
+            topo,
+            &devices,
+            plan,
+            &[peers::PeerMethod::CeWrite],
+            stop,
+        )
+        .map_err(|e| crate::error::Error::Runtime(format!("peer copies: {e}")))?;
+        Ok(times.iter().map(peers::PairTimes::cell).collect())
+    }
+
     pub(super) fn topology(&self) -> Result<Topology> {
         (self.sysroot).only_for_planning(
             self.fake.fake_source.is_some(),

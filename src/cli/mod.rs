@@ -14,6 +14,7 @@ mod health_protocol;
 mod install;
 mod latency;
 mod latency_values;
+mod peers;
 mod placed;
 mod resume;
 mod run;
@@ -72,6 +73,9 @@ enum Command {
     Exec(exec::ExecArgs),
     /// Memory latency by pointer chasing, L1 to DRAM (ns and cycles per load, percentiles); the NUMA latency matrix; loaded latency
     Latency(latency::LatencyArgs),
+    /// GPU↔GPU bandwidth over every ordered pair of a device set (NVLink, PCIe P2P): copy
+    /// engine and copy kernel, written and read, one way and both, as a matrix per method
+    Peers(peers::PeersArgs),
     /// Measure this node's healthy bandwidth, for the whole node and each NUMA domain, into a baseline file
     Baseline(health::BaselineArgs),
     /// Is this node healthy? Against a baseline (or its NUMA domains against each other) in seconds; exit 0 healthy, 1 unhealthy, 2 could not check
@@ -242,6 +246,7 @@ pub fn main() -> Result<()> {
         Command::Compare(args) => documents::compare(args),
         Command::Exec(args) => exec::exec(args),
         Command::Latency(args) => latency::latency(args),
+        Command::Peers(args) => peers::peers(args),
         Command::Baseline(args) => health::baseline(args),
         Command::Check(args) => health::check(args),
         Command::Completions { shell } => install::completions(shell),

@@ -25,6 +25,8 @@ pub struct Judging {
     pub devices: Vec<crate::results::target::Device>,
     /// How the budget was shared among a set's devices.
     pub budget_split: Option<String>,
+    /// A set's pairs, measured after the rounds.
+    pub pairs: Vec<crate::results::peers::PeerCell>,
     /// CPU time a cgroup limit took from the threads during the check.
     pub throttled: Option<Duration>,
     /// What ran beside the baseline when it was made.
@@ -61,6 +63,7 @@ pub fn verdict(host: Host, checked: Checked, mut judging: Judging) -> Verdict {
         device: judging.device,
         devices: judging.devices,
         budget_split: judging.budget_split,
+        pairs: judging.pairs,
         judged,
         reason: if healthy { None } else { reason },
         against: judging.against,

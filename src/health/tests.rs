@@ -64,6 +64,7 @@ fn baseline(scopes: &[(Scope, KernelId, f64)]) -> Baseline {
         },
         scopes: out,
         interference: None,
+        pairs: Vec::new(),
     }
 }
 

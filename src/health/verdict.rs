@@ -42,6 +42,9 @@ pub struct Verdict {
     /// (`--backend cuda:all`): each scope names its device's index.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<crate::results::target::Device>,
+    /// A device set's GPU↔GPU pairs, as measured after the rounds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pairs: Vec<crate::results::peers::PeerCell>,
     /// How the budget was shared, where a check covered several devices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_split: Option<String>,

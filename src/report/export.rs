@@ -16,6 +16,8 @@ pub enum View<'a> {
     Run { report: &'a RunReport, quiet: bool },
     /// `membw run` on a device set: each alone, then all at once.
     Devices(&'a crate::results::device_set::DeviceSetReport),
+    /// `membw peers`: the GPU↔GPU matrix.
+    Peers(&'a crate::results::peers::PeerReport),
     /// `membw exec`.
     Exec(ExecView<'a>),
     /// `membw latency`.
@@ -100,6 +102,7 @@ impl View<'_> {
         match self {
             View::Run { .. } | View::Devices(_) => "run",
             View::Exec(_) => "exec",
+            View::Peers(_) => "peers",
             View::Latency(_) => "latency",
             View::Study { .. } | View::LatencyStudy { .. } | View::Nodes { .. } => "report",
             View::Summary { .. } => "sweep",

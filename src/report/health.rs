@@ -32,6 +32,9 @@ pub fn check(v: &Verdict) -> String {
     if let Some(split) = &v.budget_split {
         let _ = writeln!(o, "budget: {split}");
     }
+    if let Some(line) = pairs_line(&v.pairs) {
+        let _ = writeln!(o, "{line}");
+    }
     let w = scope_width(v.findings.iter().map(|f| f.scope));
     let _ = writeln!(
         o,
@@ -71,8 +74,11 @@ pub fn check(v: &Verdict) -> String {
             let _ = writeln!(o, "{line}");
         }
     }
+    if !v.differences.is_empty() {
+        o.push('\n');
+    }
     for d in &v.differences {
-        let _ = writeln!(o, "\nhardware: {d}");
+        let _ = writeln!(o, "hardware: {d}");
     }
     for n in &v.notes {
         let _ = writeln!(o, "note: {n}");
@@ -84,6 +90,29 @@ pub fn check(v: &Verdict) -> String {
         );
     }
     o
+}
+
+/// A set's pairs in one line: how many, the median and the slowest.
+fn pairs_line(pairs: &[crate::results::peers::PeerCell]) -> Option<String> {
+    let rates: Vec<f64> = pairs.iter().filter_map(|c| c.best_gb_s).collect();
+    let median = crate::results::median(&rates)?;
+    let slowest = (pairs.iter())
+        .filter(|c| c.best_gb_s.is_some())
+        .min_by(|a, b| {
+            a.best_gb_s
+                .partial_cmp(&b.best_gb_s)
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })?;
+    Some(format!(
+        "pairs: {} ordered pairs by {}, best of {} each: median {median:.1} GB/s, slowest {} → {} {:.1} GB/s ({})",
+        pairs.len(),
+        slowest.method,
+        slowest.rates.map_or(0, |s| s.n),
+        slowest.from,
+        slowest.to,
+        slowest.best_gb_s.unwrap_or_default(),
+        slowest.path
+    ))
 }
 
 /// The scope column's width: its longest name (a device set's links are

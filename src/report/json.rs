@@ -27,7 +27,7 @@ impl super::export::TextExporter for Json {
     }
     fn commands(&self) -> &'static [&'static str] {
         &[
-            "run", "exec", "latency", "check", "baseline", "topo", "place",
+            "run", "exec", "latency", "check", "baseline", "topo", "place", "peers",
         ]
     }
     fn render(&self, doc: &super::export::View) -> Option<Result<String>> {
@@ -40,6 +40,7 @@ impl super::export::TextExporter for Json {
                 .map(|line| line + "\n")
                 .map_err(|e| crate::error::Error::Runtime(e.to_string())),
             View::Devices(set) => pretty(set),
+            View::Peers(r) => pretty(r),
             View::Latency(report) => pretty(report),
             View::Check(verdict) => pretty(verdict),
             View::Baseline(baseline) => pretty(baseline),

@@ -26,7 +26,9 @@ impl super::export::TextExporter for Jsonl {
         super::export::Format::Jsonl
     }
     fn commands(&self) -> &'static [&'static str] {
-        &["run", "exec", "latency", "report", "sweep", "check", "tune"]
+        &[
+            "run", "exec", "latency", "report", "sweep", "check", "tune", "peers",
+        ]
     }
     fn render(&self, doc: &View) -> Option<Result<String>> {
         Some(match doc {
@@ -34,6 +36,7 @@ impl super::export::TextExporter for Jsonl {
             // Each device alone, then all at once: one run document a line.
             View::Devices(set) => lines(set.alone.iter().chain([&set.at_once])),
             View::Exec(view) => lines([view.record]),
+            View::Peers(r) => lines([r]),
             View::Latency(report) => lines(&report.records),
             View::Study { records, .. } | View::Summary { records, .. } => lines(*records),
             View::LatencyStudy { records, .. } => lines(*records),

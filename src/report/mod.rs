@@ -19,6 +19,7 @@ pub mod levels;
 pub mod markdown;
 pub mod measured;
 pub mod nodes;
+pub mod peers;
 pub mod place;
 pub mod plan;
 pub mod plot;

@@ -210,6 +210,11 @@ pub fn check(v: &Verdict) -> String {
                 },
             )],
         },
+        Metric {
+            name: "membw_peer_bandwidth_bytes_per_second",
+            help: "Best copy between two GPUs of a device set, by source (gpu), destination (peer), method and path (direct or staged).",
+            samples: peer_samples(v),
+        },
         trusted("membw_check_trusted", "check", [Some(&v.interference)]),
         Metric {
             name: "membw_check_duration_seconds",
@@ -222,6 +227,29 @@ pub fn check(v: &Verdict) -> String {
             &v.timestamp,
         ),
     ])
+}
+
+/// A set's pairs, one series each: the source's labels (gpu, uuid) and
+/// the destination's as `peer`.
+fn peer_samples(v: &Verdict) -> Vec<(String, f64)> {
+    let name = |i: u32| {
+        (v.devices.iter())
+            .find(|d| d.id.index == i)
+            .map_or(i.to_string(), |d| format!("{}:{}", d.id.backend, i))
+    };
+    (v.pairs.iter())
+        .filter_map(|c| {
+            let rate = c.best_gb_s?;
+            let labels = format!(
+                "{},peer=\"{}\",method=\"{}\",path=\"{}\"",
+                scope_labels(Scope::Device(c.from), v),
+                label(&name(c.to)),
+                label(&c.method),
+                label(&c.path)
+            );
+            Some((labels, rate * 1e9))
+        })
+        .collect()
 }
 
 /// `membw run --prom`: each kernel's best rate over the node's threads.

@@ -306,7 +306,7 @@ impl super::export::TextExporter for Text {
     fn commands(&self) -> &'static [&'static str] {
         &[
             "run", "exec", "latency", "report", "compare", "sweep", "check", "baseline", "topo",
-            "place", "tune",
+            "place", "tune", "peers",
         ]
     }
     fn render(&self, doc: &super::export::View) -> Option<crate::error::Result<String>> {
@@ -318,6 +318,7 @@ impl super::export::TextExporter for Text {
             } => table(&report.measurement),
             View::Run { report, .. } => render(report),
             View::Devices(set) => super::device_set::text(set),
+            View::Peers(r) => super::peers::text(r),
             View::Exec(view) => super::program_run::text(view),
             View::Latency(report) => super::latency_tables::render(&report.records),
             View::Study {

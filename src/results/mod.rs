@@ -13,6 +13,7 @@ pub mod latency_record;
 mod launch;
 pub mod measurement;
 pub mod peak;
+pub mod peers;
 mod point;
 mod pooled;
 pub mod ranks;

@@ -12,6 +12,8 @@
  *   FAKE_CUDA_WRONG=1    every kernel writes its last element wrong
  *   FAKE_CUDA_LOG=FILE   each registered host buffer's size, a line each,
  *                        and each launch's kernel and grid
+ *   FAKE_CUDA_NO_PEER=I:J devices I and J cannot address each other (no
+ *                        P2P: cuDeviceCanAccessPeer says 0 both ways)
  *   FAKE_CUDA_BLOCKS=N   blocks of 256 one multiprocessor holds (default 6,
  *                        an H100's at 34 registers a thread); a kernel's
  *                        other builds (NAME_spread, NAME_u2, NAME_u1) run
@@ -175,6 +177,31 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr to, const void *from, size_t bytes, CU
 CUresult cuMemcpyDtoHAsync_v2(void *to, CUdeviceptr from, size_t bytes, CUstream s) {
   (void)s;
   memcpy(to, (void *)(uintptr_t)from, bytes);
+  return SUCCESS;
+}
+/* Peer copies: every "device" is this process's memory, so a copy is a
+ * memcpy; what is checked is that the peer was asked and enabled. */
+CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer) {
+  int i = -1, j = -1;
+  const char *no = getenv("FAKE_CUDA_NO_PEER");
+  if (d < 0 || d >= devices() || peer < 0 || peer >= devices()) return INVALID_DEVICE;
+  if (no) sscanf(no, "%d:%d", &i, &j);
+  *can = d != peer && !((d == i && peer == j) || (d == j && peer == i));
+  return SUCCESS;
+}
+CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags) {
+  const char *log = getenv("FAKE_CUDA_LOG");
+  if (flags != 0 || !peer) return INVALID_VALUE;
+  if (log) {
+    FILE *f = fopen(log, "a");
+    if (f) { fprintf(f, "peer access enabled\n"); fclose(f); }
+  }
+  return SUCCESS;
+}
+CUresult cuMemcpyAsync(CUdeviceptr to, CUdeviceptr from, size_t bytes, CUstream s) {
+  (void)s;
+  if (!to || !from) return INVALID_VALUE;
+  memcpy((void *)(uintptr_t)to, (void *)(uintptr_t)from, bytes);
   return SUCCESS;
 }
 CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {

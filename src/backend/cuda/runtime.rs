@@ -259,6 +259,57 @@ impl Runtime for CudaRuntime {
             result::stream::synchronize(self.stream(stream))
         })
     }
+
+    fn make_current(&mut self) -> Result<(), String> {
+        // SAFETY: the context is retained by this runtime until it drops.
+        cu("cuCtxSetCurrent", unsafe {
+            result::ctx::set_current(self.ctx)
+        })
+    }
+
+    fn enable_peer(&mut self, peer: u32, _memory: &[(DevicePtr, usize)]) -> Result<bool, String> {
+        // Unified addressing names the peer's memory: only access is asked.
+        let peer_dev = cu("cuDeviceGet", result::device::get(peer as i32))?;
+        let mut can = 0;
+        // SAFETY: two device handles of the driver's and a live out-pointer.
+        cu("cuDeviceCanAccessPeer", unsafe {
+            sys::cuDeviceCanAccessPeer(&mut can, self.dev, peer_dev).result()
+        })?;
+        if can == 0 {
+            return Ok(false);
+        }
+        self.make_current()?;
+        // SAFETY: the peer's primary context is retained for the call and
+        // released after: the peer's own runtime keeps it alive.
+        unsafe {
+            let peer_ctx = cu(
+                "cuDevicePrimaryCtxRetain",
+                result::primary_ctx::retain(peer_dev),
+            )?;
+            let enabled = sys::cuCtxEnablePeerAccess(peer_ctx, 0);
+            let _ = result::primary_ctx::release(peer_dev);
+            match enabled {
+                sys::CUresult::CUDA_SUCCESS
+                | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(true),
+                e => cu("cuCtxEnablePeerAccess", e.result()).map(|_| false),
+            }
+        }
+    }
+
+    unsafe fn copy_device(
+        &mut self,
+        to: DevicePtr,
+        from: DevicePtr,
+        len: usize,
+        stream: Stream,
+    ) -> Result<(), String> {
+        // SAFETY: the caller's contract: both ranges are device memory
+        // alive until the stream is synchronized; unified addressing tells
+        // the driver which devices they are on.
+        cu("cuMemcpyAsync", unsafe {
+            sys::cuMemcpyAsync(to, from, len * 8, self.stream(stream)).result()
+        })
+    }
 }
 
 impl Drop for CudaRuntime {

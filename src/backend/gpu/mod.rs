@@ -20,6 +20,7 @@ mod device;
 mod launch;
 
 pub(crate) mod host_buffers;
+pub mod peers;
 pub mod runtime;
 
 use super::{Backend, Driver, Observed};

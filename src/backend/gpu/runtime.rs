@@ -172,6 +172,29 @@ pub trait Runtime {
     fn elapsed_s(&mut self, from: Event, to: Event) -> Result<f64, String>;
     /// Returns once `stream` has done everything queued on it.
     fn synchronize(&mut self, stream: Stream) -> Result<(), String>;
+    /// Makes this device's context current on the calling thread: one
+    /// thread drives every device of a pair probe.
+    fn make_current(&mut self) -> Result<(), String>;
+    /// Lets this device address device `peer`'s memory (`memory`: the
+    /// peer's allocations the copies will use, as address and doubles)
+    /// directly where the driver allows it (NVLink, PCIe P2P): true then;
+    /// false where its copies to and from the peer are staged by the
+    /// driver through host memory and its kernels cannot reach the peer.
+    fn enable_peer(&mut self, peer: u32, memory: &[(DevicePtr, usize)]) -> Result<bool, String>;
+    /// Queues a copy engine copy of `len` doubles between device memories:
+    /// this device's or an enabled peer's, either way.
+    ///
+    /// # Safety
+    /// Both ranges are allocations of this runtime or of a peer given to
+    /// [`enable_peer`](Self::enable_peer), alive until the stream is
+    /// synchronized.
+    unsafe fn copy_device(
+        &mut self,
+        to: DevicePtr,
+        from: DevicePtr,
+        len: usize,
+        stream: Stream,
+    ) -> Result<(), String>;
     /// What the runtime noticed that the run should say (a buffer it
     /// could not pin).
     fn warnings(&mut self) -> Vec<String> {

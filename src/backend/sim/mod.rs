@@ -37,11 +37,13 @@
 //! last array every kernel writes come back wrong (the protocol must name
 //! that array), `peak=GBS` and `link=GBS` change its peaks, `lanes=N`
 //! (or `lanes=I:N`, device I only) trains its PCIe Gen5 x16 link at N
-//! lanes (a link below its maximum, for `check`), `slow=I:F` makes device
-//! I's kernels run at F of their speed (a memory that lost bandwidth),
-//! `clock=F` makes
-//! its clock run F times as fast as it should (the protocol must catch
-//! one that runs fast).
+//! lanes (a link below its maximum, for `check`; its copies run at N/16
+//! of their speed), `slow=I:F` makes device I's kernels run at F of their
+//! speed (a memory that lost bandwidth), `peer-down=I:J` takes the direct
+//! path between devices I and J away (their copies staged through host
+//! memory at a quarter of the speed, their kernels unable to reach each
+//! other), `clock=F` makes its clock run F times as fast as it should
+//! (the protocol must catch one that runs fast).
 
 mod runtime;
 mod setup;

@@ -48,6 +48,25 @@ struct Region {
     len: usize,
 }
 
+impl Region {
+    fn holds(&self, ptr: DevicePtr) -> bool {
+        let start = self.start as u64;
+        ptr >= start && ptr < start + (self.len * 8) as u64
+    }
+}
+
+/// A peer device's memory, as `enable_peer` was told it.
+struct PeerRegion {
+    region: Region,
+    /// Addressed directly (its kernels reach it); false: copies are
+    /// staged through host memory, at [`STAGED`] of the speed.
+    direct: bool,
+}
+
+/// The speed of a copy staged through host memory against a direct one
+/// (a peer pair without P2P: `peer-down=I:J`).
+const STAGED: f64 = 0.25;
+
 pub(super) struct SimRuntime {
     setup: Setup,
     names: Vec<String>,
@@ -60,6 +79,10 @@ pub(super) struct SimRuntime {
     warnings: Vec<String>,
     /// The share of their speed its kernels run at (`slow=I:F`).
     speed: f64,
+    /// Peers' memory it was told of, and whether it reaches it directly.
+    peers: Vec<PeerRegion>,
+    /// Its index on the simulated node.
+    index: u32,
     /// The share of its link's x16 its copies run at (`lanes=I:N`: a link
     /// trained narrow is that much slower).
     link_speed: f64,
@@ -70,6 +93,8 @@ impl SimRuntime {
         SimRuntime {
             speed: setup.fault(index).speed.unwrap_or(1.0),
             link_speed: f64::from((setup.fault(index).lanes.or(setup.lanes)).unwrap_or(16)) / 16.0,
+            peers: Vec::new(),
+            index,
             setup,
             names: names(),
             allocations: Vec::new(),
@@ -79,17 +104,35 @@ impl SimRuntime {
         }
     }
 
-    /// The region `ptr` points into, from `ptr` to its end.
+    /// The region `ptr` points into, from `ptr` to its end: its own, or a
+    /// peer's it reaches directly (as a kernel may).
     fn from(&self, ptr: DevicePtr) -> Result<(*mut f64, usize), String> {
+        let direct = (self.peers.iter()).filter(|p| p.direct).map(|p| &p.region);
         let r = (self.regions.iter())
-            .find(|r| {
-                let start = r.start as u64;
-                ptr >= start && ptr < start + (r.len * 8) as u64
-            })
+            .chain(direct)
+            .find(|r| r.holds(ptr))
             .ok_or_else(|| format!("address {ptr:#x} is not the device's"))?;
+        Ok(Self::inside(r, ptr))
+    }
+
+    /// `ptr` in region `r`, and the doubles from it to the region's end.
+    fn inside(r: &Region, ptr: DevicePtr) -> (*mut f64, usize) {
         let skip = (ptr - r.start as u64) as usize / 8;
         // SAFETY: `skip` < r.len, so the pointer stays inside the region.
-        Ok((unsafe { r.start.add(skip) }, r.len - skip))
+        (unsafe { r.start.add(skip) }, r.len - skip)
+    }
+
+    /// `ptr` for a copy engine: its own memory or any peer's it was told
+    /// of, and whether the copy is staged through host memory.
+    fn for_copy(&self, ptr: DevicePtr) -> Result<(*mut f64, usize, bool), String> {
+        if let Ok((p, len)) = self.from(ptr) {
+            return Ok((p, len, false));
+        }
+        let peer = (self.peers.iter())
+            .find(|p| p.region.holds(ptr))
+            .ok_or_else(|| format!("address {ptr:#x} is neither the device's nor a peer's"))?;
+        let (p, len) = Self::inside(&peer.region, ptr);
+        Ok((p, len, !peer.direct))
     }
 
     /// The arrays of a launch as one chunk of `elements` elements each.
@@ -333,5 +376,39 @@ impl Runtime for SimRuntime {
 
     fn warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.warnings)
+    }
+
+    fn make_current(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn enable_peer(&mut self, peer: u32, memory: &[(DevicePtr, usize)]) -> Result<bool, String> {
+        let direct = !self.setup.peer_down(self.index, peer);
+        self.peers
+            .extend(memory.iter().map(|&(start, len)| PeerRegion {
+                region: Region {
+                    start: start as *mut f64,
+                    len,
+                },
+                direct,
+            }));
+        Ok(direct)
+    }
+
+    unsafe fn copy_device(
+        &mut self,
+        to: DevicePtr,
+        from: DevicePtr,
+        len: usize,
+        _stream: Stream,
+    ) -> Result<(), String> {
+        let (to, room_to, staged_to) = self.for_copy(to)?;
+        let (from, room_from, staged_from) = self.for_copy(from)?;
+        let began = Instant::now();
+        self.copy(to, from, len.min(room_to).min(room_from));
+        if staged_to || staged_from {
+            slow_down(began, STAGED);
+        }
+        Ok(())
     }
 }

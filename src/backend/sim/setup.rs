@@ -22,6 +22,10 @@ pub(super) struct Setup {
     pub clock: Option<f64>,
     /// Faults of single devices, by index.
     pub faults: BTreeMap<u32, Fault>,
+    /// Pairs without a direct path (`peer-down=I:J`), lower index first:
+    /// their copies staged through host memory, their kernels unable to
+    /// reach each other.
+    pub peer_down: Vec<(u32, u32)>,
 }
 
 /// What is wrong with one device.
@@ -96,6 +100,14 @@ impl Setup {
                         })?;
                     setup.faults.entry(i).or_default().speed = Some(speed);
                 }
+                Some(("peer-down", v)) => {
+                    let (i, j) = of_device(v)?;
+                    let j = device(j)?;
+                    if i == j {
+                        return Err(format!("'{v}': a pair is two devices"));
+                    }
+                    setup.peer_down.push((i.min(j), i.max(j)));
+                }
                 Some(("clock", f)) => {
                     setup.clock = Some(
                         (f.parse().ok())
@@ -105,13 +117,14 @@ impl Setup {
                 }
                 _ => {
                     return Err(format!(
-                        "'{item}': expected devices=N, wrong-element=N, peak=GBS, link=GBS, lanes=[I:]N, slow=I:F or clock=F"
+                        "'{item}': expected devices=N, wrong-element=N, peak=GBS, link=GBS, lanes=[I:]N, slow=I:F, peer-down=I:J or clock=F"
                     ));
                 }
             }
         }
         let count = setup.devices.unwrap_or(super::DEVICES);
-        if let Some(&i) = setup.faults.keys().find(|&&i| i >= count) {
+        let named = (setup.faults.keys().copied()).chain(setup.peer_down.iter().map(|p| p.1));
+        if let Some(i) = named.filter(|&i| i >= count).min() {
             return Err(format!(
                 "device {i} is not on the simulated node of {count} (devices=N makes more)"
             ));
@@ -124,6 +137,11 @@ impl Setup {
             return Ok(Setup::default());
         };
         Setup::parse(&text).map_err(|e| format!("{}={text}: {e}", super::SETUP_VARIABLE))
+    }
+
+    /// Whether devices `a` and `b` lack a direct path.
+    pub(super) fn peer_down(&self, a: u32, b: u32) -> bool {
+        self.peer_down.contains(&(a.min(b), a.max(b)))
     }
 
     /// Devices on the node.
@@ -168,5 +186,17 @@ mod tests {
         assert!(Setup::parse("slow=1:1.5").unwrap_err().contains("'1.5'"));
         assert!(Setup::parse("devices=65").unwrap_err().contains("'65'"));
         assert!(Setup::parse("lanes=1:0").unwrap_err().contains("'0'"));
+        let s = Setup::parse("devices=8,peer-down=6:2").unwrap();
+        assert!(s.peer_down(2, 6) && s.peer_down(6, 2) && !s.peer_down(2, 5));
+        assert!(
+            Setup::parse("peer-down=1:1")
+                .unwrap_err()
+                .contains("two devices")
+        );
+        assert!(
+            Setup::parse("peer-down=0:5")
+                .unwrap_err()
+                .contains("device 5")
+        );
     }
 }

@@ -131,7 +131,7 @@ fn output_help(command: &str) -> &'static str {
 
 /// What `--format`'s help adds in a command, where a form holds something
 /// particular there.
-const FORM_HELP: [(&str, &str); 7] = [
+const FORM_HELP: [(&str, &str); 8] = [
     (
         "report",
         "markdown: tables and links to the SVG plots; html: one page, plots inline; jsonl: the records",
@@ -142,6 +142,10 @@ const FORM_HELP: [(&str, &str); 7] = [
         "json: the whole verdict; jsonl: the verdict on one line",
     ),
     ("topo", "json: the full model"),
+    (
+        "peers",
+        "json: the matrix as one document, kind membw-peers; jsonl: the same on one line",
+    ),
     (
         "sweep",
         "of the summary printed at the end; jsonl: every record of the file",

@@ -1,0 +1,119 @@
+//! Where a health rate was measured, as people read it and files spell it.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a rate was measured: every allowed core on local memory, or the
+/// cores of one NUMA domain on that domain's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    Node,
+    Numa(usize),
+    /// Device I's own memory (the backend's target), measured whole.
+    Device(u32),
+    /// Device I's host link, to and from host buffers on NUMA node N.
+    HostLink(u32, usize),
+}
+
+impl std::fmt::Display for Scope {
+    /// As people read it: `node`, `NUMA node 3`, `device 2`, `device 2
+    /// link from node 0`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scope::Node => f.write_str("node"),
+            Scope::Numa(n) => write!(f, "NUMA node {n}"),
+            Scope::Device(i) => write!(f, "device {i}"),
+            Scope::HostLink(i, n) => write!(f, "device {i} link from node {n}"),
+        }
+    }
+}
+
+impl Scope {
+    /// As files spell it: `node`, `numa:3`, `device:2`, `device:2/link:0`.
+    pub fn key(&self) -> String {
+        match self {
+            Scope::Node => "node".into(),
+            Scope::Numa(n) => format!("numa:{n}"),
+            Scope::Device(i) => format!("device:{i}"),
+            Scope::HostLink(i, n) => format!("device:{i}/link:{n}"),
+        }
+    }
+
+    /// A key as files spell it. The keys of files from before device sets
+    /// (`device`, `link:N`) name device 0 here; a baseline's scopes take
+    /// their device's index from the device they record.
+    pub fn parse(text: &str) -> Option<Scope> {
+        let link = |t: &str| t.strip_prefix("link:")?.parse().ok();
+        match text {
+            "node" => Some(Scope::Node),
+            "device" => Some(Scope::Device(0)),
+            _ => {
+                if let Some(n) = text.strip_prefix("numa:") {
+                    return n.parse().ok().map(Scope::Numa);
+                }
+                if let Some(n) = link(text) {
+                    return Some(Scope::HostLink(0, n));
+                }
+                let rest = text.strip_prefix("device:")?;
+                match rest.split_once('/') {
+                    None => rest.parse().ok().map(Scope::Device),
+                    Some((i, l)) => Some(Scope::HostLink(i.parse().ok()?, link(l)?)),
+                }
+            }
+        }
+    }
+
+    /// The device a scope measures, for a device's scopes.
+    pub fn device_index(&self) -> Option<u32> {
+        match self {
+            Scope::Device(i) | Scope::HostLink(i, _) => Some(*i),
+            Scope::Node | Scope::Numa(_) => None,
+        }
+    }
+
+    /// The same scope of device `index`.
+    pub fn of_device(self, index: u32) -> Scope {
+        match self {
+            Scope::Device(_) => Scope::Device(index),
+            Scope::HostLink(_, n) => Scope::HostLink(index, n),
+            other => other,
+        }
+    }
+
+    /// Scopes that measure the same thing on identical hardware, and so
+    /// must show the same rate: the NUMA domains, the devices' memories,
+    /// the devices' links from one host node.
+    pub fn siblings(&self) -> Option<Siblings> {
+        match self {
+            Scope::Node => None,
+            Scope::Numa(_) => Some(Siblings::Domains),
+            Scope::Device(_) => Some(Siblings::Devices),
+            Scope::HostLink(_, n) => Some(Siblings::Links(*n)),
+        }
+    }
+}
+
+/// A class of [`Scope::siblings`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Siblings {
+    Domains,
+    Devices,
+    /// The devices' links from this host node.
+    Links(usize),
+}
+
+impl Serialize for Scope {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.key())
+    }
+}
+
+impl<'de> Deserialize<'de> for Scope {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Scope, D::Error> {
+        let text = String::deserialize(d)?;
+        Scope::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "scope '{text}' (node, numa:N, device:I or device:I/link:N)"
+            ))
+        })
+    }
+}

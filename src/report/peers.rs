@@ -1,0 +1,89 @@
+//! `membw peers` for people: one matrix per method as nvbandwidth prints
+//! them (rows the source, columns the destination), each cell the best
+//! repetition with the half-width of its mean's 95 % interval, then the
+//! pairs' paths and what arrived.
+
+use crate::results::peers::{PeerCell, PeerReport};
+use std::fmt::Write;
+
+/// The matrix document as text.
+pub fn text(r: &PeerReport) -> String {
+    let mut o = String::new();
+    let names: Vec<String> = r.devices.iter().map(|d| d.id.name.clone()).collect();
+    let index: Vec<u32> = r.devices.iter().map(|d| d.id.index).collect();
+    let model = (r.devices.first()).and_then(|d| d.facts.model.clone());
+    let _ = writeln!(
+        o,
+        "Peers: {} devices ({}{}), every ordered pair · {} per copy · {} timed repetitions a cell",
+        names.len(),
+        names.join(", "),
+        model.map_or(String::new(), |m| format!(": {m}")),
+        crate::units::Bytes(r.elements * 8),
+        r.ntimes
+    );
+    let _ = writeln!(
+        o,
+        "  GB/s, best repetition ± half the 95 % interval of the mean; rows the source, columns the destination"
+    );
+    let width = names.iter().map(String::len).max().unwrap_or(4).max(6);
+    for method in r.methods() {
+        let _ = writeln!(o, "\n  {}: {}", method.name(), method.describe());
+        let mut head = format!("  {:<width$}", "from\\to");
+        for n in &names {
+            let _ = write!(head, " {n:>16}");
+        }
+        let _ = writeln!(o, "{head}");
+        for (row, from) in names.iter().zip(&index) {
+            let mut line = format!("  {row:<width$}");
+            for to in &index {
+                let cell = r.cell(method, *from, *to);
+                let _ = write!(line, " {:>16}", cell_text(cell, from == to));
+            }
+            let _ = writeln!(o, "{}", line.trim_end());
+        }
+    }
+    let staged: Vec<String> = (r.cells.iter())
+        .filter(|c| c.path == "staged")
+        .map(|c| format!("{}→{}", c.from, c.to))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if staged.is_empty() {
+        let _ = writeln!(o, "\n  paths: every pair direct (peer access)");
+    } else {
+        let _ = writeln!(
+            o,
+            "\n  paths: staged through host memory (no peer access): {}; every other pair direct",
+            staged.join(", ")
+        );
+    }
+    let skipped: std::collections::BTreeSet<&String> =
+        r.cells.iter().filter_map(|c| c.skipped.as_ref()).collect();
+    for why in skipped {
+        let _ = writeln!(o, "  not measured (sm-write, sm-read): {why}");
+    }
+    let wrong = r.wrong();
+    if wrong.is_empty() {
+        let _ = writeln!(o, "  validation: every copy arrived right");
+    } else {
+        for w in wrong {
+            let _ = writeln!(o, "  VALIDATION FAILED: {w}");
+        }
+    }
+    o
+}
+
+/// One cell: `380.1 ± 0.4`, `-` on the diagonal, `n/a` where it was not
+/// measured, `wrong` where its copy came back wrong.
+fn cell_text(cell: Option<&PeerCell>, diagonal: bool) -> String {
+    match cell {
+        _ if diagonal => "-".into(),
+        None => String::new(),
+        Some(c) if c.wrong.is_some() => "wrong".into(),
+        Some(c) => match (c.best_gb_s, c.rates.and_then(|s| s.interval())) {
+            (Some(best), Some(i)) => format!("{best:.1} ± {:.1}", i.half_width()),
+            (Some(best), None) => format!("{best:.1}"),
+            (None, _) => "n/a".into(),
+        },
+    }
+}
