@@ -350,3 +350,37 @@ fn a_node_check_finds_the_pair_whose_peer_link_is_down_with_and_without_a_baseli
         "{differences}"
     );
 }
+
+#[test]
+fn a_check_with_no_backend_covers_the_cpus_and_every_gpu_unless_told() {
+    // The simulated node stands for the GPUs the CUDA driver would list.
+    let scopes = |extra: &[&str]| {
+        let out = membw()
+            .env("MEMBW_SIM_DEVICE", "devices=2,peak=1")
+            .args(["check", "--peak", "1", "--ntimes", "3", "--budget", "1s"])
+            .args(["--format", "json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let mut scopes: Vec<String> = (v["rates"].as_array().unwrap().iter())
+            .map(|r| r["scope"].as_str().unwrap().to_string())
+            .collect();
+        scopes.dedup();
+        scopes
+    };
+    let all = scopes(&[]);
+    assert_eq!(all.first().map(String::as_str), Some("node"), "{all:?}");
+    for s in ["device:0", "device:1", "device:0/link:0", "device:1/link:0"] {
+        assert!(all.iter().any(|a| a == s), "{s}: {all:?}");
+    }
+    // --no-gpus, or --backend cpu named: the CPUs only.
+    for told in [&["--no-gpus"][..], &["--backend", "cpu"]] {
+        let cpus = scopes(told);
+        assert!(
+            cpus.iter().all(|s| !s.starts_with("device")),
+            "{told:?}: {cpus:?}"
+        );
+    }
+}

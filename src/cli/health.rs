@@ -43,7 +43,7 @@ pub(crate) struct BaselineArgs {
     json: super::flags::Json,
 
     #[command(flatten)]
-    protocol: ProtocolArgs,
+    pub(super) protocol: ProtocolArgs,
 }
 
 /// `membw baseline`. Exit 1 only where the node was measured and found
@@ -211,7 +211,7 @@ pub(crate) struct CheckArgs {
     prom: super::flags::Prom,
 
     #[command(flatten)]
-    protocol: ProtocolArgs,
+    pub(super) protocol: ProtocolArgs,
 
     #[command(flatten)]
     peak: PeakArgs,
@@ -300,7 +300,7 @@ fn plan_check<'a>(
         .filter(|j| matches!(j.scope, crate::health::Scope::Numa(_)))
         .count()
         >= 2;
-    let siblings = source.devices().len() >= 2;
+    let siblings = source.devices().iter().flatten().count() >= 2;
     let mut notes = Vec::new();
     // A device is held against its own peak, not the host's.
     let held_against = (jobs.iter()).find_map(|j| j.plan.target.memory_peak(peak));

@@ -27,6 +27,15 @@ pub(crate) struct ProtocolArgs {
     #[command(flatten)]
     backend: super::flags::BackendArg,
 
+    /// With no --backend on a GPU node: the CPUs only (by default baseline and check cover the
+    /// CPUs and every GPU the CUDA driver sees)
+    #[arg(long, help_heading = "What is measured")]
+    no_gpus: bool,
+
+    /// Whether --backend was on the command line (set after parsing).
+    #[arg(skip)]
+    pub(super) backend_given: bool,
+
     #[command(flatten)]
     sysroot: super::flags::Sysroot,
 }
@@ -51,13 +60,40 @@ impl ProtocolArgs {
     /// What measures: the backend, the fake, or every device of a set
     /// (`--backend cuda:all`), one after another.
     pub(super) fn source(&self, topo: &Topology) -> Result<Box<dyn Source>> {
+        use crate::engine::set_source::DeviceSetSource;
+        if let Some(spec) = self.node_gpus() {
+            let set = crate::backend::set_by_name(&spec).map_err(crate::error::Error::Runtime)?;
+            return Ok(Box::new(DeviceSetSource::with_host(set, topo)?));
+        }
         if self.fake.fake_source.is_none()
             && let Some(set) = self.backend.device_set()?
         {
-            let set = crate::engine::set_source::DeviceSetSource::new(set, topo)?;
-            return Ok(Box::new(set));
+            return Ok(Box::new(DeviceSetSource::new(set, topo)?));
         }
         self.backend.source(self.fake.fake_source.as_deref())
+    }
+
+    /// The GPUs a node's check covers beside its CPUs: every GPU the CUDA
+    /// driver sees, where --backend was not given (nor --no-gpus); none
+    /// where no driver loads or it sees none. The tests' simulated node
+    /// stands for them where `MEMBW_SIM_DEVICE` sets it up.
+    fn node_gpus(&self) -> Option<String> {
+        if self.backend_given || self.no_gpus || self.fake() {
+            return None;
+        }
+        let simulated = std::env::var_os(crate::backend::sim::SETUP_VARIABLE).is_some();
+        let spec = if simulated { "sim:all" } else { "cuda:all" };
+        match crate::backend::platform_set(spec) {
+            Ok(Some((_, devices))) if !devices.is_empty() => Some(spec.into()),
+            _ => None,
+        }
+    }
+
+    /// The device set whose pairs are probed: --backend's, or the node's
+    /// GPUs.
+    fn pair_spec(&self) -> String {
+        self.node_gpus()
+            .unwrap_or_else(|| self.backend.spec().to_string())
     }
 
     /// A device set's GPU↔GPU pairs, copy engine one way, three
@@ -70,7 +106,7 @@ impl ProtocolArgs {
         stop: &crate::sys::Stop,
     ) -> Result<Vec<crate::results::peers::PeerCell>> {
         use crate::backend::gpu::peers;
-        let set = crate::backend::platform_set(self.backend.spec())
+        let set = crate::backend::platform_set(&self.pair_spec())
             .ok()
             .flatten();
         let Some((platform, devices)) = set.filter(|(_, d)| d.len() > 1 && !self.fake()) else {

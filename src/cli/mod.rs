@@ -182,7 +182,18 @@ fn parse_cli() -> std::result::Result<Cli, clap::Error> {
         .mut_subcommands(any_case)
     }
     let matches = any_case(command()).try_get_matches()?;
-    Cli::from_arg_matches(&matches)
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    // Baseline and check cover a GPU node's GPUs unless --backend names
+    // what they measure: whether it was given is the parser's to say.
+    let given = |sub: &clap::ArgMatches| {
+        sub.value_source("backend") != Some(clap::parser::ValueSource::DefaultValue)
+    };
+    match (&mut cli.command, matches.subcommand()) {
+        (Command::Baseline(args), Some((_, sub))) => args.protocol.backend_given = given(sub),
+        (Command::Check(args), Some((_, sub))) => args.protocol.backend_given = given(sub),
+        _ => {}
+    }
+    Ok(cli)
 }
 
 /// The command line as clap builds it from the definitions, with what each

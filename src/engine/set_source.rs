@@ -10,9 +10,10 @@ use crate::plan::{Plan, Prepared, Settings};
 use crate::results::Measurement;
 use crate::topology::Topology;
 
-/// Every device of a set, each behind its own backend.
+/// Every device of a set, each behind its own backend, and the host's
+/// CPUs where a node's check covers them too (index `None`).
 pub struct DeviceSetSource {
-    members: Vec<(u32, StreamSource)>,
+    members: Vec<(Option<u32>, StreamSource)>,
 }
 
 impl DeviceSetSource {
@@ -24,29 +25,33 @@ impl DeviceSetSource {
             .map(|backend| {
                 let source = StreamSource { backend };
                 let index = device_index(&source, topo)?;
-                Ok((index, source))
+                Ok((Some(index), source))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(DeviceSetSource { members })
     }
 
+    /// The host's CPUs first (the node's own scopes), then every device.
+    pub fn with_host(backends: Vec<Box<dyn Backend>>, topo: &Topology) -> Result<DeviceSetSource> {
+        let mut set = DeviceSetSource::new(backends, topo)?;
+        set.members.insert(0, (None, StreamSource::default()));
+        Ok(set)
+    }
+
     fn member(&self, device: Option<u32>) -> Result<&StreamSource> {
-        let named = |i: u32| self.members.iter().find(|(d, _)| *d == i);
-        match device.map(named) {
-            Some(Some((_, s))) => Ok(s),
-            Some(None) => Err(Error::Usage(format!(
-                "device {} is not in this set (devices {})",
-                device.unwrap_or_default(),
-                self.list()
-            ))),
-            None => Err(Error::Usage(
-                "the host's memory is not measured by a device set".into(),
-            )),
+        match self.members.iter().find(|(d, _)| *d == device) {
+            Some((_, s)) => Ok(s),
+            None => Err(Error::Usage(match device {
+                Some(i) => format!("device {i} is not in this set (devices {})", self.list()),
+                None => "the host's memory is not measured by a device set".into(),
+            })),
         }
     }
 
     fn list(&self) -> String {
-        let ids: Vec<String> = self.members.iter().map(|(i, _)| i.to_string()).collect();
+        let ids: Vec<String> = (self.members.iter())
+            .filter_map(|(i, _)| i.map(|i| i.to_string()))
+            .collect();
         ids.join(", ")
     }
 }
@@ -88,11 +93,11 @@ impl Source for DeviceSetSource {
     }
     /// A plan for the set's first device (what a set's plans look like).
     fn prepare(&self, topo: &Topology, settings: &Settings) -> Result<Prepared> {
-        self.prepare_on(self.members.first().map(|(i, _)| *i), topo, settings)
+        self.prepare_on(self.members.first().and_then(|(i, _)| *i), topo, settings)
     }
     fn measure(&mut self, plan: &Plan, stop: &crate::sys::Stop) -> Result<Measurement> {
         let index = plan.target.device_index();
-        let at = (self.members.iter()).position(|(i, _)| Some(*i) == index);
+        let at = (self.members.iter()).position(|(i, _)| *i == index);
         match at {
             Some(at) => self.members[at].1.measure(plan, stop),
             None => Err(Error::Runtime(format!(
@@ -103,7 +108,7 @@ impl Source for DeviceSetSource {
         }
     }
     fn devices(&self) -> Vec<Option<u32>> {
-        self.members.iter().map(|(i, _)| Some(*i)).collect()
+        self.members.iter().map(|(i, _)| *i).collect()
     }
     fn prepare_on(
         &self,
