@@ -11,12 +11,22 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
+/// What a file measured, as the merged table names it: its host, or for
+/// a device its host and the device (`gpu07/cuda3`), so that a fleet's
+/// GPUs are ranked one by one as its nodes are.
+fn who(doc: &RunReport) -> String {
+    match doc.measurement.target().device_name() {
+        Some(device) => format!("{}/{device}", doc.host.hostname),
+        None => doc.host.hostname.clone(),
+    }
+}
+
 /// One node's file as a rank of a merged, unsynchronized measurement.
 fn as_rank(index: usize, doc: &RunReport) -> RankRun {
     RankRun::new(
         index,
         None,
-        doc.host.hostname.clone(),
+        who(doc),
         &doc.measurement,
         &[],
         doc.peak.as_ref().map(|p| p.peak.node_gb_s()),
@@ -25,7 +35,7 @@ fn as_rank(index: usize, doc: &RunReport) -> RankRun {
 
 /// Per-node files merged: every host once.
 pub fn merge(docs: &[(PathBuf, RunReport)], outlier: f64) -> Result<Ranks, String> {
-    let mut seen: BTreeMap<&str, &Path> = BTreeMap::new();
+    let mut seen: BTreeMap<String, &Path> = BTreeMap::new();
     for (path, doc) in docs {
         if doc.measurement.ranks().is_some() {
             return Err(format!(
@@ -33,12 +43,12 @@ pub fn merge(docs: &[(PathBuf, RunReport)], outlier: f64) -> Result<Ranks, Strin
                 path.display()
             ));
         }
-        if let Some(first) = seen.insert(&doc.host.hostname, path) {
+        if let Some(first) = seen.insert(who(doc), path) {
             return Err(format!(
-                "{} and {}: both from host {}; give one file per node",
+                "{} and {}: both from host {}; give one file per node (or per GPU)",
                 first.display(),
                 path.display(),
-                doc.host.hostname
+                who(doc)
             ));
         }
     }
@@ -59,13 +69,14 @@ type Likeness = [(&'static str, String); 5];
 fn likeness(doc: &RunReport) -> Likeness {
     let m = &doc.measurement;
     [
-        (
-            "CPU",
-            doc.host
-                .cpu_model
-                .clone()
-                .unwrap_or_else(|| "unknown".into()),
-        ),
+        // A GPU is like another GPU of its model, whatever host drives it.
+        match m.target().device_model() {
+            Some(model) => ("device", model.to_string()),
+            None => (
+                "CPU",
+                (doc.host.cpu_model.clone()).unwrap_or_else(|| "unknown".into()),
+            ),
+        },
         ("sockets", doc.host.sockets.to_string()),
         ("threads", m.threads.len().max(1).to_string()),
         ("ISA", m.isa.map_or("-".into(), |i| i.to_string())),
@@ -79,9 +90,9 @@ fn differences(docs: &[(PathBuf, RunReport)]) -> Vec<String> {
     let all: Vec<_> = docs.iter().map(|(_, d)| (d, likeness(d))).collect();
     let mut out = Vec::new();
     for i in 0..5 {
-        let mut values: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut values: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for (d, l) in &all {
-            values.entry(&l[i].1).or_default().push(&d.host.hostname);
+            values.entry(&l[i].1).or_default().push(who(d));
         }
         if values.len() > 1 {
             let listed: Vec<String> = values

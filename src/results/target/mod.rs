@@ -276,6 +276,12 @@ impl Target {
         self.device().map(|d| d.id.name.as_str())
     }
 
+    /// The device's model, as its driver names it, where the target is a
+    /// device that says.
+    pub fn device_model(&self) -> Option<&str> {
+        self.device().and_then(|d| d.facts.model.as_deref())
+    }
+
     /// The label of the program measured (`gcc`), where the target is one
     /// that has a label.
     pub fn program_label(&self) -> Option<&str> {
