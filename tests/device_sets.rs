@@ -357,7 +357,18 @@ fn a_check_with_no_backend_covers_the_cpus_and_every_gpu_unless_told() {
     let scopes = |extra: &[&str]| {
         let out = membw()
             .env("MEMBW_SIM_DEVICE", "devices=2,peak=1")
-            .args(["check", "--peak", "1", "--ntimes", "3", "--budget", "1s"])
+            // The node's scopes are sized by STREAM's rule on this host's
+            // caches: one kernel, the fewest repetitions, one round.
+            .args([
+                "check",
+                "--peak",
+                "1",
+                "--kernels",
+                "triad",
+                "--ntimes",
+                "2",
+            ])
+            .args(["--budget", "1s"])
             .args(["--format", "json"])
             .args(extra)
             .output()

@@ -268,7 +268,16 @@ fn resume_continues_the_files_study_and_refuses_another() {
 fn compare_pairs_an_auto_point_with_the_store_mode_it_ran() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
-    for (file, stores) in [(&a, "auto"), (&b, "nt")] {
+    // Auto resolves by this host's caches: B asks for the mode A ran.
+    let ran = |file: &std::path::Path| {
+        let text = std::fs::read_to_string(file).unwrap();
+        ["nt", "regular"]
+            .into_iter()
+            .find(|m| text.contains(&format!("\"stores\":\"{m}\"")))
+            .expect("a resolved store mode")
+    };
+    for file in [&a, &b] {
+        let stores = if file == &a { "auto" } else { ran(&a) };
         stdout(&[
             "sweep",
             "--fake-source",
