@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="e58c1a39819825cf4dbd6d01e1c5c927ac4a5f23bdd51c80f6557415c5deb066")
+    version("0.1.0", sha256="f00498d7600a07913a768bbda4173add1c64f7f79e0c7ee4e7d43712d8e97eab")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
