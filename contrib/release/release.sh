@@ -103,7 +103,9 @@ done < <(python3 "$here/packaging.py" crates)
 # machine. (Under qemu-user that would take minutes.)
 smoke_test() {
     local binary=$1 arch=$2 run
-    if [ "$arch" = "$(uname -m)" ]; then run=("$binary"); else run=(qemu-"$arch"-static "$binary"); fi
+    # A dynamic (portable) binary of another architecture finds its loader
+    # and glibc in the cross toolchain's root, as .cargo/config.toml's runner.
+    if [ "$arch" = "$(uname -m)" ]; then run=("$binary"); else run=(qemu-"$arch"-static -L "/usr/$arch-linux-gnu" "$binary"); fi
     local smoke=("--version" "topo" "run --size 4MiB --ntimes 3 --format json")
     if [ "${run[0]}" = "$binary" ]; then
         smoke+=("baseline --ntimes 3 --allow-busy -o $work/baseline.json"
