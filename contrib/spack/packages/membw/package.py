@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="f00498d7600a07913a768bbda4173add1c64f7f79e0c7ee4e7d43712d8e97eab")
+    version("0.1.0", sha256="3c588f84a6f28c5949cc66d3cb9172fde772b176fc59107a62c8847c5740bb4e")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
