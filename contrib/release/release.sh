@@ -108,8 +108,10 @@ smoke_test() {
     if [ "$arch" = "$(uname -m)" ]; then run=("$binary"); else run=(qemu-"$arch"-static -L "/usr/$arch-linux-gnu" "$binary"); fi
     local smoke=("--version" "topo" "run --size 4MiB --ntimes 3 --format json")
     if [ "${run[0]}" = "$binary" ]; then
-        smoke+=("baseline --ntimes 3 --allow-busy -o $work/baseline.json"
-                "check --baseline $work/baseline.json --ntimes 3 --tolerance 90% --budget 120s")
+        # One baseline per binary: baseline never replaces a file.
+        local base; base="$work/baseline-$(basename "$binary").json"
+        smoke+=("baseline --ntimes 3 --allow-busy -o $base"
+                "check --baseline $base --ntimes 3 --tolerance 90% --budget 120s")
     fi
     for args in "${smoke[@]}"; do
         # shellcheck disable=SC2086 # the words of args
