@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="3c588f84a6f28c5949cc66d3cb9172fde772b176fc59107a62c8847c5740bb4e")
+    version("0.1.0", sha256="8700e777553bf1b4d425c0d3f988019b6039c9ab43dc865f96c27088984b7464")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
