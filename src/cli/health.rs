@@ -96,6 +96,7 @@ fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
         check::measure_baseline(&mut engine, &jobs, rounds, &stop, &mut |i| {
             crate::say!("membw: round {i} of {rounds} done")
         })?;
+    let pairs = args.protocol.pairs(&topo, largest(&jobs), &stop)?;
     if let Some(signal) = stop.signal() {
         return Err(Error::Interrupted {
             signal,
@@ -113,7 +114,6 @@ fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
             interference.cause().unwrap_or_default()
         )));
     }
-    let pairs = args.protocol.pairs(&topo, largest(&jobs), &stop)?;
     let host = crate::results::Host::describe(&topo);
     let baseline = Baseline {
         pairs,
@@ -374,6 +374,11 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         args.budget.or(super::flags::Budget::CHECK),
         &stop,
     )?;
+    // A set's pairs, once after the rounds: a signal during them ends the
+    // check as one during the rounds does, not with a partial matrix.
+    let began = std::time::Instant::now();
+    let pairs = args.protocol.pairs(&topo, largest(&plan.jobs), &stop)?;
+    let pairs_took = (pairs.len(), began.elapsed().as_secs_f64());
     if let Some(signal) = stop.signal() {
         return Err(Error::Interrupted {
             signal,
@@ -387,10 +392,6 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         .zip(throttled_before)
         .map(|(after, before)| after.saturating_sub(before))
         .filter(|d| !d.is_zero());
-    // A set's pairs, once after the rounds.
-    let began = std::time::Instant::now();
-    let pairs = args.protocol.pairs(&topo, largest(&plan.jobs), &stop)?;
-    let pairs_took = (pairs.len(), began.elapsed().as_secs_f64());
     let mut devices: Vec<crate::results::target::Device> = Vec::new();
     for d in (plan.jobs.iter()).filter_map(|j| j.plan.target.device()) {
         if !devices.iter().any(|k| k.id == d.id) {
