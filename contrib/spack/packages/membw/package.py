@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="8700e777553bf1b4d425c0d3f988019b6039c9ab43dc865f96c27088984b7464")
+    version("0.1.0", sha256="5f288c0b3f9b778327c145c931979e760a9d2c63dc520f487671053853168a84")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
