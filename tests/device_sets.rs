@@ -352,6 +352,90 @@ fn a_node_check_finds_the_pair_whose_peer_link_is_down_with_and_without_a_baseli
 }
 
 #[test]
+fn a_node_check_finds_the_gpu_with_nvlink_links_down_with_and_without_a_baseline() {
+    // Device 5 has 16 of its 18 links up: a hardware finding against its
+    // seven siblings whatever the rates.
+    let dir = tempfile::tempdir().unwrap();
+    let prom = dir.path().join("node.prom");
+    let (v, code) = check_set(
+        "sim:all",
+        "devices=8,nvlink=18,nvlink-down=5:2,peak=1",
+        &[
+            "--kernels",
+            "triad",
+            "--budget",
+            "2s",
+            "--prom",
+            prom.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(1), "{v}");
+    // One series per GPU's links and per pair, which promtool accepts.
+    let text = std::fs::read_to_string(&prom).unwrap();
+    let up = |gpu: u32| {
+        (text.lines())
+            .find(|l| {
+                l.starts_with("membw_gpu_nvlink_links_up{")
+                    && l.contains(&format!("gpu=\"sim:{gpu}\""))
+            })
+            .and_then(|l| l.rsplit(' ').next())
+            .map(str::to_string)
+    };
+    assert_eq!(
+        (up(5).as_deref(), up(4).as_deref()),
+        (Some("16"), Some("18")),
+        "{text}"
+    );
+    let pairs = text
+        .lines()
+        .filter(|l| l.starts_with("membw_peer_bandwidth_bytes_per_second{"));
+    assert_eq!(pairs.count(), 56, "{text}");
+    let mut promtool = std::process::Command::new("promtool");
+    promtool
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(&prom).unwrap());
+    common::tool(&mut promtool, "prometheus");
+    let differences = v["differences"].to_string();
+    assert!(
+        differences.contains("sim5: 16 of its 18 NVLink links are up where its siblings have 18"),
+        "{differences}"
+    );
+    assert_eq!(v["pairs"][0]["fabric"]["links"], 18, "{v}");
+
+    // A baseline with every link up; then a link of device 1 down: its
+    // pairs cross fewer links than they did.
+    let base = dir.path().join("node.json");
+    let out = membw()
+        .env("MEMBW_SIM_DEVICE", "devices=2,nvlink=4")
+        .args(["baseline", "--backend", "sim:all", "--array-size", "256K"])
+        .args([
+            "--kernels",
+            "triad",
+            "--ntimes",
+            "3",
+            "--rounds",
+            "2",
+            "--allow-busy",
+            "-o",
+        ])
+        .arg(&base)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let (v, code) = check_set(
+        "sim:all",
+        "devices=2,nvlink=4,nvlink-down=1:1",
+        &["--baseline", base.to_str().unwrap(), "--budget", "2s"],
+    );
+    assert_eq!(code, Some(1), "{v}");
+    let differences = v["differences"].to_string();
+    assert!(
+        differences.contains("pair 0 → 1 crosses 3 NVLink links, 4 in the baseline"),
+        "{differences}"
+    );
+}
+
+#[test]
 fn a_check_with_no_backend_covers_the_cpus_and_every_gpu_unless_told() {
     // The simulated node stands for the GPUs the CUDA driver would list.
     let scopes = |extra: &[&str]| {

@@ -134,3 +134,46 @@ fn what_is_no_pair_probe_is_refused_in_one_line() {
     );
     usage_error(&["peers", "--backend", "sim:all", "--format", "csv"], "csv");
 }
+
+#[test]
+fn nvlink_paths_and_their_peaks_travel_with_each_pair() {
+    // 18 links a device to the switches, 4 of device 2's down.
+    let setup = "devices=4,nvlink=18,nvlink-down=2:4";
+    let args = ["--methods", "ce-write", "--format", "json"];
+    let (code, stdout, stderr) = peers("sim:all", setup, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    let fabric = &doc["devices"][2]["fabric"];
+    assert_eq!(
+        (
+            fabric["links"].as_u64(),
+            fabric["up_to"].as_array().map(Vec::len)
+        ),
+        (Some(18), Some(14)),
+        "{fabric}"
+    );
+    for c in doc["cells"].as_array().unwrap() {
+        let links = if c["from"] == 2 || c["to"] == 2 {
+            14
+        } else {
+            18
+        };
+        assert_eq!(c["fabric"]["links"], links, "{c}");
+        assert_eq!(c["fabric"]["switched"], true, "{c}");
+        assert_eq!(
+            c["fabric"]["peak_gb_s"].as_f64(),
+            Some(25.0 * f64::from(links)),
+            "{c}"
+        );
+    }
+    let (_, text, _) = peers("sim:all", setup, &["--methods", "ce-write"]);
+    assert!(text.contains("NVLink paths"), "{text}");
+    assert!(
+        text.contains("NV14 switch") && text.contains("NV18 switch"),
+        "{text}"
+    );
+    assert!(text.contains("of each pair's NVLink peak:"), "{text}");
+    // Without links, no path and no share is claimed.
+    let (_, plain, _) = peers("sim:0-1", "", &["--methods", "ce-write"]);
+    assert!(!plain.contains("NVLink"), "{plain}");
+}

@@ -405,6 +405,8 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         let why = d.facts.link?.degraded()?;
         Some(format!("{}: {why}", d.id.name))
     }));
+    // And so is an NVLink link down: against the device's siblings.
+    differences.extend(crate::health::pairs::links_down(&devices));
     differences.extend(match baseline.as_ref().filter(|b| !b.pairs.is_empty()) {
         Some(b) => crate::health::pairs::against_baseline(&pairs, &b.pairs, args.tolerance),
         None => crate::health::pairs::against_siblings(&pairs, args.tolerance),

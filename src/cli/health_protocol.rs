@@ -125,7 +125,13 @@ impl ProtocolArgs {
             stop,
         )
         .map_err(|e| crate::error::Error::Runtime(format!("peer copies: {e}")))?;
-        Ok(times.iter().map(peers::PairTimes::cell).collect())
+        let mut cells: Vec<_> = times.iter().map(peers::PairTimes::cell).collect();
+        let described = (devices.iter())
+            .map(|&i| platform.describe(i, topo).map(|d| d.device))
+            .collect::<std::result::Result<Vec<_>, String>>()
+            .map_err(crate::error::Error::Runtime)?;
+        crate::results::peers::add_paths(&mut cells, &described);
+        Ok(cells)
     }
 
     pub(super) fn topology(&self) -> Result<Topology> {

@@ -111,6 +111,8 @@ pub(crate) fn peers(args: PeersArgs) -> Result<()> {
             ),
         });
     }
+    let mut cells: Vec<_> = times.iter().map(peers::PairTimes::cell).collect();
+    crate::results::peers::add_paths(&mut cells, &described);
     let report = PeerReport {
         schema_version: 1,
         kind: PEERS_KIND.into(),
@@ -119,7 +121,7 @@ pub(crate) fn peers(args: PeersArgs) -> Result<()> {
         devices: described,
         elements: elements as u64,
         ntimes: plan.ntimes,
-        cells: times.iter().map(peers::PairTimes::cell).collect(),
+        cells,
     };
     print(super::common::render_as(
         args.form.format,

@@ -5,6 +5,34 @@
 //! direct path. Pure functions of the cells, as the rules are.
 
 use crate::results::peers::PeerCell;
+use crate::results::target::Device;
+
+/// Devices whose NVLink links are not all up. Among siblings (the set's
+/// devices of the same model), a device with fewer links up than the
+/// most any of them has; alone, a device with some links up and some
+/// down (a PCIe card without bridges has none up, and is not at fault).
+pub fn links_down(devices: &[Device]) -> Vec<String> {
+    let mut out = Vec::new();
+    for d in devices {
+        let Some(f) = &d.facts.fabric else { continue };
+        let siblings = (devices.iter())
+            .filter(|o| o.id != d.id && o.facts.model == d.facts.model)
+            .filter_map(|o| o.facts.fabric.as_ref().map(|f| f.up()))
+            .max();
+        match siblings {
+            Some(most) if f.up() < most.min(f.links) => out.push(format!(
+                "{}: {} of its {} {} links are up where its siblings have {most}: a link down (cable, bridge, NVSwitch port)",
+                d.id.name,
+                f.up(),
+                f.links,
+                f.name
+            )),
+            None => out.extend(f.degraded().map(|why| format!("{}: {why}", d.id.name))),
+            _ => {}
+        }
+    }
+    out
+}
 
 /// The least tolerance of a pair against its siblings: identical pairs
 /// still differ by their place on the switches and by the host's noise in
@@ -62,6 +90,15 @@ pub fn against_baseline(cells: &[PeerCell], baseline: &[PeerCell], tolerance: f6
                 c.from, c.to
             ));
             continue;
+        }
+        if let Some(was) = &b.fabric {
+            let now = c.fabric.as_ref().map_or(0, |p| p.links);
+            if now < was.links {
+                out.push(format!(
+                    "pair {} → {} crosses {now} {} links, {} in the baseline: a link down (cable, bridge, NVSwitch port)",
+                    c.from, c.to, was.name, was.links
+                ));
+            }
         }
         if let (Some(rate), Some(was)) = (c.best_gb_s, b.best_gb_s)
             && short(c, rate, (1.0 - tolerance) * was)
@@ -123,6 +160,7 @@ mod tests {
             rates: None,
             wrong: None,
             skipped: None,
+            fabric: None,
         }
     }
 
@@ -186,5 +224,62 @@ mod tests {
             "{found:?}"
         );
         assert_eq!(against_baseline(&here[2..], &baseline[..1], 0.1).len(), 1);
+    }
+
+    fn gpu(index: u32, up: u32) -> Device {
+        let mut d = Device {
+            id: crate::results::target::DeviceId {
+                backend: "cuda".into(),
+                index,
+                name: format!("cuda{index}"),
+            },
+            facts: Default::default(),
+        };
+        d.facts.model = Some("H100".into());
+        d.facts.fabric = Some(crate::results::target::Fabric {
+            name: "NVLink".into(),
+            version: None,
+            links: 18,
+            up_to: vec!["switch".into(); up as usize],
+            link_gb_s: Some(25.0),
+        });
+        d
+    }
+
+    #[test]
+    fn a_device_with_links_down_is_named_against_its_siblings_or_its_count() {
+        let node: Vec<Device> = (0..8)
+            .map(|i| gpu(i, if i == 5 { 16 } else { 18 }))
+            .collect();
+        let found = links_down(&node);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0]
+                .starts_with("cuda5: 16 of its 18 NVLink links are up where its siblings have 18")
+        );
+        // Cards without bridges: none up on every one, nothing wrong.
+        assert!(links_down(&[gpu(0, 0), gpu(1, 0)]).is_empty());
+        assert!(links_down(&[gpu(0, 0)]).is_empty());
+        // Alone, against the count it has.
+        assert!(links_down(&[gpu(0, 17)])[0].contains("17 of its 18 NVLink links are up (1 down)"));
+    }
+
+    #[test]
+    fn a_pair_with_fewer_links_than_its_baseline_is_named() {
+        let path = |links| crate::results::target::FabricPath {
+            name: "NVLink".into(),
+            links,
+            switched: true,
+            peak_gb_s: None,
+        };
+        let mut baseline = node((9, 9));
+        let mut here = node((9, 9));
+        baseline[0].fabric = Some(path(18));
+        here[0].fabric = Some(path(16));
+        baseline[1].fabric = Some(path(18));
+        here[1].fabric = Some(path(18));
+        let found = against_baseline(&here, &baseline, 0.1);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("pair 0 → 1 crosses 16 NVLink links, 18 in the baseline"));
     }
 }

@@ -41,6 +41,38 @@ pub fn text(r: &PeerReport) -> String {
             }
             let _ = writeln!(o, "{}", line.trim_end());
         }
+        if let Some(line) = shares(r, method) {
+            let _ = writeln!(o, "{line}");
+        }
+    }
+    if r.cells.iter().any(|c| c.fabric.is_some()) {
+        let _ = writeln!(
+            o,
+            "\n  NVLink paths (links; 'switch': through NVSwitches), as nvidia-smi topo -m names them"
+        );
+        let mut head = format!("  {:<width$}", "from\\to");
+        for n in &names {
+            let _ = write!(head, " {n:>16}");
+        }
+        let _ = writeln!(o, "{head}");
+        for (row, from) in names.iter().zip(&index) {
+            let mut line = format!("  {row:<width$}");
+            for to in &index {
+                let path = (r.cells.iter())
+                    .find(|c| c.from == *from && c.to == *to)
+                    .map(|c| c.fabric.as_ref().map_or("no NVLink".into(), |p| p.short()));
+                let _ = write!(
+                    line,
+                    " {:>16}",
+                    if from == to {
+                        "-".into()
+                    } else {
+                        path.unwrap_or_default()
+                    }
+                );
+            }
+            let _ = writeln!(o, "{}", line.trim_end());
+        }
     }
     let staged: Vec<String> = (r.cells.iter())
         .filter(|c| c.path == "staged")
@@ -71,6 +103,30 @@ pub fn text(r: &PeerReport) -> String {
         }
     }
     o
+}
+
+/// `  of each pair's NVLink peak: 84 % to 86 % (12 pairs)`: what share
+/// of its path the method reached, where the paths' peaks are known.
+fn shares(r: &PeerReport, method: crate::results::peers::PeerMethod) -> Option<String> {
+    let shares: Vec<f64> = (r.cells.iter())
+        .filter(|c| c.method() == Some(method))
+        .filter_map(PeerCell::share_of_path)
+        .collect();
+    let low = shares.iter().copied().reduce(f64::min)?;
+    let high = shares.iter().copied().reduce(f64::max)?;
+    let (low, high) = (
+        format!("{:.0} %", 100.0 * low),
+        format!("{:.0} %", 100.0 * high),
+    );
+    let range = if low == high {
+        low
+    } else {
+        format!("{low} to {high}")
+    };
+    Some(format!(
+        "  of each pair's NVLink peak: {range} ({} pairs)",
+        shares.len()
+    ))
 }
 
 /// One cell: `380.1 ± 0.4`, `-` on the diagonal, `n/a` where it was not

@@ -215,6 +215,16 @@ pub fn check(v: &Verdict) -> String {
             help: "Best copy between two GPUs of a device set, by source (gpu), destination (peer), method and path (direct or staged).",
             samples: peer_samples(v),
         },
+        Metric {
+            name: "membw_gpu_nvlink_links",
+            help: "NVLink links each GPU of the check has, as its management library reports them.",
+            samples: nvlink_samples(v, |f| f.links),
+        },
+        Metric {
+            name: "membw_gpu_nvlink_links_up",
+            help: "NVLink links of each GPU of the check that are up.",
+            samples: nvlink_samples(v, crate::results::target::Fabric::up),
+        },
         trusted("membw_check_trusted", "check", [Some(&v.interference)]),
         Metric {
             name: "membw_check_duration_seconds",
@@ -227,6 +237,22 @@ pub fn check(v: &Verdict) -> String {
             &v.timestamp,
         ),
     ])
+}
+
+/// One series per GPU of the check that reports NVLink links.
+fn nvlink_samples(
+    v: &Verdict,
+    count: fn(&crate::results::target::Fabric) -> u32,
+) -> Vec<(String, f64)> {
+    (v.devices.iter().chain(v.device.iter()))
+        .filter_map(|d| {
+            let f = d.facts.fabric.as_ref()?;
+            Some((
+                scope_labels(Scope::Device(d.id.index), v),
+                f64::from(count(f)),
+            ))
+        })
+        .collect()
 }
 
 /// A set's pairs, one series each: the source's labels (gpu, uuid) and

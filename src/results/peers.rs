@@ -3,6 +3,7 @@
 //! over the repetitions with the interval of their mean, the path the
 //! driver gave the pair and whether what arrived was right.
 
+use super::target::{Device, FabricPath};
 use super::{Host, Stats};
 use serde::{Deserialize, Serialize};
 
@@ -99,11 +100,42 @@ pub struct PeerCell {
     /// Why it was not measured (a kernel cannot reach a staged peer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
+    /// The pair's NVLink path (links, through switches or not, its peak
+    /// each way), where both devices' management library reports links.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<FabricPath>,
 }
 
 impl PeerCell {
     pub fn method(&self) -> Option<PeerMethod> {
         PeerMethod::parse(&self.method)
+    }
+
+    /// What the path carries at most for this cell's bytes (both ways'
+    /// for `ce-bidir`), GB/s.
+    pub fn path_peak_gb_s(&self) -> Option<f64> {
+        let each_way = self.fabric.as_ref()?.peak_gb_s?;
+        let ways = if self.method().is_some_and(PeerMethod::both_ways) {
+            2.0
+        } else {
+            1.0
+        };
+        Some(each_way * ways)
+    }
+
+    /// The best rate's share of the path's peak.
+    pub fn share_of_path(&self) -> Option<f64> {
+        Some(self.best_gb_s? / self.path_peak_gb_s()?)
+    }
+}
+
+/// Gives each cell its pair's fabric path, from the devices' facts.
+pub fn add_paths(cells: &mut [PeerCell], devices: &[Device]) {
+    let find = |i: u32| devices.iter().find(|d| d.id.index == i);
+    for c in cells {
+        if let (Some(a), Some(b)) = (find(c.from), find(c.to)) {
+            c.fabric = super::target::fabric::path(a, b);
+        }
     }
 }
 
@@ -116,7 +148,7 @@ pub struct PeerReport {
     pub timestamp: String,
     pub host: Host,
     /// Every device of the set, in the order measured.
-    pub devices: Vec<super::target::Device>,
+    pub devices: Vec<Device>,
     /// Doubles per buffer, and timed repetitions per cell.
     pub elements: u64,
     pub ntimes: usize,

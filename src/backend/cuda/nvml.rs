@@ -37,6 +37,8 @@ pub(super) struct NvmlFacts {
     /// each way, where NVML reports active C2C links: the host link the
     /// transfers cross there, not the PCIe function sysfs shows.
     pub c2c_gb_s: Option<f64>,
+    /// Its NVLink links, where it has some and any is up.
+    pub fabric: Option<crate::results::target::Fabric>,
 }
 
 /// What NVML says of the GPU at `bus_id`, as far as it loads.
@@ -48,6 +50,7 @@ pub(super) fn facts(bus_id: &str) -> NvmlFacts {
                 memory_peak: Err(why),
                 driver_version: None,
                 c2c_gb_s: None,
+                fabric: None,
             };
         }
     };
@@ -59,7 +62,66 @@ pub(super) fn facts(bus_id: &str) -> NvmlFacts {
         memory_peak,
         driver_version: nvml.sys_driver_version().ok(),
         c2c_gb_s: c2c_gb_s(nvml, bus_id),
+        fabric: fabric(nvml, bus_id),
     }
+}
+
+/// A number of NVML's field values, whatever its type.
+fn field_number(
+    values: &[Result<
+        nvml_wrapper::struct_wrappers::device::FieldValueSample,
+        nvml_wrapper::error::NvmlError,
+    >],
+    i: usize,
+) -> Option<f64> {
+    use nvml_wrapper::enums::device::SampleValue;
+    match values.get(i)?.as_ref().ok()?.value.as_ref().ok()? {
+        SampleValue::U32(v) => Some(f64::from(*v)),
+        SampleValue::U64(v) => Some(*v as f64),
+        SampleValue::I64(v) => Some(*v as f64),
+        SampleValue::F64(v) => Some(*v),
+    }
+}
+
+/// The GPU's NVLink links: how many it has (NVML's link count), where
+/// each one up goes (a GPU NVML knows, else an NVSwitch), and what one
+/// carries each way. `None` where NVML reports no links. A PCIe card
+/// without bridges may report links on the die and none up: whether that
+/// is a fault only its siblings can tell (`health::pairs::links_down`).
+fn fabric(nvml: &Nvml, bus_id: &str) -> Option<crate::results::target::Fabric> {
+    use nvml_wrapper::structs::device::FieldId;
+    use nvml_wrapper::sys_exports::field_id::{
+        NVML_FI_DEV_NVLINK_LINK_COUNT as LINK_COUNT,
+        NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON as SPEED_MB_S,
+    };
+    /// nvml.h: NVML_NVLINK_MAX_LINKS.
+    const MAX_LINKS: u32 = 18;
+    let device = nvml.device_by_pci_bus_id(bus_id).ok()?;
+    let values = (device.field_values_for(&[FieldId(SPEED_MB_S), FieldId(LINK_COUNT)])).ok()?;
+    let links = field_number(&values, 1)? as u32;
+    let mut up_to = Vec::new();
+    let mut version = None;
+    for l in 0..links.min(MAX_LINKS) {
+        let link = device.link_wrapper_for(l);
+        if !link.is_active().unwrap_or(false) {
+            continue;
+        }
+        version = version.or(link.version().ok());
+        let remote = (link.remote_pci_info().ok()).map(|p| super::driver::normal_bus_id(&p.bus_id));
+        up_to.push(match remote {
+            Some(id) if nvml.device_by_pci_bus_id(id.as_str()).is_ok() => id,
+            _ => crate::results::target::fabric::SWITCH.to_string(),
+        });
+    }
+    (links > 0).then(|| crate::results::target::Fabric {
+        name: "NVLink".into(),
+        version,
+        links,
+        up_to,
+        link_gb_s: field_number(&values, 0)
+            .filter(|&mb| mb > 0.0)
+            .map(|mb| mb / 1e3),
+    })
 }
 
 /// NVML's C2C link count and each active link's speed (MB/s, each way:
@@ -67,22 +129,13 @@ pub(super) fn facts(bus_id: &str) -> NvmlFacts {
 /// their total in GB/s, or `None` without C2C links (every PCIe GPU) or
 /// on a driver without these fields.
 fn c2c_gb_s(nvml: &Nvml, bus_id: &str) -> Option<f64> {
-    use nvml_wrapper::enums::device::SampleValue;
     use nvml_wrapper::structs::device::FieldId;
     /// nvml.h: NVML_FI_DEV_C2C_LINK_COUNT, NVML_FI_DEV_C2C_LINK_GET_MAX_BW.
     const LINK_COUNT: u32 = 170;
     const LINK_MAX_MB_S: u32 = 172;
     let device = nvml.device_by_pci_bus_id(bus_id).ok()?;
     let values = (device.field_values_for(&[FieldId(LINK_COUNT), FieldId(LINK_MAX_MB_S)])).ok()?;
-    let number = |i: usize| -> Option<f64> {
-        match values.get(i)?.as_ref().ok()?.value.as_ref().ok()? {
-            SampleValue::U32(v) => Some(f64::from(*v)),
-            SampleValue::U64(v) => Some(*v as f64),
-            SampleValue::I64(v) => Some(*v as f64),
-            SampleValue::F64(v) => Some(*v),
-        }
-    };
-    c2c_total_gb_s(number(0)?, number(1)?)
+    c2c_total_gb_s(field_number(&values, 0)?, field_number(&values, 1)?)
 }
 
 /// `links` C2C links of `mb_s` each, GB/s; none where there are none.

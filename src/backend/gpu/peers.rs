@@ -46,6 +46,7 @@ impl PairTimes {
             rates: crate::results::Stats::of(&rates),
             wrong: self.wrong.clone(),
             skipped: self.skipped.clone(),
+            fabric: None,
         }
     }
 }

@@ -148,6 +148,7 @@ impl Platform for SimPlatform {
                 numa_node: SimPlatform::node(index, topo),
                 multiprocessors: Some(MULTIPROCESSORS),
                 cache_bytes: Some(CACHE_BYTES),
+                fabric: setup.fabric(index),
                 peaks: DevicePeaks {
                     memory_gb_s: Some(setup.peak_gb_s.unwrap_or(PEAK_GB_S)),
                     host_link_gb_s: Some((setup.link_gb_s).unwrap_or_else(|| link.current.gb_s())),

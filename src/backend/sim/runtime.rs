@@ -61,6 +61,8 @@ struct PeerRegion {
     /// Addressed directly (its kernels reach it); false: copies are
     /// staged through host memory, at [`STAGED`] of the speed.
     direct: bool,
+    /// The share of its peer links that are up (`nvlink-down=I:K`).
+    links: f64,
 }
 
 /// The speed of a copy staged through host memory against a direct one
@@ -123,16 +125,23 @@ impl SimRuntime {
     }
 
     /// `ptr` for a copy engine: its own memory or any peer's it was told
-    /// of, and whether the copy is staged through host memory.
-    fn for_copy(&self, ptr: DevicePtr) -> Result<(*mut f64, usize, bool), String> {
+    /// of, and the share of the speed the copy runs at there (staged
+    /// through host memory, or over peer links some of which are down).
+    fn for_copy(&self, ptr: DevicePtr) -> Result<(*mut f64, usize, f64), String> {
         if let Ok((p, len)) = self.from(ptr) {
-            return Ok((p, len, false));
+            return Ok((p, len, 1.0));
         }
         let peer = (self.peers.iter())
             .find(|p| p.region.holds(ptr))
             .ok_or_else(|| format!("address {ptr:#x} is neither the device's nor a peer's"))?;
         let (p, len) = Self::inside(&peer.region, ptr);
-        Ok((p, len, !peer.direct))
+        let own = self.setup.links_up(self.index);
+        let speed = if peer.direct {
+            peer.links.min(own)
+        } else {
+            STAGED
+        };
+        Ok((p, len, speed))
     }
 
     /// The arrays of a launch as one chunk of `elements` elements each.
@@ -391,6 +400,7 @@ impl Runtime for SimRuntime {
                     len,
                 },
                 direct,
+                links: self.setup.links_up(peer),
             }));
         Ok(direct)
     }
@@ -402,12 +412,13 @@ impl Runtime for SimRuntime {
         len: usize,
         _stream: Stream,
     ) -> Result<(), String> {
-        let (to, room_to, staged_to) = self.for_copy(to)?;
-        let (from, room_from, staged_from) = self.for_copy(from)?;
+        let (to, room_to, speed_to) = self.for_copy(to)?;
+        let (from, room_from, speed_from) = self.for_copy(from)?;
         let began = Instant::now();
         self.copy(to, from, len.min(room_to).min(room_from));
-        if staged_to || staged_from {
-            slow_down(began, STAGED);
+        let speed = speed_to.min(speed_from);
+        if speed < 1.0 {
+            slow_down(began, speed);
         }
         Ok(())
     }

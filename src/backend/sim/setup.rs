@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 /// The most devices a simulated node may have (a node of 8 GPUs, and
 /// room for larger ones).
 pub(super) const MAX_DEVICES: u32 = 64;
+/// The most peer links a simulated device may have (NVLink 5's 18).
+const MAX_LINKS: u32 = 18;
 
 /// What `MEMBW_SIM_DEVICE` asked for.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -26,6 +28,9 @@ pub(super) struct Setup {
     /// their copies staged through host memory, their kernels unable to
     /// reach each other.
     pub peer_down: Vec<(u32, u32)>,
+    /// Peer links (NVLink) each device has to the node's switches
+    /// (`nvlink=N`); none asked, the devices have no fabric.
+    pub nvlink: Option<u32>,
 }
 
 /// What is wrong with one device.
@@ -36,6 +41,8 @@ pub(super) struct Fault {
     pub speed: Option<f64>,
     /// Its link trained at this many lanes (`lanes=I:N`).
     pub lanes: Option<u32>,
+    /// Peer links down (`nvlink-down=I:K`).
+    pub links_down: Option<u32>,
 }
 
 /// A positive rate in GB/s.
@@ -108,6 +115,18 @@ impl Setup {
                     }
                     setup.peer_down.push((i.min(j), i.max(j)));
                 }
+                Some(("nvlink", n)) => {
+                    setup.nvlink = Some(
+                        (n.parse().ok())
+                            .filter(|n| (1..=MAX_LINKS).contains(n))
+                            .ok_or_else(|| format!("'{n}': from 1 to {MAX_LINKS} links"))?,
+                    );
+                }
+                Some(("nvlink-down", v)) => {
+                    let (i, k) = of_device(v)?;
+                    let k = k.parse().map_err(|_| format!("'{k}': a count of links"))?;
+                    setup.faults.entry(i).or_default().links_down = Some(k);
+                }
                 Some(("clock", f)) => {
                     setup.clock = Some(
                         (f.parse().ok())
@@ -117,7 +136,7 @@ impl Setup {
                 }
                 _ => {
                     return Err(format!(
-                        "'{item}': expected devices=N, wrong-element=N, peak=GBS, link=GBS, lanes=[I:]N, slow=I:F, peer-down=I:J or clock=F"
+                        "'{item}': expected devices=N, wrong-element=N, peak=GBS, link=GBS, lanes=[I:]N, slow=I:F, peer-down=I:J, nvlink=N, nvlink-down=I:K or clock=F"
                     ));
                 }
             }
@@ -129,7 +148,50 @@ impl Setup {
                 "device {i} is not on the simulated node of {count} (devices=N makes more)"
             ));
         }
+        setup.check_links()?;
         Ok(setup)
+    }
+
+    /// Links down only where there are links, and no more than there are.
+    fn check_links(&self) -> Result<(), String> {
+        for (i, f) in &self.faults {
+            let Some(down) = f.links_down else { continue };
+            match self.nvlink {
+                None => {
+                    return Err(format!(
+                        "nvlink-down={i}:{down}: the devices have no links (nvlink=N gives them some)"
+                    ));
+                }
+                Some(n) if down > n => {
+                    return Err(format!("nvlink-down={i}:{down}: device {i} has {n} links"));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The share of device `index`'s peer links that are up (1 without
+    /// links: its peer copies are not slowed).
+    pub(super) fn links_up(&self, index: u32) -> f64 {
+        match (self.nvlink, self.fault(index).links_down) {
+            (Some(n), Some(down)) => f64::from(n - down) / f64::from(n),
+            _ => 1.0,
+        }
+    }
+
+    /// Device `index`'s fabric: `nvlink=N` links to the node's switches,
+    /// those of `nvlink-down` down, each of NVLink 4's 25 GB/s a way.
+    pub(super) fn fabric(&self, index: u32) -> Option<crate::results::target::Fabric> {
+        let links = self.nvlink?;
+        let up = links - self.fault(index).links_down.unwrap_or(0);
+        Some(crate::results::target::Fabric {
+            name: "NVLink".into(),
+            version: None,
+            links,
+            up_to: vec![crate::results::target::fabric::SWITCH.into(); up as usize],
+            link_gb_s: Some(25.0),
+        })
     }
 
     pub(super) fn from_env() -> Result<Setup, String> {
@@ -198,5 +260,26 @@ mod tests {
                 .unwrap_err()
                 .contains("device 5")
         );
+    }
+
+    #[test]
+    fn links_down_are_some_of_the_links_there_are() {
+        let s = Setup::parse("devices=4,nvlink=18,nvlink-down=2:4").unwrap();
+        assert_eq!(s.fabric(2).unwrap().up(), 14);
+        assert_eq!(s.fabric(0).unwrap().up(), 18);
+        assert!((s.links_up(2) - 14.0 / 18.0).abs() < 1e-12);
+        assert_eq!(s.links_up(1), 1.0);
+        assert_eq!(Setup::parse("devices=2").unwrap().fabric(0), None);
+        let e = Setup::parse("nvlink=4,nvlink-down=1:5").unwrap_err();
+        assert!(
+            e.contains("nvlink-down=1:5") && e.contains("has 4 links"),
+            "{e}"
+        );
+        assert!(
+            Setup::parse("nvlink-down=1:2")
+                .unwrap_err()
+                .contains("no links")
+        );
+        assert!(Setup::parse("nvlink=19").unwrap_err().contains("'19'"));
     }
 }

@@ -46,6 +46,8 @@ pub struct DeviceFacts {
     pub multiprocessors: Option<u32>,
     /// Its last-level cache (a GPU's L2), bytes: STREAM's rule on it.
     pub cache_bytes: Option<u64>,
+    /// Its links to its peers (NVLink), where its library reports them.
+    pub fabric: Option<super::fabric::Fabric>,
     pub peaks: DevicePeaks,
     /// How it is measured, as its backend declares it.
     pub method: super::method::DeviceMethod,
@@ -94,6 +96,8 @@ struct Wire {
     multiprocessors: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     cache_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fabric: Option<super::fabric::Fabric>,
     #[serde(default, skip_serializing_if = "DevicePeaks::is_empty")]
     peaks: DevicePeaks,
     #[serde(default, skip_serializing_if = "super::method::DeviceMethod::is_empty")]
@@ -123,6 +127,7 @@ impl From<Wire> for Device {
                 link: w.link,
                 multiprocessors: w.multiprocessors,
                 cache_bytes: w.cache_bytes,
+                fabric: w.fabric,
                 peaks,
                 method: w.method,
             },
@@ -145,6 +150,7 @@ impl From<Device> for Wire {
             link: d.facts.link,
             multiprocessors: d.facts.multiprocessors,
             cache_bytes: d.facts.cache_bytes,
+            fabric: d.facts.fabric,
             peaks: d.facts.peaks,
             method: d.facts.method,
             peak_gb_s: None,
@@ -210,6 +216,9 @@ impl Device {
         facts.extend(f.bus_id.clone());
         facts.extend(f.numa_node.map(|n| format!("host node {n}")));
         facts.extend(f.link.map(|l| format!("PCIe {}", l.current)));
+        facts.extend(
+            (f.fabric.as_ref()).map(|n| format!("{} {} of {} links up", n.name, n.up(), n.links)),
+        );
         let gb_s = |p: f64| crate::units::trim_float((p * 10.0).round() / 10.0);
         facts.extend((f.peaks.memory_gb_s).map(|p| format!("memory peak {} GB/s", gb_s(p))));
         facts.extend((f.peaks.host_link_gb_s).map(|p| format!("host link peak {} GB/s", gb_s(p))));

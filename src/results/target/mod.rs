@@ -7,9 +7,11 @@
 //! to that).
 
 mod device;
+pub mod fabric;
 pub mod method;
 
 pub use device::{Device, DeviceFacts, DeviceId, DevicePeaks};
+pub use fabric::{Fabric, FabricPath};
 pub use method::{Clock, DeviceMethod, Method, Work};
 
 use crate::kernels::{Isa, Path, StoreMode, StoresRequest};
