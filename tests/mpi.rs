@@ -756,3 +756,56 @@ fn each_rank_of_a_node_drives_its_own_device() {
     assert_eq!(devices, [(0, "sim0"), (1, "sim1")]);
     assert!(list.iter().all(|r| r["validated"] == true));
 }
+
+/// A device set under MPI is shared out among each node's ranks: two
+/// ranks of `sim:0-3` drive two devices each, all four at once, each
+/// device its own entry; a set that does not share out evenly is refused
+/// in one line.
+#[test]
+fn a_rank_drives_several_devices_of_its_node() {
+    let _one = one_at_a_time();
+    let Some(membw) = mpi_membw() else { return };
+    let run = [
+        "--backend",
+        "sim:0-3",
+        "--array-size",
+        "262144",
+        "--ntimes",
+        "3",
+    ];
+    let (d, _) = mpi_json(&membw, &["-np", "2"], &run);
+    let text = run_for(
+        mpirun().args(["-np", "2"]).arg(&membw).arg("run").args(run),
+        Duration::from_secs(120),
+    );
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("Ranks: 2, driving 4 devices on 1 node"),
+        "{text}"
+    );
+    let list = d["measurement"]["ranks"]["ranks"].as_array().unwrap();
+    let devices: Vec<(u64, &str)> = (list.iter())
+        .map(|r| (r["rank"].as_u64().unwrap(), r["device"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        devices,
+        [(0, "sim0"), (0, "sim1"), (1, "sim2"), (1, "sim3")]
+    );
+    assert!(list.iter().all(|r| r["validated"] == true), "{d}");
+    // The aggregate is every device's arrays together.
+    let each = list[0]["elements"].as_u64().unwrap();
+    assert_eq!(d["measurement"]["array_elements"].as_u64(), Some(4 * each));
+
+    let out = run_for(
+        (mpirun().args(["-np", "3", "--oversubscribe"]).arg(&membw))
+            .arg("run")
+            .args(run),
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("4 devices do not share out evenly among the node's 3 ranks"),
+        "{stderr}"
+    );
+}

@@ -171,19 +171,48 @@ pub const BACKENDS: &[(&str, MakeBackend)] = &[
     ("cuda", |i| gpu::GpuBackend::make(&cuda::CUDA, i)),
 ];
 
-/// The backend of one rank of a multi-rank run: a device backend named
+/// The backends of one rank of a multi-rank run: a device backend named
 /// without an index gives each rank of a node its own device by its local
-/// rank (one rank per GPU); anything else is `by_name`'s.
+/// rank (one rank per GPU); a device set (`cuda:all`, `cuda:0-7`) is
+/// shared out among the node's ranks in equal runs, in the order written
+/// (one rank drives several GPUs); anything else is `by_name`'s.
 pub fn for_rank(
     spec: &str,
     local_rank: Option<usize>,
-) -> std::result::Result<Box<dyn Backend>, String> {
+    local_size: Option<usize>,
+) -> std::result::Result<Vec<Box<dyn Backend>>, String> {
+    if let Some((platform, indices)) = platform_set(spec)?.filter(|(_, d)| d.len() > 1) {
+        let mine = share_of_set(&indices, local_rank, local_size)?;
+        return (mine.iter())
+            .map(|&i| gpu::GpuBackend::make(platform, Some(i)))
+            .collect();
+    }
     match local_rank {
         Some(l) if !spec.contains(':') && !["cpu", "portable"].contains(&spec) => {
             by_name(&format!("{spec}:{l}")).map_err(|e| format!("local rank {l}: {e}"))
         }
         _ => by_name(spec),
     }
+    .map(|b| vec![b])
+}
+
+/// Local rank `rank`'s run of `devices` among the node's `size` ranks.
+fn share_of_set(
+    devices: &[u32],
+    rank: Option<usize>,
+    size: Option<usize>,
+) -> std::result::Result<Vec<u32>, String> {
+    let (Some(rank), Some(size)) = (rank, size) else {
+        return Err("a device set is shared among a node's ranks, and the launcher does not say how many ranks this node has (or its nodes have different counts): give each rank one device (cuda)".into());
+    };
+    if size == 0 || !devices.len().is_multiple_of(size) || rank >= size {
+        return Err(format!(
+            "{} devices do not share out evenly among the node's {size} ranks: give a set of a multiple of {size}",
+            devices.len()
+        ));
+    }
+    let each = devices.len() / size;
+    Ok(devices[rank * each..(rank + 1) * each].to_vec())
 }
 
 /// A backend of the host's own memory takes no device index.

@@ -91,15 +91,33 @@ fn a_transfer_copies_across_and_only_a_device_runs_it() {
 /// rank its own device; an index, or a host backend, is the same for all.
 #[test]
 fn each_local_rank_gets_its_own_device() {
-    assert!(for_rank("sim", Some(3)).is_ok());
-    let past = for_rank("sim", Some(4)).err().unwrap();
+    assert!(for_rank("sim", Some(3), None).is_ok());
+    let past = for_rank("sim", Some(4), None).err().unwrap();
     assert!(
         past.contains("local rank 4: there is no device sim:4"),
         "{past}"
     );
-    assert!(for_rank("sim:1", Some(4)).is_ok());
-    assert!(for_rank("cpu", Some(4)).is_ok());
-    assert!(for_rank("portable", None).is_ok());
+    assert!(for_rank("sim:1", Some(4), None).is_ok());
+    assert!(for_rank("cpu", Some(4), None).is_ok());
+    assert!(for_rank("portable", None, None).is_ok());
+}
+
+/// A device set under MPI is shared out among the node's ranks in equal
+/// runs: one rank per node drives them all.
+#[test]
+fn a_device_set_is_shared_out_among_a_nodes_ranks() {
+    let set = [0, 1, 2, 3, 4, 5, 6, 7];
+    assert_eq!(super::share_of_set(&set, Some(1), Some(4)).unwrap(), [2, 3]);
+    assert_eq!(super::share_of_set(&set, Some(0), Some(1)).unwrap(), set);
+    let uneven = super::share_of_set(&set, Some(0), Some(3)).unwrap_err();
+    assert!(
+        uneven.contains("8 devices do not share out evenly among the node's 3 ranks"),
+        "{uneven}"
+    );
+    let unknown = super::share_of_set(&set, Some(0), None).unwrap_err();
+    assert!(unknown.contains("does not say how many ranks"), "{unknown}");
+    assert_eq!(for_rank("sim:all", Some(1), Some(2)).unwrap().len(), 2);
+    assert_eq!(for_rank("sim:0", Some(1), Some(2)).unwrap().len(), 1);
 }
 
 #[test]

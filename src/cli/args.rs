@@ -351,11 +351,11 @@ impl MeasureArgs {
     /// The backend `--backend` names for one rank of an MPI run: a
     /// device's by the rank's local rank where it names no index.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    pub(crate) fn rank_backend(
+    pub(crate) fn rank_backends(
         &self,
-        local_rank: Option<usize>,
-    ) -> Result<Box<dyn crate::backend::Backend>> {
-        self.backend.for_rank(local_rank)
+        launch: &crate::ranks::launcher::Launch,
+    ) -> Result<Vec<Box<dyn crate::backend::Backend>>> {
+        self.backend.for_rank(launch)
     }
 
     /// `--backend`, for the commands that take a device set.

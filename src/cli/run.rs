@@ -147,7 +147,7 @@ fn ranks_source(
     peak: Option<&peak::Peak>,
 ) -> Result<Box<dyn crate::engine::source::Source>> {
     let source = crate::ranks::mpi::MpiSource::init(
-        args.measure.rank_backend(launch.local_rank)?,
+        args.measure.rank_backends(launch)?,
         launch.local_rank,
         peak.map(peak::Peak::node_gb_s),
         args.outlier.outlier,
@@ -313,7 +313,6 @@ fn run_device_set(
     super::run_set::refuse(
         args.prom.prom.is_some(),
         args.dry_run.dry_run,
-        m.launch("run")?.is_some(),
         args.form.format,
     )?;
     let point = |plan: &plan::Plan| {
@@ -359,7 +358,10 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         stores,
         mem,
     );
-    if let Some(set) = m.backend_arg().device_set()? {
+    // Under mpirun a set is shared out among each node's ranks instead.
+    if m.launch("run")?.is_none()
+        && let Some(set) = m.backend_arg().device_set()?
+    {
         let point = (&placement, &mem_written, stores);
         return run_device_set(&args, &topo, &settings, point, set);
     }

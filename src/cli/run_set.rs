@@ -32,13 +32,11 @@ pub(super) struct SetRequest<'a> {
 
 /// What a device set refuses before anything is measured: what only one
 /// device or the host has.
-pub(super) fn refuse(prom: bool, dry_run: bool, ranks: bool, format: Format) -> Result<()> {
+pub(super) fn refuse(prom: bool, dry_run: bool, format: Format) -> Result<()> {
     let why = if prom {
         Some("--prom: membw check --prom writes every device's series; run's are one device's")
     } else if dry_run {
         Some("--dry-run plans one device: give one (cuda:0)")
-    } else if ranks {
-        Some("under mpirun each rank drives one device: give --backend cuda (each rank its own)")
     } else if !matches!(format, Format::Text | Format::Json | Format::Jsonl) {
         Some(
             "a device set prints text, json or jsonl; its records (-o FILE) give membw report every format",

@@ -14,32 +14,58 @@ use crate::results::Measurement;
 use crate::results::ranks::{RankRun, Ranks};
 use crate::topology::Topology;
 use std::cell::RefCell;
-use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Barrier, Mutex};
 
-/// What the devices share: the start line and whether one failed before it.
-struct Shared {
+/// What the devices share: the start line, whether one failed before it
+/// (and why), and the gate of the ranks around them, where this process
+/// is one rank of several.
+struct Shared<'o> {
     barrier: Barrier,
     failed: AtomicBool,
+    why: Mutex<Vec<String>>,
+    outer: Option<&'o dyn RankGate>,
 }
 
-/// One device's side of the gate.
-struct DeviceGate<'a> {
-    shared: &'a Shared,
+/// One device's side of the gate: every device of the process meets at
+/// each line; one of them (the barrier's leader) passes the ranks' gate
+/// for all, and they go on together.
+struct DeviceGate<'a, 'o> {
+    shared: &'a Shared<'o>,
     asked: AtomicBool,
 }
 
-impl RankGate for DeviceGate<'_> {
+impl DeviceGate<'_, '_> {
+    /// Meets the other devices, `across` the ranks by one of them.
+    fn meet(&self, across: impl FnOnce(&dyn RankGate)) {
+        let leader = self.shared.barrier.wait().is_leader();
+        if let Some(outer) = self.shared.outer.filter(|_| leader) {
+            across(outer);
+        }
+        self.shared.barrier.wait();
+    }
+}
+
+impl RankGate for DeviceGate<'_, '_> {
     fn ready(&self) -> bool {
         self.asked.store(true, Ordering::Relaxed);
-        self.shared.barrier.wait();
-        !self.shared.failed.load(Ordering::Relaxed)
+        let shared = self.shared;
+        self.meet(|outer| {
+            if shared.failed.load(Ordering::Relaxed) {
+                let why = shared.why.lock().map(|w| w.join("; ")).unwrap_or_default();
+                outer.fail(why);
+            }
+            if !outer.ready() {
+                shared.failed.store(true, Ordering::Relaxed);
+            }
+        });
+        !shared.failed.load(Ordering::Relaxed)
     }
     fn start(&self) {
-        self.shared.barrier.wait();
+        self.meet(|outer| outer.start());
     }
     fn finish(&self) {
-        self.shared.barrier.wait();
+        self.meet(|outer| outer.finish());
     }
 }
 
@@ -49,16 +75,19 @@ pub struct OneOfMany {
     pub plan: Plan,
 }
 
-/// Every device of the set at once, each from its own thread; each
-/// device's own measurement, in the set's order, and the aggregate.
-pub fn measure(
+/// Every device at once, each from its own thread, started and ended
+/// together (and with the other ranks' devices, through `outer`): each
+/// device's own gated run, in the set's order.
+pub fn gated(
     backends: &mut [Box<dyn Backend>],
     plans: &[Plan],
-    outlier: f64,
-) -> Result<(Vec<OneOfMany>, Ranks)> {
+    outer: Option<&dyn RankGate>,
+) -> Result<Vec<(protocol::Gated, Plan)>> {
     let shared = Shared {
         barrier: Barrier::new(backends.len()),
         failed: AtomicBool::new(false),
+        why: Mutex::new(Vec::new()),
+        outer,
     };
     let results: Vec<Result<protocol::Gated>> = std::thread::scope(|scope| {
         let threads: Vec<_> = (backends.iter_mut().zip(plans))
@@ -70,11 +99,16 @@ pub fn measure(
                         asked: AtomicBool::new(false),
                     };
                     let gated = protocol::measure_gated(backend.as_mut(), plan, &gate);
-                    // Failed before the start line: the others are told
-                    // there, and none measures.
-                    if gated.is_err() && !gate.asked.load(Ordering::Relaxed) {
+                    // Failed before the start line: the others (and the
+                    // other ranks) are told there, and none measures.
+                    if let Err(e) = &gated
+                        && !gate.asked.load(Ordering::Relaxed)
+                    {
                         shared.failed.store(true, Ordering::Relaxed);
-                        shared.barrier.wait();
+                        if let Ok(mut why) = shared.why.lock() {
+                            why.push(e.to_string());
+                        }
+                        gate.ready();
                     }
                     gated
                 })
@@ -108,6 +142,17 @@ pub fn measure(
             failures.join("; ")
         )));
     }
+    Ok(measured)
+}
+
+/// Every device of the set at once, each from its own thread; each
+/// device's own measurement, in the set's order, and the aggregate.
+pub fn measure(
+    backends: &mut [Box<dyn Backend>],
+    plans: &[Plan],
+    outlier: f64,
+) -> Result<(Vec<OneOfMany>, Ranks)> {
+    let measured = gated(backends, plans, None)?;
     let host = crate::sys::hostname();
     let runs: Vec<RankRun> = (measured.iter().enumerate())
         .map(|(i, (g, plan))| {

@@ -120,6 +120,10 @@ pub trait RankGate: Sync {
     fn start(&self);
     /// After each timed kernel: returns once every rank has finished.
     fn finish(&self);
+    /// Before `ready`, where this rank failed on its own: why, for the
+    /// rank that reports (a gate of the process's devices tells the ranks'
+    /// gate through it).
+    fn fail(&self, _why: String) {}
 }
 
 /// The times of a gated run: each rank's own kernel times, and the times to

@@ -10,6 +10,9 @@ pub struct Launch {
     pub rank: usize,
     pub size: usize,
     pub local_rank: Option<usize>,
+    /// The ranks on this node, when the launcher says (and, under Slurm,
+    /// when every node has as many).
+    pub local_size: Option<usize>,
     /// The variable that gave the size away, for messages.
     pub size_variable: &'static str,
 }
@@ -18,15 +21,31 @@ pub struct Launch {
 /// Slurm's `SLURM_NTASKS` is not among them: a batch script's own shell has
 /// it too, where membw runs once; srun sets `SLURM_STEP_NUM_TASKS` for the
 /// tasks it starts.
-const LAUNCHERS: [(&str, &str, &str); 3] = [
+const LAUNCHERS: [(&str, &str, &str, &str); 3] = [
     (
         "OMPI_COMM_WORLD_SIZE",
         "OMPI_COMM_WORLD_RANK",
         "OMPI_COMM_WORLD_LOCAL_RANK",
+        "OMPI_COMM_WORLD_LOCAL_SIZE",
     ),
-    ("PMI_SIZE", "PMI_RANK", "MPI_LOCALRANKID"),
-    ("SLURM_STEP_NUM_TASKS", "SLURM_PROCID", "SLURM_LOCALID"),
+    ("PMI_SIZE", "PMI_RANK", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+    (
+        "SLURM_STEP_NUM_TASKS",
+        "SLURM_PROCID",
+        "SLURM_LOCALID",
+        "SLURM_STEP_TASKS_PER_NODE",
+    ),
 ];
+
+/// Slurm's tasks per node: `4`, `4(x2)`, or `4(x2),3` where the nodes
+/// differ: the count where every node has the same, else none.
+fn tasks_per_node(text: &str) -> Option<usize> {
+    let counts: Vec<usize> = (text.split(','))
+        .map(|part| part.split('(').next().unwrap_or("").trim().parse().ok())
+        .collect::<Option<_>>()?;
+    let first = *counts.first()?;
+    counts.iter().all(|&c| c == first).then_some(first)
+}
 
 /// The launch this process is part of, if a launcher's variables say so.
 /// A variable that is set but not a number is an error naming it.
@@ -41,7 +60,7 @@ pub fn detect(get: impl Fn(&str) -> Option<String>) -> Result<Option<Launch>> {
             }),
         }
     };
-    for (size, rank, local) in LAUNCHERS {
+    for (size, rank, local, local_size) in LAUNCHERS {
         let Some(n) = number(size)? else { continue };
         let r = number(rank)?.unwrap_or(0);
         if n == 0 || r >= n {
@@ -53,6 +72,7 @@ pub fn detect(get: impl Fn(&str) -> Option<String>) -> Result<Option<Launch>> {
             rank: r,
             size: n,
             local_rank: number(local)?,
+            local_size: get(local_size).and_then(|v| tasks_per_node(&v)),
             size_variable: size,
         }));
     }
@@ -93,7 +113,21 @@ mod tests {
         ])
         .unwrap()
         .unwrap();
-        assert_eq!((l.rank, l.size), (5, 8));
+        assert_eq!((l.rank, l.size, l.local_size), (5, 8, None));
+        let l = with(&[
+            ("SLURM_STEP_NUM_TASKS", "8"),
+            ("SLURM_PROCID", "5"),
+            ("SLURM_STEP_TASKS_PER_NODE", "4(x2)"),
+        ]);
+        assert_eq!(l.unwrap().unwrap().local_size, Some(4));
+        assert_eq!(tasks_per_node("4(x2),3"), None);
+        assert_eq!(tasks_per_node("2,2"), Some(2));
+        let l = with(&[
+            ("OMPI_COMM_WORLD_SIZE", "4"),
+            ("OMPI_COMM_WORLD_RANK", "0"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
+        ]);
+        assert_eq!(l.unwrap().unwrap().local_size, Some(2));
         // A batch script's shell: one process, whatever the job's task count.
         assert_eq!(
             with(&[("SLURM_NTASKS", "8"), ("SLURM_PROCID", "0")]).unwrap(),

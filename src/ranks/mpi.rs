@@ -2,7 +2,11 @@
 //! its own CPUs, meets the others at an MPI barrier around every timed
 //! kernel, and sends what it measured to rank 0, which builds the
 //! aggregate. Every wait on another rank has a deadline, so a rank that
-//! fails or hangs is named instead of hanging the job.
+//! fails or hangs is named instead of hanging the job. A rank may drive
+//! several GPUs of its node (a device set shared out among its ranks):
+//! its devices run at once, one thread each, and meet the other ranks
+//! through one of them (`engine::together`); each device is its own entry
+//! of the ranks.
 
 use super::{RankRun, Ranks};
 use crate::backend::Backend;
@@ -28,8 +32,12 @@ pub struct MpiSource {
     local_rank: Option<usize>,
     node_peak_gb_s: Option<f64>,
     outlier: f64,
-    /// Where this rank's arrays live and how its kernels run.
-    backend: Box<dyn Backend>,
+    /// Where this rank's arrays live and how its kernels run: one
+    /// backend, or one per device the rank drives.
+    backends: Vec<Box<dyn Backend>>,
+    /// Every backend's plan but the first's (which the engine holds), as
+    /// prepared.
+    more_plans: std::cell::RefCell<Vec<Plan>>,
 }
 
 /// This rank's way to the others: plain data, so that the team's leader
@@ -44,7 +52,7 @@ struct Link {
 impl MpiSource {
     /// Joins the MPI job this process was started in.
     pub fn init(
-        backend: Box<dyn Backend>,
+        backends: Vec<Box<dyn Backend>>,
         local_rank: Option<usize>,
         node_peak_gb_s: Option<f64>,
         outlier: f64,
@@ -77,7 +85,8 @@ impl MpiSource {
             local_rank,
             node_peak_gb_s,
             outlier,
-            backend,
+            backends,
+            more_plans: Default::default(),
         })
     }
 
@@ -151,7 +160,7 @@ struct Gate<'a> {
     link: &'a Link,
     asked: AtomicBool,
     /// Set on this rank when its own setup failed.
-    own_error: Option<String>,
+    own_error: std::sync::Mutex<Option<String>>,
     /// On rank 0: the ranks that failed, with their reasons.
     failures: std::sync::Mutex<Vec<String>>,
 }
@@ -182,7 +191,7 @@ impl RankGate for Gate<'_> {
         let s = self.link;
         let mine = serde_json::to_vec(&Ready {
             host: crate::sys::hostname(),
-            error: self.own_error.clone(),
+            error: self.own_error.lock().ok().and_then(|e| e.clone()),
         })
         .unwrap_or_default();
         if s.rank == 0 {
@@ -227,6 +236,12 @@ impl RankGate for Gate<'_> {
     fn finish(&self) {
         self.barrier("the end of a kernel");
     }
+
+    fn fail(&self, why: String) {
+        if let Ok(mut own) = self.own_error.lock() {
+            *own = Some(why);
+        }
+    }
 }
 
 impl MeasurementSource for MpiSource {
@@ -243,32 +258,46 @@ impl MeasurementSource for MpiSource {
         topo: &crate::topology::Topology,
         settings: &crate::plan::Settings,
     ) -> Result<crate::plan::Prepared> {
-        self.backend.prepare(topo, settings)
+        let mut prepared = (self.backends.iter())
+            .map(|b| b.prepare(topo, settings))
+            .collect::<Result<Vec<_>>>()?;
+        *self.more_plans.borrow_mut() = prepared.iter().skip(1).map(|p| p.plan.clone()).collect();
+        match prepared.is_empty() {
+            true => Err(Error::Runtime("a rank with no backend".into())),
+            false => Ok(prepared.swap_remove(0)),
+        }
     }
 
     // Ranks under a gate finish together and read no stop.
     fn measure(&mut self, plan: &Plan, _: &crate::sys::Stop) -> Result<Measurement> {
+        let mut plans = vec![plan.clone()];
+        plans.extend(self.more_plans.borrow().iter().cloned());
         let MpiSource {
             link,
             local_rank,
             node_peak_gb_s,
             outlier,
-            backend,
+            backends,
             ..
         } = self;
-        let mut gate = Gate {
+        let gate = Gate {
             link,
             asked: AtomicBool::new(false),
-            own_error: None,
+            own_error: Default::default(),
             failures: Default::default(),
         };
-        let gated = match protocol::measure_gated(backend.as_mut(), plan, &gate) {
+        let measured = match backends.len() {
+            1 => protocol::measure_gated(backends[0].as_mut(), plan, &gate).map(|g| vec![g]),
+            _ => crate::engine::together::gated(backends, &plans, Some(&gate))
+                .map(|all| all.into_iter().map(|(g, _)| g).collect()),
+        };
+        let measured = match measured {
             Ok(g) => g,
             Err(e) => {
                 // Failed before the start line (memory, pinning): say so
                 // there, so the other ranks stop too.
                 if !gate.asked.load(Ordering::Relaxed) {
-                    gate.own_error = Some(e.to_string());
+                    gate.fail(e.to_string());
                     gate.ready();
                 }
                 let failures = gate.failures.into_inner().unwrap_or_default();
@@ -282,16 +311,24 @@ impl MeasurementSource for MpiSource {
                 return Err(e);
             }
         };
-        let mut m = gated.measurement;
-        let run = RankRun::new(
-            link.rank,
-            *local_rank,
-            crate::sys::hostname(),
-            &m,
-            &gated.synced_times,
-            *node_peak_gb_s,
-        );
-        let mine = serde_json::to_vec(&run).unwrap_or_default();
+        let mine: Vec<RankRun> = (measured.iter())
+            .map(|g| {
+                RankRun::new(
+                    link.rank,
+                    *local_rank,
+                    crate::sys::hostname(),
+                    &g.measurement,
+                    &g.synced_times,
+                    *node_peak_gb_s,
+                )
+            })
+            .collect();
+        let mut m = measured
+            .into_iter()
+            .next()
+            .map(|g| g.measurement)
+            .ok_or_else(|| Error::Runtime("a rank measured no device".into()))?;
+        let mine = serde_json::to_vec(&mine).unwrap_or_default();
         if link.rank != 0 {
             link.world()
                 .process_at_rank(0)
@@ -303,11 +340,14 @@ impl MeasurementSource for MpiSource {
             .iter()
             .enumerate()
             .map(|(rank, bytes)| {
-                serde_json::from_slice(bytes).map_err(|e| {
+                serde_json::from_slice::<Vec<RankRun>>(bytes).map_err(|e| {
                     Error::Runtime(format!("rank {rank} sent an unreadable result: {e}"))
                 })
             })
-            .collect::<Result<_>>()?;
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .flatten()
+            .collect();
         let ranks = Ranks::summarize("mpi", runs, *outlier)
             .ok_or_else(|| Error::Runtime("no rank measured a kernel".into()))?;
         ranks.aggregate_into(&mut m, plan.stores(), "rank");

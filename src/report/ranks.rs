@@ -15,10 +15,18 @@ pub fn render_nodes(r: &Ranks, alike: bool) -> String {
     let mut o = String::new();
     let kernel = r.kernel.spec().name;
     let hosts = r.nodes.len();
+    // Several devices per rank (a set shared out under mpirun): each
+    // device is an entry; say how many ranks drove them.
+    let ranks: std::collections::BTreeSet<(&str, usize)> = (r.ranks.iter())
+        .map(|x| (x.host.as_str(), x.rank))
+        .collect();
+    let entries = match ranks.len() < r.ranks.len() && r.how == "mpi" {
+        true => format!("{}, driving {} devices", ranks.len(), r.ranks.len()),
+        false => r.ranks.len().to_string(),
+    };
     let _ = writeln!(
         o,
-        "Ranks: {} on {}{}",
-        r.ranks.len(),
+        "Ranks: {entries} on {}{}",
         crate::units::plural(hosts, "node"),
         if r.how == "files" {
             " (merged results files, not synchronized)"

@@ -273,15 +273,19 @@ pub fn overlaps(ranks: &[RankRun]) -> Vec<String> {
                 .filter(|c| b.cpus.contains(c))
                 .map(usize::to_string)
                 .collect();
-            if !shared.is_empty() {
-                found.push(format!(
-                    "ranks {} and {} on {} share CPU {}",
-                    a.rank,
-                    b.rank,
-                    a.host,
-                    shared.join(",")
-                ));
+            if shared.is_empty() {
+                continue;
             }
+            let who = match (a.rank == b.rank, &a.device, &b.device) {
+                // One rank's devices, driven from its threads.
+                (true, Some(x), Some(y)) => format!("devices {x} and {y} of rank {}", a.rank),
+                _ => format!("ranks {} and {}", a.rank, b.rank),
+            };
+            found.push(format!(
+                "{who} on {} share CPU {}",
+                a.host,
+                shared.join(",")
+            ));
         }
     }
     found

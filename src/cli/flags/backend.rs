@@ -85,14 +85,14 @@ impl BackendArg {
         &self.backend
     }
 
-    /// The backend of one rank of an MPI run (`backend::for_rank`).
+    /// The backends of one rank of an MPI run (`backend::for_rank`).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn for_rank(
         &self,
-        local_rank: Option<usize>,
-    ) -> Result<Box<dyn crate::backend::Backend>> {
+        launch: &crate::ranks::launcher::Launch,
+    ) -> Result<Vec<Box<dyn crate::backend::Backend>>> {
         let name = &self.backend;
-        crate::backend::for_rank(name, local_rank)
+        crate::backend::for_rank(name, launch.local_rank, launch.local_size)
             .map_err(|e| Error::Usage(format!("--backend {name}: {e}")))
     }
 
