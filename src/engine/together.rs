@@ -36,10 +36,15 @@ struct DeviceGate<'a, 'o> {
 }
 
 impl DeviceGate<'_, '_> {
-    /// Meets the other devices, `across` the ranks by one of them.
+    /// Meets the other devices, and `across` the ranks by one of them
+    /// (then meets them again, so that none goes on before the ranks
+    /// have met). Without ranks, one meeting: as before there were any.
     fn meet(&self, across: impl FnOnce(&dyn RankGate)) {
         let leader = self.shared.barrier.wait().is_leader();
-        if let Some(outer) = self.shared.outer.filter(|_| leader) {
+        let Some(outer) = self.shared.outer else {
+            return;
+        };
+        if leader {
             across(outer);
         }
         self.shared.barrier.wait();

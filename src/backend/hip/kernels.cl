@@ -1,0 +1,170 @@
+// membw's kernels on an AMD GPU: the same recurrences, access patterns and
+// launch shapes as the CUDA build (src/backend/cuda/kernels.cu), written
+// in OpenCL C so that a stock clang compiles them without ROCm.
+//
+// Compiled to one code object per GPU target by tools/hip_code_objects.py
+// with a pinned clang (Debian bookworm's clang-19 and lld-19); HIP loads the
+// one for the GPU it finds (hipModuleLoadData). Edit this file, run the
+// script, and commit the objects with it: CI checks that they match.
+//
+// Without ROCm's device libraries nothing of OpenCL's work-item functions
+// links, so a kernel reads its thread and block from the hardware's
+// registers (__builtin_amdgcn_workitem_id_x, _workgroup_id_x) and takes
+// its grid's size in blocks as its last argument. Blocks are always BLOCK
+// threads (reqd_work_group_size).
+//
+// Every kernel has the same parameters, the CUDA build's and then the
+// grid: the six arrays (those it does not use are null), the reductions'
+// per-block sums, the scalar, the element count and the blocks.
+
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+
+typedef unsigned long u64;
+typedef unsigned int u32;
+
+#define UNROLL 4
+#define BLOCK 256
+
+#define THREAD ((u64)__builtin_amdgcn_workitem_id_x())
+#define GROUP ((u64)__builtin_amdgcn_workgroup_id_x())
+
+#define PARAMS                                                                 \
+  __global double *restrict a, __global double *restrict b,                    \
+      __global double *restrict c, __global double *restrict d,                \
+      __global double *restrict h, __global double *restrict r,                \
+      __global double *restrict partial, const double s, const u64 n,          \
+      const u32 blocks
+
+// Element i of array p, as V (double2: elements 2i and 2i+1).
+#define LD(p, i) (((__global const V *)(p))[i])
+#define ST(p, i, value) (((__global V *)(p))[i] = (value))
+
+// Runs BODY over every element, UN accesses a thread a tile: on pairs,
+// whole tiles first, then the last partial tile, then the odd last element.
+#define EACH_ELEMENT_N(BODY, UN)                                               \
+  const u64 pairs = n / 2;                                                     \
+  const u64 stride = (u64)blocks * BLOCK * UN;                                 \
+  const u64 last = (u64)(UN - 1) * BLOCK;                                      \
+  u64 base = GROUP * BLOCK * UN + THREAD;                                      \
+  for (; base + last < pairs; base += stride) {                                \
+    _Pragma("unroll") for (int u = 0; u < UN; u++) {                           \
+      const u64 i = base + (u64)u * BLOCK;                                     \
+      typedef double2 V;                                                       \
+      BODY;                                                                    \
+    }                                                                          \
+  }                                                                            \
+  _Pragma("unroll") for (int u = 0; u < UN; u++) {                             \
+    const u64 i = base + (u64)u * BLOCK;                                       \
+    if (i < pairs) {                                                           \
+      typedef double2 V;                                                       \
+      BODY;                                                                    \
+    }                                                                          \
+  }                                                                            \
+  if ((n & 1) && GROUP == 0 && THREAD == 0) {                                  \
+    typedef double V;                                                          \
+    const u64 i = n - 1;                                                       \
+    BODY;                                                                      \
+  }
+#define EACH_ELEMENT(BODY) EACH_ELEMENT_N(BODY, UNROLL)
+
+// Runs BODY over every element, a thread's UNROLL accesses a quarter of
+// the pairs apart (BabelStream's grid-stride loop, UNROLL streams deep).
+#define EACH_ELEMENT_SPREAD(BODY)                                              \
+  const u64 pairs = n / 2;                                                     \
+  const u64 part = pairs / UNROLL;                                             \
+  const u64 stride = (u64)blocks * BLOCK;                                      \
+  const u64 first = GROUP * BLOCK + THREAD;                                    \
+  for (u64 t = first; t < part; t += stride) {                                 \
+    _Pragma("unroll") for (int u = 0; u < UNROLL; u++) {                       \
+      const u64 i = t + (u64)u * part;                                         \
+      typedef double2 V;                                                       \
+      BODY;                                                                    \
+    }                                                                          \
+  }                                                                            \
+  for (u64 i = UNROLL * part + first; i < pairs; i += stride) {                \
+    typedef double2 V;                                                         \
+    BODY;                                                                      \
+  }                                                                            \
+  if ((n & 1) && first == 0) {                                                 \
+    typedef double V;                                                          \
+    const u64 i = n - 1;                                                       \
+    BODY;                                                                      \
+  }
+
+#define KERNEL __kernel __attribute__((reqd_work_group_size(BLOCK, 1, 1))) void
+
+#define STREAM_KERNEL(NAME, BODY)                                              \
+  KERNEL NAME(PARAMS) { EACH_ELEMENT(BODY) }                                   \
+  KERNEL NAME##_spread(PARAMS) { EACH_ELEMENT_SPREAD(BODY) }                   \
+  KERNEL NAME##_u2(PARAMS) { EACH_ELEMENT_N(BODY, 2) }                         \
+  KERNEL NAME##_u1(PARAMS) { EACH_ELEMENT_N(BODY, 1) }
+
+// OpenCL's vectors add and multiply element by element, and a scalar
+// times a vector is every element's product: the CUDA build's operators.
+#define SPLAT(v) ((V)(v))
+
+STREAM_KERNEL(copy, ST(c, i, LD(a, i)))
+STREAM_KERNEL(scale, ST(b, i, s * LD(c, i)))
+STREAM_KERNEL(add, ST(c, i, LD(a, i) + LD(b, i)))
+STREAM_KERNEL(triad, ST(a, i, LD(b, i) + s * LD(c, i)))
+STREAM_KERNEL(write, ST(c, i, SPLAT(s)))
+STREAM_KERNEL(init, ST(a, i, SPLAT(s)))
+STREAM_KERNEL(update, ST(a, i, s * LD(a, i)))
+STREAM_KERNEL(daxpy, ST(a, i, LD(a, i) + s * LD(b, i)))
+STREAM_KERNEL(striad, ST(a, i, LD(b, i) + LD(c, i) * LD(d, i)))
+STREAM_KERNEL(sdaxpy, ST(a, i, LD(a, i) + LD(b, i) * LD(c, i)))
+STREAM_KERNEL(nstream, ST(a, i, LD(a, i) + (LD(b, i) + s * LD(c, i))))
+// The host link moved by the GPU's own threads: h and r are host memory
+// registered with the runtime and mapped into the GPU's address space.
+STREAM_KERNEL(h2d_kernel, ST(a, i, LD(h, i)))
+STREAM_KERNEL(d2h_kernel, ST(r, i, LD(b, i)))
+STREAM_KERNEL(bidir_kernel, ST(a, i, LD(h, i)); ST(r, i, LD(b, i)))
+// Every element of one array set to s.
+STREAM_KERNEL(fill_a, ST(a, i, SPLAT(s)))
+STREAM_KERNEL(fill_b, ST(b, i, SPLAT(s)))
+STREAM_KERNEL(fill_c, ST(c, i, SPLAT(s)))
+STREAM_KERNEL(fill_d, ST(d, i, SPLAT(s)))
+
+// A double or a pair's sum.
+inline double __attribute__((overloadable)) total(double x) { return x; }
+inline double __attribute__((overloadable)) total(double2 x) {
+  return x.x + x.y;
+}
+
+// The block's threads' sums into partial[block]: a tree in local memory,
+// the work-group barrier between its steps (fenced, as OpenCL's barrier
+// with CLK_LOCAL_MEM_FENCE is).
+#define SYNC_BLOCK                                                             \
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");                       \
+  __builtin_amdgcn_s_barrier();                                                \
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+#define BLOCK_SUM                                                              \
+  sums[THREAD] = sum;                                                          \
+  for (u32 step = BLOCK / 2; step > 0; step /= 2) {                            \
+    SYNC_BLOCK                                                                 \
+    if (THREAD < step)                                                         \
+      sums[THREAD] += sums[THREAD + step];                                     \
+  }                                                                            \
+  if (THREAD == 0)                                                             \
+    partial[GROUP] = sums[0];
+
+#define REDUCE_BODY(EACH)                                                      \
+  __local double sums[BLOCK];                                                  \
+  double sum = 0.0;                                                            \
+  EACH                                                                         \
+  BLOCK_SUM
+
+#define REDUCE_KERNEL(NAME, TERM)                                              \
+  KERNEL NAME(PARAMS) { REDUCE_BODY(EACH_ELEMENT(sum += total(TERM))) }        \
+  KERNEL NAME##_spread(PARAMS) {                                               \
+    REDUCE_BODY(EACH_ELEMENT_SPREAD(sum += total(TERM)))                       \
+  }                                                                            \
+  KERNEL NAME##_u2(PARAMS) {                                                   \
+    REDUCE_BODY(EACH_ELEMENT_N(sum += total(TERM), 2))                         \
+  }                                                                            \
+  KERNEL NAME##_u1(PARAMS) {                                                   \
+    REDUCE_BODY(EACH_ELEMENT_N(sum += total(TERM), 1))                         \
+  }
+
+REDUCE_KERNEL(read, LD(a, i))
+REDUCE_KERNEL(dot, LD(a, i) * LD(b, i))
