@@ -114,10 +114,12 @@ fn shares(r: &PeerReport, method: crate::results::peers::PeerMethod) -> Option<S
         .collect();
     let low = shares.iter().copied().reduce(f64::min)?;
     let high = shares.iter().copied().reduce(f64::max)?;
-    let (low, high) = (
-        format!("{:.0} %", 100.0 * low),
-        format!("{:.0} %", 100.0 * high),
-    );
+    // Two figures at least: a share below 10 % keeps its tenths.
+    let percent = |x: f64| match 100.0 * x {
+        p if p < 10.0 => format!("{p:.1} %"),
+        p => format!("{p:.0} %"),
+    };
+    let (low, high) = (percent(low), percent(high));
     let range = if low == high {
         low
     } else {
