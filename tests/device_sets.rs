@@ -168,6 +168,20 @@ fn check_set(set: &str, setup: &str, extra: &[&str]) -> (Value, Option<i32>) {
     (verdict, out.status.code())
 }
 
+/// `membw baseline --backend sim:all` of the simulated node under
+/// `setup`, triad only and two rounds, into `base`.
+fn quick_baseline(setup: &str, base: &std::path::Path) {
+    let out = membw()
+        .env("MEMBW_SIM_DEVICE", setup)
+        .args(["baseline", "--backend", "sim:all", "--array-size", "256K"])
+        .args(["--kernels", "triad", "--ntimes", "3", "--rounds", "2"])
+        .args(["--allow-busy", "-o"])
+        .arg(base)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
 /// The scopes (and kernels) a verdict found short against `against`.
 fn short(verdict: &Value, against: &str) -> Vec<String> {
     (verdict["findings"].as_array().unwrap().iter())
@@ -317,23 +331,7 @@ fn a_node_check_finds_the_pair_whose_peer_link_is_down_with_and_without_a_baseli
 
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("node.json");
-    let out = membw()
-        .env("MEMBW_SIM_DEVICE", "devices=3")
-        .args(["baseline", "--backend", "sim:all", "--array-size", "256K"])
-        .args([
-            "--kernels",
-            "triad",
-            "--ntimes",
-            "3",
-            "--rounds",
-            "2",
-            "--allow-busy",
-            "-o",
-        ])
-        .arg(&base)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    quick_baseline("devices=3", &base);
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
     assert_eq!(doc["pairs"].as_array().unwrap().len(), 6, "{doc}");
     let (v, code) = check_set(
@@ -405,23 +403,7 @@ fn a_node_check_finds_the_gpu_with_nvlink_links_down_with_and_without_a_baseline
     // A baseline with every link up; then a link of device 1 down: its
     // pairs cross fewer links than they did.
     let base = dir.path().join("node.json");
-    let out = membw()
-        .env("MEMBW_SIM_DEVICE", "devices=2,nvlink=4")
-        .args(["baseline", "--backend", "sim:all", "--array-size", "256K"])
-        .args([
-            "--kernels",
-            "triad",
-            "--ntimes",
-            "3",
-            "--rounds",
-            "2",
-            "--allow-busy",
-            "-o",
-        ])
-        .arg(&base)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    quick_baseline("devices=2,nvlink=4", &base);
     let (v, code) = check_set(
         "sim:all",
         "devices=2,nvlink=4,nvlink-down=1:1",

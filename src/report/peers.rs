@@ -25,22 +25,11 @@ pub fn text(r: &PeerReport) -> String {
         o,
         "  GB/s, best repetition ± half the 95 % interval of the mean; rows the source, columns the destination"
     );
-    let width = names.iter().map(String::len).max().unwrap_or(4).max(6);
     for method in r.methods() {
         let _ = writeln!(o, "\n  {}: {}", method.name(), method.describe());
-        let mut head = format!("  {:<width$}", "from\\to");
-        for n in &names {
-            let _ = write!(head, " {n:>16}");
-        }
-        let _ = writeln!(o, "{head}");
-        for (row, from) in names.iter().zip(&index) {
-            let mut line = format!("  {row:<width$}");
-            for to in &index {
-                let cell = r.cell(method, *from, *to);
-                let _ = write!(line, " {:>16}", cell_text(cell, from == to));
-            }
-            let _ = writeln!(o, "{}", line.trim_end());
-        }
+        matrix(&mut o, &names, &index, |from, to| {
+            cell_text(r.cell(method, from, to), from == to)
+        });
         if let Some(line) = shares(r, method) {
             let _ = writeln!(o, "{line}");
         }
@@ -50,29 +39,15 @@ pub fn text(r: &PeerReport) -> String {
             o,
             "\n  NVLink paths (links; 'switch': through NVSwitches), as nvidia-smi topo -m names them"
         );
-        let mut head = format!("  {:<width$}", "from\\to");
-        for n in &names {
-            let _ = write!(head, " {n:>16}");
-        }
-        let _ = writeln!(o, "{head}");
-        for (row, from) in names.iter().zip(&index) {
-            let mut line = format!("  {row:<width$}");
-            for to in &index {
-                let path = (r.cells.iter())
-                    .find(|c| c.from == *from && c.to == *to)
-                    .map(|c| c.fabric.as_ref().map_or("no NVLink".into(), |p| p.short()));
-                let _ = write!(
-                    line,
-                    " {:>16}",
-                    if from == to {
-                        "-".into()
-                    } else {
-                        path.unwrap_or_default()
-                    }
-                );
+        matrix(&mut o, &names, &index, |from, to| {
+            let path = (r.cells.iter())
+                .find(|c| c.from == from && c.to == to)
+                .map(|c| c.fabric.as_ref().map_or("no NVLink".into(), |p| p.short()));
+            match from == to {
+                true => "-".into(),
+                false => path.unwrap_or_default(),
             }
-            let _ = writeln!(o, "{}", line.trim_end());
-        }
+        });
     }
     let staged: Vec<String> = (r.cells.iter())
         .filter(|c| c.path == "staged")
@@ -103,6 +78,24 @@ pub fn text(r: &PeerReport) -> String {
         }
     }
     o
+}
+
+/// A matrix of the devices, rows the source and columns the destination,
+/// each cell `cell(from, to)`.
+fn matrix(o: &mut String, names: &[String], index: &[u32], cell: impl Fn(u32, u32) -> String) {
+    let width = names.iter().map(String::len).max().unwrap_or(4).max(6);
+    let mut head = format!("  {:<width$}", "from\\to");
+    for n in names {
+        let _ = write!(head, " {n:>16}");
+    }
+    let _ = writeln!(o, "{head}");
+    for (row, &from) in names.iter().zip(index) {
+        let mut line = format!("  {row:<width$}");
+        for &to in index {
+            let _ = write!(line, " {:>16}", cell(from, to));
+        }
+        let _ = writeln!(o, "{}", line.trim_end());
+    }
 }
 
 /// `  of each pair's NVLink peak: 84 % to 86 % (12 pairs)`: what share
