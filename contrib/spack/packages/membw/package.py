@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="5f288c0b3f9b778327c145c931979e760a9d2c63dc520f487671053853168a84")
+    version("0.1.0", sha256="a9b4b03ba5b17ebdc7b18d062d09b9950069f1ef91ec0b1fffed5cac6b458bc1")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
