@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="a9b4b03ba5b17ebdc7b18d062d09b9950069f1ef91ec0b1fffed5cac6b458bc1")
+    version("0.1.0", sha256="5bdbcf29acb765222d0d303d57137a8d465ececf9299ae8d0ce0fa96cf7ecc4f")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
