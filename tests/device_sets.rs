@@ -481,30 +481,3 @@ fn a_check_with_no_backend_covers_the_cpus_and_every_gpu_unless_told() {
         );
     }
 }
-
-#[test]
-fn a_fleets_gpu_files_are_ranked_gpu_by_gpu() {
-    let _alone = one_at_a_time();
-    // Each GPU's own run document, as `membw run --backend cuda:N --json`
-    // on every node writes them: one row per host and GPU, the slow one
-    // named among its like GPUs.
-    let dir = tempfile::tempdir().unwrap();
-    let mut files = Vec::new();
-    for i in 0..4 {
-        let doc = run_set(&format!("sim:{i}"), "slow=2:0.2", &["--json"]);
-        let file = dir.path().join(format!("gpu{i}.json"));
-        std::fs::write(&file, doc).unwrap();
-        files.push(file.to_str().unwrap().to_string());
-    }
-    let out = membw().arg("report").args(&files).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    for i in 0..4 {
-        assert!(text.contains(&format!("/sim{i} ")), "{text}");
-    }
-    let slow = text
-        .lines()
-        .find(|l| l.starts_with("Slow nodes:"))
-        .unwrap_or_default();
-    assert!(slow.contains("/sim2"), "{text}");
-    assert_eq!(out.status.code(), Some(1), "{text}");
-}
