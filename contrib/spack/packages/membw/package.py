@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="5bdbcf29acb765222d0d303d57137a8d465ececf9299ae8d0ce0fa96cf7ecc4f")
+    version("0.1.0", sha256="54c1df932490694e1eb281de087c7c22a8e7e1367c61157ea3b73912583ced8a")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
