@@ -29,7 +29,9 @@
 # --no-static      skip the static binaries
 # --no-portable    skip the portable binaries
 # --offline-build  unpack both tarballs and build them with an empty CARGO_HOME,
-#                  --offline, and (as root) no network at all
+#                  --offline, and (as root) no network at all: the native
+#                  static binary is built there (a plain release build with
+#                  --no-static)
 #
 # Exit status: 0 done, 1 a check failed, 2 a bad argument.
 set -euo pipefail
@@ -162,6 +164,24 @@ if [ "$portable" = 1 ]; then
     fi
 fi
 
+# --offline-build: the two tarballs unpacked over each other, built with an
+# empty CARGO_HOME, --offline, and (as root) in a network namespace of its
+# own (no interface but lo). The native static binary is built there, so
+# one build checks both; without static binaries, a plain release build.
+offline_tree=
+offline_note="the two tarballs built with an empty CARGO_HOME, --offline"
+if [ "$offline_build" = 1 ]; then
+    mkdir -p "$work/offline/cargo-home"
+    tar -xzf "$dist/$name.tar.gz" -C "$work/offline"
+    tar -xzf "$dist/$name-vendor.tar.gz" -C "$work/offline"
+    offline_tree="$work/offline/$name"
+    offline=(env CARGO_HOME="$work/offline/cargo-home")
+    if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
+        offline=(unshare -n "${offline[@]}")
+        offline_note+=", in a network namespace without a network"
+    fi
+fi
+
 if [ "$static" = 1 ]; then
     for target in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu; do
         arch=${target%%-*}
@@ -169,11 +189,20 @@ if [ "$static" = 1 ]; then
             say "no $arch static binary: rustup target add $target (and gcc-$arch-linux-gnu)"
             continue
         fi
-        say "$name-$arch-linux-static"
-        RUSTFLAGS='-C target-feature=+crt-static' cargo build --quiet --release --locked \
-            --no-default-features --target "$target" --target-dir target/dist-build
+        build=(env RUSTFLAGS='-C target-feature=+crt-static' cargo build --quiet --release --locked
+               --no-default-features --target "$target" --target-dir target/dist-build)
+        if [ -n "$offline_tree" ] && [ "$arch" = "$(uname -m)" ]; then
+            say "$name-$arch-linux-static, from $offline_note"
+            (cd "$offline_tree" && "${offline[@]}" "${build[@]}" --offline) || fail "the offline build failed"
+            built="$offline_tree/target/dist-build/$target/release/membw"
+            offline_tree=
+        else
+            say "$name-$arch-linux-static"
+            "${build[@]}"
+            built="target/dist-build/$target/release/membw"
+        fi
         binary="$dist/$name-$arch-linux-static"
-        cp "target/dist-build/$target/release/membw" "$binary"
+        cp "$built" "$binary"
         if readelf -d "$binary" | grep -q NEEDED; then
             fail "$binary needs shared libraries: $(readelf -d "$binary" | grep NEEDED | tr -s ' ')"
         fi
@@ -184,6 +213,13 @@ if [ "$static" = 1 ]; then
         smoke_test "$binary" "$arch"
     done
 fi
+if [ -n "$offline_tree" ]; then
+    say "release build from $offline_note"
+    (cd "$offline_tree" && "${offline[@]}" cargo build --quiet --release --offline --locked) ||
+        fail "the offline build failed"
+    "$offline_tree/target/release/membw" --version >/dev/null
+fi
+[ "$offline_build" = 0 ] || say "the offline build works"
 
 (cd "$dist" && shopt -s nullglob && sha256sum -- *.tar.gz membw-*-static membw-*-portable >SHA256SUMS)
 cat "$dist/SHA256SUMS" >&2
@@ -216,19 +252,4 @@ case $mode in
         ;;
 esac
 
-if [ "$offline_build" = 1 ]; then
-    say "building the two tarballs offline (empty CARGO_HOME)"
-    mkdir -p "$work/offline/cargo-home"
-    tar -xzf "$dist/$name.tar.gz" -C "$work/offline"
-    tar -xzf "$dist/$name-vendor.tar.gz" -C "$work/offline"
-    build=(env CARGO_HOME="$work/offline/cargo-home" cargo build --quiet --release --offline --locked)
-    # As root, in a network namespace of its own: no interface but lo.
-    if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
-        build=(unshare -n "${build[@]}")
-        say "(in a network namespace without a network)"
-    fi
-    (cd "$work/offline/$name" && "${build[@]}") || fail "the offline build failed"
-    "$work/offline/$name/target/release/membw" --version >/dev/null
-    say "the offline build works"
-fi
 say "done: $dist"
