@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="54c1df932490694e1eb281de087c7c22a8e7e1367c61157ea3b73912583ced8a")
+    version("0.1.0", sha256="ee9625295e517cf2195e12a7235f3cc05daf06f63f0a46d3085f76c019a49291")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
