@@ -70,3 +70,48 @@ fn the_amd_kernels_are_the_cuda_kernels() {
     assert_eq!(cuda.len(), 20, "{cuda:?}");
     assert_eq!(hip, cuda);
 }
+
+/// AMD's backend is its module (src/backend/hip) and its registration in
+/// the backends' lists: no other source file names HIP or its backend.
+#[test]
+fn nothing_but_its_module_and_its_registration_names_the_hip_backend() {
+    fn files(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let src = root().join("src");
+    let mut paths = Vec::new();
+    files(&src, &mut paths);
+    let registration = ["backend/mod.rs", "backend/device_set.rs"];
+    let mut named = Vec::new();
+    for path in paths {
+        let rel = path
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if rel.starts_with("backend/hip/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let names_hip = |line: &str| {
+            line.split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|word| word.eq_ignore_ascii_case("hip"))
+        };
+        for line in text.lines().filter(|l| names_hip(l)) {
+            if !registration.contains(&rel.as_str()) {
+                named.push(format!("{rel}: {line}"));
+            }
+        }
+    }
+    assert!(named.is_empty(), "{named:#?}");
+    // The lists do name it: the check above is not vacuous.
+    let device_set = std::fs::read_to_string(src.join("backend/device_set.rs")).unwrap();
+    assert!(device_set.contains("&hip::HIP"), "{device_set}");
+}

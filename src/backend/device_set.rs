@@ -1,10 +1,19 @@
 //! Device sets: `--backend cuda:all` or `cuda:0-3,6`, one backend per
 //! device of a GPU platform, in the order written.
 
-use super::{Backend, by_name, cuda, gpu, sim};
+use super::{Backend, by_name, cuda, gpu, hip, sim};
+use crate::topology::pci::GpuVendor;
 
 /// The vendors of the GPU backend, by the name `--backend` takes.
-pub const PLATFORMS: &[&'static dyn gpu::Platform] = &[&sim::SIM, &cuda::CUDA];
+pub const PLATFORMS: &[&'static dyn gpu::Platform] = &[&sim::SIM, &cuda::CUDA, &hip::HIP];
+
+/// The platform that drives GPUs of `vendor` on the PCI bus, if any.
+pub fn platform_for(vendor: GpuVendor) -> Option<&'static dyn gpu::Platform> {
+    PLATFORMS
+        .iter()
+        .copied()
+        .find(|p| p.vendor() == Some(vendor))
+}
 
 /// The backends `spec` names, one per device: a device set (`cuda:all`,
 /// `sim:0-3,6`, the CPU-list grammar) in the order written, or the one

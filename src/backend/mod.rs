@@ -4,29 +4,26 @@
 //! else: the timing test, the repetitions and the clock around them, the
 //! first-repetition rule, statistics, the timer check and validation.
 //!
-//! A backend allocates and places the arrays, writes their first values,
-//! runs one kernel once (or `repeats` times) over them and returns only
-//! when all of it is done, and reads them back for validation through the
-//! protocol's own rule. It never times and never judges.
+//! A backend places the arrays, writes their first values, runs a kernel (`repeats`
+//! times) until all is done, and reads them back for validation; it never times or judges.
 //!
 //! - [`cpu`]: membw's pinned team of threads with the SIMD kernels, arrays
 //!   placed by the memory policy and first-touched by their thread;
 //! - [`portable`]: one thread, portable loops, ordinary heap arrays;
-//! - [`gpu`]: GPUs of any vendor over the GPU-runtime layer, whose
-//!   vendors are [`cuda`] (NVIDIA GPUs) and [`sim`] (simulated devices,
-//!   for the tests).
+//! - [`gpu`]: GPUs over the GPU-runtime layer, whose vendors are [`cuda`]
+//!   (NVIDIA), [`hip`] (AMD) and [`sim`] (simulated devices, for tests).
 //!
-//! Adding one is a module here and one line in [`BACKENDS`]; adding a GPU
-//! vendor is a `gpu::Platform` and a `gpu::Runtime` with its kernels.
+//! Adding a backend: a module here and a line in [`BACKENDS`] (a GPU vendor: in [`PLATFORMS`] too).
 
 pub mod cpu;
 pub mod cuda;
 mod device_set;
 pub mod gpu;
+pub mod hip;
 pub mod portable;
 pub mod sim;
 
-pub use device_set::{PLATFORMS, platform_set, set_by_name};
+pub use device_set::{PLATFORMS, platform_for, platform_set, set_by_name};
 
 use crate::error::Result;
 use crate::kernels::{ARRAYS, ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};
@@ -169,6 +166,7 @@ pub const BACKENDS: &[(&str, MakeBackend)] = &[
     }),
     ("sim", |i| gpu::GpuBackend::make(&sim::SIM, i)),
     ("cuda", |i| gpu::GpuBackend::make(&cuda::CUDA, i)),
+    ("hip", |i| gpu::GpuBackend::make(&hip::HIP, i)),
 ];
 
 /// The backends of one rank of a multi-rank run: a device backend named

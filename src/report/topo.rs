@@ -333,9 +333,11 @@ fn gpus(o: &mut String, topo: &Topology) {
             },
         );
         let driver = g.driver.as_deref().unwrap_or("no driver bound");
-        let backend = match g.maker().map(|m| m.backend()) {
-            Some(Ok(name)) => format!("--backend {name}"),
-            Some(Err(why)) => why.to_string(),
+        let backend = match g.maker() {
+            Some(vendor) => match crate::backend::platform_for(vendor) {
+                Some(platform) => format!("--backend {}", platform.name()),
+                None => format!("no membw backend for {} GPUs yet", vendor.name()),
+            },
             None => String::new(),
         };
         let _ = writeln!(

@@ -53,16 +53,19 @@ impl GpuVendor {
             GpuVendor::Intel => "Intel",
         }
     }
-
-    /// The `--backend` that drives its GPUs, or why none does yet.
-    pub fn backend(self) -> Result<&'static str, &'static str> {
-        match self {
-            GpuVendor::Nvidia => Ok("cuda"),
-            GpuVendor::Amd => Err("no membw backend for AMD GPUs yet (HIP)"),
-            GpuVendor::Intel => Err("no membw backend for Intel GPUs yet (Level Zero)"),
+}
+/// A PCI address as sysfs spells it (`0000:18:00.0`): GPU drivers write
+/// an 8-digit domain in capitals (`00000000:18:00.0`).
+pub fn normal_address(id: &str) -> String {
+    let id = id.trim().to_ascii_lowercase();
+    match id.split_once(':') {
+        Some((domain, rest)) if domain.len() > 4 => {
+            format!("{}:{rest}", &domain[domain.len() - 4..])
         }
+        _ => id,
     }
 }
+
 /// Where sysfs lists every PCI function.
 pub(super) const PCI_DIR: &str = "sys/bus/pci/devices";
 
@@ -369,8 +372,8 @@ mod tests {
         assert_eq!(GpuVendor::of(INTEL, 0x0200), None);
         assert_eq!(GpuVendor::of(NVIDIA, 0x0403), None);
         assert_eq!(GpuVendor::of(0x1a03, 0x0300), None);
-        assert_eq!(GpuVendor::Nvidia.backend(), Ok("cuda"));
-        assert!(GpuVendor::Amd.backend().unwrap_err().contains("HIP"));
+        assert_eq!(normal_address("00000000:1B:00.0"), "0000:1b:00.0");
+        assert_eq!(normal_address("0000:1b:00.0"), "0000:1b:00.0");
     }
 
     #[test]

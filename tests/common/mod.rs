@@ -376,19 +376,45 @@ pub fn run_on(backend: &str, extra: &[&str]) -> String {
 /// compiler; `None` (and a skip saying why) where it cannot be used.
 pub fn fake_cuda_driver() -> Option<PathBuf> {
     static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    let source = include_str!("../fake_cuda/libcuda.c");
+    fake_library(&BUILT, "fake_cuda/libcuda.c", source, "libcuda.so.1")
+}
+
+/// The directory holding the fake `libamdhip64.so.5`, as
+/// [`fake_cuda_driver`].
+pub fn fake_hip_runtime() -> Option<PathBuf> {
+    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    let source = include_str!("../fake_hip/libamdhip64.c");
+    fake_library(&BUILT, "fake_hip/libamdhip64.c", source, "libamdhip64.so.5")
+}
+
+/// A fake GPU library built once from `tests/PATH` (whose text is
+/// `source`, with the kernels it shares) into a cached directory as
+/// `name`.
+fn fake_library(
+    built: &'static std::sync::OnceLock<Result<PathBuf, String>>,
+    path: &str,
+    source: &str,
+    name: &str,
+) -> Option<PathBuf> {
     if emulated() {
-        skip("the fake CUDA driver is built for the host, not the emulated binary");
+        skip(format!(
+            "{name} (fake) is built for the host, not the emulated binary"
+        ));
         return None;
     }
-    let built = BUILT.get_or_init(|| {
-        let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda/libcuda.c");
-        let key = content_key(&[include_str!("../fake_cuda/libcuda.c")]);
+    let built = built.get_or_init(|| {
+        let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests")
+            .join(path);
+        let key = content_key(&[source, include_str!("../fake_gpu/kernels.h")]);
+        let stem = path.split('/').next().unwrap_or(path);
         let mut failure = None;
-        let dir = cached_dir(&format!("fake_cuda-{key:016x}"), |dir| {
+        let dir = cached_dir(&format!("{stem}-{key:016x}"), |dir| {
             let out = std::process::Command::new("cc")
                 .args(["-shared", "-fPIC", "-O2", "-o"])
-                .arg(dir.join("libcuda.so.1"))
-                .arg(&source)
+                .arg(dir.join(name))
+                .arg(&file)
                 .output()
                 .map_err(|e| format!("cc: {e}"));
             match out {
@@ -411,7 +437,7 @@ pub fn fake_cuda_driver() -> Option<PathBuf> {
         Ok(dir) => Some(dir.clone()),
         Err(e) => {
             unavailable(
-                format!("the fake CUDA driver does not build ({e})"),
+                format!("the fake {name} does not build ({e})"),
                 ".ci/run must install gcc",
             );
             None

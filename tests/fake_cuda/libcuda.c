@@ -27,6 +27,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../fake_gpu/kernels.h"
+
 typedef int CUresult;
 typedef int CUdevice;
 typedef uint64_t CUdeviceptr;
@@ -127,18 +129,11 @@ CUresult cuModuleLoadData(CUmodule *m, const void *image) {
   *m = &module;
   return SUCCESS;
 }
-/* A kernel's other builds (kernels.cu: NAME_spread, NAME_u2, NAME_u1)
- * run as NAME does. */
+/* A kernel's other builds run as its family does. */
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
   (void)m;
   *f = calloc(1, sizeof **f);
-  snprintf((*f)->name, sizeof (*f)->name, "%s", name);
-  static const char *builds[] = {"_spread", "_u2", "_u1"};
-  size_t n = strlen(name);
-  for (int b = 0; b < 3; b++) {
-    size_t k = strlen(builds[b]);
-    if (n > k && strcmp(name + n - k, builds[b]) == 0) (*f)->name[n - k] = 0;
-  }
+  fake_kernel_family((*f)->name, sizeof (*f)->name, name);
   return SUCCESS;
 }
 CUresult cuModuleUnload(CUmodule m) { (void)m; return SUCCESS; }
@@ -232,7 +227,7 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction f, 
   return SUCCESS;
 }
 
-/* kernels.cu's kernels, element by element on this thread. */
+/* kernels.cu's kernels, element by element on this thread (fake_gpu). */
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, unsigned shared,
                         CUstream s, void **params, void **extra) {
@@ -245,41 +240,6 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
     FILE *out = fopen(log, "a");
     if (out) { fprintf(out, "launch %s %u\n", f->name, gx); fclose(out); }
   }
-  double *x[7];
-  for (int i = 0; i < 7; i++) x[i] = (double *)(uintptr_t) * (CUdeviceptr *)params[i];
-  double *a = x[0], *b = x[1], *c = x[2], *d = x[3], *h = x[4], *r = x[5], *partial = x[6];
-  double q = *(double *)params[7];
-  uint64_t n = *(uint64_t *)params[8];
-  const char *k = f->name;
-  double sum = 0;
-  double *last = 0;
-#define EACH(body) for (uint64_t i = 0; i < n; i++) { body; }
-  if (!strcmp(k, "copy")) { EACH(c[i] = a[i]); last = c; }
-  else if (!strcmp(k, "scale")) { EACH(b[i] = q * c[i]); last = b; }
-  else if (!strcmp(k, "add")) { EACH(c[i] = a[i] + b[i]); last = c; }
-  else if (!strcmp(k, "triad")) { EACH(a[i] = b[i] + q * c[i]); last = a; }
-  else if (!strcmp(k, "write")) { EACH(c[i] = q); last = c; }
-  else if (!strcmp(k, "init") || !strcmp(k, "fill_a")) { EACH(a[i] = q); last = a; }
-  else if (!strcmp(k, "fill_b")) { EACH(b[i] = q); }
-  else if (!strcmp(k, "fill_c")) { EACH(c[i] = q); }
-  else if (!strcmp(k, "fill_d")) { EACH(d[i] = q); }
-  else if (!strcmp(k, "update")) { EACH(a[i] = q * a[i]); last = a; }
-  else if (!strcmp(k, "daxpy")) { EACH(a[i] = a[i] + q * b[i]); last = a; }
-  else if (!strcmp(k, "striad")) { EACH(a[i] = b[i] + c[i] * d[i]); last = a; }
-  else if (!strcmp(k, "sdaxpy")) { EACH(a[i] = a[i] + b[i] * c[i]); last = a; }
-  else if (!strcmp(k, "nstream")) { EACH(a[i] = a[i] + (b[i] + q * c[i])); last = a; }
-  else if (!strcmp(k, "h2d_kernel")) { EACH(a[i] = h[i]); last = a; }
-  else if (!strcmp(k, "d2h_kernel")) { EACH(r[i] = b[i]); last = r; }
-  else if (!strcmp(k, "bidir_kernel")) { EACH(a[i] = h[i]; r[i] = b[i]); last = r; }
-  else if (!strcmp(k, "read")) { EACH(sum += a[i]); }
-  else if (!strcmp(k, "dot")) { EACH(sum += a[i] * b[i]); }
-  else return NOT_FOUND;
-  int reduces = !strcmp(k, "read") || !strcmp(k, "dot");
-  if (reduces && partial) {
-    /* Each block's sum: the first holds the whole, the rest nothing. */
-    partial[0] = sum;
-    for (unsigned i = 1; i < gx; i++) partial[i] = 0;
-  }
-  if (last && n && getenv("FAKE_CUDA_WRONG")) last[n - 1] += 1.0;
+  if (fake_run_kernel(f->name, params, gx, getenv("FAKE_CUDA_WRONG") != NULL) != 0) return NOT_FOUND;
   return SUCCESS;
 }

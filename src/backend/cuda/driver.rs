@@ -79,8 +79,9 @@ pub(super) fn facts(index: u32) -> Result<Facts, String> {
         .map_err(|e| fail("cuDeviceGetPCIBusId", e))?;
     // SAFETY: the buffer is NUL-terminated (zeroed, and the driver
     // terminates what it writes).
-    let bus_id =
-        normal_bus_id(&unsafe { std::ffi::CStr::from_ptr(bus.as_ptr()) }.to_string_lossy());
+    let bus_id = crate::topology::pci::normal_address(
+        &unsafe { std::ffi::CStr::from_ptr(bus.as_ptr()) }.to_string_lossy(),
+    );
     let mut version = 0;
     // SAFETY: writes one int.
     unsafe { sys::cuDriverGetVersion(&mut version) }
@@ -105,18 +106,6 @@ pub(super) fn facts(index: u32) -> Result<Facts, String> {
     })
 }
 
-/// A PCI address as sysfs spells it (`0000:18:00.0`): the driver writes
-/// an 8-digit domain in capitals (`00000000:18:00.0`).
-pub(super) fn normal_bus_id(id: &str) -> String {
-    let id = id.trim().to_ascii_lowercase();
-    match id.split_once(':') {
-        Some((domain, rest)) if domain.len() > 4 => {
-            format!("{}:{rest}", &domain[domain.len() - 4..])
-        }
-        _ => id,
-    }
-}
-
 /// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, nvidia-smi's spelling.
 pub(super) fn format_uuid(bytes: &[u8; 16]) -> String {
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -133,12 +122,6 @@ pub(super) fn format_uuid(bytes: &[u8; 16]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_bus_id_is_spelled_as_sysfs_does() {
-        assert_eq!(normal_bus_id("00000000:1B:00.0"), "0000:1b:00.0");
-        assert_eq!(normal_bus_id("0000:1b:00.0"), "0000:1b:00.0");
-    }
 
     #[test]
     fn a_uuid_is_spelled_as_nvidia_smi_does() {

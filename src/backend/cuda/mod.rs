@@ -48,6 +48,10 @@ impl Platform for Cuda {
         "a CUDA GPU"
     }
 
+    fn vendor(&self) -> Option<crate::topology::pci::GpuVendor> {
+        Some(crate::topology::pci::GpuVendor::Nvidia)
+    }
+
     fn count(&self) -> Result<u32, String> {
         driver::device_count()
     }

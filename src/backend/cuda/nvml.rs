@@ -107,7 +107,8 @@ fn fabric(nvml: &Nvml, bus_id: &str) -> Option<crate::results::target::Fabric> {
             continue;
         }
         version = version.or(link.version().ok());
-        let remote = (link.remote_pci_info().ok()).map(|p| super::driver::normal_bus_id(&p.bus_id));
+        let remote =
+            (link.remote_pci_info().ok()).map(|p| crate::topology::pci::normal_address(&p.bus_id));
         up_to.push(match remote {
             Some(id) if nvml.device_by_pci_bus_id(id.as_str()).is_ok() => id,
             _ => crate::results::target::fabric::SWITCH.to_string(),
@@ -172,7 +173,7 @@ pub fn held_back_ns() -> Vec<HeldBack> {
             let d = nvml.device_by_index(i).ok()?;
             let ns = |p| d.violation_status(p).map(|v| v.violation_time).unwrap_or(0);
             Some(HeldBack {
-                bus_id: super::driver::normal_bus_id(&d.pci_info().ok()?.bus_id),
+                bus_id: crate::topology::pci::normal_address(&d.pci_info().ok()?.bus_id),
                 power_ns: ns(PerformancePolicy::Power),
                 thermal_ns: ns(PerformancePolicy::Thermal),
                 sm_mhz: d.clock_info(Clock::SM).ok(),

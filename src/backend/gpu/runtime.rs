@@ -1,6 +1,6 @@
 //! The GPU-runtime layer: what the GPU backend needs of a vendor's runtime,
 //! and nothing more. A vendor (CUDA's driver API; the simulated device of
-//! the tests; later HIP) is one [`Platform`] (its devices and their facts)
+//! the tests; AMD's) is one [`Platform`] (its devices and their facts)
 //! and one [`Runtime`] (one device's context: memory, host registration,
 //! the kernels' module, launches, events, streams). Everything above it
 //! (arrays, launch shapes, timing windows, transfers, read-back) is
@@ -56,6 +56,11 @@ pub trait Platform: Sync {
     fn name(&self) -> &'static str;
     /// What a refusal calls one of its devices (`a CUDA GPU`).
     fn kind(&self) -> &'static str;
+    /// The maker of the GPUs on the PCI bus that it drives (none: the
+    /// simulated device).
+    fn vendor(&self) -> Option<crate::topology::pci::GpuVendor> {
+        None
+    }
     /// The devices it sees, or why it sees none (no driver, no GPU).
     fn count(&self) -> Result<u32, String>;
     /// Why `index` is none of the `count` devices it sees, in one line.

@@ -1,0 +1,65 @@
+/* The kernels of membw's GPU builds (src/backend/cuda/kernels.cu and
+ * src/backend/hip/kernels.cl), element by element on the calling thread:
+ * what the fake drivers (tests/fake_cuda, tests/fake_hip) run for a
+ * launch. Both builds take the same first nine parameters: the six arrays,
+ * the per-block sums, the scalar and the element count.
+ *
+ * A kernel's other builds (NAME_spread, NAME_u2, NAME_u1) run as NAME.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* NAME of a build's name, into `out` (at least 32 bytes). */
+static void fake_kernel_family(char *out, size_t len, const char *name) {
+  static const char *builds[] = {"_spread", "_u2", "_u1"};
+  size_t n = strlen(name);
+  snprintf(out, len, "%s", name);
+  for (int b = 0; b < 3; b++) {
+    size_t k = strlen(builds[b]);
+    if (n > k && n < len && strcmp(name + n - k, builds[b]) == 0) out[n - k] = 0;
+  }
+}
+
+/* Runs kernel family `k` over `params` (pointers to the values, as a
+ * launch takes them) with `grid` blocks. 0 when it ran; -1 for a name
+ * that is no kernel. `wrong`: the last element written is off by one. */
+static int fake_run_kernel(const char *k, void **params, unsigned grid, int wrong) {
+  double *x[7];
+  for (int i = 0; i < 7; i++) x[i] = (double *)(uintptr_t) * (uint64_t *)params[i];
+  double *a = x[0], *b = x[1], *c = x[2], *d = x[3], *h = x[4], *r = x[5], *partial = x[6];
+  double q = *(double *)params[7];
+  uint64_t n = *(uint64_t *)params[8];
+  double sum = 0;
+  double *last = 0;
+#define EACH(body) for (uint64_t i = 0; i < n; i++) { body; }
+  if (!strcmp(k, "copy")) { EACH(c[i] = a[i]); last = c; }
+  else if (!strcmp(k, "scale")) { EACH(b[i] = q * c[i]); last = b; }
+  else if (!strcmp(k, "add")) { EACH(c[i] = a[i] + b[i]); last = c; }
+  else if (!strcmp(k, "triad")) { EACH(a[i] = b[i] + q * c[i]); last = a; }
+  else if (!strcmp(k, "write")) { EACH(c[i] = q); last = c; }
+  else if (!strcmp(k, "init") || !strcmp(k, "fill_a")) { EACH(a[i] = q); last = a; }
+  else if (!strcmp(k, "fill_b")) { EACH(b[i] = q); }
+  else if (!strcmp(k, "fill_c")) { EACH(c[i] = q); }
+  else if (!strcmp(k, "fill_d")) { EACH(d[i] = q); }
+  else if (!strcmp(k, "update")) { EACH(a[i] = q * a[i]); last = a; }
+  else if (!strcmp(k, "daxpy")) { EACH(a[i] = a[i] + q * b[i]); last = a; }
+  else if (!strcmp(k, "striad")) { EACH(a[i] = b[i] + c[i] * d[i]); last = a; }
+  else if (!strcmp(k, "sdaxpy")) { EACH(a[i] = a[i] + b[i] * c[i]); last = a; }
+  else if (!strcmp(k, "nstream")) { EACH(a[i] = a[i] + (b[i] + q * c[i])); last = a; }
+  else if (!strcmp(k, "h2d_kernel")) { EACH(a[i] = h[i]); last = a; }
+  else if (!strcmp(k, "d2h_kernel")) { EACH(r[i] = b[i]); last = r; }
+  else if (!strcmp(k, "bidir_kernel")) { EACH(a[i] = h[i]; r[i] = b[i]); last = r; }
+  else if (!strcmp(k, "read")) { EACH(sum += a[i]); }
+  else if (!strcmp(k, "dot")) { EACH(sum += a[i] * b[i]); }
+  else return -1;
+  int reduces = !strcmp(k, "read") || !strcmp(k, "dot");
+  if (reduces && partial) {
+    /* Each block's sum: the first holds the whole, the rest nothing. */
+    partial[0] = sum;
+    for (unsigned i = 1; i < grid; i++) partial[i] = 0;
+  }
+  if (last && n && wrong) last[n - 1] += 1.0;
+  return 0;
+}
