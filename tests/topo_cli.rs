@@ -366,7 +366,10 @@ fn topo_lists_every_makers_gpus_and_which_it_cannot_measure() {
     let line = (out.lines())
         .find(|l| l.contains("0000:85:00.0"))
         .unwrap_or_else(|| panic!("{out}"));
-    assert!(line.contains("1002:74a1 · NUMA node 1"), "{line}");
+    assert!(
+        line.contains("1002:74a1 Instinct MI300X · NUMA node 1"),
+        "{line}"
+    );
     assert!(
         line.contains("Gen4 x16 (31.5 GB/s each way), trained below its Gen5 x16"),
         "{line}"
@@ -378,4 +381,36 @@ fn topo_lists_every_makers_gpus_and_which_it_cannot_measure() {
     assert_eq!(gpus.len(), 4);
     assert_eq!(gpus[0]["vendor"], 0x1002);
     assert_eq!(gpus[0]["class"], 0x1200);
+}
+
+/// An MI250X node (one 64-core EPYC in NPS4, four cards, eight GCDs, two
+/// per NUMA node) and an MI300A node (four APUs): topo names each PCI
+/// function as the GCD or APU it is, with its node and the backend.
+#[test]
+fn topo_names_an_mi250x_cards_gcds_and_an_mi300a_apu() {
+    let root = common::shared_tree("epyc-trento-mi250x-1s");
+    let out = stdout(&["topo", "--sysroot", root.to_str().unwrap()]);
+    assert!(out.contains("8 AMD on the PCI bus"), "{out}");
+    let gcds: Vec<&str> = (out.lines())
+        .filter(|l| l.contains("1002:7408 Instinct MI250X, one GCD of two on its card"))
+        .collect();
+    assert_eq!(gcds.len(), 8, "{out}");
+    for node in 0..4 {
+        let on = |l: &&&str| l.contains(&format!("NUMA node {node} "));
+        assert_eq!(gcds.iter().filter(on).count(), 2, "node {node}: {out}");
+    }
+    assert!(
+        gcds.iter()
+            .all(|l| l.contains("PCIe Gen4 x16") && l.ends_with("--backend hip"))
+    );
+    let root = common::shared_tree("mi300a-4s");
+    let out = stdout(&["topo", "--sysroot", root.to_str().unwrap()]);
+    let apus: Vec<&str> = (out.lines())
+        .filter(|l| l.contains("1002:74a0 Instinct MI300A, an APU: its HBM is the node's memory"))
+        .collect();
+    assert_eq!(apus.len(), 4, "{out}");
+    assert!(
+        apus[3].contains("0003:02:00.0") && apus[3].contains("NUMA node 3"),
+        "{out}"
+    );
 }

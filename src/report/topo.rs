@@ -340,9 +340,10 @@ fn gpus(o: &mut String, topo: &Topology) {
             },
             None => String::new(),
         };
+        let model = g.model().map(|m| format!(" {m}")).unwrap_or_default();
         let _ = writeln!(
             o,
-            "  {}  {:04x}:{:04x} · {node} · {link} · {driver} · {backend}",
+            "  {}  {:04x}:{:04x}{model} · {node} · {link} · {driver} · {backend}",
             g.address, g.vendor, g.device
         );
     }

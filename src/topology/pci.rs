@@ -171,6 +171,24 @@ impl PciGpu {
     pub fn maker(&self) -> Option<GpuVendor> {
         GpuVendor::of(self.vendor, self.class)
     }
+
+    /// What its PCI device id says it is, where that says more than the
+    /// maker: AMD's Instinct GPUs, whose PCI functions are a card's GCDs
+    /// (two per MI250X) or an APU's GPU (MI300A), from the public PCI ids.
+    pub fn model(&self) -> Option<&'static str> {
+        if self.maker() != Some(GpuVendor::Amd) {
+            return None;
+        }
+        Some(match self.device {
+            0x738c | 0x738e => "Instinct MI100",
+            0x7408 => "Instinct MI250X, one GCD of two on its card",
+            0x740c => "Instinct MI250X/MI250, one GCD of two on its card",
+            0x740f => "Instinct MI210",
+            0x74a0 => "Instinct MI300A, an APU: its HBM is the node's memory",
+            0x74a1 => "Instinct MI300X",
+            _ => return None,
+        })
+    }
 }
 
 /// Every GPU under `root`'s PCI bus, whoever made it, by address.
@@ -372,6 +390,19 @@ mod tests {
         assert_eq!(GpuVendor::of(INTEL, 0x0200), None);
         assert_eq!(GpuVendor::of(NVIDIA, 0x0403), None);
         assert_eq!(GpuVendor::of(0x1a03, 0x0300), None);
+        let gpu = |device| PciGpu {
+            address: "0000:c1:00.0".into(),
+            vendor: AMD,
+            device,
+            class: 0x1200,
+            numa_node: None,
+            local_cpus: Default::default(),
+            link: None,
+            driver: None,
+        };
+        assert!(gpu(0x7408).model().unwrap().contains("one GCD of two"));
+        assert!(gpu(0x74a0).model().unwrap().contains("APU"));
+        assert_eq!(gpu(0x1234).model(), None);
         assert_eq!(normal_address("00000000:1B:00.0"), "0000:1b:00.0");
         assert_eq!(normal_address("0000:1b:00.0"), "0000:1b:00.0");
     }
