@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="ee9625295e517cf2195e12a7235f3cc05daf06f63f0a46d3085f76c019a49291")
+    version("0.1.0", sha256="eff9f0b869bc08ccc8589f519d2b88751b2238b5a65c50eb631903f06e1873d2")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
