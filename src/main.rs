@@ -2,6 +2,10 @@
 //! stderr and the documented exit code.
 
 fn main() {
+    // A child a GPU runtime started to try a call that may crash.
+    if let Some(code) = membw::backend::probe_child() {
+        std::process::exit(code);
+    }
     // A file-size limit (ulimit -f) then fails the write, which truncates
     // the results file back to its last whole line, instead of killing.
     membw::sys::ignore_file_size_limit_signal();

@@ -349,14 +349,37 @@ mod tests {
         let mut held = HeldBack {
             bus_id: "0000:18:00.0".into(),
             window_s: 0.5,
-            power_s: 0.0,
-            thermal_s: 0.0,
+            power_s: Some(0.0),
+            thermal_s: Some(0.0),
+            at_ends: Vec::new(),
             sm_mhz: Some(1980),
             memory_mhz: Some(2619),
         };
         assert_eq!(held.finding(Effect::Bandwidth), None);
-        held.thermal_s = 0.1;
+        held.thermal_s = Some(0.1);
         let finding = held.finding(Effect::Bandwidth).unwrap();
         assert!(finding.contains("0000:18:00.0 had its clocks held back 20 % of the window (power 0.0 ms, heat 100.0 ms)"), "{finding}");
+        // A library that reports a status, not a time (ROCm SMI), says
+        // what held the clocks back at the window's ends, and no seconds.
+        let status = HeldBack {
+            power_s: None,
+            thermal_s: None,
+            ..held.clone()
+        };
+        assert_eq!(status.finding(Effect::Bandwidth), None);
+        assert!(
+            status
+                .quiet_part()
+                .contains("not held back as the window opened and closed")
+        );
+        let hot = HeldBack {
+            at_ends: vec!["heat (HBM)".into()],
+            ..status
+        };
+        let finding = hot.finding(Effect::Bandwidth).unwrap();
+        assert!(
+            finding.contains("held back as the window opened or closed (heat (HBM))"),
+            "{finding}"
+        );
     }
 }

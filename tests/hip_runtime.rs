@@ -44,6 +44,11 @@ fn without_rocm_a_hip_request_ends_in_one_line() {
         "no HIP runtime here: none of libamdhip64.so.7, libamdhip64.so.6, libamdhip64.so.5 loads (libamdhip64.so.7: cannot open shared object file",
     );
     usage_error(&["check", "--backend", "hip:all"], "ROCm is not installed");
+    // A set that is no set is named before the runtime is looked for.
+    usage_error(
+        &["run", "--backend", "hip:x"],
+        "--backend hip:x: 'x': column 1: 'x' is not a number",
+    );
 }
 
 #[test]

@@ -44,13 +44,18 @@ pub fn platform_set(spec: &str) -> std::result::Result<Option<PlatformSet>, Stri
         by_name(spec)?;
         return Ok(Some((platform, vec![selection.parse().unwrap_or(0)])));
     }
+    // A list that is no list is named before the platform is asked for
+    // its devices (on a node without the vendor's runtime too).
+    let listed = match selection {
+        "all" => None,
+        list => Some(crate::topology::cpulist::parse_list(list).map_err(|e| {
+            format!("'{list}': {e} (a device set is all, N, or a list such as 0-3,6)")
+        })?),
+    };
     let count = platform.count()?;
-    let indices: Vec<u32> = match selection {
-        "all" => (0..count).collect(),
-        list => {
-            let ids = crate::topology::cpulist::parse_list(list).map_err(|e| {
-                format!("'{list}': {e} (a device set is all, N, or a list such as 0-3,6)")
-            })?;
+    let indices: Vec<u32> = match listed {
+        None => (0..count).collect(),
+        Some(ids) => {
             let mut seen = std::collections::BTreeSet::new();
             let mut indices = Vec::new();
             for id in ids {
@@ -69,4 +74,20 @@ pub fn platform_set(spec: &str) -> std::result::Result<Option<PlatformSet>, Stri
         return Err(format!("'{selection}' names no device"));
     }
     Ok(Some((platform, indices)))
+}
+
+/// The variable that makes a membw process a probe of a vendor's runtime
+/// (`NAME:WHAT`, by its platform's name): a child the platform starts to
+/// try a call that may crash, before it makes that call in membw itself.
+pub const PROBE_VARIABLE: &str = "MEMBW_PROBE";
+
+/// In a probe process, what the platform asked of it, as its exit code;
+/// `None` in every other membw process.
+pub fn probe_child() -> Option<i32> {
+    let asked = std::env::var(PROBE_VARIABLE).ok()?;
+    Some(
+        (PLATFORMS.iter())
+            .find_map(|p| p.probe_child(&asked))
+            .unwrap_or(2),
+    )
 }

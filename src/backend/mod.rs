@@ -13,7 +13,7 @@
 //! - [`gpu`]: GPUs over the GPU-runtime layer, whose vendors are [`cuda`]
 //!   (NVIDIA), [`hip`] (AMD) and [`sim`] (simulated devices, for tests).
 //!
-//! Adding a backend: a module here and a line in [`BACKENDS`] (a GPU vendor: in [`PLATFORMS`] too).
+//! Adding a backend: a module here and a line in [`BACKENDS`] (a GPU vendor: in [`PLATFORMS`] instead).
 
 pub mod cpu;
 pub mod cuda;
@@ -23,7 +23,7 @@ pub mod hip;
 pub mod portable;
 pub mod sim;
 
-pub use device_set::{PLATFORMS, platform_for, platform_set, set_by_name};
+pub use device_set::{PLATFORMS, platform_for, platform_set, probe_child, set_by_name};
 
 use crate::error::Result;
 use crate::kernels::{ARRAYS, ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};
@@ -156,7 +156,9 @@ pub struct Observed {
 /// for a backend that has no devices), or says why it cannot.
 pub type MakeBackend = fn(Option<u32>) -> std::result::Result<Box<dyn Backend>, String>;
 
-/// Every backend, by name: the one registration a new backend adds.
+/// The backends of the host's own memory, by name: the one registration
+/// a new one adds. A GPU vendor registers in [`PLATFORMS`] alone, and
+/// `NAME` and `NAME:N` name its devices.
 pub const BACKENDS: &[(&str, MakeBackend)] = &[
     ("cpu", |i| {
         host_only("cpu", i).map(|()| Box::new(cpu::CpuTeam) as _)
@@ -164,9 +166,6 @@ pub const BACKENDS: &[(&str, MakeBackend)] = &[
     ("portable", |i| {
         host_only("portable", i).map(|()| Box::new(portable::Portable) as _)
     }),
-    ("sim", |i| gpu::GpuBackend::make(&sim::SIM, i)),
-    ("cuda", |i| gpu::GpuBackend::make(&cuda::CUDA, i)),
-    ("hip", |i| gpu::GpuBackend::make(&hip::HIP, i)),
 ];
 
 /// The backends of one rank of a multi-rank run: a device backend named
@@ -244,17 +243,19 @@ pub fn by_name(spec: &str) -> std::result::Result<Box<dyn Backend>, String> {
             (name, Some(index))
         }
     };
+    if let Some(&platform) = PLATFORMS.iter().find(|p| p.name() == name) {
+        return gpu::GpuBackend::make(platform, index);
+    }
     let make = (BACKENDS.iter().find(|(n, _)| *n == name))
         .map(|(_, make)| make)
         .ok_or_else(|| format!("unknown backend '{name}' (choose from {})", names()))?;
     make(index)
 }
 
-/// The names of every backend, for messages.
+/// The names of every backend, the host's then the GPU vendors'.
 pub fn names() -> String {
-    BACKENDS
-        .iter()
-        .map(|(n, _)| *n)
+    (BACKENDS.iter().map(|(n, _)| *n))
+        .chain(PLATFORMS.iter().map(|p| p.name()))
         .collect::<Vec<_>>()
         .join(", ")
 }

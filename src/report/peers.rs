@@ -34,15 +34,18 @@ pub fn text(r: &PeerReport) -> String {
             let _ = writeln!(o, "{line}");
         }
     }
-    if r.cells.iter().any(|c| c.fabric.is_some()) {
-        let _ = writeln!(
-            o,
-            "\n  NVLink paths (links; 'switch': through NVSwitches), as nvidia-smi topo -m names them"
-        );
+    if let Some(fabric) = fabric_name(r) {
+        let _ = match fabric.as_str() {
+            "NVLink" => writeln!(
+                o,
+                "\n  NVLink paths (links; 'switch': through NVSwitches), as nvidia-smi topo -m names them"
+            ),
+            name => writeln!(o, "\n  {name} paths (direct links between the two)"),
+        };
         matrix(&mut o, &names, &index, |from, to| {
             let path = (r.cells.iter())
                 .find(|c| c.from == from && c.to == to)
-                .map(|c| c.fabric.as_ref().map_or("no NVLink".into(), |p| p.short()));
+                .map(|c| (c.fabric.as_ref()).map_or(format!("no {fabric}"), |p| p.short()));
             match from == to {
                 true => "-".into(),
                 false => path.unwrap_or_default(),
@@ -98,6 +101,12 @@ fn matrix(o: &mut String, names: &[String], index: &[u32], cell: impl Fn(u32, u3
     }
 }
 
+/// The name of the fabric the pairs' paths cross (`NVLink`, `xGMI`), where
+/// any does.
+fn fabric_name(r: &PeerReport) -> Option<String> {
+    (r.cells.iter()).find_map(|c| c.fabric.as_ref().map(|p| p.name.clone()))
+}
+
 /// `  of each pair's NVLink peak: 84 % to 86 % (12 pairs)`: what share
 /// of its path the method reached, where the paths' peaks are known.
 fn shares(r: &PeerReport, method: crate::results::peers::PeerMethod) -> Option<String> {
@@ -119,7 +128,8 @@ fn shares(r: &PeerReport, method: crate::results::peers::PeerMethod) -> Option<S
         format!("{low} to {high}")
     };
     Some(format!(
-        "  of each pair's NVLink peak: {range} ({} pairs)",
+        "  of each pair's {} peak: {range} ({} pairs)",
+        fabric_name(r).unwrap_or_default(),
         shares.len()
     ))
 }

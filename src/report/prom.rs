@@ -218,12 +218,17 @@ pub fn check(v: &Verdict) -> String {
         Metric {
             name: "membw_gpu_nvlink_links",
             help: "NVLink links each GPU of the check has, as its management library reports them.",
-            samples: nvlink_samples(v, |f| f.links),
+            samples: fabric_samples(v, "NVLink", |f| f.links),
         },
         Metric {
             name: "membw_gpu_nvlink_links_up",
             help: "NVLink links of each GPU of the check that are up.",
-            samples: nvlink_samples(v, crate::results::target::Fabric::up),
+            samples: fabric_samples(v, "NVLink", crate::results::target::Fabric::up),
+        },
+        Metric {
+            name: "membw_gpu_xgmi_links_up",
+            help: "xGMI links of each AMD GPU of the check that reach another GPU, as ROCm SMI reports them (it reports no links down: compare siblings).",
+            samples: fabric_samples(v, "xGMI", crate::results::target::Fabric::up),
         },
         trusted("membw_check_trusted", "check", [Some(&v.interference)]),
         Metric {
@@ -239,14 +244,16 @@ pub fn check(v: &Verdict) -> String {
     ])
 }
 
-/// One series per GPU of the check that reports NVLink links.
-fn nvlink_samples(
+/// One series per GPU of the check that reports links of fabric `name`
+/// (`NVLink`, `xGMI`).
+fn fabric_samples(
     v: &Verdict,
+    name: &str,
     count: fn(&crate::results::target::Fabric) -> u32,
 ) -> Vec<(String, f64)> {
     (v.devices.iter().chain(v.device.iter()))
         .filter_map(|d| {
-            let f = d.facts.fabric.as_ref()?;
+            let f = d.facts.fabric.as_ref().filter(|f| f.name == name)?;
             Some((
                 scope_labels(Scope::Device(d.id.index), v),
                 f64::from(count(f)),

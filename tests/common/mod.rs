@@ -388,6 +388,20 @@ pub fn fake_hip_runtime() -> Option<PathBuf> {
     fake_library(&BUILT, "fake_hip/libamdhip64.c", source, "libamdhip64.so.5")
 }
 
+/// The fake ROCm SMI (tests/fake_hip/librocm_smi64.c), built once into a
+/// cached directory: with the fake HIP runtime's on the library path, the
+/// same GPUs' xGMI links and throttle status.
+pub fn fake_rocm_smi() -> Option<PathBuf> {
+    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    let source = include_str!("../fake_hip/librocm_smi64.c");
+    fake_library(
+        &BUILT,
+        "fake_hip/librocm_smi64.c",
+        source,
+        "librocm_smi64.so.5",
+    )
+}
+
 /// A fake GPU library built once from `tests/PATH` (whose text is
 /// `source`, with the kernels it shares) into a cached directory as
 /// `name`.
@@ -408,7 +422,12 @@ fn fake_library(
             .join("tests")
             .join(path);
         let key = content_key(&[source, include_str!("../fake_gpu/kernels.h")]);
-        let stem = path.split('/').next().unwrap_or(path);
+        // Each library its own cache entry: one fake does not evict another.
+        let stem = path
+            .rsplit('/')
+            .next()
+            .unwrap_or(path)
+            .trim_end_matches(".c");
         let mut failure = None;
         let dir = cached_dir(&format!("{stem}-{key:016x}"), |dir| {
             let out = std::process::Command::new("cc")

@@ -23,6 +23,8 @@
  *                          object loaded, and each launch's kernel, grid
  *                          and its blocks argument, a line each
  *   FAKE_HIP_NO_PEER=I:J   devices I and J cannot address each other
+ *   FAKE_HIP_CRASH=1       hipInit crashes (SIGSEGV), as ROCm 5.4.3's did
+ *                          after dlopen (ROCm/hip issue 3180)
  *
  * Built by the tests with: cc -shared -fPIC -O2 -o libamdhip64.so.5 libamdhip64.c
  */
@@ -88,6 +90,7 @@ const char *hipGetErrorName(hipError_t e) {
 
 hipError_t hipInit(unsigned flags) {
   if (flags != 0) return INVALID_VALUE;
+  if (getenv("FAKE_HIP_CRASH")) *(volatile int *)0 = 0; /* a real fault, not raise(): a handler may return from that */
   if (devices() == 0) return NO_DEVICE;
   initialized = 1;
   return SUCCESS;

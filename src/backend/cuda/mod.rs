@@ -36,7 +36,7 @@ const EVENT_TICK_S: f64 = 0.5e-6;
 /// NVIDIA's GPUs, through the CUDA driver API.
 pub struct Cuda;
 
-/// The one instance `backend::BACKENDS` registers.
+/// The one instance `backend::PLATFORMS` registers.
 pub static CUDA: Cuda = Cuda;
 
 impl Platform for Cuda {

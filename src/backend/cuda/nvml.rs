@@ -232,8 +232,9 @@ impl crate::observe::Observer for GpuClocks {
             crate::trust::HeldBack {
                 bus_id: self.bus_id.clone(),
                 window_s: (*t1 - *t0).as_secs_f64(),
-                power_s: s(after.power_ns, before.power_ns),
-                thermal_s: s(after.thermal_ns, before.thermal_ns),
+                power_s: Some(s(after.power_ns, before.power_ns)),
+                thermal_s: Some(s(after.thermal_ns, before.thermal_ns)),
+                at_ends: Vec::new(),
                 sm_mhz: after.sm_mhz,
                 memory_mhz: after.memory_mhz,
             },

@@ -77,18 +77,11 @@ impl CudaRuntime {
     }
 
     fn stream(&self, stream: Stream) -> sys::CUstream {
-        self.streams[match stream {
-            Stream::Main => 0,
-            Stream::Other => 1,
-        }]
+        self.streams[stream.index()]
     }
 
     fn event(&self, event: Event) -> sys::CUevent {
-        self.events[match event {
-            Event::Start => 0,
-            Event::End => 1,
-            Event::OtherDone => 2,
-        }]
+        self.events[event.index()]
     }
 }
 

@@ -30,6 +30,13 @@ pub enum Stream {
     Other,
 }
 
+impl Stream {
+    /// Its place among a runtime's two streams' handles.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// The runtime's three events: a timed window's ends, and `Other`'s end
 /// that `Main` waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +44,13 @@ pub enum Event {
     Start,
     End,
     OtherDone,
+}
+
+impl Event {
+    /// Its place among a runtime's three events' handles.
+    pub fn index(self) -> usize {
+        self as usize
+    }
 }
 
 /// What every kernel of the module takes, in this order (`kernels.cu`'s
@@ -94,6 +108,12 @@ pub trait Platform: Sync {
     /// anything is planned: one line naming what is wrong.
     fn check_setup(&self) -> Result<(), String> {
         Ok(())
+    }
+    /// In a probe process this platform started (`backend::probe_child`),
+    /// what `asked` asks of it, as the exit code; `None` where it asks
+    /// another platform.
+    fn probe_child(&self, _asked: &str) -> Option<i32> {
+        None
     }
 }
 

@@ -166,6 +166,7 @@ fn load() -> Result<Api, String> {
             Ok(library) => {
                 // SAFETY: the library of this name is HIP's runtime.
                 let api = unsafe { Api::bind(library, name) }?;
+                probe_init(name)?;
                 // SAFETY: hipInit takes flags that must be 0.
                 return match unsafe { (api.hipInit)(0) } {
                     SUCCESS => Ok(api),
@@ -187,4 +188,83 @@ fn load() -> Result<Api, String> {
         LIBRARIES.join(", "),
         first_reason.unwrap_or_default()
     ))
+}
+
+/// What a probe process is asked, in `MEMBW_PROBE`: `hip:LIBRARY`.
+const PROBE_PREFIX: &str = "hip:";
+/// How long `hipInit` may take in the probe: a node's GPUs start in
+/// seconds; a runtime that hangs there must not hang membw.
+const PROBE_LIMIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Calls `hipInit` of library `name` in a child membw first, so that a
+/// runtime that crashes there (ROCm/hip issue 3180: ROCm 5.4.3 after
+/// `dlopen`) or never returns ends in one line, not in membw's own crash.
+/// Where no child can be started (the binary gone from disk), membw goes
+/// on without the probe, as it did before it had one.
+fn probe_init(name: &str) -> Result<(), String> {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let Ok(exe) = std::env::current_exe() else {
+        return Ok(());
+    };
+    let spawned = Command::new(exe)
+        .env(
+            crate::backend::device_set::PROBE_VARIABLE,
+            format!("{PROBE_PREFIX}{name}"),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(mut child) = spawned else {
+        return Ok(());
+    };
+    let started = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                return match status.signal() {
+                    None => Ok(()),
+                    Some(signal) => Err(format!(
+                        "the HIP runtime ({name}) crashed in hipInit (signal {signal}) in a probe process, so membw does not start it: a known fault of some ROCm releases when HIP is loaded at run time (ROCm/hip issue 3180); try another ROCm (module load rocm/VERSION)"
+                    )),
+                };
+            }
+            Ok(None) if started.elapsed() < PROBE_LIMIT => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the HIP runtime ({name}) did not return from hipInit within {} s in a probe process, so membw does not start it (a GPU the driver has lost: amd-smi says which)",
+                    PROBE_LIMIT.as_secs()
+                ));
+            }
+            Err(_) => return Ok(()),
+        }
+    }
+}
+
+/// In a probe process (`MEMBW_PROBE=hip:LIBRARY`): loads the library and
+/// calls `hipInit`; its exit says it returned (0), or that the library
+/// did not load (3). `None`: not asked of HIP.
+pub(super) fn probe_child(asked: &str) -> Option<i32> {
+    let name = asked.strip_prefix(PROBE_PREFIX)?;
+    let name = LIBRARIES.iter().find(|n| **n == name)?;
+    // SAFETY: a ROCm library; its initializers are the runtime's own.
+    let Ok(library) = (unsafe { libloading::Library::new(*name) }) else {
+        return Some(3);
+    };
+    // SAFETY: HIP's hipInit, of this signature; called while the library
+    // is loaded, with the flags it requires (0).
+    unsafe {
+        match library.get::<unsafe extern "C" fn(c_uint) -> HipError>(b"hipInit\0") {
+            Ok(init) => {
+                init(0);
+                Some(0)
+            }
+            Err(_) => Some(3),
+        }
+    }
 }

@@ -66,18 +66,11 @@ impl HipRuntime {
     }
 
     fn stream(&self, stream: Stream) -> Handle {
-        self.streams[match stream {
-            Stream::Main => 0,
-            Stream::Other => 1,
-        }]
+        self.streams[stream.index()]
     }
 
     fn event(&self, event: Event) -> Handle {
-        self.events[match event {
-            Event::Start => 0,
-            Event::End => 1,
-            Event::OtherDone => 2,
-        }]
+        self.events[event.index()]
     }
 
     fn copy(

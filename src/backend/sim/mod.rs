@@ -82,7 +82,7 @@ pub const SETUP_VARIABLE: &str = "MEMBW_SIM_DEVICE";
 /// The simulated node's devices, as one platform of the GPU backend.
 pub struct SimPlatform;
 
-/// The one instance `backend::BACKENDS` registers.
+/// The one instance `backend::PLATFORMS` registers.
 pub static SIM: SimPlatform = SimPlatform;
 
 impl SimPlatform {
