@@ -41,6 +41,56 @@ pub trait Observer: Send {
     fn observe(&self, window: &Window) -> Option<Observation>;
 }
 
+/// A device's state read as a window opens and as it closes (a GPU's
+/// management library: its counters, or its status), and what the two
+/// readings say together: an [`Observer`] through [`AtEnds`].
+pub trait ReadAtEnds: Send {
+    type Reading: Send;
+    /// The state now; `None` where the library does not say.
+    fn read(&self) -> Option<Self::Reading>;
+    /// What the two readings `window_s` apart say.
+    fn seen(&self, window_s: f64, before: &Self::Reading, after: &Self::Reading) -> Observation;
+}
+
+/// The observer of a [`ReadAtEnds`]: it judges any window, the readings
+/// being the library's own.
+pub struct AtEnds<R: ReadAtEnds> {
+    reader: R,
+    start: Option<(std::time::Instant, R::Reading)>,
+    end: Option<(std::time::Instant, R::Reading)>,
+}
+
+impl<R: ReadAtEnds> AtEnds<R> {
+    pub fn new(reader: R) -> AtEnds<R> {
+        AtEnds {
+            reader,
+            start: None,
+            end: None,
+        }
+    }
+
+    fn read(&self) -> Option<(std::time::Instant, R::Reading)> {
+        let now = std::time::Instant::now();
+        self.reader.read().map(|r| (now, r))
+    }
+}
+
+impl<R: ReadAtEnds> Observer for AtEnds<R> {
+    fn shortest_window_s(&self) -> f64 {
+        0.0
+    }
+    fn start(&mut self) {
+        self.start = self.read();
+    }
+    fn stop(&mut self) {
+        self.end = self.read();
+    }
+    fn observe(&self, _window: &Window) -> Option<Observation> {
+        let ((t0, before), (t1, after)) = (self.start.as_ref()?, self.end.as_ref()?);
+        Some(self.reader.seen((*t1 - *t0).as_secs_f64(), before, after))
+    }
+}
+
 /// What an observer saw, typed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Observation {
@@ -339,6 +389,41 @@ mod tests {
         let m = seen.iter().find(|m| m.thread == 0).unwrap();
         assert!(m.migrations.unwrap() >= 6, "{m:?}");
         assert_eq!(m.last_cpu, a);
+    }
+
+    /// A device read at the window's two ends: nothing before it has been
+    /// started and stopped, then what its two readings say, in order.
+    #[test]
+    fn a_state_read_at_both_ends_is_observed_from_the_two_readings() {
+        struct Counter(std::sync::atomic::AtomicU32);
+        impl ReadAtEnds for Counter {
+            type Reading = u32;
+            fn read(&self) -> Option<u32> {
+                Some(self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+            }
+            fn seen(&self, window_s: f64, before: &u32, after: &u32) -> Observation {
+                assert!(window_s >= 0.0);
+                Observation::Moves(vec![ThreadMoves {
+                    thread: *before as usize,
+                    migrations: None,
+                    last_cpu: *after as usize,
+                }])
+            }
+        }
+        let mut watch = AtEnds::new(Counter(Default::default()));
+        let window = Window {
+            cpus: &[],
+            one_rank_of_many: false,
+            effect: Effect::Bandwidth,
+        };
+        assert_eq!(watch.observe(&window), None);
+        watch.start();
+        assert_eq!(watch.observe(&window), None);
+        watch.stop();
+        let Some(Observation::Moves(m)) = watch.observe(&window) else {
+            panic!("not observed")
+        };
+        assert_eq!((m[0].thread, m[0].last_cpu), (0, 1));
     }
 
     /// A device whose clocks were held back over the window makes the

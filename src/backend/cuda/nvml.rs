@@ -188,57 +188,43 @@ pub const OBSERVER: &str =
     "NVML's violation counters (the GPU's clocks held back by power or heat)";
 
 /// One GPU's violation counters (NVML), read as its window opens and
-/// closes: a GPU target's observer, made by the CUDA backend alone, so
-/// that no other run loads NVML. Nothing where NVML does not load.
+/// closes: a GPU target's observer (through `observe::AtEnds`), made by
+/// the CUDA backend alone, so that no other run loads NVML. Nothing where
+/// NVML does not load. NVML keeps the counters in nanoseconds and states
+/// no sampling period: any window is judged.
 pub struct GpuClocks {
     bus_id: String,
-    start: Option<(std::time::Instant, HeldBack)>,
-    end: Option<(std::time::Instant, HeldBack)>,
 }
 
 impl GpuClocks {
-    pub(super) fn new(bus_id: String) -> GpuClocks {
-        GpuClocks {
-            bus_id,
-            start: None,
-            end: None,
-        }
-    }
-
-    fn read(&self) -> Option<(std::time::Instant, HeldBack)> {
-        let now = std::time::Instant::now();
-        (held_back_ns().into_iter())
-            .find(|g| g.bus_id == self.bus_id)
-            .map(|g| (now, g))
+    pub(super) fn new(bus_id: String) -> crate::observe::AtEnds<GpuClocks> {
+        crate::observe::AtEnds::new(GpuClocks { bus_id })
     }
 }
 
-impl crate::observe::Observer for GpuClocks {
-    /// NVML keeps the counters in nanoseconds and states no sampling
-    /// period: any window is judged.
-    fn shortest_window_s(&self) -> f64 {
-        0.0
+impl crate::observe::ReadAtEnds for GpuClocks {
+    type Reading = HeldBack;
+
+    fn read(&self) -> Option<HeldBack> {
+        (held_back_ns().into_iter()).find(|g| g.bus_id == self.bus_id)
     }
-    fn start(&mut self) {
-        self.start = self.read();
-    }
-    fn stop(&mut self) {
-        self.end = self.read();
-    }
-    fn observe(&self, _window: &crate::observe::Window) -> Option<crate::observe::Observation> {
-        let ((t0, before), (t1, after)) = (self.start.as_ref()?, self.end.as_ref()?);
+
+    fn seen(
+        &self,
+        window_s: f64,
+        before: &HeldBack,
+        after: &HeldBack,
+    ) -> crate::observe::Observation {
         let s = |a: u64, b: u64| a.saturating_sub(b) as f64 / 1e9;
-        Some(crate::observe::Observation::HeldBack(
-            crate::trust::HeldBack {
-                bus_id: self.bus_id.clone(),
-                window_s: (*t1 - *t0).as_secs_f64(),
-                power_s: Some(s(after.power_ns, before.power_ns)),
-                thermal_s: Some(s(after.thermal_ns, before.thermal_ns)),
-                at_ends: Vec::new(),
-                sm_mhz: after.sm_mhz,
-                memory_mhz: after.memory_mhz,
-            },
-        ))
+        crate::observe::Observation::HeldBack(crate::trust::HeldBack {
+            bus_id: self.bus_id.clone(),
+            window_s,
+            power_s: Some(s(after.power_ns, before.power_ns)),
+            thermal_s: Some(s(after.thermal_ns, before.thermal_ns)),
+            at_ends: Vec::new(),
+            sm_mhz: after.sm_mhz,
+            memory_mhz: after.memory_mhz,
+        })
     }
 }
 

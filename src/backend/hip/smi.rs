@@ -279,66 +279,50 @@ fn held_by(status: u64) -> Vec<String> {
 /// How [`SmiClocks`] is named in a target's method.
 pub(super) const OBSERVER: &str = "ROCm SMI's throttle status as the window opens and closes (the GPU's clocks held back by power, current or heat)";
 
-/// One GPU's throttle status (SMI), read as its window opens and closes:
-/// a status, not a time, so a window held back only between its ends
-/// goes unseen, and the method says so by its name.
+/// One GPU's throttle status (SMI), read as its window opens and closes
+/// (through `observe::AtEnds`): a status, not a time, so a window held
+/// back only between its ends goes unseen, and the method says so by its
+/// name.
 pub(super) struct SmiClocks {
     bus_id: String,
     index: u32,
-    start: Option<(std::time::Instant, Clocks)>,
-    end: Option<(std::time::Instant, Clocks)>,
 }
 
 impl SmiClocks {
     /// An observer where SMI reads this GPU's status; none otherwise.
-    pub(super) fn new(bus_id: &str) -> Option<SmiClocks> {
+    pub(super) fn new(bus_id: &str) -> Option<crate::observe::AtEnds<SmiClocks>> {
         let index = index_of(bus_id)?;
         clocks_at(index)?;
-        Some(SmiClocks {
+        Some(crate::observe::AtEnds::new(SmiClocks {
             bus_id: bus_id.to_string(),
             index,
-            start: None,
-            end: None,
-        })
-    }
-
-    fn read(&self) -> Option<(std::time::Instant, Clocks)> {
-        let now = std::time::Instant::now();
-        clocks_at(self.index).map(|c| (now, c))
+        }))
     }
 }
 
-impl crate::observe::Observer for SmiClocks {
-    fn shortest_window_s(&self) -> f64 {
-        0.0
+impl crate::observe::ReadAtEnds for SmiClocks {
+    type Reading = Clocks;
+
+    fn read(&self) -> Option<Clocks> {
+        clocks_at(self.index)
     }
-    fn start(&mut self) {
-        self.start = self.read();
-    }
-    fn stop(&mut self) {
-        self.end = self.read();
-    }
-    fn observe(&self, _window: &crate::observe::Window) -> Option<crate::observe::Observation> {
-        let ((t0, before), (t1, after)) = (self.start.as_ref()?, self.end.as_ref()?);
+
+    fn seen(&self, window_s: f64, before: &Clocks, after: &Clocks) -> crate::observe::Observation {
         let mut at_ends = before.held_by.clone();
         at_ends.extend(
-            after
-                .held_by
-                .iter()
+            (after.held_by.iter())
                 .filter(|w| !before.held_by.contains(w))
                 .cloned(),
         );
-        Some(crate::observe::Observation::HeldBack(
-            crate::trust::HeldBack {
-                bus_id: self.bus_id.clone(),
-                window_s: (*t1 - *t0).as_secs_f64(),
-                power_s: None,
-                thermal_s: None,
-                at_ends,
-                sm_mhz: None,
-                memory_mhz: after.memory_mhz,
-            },
-        ))
+        crate::observe::Observation::HeldBack(crate::trust::HeldBack {
+            bus_id: self.bus_id.clone(),
+            window_s,
+            power_s: None,
+            thermal_s: None,
+            at_ends,
+            sm_mhz: None,
+            memory_mhz: after.memory_mhz,
+        })
     }
 }
 
