@@ -274,3 +274,37 @@ fn every_gcd_of_a_set_runs_and_peer_copies_stage_a_pair_without_p2p() {
     let said = std::fs::read_to_string(log.path()).unwrap();
     assert_eq!(said.matches("peer access enabled").count(), 4, "{said}");
 }
+
+/// A dry run of a GCD on the MI250X node's fixture (the fake runtime's
+/// hip0 is the fixture's 0000:c1:00.0, on NUMA node 3): the plan names the
+/// device and where it hangs, pins the host thread there, and says nothing
+/// of a CPU placement, ISA or page policy.
+#[test]
+fn a_plan_on_an_mi250x_node_names_the_gcd_and_its_host_thread() {
+    let Some(dir) = fake_runtime() else { return };
+    let root = common::shared_tree("epyc-trento-mi250x-1s");
+    let (code, stdout, stderr) = output(
+        with_fake(&dir)
+            .args(["run", "--backend", "hip:0", "--dry-run", "--sysroot"])
+            .arg(&root),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains(
+            "device     hip0: AMD Instinct MI250X (gfx90a, 110 compute units) at 0000:c1:00.0, on NUMA node 3"
+        ),
+        "{stdout}"
+    );
+    // Node 3 of the fixture is CPUs 48-63 and their siblings.
+    let host = (stdout.lines()).find(|l| l.contains("host ")).unwrap();
+    let cpu: usize = host
+        .split("on CPU ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("{host}"));
+    assert!((48..64).contains(&cpu) || (112..128).contains(&cpu), "{host}");
+    for cpu_only in ["  placement", "  code ", "  memory ", "pages "] {
+        assert!(!stdout.contains(cpu_only), "{cpu_only}: {stdout}");
+    }
+}

@@ -81,6 +81,43 @@ fn code_line(plan: &Plan, reason: &str, isa: &str) -> String {
     format!("{isa}, {stores} stores{why}")
 }
 
+/// A device's plan in its own words: which device, where it hangs, the
+/// host thread that queues its work, its arrays and kernels; no CPU
+/// placement, ISA or page policy, which do not reach its memory.
+fn device_plan(o: &mut String, topo: &Topology, p: &Plan, device: &crate::results::target::Device) {
+    let facts = &device.facts;
+    let attached = match (facts.numa_node, &facts.bus_id) {
+        (Some(node), Some(bus)) => format!(" at {bus}, on NUMA node {node}"),
+        (None, Some(bus)) => format!(" at {bus}"),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        o,
+        "  device     {}: {}{attached}",
+        device.id.name,
+        facts.model.as_deref().unwrap_or("model unknown")
+    );
+    let cpus = match p.cpus.len() {
+        1 => "CPU",
+        _ => "CPUs",
+    };
+    let _ = writeln!(
+        o,
+        "  host       {} thread on {cpus} {} (it queues the device's work)",
+        p.cpus.len(),
+        format_ranges(&p.cpus)
+    );
+    let _ = writeln!(o, "  arrays     {}", arrays_line(p, topo));
+    let kernels: Vec<&str> = p.kernels.iter().map(|k| k.spec().name).collect();
+    let _ = writeln!(
+        o,
+        "  kernels    {}, {} repetitions",
+        kernels.join(", "),
+        p.ntimes
+    );
+    let _ = writeln!(o, "  setup      {}", facts.method.setup);
+}
+
 pub fn render(v: &PlanView) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -96,7 +133,11 @@ pub fn render(v: &PlanView) -> String {
             widest_isa(v.topo)
         )),
     };
-    if let [job] = v.jobs.as_slice() {
+    if let [job] = v.jobs.as_slice()
+        && let Some(device) = job.plan.target.device()
+    {
+        device_plan(&mut o, v.topo, job.plan, device);
+    } else if let [job] = v.jobs.as_slice() {
         let p = job.plan;
         let cpus = &p.cpus;
         if let Some(placement) = &v.placement {
