@@ -303,7 +303,10 @@ fn a_plan_on_an_mi250x_node_names_the_gcd_and_its_host_thread() {
         .and_then(|r| r.split(' ').next())
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| panic!("{host}"));
-    assert!((48..64).contains(&cpu) || (112..128).contains(&cpu), "{host}");
+    assert!(
+        (48..64).contains(&cpu) || (112..128).contains(&cpu),
+        "{host}"
+    );
     for cpu_only in ["  placement", "  code ", "  memory ", "pages "] {
         assert!(!stdout.contains(cpu_only), "{cpu_only}: {stdout}");
     }

@@ -250,3 +250,30 @@ fn a_check_names_the_pair_that_lost_its_xgmi_link() {
     assert_eq!(up, ["6", "5", "6", "5"], "{text}");
     assert!(!text.contains("membw_gpu_nvlink_links_up{"), "{text}");
 }
+
+/// `membw version` says which HIP runtime and which ROCm SMI load here.
+#[test]
+fn version_names_the_hip_runtime_and_smi_that_load() {
+    let Some(mut cmd) = with_fakes(true) else {
+        return;
+    };
+    let out = cmd.arg("version").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("  hip       libamdhip64.so.5 loads: --backend hip:N (loaded at run time)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  rocm-smi  librocm_smi64.so.5 loads"),
+        "{text}"
+    );
+    let Some(mut cmd) = with_fakes(false) else {
+        return;
+    };
+    let out = cmd.arg("version").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("  rocm-smi  none of librocm_smi64.so.7, librocm_smi64.so.6, librocm_smi64.so.5, librocm_smi64.so.1 loads ("),
+        "{text}"
+    );
+}

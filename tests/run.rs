@@ -581,7 +581,7 @@ fn help_and_version_exit_zero() {
     );
     let full = stdout(&["version"]);
     for line in [
-        "commit", "features", "mpi", "kernels", "cuda", "nvml", "sim",
+        "commit", "features", "mpi", "kernels", "cuda", "nvml", "hip", "rocm-smi", "sim",
     ] {
         assert!(
             full.lines().any(|l| l.trim_start().starts_with(line)),

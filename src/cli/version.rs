@@ -45,12 +45,28 @@ fn compiled() -> Vec<Isa> {
         .collect()
 }
 
-/// Whether a GPU runtime's library loads here, or why not.
-fn library(name: &str) -> String {
-    match crate::sys::why_not_loadable(name) {
-        None => format!("{name} loads"),
-        Some(why) => format!("{name} does not load ({why})"),
+/// Whether a GPU platform's library loads here (the first of its names
+/// that does), or why not (its first name's reason).
+fn library(lib: &crate::backend::gpu::runtime::Library) -> String {
+    let mut first = None;
+    for name in lib.names {
+        match crate::sys::why_not_loadable(name) {
+            None => return format!("  {:<9} {name} loads: {}", lib.label, lib.gives),
+            Some(why) => {
+                first.get_or_insert(why);
+            }
+        }
     }
+    let names = match lib.names {
+        [one] => format!("{one} does not load"),
+        many => format!("none of {} loads", many.join(", ")),
+    };
+    format!(
+        "  {:<9} {names} ({}): {}",
+        lib.label,
+        first.unwrap_or_default(),
+        lib.gives
+    )
 }
 
 /// `membw version`: the build and what it finds on this node.
@@ -74,16 +90,15 @@ pub(crate) fn text() -> String {
             names(&usable),
             Isa::best().name()
         ),
-        format!(
-            "  cuda      {}: --backend cuda:N (loaded at run time)",
-            library("libcuda.so.1")
-        ),
-        format!(
-            "  nvml      {}: clocks and link health",
-            library("libnvidia-ml.so.1")
-        ),
-        "  sim       built in: --backend sim:N, a simulated device".to_string(),
     ]
+    .into_iter()
+    .chain(
+        (crate::backend::PLATFORMS.iter())
+            .flat_map(|p| p.libraries())
+            .map(|lib| library(&lib)),
+    )
+    .chain(["  sim       built in: --backend sim:N, a simulated device".to_string()])
+    .collect::<Vec<_>>()
     .join("\n")
         + "\n"
 }

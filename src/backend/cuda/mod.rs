@@ -19,7 +19,7 @@ mod driver;
 pub mod nvml;
 mod runtime;
 
-use super::gpu::runtime::{Described, Platform, Runtime};
+use super::gpu::runtime::{Described, Library, Platform, Runtime};
 use crate::observe::Observer;
 use crate::results::target::{self, Clock, DeviceFacts, DeviceId, DeviceMethod, DevicePeaks};
 use crate::topology::Topology;
@@ -128,6 +128,21 @@ impl Platform for Cuda {
 
     fn open(&self, index: u32) -> Result<Box<dyn Runtime>, String> {
         Ok(Box::new(runtime::CudaRuntime::open(index)?))
+    }
+
+    fn libraries(&self) -> Vec<Library> {
+        vec![
+            Library {
+                label: "cuda",
+                names: &["libcuda.so.1"],
+                gives: "--backend cuda:N (loaded at run time)",
+            },
+            Library {
+                label: "nvml",
+                names: &["libnvidia-ml.so.1"],
+                gives: "clocks and link health",
+            },
+        ]
     }
 
     fn observers(&self, device: &target::Device) -> Vec<Box<dyn Observer>> {

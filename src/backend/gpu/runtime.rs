@@ -109,12 +109,28 @@ pub trait Platform: Sync {
     fn check_setup(&self) -> Result<(), String> {
         Ok(())
     }
+    /// The shared libraries it loads at run time, for `membw version`.
+    fn libraries(&self) -> Vec<Library> {
+        Vec::new()
+    }
     /// In a probe process this platform started (`backend::probe_child`),
     /// what `asked` asks of it, as the exit code; `None` where it asks
     /// another platform.
     fn probe_child(&self, _asked: &str) -> Option<i32> {
         None
     }
+}
+
+/// A shared library a platform loads at run time: `membw version` says
+/// whether one of its names loads on this node.
+#[derive(Debug, Clone, Copy)]
+pub struct Library {
+    /// `cuda`, `nvml`: the line's label.
+    pub label: &'static str,
+    /// Its names, tried in this order (the newest release first).
+    pub names: &'static [&'static str],
+    /// What it gives (`--backend cuda:N (loaded at run time)`).
+    pub gives: &'static str,
 }
 
 /// A device as its platform describes it before a plan: the target it

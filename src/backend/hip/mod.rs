@@ -25,7 +25,7 @@ mod facts;
 mod runtime;
 mod smi;
 
-use super::gpu::runtime::{Described, Platform, Runtime};
+use super::gpu::runtime::{Described, Library, Platform, Runtime};
 use crate::observe::Observer;
 use crate::results::target::{self, Clock, DeviceFacts, DeviceId, DeviceMethod, DevicePeaks};
 use crate::topology::Topology;
@@ -139,6 +139,21 @@ impl Platform for Hip {
 
     fn open(&self, index: u32) -> Result<Box<dyn Runtime>, String> {
         Ok(Box::new(runtime::HipRuntime::open(index)?))
+    }
+
+    fn libraries(&self) -> Vec<Library> {
+        vec![
+            Library {
+                label: "hip",
+                names: &api::LIBRARIES,
+                gives: "--backend hip:N (loaded at run time)",
+            },
+            Library {
+                label: "rocm-smi",
+                names: &smi::LIBRARIES,
+                gives: "xGMI links and clocks held back",
+            },
+        ]
     }
 
     fn probe_child(&self, asked: &str) -> Option<i32> {

@@ -28,7 +28,7 @@ const XGMI: c_int = 2;
 const DRIVER: c_int = 0;
 
 /// The library's names, newest ROCm first.
-const LIBRARIES: [&str; 4] = [
+pub(super) const LIBRARIES: [&str; 4] = [
     "librocm_smi64.so.7",
     "librocm_smi64.so.6",
     "librocm_smi64.so.5",
