@@ -311,3 +311,35 @@ fn a_plan_on_an_mi250x_node_names_the_gcd_and_its_host_thread() {
         assert!(!stdout.contains(cpu_only), "{cpu_only}: {stdout}");
     }
 }
+
+/// A sweep of a GCD's working sets is a results file that report and
+/// compare read as any other: the commands a CUDA GPU takes, an AMD one
+/// takes.
+#[test]
+fn a_gcds_sweep_reports_and_compares() {
+    let Some(dir) = fake_runtime() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("gcd.jsonl");
+    let (code, _, stderr) = output(
+        with_fake(&dir)
+            .current_dir(work.path())
+            .args(["sweep", "--backend", "hip:0", "--kernels", "triad"])
+            .args(["--working-sets", "1MB,4MB", "--ntimes", "3", "-o"])
+            .arg(&file),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    let (code, report, stderr) = output(membw().current_dir(work.path()).arg("report").arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        report.contains("best triad:") && report.contains("with device hip0"),
+        "{report}"
+    );
+    let (code, compared, stderr) = output(membw().args(["compare"]).arg(&file).arg(&file));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        compared.contains("device hip0 · 3.8 MiB/device"),
+        "{compared}"
+    );
+}
