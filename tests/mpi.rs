@@ -755,6 +755,31 @@ fn each_rank_of_a_node_drives_its_own_device() {
         .collect();
     assert_eq!(devices, [(0, "sim0"), (1, "sim1")]);
     assert!(list.iter().all(|r| r["validated"] == true));
+    // One rank per GCD through HIP (the fake runtime): each rank's probe
+    // of hipInit is a child of the rank that never joins the job.
+    let Some(hip) = common::fake_hip_runtime() else {
+        return;
+    };
+    let mut launcher = mpirun();
+    launcher
+        .env("LD_LIBRARY_PATH", hip)
+        .env("FAKE_HIP_DEVICES", "2");
+    launcher.args(["-np", "2"]);
+    let run = [
+        "--backend",
+        "hip",
+        "--array-size",
+        "262144",
+        "--ntimes",
+        "3",
+    ];
+    let (d, _) = launched_json(launcher, &membw, &run);
+    let list = d["measurement"]["ranks"]["ranks"].as_array().unwrap();
+    let devices: Vec<&str> = (list.iter())
+        .map(|r| r["device"].as_str().unwrap())
+        .collect();
+    assert_eq!(devices, ["hip0", "hip1"], "{d}");
+    assert!(list.iter().all(|r| r["validated"] == true), "{d}");
 }
 
 /// A device set under MPI is shared out among each node's ranks: two
