@@ -291,12 +291,12 @@ fn a_plan_on_an_mi250x_node_names_the_gcd_and_its_host_thread() {
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.contains(
-            "device     hip0: AMD Instinct MI250X (gfx90a, 110 compute units) at 0000:c1:00.0, on NUMA node 3"
+            "target     device hip0 (AMD Instinct MI250X (gfx90a, 110 compute units), 64 GiB, 0000:c1:00.0, host node 3, PCIe Gen4 x16"
         ),
         "{stdout}"
     );
     // Node 3 of the fixture is CPUs 48-63 and their siblings.
-    let host = (stdout.lines()).find(|l| l.contains("host ")).unwrap();
+    let host = (stdout.lines()).find(|l| l.trim_start().starts_with("host ")).unwrap();
     let cpu: usize = host
         .split("on CPU ")
         .nth(1)

@@ -81,29 +81,23 @@ fn code_line(plan: &Plan, reason: &str, isa: &str) -> String {
     format!("{isa}, {stores} stores{why}")
 }
 
-/// A device's plan in its own words: which device, where it hangs, the
-/// host thread that queues its work, its arrays and kernels; no CPU
-/// placement, ISA or page policy, which do not reach its memory.
-fn device_plan(o: &mut String, topo: &Topology, p: &Plan, device: &crate::results::target::Device) {
-    let facts = &device.facts;
-    let attached = match (facts.numa_node, &facts.bus_id) {
-        (Some(node), Some(bus)) => format!(" at {bus}, on NUMA node {node}"),
-        (None, Some(bus)) => format!(" at {bus}"),
-        _ => String::new(),
-    };
-    let _ = writeln!(
-        o,
-        "  device     {}: {}{attached}",
-        device.id.name,
-        facts.model.as_deref().unwrap_or("model unknown")
-    );
+/// The plan of a target driven by one host thread (a device), in its own
+/// words: what it is and where it hangs, the host thread that queues its
+/// work, its arrays and kernels, its setup; no CPU placement, ISA or page
+/// policy, which do not reach its memory.
+fn driven_plan(o: &mut String, topo: &Topology, p: &Plan) {
     let cpus = match p.cpus.len() {
         1 => "CPU",
         _ => "CPUs",
     };
     let _ = writeln!(
         o,
-        "  host       {} thread on {cpus} {} (it queues the device's work)",
+        "  target     {}",
+        p.target.describe().unwrap_or_else(|| p.target.label())
+    );
+    let _ = writeln!(
+        o,
+        "  host       {} thread on {cpus} {} (it queues the target's work)",
         p.cpus.len(),
         format_ranges(&p.cpus)
     );
@@ -115,7 +109,7 @@ fn device_plan(o: &mut String, topo: &Topology, p: &Plan, device: &crate::result
         kernels.join(", "),
         p.ntimes
     );
-    let _ = writeln!(o, "  setup      {}", facts.method.setup);
+    let _ = writeln!(o, "  setup      {}", p.target.method().setup);
 }
 
 pub fn render(v: &PlanView) -> String {
@@ -134,9 +128,9 @@ pub fn render(v: &PlanView) -> String {
         )),
     };
     if let [job] = v.jobs.as_slice()
-        && let Some(device) = job.plan.target.device()
+        && job.plan.target.method().work == crate::results::target::Work::Driven
     {
-        device_plan(&mut o, v.topo, job.plan, device);
+        driven_plan(&mut o, v.topo, job.plan);
     } else if let [job] = v.jobs.as_slice() {
         let p = job.plan;
         let cpus = &p.cpus;
