@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="eff9f0b869bc08ccc8589f519d2b88751b2238b5a65c50eb631903f06e1873d2")
+    version("0.1.0", sha256="c80951ae6bacb1be146eae735b55e1fbad7747fe70d7aa7ecede649d9445be8d")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
