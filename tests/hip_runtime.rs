@@ -296,7 +296,9 @@ fn a_plan_on_an_mi250x_node_names_the_gcd_and_its_host_thread() {
         "{stdout}"
     );
     // Node 3 of the fixture is CPUs 48-63 and their siblings.
-    let host = (stdout.lines()).find(|l| l.trim_start().starts_with("host ")).unwrap();
+    let host = (stdout.lines())
+        .find(|l| l.trim_start().starts_with("host "))
+        .unwrap();
     let cpu: usize = host
         .split("on CPU ")
         .nth(1)
