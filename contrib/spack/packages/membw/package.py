@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="c80951ae6bacb1be146eae735b55e1fbad7747fe70d7aa7ecede649d9445be8d")
+    version("0.1.0", sha256="dd7c3f023abf001dda61d20b5abf93c4d71e7831181d86196a4e7bc7a4702ead")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
