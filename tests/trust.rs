@@ -191,7 +191,7 @@ fn a_check_on_a_busy_node_gives_no_verdict_but_shows_its_figures() {
     // A peak no node reaches: the rates fall short, and the other work on
     // CPU 1 is why, so there is no verdict (exit 2), not "unhealthy" (1).
     // Arrays past the caches (check refuses cache-resident ones).
-    let size = common::dram_elements(32_000_000);
+    let size = common::dram_elements(8_000_000);
     let check = [
         "check", "--peak", "10TB/s", "--size", &size, "--ntimes", "3", "--budget", "1s",
     ];

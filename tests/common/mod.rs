@@ -320,17 +320,25 @@ pub fn usable(cmd: &mut std::process::Command, package: &str) -> bool {
 }
 
 /// Whether the slow suites run: the QEMU guests (minutes of emulated
-/// kernels) and the MPI builds and jobs. They always run in CI; elsewhere
+/// kernels), the MPI builds and jobs, the README's and the guide's
+/// examples and samples, and the longer rounds of a few tests
+/// (docs/guide/testing.md lists them). They always run in CI; elsewhere
 /// `MEMBW_SLOW_TESTS=1` turns them on, and otherwise the test says it
 /// skipped and how to run it, so `cargo test` stays within two minutes.
 pub fn slow_tests(suite: &str) -> bool {
-    if in_ci() || std::env::var("MEMBW_SLOW_TESTS").as_deref() == Ok("1") {
+    if slow_tests_on() {
         return true;
     }
     skip(format!(
         "{suite} is a slow suite: MEMBW_SLOW_TESTS=1 cargo test runs it (CI always does)"
     ));
     false
+}
+
+/// Whether the slow suites run (CI, or `MEMBW_SLOW_TESTS=1`), for a test
+/// that runs either way but does more of its work then.
+pub fn slow_tests_on() -> bool {
+    in_ci() || std::env::var("MEMBW_SLOW_TESTS").as_deref() == Ok("1")
 }
 
 /// An array length (elements, as `--size` takes it) at which each array

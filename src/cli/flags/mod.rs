@@ -4,7 +4,7 @@
 //! every command flattens that definition. A command that cannot honour a
 //! value refuses it in one line (`one_policy`, `Isa::for_chase`, ...), so
 //! a flag never means one thing in one command and another elsewhere.
-//! `tests/layers.rs` fails on a second definition site of any name here.
+//! `tests/cli/layers.rs` fails on a second definition site of any name here.
 
 use super::args::IsaArg;
 use crate::error::{Error, Result};

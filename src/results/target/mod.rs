@@ -3,7 +3,7 @@
 //! record and (its identity only) the point. This module is the one place
 //! that knows the kinds of target: everything else asks a target what it
 //! has (host CPUs and their caches, a memory peak, a name, labels) and
-//! never which kind it is (`tests/layers.rs` holds the rest of the crate
+//! never which kind it is (`tests/cli/layers.rs` holds the rest of the crate
 //! to that).
 
 mod device;

@@ -1,0 +1,348 @@
+//! The cuda backend (src/backend/cuda) without a GPU: the missing driver
+//! ends in one line, and a fake driver (tests/fake_cuda/libcuda.c: device
+//! memory in host memory, kernels.cu's kernels run by name on the host)
+//! takes every call the backend makes, so that everything but the GPU's
+//! own work is tested: enumeration, launches, copies, events, the host
+//! buffers' registration and placement, reading back, errors, records,
+//! baseline/check and Prometheus labels.
+
+use crate::common;
+
+use crate::common::{fake_cuda_driver as fake_driver, membw, skip, usage_error};
+use serde_json::Value;
+
+/// Small arrays: the fake driver runs on one host thread.
+const SMALL: [&str; 4] = ["--array-size", "200000", "--ntimes", "3"];
+
+/// membw with the fake driver first on the library path.
+fn with_fake(dir: &std::path::Path) -> assert_cmd::Command {
+    let mut cmd = membw();
+    cmd.env("LD_LIBRARY_PATH", dir);
+    cmd
+}
+
+fn output(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Whether this host has a real CUDA driver that the loader would find.
+fn real_driver() -> bool {
+    let ldconfig = std::process::Command::new("/sbin/ldconfig")
+        .arg("-p")
+        .output();
+    ldconfig.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("libcuda.so"))
+}
+
+#[test]
+fn without_a_driver_a_gpu_request_ends_in_one_line() {
+    if real_driver() {
+        skip("this host has a CUDA driver: the missing-driver path cannot be shown");
+        return;
+    }
+    // The library named, and the dynamic loader's own words for why.
+    usage_error(
+        &["run", "--backend", "cuda:0"],
+        "no CUDA driver here: libcuda.so.1 does not load (libcuda.so.1: cannot open shared object file",
+    );
+    usage_error(&["check", "--backend", "cuda"], "no CUDA driver here");
+    usage_error(
+        &["sweep", "--backend", "cuda:1", "--kernels", "transfers"],
+        "membw topo lists the GPUs on the PCI bus",
+    );
+}
+
+#[test]
+fn a_driver_without_gpus_and_an_index_past_them_are_refused() {
+    let Some(dir) = fake_driver() else { return };
+    let (code, stdout, stderr) =
+        output(
+            with_fake(&dir)
+                .env("FAKE_CUDA_DEVICES", "0")
+                .args(["run", "--backend", "cuda:0"]),
+        );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.is_empty());
+    assert!(
+        stderr.contains("the CUDA driver is installed but sees no GPU"),
+        "{stderr}"
+    );
+    let (code, _, stderr) =
+        output(
+            with_fake(&dir)
+                .env("FAKE_CUDA_DEVICES", "2")
+                .args(["run", "--backend", "cuda:2"]),
+        );
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("there is no GPU cuda:2: the CUDA driver sees 2 (cuda:0 to cuda:1)"),
+        "{stderr}"
+    );
+    let (code, _, stderr) =
+        output(with_fake(&dir).args(["run", "--backend", "cuda", "--threads", "2"]));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("a CUDA GPU has no CPU threads"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn every_kernel_runs_validates_and_the_record_names_the_gpu() {
+    let Some(dir) = fake_driver() else { return };
+    let mut cmd = with_fake(&dir);
+    cmd.args([
+        "run",
+        "--backend",
+        "cuda:0",
+        "--kernels",
+        "all,transfers",
+        "--format",
+        "json",
+    ])
+    .args(SMALL);
+    let (code, stdout, stderr) = output(&mut cmd);
+    assert_eq!(code, 0, "{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    let m = &doc["measurement"];
+    assert_eq!(m["target"]["backend"], "cuda");
+    assert_eq!(m["target"]["name"], "cuda0");
+    assert_eq!(
+        m["target"]["uuid"],
+        "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+    );
+    assert_eq!(m["target"]["bus_id"], "0000:18:00.0");
+    assert!(
+        m["target"]["model"]
+            .as_str()
+            .unwrap()
+            .contains("compute capability 9.0")
+    );
+    assert_eq!(m["validation"]["passed"], true, "{m}");
+    let kernels: Vec<&str> = (m["results"].as_array().unwrap().iter())
+        .map(|r| r["kernel"].as_str().unwrap())
+        .collect();
+    for k in [
+        "copy",
+        "triad",
+        "read",
+        "dot",
+        "nstream",
+        "h2d",
+        "bidir-kernel",
+    ] {
+        assert!(kernels.contains(&k), "{k}: {kernels:?}");
+    }
+    assert!(
+        stderr.contains("memory peak is unknown: NVML does not load"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_wrong_element_and_a_failed_launch_are_caught() {
+    let Some(dir) = fake_driver() else { return };
+    let (code, _, stderr) = output(
+        with_fake(&dir)
+            .env("FAKE_CUDA_WRONG", "1")
+            .args(["run", "--backend", "cuda:0", "--kernels", "triad"])
+            .args(SMALL),
+    );
+    assert_ne!(code, 0);
+    assert!(stderr.contains("Failed Validation: array a"), "{stderr}");
+    let (code, _, stderr) = output(
+        with_fake(&dir)
+            .env("FAKE_CUDA_FAIL", "dot")
+            .args(["run", "--backend", "cuda:0", "--kernels", "copy,dot"])
+            .args(SMALL),
+    );
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("cuda0: cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn transfers_register_host_buffers_placed_on_the_node_asked_for() {
+    let Some(dir) = fake_driver() else { return };
+    if !common::mbind_works() {
+        return;
+    }
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let prom = tempfile::NamedTempFile::new().unwrap();
+    let (code, stdout, stderr) = output(
+        with_fake(&dir)
+            .env("FAKE_CUDA_LOG", log.path())
+            .args(["run", "--backend", "cuda:0"])
+            .args(["--kernels", "transfers,triad,h2d-pageable,d2h-pageable"])
+            .args(["--mem", "bind:0", "--format", "json"])
+            .args(["--prom", prom.path().to_str().unwrap()])
+            .args(SMALL),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let registered = std::fs::read_to_string(log.path()).unwrap();
+    // h and r, each 200000 doubles; their pageable twins are never
+    // registered.
+    assert_eq!(
+        (registered.lines())
+            .filter(|l| l.starts_with("registered"))
+            .collect::<Vec<_>>(),
+        ["registered 1600000 bytes"; 2],
+    );
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    // The pageable row validates too: r comes back through its twin.
+    assert_eq!(doc["measurement"]["validation"]["passed"], true);
+    let kernels: Vec<&str> = (doc["measurement"]["results"].as_array().unwrap().iter())
+        .map(|r| r["kernel"].as_str().unwrap())
+        .collect();
+    assert!(
+        kernels.ends_with(&["h2d-pageable", "d2h-pageable"]),
+        "{kernels:?}"
+    );
+    // Alone, it is the only writer of r: what validates is its twin.
+    let (code, _, stderr) = output(
+        with_fake(&dir)
+            .args(["run", "--backend", "cuda:0", "--kernels", "d2h-pageable"])
+            .args(["--mem", "bind:0"])
+            .args(SMALL),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let pages = doc["measurement"]["pages"].as_array().unwrap();
+    assert!(!pages.is_empty(), "{}", doc["measurement"]);
+    for p in pages {
+        assert!(p["array"] == "h" || p["array"] == "r", "{p}");
+    }
+    // Each transfer's row names the node its host buffers were found on;
+    // the device's own kernel has no host node.
+    let prom = std::fs::read_to_string(prom.path()).unwrap();
+    let row = |kernel: &str| {
+        (prom.lines())
+            .find(|l| l.contains(&format!("kernel=\"{kernel}\"")))
+            .unwrap_or_else(|| panic!("{kernel}: {prom}"))
+            .to_string()
+    };
+    assert!(row("h2d").contains(r#"host_node="0""#), "{prom}");
+    assert!(row("bidir-kernel").contains(r#"host_node="0""#), "{prom}");
+    assert!(!row("triad").contains("host_node"), "{prom}");
+}
+
+#[test]
+fn a_gpu_s_baseline_checks_and_its_metrics_carry_gpu_and_uuid() {
+    let Some(dir) = fake_driver() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let baseline = tmp.path().join("gpu.json");
+    let b = baseline.to_str().unwrap();
+    let mut cmd = with_fake(&dir);
+    cmd.args([
+        "baseline",
+        "--backend",
+        "cuda:0",
+        "--output",
+        b,
+        "--rounds",
+        "2",
+    ])
+    .args(SMALL);
+    let (code, _, stderr) = output(&mut cmd);
+    assert_eq!(code, 0, "{stderr}");
+    let mut cmd = with_fake(&dir);
+    let prom = tmp.path().join("gpu.prom");
+    cmd.args([
+        "check",
+        "--backend",
+        "cuda:0",
+        "--baseline",
+        b,
+        "--tolerance",
+        "90%",
+    ])
+    .args(["--prom", prom.to_str().unwrap()])
+    .args(SMALL);
+    let (code, _, stderr) = output(&mut cmd);
+    assert!(code == 0 || code == 1, "{stderr}");
+    let stdout = std::fs::read_to_string(&prom).unwrap();
+    let row = (stdout.lines())
+        .find(|l| l.starts_with("membw_") && l.contains("cuda0"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.contains(r#"gpu="cuda:0""#), "{row}");
+    assert!(
+        row.contains(r#"uuid="GPU-00010203-0405-0607-0809-0a0b0c0d0e0f""#),
+        "{row}"
+    );
+}
+
+/// The PTX the binary carries is what `kernels.cu` compiles to with the
+/// pinned NVRTC, and `ptxas` assembles it for sm_70, sm_80 and sm_90.
+/// Needs the compiler of tools/cuda-ptx-requirements.txt: its Python is
+/// `MEMBW_CUDA_PTX_PYTHON`, or /opt/cuda-ptx/bin/python where .ci/run
+/// installs it.
+#[test]
+fn the_committed_ptx_is_what_the_source_compiles_to() {
+    let python = std::env::var("MEMBW_CUDA_PTX_PYTHON")
+        .unwrap_or_else(|_| "/opt/cuda-ptx/bin/python".into());
+    if !std::path::Path::new(&python).exists() {
+        common::unavailable(
+            format!("the pinned CUDA compiler is not installed ({python})"),
+            ".ci/run must pip install -r tools/cuda-ptx-requirements.txt into /opt/cuda-ptx",
+        );
+        return;
+    }
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new(&python)
+        .arg(root.join("tools/cuda_ptx.py"))
+        .arg("--check")
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    for arch in ["sm_70", "sm_80", "sm_90"] {
+        assert!(
+            said.contains(&format!("assembles kernels.ptx for {arch}")),
+            "{said}"
+        );
+    }
+}
+
+#[test]
+fn peer_copies_go_through_the_driver_and_a_pair_without_p2p_is_staged() {
+    let Some(dir) = fake_driver() else { return };
+    let log = tempfile::tempdir().unwrap();
+    let log = log.path().join("peers.log");
+    let (code, stdout, stderr) = output(
+        with_fake(&dir)
+            .env("FAKE_CUDA_DEVICES", "3")
+            .env("FAKE_CUDA_NO_PEER", "0:2")
+            .env("FAKE_CUDA_LOG", &log)
+            .args(["peers", "--backend", "cuda:all", "--array-size", "64K"])
+            .args(["--ntimes", "2", "--format", "json"]),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    let cells = doc["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 5 * 6);
+    let staged: Vec<(u64, u64)> = (cells.iter())
+        .filter(|c| c["path"] == "staged")
+        .map(|c| (c["from"].as_u64().unwrap(), c["to"].as_u64().unwrap()))
+        .collect();
+    assert!(
+        staged.iter().all(|p| *p == (0, 2) || *p == (2, 0)),
+        "{staged:?}"
+    );
+    assert!(!staged.is_empty());
+    // The kernels cannot reach a staged peer; the copy engine can.
+    for c in cells {
+        let kernel = c["method"].as_str().unwrap().starts_with("sm-");
+        assert_eq!(
+            kernel && c["path"] == "staged",
+            c.get("skipped").is_some(),
+            "{c}"
+        );
+        assert!(c.get("wrong").is_none(), "{c}");
+    }
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(said.matches("peer access enabled").count(), 4, "{said}");
+}

@@ -1,0 +1,330 @@
+//! The GPU backend's tests, run on every vendor of the GPU-runtime layer
+//! this host can load: the simulated device (`sim`, src/backend/sim/:
+//! the layer over host memory) and NVIDIA's driver API (`cuda`,
+//! src/backend/cuda/) over the fake driver of tests/fake_cuda. The same
+//! test passes on both with nothing of either outside its own module;
+//! a third vendor joins by a line in `vendors()`.
+//!
+//! And the rule of issue 52: a device run, in every output format, says
+//! nothing that only a CPU run means (the host clock's 1 ms rule, a CPU
+//! list, first touch, a share of a peak it does not name), while a CPU run
+//! still shows STREAM's rule where it applies.
+
+use crate::common;
+
+use crate::common::{fake_cuda_driver, membw};
+use serde_json::Value;
+
+/// One vendor, as the tests drive it.
+struct Vendor {
+    /// `--backend` of its second device.
+    backend: &'static str,
+    env: Vec<(&'static str, String)>,
+    /// What makes one element come back wrong.
+    wrong: (&'static str, &'static str),
+    /// Its multiprocessors × the blocks each holds (the runtimes say 6):
+    /// the whole-wave grid.
+    wave: u64,
+    /// Builds of each kernel its module has (the fake CUDA driver runs
+    /// kernels.cu's NAME_spread, NAME_u2 and NAME_u1 too).
+    builds: usize,
+}
+
+fn vendors() -> Vec<Vendor> {
+    let mut v = vec![Vendor {
+        backend: "sim:1",
+        env: Vec::new(),
+        wrong: ("MEMBW_SIM_DEVICE", "wrong-element=7"),
+        wave: 8 * 6,
+        builds: 1,
+    }];
+    if let Some(dir) = fake_cuda_driver() {
+        v.push(Vendor {
+            backend: "cuda:1",
+            env: vec![
+                ("LD_LIBRARY_PATH", dir.to_string_lossy().into_owned()),
+                ("FAKE_CUDA_DEVICES", "2".into()),
+            ],
+            wrong: ("FAKE_CUDA_WRONG", "1"),
+            wave: 4 * 6,
+            builds: 4,
+        });
+    }
+    v
+}
+
+impl Vendor {
+    fn membw(&self, args: &[&str]) -> assert_cmd::Command {
+        let mut cmd = membw();
+        cmd.args(args).envs(self.env.iter().map(|(k, v)| (k, v)));
+        cmd
+    }
+
+    /// stdout and stderr of a command that must succeed.
+    fn ok(&self, args: &[&str]) -> (String, String) {
+        let out = self.membw(args).output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        assert!(out.status.success(), "{} {args:?}: {stderr}", self.backend);
+        (stdout, stderr)
+    }
+
+    fn run_json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["run", "--backend", self.backend, "--format", "json"];
+        all.extend(args);
+        serde_json::from_str(&self.ok(&all).0).unwrap()
+    }
+}
+
+#[test]
+fn every_kernel_validates_in_the_launch_shape_that_timed_fastest() {
+    for v in vendors() {
+        let doc = v.run_json(&[
+            "--kernels",
+            "all",
+            "--array-size",
+            "200000",
+            "--ntimes",
+            "3",
+        ]);
+        let m = &doc["measurement"];
+        assert_eq!(m["validation"]["passed"], true, "{}: {m}", v.backend);
+        let target = &m["target"];
+        assert_eq!(target["index"], 1, "{target}");
+        assert!(target["uuid"].is_string() && target["bus_id"].is_string());
+        assert_eq!(
+            target["method"]["clock"]["own"], true,
+            "{}: {target}",
+            v.backend
+        );
+        for r in m["results"].as_array().unwrap() {
+            let launch = &r["launch"];
+            let shape = launch["shape"].as_str().unwrap_or_else(|| panic!("{r}"));
+            let tried: Vec<&str> = (launch["tried"].as_array().unwrap().iter())
+                .map(|t| t["shape"].as_str().unwrap())
+                .collect();
+            // 200000 elements are 98 tiles of 256 threads × 8: more than
+            // one wave, so both shapes of each build were timed, and the
+            // fastest ran.
+            assert_eq!(tried.len(), 2 * v.builds, "{}: {r}", v.backend);
+            if v.builds > 1 {
+                let other = format!(
+                    "{} blocks of 256, accesses a quarter apart (one wave",
+                    v.wave
+                );
+                assert!(tried.iter().any(|t| t.starts_with(&other)), "{other}: {r}");
+            }
+            assert!(tried.contains(&shape), "{r}");
+            let wave = format!("{} blocks of 256 (one wave: 6 per multiprocessor", v.wave);
+            assert!(tried.iter().any(|t| t.starts_with(&wave)), "{wave}: {r}");
+            assert!(
+                tried
+                    .iter()
+                    .any(|t| t.starts_with("98 blocks of 256 (covering")),
+                "{r}"
+            );
+        }
+    }
+}
+
+#[test]
+fn microsecond_kernels_are_timed_in_calibrated_calls_without_a_warning() {
+    for v in vendors() {
+        let doc = v.run_json(&["--array-size", "1000", "--ntimes", "4"]);
+        let m = &doc["measurement"];
+        assert_eq!(m["validation"]["passed"], true, "{m}");
+        let floor = m["timer"]["repetition_floor_us"].as_f64().unwrap();
+        // 20 ticks of the device's clock at least (0.5 µs or 1 µs ticks).
+        assert!(floor >= 10.0, "{}: {floor}", v.backend);
+        for r in m["results"].as_array().unwrap() {
+            let min = r["min_time_s"].as_f64().unwrap() * 1e6;
+            assert!(
+                min >= 0.99 * floor,
+                "{}: {min} µs < {floor}: {r}",
+                v.backend
+            );
+        }
+        assert!(m["inner_repeats"].as_u64().unwrap() >= 1);
+        let warnings = m["warnings"].to_string();
+        assert!(!warnings.contains("shortest repetition"), "{warnings}");
+    }
+}
+
+#[test]
+fn a_wrong_element_fails_validation_naming_the_array_written() {
+    for v in vendors() {
+        let out = v
+            .membw(&["run", "--backend", v.backend, "--kernels", "copy,triad"])
+            .args(["--array-size", "20000", "--ntimes", "3"])
+            .env(v.wrong.0, v.wrong.1)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}: {stderr}", v.backend);
+        assert!(stderr.contains("Failed Validation: array a:"), "{stderr}");
+    }
+}
+
+#[test]
+fn transfers_place_their_host_buffers_and_validate() {
+    for v in vendors() {
+        let doc = v.run_json(&[
+            "--kernels",
+            "transfers,h2d-pageable,d2h-pageable",
+            "--mem",
+            "local",
+            "--array-size",
+            "50000",
+            "--ntimes",
+            "3",
+        ]);
+        let m = &doc["measurement"];
+        assert_eq!(m["validation"]["passed"], true, "{}: {m}", v.backend);
+        let pages = m["pages"].as_array().unwrap();
+        assert_eq!(pages.len(), 2, "h and r: {m}");
+        assert!(pages.iter().all(|p| p["held"] == true), "{m}");
+        // Where the memory peak is known (NVML on a GPU), every share is
+        // named after what it is of.
+        if let Some(named) = doc["peak"]["percent_of"].as_object() {
+            assert_eq!(named["h2d"], "host link peak (each way)", "{named:?}");
+            assert_eq!(named["bidir"], "host link peak (both ways)", "{named:?}");
+        }
+    }
+}
+
+#[test]
+fn a_baseline_of_the_device_checks_healthy_against_itself() {
+    for v in vendors() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gpu.json");
+        let file = file.to_str().unwrap();
+        // The simulated device's work is the host's: a busy test host
+        // is not what is tested here.
+        let small = ["--array-size", "200000", "--rounds", "3", "--allow-busy"];
+        let mut args = vec!["baseline", "--backend", v.backend, "-o", file];
+        args.extend(small);
+        v.ok(&args);
+        let check = ["check", "--backend", v.backend, "--baseline", file];
+        let out = v.membw(&check).args(["--format", "json"]).output().unwrap();
+        // Healthy (0), or short on a loaded machine (1): never a usage error.
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+        let verdict: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let name = v.backend.replace(':', "");
+        assert_eq!(verdict["device"]["name"], name.as_str(), "{verdict}");
+    }
+}
+
+/// What only a CPU run says: STREAM's host-clock lines and rule, a CPU
+/// list (or an empty one), first touch, a peak by its sockets, a share of
+/// a peak not named beside it.
+const CPU_SHAPED: [&str; 12] = [
+    "clock granularity",
+    "clock ticks",
+    "results below ~1 ms",
+    "at least 20 clock ticks",
+    "first touch",
+    "CPUs  and",
+    "CPU  and",
+    "Number of Threads",
+    "Thread affinity",
+    "for the sockets used",
+    "% of peak",
+    "memory channels missing",
+];
+
+fn assert_speaks_gpu(what: &str, text: &str) {
+    for shape in CPU_SHAPED {
+        assert!(!text.contains(shape), "{what} says '{shape}':\n{text}");
+    }
+}
+
+#[test]
+fn a_device_run_says_nothing_only_a_cpu_run_means_in_any_format() {
+    for v in vendors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+        let (results, prom) = (path("run.jsonl"), path("run.prom"));
+        // Kernels of microseconds, timed by the device's own clock.
+        let run = ["run", "--backend", v.backend, "--array-size", "2000"];
+        let (text, stderr) = v.ok(&[&run[..], &["-o", &results, "--prom", &prom]].concat());
+        assert_speaks_gpu("run", &format!("{text}{stderr}"));
+        assert!(text.contains("Times below are"), "{text}");
+        // A peak, where the vendor knows one (the fake driver has no NVML).
+        let peak = !text.contains("theoretical peak unknown");
+        assert!(!peak || text.contains("% of memory peak"), "{text}");
+        assert!(!peak || text.contains("memory peak: "), "{text}");
+        assert!(text.contains("  launch: "), "{text}");
+        assert!(!text.contains("setup (map"), "{text}");
+        // A window the observers cannot judge is not "trusted".
+        if text.contains("not judged: ") {
+            assert!(!text.contains("  trusted: "), "{text}");
+        }
+        for format in ["json", "jsonl", "csv", "markdown"] {
+            let (out, err) = v.ok(&[&run[..], &["--format", format]].concat());
+            assert_speaks_gpu(format, &format!("{out}{err}"));
+        }
+        assert_speaks_gpu("--prom", &std::fs::read_to_string(&prom).unwrap());
+        for format in ["text", "markdown", "html", "csv"] {
+            let (out, err) = v.ok(&["report", &results, "--format", format]);
+            assert_speaks_gpu(&format!("report --format {format}"), &format!("{out}{err}"));
+        }
+        // Its JSON names what every share is of.
+        let doc: Value =
+            serde_json::from_str(&v.ok(&[&run[..], &["--format", "json"]].concat()).0).unwrap();
+        if let Some(shares) = doc["peak"]["percent_of_peak"].as_object() {
+            let named = doc["peak"]["percent_of"].as_object().unwrap();
+            assert_eq!(shares.len(), named.len(), "{doc}");
+        }
+    }
+}
+
+#[test]
+fn a_cpu_run_still_shows_streams_rule_where_it_applies() {
+    // Arrays of 64 KiB each, under every host's caches: STREAM's rule
+    // applies, and says so in the text and the JSON.
+    let out = membw()
+        .args([
+            "run",
+            "--size",
+            "8192",
+            "--ntimes",
+            "3",
+            "--no-stores-check",
+        ])
+        .output()
+        .unwrap();
+    let (text, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(text.contains("clock granularity"), "{text}");
+    assert!(text.contains("Thread affinity"), "{text}");
+    assert!(
+        text.contains("setup (map + parallel first touch)"),
+        "{text}"
+    );
+    assert!(
+        stderr.contains("STREAM's rule") || text.contains("STREAM's rule"),
+        "{stderr}{text}"
+    );
+}
+
+/// A newcomer on a GPU node finds the GPU from the help: `membw --help`
+/// says how, and every command that measures bandwidth shows --backend
+/// with its values.
+#[test]
+fn the_gpu_is_found_from_the_help() {
+    let top = common::stdout(&["--help"]);
+    assert!(top.contains("membw run --backend cuda:0"), "{top}");
+    for command in ["run", "sweep", "baseline", "check"] {
+        let help = common::stdout(&[command, "--help"]);
+        assert!(
+            help.contains("--backend <NAME[:N|:all|:LIST]>")
+                && help.contains("cuda:N (NVIDIA GPU N"),
+            "{command}: {help}"
+        );
+    }
+}

@@ -1,0 +1,124 @@
+//! The AMD GPU kernels (src/backend/hip/kernels.cl): the committed code
+//! objects are what the source compiles to with the pinned clang, each for
+//! its target with every kernel, and the source holds the CUDA build's
+//! kernels with the same recurrences.
+
+use crate::common;
+
+use std::path::PathBuf;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// clang-19, lld-19 and llvm-19 (Debian bookworm's) are tools here:
+/// missing, this fails in CI and skips locally.
+#[test]
+fn the_committed_code_objects_are_what_the_source_compiles_to() {
+    let probe = std::process::Command::new("clang-19")
+        .arg("--version")
+        .output();
+    if probe.is_err() {
+        common::unavailable(
+            "clang-19 is not installed (Debian packages clang-19, lld-19, llvm-19)",
+            ".ci/run must apt-get install clang-19 lld-19 llvm-19",
+        );
+        return;
+    }
+    let out = std::process::Command::new("python3")
+        .arg(root().join("tools/hip_code_objects.py"))
+        .arg("--check")
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    for target in ["gfx90a", "gfx942", "gfx1100"] {
+        assert!(
+            said.contains(&format!(
+                "kernels-{target}.co is what kernels.cl compiles to"
+            )),
+            "{said}"
+        );
+        assert!(
+            said.contains(&format!(
+                "kernels-{target}.co is for {target} with all 80 kernels"
+            )),
+            "{said}"
+        );
+    }
+}
+
+/// `MACRO(name, body)` lines of a kernel source, bodies with the CUDA
+/// build's splat written as the OpenCL build's.
+fn kernels(path: &str) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(root().join(path)).unwrap();
+    (text.lines())
+        .filter(|l| l.starts_with("STREAM_KERNEL(") || l.starts_with("REDUCE_KERNEL("))
+        .map(|l| {
+            let (name, body) = l.split_once(", ").unwrap();
+            let body = body.replace("splat<V>(s)", "SPLAT(s)");
+            (name.to_string(), body)
+        })
+        .collect()
+}
+
+#[test]
+fn the_amd_kernels_are_the_cuda_kernels() {
+    let cuda = kernels("src/backend/cuda/kernels.cu");
+    let hip = kernels("src/backend/hip/kernels.cl");
+    assert_eq!(cuda.len(), 20, "{cuda:?}");
+    assert_eq!(hip, cuda);
+}
+
+/// AMD's backend is its module (src/backend/hip) and one line of
+/// registration (`PLATFORMS`), with the module's declaration and import:
+/// no other line of any source file names HIP or its backend.
+#[test]
+fn nothing_but_its_module_and_its_registration_names_the_hip_backend() {
+    fn files(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let src = root().join("src");
+    let mut paths = Vec::new();
+    files(&src, &mut paths);
+    let registration = |rel: &str, line: &str| match rel {
+        "backend/mod.rs" => line == "pub mod hip;" || line.starts_with("//!"),
+        "backend/device_set.rs" => {
+            line.starts_with("pub const PLATFORMS") || line.starts_with("use super::")
+        }
+        _ => false,
+    };
+    let mut named = Vec::new();
+    for path in paths {
+        let rel = path
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if rel.starts_with("backend/hip/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let names_hip = |line: &str| {
+            line.split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|word| word.eq_ignore_ascii_case("hip"))
+        };
+        for line in text.lines().filter(|l| names_hip(l)) {
+            if !registration(&rel, line.trim()) {
+                named.push(format!("{rel}: {line}"));
+            }
+        }
+    }
+    assert!(named.is_empty(), "{named:#?}");
+    // The lists do name it: the check above is not vacuous.
+    let device_set = std::fs::read_to_string(src.join("backend/device_set.rs")).unwrap();
+    assert!(device_set.contains("&hip::HIP"), "{device_set}");
+}

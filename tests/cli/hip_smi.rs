@@ -1,0 +1,277 @@
+//! What ROCm SMI adds to an AMD GPU (src/backend/hip/smi.rs), with the
+//! fake HIP runtime and the fake SMI (tests/fake_hip/librocm_smi64.c) on
+//! the library path: the GPUs' xGMI links in the facts and the pair
+//! probe, the driver's version, the throttle status as every window's
+//! observer, and a run without SMI; and a runtime that crashes in hipInit,
+//! which ends in one line.
+
+use crate::common::{fake_hip_runtime, fake_rocm_smi, membw};
+use serde_json::Value;
+
+/// membw with the fake HIP runtime and (`smi`) the fake SMI.
+fn with_fakes(smi: bool) -> Option<assert_cmd::Command> {
+    let hip = fake_hip_runtime()?;
+    let mut path = hip.into_os_string();
+    if smi {
+        path.push(":");
+        path.push(fake_rocm_smi()?);
+    }
+    let mut cmd = membw();
+    cmd.env("LD_LIBRARY_PATH", path);
+    Some(cmd)
+}
+
+fn json(cmd: &mut assert_cmd::Command) -> (Value, String) {
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    (serde_json::from_slice(&out.stdout).unwrap(), stderr)
+}
+
+const ONE_RUN: [&str; 9] = [
+    "run",
+    "--kernels",
+    "triad",
+    "--array-size",
+    "200000",
+    "--ntimes",
+    "3",
+    "--format",
+    "json",
+];
+
+#[test]
+fn xgmi_links_are_each_gpus_fabric_and_each_pairs_path() {
+    let Some(mut cmd) = with_fakes(true) else {
+        return;
+    };
+    // Three GCDs: 0 and 1 by four links (one MI250X card), 1 and 2 by
+    // one, 0 and 2 by none.
+    cmd.env("FAKE_HIP_DEVICES", "3")
+        .env("FAKE_RSMI_XGMI", "0-1:4,1-2:1")
+        .args(["peers", "--backend", "hip:all", "--array-size", "64K"])
+        .args(["--ntimes", "2", "--format", "json"]);
+    let (doc, _) = json(&mut cmd);
+    let cells = doc["cells"].as_array().unwrap();
+    let path = |from: u64, to: u64| {
+        let c = (cells.iter())
+            .find(|c| c["from"] == from && c["to"] == to)
+            .unwrap();
+        c["fabric"].clone()
+    };
+    assert_eq!(path(0, 1)["name"], "xGMI");
+    assert_eq!(path(0, 1)["links"], 4);
+    assert_eq!(path(0, 1)["peak_gb_s"], 200.0);
+    assert_eq!(path(2, 1)["links"], 1);
+    assert_eq!(path(0, 2), Value::Null);
+    // The devices' facts keep the links (SMI numbers the GPUs the other
+    // way round: they were found by PCI address), and the driver.
+    let devices = doc["devices"].as_array().unwrap();
+    let gcd1 = (devices.iter()).find(|d| d["name"] == "hip1").unwrap();
+    assert_eq!(gcd1["fabric"]["links"], 5, "{gcd1}");
+    assert!(
+        gcd1["driver"].as_str().unwrap().ends_with(", amdgpu 6.8.5"),
+        "{gcd1}"
+    );
+    // The table names the fabric it found.
+    let mut cmd = with_fakes(true).unwrap();
+    cmd.env("FAKE_HIP_DEVICES", "2")
+        .env("FAKE_RSMI_XGMI", "0-1:4")
+        .args(["peers", "--backend", "hip:all", "--array-size", "64K"])
+        .args(["--ntimes", "2"]);
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("xGMI paths (direct links between the two)"),
+        "{text}"
+    );
+    assert!(text.contains("xGMI 4"), "{text}");
+}
+
+#[test]
+fn the_throttle_status_watches_every_window_and_the_run() {
+    let Some(mut cmd) = with_fakes(true) else {
+        return;
+    };
+    // Held back by its first power limit and its HBM's temperature.
+    cmd.env("FAKE_RSMI_THROTTLE", "400000001")
+        .args(ONE_RUN)
+        .args(["--backend", "hip:0"]);
+    let (doc, stderr) = json(&mut cmd);
+    let m = &doc["measurement"];
+    let observers = m["target"]["method"]["observers"].to_string();
+    assert!(
+        observers.contains("ROCm SMI's throttle status"),
+        "{observers}"
+    );
+    assert_eq!(
+        m["held_back"]["at_ends"],
+        serde_json::json!(["power (PPT0)", "heat (HBM)"]),
+        "{m}"
+    );
+    assert_eq!(m["held_back"]["memory_mhz"], 1600);
+    // A status is not a time: no seconds are claimed.
+    assert_eq!(m["held_back"]["power_s"], Value::Null);
+    assert!(
+        stderr.contains("hip0's clocks were held back after the run (power (PPT0), heat (HBM))"),
+        "{stderr}"
+    );
+    // Nothing holding them back: a window seen and nothing found.
+    let mut cmd = with_fakes(true).unwrap();
+    cmd.args(ONE_RUN).args(["--backend", "hip:0"]);
+    let (doc, stderr) = json(&mut cmd);
+    assert_eq!(
+        doc["measurement"]["held_back"]["at_ends"],
+        Value::Null,
+        "{doc}"
+    );
+    assert!(
+        doc["measurement"]["held_back"]["window_s"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert!(!stderr.contains("held back"), "{stderr}");
+}
+
+#[test]
+fn without_smi_or_its_metrics_nothing_is_claimed() {
+    for (smi, env) in [
+        (false, None),
+        (true, Some("FAKE_RSMI_FAIL")),
+        (true, Some("FAKE_RSMI_NO_METRICS")),
+    ] {
+        let Some(mut cmd) = with_fakes(smi) else {
+            return;
+        };
+        if let Some(var) = env {
+            cmd.env(var, "1");
+        }
+        cmd.env("FAKE_RSMI_XGMI", "0-1:4")
+            .env("FAKE_HIP_DEVICES", "2")
+            .args(ONE_RUN)
+            .args(["--backend", "hip:0"]);
+        let (doc, _) = json(&mut cmd);
+        let m = &doc["measurement"];
+        let observers = m["target"]["method"]["observers"].as_array();
+        assert!(observers.is_none_or(|o| o.is_empty()), "{env:?}: {m}");
+        assert_eq!(m["held_back"], Value::Null, "{env:?}");
+        let links = &m["target"]["fabric"]["links"];
+        match env {
+            // Metrics missing, links still known.
+            Some("FAKE_RSMI_NO_METRICS") => assert_eq!(*links, 4),
+            _ => assert_eq!(*links, Value::Null, "{env:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_runtime_that_crashes_in_hipinit_ends_in_one_line() {
+    let Some(mut cmd) = with_fakes(false) else {
+        return;
+    };
+    let out = cmd
+        .env("FAKE_HIP_CRASH", "1")
+        .args(["run", "--backend", "hip:0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(
+            "the HIP runtime (libamdhip64.so.5) crashed in hipInit (signal 11) in a probe process"
+        ),
+        "{stderr}"
+    );
+}
+
+/// A node check of four GCDs against their baseline, after one xGMI link
+/// between two of them was lost: the pair is named, and each GCD's links
+/// are exported. (SMI reports the links that are up, not those a GCD has,
+/// and GCDs of one node differ in how many they have, so without a
+/// baseline no GCD is faulted for its count.)
+#[test]
+fn a_check_names_the_pair_that_lost_its_xgmi_link() {
+    let Some(mut cmd) = with_fakes(true) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (baseline, prom) = (dir.path().join("node.json"), dir.path().join("node.prom"));
+    // Two cards of two GCDs: four links within a card, one across.
+    let healthy = "0-1:4,2-3:4,0-2:1,1-3:1,0-3:1,1-2:1";
+    let out = cmd
+        .env("FAKE_HIP_DEVICES", "4")
+        .env("FAKE_RSMI_XGMI", healthy)
+        .args(["baseline", "--backend", "hip:all", "--kernels", "triad"])
+        .args([
+            "--rounds",
+            "2",
+            "--array-size",
+            "200000",
+            "--allow-busy",
+            "-o",
+        ])
+        .arg(&baseline)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = with_fakes(true)
+        .unwrap()
+        .env("FAKE_HIP_DEVICES", "4")
+        .env("FAKE_RSMI_XGMI", healthy.replace(",1-3:1", ""))
+        .args(["check", "--backend", "hip:all", "--kernels", "triad"])
+        .args(["--array-size", "200000", "--budget", "2s", "--baseline"])
+        .arg(&baseline)
+        .arg("--prom")
+        .arg(&prom)
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("pair 1 → 3 crosses 0 xGMI links, 1 in the baseline"),
+        "{said}"
+    );
+    let text = std::fs::read_to_string(&prom).unwrap();
+    let up: Vec<&str> = (text.lines())
+        .filter(|l| l.starts_with("membw_gpu_xgmi_links_up{"))
+        .map(|l| l.rsplit(' ').next().unwrap())
+        .collect();
+    assert_eq!(up, ["6", "5", "6", "5"], "{text}");
+    assert!(!text.contains("membw_gpu_nvlink_links_up{"), "{text}");
+}
+
+/// `membw version` says which HIP runtime and which ROCm SMI load here.
+#[test]
+fn version_names_the_hip_runtime_and_smi_that_load() {
+    let Some(mut cmd) = with_fakes(true) else {
+        return;
+    };
+    let out = cmd.arg("version").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("  hip       libamdhip64.so.5 loads: --backend hip:N (loaded at run time)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  rocm-smi  librocm_smi64.so.5 loads"),
+        "{text}"
+    );
+    let Some(mut cmd) = with_fakes(false) else {
+        return;
+    };
+    let out = cmd.arg("version").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("  rocm-smi  none of librocm_smi64.so.7, librocm_smi64.so.6, librocm_smi64.so.5, librocm_smi64.so.1 loads ("),
+        "{text}"
+    );
+}

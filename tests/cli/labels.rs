@@ -1,0 +1,275 @@
+//! Labels that say what happened: a point whose arrays sit in the caches is
+//! reported as cache bandwidth, with no share of the memory's peak and no
+//! bus traffic, and the size that STREAM's rule asks for.
+
+use crate::common;
+
+use crate::common::stdout;
+use serde_json::Value;
+
+/// 10k elements: three arrays of 80 KB, in 4 × the caches of any CPU.
+const IN_CACHES: [&str; 8] = [
+    "run", "--size", "10k", "--ntimes", "3", "--peak", "100GB/s", "--stores",
+];
+
+#[test]
+fn arrays_in_the_caches_are_cache_bandwidth_with_no_share_of_the_memory_peak() {
+    let mut args = IN_CACHES.to_vec();
+    args.push("regular");
+    let out = common::membw().args(&args).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!text.contains("% of peak"), "{text}");
+    assert!(!text.contains("on the bus with write-allocate"), "{text}");
+    assert!(
+        text.contains("cache bandwidth: each array under 4 × the caches, STREAM's rule"),
+        "{text}"
+    );
+    // The warning names STREAM's rule and a size that satisfies it.
+    let warning = stderr
+        .lines()
+        .find(|l| l.contains("cache bandwidth, not memory"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(warning.contains("4 × the caches"), "{warning}");
+    let size: u64 = warning
+        .split("--size ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{warning}"));
+    args.extend(["--format", "json"]);
+    let doc: Value = serde_json::from_str(&stdout(&args)).unwrap();
+    let fact = &doc["measurement"]["in_caches"];
+    let caches = fact["cache_bytes"].as_u64().unwrap();
+    assert_eq!(fact["stream_elements"].as_u64(), Some(size));
+    // Each array of that size is 4 × the caches, one element fewer less
+    // (STREAM's rule is per array).
+    assert!(size * 8 >= 4 * caches && (size - 1) * 8 < 4 * caches);
+    assert_eq!(doc["peak"]["percent_of_peak"], serde_json::json!({}));
+}
+
+/// A triad sweep by the fake source (4 GB/s per thread) with `axes`,
+/// written to a results file in `dir`; its path.
+fn fake_triad_sweep(dir: &std::path::Path, axes: &[&str]) -> std::path::PathBuf {
+    let file = dir.join("sweep.jsonl");
+    let mut args = vec!["sweep", "--fake-source", "4", "--kernels", "triad"];
+    args.extend_from_slice(axes);
+    args.extend(["-o", file.to_str().unwrap()]);
+    stdout(&args);
+    file
+}
+
+#[test]
+fn a_size_sweep_shows_no_share_of_the_peak_where_the_working_set_is_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = fake_triad_sweep(
+        dir.path(),
+        &[
+            "--threads",
+            "1",
+            "--peak",
+            "100GB/s",
+            "--working-sets",
+            "16KiB",
+            "--ntimes",
+            "2",
+        ],
+    );
+    let f = file.to_str().unwrap();
+    let csv = stdout(&["report", f, "--format", "csv"]);
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let column = header.iter().position(|h| *h == "percent_of_peak").unwrap();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(row[column], "", "{csv}");
+}
+
+#[test]
+fn markdown_and_html_say_what_the_interval_is_and_a_markdown_run_keeps_stores_and_trust() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = fake_triad_sweep(
+        dir.path(),
+        &["--threads", "1,2", "--ntimes", "3", "--repeat", "3"],
+    );
+    let f = file.to_str().unwrap();
+    let md = stdout(&["report", f, "--format", "markdown"]);
+    assert!(md.contains("mean ± 95 % CI (n = 3 runs per point)"), "{md}");
+    let html = dir.path().join("r.html");
+    stdout(&["report", f, "--html", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("mean ± 95 % CI (n = 3 runs per point)"),
+        "{page}"
+    );
+    let run = stdout(&[
+        "run", "--size", "2M", "--ntimes", "3", "--format", "markdown",
+    ]);
+    assert!(
+        run.contains("- **kernels**: ") && run.contains(" stores"),
+        "{run}"
+    );
+    // A window shorter than the tick counters can judge says so.
+    assert!(
+        [
+            "- **trusted**: ",
+            "- **NOT TRUSTED**: ",
+            "- **not judged**: "
+        ]
+        .iter()
+        .any(|t| run.contains(t)),
+        "{run}"
+    );
+}
+
+/// `membw run --json` with a fake source, as from `host` with `cpu`.
+fn node_doc(dir: &std::path::Path, rate: &str, host: &str, cpu: &str) -> std::path::PathBuf {
+    let text = stdout(&["run", "--fake-source", rate, "--format", "json"]);
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    doc["host"]["hostname"] = host.into();
+    doc["host"]["cpu_model"] = cpu.into();
+    let path = dir.join(format!("{host}.json"));
+    std::fs::write(&path, doc.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn a_report_of_unlike_machines_compares_them_and_flags_no_slow_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let x86 = node_doc(dir.path(), "5", "vm", "Intel(R) Xeon(R) Processor");
+    let arm = node_doc(dir.path(), "1", "arm", "Neoverse-V2");
+    let out = common::membw()
+        .arg("report")
+        .args([&x86, &arm])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("Unlike machines, compared side by side: CPU (")
+            && text.contains("Neoverse-V2: arm")
+            && text.contains("Intel(R) Xeon(R) Processor: vm"),
+        "{text}"
+    );
+    assert!(!text.contains("SLOW"), "{text}");
+    assert!(text.contains("Slow nodes: none among like nodes"), "{text}");
+    // Like machines still get their verdict, exit 1.
+    let like = node_doc(dir.path(), "1", "vm2", "Intel(R) Xeon(R) Processor");
+    let third = node_doc(dir.path(), "5", "vm3", "Intel(R) Xeon(R) Processor");
+    let out = common::membw()
+        .arg("report")
+        .args([&x86, &like, &third])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("slow nodes: vm2"));
+}
+
+#[test]
+fn the_numa_heat_map_marks_cells_measured_beside_other_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("numa.jsonl");
+    let f = file.to_str().unwrap();
+    for (rate, marked) in [("4,busy=40", true), ("4", false)] {
+        let _ = std::fs::remove_file(&file);
+        stdout(&[
+            "sweep",
+            "--fake-source",
+            rate,
+            "--numa-matrix",
+            "single",
+            "--size",
+            "1M",
+            "--ntimes",
+            "2",
+            "-o",
+            f,
+        ]);
+        let plots = dir.path().join(format!("plots-{marked}"));
+        stdout(&["report", f, "--plots", plots.to_str().unwrap()]);
+        let svg = std::fs::read_to_string(plots.join("triad-numa-a.svg")).unwrap();
+        assert_eq!(svg.contains("NOT TRUSTED"), marked, "{svg}");
+        assert_eq!(svg.contains("4.0?"), marked);
+    }
+}
+
+/// `place` on a 2-socket, 12-core-per-socket node with SMT (48 CPUs).
+fn place_e5(args: &[&str]) -> String {
+    let tree = common::shared_tree("xeon-e5-2680v3-2s");
+    let mut all = vec!["place", "--sysroot", tree.to_str().unwrap()];
+    all.extend(args);
+    stdout(&all)
+}
+
+#[test]
+fn placements_that_put_threads_on_siblings_say_so_and_spread_means_one_thing() {
+    let default = place_e5(&["--threads", "30"]);
+    let spread = place_e5(&["--strategy", "spread", "--threads", "30"]);
+    let line = |t: &str| t.lines().nth(1).unwrap().to_string();
+    // The same CPUs however spread was asked for.
+    assert_eq!(line(&default), line(&spread));
+    for t in [&default, &spread] {
+        assert!(
+            t.contains("(6 of 30 threads on SMT siblings: 6 cores run two or more)"),
+            "{t}"
+        );
+    }
+    assert!(!default.contains("one thread per core"), "{default}");
+    let node = place_e5(&["--cpunode", "0", "--threads", "24"]);
+    assert!(node.contains("12 of 24 threads on SMT siblings"), "{node}");
+    // Where every thread has a core, nothing is added.
+    let fits = place_e5(&["--threads", "20"]);
+    assert!(fits.contains("default: one thread per core, spread") && !fits.contains("SMT"));
+}
+
+/// A sweep whose arrays sit in the caches says so in every form: its
+/// table (a `measured` column and the legend), its CSV (`in_caches`) and
+/// its plot (a square round each such point, and its key), not only in
+/// the JSON's warnings.
+#[test]
+fn cache_resident_points_are_flagged_in_every_table_plot_and_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let f = file.to_str().unwrap();
+    // 64 KiB arrays: under 4 × any host's caches.
+    let table = stdout(&[
+        "sweep",
+        "--fake-source",
+        "4",
+        "--size",
+        "8192",
+        "--threads",
+        "1,2",
+        "-o",
+        f,
+    ]);
+    assert!(table.contains("% peak"), "{table}");
+    // Each point's row says caches where its share of the peak would be.
+    let cached = (table.lines())
+        .filter(|l| l.contains(" spread ") && l.trim_end().ends_with("caches"))
+        .count();
+    assert_eq!(cached, 2, "{table}");
+    assert!(
+        table.contains("caches: 2 of 2 points measured the caches"),
+        "{table}"
+    );
+    let csv = stdout(&["report", f, "--format", "csv"]);
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let column = header
+        .iter()
+        .position(|h| *h == "in_caches")
+        .expect("in_caches column");
+    // The last columns hold no commas (untrusted_why may): count from the end.
+    let from_end = header.len() - column;
+    assert!(
+        csv.lines()
+            .skip(1)
+            .all(|l| l.split(',').rev().nth(from_end - 1) == Some("true")),
+        "{csv}"
+    );
+    let md = stdout(&["report", f, "--format", "markdown"]);
+    assert!(md.contains("| caches |"), "{md}");
+    let html = dir.path().join("r.html");
+    stdout(&["report", f, "--html", html.to_str().unwrap()]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("cache bandwidth: arrays"), "the plot's key");
+}

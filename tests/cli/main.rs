@@ -1,0 +1,48 @@
+//! The CLI suites, one module a former test file, in one test binary: on a
+//! 2-core machine linking 40 binaries (each with the library and every
+//! dependency) took longer than running their tests (docs/guide/testing.md).
+//! `cargo test --test cli -- run::` runs one suite; `trust`, `mpi` and `vm`
+//! stay binaries of their own: they load the machine on purpose (competing
+//! processes, MPI jobs, QEMU guests), which would disturb the suites beside
+//! them.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cuda;
+mod device;
+mod device_sets;
+mod documents;
+mod first_try;
+mod foreign;
+mod formats;
+mod gpu_fleet;
+mod gpu_runtimes;
+mod health;
+mod health_exits;
+mod hip;
+mod hip_runtime;
+mod hip_smi;
+mod hostile_files;
+mod inputs;
+mod labels;
+mod latency;
+mod layers;
+mod many_writers;
+mod packaging;
+mod pages;
+mod peers;
+mod place_cli;
+mod placement;
+mod plan;
+mod readme;
+mod reframe;
+mod report_memory;
+mod reproduce;
+mod run;
+mod side_by_side;
+mod study;
+mod sweep_axes;
+mod topo_cli;
+mod topology;
+mod transfers;

@@ -1,0 +1,123 @@
+//! `--dry-run`: run, sweep and tune show their plan and measure nothing,
+//! for this node or for one described by `--sysroot` (a captured tree or
+//! a generated fixture), so that plans are checked on fixtures, not on
+//! whatever host the tests run on.
+
+use crate::common;
+
+use crate::common::{stdout, usage_error};
+
+fn xeon() -> String {
+    common::fixtures_dir()
+        .join("xeon-avx512-300mib-l3-vm")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn a_run_is_planned_for_a_captured_300_mib_l3_node_without_measuring() {
+    let tree = xeon();
+    let plan = stdout(&["run", "--dry-run", "--sysroot", &tree]);
+    assert!(plan.starts_with(&format!("Plan of membw run on {tree} (nothing measured")));
+    assert!(!plan.contains("Function"), "{plan}");
+    assert!(plan.contains("threads    2 on CPUs 0-1"), "{plan}");
+    assert!(
+        plan.contains("avx512 (the node's widest, from its flags)"),
+        "{plan}"
+    );
+    // STREAM's rule on that node's 304.2 MiB of caches.
+    let elements: u64 = plan
+        .split("arrays     3 × ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{plan}"));
+    let caches = (48 + 32 + 2048) * 2 * 1024 + 300 * 1024 * 1024;
+    assert!(elements * 8 >= 4 * caches, "{plan}");
+    assert!(
+        plan.contains("is at least 4 × the 304.2 MiB of caches serving these CPUs: memory (STREAM's rule holds)"),
+        "{plan}"
+    );
+    assert!(plan.contains("mpirun -np 2 --cpu-list 0,1 --bind-to cpu-list:ordered"));
+    // A size that sits in that L3 is named for what it measures.
+    let small = stdout(&["run", "--dry-run", "--sysroot", &tree, "--size", "100k"]);
+    assert!(
+        small.contains("cache bandwidth; STREAM's rule for memory needs --size "),
+        "{small}"
+    );
+}
+
+#[test]
+fn sweeps_and_tunes_list_their_points_on_a_two_socket_fixture() {
+    let tree = common::shared_tree("epyc-7742-2s-nps4");
+    let tree = tree.to_str().unwrap();
+    let sweep = stdout(&[
+        "sweep",
+        "--dry-run",
+        "--sysroot",
+        tree,
+        "--strategy",
+        "per-l3=1",
+        "--threads",
+        "8,16",
+    ]);
+    assert!(sweep.contains("2 points:"), "{sweep}");
+    assert!(sweep.contains("CPUs 0,16,32,48,64,80,96,112 "), "{sweep}");
+    assert!(
+        sweep.contains("avx2 (the node's widest, from its flags)"),
+        "{sweep}"
+    );
+    let tune = stdout(&["tune", "--dry-run", "--sysroot", tree]);
+    assert!(
+        tune.contains(" points:") && tune.contains("nt stores"),
+        "{tune}"
+    );
+}
+
+#[test]
+fn another_nodes_tree_is_only_planned_for() {
+    let tree = xeon();
+    usage_error(&["run", "--sysroot", &tree], "--dry-run");
+    usage_error(&["sweep", "--sysroot", &tree], "--dry-run");
+    usage_error(&["tune", "--sysroot", &tree], "add --dry-run");
+}
+
+/// STREAM's rule is one definition: on a node of small caches and one of
+/// a 300 MiB L3, an array one element short of 4 × the caches is cache
+/// bandwidth in the plan's arrays line and in `--stores auto`'s reason
+/// (regular stores), and at 4 × the caches both say memory (nt stores);
+/// the default size is on the memory side.
+#[test]
+fn streams_rule_is_per_array_and_every_place_agrees_at_its_boundary() {
+    let small = common::shared_tree("xeon-e5-2680v3-2s");
+    for tree in [xeon(), small.display().to_string()] {
+        let topo = membw::topology::Topology::read(std::path::Path::new(&tree)).unwrap();
+        let caches = topo.cache_sum(&topo.allowed_cpus).0;
+        let boundary = (4 * caches).div_ceil(8);
+        let plan = |size: u64| {
+            stdout(&[
+                "run",
+                "--dry-run",
+                "--sysroot",
+                &tree,
+                "--size",
+                &size.to_string(),
+            ])
+        };
+        let under = plan(boundary - 1);
+        assert!(under.contains(" is under 4 × the "), "{tree}: {under}");
+        assert!(
+            under.contains("regular stores (auto: each array"),
+            "{under}"
+        );
+        assert!(
+            under.contains(&format!("needs --size {boundary} or more")),
+            "{under}"
+        );
+        let at = plan(boundary);
+        assert!(at.contains(" is at least 4 × the "), "{tree}: {at}");
+        assert!(at.contains("nt stores (auto: each array"), "{at}");
+        let default = stdout(&["run", "--dry-run", "--sysroot", &tree]);
+        assert!(default.contains("STREAM's rule holds"), "{default}");
+    }
+}
