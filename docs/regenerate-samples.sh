@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 cargo build --release -q
 bin=$(mktemp -d)
 # Each sample runs in a scratch directory that shows the repository's
-# docs, tests and bench (as tests/readme.rs runs it), so that what a sample
+# docs, tests and bench (as tests/cli/readme.rs runs it), so that what a sample
 # writes (plots, results files) lands there, not in the repository or /tmp.
 export SAMPLE_DIR=$(mktemp -d)
 trap 'rm -rf "$bin" "$SAMPLE_DIR"' EXIT
