@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="dd7c3f023abf001dda61d20b5abf93c4d71e7831181d86196a4e7bc7a4702ead")
+    version("0.1.0", sha256="d3e1f06a7fbb8c22f03e03526990e4b34cf8e2a92792c83312904a32b3e30a83")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
