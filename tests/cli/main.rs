@@ -1,10 +1,11 @@
 //! The CLI suites, one module a former test file, in one test binary: on a
 //! 2-core machine linking 40 binaries (each with the library and every
 //! dependency) took longer than running their tests (docs/guide/testing.md).
-//! `cargo test --test cli -- run::` runs one suite; `trust`, `mpi` and `vm`
-//! stay binaries of their own: they load the machine on purpose (competing
+//! `cargo test --test cli -- run::` runs one suite. Five stay binaries of
+//! their own: `trust`, `mpi` and `vm` load the machine on purpose (competing
 //! processes, MPI jobs, QEMU guests), which would disturb the suites beside
-//! them.
+//! them, and `hostile_files` and `report_memory` measure a child's peak
+//! memory, which starts from this process's.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -23,7 +24,6 @@ mod health_exits;
 mod hip;
 mod hip_runtime;
 mod hip_smi;
-mod hostile_files;
 mod inputs;
 mod labels;
 mod latency;
@@ -37,7 +37,6 @@ mod placement;
 mod plan;
 mod readme;
 mod reframe;
-mod report_memory;
 mod reproduce;
 mod run;
 mod side_by_side;

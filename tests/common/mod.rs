@@ -146,6 +146,57 @@ pub fn membw_process() -> std::process::Command {
     cmd
 }
 
+/// Runs `cmd` to its end and returns what it printed with its own peak
+/// resident size, bytes: wait4's account of that one child, not
+/// getrusage(RUSAGE_CHILDREN)'s largest of every child this binary waited
+/// for. Linux starts a child's peak at its parent's peak when it execs
+/// (std spawns with vfork), so a test that measures it runs in a test
+/// binary of its own and never holds much memory itself.
+pub fn output_and_peak_rss(cmd: &mut std::process::Command) -> (std::process::Output, u64) {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let stdout = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        out.read_to_end(&mut text).map(|_| text)
+    });
+    let mut stderr = Vec::new();
+    err.read_to_end(&mut stderr).unwrap();
+    let stdout = stdout.join().unwrap().unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain integers, for which all zeroes is valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: waits for this test's own child, writing into two live locals.
+        let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if got == pid {
+            break;
+        }
+        let error = std::io::Error::last_os_error();
+        assert_eq!(
+            error.kind(),
+            std::io::ErrorKind::Interrupted,
+            "wait4: {error}"
+        );
+    }
+    // Reaped above: std's Child is dropped without waiting (it never does).
+    drop(child);
+    let output = std::process::Output {
+        status: std::process::ExitStatus::from_raw(status),
+        stdout,
+        stderr,
+    };
+    (output, usage.ru_maxrss as u64 * 1024)
+}
+
 /// Whether membw runs behind a target runner (qemu-user): there a load
 /// loop is emulated and runs tens of times slower than natively, so tests
 /// that compare a throttled load with a free one allow a smaller gap.

@@ -1,23 +1,11 @@
 //! `membw report` of a large results file holds one record per point, not
 //! per line: a year of daily runs of a few points (200 MB) reports in
-//! bounded memory. Alone in its test binary, so that the children's peak
-//! resident size it reads is its own child's.
+//! bounded memory. A test binary of its own: the report's peak memory
+//! (`common::output_and_peak_rss`) starts from its parent's, which other
+//! suites' tests would raise.
 
-use crate::common;
-
+mod common;
 use std::io::Write;
-
-/// The largest peak resident size of this process's waited-for children, bytes.
-fn children_peak_rss() -> u64 {
-    // SAFETY: getrusage only writes the struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid pointer to a live rusage.
-    assert_eq!(
-        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) },
-        0
-    );
-    usage.ru_maxrss as u64 * 1024
-}
 
 #[test]
 fn a_200_mb_file_of_repeated_points_reports_in_under_300_mib() {
@@ -63,9 +51,12 @@ fn a_200_mb_file_of_repeated_points_reports_in_under_300_mib() {
         if html {
             cmd.arg("--html").arg(dir.path().join("r.html"));
         }
-        let status = cmd.stdout(std::process::Stdio::null()).status().unwrap();
-        assert!(status.success());
-        let peak = children_peak_rss();
+        let (out, peak) = common::output_and_peak_rss(&mut cmd);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(
             peak < 300 << 20,
             "report{} of {i} lines peaked at {} MiB",
