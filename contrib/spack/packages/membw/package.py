@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="d3e1f06a7fbb8c22f03e03526990e4b34cf8e2a92792c83312904a32b3e30a83")
+    version("0.1.0", sha256="9e52e12bc9cb6b1c3c34e30ca00d138e0e80db64cdb9632139923d3c1c148920")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
