@@ -112,7 +112,7 @@ fn the_readme_is_read_in_two_minutes_and_links_every_guide_page() {
 #[test]
 fn readme_and_guide_examples_run_verbatim() {
     // About 25 s of both cores here: every page's commands, one by one.
-    if !common::slow_tests("the README's and the guide's examples") {
+    if !common::slow_tests("the README and guide examples test") {
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -296,7 +296,7 @@ fn missing_tool(cmd: &str) -> Option<(&'static str, &'static str)> {
 #[test]
 fn samples_have_the_structure_the_binary_prints_today() {
     // About 20 s here: real measurements, as the pages show them.
-    if !common::slow_tests("the guide's samples") {
+    if !common::slow_tests("the guide samples test") {
         return;
     }
     // Numbers may differ (this is another machine, another moment); the
