@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="9e52e12bc9cb6b1c3c34e30ca00d138e0e80db64cdb9632139923d3c1c148920")
+    version("0.1.0", sha256="9a0e99eec2f81c43cc5b438001f7417d3fac383e43d9a7836f5294cacba16f4d")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
