@@ -34,7 +34,7 @@ home=$(getent passwd "$user" | cut -d: -f6)
 # shared fixture trees and the fake GPU libraries are cached).
 dir=$PWD
 while [ "$dir" != / ]; do chmod o+x "$dir"; dir=$(dirname "$dir"); done
-chmod -R o+rX . 2>/dev/null || true
+chmod -R o+rX .
 mkdir -p target/tmp && chmod -R a+rwX target/tmp
 
 # A user's environment, not root's: a PATH without root's directories (a
