@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="9a0e99eec2f81c43cc5b438001f7417d3fac383e43d9a7836f5294cacba16f4d")
+    version("0.1.0", sha256="7d70a4df982cbc3ecdafb58c326ef5f99cde230772c394dac34f3db78f64aef1")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
