@@ -56,6 +56,9 @@ pub struct Snapshot {
     at: Instant,
     cpus: Vec<CpuTicks>,
     own: Vec<TaskTicks>,
+    /// The threads of the other ranks of this process's launch on this
+    /// node (empty outside one).
+    siblings: Vec<TaskTicks>,
 }
 
 impl Snapshot {
@@ -65,6 +68,7 @@ impl Snapshot {
             at: Instant::now(),
             cpus: crate::sys::cpu_ticks(),
             own: crate::sys::own_task_ticks(),
+            siblings: crate::sys::sibling_task_ticks(),
         }
     }
 
@@ -82,7 +86,22 @@ impl Snapshot {
         let mut own = own_by_cpu(&self.own, &end.own);
         spread_over(&mut own, scope.measured, extra_own_ticks);
         let window_s = (end.at - self.at).as_secs_f64();
-        judge(&self.cpus, &end.cpus, &own, scope, window_s, effect)
+        // One rank of several: its siblings' time is the job's own, never
+        // other work; on a CPU this rank measured it is a finding of its
+        // own (two ranks took turns on one CPU: each figure is a share).
+        let siblings = match scope.elsewhere {
+            true => BTreeMap::new(),
+            false => own_by_cpu(&self.siblings, &end.siblings),
+        };
+        for (&cpu, &ticks) in &siblings {
+            *own.entry(cpu).or_insert(0) += ticks;
+        }
+        let mut seen = judge(&self.cpus, &end.cpus, &own, scope, window_s, effect);
+        if let Some(f) = siblings_finding(&siblings, scope.measured, window_s, effect) {
+            seen.busy = true;
+            seen.findings.push(f);
+        }
+        seen
     }
 }
 
@@ -197,6 +216,35 @@ impl Interference {
             self.window_s
         )
     }
+}
+
+/// Where the other ranks of this rank's launch ran on its measured CPUs
+/// for a tenth of the window or more: the CPUs were shared within the job.
+fn siblings_finding(
+    siblings: &BTreeMap<usize, u64>,
+    measured: &[usize],
+    window_s: f64,
+    effect: Effect,
+) -> Option<String> {
+    let window_ticks = window_s * crate::sys::ticks_per_second();
+    let shared: Vec<(usize, f64)> = (siblings.iter())
+        .filter(|(cpu, ticks)| measured.contains(cpu) && **ticks >= MIN_TICKS)
+        .map(|(&cpu, &ticks)| (cpu, 100.0 * ticks as f64 / window_ticks.max(1.0)))
+        .filter(|(_, pct)| *pct >= OTHER_ON_MEASURED * 100.0)
+        .collect();
+    let (first, _) = shared.first()?;
+    let cpus: Vec<usize> = shared.iter().map(|s| s.0).collect();
+    let most = shared.iter().map(|s| s.1).fold(0.0, f64::max).min(100.0);
+    Some(format!(
+        "other ranks of this launch ran on CPU{} {} beside this one (up to {most:.0} % of the run): the ranks shared CPUs, bind each to CPUs of its own (mpirun --map-by core --bind-to core on separate cores): {}",
+        if cpus.len() == 1 { "" } else { "s" },
+        if cpus.len() == 1 {
+            first.to_string()
+        } else {
+            format_ranges(&cpus)
+        },
+        effect.words()
+    ))
 }
 
 /// Each CPU's ticks of membw's own threads between two thread lists: a

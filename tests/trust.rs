@@ -157,7 +157,10 @@ fn a_sweep_and_a_latency_study_say_which_points_cannot_be_trusted() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("NOT TRUSTED: 1 of 1 points"), "{stderr}");
+    assert!(
+        stderr.contains("NOT TRUSTED for triad: 1 of 1 points"),
+        "{stderr}"
+    );
     let record: Value = serde_json::from_str(
         std::fs::read_to_string(&file)
             .unwrap()

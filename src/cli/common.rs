@@ -182,27 +182,36 @@ pub(crate) fn note_unused_arrays(mem: &str, used: &[crate::kernels::ArrayId]) {
     }
 }
 
-/// One line on the points of a study that cannot be trusted (other work,
-/// steal, an unsteady spread), with the first one's finding; none when
-/// every point measured can be.
+/// One line on the points measured this time that cannot be trusted for
+/// the study's kernel (no run of it trusted), or that had runs left out,
+/// with the first one's finding; none when every run of every point is.
 pub(crate) fn trust_summary(records: &[crate::results::Record]) -> Option<String> {
-    let doubtful: Vec<(&crate::results::Record, &String)> = records
-        .iter()
-        .filter_map(|r| {
-            let finding = r
-                .runs
-                .iter()
-                .filter_map(|run| run.interference.as_ref())
-                .find_map(|i| i.findings.first())?;
-            Some((r, finding))
-        })
+    let kernel = crate::report::study::primary_kernel(records)?;
+    let judged: Vec<_> = (records.iter())
+        .map(|r| (r, r.kernel_trust(kernel)))
+        .filter(|(_, t)| !t.whole())
         .collect();
-    let (first, finding) = doubtful.first()?;
+    let (first, trust) = judged.first()?;
+    let untrusted = judged.iter().filter(|(_, t)| t.none()).count();
+    let partly = judged.len() - untrusted;
+    let mut counts = Vec::new();
+    if untrusted > 0 {
+        counts.push(format!(
+            "NOT TRUSTED for {kernel}: {untrusted} of {} points measured this time",
+            records.len()
+        ));
+    }
+    if partly > 0 {
+        counts.push(format!(
+            "{} with runs left out of their figures",
+            crate::units::plural(partly, "point")
+        ));
+    }
     Some(format!(
-        "NOT TRUSTED: {} of {} points measured this time (their records carry interference.findings); {}: {finding}",
-        doubtful.len(),
-        records.len(),
-        first.point.label()
+        "{} (their records carry interference.findings); {}: {}",
+        counts.join("; "),
+        first.point.label(),
+        trust.doubt.as_deref().unwrap_or("")
     ))
 }
 

@@ -81,7 +81,9 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     let mut engine = Engine::new(
         &topo,
         &mut source,
-        peak::estimate(&topo, &args.peak.request()),
+        // None where the node's figure is not these CPUs' (a VM's slice):
+        // the records then say why (`peak_unknown`).
+        peak::for_cpus_used(&topo, &args.peak.request()).unwrap_or(None),
     );
     let file = match &args.output.output {
         Some(path) => Some(super::run::open_run_output(path)?),

@@ -306,7 +306,7 @@ fn plan_check<'a>(
     let held_against = (jobs.iter()).find_map(|j| j.plan.target.memory_peak(peak));
     let peak = (held_against.as_ref())
         .ok_or_else(|| "the theoretical peak of this node is unknown".to_string())
-        .and_then(|p| rules::peak_to_judge(p, check::share_of_sockets(topo)));
+        .and_then(|p| crate::peak::share::peak_to_judge(p, crate::peak::share::Share::of(topo)));
     let peak_gb_s = match peak {
         Ok(gb_s) => Some(gb_s),
         Err(why) if domains || siblings => {

@@ -354,7 +354,9 @@ fn sweep_study(args: SweepArgs) -> Result<()> {
     let mut engine = Engine::new(
         &topo,
         source.as_mut(),
-        peak::estimate(&topo, &args.peak.request()),
+        // None where the node's figure is not these CPUs' (a VM's slice):
+        // the records then say why (`peak_unknown`).
+        peak::for_cpus_used(&topo, &args.peak.request()).unwrap_or(None),
     )
     .with_programs(programs);
     let bar = progress((todo * repeat) as u64);

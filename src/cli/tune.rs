@@ -158,7 +158,9 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let mut engine = Engine::new(
         &topo,
         source.as_mut(),
-        peak::estimate(&topo, &args.peak.request()),
+        // None where the node's figure is not these CPUs' (a VM's slice):
+        // the records then say why (`peak_unknown`).
+        peak::for_cpus_used(&topo, &args.peak.request()).unwrap_or(None),
     );
     let mut session = BandwidthSession::new("tune", Host::describe(&topo), stop_flag(), file);
     let repeat = args.repeat.or(super::flags::Repeat::TUNE);

@@ -340,32 +340,6 @@ fn judge_tally(tally: &crate::trust::Tally) -> crate::trust::Interference {
     tally.judge(true, crate::trust::Effect::Bandwidth)
 }
 
-/// The CPUs this process may use against the sockets they are on.
-pub fn share_of_sockets(topo: &Topology) -> rules::Share {
-    if topo.has_flag("hypervisor") {
-        return rules::Share::VirtualMachine;
-    }
-    let packages: std::collections::BTreeSet<usize> = topo
-        .cpus
-        .iter()
-        .filter(|c| topo.allowed_cpus.contains(c.id))
-        .map(|c| c.package)
-        .collect();
-    let of = topo
-        .cpus
-        .iter()
-        .filter(|c| packages.contains(&c.package))
-        .count();
-    let allowed = topo.allowed_cpus.len();
-    if allowed < of {
-        rules::Share::SomeCpus { allowed, of }
-    } else {
-        rules::Share::WholeSockets {
-            sockets: packages.len(),
-        }
-    }
-}
-
 /// What a check is held against.
 pub enum Reference<'a> {
     Baseline(&'a Baseline),
@@ -459,40 +433,5 @@ pub fn check(
                 last,
             });
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_share_of_sockets_tells_a_slice_from_whole_sockets() {
-        let (_dir, mut topo) = crate::topology::fixture::machine("xeon-e5-2680v3-2s");
-        assert_eq!(
-            share_of_sockets(&topo),
-            rules::Share::WholeSockets { sockets: 2 }
-        );
-        let socket0: Vec<usize> = topo
-            .cpus
-            .iter()
-            .filter(|c| c.package == 0)
-            .map(|c| c.id)
-            .collect();
-        topo.allowed_cpus = IdSet::new(socket0.clone());
-        assert_eq!(
-            share_of_sockets(&topo),
-            rules::Share::WholeSockets { sockets: 1 }
-        );
-        topo.allowed_cpus = IdSet::new(socket0[..4].to_vec());
-        assert_eq!(
-            share_of_sockets(&topo),
-            rules::Share::SomeCpus {
-                allowed: 4,
-                of: socket0.len()
-            }
-        );
-        topo.cpu_info.flags.push("hypervisor".into());
-        assert_eq!(share_of_sockets(&topo), rules::Share::VirtualMachine);
     }
 }

@@ -125,10 +125,11 @@ impl<'a> Engine<'a> {
         plan: &Plan,
         rates: impl IntoIterator<Item = (crate::kernels::KernelId, f64)>,
     ) -> Option<PeakUse> {
-        // Rates of the caches are no share of the memory's peak.
-        let rates: Vec<_> = match plan.in_caches {
-            Some(_) => Vec::new(),
-            None => rates.into_iter().collect(),
+        // Rates of the caches are no share of the memory's peak (arrays
+        // past the caches but under STREAM's rule are, with the warning).
+        let rates: Vec<_> = match plan.in_caches.map(|c| c.band()) {
+            Some(crate::results::Band::Caches) => Vec::new(),
+            _ => rates.into_iter().collect(),
         };
         let peak = plan.target.memory_peak(self.peak.as_ref())?;
         let cpus = plan.target.working_cpus(&plan.cpus);
@@ -209,6 +210,8 @@ impl<'a> Engine<'a> {
         let payload = Bandwidth {
             source: source.into(),
             stats: Record::stats_of(&runs),
+            peak_unknown: (peak.is_none() && job.plan.target.placed_on_host_cpus())
+                .then(|| crate::peak::unknown_reason(self.topo)),
             peak_gb_s: peak.as_ref().map(|p| p.used_gb_s),
             peak_source: peak.map(|p| p.peak.detail),
             // No host CPU's caches hold a device's arrays.

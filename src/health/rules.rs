@@ -5,7 +5,6 @@
 
 use super::{Baseline, Identity, Scope};
 use crate::kernels::KernelId;
-use crate::peak::PeakSource;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -222,45 +221,6 @@ pub fn against_peak(bests: &Bests, peak_gb_s: f64, share: f64) -> Vec<Finding> {
             )
         })
         .collect()
-}
-
-/// The CPUs this process may use, as a share of the sockets they are on:
-/// what decides whether a peak given for whole sockets applies to them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Share {
-    /// Every CPU of `sockets` sockets.
-    WholeSockets { sockets: usize },
-    /// A virtual machine: its sockets are a slice of the host's, whose
-    /// size the guest cannot see.
-    VirtualMachine,
-    /// Some of the CPUs of the sockets they are on (a cgroup, a Slurm
-    /// allocation, taskset).
-    SomeCpus { allowed: usize, of: usize },
-}
-
-/// The peak the node's triad is held against, or why none can be: the
-/// user's figure always stands for what this process may use; a figure
-/// for whole sockets (SMBIOS, the built-in table) only where it has whole
-/// sockets, since a slice of a socket gets an unknown share of its channels.
-pub fn peak_to_judge(peak: &crate::peak::Peak, share: Share) -> Result<f64, String> {
-    // The user's figure, or a device's own: the whole of what is measured.
-    if matches!(peak.source, PeakSource::User | PeakSource::Device) {
-        return Ok(peak.node_gb_s());
-    }
-    let whole = format!(
-        "{:.1} GB/s peak ({}) is not theirs",
-        peak.for_sockets(peak.sockets),
-        peak.source_name()
-    );
-    match share {
-        Share::WholeSockets { sockets } => Ok(peak.for_sockets(sockets)),
-        Share::VirtualMachine => Err(format!(
-            "this virtual machine's CPUs are a slice of the host's sockets, whose {whole}"
-        )),
-        Share::SomeCpus { allowed, of } => Err(format!(
-            "this process may use {allowed} of the {of} CPUs of its sockets (a cgroup, a job allocation or taskset), and the sockets' {whole}"
-        )),
-    }
 }
 
 /// What the check does after a round.

@@ -321,50 +321,6 @@ fn a_fleet_baseline_is_the_median_node_with_the_spread_across_nodes() {
 }
 
 #[test]
-fn a_peak_for_whole_sockets_judges_only_whole_sockets() {
-    let table = crate::peak::Peak {
-        per_socket_gb_s: 204.8,
-        sockets: 2,
-        channels_per_socket: Some(8),
-        mts: Some(3200),
-        source: crate::peak::PeakSource::Table,
-        detail: String::new(),
-    };
-    assert_eq!(
-        peak_to_judge(&table, Share::WholeSockets { sockets: 2 }),
-        Ok(409.6)
-    );
-    // One socket of two: that socket's channels.
-    assert_eq!(
-        peak_to_judge(&table, Share::WholeSockets { sockets: 1 }),
-        Ok(204.8)
-    );
-    let vm = peak_to_judge(&table, Share::VirtualMachine).unwrap_err();
-    assert!(
-        vm.starts_with("this virtual machine's CPUs are a slice of the host's sockets")
-            && vm.contains("409.6 GB/s peak (from the built-in table)"),
-        "{vm}"
-    );
-    let some = peak_to_judge(
-        &table,
-        Share::SomeCpus {
-            allowed: 8,
-            of: 128,
-        },
-    )
-    .unwrap_err();
-    assert!(some.contains("may use 8 of the 128 CPUs"), "{some}");
-    // The user's figure is for what this process may use.
-    let user = crate::peak::Peak {
-        source: crate::peak::PeakSource::User,
-        per_socket_gb_s: 12.0,
-        sockets: 1,
-        ..table
-    };
-    assert_eq!(peak_to_judge(&user, Share::VirtualMachine), Ok(12.0));
-}
-
-#[test]
 fn a_baselines_fields_are_checked_and_named() {
     let good = baseline(&[(Scope::Node, Copy, 100.0), (Scope::Numa(0), Copy, 50.0)]);
     let text = serde_json::to_string(&good).unwrap();

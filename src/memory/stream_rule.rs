@@ -11,6 +11,40 @@ use serde::{Deserialize, Serialize};
 /// How many times the caches each array must be.
 pub const CACHE_MULTIPLE: u64 = 4;
 
+/// Where arrays stand against the caches serving the CPUs that use them:
+/// all of them within the caches (cache bandwidth); past the caches
+/// together but each under STREAM's rule, where rates near memory's
+/// still get help from the caches; or the rule holds (memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Band {
+    Caches,
+    UnderRule,
+    Memory,
+}
+
+impl Band {
+    /// Of `arrays` arrays of `array_bytes` each, against `cache_bytes`.
+    pub fn of(array_bytes: u64, arrays: u64, cache_bytes: u64) -> Band {
+        if array_bytes >= CACHE_MULTIPLE * cache_bytes {
+            Band::Memory
+        } else if array_bytes.saturating_mul(arrays.max(1)) <= cache_bytes {
+            Band::Caches
+        } else {
+            Band::UnderRule
+        }
+    }
+
+    /// The band's words in tables and summaries.
+    pub fn words(self) -> &'static str {
+        match self {
+            Band::Caches => "cache bandwidth",
+            Band::UnderRule => "under STREAM's rule: caches may still help",
+            Band::Memory => "memory (STREAM's rule holds)",
+        }
+    }
+}
+
 /// STREAM's rule over the caches of some CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamRule {
@@ -46,17 +80,19 @@ impl StreamRule {
 
     /// The words every place says it in, for arrays of `elements`:
     /// `each array (645.6 MiB) is under 4 × the 484.0 MiB of caches
-    /// serving these CPUs: cache bandwidth`, or `... is at least 4 × ...:
-    /// memory (STREAM's rule holds)`.
+    /// serving these CPUs: under STREAM's rule: caches may still help`
+    /// (`cache bandwidth` where STREAM's three arrays fit in the caches),
+    /// or `... is at least 4 × ...: memory (STREAM's rule holds)`.
     pub fn describe(&self, elements: u64) -> String {
-        let array = Bytes(elements.saturating_mul(ELEMENT_BYTES));
-        let caches = Bytes(self.cache_bytes);
-        match self.holds(elements) {
-            true => format!(
+        let bytes = elements.saturating_mul(ELEMENT_BYTES);
+        let (array, caches) = (Bytes(bytes), Bytes(self.cache_bytes));
+        match Band::of(bytes, 3, self.cache_bytes) {
+            Band::Memory => format!(
                 "each array ({array}) is at least {CACHE_MULTIPLE} × the {caches} of caches serving these CPUs: memory (STREAM's rule holds)"
             ),
-            false => format!(
-                "each array ({array}) is under {CACHE_MULTIPLE} × the {caches} of caches serving these CPUs: cache bandwidth; STREAM's rule for memory needs --size {} or more",
+            band => format!(
+                "each array ({array}) is under {CACHE_MULTIPLE} × the {caches} of caches serving these CPUs: {}; STREAM's rule for memory needs --size {} or more",
+                band.words(),
                 self.min_elements()
             ),
         }
@@ -86,12 +122,32 @@ impl InCaches {
         StreamRule::over(cache_bytes).in_caches(elements, arrays)
     }
 
+    /// Which of the two bands under the rule: all arrays within the
+    /// caches, or past them together.
+    pub fn band(&self) -> Band {
+        match self.arrays_bytes <= self.cache_bytes {
+            true => Band::Caches,
+            false => Band::UnderRule,
+        }
+    }
+
     /// What a reader is told, once.
     pub fn warning(&self) -> String {
         let each = (self.array_bytes).map_or(String::new(), |b| format!(" ({})", Bytes(b)));
+        let lead = match self.band() {
+            Band::Caches => format!(
+                "cache bandwidth, not memory: the arrays ({} together) fit in the {} of caches serving these CPUs",
+                Bytes(self.arrays_bytes),
+                Bytes(self.cache_bytes)
+            ),
+            _ => format!(
+                "under STREAM's rule, caches may still help: the arrays ({} together) exceed the {} of caches serving these CPUs, but each array{each} is under {CACHE_MULTIPLE} × them",
+                Bytes(self.arrays_bytes),
+                Bytes(self.cache_bytes)
+            ),
+        };
         format!(
-            "cache bandwidth, not memory: each array{each} is under {CACHE_MULTIPLE} × the {} of caches serving these CPUs; STREAM's rule (each array ≥ {CACHE_MULTIPLE} × the caches) for memory needs --size {} or more (elements per array)",
-            Bytes(self.cache_bytes),
+            "{lead}; STREAM's rule (each array ≥ {CACHE_MULTIPLE} × the caches) for memory needs --size {} or more (elements per array)",
             self.stream_elements
         )
     }
@@ -103,7 +159,7 @@ mod tests {
 
     /// The host: 484 MiB of caches. 3 × 84623360 elements (645.6
     /// MiB each, 1.9 GiB together) passed a rule of the arrays together;
-    /// each is under 4 × the caches, so they measure the caches.
+    /// each is under 4 × the caches, so the rule does not hold.
     #[test]
     fn the_rule_is_per_array_at_both_sides_of_its_boundary() {
         let rule = StreamRule::over(484 << 20);
@@ -121,14 +177,46 @@ mod tests {
         assert!(words.contains("--size 253755392"), "{words}");
         let c = rule.in_caches(84_623_360, 3).unwrap();
         assert!(
-            c.warning()
-                .contains("each array (645.6 MiB) is under 4 × the 484 MiB"),
+            c.warning().contains(
+                "exceed the 484 MiB of caches serving these CPUs, but each array (645.6 MiB) is under 4 × them"
+            ),
             "{}",
             c.warning()
         );
         assert!(
             rule.describe(rule.min_elements())
                 .contains("STREAM's rule holds")
+        );
+    }
+
+    /// The VM: 34.1 MiB of caches. STREAM's default 10M elements
+    /// (76.3 MiB an array, 229 MiB together) ran at DRAM rates but were
+    /// called cache bandwidth: they are past the caches, under the rule.
+    #[test]
+    fn three_bands_at_both_sides_of_each_boundary() {
+        let caches: u64 = 34_100 << 10;
+        let array = 10_000_000 * ELEMENT_BYTES;
+        assert_eq!(Band::of(array, 3, caches), Band::UnderRule);
+        // All three arrays within the caches: cache bandwidth.
+        assert_eq!(Band::of(caches / 3, 3, caches), Band::Caches);
+        assert_eq!(Band::of(caches / 3 + 1, 3, caches), Band::UnderRule);
+        // Each array at 4 × the caches: memory.
+        assert_eq!(Band::of(4 * caches - 1, 3, caches), Band::UnderRule);
+        assert_eq!(Band::of(4 * caches, 3, caches), Band::Memory);
+        let fact = InCaches::of(10_000_000, 3, caches).unwrap();
+        assert_eq!(fact.band(), Band::UnderRule);
+        assert!(
+            fact.warning()
+                .starts_with("under STREAM's rule, caches may still help"),
+            "{}",
+            fact.warning()
+        );
+        let small = InCaches::of(1_000, 3, caches).unwrap();
+        assert!(small.warning().starts_with("cache bandwidth, not memory"));
+        assert!(
+            StreamRule::over(caches)
+                .describe(10_000_000)
+                .contains("under STREAM's rule: caches may still help")
         );
     }
 }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use table::{lookup_cpuid, lookup_model};
 
+pub mod share;
 mod table;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -206,6 +207,20 @@ pub fn for_policy(
     user_peak(request, sockets)
         .or_else(|| tier_peak(topo, policy))
         .or_else(|| estimate(topo, request))
+        .filter(|peak| share::not_theirs(peak, topo).is_none())
+}
+
+/// The peak that measurements on this process's CPUs are shares of: the
+/// best-sourced one, where it belongs to them ([`share`]); else why none
+/// is printed.
+pub fn for_cpus_used(topo: &Topology, request: &PeakRequest) -> Result<Option<Peak>, String> {
+    match estimate(topo, request) {
+        Some(peak) => match share::not_theirs(&peak, topo) {
+            Some(why) => Err(why),
+            None => Ok(Some(peak)),
+        },
+        None => Ok(None),
+    }
 }
 
 /// Picks the best-sourced peak for this machine; `None` when unknown.
@@ -266,6 +281,9 @@ fn smbios_peak(topo: &Topology, sockets: usize) -> Option<Peak> {
 
 /// Why no peak is known for this machine, and what to give instead.
 pub fn unknown_reason(topo: &Topology) -> String {
+    if let Err(why) = for_cpus_used(topo, &PeakRequest::Detect) {
+        return why;
+    }
     let info = &topo.cpu_info;
     let cpu = match (&info.model_name, info.family, info.model) {
         (Some(name), Some(f), Some(m)) => format!("'{name}' (CPUID family {f}, model {m})"),

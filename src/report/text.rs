@@ -131,15 +131,14 @@ fn stores_check_line(c: &crate::results::measurement::StoresCheck) -> String {
         Change::NoChange => "no difference beyond the noise".to_string(),
         Change::NotResolved => "not resolved: too few repetitions for an interval".to_string(),
     };
+    // Best against the same kernel's best in the run, and the decision on
+    // the repetitions (the ratio of their geometric means), each named:
+    // a best beside a ratio of means read as one figure.
+    let name = c.kernel.spec().name;
     format!(
-        "  stores: {} by auto; {} stores measured for {} too ({} repetitions, best {:.2} GB/s):\n    \
-         {:.3}× the run's rate{interval}: {verdict}\n",
-        c.used,
-        c.other,
-        c.kernel.spec().name,
-        cmp.n_b,
-        c.other_best_gb_s,
-        cmp.ratio
+        "  stores: {} by auto; {} stores measured for {name} too ({} repetitions): best {:.2} GB/s\n    \
+         against {name}'s {:.2} GB/s in the run; repetitions {:.3}× the run's{interval}: {verdict}\n",
+        c.used, c.other, cmp.n_b, c.other_best_gb_s, c.used_best_gb_s, cmp.ratio
     )
 }
 
@@ -251,8 +250,11 @@ fn stability(m: &Measurement) -> String {
 fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> String {
     let mut o = String::new();
     let counted = m.ntimes.saturating_sub(1);
-    let cached = "; cache bandwidth: each array under 4 × the caches, STREAM's rule";
-    let what = m.in_caches.as_ref().map_or("", |_| cached);
+    let what = match m.in_caches.map(|c| c.band()) {
+        Some(crate::results::Band::Caches) => "; cache bandwidth: the arrays fit in the caches",
+        Some(_) => "; under STREAM's rule: caches may still help",
+        None => "",
+    };
     let _ = writeln!(
         o,
         "Summary (GB/s = 10^9 B/s, best of {counted} timed repetitions{what}):"

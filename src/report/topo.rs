@@ -214,7 +214,12 @@ pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
         "Peak",
         peak.map_or_else(
             || format!("unknown: {}", crate::peak::unknown_reason(topo)),
-            |p| format!("{p}\n{:<11}source: {}", "", p.detail)
+            |p| {
+                // The node's figure, and where it is not this process's.
+                let mine = crate::peak::share::not_theirs(p, topo)
+                    .map_or(String::new(), |why| format!("\n{:<11}{why}", ""));
+                format!("{p}\n{:<11}source: {}{mine}", "", p.detail)
+            }
         )
     );
     o

@@ -173,12 +173,18 @@ pub fn text(v: &TuneView) -> String {
                 "  {pct:.1} % of the theoretical peak of the sockets used ({p:.1} GB/s)"
             );
         }
-        _ => {
-            let _ = writeln!(
-                o,
-                "  theoretical peak unknown (give --peak or --channels/--mts)"
-            );
-        }
+        _ if best.in_caches() => {}
+        _ => match best.peak_unknown.as_deref() {
+            Some(why) if why.contains(crate::peak::share::NOT_THEIRS) => {
+                let _ = writeln!(o, "  no share of the peak: {why}");
+            }
+            _ => {
+                let _ = writeln!(
+                    o,
+                    "  theoretical peak unknown (give --peak or --channels/--mts)"
+                );
+            }
+        },
     }
     if let Some(s) = &best.reproduce {
         o.push('\n');

@@ -18,18 +18,20 @@ mod point;
 mod pooled;
 pub mod ranks;
 pub mod read;
+mod run_trust;
 
 pub mod study;
 pub mod target;
 pub mod typed;
 
-pub use crate::memory::stream_rule::StreamRule;
+pub use crate::memory::stream_rule::{Band, StreamRule};
 pub use estimate::{Stats, cv, median};
 pub use host::Host;
 pub use measurement::{Measurement, require_valid};
 pub use peak::PeakUse;
 pub use point::{ConcurrentRank, NumaCell, Point};
 pub use pooled::pooled;
+pub use run_trust::KernelTrust;
 
 use crate::kernels::StoresRequest;
 use crate::kernels::{Isa, KernelId, StoreMode};
@@ -317,6 +319,11 @@ pub struct Bandwidth {
     /// Theoretical peak of the sockets the threads ran on, when known.
     pub peak_gb_s: Option<f64>,
     pub peak_source: Option<String>,
+    /// Why the point has no peak, where the CPUs' would be known but is
+    /// not theirs (a virtual machine's slice of a socket, a cgroup) or none
+    /// is known; absent for a device and where it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_unknown: Option<String>,
     /// Cache capacity per thread at each level (`L1d`, `L2`, `L3`), bytes.
     pub cache_per_thread: BTreeMap<String, u64>,
     /// The point's placement and memory policy in other tools' spellings.
@@ -376,25 +383,30 @@ impl Record {
                     .per_socket_gb_s
             }
         };
-        Some(100.0 * self.mean(kernel)? / peak)
+        Some(100.0 * self.kernel_trust(kernel).shown()?.mean / peak)
     }
 
-    /// Whether each of the point's arrays, per thread, is under four times
-    /// the caches per thread (STREAM's rule): a rate of the caches.
+    /// Whether the point's arrays, per thread, all fit in the caches per
+    /// thread: a rate of the caches ([`Band::Caches`]).
     pub fn in_caches(&self) -> bool {
-        // A device's arrays are in its own memory: the host's caches, which
-        // earlier records kept for a device too, say nothing of them.
-        if !self.point.placed_on_host_cpus() {
-            return false;
-        }
+        self.band() == Band::Caches
+    }
+
+    /// Where the point's arrays, per thread, stand against the caches per
+    /// thread: within them, past them but each under STREAM's rule, or
+    /// memory. A device's arrays are in its own memory: the host's caches,
+    /// which earlier records kept for a device too, say nothing of them;
+    /// nor do they of a point whose caches or sizes are unknown.
+    pub fn band(&self) -> Band {
         let caches: u64 = self.cache_per_thread.values().sum();
+        if !self.point.placed_on_host_cpus() || caches == 0 {
+            return Band::Memory;
+        }
         let arrays = (crate::kernels::arrays_used(&self.point.kernels).iter())
             .filter(|a| !a.host_buffer())
             .count()
             .max(1) as u64;
-        let array_per_thread = self.point.working_set_per_thread / arrays;
-        caches > 0
-            && !StreamRule::over(caches).holds(array_per_thread / crate::units::ELEMENT_BYTES)
+        Band::of(self.point.working_set_per_thread / arrays, arrays, caches)
     }
 
     /// Why the point cannot be trusted: the first finding of the tick

@@ -86,6 +86,77 @@ pub fn own_task_ticks() -> Vec<TaskTicks> {
         .collect()
 }
 
+/// The threads of the other ranks a launcher started beside this process
+/// on this node: processes of the same program (`/proc/PID/exe`) with the
+/// same parent (the launcher's daemon: prted, orted, hydra_pmi_proxy,
+/// slurmstepd). A rank's trust tells their time apart from other work.
+/// Empty outside a launch of several ranks (two membw runs from one shell
+/// are other work to each other).
+pub fn sibling_task_ticks() -> Vec<TaskTicks> {
+    if !in_launch_group() {
+        return Vec::new();
+    }
+    let (me, parent) = (std::process::id(), std::os::unix::process::parent_id());
+    let Ok(exe) = std::fs::read_link("/proc/self/exe") else {
+        return Vec::new();
+    };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut ticks = Vec::new();
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let path = entry.path();
+        let stat = std::fs::read_to_string(path.join("stat")).unwrap_or_default();
+        let ppid = (stat.rfind(')').map(|i| &stat[i + 1..]))
+            .and_then(|rest| rest.split_ascii_whitespace().nth(1)?.parse::<u32>().ok());
+        if pid == me
+            || ppid != Some(parent)
+            || std::fs::read_link(path.join("exe")).ok() != Some(exe.clone())
+        {
+            continue;
+        }
+        let Ok(tasks) = std::fs::read_dir(path.join("task")) else {
+            continue;
+        };
+        ticks.extend(tasks.flatten().filter_map(|task| {
+            let tid: u32 = task.file_name().to_str()?.parse().ok()?;
+            parse_task_stat(
+                tid,
+                &std::fs::read_to_string(task.path().join("stat")).ok()?,
+            )
+        }));
+    }
+    ticks
+}
+
+/// Whether a launcher's daemon started this process (Open MPI's prted or
+/// orted, MPICH's hydra_pmi_proxy, Slurm's slurmstepd, or mpirun itself),
+/// which starts a node's ranks as its children.
+fn in_launch_group() -> bool {
+    const DAEMONS: [&str; 7] = [
+        "prted",
+        "orted",
+        "hydra_pmi_proxy",
+        "slurmstepd",
+        "mpirun",
+        "mpiexec",
+        "prterun",
+    ];
+    static GROUP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *GROUP.get_or_init(|| {
+        let parent = std::os::unix::process::parent_id();
+        let comm = std::fs::read_to_string(format!("/proc/{parent}/comm")).unwrap_or_default();
+        DAEMONS.iter().any(|d| comm.trim().starts_with(d))
+    })
+}
+
 /// One of this process's threads as the scheduler has moved it: its name,
 /// the CPU it last ran on, and how often the kernel has moved it between
 /// CPUs so far (`se.nr_migrations` of `/proc/self/task/TID/sched`, where

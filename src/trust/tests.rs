@@ -289,3 +289,28 @@ fn a_tally_of_short_windows_sees_what_no_single_window_could() {
         );
     }
 }
+
+#[test]
+fn sibling_ranks_on_a_measured_cpu_are_named_as_such_and_elsewhere_not_at_all() {
+    let hz = crate::sys::ticks_per_second();
+    // A 1 s window: a sibling rank took half of CPU 0, which this rank
+    // measured, and all of CPU 1, which it did not.
+    let siblings = own(&[(0, (hz / 2.0) as u64), (1, hz as u64)]);
+    let f = siblings_finding(&siblings, &[0], 1.0, Effect::Bandwidth).unwrap();
+    assert!(
+        f.starts_with("other ranks of this launch ran on CPU 0 beside this one (up to 50 %"),
+        "{f}"
+    );
+    assert!(!f.contains("other work"), "{f}");
+    // On the other rank's own CPU only: the job's own work, no finding.
+    assert_eq!(
+        siblings_finding(&siblings, &[2], 1.0, Effect::Bandwidth),
+        None
+    );
+    // Under a tenth of the window: none either.
+    let little = own(&[(0, (hz / 20.0).max(3.0) as u64)]);
+    assert_eq!(
+        siblings_finding(&little, &[0], 10.0, Effect::Bandwidth),
+        None
+    );
+}

@@ -23,7 +23,7 @@ fn arrays_in_the_caches_are_cache_bandwidth_with_no_share_of_the_memory_peak() {
     assert!(!text.contains("% of peak"), "{text}");
     assert!(!text.contains("on the bus with write-allocate"), "{text}");
     assert!(
-        text.contains("cache bandwidth: each array under 4 × the caches, STREAM's rule"),
+        text.contains("cache bandwidth: the arrays fit in the caches"),
         "{text}"
     );
     // The warning names STREAM's rule and a size that satisfies it.
@@ -31,7 +31,10 @@ fn arrays_in_the_caches_are_cache_bandwidth_with_no_share_of_the_memory_peak() {
         .lines()
         .find(|l| l.contains("cache bandwidth, not memory"))
         .unwrap_or_else(|| panic!("{stderr}"));
-    assert!(warning.contains("4 × the caches"), "{warning}");
+    assert!(
+        warning.contains("4 × the caches") && warning.contains("fit in the"),
+        "{warning}"
+    );
     let size: u64 = warning
         .split("--size ")
         .nth(1)
@@ -272,4 +275,37 @@ fn cache_resident_points_are_flagged_in_every_table_plot_and_format() {
     stdout(&["report", f, "--html", html.to_str().unwrap()]);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("cache bandwidth: arrays"), "the plot's key");
+}
+
+/// STREAM's rule in three bands, on this host's caches: all arrays within
+/// them (cache bandwidth), past them together but each under 4 × them
+/// (under the rule, caches may still help: not "cache bandwidth"), and
+/// each at 4 × them (memory). Sizes from the host, planned, not run.
+#[test]
+fn arrays_between_the_caches_and_streams_rule_are_their_own_band() {
+    let doc: Value = serde_json::from_str(&stdout(&[
+        "run",
+        "--size",
+        "10k",
+        "--ntimes",
+        "2",
+        "--json",
+        "--no-stores-check",
+    ]))
+    .unwrap();
+    let caches = doc["measurement"]["in_caches"]["cache_bytes"]
+        .as_u64()
+        .unwrap();
+    let plan = |elements: u64| stdout(&["run", "--dry-run", "--size", &elements.to_string()]);
+    let within = plan(caches / 8 / 4);
+    assert!(within.contains(": cache bandwidth;"), "{within}");
+    // Each array as large as the caches: three of them exceed them.
+    let between = plan(caches / 8);
+    assert!(
+        between.contains("under STREAM's rule: caches may still help")
+            && !between.contains("cache bandwidth"),
+        "{between}"
+    );
+    let memory = plan(4 * caches / 8 + 1);
+    assert!(memory.contains("memory (STREAM's rule holds)"), "{memory}");
 }

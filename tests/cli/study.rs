@@ -731,7 +731,10 @@ fn busy_points_are_marked_everywhere_and_never_the_best() {
     let all = path("all.jsonl");
     let plots = path("plots");
     let text = stdout(&["report", &all, "--plots", &plots]);
-    assert!(text.contains("NOT TRUSTED: 1 of 2 points:"), "{text}");
+    assert!(
+        text.contains("NOT TRUSTED for triad: 1 of 2 points:"),
+        "{text}"
+    );
     assert!(
         text.contains("spread × 2 · local · regular stores: CPUs"),
         "{text}"
@@ -742,7 +745,7 @@ fn busy_points_are_marked_everywhere_and_never_the_best() {
     );
     let md = stdout(&["report", &all, "--plots", &plots, "--format", "markdown"]);
     assert!(
-        md.contains("**NOT TRUSTED: 1 of 2 points:**") && md.contains("| NOT TRUSTED |"),
+        md.contains("**NOT TRUSTED for triad: 1 of 2 points:**") && md.contains("| NOT TRUSTED |"),
         "{md}"
     );
     let html = path("r.html");
@@ -769,7 +772,7 @@ fn busy_points_are_marked_everywhere_and_never_the_best() {
         .count();
     assert_eq!(rings, 4 + 1, "one per kernel, one in the legend: {kernels}");
     assert_eq!(series_in(&kernels), 4, "one curve per kernel panel");
-    assert!(kernels.contains("NOT TRUSTED: other work"), "{kernels}");
+    assert!(kernels.contains("NOT TRUSTED: no run"), "{kernels}");
     let cmp = stdout(&["compare", &path("q.jsonl"), &all]);
     assert!(cmp.contains("1 point in both"), "{cmp}");
     let cmp = stdout(&["compare", &all, &all]);
@@ -1049,5 +1052,89 @@ fn cpunode_restricts_every_point_of_a_sweep_as_it_does_a_run() {
     usage_error(
         &["run", "--fake-source", "4", "--cpunode", "99"],
         "--cpunode '99': no such NUMA node",
+    );
+}
+
+/// The plot's note, the HTML and the text read one verdict: the best
+/// point's share of the peak in the note is the table's, and the best
+/// line is the same words everywhere.
+#[test]
+fn plot_notes_html_and_text_state_the_same_best() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+    // Arrays far past any cache (the fake source allocates nothing), and a
+    // peak far above the rates: the plot notes it instead of a line.
+    stdout(&[
+        "sweep",
+        "--fake-source",
+        "4",
+        "--threads",
+        "1,2",
+        "--kernels",
+        "triad",
+        "--size",
+        "400M",
+        "--peak",
+        "1000GB/s",
+        "--repeat",
+        "3",
+        "-o",
+        &path("s.jsonl"),
+    ]);
+    let text = stdout(&["report", &path("s.jsonl")]);
+    let best_row = text.lines().find(|l| l.starts_with('▶')).unwrap();
+    let table_pct = best_row.split_whitespace().last().unwrap().to_string();
+    let best_line = text.lines().find(|l| l.starts_with("best triad:")).unwrap();
+    stdout(&[
+        "report",
+        &path("s.jsonl"),
+        "--plots",
+        &path("plots"),
+        "--html",
+        &path("r.html"),
+    ]);
+    let svg = std::fs::read_to_string(path("plots/triad-threads.svg")).unwrap();
+    assert!(
+        svg.contains(&format!("(the best point is {table_pct} % of it)")),
+        "table {table_pct} %: {svg}"
+    );
+    let html = std::fs::read_to_string(path("r.html")).unwrap();
+    assert!(html.contains(best_line), "{best_line} not in the HTML");
+    let md = stdout(&["report", &path("s.jsonl"), "--format", "markdown"]);
+    assert!(md.contains(best_line), "{md}");
+}
+
+/// An unpinned best has no placement to reproduce in other tools' words:
+/// the report gives the command that ran it instead.
+#[test]
+fn an_unpinned_best_gets_the_command_that_ran_it_not_reproduce_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("u.jsonl");
+    let text = stdout(&[
+        "sweep",
+        "--fake-source",
+        "4",
+        "--threads",
+        "2",
+        "--strategy",
+        "unpinned",
+        "--kernels",
+        "triad",
+        "--size",
+        "400M",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        text.contains("best triad: 10.00 GB/s with unpinned"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Reproduce it:") && !text.contains("OMP_PLACES"),
+        "{text}"
+    );
+    assert!(
+        text.contains("membw run --no-pin --threads 2 --size 400000000 --mem local"),
+        "{text}"
     );
 }

@@ -107,19 +107,19 @@ pub const MACHINES: [&str; 9] = [
 ];
 
 /// What `MEMBW_TEST_BINARY` names: another build of membw to run the CLI
-/// tests against (CI runs the GPU suites against the portable release
-/// binary this way), for this host.
+/// tests against (CI runs the GPU suites and the aarch64 CLI suites against
+/// the portable release binaries this way).
 fn binary_under_test() -> Option<PathBuf> {
     std::env::var_os("MEMBW_TEST_BINARY").map(PathBuf::from)
 }
 
 /// The membw binary built for these tests, or the one `MEMBW_TEST_BINARY`
-/// names.
+/// names, behind the target's runner as [`membw_argv`] says.
 pub fn membw() -> assert_cmd::Command {
-    match binary_under_test() {
-        Some(path) => assert_cmd::Command::new(path),
-        None => assert_cmd::Command::cargo_bin("membw").unwrap(),
-    }
+    let argv = membw_argv();
+    let mut cmd = assert_cmd::Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    cmd
 }
 
 /// The words that start the membw under test: the binary, behind the
@@ -129,11 +129,12 @@ pub fn membw_argv() -> Vec<String> {
     let triple = std::env::consts::ARCH.to_uppercase();
     let runner = std::env::var(format!("CARGO_TARGET_{triple}_UNKNOWN_LINUX_GNU_RUNNER"))
         .unwrap_or_default();
-    if let Some(path) = binary_under_test() {
-        return vec![path.display().to_string()];
-    }
+    // Another architecture's binary (CI runs the aarch64 release binary
+    // this way) needs the runner too: nothing registers qemu with the
+    // kernel's binfmt_misc there.
+    let binary = binary_under_test().unwrap_or_else(|| assert_cmd::cargo::cargo_bin("membw"));
     let mut argv: Vec<String> = runner.split_whitespace().map(str::to_string).collect();
-    argv.push(assert_cmd::cargo::cargo_bin("membw").display().to_string());
+    argv.push(binary.display().to_string());
     argv
 }
 

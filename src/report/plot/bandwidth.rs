@@ -73,7 +73,7 @@ pub(super) fn collect_series(
     let varies = Varies::of(records);
     let mut map: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
     for r in records {
-        if let Some(s) = r.stats.get(&kernel) {
+        if let Some(s) = r.kernel_trust(kernel).shown() {
             // Error bars: the 95 % interval of the mean (none of one run).
             let half = s.interval().map_or(0.0, |i| i.half_width());
             map.entry(varies.label(r, with_threads))
@@ -95,7 +95,7 @@ pub(super) fn untrusted_points(
     kernel: KernelId,
     x: impl Fn(&Record) -> f64,
 ) -> Vec<(f64, f64)> {
-    marked_points(records, kernel, x, |r| r.untrusted().is_some())
+    marked_points(records, kernel, x, |r| r.kernel_trust(kernel).none())
 }
 
 /// The points (x, mean) of `kernel` that measured the caches.
@@ -115,7 +115,7 @@ fn marked_points(
     marked: impl Fn(&Record) -> bool,
 ) -> Vec<(f64, f64)> {
     (records.iter().filter(|r| marked(r)))
-        .filter_map(|r| Some((x(r), r.stats.get(&kernel)?.mean)))
+        .filter_map(|r| Some((x(r), r.kernel_trust(kernel).shown()?.mean)))
         .collect()
 }
 
@@ -193,12 +193,20 @@ pub fn threads_plot(records: &[Record], kernel: KernelId) -> Option<String> {
                     .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK));
             }
             Some((p, false)) => {
+                // The best point as the table's verdict names it, not the
+                // top of an error bar.
+                let best = match crate::report::study::Verdict::find(&records, kernel) {
+                    Some(v) => format!(
+                        " (the best point is {:.1} % of it)",
+                        v.best
+                            .percent_of_peak(kernel)
+                            .unwrap_or(100.0 * v.mean() / p)
+                    ),
+                    None => String::new(),
+                };
                 chart
                     .draw_series([Text::new(
-                        format!(
-                            "theoretical peak {p:.1} GB/s, above the scale (the best point is {:.0} % of it)",
-                            100.0 * top / p
-                        ),
+                        format!("theoretical peak {p:.1} GB/s, above the scale{best}"),
                         (0.55, y_max * 0.97),
                         ("sans-serif", 14).into_font(),
                     )])
@@ -312,7 +320,7 @@ pub fn numa_plots(records: &[Record], kernel: KernelId) -> Vec<(String, String)>
                 (n.all_cores == all_cores).then_some((
                     n.cpu_node,
                     n.mem_node,
-                    r.stats.get(&kernel)?.mean,
+                    r.kernel_trust(kernel).shown()?.mean,
                 ))
             })
             .collect();
@@ -321,7 +329,7 @@ pub fn numa_plots(records: &[Record], kernel: KernelId) -> Vec<(String, String)>
         }
         let untrusted: Vec<(usize, usize)> = records
             .iter()
-            .filter(|r| r.untrusted().is_some())
+            .filter(|r| r.kernel_trust(kernel).none())
             .filter_map(|r| r.point.numa.filter(|n| n.all_cores == all_cores))
             .map(|n| (n.cpu_node, n.mem_node))
             .collect();

@@ -162,9 +162,10 @@ fn bars_of(flat: &[Record], kernels: &[KernelId]) -> Option<(Vec<String>, Vec<Ba
     for r in flat {
         let c = labels.iter().position(|l| *l == varies.label(r, true))?;
         for (k, kernel) in kernels.iter().enumerate() {
-            if let Some(s) = r.stats.get(kernel) {
+            let trust = r.kernel_trust(*kernel);
+            if let Some(s) = trust.shown() {
                 let half = s.interval().map_or(0.0, |i| i.half_width());
-                bars.push((k, c, s.mean, half, r.untrusted().is_some(), r.in_caches()));
+                bars.push((k, c, s.mean, half, trust.none(), r.in_caches()));
             }
         }
     }

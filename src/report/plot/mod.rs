@@ -237,8 +237,8 @@ pub(super) fn legend(
     Some(y)
 }
 
-/// The ring drawn around a point that is NOT TRUSTED (other work or steal
-/// during its runs): the table beside the plot says why.
+/// The ring drawn around a point that is NOT TRUSTED for the plotted
+/// kernel (no run of it trusted): the table beside the plot says why.
 const RING: i32 = 8;
 
 /// Rings the untrusted points (x, mean) on `chart`.
@@ -283,12 +283,7 @@ pub(super) fn caches_key(
         BLACK.stroke_width(1),
     ))
     .ok()?;
-    key_text(
-        root,
-        x,
-        y,
-        ["cache bandwidth: arrays", "under 4 × the caches"],
-    )
+    key_text(root, x, y, ["cache bandwidth: arrays", "within the caches"])
 }
 
 /// The legend's key for the rings, at `y` below the series' entries.
@@ -303,7 +298,7 @@ pub(super) fn untrusted_key(
         root,
         x,
         y,
-        ["NOT TRUSTED: other work", "or steal during its runs"],
+        ["NOT TRUSTED: no run", "trusted (the table says why)"],
     )
 }
 

@@ -22,17 +22,37 @@ pub fn html(records: &[Record], kernel: KernelId, pivot: Option<&Pivot>) -> Stri
         }
         out.push_str("</ul>\n");
     }
-    let doubts = trust_lines(records);
-    if let Some((head, rest)) = doubts.split_first() {
-        let _ = writeln!(
-            out,
-            "<p class=\"untrusted\"><strong>{}</strong></p>\n<ul>",
-            escape(head)
-        );
-        for line in rest {
-            let _ = writeln!(out, "<li>{}</li>", escape(line.trim_start()));
+    let mut in_list = false;
+    for line in trust_lines(records, kernel) {
+        match line.strip_prefix("  ") {
+            Some(item) => {
+                if !in_list {
+                    out.push_str("<ul>\n");
+                    in_list = true;
+                }
+                let _ = writeln!(out, "<li>{}</li>", escape(item));
+            }
+            None => {
+                if in_list {
+                    out.push_str("</ul>\n");
+                    in_list = false;
+                }
+                let _ = writeln!(
+                    out,
+                    "<p class=\"untrusted\"><strong>{}</strong></p>",
+                    escape(&line)
+                );
+            }
         }
+    }
+    if in_list {
         out.push_str("</ul>\n");
+    }
+    if let Some(verdict) = Verdict::find(records, kernel) {
+        let lines: Vec<String> = (verdict.lines().iter())
+            .map(|l| escape(l.trim_start_matches('\n').trim_start()))
+            .collect();
+        let _ = writeln!(out, "<p class=\"verdict\">{}</p>", lines.join("<br>\n"));
     }
     out
 }

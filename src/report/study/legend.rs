@@ -80,14 +80,7 @@ fn legend_of(records: Vec<&Record>, long: bool) -> String {
         true => _ = legend.pop(),
         false => legend.push_str(&columns.join(" · ")),
     }
-    let cached = records.iter().filter(|r| r.in_caches()).count();
-    if cached > 0 {
-        legend.push_str(&format!(
-            "\ncaches: {cached} of {} points measured the caches, each array under 4 × the caches\n\
-             of its threads (STREAM's rule): cache bandwidth, not memory, no share of the peak",
-            records.len()
-        ));
-    }
+    legend.push_str(&band_and_peak_notes(&records, long));
     let unbound: Vec<u64> = (records.iter())
         .filter(|r| !r.point.pinned())
         .flat_map(|r| r.runs.iter().filter_map(|run| run.migrations))
@@ -115,8 +108,10 @@ fn legend_of(records: Vec<&Record>, long: bool) -> String {
     }
     if records.iter().any(|r| r.untrusted().is_some()) {
         legend.push_str(
-            "\ntrust: NOT TRUSTED where the tick counters saw other work or steal on the CPUs \
-             during a run (why, below); such points are never the best",
+            "\ntrust: each run is judged on its own: other work or steal on the CPUs (the tick counters)\n\
+             doubts the whole run, repetitions that varied 1.5× or more only their kernel; figures\n\
+             are the trusted runs' (n/m runs: n of m trusted); NOT TRUSTED where no run is (why,\n\
+             below): such points are never the best",
         );
     }
     legend
@@ -156,4 +151,62 @@ pub(super) fn concurrent_sums(records: &[Record], kernel: crate::kernels::Kernel
             )
         })
         .collect()
+}
+
+/// `text` with its spaces turned into line breaks where a line would pass
+/// `width` characters (a word longer than that keeps its own line).
+pub(crate) fn wrap_words(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let mut used = 0;
+        for (j, word) in line.split(' ').enumerate() {
+            let len = word.chars().count();
+            if j > 0 && used + 1 + len > width {
+                out.push('\n');
+                used = 0;
+            } else if j > 0 {
+                out.push(' ');
+                used += 1;
+            }
+            out.push_str(word);
+            used += len;
+        }
+    }
+    out
+}
+
+/// The lines on what the points' rates are shares of: why there is no %
+/// peak column, and which points were under STREAM's rule or in the caches.
+fn band_and_peak_notes(records: &[&Record], long: bool) -> String {
+    let mut notes = String::new();
+    // Why there is no % peak column, where the points' CPUs have no peak
+    // of their own (a virtual machine's slice of a socket) or none is known.
+    if long
+        && !records.iter().any(|r| shows_peak(r))
+        && let Some(why) = records.iter().find_map(|r| r.peak_unknown.as_deref())
+    {
+        notes.push_str(&wrap_words(&format!("\n% peak: none: {why}"), 100));
+    }
+    let under = (records.iter())
+        .filter(|r| r.band() == crate::results::Band::UnderRule)
+        .count();
+    if long && under > 0 {
+        notes.push_str(&format!(
+            "\nu: {under} of {} points under STREAM's rule, caches may still help: their arrays exceed\n\
+             the caches of their threads together, but each is under 4 × them",
+            records.len()
+        ));
+    }
+    let cached = records.iter().filter(|r| r.in_caches()).count();
+    if cached > 0 {
+        notes.push_str(&format!(
+            "\ncaches: {cached} of {} points measured the caches, their arrays all within the caches\n\
+             of their threads: cache bandwidth, not memory, no share of the peak",
+            records.len()
+        ));
+    }
+    notes
 }

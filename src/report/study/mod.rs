@@ -3,7 +3,7 @@
 //! sets. Pure functions of the records.
 
 use crate::kernels::KernelId;
-use crate::results::{Record, Stats};
+use crate::results::{Band, KernelTrust, Record, Stats};
 use crate::units::{Bytes, plural};
 use std::fmt::Write;
 
@@ -63,25 +63,42 @@ fn reading_order(records: &[Record]) -> Vec<&Record> {
     sorted
 }
 
-/// One line per point that cannot be trusted, with the reason.
-pub fn trust_lines(records: &[Record]) -> Vec<String> {
-    let doubtful: Vec<(&Record, &str)> = records
-        .iter()
-        .filter_map(|r| Some((r, r.untrusted()?)))
+/// One line per point some of whose runs cannot be trusted for `kernel`,
+/// with the first reason: `NOT TRUSTED` where no run can, else how many
+/// runs were left out of its figures.
+pub fn trust_lines(records: &[Record], kernel: KernelId) -> Vec<String> {
+    let doubtful: Vec<(&Record, KernelTrust)> = (records.iter())
+        .map(|r| (r, r.kernel_trust(kernel)))
+        .filter(|(_, t)| !t.whole())
         .collect();
+    let untrusted = doubtful.iter().filter(|(_, t)| t.none()).count();
     let mut lines = Vec::new();
-    if !doubtful.is_empty() {
+    let name = kernel.spec().name;
+    if untrusted > 0 {
         lines.push(format!(
-            "NOT TRUSTED: {} of {}:",
-            doubtful.len(),
+            "NOT TRUSTED for {name}: {untrusted} of {}:",
             plural(records.len(), "point")
         ));
     }
-    lines.extend(
-        doubtful
-            .iter()
-            .map(|(r, why)| format!("  {}: {why}", r.point.label())),
-    );
+    for (r, t) in doubtful.iter().filter(|(_, t)| t.none()) {
+        let why = t.doubt.as_deref().unwrap_or("no run could be judged");
+        lines.push(format!("  {}: {why}", r.point.label()));
+    }
+    let partly: Vec<&(&Record, KernelTrust)> = doubtful.iter().filter(|(_, t)| !t.none()).collect();
+    if !partly.is_empty() {
+        lines.push(format!(
+            "runs left out of {name}'s figures (each run is judged on its own; the rest are trusted):"
+        ));
+    }
+    for (r, t) in partly {
+        let why = t.doubt.as_deref().unwrap_or("");
+        lines.push(format!(
+            "  {}: {} of {} runs trusted; left out: {why}",
+            r.point.label(),
+            t.trusted,
+            t.runs
+        ));
+    }
     lines
 }
 
@@ -103,15 +120,12 @@ fn full_legend(records: &[Record], pivot: Option<&Pivot>) -> String {
     }
 }
 
-/// Position of the record with the highest mean rate (the first of
-/// equals), of those measured on a quiet node.
+/// Position of the record with the highest mean rate of `kernel` over its
+/// trusted runs (the first of equals), of the points with any.
 fn best_index(records: &[&Record], kernel: KernelId) -> Option<usize> {
     let mut best: Option<(usize, f64)> = None;
     for (i, r) in records.iter().enumerate() {
-        if r.untrusted().is_some() {
-            continue;
-        }
-        if let Some(m) = r.mean(kernel)
+        if let Some(m) = r.trusted_mean(kernel)
             && best.is_none_or(|(_, b)| m > b)
         {
             best = Some((i, m));
@@ -236,12 +250,12 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
     // Mean ± sd, which STREAM tutorials ask for, where any point has runs.
     let with_sd = sorted
         .iter()
-        .any(|r| r.stats.get(&kernel).is_some_and(|s| s.n > 1));
+        .any(|r| r.kernel_trust(kernel).shown().is_some_and(|s| s.n > 1));
     let name = kernel.spec().name;
     headers.extend([format!("{name} GB/s"), "min".into(), "max".into()]);
     // A share of the peak only where a point has one (not in the caches).
     let peaks = sorted.iter().any(|r| shows_peak(r));
-    let doubts = sorted.iter().any(|r| r.untrusted().is_some());
+    let doubts = sorted.iter().any(|r| !r.kernel_trust(kernel).whole());
     // Where a point measured the caches (STREAM's rule), its share of the
     // peak says so: a cache rate must not read as the memory's.
     let caches = sorted.iter().any(|r| r.in_caches());
@@ -255,7 +269,8 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
     let rows = sorted
         .iter()
         .map(|r| {
-            let s = r.stats.get(&kernel);
+            let trust = r.kernel_trust(kernel);
+            let s = trust.shown();
             // A NUMA cell's nodes have their own column.
             let placement = match r.point.numa {
                 Some(n) if n.all_cores => "all cores".into(),
@@ -284,15 +299,16 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
             }
             if peaks || caches {
                 let peak = r.percent_of_peak(kernel);
-                row.push(match (r.in_caches(), peak) {
-                    (true, _) => "caches".into(),
-                    (false, Some(p)) => format!("{p:.1}"),
-                    (false, None) => "-".into(),
+                row.push(match (r.band(), peak) {
+                    (Band::Caches, _) => "caches".into(),
+                    // Past the caches but under STREAM's rule (legend: u).
+                    (Band::UnderRule, Some(p)) => format!("{p:.1} u"),
+                    (_, Some(p)) => format!("{p:.1}"),
+                    (_, None) => "-".into(),
                 });
             }
             if doubts {
-                let trust = r.untrusted().map_or("ok", |_| "NOT TRUSTED");
-                row.push(trust.into());
+                row.push(trust.cell());
             }
             row
         })
@@ -333,28 +349,35 @@ pub fn summary_laid_out(
             let _ = writeln!(out, "\n{}", study.join("\n"));
         }
     }
-    let doubts = trust_lines(records);
+    let doubts = trust_lines(records, kernel);
     if !doubts.is_empty() {
         let _ = writeln!(out, "\n{}", doubts.join("\n"));
     }
     let sorted = reading_order(records);
     let best = best_index(&sorted, kernel).map(|i| sorted[i]);
     if best.is_none() && !doubts.is_empty() {
-        let _ = writeln!(out, "\nbest: none, every point is NOT TRUSTED");
-    }
-    if let Some(best) = best {
         let _ = writeln!(
             out,
-            "\nbest {}: {:.2} GB/s with {}",
-            kernel.spec().name,
-            best.mean(kernel).unwrap_or(0.0),
-            configuration(best)
+            "\nbest: none, no point has a run trusted for {}",
+            kernel.spec().name
         );
-        for line in versus_runner_up(&sorted, best, kernel) {
-            let _ = writeln!(out, "  {line}");
+    }
+    if let Some(best) = best {
+        let verdict = Verdict::of(&sorted, best, kernel);
+        for line in verdict.lines() {
+            let _ = writeln!(out, "{line}");
         }
-        if let Some(s) = &best.reproduce {
-            let block = super::reproduce_block("Reproduce it:", s);
+        let block = match (&best.reproduce, best.point.pinned()) {
+            (Some(s), true) => super::reproduce_block("Reproduce it:", s),
+            // Unbound threads have no placement to reproduce in other
+            // tools' words: the command that ran them is the recipe.
+            (_, false) if best.point.placed_on_host_cpus() => format!(
+                "Its threads were not pinned: no placement to reproduce. Run it again with:\n  {}\n",
+                rerun_command(best)
+            ),
+            _ => String::new(),
+        };
+        if !block.is_empty() {
             if markdown {
                 let _ = write!(out, "\n```\n{block}```\n");
             } else {
@@ -363,41 +386,6 @@ pub fn summary_laid_out(
         }
     }
     out
-}
-
-/// Whether the best point is ahead of the next best trusted one, at 95 %
-/// over their runs' best rates, in two short lines; none with one point.
-fn versus_runner_up(sorted: &[&Record], best: &Record, kernel: KernelId) -> Vec<String> {
-    use crate::results::estimate::{Change, Comparison, LEVEL};
-    let Some(runner) = sorted
-        .iter()
-        .filter(|r| !std::ptr::eq(**r, best) && r.untrusted().is_none())
-        .max_by(|a, b| {
-            a.mean(kernel)
-                .unwrap_or(0.0)
-                .total_cmp(&b.mean(kernel).unwrap_or(0.0))
-        })
-    else {
-        return Vec::new();
-    };
-    let Some(c) = Comparison::of(&best.best_rates(kernel), &runner.best_rates(kernel), LEVEL)
-    else {
-        return Vec::new();
-    };
-    vec![
-        format!(
-            "runner-up: {}, {}",
-            runner.point.label(),
-            super::change_text(&c)
-        ),
-        match c.change {
-            Change::Lower => "resolved: the best is ahead of it".into(),
-            Change::NotResolved => {
-                "not resolved: one run each (sweep --repeat 3 would decide)".into()
-            }
-            _ => "not resolved: within the noise; more runs or a quieter node would decide".into(),
-        },
-    ]
 }
 
 /// The Markdown report: context, table, and links to the plot files.
@@ -422,11 +410,20 @@ pub fn markdown(
     for line in numa_findings(records, kernel) {
         let _ = writeln!(out, "- {line}");
     }
-    let doubts = trust_lines(records);
-    if let Some((head, rest)) = doubts.split_first() {
-        let _ = writeln!(out, "\n**{head}**\n");
-        for line in rest {
-            let _ = writeln!(out, "- {}", line.trim_start());
+    for line in trust_lines(records, kernel) {
+        match line.strip_prefix("  ") {
+            Some(item) => {
+                let _ = writeln!(out, "- {item}");
+            }
+            None => {
+                let _ = writeln!(out, "\n**{line}**\n");
+            }
+        }
+    }
+    if let Some(verdict) = Verdict::find(records, kernel) {
+        let _ = writeln!(out);
+        for line in verdict.lines() {
+            let _ = writeln!(out, "{}  ", line.trim_start_matches('\n'));
         }
     }
     for (title, file) in plots {
@@ -436,6 +433,9 @@ pub fn markdown(
 }
 
 mod compare;
+mod verdict;
+pub use verdict::Verdict;
+use verdict::rerun_command;
 mod context;
 pub use context::context;
 mod legend;

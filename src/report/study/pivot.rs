@@ -170,9 +170,10 @@ pub fn pivot(
         if cells[i][j] != "-" {
             return Err(PivotError::SharedCell { row, column });
         }
-        means[i][j] = r.stats.get(&kernel).map(|s| s.mean);
-        let mut cell = super::stats_cell(r.stats.get(&kernel), false).swap_remove(0);
-        if r.untrusted().is_some() {
+        let trust = r.kernel_trust(kernel);
+        means[i][j] = trust.shown().map(|s| s.mean);
+        let mut cell = super::stats_cell(trust.shown(), false).swap_remove(0);
+        if trust.none() {
             cell.push_str(" !");
             untrusted = true;
         }

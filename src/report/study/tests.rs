@@ -60,6 +60,7 @@ pub(crate) fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
             .into(),
             peak_gb_s: None,
             peak_source: None,
+            peak_unknown: None,
             cache_per_thread: std::collections::BTreeMap::new(),
         },
     )
@@ -189,4 +190,187 @@ fn the_cache_level_study_reads_each_level_off_a_size_sweep() {
     assert!(rows.iter().all(|r| r.1 != 2), "{rows:?}");
     // The header's bounds are those of the most threads.
     assert_eq!(levels[2].bound, 6 << 20);
+}
+
+/// A run of triad and copy at these rates and spreads (max/min time),
+/// watched, with `busy` as the tick counters' finding.
+fn run(
+    triad: f64,
+    copy: f64,
+    spreads: (f64, f64),
+    busy: Option<&str>,
+) -> crate::results::RunResult {
+    let mut findings: Vec<String> = busy.into_iter().map(String::from).collect();
+    findings.extend(crate::trust::spread_finding([
+        ("triad", spreads.0),
+        ("copy", spreads.1),
+    ]));
+    crate::results::RunResult {
+        cpus: vec![0],
+        target: None,
+        isa: None,
+        stores: None,
+        inner_repeats: 1,
+        best_gb_s: [(KernelId::Triad, triad), (KernelId::Copy, copy)].into(),
+        spread: [(KernelId::Triad, spreads.0), (KernelId::Copy, spreads.1)].into(),
+        validated: true,
+        pages_held: true,
+        pages_sampled: 0,
+        pages_on_nodes: Default::default(),
+        setup_s: 0.0,
+        total_s: 1.0,
+        measured_s: 1.0,
+        warnings: Vec::new(),
+        interference: Some(crate::trust::Interference {
+            window_s: 1.0,
+            busy: busy.is_some(),
+            findings,
+            ..Default::default()
+        }),
+        migrations: None,
+        detail: None,
+    }
+}
+
+/// A point of `threads` threads with these runs.
+fn point_with(threads: usize, runs: Vec<crate::results::RunResult>) -> Record {
+    let mut r = cell(0, 0, 0.0);
+    r.point.numa = None;
+    r.point.threads = threads;
+    r.stats = Record::stats_of(&runs);
+    r.runs = runs;
+    r
+}
+
+const STEADY: (f64, f64) = (1.1, 1.1);
+
+#[test]
+fn an_unsteady_kernel_in_one_of_ten_runs_leaves_that_run_out_of_that_kernel_only() {
+    let mut runs: Vec<_> = (0..9)
+        .map(|i| run(50.0 + i as f64 * 0.1, 40.0, STEADY, None))
+        .collect();
+    // The tenth run: copy varied 2×, triad was steady but slow.
+    runs.push(run(30.0, 40.0, (1.1, 2.0), None));
+    let r = point_with(2, runs);
+    let copy = r.kernel_trust(KernelId::Copy);
+    assert_eq!(
+        (copy.trusted, copy.runs, copy.cell()),
+        (9, 10, "9/10 runs".to_string())
+    );
+    assert!(
+        copy.doubt
+            .unwrap()
+            .starts_with("copy's repetitions varied 2.00×")
+    );
+    // Triad's own repetitions were steady in every run: all ten count.
+    let triad = r.kernel_trust(KernelId::Triad);
+    assert!(triad.whole() && triad.stats.unwrap().n == 10);
+    // Other work in a run doubts every kernel of it.
+    let mut runs: Vec<_> = (0..9).map(|_| run(50.0, 40.0, STEADY, None)).collect();
+    runs.push(run(
+        20.0,
+        10.0,
+        STEADY,
+        Some("CPU 0 was 40 % busy with other work during the run: results may be low"),
+    ));
+    let r = point_with(2, runs);
+    for k in [KernelId::Triad, KernelId::Copy] {
+        let t = r.kernel_trust(k);
+        assert_eq!((t.trusted, t.runs), (9, 10));
+        assert_eq!(
+            t.stats.unwrap().mean,
+            if k == KernelId::Triad { 50.0 } else { 40.0 }
+        );
+    }
+    let text = summary(&[r], KernelId::Triad, false);
+    assert!(text.contains("9/10 runs"), "{text}");
+    assert!(
+        text.contains("9 of 10 runs trusted; left out: CPU 0 was 40 % busy"),
+        "{text}"
+    );
+    assert!(
+        text.contains("best triad: 50.00 GB/s (9 of 10 runs trusted)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_untrusted_fast_point_is_never_the_best_and_a_tie_is_not_resolved() {
+    // The fast point: every run other work. The slow one: quiet, steady.
+    let fast = point_with(
+        2,
+        (0..3)
+            .map(|_| {
+                run(
+                    60.0,
+                    60.0,
+                    STEADY,
+                    Some("CPU 1 was 90 % busy with other work during the run: results may be low"),
+                )
+            })
+            .collect(),
+    );
+    let slow = point_with(
+        1,
+        (0..3)
+            .map(|i| run(30.0 + i as f64, 30.0, STEADY, None))
+            .collect(),
+    );
+    let records = vec![fast, slow];
+    let text = summary(&records, KernelId::Triad, false);
+    assert!(text.contains("best triad: 31.00 GB/s with"), "{text}");
+    assert!(
+        text.contains("NOT TRUSTED for triad: 1 of 2 points"),
+        "{text}"
+    );
+    let v = Verdict::find(&records, KernelId::Triad).unwrap();
+    assert_eq!(v.best.point.threads, 1);
+    assert!(v.runner_up.is_none() && v.resolved());
+    // Another point's kernel varied in its runs: triad still judges it.
+    let steady_triad = point_with(
+        2,
+        (0..3)
+            .map(|i| run(57.8 + i as f64 * 0.05, 40.0, (1.1, 2.2), None))
+            .collect(),
+    );
+    let noisy = point_with(
+        1,
+        vec![
+            run(40.5, 40.0, STEADY, None),
+            run(41.5, 40.0, STEADY, None),
+            run(60.0, 40.0, STEADY, None),
+        ],
+    );
+    let records = vec![steady_triad, noisy];
+    let v = Verdict::find(&records, KernelId::Triad).unwrap();
+    assert_eq!(
+        v.best.point.threads, 2,
+        "the steady triad point is the best by triad"
+    );
+    // Overlapping points: the highest mean, and not resolved.
+    let a = point_with(
+        1,
+        vec![
+            run(50.0, 1.0, STEADY, None),
+            run(54.0, 1.0, STEADY, None),
+            run(52.0, 1.0, STEADY, None),
+        ],
+    );
+    let b = point_with(
+        2,
+        vec![
+            run(51.0, 1.0, STEADY, None),
+            run(53.0, 1.0, STEADY, None),
+            run(52.5, 1.0, STEADY, None),
+        ],
+    );
+    let records = vec![a, b];
+    let v = Verdict::find(&records, KernelId::Triad).unwrap();
+    assert!(!v.resolved());
+    let text = summary(&records, KernelId::Triad, false);
+    assert!(
+        text.contains("best triad: not resolved; the highest mean is"),
+        "{text}"
+    );
+    assert!(text.contains("runner-up: "), "{text}");
 }
