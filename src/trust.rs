@@ -86,13 +86,11 @@ impl Snapshot {
         let mut own = own_by_cpu(&self.own, &end.own);
         spread_over(&mut own, scope.measured, extra_own_ticks);
         let window_s = (end.at - self.at).as_secs_f64();
-        // One rank of several: its siblings' time is the job's own, never
-        // other work; on a CPU this rank measured it is a finding of its
-        // own (two ranks took turns on one CPU: each figure is a share).
-        let siblings = match scope.elsewhere {
-            true => BTreeMap::new(),
-            false => own_by_cpu(&self.siblings, &end.siblings),
-        };
+        // One rank of several (an MPI run, or ranks that measure on their
+        // own with --independent): its siblings' time is the job's own,
+        // never other work; on a CPU this rank measured it is a finding of
+        // its own (two ranks took turns on one CPU: each figure a share).
+        let siblings = own_by_cpu(&self.siblings, &end.siblings);
         for (&cpu, &ticks) in &siblings {
             *own.entry(cpu).or_insert(0) += ticks;
         }

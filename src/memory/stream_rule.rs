@@ -35,6 +35,16 @@ impl Band {
         }
     }
 
+    /// The band as machines read it (CSV, JSON): `caches`, `under_rule`,
+    /// `memory`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Band::Caches => "caches",
+            Band::UnderRule => "under_rule",
+            Band::Memory => "memory",
+        }
+    }
+
     /// The band's words in tables and summaries.
     pub fn words(self) -> &'static str {
         match self {

@@ -66,7 +66,7 @@ pub fn render(report: &RunReport) -> Result<String> {
 }
 
 /// The header of a results file's CSV (`membw report --format csv`).
-pub const STUDY_HEADER: [&str; 24] = [
+pub const STUDY_HEADER: [&str; 26] = [
     "schema_version",
     "hostname",
     "experiment",
@@ -91,6 +91,8 @@ pub const STUDY_HEADER: [&str; 24] = [
     "in_caches",
     "migrations_per_run",
     "devices_at_once",
+    "all_runs",
+    "band",
 ];
 
 /// One row per point and kernel of a results file: the mean of its runs'
@@ -99,7 +101,11 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
     let opt = |v: Option<f64>, digits: usize| v.map_or(String::new(), |v| format!("{v:.digits$}"));
     let mut rows = Vec::new();
     for r in records {
-        for (kernel, s) in &r.stats {
+        for kernel in r.stats.keys() {
+            // Each run judged on its own, for this kernel: the figures are
+            // the trusted runs' where any is (`runs` of `all_runs`).
+            let trust = r.kernel_trust(*kernel);
+            let Some(s) = trust.shown() else { continue };
             let ci = s.interval();
             let placed = r.point.placed_on_host_cpus();
             rows.push([
@@ -126,13 +132,13 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
                 format!("{:.3}", s.max),
                 opt(r.peak_gb_s, 1),
                 opt(r.percent_of_peak(*kernel), 1),
-                match (r.untrusted(), r.not_judged()) {
-                    (Some(_), _) => "false".into(),
+                match (trust.none(), r.not_judged()) {
+                    (true, _) => "false".into(),
                     // Not judged: neither trusted nor not.
-                    (None, Some(_)) => String::new(),
-                    (None, None) => "true".into(),
+                    (false, Some(_)) => String::new(),
+                    (false, None) => "true".into(),
                 },
-                (r.untrusted().or(r.not_judged()))
+                (trust.doubt.as_deref().or(r.not_judged()))
                     .unwrap_or_default()
                     .to_string(),
                 match &r.point.target {
@@ -147,6 +153,8 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
                 // Measured at once with the other devices of a set: how
                 // many ran; empty where it ran alone.
                 cell(r.point.together),
+                trust.runs.to_string(),
+                r.band().key().to_string(),
             ]);
         }
     }

@@ -198,6 +198,14 @@ impl MachineSpec {
         if self.threads_per_core > 8 {
             return Err("more than 8 hardware threads per core".into());
         }
+        // Several nodes in a socket are some distance apart: a spec that
+        // leaves it out (0) would give every later read of the tree a
+        // warning about a distance of 0.
+        if self.nodes_per_socket > 1 && self.distance_same_socket == 0 {
+            return Err(
+                "distance_same_socket is missing or 0 with several nodes per socket: give the SLIT distance between them (11 or 12 on most machines)".into(),
+            );
+        }
         Ok(())
     }
 

@@ -299,7 +299,7 @@ fn sweeps_reports_and_comparisons_name_the_device_and_pair_its_points() {
     assert!(
         csv.lines()
             .skip(1)
-            .all(|r| r.ends_with(",device sim0,false,,")),
+            .all(|r| r.ends_with(",device sim0,false,,,1,memory")),
         "{csv}"
     );
 }

@@ -108,10 +108,13 @@ fn json_and_results_files_keep_every_device_in_both_modes() {
     // report reads them as six points, the modes apart.
     let report = stdout(&["report", file.to_str().unwrap(), "--format", "csv"]);
     let header = report.lines().next().unwrap();
-    assert!(header.ends_with(",devices_at_once"), "{header}");
+    assert!(
+        header.ends_with(",devices_at_once,all_runs,band"),
+        "{header}"
+    );
     let sim1: Vec<&str> = (report.lines())
         .filter(|l| l.contains("device sim1") && l.contains(",triad,"))
-        .map(|l| l.rsplit(',').next().unwrap())
+        .map(|l| l.rsplit(',').nth(2).unwrap())
         .collect();
     assert_eq!(sim1.len(), 2, "{report}");
     assert!(sim1.contains(&"") && sim1.contains(&"3"), "{sim1:?}");

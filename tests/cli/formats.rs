@@ -143,9 +143,10 @@ fn report_and_compare_share_the_format_flag() {
     assert!(
         rows[0].starts_with("schema_version,hostname,experiment,placement,threads,")
             && rows[0].ends_with(
-                ",trusted,untrusted_why,target,in_caches,migrations_per_run,devices_at_once"
+                ",trusted,untrusted_why,target,in_caches,migrations_per_run,devices_at_once,all_runs,band"
             )
-            && (rows[1].ends_with(",cpu,true,,") || rows[1].ends_with(",cpu,false,,")),
+            && (rows[1].ends_with(",cpu,true,,,1,caches")
+                || rows[1].ends_with(",cpu,false,,,1,caches")),
         "{csv}"
     );
     // Two points, each with its four STREAM kernels.

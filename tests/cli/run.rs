@@ -484,8 +484,8 @@ fn unpinned_runs_leave_threads_to_the_scheduler_and_say_so() {
     let moves: Vec<&str> = csv
         .lines()
         .skip(1)
-        // migrations_per_run, before devices_at_once.
-        .map(|l| l.rsplit(',').nth(1).unwrap())
+        // migrations_per_run, before devices_at_once, all_runs and band.
+        .map(|l| l.rsplit(',').nth(3).unwrap())
         .collect();
     assert_eq!(moves.len(), 2, "{csv}");
     assert!(

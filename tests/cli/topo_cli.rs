@@ -220,6 +220,26 @@ fn generate_writes_a_fixture_from_a_spec() {
         &["topo", "--generate", "/nonexistent.json", "x"],
         "/nonexistent.json",
     );
+    // Several nodes a socket and no distance between them: refused, rather
+    // than every later read of the tree warning of a distance of 0.
+    let nps4 =
+        std::fs::read_to_string(common::fixtures_dir().join("epyc-7742-2s-nps4.json")).unwrap();
+    let mut without: Value = serde_json::from_str(&nps4).unwrap();
+    without
+        .as_object_mut()
+        .unwrap()
+        .remove("distance_same_socket");
+    let bad = dir.path().join("nps4.json");
+    std::fs::write(&bad, without.to_string()).unwrap();
+    usage_error(
+        &[
+            "topo",
+            "--generate",
+            bad.to_str().unwrap(),
+            dir.path().join("u").to_str().unwrap(),
+        ],
+        "distance_same_socket is missing or 0",
+    );
 }
 
 /// `membw topo --json` agrees with lscpu and numactl on this machine.

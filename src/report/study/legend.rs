@@ -34,9 +34,14 @@ fn legend_of(records: Vec<&Record>, long: bool) -> String {
     let mut counts: Vec<usize> = records.iter().map(|r| r.runs.len()).collect();
     counts.sort_unstable();
     counts.dedup();
-    let runs = match counts.as_slice() {
-        [1] => "n = 1 run per point: no interval".to_string(),
-        [n] => format!("n = {n} runs per point"),
+    // Where the table has a trust column: a run left out of the study's
+    // kernel (triad where measured), and n counts the trusted runs.
+    let doubted = super::primary_kernel(records.iter().copied())
+        .is_some_and(|k| records.iter().any(|r| !r.kernel_trust(k).whole()));
+    let runs = match (counts.as_slice(), doubted) {
+        ([1], _) => "n = 1 run per point: no interval".to_string(),
+        ([n], false) => format!("n = {n} runs per point"),
+        ([n], true) => format!("n = the trusted runs of the {n} per point"),
         _ => "n = the runs column".into(),
     };
     let with_sd = records.iter().any(|r| r.runs.len() > 1);
@@ -106,7 +111,7 @@ fn legend_of(records: Vec<&Record>, long: bool) -> String {
     if records.iter().any(|r| !own_node_mark(r).is_empty()) {
         legend.push_str("\n(own): the host buffers were on the device's own NUMA node");
     }
-    if records.iter().any(|r| r.untrusted().is_some()) {
+    if doubted {
         legend.push_str(
             "\ntrust: each run is judged on its own: other work or steal on the CPUs (the tick counters)\n\
              doubts the whole run, repetitions that varied 1.5× or more only their kernel; figures\n\
@@ -195,8 +200,8 @@ fn band_and_peak_notes(records: &[&Record], long: bool) -> String {
         .count();
     if long && under > 0 {
         notes.push_str(&format!(
-            "\nu: {under} of {} points under STREAM's rule, caches may still help: their arrays exceed\n\
-             the caches of their threads together, but each is under 4 × them",
+            "\nunder STREAM's rule: {under} of {} points, whose arrays exceed the caches of their threads\n\
+             together but each is under 4 × them: caches may still help (u beside a % peak)",
             records.len()
         ));
     }

@@ -8,9 +8,9 @@ use crate::units::{Bytes, plural};
 use std::fmt::Write;
 
 /// Triad when it was measured, else the first kernel present.
-pub fn primary_kernel(records: &[Record]) -> Option<KernelId> {
+pub fn primary_kernel<'a>(records: impl IntoIterator<Item = &'a Record>) -> Option<KernelId> {
     let all: std::collections::BTreeSet<KernelId> = records
-        .iter()
+        .into_iter()
         .flat_map(|r| r.stats.keys().copied())
         .collect();
     if all.contains(&KernelId::Triad) {
