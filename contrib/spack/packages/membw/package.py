@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="7d70a4df982cbc3ecdafb58c326ef5f99cde230772c394dac34f3db78f64aef1")
+    version("0.1.0", sha256="452e67b318fe12b5f3fb31a28055dfe2da2ba4086623609d9a8dbf20e9ca7096")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
