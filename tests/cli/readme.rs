@@ -202,6 +202,8 @@ fn structure(text: &str) -> Vec<String> {
         }
         out.split_whitespace().collect::<Vec<_>>().join(" ")
     };
+    // Lines that come and go with the moment: trust findings, verdicts,
+    // and the legend's lines on trust (a doubted run adds them).
     let variable = [
         "warning",
         "TRUSTED",
@@ -209,6 +211,9 @@ fn structure(text: &str) -> Vec<String> {
         "resolved",
         "runner-up",
         "▶",
+        "trust: each run",
+        "doubts the whole run",
+        "never the best",
     ];
     text.lines()
         .filter(|l| !variable.iter().any(|v| l.contains(v)))

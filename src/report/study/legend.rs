@@ -158,31 +158,6 @@ pub(super) fn concurrent_sums(records: &[Record], kernel: crate::kernels::Kernel
         .collect()
 }
 
-/// `text` with its spaces turned into line breaks where a line would pass
-/// `width` characters (a word longer than that keeps its own line).
-pub(crate) fn wrap_words(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    for (i, line) in text.split('\n').enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        let mut used = 0;
-        for (j, word) in line.split(' ').enumerate() {
-            let len = word.chars().count();
-            if j > 0 && used + 1 + len > width {
-                out.push('\n');
-                used = 0;
-            } else if j > 0 {
-                out.push(' ');
-                used += 1;
-            }
-            out.push_str(word);
-            used += len;
-        }
-    }
-    out
-}
-
 /// The lines on what the points' rates are shares of: why there is no %
 /// peak column, and which points were under STREAM's rule or in the caches.
 fn band_and_peak_notes(records: &[&Record], long: bool) -> String {
@@ -193,7 +168,12 @@ fn band_and_peak_notes(records: &[&Record], long: bool) -> String {
         && !records.iter().any(|r| shows_peak(r))
         && let Some(why) = records.iter().find_map(|r| r.peak_unknown.as_deref())
     {
-        notes.push_str(&wrap_words(&format!("\n% peak: none: {why}"), 100));
+        // One line of fixed words (`membw topo` and `run` give the whole
+        // reason, with the figure): a table's legend keeps its shape.
+        notes.push_str(match why.contains(crate::peak::share::NOT_THEIRS) {
+            true => "\n% peak: none: the known peak is the sockets', not these CPUs' (a VM's or a job's slice); give --peak",
+            false => "\n% peak: none: no peak is known for these CPUs (membw topo says why); give --peak",
+        });
     }
     let under = (records.iter())
         .filter(|r| r.band() == crate::results::Band::UnderRule)
