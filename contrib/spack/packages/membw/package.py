@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="452e67b318fe12b5f3fb31a28055dfe2da2ba4086623609d9a8dbf20e9ca7096")
+    version("0.1.0", sha256="6c2ae0bf168ce398ee6b8dc53d80c13497f41684161eec8d23f6b244c6e04d91")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
