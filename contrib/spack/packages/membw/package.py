@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="6c2ae0bf168ce398ee6b8dc53d80c13497f41684161eec8d23f6b244c6e04d91")
+    version("0.1.0", sha256="afec4e5bddea13a5aaef54ae12410db1a815e643607f352b4ee1c0a62b958cf4")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
