@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="afec4e5bddea13a5aaef54ae12410db1a815e643607f352b4ee1c0a62b958cf4")
+    version("0.1.0", sha256="9463b25646db492642db820fc71f8d9ba4114fbddc3196d927f44f6ca597b9db")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
