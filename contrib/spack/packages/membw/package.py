@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="9463b25646db492642db820fc71f8d9ba4114fbddc3196d927f44f6ca597b9db")
+    version("0.1.0", sha256="cac432234e6869e6138774bb0dcf87f308b118b0707eba3dd0313a24be15119e")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
