@@ -193,7 +193,7 @@ pub struct Prepared {
 pub fn resolve_stores(
     request: StoresRequest,
     isa: Isa,
-    elements: u64,
+    (elements, arrays): (u64, u64),
     rule: crate::results::StreamRule,
 ) -> (StoreMode, String) {
     match request {
@@ -205,12 +205,13 @@ pub fn resolve_stores(
         ),
         // STREAM's rule decides: arrays that measure memory write around
         // the caches; arrays the caches hold keep their lines there.
-        StoresRequest::Auto if rule.holds(elements) => {
-            (StoreMode::Nt, format!("auto: {}", rule.describe(elements)))
-        }
+        StoresRequest::Auto if rule.holds(elements) => (
+            StoreMode::Nt,
+            format!("auto: {}", rule.describe(elements, arrays)),
+        ),
         StoresRequest::Auto => (
             StoreMode::Regular,
-            format!("auto: {}", rule.describe(elements)),
+            format!("auto: {}", rule.describe(elements, arrays)),
         ),
     }
 }
@@ -225,7 +226,8 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
     let isa = s.measure.isa.unwrap_or_else(Isa::best);
     let used = cpus.iter().copied().collect();
     let rule = crate::results::StreamRule::over(topo.cache_sum(&used).0);
-    let (stores, stores_reason) = resolve_stores(s.stores, isa, elements as u64, rule);
+    let arrays = crate::kernels::arrays_used(&s.measure.kernels).len() as u64;
+    let (stores, stores_reason) = resolve_stores(s.stores, isa, (elements as u64, arrays), rule);
     // Refused here, before anything runs, when this CPU lacks it.
     KernelFns::select(isa, stores)?;
     if s.measure.hugepages == Hugepages::Thp && topo.memory.thp_mode.as_deref() == Some("never") {
@@ -248,7 +250,6 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
             "the CPU team has no host link: the transfers (h2d, d2h, bidir and their -kernel forms) measure a device's (--backend sim:0)",
         ));
     }
-    let arrays = crate::kernels::arrays_used(&kernels).len() as u64;
     let in_caches = rule.in_caches(elements as u64, arrays);
     let plan = Plan {
         pinned: s.placement.spec.pins(),

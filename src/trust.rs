@@ -230,17 +230,11 @@ fn siblings_finding(
         .map(|(&cpu, &ticks)| (cpu, 100.0 * ticks as f64 / window_ticks.max(1.0)))
         .filter(|(_, pct)| *pct >= OTHER_ON_MEASURED * 100.0)
         .collect();
-    let (first, _) = shared.first()?;
     let cpus: Vec<usize> = shared.iter().map(|s| s.0).collect();
     let most = shared.iter().map(|s| s.1).fold(0.0, f64::max).min(100.0);
-    Some(format!(
-        "other ranks of this launch ran on CPU{} {} beside this one (up to {most:.0} % of the run): the ranks shared CPUs, bind each to CPUs of its own (mpirun --map-by core --bind-to core on separate cores): {}",
-        if cpus.len() == 1 { "" } else { "s" },
-        if cpus.len() == 1 {
-            first.to_string()
-        } else {
-            format_ranges(&cpus)
-        },
+    (!cpus.is_empty()).then(|| format!(
+        "other ranks of this launch ran on {} beside this one (up to {most:.0} % of the run): the ranks shared CPUs, bind each to CPUs of its own (mpirun --map-by core --bind-to core on separate cores): {}",
+        cpus_text(&cpus),
         effect.words()
     ))
 }
@@ -466,11 +460,15 @@ fn figures(loads: &[CpuLoad], figure: fn(&CpuLoad) -> f64) -> (String, String) {
     } else {
         format!("{lo:.0}-{hi:.0} %")
     };
-    let cpus = match ids.as_slice() {
+    (cpus_text(&ids), range)
+}
+
+/// `CPU 1` or `CPUs 0-1`.
+fn cpus_text(ids: &[usize]) -> String {
+    match ids {
         [one] => format!("CPU {one}"),
-        _ => format!("CPUs {}", format_ranges(&ids)),
-    };
-    (cpus, range)
+        _ => format!("CPUs {}", format_ranges(ids)),
+    }
 }
 
 /// The spread finding: the kernel whose repetitions varied most, when its

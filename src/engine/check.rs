@@ -113,7 +113,7 @@ fn fits_in_caches(topo: &Topology, plan: &Plan) -> Option<String> {
     (!rule.holds(plan.elements as u64)).then(|| {
         format!(
             "{}, so a health check would measure the caches, not the memory",
-            rule.describe(plan.elements as u64)
+            rule.describe(plan.elements as u64, plan.arrays_needed().len() as u64)
         )
     })
 }

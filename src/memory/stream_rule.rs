@@ -88,15 +88,15 @@ impl StreamRule {
         })
     }
 
-    /// The words every place says it in, for arrays of `elements`:
+    /// The words every place says it in, for `arrays` arrays of `elements`:
     /// `each array (645.6 MiB) is under 4 × the 484.0 MiB of caches
     /// serving these CPUs: under STREAM's rule: caches may still help`
     /// (`cache bandwidth` where STREAM's three arrays fit in the caches),
     /// or `... is at least 4 × ...: memory (STREAM's rule holds)`.
-    pub fn describe(&self, elements: u64) -> String {
+    pub fn describe(&self, elements: u64, arrays: u64) -> String {
         let bytes = elements.saturating_mul(ELEMENT_BYTES);
         let (array, caches) = (Bytes(bytes), Bytes(self.cache_bytes));
-        match Band::of(bytes, 3, self.cache_bytes) {
+        match Band::of(bytes, arrays, self.cache_bytes) {
             Band::Memory => format!(
                 "each array ({array}) is at least {CACHE_MULTIPLE} × the {caches} of caches serving these CPUs: memory (STREAM's rule holds)"
             ),
@@ -179,7 +179,7 @@ mod tests {
         assert!(!rule.holds(rule.min_elements() - 1));
         assert!(rule.holds(rule.min_elements()));
         assert!(rule.in_caches(rule.min_elements(), 3).is_none());
-        let words = rule.describe(84_623_360);
+        let words = rule.describe(84_623_360, 3);
         assert!(
             words.contains("each array (645.6 MiB) is under 4 ×"),
             "{words}"
@@ -194,7 +194,7 @@ mod tests {
             c.warning()
         );
         assert!(
-            rule.describe(rule.min_elements())
+            rule.describe(rule.min_elements(), 3)
                 .contains("STREAM's rule holds")
         );
     }
@@ -225,7 +225,7 @@ mod tests {
         assert!(small.warning().starts_with("cache bandwidth, not memory"));
         assert!(
             StreamRule::over(caches)
-                .describe(10_000_000)
+                .describe(10_000_000, 3)
                 .contains("under STREAM's rule: caches may still help")
         );
     }

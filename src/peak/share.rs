@@ -22,9 +22,15 @@ pub enum Share {
     SomeCpus { allowed: usize, of: usize },
 }
 
-/// How a reason that a whole-socket peak is not these CPUs' says so (for
-/// the lines that print it under another heading than "unknown").
-pub const NOT_THEIRS: &str = "is not theirs";
+/// How a reason that a whole-socket peak is not these CPUs' says so.
+const NOT_THEIRS: &str = "is not theirs";
+
+/// Whether a recorded reason for no peak (`peak_unknown`) is that the
+/// known one is not these CPUs' rather than that none is known: the lines
+/// that print it head it "no share of the peak", not "unknown".
+pub fn is_not_theirs(reason: &str) -> bool {
+    reason.contains(NOT_THEIRS)
+}
 
 /// The peak the node's triad is held against, or why none can be: the
 /// user's figure always stands for what this process may use; a figure

@@ -142,7 +142,7 @@ pub(super) fn peak_lines(m: &Measurement, peak: Option<&PeakUse>, unknown: Optio
                 "  theoretical peak: each node's, in the node table above (of peak)"
             );
         }
-        None if unknown.is_some_and(|u| u.contains(crate::peak::share::NOT_THEIRS)) => {
+        None if unknown.is_some_and(crate::peak::share::is_not_theirs) => {
             let _ = writeln!(o, "  no share of the peak: {}", unknown.unwrap_or_default());
         }
         None => {

@@ -59,7 +59,7 @@ fn arrays_line(plan: &Plan, topo: &Topology) -> String {
         Some(_) => {
             let used = working.iter().copied().collect();
             let rule = crate::results::StreamRule::over(topo.cache_sum(&used).0);
-            rule.describe(plan.elements as u64)
+            rule.describe(plan.elements as u64, plan.arrays_needed().len() as u64)
         }
     };
     format!(

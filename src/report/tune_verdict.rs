@@ -175,7 +175,7 @@ pub fn text(v: &TuneView) -> String {
         }
         _ if best.in_caches() => {}
         _ => match best.peak_unknown.as_deref() {
-            Some(why) if why.contains(crate::peak::share::NOT_THEIRS) => {
+            Some(why) if crate::peak::share::is_not_theirs(why) => {
                 let _ = writeln!(o, "  no share of the peak: {why}");
             }
             _ => {

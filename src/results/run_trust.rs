@@ -13,9 +13,10 @@ use crate::kernels::KernelId;
 pub struct KernelTrust {
     /// Runs that measured the kernel.
     pub runs: usize,
-    /// Of those, the runs nothing doubts for this kernel.
-    pub trusted: usize,
-    /// The kernel's best rates over the trusted runs; none without any.
+    /// Each trusted run's best rate of the kernel, GB/s: what verdicts
+    /// compare.
+    pub rates: Vec<f64>,
+    /// The statistics of `rates`; none without any.
     pub stats: Option<Stats>,
     /// Over every run, trusted or not.
     pub all: Option<Stats>,
@@ -24,14 +25,19 @@ pub struct KernelTrust {
 }
 
 impl KernelTrust {
+    /// The runs nothing doubts for this kernel.
+    pub fn trusted(&self) -> usize {
+        self.rates.len()
+    }
+
     /// Every run trusted (or none watched: a source that cannot tell).
     pub fn whole(&self) -> bool {
-        self.trusted == self.runs
+        self.trusted() == self.runs
     }
 
     /// No run trusted: the point's figures for the kernel are doubtful.
     pub fn none(&self) -> bool {
-        self.runs > 0 && self.trusted == 0
+        self.runs > 0 && self.trusted() == 0
     }
 
     /// The figures a table shows: the trusted runs', or where none is
@@ -45,7 +51,7 @@ impl KernelTrust {
         match (self.whole(), self.none()) {
             (true, _) => "ok".into(),
             (_, true) => "NOT TRUSTED".into(),
-            _ => format!("{}/{} runs", self.trusted, self.runs),
+            _ => format!("{}/{} runs", self.trusted(), self.runs),
         }
     }
 }
@@ -95,35 +101,21 @@ impl Record {
         }
         KernelTrust {
             runs,
-            trusted: rates.len(),
             // A record without runs (files from before they were kept)
             // has only its statistics.
             stats: match runs {
                 0 => self.stats.get(&kernel).cloned(),
                 _ => Stats::of(&rates),
             },
+            rates,
             all: self.stats.get(&kernel).cloned(),
             doubt: first_doubt,
         }
-    }
-
-    /// Why no run of the point can be trusted for `kernel`, where none can.
-    pub fn untrusted_for(&self, kernel: KernelId) -> Option<String> {
-        let t = self.kernel_trust(kernel);
-        if t.none() { t.doubt } else { None }
     }
 
     /// The mean best rate of `kernel` over the trusted runs, GB/s: what a
     /// verdict compares.
     pub fn trusted_mean(&self, kernel: KernelId) -> Option<f64> {
         self.kernel_trust(kernel).stats.map(|s| s.mean)
-    }
-
-    /// The best rates of `kernel` of the trusted runs, GB/s.
-    pub fn trusted_rates(&self, kernel: KernelId) -> Vec<f64> {
-        (self.runs.iter())
-            .filter(|run| doubt(run, kernel).is_none())
-            .filter_map(|run| run.best_gb_s.get(&kernel).copied())
-            .collect()
     }
 }

@@ -74,7 +74,12 @@ pub fn cpu_ticks() -> Vec<CpuTicks> {
 
 /// This process's threads now (threads that have ended are gone).
 pub fn own_task_ticks() -> Vec<TaskTicks> {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+    task_ticks(std::path::Path::new("/proc/self/task"))
+}
+
+/// The threads of a process's `task` directory now.
+fn task_ticks(tasks: &std::path::Path) -> Vec<TaskTicks> {
+    let Ok(dir) = std::fs::read_dir(tasks) else {
         return Vec::new();
     };
     dir.flatten()
@@ -122,16 +127,7 @@ pub fn sibling_task_ticks() -> Vec<TaskTicks> {
         {
             continue;
         }
-        let Ok(tasks) = std::fs::read_dir(path.join("task")) else {
-            continue;
-        };
-        ticks.extend(tasks.flatten().filter_map(|task| {
-            let tid: u32 = task.file_name().to_str()?.parse().ok()?;
-            parse_task_stat(
-                tid,
-                &std::fs::read_to_string(task.path().join("stat")).ok()?,
-            )
-        }));
+        ticks.extend(task_ticks(&path.join("task")));
     }
     ticks
 }

@@ -156,8 +156,9 @@ fn none_in_both(a: &[Record], b: &[Record]) -> String {
     )
 }
 
-/// What `compare` needs of each point, by its key: its label, its runs'
-/// best rates of `kernel`, and whether it can be trusted.
+/// What `compare` needs of each point, by its key: its label, its trusted
+/// runs' best rates of `kernel` (every run's where none is trusted), and
+/// whether any run is.
 type Indexed = BTreeMap<String, (String, Vec<f64>, bool)>;
 
 fn index(rs: &[Record], kernel: KernelId) -> Indexed {
@@ -185,8 +186,14 @@ fn index(rs: &[Record], kernel: KernelId) -> Indexed {
                     String::new()
                 }
             );
-            let rates = r.best_rates(kernel);
-            let trusted = r.untrusted().is_none();
+            // Each run judged on its own, as `report` does: the trusted
+            // runs' rates; every run's where none is (and no decision).
+            let trust = r.kernel_trust(kernel);
+            let trusted = !trust.none();
+            let rates = match trusted {
+                true => trust.rates,
+                false => r.best_rates(kernel),
+            };
             (!rates.is_empty()).then(|| (r.identity_key(), (label, rates, trusted)))
         })
         .collect()
@@ -195,12 +202,12 @@ fn index(rs: &[Record], kernel: KernelId) -> Indexed {
 /// What the columns of `compare`'s table mean, with the level of its rows.
 fn columns_legend(level: f64) -> String {
     format!(
-        "GB/s: mean ± its {mean_level:.0} % confidence interval over the runs' best rates\n\
+        "GB/s: mean ± its {mean_level:.0} % confidence interval over the trusted runs' best rates\n\
          B/A: the ratio of their geometric means, its interval by Welch's t on their logarithms\n  \
          at {row_level} % per point, so that the table as a whole holds at {mean_level:.0} %\n\
          no change: the interval holds 1, or the change is under {noise:.0} % (run-to-run noise)\n\
          not resolved: one run each (sweep --repeat 3 gives each point an interval), or a side\n  \
-         NOT TRUSTED (other work or steal on its CPUs during a run: see membw report)\n",
+         NOT TRUSTED (no run trusted for the kernel: see membw report)\n",
         mean_level = 100.0 * LEVEL,
         row_level = super::super::level_text(level),
         noise = 100.0 * NOISE_THRESHOLD,

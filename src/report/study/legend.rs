@@ -170,7 +170,7 @@ fn band_and_peak_notes(records: &[&Record], long: bool) -> String {
     {
         // One line of fixed words (`membw topo` and `run` give the whole
         // reason, with the figure): a table's legend keeps its shape.
-        notes.push_str(match why.contains(crate::peak::share::NOT_THEIRS) {
+        notes.push_str(match crate::peak::share::is_not_theirs(why) {
             true => "\n% peak: none: the known peak is the sockets', not these CPUs' (a VM's or a job's slice); give --peak",
             false => "\n% peak: none: no peak is known for these CPUs (membw topo says why); give --peak",
         });

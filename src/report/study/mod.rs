@@ -95,7 +95,7 @@ pub fn trust_lines(records: &[Record], kernel: KernelId) -> Vec<String> {
         lines.push(format!(
             "  {}: {} of {} runs trusted; left out: {why}",
             r.point.label(),
-            t.trusted,
+            t.trusted(),
             t.runs
         ));
     }

@@ -254,7 +254,7 @@ fn an_unsteady_kernel_in_one_of_ten_runs_leaves_that_run_out_of_that_kernel_only
     let r = point_with(2, runs);
     let copy = r.kernel_trust(KernelId::Copy);
     assert_eq!(
-        (copy.trusted, copy.runs, copy.cell()),
+        (copy.trusted(), copy.runs, copy.cell()),
         (9, 10, "9/10 runs".to_string())
     );
     assert!(
@@ -276,7 +276,7 @@ fn an_unsteady_kernel_in_one_of_ten_runs_leaves_that_run_out_of_that_kernel_only
     let r = point_with(2, runs);
     for k in [KernelId::Triad, KernelId::Copy] {
         let t = r.kernel_trust(k);
-        assert_eq!((t.trusted, t.runs), (9, 10));
+        assert_eq!((t.trusted(), t.runs), (9, 10));
         assert_eq!(
             t.stats.unwrap().mean,
             if k == KernelId::Triad { 50.0 } else { 40.0 }

@@ -47,7 +47,11 @@ impl<'a> Verdict<'a> {
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(r, _)| (r, r.kernel_trust(kernel)));
         let comparison = runner_up.as_ref().and_then(|(r, _)| {
-            Comparison::of(&best.trusted_rates(kernel), &r.trusted_rates(kernel), LEVEL)
+            Comparison::of(
+                &best.kernel_trust(kernel).rates,
+                &r.kernel_trust(kernel).rates,
+                LEVEL,
+            )
         });
         Verdict {
             kernel,
@@ -88,7 +92,7 @@ impl<'a> Verdict<'a> {
         let t = &self.best_trust;
         let runs = match t.whole() {
             true => String::new(),
-            false => format!(" ({} of {} runs trusted)", t.trusted, t.runs),
+            false => format!(" ({} of {} runs trusted)", t.trusted(), t.runs),
         };
         let mut lines = vec![match self.resolved() {
             true => format!(
