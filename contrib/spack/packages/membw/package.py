@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="cac432234e6869e6138774bb0dcf87f308b118b0707eba3dd0313a24be15119e")
+    version("0.1.0", sha256="893b61ece8764d5f06645f9e904155b5a09ff70e724cdbb8abd8f4aaf4f952b1")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
