@@ -193,12 +193,14 @@ fn a_check_on_a_busy_node_gives_no_verdict_but_shows_its_figures() {
     let _hog = Competitor::on(1);
     // A peak no node reaches: the rates fall short, and the other work on
     // CPU 1 is why, so there is no verdict (exit 2), not "unhealthy" (1).
-    // Arrays past the caches (check refuses cache-resident ones).
-    let size = common::dram_elements(8_000_000);
+    // Arrays past the caches (check refuses cache-resident ones), on a
+    // captured EPYC's caches: on a 300 MiB L3 the three arrays would be
+    // 3 GiB, each check seconds of page faults.
+    let size = common::small_dram_elements(8_000_000);
     let check = [
         "check", "--peak", "10TB/s", "--size", &size, "--ntimes", "3", "--budget", "1s",
     ];
-    let out = common::membw()
+    let out = common::on_small_caches(&mut common::membw())
         .args(check)
         .args(["--format", "json"])
         .output()
@@ -230,7 +232,7 @@ fn a_check_on_a_busy_node_gives_no_verdict_but_shows_its_figures() {
     let dir = tempfile::tempdir().unwrap();
     let prom = dir.path().join("membw.prom");
     std::fs::write(&prom, "membw_check_healthy 1\n").unwrap();
-    let out = common::membw()
+    let out = common::on_small_caches(&mut common::membw())
         .args(check)
         .args(["--quiet", "--prom"])
         .arg(&prom)
@@ -245,7 +247,7 @@ fn a_check_on_a_busy_node_gives_no_verdict_but_shows_its_figures() {
     // Nor is a baseline made: every later check of a slow node would pass.
     // Its rounds are few, so each is made long enough to count ticks in.
     let file = dir.path().join("b.json");
-    let out = common::membw()
+    let out = common::on_small_caches(&mut common::membw())
         .args([
             "baseline", "--size", &size, "--ntimes", "5", "--rounds", "2", "-o",
         ])

@@ -403,6 +403,33 @@ pub fn dram_elements(floor: u64) -> String {
     (4 * caches).div_ceil(8).max(floor).to_string()
 }
 
+/// The captured host whose caches stand in for this one's in tests whose
+/// arrays need only leave the caches (a check refuses cache-resident
+/// ones): CPUs 0-3 share 16 MiB of L3, so STREAM's rule asks about 70 MiB
+/// an array where a 300 MiB L3 asks over 1 GiB, and the test measures
+/// what it tests (scopes, verdicts, trust) rather than page faults.
+const SMALL_CACHES: &str = "epyc-7742-2s-nps4";
+
+/// `cmd` sized by [`SMALL_CACHES`]' caches, unless `MEMBW_CACHES_FROM`
+/// already names a tree (the fixture legs of .ci/run), whose caches it
+/// keeps.
+pub fn on_small_caches(cmd: &mut assert_cmd::Command) -> &mut assert_cmd::Command {
+    if std::env::var_os("MEMBW_CACHES_FROM").is_none() {
+        cmd.env("MEMBW_CACHES_FROM", shared_tree(SMALL_CACHES));
+    }
+    cmd
+}
+
+/// [`dram_elements`] for a command run [`on_small_caches`].
+pub fn small_dram_elements(floor: u64) -> String {
+    if std::env::var_os("MEMBW_CACHES_FROM").is_some() {
+        return dram_elements(floor);
+    }
+    let allowed = Topology::live().unwrap().allowed_cpus;
+    let caches = topology(SMALL_CACHES).cache_sum(&allowed).0;
+    (4 * caches).div_ceil(8).max(floor).to_string()
+}
+
 /// Whether a Slurm node is up to take `srun` (.ci/run starts a one-node
 /// cluster with .ci/slurm-single-node.sh); where none is, the test skips,
 /// and fails in CI.
