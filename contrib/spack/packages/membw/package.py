@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="893b61ece8764d5f06645f9e904155b5a09ff70e724cdbb8abd8f4aaf4f952b1")
+    version("0.1.0", sha256="30dd539b70ca895060b7d15ed4733498ab7300f1b01ff292c94fc663d0ccfd00")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
