@@ -14,7 +14,7 @@ mod common;
 
 #[test]
 fn guests_report_what_qemu_was_told() {
-    if !common::slow_tests("the QEMU test bed (about 7 minutes)") {
+    if !common::slow_tests("the QEMU test bed (about 6 minutes)") {
         return;
     }
     let root = env!("CARGO_MANIFEST_DIR");

@@ -16,13 +16,25 @@ pub(crate) const PLACEMENT_VARS: [&str; 4] = [
     "KMP_AFFINITY",
 ];
 
+/// Other OpenMP runtimes' placement variables, which membw does not read:
+/// named as not used (never ignored silently), with what says the same.
+pub(crate) const OTHER_RUNTIMES_VARS: [(&str, &str); 4] = [
+    ("O64_OMP_AFFINITY", "Open64's"),
+    ("O64_OMP_AFFINITY_MAP", "Open64's"),
+    ("MP_BIND", "NVIDIA HPC SDK's (PGI)"),
+    ("MP_BLIST", "NVIDIA HPC SDK's (PGI)"),
+];
+
 /// A snapshot of the variables (tests pass their own).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Vars(pub Vec<(&'static str, String)>);
 
 impl Vars {
     pub(crate) fn from_process() -> Vars {
-        let names = ["OMP_NUM_THREADS"].into_iter().chain(PLACEMENT_VARS);
+        let names = ["OMP_NUM_THREADS"]
+            .into_iter()
+            .chain(PLACEMENT_VARS)
+            .chain(OTHER_RUNTIMES_VARS.map(|(name, _)| name));
         Vars(
             names
                 .filter_map(|n| Some((n, std::env::var(n).ok()?)))
@@ -120,6 +132,13 @@ pub(crate) fn placement(vars: &Vars, placement_flag: bool, threads_flag: bool) -
             out.threads = Some(threads(v)?);
             out.used.push(format!("OMP_NUM_THREADS={v}"));
             out.inputs.push((Input::Threads, "OMP_NUM_THREADS"));
+        }
+    }
+    for (name, runtime) in OTHER_RUNTIMES_VARS {
+        if let Some(shown) = vars.show(name) {
+            out.unused.push(format!(
+                "{shown} ({runtime} runtime: membw does not read it; OMP_PLACES or --cpus say the same)"
+            ));
         }
     }
     let set: Vec<&str> = PLACEMENT_VARS
@@ -280,6 +299,41 @@ mod tests {
             "{:?}",
             e.unused
         );
+    }
+
+    #[test]
+    fn other_runtimes_variables_are_named_as_not_read() {
+        let e = placement(
+            &vars(&[("O64_OMP_AFFINITY", "TRUE"), ("MP_BLIST", "0,2")]),
+            false,
+            false,
+        )
+        .unwrap();
+        assert!(e.spec.is_none() && e.used.is_empty());
+        assert_eq!(e.unused.len(), 2, "{:?}", e.unused);
+        assert!(
+            e.unused[0]
+                .starts_with("O64_OMP_AFFINITY=TRUE (Open64's runtime: membw does not read it")
+                && e.unused[1].starts_with("MP_BLIST=0,2 (NVIDIA HPC SDK's (PGI) runtime"),
+            "{:?}",
+            e.unused
+        );
+        // Beside a variable that is read, and under a placement flag, too.
+        for flag in [false, true] {
+            let e = placement(
+                &vars(&[("OMP_PLACES", "{0}"), ("O64_OMP_AFFINITY_MAP", "0")]),
+                flag,
+                false,
+            )
+            .unwrap();
+            assert!(
+                e.unused
+                    .iter()
+                    .any(|u| u.starts_with("O64_OMP_AFFINITY_MAP=0 (Open64's")),
+                "{:?}",
+                e.unused
+            );
+        }
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub(crate) struct ProtocolArgs {
     backend: super::flags::BackendArg,
 
     /// With no --backend on a GPU node: the CPUs only (by default baseline and check cover the
-    /// CPUs and every GPU the CUDA driver sees)
+    /// CPUs and every GPU of the first GPU runtime that loads and sees one)
     #[arg(long, help_heading = "What is measured")]
     no_gpus: bool,
 
@@ -73,20 +73,27 @@ impl ProtocolArgs {
         self.backend.source(self.fake.fake_source.as_deref())
     }
 
-    /// The GPUs a node's check covers beside its CPUs: every GPU the CUDA
-    /// driver sees, where --backend was not given (nor --no-gpus); none
-    /// where no driver loads or it sees none. The tests' simulated node
-    /// stands for them where `MEMBW_SIM_DEVICE` sets it up.
+    /// The GPUs a node's check covers beside its CPUs: every GPU of the
+    /// first runtime (in the registry's order) that loads and sees one,
+    /// where --backend was not given (nor --no-gpus); none where no
+    /// runtime loads or none sees a GPU. The tests' simulated node stands
+    /// for them where `MEMBW_SIM_DEVICE` sets it up.
     fn node_gpus(&self) -> Option<String> {
         if self.backend_given || self.no_gpus || self.fake() {
             return None;
         }
+        // Whichever the maker (a node with GPUs of two makers checks the
+        // first's; --backend names the other's). The simulated node, where
+        // it is set up, stands for them all.
         let simulated = std::env::var_os(crate::backend::sim::SETUP_VARIABLE).is_some();
-        let spec = if simulated { "sim:all" } else { "cuda:all" };
-        match crate::backend::platform_set(spec) {
-            Ok(Some((_, devices))) if !devices.is_empty() => Some(spec.into()),
-            _ => None,
-        }
+        crate::backend::PLATFORMS
+            .iter()
+            .filter(|p| (p.vendor().is_none()) == simulated)
+            .map(|p| format!("{}:all", p.name()))
+            .find(|spec| {
+                matches!(crate::backend::platform_set(spec),
+                    Ok(Some((_, devices))) if !devices.is_empty())
+            })
     }
 
     /// The device set whose pairs are probed: --backend's, or the node's

@@ -104,8 +104,9 @@ fn long_enough(device: &mut dyn Device, kernel: KernelId, mut repeats: usize, fl
 }
 
 /// Every shape of `kernel` timed `SHAPE_ROUNDS` times, alternated, at
-/// `repeats` calls; the fastest (its best time) is chosen and kept on the
-/// device. `None` where there is nothing to choose.
+/// `repeats` calls; the fastest (its best time) is chosen where it beats
+/// the default beyond the noise ([`choose`]), and kept on the device.
+/// `None` where there is nothing to choose.
 fn fastest_shape(
     plan: &Plan,
     device: &mut dyn Device,
@@ -117,18 +118,20 @@ fn fastest_shape(
         return shapes.into_iter().next().map(|shape| Launch {
             shape,
             tried: Vec::new(),
+            kept_within: None,
         });
     }
     let mut best = vec![f64::INFINITY; shapes.len()];
+    let mut worst = vec![0.0_f64; shapes.len()];
     for _ in 0..SHAPE_ROUNDS {
-        for (i, b) in best.iter_mut().enumerate() {
+        for i in 0..shapes.len() {
             device.choose_shape(kernel, i);
-            *b = b.min(time(device, kernel, repeats));
+            let took = time(device, kernel, repeats);
+            best[i] = best[i].min(took);
+            worst[i] = worst[i].max(took);
         }
     }
-    let chosen = (0..shapes.len())
-        .min_by(|&a, &b| best[a].total_cmp(&best[b]))
-        .unwrap_or(0);
+    let (chosen, kept_within) = choose(&best, &worst);
     device.choose_shape(kernel, chosen);
     let bytes = (kernel.spec().bytes_counted() * (plan.elements * repeats) as u64) as f64;
     let tried = (shapes.iter().zip(&best))
@@ -140,5 +143,46 @@ fn fastest_shape(
     Some(Launch {
         shape: shapes[chosen].clone(),
         tried,
+        kept_within,
     })
+}
+
+/// The least a faster shape must gain over the first to be chosen: the
+/// rounds' own spread, and never less than this share.
+const SHAPE_MARGIN: f64 = 0.02;
+
+/// The shape to run, from each shape's best and worst time over the
+/// rounds: the fastest, where it beats the first (the stated default: one
+/// wave, by occupancy) by more than the noise (the widest spread of any
+/// shape's rounds, at least [`SHAPE_MARGIN`]); else the first, with that
+/// noise, so the record says the others were within it.
+fn choose(best: &[f64], worst: &[f64]) -> (usize, Option<f64>) {
+    let fastest = (0..best.len())
+        .min_by(|&a, &b| best[a].total_cmp(&best[b]))
+        .unwrap_or(0);
+    let noise = (best.iter().zip(worst))
+        .map(|(&b, &w)| w / b - 1.0)
+        .filter(|s| s.is_finite())
+        .fold(SHAPE_MARGIN, f64::max);
+    match fastest == 0 || best[fastest] < best[0] * (1.0 - noise) {
+        true => (fastest, None),
+        false => (0, Some(noise)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_shape_is_chosen_over_the_default_only_beyond_the_noise() {
+        // 10 % faster, rounds steady: chosen.
+        assert_eq!(super::choose(&[1.0, 0.9], &[1.01, 0.91]), (1, None));
+        // 1 % faster: inside the 2 % floor, the default kept and why.
+        assert_eq!(super::choose(&[1.0, 0.99], &[1.0, 0.99]), (0, Some(0.02)));
+        // 10 % faster, but one shape's rounds spread 20 %: kept.
+        let (chosen, noise) = super::choose(&[1.0, 0.9], &[1.2, 0.9]);
+        assert_eq!(chosen, 0);
+        assert!((noise.unwrap() - 0.2).abs() < 1e-12);
+        // The default fastest: chosen, nothing to say.
+        assert_eq!(super::choose(&[0.8, 1.0, 1.1], &[2.0, 2.0, 2.0]), (0, None));
+    }
 }

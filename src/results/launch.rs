@@ -1,6 +1,7 @@
 //! How a device launched a kernel, as its records keep it: the launch
 //! shape that ran, and the shapes the protocol timed against it before
-//! the run (the fastest was kept).
+//! the run (the fastest was kept, where it beat the default beyond the
+//! noise).
 
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +15,10 @@ pub struct Launch {
     /// target had one shape.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tried: Vec<LaunchTried>,
+    /// Where a faster shape was within the noise (this share of the
+    /// default's time), so the default shape ran: the noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_within: Option<f64>,
 }
 
 /// One launch shape as calibration timed it.

@@ -275,3 +275,44 @@ fn version_names_the_hip_runtime_and_smi_that_load() {
         "{text}"
     );
 }
+
+/// On an AMD node, `check` with no `--backend` covers its GCD and its link
+/// beside the CPUs, as on an NVIDIA node (`baseline` asks the same
+/// question through the same protocol); --no-gpus leaves them out.
+#[test]
+fn a_node_check_with_no_backend_covers_the_amd_gpus() {
+    if with_fakes(true).is_none() {
+        return;
+    }
+    let scopes = |out: &std::process::Output| -> Vec<String> {
+        let doc: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let mut s: Vec<String> = (doc["rates"].as_array().unwrap().iter())
+            .map(|r| r["scope"].as_str().unwrap().to_string())
+            .collect();
+        s.dedup();
+        s
+    };
+    // One GCD (each costs seconds on the fake's one host thread); the
+    // CPUs' arrays sized on a captured EPYC's caches.
+    let check = |extra: &[&str]| {
+        let mut cmd = with_fakes(true).unwrap();
+        crate::common::on_small_caches(&mut cmd)
+            .env("FAKE_HIP_DEVICES", "1")
+            .args(["check", "--peak", "1", "--budget", "1s", "--format", "json"])
+            .args(["--kernels", "triad", "--ntimes", "2"])
+            .args(extra);
+        cmd.output().unwrap()
+    };
+    let checked = scopes(&check(&[]));
+    assert_eq!(
+        checked.first().map(String::as_str),
+        Some("node"),
+        "{checked:?}"
+    );
+    for s in ["device:0", "device:0/link:0"] {
+        assert!(checked.iter().any(|c| c == s), "{s}: {checked:?}");
+    }
+    let cpus = scopes(&check(&["--no-gpus"]));
+    assert!(cpus.iter().all(|s| !s.starts_with("device")), "{cpus:?}");
+}
