@@ -154,8 +154,9 @@ const SHAPE_MARGIN: f64 = 0.02;
 /// The shape to run, from each shape's best and worst time over the
 /// rounds: the fastest, where it beats the first (the stated default: one
 /// wave, by occupancy) by more than the noise (the widest spread of any
-/// shape's rounds, at least [`SHAPE_MARGIN`]); else the first, with that
-/// noise, so the record says the others were within it.
+/// shape's rounds, at least [`SHAPE_MARGIN`]); else the first. Where
+/// another shape came within the noise of the first, either way round,
+/// nothing was decided: the noise comes back, so the record says so.
 fn choose(best: &[f64], worst: &[f64]) -> (usize, Option<f64>) {
     let fastest = (0..best.len())
         .min_by(|&a, &b| best[a].total_cmp(&best[b]))
@@ -164,10 +165,11 @@ fn choose(best: &[f64], worst: &[f64]) -> (usize, Option<f64>) {
         .map(|(&b, &w)| w / b - 1.0)
         .filter(|s| s.is_finite())
         .fold(SHAPE_MARGIN, f64::max);
-    match fastest == 0 || best[fastest] < best[0] * (1.0 - noise) {
-        true => (fastest, None),
-        false => (0, Some(noise)),
+    if fastest != 0 && best[fastest] < best[0] * (1.0 - noise) {
+        return (fastest, None);
     }
+    let close = (best.iter().skip(1)).any(|&b| b < best[0] * (1.0 + noise));
+    (0, close.then_some(noise))
 }
 
 #[cfg(test)]
@@ -182,7 +184,12 @@ mod tests {
         let (chosen, noise) = super::choose(&[1.0, 0.9], &[1.2, 0.9]);
         assert_eq!(chosen, 0);
         assert!((noise.unwrap() - 0.2).abs() < 1e-12);
-        // The default fastest: chosen, nothing to say.
-        assert_eq!(super::choose(&[0.8, 1.0, 1.1], &[2.0, 2.0, 2.0]), (0, None));
+        // The default fastest, the others well behind: chosen outright.
+        assert_eq!(
+            super::choose(&[0.8, 1.0, 1.1], &[0.81, 1.0, 1.1]),
+            (0, None)
+        );
+        // The default fastest by 1 %: kept, and said to be inside the noise.
+        assert_eq!(super::choose(&[1.0, 1.01], &[1.0, 1.01]), (0, Some(0.02)));
     }
 }

@@ -83,11 +83,11 @@ pub(super) fn launch_lines(m: &Measurement) -> String {
                 let _ = match launch.kept_within {
                     Some(noise) => writeln!(
                         o,
-                        "  launch: {name} {}\n    kept, the default, at {:.1} GB/s: {} is within the noise ({:.0} %)",
+                        "  launch: {name} {}\n    kept, the default, at {:.1} GB/s: no shape differed beyond the noise ({:.0} %): {}",
                         launch.shape,
                         mine.best_gb_s,
-                        others.join(", "),
-                        100.0 * noise
+                        100.0 * noise,
+                        others.join(", ")
                     ),
                     None => writeln!(
                         o,
