@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="1d34285ecf14e5c6ed29f5354a7e9289dc26dda5977d0535b72e5f95f0a0ee73")
+    version("0.1.0", sha256="a3a8a0a643cfe505910dc70286f288060dc565761cf39184f4e8ab954ea4b7e3")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
