@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="a3a8a0a643cfe505910dc70286f288060dc565761cf39184f4e8ab954ea4b7e3")
+    version("0.1.0", sha256="88125fe2519bf67a1a682dae079c7f5ef89b882ea728d8a8170ec7b2efbebbb9")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
