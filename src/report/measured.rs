@@ -80,23 +80,20 @@ pub(super) fn launch_lines(m: &Measurement) -> String {
                 let others: Vec<String> = (others.iter())
                     .map(|t| format!("{:.1} GB/s for {}", t.best_gb_s, t.shape))
                     .collect();
-                let _ = match launch.kept_within {
-                    Some(noise) => writeln!(
-                        o,
-                        "  launch: {name} {}\n    kept, the default, at {:.1} GB/s: no shape differed beyond the noise ({:.0} %): {}",
-                        launch.shape,
+                let decided = match launch.kept_within {
+                    Some(noise) => format!(
+                        "kept, the default, at {:.1} GB/s: no shape differed beyond the noise ({:.0} %):",
                         mine.best_gb_s,
-                        100.0 * noise,
-                        others.join(", ")
+                        100.0 * noise
                     ),
-                    None => writeln!(
-                        o,
-                        "  launch: {name} {}\n    chosen at {:.1} GB/s over {}",
-                        launch.shape,
-                        mine.best_gb_s,
-                        others.join(", ")
-                    ),
+                    None => format!("chosen at {:.1} GB/s over", mine.best_gb_s),
                 };
+                let _ = writeln!(
+                    o,
+                    "  launch: {name} {}\n    {decided} {}",
+                    launch.shape,
+                    others.join(", ")
+                );
             }
             None => match alike.iter_mut().find(|(shape, _)| *shape == launch.shape) {
                 Some((_, kernels)) => kernels.push(name),

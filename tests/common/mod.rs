@@ -399,7 +399,12 @@ pub fn slow_tests_on() -> bool {
 /// 32 MiB L3 sits in a 300 MiB one.
 pub fn dram_elements(floor: u64) -> String {
     let topo = Topology::live().unwrap();
-    let caches = topo.cache_sum(&topo.allowed_cpus).0;
+    rule_elements(topo.cache_sum(&topo.allowed_cpus).0, floor)
+}
+
+/// STREAM's rule in elements (each array four times `caches` bytes of
+/// doubles), never under `floor`.
+fn rule_elements(caches: u64, floor: u64) -> String {
     (4 * caches).div_ceil(8).max(floor).to_string()
 }
 
@@ -426,8 +431,7 @@ pub fn small_dram_elements(floor: u64) -> String {
         return dram_elements(floor);
     }
     let allowed = Topology::live().unwrap().allowed_cpus;
-    let caches = topology(SMALL_CACHES).cache_sum(&allowed).0;
-    (4 * caches).div_ceil(8).max(floor).to_string()
+    rule_elements(topology(SMALL_CACHES).cache_sum(&allowed).0, floor)
 }
 
 /// Whether a Slurm node is up to take `srun` (.ci/run starts a one-node
