@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="88125fe2519bf67a1a682dae079c7f5ef89b882ea728d8a8170ec7b2efbebbb9")
+    version("0.1.0", sha256="82650b9a9307a5ee846bb2e6206cd8da78498a36d2f42657dd330f73311f292c")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
