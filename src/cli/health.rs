@@ -407,6 +407,10 @@ fn run_check(args: &CheckArgs) -> Result<()> {
     }));
     // And so is an NVLink link down: against the device's siblings.
     differences.extend(crate::health::pairs::links_down(&devices));
+    // And a DIMM of the node with uncorrected errors, or corrected ones past
+    // NHC's limit, whatever was measured (counts, not rates: decided on a
+    // busy node too).
+    differences.extend(crate::topology::edac::findings(&topo.memory_errors));
     differences.extend(match baseline.as_ref().filter(|b| !b.pairs.is_empty()) {
         Some(b) => crate::health::pairs::against_baseline(&pairs, &b.pairs, args.tolerance),
         None => crate::health::pairs::against_siblings(&pairs, args.tolerance),

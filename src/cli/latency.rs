@@ -240,6 +240,11 @@ fn latency_request(args: &LatencyArgs, topo: &Topology) -> Result<LatencyRequest
         facts: Facts {
             caches: topo.cache_per_thread(&[cpu]),
             peak_gb_s: crate::peak::estimate(topo, &args.peak.request()).map(|p| p.node_gb_s()),
+            // No --mem: the policy is numactl's, where there is one (the
+            // matrix binds each node itself and refuses --mem).
+            mem_inherited: !args.numa_matrix.is_some()
+                && args.mem.mem.is_empty()
+                && crate::memory::inherited::policy().is_some(),
         },
         plan,
         study,

@@ -29,6 +29,8 @@ pub struct Facts {
     pub caches: BTreeMap<String, u64>,
     /// Theoretical peak bandwidth of the node, when known.
     pub peak_gb_s: Option<f64>,
+    /// The policy is the one membw was started with (numactl's).
+    pub mem_inherited: bool,
 }
 
 /// One latency experiment, resolved.
@@ -141,6 +143,7 @@ fn payload(
         peak_gb_s: facts.peak_gb_s,
         interference: None,
         relation: None,
+        mem_inherited: facts.mem_inherited,
     };
     let window = Window {
         cpus,

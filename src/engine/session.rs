@@ -163,6 +163,7 @@ mod tests {
             peak_gb_s: None,
             interference: None,
             relation: None,
+            mem_inherited: false,
         }
     }
 

@@ -42,7 +42,8 @@ pub struct SweepSpec {
     /// (`--cpunode`, numactl's `--cpunodebind`).
     pub cpu_nodes: Option<IdSet>,
     /// Fixed for the whole sweep; its elements apply when there is no size
-    /// axis (`None` = STREAM's rule for all allowed CPUs, the same at every point).
+    /// axis (`None` = STREAM's rule for every CPU the points use, the same
+    /// at every point).
     pub measure: Measure,
 }
 
@@ -58,8 +59,14 @@ type Case = (
 /// Expands the axes into jobs, resolving and checking every point before
 /// anything runs, so a bad combination fails at once, not after an hour.
 pub fn expand(topo: &Topology, spec: &SweepSpec, prepare: &plan::Prepare) -> Result<Vec<Job>> {
-    // STREAM's rule for all allowed CPUs: the same at every point. A
-    // device sizes its arrays from its own memory, as its plan says.
+    let cases = match spec.numa_matrix {
+        Some(mode) => numa_cases(topo, mode),
+        None => axis_cases(spec),
+    };
+    // STREAM's rule for every CPU the points use (what `run` sizes for its
+    // own CPUs; `--cpunode 0` is one node's caches, not the machine's):
+    // the same at every point. A device sizes its arrays from its own
+    // memory, as its plan says.
     let own_size = || {
         let everywhere = placement::Request {
             spec: Spec::Default,
@@ -75,19 +82,13 @@ pub fn expand(topo: &Topology, spec: &SweepSpec, prepare: &plan::Prepare) -> Res
         );
         (prepare(&settings).ok()).and_then(|p| p.plan.target.own_elements(p.plan.elements))
     };
-    let fixed = Measure {
-        elements: Some(
-            spec.measure
-                .elements
-                .or_else(own_size)
-                .unwrap_or_else(|| crate::memory::default_elements(topo, topo.allowed_cpus.ids())),
-        ),
-        ..spec.measure.clone()
-    };
-    let cases = match spec.numa_matrix {
-        Some(mode) => numa_cases(topo, mode),
-        None => axis_cases(spec),
-    };
+    let fixed =
+        Measure {
+            elements: Some(spec.measure.elements.or_else(own_size).unwrap_or_else(|| {
+                crate::memory::default_elements(topo, &cpus_used(topo, &cases))
+            })),
+            ..spec.measure.clone()
+        };
     let sizes: Vec<Option<u64>> = if spec.sizes.is_empty() || spec.numa_matrix.is_some() {
         vec![None]
     } else {
@@ -126,6 +127,21 @@ pub fn expand(topo: &Topology, spec: &SweepSpec, prepare: &plan::Prepare) -> Res
         }
     }
     Ok(jobs)
+}
+
+/// Every CPU some case's threads run on, ascending; all allowed CPUs when
+/// no case resolves (the first bad one is refused when it is planned).
+fn cpus_used(topo: &Topology, cases: &[Case]) -> Vec<usize> {
+    let used: std::collections::BTreeSet<usize> = cases
+        .iter()
+        .filter_map(|(request, ..)| placement::resolve(topo, request).ok())
+        .flatten()
+        .collect();
+    if used.is_empty() {
+        topo.allowed_cpus.ids().to_vec()
+    } else {
+        used.into_iter().collect()
+    }
 }
 
 /// The NUMA matrix's cases: from each CPU node (one thread, all cores or

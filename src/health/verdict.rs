@@ -65,7 +65,9 @@ pub struct Verdict {
     /// Every scope's and kernel's rate in its best round.
     pub rates: Vec<Rate>,
     pub findings: Vec<Finding>,
-    /// The node's hardware against the baseline's, where it differs.
+    /// Faults of the hardware, each unhealthy whatever the rates: the
+    /// node's hardware against the baseline's (a DIMM missing), a link
+    /// trained narrow or down, a DIMM's memory errors (EDAC).
     pub differences: Vec<String>,
     pub notes: Vec<String>,
     pub stability: Vec<Stability>,

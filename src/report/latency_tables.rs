@@ -86,6 +86,16 @@ fn idle_series(idle: &[&LatencyRecord]) -> Vec<(String, Vec<LatencyRecord>)> {
     series
 }
 
+/// A point's memory policy as its table's title says it: where membw was
+/// started under it (numactl's), the words `run`'s header uses.
+fn memory(r: &LatencyRecord) -> String {
+    if r.mem_inherited {
+        format!("{}, {}", r.point.mem, crate::memory::inherited::SOURCE)
+    } else {
+        r.point.mem.to_string()
+    }
+}
+
 fn idle_tables(o: &mut String, idle: &[&LatencyRecord]) {
     for (_, points) in idle_series(idle) {
         let first = &points[0];
@@ -94,7 +104,7 @@ fn idle_tables(o: &mut String, idle: &[&LatencyRecord]) {
             "Latency: {} · CPU {} · memory {} · pages: {}{}",
             first.point.order.describe(),
             first.point.cpu,
-            first.point.mem,
+            memory(first),
             first.point.hugepages,
             first
                 .clock_ghz
@@ -204,7 +214,7 @@ fn loaded_curves(loaded: &[&LatencyRecord]) -> Curves {
             "chaser CPU {} · load CPUs {} · memory {} · {} working set · pages: {}",
             r.point.cpu,
             crate::topology::cpulist::IdSet::new(r.point.load_cpus.clone()),
-            r.point.mem,
+            memory(r),
             Bytes(r.point.bytes),
             r.point.hugepages
         );

@@ -194,6 +194,7 @@ pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
         m.cgroup_limit.map_or("none".to_string(), |l| l.to_string()),
         m.thp_mode.as_deref().unwrap_or("unknown"),
     );
+    let _ = writeln!(o, "{:<11}{}", "ECC", topo.memory_errors.summary());
     if let Some(pools) = super::tiers::pools_line(topo) {
         let _ = writeln!(o, "{:<11}{pools}", "Huge pages");
     }

@@ -329,6 +329,11 @@ pub struct Latency {
     /// L3`, `same NUMA node`, `same socket`, `other socket`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relation: Option<String>,
+    /// The point's memory policy is the one membw was started with
+    /// (`numactl --membind 0 membw latency`), not one it was given: its
+    /// tables say so, as `run`'s header does. Written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mem_inherited: bool,
 }
 
 /// What `membw latency --format json` prints: the experiment, and every
@@ -433,6 +438,7 @@ mod tests {
             peak_gb_s: None,
             interference: None,
             relation: None,
+            mem_inherited: false,
         };
         let record = LatencyRecord::new(EXPERIMENT, "s", &host, key, latency);
         let line = serde_json::to_string(&record).unwrap();

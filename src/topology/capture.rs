@@ -18,6 +18,8 @@ const CAPTURE_PATHS: &[&str] = &[
     "sys/devices/system/cpu/amd_pstate/cpb_boost",
     "sys/firmware/dmi/entries",
     "sys/class/dmi/id/sys_vendor",
+    "sys/devices/system/edac/mc",
+    "proc/uptime",
     "proc/cpuinfo",
     "proc/meminfo",
     "proc/self/status",

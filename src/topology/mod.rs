@@ -15,6 +15,7 @@ mod capture;
 mod cgroup;
 pub mod clock;
 pub mod cpulist;
+pub mod edac;
 pub mod fixture;
 pub mod pci;
 pub mod power;
@@ -174,6 +175,8 @@ pub struct Topology {
     pub cpu_info: CpuInfo,
     /// Populated DIMMs from SMBIOS (empty unless readable, i.e. as root).
     pub memory_devices: Vec<smbios::MemoryDevice>,
+    /// Corrected and uncorrected memory errors since boot (EDAC).
+    pub memory_errors: edac::MemoryErrors,
     /// NVIDIA GPUs on the PCI bus (sysfs; no driver needed).
     pub gpus: Vec<pci::PciGpu>,
     /// cpufreq's governors and turbo: how the CPUs' clocks are set.

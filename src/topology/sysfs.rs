@@ -159,6 +159,7 @@ impl Topology {
             memory: read_memory(&r),
             cpu_info: read_cpu_info(&r),
             memory_devices: smbios::read(root),
+            memory_errors: edac::MemoryErrors::read(&r),
             gpus: super::pci::read(&r),
             power: super::power::Power::read(&r, online_set.ids()),
         })

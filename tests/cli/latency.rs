@@ -6,7 +6,8 @@ use crate::common;
 use crate::common::{stdout, usage_error};
 
 /// Under `numactl --membind N`, a chase without `--mem` runs under the
-/// policy membw was started with and names it, as `run` does.
+/// policy membw was started with and names it as inherited, as `run` does;
+/// the same policy given with `--mem` is not.
 #[test]
 fn latency_names_the_policy_it_inherited_from_numactl() {
     if !common::mbind_works() {
@@ -17,17 +18,32 @@ fn latency_names_the_policy_it_inherited_from_numactl() {
     if common::tool(&mut probe, "numactl").is_none() {
         return;
     }
-    let out = std::process::Command::new("numactl")
-        .args(["--membind", "0"])
-        .args(common::membw_argv())
-        .args([
-            "latency", "--sizes", "16KiB", "--time", "10ms", "--format", "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let latency = |extra: &[&str]| {
+        let out = std::process::Command::new("numactl")
+            .args(["--membind", "0"])
+            .args(common::membw_argv())
+            .args(["latency", "--sizes", "16KiB", "--time", "10ms"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let d: serde_json::Value = serde_json::from_str(&latency(&["--format", "json"])).unwrap();
     assert_eq!(d["mem"], "bind:0", "{d}");
+    assert_eq!(d["records"][0]["mem_inherited"], true, "{d}");
+    let text = latency(&[]);
+    assert!(
+        text.contains("memory bind:0, inherited (numactl or the parent process)"),
+        "{text}"
+    );
+    let given: serde_json::Value =
+        serde_json::from_str(&latency(&["--mem", "bind:0", "--format", "json"])).unwrap();
+    assert_eq!(given["mem"], "bind:0", "{given}");
+    assert!(
+        given["records"][0].get("mem_inherited").is_none(),
+        "{given}"
+    );
 }
 
 #[test]

@@ -29,6 +29,7 @@ mod labels;
 mod latency;
 mod layers;
 mod many_writers;
+mod memory_errors;
 mod packaging;
 mod pages;
 mod peers;

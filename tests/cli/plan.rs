@@ -74,6 +74,38 @@ fn sweeps_and_tunes_list_their_points_on_a_two_socket_fixture() {
     );
 }
 
+/// A sweep sizes its arrays by STREAM's rule for the CPUs its points use,
+/// as `run` does for its own: `--cpunode 0` is one socket's caches, not the
+/// machine's (on a 2-socket EPYC 7H12 they differ twofold).
+#[test]
+fn a_sweep_on_one_node_sizes_its_arrays_as_a_run_there_does() {
+    let tree = common::shared_tree("epyc-7h12-2s");
+    let tree = tree.to_str().unwrap();
+    let run = stdout(&["run", "--dry-run", "--sysroot", tree, "--cpunode", "0"]);
+    let run_elements: u64 = run
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("arrays     3 × "))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no array line: {run}"));
+    let sweep_elements = |extra: &[&str]| -> Vec<u64> {
+        let mut args = vec!["sweep", "--dry-run", "--sysroot", tree];
+        args.extend_from_slice(extra);
+        let plan = stdout(&args);
+        let sizes: Vec<u64> = plan
+            .lines()
+            .filter_map(|l| l.split_once(" el. ")?.0.rsplit(' ').next()?.parse().ok())
+            .collect();
+        assert_eq!(sizes.len(), 2, "{plan}");
+        sizes
+    };
+    let one_node = sweep_elements(&["--cpunode", "0", "--threads", "1,64"]);
+    assert_eq!(one_node, [run_elements; 2]);
+    // Both sockets: both sockets' caches, twice as much per array.
+    let whole = sweep_elements(&["--threads", "1,128"]);
+    assert_eq!(whole, [2 * run_elements; 2]);
+}
+
 #[test]
 fn another_nodes_tree_is_only_planned_for() {
     let tree = xeon();

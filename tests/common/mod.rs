@@ -106,11 +106,35 @@ pub const MACHINES: [&str; 9] = [
     "xeon-6-cxl-1s",
 ];
 
-/// What `MEMBW_TEST_BINARY` names: another build of membw to run the CLI
-/// tests against (CI runs the GPU suites and the aarch64 CLI suites against
-/// the portable release binaries this way).
-fn binary_under_test() -> Option<PathBuf> {
-    std::env::var_os("MEMBW_TEST_BINARY").map(PathBuf::from)
+/// The membw binary under test: the one `MEMBW_TEST_BINARY` names (CI runs
+/// the GPU suites and the aarch64 CLI suites against the portable release
+/// binaries this way, the latter from the native harness), or the one
+/// built for these tests.
+fn binary_under_test() -> PathBuf {
+    std::env::var_os("MEMBW_TEST_BINARY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| assert_cmd::cargo::cargo_bin("membw"))
+}
+
+/// The architecture the binary under test was built for (`x86_64`,
+/// `aarch64`), from its ELF header's machine field; this harness's own
+/// where the file says nothing known.
+pub fn binary_arch() -> &'static str {
+    use std::io::Read;
+    let mut head = [0u8; 20];
+    let read = std::fs::File::open(binary_under_test()).and_then(|mut f| f.read_exact(&mut head));
+    match (read.is_ok(), u16::from_le_bytes([head[18], head[19]])) {
+        (true, 0x3e) => "x86_64",
+        (true, 0xb7) => "aarch64",
+        _ => std::env::consts::ARCH,
+    }
+}
+
+/// Whether the binary under test is another architecture's than this
+/// harness (CI's aarch64 release binary, run from the native harness):
+/// what the harness asks of its own CPU then says nothing of the binary's.
+pub fn foreign_binary() -> bool {
+    binary_arch() != std::env::consts::ARCH
 }
 
 /// The membw binary built for these tests, or the one `MEMBW_TEST_BINARY`
@@ -126,13 +150,13 @@ pub fn membw() -> assert_cmd::Command {
 /// target's runner when there is one (qemu-user for aarch64, set in
 /// .cargo/config.toml), for tests that start it through another program.
 pub fn membw_argv() -> Vec<String> {
-    let triple = std::env::consts::ARCH.to_uppercase();
+    // The runner of the binary's architecture, not the harness's: CI runs
+    // the aarch64 release binary from the native harness, and nothing
+    // registers qemu with the kernel's binfmt_misc there.
+    let triple = binary_arch().to_uppercase();
     let runner = std::env::var(format!("CARGO_TARGET_{triple}_UNKNOWN_LINUX_GNU_RUNNER"))
         .unwrap_or_default();
-    // Another architecture's binary (CI runs the aarch64 release binary
-    // this way) needs the runner too: nothing registers qemu with the
-    // kernel's binfmt_misc there.
-    let binary = binary_under_test().unwrap_or_else(|| assert_cmd::cargo::cargo_bin("membw"));
+    let binary = binary_under_test();
     let mut argv: Vec<String> = runner.split_whitespace().map(str::to_string).collect();
     argv.push(binary.display().to_string());
     argv

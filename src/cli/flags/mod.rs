@@ -301,8 +301,8 @@ impl NumaMatrix {
 #[derive(Args, Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ArraySizeFlag {
     /// Elements per array (80M, 800000000) or bytes per array (512MB, 6GiB) [default: STREAM's
-    /// rule, 4 × the caches of the CPUs used (sweep, tune: of all allowed CPUs; baseline, check:
-    /// of each scope's), at least 10M]
+    /// rule, 4 × the caches of the CPUs used (sweep: of every CPU its points use; tune: of all
+    /// allowed CPUs; baseline, check: of each scope's), at least 10M]
     #[arg(long = "array-size", visible_alias = "size", value_name = "SIZE", value_parser = super::values::parse_one_array_size, help_heading = "Measurement")]
     pub(crate) size: Option<crate::units::ArraySize>,
 }

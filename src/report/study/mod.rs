@@ -92,8 +92,19 @@ pub fn trust_lines(records: &[Record], kernel: KernelId) -> Vec<String> {
     }
     for (r, t) in partly {
         let why = t.doubt.as_deref().unwrap_or("");
+        // Every run's figures beside the trusted ones', so a reader can see
+        // what leaving the doubtful runs out changed.
+        let every = t.all.as_ref().map_or(String::new(), |s| {
+            format!(
+                " (all {} runs: {} GB/s, min {:.2}, max {:.2})",
+                s.n,
+                stats_cell(Some(s), false)[0],
+                s.min,
+                s.max
+            )
+        });
         lines.push(format!(
-            "  {}: {} of {} runs trusted; left out: {why}",
+            "  {}: {} of {} runs trusted{every}; left out: {why}",
             r.point.label(),
             t.trusted(),
             t.runs

@@ -1,0 +1,108 @@
+//! Memory error counters (EDAC) beside bandwidth: `topo` shows them, and
+//! `check` fails a node whose DIMM has uncorrected errors, with the DIMM
+//! and the action named, with and without a baseline, on a busy node too
+//! (counts, not rates). On a 2-socket Xeon fixture with EDAC files added.
+
+use crate::common;
+use std::path::Path;
+
+/// A 2-socket Xeon fixture (two NUMA domains), generated under `dir`, with
+/// one memory controller of two DIMMs whose second has `ue` uncorrected
+/// errors.
+fn xeon_with_edac(dir: &Path, ue: u64) -> String {
+    let tree = dir.join("tree");
+    let spec = common::fixtures_dir().join("xeon-e5-2680v3-2s.json");
+    common::stdout(&[
+        "topo",
+        "--generate",
+        spec.to_str().unwrap(),
+        tree.to_str().unwrap(),
+    ]);
+    set_uncorrected(&tree, ue);
+    tree.to_string_lossy().into_owned()
+}
+
+/// Writes the counters of `tree`'s controller, its second DIMM with `ue`
+/// uncorrected errors.
+fn set_uncorrected(tree: &Path, ue: u64) {
+    let mc = tree.join("sys/devices/system/edac/mc/mc0");
+    let files = [
+        ("mc_name", "F17h_M30h".to_string()),
+        ("ce_count", "0".into()),
+        ("ue_count", ue.to_string()),
+        ("seconds_since_reset", "86400".into()),
+        ("dimm0/dimm_label", "P0-DIMMA1".into()),
+        ("dimm0/dimm_ce_count", "0".into()),
+        ("dimm0/dimm_ue_count", "0".into()),
+        ("dimm1/dimm_label", "P0-DIMMA2".into()),
+        ("dimm1/dimm_ce_count", "0".into()),
+        ("dimm1/dimm_ue_count", ue.to_string()),
+    ];
+    for (rel, text) in files {
+        let path = mc.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text + "\n").unwrap();
+    }
+}
+
+/// membw's exit code, stdout and stderr.
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = common::membw().args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn topo_shows_the_counters_and_says_why_where_there_are_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = xeon_with_edac(dir.path(), 2);
+    let topo = common::stdout(&["topo", "--sysroot", &tree]);
+    assert!(
+        topo.contains(
+            "ECC        EDAC: 0 corrected, 2 uncorrected since boot (1 memory controller, 2 DIMMs): mc0 P0-DIMMA2: 0 CE, 2 UE"
+        ),
+        "{topo}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&common::stdout(&["topo", "--sysroot", &tree, "--json"])).unwrap();
+    let errors = &json["topology"]["memory_errors"];
+    assert_eq!(errors["state"], "counted", "{errors}");
+    assert_eq!(errors["controllers"][0]["dimms"][1]["uncorrected"], 2);
+    // The plain fixture has no EDAC driver: said, not taken for no errors.
+    let plain = common::shared_tree("xeon-e5-2680v3-2s");
+    let topo = common::stdout(&["topo", "--sysroot", plain.to_str().unwrap()]);
+    assert!(
+        topo.contains("ECC        not readable here: no EDAC driver"),
+        "{topo}"
+    );
+}
+
+#[test]
+fn a_dimm_with_uncorrected_errors_fails_the_check_with_its_action() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = xeon_with_edac(dir.path(), 1);
+    let baseline = dir.path().join("b.json").to_string_lossy().into_owned();
+    let source = ["--sysroot", &tree, "--fake-source", "4"];
+    let (code, _, err) =
+        run(&[&["baseline", "--rounds", "2", "-o", &baseline][..], &source].concat());
+    assert_eq!(code, Some(0), "{err}");
+    let want = "mc0 P0-DIMMA2: 1 uncorrected memory errors since boot (EDAC): drain the node and replace the DIMM";
+    for with in [vec![], vec!["--baseline", baseline.as_str()]] {
+        let (code, out, err) = run(&[&["check"][..], &source, &with].concat());
+        assert_eq!(code, Some(1), "{with:?}: {out}{err}");
+        assert_eq!(err.trim_end(), format!("membw: {want}"), "{with:?}");
+        assert!(out.contains(&format!("hardware: {want}")), "{out}");
+    }
+    // Counts, not rates: other work on the node does not hide them.
+    let busy = ["check", "--sysroot", &tree, "--fake-source", "4,busy=60"];
+    let (code, _, err) = run(&busy);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains(want), "{err}");
+    // The same node without errors passes.
+    set_uncorrected(Path::new(&tree), 0);
+    let (code, out, err) = run(&[&["check", "--baseline", &baseline][..], &source].concat());
+    assert_eq!(code, Some(0), "{out}{err}");
+}
