@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="98722478b328205f3436a5394cc23e5c22809f033d3292aa1f4e2f34e32829e7")
+    version("0.1.0", sha256="49447a80fdacbe91bf63664467579890adbce1f7f3f27bab688e65ba5db562c3")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
