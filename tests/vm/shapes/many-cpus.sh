@@ -18,7 +18,7 @@ QEMU_DIST="0,1,21"
 # retpolines) make every syscall and interrupt flush TCG's TLB: the 64-thread
 # run took 57 s with them, 33 s without. Only here: nothing in this guest
 # judges a thread's rate, while without them two-socket-smt's health check
-# found one vCPU at 5 % of the others' rate (emulation, not membw), every time.
+# found one vCPU at 5 % of the others' rate (emulation, not membw) in both runs.
 QEMU_APPEND="mitigations=off"
 # About 4 minutes on an idle 2-core host; 10 with a build beside it (the
 # c2c pairs need both their vCPUs on a host core at once), and once past 15
