@@ -136,3 +136,97 @@ fn render_case(o: &mut String, line: C2cLine, pairs: &[&LatencyRecord]) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A modified-line record of the pair (a, b), as `latency --c2c` writes it.
+    fn pair(a: usize, b: usize, relation: &str, p50: f64) -> LatencyRecord {
+        let line = format!(
+            r#"{{"schema_version":1,"experiment":"latency","started":"2026-11-29T14:55:40Z",
+            "timestamp":"2026-11-29T14:55:40Z","host":{{"hostname":"vm","cpu_model":"x",
+            "kernel":"6.1","online_cpus":64,"numa_nodes":2,"sockets":2}},
+            "point":{{"study":"c2c","cpu":{a},"mem":"local","bytes":64,"hugepages":"thp",
+            "peer_cpu":{b},"line":"modified"}},
+            "latency":{{"bytes":64,"lines":1,"min_ns":{p50},"p50_ns":{p50},"p90_ns":{p50},
+            "p99_ns":{p50},"mean_ns":{p50},"chunks":5,"loads_per_chunk":512}},
+            "caches":{{}},"relation":"{relation}"}}"#
+        );
+        serde_json::from_str(&line).expect("a c2c record")
+    }
+
+    /// Every pair of `cpus`, on two sockets of 32 CPUs whose even CPUs
+    /// have their odd neighbour as SMT sibling.
+    fn matrix(cpus: &[usize]) -> Vec<LatencyRecord> {
+        let mut out = Vec::new();
+        for (i, &a) in cpus.iter().enumerate() {
+            for &b in &cpus[i + 1..] {
+                let (relation, ns) = if a / 2 == b / 2 {
+                    ("smt sibling", 20.0)
+                } else if a / 32 == b / 32 {
+                    ("same L3", 50.0)
+                } else {
+                    ("other socket", 150.0)
+                };
+                out.push(pair(a, b, relation, ns));
+            }
+        }
+        out
+    }
+
+    fn rendered(records: &[LatencyRecord]) -> String {
+        let refs: Vec<&LatencyRecord> = records.iter().collect();
+        let mut o = String::new();
+        render(&mut o, &refs);
+        o
+    }
+
+    #[test]
+    fn past_32_cpus_the_groups_stand_for_the_matrix() {
+        let cpus: Vec<usize> = (0..17).chain(32..49).collect();
+        let text = rendered(&matrix(&cpus));
+        assert!(
+            text.contains("(34 CPUs: the matrix is in --format json"),
+            "{text}"
+        );
+        assert!(!text.contains("    CPU "), "no matrix header: {text}");
+        let row = |relation: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(relation))
+                .unwrap_or_else(|| panic!("no {relation} row: {text}"))
+                .split_whitespace()
+                .rev()
+                .nth(3)
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+        };
+        // 8 sibling pairs a socket; 17·16/2 − 8 within each; 17·17 across.
+        assert_eq!(row("smt sibling"), 16);
+        assert_eq!(row("same L3"), 2 * (136 - 8));
+        assert_eq!(row("other socket"), 289);
+    }
+
+    #[test]
+    fn up_to_32_cpus_the_matrix_is_printed_with_both_halves_of_each_pair() {
+        let cpus: Vec<usize> = (0..16).chain(32..48).collect();
+        let text = rendered(&matrix(&cpus));
+        assert!(!text.contains("the matrix is in"), "{text}");
+        let row0 = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some("0"))
+            .expect("CPU 0's row");
+        // Its own cell is empty, then its sibling, 14 same-socket, 16 across.
+        let cells: Vec<&str> = row0.split_whitespace().skip(1).collect();
+        assert_eq!(cells.len(), 32, "{row0}");
+        assert_eq!(cells[0], "-");
+        assert_eq!(cells[1], "20.0");
+        assert_eq!(cells[31], "150.0");
+        let row47 = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some("47"))
+            .expect("CPU 47's row");
+        assert_eq!(row47.split_whitespace().nth(1), Some("150.0"), "{row47}");
+    }
+}

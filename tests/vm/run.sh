@@ -49,6 +49,15 @@ if [ ${#shapes[@]} -eq 0 ]; then
     done
 fi
 
+mkdir -p "$out"
+# The guests' loops per jiffy (see the guest's command line below): the
+# host's fastest clock in MHz, from cpuinfo or cpufreq, in cycles per jiffy
+# at HZ=250. Too high only makes a udelay longer. Empty (the guest
+# calibrates) where neither is readable.
+host_mhz=$(cat /sys/devices/system/cpu/cpu*/cpufreq/cpuinfo_max_freq 2>/dev/null |
+    awk '{ print $1 / 1000 }'; awk -F: '/^cpu MHz/ { print $2 }' /proc/cpuinfo)
+lpj=$(awk 'NF && $1 > m { m = $1 } END { if (m > 0) printf "%d", m * 1e6 / 250 }' <<<"$host_mhz")
+
 # The kernel a shape boots. A shape that needs Linux 6.9+ (weighted
 # interleave) boots the backports kernel tests/vm/get-kernel.sh unpacks.
 # Asked of every shape before any guest starts, so that a missing kernel
@@ -129,13 +138,16 @@ guest() {
     # (a lockup, the OOM killer) in console.log, which a timeout prints.
     # lpj= skips each CPU's delay-loop calibration, which TCG stretches to
     # about a second a CPU (udelay counts TSC cycles, not loops, here):
-    # the 64-vCPU guest booted in 25 s with it, 73 s without.
-    echo "booting '$shape': -smp $QEMU_SMP, nodes $QEMU_NODES" >&2
+    # the 64-vCPU guest booted in 25 s with it, 73 s without. TCG's TSC
+    # ticks at the host's rate, so lpj is the host's TSC cycles per jiffy
+    # (HZ=250 in Debian's kernels): a udelay then lasts what it asks for
+    # on any host, never less.
+    echo "booting '$shape': -smp $QEMU_SMP, nodes $QEMU_NODES, lpj=${lpj:-calibrated}" >&2
     started=$(date +%s)
     timeout "${QEMU_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg -machine "${QEMU_MACHINE:-q35}" -cpu "max,vendor=GenuineIntel${QEMU_CPU_FLAGS:-}" \
         -smp "$QEMU_SMP" -m "${total}M" "${numa[@]}" \
         -kernel "$guest_kernel" -initrd "$dir/initramfs.gz" \
-        -append "console=ttyS0 quiet loglevel=4 panic=-1 tsc=reliable lpj=4000000 ${QEMU_APPEND:-}" \
+        -append "console=ttyS0 quiet loglevel=4 panic=-1 tsc=reliable ${lpj:+lpj=$lpj} ${QEMU_APPEND:-}" \
         -display none -no-reboot \
         -serial "file:$dir/console.log" -serial "file:$dir/results.txt" \
         >"$dir/qemu.log" 2>&1 || {
@@ -173,8 +185,11 @@ for shape in "${shapes[@]}"; do
     pid_shape[$!]=$shape
 done
 while [ "${#pid_shape[@]}" -gt 0 ]; do reap; done
+# Every guest's log, also kept in $out/guests.log: CI prints the failures
+# and timings from it last, where its truncated output still shows them.
+: >"$out/guests.log"
 for shape in "${shapes[@]}"; do
-    cat "$logs/$shape.log"
+    tee -a "$out/guests.log" <"$logs/$shape.log"
     [ "$(cat "$logs/$shape.rc")" = 0 ] || status=1
 done
 exit $status
