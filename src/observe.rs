@@ -269,8 +269,8 @@ impl Observer for CpuTicks {
         if seen.window_s < shortest {
             seen.not_judged = Some(format!(
                 "the CPUs' tick counters cannot judge the {} measured (they need {} at least)",
-                crate::results::target::method::seconds(seen.window_s),
-                crate::results::target::method::seconds(shortest)
+                crate::results::targets::method::seconds(seen.window_s),
+                crate::results::targets::method::seconds(shortest)
             ));
         }
         Some(Observation::CpuTicks(seen))

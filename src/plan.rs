@@ -9,7 +9,7 @@ use crate::memory::policy::MemPolicy;
 use crate::memory::{self, Hugepages};
 use crate::placement;
 use crate::results::Point;
-use crate::results::target::Target;
+use crate::results::targets::Target;
 use crate::topology::Topology;
 use crate::units::ELEMENT_BYTES;
 

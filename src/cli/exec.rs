@@ -162,7 +162,7 @@ fn program_job(
         &plan,
         None,
     );
-    point.target = Some(crate::results::target::Target::Program {
+    point.target = Some(crate::results::targets::Target::Program {
         label: Some(label.clone()),
     });
     // What a STREAM-like program reports; the rates it printed say which ran.

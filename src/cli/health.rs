@@ -392,7 +392,7 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         .zip(throttled_before)
         .map(|(after, before)| after.saturating_sub(before))
         .filter(|d| !d.is_zero());
-    let mut devices: Vec<crate::results::target::Device> = Vec::new();
+    let mut devices: Vec<crate::results::targets::Device> = Vec::new();
     for d in (plan.jobs.iter()).filter_map(|j| j.plan.target.device()) {
         if !devices.iter().any(|k| k.id == d.id) {
             devices.push(d.clone());

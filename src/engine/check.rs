@@ -175,7 +175,7 @@ pub fn baseline_jobs(
                 ),
             })?;
             if !plan.target.same_device(s.device.as_ref()) {
-                let what = crate::results::target::Target::what_is_measured;
+                let what = crate::results::targets::Target::what_is_measured;
                 return Err(field(
                     ".device",
                     format!(

@@ -128,7 +128,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
         arrays: 3,
         ntimes: out.as_ref().and_then(|o| o.ntimes).unwrap_or(0) as usize,
         inner_repeats: 1,
-        target: Some(crate::results::target::Target::Program { label: None }),
+        target: Some(crate::results::targets::Target::Program { label: None }),
         isa: None,
         stores: None,
         hugepages: Hugepages::Auto,

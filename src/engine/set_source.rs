@@ -102,7 +102,7 @@ impl Source for DeviceSetSource {
             Some(at) => self.members[at].1.measure(plan, stop),
             None => Err(Error::Runtime(format!(
                 "a plan for {} reached a set of devices {}",
-                crate::results::target::Target::what_is_measured(plan.target.device()),
+                crate::results::targets::Target::what_is_measured(plan.target.device()),
                 self.list()
             ))),
         }

@@ -323,7 +323,7 @@ pub fn with_programs(
         let mut seen = std::collections::HashSet::new();
         for j in &base {
             let mut point = j.point.clone();
-            point.target = Some(crate::results::target::Target::Program {
+            point.target = Some(crate::results::targets::Target::Program {
                 label: Some(label.clone()),
             });
             point.elements = 0;

@@ -20,9 +20,9 @@ pub struct Judging {
     pub tolerance: f64,
     pub budget: Duration,
     /// A device's identity, when a device was checked.
-    pub device: Option<crate::results::target::Device>,
+    pub device: Option<crate::results::targets::Device>,
     /// Every device's, when a device set was checked.
-    pub devices: Vec<crate::results::target::Device>,
+    pub devices: Vec<crate::results::targets::Device>,
     /// How the budget was shared among a set's devices.
     pub budget_split: Option<String>,
     /// A set's pairs, measured after the rounds.

@@ -64,7 +64,7 @@ pub struct ScopeBaseline {
     /// The device measured, for the device scope: a check measures the
     /// same one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<crate::results::target::Device>,
+    pub device: Option<crate::results::targets::Device>,
     pub kernels: BTreeMap<KernelId, Rates>,
 }
 

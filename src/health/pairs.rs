@@ -5,7 +5,7 @@
 //! direct path. Pure functions of the cells, as the rules are.
 
 use crate::results::peers::PeerCell;
-use crate::results::target::Device;
+use crate::results::targets::Device;
 
 /// Devices whose NVLink links are not all up. Among siblings (the set's
 /// devices of the same model), a device with fewer links up than the
@@ -228,7 +228,7 @@ mod tests {
 
     fn gpu(index: u32, up: u32) -> Device {
         let mut d = Device {
-            id: crate::results::target::DeviceId {
+            id: crate::results::targets::DeviceId {
                 backend: "cuda".into(),
                 index,
                 name: format!("cuda{index}"),
@@ -236,7 +236,7 @@ mod tests {
             facts: Default::default(),
         };
         d.facts.model = Some("H100".into());
-        d.facts.fabric = Some(crate::results::target::Fabric {
+        d.facts.fabric = Some(crate::results::targets::Fabric {
             name: "NVLink".into(),
             version: None,
             links: 18,
@@ -266,7 +266,7 @@ mod tests {
 
     #[test]
     fn a_pair_with_fewer_links_than_its_baseline_is_named() {
-        let path = |links| crate::results::target::FabricPath {
+        let path = |links| crate::results::targets::FabricPath {
             name: "NVLink".into(),
             links,
             switched: true,

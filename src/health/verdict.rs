@@ -37,11 +37,11 @@ pub struct Verdict {
     /// The device checked (the `device` scope), where the backend's target
     /// is a device; absent for the node's own memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<crate::results::target::Device>,
+    pub device: Option<crate::results::targets::Device>,
     /// The devices checked, where a check covered a device set
     /// (`--backend cuda:all`): each scope names its device's index.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub devices: Vec<crate::results::target::Device>,
+    pub devices: Vec<crate::results::targets::Device>,
     /// A device set's GPU↔GPU pairs, as measured after the rounds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pairs: Vec<crate::results::peers::PeerCell>,

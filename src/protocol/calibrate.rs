@@ -11,7 +11,7 @@ use crate::backend::Device;
 use crate::kernels::KernelId;
 use crate::plan::Plan;
 use crate::results::measurement::{Launch, LaunchTried};
-use crate::results::target::Clock;
+use crate::results::targets::Clock;
 use std::time::{Duration, Instant};
 
 /// The device's round trip with no work (for the CPU team, the two

@@ -10,7 +10,7 @@ use crate::plan::Plan;
 use crate::results::measurement::{
     ArrayCheck, DeviceClock, ThreadPlacement, TimerCheck, Validation,
 };
-use crate::results::target::method;
+use crate::results::targets::method;
 
 /// The warnings of a run, besides its backend's.
 pub(super) fn warnings(

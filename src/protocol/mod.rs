@@ -35,8 +35,8 @@ pub const MAX_NTIMES: usize = 100_000;
 /// Below this a kernel's time is too close to the timer to trust (STREAM:
 /// 20 ticks); and below the second, the host's clock takes in too little
 /// of what a run is (STREAM's advice). Both are the clock's rule:
-/// `results::target::Clock`.
-pub use crate::results::target::method::{MIN_HOST_SECONDS as MIN_KERNEL_SECONDS, MIN_TICKS};
+/// `results::targets::Clock`.
+pub use crate::results::targets::method::{MIN_HOST_SECONDS as MIN_KERNEL_SECONDS, MIN_TICKS};
 
 /// First-touch values of a, b, c (STREAM's), d, and a device's host
 /// buffers h (what it is sent) and r (what it sends back).

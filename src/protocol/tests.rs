@@ -85,7 +85,7 @@ fn small_plan(kernels: Vec<KernelId>, stores: StoreMode) -> Plan {
         elements: 100_003,
         ntimes: 3,
         kernels,
-        target: crate::results::target::Target::cpu(Isa::best(), stores),
+        target: crate::results::targets::Target::cpu(Isa::best(), stores),
         cpus: vec![cpu, cpu],
         cpu_nodes: vec![None, None],
         hugepages: Hugepages::Auto,
@@ -159,14 +159,14 @@ fn a_cached_working_set_is_calibrated_by_time_and_still_validates() {
 
 #[test]
 fn the_floor_is_the_longest_of_the_round_trips_and_the_clocks_rule() {
-    let host = crate::results::target::Clock::host();
+    let host = crate::results::targets::Clock::host();
     let tick = std::time::Duration::from_micros(1);
     assert_eq!(repetition_floor(1e-6, &host, tick), MIN_KERNEL_SECONDS);
     assert_eq!(repetition_floor(50e-6, &host, tick), 100.0 * 50e-6);
     let coarse = std::time::Duration::from_millis(1);
     assert_eq!(repetition_floor(1e-6, &host, coarse), MIN_TICKS * 1e-3);
     // A device's events: 20 of their ticks, not the host's 1 ms.
-    let events = crate::results::target::Clock {
+    let events = crate::results::targets::Clock {
         name: "events".into(),
         own: true,
         resolution_s: Some(0.5e-6),

@@ -4,7 +4,7 @@
 use super::export::View;
 use crate::error::Result;
 use crate::results::RunReport;
-use crate::results::target::Work;
+use crate::results::targets::Work;
 use std::fmt::Write;
 
 /// A run as a Markdown table, best rate first as STREAM orders columns.

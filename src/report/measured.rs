@@ -2,10 +2,10 @@
 //! how that clock was checked, the calls a repetition made, each kernel's
 //! launch, what watched the window and what it concluded, what the setup
 //! was, and every peak a rate is a share of, named. Each line is read off
-//! the target's method (`results::target::Method`) and the measurement,
+//! the target's method (`results::targets::Method`) and the measurement,
 //! never off what kind of target ran.
 
-use crate::results::target::method::seconds;
+use crate::results::targets::method::seconds;
 use crate::results::{Measurement, PeakUse};
 use std::fmt::Write;
 

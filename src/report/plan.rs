@@ -128,7 +128,7 @@ pub fn render(v: &PlanView) -> String {
         )),
     };
     if let [job] = v.jobs.as_slice()
-        && job.plan.target.method().work == crate::results::target::Work::Driven
+        && job.plan.target.method().work == crate::results::targets::Work::Driven
     {
         driven_plan(&mut o, v.topo, job.plan);
     } else if let [job] = v.jobs.as_slice() {

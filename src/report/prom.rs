@@ -6,7 +6,7 @@ use crate::health::Scope;
 use crate::health::verdict::Verdict;
 use crate::results::RunReport;
 use crate::results::latency_record::{LatencyReport, Study};
-use crate::results::target::Device;
+use crate::results::targets::Device;
 use std::fmt::Write;
 
 /// Metrics under one name: its HELP and TYPE, then each sample.
@@ -223,12 +223,12 @@ pub fn check(v: &Verdict) -> String {
         Metric {
             name: "membw_gpu_nvlink_links_up",
             help: "NVLink links of each GPU of the check that are up.",
-            samples: fabric_samples(v, "NVLink", crate::results::target::Fabric::up),
+            samples: fabric_samples(v, "NVLink", crate::results::targets::Fabric::up),
         },
         Metric {
             name: "membw_gpu_xgmi_links_up",
             help: "xGMI links of each AMD GPU of the check that reach another GPU, as ROCm SMI reports them (it reports no links down: compare siblings).",
-            samples: fabric_samples(v, "xGMI", crate::results::target::Fabric::up),
+            samples: fabric_samples(v, "xGMI", crate::results::targets::Fabric::up),
         },
         trusted("membw_check_trusted", "check", [Some(&v.interference)]),
         Metric {
@@ -249,7 +249,7 @@ pub fn check(v: &Verdict) -> String {
 fn fabric_samples(
     v: &Verdict,
     name: &str,
-    count: fn(&crate::results::target::Fabric) -> u32,
+    count: fn(&crate::results::targets::Fabric) -> u32,
 ) -> Vec<(String, f64)> {
     (v.devices.iter().chain(v.device.iter()))
         .filter_map(|d| {

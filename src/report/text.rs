@@ -2,7 +2,7 @@
 //! followed by a short summary for people.
 
 use crate::results::measurement::KernelResult;
-use crate::results::target::Work;
+use crate::results::targets::Work;
 use crate::results::{Measurement, PeakUse, RunReport};
 use crate::units::Bytes;
 use std::fmt::Write;

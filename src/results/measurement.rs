@@ -4,7 +4,7 @@
 //! the tests, later foreign programs and MPI ranks) returns this shape.
 
 pub use super::launch::{Launch, LaunchTried};
-use super::target::Target;
+use super::targets::Target;
 use crate::error::{Error, Result};
 use crate::kernels::{Isa, KernelId, StoreMode};
 use crate::memory::Hugepages;

@@ -21,7 +21,7 @@ pub mod read;
 mod run_trust;
 
 pub mod study;
-pub mod target;
+pub mod targets;
 pub mod typed;
 
 pub use crate::memory::stream_rule::{Band, StreamRule};
@@ -156,7 +156,7 @@ pub struct RunResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     /// Boxed, as `detail` is: a report of a long file holds every run of a
     /// point, and most runs are the CPU team's.
-    pub target: Option<Box<target::Target>>,
+    pub target: Option<Box<targets::Target>>,
     /// The CPU kernels' ISA and stores; absent for another program or a device.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isa: Option<Isa>,
@@ -212,9 +212,9 @@ impl RunResult {
 
     /// What ran: the recorded target, or (schema 1) the one its ISA and
     /// stores say.
-    pub fn target(&self) -> target::Target {
+    pub fn target(&self) -> targets::Target {
         (self.target.as_deref().cloned())
-            .unwrap_or_else(|| target::Target::of_schema1(self.isa, self.stores))
+            .unwrap_or_else(|| targets::Target::of_schema1(self.isa, self.stores))
     }
 
     pub fn from_measurement(m: &Measurement) -> RunResult {

@@ -1,6 +1,6 @@
 //! The theoretical peak as it applies to one run's CPUs.
 
-use super::target::Target;
+use super::targets::Target;
 use crate::kernels::{KernelId, Path};
 use crate::peak::Peak;
 use crate::topology::Topology;

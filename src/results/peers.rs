@@ -3,7 +3,7 @@
 //! over the repetitions with the interval of their mean, the path the
 //! driver gave the pair and whether what arrived was right.
 
-use super::target::{Device, FabricPath};
+use super::targets::{Device, FabricPath};
 use super::{Host, Stats};
 use serde::{Deserialize, Serialize};
 
@@ -134,7 +134,7 @@ pub fn add_paths(cells: &mut [PeerCell], devices: &[Device]) {
     let find = |i: u32| devices.iter().find(|d| d.id.index == i);
     for c in cells {
         if let (Some(a), Some(b)) = (find(c.from), find(c.to)) {
-            c.fabric = super::target::fabric::path(a, b);
+            c.fabric = super::targets::fabric::path(a, b);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! A point: one configuration of a study, the key `--resume` matches and
 //! `compare` pairs by, with its typed placement, policy and target.
 
-use super::{is_zero, is_zero_u64, measurement, target};
+use super::{is_zero, is_zero_u64, measurement, targets};
 use crate::kernels::{KernelId, StoresRequest};
 use serde::{Deserialize, Serialize};
 
@@ -67,8 +67,8 @@ pub struct Point {
     /// set are then its own, as it printed them, and not part of the key;
     /// or a device, by name. In files a program is the point's `program`
     /// (its label) and a device its `target`, as schema 1 wrote them.
-    #[serde(flatten, with = "target::in_point")]
-    pub target: Option<target::Target>,
+    #[serde(flatten, with = "targets::in_point")]
+    pub target: Option<targets::Target>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,13 +82,15 @@ pub struct NumaCell {
 impl Point {
     /// The label of the program measured at this point, if one was.
     pub fn program(&self) -> Option<&str> {
-        self.target.as_ref().and_then(target::Target::program_label)
+        self.target
+            .as_ref()
+            .and_then(targets::Target::program_label)
     }
 
     /// Whether host CPUs did the point's work (membw's team, or a
     /// program): what its threads, placement and policy describe.
     pub fn placed_on_host_cpus(&self) -> bool {
-        (self.target.as_ref()).is_none_or(target::Target::placed_on_host_cpus)
+        (self.target.as_ref()).is_none_or(targets::Target::placed_on_host_cpus)
     }
 
     /// Whether its threads were bound to their CPUs (all but `unpinned`).
@@ -108,7 +110,7 @@ impl Point {
 
     /// The device's name (`sim1`) where a device measured the point.
     pub fn device_name(&self) -> Option<&str> {
-        self.target.as_ref().and_then(target::Target::device_name)
+        self.target.as_ref().and_then(targets::Target::device_name)
     }
 
     /// The placement as it prints; empty for a device.
@@ -187,7 +189,7 @@ impl Point {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use target::Target;
+    use targets::Target;
 
     #[test]
     fn one_target_field_reads_and_writes_as_schema_1_did() {

@@ -470,7 +470,7 @@ fn only_results_reads_membws_documents() {
 
 /// Where the kinds of target are known: the targets themselves, and the
 /// backends that declare theirs.
-const TARGET_MODULES: [&str; 2] = ["results/target/", "backend/"];
+const TARGET_MODULES: [&str; 2] = ["results/targets/", "backend/"];
 
 /// Lines outside the targets that branch on a target's kind: a pattern of
 /// one of its variants, or a device asked for other than to be kept.
@@ -656,4 +656,22 @@ fn a_shared_flag_is_defined_once() {
         "struct Y {\n    #[arg(long = \"repeats\", visible_alias = \"budget\")]\n    n: u32,\n}\n";
     planted.insert("cli/planted.rs".into(), aliased.into());
     assert_eq!(second_definitions(&planted).len(), 1);
+}
+
+/// Tools that skip Cargo's build folder skip every folder named `target`
+/// (structure tools, some editors' searches): none under `src/`.
+#[test]
+fn no_source_folder_is_named_as_cargos_build_folder() {
+    let mut files = Vec::new();
+    sources(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &mut files,
+    );
+    let named: BTreeSet<String> = (files.iter())
+        .flat_map(|f| f.ancestors().skip(1))
+        .filter(|d| d.file_name().is_some_and(|n| n == "target"))
+        .map(|d| d.display().to_string())
+        .collect();
+    assert!(named.is_empty(), "folders named target: {named:?}");
+    assert!(files.len() > 100, "the walk found the sources");
 }

@@ -21,7 +21,7 @@ mod runtime;
 
 use super::gpu::runtime::{Described, Library, Platform, Runtime};
 use crate::observe::Observer;
-use crate::results::target::{self, Clock, DeviceFacts, DeviceId, DeviceMethod, DevicePeaks};
+use crate::results::targets::{self, Clock, DeviceFacts, DeviceId, DeviceMethod, DevicePeaks};
 use crate::topology::Topology;
 
 /// The PTX of `kernels.cu`, which the driver compiles for the GPU it
@@ -81,7 +81,7 @@ impl Platform for Cuda {
             Some(v) => format!("NVIDIA driver {v} (CUDA {})", facts.cuda_version),
             None => format!("CUDA driver {}", facts.cuda_version),
         };
-        let device = target::Device {
+        let device = targets::Device {
             id: DeviceId {
                 backend: "cuda".into(),
                 index,
@@ -145,14 +145,14 @@ impl Platform for Cuda {
         ]
     }
 
-    fn observers(&self, device: &target::Device) -> Vec<Box<dyn Observer>> {
+    fn observers(&self, device: &targets::Device) -> Vec<Box<dyn Observer>> {
         (device.facts.bus_id.clone())
             .map(|bus_id| Box::new(nvml::GpuClocks::new(bus_id)) as Box<dyn Observer>)
             .into_iter()
             .collect()
     }
 
-    fn after_run(&self, device: &target::Device) -> Vec<String> {
+    fn after_run(&self, device: &targets::Device) -> Vec<String> {
         let name = &device.id.name;
         let Some(bus_id) = device.facts.bus_id.as_deref() else {
             return Vec::new();

@@ -38,7 +38,7 @@ pub(super) struct NvmlFacts {
     /// transfers cross there, not the PCIe function sysfs shows.
     pub c2c_gb_s: Option<f64>,
     /// Its NVLink links, where it has some and any is up.
-    pub fabric: Option<crate::results::target::Fabric>,
+    pub fabric: Option<crate::results::targets::Fabric>,
 }
 
 /// What NVML says of the GPU at `bus_id`, as far as it loads.
@@ -88,7 +88,7 @@ fn field_number(
 /// carries each way. `None` where NVML reports no links. A PCIe card
 /// without bridges may report links on the die and none up: whether that
 /// is a fault only its siblings can tell (`health::pairs::links_down`).
-fn fabric(nvml: &Nvml, bus_id: &str) -> Option<crate::results::target::Fabric> {
+fn fabric(nvml: &Nvml, bus_id: &str) -> Option<crate::results::targets::Fabric> {
     use nvml_wrapper::structs::device::FieldId;
     use nvml_wrapper::sys_exports::field_id::{
         NVML_FI_DEV_NVLINK_LINK_COUNT as LINK_COUNT,
@@ -111,10 +111,10 @@ fn fabric(nvml: &Nvml, bus_id: &str) -> Option<crate::results::target::Fabric> {
             (link.remote_pci_info().ok()).map(|p| crate::topology::pci::normal_address(&p.bus_id));
         up_to.push(match remote {
             Some(id) if nvml.device_by_pci_bus_id(id.as_str()).is_ok() => id,
-            _ => crate::results::target::fabric::SWITCH.to_string(),
+            _ => crate::results::targets::fabric::SWITCH.to_string(),
         });
     }
-    (links > 0).then(|| crate::results::target::Fabric {
+    (links > 0).then(|| crate::results::targets::Fabric {
         name: "NVLink".into(),
         version,
         links,

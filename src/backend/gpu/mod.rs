@@ -28,7 +28,7 @@ use crate::error::{Error, Input, Result};
 use crate::kernels::{ArrayId, KernelId};
 use crate::observe::Observer;
 use crate::plan::{Plan, Prepared, Settings, StoresRequest};
-use crate::results::target::Target;
+use crate::results::targets::Target;
 use crate::topology::Topology;
 use crate::units::{Bytes, ELEMENT_BYTES};
 pub use runtime::{Platform, Runtime};

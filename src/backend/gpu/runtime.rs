@@ -11,7 +11,7 @@
 //! is an enum cannot dangle.
 
 use crate::observe::Observer;
-use crate::results::target;
+use crate::results::targets;
 use crate::topology::Topology;
 
 /// An address in the device's view: its own memory, or host memory
@@ -90,10 +90,10 @@ pub trait Platform: Sync {
     /// What watches a timed window of this device, besides nothing: its
     /// clocks held back (a GPU's management library), the host CPU that
     /// does a simulated device's work. None are loaded for other targets.
-    fn observers(&self, device: &target::Device) -> Vec<Box<dyn Observer>>;
+    fn observers(&self, device: &targets::Device) -> Vec<Box<dyn Observer>>;
     /// What to say after a run (a peak that is unknown, clocks held back
     /// now).
-    fn after_run(&self, device: &target::Device) -> Vec<String>;
+    fn after_run(&self, device: &targets::Device) -> Vec<String>;
     /// The share of its memory a plan may take (a driver's context and
     /// module need some of a GPU's).
     fn memory_share(&self) -> f64 {
@@ -138,7 +138,7 @@ pub struct Library {
 /// last-level cache, where it is attached) and how it is measured.
 #[derive(Debug, Clone)]
 pub struct Described {
-    pub device: target::Device,
+    pub device: targets::Device,
 }
 
 /// One device's context, as the GPU backend drives it. Every call is on

@@ -27,7 +27,7 @@ mod smi;
 
 use super::gpu::runtime::{Described, Library, Platform, Runtime};
 use crate::observe::Observer;
-use crate::results::target::{self, Clock, DeviceFacts, DeviceId, DeviceMethod, DevicePeaks};
+use crate::results::targets::{self, Clock, DeviceFacts, DeviceId, DeviceMethod, DevicePeaks};
 use crate::topology::Topology;
 
 /// Elements per array at least when none is given: BabelStream's 2^25.
@@ -99,7 +99,7 @@ impl Platform for Hip {
                 ""
             }
         );
-        let device = target::Device {
+        let device = targets::Device {
             id: DeviceId {
                 backend: "hip".into(),
                 index,
@@ -160,7 +160,7 @@ impl Platform for Hip {
         api::probe_child(asked)
     }
 
-    fn observers(&self, device: &target::Device) -> Vec<Box<dyn Observer>> {
+    fn observers(&self, device: &targets::Device) -> Vec<Box<dyn Observer>> {
         (device.facts.bus_id.as_deref())
             .and_then(smi::SmiClocks::new)
             .map(|o| Box::new(o) as Box<dyn Observer>)
@@ -168,7 +168,7 @@ impl Platform for Hip {
             .collect()
     }
 
-    fn after_run(&self, device: &target::Device) -> Vec<String> {
+    fn after_run(&self, device: &targets::Device) -> Vec<String> {
         let name = &device.id.name;
         let mut warnings = Vec::new();
         // The reason is asked again only where the peak is unknown.

@@ -15,7 +15,7 @@
 
 #![allow(non_snake_case)]
 
-use crate::results::target::Fabric;
+use crate::results::targets::Fabric;
 use std::ffi::{CStr, c_char, c_int};
 use std::sync::OnceLock;
 

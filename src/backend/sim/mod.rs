@@ -52,8 +52,8 @@ use setup::Setup;
 
 use super::gpu::runtime::{Described, Platform, Runtime};
 use crate::observe::{CpuTicks, Observer};
-use crate::results::target::method::CPU_TICKS;
-use crate::results::target::{self, Clock, DeviceFacts, DeviceId, DeviceMethod, DevicePeaks};
+use crate::results::targets::method::CPU_TICKS;
+use crate::results::targets::{self, Clock, DeviceFacts, DeviceId, DeviceMethod, DevicePeaks};
 use crate::topology::Topology;
 use crate::topology::pci::{LinkState, PciLink};
 
@@ -132,7 +132,7 @@ impl Platform for SimPlatform {
             },
             max: GEN5_X16,
         };
-        let device = target::Device {
+        let device = targets::Device {
             id: DeviceId {
                 backend: "sim".into(),
                 index,
@@ -178,11 +178,11 @@ impl Platform for SimPlatform {
 
     /// Its kernels run on its host thread: the CPUs' tick counters see
     /// what else ran beside them.
-    fn observers(&self, _device: &target::Device) -> Vec<Box<dyn Observer>> {
+    fn observers(&self, _device: &targets::Device) -> Vec<Box<dyn Observer>> {
         vec![Box::new(CpuTicks::default())]
     }
 
-    fn after_run(&self, _device: &target::Device) -> Vec<String> {
+    fn after_run(&self, _device: &targets::Device) -> Vec<String> {
         Vec::new()
     }
 

@@ -182,14 +182,14 @@ impl Setup {
 
     /// Device `index`'s fabric: `nvlink=N` links to the node's switches,
     /// those of `nvlink-down` down, each of NVLink 4's 25 GB/s a way.
-    pub(super) fn fabric(&self, index: u32) -> Option<crate::results::target::Fabric> {
+    pub(super) fn fabric(&self, index: u32) -> Option<crate::results::targets::Fabric> {
         let links = self.nvlink?;
         let up = links - self.fault(index).links_down.unwrap_or(0);
-        Some(crate::results::target::Fabric {
+        Some(crate::results::targets::Fabric {
             name: "NVLink".into(),
             version: None,
             links,
-            up_to: vec![crate::results::target::fabric::SWITCH.into(); up as usize],
+            up_to: vec![crate::results::targets::fabric::SWITCH.into(); up as usize],
             link_gb_s: Some(25.0),
         })
     }

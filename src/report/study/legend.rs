@@ -179,9 +179,14 @@ fn band_and_peak_notes(records: &[&Record], long: bool) -> String {
         .filter(|r| r.band() == crate::results::Band::UnderRule)
         .count();
     if long && under > 0 {
+        // The mark is only there to explain where a % peak column is.
+        let mark = match records.iter().any(|r| shows_peak(r)) {
+            true => " (u beside a % peak)",
+            false => "",
+        };
         notes.push_str(&format!(
             "\nunder STREAM's rule: {under} of {} points, whose arrays exceed the caches of their threads\n\
-             together but each is under 4 × them: caches may still help (u beside a % peak)",
+             together but each is under 4 × them: caches may still help{mark}",
             records.len()
         ));
     }

@@ -377,3 +377,25 @@ fn an_untrusted_fast_point_is_never_the_best_and_a_tie_is_not_resolved() {
     );
     assert!(text.contains("runner-up: "), "{text}");
 }
+
+#[test]
+fn the_under_rule_mark_is_explained_only_where_a_peak_column_shows_it() {
+    // One triad array of 24 MiB against 16 MiB of caches: under the rule.
+    let mut r = cell(0, 0, 40.0);
+    r.point.numa = None;
+    r.point.working_set_per_thread = 3 * (24 << 20);
+    r.point.kernels = vec![KernelId::Triad];
+    r.cache_per_thread.insert("L3".into(), 16 << 20);
+    assert_eq!(r.band(), crate::results::Band::UnderRule);
+    r.peak_unknown = Some("no peak known".into());
+    let text = legend([&r]);
+    assert!(text.contains("caches may still help"), "{text}");
+    assert!(!text.contains("(u beside"), "no % peak column: {text}");
+    r.peak_gb_s = Some(400.0);
+    r.peak_unknown = None;
+    let text = legend([&r]);
+    assert!(
+        text.contains("caches may still help (u beside a % peak)"),
+        "{text}"
+    );
+}

@@ -116,7 +116,7 @@ pub fn path(from: &Device, to: &Device) -> Option<FabricPath> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::target::{DeviceFacts, DeviceId};
+    use crate::results::targets::{DeviceFacts, DeviceId};
 
     fn gpu(index: u32, fabric: Option<Fabric>) -> Device {
         Device {
