@@ -7,6 +7,22 @@ use crate::topology::pci::GpuVendor;
 /// The vendors of the GPU backend, by the name `--backend` takes.
 pub const PLATFORMS: &[&'static dyn gpu::Platform] = &[&sim::SIM, &cuda::CUDA, &hip::HIP];
 
+/// Every platform's fabric, each once, in the registry's order.
+pub fn fabric_kinds() -> Vec<&'static gpu::FabricKind> {
+    let mut kinds: Vec<&'static gpu::FabricKind> = Vec::new();
+    for kind in PLATFORMS.iter().filter_map(|p| p.fabric()) {
+        if !kinds.iter().any(|k| k.name == kind.name) {
+            kinds.push(kind);
+        }
+    }
+    kinds
+}
+
+/// The fabric a device's facts name, as its platform describes it.
+pub fn fabric_kind(name: &str) -> Option<&'static gpu::FabricKind> {
+    fabric_kinds().into_iter().find(|k| k.name == name)
+}
+
 /// The platform that drives GPUs of `vendor` on the PCI bus, if any.
 pub fn platform_for(vendor: GpuVendor) -> Option<&'static dyn gpu::Platform> {
     PLATFORMS

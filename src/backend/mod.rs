@@ -23,7 +23,9 @@ pub mod hip;
 pub mod portable;
 pub mod sim;
 
-pub use device_set::{PLATFORMS, platform_for, platform_set, probe_child, set_by_name};
+pub use device_set::{
+    PLATFORMS, fabric_kind, fabric_kinds, platform_for, platform_set, probe_child, set_by_name,
+};
 
 use crate::error::Result;
 use crate::kernels::{ARRAYS, ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};

@@ -140,3 +140,17 @@ fn a_device_set_is_every_device_or_a_list_in_the_order_written() {
     let one = super::by_name("sim:all").err().unwrap_or_default();
     assert!(one.contains("names a set of devices"), "{one}");
 }
+
+#[test]
+fn every_fabric_is_registered_once_and_names_its_paths_as_its_tools_do() {
+    let kinds = fabric_kinds();
+    let names: Vec<&str> = kinds.iter().map(|k| k.name).collect();
+    assert_eq!(names, ["NVLink", "xGMI"], "one each, the registry's order");
+    let nvlink = fabric_kind("NVLink").unwrap();
+    assert_eq!(nvlink.path_name(18, false), "NV18");
+    assert_eq!(nvlink.path_name(16, true), "NV16 switch");
+    let xgmi = fabric_kind("xGMI").unwrap();
+    assert_eq!(xgmi.path_name(2, false), "xGMI 2");
+    assert!(!xgmi.counts_down && nvlink.counts_down);
+    assert_eq!(fabric_kind("Infinity"), None);
+}

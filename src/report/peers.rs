@@ -35,17 +35,16 @@ pub fn text(r: &PeerReport) -> String {
         }
     }
     if let Some(fabric) = fabric_name(r) {
-        let _ = match fabric.as_str() {
-            "NVLink" => writeln!(
-                o,
-                "\n  NVLink paths (links; 'switch': through NVSwitches), as nvidia-smi topo -m names them"
-            ),
-            name => writeln!(o, "\n  {name} paths (direct links between the two)"),
+        let kind = crate::backend::fabric_kind(&fabric);
+        let _ = writeln!(o, "\n  {}", paths_title(&fabric, kind));
+        let path_name = |p: &crate::results::targets::FabricPath| match kind {
+            Some(k) => k.path_name(p.links, p.switched),
+            None => format!("{} {}", p.name, p.links),
         };
         matrix(&mut o, &names, &index, |from, to| {
             let path = (r.cells.iter())
                 .find(|c| c.from == from && c.to == to)
-                .map(|c| (c.fabric.as_ref()).map_or(format!("no {fabric}"), |p| p.short()));
+                .map(|c| (c.fabric.as_ref()).map_or(format!("no {fabric}"), path_name));
             match from == to {
                 true => "-".into(),
                 false => path.unwrap_or_default(),
@@ -98,6 +97,18 @@ fn matrix(o: &mut String, names: &[String], index: &[u32], cell: impl Fn(u32, u3
             let _ = write!(line, " {:>16}", cell(from, to));
         }
         let _ = writeln!(o, "{}", line.trim_end());
+    }
+}
+
+/// The path matrix's title: what its cells count, as the fabric's
+/// platform names them.
+fn paths_title(fabric: &str, kind: Option<&crate::backend::gpu::FabricKind>) -> String {
+    let through = kind
+        .and_then(|k| k.switch)
+        .map_or(String::new(), |s| format!("; 'switch': through {s}"));
+    match kind.and_then(|k| k.short) {
+        Some((_, tool)) => format!("{fabric} paths (links{through}), as {tool} names them"),
+        None => format!("{fabric} paths (direct links between the two{through})"),
     }
 }
 

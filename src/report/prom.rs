@@ -182,7 +182,13 @@ pub fn check(v: &Verdict) -> String {
             )
         })
         .collect();
-    render(&[
+    let fabrics = fabric_metrics(v);
+    let fabric = fabrics.iter().map(|(name, help, samples)| Metric {
+        name,
+        help,
+        samples: samples.clone(),
+    });
+    let mut metrics = vec![
         Metric {
             name: "membw_check_healthy",
             help: "1 when the last membw check passed, 0 when it found the node unhealthy.",
@@ -215,21 +221,8 @@ pub fn check(v: &Verdict) -> String {
             help: "Best copy between two GPUs of a device set, by source (gpu), destination (peer), method and path (direct or staged).",
             samples: peer_samples(v),
         },
-        Metric {
-            name: "membw_gpu_nvlink_links",
-            help: "NVLink links each GPU of the check has, as its management library reports them.",
-            samples: fabric_samples(v, "NVLink", |f| f.links),
-        },
-        Metric {
-            name: "membw_gpu_nvlink_links_up",
-            help: "NVLink links of each GPU of the check that are up.",
-            samples: fabric_samples(v, "NVLink", crate::results::targets::Fabric::up),
-        },
-        Metric {
-            name: "membw_gpu_xgmi_links_up",
-            help: "xGMI links of each AMD GPU of the check that reach another GPU, as ROCm SMI reports them (it reports no links down: compare siblings).",
-            samples: fabric_samples(v, "xGMI", crate::results::targets::Fabric::up),
-        },
+    ];
+    let rest = vec![
         trusted("membw_check_trusted", "check", [Some(&v.interference)]),
         Metric {
             name: "membw_check_duration_seconds",
@@ -241,7 +234,44 @@ pub fn check(v: &Verdict) -> String {
             "When the last membw check ended, seconds since the epoch.",
             &v.timestamp,
         ),
-    ])
+    ];
+    metrics.extend(fabric);
+    metrics.extend(rest);
+    render(&metrics)
+}
+
+/// Each platform's fabric as metrics (name, help, a series per GPU of the
+/// check that reports it): the links up (`membw_gpu_nvlink_links_up`),
+/// and where its library counts links down, the links it has.
+fn fabric_metrics(v: &Verdict) -> Vec<(String, String, Vec<(String, f64)>)> {
+    let mut out = Vec::new();
+    for k in crate::backend::fabric_kinds() {
+        if k.counts_down {
+            out.push((
+                format!("membw_gpu_{}_links", k.metric),
+                format!(
+                    "{} links each GPU of the check has, as its management library reports them.",
+                    k.name
+                ),
+                fabric_samples(v, k.name, |f| f.links),
+            ));
+        }
+        let siblings = match k.counts_down {
+            true => "",
+            false => {
+                " (its library reports only links that reach another GPU, none down: compare siblings)"
+            }
+        };
+        out.push((
+            format!("membw_gpu_{}_links_up", k.metric),
+            format!(
+                "{} links of each GPU of the check that are up{siblings}.",
+                k.name
+            ),
+            fabric_samples(v, k.name, crate::results::targets::Fabric::up),
+        ));
+    }
+    out
 }
 
 /// One series per GPU of the check that reports links of fabric `name`

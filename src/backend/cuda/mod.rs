@@ -39,9 +39,22 @@ pub struct Cuda;
 /// The one instance `backend::PLATFORMS` registers.
 pub static CUDA: Cuda = Cuda;
 
+/// NVLink as `nvidia-smi topo -m` names its paths; NVML counts links down.
+pub(crate) const NVLINK: super::gpu::FabricKind = super::gpu::FabricKind {
+    name: "NVLink",
+    metric: "nvlink",
+    short: Some(("NV", "nvidia-smi topo -m")),
+    switch: Some("NVSwitches"),
+    counts_down: true,
+};
+
 impl Platform for Cuda {
     fn name(&self) -> &'static str {
         "cuda"
+    }
+
+    fn fabric(&self) -> Option<&'static super::gpu::FabricKind> {
+        Some(&NVLINK)
     }
 
     fn kind(&self) -> &'static str {

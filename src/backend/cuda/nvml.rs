@@ -115,7 +115,7 @@ fn fabric(nvml: &Nvml, bus_id: &str) -> Option<crate::results::targets::Fabric> 
         });
     }
     (links > 0).then(|| crate::results::targets::Fabric {
-        name: "NVLink".into(),
+        name: super::NVLINK.name.into(),
         version,
         links,
         up_to,

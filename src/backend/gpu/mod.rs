@@ -13,8 +13,9 @@
 //! - [`host_buffers`]: the transfers' host buffers, placed, touched,
 //!   registered and checked page by page.
 //!
-//! Vendors: `cuda` (NVIDIA's driver API, `backend::cuda`) and `sim` (a
-//! simulated device for the tests, `backend::sim`).
+//! Vendors: those `backend::PLATFORMS` registers, each in its own folder
+//! under `backend/` (NVIDIA's driver API in `cuda`, a simulated device
+//! for the tests in `sim`).
 
 mod device;
 mod launch;
@@ -31,7 +32,7 @@ use crate::plan::{Plan, Prepared, Settings, StoresRequest};
 use crate::results::targets::Target;
 use crate::topology::Topology;
 use crate::units::{Bytes, ELEMENT_BYTES};
-pub use runtime::{Platform, Runtime};
+pub use runtime::{FabricKind, Platform, Runtime};
 
 /// One device of a platform, as `--backend NAME:N` selects it.
 pub struct GpuBackend {

@@ -42,9 +42,22 @@ pub struct Hip;
 /// The one instance `backend::PLATFORMS` registers.
 pub static HIP: Hip = Hip;
 
+/// xGMI: ROCm SMI reports only the links that reach a peer.
+pub(crate) const XGMI: super::gpu::FabricKind = super::gpu::FabricKind {
+    name: "xGMI",
+    metric: "xgmi",
+    short: None,
+    switch: None,
+    counts_down: false,
+};
+
 impl Platform for Hip {
     fn name(&self) -> &'static str {
         "hip"
+    }
+
+    fn fabric(&self) -> Option<&'static super::gpu::FabricKind> {
+        Some(&XGMI)
     }
 
     fn kind(&self) -> &'static str {

@@ -183,7 +183,7 @@ fn xgmi_fabric(peers: &[(String, u64, u64)]) -> Option<Fabric> {
         link_mb_s = link_mb_s.or((*min > 0).then_some(*min));
     }
     (!up_to.is_empty()).then(|| Fabric {
-        name: "xGMI".into(),
+        name: super::XGMI.name.into(),
         version: None,
         // SMI does not say how many links a GPU has, only those that
         // reach a peer: a link down shows against identical siblings.

@@ -186,7 +186,8 @@ impl Setup {
         let links = self.nvlink?;
         let up = links - self.fault(index).links_down.unwrap_or(0);
         Some(crate::results::targets::Fabric {
-            name: "NVLink".into(),
+            // The simulated node imitates an NVSwitch system.
+            name: crate::backend::cuda::NVLINK.name.into(),
             version: None,
             links,
             up_to: vec![crate::results::targets::fabric::SWITCH.into(); up as usize],

@@ -1,4 +1,4 @@
-//! A GPU's links to its peers (NVLink): how many it has, which are up,
+//! A GPU's links to its peers (NVLink, xGMI): how many it has, which are up,
 //! where each goes, and what one carries. A pair's path between two GPUs
 //! and that path's peak are worked out from the two devices' fabrics, so a
 //! pair cell can say what share of its path it reached and a check can
@@ -72,20 +72,6 @@ pub struct FabricPath {
     pub peak_gb_s: Option<f64>,
 }
 
-impl FabricPath {
-    /// `NV18`, as `nvidia-smi topo -m` names a path of 18 links; `NV18
-    /// switch` through NVSwitches.
-    pub fn short(&self) -> String {
-        let prefix = if self.name == "NVLink" {
-            "NV".to_string()
-        } else {
-            format!("{} ", self.name)
-        };
-        let via = if self.switched { " switch" } else { "" };
-        format!("{prefix}{}{via}", self.links)
-    }
-}
-
 /// The fabric path from `from` to `to`: the links between them where they
 /// have direct ones; else, where both reach switches, the fewer of their
 /// switch links; `None` without a fabric path (PCIe only, or unknown).
@@ -149,7 +135,6 @@ mod tests {
         let b = gpu(1, nvlink(18, &[SWITCH; 16]));
         let p = path(&a, &b).unwrap();
         assert_eq!((p.links, p.switched, p.peak_gb_s), (16, true, Some(400.0)));
-        assert_eq!(p.short(), "NV16 switch");
         assert_eq!(a.facts.fabric.unwrap().degraded(), None);
         let why = b.facts.fabric.unwrap().degraded().unwrap();
         assert!(
@@ -167,7 +152,7 @@ mod tests {
         let b = gpu(1, nvlink(6, &["0000:00:00.0", "0000:00:00.0"]));
         let c = gpu(3, nvlink(6, &[]));
         let p = path(&a, &b).unwrap();
-        assert_eq!((p.links, p.switched, p.short().as_str()), (2, false, "NV2"));
+        assert_eq!((p.links, p.switched), (2, false));
         assert_eq!(path(&a, &c), None);
         assert_eq!(path(&a, &gpu(4, None)), None);
     }
