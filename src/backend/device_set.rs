@@ -1,35 +1,8 @@
 //! Device sets: `--backend cuda:all` or `cuda:0-3,6`, one backend per
 //! device of a GPU platform, in the order written.
 
-use super::{Backend, by_name, cuda, gpu, hip, sim};
-use crate::topology::pci::GpuVendor;
-
-/// The vendors of the GPU backend, by the name `--backend` takes.
-pub const PLATFORMS: &[&'static dyn gpu::Platform] = &[&sim::SIM, &cuda::CUDA, &hip::HIP];
-
-/// Every platform's fabric, each once, in the registry's order.
-pub fn fabric_kinds() -> Vec<&'static gpu::FabricKind> {
-    let mut kinds: Vec<&'static gpu::FabricKind> = Vec::new();
-    for kind in PLATFORMS.iter().filter_map(|p| p.fabric()) {
-        if !kinds.iter().any(|k| k.name == kind.name) {
-            kinds.push(kind);
-        }
-    }
-    kinds
-}
-
-/// The fabric a device's facts name, as its platform describes it.
-pub fn fabric_kind(name: &str) -> Option<&'static gpu::FabricKind> {
-    fabric_kinds().into_iter().find(|k| k.name == name)
-}
-
-/// The platform that drives GPUs of `vendor` on the PCI bus, if any.
-pub fn platform_for(vendor: GpuVendor) -> Option<&'static dyn gpu::Platform> {
-    PLATFORMS
-        .iter()
-        .copied()
-        .find(|p| p.vendor() == Some(vendor))
-}
+use super::registry::PLATFORMS;
+use super::{Backend, by_name, gpu};
 
 /// The backends `spec` names, one per device: a device set (`cuda:all`,
 /// `sim:0-3,6`, the CPU-list grammar) in the order written, or the one
@@ -92,18 +65,46 @@ pub fn platform_set(spec: &str) -> std::result::Result<Option<PlatformSet>, Stri
     Ok(Some((platform, indices)))
 }
 
-/// The variable that makes a membw process a probe of a vendor's runtime
-/// (`NAME:WHAT`, by its platform's name): a child the platform starts to
-/// try a call that may crash, before it makes that call in membw itself.
-pub const PROBE_VARIABLE: &str = "MEMBW_PROBE";
+/// The backends of one rank of a multi-rank run: a device backend named
+/// without an index gives each rank of a node its own device by its local
+/// rank (one rank per GPU); a device set (`cuda:all`, `cuda:0-7`) is
+/// shared out among the node's ranks in equal runs, in the order written
+/// (one rank drives several GPUs); anything else is `by_name`'s.
+pub fn for_rank(
+    spec: &str,
+    local_rank: Option<usize>,
+    local_size: Option<usize>,
+) -> std::result::Result<Vec<Box<dyn Backend>>, String> {
+    if let Some((platform, indices)) = platform_set(spec)?.filter(|(_, d)| d.len() > 1) {
+        let mine = share_of_set(&indices, local_rank, local_size)?;
+        return (mine.iter())
+            .map(|&i| gpu::GpuBackend::make(platform, Some(i)))
+            .collect();
+    }
+    match local_rank {
+        Some(l) if !spec.contains(':') && !["cpu", "portable"].contains(&spec) => {
+            by_name(&format!("{spec}:{l}")).map_err(|e| format!("local rank {l}: {e}"))
+        }
+        _ => by_name(spec),
+    }
+    .map(|b| vec![b])
+}
 
-/// In a probe process, what the platform asked of it, as its exit code;
-/// `None` in every other membw process.
-pub fn probe_child() -> Option<i32> {
-    let asked = std::env::var(PROBE_VARIABLE).ok()?;
-    Some(
-        (PLATFORMS.iter())
-            .find_map(|p| p.probe_child(&asked))
-            .unwrap_or(2),
-    )
+/// Local rank `rank`'s run of `devices` among the node's `size` ranks.
+pub(super) fn share_of_set(
+    devices: &[u32],
+    rank: Option<usize>,
+    size: Option<usize>,
+) -> std::result::Result<Vec<u32>, String> {
+    let (Some(rank), Some(size)) = (rank, size) else {
+        return Err("a device set is shared among a node's ranks, and the launcher does not say how many ranks this node has (or its nodes have different counts): give each rank one device (cuda)".into());
+    };
+    if size == 0 || !devices.len().is_multiple_of(size) || rank >= size {
+        return Err(format!(
+            "{} devices do not share out evenly among the node's {size} ranks: give a set of a multiple of {size}",
+            devices.len()
+        ));
+    }
+    let each = devices.len() / size;
+    Ok(devices[rank * each..(rank + 1) * each].to_vec())
 }

@@ -4,8 +4,8 @@
 //! else: the timing test, the repetitions and the clock around them, the
 //! first-repetition rule, statistics, the timer check and validation.
 //!
-//! A backend places the arrays, writes their first values, runs a kernel (`repeats`
-//! times) until all is done, and reads them back for validation; it never times or judges.
+//! A backend places the arrays, writes their first values, runs a kernel (`repeats` times)
+//! and reads them back for validation; it never times or judges.
 //!
 //! - [`cpu`]: membw's pinned team of threads with the SIMD kernels, arrays
 //!   placed by the memory policy and first-touched by their thread;
@@ -13,7 +13,8 @@
 //! - [`gpu`]: GPUs over the GPU-runtime layer, whose vendors are [`cuda`]
 //!   (NVIDIA), [`hip`] (AMD) and [`sim`] (simulated devices, for tests).
 //!
-//! Adding a backend: a module here and a line in [`BACKENDS`] (a GPU vendor: in [`PLATFORMS`] instead).
+//! Adding a backend: a module here and a line in [`BACKENDS`] (a GPU vendor: a line in
+//! [`PLATFORMS`], `registry.rs`, instead).
 
 pub mod cpu;
 pub mod cuda;
@@ -21,11 +22,11 @@ mod device_set;
 pub mod gpu;
 pub mod hip;
 pub mod portable;
+pub(crate) mod registry;
 pub mod sim;
 
-pub use device_set::{
-    PLATFORMS, fabric_kind, fabric_kinds, platform_for, platform_set, probe_child, set_by_name,
-};
+pub use device_set::{for_rank, platform_set, set_by_name};
+pub use registry::{PLATFORMS, fabric_kind, fabric_kinds, platform_for, probe_child};
 
 use crate::error::Result;
 use crate::kernels::{ARRAYS, ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};
@@ -169,50 +170,6 @@ pub const BACKENDS: &[(&str, MakeBackend)] = &[
         host_only("portable", i).map(|()| Box::new(portable::Portable) as _)
     }),
 ];
-
-/// The backends of one rank of a multi-rank run: a device backend named
-/// without an index gives each rank of a node its own device by its local
-/// rank (one rank per GPU); a device set (`cuda:all`, `cuda:0-7`) is
-/// shared out among the node's ranks in equal runs, in the order written
-/// (one rank drives several GPUs); anything else is `by_name`'s.
-pub fn for_rank(
-    spec: &str,
-    local_rank: Option<usize>,
-    local_size: Option<usize>,
-) -> std::result::Result<Vec<Box<dyn Backend>>, String> {
-    if let Some((platform, indices)) = platform_set(spec)?.filter(|(_, d)| d.len() > 1) {
-        let mine = share_of_set(&indices, local_rank, local_size)?;
-        return (mine.iter())
-            .map(|&i| gpu::GpuBackend::make(platform, Some(i)))
-            .collect();
-    }
-    match local_rank {
-        Some(l) if !spec.contains(':') && !["cpu", "portable"].contains(&spec) => {
-            by_name(&format!("{spec}:{l}")).map_err(|e| format!("local rank {l}: {e}"))
-        }
-        _ => by_name(spec),
-    }
-    .map(|b| vec![b])
-}
-
-/// Local rank `rank`'s run of `devices` among the node's `size` ranks.
-fn share_of_set(
-    devices: &[u32],
-    rank: Option<usize>,
-    size: Option<usize>,
-) -> std::result::Result<Vec<u32>, String> {
-    let (Some(rank), Some(size)) = (rank, size) else {
-        return Err("a device set is shared among a node's ranks, and the launcher does not say how many ranks this node has (or its nodes have different counts): give each rank one device (cuda)".into());
-    };
-    if size == 0 || !devices.len().is_multiple_of(size) || rank >= size {
-        return Err(format!(
-            "{} devices do not share out evenly among the node's {size} ranks: give a set of a multiple of {size}",
-            devices.len()
-        ));
-    }
-    let each = devices.len() / size;
-    Ok(devices[rank * each..(rank + 1) * each].to_vec())
-}
 
 /// A backend of the host's own memory takes no device index.
 fn host_only(name: &str, index: Option<u32>) -> std::result::Result<(), String> {

@@ -107,14 +107,20 @@ fn each_local_rank_gets_its_own_device() {
 #[test]
 fn a_device_set_is_shared_out_among_a_nodes_ranks() {
     let set = [0, 1, 2, 3, 4, 5, 6, 7];
-    assert_eq!(super::share_of_set(&set, Some(1), Some(4)).unwrap(), [2, 3]);
-    assert_eq!(super::share_of_set(&set, Some(0), Some(1)).unwrap(), set);
-    let uneven = super::share_of_set(&set, Some(0), Some(3)).unwrap_err();
+    assert_eq!(
+        super::device_set::share_of_set(&set, Some(1), Some(4)).unwrap(),
+        [2, 3]
+    );
+    assert_eq!(
+        super::device_set::share_of_set(&set, Some(0), Some(1)).unwrap(),
+        set
+    );
+    let uneven = super::device_set::share_of_set(&set, Some(0), Some(3)).unwrap_err();
     assert!(
         uneven.contains("8 devices do not share out evenly among the node's 3 ranks"),
         "{uneven}"
     );
-    let unknown = super::share_of_set(&set, Some(0), None).unwrap_err();
+    let unknown = super::device_set::share_of_set(&set, Some(0), None).unwrap_err();
     assert!(unknown.contains("does not say how many ranks"), "{unknown}");
     assert_eq!(for_rank("sim:all", Some(1), Some(2)).unwrap().len(), 2);
     assert_eq!(for_rank("sim:0", Some(1), Some(2)).unwrap().len(), 1);

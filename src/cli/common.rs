@@ -239,3 +239,24 @@ pub(crate) fn print_plan(
     };
     print(crate::report::plan::render(&view))
 }
+
+/// `run -o FILE`, opened before anything is measured: a new file, or an
+/// existing one to append to (a torn last line from a crash is dropped
+/// first). The run becomes one record, the same shape as a sweep's, so
+/// that `report` and `compare` read it.
+pub(crate) fn open_run_output(path: &std::path::Path) -> Result<crate::results::file::ResultsFile> {
+    use crate::results::file::{ResultsFile, parse_record};
+    let (mut file, torn) =
+        ResultsFile::open_or_create(path, |text| parse_record(text).map(|r| r.point.key()))
+            .map_err(|e| file_error(e, "--output"))?;
+    if let Some(line) = torn {
+        crate::say!(
+            "membw: {}: dropped line {line}, cut short by an earlier crash or full disk",
+            path.display()
+        );
+    }
+    for notice in file.notices.drain(..) {
+        crate::say!("membw: {}: {notice}", path.display());
+    }
+    Ok(file)
+}

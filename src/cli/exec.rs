@@ -86,7 +86,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
         peak::for_cpus_used(&topo, &args.peak.request()).unwrap_or(None),
     );
     let file = match &args.output.output {
-        Some(path) => Some(super::run::open_run_output(path)?),
+        Some(path) => Some(super::common::open_run_output(path)?),
         None => None,
     };
     let mut session = BandwidthSession::new(

@@ -95,7 +95,7 @@ pub(super) fn run(
             "run",
             crate::results::Host::describe(topo),
             Default::default(),
-            Some(super::run::open_run_output(path)?),
+            Some(super::common::open_run_output(path)?),
         )),
         None => None,
     };

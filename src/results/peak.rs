@@ -1,6 +1,6 @@
 //! The theoretical peak as it applies to one run's CPUs.
 
-use super::targets::Target;
+use super::targets::{NamedPeak, Target};
 use crate::kernels::{KernelId, Path};
 use crate::peak::Peak;
 use crate::topology::Topology;
@@ -31,16 +31,6 @@ pub struct PeakUse {
     /// its peaks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub named: Vec<NamedPeak>,
-}
-
-/// A peak by what it is of.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NamedPeak {
-    /// `memory peak of cuda0`, `host link peak of cuda0, each way`.
-    pub name: String,
-    pub gb_s: f64,
-    /// Where the figure comes from.
-    pub source: String,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -91,7 +91,7 @@ fn nothing_but_its_module_and_its_registration_names_the_hip_backend() {
     files(&src, &mut paths);
     let registration = |rel: &str, line: &str| match rel {
         "backend/mod.rs" => line == "pub mod hip;" || line.starts_with("//!"),
-        "backend/device_set.rs" => {
+        "backend/registry.rs" => {
             line.starts_with("pub const PLATFORMS") || line.starts_with("use super::")
         }
         _ => false,
@@ -119,6 +119,6 @@ fn nothing_but_its_module_and_its_registration_names_the_hip_backend() {
     }
     assert!(named.is_empty(), "{named:#?}");
     // The lists do name it: the check above is not vacuous.
-    let device_set = std::fs::read_to_string(src.join("backend/device_set.rs")).unwrap();
+    let device_set = std::fs::read_to_string(src.join("backend/registry.rs")).unwrap();
     assert!(device_set.contains("&hip::HIP"), "{device_set}");
 }

@@ -98,6 +98,11 @@ impl FabricKind {
     }
 }
 
+/// The variable that makes a membw process a probe of a vendor's runtime
+/// (`NAME:WHAT`, by its platform's name): a child the platform starts to
+/// try a call that may crash, before it makes that call in membw itself.
+pub const PROBE_VARIABLE: &str = "MEMBW_PROBE";
+
 /// One vendor's devices: how many, what each is, how to open one.
 pub trait Platform: Sync {
     /// The name `--backend` takes (`cuda`).

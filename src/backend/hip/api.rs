@@ -209,7 +209,7 @@ fn probe_init(name: &str) -> Result<(), String> {
     };
     let spawned = Command::new(exe)
         .env(
-            crate::backend::device_set::PROBE_VARIABLE,
+            crate::backend::gpu::runtime::PROBE_VARIABLE,
             format!("{PROBE_PREFIX}{name}"),
         )
         .stdin(Stdio::null())

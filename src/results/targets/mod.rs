@@ -82,6 +82,16 @@ pub(crate) mod in_point {
     }
 }
 
+/// A peak by what it is of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NamedPeak {
+    /// `memory peak of cuda0`, `host link peak of cuda0, each way`.
+    pub name: String,
+    pub gb_s: f64,
+    /// Where the figure comes from.
+    pub source: String,
+}
+
 impl Target {
     /// A CPU target of this code.
     pub fn cpu(isa: Isa, stores: StoreMode) -> Target {
@@ -253,7 +263,7 @@ impl Target {
     /// The peak a rate over `path` is a share of, by name, where the
     /// target names its peaks (a device has one per kind of traffic);
     /// `None` for the host's memory, whose peak is the sockets'.
-    pub fn named_peak(&self, path: Path) -> Option<crate::results::peak::NamedPeak> {
+    pub fn named_peak(&self, path: Path) -> Option<NamedPeak> {
         self.device()?;
         let peak = self.peak_of(path, None)?;
         let name = match path {
@@ -265,7 +275,7 @@ impl Target {
                 both_ways: true, ..
             } => "host link peak (both ways)",
         };
-        Some(crate::results::peak::NamedPeak {
+        Some(NamedPeak {
             name: name.into(),
             gb_s: peak.per_socket_gb_s,
             source: peak.detail,
