@@ -426,6 +426,7 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         budget_split,
         against: plan.against,
         differences,
+        memory_errors: topo.memory_errors.clone(),
         notes: plan.notes,
         tolerance: args.tolerance,
         budget: args.budget.or(super::flags::Budget::CHECK),

@@ -16,6 +16,8 @@ pub struct Judging {
     pub against: String,
     /// Findings on the hardware against the baseline's; any one is unhealthy.
     pub differences: Vec<String>,
+    /// The node's memory error counters, read with the topology.
+    pub memory_errors: crate::topology::edac::MemoryErrors,
     pub notes: Vec<String>,
     pub tolerance: f64,
     pub budget: Duration,
@@ -81,6 +83,7 @@ pub fn verdict(host: Host, checked: Checked, mut judging: Judging) -> Verdict {
         stability: stability(&checked),
         findings: checked.findings,
         differences: judging.differences,
+        memory_errors: judging.memory_errors,
         notes: judging.notes,
         interference: checked.interference,
         baseline_interference: judging.baseline_interference,

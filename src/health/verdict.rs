@@ -69,6 +69,9 @@ pub struct Verdict {
     /// node's hardware against the baseline's (a DIMM missing), a link
     /// trained narrow or down, a DIMM's memory errors (EDAC).
     pub differences: Vec<String>,
+    /// The node's memory error counters (EDAC) as the check read them,
+    /// or why none could be read.
+    pub memory_errors: crate::topology::edac::MemoryErrors,
     pub notes: Vec<String>,
     pub stability: Vec<Stability>,
     /// Other work and steal on the node over the whole check.

@@ -106,3 +106,48 @@ fn a_dimm_with_uncorrected_errors_fails_the_check_with_its_action() {
     let (code, out, err) = run(&[&["check", "--baseline", &baseline][..], &source].concat());
     assert_eq!(code, Some(0), "{out}{err}");
 }
+
+#[test]
+fn the_checks_prometheus_file_and_json_carry_each_dimms_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = xeon_with_edac(dir.path(), 3);
+    let prom = dir.path().join("membw.prom");
+    let source = ["--sysroot", &tree, "--fake-source", "4"];
+    let (code, out, err) = run(&[
+        &["check", "--prom", prom.to_str().unwrap(), "--json"][..],
+        &source,
+    ]
+    .concat());
+    assert_eq!(code, Some(1), "{err}");
+    let verdict: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let errors = &verdict["memory_errors"];
+    assert_eq!(
+        errors["controllers"][0]["dimms"][1]["uncorrected"], 3,
+        "{errors}"
+    );
+    let text = std::fs::read_to_string(&prom).unwrap();
+    for line in [
+        "membw_edac_readable 1",
+        "membw_edac_uncorrected_errors{mc=\"0\",dimm=\"P0-DIMMA2\"} 3",
+        "membw_edac_uncorrected_errors{mc=\"0\",dimm=\"P0-DIMMA1\"} 0",
+        "membw_edac_corrected_errors{mc=\"0\",dimm=\"P0-DIMMA2\"} 0",
+        "# TYPE membw_edac_corrected_errors gauge",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line}\n{text}");
+    }
+    // Without a driver: readable 0, and no series of counts.
+    let plain = common::shared_tree("xeon-e5-2680v3-2s");
+    let (code, _, err) = run(&[
+        "check",
+        "--sysroot",
+        plain.to_str().unwrap(),
+        "--fake-source",
+        "4",
+        "--prom",
+        prom.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let text = std::fs::read_to_string(&prom).unwrap();
+    assert!(text.lines().any(|l| l == "membw_edac_readable 0"), "{text}");
+    assert!(!text.contains("membw_edac_corrected_errors"), "{text}");
+}

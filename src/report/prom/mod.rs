@@ -2,6 +2,8 @@
 //! metric, base units (bytes per second, seconds), labels for kernel and
 //! scope, and the time of the measurement.
 
+mod memory;
+
 use crate::health::Scope;
 use crate::health::verdict::Verdict;
 use crate::results::RunReport;
@@ -235,7 +237,13 @@ pub fn check(v: &Verdict) -> String {
             &v.timestamp,
         ),
     ];
+    let memory = memory::metrics(&v.memory_errors);
     metrics.extend(fabric);
+    metrics.extend(memory.iter().map(|(name, help, samples)| Metric {
+        name,
+        help,
+        samples: samples.clone(),
+    }));
     metrics.extend(rest);
     render(&metrics)
 }
