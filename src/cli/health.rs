@@ -407,6 +407,14 @@ fn run_check(args: &CheckArgs) -> Result<()> {
     }));
     // And so is an NVLink link down: against the device's siblings.
     differences.extend(crate::health::pairs::links_down(&devices));
+    // And a GPU memory's uncorrected errors, pending or failed remapping,
+    // retired pages past DCGM's limits: counts, decided on a busy node too.
+    differences.extend(devices.iter().flat_map(|d| {
+        let faults = (d.facts.memory_health.iter()).flat_map(|h| h.findings());
+        faults
+            .map(|f| format!("{}: {f}", d.id.name))
+            .collect::<Vec<_>>()
+    }));
     // And a DIMM of the node with uncorrected errors, or corrected ones past
     // NHC's limit, whatever was measured (counts, not rates: decided on a
     // busy node too).

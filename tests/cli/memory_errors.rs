@@ -151,3 +151,65 @@ fn the_checks_prometheus_file_and_json_carry_each_dimms_counters() {
     assert!(text.lines().any(|l| l == "membw_edac_readable 0"), "{text}");
     assert!(!text.contains("membw_edac_corrected_errors"), "{text}");
 }
+
+/// `membw check` of the simulated GPUs under `setup` (MEMBW_SIM_DEVICE),
+/// triad alone and short: its exit code and JSON verdict.
+fn check_gpus(set: &str, setup: &str) -> (Option<i32>, serde_json::Value, String) {
+    let out = common::membw()
+        .env("MEMBW_SIM_DEVICE", setup)
+        .args([
+            "check",
+            "--backend",
+            set,
+            "--array-size",
+            "256K",
+            "--ntimes",
+            "3",
+        ])
+        .args(["--kernels", "triad", "--budget", "2s", "--format", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let verdict = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    (out.status.code(), verdict, stderr)
+}
+
+#[test]
+fn a_gpu_with_uncorrected_errors_or_a_pending_remap_fails_the_check_with_dcgms_action() {
+    let (code, v, err) = check_gpus("sim:all", "devices=2,ecc-ue=1:2,remap-pending=0");
+    assert_eq!(code, Some(1), "{v}\n{err}");
+    let differences = v["differences"].to_string();
+    for want in [
+        "sim1: 2 uncorrected ECC errors since the driver loaded: drain the node and reset the GPU",
+        "sim0: a row remapping waits for a reset: drain the node and reset the GPU",
+    ] {
+        assert!(differences.contains(want), "{want}\n{differences}");
+    }
+    // The counters travel with the device's facts.
+    let health = &v["devices"][1]["memory_health"];
+    assert_eq!(health["uncorrected_volatile"], 2, "{v}");
+    assert_eq!(health["ecc_enabled"], true, "{v}");
+    // Past DCGM's limit of retired pages, on one device alone.
+    let (code, v, _) = check_gpus("sim:0", "retired-pages=0:63");
+    assert_eq!(code, Some(1), "{v}");
+    assert!(
+        v["differences"]
+            .to_string()
+            .contains("sim0: 63 retired pages (DCGM's limit 63): replace the GPU"),
+        "{v}"
+    );
+    // Counters under the limits are no finding (the rates alone judge
+    // the device: on a simulated one, against half its peak); a bad setup
+    // is one line.
+    let (_, v, _) = check_gpus("sim:0", "retired-pages=0:62");
+    assert_eq!(v["differences"], serde_json::json!([]), "{v}");
+    assert_eq!(v["device"]["memory_health"]["retired_pages"], 62, "{v}");
+    let out = common::membw()
+        .env("MEMBW_SIM_DEVICE", "ecc-ue=0:many")
+        .args(["check", "--backend", "sim:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("'many': a count of errors"), "{err}");
+}

@@ -7,6 +7,7 @@
 //! NVML is optional: where it does not load, the peak is unknown and the
 //! run says so; nothing is estimated.
 
+use crate::results::targets::GpuMemoryHealth;
 use nvml_wrapper::Nvml;
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::enum_wrappers::device::{Clock, PerformancePolicy};
@@ -39,6 +40,8 @@ pub(super) struct NvmlFacts {
     pub c2c_gb_s: Option<f64>,
     /// Its NVLink links, where it has some and any is up.
     pub fabric: Option<crate::results::targets::Fabric>,
+    /// Its memory's ECC errors, retired pages and remapped rows.
+    pub memory_health: Option<GpuMemoryHealth>,
 }
 
 /// What NVML says of the GPU at `bus_id`, as far as it loads.
@@ -51,6 +54,7 @@ pub(super) fn facts(bus_id: &str) -> NvmlFacts {
                 driver_version: None,
                 c2c_gb_s: None,
                 fabric: None,
+                memory_health: None,
             };
         }
     };
@@ -63,7 +67,60 @@ pub(super) fn facts(bus_id: &str) -> NvmlFacts {
         driver_version: nvml.sys_driver_version().ok(),
         c2c_gb_s: c2c_gb_s(nvml, bus_id),
         fabric: fabric(nvml, bus_id),
+        memory_health: memory_health(nvml, bus_id),
     }
+}
+
+/// DCGM's memory counters, each where NVML gives it (ECC on; pages
+/// retired before Ampere, rows remapped since): read, never a GPU launch.
+fn memory_health(nvml: &Nvml, bus_id: &str) -> Option<GpuMemoryHealth> {
+    use nvml_wrapper::enum_wrappers::device::{EccCounter, MemoryError, RetirementCause};
+    let d = nvml.device_by_pci_bus_id(bus_id).ok()?;
+    let ecc = d.is_ecc_enabled().ok().map(|e| e.currently_enabled);
+    let volatile = |kind| {
+        (ecc == Some(true))
+            .then(|| d.total_ecc_errors(kind, EccCounter::Volatile).ok())
+            .flatten()
+    };
+    let retired = [
+        RetirementCause::MultipleSingleBitEccErrors,
+        RetirementCause::DoubleBitEccError,
+    ]
+    .into_iter()
+    .map(|cause| d.retired_pages(cause).ok().map(|p| p.len() as u64))
+    .sum::<Option<u64>>();
+    let remapped = remapped_rows(nvml, &d);
+    Some(GpuMemoryHealth {
+        ecc_enabled: ecc,
+        corrected_volatile: volatile(MemoryError::Corrected),
+        uncorrected_volatile: volatile(MemoryError::Uncorrected),
+        retired_pages: retired,
+        retirement_pending: d.are_pages_pending_retired().ok(),
+        remapped_uncorrectable: remapped.map(|r| r.0),
+        remap_pending: remapped.map(|r| r.1),
+        remap_failed: remapped.map(|r| r.2),
+    })
+}
+
+/// `nvmlDeviceGetRemappedRows` (Ampere and later; the wrapper has no safe
+/// call for it): rows remapped for uncorrectable errors, whether one is
+/// pending, whether one failed.
+fn remapped_rows(nvml: &Nvml, d: &nvml_wrapper::Device) -> Option<(u64, bool, bool)> {
+    let call = nvml.lib().nvmlDeviceGetRemappedRows.as_ref().ok()?;
+    let (mut corrected, mut uncorrected, mut pending, mut failed) = (0u32, 0u32, 0u32, 0u32);
+    // SAFETY: the handle is the live device `d` of this NVML; the four
+    // out-parameters are valid, writable u32s for the call's duration.
+    let status = unsafe {
+        call(
+            d.handle(),
+            &mut corrected,
+            &mut uncorrected,
+            &mut pending,
+            &mut failed,
+        )
+    };
+    // nvml.h: NVML_SUCCESS.
+    (status == 0).then_some((u64::from(uncorrected), pending != 0, failed != 0))
 }
 
 /// A number of NVML's field values, whatever its type.

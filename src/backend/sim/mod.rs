@@ -149,6 +149,7 @@ impl Platform for SimPlatform {
                 multiprocessors: Some(MULTIPROCESSORS),
                 cache_bytes: Some(CACHE_BYTES),
                 fabric: setup.fabric(index),
+                memory_health: Some(setup.memory_health(index)),
                 peaks: DevicePeaks {
                     memory_gb_s: Some(setup.peak_gb_s.unwrap_or(PEAK_GB_S)),
                     host_link_gb_s: Some((setup.link_gb_s).unwrap_or_else(|| link.current.gb_s())),

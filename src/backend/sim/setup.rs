@@ -43,6 +43,12 @@ pub(super) struct Fault {
     pub lanes: Option<u32>,
     /// Peer links down (`nvlink-down=I:K`).
     pub links_down: Option<u32>,
+    /// Uncorrected ECC errors since the driver loaded (`ecc-ue=I:N`).
+    pub ecc_uncorrected: Option<u64>,
+    /// Pages retired (`retired-pages=I:N`), as a pre-Ampere GPU counts them.
+    pub retired_pages: Option<u64>,
+    /// A row remapping waits for a reset (`remap-pending=I`).
+    pub remap_pending: bool,
 }
 
 /// A positive rate in GB/s.
@@ -127,6 +133,19 @@ impl Setup {
                     let k = k.parse().map_err(|_| format!("'{k}': a count of links"))?;
                     setup.faults.entry(i).or_default().links_down = Some(k);
                 }
+                Some(("ecc-ue", v)) => {
+                    let (i, n) = of_device(v)?;
+                    let n = n.parse().map_err(|_| format!("'{n}': a count of errors"))?;
+                    setup.faults.entry(i).or_default().ecc_uncorrected = Some(n);
+                }
+                Some(("retired-pages", v)) => {
+                    let (i, n) = of_device(v)?;
+                    let n = n.parse().map_err(|_| format!("'{n}': a count of pages"))?;
+                    setup.faults.entry(i).or_default().retired_pages = Some(n);
+                }
+                Some(("remap-pending", i)) => {
+                    setup.faults.entry(device(i)?).or_default().remap_pending = true;
+                }
                 Some(("clock", f)) => {
                     setup.clock = Some(
                         (f.parse().ok())
@@ -136,7 +155,7 @@ impl Setup {
                 }
                 _ => {
                     return Err(format!(
-                        "'{item}': expected devices=N, wrong-element=N, peak=GBS, link=GBS, lanes=[I:]N, slow=I:F, peer-down=I:J, nvlink=N, nvlink-down=I:K or clock=F"
+                        "'{item}': expected devices=N, wrong-element=N, peak=GBS, link=GBS, lanes=[I:]N, slow=I:F, peer-down=I:J, nvlink=N, nvlink-down=I:K, ecc-ue=I:N, retired-pages=I:N, remap-pending=I or clock=F"
                     ));
                 }
             }
@@ -169,6 +188,22 @@ impl Setup {
             }
         }
         Ok(())
+    }
+
+    /// Device `index`'s memory health, as NVML reports an Ampere GPU's
+    /// with ECC on: counts of zero unless a fault was asked for.
+    pub(super) fn memory_health(&self, index: u32) -> crate::results::targets::GpuMemoryHealth {
+        let fault = self.fault(index);
+        crate::results::targets::GpuMemoryHealth {
+            ecc_enabled: Some(true),
+            corrected_volatile: Some(0),
+            uncorrected_volatile: Some(fault.ecc_uncorrected.unwrap_or(0)),
+            retired_pages: fault.retired_pages,
+            retirement_pending: None,
+            remapped_uncorrectable: Some(0),
+            remap_pending: Some(fault.remap_pending),
+            remap_failed: Some(false),
+        }
     }
 
     /// The share of device `index`'s peer links that are up (1 without

@@ -48,6 +48,9 @@ pub struct DeviceFacts {
     pub cache_bytes: Option<u64>,
     /// Its links to its peers (NVLink), where its library reports them.
     pub fabric: Option<super::fabric::Fabric>,
+    /// Its memory's ECC errors, retired pages and remapped rows, where
+    /// its library reports them.
+    pub memory_health: Option<super::memory_health::GpuMemoryHealth>,
     pub peaks: DevicePeaks,
     /// How it is measured, as its backend declares it.
     pub method: super::method::DeviceMethod,
@@ -98,6 +101,8 @@ struct Wire {
     cache_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     fabric: Option<super::fabric::Fabric>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    memory_health: Option<super::memory_health::GpuMemoryHealth>,
     #[serde(default, skip_serializing_if = "DevicePeaks::is_empty")]
     peaks: DevicePeaks,
     #[serde(default, skip_serializing_if = "super::method::DeviceMethod::is_empty")]
@@ -128,6 +133,7 @@ impl From<Wire> for Device {
                 multiprocessors: w.multiprocessors,
                 cache_bytes: w.cache_bytes,
                 fabric: w.fabric,
+                memory_health: w.memory_health,
                 peaks,
                 method: w.method,
             },
@@ -151,6 +157,7 @@ impl From<Device> for Wire {
             multiprocessors: d.facts.multiprocessors,
             cache_bytes: d.facts.cache_bytes,
             fabric: d.facts.fabric,
+            memory_health: d.facts.memory_health,
             peaks: d.facts.peaks,
             method: d.facts.method,
             peak_gb_s: None,

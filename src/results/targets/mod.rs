@@ -8,10 +8,12 @@
 
 mod device;
 pub mod fabric;
+pub mod memory_health;
 pub mod method;
 
 pub use device::{Device, DeviceFacts, DeviceId, DevicePeaks};
 pub use fabric::{Fabric, FabricPath};
+pub use memory_health::GpuMemoryHealth;
 pub use method::{Clock, DeviceMethod, Method, Work};
 
 use crate::kernels::{Isa, Path, StoreMode, StoresRequest};

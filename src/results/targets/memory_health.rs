@@ -1,0 +1,171 @@
+//! A GPU's memory health as its management library counts it: ECC errors,
+//! retired pages (before Ampere) and remapped rows (Ampere and later). The
+//! limits and actions are NVIDIA DCGM's (its level-1 diagnostic and health
+//! watches), which admins already act on: a count, not a rate, so a busy
+//! node shows them too.
+
+use serde::{Deserialize, Serialize};
+
+/// DCGM fails a GPU with this many retired pages (single- plus double-bit).
+pub const RETIRED_PAGES_LIMIT: u64 = 63;
+/// DCGM fails a GPU with this many rows remapped for uncorrectable errors.
+pub const UNCORRECTABLE_ROWS_LIMIT: u64 = 512;
+
+/// What the library reports; each count absent where it cannot say (ECC
+/// off, a GPU without page retirement or row remapping, an old driver).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuMemoryHealth {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecc_enabled: Option<bool>,
+    /// Corrected and uncorrected ECC errors since the driver loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrected_volatile: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncorrected_volatile: Option<u64>,
+    /// Pages retired for single- or double-bit errors, over the GPU's life.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retired_pages: Option<u64>,
+    /// A page waits for the next reset to be retired.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retirement_pending: Option<bool>,
+    /// Rows remapped for uncorrectable errors, over the GPU's life.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remapped_uncorrectable: Option<u64>,
+    /// A remapping waits for the next reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remap_pending: Option<bool>,
+    /// A remapping failed: the GPU has no spare row left for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remap_failed: Option<bool>,
+}
+
+impl GpuMemoryHealth {
+    /// Each fault with its action, as DCGM decides them; empty for a
+    /// healthy memory (or one whose library said nothing).
+    pub fn findings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(n) = self.uncorrected_volatile.filter(|&n| n > 0) {
+            out.push(format!(
+                "{n} uncorrected ECC errors since the driver loaded: drain the node and reset the GPU"
+            ));
+        }
+        if self.remap_failed == Some(true) {
+            out.push("a row remapping failed (no spare row left): replace the GPU".into());
+        }
+        if let Some(n) = (self.remapped_uncorrectable).filter(|&n| n >= UNCORRECTABLE_ROWS_LIMIT) {
+            out.push(format!(
+                "{n} rows remapped for uncorrectable errors (DCGM's limit {UNCORRECTABLE_ROWS_LIMIT}): replace the GPU"
+            ));
+        }
+        if self.remap_pending == Some(true) {
+            out.push("a row remapping waits for a reset: drain the node and reset the GPU".into());
+        }
+        if let Some(n) = self.retired_pages.filter(|&n| n >= RETIRED_PAGES_LIMIT) {
+            out.push(format!(
+                "{n} retired pages (DCGM's limit {RETIRED_PAGES_LIMIT}): replace the GPU"
+            ));
+        }
+        if self.retirement_pending == Some(true) {
+            out.push(
+                "a page retirement waits for a reset: drain the node and reset the GPU".into(),
+            );
+        }
+        out
+    }
+
+    /// One line for `topo`: `ECC on, 0 uncorrected, 2 corrected since
+    /// the driver loaded, 0 rows remapped`.
+    pub fn summary(&self) -> String {
+        let mut parts = vec![match self.ecc_enabled {
+            Some(true) => "ECC on".to_string(),
+            Some(false) => "ECC off".to_string(),
+            None => "ECC unknown".to_string(),
+        }];
+        if let (Some(ue), Some(ce)) = (self.uncorrected_volatile, self.corrected_volatile) {
+            parts.push(format!(
+                "{ue} uncorrected, {ce} corrected since the driver loaded"
+            ));
+        }
+        if let Some(rows) = self.remapped_uncorrectable {
+            parts.push(format!("{rows} rows remapped"));
+        }
+        if let Some(pages) = self.retired_pages {
+            parts.push(format!("{pages} pages retired"));
+        }
+        parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_of_dcgms_limits_decides_on_its_own_side() {
+        let healthy = GpuMemoryHealth {
+            ecc_enabled: Some(true),
+            corrected_volatile: Some(40),
+            uncorrected_volatile: Some(0),
+            retired_pages: Some(RETIRED_PAGES_LIMIT - 1),
+            retirement_pending: Some(false),
+            remapped_uncorrectable: Some(UNCORRECTABLE_ROWS_LIMIT - 1),
+            remap_pending: Some(false),
+            remap_failed: Some(false),
+        };
+        assert_eq!(healthy.findings(), Vec::<String>::new());
+        assert_eq!(GpuMemoryHealth::default().findings(), Vec::<String>::new());
+        let cases: [(GpuMemoryHealth, &str); 6] = [
+            (
+                GpuMemoryHealth {
+                    uncorrected_volatile: Some(1),
+                    ..healthy.clone()
+                },
+                "1 uncorrected ECC errors since the driver loaded: drain the node and reset the GPU",
+            ),
+            (
+                GpuMemoryHealth {
+                    remap_failed: Some(true),
+                    ..healthy.clone()
+                },
+                "replace the GPU",
+            ),
+            (
+                GpuMemoryHealth {
+                    remapped_uncorrectable: Some(UNCORRECTABLE_ROWS_LIMIT),
+                    ..healthy.clone()
+                },
+                "512 rows remapped for uncorrectable errors",
+            ),
+            (
+                GpuMemoryHealth {
+                    remap_pending: Some(true),
+                    ..healthy.clone()
+                },
+                "a row remapping waits for a reset",
+            ),
+            (
+                GpuMemoryHealth {
+                    retired_pages: Some(RETIRED_PAGES_LIMIT),
+                    ..healthy.clone()
+                },
+                "63 retired pages (DCGM's limit 63): replace the GPU",
+            ),
+            (
+                GpuMemoryHealth {
+                    retirement_pending: Some(true),
+                    ..healthy.clone()
+                },
+                "a page retirement waits for a reset",
+            ),
+        ];
+        for (health, want) in cases {
+            let found = health.findings();
+            assert_eq!(found.len(), 1, "{found:?}");
+            assert!(found[0].contains(want), "{found:?} lacks {want}");
+        }
+        assert_eq!(
+            healthy.summary(),
+            "ECC on, 0 uncorrected, 40 corrected since the driver loaded, 511 rows remapped, 62 pages retired"
+        );
+    }
+}
