@@ -316,3 +316,50 @@ fn a_node_check_with_no_backend_covers_the_amd_gpus() {
     let cpus = scopes(&check(&["--no-gpus"]));
     assert!(cpus.iter().all(|s| !s.starts_with("device")), "{cpus:?}");
 }
+
+#[test]
+fn an_amd_gpus_uncorrected_hbm_errors_or_a_pending_bad_page_fail_the_check() {
+    let Some(mut cmd) = with_fakes(true) else {
+        return;
+    };
+    let out = cmd
+        .env("FAKE_HIP_DEVICES", "2")
+        .env("FAKE_RSMI_ECC", "1:7:2")
+        .env("FAKE_RSMI_BAD_PAGES", "0:3:1")
+        .args(["check", "--backend", "hip:all", "--kernels", "triad"])
+        .args([
+            "--array-size",
+            "200000",
+            "--budget",
+            "2s",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let differences = v["differences"].to_string();
+    for want in [
+        "hip1: 2 uncorrected ECC errors since the driver loaded: drain the node and reset the GPU",
+        "hip0: a page retirement waits for a reset: drain the node and reset the GPU",
+    ] {
+        assert!(differences.contains(want), "{want}\n{differences}");
+    }
+    let health = |i: usize| v["devices"][i]["memory_health"].clone();
+    assert_eq!(health(1)["corrected_volatile"], 7, "{v}");
+    assert_eq!(health(0)["bad_pages"], 3, "{v}");
+    assert_eq!(health(0)["ecc_enabled"], true, "{v}");
+    // Without SMI the counts are absent, not zero.
+    let (v, _) = json(
+        with_fakes(false)
+            .unwrap()
+            .args(ONE_RUN)
+            .arg("--backend")
+            .arg("hip:0"),
+    );
+    let device = v["measurement"]["target"].clone();
+    assert_eq!(device["backend"], "hip", "{v}");
+    assert!(device["memory_health"].is_null(), "{v}");
+}

@@ -14,6 +14,11 @@
  *   FAKE_RSMI_NO_METRICS=1    the metrics calls say "not supported" (an
  *                             SMI older than ROCm 6.1)
  *   FAKE_RSMI_FAIL=1          rsmi_init fails
+ *   FAKE_RSMI_ECC=D:CE:UE     HIP's GPU D counts CE corrected and UE
+ *                             uncorrected errors in its HBM (UMC block);
+ *                             every other GPU none (ECC on everywhere)
+ *   FAKE_RSMI_BAD_PAGES=D:R:P HIP's GPU D has R bad pages retired and P
+ *                             waiting for a reset
  *
  * Built by the tests with: cc -shared -fPIC -O2 -o librocm_smi64.so.5 librocm_smi64.c
  */
@@ -103,5 +108,58 @@ rsmi_status_t rsmi_dev_metrics_curr_uclk_get(uint32_t i, uint16_t *mhz) {
   if (!initialized || i >= (uint32_t)devices()) return INVALID_ARGS;
   if (getenv("FAKE_RSMI_NO_METRICS")) return NOT_SUPPORTED;
   *mhz = 1600;
+  return SUCCESS;
+}
+
+/* `D:A:B` for HIP's GPU d from variable `name`: 1 and a, b where it names d. */
+static int of_gpu(const char *name, int d, uint64_t *a, uint64_t *b) {
+  const char *v = getenv(name);
+  int gpu;
+  unsigned long long x, y;
+  if (!v || sscanf(v, "%d:%llu:%llu", &gpu, &x, &y) != 3 || gpu != d) return 0;
+  *a = x;
+  *b = y;
+  return 1;
+}
+
+typedef struct { uint64_t correctable_err, uncorrectable_err, deferred_err; } rsmi_error_count_t;
+enum { BLOCK_UMC = 1 };
+
+rsmi_status_t rsmi_dev_ecc_enabled_get(uint32_t i, uint64_t *blocks) {
+  if (!initialized || i >= (uint32_t)devices()) return INVALID_ARGS;
+  *blocks = BLOCK_UMC;
+  return SUCCESS;
+}
+rsmi_status_t rsmi_dev_ecc_count_get(uint32_t i, int block, rsmi_error_count_t *ec) {
+  if (!initialized || i >= (uint32_t)devices()) return INVALID_ARGS;
+  if (block != BLOCK_UMC) return NOT_SUPPORTED;
+  uint64_t ce = 0, ue = 0;
+  of_gpu("FAKE_RSMI_ECC", hip_of(i), &ce, &ue);
+  ec->correctable_err = ce;
+  ec->uncorrectable_err = ue;
+  ec->deferred_err = 0;
+  return SUCCESS;
+}
+
+typedef struct { uint64_t page_address, page_size; int status; } rsmi_retired_page_record_t;
+enum { PAGE_RESERVED = 0, PAGE_PENDING = 1 };
+
+rsmi_status_t rsmi_dev_memory_reserved_pages_get(uint32_t i, uint32_t *n,
+                                                 rsmi_retired_page_record_t *records) {
+  if (!initialized || i >= (uint32_t)devices()) return INVALID_ARGS;
+  uint64_t reserved = 0, pending = 0;
+  of_gpu("FAKE_RSMI_BAD_PAGES", hip_of(i), &reserved, &pending);
+  uint32_t total = (uint32_t)(reserved + pending);
+  if (!records) {
+    *n = total;
+    return SUCCESS;
+  }
+  uint32_t k;
+  for (k = 0; k < *n && k < total; k++) {
+    records[k].page_address = 0x100000ull * k;
+    records[k].page_size = 4096;
+    records[k].status = k < reserved ? PAGE_RESERVED : PAGE_PENDING;
+  }
+  *n = k;
   return SUCCESS;
 }

@@ -99,6 +99,7 @@ fn memory_health(nvml: &Nvml, bus_id: &str) -> Option<GpuMemoryHealth> {
         remapped_uncorrectable: remapped.map(|r| r.0),
         remap_pending: remapped.map(|r| r.1),
         remap_failed: remapped.map(|r| r.2),
+        bad_pages: None,
     })
 }
 

@@ -129,7 +129,7 @@ impl Platform for Hip {
                 multiprocessors: Some(facts.multiprocessors),
                 cache_bytes: Some(facts.l2_bytes),
                 fabric: smi::fabric(&facts.bus_id),
-                memory_health: None,
+                memory_health: smi::memory_health(&facts.bus_id),
                 peaks: DevicePeaks {
                     memory_gb_s: facts.memory_peak.as_ref().ok().copied(),
                     host_link_gb_s: link.map(|l| l.current.gb_s()),

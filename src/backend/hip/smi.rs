@@ -16,6 +16,7 @@
 #![allow(non_snake_case)]
 
 use crate::results::targets::Fabric;
+use crate::results::targets::GpuMemoryHealth;
 use std::ffi::{CStr, c_char, c_int};
 use std::sync::OnceLock;
 
@@ -46,7 +47,37 @@ struct Smi {
     version_str: unsafe extern "C" fn(c_int, *mut c_char, u32) -> Status,
     indep_throttle: Option<unsafe extern "C" fn(u32, *mut u64) -> Status>,
     memory_clock: Option<unsafe extern "C" fn(u32, *mut u16) -> Status>,
+    ecc_enabled: Option<unsafe extern "C" fn(u32, *mut u64) -> Status>,
+    ecc_count: Option<unsafe extern "C" fn(u32, c_int, *mut ErrorCount) -> Status>,
+    bad_pages: Option<unsafe extern "C" fn(u32, *mut u32, *mut PageRecord) -> Status>,
 }
+
+/// `rsmi_error_count_t`, with the `deferred_err` newer releases add (an
+/// older SMI writes the first two).
+#[repr(C)]
+#[derive(Default)]
+struct ErrorCount {
+    correctable: u64,
+    uncorrectable: u64,
+    deferred: u64,
+}
+
+/// `rsmi_retired_page_record_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct PageRecord {
+    address: u64,
+    size: u64,
+    /// `rsmi_memory_page_status_t`: reserved, pending, unreservable.
+    status: c_int,
+}
+
+/// `rsmi_gpu_block_t`'s `RSMI_GPU_BLOCK_UMC`: the memory controllers (HBM).
+const BLOCK_UMC: c_int = 1;
+/// `RSMI_MEM_PAGE_STATUS_PENDING`.
+const PAGE_PENDING: c_int = 1;
+/// The most bad-page records read (the driver's threshold is far below).
+const MAX_PAGES: u32 = 65_536;
 
 /// SMI, loaded and initialized once; why not, where it does not load.
 fn smi() -> Result<&'static Smi, String> {
@@ -90,6 +121,13 @@ fn load() -> Result<Smi, String> {
                 .ok()
                 .map(|f| *f),
             memory_clock: (library.get(b"rsmi_dev_metrics_curr_uclk_get\0"))
+                .ok()
+                .map(|f| *f),
+            ecc_enabled: (library.get(b"rsmi_dev_ecc_enabled_get\0"))
+                .ok()
+                .map(|f| *f),
+            ecc_count: (library.get(b"rsmi_dev_ecc_count_get\0")).ok().map(|f| *f),
+            bad_pages: (library.get(b"rsmi_dev_memory_reserved_pages_get\0"))
                 .ok()
                 .map(|f| *f),
             _library: library,
@@ -166,6 +204,44 @@ pub(super) fn fabric(bus_id: &str) -> Option<Fabric> {
         }
     }
     xgmi_fabric(&links)
+}
+
+/// The HBM's ECC counts (the UMC block) and bad pages of the GPU at
+/// `bus_id`, as ROCm SMI gives them; `None` without SMI or the GPU.
+pub(super) fn memory_health(bus_id: &str) -> Option<GpuMemoryHealth> {
+    let smi = smi().ok()?;
+    let index = index_of(bus_id)?;
+    let mut blocks = 0u64;
+    // SAFETY: each call writes the integers or the struct it is given.
+    let ecc_on = (smi.ecc_enabled)
+        .filter(|f| unsafe { f(index, &mut blocks) } == SUCCESS)
+        .map(|_| blocks & BLOCK_UMC as u64 != 0);
+    let mut count = ErrorCount::default();
+    let counted = (smi.ecc_count)
+        .filter(|_| ecc_on == Some(true))
+        .is_some_and(|f| unsafe { f(index, BLOCK_UMC, &mut count) } == SUCCESS);
+    let pages = smi.bad_pages.and_then(|f| {
+        let mut n = 0u32;
+        // SAFETY: a null record array asks for the count alone.
+        if unsafe { f(index, &mut n, std::ptr::null_mut()) } != SUCCESS || n > MAX_PAGES {
+            return None;
+        }
+        let mut records = vec![PageRecord::default(); n as usize];
+        // SAFETY: room for the `n` records the count said, and `n` says so.
+        (unsafe { f(index, &mut n, records.as_mut_ptr()) } == SUCCESS).then(|| {
+            let seen = &records[..(n as usize).min(records.len())];
+            let pending = seen.iter().filter(|r| r.status == PAGE_PENDING).count();
+            ((seen.len() - pending) as u64, pending > 0)
+        })
+    });
+    Some(GpuMemoryHealth {
+        ecc_enabled: ecc_on,
+        corrected_volatile: counted.then_some(count.correctable),
+        uncorrected_volatile: counted.then_some(count.uncorrectable),
+        bad_pages: pages.map(|p| p.0),
+        retirement_pending: pages.map(|p| p.1),
+        ..GpuMemoryHealth::default()
+    })
 }
 
 /// A fabric from each direct peer's bandwidth as the kernel's KFD

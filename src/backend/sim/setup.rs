@@ -203,6 +203,7 @@ impl Setup {
             remapped_uncorrectable: Some(0),
             remap_pending: Some(fault.remap_pending),
             remap_failed: Some(false),
+            bad_pages: None,
         }
     }
 

@@ -5,7 +5,7 @@
 use crate::topology::edac::MemoryErrors;
 
 /// (name, help, samples as (labels, value)) for each metric.
-pub(super) type Metrics = Vec<(&'static str, &'static str, Vec<(String, f64)>)>;
+pub(super) type Metrics = Vec<(&'static str, &'static str, super::Series)>;
 
 /// Whether the counters could be read, and each DIMM's corrected and
 /// uncorrected errors (a controller's own where it lists no DIMMs),

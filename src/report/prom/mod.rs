@@ -11,6 +11,9 @@ use crate::results::latency_record::{LatencyReport, Study};
 use crate::results::targets::Device;
 use std::fmt::Write;
 
+/// A metric's samples: its labels (`kernel="triad",scope="node"`) and value.
+type Series = Vec<(String, f64)>;
+
 /// Metrics under one name: its HELP and TYPE, then each sample.
 struct Metric<'a> {
     name: &'a str,
@@ -251,7 +254,7 @@ pub fn check(v: &Verdict) -> String {
 /// Each platform's fabric as metrics (name, help, a series per GPU of the
 /// check that reports it): the links up (`membw_gpu_nvlink_links_up`),
 /// and where its library counts links down, the links it has.
-fn fabric_metrics(v: &Verdict) -> Vec<(String, String, Vec<(String, f64)>)> {
+fn fabric_metrics(v: &Verdict) -> Vec<(String, String, Series)> {
     let mut out = Vec::new();
     for k in crate::backend::fabric_kinds() {
         if k.counts_down {

@@ -25,6 +25,11 @@ pub struct GpuMemoryHealth {
     /// Pages retired for single- or double-bit errors, over the GPU's life.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retired_pages: Option<u64>,
+    /// Bad pages retired (reserved) as AMD's driver counts them: recorded,
+    /// not judged (the driver's own threshold, `amdgpu.bad_page_threshold`,
+    /// decides when the card is done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bad_pages: Option<u64>,
     /// A page waits for the next reset to be retired.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retirement_pending: Option<bool>,
@@ -89,7 +94,7 @@ impl GpuMemoryHealth {
         if let Some(rows) = self.remapped_uncorrectable {
             parts.push(format!("{rows} rows remapped"));
         }
-        if let Some(pages) = self.retired_pages {
+        if let Some(pages) = self.retired_pages.or(self.bad_pages) {
             parts.push(format!("{pages} pages retired"));
         }
         parts.join(", ")
@@ -111,6 +116,7 @@ mod tests {
             remapped_uncorrectable: Some(UNCORRECTABLE_ROWS_LIMIT - 1),
             remap_pending: Some(false),
             remap_failed: Some(false),
+            bad_pages: None,
         };
         assert_eq!(healthy.findings(), Vec::<String>::new());
         assert_eq!(GpuMemoryHealth::default().findings(), Vec::<String>::new());
