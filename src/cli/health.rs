@@ -398,27 +398,8 @@ fn run_check(args: &CheckArgs) -> Result<()> {
             devices.push(d.clone());
         }
     }
-    // A device's link that trained below what it can do is a fault of the
-    // hardware, whatever the rates: a x8 or Gen3 link on a Gen5 x16 card.
     let mut differences = plan.differences;
-    differences.extend(devices.iter().filter_map(|d| {
-        let why = d.facts.link?.degraded()?;
-        Some(format!("{}: {why}", d.id.name))
-    }));
-    // And so is an NVLink link down: against the device's siblings.
-    differences.extend(crate::health::pairs::links_down(&devices));
-    // And a GPU memory's uncorrected errors, pending or failed remapping,
-    // retired pages past DCGM's limits: counts, decided on a busy node too.
-    differences.extend(devices.iter().flat_map(|d| {
-        let faults = (d.facts.memory_health.iter()).flat_map(|h| h.findings());
-        faults
-            .map(|f| format!("{}: {f}", d.id.name))
-            .collect::<Vec<_>>()
-    }));
-    // And a DIMM of the node with uncorrected errors, or corrected ones past
-    // NHC's limit, whatever was measured (counts, not rates: decided on a
-    // busy node too).
-    differences.extend(crate::topology::edac::findings(&topo.memory_errors));
+    differences.extend(crate::health::faults::of(&devices, &topo));
     differences.extend(match baseline.as_ref().filter(|b| !b.pairs.is_empty()) {
         Some(b) => crate::health::pairs::against_baseline(&pairs, &b.pairs, args.tolerance),
         None => crate::health::pairs::against_siblings(&pairs, args.tolerance),

@@ -4,6 +4,7 @@
 //! and (in [`rules`]) every decision the check takes, as pure functions of
 //! measured rates so that they are tested on data, not on timing.
 
+pub mod faults;
 pub mod history;
 pub mod pairs;
 pub mod rules;

@@ -1,0 +1,34 @@
+//! The node's hardware faults beside its rates: each is unhealthy
+//! whatever was measured, and each is a count or a state rather than a
+//! rate, so it is decided on a busy node too.
+
+/// The node's hardware faults, whatever the rates: a device's link that
+/// trained low, NVLink links down against the device's siblings, a DIMM's
+/// memory errors (EDAC) and a GPU memory's (DCGM's limits).
+pub fn of(
+    devices: &[crate::results::targets::Device],
+    topo: &crate::topology::Topology,
+) -> Vec<String> {
+    // A device's link that trained below what it can do is a fault of the
+    // hardware, whatever the rates: a x8 or Gen3 link on a Gen5 x16 card.
+    let mut differences = Vec::new();
+    differences.extend(devices.iter().filter_map(|d| {
+        let why = d.facts.link?.degraded()?;
+        Some(format!("{}: {why}", d.id.name))
+    }));
+    // And so is an NVLink link down: against the device's siblings.
+    differences.extend(super::pairs::links_down(devices));
+    // And a GPU memory's uncorrected errors, pending or failed remapping,
+    // retired pages past DCGM's limits: counts, decided on a busy node too.
+    differences.extend(devices.iter().flat_map(|d| {
+        let faults = (d.facts.memory_health.iter()).flat_map(|h| h.findings());
+        faults
+            .map(|f| format!("{}: {f}", d.id.name))
+            .collect::<Vec<_>>()
+    }));
+    // And a DIMM of the node with uncorrected errors, or corrected ones past
+    // NHC's limit, whatever was measured (counts, not rates: decided on a
+    // busy node too).
+    differences.extend(crate::topology::edac::findings(&topo.memory_errors));
+    differences
+}
