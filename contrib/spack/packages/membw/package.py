@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="037b3966bfec96fddcd9e9d3b4dec8702d481d240e8a3243761f69a81eb6e690")
+    version("0.1.0", sha256="098b1b1ca94a01176517fdb16f76f3acdcbbbb16e77da6ef4ab5bbae2534d15d")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
