@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="098b1b1ca94a01176517fdb16f76f3acdcbbbb16e77da6ef4ab5bbae2534d15d")
+    version("0.1.0", sha256="d86ab655507ec6b7cb116571861ffc16785857c4d321bc6bd870a38461c67c06")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
