@@ -716,19 +716,15 @@ fn named_paths(module: &[String], body: &str) -> BTreeSet<Vec<String>> {
         if preceded {
             continue;
         }
-        let rest = &body[at..];
-        let ups = rest.matches("super::").count().min(
-            rest.split("super::")
-                .skip(1)
-                .take_while(|s| s.is_empty())
-                .count()
-                + 1,
-        );
+        let (mut ups, mut rest) = (0, &body[at..]);
+        while let Some(tail) = rest.strip_prefix("super::") {
+            (ups, rest) = (ups + 1, tail);
+        }
         let Some(base) = module.len().checked_sub(ups) else {
             continue;
         };
         let mut path = module[..base].to_vec();
-        path.extend(word(&rest["super::".len() * ups..]));
+        path.extend(word(rest));
         out.insert(path);
     }
     out

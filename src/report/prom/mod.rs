@@ -187,12 +187,7 @@ pub fn check(v: &Verdict) -> String {
             )
         })
         .collect();
-    let fabrics = fabric_metrics(v);
-    let fabric = fabrics.iter().map(|(name, help, samples)| Metric {
-        name,
-        help,
-        samples: samples.clone(),
-    });
+    let (fabrics, memory) = (fabric_metrics(v), memory::metrics(&v.memory_errors));
     let mut metrics = vec![
         Metric {
             name: "membw_check_healthy",
@@ -227,7 +222,9 @@ pub fn check(v: &Verdict) -> String {
             samples: peer_samples(v),
         },
     ];
-    let rest = vec![
+    metrics.extend(made(&fabrics));
+    metrics.extend(made(&memory));
+    metrics.extend([
         trusted("membw_check_trusted", "check", [Some(&v.interference)]),
         Metric {
             name: "membw_check_duration_seconds",
@@ -239,16 +236,20 @@ pub fn check(v: &Verdict) -> String {
             "When the last membw check ended, seconds since the epoch.",
             &v.timestamp,
         ),
-    ];
-    let memory = memory::metrics(&v.memory_errors);
-    metrics.extend(fabric);
-    metrics.extend(memory.iter().map(|(name, help, samples)| Metric {
-        name,
-        help,
-        samples: samples.clone(),
-    }));
-    metrics.extend(rest);
+    ]);
     render(&metrics)
+}
+
+/// Metrics whose names and help were made at run time (a platform's
+/// fabric) or kept apart (memory errors), as `render` takes them.
+fn made<'a, N: AsRef<str>, H: AsRef<str>>(
+    metrics: &'a [(N, H, Series)],
+) -> impl Iterator<Item = Metric<'a>> {
+    (metrics.iter()).map(|(name, help, samples)| Metric {
+        name: name.as_ref(),
+        help: help.as_ref(),
+        samples: samples.clone(),
+    })
 }
 
 /// Each platform's fabric as metrics (name, help, a series per GPU of the

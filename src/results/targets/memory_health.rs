@@ -77,28 +77,6 @@ impl GpuMemoryHealth {
         }
         out
     }
-
-    /// One line for `topo`: `ECC on, 0 uncorrected, 2 corrected since
-    /// the driver loaded, 0 rows remapped`.
-    pub fn summary(&self) -> String {
-        let mut parts = vec![match self.ecc_enabled {
-            Some(true) => "ECC on".to_string(),
-            Some(false) => "ECC off".to_string(),
-            None => "ECC unknown".to_string(),
-        }];
-        if let (Some(ue), Some(ce)) = (self.uncorrected_volatile, self.corrected_volatile) {
-            parts.push(format!(
-                "{ue} uncorrected, {ce} corrected since the driver loaded"
-            ));
-        }
-        if let Some(rows) = self.remapped_uncorrectable {
-            parts.push(format!("{rows} rows remapped"));
-        }
-        if let Some(pages) = self.retired_pages.or(self.bad_pages) {
-            parts.push(format!("{pages} pages retired"));
-        }
-        parts.join(", ")
-    }
 }
 
 #[cfg(test)]
@@ -169,9 +147,5 @@ mod tests {
             assert_eq!(found.len(), 1, "{found:?}");
             assert!(found[0].contains(want), "{found:?} lacks {want}");
         }
-        assert_eq!(
-            healthy.summary(),
-            "ECC on, 0 uncorrected, 40 corrected since the driver loaded, 511 rows remapped, 62 pages retired"
-        );
     }
 }
