@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="d86ab655507ec6b7cb116571861ffc16785857c4d321bc6bd870a38461c67c06")
+    version("0.1.0", sha256="a8339160adfe8e39f4e2bc437747d6e38b63ba61276048585898429f79cf90d5")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
