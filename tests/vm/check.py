@@ -13,12 +13,18 @@ passed, failed = 0, 0
 def parse(path):
     """Splits the guest's framed output into {name: (rc, stdout, stderr)}."""
     results, name, buf, out = {}, None, [], None
+    # What the guest's watchdog saw of a command it killed, by command.
+    described, running = {}, None
     try:
         text = open(path, encoding="utf-8", errors="replace").read().replace("\r", "")
     except OSError as e:
         return {"__error__": str(e)}
     for line in text.split("\n"):
-        if line.startswith("@@@BEGIN "):
+        if line.startswith("@@@STARTED "):
+            running = line.split(" ", 1)[1]
+        elif line.startswith("@@@HUNG ") and running:
+            described.setdefault(running, []).append(line.split(" ", 1)[1])
+        elif line.startswith("@@@BEGIN "):
             name, buf = line.split(" ", 1)[1], []
         elif line.startswith("@@@STDERR ") and name:
             out, buf = "\n".join(buf), []
@@ -31,6 +37,7 @@ def parse(path):
     results["__done__"] = "@@@DONE" in text
     started = [l.split(" ", 1)[1] for l in text.split("\n") if l.startswith("@@@STARTED ")]
     results["__hung__"] = next((n for n in started if n not in results), None)
+    results["__described__"] = described
     return results
 
 
@@ -60,6 +67,10 @@ def doc(name):
         check(name, False, missing(name))
         return None
     rc, out, err = R[name]
+    if name in R["__described__"]:
+        # Killed by the guest's watchdog: every thread's state, twice.
+        check(name, False, "killed by the guest's watchdog (its threads are described above)")
+        return None
     try:
         d = json.loads(out)
     except ValueError:
@@ -158,6 +169,8 @@ def usage_error(name, needle):
 if "__error__" in R:
     check("results", False, R["__error__"])
 check("guest finished its commands", R.get("__done__", False), "no @@@DONE marker (guest crashed or timed out?)")
+for name, seen in R.get("__described__", {}).items():
+    check(f"{name}: ended on its own", False, "the guest's watchdog killed it; what it saw:\n    " + "\n    ".join(seen))
 
 if shape == "two-socket-smt":
     t = topo(2, 2, 4, 8, 2, [[10, 21], [21, 10]])

@@ -102,7 +102,11 @@ guest() {
     fi
     cp "$here/init.sh" "$dir/root/init"
     chmod +x "$dir/root/init"
-    guest_commands >"$dir/root/commands.sh"
+    {
+        # A shape may give its commands more (or less) than init's limit.
+        if [ -n "${GUEST_CMD_LIMIT:-}" ]; then echo "cmd_limit=$GUEST_CMD_LIMIT"; fi
+        guest_commands
+    } >"$dir/root/commands.sh"
     (cd "$dir/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$dir/initramfs.gz"
 
     # NUMA nodes: "id:cpus:size[:initiator]" (cpus empty for a memory-only
@@ -144,7 +148,7 @@ guest() {
     # on any host, never less.
     echo "booting '$shape': -smp $QEMU_SMP, nodes $QEMU_NODES, lpj=${lpj:-calibrated}" >&2
     started=$(date +%s)
-    timeout "${QEMU_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg -machine "${QEMU_MACHINE:-q35}" -cpu "max,vendor=GenuineIntel${QEMU_CPU_FLAGS:-}" \
+    timeout "${QEMU_TIMEOUT:-300}" qemu-system-x86_64 -accel "${QEMU_ACCEL:-tcg}" -machine "${QEMU_MACHINE:-q35}" -cpu "max,vendor=GenuineIntel${QEMU_CPU_FLAGS:-}" \
         -smp "$QEMU_SMP" -m "${total}M" "${numa[@]}" \
         -kernel "$guest_kernel" -initrd "$dir/initramfs.gz" \
         -append "console=ttyS0 quiet loglevel=4 panic=-1 tsc=reliable ${lpj:+lpj=$lpj} ${QEMU_APPEND:-}" \
