@@ -3,6 +3,7 @@
 //! fabrics, the probe child). Adding a vendor is one line here.
 
 use super::{cuda, gpu, hip, sim};
+use crate::results::targets::GpuMemoryRead;
 use crate::topology::pci::GpuVendor;
 
 /// The vendors of the GPU backend, by the name `--backend` takes.
@@ -41,4 +42,28 @@ pub fn probe_child() -> Option<i32> {
             .find_map(|p| p.probe_child(&asked))
             .unwrap_or(2),
     )
+}
+
+/// Every vendor's GPUs' memory counters for `topo`: each platform whose
+/// library reads some, or whose maker's GPUs are on the PCI bus of `topo`
+/// (then the reason its library cannot read them). Nothing from a
+/// platform with neither: a CPU node lists no libraries it lacks.
+pub fn gpu_memory(topo: &crate::topology::Topology) -> Vec<GpuMemoryRead> {
+    let on_bus = |vendor| topo.gpus.iter().any(|g| g.maker() == Some(vendor));
+    (PLATFORMS.iter())
+        .filter_map(|p| {
+            let expected = p.vendor().is_some_and(on_bus);
+            let (devices, not_readable) = match p.memory_counters() {
+                Ok(devices) if !devices.is_empty() => (devices, None),
+                Ok(_) if expected => (Vec::new(), Some("its library sees none of them".into())),
+                Err(why) if expected => (Vec::new(), Some(why)),
+                _ => return None,
+            };
+            Some(GpuMemoryRead {
+                backend: p.name().to_string(),
+                not_readable,
+                devices,
+            })
+        })
+        .collect()
 }

@@ -341,11 +341,17 @@ fn topo(args: TopoArgs) -> Result<()> {
     }
     let topo = read_topology(args.sysroot.dir())?;
     let peak = peak::estimate(&topo, &args.peak.request());
+    // Another node's tree has GPUs this host's libraries cannot read.
+    let gpu_memory = match args.sysroot.dir() {
+        None => crate::backend::gpu_memory(&topo),
+        Some(_) => Vec::new(),
+    };
     print(common::render_as(
         args.form.format,
         &report::export::View::Topo {
             topo: &topo,
             peak: peak.as_ref(),
+            gpu_memory: &gpu_memory,
         },
     )?)
 }

@@ -4,7 +4,8 @@
 
 /// The node's hardware faults, whatever the rates: a device's link that
 /// trained low, NVLink links down against the device's siblings, a DIMM's
-/// memory errors (EDAC) and a GPU memory's (DCGM's limits).
+/// memory errors (EDAC), a DIMM unlike its siblings (SMBIOS) and a GPU
+/// memory's (DCGM's limits).
 pub fn of(
     devices: &[crate::results::targets::Device],
     topo: &crate::topology::Topology,
@@ -30,5 +31,10 @@ pub fn of(
     // NHC's limit, whatever was measured (counts, not rates: decided on a
     // busy node too).
     differences.extend(crate::topology::edac::findings(&topo.memory_errors));
+    // And a DIMM unlike its siblings in size or speed: the population
+    // itself, no baseline needed (a missing one is the baseline's to say).
+    differences.extend(crate::topology::smbios::population_findings(
+        &topo.memory_devices,
+    ));
     differences
 }

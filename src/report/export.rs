@@ -59,6 +59,8 @@ pub enum View<'a> {
     Topo {
         topo: &'a crate::topology::Topology,
         peak: Option<&'a crate::peak::Peak>,
+        /// Each GPU vendor's memory counters (this host's alone).
+        gpu_memory: &'a [crate::results::targets::GpuMemoryRead],
     },
     /// `membw place`: where threads would run.
     Place(&'a super::place::PlaceView<'a>),

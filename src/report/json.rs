@@ -44,7 +44,11 @@ impl super::export::TextExporter for Json {
             View::Latency(report) => pretty(report),
             View::Check(verdict) => pretty(verdict),
             View::Baseline(baseline) => pretty(baseline),
-            View::Topo { topo, peak } => super::topo::json(topo, *peak),
+            View::Topo {
+                topo,
+                peak,
+                gpu_memory,
+            } => super::topo::json(topo, *peak, gpu_memory),
             View::Place(view) => super::place::json(view),
             _ => return None,
         })

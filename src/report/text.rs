@@ -339,7 +339,11 @@ impl super::export::TextExporter for Text {
             View::Compare(c) => c.render(false),
             View::Check(v) => super::health::check(v),
             View::Baseline(b) => super::health::baseline(b),
-            View::Topo { topo, peak } => super::topo::text(topo, *peak),
+            View::Topo {
+                topo,
+                peak,
+                gpu_memory,
+            } => super::topo::text(topo, *peak, gpu_memory),
             View::Place(view) => super::place::text(view),
             View::Tune(view) => super::tune_verdict::text(view),
         }))

@@ -2,6 +2,7 @@
 //! JSON document with the full model.
 
 use crate::peak::Peak;
+use crate::results::targets::GpuMemoryRead;
 use crate::topology::cpulist::{IdSet, format_ranges};
 use crate::topology::{CacheKind, Topology};
 use crate::units::Bytes;
@@ -40,6 +41,9 @@ pub struct TopoReport<'a> {
     pub peak: Option<&'a Peak>,
     /// Each node as a memory tier, with its firmware-reported figures.
     pub tiers: Vec<super::tiers::Tier>,
+    /// Each GPU vendor's memory counters, as its library read them.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub gpu_memory: &'a [GpuMemoryRead],
 }
 
 pub fn derive(topo: &Topology) -> Derived {
@@ -81,13 +85,18 @@ pub fn derive(topo: &Topology) -> Derived {
     }
 }
 
-pub fn json(topo: &Topology, peak: Option<&Peak>) -> crate::error::Result<String> {
+pub fn json(
+    topo: &Topology,
+    peak: Option<&Peak>,
+    gpu_memory: &[GpuMemoryRead],
+) -> crate::error::Result<String> {
     let report = TopoReport {
         schema_version: crate::results::SCHEMA_VERSION,
         topology: topo,
         derived: derive(topo),
         peak,
         tiers: super::tiers::tiers(topo),
+        gpu_memory,
     };
     super::json::pretty(&report)
 }
@@ -130,7 +139,7 @@ fn caches(o: &mut String, topo: &Topology, d: &Derived) {
     }
 }
 
-pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
+pub fn text(topo: &Topology, peak: Option<&Peak>, gpu_memory: &[GpuMemoryRead]) -> String {
     let d = derive(topo);
     let mut o = String::new();
     let model = topo
@@ -187,10 +196,14 @@ pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
     let m = &topo.memory;
     let _ = writeln!(
         o,
-        "{:<11}{} total · {} available · cgroup limit {} · THP {}",
+        "{:<11}{} total · {} available · swap {} · cgroup limit {} · THP {}",
         "Memory",
         or_unknown(m.total),
         or_unknown(m.available),
+        match m.swap_total {
+            Some(Bytes(0)) => "none".to_string(),
+            swap => or_unknown(swap),
+        },
         m.cgroup_limit.map_or("none".to_string(), |l| l.to_string()),
         m.thp_mode.as_deref().unwrap_or("unknown"),
     );
@@ -209,6 +222,7 @@ pub fn text(topo: &Topology, peak: Option<&Peak>) -> String {
     o.push_str(&super::tiers::text(topo));
     distances(&mut o, topo);
     gpus(&mut o, topo);
+    memory_counters(&mut o, gpu_memory);
     let _ = writeln!(
         o,
         "\n{:<11}{}",
@@ -298,6 +312,28 @@ fn distances(o: &mut String, topo: &Topology) {
                 let _ = write!(o, "{d:>4}");
             }
             o.push('\n');
+        }
+    }
+}
+
+/// Each GPU's memory counters, as its vendor's library read them, with
+/// what DCGM's limits make of them; or why the library could not.
+fn memory_counters(o: &mut String, reads: &[GpuMemoryRead]) {
+    for read in reads {
+        let label = "GPU memory";
+        match &read.not_readable {
+            Some(why) => {
+                let _ = writeln!(o, "{label:<11}{}: not readable here: {why}", read.backend);
+            }
+            None => {
+                let _ = writeln!(o, "{label:<11}{}, as its library counts", read.backend);
+            }
+        }
+        for d in &read.devices {
+            let _ = writeln!(o, "  {}  {}", d.bus_id, d.health.describe());
+            for finding in d.health.findings() {
+                let _ = writeln!(o, "    ✗ {finding}");
+            }
         }
     }
 }

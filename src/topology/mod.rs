@@ -108,6 +108,9 @@ pub struct Cache {
 pub struct MemoryInfo {
     pub total: Option<Bytes>,
     pub available: Option<Bytes>,
+    /// Swap configured (`SwapTotal`): site checks want none on compute
+    /// nodes, where paging would be taken for slow memory.
+    pub swap_total: Option<Bytes>,
     /// The tightest `memory.max` (or v1 `memory.limit_in_bytes`) on our cgroup path.
     pub cgroup_limit: Option<Bytes>,
     pub cgroup_usage: Option<Bytes>,

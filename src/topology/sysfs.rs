@@ -406,6 +406,7 @@ pub(super) fn read_memory(r: &Reader) -> MemoryInfo {
     MemoryInfo {
         total: field("MemTotal"),
         available: field("MemAvailable"),
+        swap_total: field("SwapTotal"),
         cgroup_limit,
         cgroup_usage,
         thp_mode,

@@ -363,3 +363,24 @@ fn an_amd_gpus_uncorrected_hbm_errors_or_a_pending_bad_page_fail_the_check() {
     assert_eq!(device["backend"], "hip", "{v}");
     assert!(device["memory_health"].is_null(), "{v}");
 }
+
+#[test]
+fn topo_shows_each_amd_gpu_s_ecc_and_bad_pages_by_pci_address() {
+    let Some(mut cmd) = with_fakes(true) else {
+        return;
+    };
+    // SMI numbers the GPUs in reverse: HIP's GPU 1 is found by its address.
+    cmd.env("FAKE_HIP_DEVICES", "2")
+        .env("FAKE_RSMI_ECC", "1:4:1")
+        .env("FAKE_RSMI_BAD_PAGES", "1:3:1");
+    let out = cmd.arg("topo").output().unwrap();
+    let topo = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "GPU memory hip, as its library counts",
+        "  0000:c1:00.0  ECC on · 0 corrected, 0 uncorrected since the driver loaded · 0 bad pages retired",
+        "  0000:c2:00.0  ECC on · 4 corrected, 1 uncorrected since the driver loaded · 3 bad pages retired, one waiting for a reset",
+        "    ✗ a page retirement waits for a reset: drain the node and reset the GPU",
+    ] {
+        assert!(topo.contains(want), "{want}\n{topo}");
+    }
+}

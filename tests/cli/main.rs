@@ -30,6 +30,7 @@ mod latency;
 mod layers;
 mod many_writers;
 mod memory_errors;
+mod nvml;
 mod packaging;
 mod pages;
 mod peers;

@@ -213,3 +213,29 @@ fn a_gpu_with_uncorrected_errors_or_a_pending_remap_fails_the_check_with_dcgms_a
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("'many': a count of errors"), "{err}");
 }
+
+#[test]
+fn a_dimm_unlike_its_siblings_fails_the_check_without_a_baseline() {
+    // A 2-socket EPYC fixture with 8 DIMMs a socket, all alike.
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let spec = common::fixtures_dir().join("epyc-7h12-2s.json");
+    common::stdout(&[
+        "topo",
+        "--generate",
+        spec.to_str().unwrap(),
+        tree.to_str().unwrap(),
+    ]);
+    let tree = tree.to_string_lossy().into_owned();
+    let source = ["--sysroot", &tree, "--fake-source", "4"];
+    let (code, out, err) = run(&[&["check"][..], &source].concat());
+    assert_eq!(code, Some(0), "{out}{err}");
+    // Its DIMM 5 replaced by a 16 GiB one.
+    let raw = Path::new(&tree).join("sys/firmware/dmi/entries/17-5/raw");
+    let record = membw::topology::smbios::memory_device_record(5, 16 * 1024, 3200);
+    std::fs::write(&raw, record).unwrap();
+    let (code, out, err) = run(&[&["check"][..], &source].concat());
+    assert_eq!(code, Some(1), "{out}{err}");
+    let want = "DIMM 5 (BANK 5): 16 GiB at 3200 MT/s where its 15 siblings have 64 GiB at 3200 MT/s (SMBIOS): replace it with one like them";
+    assert!(out.contains(&format!("hardware: {want}")), "{want}\n{out}");
+}

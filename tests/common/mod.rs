@@ -495,6 +495,19 @@ pub fn fake_cuda_driver() -> Option<PathBuf> {
     fake_library(&BUILT, "fake_cuda/libcuda.c", source, "libcuda.so.1")
 }
 
+/// The directory holding the fake NVML (`libnvidia-ml.so.1`, over the
+/// fake CUDA driver's GPUs), as [`fake_cuda_driver`].
+pub fn fake_nvml() -> Option<PathBuf> {
+    static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    let source = include_str!("../fake_cuda/libnvidia-ml.c");
+    fake_library(
+        &BUILT,
+        "fake_cuda/libnvidia-ml.c",
+        source,
+        "libnvidia-ml.so.1",
+    )
+}
+
 /// The directory holding the fake `libamdhip64.so.5`, as
 /// [`fake_cuda_driver`].
 pub fn fake_hip_runtime() -> Option<PathBuf> {

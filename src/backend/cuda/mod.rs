@@ -144,6 +144,10 @@ impl Platform for Cuda {
         Ok(Box::new(runtime::CudaRuntime::open(index)?))
     }
 
+    fn memory_counters(&self) -> Result<Vec<targets::GpuMemoryAt>, String> {
+        nvml::memory_counters()
+    }
+
     fn libraries(&self) -> Vec<Library> {
         vec![
             Library {
@@ -154,7 +158,7 @@ impl Platform for Cuda {
             Library {
                 label: "nvml",
                 names: &["libnvidia-ml.so.1"],
-                gives: "clocks and link health",
+                gives: "memory peak, clocks, NVLink, ECC and remapped rows",
             },
         ]
     }

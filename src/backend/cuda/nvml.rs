@@ -7,7 +7,7 @@
 //! NVML is optional: where it does not load, the peak is unknown and the
 //! run says so; nothing is estimated.
 
-use crate::results::targets::GpuMemoryHealth;
+use crate::results::targets::{GpuMemoryAt, GpuMemoryHealth};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::enum_wrappers::device::{Clock, PerformancePolicy};
@@ -71,6 +71,23 @@ pub(super) fn facts(bus_id: &str) -> NvmlFacts {
     }
 }
 
+/// Every GPU's memory counters NVML reads, by PCI address; why not,
+/// where NVML does not load.
+pub(super) fn memory_counters() -> Result<Vec<GpuMemoryAt>, String> {
+    let nvml = nvml()?;
+    let count = nvml
+        .device_count()
+        .map_err(|e| format!("NVML counts no GPU ({e})"))?;
+    Ok((0..count)
+        .filter_map(|i| {
+            let pci = nvml.device_by_index(i).ok()?.pci_info().ok()?;
+            let bus_id = crate::topology::pci::normal_address(&pci.bus_id);
+            let health = memory_health(nvml, &bus_id)?;
+            Some(GpuMemoryAt { bus_id, health })
+        })
+        .collect())
+}
+
 /// DCGM's memory counters, each where NVML gives it (ECC on; pages
 /// retired before Ampere, rows remapped since): read, never a GPU launch.
 fn memory_health(nvml: &Nvml, bus_id: &str) -> Option<GpuMemoryHealth> {
@@ -100,7 +117,17 @@ fn memory_health(nvml: &Nvml, bus_id: &str) -> Option<GpuMemoryHealth> {
         remap_pending: remapped.map(|r| r.1),
         remap_failed: remapped.map(|r| r.2),
         bad_pages: None,
+        recovery_action: recovery_action(&d),
     })
+}
+
+/// NVML's GPU recovery action field (drivers r570 and later; "not
+/// supported" before): what the driver says the GPU needs.
+fn recovery_action(d: &nvml_wrapper::Device) -> Option<u32> {
+    use nvml_wrapper::structs::device::FieldId;
+    use nvml_wrapper::sys_exports::field_id::NVML_FI_DEV_GET_GPU_RECOVERY_ACTION as ACTION;
+    let values = d.field_values_for(&[FieldId(ACTION)]).ok()?;
+    field_number(&values, 0).map(|v| v as u32)
 }
 
 /// `nvmlDeviceGetRemappedRows` (Ampere and later; the wrapper has no safe

@@ -158,6 +158,9 @@ impl Backend for GpuBackend {
             warnings.extend(gpu.runtime_warnings());
             drop(gpu);
             warnings.extend(platform.after_run(device));
+            // What its memory counters say, beside the rates they may explain.
+            let memory = device.facts.memory_health.iter().flat_map(|h| h.findings());
+            warnings.extend(memory.map(|finding| format!("{name}: {finding}")));
             Ok(Observed {
                 threads: Vec::new(),
                 pages,

@@ -152,6 +152,12 @@ pub trait Platform: Sync {
     fn check_setup(&self) -> Result<(), String> {
         Ok(())
     }
+    /// Its GPUs' memory counters by PCI address, read through its
+    /// management library without opening a device (for `topo`); why
+    /// not, where the library does not load.
+    fn memory_counters(&self) -> Result<Vec<targets::GpuMemoryAt>, String> {
+        Ok(Vec::new())
+    }
     /// The shared libraries it loads at run time, for `membw version`.
     fn libraries(&self) -> Vec<Library> {
         Vec::new()

@@ -155,6 +155,10 @@ impl Platform for Hip {
         Ok(Box::new(runtime::HipRuntime::open(index)?))
     }
 
+    fn memory_counters(&self) -> Result<Vec<targets::GpuMemoryAt>, String> {
+        smi::memory_counters()
+    }
+
     fn libraries(&self) -> Vec<Library> {
         vec![
             Library {
@@ -165,7 +169,7 @@ impl Platform for Hip {
             Library {
                 label: "rocm-smi",
                 names: &smi::LIBRARIES,
-                gives: "xGMI links and clocks held back",
+                gives: "xGMI links, clocks held back, ECC and bad pages",
             },
         ]
     }

@@ -16,7 +16,7 @@
 #![allow(non_snake_case)]
 
 use crate::results::targets::Fabric;
-use crate::results::targets::GpuMemoryHealth;
+use crate::results::targets::{GpuMemoryAt, GpuMemoryHealth};
 use std::ffi::{CStr, c_char, c_int};
 use std::sync::OnceLock;
 
@@ -168,6 +168,18 @@ fn devices(smi: &Smi) -> Vec<(u32, String)> {
             (unsafe { (smi.pci_id)(i, &mut id) } == SUCCESS).then(|| (i, address(id)))
         })
         .collect()
+}
+
+/// Every GPU's memory counters SMI reads, by PCI address; why not,
+/// where SMI does not load.
+pub(super) fn memory_counters() -> Result<Vec<GpuMemoryAt>, String> {
+    let smi = smi()?;
+    Ok((devices(smi).into_iter())
+        .filter_map(|(_, bus_id)| {
+            let health = memory_health(&bus_id)?;
+            Some(GpuMemoryAt { bus_id, health })
+        })
+        .collect())
 }
 
 /// The amdgpu driver's version, where SMI loads.

@@ -204,6 +204,7 @@ impl Setup {
             remap_pending: Some(fault.remap_pending),
             remap_failed: Some(false),
             bad_pages: None,
+            recovery_action: None,
         }
     }
 

@@ -42,9 +42,91 @@ pub struct GpuMemoryHealth {
     /// A remapping failed: the GPU has no spare row left for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remap_failed: Option<bool>,
+    /// What the driver itself says the GPU needs (NVML's GPU recovery
+    /// action, drivers r570 and later), as nvml.h numbers it: 0 nothing,
+    /// 1 a GPU reset, 2 a node reboot, 3 peer traffic drained, 4 drain
+    /// and reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_action: Option<u32>,
+}
+
+/// The driver's recovery action in words, with what an admin does;
+/// `None` for "nothing".
+fn recovery(action: u32) -> Option<String> {
+    Some(match action {
+        0 => return None,
+        1 => "the driver asks for a GPU reset: drain the node and reset the GPU".into(),
+        2 => "the driver asks for a node reboot: drain the node and reboot it".into(),
+        3 => "the driver asks that peer-to-peer traffic be drained: stop the jobs using the GPU, then check again".into(),
+        4 => "the driver runs the GPU at reduced capacity: drain the node and reset the GPU".into(),
+        n => format!("the driver asks for recovery action {n} (see nvidia-smi -q): drain the node"),
+    })
+}
+
+/// One platform's GPUs' memory counters as its management library read
+/// them for `topo`, without opening a device; or why it could not.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuMemoryRead {
+    /// The backend whose library read them (`cuda`).
+    pub backend: String,
+    /// Why the library could not read them (it does not load).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_readable: Option<String>,
+    pub devices: Vec<GpuMemoryAt>,
+}
+
+/// A GPU's counters, by its PCI address.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuMemoryAt {
+    /// `0000:18:00.0`.
+    pub bus_id: String,
+    pub health: GpuMemoryHealth,
 }
 
 impl GpuMemoryHealth {
+    /// The counters in words, those the library gave: `ECC on · 7
+    /// corrected, 2 uncorrected since the driver loaded · 8 retired pages`.
+    pub fn describe(&self) -> String {
+        let mut parts = vec![match self.ecc_enabled {
+            Some(true) => "ECC on".to_string(),
+            Some(false) => "ECC off".to_string(),
+            None => "ECC unknown".to_string(),
+        }];
+        if let (Some(c), Some(u)) = (self.corrected_volatile, self.uncorrected_volatile) {
+            parts.push(format!(
+                "{c} corrected, {u} uncorrected since the driver loaded"
+            ));
+        }
+        let waiting = |pending: Option<bool>| {
+            if pending == Some(true) {
+                ", one waiting for a reset"
+            } else {
+                ""
+            }
+        };
+        if let Some(n) = self.retired_pages {
+            let pending = waiting(self.retirement_pending);
+            parts.push(format!("{n} retired pages{pending}"));
+        }
+        if let Some(n) = self.bad_pages {
+            let pending = waiting(self.retirement_pending);
+            parts.push(format!("{n} bad pages retired{pending}"));
+        }
+        if let Some(n) = self.remapped_uncorrectable {
+            let pending = waiting(self.remap_pending);
+            let failed = if self.remap_failed == Some(true) {
+                ", one failed"
+            } else {
+                ""
+            };
+            parts.push(format!("{n} rows remapped{pending}{failed}"));
+        }
+        if self.recovery_action == Some(0) {
+            parts.push("no recovery asked".into());
+        }
+        parts.join(" · ")
+    }
+
     /// Each fault with its action, as DCGM decides them; empty for a
     /// healthy memory (or one whose library said nothing).
     pub fn findings(&self) -> Vec<String> {
@@ -75,6 +157,7 @@ impl GpuMemoryHealth {
                 "a page retirement waits for a reset: drain the node and reset the GPU".into(),
             );
         }
+        out.extend(self.recovery_action.and_then(recovery));
         out
     }
 }
@@ -95,10 +178,25 @@ mod tests {
             remap_pending: Some(false),
             remap_failed: Some(false),
             bad_pages: None,
+            recovery_action: Some(0),
         };
         assert_eq!(healthy.findings(), Vec::<String>::new());
         assert_eq!(GpuMemoryHealth::default().findings(), Vec::<String>::new());
-        let cases: [(GpuMemoryHealth, &str); 6] = [
+        let cases: [(GpuMemoryHealth, &str); 8] = [
+            (
+                GpuMemoryHealth {
+                    recovery_action: Some(2),
+                    ..healthy.clone()
+                },
+                "the driver asks for a node reboot: drain the node and reboot it",
+            ),
+            (
+                GpuMemoryHealth {
+                    recovery_action: Some(9),
+                    ..healthy.clone()
+                },
+                "recovery action 9",
+            ),
             (
                 GpuMemoryHealth {
                     uncorrected_volatile: Some(1),
@@ -142,6 +240,20 @@ mod tests {
                 "a page retirement waits for a reset",
             ),
         ];
+        assert_eq!(
+            healthy.describe(),
+            "ECC on · 40 corrected, 0 uncorrected since the driver loaded · 62 retired pages · 511 rows remapped · no recovery asked"
+        );
+        let amd = GpuMemoryHealth {
+            ecc_enabled: Some(false),
+            bad_pages: Some(3),
+            retirement_pending: Some(true),
+            ..GpuMemoryHealth::default()
+        };
+        assert_eq!(
+            amd.describe(),
+            "ECC off · 3 bad pages retired, one waiting for a reset"
+        );
         for (health, want) in cases {
             let found = health.findings();
             assert_eq!(found.len(), 1, "{found:?}");

@@ -13,7 +13,7 @@ pub mod method;
 
 pub use device::{Device, DeviceFacts, DeviceId, DevicePeaks};
 pub use fabric::{Fabric, FabricPath};
-pub use memory_health::GpuMemoryHealth;
+pub use memory_health::{GpuMemoryAt, GpuMemoryHealth, GpuMemoryRead};
 pub use method::{Clock, DeviceMethod, Method, Work};
 
 use crate::kernels::{Isa, Path, StoreMode, StoresRequest};
