@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="a8339160adfe8e39f4e2bc437747d6e38b63ba61276048585898429f79cf90d5")
+    version("0.1.0", sha256="ddd54d10bfbf76a6ebe8681de0175015b7b1592a9c0702420df844ca266900e5")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
