@@ -400,6 +400,10 @@ fn run_check(args: &CheckArgs) -> Result<()> {
     }
     let mut differences = plan.differences;
     differences.extend(crate::health::faults::of(&devices, &topo));
+    let (xids, unread) = crate::health::faults::xids(&topo);
+    differences.extend(xids);
+    let mut notes = plan.notes;
+    notes.extend(unread);
     differences.extend(match baseline.as_ref().filter(|b| !b.pairs.is_empty()) {
         Some(b) => crate::health::pairs::against_baseline(&pairs, &b.pairs, args.tolerance),
         None => crate::health::pairs::against_siblings(&pairs, args.tolerance),
@@ -416,7 +420,7 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         against: plan.against,
         differences,
         memory_errors: topo.memory_errors.clone(),
-        notes: plan.notes,
+        notes,
         tolerance: args.tolerance,
         budget: args.budget.or(super::flags::Budget::CHECK),
         device,

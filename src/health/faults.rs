@@ -38,3 +38,22 @@ pub fn of(
     ));
     differences
 }
+
+/// The kernel log's memory and bus XIDs of the node's NVIDIA GPUs (DCGM's
+/// health watch's), each a fault with its action; and, where the log
+/// cannot be read, a note saying so: unread is never "none". Nothing on a
+/// node without NVIDIA GPUs on its PCI bus.
+pub fn xids(topo: &crate::topology::Topology) -> (Vec<String>, Option<String>) {
+    use crate::topology::kernel_log::GpuXids;
+    use crate::topology::pci::GpuVendor;
+    if !(topo.gpus.iter()).any(|g| g.maker() == Some(GpuVendor::Nvidia)) {
+        return (Vec::new(), None);
+    }
+    match GpuXids::read(&topo.root) {
+        GpuXids::NotReadable { why } => (
+            Vec::new(),
+            Some(format!("the GPUs' XIDs were not read: {why}")),
+        ),
+        read => (read.findings(), None),
+    }
+}

@@ -61,6 +61,8 @@ pub enum View<'a> {
         peak: Option<&'a crate::peak::Peak>,
         /// Each GPU vendor's memory counters (this host's alone).
         gpu_memory: &'a [crate::results::targets::GpuMemoryRead],
+        /// The kernel log's XIDs, where NVIDIA GPUs are on the bus.
+        xids: Option<&'a crate::topology::kernel_log::GpuXids>,
     },
     /// `membw place`: where threads would run.
     Place(&'a super::place::PlaceView<'a>),

@@ -48,7 +48,8 @@ impl super::export::TextExporter for Json {
                 topo,
                 peak,
                 gpu_memory,
-            } => super::topo::json(topo, *peak, gpu_memory),
+                xids,
+            } => super::topo::json(topo, *peak, gpu_memory, *xids),
             View::Place(view) => super::place::json(view),
             _ => return None,
         })

@@ -343,7 +343,8 @@ impl super::export::TextExporter for Text {
                 topo,
                 peak,
                 gpu_memory,
-            } => super::topo::text(topo, *peak, gpu_memory),
+                xids,
+            } => super::topo::text(topo, *peak, gpu_memory, *xids),
             View::Place(view) => super::place::text(view),
             View::Tune(view) => super::tune_verdict::text(view),
         }))

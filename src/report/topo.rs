@@ -4,6 +4,7 @@
 use crate::peak::Peak;
 use crate::results::targets::GpuMemoryRead;
 use crate::topology::cpulist::{IdSet, format_ranges};
+use crate::topology::kernel_log::GpuXids;
 use crate::topology::{CacheKind, Topology};
 use crate::units::Bytes;
 use serde::Serialize;
@@ -44,6 +45,9 @@ pub struct TopoReport<'a> {
     /// Each GPU vendor's memory counters, as its library read them.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub gpu_memory: &'a [GpuMemoryRead],
+    /// The kernel log's memory and bus XIDs, where NVIDIA GPUs are on the bus.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xids: Option<&'a GpuXids>,
 }
 
 pub fn derive(topo: &Topology) -> Derived {
@@ -89,6 +93,7 @@ pub fn json(
     topo: &Topology,
     peak: Option<&Peak>,
     gpu_memory: &[GpuMemoryRead],
+    xids: Option<&GpuXids>,
 ) -> crate::error::Result<String> {
     let report = TopoReport {
         schema_version: crate::results::SCHEMA_VERSION,
@@ -97,6 +102,7 @@ pub fn json(
         peak,
         tiers: super::tiers::tiers(topo),
         gpu_memory,
+        xids,
     };
     super::json::pretty(&report)
 }
@@ -139,7 +145,12 @@ fn caches(o: &mut String, topo: &Topology, d: &Derived) {
     }
 }
 
-pub fn text(topo: &Topology, peak: Option<&Peak>, gpu_memory: &[GpuMemoryRead]) -> String {
+pub fn text(
+    topo: &Topology,
+    peak: Option<&Peak>,
+    gpu_memory: &[GpuMemoryRead],
+    xids: Option<&GpuXids>,
+) -> String {
     let d = derive(topo);
     let mut o = String::new();
     let model = topo
@@ -193,21 +204,7 @@ pub fn text(topo: &Topology, peak: Option<&Peak>, gpu_memory: &[GpuMemoryRead]) 
         d.cpus,
         topo.allowed_mems
     );
-    let m = &topo.memory;
-    let _ = writeln!(
-        o,
-        "{:<11}{} total · {} available · swap {} · cgroup limit {} · THP {}",
-        "Memory",
-        or_unknown(m.total),
-        or_unknown(m.available),
-        match m.swap_total {
-            Some(Bytes(0)) => "none".to_string(),
-            swap => or_unknown(swap),
-        },
-        m.cgroup_limit.map_or("none".to_string(), |l| l.to_string()),
-        m.thp_mode.as_deref().unwrap_or("unknown"),
-    );
-    let _ = writeln!(o, "{:<11}{}", "ECC", topo.memory_errors.summary());
+    memory(&mut o, topo);
     if let Some(pools) = super::tiers::pools_line(topo) {
         let _ = writeln!(o, "{:<11}{pools}", "Huge pages");
     }
@@ -223,6 +220,9 @@ pub fn text(topo: &Topology, peak: Option<&Peak>, gpu_memory: &[GpuMemoryRead]) 
     distances(&mut o, topo);
     gpus(&mut o, topo);
     memory_counters(&mut o, gpu_memory);
+    if let Some(xids) = xids {
+        xid_lines(&mut o, xids);
+    }
     let _ = writeln!(
         o,
         "\n{:<11}{}",
@@ -313,6 +313,33 @@ fn distances(o: &mut String, topo: &Topology) {
             }
             o.push('\n');
         }
+    }
+}
+
+/// The memory's totals and limits, and its error counters (EDAC).
+fn memory(o: &mut String, topo: &Topology) {
+    let m = &topo.memory;
+    let _ = writeln!(
+        o,
+        "{:<11}{} total · {} available · swap {} · cgroup limit {} · THP {}",
+        "Memory",
+        or_unknown(m.total),
+        or_unknown(m.available),
+        match m.swap_total {
+            Some(Bytes(0)) => "none".to_string(),
+            swap => or_unknown(swap),
+        },
+        m.cgroup_limit.map_or("none".to_string(), |l| l.to_string()),
+        m.thp_mode.as_deref().unwrap_or("unknown"),
+    );
+    let _ = writeln!(o, "{:<11}{}", "ECC", topo.memory_errors.summary());
+}
+
+/// The kernel log's memory and bus XIDs, and each finding.
+fn xid_lines(o: &mut String, xids: &GpuXids) {
+    let _ = writeln!(o, "{:<11}{}", "XIDs", xids.summary());
+    for finding in xids.findings() {
+        let _ = writeln!(o, "  ✗ {finding}");
     }
 }
 

@@ -17,6 +17,7 @@ pub mod clock;
 pub mod cpulist;
 pub mod edac;
 pub mod fixture;
+pub mod kernel_log;
 pub mod pci;
 pub mod power;
 pub mod smbios;

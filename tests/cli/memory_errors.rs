@@ -6,20 +6,26 @@
 use crate::common;
 use std::path::Path;
 
-/// A 2-socket Xeon fixture (two NUMA domains), generated under `dir`, with
-/// one memory controller of two DIMMs whose second has `ue` uncorrected
-/// errors.
-fn xeon_with_edac(dir: &Path, ue: u64) -> String {
+/// The tree of tests/fixtures/`spec`.json, generated under `dir`.
+fn generated(dir: &Path, spec: &str) -> String {
     let tree = dir.join("tree");
-    let spec = common::fixtures_dir().join("xeon-e5-2680v3-2s.json");
+    let spec = common::fixtures_dir().join(format!("{spec}.json"));
     common::stdout(&[
         "topo",
         "--generate",
         spec.to_str().unwrap(),
         tree.to_str().unwrap(),
     ]);
-    set_uncorrected(&tree, ue);
     tree.to_string_lossy().into_owned()
+}
+
+/// A 2-socket Xeon fixture (two NUMA domains), generated under `dir`, with
+/// one memory controller of two DIMMs whose second has `ue` uncorrected
+/// errors.
+fn xeon_with_edac(dir: &Path, ue: u64) -> String {
+    let tree = generated(dir, "xeon-e5-2680v3-2s");
+    set_uncorrected(Path::new(&tree), ue);
+    tree
 }
 
 /// Writes the counters of `tree`'s controller, its second DIMM with `ue`
@@ -218,15 +224,7 @@ fn a_gpu_with_uncorrected_errors_or_a_pending_remap_fails_the_check_with_dcgms_a
 fn a_dimm_unlike_its_siblings_fails_the_check_without_a_baseline() {
     // A 2-socket EPYC fixture with 8 DIMMs a socket, all alike.
     let dir = tempfile::tempdir().unwrap();
-    let tree = dir.path().join("tree");
-    let spec = common::fixtures_dir().join("epyc-7h12-2s.json");
-    common::stdout(&[
-        "topo",
-        "--generate",
-        spec.to_str().unwrap(),
-        tree.to_str().unwrap(),
-    ]);
-    let tree = tree.to_string_lossy().into_owned();
+    let tree = generated(dir.path(), "epyc-7h12-2s");
     let source = ["--sysroot", &tree, "--fake-source", "4"];
     let (code, out, err) = run(&[&["check"][..], &source].concat());
     assert_eq!(code, Some(0), "{out}{err}");
@@ -238,4 +236,55 @@ fn a_dimm_unlike_its_siblings_fails_the_check_without_a_baseline() {
     assert_eq!(code, Some(1), "{out}{err}");
     let want = "DIMM 5 (BANK 5): 16 GiB at 3200 MT/s where its 15 siblings have 64 GiB at 3200 MT/s (SMBIOS): replace it with one like them";
     assert!(out.contains(&format!("hardware: {want}")), "{want}\n{out}");
+}
+
+#[test]
+fn a_gpu_s_memory_or_bus_xid_in_the_kernel_log_fails_the_check_and_an_unread_log_is_said() {
+    // An HGX H100 fixture: NVIDIA GPUs on its PCI bus.
+    let dir = tempfile::tempdir().unwrap();
+    let tree = generated(dir.path(), "hgx-h100-2s");
+    let check = [
+        "check",
+        "--sysroot",
+        &tree,
+        "--fake-source",
+        "4",
+        "--format",
+        "json",
+    ];
+    let (code, out, err) = run(&check);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        v["notes"]
+            .to_string()
+            .contains("the GPUs' XIDs were not read"),
+        "{v}"
+    );
+    // The log, with an application's XID (13, not watched) and a fall off
+    // the bus (79).
+    std::fs::create_dir_all(Path::new(&tree).join("dev")).unwrap();
+    std::fs::write(
+        Path::new(&tree).join("dev/kmsg"),
+        "4,1,2,-;NVRM: Xid (PCI:0000:18:00): 13, pid=9, name=x, Graphics Exception\n\
+         4,3,4,-;NVRM: Xid (PCI:0000:18:00): 79, pid=9, name=x, GPU has fallen off the bus.\n",
+    )
+    .unwrap();
+    let topo = common::stdout(&["topo", "--sysroot", &tree]);
+    assert!(
+        topo.contains(
+            "XIDs       1 of the memory and bus XIDs (48, 63, 64, 74, 79, 94, 95) in the kernel log"
+        ),
+        "{topo}"
+    );
+    let (code, out, err) = run(&check);
+    assert_eq!(code, Some(1), "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["differences"],
+        serde_json::json!([
+            "GPU 0000:18:00: XID 79 (the GPU fell off the bus) in the kernel log: drain the node and reboot it (reseat the GPU if it recurs)"
+        ]),
+        "{v}"
+    );
 }
