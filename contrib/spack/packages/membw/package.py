@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="ddd54d10bfbf76a6ebe8681de0175015b7b1592a9c0702420df844ca266900e5")
+    version("0.1.0", sha256="a8346d4bdf07c60681063f3f1c129c7cbf34836d94b4d5fe653b8fefe0f5c5ff")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
