@@ -116,10 +116,12 @@ fn each_gpu_s_memory_fault_fails_the_check_with_dcgm_s_action_and_the_run_says_i
     let Some(mut cmd) = with_nvml(2, &faults) else {
         return;
     };
+    let dir = tempfile::tempdir().unwrap();
+    let prom = dir.path().join("check.prom");
     let out = cmd
         .args(["check", "--backend", "cuda:all", "--array-size", "256K"])
         .args(["--ntimes", "3", "--kernels", "triad", "--budget", "2s"])
-        .args(["--format", "json"])
+        .args(["--format", "json", "--prom", prom.to_str().unwrap()])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -134,6 +136,44 @@ fn each_gpu_s_memory_fault_fails_the_check_with_dcgm_s_action_and_the_run_says_i
     }
     // 62 retired pages are under DCGM's 63, and no finding.
     assert!(!differences.contains("retired pages"), "{differences}");
+    // Each counter a gauge per GPU, labelled as its other metrics.
+    let text = std::fs::read_to_string(&prom).unwrap();
+    let gauge = |name: &str, gpu: &str| {
+        (text.lines())
+            .find(|l| l.starts_with(&format!("{name}{{")) && l.contains(&format!("gpu=\"{gpu}\"")))
+            .and_then(|l| l.rsplit(' ').next())
+            .map(str::to_string)
+    };
+    assert_eq!(
+        gauge("membw_gpu_retired_pages", "cuda:0").as_deref(),
+        Some("62"),
+        "{text}"
+    );
+    assert_eq!(
+        gauge("membw_gpu_remap_failed", "cuda:1").as_deref(),
+        Some("1"),
+        "{text}"
+    );
+    assert_eq!(
+        gauge("membw_gpu_remapped_rows_uncorrectable", "cuda:1").as_deref(),
+        Some("3"),
+        "{text}"
+    );
+    assert_eq!(
+        gauge("membw_gpu_recovery_action", "cuda:0").as_deref(),
+        Some("4"),
+        "{text}"
+    );
+    assert_eq!(gauge("membw_gpu_recovery_action", "cuda:1"), None, "{text}");
+    assert!(
+        text.lines().any(|l| l == "membw_check_hardware_findings 2"),
+        "{text}"
+    );
+    let mut promtool = std::process::Command::new("promtool");
+    promtool
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(&prom).unwrap());
+    crate::common::tool(&mut promtool, "prometheus");
     // A run of the faulty GPU says it too, beside its rates.
     let Some(stderr) = run_stderr(2, &faults, "cuda:1") else {
         return;

@@ -2,6 +2,7 @@
 //! metric, base units (bytes per second, seconds), labels for kernel and
 //! scope, and the time of the measurement.
 
+mod fabric;
 mod memory;
 
 use crate::health::Scope;
@@ -187,7 +188,8 @@ pub fn check(v: &Verdict) -> String {
             )
         })
         .collect();
-    let (fabrics, memory) = (fabric_metrics(v), memory::metrics(&v.memory_errors));
+    let (fabrics, memory) = (fabric::metrics(v), memory::metrics(&v.memory_errors));
+    let gpu_memory = memory::gpu_metrics(v);
     let mut metrics = vec![
         Metric {
             name: "membw_check_healthy",
@@ -224,7 +226,13 @@ pub fn check(v: &Verdict) -> String {
     ];
     metrics.extend(made(&fabrics));
     metrics.extend(made(&memory));
+    metrics.extend(made(&gpu_memory));
     metrics.extend([
+        Metric {
+            name: "membw_check_hardware_findings",
+            help: "Hardware faults the last membw check found whatever the rates (memory errors, a DIMM unlike its siblings, XIDs, a link trained low): each is a line of its verdict.",
+            samples: vec![(String::new(), v.differences.len() as f64)],
+        },
         trusted("membw_check_trusted", "check", [Some(&v.interference)]),
         Metric {
             name: "membw_check_duration_seconds",
@@ -250,58 +258,6 @@ fn made<'a, N: AsRef<str>, H: AsRef<str>>(
         help: help.as_ref(),
         samples: samples.clone(),
     })
-}
-
-/// Each platform's fabric as metrics (name, help, a series per GPU of the
-/// check that reports it): the links up (`membw_gpu_nvlink_links_up`),
-/// and where its library counts links down, the links it has.
-fn fabric_metrics(v: &Verdict) -> Vec<(String, String, Series)> {
-    let mut out = Vec::new();
-    for k in crate::backend::fabric_kinds() {
-        if k.counts_down {
-            out.push((
-                format!("membw_gpu_{}_links", k.metric),
-                format!(
-                    "{} links each GPU of the check has, as its management library reports them.",
-                    k.name
-                ),
-                fabric_samples(v, k.name, |f| f.links),
-            ));
-        }
-        let siblings = match k.counts_down {
-            true => "",
-            false => {
-                " (its library reports only links that reach another GPU, none down: compare siblings)"
-            }
-        };
-        out.push((
-            format!("membw_gpu_{}_links_up", k.metric),
-            format!(
-                "{} links of each GPU of the check that are up{siblings}.",
-                k.name
-            ),
-            fabric_samples(v, k.name, crate::results::targets::Fabric::up),
-        ));
-    }
-    out
-}
-
-/// One series per GPU of the check that reports links of fabric `name`
-/// (`NVLink`, `xGMI`).
-fn fabric_samples(
-    v: &Verdict,
-    name: &str,
-    count: fn(&crate::results::targets::Fabric) -> u32,
-) -> Vec<(String, f64)> {
-    (v.devices.iter().chain(v.device.iter()))
-        .filter_map(|d| {
-            let f = d.facts.fabric.as_ref().filter(|f| f.name == name)?;
-            Some((
-                scope_labels(Scope::Device(d.id.index), v),
-                f64::from(count(f)),
-            ))
-        })
-        .collect()
 }
 
 /// A set's pairs, one series each: the source's labels (gpu, uuid) and
