@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="a8346d4bdf07c60681063f3f1c129c7cbf34836d94b4d5fe653b8fefe0f5c5ff")
+    version("0.1.0", sha256="43f1225c2cbb34a34ac4108ddec88bb4afd48e0b342be293396014eff3e61977")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
