@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="43f1225c2cbb34a34ac4108ddec88bb4afd48e0b342be293396014eff3e61977")
+    version("0.1.0", sha256="2483289b59a2ab54f1551360e32cecfdf5ddfd6dcd3fca5aa88ac5835d8c244a")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
