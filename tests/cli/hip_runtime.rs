@@ -117,6 +117,10 @@ fn every_kernel_runs_validates_and_the_record_names_the_gcd() {
         "{}",
         m["target"]
     );
+    assert_eq!(
+        m["target"]["peaks"]["memory_from"],
+        "HIP's 1600 MHz memory clock × 4096-bit bus and the HBM's transfers a clock"
+    );
     assert_eq!(m["validation"]["passed"], true, "{m}");
     let kernels: Vec<&str> = (m["results"].as_array().unwrap().iter())
         .map(|r| r["kernel"].as_str().unwrap())

@@ -62,6 +62,11 @@ fn nvml_gives_the_peak_the_links_and_every_memory_counter() {
     let Some(t) = target(2, &faults) else { return };
     // 2619 MHz × 5120 bits × 2 transfers.
     assert_eq!(t["peaks"]["memory_gb_s"], 3352.32, "{t}");
+    assert_eq!(
+        t["peaks"]["memory_from"],
+        "NVML's 2619 MHz memory clock × 5120-bit bus, 2 transfers a clock",
+        "{t}"
+    );
     let health = &t["memory_health"];
     let want = serde_json::json!({
         "ecc_enabled": true, "corrected_volatile": 7, "uncorrected_volatile": 2,

@@ -125,6 +125,7 @@ impl Platform for Cuda {
                 peaks: DevicePeaks {
                     memory_gb_s: nvml.memory_peak.ok(),
                     host_link_gb_s: nvml.c2c_gb_s.or(link.map(|l| l.current.gb_s())),
+                    memory_from: nvml.memory_peak_from.clone(),
                 },
                 method: DeviceMethod {
                     clock: Clock {

@@ -33,6 +33,8 @@ fn nvml() -> Result<&'static Nvml, String> {
 pub(super) struct NvmlFacts {
     /// Memory peak, GB/s; why it is unknown otherwise.
     pub memory_peak: Result<f64, String>,
+    /// The clock and bus width it was computed from, in words.
+    pub memory_peak_from: Option<String>,
     pub driver_version: Option<String>,
     /// The NVLink-C2C link to the host (a Grace Hopper superchip's), GB/s
     /// each way, where NVML reports active C2C links: the host link the
@@ -51,6 +53,7 @@ pub(super) fn facts(bus_id: &str) -> NvmlFacts {
         Err(why) => {
             return NvmlFacts {
                 memory_peak: Err(why),
+                memory_peak_from: None,
                 driver_version: None,
                 c2c_gb_s: None,
                 fabric: None,
@@ -58,12 +61,14 @@ pub(super) fn facts(bus_id: &str) -> NvmlFacts {
             };
         }
     };
-    let memory_peak = (nvml.device_by_pci_bus_id(bus_id))
+    let clock_and_bus = (nvml.device_by_pci_bus_id(bus_id))
         .and_then(|d| Ok((d.max_clock_info(Clock::Memory)?, d.memory_bus_width()?)))
-        .map(|(mhz, bits)| memory_peak_gb_s(mhz, bits))
         .map_err(|e| format!("NVML gives no memory clock and bus width ({e})"));
     NvmlFacts {
-        memory_peak,
+        memory_peak: (clock_and_bus.clone()).map(|(mhz, bits)| memory_peak_gb_s(mhz, bits)),
+        memory_peak_from: (clock_and_bus.ok()).map(|(mhz, bits)| {
+            format!("NVML's {mhz} MHz memory clock × {bits}-bit bus, 2 transfers a clock")
+        }),
         driver_version: nvml.sys_driver_version().ok(),
         c2c_gb_s: c2c_gb_s(nvml, bus_id),
         fabric: fabric(nvml, bus_id),

@@ -35,6 +35,8 @@ pub(super) struct Facts {
     pub runtime_version: String,
     /// GB/s, or why it is unknown.
     pub memory_peak: Result<f64, String>,
+    /// The clock and bus width it was computed from, in words.
+    pub memory_peak_from: Option<String>,
 }
 
 /// The facts of GPU `index`.
@@ -86,6 +88,12 @@ pub(super) fn facts(index: u32) -> Result<Facts, String> {
         integrated: attribute(Attribute::Integrated)? != 0,
         runtime_version: format!("{} ({})", version_text(version), api.name),
         memory_peak: memory_peak(&name, clock_khz, width_bits),
+        memory_peak_from: (memory_peak(&name, clock_khz, width_bits).ok()).map(|_| {
+            format!(
+                "HIP's {} MHz memory clock × {width_bits}-bit bus and the HBM's transfers a clock",
+                clock_khz / 1000
+            )
+        }),
         name: if name.is_empty() {
             format!("AMD GPU {index}")
         } else {

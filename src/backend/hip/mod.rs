@@ -133,6 +133,7 @@ impl Platform for Hip {
                 peaks: DevicePeaks {
                     memory_gb_s: facts.memory_peak.as_ref().ok().copied(),
                     host_link_gb_s: link.map(|l| l.current.gb_s()),
+                    memory_from: facts.memory_peak_from.clone(),
                 },
                 method: DeviceMethod {
                     clock: Clock {

@@ -153,6 +153,7 @@ impl Platform for SimPlatform {
                 peaks: DevicePeaks {
                     memory_gb_s: Some(setup.peak_gb_s.unwrap_or(PEAK_GB_S)),
                     host_link_gb_s: Some((setup.link_gb_s).unwrap_or_else(|| link.current.gb_s())),
+                    memory_from: None,
                 },
                 method: DeviceMethod {
                     clock: Clock {

@@ -57,7 +57,7 @@ pub struct DeviceFacts {
 }
 
 /// A device's theoretical rates, GB/s (10^9 B/s), by what they are of.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DevicePeaks {
     /// Its own memory: what the stream kernels are a share of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,6 +65,11 @@ pub struct DevicePeaks {
     /// The link to the host, each way: what a transfer is a share of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_link_gb_s: Option<f64>,
+    /// Where the memory peak comes from, where the backend computed it
+    /// (`NVML's 2619 MHz memory clock × 5120-bit bus, 2 transfers a
+    /// clock`); absent where the backend declares it as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_from: Option<String>,
 }
 
 impl DevicePeaks {
@@ -176,7 +181,11 @@ impl Device {
 
     /// Its memory's peak, where its backend declares one.
     pub fn memory_peak(&self) -> Option<Peak> {
-        self.peak(self.facts.peaks.memory_gb_s?, "memory")
+        let mut peak = self.peak(self.facts.peaks.memory_gb_s?, "memory")?;
+        if let Some(from) = &self.facts.peaks.memory_from {
+            peak.detail = format!("{}'s memory peak, from {from}", self.id.name);
+        }
+        Some(peak)
     }
 
     /// Its host link's peak, each way, where its backend declares one.
@@ -267,6 +276,7 @@ mod tests {
                 peaks: DevicePeaks {
                     memory_gb_s: Some(1000.0),
                     host_link_gb_s: Some(64.0),
+                    memory_from: None,
                 },
                 ..Default::default()
             },

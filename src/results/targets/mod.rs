@@ -370,6 +370,7 @@ mod tests {
                 peaks: DevicePeaks {
                     memory_gb_s: Some(400.0),
                     host_link_gb_s: None,
+                    memory_from: None,
                 },
                 ..Default::default()
             },
