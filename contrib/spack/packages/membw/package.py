@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="2483289b59a2ab54f1551360e32cecfdf5ddfd6dcd3fca5aa88ac5835d8c244a")
+    version("0.1.0", sha256="b1b08ece4bf3f58dab85a48684f095e3522898a3471b5e9a88dfb494acff57dd")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
