@@ -315,7 +315,6 @@ fn place(args: PlaceArgs) -> Result<()> {
 
 fn topo(args: TopoArgs) -> Result<()> {
     use crate::topology::kernel_log::GpuXids;
-    use crate::topology::pci::GpuVendor;
     if let Some(dir) = &args.capture {
         let files = fixture::capture(std::path::Path::new("/"), dir)
             .map_err(|e| Error::Runtime(format!("--capture {}: {e}", dir.display())))?;
@@ -348,8 +347,7 @@ fn topo(args: TopoArgs) -> Result<()> {
         None => crate::backend::gpu_memory(&topo),
         Some(_) => Vec::new(),
     };
-    let nvidia = |g: &crate::topology::pci::PciGpu| g.maker() == Some(GpuVendor::Nvidia);
-    let xids = (topo.gpus.iter().any(nvidia)).then(|| GpuXids::read(&topo.root));
+    let xids = GpuXids::of(&topo);
     print(common::render_as(
         args.form.format,
         &report::export::View::Topo {

@@ -45,15 +45,12 @@ pub fn of(
 /// node without NVIDIA GPUs on its PCI bus.
 pub fn xids(topo: &crate::topology::Topology) -> (Vec<String>, Option<String>) {
     use crate::topology::kernel_log::GpuXids;
-    use crate::topology::pci::GpuVendor;
-    if !(topo.gpus.iter()).any(|g| g.maker() == Some(GpuVendor::Nvidia)) {
-        return (Vec::new(), None);
-    }
-    match GpuXids::read(&topo.root) {
-        GpuXids::NotReadable { why } => (
+    match GpuXids::of(topo) {
+        None => (Vec::new(), None),
+        Some(GpuXids::NotReadable { why }) => (
             Vec::new(),
             Some(format!("the GPUs' XIDs were not read: {why}")),
         ),
-        read => (read.findings(), None),
+        Some(read) => (read.findings(), None),
     }
 }

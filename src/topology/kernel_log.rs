@@ -69,6 +69,15 @@ pub enum GpuXids {
 }
 
 impl GpuXids {
+    /// The watched XIDs of `topo`'s kernel log where NVIDIA GPUs are on
+    /// its PCI bus; `None` (the log not read) where none are.
+    pub fn of(topo: &super::Topology) -> Option<GpuXids> {
+        use super::pci::GpuVendor;
+        (topo.gpus.iter())
+            .any(|g| g.maker() == Some(GpuVendor::Nvidia))
+            .then(|| GpuXids::read(&topo.root))
+    }
+
     /// The watched XIDs in `root`'s kernel log.
     pub fn read(root: &Path) -> GpuXids {
         let path = root.join("dev/kmsg");

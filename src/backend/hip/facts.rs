@@ -79,6 +79,7 @@ pub(super) fn facts(index: u32) -> Result<Facts, String> {
     })?;
     let clock_khz = attribute(Attribute::MemoryClockRate)?;
     let width_bits = attribute(Attribute::MemoryBusWidth)?;
+    let peak = memory_peak(&name, clock_khz, width_bits);
     Ok(Facts {
         target: super::runtime::target_of(api, device)?,
         memory_bytes: memory as u64,
@@ -87,13 +88,13 @@ pub(super) fn facts(index: u32) -> Result<Facts, String> {
         l2_bytes: attribute(Attribute::L2CacheSize)?.max(0) as u64,
         integrated: attribute(Attribute::Integrated)? != 0,
         runtime_version: format!("{} ({})", version_text(version), api.name),
-        memory_peak: memory_peak(&name, clock_khz, width_bits),
-        memory_peak_from: (memory_peak(&name, clock_khz, width_bits).ok()).map(|_| {
+        memory_peak_from: peak.is_ok().then(|| {
             format!(
                 "HIP's {} MHz memory clock × {width_bits}-bit bus and the HBM's transfers a clock",
                 clock_khz / 1000
             )
         }),
+        memory_peak: peak,
         name: if name.is_empty() {
             format!("AMD GPU {index}")
         } else {
