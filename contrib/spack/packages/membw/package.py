@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="b1b08ece4bf3f58dab85a48684f095e3522898a3471b5e9a88dfb494acff57dd")
+    version("0.1.0", sha256="175b1bed32daebcc1c41479dcc82660880cfba1031bcdf362108594aee9429ca")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
