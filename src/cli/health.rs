@@ -15,6 +15,7 @@ use crate::health::verdict::Verdict;
 use crate::health::{BASELINE_KIND, BASELINE_SCHEMA, Baseline, BaselineError, Identity, Protocol};
 use crate::results::file::FileError;
 use crate::topology::Topology;
+use crate::topology::edac::MemoryErrors;
 use clap::Args;
 use std::path::{Path, PathBuf};
 
@@ -137,6 +138,8 @@ fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
         },
         scopes,
         interference: Some(interference),
+        memory_errors: matches!(topo.memory_errors, MemoryErrors::Counted { .. })
+            .then(|| topo.memory_errors.clone()),
     };
     let json = crate::report::json::pretty(&baseline)?;
     let file = args.baseline_file()?;
@@ -398,12 +401,10 @@ fn run_check(args: &CheckArgs) -> Result<()> {
             devices.push(d.clone());
         }
     }
-    let mut differences = plan.differences;
-    differences.extend(crate::health::faults::of(&devices, &topo));
-    let (xids, unread) = crate::health::faults::xids(&topo);
-    differences.extend(xids);
+    let found = crate::health::faults::found(&devices, &topo, baseline.as_ref(), plan.differences);
+    let mut differences = found.faults;
     let mut notes = plan.notes;
-    notes.extend(unread);
+    notes.extend(found.notes);
     differences.extend(match baseline.as_ref().filter(|b| !b.pairs.is_empty()) {
         Some(b) => crate::health::pairs::against_baseline(&pairs, &b.pairs, args.tolerance),
         None => crate::health::pairs::against_siblings(&pairs, args.tolerance),
@@ -419,6 +420,7 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         budget_split,
         against: plan.against,
         differences,
+        memory_changes: found.memory_changes,
         memory_errors: topo.memory_errors.clone(),
         notes,
         tolerance: args.tolerance,

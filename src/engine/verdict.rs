@@ -16,6 +16,9 @@ pub struct Judging {
     pub against: String,
     /// Findings on the hardware against the baseline's; any one is unhealthy.
     pub differences: Vec<String>,
+    /// Those of the differences that take host memory bandwidth: they
+    /// explain a slow NUMA domain or node.
+    pub memory_changes: Vec<String>,
     /// The node's memory error counters, read with the topology.
     pub memory_errors: crate::topology::edac::MemoryErrors,
     pub notes: Vec<String>,
@@ -50,7 +53,12 @@ pub fn verdict(host: Host, checked: Checked, mut judging: Judging) -> Verdict {
     if judged && !healthy && judging.differences.is_empty() {
         judging.notes.extend(judging.vm_note.take());
     }
+    let explained = (judging.memory_changes.first()).and_then(|change| {
+        let slow = rules::worst_in_host_memory(&checked.findings)?;
+        Some(rules::explained(slow, change))
+    });
     let reason = not_judged
+        .or(explained)
         .or_else(|| judging.differences.first().cloned())
         .or_else(|| {
             rules::worst(&checked.findings)

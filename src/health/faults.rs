@@ -2,10 +2,58 @@
 //! whatever was measured, and each is a count or a state rather than a
 //! rate, so it is decided on a busy node too.
 
+/// Everything a check finds wrong with the node's hardware.
+pub struct Found {
+    /// Every fault, the memory's changes first.
+    pub faults: Vec<String>,
+    /// The faults that take host memory bandwidth (a DIMM missing or
+    /// unlike its siblings, less memory, a slower speed): a slow host
+    /// memory scope is explained by them.
+    pub memory_changes: Vec<String>,
+    /// Sources that could not be read or compared, said rather than passed.
+    pub notes: Vec<String>,
+}
+
+/// The node's faults: `changes` (its memory hardware against the
+/// baseline's identity), or without a baseline its DIMM population against
+/// itself; the devices' and DIMMs' faults; its GPUs' XIDs; and its EDAC
+/// counts' growth since the baseline's.
+pub fn found(
+    devices: &[crate::results::targets::Device],
+    topo: &crate::topology::Topology,
+    baseline: Option<&super::Baseline>,
+    changes: Vec<String>,
+) -> Found {
+    let mut memory_changes = changes;
+    if baseline.is_none() {
+        memory_changes.extend(population(topo));
+    }
+    let mut faults = memory_changes.clone();
+    faults.extend(of(devices, topo));
+    let (xids, unread) = xids(topo);
+    faults.extend(xids);
+    let mut notes: Vec<String> = unread.into_iter().collect();
+    if let Some(b) = baseline {
+        let hostname = crate::sys::hostname();
+        let counts = super::memory_errors::Counts {
+            then: b.memory_errors.as_ref(),
+            now: &topo.memory_errors,
+            same_node: b.hosts == [hostname],
+        };
+        let (grown, note) = super::memory_errors::since_baseline(&counts, &faults);
+        faults.extend(grown);
+        notes.extend(note);
+    }
+    Found {
+        faults,
+        memory_changes,
+        notes,
+    }
+}
+
 /// The node's hardware faults, whatever the rates: a device's link that
 /// trained low, NVLink links down against the device's siblings, a DIMM's
-/// memory errors (EDAC), a DIMM unlike its siblings (SMBIOS) and a GPU
-/// memory's (DCGM's limits).
+/// memory errors (EDAC) and a GPU memory's (DCGM's limits).
 pub fn of(
     devices: &[crate::results::targets::Device],
     topo: &crate::topology::Topology,
@@ -31,19 +79,28 @@ pub fn of(
     // NHC's limit, whatever was measured (counts, not rates: decided on a
     // busy node too).
     differences.extend(crate::topology::edac::findings(&topo.memory_errors));
-    // And a DIMM unlike its siblings in size or speed: the population
-    // itself, no baseline needed (a missing one is the baseline's to say).
-    differences.extend(crate::topology::smbios::population_findings(
-        &topo.memory_devices,
-    ));
     differences
+}
+
+/// The DIMM population's faults where no baseline gives the node's own: a
+/// DIMM unlike its siblings in size or speed, a channel emptier than the
+/// others (SMBIOS). With a baseline, its population is the reference
+/// (a node populated so by design passes against its own).
+fn population(topo: &crate::topology::Topology) -> Vec<String> {
+    use crate::topology::dimms;
+    let mut out = dimms::population_findings(&topo.memory_devices);
+    out.extend(dimms::empty_channel_findings(
+        &topo.memory_devices,
+        &topo.empty_memory_slots,
+    ));
+    out
 }
 
 /// The kernel log's memory and bus XIDs of the node's NVIDIA GPUs (DCGM's
 /// health watch's), each a fault with its action; and, where the log
 /// cannot be read, a note saying so: unread is never "none". Nothing on a
 /// node without NVIDIA GPUs on its PCI bus.
-pub fn xids(topo: &crate::topology::Topology) -> (Vec<String>, Option<String>) {
+fn xids(topo: &crate::topology::Topology) -> (Vec<String>, Option<String>) {
     use crate::topology::kernel_log::GpuXids;
     match GpuXids::of(topo) {
         None => (Vec::new(), None),

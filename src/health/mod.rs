@@ -6,6 +6,7 @@
 
 pub mod faults;
 pub mod history;
+pub mod memory_errors;
 pub mod pairs;
 pub mod rules;
 mod scope;
@@ -91,6 +92,10 @@ pub struct Dimms {
     pub total_mib: u64,
     /// The lowest configured speed of them, MT/s.
     pub mts: Option<u32>,
+    /// Their slots, as the board names them (absent in files from before
+    /// they were recorded): a check names the one missing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slots: Vec<String>,
 }
 
 /// The kind of node a baseline is valid for.
@@ -115,6 +120,7 @@ impl Identity {
             count: devices.len(),
             total_mib: devices.iter().map(|d| d.size_mib).sum(),
             mts: devices.iter().map(|d| d.mts).filter(|&m| m > 0).min(),
+            slots: devices.iter().filter_map(|d| d.locator.clone()).collect(),
         });
         Identity {
             cpu_model: host.cpu_model,
@@ -155,6 +161,11 @@ pub struct Baseline {
     /// A device set's GPU↔GPU pairs (`membw peers`' cells), where it has.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pairs: Vec<crate::results::peers::PeerCell>,
+    /// The node's memory error counters (EDAC) when it was made, where
+    /// they were readable and the baseline is one node's: a check holds
+    /// their growth since against NHC's limit and their rate before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_errors: Option<crate::topology::edac::MemoryErrors>,
 }
 
 /// Why a baseline file cannot be used; the CLI adds the file's path.
@@ -380,6 +391,8 @@ impl Baseline {
                 .find_map(|(_, b)| b.made_busy())
                 .or(first.interference.as_ref())
                 .cloned(),
+            // Counts are one node's history, not a partition's.
+            memory_errors: None,
             ..first.clone()
         })
     }

@@ -259,6 +259,28 @@ pub fn worst(findings: &[Finding]) -> Option<&Finding> {
         .min_by(|a, b| a.ratio.total_cmp(&b.ratio))
 }
 
+/// The slowest host memory scope (the node, a NUMA domain) that fell
+/// short, if one did.
+pub fn worst_in_host_memory(findings: &[Finding]) -> Option<&Finding> {
+    (findings.iter())
+        .filter(|f| !f.ok && matches!(f.scope, Scope::Node | Scope::Numa(_)))
+        .filter(|f| f.against != Against::OtherThreads)
+        .min_by(|a, b| a.ratio.total_cmp(&b.ratio))
+}
+
+/// The drain reason of a slow scope that a change of the memory hardware
+/// explains: `node 1: triad 18 % slow, explained by DIMM … missing`.
+pub fn explained(slow: &Finding, change: &str) -> String {
+    format!(
+        "{}: {} {:.0} % slow ({:.1} GB/s of {:.1} GB/s), explained by {change}",
+        slow.scope,
+        slow.kernel.spec().name,
+        (1.0 - slow.ratio) * 100.0,
+        slow.measured_gb_s,
+        slow.reference_gb_s
+    )
+}
+
 /// The one line a human reads in a drain reason.
 pub fn diagnosis(f: &Finding, tolerance: f64, findings: &[Finding]) -> String {
     let pct = |x: f64| format!("{:.0} %", x * 100.0);
@@ -389,7 +411,16 @@ pub fn compare_identity(baseline: &Identity, here: &Identity) -> Vec<Difference>
         }
     }
     if let (Some(a), Some(b)) = (&baseline.dimms, &here.dimms) {
-        if b.count < a.count {
+        let missing: Vec<&String> = (a.slots.iter())
+            .filter(|s| !b.slots.is_empty() && !b.slots.contains(s))
+            .collect();
+        for slot in &missing {
+            out.push(Difference::Degraded(format!(
+                "DIMM {slot} missing since the baseline ({} DIMMs here, {} in it): reseat or replace it",
+                b.count, a.count
+            )));
+        }
+        if missing.is_empty() && b.count < a.count {
             out.push(Difference::Degraded(format!(
                 "{} DIMMs here, {} in the baseline: a DIMM is missing or disabled",
                 b.count, a.count

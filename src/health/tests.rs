@@ -28,6 +28,9 @@ fn identity() -> Identity {
             count: 16,
             total_mib: 16 * 32768,
             mts: Some(3200),
+            slots: (0..16)
+                .map(|i| format!("P{}-DIMM{}1", i / 8, i % 8))
+                .collect(),
         }),
         thp_mode: Some("madvise".into()),
         kernel: "6.1.0".into(),
@@ -65,6 +68,7 @@ fn baseline(scopes: &[(Scope, KernelId, f64)]) -> Baseline {
         scopes: out,
         interference: None,
         pairs: Vec::new(),
+        memory_errors: None,
     }
 }
 
@@ -97,6 +101,26 @@ fn within_tolerance_of_the_baseline_passes_and_below_fails() {
     // A scope never measured counts as nothing, not as a pass.
     let missing = bests(&[(Scope::Node, Triad, 100.0)]);
     assert!(!against_baseline(&missing, &b, 0.1).iter().all(|f| f.ok));
+}
+
+#[test]
+fn a_slow_domain_that_a_missing_dimm_explains_says_so() {
+    let b = baseline(&[(Scope::Node, Triad, 100.0), (Scope::Numa(1), Triad, 50.0)]);
+    let short = bests(&[(Scope::Node, Triad, 95.0), (Scope::Numa(1), Triad, 41.0)]);
+    let f = against_baseline(&short, &b, 0.1);
+    let slow = worst_in_host_memory(&f).unwrap();
+    assert_eq!(
+        explained(slow, "DIMM P1-DIMMC1 missing since the baseline"),
+        "NUMA node 1: triad 18 % slow (41.0 GB/s of 50.0 GB/s), explained by DIMM P1-DIMMC1 missing since the baseline"
+    );
+    assert!(
+        worst_in_host_memory(&against_baseline(
+            &bests(&[(Scope::Node, Triad, 100.0), (Scope::Numa(1), Triad, 50.0)]),
+            &b,
+            0.1
+        ))
+        .is_none()
+    );
 }
 
 #[test]
@@ -263,6 +287,27 @@ fn a_baseline_of_another_node_kind_is_named_and_lost_hardware_is_unhealthy() {
     assert_eq!(d.len(), 2, "{d:?}");
     assert!(matches!(&d[0], Difference::Degraded(m) if m.starts_with("NUMA node 5 has 48")));
     assert!(matches!(&d[1], Difference::Degraded(m) if m.contains("2933 MT/s here, 3200")));
+    // A slot gone since the baseline is named; with no slots recorded
+    // (an older baseline), the count is.
+    let mut missing = identity();
+    let dimms = missing.dimms.as_mut().unwrap();
+    dimms.slots.remove(2);
+    dimms.count = 15;
+    let d = compare_identity(&base, &missing);
+    assert_eq!(
+        d,
+        vec![Difference::Degraded(
+            "DIMM P0-DIMM21 missing since the baseline (15 DIMMs here, 16 in it): reseat or replace it"
+                .into()
+        )]
+    );
+    let mut old = identity();
+    old.dimms.as_mut().unwrap().slots.clear();
+    let d = compare_identity(&old, &missing);
+    assert!(
+        matches!(&d[..], [Difference::Degraded(m)] if m.starts_with("15 DIMMs here, 16 in the baseline")),
+        "{d:?}"
+    );
     let mut nps = identity();
     nps.numa_nodes.truncate(2);
     nps.kernel = "6.12.0".into();

@@ -4,6 +4,7 @@
 use crate::peak::Peak;
 use crate::results::targets::GpuMemoryRead;
 use crate::topology::cpulist::{IdSet, format_ranges};
+use crate::topology::dimms;
 use crate::topology::kernel_log::GpuXids;
 use crate::topology::{CacheKind, Topology};
 use crate::units::Bytes;
@@ -332,6 +333,8 @@ fn memory(o: &mut String, topo: &Topology) {
         m.cgroup_limit.map_or("none".to_string(), |l| l.to_string()),
         m.thp_mode.as_deref().unwrap_or("unknown"),
     );
+    let dimms = dimms::summary(&topo.root, &topo.memory_devices, &topo.empty_memory_slots);
+    let _ = writeln!(o, "{:<11}{dimms}", "DIMMs");
     let _ = writeln!(o, "{:<11}{}", "ECC", topo.memory_errors.summary());
 }
 

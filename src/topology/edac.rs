@@ -5,14 +5,14 @@
 //! sites' node checks read beside bandwidth; world-readable, no root.
 
 use super::sysfs::Reader;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Where the counters live under the root.
 const MC_DIR: &str = "sys/devices/system/edac/mc";
 
 /// One DIMM's counters (a `dimmN`, or on drivers that count by chip-select
 /// row, a `rankN`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DimmErrors {
     /// The entry's name under its controller: `dimm0`, `rank3`.
     pub entry: String,
@@ -35,7 +35,7 @@ impl DimmErrors {
 }
 
 /// One memory controller's counters and its DIMMs'.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ControllerErrors {
     pub controller: usize,
     /// The driver's name for it (`Skylake Socket#0 IMC#0`).
@@ -49,11 +49,19 @@ pub struct ControllerErrors {
 }
 
 /// The node's memory error counters, or why there are none to read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum MemoryErrors {
-    Counted { controllers: Vec<ControllerErrors> },
-    NotReadable { why: String },
+    Counted {
+        controllers: Vec<ControllerErrors>,
+        /// The kernel's boot (`/proc/sys/kernel/random/boot_id`): counts of
+        /// two boots are not one series (the counters restart at boot).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        boot_id: Option<String>,
+    },
+    NotReadable {
+        why: String,
+    },
 }
 
 impl MemoryErrors {
@@ -97,12 +105,15 @@ impl MemoryErrors {
                 why: "the EDAC core is loaded but no memory controller driver registered".into(),
             };
         }
-        MemoryErrors::Counted { controllers }
+        MemoryErrors::Counted {
+            controllers,
+            boot_id: r.text("proc/sys/kernel/random/boot_id"),
+        }
     }
 
     pub fn controllers(&self) -> &[ControllerErrors] {
         match self {
-            MemoryErrors::Counted { controllers } => controllers,
+            MemoryErrors::Counted { controllers, .. } => controllers,
             MemoryErrors::NotReadable { .. } => &[],
         }
     }
@@ -111,7 +122,7 @@ impl MemoryErrors {
     pub fn summary(&self) -> String {
         let controllers = match self {
             MemoryErrors::NotReadable { why } => return format!("not readable here: {why}"),
-            MemoryErrors::Counted { controllers } => controllers,
+            MemoryErrors::Counted { controllers, .. } => controllers,
         };
         let sum = |f: fn(&ControllerErrors) -> u64| controllers.iter().map(f).sum::<u64>();
         let dimms: usize = controllers.iter().map(|c| c.dimms.len()).sum();

@@ -316,12 +316,10 @@ impl MachineSpec {
             let first = node * self.cores_per_node;
             format_ranges(&self.cpus_of_cores(first..first + self.cores_per_node))
         })?;
-        for i in 0..self.dimms_per_socket * self.sockets {
-            let p = root.join(format!("sys/firmware/dmi/entries/17-{i}/raw"));
-            write_creating(
-                &p,
-                &super::smbios::memory_device_record(i as u16, 64 * 1024, self.dimm_mts),
-            )?;
+        let dimms =
+            super::smbios::fixture_entries(self.sockets, self.dimms_per_socket, self.dimm_mts);
+        for (rel, bytes) in dimms {
+            write_creating(&root.join(rel), &bytes)?;
         }
         Ok(())
     }

@@ -15,6 +15,7 @@ mod capture;
 mod cgroup;
 pub mod clock;
 pub mod cpulist;
+pub mod dimms;
 pub mod edac;
 pub mod fixture;
 pub mod kernel_log;
@@ -179,6 +180,8 @@ pub struct Topology {
     pub cpu_info: CpuInfo,
     /// Populated DIMMs from SMBIOS (empty unless readable, i.e. as root).
     pub memory_devices: Vec<smbios::MemoryDevice>,
+    /// Empty DIMM slots from SMBIOS, with their channels where named.
+    pub empty_memory_slots: Vec<smbios::EmptySlot>,
     /// Corrected and uncorrected memory errors since boot (EDAC).
     pub memory_errors: edac::MemoryErrors,
     /// NVIDIA GPUs on the PCI bus (sysfs; no driver needed).

@@ -1,6 +1,7 @@
 //! SMBIOS type 17 (Memory Device) entries, as the kernel exposes them under
 //! `/sys/firmware/dmi/entries/17-*/raw` (readable by root): which DIMM slots
-//! are populated and at what speed, for the theoretical peak.
+//! are populated and at what speed, for the theoretical peak; which are
+//! empty, and in which channel where the board's names say.
 
 use serde::Serialize;
 
@@ -11,14 +12,40 @@ pub struct MemoryDevice {
     /// (`P0-DIMMA1`, `P0_Node0_Channel0_Dimm0`), where the entry names it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub locator: Option<String>,
+    /// The memory channel it sits in, where the locators name one
+    /// ([`channel_of`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
     pub size_mib: u64,
     /// Configured speed when given, else the rated speed (MT/s).
     pub mts: u32,
     pub data_width_bits: u16,
 }
 
+/// An empty DIMM slot, as the board names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EmptySlot {
+    pub locator: Option<String>,
+    pub channel: Option<String>,
+}
+
+/// One type 17 structure: a slot with its DIMM, or an empty one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Slot {
+    Populated(MemoryDevice),
+    Empty(EmptySlot),
+}
+
 /// Parses one raw type 17 structure; `None` for an empty slot or garbage.
 pub fn parse_memory_device(raw: &[u8]) -> Option<MemoryDevice> {
+    match parse_slot(raw)? {
+        Slot::Populated(d) => Some(d),
+        Slot::Empty(_) => None,
+    }
+}
+
+/// Parses one raw type 17 structure; `None` for garbage.
+pub fn parse_slot(raw: &[u8]) -> Option<Slot> {
     let len = *raw.get(1)? as usize;
     if *raw.first()? != 17 || len < 0x17 || raw.len() < len {
         return None;
@@ -30,8 +57,26 @@ pub fn parse_memory_device(raw: &[u8]) -> Option<MemoryDevice> {
         (off + 4 <= len)
             .then(|| u32::from_le_bytes([raw[off], raw[off + 1], raw[off + 2], raw[off + 3]]))
     };
+    // The strings follow the formatted area, each NUL-terminated, numbered
+    // from 1; a structure's string 0 is none.
+    let strings: Vec<&[u8]> = raw[len..]
+        .split(|&b| b == 0)
+        .take_while(|s| !s.is_empty())
+        .collect();
+    let string = |off: usize| {
+        let n = usize::from(*raw.get(off).filter(|_| off < len)?);
+        let text = strings.get(n.checked_sub(1)?)?;
+        Some(String::from_utf8_lossy(text).trim().to_string()).filter(|s| !s.is_empty())
+    };
+    let (device, bank) = (string(0x10), string(0x11));
+    let channel = channel_of(device.as_deref(), bank.as_deref());
+    let locator = match (device, bank) {
+        (Some(device), Some(bank)) => Some(format!("{device} ({bank})")),
+        (device, bank) => device.or(bank),
+    };
     let size_mib = match word(0x0C)? {
-        0 | 0xFFFF => return None,
+        0 => return Some(Slot::Empty(EmptySlot { locator, channel })),
+        0xFFFF => return None,
         0x7FFF => u64::from(dword(0x1C)? & 0x7FFF_FFFF),
         s if s & 0x8000 != 0 => u64::from(s & 0x7FFF) / 1024, // KiB granularity
         s => u64::from(s),
@@ -44,34 +89,47 @@ pub fn parse_memory_device(raw: &[u8]) -> Option<MemoryDevice> {
         }
     };
     let mts = speed(0x20, 0x58).or_else(|| speed(0x15, 0x54))?;
-    // The strings follow the formatted area, each NUL-terminated, numbered
-    // from 1; a structure's string 0 is none.
-    let strings: Vec<&[u8]> = raw[len..]
-        .split(|&b| b == 0)
-        .take_while(|s| !s.is_empty())
-        .collect();
-    let string = |off: usize| {
-        let n = usize::from(*raw.get(off).filter(|_| off < len)?);
-        let text = strings.get(n.checked_sub(1)?)?;
-        Some(String::from_utf8_lossy(text).trim().to_string()).filter(|s| !s.is_empty())
-    };
-    let locator = match (string(0x10), string(0x11)) {
-        (Some(device), Some(bank)) => Some(format!("{device} ({bank})")),
-        (device, bank) => device.or(bank),
-    };
-    Some(MemoryDevice {
+    Some(Slot::Populated(MemoryDevice {
         locator,
+        channel,
         size_mib,
         mts,
         data_width_bits: word(0x0A).filter(|&w| w != 0 && w != 0xFFFF).unwrap_or(64),
-    })
+    }))
 }
 
-/// Every populated memory device under `root`; empty when the entries are
-/// absent or unreadable (not root).
-pub(super) fn read(root: &std::path::Path) -> Vec<MemoryDevice> {
+/// The memory channel a slot sits in, where the board's names say: a bank
+/// locator that names a channel (`P0 CHANNEL A`, `P0_Node0_Channel0_Dimm0`
+/// less its `_Dimm0`), or a device locator of a channel letter and a slot
+/// number (`P1-DIMMA1`, `CPU1_DIMM_B2`: all but the number). `None` for
+/// names that number slots only (`DIMM 3`, `PROC 1 DIMM 4`, Dell's `A1`,
+/// whose letters are sockets): no rule guesses a channel.
+pub fn channel_of(device: Option<&str>, bank: Option<&str>) -> Option<String> {
+    if let Some(bank) = bank
+        && let Some(at) = bank.to_ascii_uppercase().find("CHANNEL")
+    {
+        let upper = bank.to_ascii_uppercase();
+        // Everything up to the slot's own part, if it names one after.
+        let end = (upper[at..]
+            .find("_DIMM")
+            .or_else(|| upper[at..].find(" DIMM")))
+        .map_or(bank.len(), |i| at + i);
+        return Some(bank[..end].to_string());
+    }
+    let device = device?;
+    let stem = device.trim_end_matches(|c: char| c.is_ascii_digit());
+    let upper = stem.to_ascii_uppercase();
+    let letter_before_number = stem.len() < device.len()
+        && stem.ends_with(|c: char| c.is_ascii_alphabetic())
+        && !upper.ends_with("DIMM");
+    (letter_before_number && upper.contains("DIMM")).then(|| stem.to_string())
+}
+
+/// Every populated memory device under `root`, and every empty slot; both
+/// empty when the entries are absent or unreadable (not root).
+pub(super) fn read(root: &std::path::Path) -> (Vec<MemoryDevice>, Vec<EmptySlot>) {
     let Ok(dir) = std::fs::read_dir(root.join("sys/firmware/dmi/entries")) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let mut entries: Vec<_> = dir
         .flatten()
@@ -79,60 +137,30 @@ pub(super) fn read(root: &std::path::Path) -> Vec<MemoryDevice> {
         .map(|e| e.path())
         .collect();
     entries.sort();
-    entries
+    let (mut populated, mut empty) = (Vec::new(), Vec::new());
+    for raw in entries
         .iter()
         .filter_map(|p| super::read_bounded(&p.join("raw")))
-        .filter_map(|raw| parse_memory_device(&raw))
-        .collect()
-}
-
-/// DIMMs unlike the others in size or speed, each named with what its
-/// siblings have: a DIMM of another size leaves its channel's capacity
-/// unlike the others' (the memory interleaves unevenly), one of another
-/// speed runs its channels at the slowest. Decided from the population
-/// alone, no baseline; empty where every DIMM agrees.
-pub fn population_findings(devices: &[MemoryDevice]) -> Vec<String> {
-    let kind = |d: &MemoryDevice| (d.size_mib, d.mts);
-    let mut kinds: Vec<((u64, u32), usize)> = Vec::new();
-    for d in devices {
-        match kinds.iter_mut().find(|(k, _)| *k == kind(d)) {
-            Some((_, n)) => *n += 1,
-            None => kinds.push((kind(d), 1)),
+    {
+        match parse_slot(&raw) {
+            Some(Slot::Populated(d)) => populated.push(d),
+            Some(Slot::Empty(e)) => empty.push(e),
+            None => {}
         }
     }
-    if kinds.len() < 2 {
-        return Vec::new();
-    }
-    let words =
-        |(mib, mts): (u64, u32)| format!("{} at {mts} MT/s", crate::units::Bytes(mib << 20));
-    kinds.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
-    let (usual, most) = kinds[0];
-    if kinds[1].1 == most {
-        // No majority to call the others odd: the mix, said once.
-        let mix: Vec<String> = (kinds.iter())
-            .map(|&(k, n)| format!("{n} × {}", words(k)))
-            .collect();
-        return vec![format!(
-            "the DIMMs differ ({}, SMBIOS): channels of unlike capacity or speed interleave unevenly; populate them alike",
-            mix.join(", ")
-        )];
-    }
-    (devices.iter())
-        .filter(|d| kind(d) != usual)
-        .map(|d| {
-            let name = d.locator.as_deref().unwrap_or("a DIMM");
-            format!(
-                "{name}: {} where its {most} siblings have {} (SMBIOS): replace it with one like them",
-                words(kind(d)),
-                words(usual)
-            )
-        })
-        .collect()
+    (populated, empty)
 }
 
 /// A minimal SMBIOS 3.x type 17 (Memory Device) structure: formatted area of
 /// 0x54 bytes, then two strings (locator, bank) and the double NUL.
 pub fn memory_device_record(handle: u16, size_mib: u32, mts: u16) -> Vec<u8> {
+    let (device, bank) = (format!("DIMM {handle}"), format!("BANK {handle}"));
+    slot_record(handle, size_mib, mts, &device, &bank)
+}
+
+/// [`memory_device_record`] with the board's names for the slot; a size of
+/// 0 is an empty slot.
+pub fn slot_record(handle: u16, size_mib: u32, mts: u16, device: &str, bank: &str) -> Vec<u8> {
     let mut f = vec![0u8; 0x54];
     f[0] = 17;
     f[1] = 0x54;
@@ -151,8 +179,31 @@ pub fn memory_device_record(handle: u16, size_mib: u32, mts: u16) -> Vec<u8> {
     f[0x12] = 0x1A; // DDR4
     f[0x15..0x17].copy_from_slice(&mts.to_le_bytes()); // rated speed
     f[0x20..0x22].copy_from_slice(&mts.to_le_bytes()); // configured speed
-    f.extend_from_slice(format!("DIMM {handle}\0BANK {handle}\0\0").as_bytes());
+    f.extend_from_slice(format!("{device}\0{bank}\0\0").as_bytes());
     f
+}
+
+/// A fixture's DIMMs, as entries to write under its root (path, bytes):
+/// one in each channel of each socket, named as Supermicro's boards name
+/// them.
+pub(super) fn fixture_entries(sockets: usize, channels: usize, mts: u16) -> Vec<(String, Vec<u8>)> {
+    (0..channels * sockets)
+        .map(|i| {
+            let (socket, c) = (i / channels, i % channels);
+            let channel = match u8::try_from(c).ok().filter(|&c| c < 26) {
+                Some(c) => char::from(b'A' + c).to_string(),
+                None => format!("Z{c}"),
+            };
+            let record = slot_record(
+                i as u16,
+                64 * 1024,
+                mts,
+                &format!("P{socket}-DIMM{channel}1"),
+                &format!("P{socket} CHANNEL {channel}"),
+            );
+            (format!("sys/firmware/dmi/entries/17-{i}/raw"), record)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -166,6 +217,7 @@ mod tests {
             d,
             MemoryDevice {
                 locator: Some("DIMM 3 (BANK 3)".into()),
+                channel: None,
                 size_mib: 32 * 1024,
                 mts: 3200,
                 data_width_bits: 64
@@ -173,6 +225,13 @@ mod tests {
         );
         let mut empty = memory_device_record(1, 0, 3200);
         assert_eq!(parse_memory_device(&empty), None);
+        assert_eq!(
+            parse_slot(&empty),
+            Some(Slot::Empty(EmptySlot {
+                locator: Some("DIMM 1 (BANK 1)".into()),
+                channel: None
+            }))
+        );
         empty[0] = 16;
         assert_eq!(parse_memory_device(&empty), None);
         assert_eq!(parse_memory_device(&[17]), None);
@@ -180,26 +239,28 @@ mod tests {
     }
 
     #[test]
-    fn a_dimm_unlike_its_siblings_is_named_and_a_mix_without_majority_said_once() {
-        let dimm = |i, mib, mts| parse_memory_device(&memory_device_record(i, mib, mts)).unwrap();
-        let mut node: Vec<MemoryDevice> = (0..8).map(|i| dimm(i, 64 * 1024, 4800)).collect();
-        assert_eq!(population_findings(&node), Vec::<String>::new());
-        node[5] = dimm(5, 16 * 1024, 4800);
-        assert_eq!(
-            population_findings(&node),
-            vec![
-                "DIMM 5 (BANK 5): 16 GiB at 4800 MT/s where its 7 siblings have 64 GiB at 4800 MT/s (SMBIOS): replace it with one like them"
-            ]
-        );
-        let half: Vec<MemoryDevice> = (0..4)
-            .map(|i| dimm(i, 32 * 1024, if i < 2 { 3200 } else { 2933 }))
-            .collect();
-        let found = population_findings(&half);
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert!(
-            found[0]
-                .starts_with("the DIMMs differ (2 × 32 GiB at 3200 MT/s, 2 × 32 GiB at 2933 MT/s"),
-            "{found:?}"
-        );
+    fn channels_are_read_from_names_that_give_them_and_never_guessed() {
+        let cases = [
+            (Some("P1-DIMMA1"), None, Some("P1-DIMMA")),
+            (Some("CPU1_DIMM_B2"), None, Some("CPU1_DIMM_B")),
+            (Some("DIMM 0"), Some("P0 CHANNEL A"), Some("P0 CHANNEL A")),
+            (
+                Some("P0-DIMMF1"),
+                Some("P0_Node0_Channel5_Dimm0"),
+                Some("P0_Node0_Channel5"),
+            ),
+            (Some("DIMM 3"), Some("BANK 3"), None),
+            (Some("DIMM1"), None, None),
+            (Some("PROC 1 DIMM 4"), None, None),
+            (Some("A1"), Some("Not Specified"), None),
+            (None, None, None),
+        ];
+        for (device, bank, want) in cases {
+            assert_eq!(
+                channel_of(device, bank).as_deref(),
+                want,
+                "{device:?} {bank:?}"
+            );
+        }
     }
 }

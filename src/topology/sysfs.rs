@@ -145,6 +145,7 @@ impl Topology {
         } else {
             Vec::new()
         };
+        let (memory_devices, empty_memory_slots) = smbios::read(root);
         Ok(Topology {
             caches_from: None,
             warnings,
@@ -158,7 +159,8 @@ impl Topology {
             allowed_mems,
             memory: read_memory(&r),
             cpu_info: read_cpu_info(&r),
-            memory_devices: smbios::read(root),
+            memory_devices,
+            empty_memory_slots,
             memory_errors: edac::MemoryErrors::read(&r),
             gpus: super::pci::read(&r),
             power: super::power::Power::read(&r, online_set.ids()),

@@ -288,3 +288,106 @@ fn a_gpu_s_memory_or_bus_xid_in_the_kernel_log_fails_the_check_and_an_unread_log
         "{v}"
     );
 }
+
+/// Empties the slot of `tree`'s SMBIOS entry `i` (socket 0's channel
+/// `channel` in the generated fixtures): a DIMM missing or disabled.
+fn empty_slot(tree: &str, i: u16, channel: char) {
+    let raw = Path::new(tree).join(format!("sys/firmware/dmi/entries/17-{i}/raw"));
+    let record = membw::topology::smbios::slot_record(
+        i,
+        0,
+        3200,
+        &format!("P0-DIMM{channel}1"),
+        &format!("P0 CHANNEL {channel}"),
+    );
+    std::fs::write(raw, record).unwrap();
+}
+
+#[test]
+fn a_missing_dimm_fails_the_check_named_by_its_slot_and_explains_a_slow_scope() {
+    // A 2-socket EPYC fixture: 8 channels a socket, one DIMM in each.
+    let dir = tempfile::tempdir().unwrap();
+    let tree = generated(dir.path(), "epyc-7h12-2s");
+    let baseline = dir.path().join("b.json").to_string_lossy().into_owned();
+    let source = ["--sysroot", &tree, "--fake-source", "4"];
+    let (code, _, err) =
+        run(&[&["baseline", "--rounds", "2", "-o", &baseline][..], &source].concat());
+    assert_eq!(code, Some(0), "{err}");
+    empty_slot(&tree, 2, 'C');
+    // No baseline: the channel emptier than its siblings.
+    let (code, out, err) = run(&[&["check"][..], &source].concat());
+    assert_eq!(code, Some(1), "{out}{err}");
+    let want = "P0-DIMMC1 (P0 CHANNEL C): empty, so channel P0 CHANNEL C holds 0 DIMMs where 15 of the 16 channels hold 1 DIMM (SMBIOS): a DIMM missing or disabled by the firmware; reseat or replace it";
+    assert_eq!(err.trim_end(), format!("membw: {want}"));
+    // Against the baseline: the slot gone since; and where the memory is
+    // slow too, the slow scope is explained by it.
+    let missing = "DIMM P0-DIMMC1 (P0 CHANNEL C) missing since the baseline (15 DIMMs here, 16 in it): reseat or replace it";
+    let with = ["check", "--baseline", &baseline, "--sysroot", &tree];
+    let (code, out, err) = run(&[&with[..], &["--fake-source", "4"]].concat());
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert_eq!(err.trim_end(), format!("membw: {missing}"));
+    // Node 0 (cores 0-63) at 75 %; a short budget, as it fails.
+    let slow = [
+        "--fake-source",
+        "4,slow=0-63@0.75",
+        "--budget",
+        "1s",
+    ];
+    let (code, out, err) = run(&[&with[..], &slow].concat());
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.starts_with("membw: NUMA node 0: ")
+            && err.contains("25 % slow (")
+            && err.trim_end().ends_with(&format!("explained by {missing}")),
+        "{err}"
+    );
+}
+
+#[test]
+fn corrected_errors_growing_since_the_baseline_fail_where_the_since_boot_rate_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = xeon_with_edac(dir.path(), 0);
+    let boot = Path::new(&tree).join("proc/sys/kernel/random/boot_id");
+    std::fs::create_dir_all(boot.parent().unwrap()).unwrap();
+    std::fs::write(&boot, "0f6f1c1e-0000-4000-8000-000000000001\n").unwrap();
+    let mc = Path::new(&tree).join("sys/devices/system/edac/mc/mc0");
+    let count = |ce: u64, days: u64| {
+        std::fs::write(mc.join("dimm0/dimm_ce_count"), format!("{ce}\n")).unwrap();
+        std::fs::write(mc.join("ce_count"), format!("{ce}\n")).unwrap();
+        let since = (days * 86_400).to_string();
+        std::fs::write(mc.join("seconds_since_reset"), since).unwrap();
+    };
+    // Up 99 days with 5 corrected errors when the baseline is made.
+    count(5, 99);
+    let baseline = dir.path().join("b.json").to_string_lossy().into_owned();
+    let source = ["--sysroot", &tree, "--fake-source", "4"];
+    let (code, _, err) =
+        run(&[&["baseline", "--rounds", "2", "-o", &baseline][..], &source].concat());
+    assert_eq!(code, Some(0), "{err}");
+    let check = [&["check", "--baseline", &baseline][..], &source].concat();
+    // 40 more a day later: 45 in 100 days since boot, under 9 a day.
+    count(45, 100);
+    let (code, out, err) = run(&[&["check"][..], &source].concat());
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, out, err) = run(&check);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(
+        err.contains(
+            "mc0 P0-DIMMA1: 40 corrected memory errors since the baseline 1.0 days ago, 40 a day"
+        ),
+        "{err}"
+    );
+    // Nine more: under the count that makes a rate.
+    count(14, 100);
+    let (code, out, err) = run(&check);
+    assert_eq!(code, Some(0), "{out}{err}");
+    // After a reboot, the counts are not compared, and the check says so.
+    count(45, 100);
+    std::fs::write(&boot, "0f6f1c1e-0000-4000-8000-000000000002\n").unwrap();
+    let (code, out, err) = run(&check);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("the node rebooted since the baseline"),
+        "{out}"
+    );
+}

@@ -18,7 +18,7 @@ pub(super) fn metrics(errors: &MemoryErrors) -> Metrics {
         MemoryErrors::NotReadable { .. } => 0.0,
     };
     let (mut corrected, mut uncorrected) = (Vec::new(), Vec::new());
-    if let MemoryErrors::Counted { controllers } = errors {
+    if let MemoryErrors::Counted { controllers, .. } = errors {
         for c in controllers {
             let mc = format!("mc=\"{}\"", c.controller);
             if c.dimms.is_empty() {
