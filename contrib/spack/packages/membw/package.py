@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="175b1bed32daebcc1c41479dcc82660880cfba1031bcdf362108594aee9429ca")
+    version("0.1.0", sha256="a8b7c5cdc7204db4019912ebe0039ed028272d70131e5a1a321a42ea47cd8de9")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
