@@ -14,7 +14,7 @@
 //! where it has a finding of a new kind, an [`Observation`] variant.
 
 use crate::results::Measurement;
-use crate::trust::{Effect, HeldBack, Interference, Scope, Snapshot};
+use crate::trust::{Effect, HeldBack, Interference, JudgedCpus, Snapshot};
 
 /// The CPUs a window is judged on.
 pub struct Window<'a> {
@@ -95,7 +95,7 @@ impl<R: ReadAtEnds> Observer for AtEnds<R> {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Observation {
     /// Other work and steal on the CPUs while the window was open.
-    CpuTicks(Interference),
+    OtherWork(Interference),
     /// The device's clocks held back while the window was open.
     HeldBack(HeldBack),
     /// Where the scheduler moved unbound threads while the window was
@@ -125,7 +125,7 @@ pub trait KeepsObservations {
 impl KeepsObservations for Measurement {
     fn keep(&mut self, seen: Observation) {
         match seen {
-            Observation::CpuTicks(i) => self.interference = Some(i),
+            Observation::OtherWork(i) => self.interference = Some(i),
             Observation::Moves(moves) => {
                 for m in moves {
                     if let Some(t) = self.threads.iter_mut().find(|t| t.thread == m.thread) {
@@ -152,7 +152,7 @@ impl KeepsObservations for Measurement {
 impl KeepsObservations for crate::results::latency_record::Latency {
     fn keep(&mut self, seen: Observation) {
         match seen {
-            Observation::CpuTicks(i) => self.interference = Some(i),
+            Observation::OtherWork(i) => self.interference = Some(i),
             // Latency is measured on host memory by pinned threads: no
             // device to hold back, nothing unbound.
             Observation::HeldBack(_) | Observation::Moves(_) => {}
@@ -173,7 +173,7 @@ impl Watch {
     /// What watches work on the host's CPUs over host memory (a latency
     /// probe's chase): the CPUs' tick counters, started now.
     pub fn host_started() -> Watch {
-        let mut watch = Watch::new(vec![Box::new(CpuTicks::default())]);
+        let mut watch = Watch::new(vec![Box::new(OtherWork::default())]);
         watch.start();
         watch
     }
@@ -241,12 +241,12 @@ impl Observer for SchedulerMoves {
 /// The CPUs' busy, idle and steal ticks and membw's own threads' ticks,
 /// read as the window opens and closes.
 #[derive(Default)]
-pub struct CpuTicks {
+pub struct OtherWork {
     start: Option<Snapshot>,
     end: Option<Snapshot>,
 }
 
-impl Observer for CpuTicks {
+impl Observer for OtherWork {
     /// A finding needs [`crate::trust::MIN_TICKS`] ticks of other work or
     /// steal: a shorter window cannot hold one.
     fn shortest_window_s(&self) -> f64 {
@@ -261,8 +261,8 @@ impl Observer for CpuTicks {
     fn observe(&self, window: &Window) -> Option<Observation> {
         let (start, end) = (self.start.as_ref()?, self.end.as_ref()?);
         let scope = match window.one_rank_of_many {
-            true => Scope::rank(window.cpus),
-            false => Scope::node(window.cpus),
+            true => JudgedCpus::rank(window.cpus),
+            false => JudgedCpus::node(window.cpus),
         };
         let mut seen = start.until(end, scope, 0, window.effect);
         let shortest = self.shortest_window_s();
@@ -273,7 +273,7 @@ impl Observer for CpuTicks {
                 crate::results::targets::method::seconds(shortest)
             ));
         }
-        Some(Observation::CpuTicks(seen))
+        Some(Observation::OtherWork(seen))
     }
 }
 
@@ -284,7 +284,7 @@ pub fn busy_while_idle(cpus: &[usize], window: std::time::Duration) -> Option<St
     if cpus.is_empty() {
         return None;
     }
-    let mut ticks = CpuTicks::default();
+    let mut ticks = OtherWork::default();
     ticks.start();
     std::thread::sleep(window);
     ticks.stop();
@@ -294,7 +294,7 @@ pub fn busy_while_idle(cpus: &[usize], window: std::time::Duration) -> Option<St
         effect: Effect::Bandwidth,
     });
     match seen {
-        Some(Observation::CpuTicks(i)) if i.busy && i.not_judged.is_none() => {
+        Some(Observation::OtherWork(i)) if i.busy && i.not_judged.is_none() => {
             let watched = window.as_secs_f64();
             i.cause()
                 .map(|c| format!("{c} (watched {watched} s before measuring)"))
@@ -309,7 +309,7 @@ mod tests {
 
     #[test]
     fn an_observer_sees_nothing_of_a_window_it_did_not_watch() {
-        let mut ticks = CpuTicks::default();
+        let mut ticks = OtherWork::default();
         let window = Window {
             cpus: &[0],
             one_rank_of_many: false,
@@ -319,7 +319,7 @@ mod tests {
         ticks.start();
         assert!(ticks.observe(&window).is_none());
         ticks.stop();
-        let Some(Observation::CpuTicks(seen)) = ticks.observe(&window) else {
+        let Some(Observation::OtherWork(seen)) = ticks.observe(&window) else {
             panic!("a watched window has an observation");
         };
         assert!(seen.window_s >= 0.0);

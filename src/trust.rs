@@ -79,7 +79,7 @@ impl Snapshot {
     pub fn until(
         &self,
         end: &Snapshot,
-        scope: Scope,
+        scope: JudgedCpus,
         extra_own_ticks: u64,
         effect: Effect,
     ) -> Interference {
@@ -106,15 +106,15 @@ impl Snapshot {
 /// Which CPUs a judgment covers: the measured ones, and whether work on
 /// the others counts (it shares the memory) or may be the job's own.
 #[derive(Debug, Clone, Copy)]
-pub struct Scope<'a> {
+pub struct JudgedCpus<'a> {
     pub measured: &'a [usize],
     pub elsewhere: bool,
 }
 
-impl<'a> Scope<'a> {
+impl<'a> JudgedCpus<'a> {
     /// The whole node: other work anywhere counts.
-    pub fn node(measured: &'a [usize]) -> Scope<'a> {
-        Scope {
+    pub fn node(measured: &'a [usize]) -> JudgedCpus<'a> {
+        JudgedCpus {
             measured,
             elsewhere: true,
         }
@@ -122,8 +122,8 @@ impl<'a> Scope<'a> {
 
     /// One rank of several: the other CPUs may run the job's other ranks,
     /// which are not other work, so only the rank's own CPUs are judged.
-    pub fn rank(measured: &'a [usize]) -> Scope<'a> {
-        Scope {
+    pub fn rank(measured: &'a [usize]) -> JudgedCpus<'a> {
+        JudgedCpus {
             measured,
             elsewhere: false,
         }
@@ -269,7 +269,7 @@ pub fn judge(
     before: &[CpuTicks],
     after: &[CpuTicks],
     own: &BTreeMap<usize, u64>,
-    scope: Scope,
+    scope: JudgedCpus,
     window_s: f64,
     effect: Effect,
 ) -> Interference {
@@ -403,7 +403,7 @@ impl Tally {
         }
     }
 
-    /// The findings over every window added; `elsewhere` as [`Scope`]'s.
+    /// The findings over every window added; `elsewhere` as [`JudgedCpus`]'s.
     pub fn judge(&self, elsewhere: bool, effect: Effect) -> Interference {
         let pct = |s: f64| {
             if self.window_s > 0.0 {

@@ -9,7 +9,7 @@
 //! own chunk, and returns after the barrier where the last member arrives.
 //! Nothing in a timed call allocates, locks or logs.
 
-use super::{ArrayErrors, Backend, Device, Driver, Observed, ReadBack, Sums};
+use super::{ArrayErrors, Backend, Observed, ReadBack, Sums, TargetArrays, WithArrays};
 use crate::error::{Error, Result};
 use crate::kernels::{ARRAYS, KernelFns, KernelId};
 use crate::memory::{self, Arrays, Chunk};
@@ -28,7 +28,7 @@ impl Backend for CpuTeam {
         "cpu"
     }
 
-    fn open(&mut self, plan: &Plan, driver: &mut Driver<'_>) -> Result<Observed> {
+    fn open(&mut self, plan: &Plan, driver: &mut WithArrays<'_>) -> Result<Observed> {
         let (isa, stores) = plan.cpu_code();
         let fns = KernelFns::select(isa, stores)?;
         let ranges = memory::partition_for(plan.elements, plan.cpus.len(), plan.hugepages);
@@ -248,7 +248,7 @@ impl Drop for Leader<'_, '_, '_, '_> {
     }
 }
 
-impl Device for Leader<'_, '_, '_, '_> {
+impl TargetArrays for Leader<'_, '_, '_, '_> {
     fn init(&mut self, values: [f64; ARRAYS]) {
         self.order(Order::Init(values));
     }

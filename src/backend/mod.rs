@@ -56,7 +56,7 @@ pub trait Backend: Send {
     /// unless the backend says otherwise (a GPU's clocks).
     fn observers(&self, plan: &Plan) -> Vec<Box<dyn crate::observe::Observer>> {
         let mut observers: Vec<Box<dyn crate::observe::Observer>> =
-            vec![Box::new(crate::observe::CpuTicks::default())];
+            vec![Box::new(crate::observe::OtherWork::default())];
         if !plan.pinned {
             observers.push(Box::new(crate::observe::SchedulerMoves::default()));
         }
@@ -64,17 +64,17 @@ pub trait Backend: Send {
     }
 
     /// Allocates and places the plan's arrays and lends them to `driver`
-    /// as a [`Device`] while they exist; then says where the work ran and
+    /// as a [`TargetArrays`] while they exist; then says where the work ran and
     /// where the pages went. An error of the driver's is returned as is.
-    fn open(&mut self, plan: &Plan, driver: &mut Driver<'_>) -> Result<Observed>;
+    fn open(&mut self, plan: &Plan, driver: &mut WithArrays<'_>) -> Result<Observed>;
 }
 
 /// The protocol's side of [`Backend::open`]: everything done with the arrays.
-pub type Driver<'a> = dyn FnMut(&mut dyn Device) -> Result<()> + Send + 'a;
+pub type WithArrays<'a> = dyn FnMut(&mut dyn TargetArrays) -> Result<()> + Send + 'a;
 
 /// The arrays of one measurement, as the protocol drives them. Every call
 /// returns once the work is done everywhere (all threads, the whole device).
-pub trait Device {
+pub trait TargetArrays {
     /// First touch: every mapped array gets its value from `values` (by
     /// index: a, b, c, d), written where it will be used.
     fn init(&mut self, values: [f64; ARRAYS]);
@@ -427,7 +427,7 @@ pub(crate) fn run_portable(kernel: KernelId, chunk: &mut Chunk, sums: &mut Sums)
     }
 }
 
-impl Device for HostArrays {
+impl TargetArrays for HostArrays {
     fn init(&mut self, values: [f64; ARRAYS]) {
         let mut chunk = self.chunk();
         for (id, value) in ArrayId::ALL.into_iter().zip(values) {

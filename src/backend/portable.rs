@@ -4,7 +4,7 @@
 //! test the protocol through a second implementation of the seam. It
 //! measures nothing membw would report as a node's bandwidth.
 
-use super::{Backend, Driver, HostArrays, Observed};
+use super::{Backend, HostArrays, Observed, WithArrays};
 use crate::error::{Error, Input, Result};
 use crate::plan::Plan;
 use crate::results::measurement::ThreadPlacement;
@@ -17,7 +17,7 @@ impl Backend for Portable {
         "portable"
     }
 
-    fn open(&mut self, plan: &Plan, driver: &mut Driver<'_>) -> Result<Observed> {
+    fn open(&mut self, plan: &Plan, driver: &mut WithArrays<'_>) -> Result<Observed> {
         if plan.cpus.len() != 1 {
             return Err(Error::input(
                 Input::Threads,

@@ -176,7 +176,7 @@ pub(crate) struct MeasureArgs {
 
     #[command(flatten)]
     #[serde(flatten)]
-    isa: super::flags::Isa,
+    isa: super::flags::IsaArgs,
 
     /// Store instructions: auto (non-temporal where STREAM's rule holds: each array at least 4 × the caches of the CPUs used), regular, nt;
     /// sweep: comma-separated, each a point; tune: auto tries both
@@ -239,7 +239,10 @@ impl MeasureArgs {
     /// The multi-rank launch this process belongs to, when it is to be
     /// measured as one (`run` on an MPI build). Several ranks anywhere else
     /// would fight over the node: that is an error, unless --independent.
-    pub(crate) fn launch(&self, command: &str) -> Result<Option<crate::ranks::launcher::Launch>> {
+    pub(crate) fn launch(
+        &self,
+        command: &str,
+    ) -> Result<Option<crate::ranks::launcher::RankPlace>> {
         let Some(launch) = crate::ranks::launcher::detect(|k| std::env::var(k).ok())? else {
             return Ok(None);
         };
@@ -353,7 +356,7 @@ impl MeasureArgs {
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn rank_backends(
         &self,
-        launch: &crate::ranks::launcher::Launch,
+        launch: &crate::ranks::launcher::RankPlace,
     ) -> Result<Vec<Box<dyn crate::backend::Backend>>> {
         self.backend.for_rank(launch)
     }

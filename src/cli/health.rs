@@ -10,7 +10,7 @@ use crate::engine::device_scopes::every_device;
 use crate::engine::verdict;
 use crate::engine::{Engine, Source};
 use crate::error::{Error, Result};
-use crate::health::rules::{self, Difference};
+use crate::health::rules::{self, IdentityDifference};
 use crate::health::verdict::Verdict;
 use crate::health::{BASELINE_KIND, BASELINE_SCHEMA, Baseline, BaselineError, Identity, Protocol};
 use crate::results::file::FileError;
@@ -278,14 +278,14 @@ fn plan_check<'a>(
         let (mut differences, mut notes) = (Vec::new(), Vec::new());
         for d in rules::compare_identity(&b.identity, &Identity::of(topo)) {
             match d {
-                Difference::OtherNode(what) => {
+                IdentityDifference::OtherNode(what) => {
                     return Err(Error::Usage(format!(
                         "--baseline {}: made on another kind of node: {what}",
                         path.display()
                     )));
                 }
-                Difference::Degraded(what) => differences.push(what),
-                Difference::Note(what) => notes.push(what),
+                IdentityDifference::Degraded(what) => differences.push(what),
+                IdentityDifference::Note(what) => notes.push(what),
             }
         }
         let jobs = check::baseline_jobs(topo, b, &measure, source)

@@ -12,7 +12,7 @@ use crate::placement::identity::PlacementId;
 use crate::placement::spellings;
 use crate::plan::{self, Prepared, Settings};
 use crate::report;
-use crate::results::{Request, RunReport};
+use crate::results::{RunReport, RunRequest};
 use crate::units::{ArraySize, Bytes, ELEMENT_BYTES};
 use clap::Args;
 use std::io::IsTerminal;
@@ -83,8 +83,8 @@ fn run_request(
     stores_reason: String,
     plan: &plan::Plan,
     topo: &crate::topology::Topology,
-) -> Request {
-    let request = Request {
+) -> RunRequest {
+    let request = RunRequest {
         size: m.size.size.map(|s| match s {
             ArraySize::Elements(n) => n.to_string(),
             ArraySize::Bytes(b) => format!("{} B", b.0),
@@ -106,7 +106,7 @@ fn run_request(
     match plan.target.placed_on_host_cpus() {
         true => request,
         // What a device was not asked and has not: placement, ISA, stores.
-        false => Request {
+        false => RunRequest {
             placement: String::new(),
             isa: String::new(),
             stores: String::new(),
@@ -142,7 +142,7 @@ fn keep_run(
 /// The source for one rank of a multi-rank run.
 #[cfg(feature = "mpi")]
 fn ranks_source(
-    launch: &crate::ranks::launcher::Launch,
+    launch: &crate::ranks::launcher::RankPlace,
     args: &RunArgs,
     peak: Option<&peak::Peak>,
 ) -> Result<Box<dyn crate::engine::source::Source>> {
@@ -158,7 +158,7 @@ fn ranks_source(
 
 #[cfg(not(feature = "mpi"))]
 fn ranks_source(
-    _: &crate::ranks::launcher::Launch,
+    _: &crate::ranks::launcher::RankPlace,
     _: &RunArgs,
     _: Option<&peak::Peak>,
 ) -> Result<Box<dyn crate::engine::source::Source>> {
@@ -210,7 +210,7 @@ fn plan_spellings(plan: &plan::Plan) -> Option<spellings::Spellings> {
 fn run_report(
     topo: &crate::topology::Topology,
     engine: &Engine,
-    request: crate::results::Request,
+    request: crate::results::RunRequest,
     measurement: crate::results::Measurement,
     plan: &plan::Plan,
 ) -> RunReport {

@@ -13,7 +13,7 @@ use crate::memory::Hugepages;
 use crate::memory::policy::Policy;
 use crate::memory::written::{ArrayPolicy, PolicySpec};
 use crate::observe::{Watch, Window};
-use crate::results::latency_record::{C2cLine, Latency, LatencyKey, LoadPoint, Study};
+use crate::results::latency_record::{C2cLine, Latency, LatencyKey, LatencyStudy, LoadPoint};
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
 use crate::trust::Effect;
@@ -24,7 +24,7 @@ pub type LatencySession = Session<LatencyKey, Latency>;
 
 /// What every point of one experiment carries besides its measurement.
 #[derive(Debug, Clone)]
-pub struct Facts {
+pub struct ExperimentFacts {
     /// Capacity of each cache level serving the chasing CPU, bytes.
     pub caches: BTreeMap<String, u64>,
     /// Theoretical peak bandwidth of the node, when known.
@@ -37,9 +37,9 @@ pub struct Facts {
 #[derive(Debug, Clone)]
 pub struct LatencyRequest {
     pub plan: LatencyPlan,
-    pub study: Study,
+    pub study: LatencyStudy,
     pub loaded: Option<LoadedPlan>,
-    pub facts: Facts,
+    pub facts: ExperimentFacts,
     /// The core-to-core study's cases, in the order measured.
     pub c2c_lines: Vec<C2cLine>,
 }
@@ -51,8 +51,8 @@ pub fn measure(topo: &Topology, request: &LatencyRequest, out: &mut LatencySessi
     let mut chases = Chases { plan, facts };
     match (&request.loaded, request.study) {
         (Some(loaded), _) => return run_loaded(plan, facts, loaded, out),
-        (None, Study::Matrix) => drive(&mut chases, &matrix_chases(plan, topo), out),
-        (None, Study::C2c) => {
+        (None, LatencyStudy::Matrix) => drive(&mut chases, &matrix_chases(plan, topo), out),
+        (None, LatencyStudy::C2c) => {
             let llcs = topo.llc_domains();
             let mut probe = CoreToCore {
                 plan,
@@ -128,7 +128,7 @@ fn resumed_records(out: &LatencySession) -> Vec<crate::results::latency_record::
 /// of `cpus` while it was measured.
 fn payload(
     plan: &LatencyPlan,
-    facts: &Facts,
+    facts: &ExperimentFacts,
     latency: LatencyPoint,
     (watch, cpus): (&Watch, &[usize]),
     load: Option<LoadPoint>,
@@ -164,7 +164,13 @@ fn sample(chain: &mut Chain, plan: &LatencyPlan) -> (LatencyPoint, Watch) {
 
 /// A point's key, chased in random order (callers that chase in another
 /// set it).
-fn key(pages: Hugepages, study: Study, cpu: usize, policy: &Policy, bytes: u64) -> LatencyKey {
+fn key(
+    pages: Hugepages,
+    study: LatencyStudy,
+    cpu: usize,
+    policy: &Policy,
+    bytes: u64,
+) -> LatencyKey {
     LatencyKey {
         study,
         cpu,
@@ -192,7 +198,7 @@ struct Chase {
 /// The chase probe: one working set built and chased per point.
 struct Chases<'p> {
     plan: &'p LatencyPlan,
-    facts: &'p Facts,
+    facts: &'p ExperimentFacts,
 }
 
 impl Probe for Chases<'_> {
@@ -220,7 +226,7 @@ fn idle_chases(plan: &LatencyPlan) -> Vec<Chase> {
     for &pages in &plan.hugepages {
         for &order in &plan.orders {
             for &bytes in &plan.sizes {
-                let mut key = key(pages, Study::Idle, plan.cpu, &plan.policy, bytes);
+                let mut key = key(pages, LatencyStudy::Idle, plan.cpu, &plan.policy, bytes);
                 key.order = order;
                 chases.push(Chase {
                     key,
@@ -248,7 +254,7 @@ fn matrix_chases(plan: &LatencyPlan, topo: &Topology) -> Vec<Chase> {
         };
         for &mem in topo.allowed_mems.ids() {
             let policy = Policy::Bind(IdSet::new(vec![mem]));
-            let mut key = key(plan.hugepages[0], Study::Matrix, cpu, &policy, bytes);
+            let mut key = key(plan.hugepages[0], LatencyStudy::Matrix, cpu, &policy, bytes);
             key.order = plan.orders[0];
             (key.cpu_node, key.mem_node) = (Some(node.id), Some(mem));
             chases.push(Chase { key, policy });
@@ -268,7 +274,7 @@ struct Pair {
 /// The core-to-core probe: one pair and one case of the line per point.
 struct CoreToCore<'p> {
     plan: &'p LatencyPlan,
-    facts: &'p Facts,
+    facts: &'p ExperimentFacts,
     topo: &'p Topology,
     llcs: Vec<IdSet>,
 }
@@ -304,7 +310,7 @@ fn pairs(plan: &LatencyPlan, topo: &Topology, lines: &[C2cLine]) -> Vec<Pair> {
     for &line in lines {
         for (i, &a) in cpus.iter().enumerate() {
             for &b in &cpus[i + 1..] {
-                let mut key = key(plan.hugepages[0], Study::C2c, a, &Policy::Local, 64);
+                let mut key = key(plan.hugepages[0], LatencyStudy::C2c, a, &Policy::Local, 64);
                 (key.peer_cpu, key.line) = (Some(b), Some(line));
                 pairs.push(Pair {
                     key,
@@ -320,7 +326,7 @@ fn pairs(plan: &LatencyPlan, topo: &Topology, lines: &[C2cLine]) -> Vec<Pair> {
 /// The chaser's idle latency first, then every mix and delay under load.
 fn run_loaded(
     plan: &LatencyPlan,
-    facts: &Facts,
+    facts: &ExperimentFacts,
     loaded: &LoadedPlan,
     out: &mut LatencySession,
 ) -> Result<()> {
@@ -331,7 +337,7 @@ fn run_loaded(
     let idle_ns = idle.p50_ns;
     let mut idle_key = key(
         plan.hugepages[0],
-        Study::Idle,
+        LatencyStudy::Idle,
         plan.cpu,
         &plan.policy,
         bytes,
@@ -344,7 +350,7 @@ fn run_loaded(
     let point_key = |mix: Mix, delay_ns: f64| {
         let mut k = key(
             plan.hugepages[0],
-            Study::Loaded,
+            LatencyStudy::Loaded,
             plan.cpu,
             &plan.policy,
             bytes,

@@ -7,7 +7,7 @@
 
 use super::Source;
 use crate::error::{Error, Input, Result};
-use crate::foreign::{self, Launch, parse};
+use crate::foreign::{self, Invocation, parse};
 use crate::memory::Hugepages;
 use crate::memory::policy::{self, PagePlacement, Policy};
 use crate::plan::Plan;
@@ -41,7 +41,7 @@ impl Source for ExecSource {
             ));
         }
         let policy = plan.mem.get(crate::kernels::ArrayId::A).clone();
-        let ran = foreign::run(&Launch {
+        let ran = foreign::run(&Invocation {
             argv: &self.argv,
             cpus: &plan.cpus,
             pinned: plan.pinned,

@@ -119,11 +119,11 @@ impl<P: Keyed + Serialize, D: Serialize> Session<P, D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::latency_record::{Latency, LatencyKey, LatencyPoint, Study};
+    use crate::results::latency_record::{Latency, LatencyKey, LatencyPoint, LatencyStudy};
 
     fn key(bytes: u64) -> LatencyKey {
         LatencyKey {
-            study: Study::Idle,
+            study: LatencyStudy::Idle,
             cpu: 0,
             cpu_node: None,
             mem: Default::default(),

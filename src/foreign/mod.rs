@@ -52,7 +52,7 @@ pub fn placement_env(cpus: &[usize], pinned: bool) -> Vec<(&'static str, String)
 }
 
 /// How to run one program.
-pub struct Launch<'a> {
+pub struct Invocation<'a> {
     /// The program and its arguments.
     pub argv: &'a [String],
     /// The CPU of each thread, in thread order.
@@ -120,7 +120,7 @@ const MAX_OUTPUT: u64 = 16 << 20;
 
 /// Runs the program to its end (or the timeout, which kills its whole
 /// process group), sampling its threads and pages meanwhile.
-pub fn run(l: &Launch) -> Result<Ran, LaunchError> {
+pub fn run(l: &Invocation) -> Result<Ran, LaunchError> {
     let (program, args) = l
         .argv
         .split_first()
@@ -194,7 +194,7 @@ pub fn run(l: &Launch) -> Result<Ran, LaunchError> {
     .round() as u64;
     let interference = counters.until(
         &crate::trust::Snapshot::take(),
-        crate::trust::Scope::node(&union),
+        crate::trust::JudgedCpus::node(&union),
         program_ticks,
         crate::trust::Effect::Bandwidth,
     );
@@ -227,7 +227,7 @@ struct Placed {
     union: Vec<usize>,
 }
 
-fn placed_command(l: &Launch, program: &str, args: &[String]) -> Result<Placed, LaunchError> {
+fn placed_command(l: &Invocation, program: &str, args: &[String]) -> Result<Placed, LaunchError> {
     let mut cmd = std::process::Command::new(program);
     cmd.args(args)
         .stdin(std::process::Stdio::null())
@@ -420,7 +420,7 @@ mod tests {
         .map(String::from)
         .to_vec();
         let keep = BTreeSet::from(["OMP_PROC_BIND".to_string()]);
-        let ran = run(&Launch {
+        let ran = run(&Invocation {
             argv: &argv,
             cpus: &[cpu],
             pinned: true,
@@ -460,7 +460,7 @@ mod tests {
             .map(String::from)
             .to_vec();
         let started = Instant::now();
-        let ran = run(&Launch {
+        let ran = run(&Invocation {
             argv: &argv,
             cpus: &[0],
             pinned: true,
@@ -476,7 +476,7 @@ mod tests {
         assert_eq!(ran.signal, Some(libc::SIGKILL));
         // The background sleep held stdout open: it died too, or this would wait 30 s.
         assert!(started.elapsed() < Duration::from_secs(10));
-        let missing = run(&Launch {
+        let missing = run(&Invocation {
             argv: &["/nonexistent/stream".to_string()],
             cpus: &[0],
             pinned: true,

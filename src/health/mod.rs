@@ -339,10 +339,9 @@ impl Baseline {
             let other = rules::compare_identity(&first.identity, &b.identity)
                 .into_iter()
                 .find_map(|d| match d {
-                    rules::Difference::OtherNode(what) | rules::Difference::Degraded(what) => {
-                        Some(what)
-                    }
-                    rules::Difference::Note(_) => None,
+                    rules::IdentityDifference::OtherNode(what)
+                    | rules::IdentityDifference::Degraded(what) => Some(what),
+                    rules::IdentityDifference::Note(_) => None,
                 });
             if let Some(what) = other {
                 return Err(format!(

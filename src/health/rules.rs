@@ -358,7 +358,7 @@ pub fn diagnosis(f: &Finding, tolerance: f64, findings: &[Finding]) -> String {
 
 /// How a baseline's node differs from this one.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Difference {
+pub enum IdentityDifference {
     /// Another kind of node: the check cannot judge (exit 2).
     OtherNode(String),
     /// The same kind of node with less memory hardware or another NUMA
@@ -369,29 +369,29 @@ pub enum Difference {
 }
 
 /// What differs between the baseline's identity and this node's.
-pub fn compare_identity(baseline: &Identity, here: &Identity) -> Vec<Difference> {
+pub fn compare_identity(baseline: &Identity, here: &Identity) -> Vec<IdentityDifference> {
     let mut out = Vec::new();
     if let (Some(a), Some(b)) = (&baseline.cpu_model, &here.cpu_model)
         && a != b
     {
-        out.push(Difference::OtherNode(format!(
+        out.push(IdentityDifference::OtherNode(format!(
             "CPU model '{b}' here, '{a}' in the baseline"
         )));
     }
     if baseline.sockets != here.sockets {
-        out.push(Difference::OtherNode(format!(
+        out.push(IdentityDifference::OtherNode(format!(
             "{} sockets here, {} in the baseline",
             here.sockets, baseline.sockets
         )));
     }
     if baseline.cores != here.cores {
-        out.push(Difference::OtherNode(format!(
+        out.push(IdentityDifference::OtherNode(format!(
             "{} usable cores here, {} in the baseline (another node type, a cpuset or offline CPUs)",
             here.cores, baseline.cores
         )));
     }
     if baseline.numa_nodes.len() != here.numa_nodes.len() {
-        out.push(Difference::Degraded(format!(
+        out.push(IdentityDifference::Degraded(format!(
             "{} NUMA nodes here, {} in the baseline: the BIOS NUMA setting (NPS, SNC) or the memory population differs",
             here.numa_nodes.len(),
             baseline.numa_nodes.len()
@@ -401,7 +401,7 @@ pub fn compare_identity(baseline: &Identity, here: &Identity) -> Vec<Difference>
             if let (Some(x), Some(y)) = (a.bytes, b.bytes)
                 && (y as f64) < 0.97 * x as f64
             {
-                out.push(Difference::Degraded(format!(
+                out.push(IdentityDifference::Degraded(format!(
                     "NUMA node {} has {} here, {} in the baseline: a DIMM is missing or disabled",
                     b.node,
                     crate::units::Bytes(y),
@@ -415,13 +415,13 @@ pub fn compare_identity(baseline: &Identity, here: &Identity) -> Vec<Difference>
             .filter(|s| !b.slots.is_empty() && !b.slots.contains(s))
             .collect();
         for slot in &missing {
-            out.push(Difference::Degraded(format!(
+            out.push(IdentityDifference::Degraded(format!(
                 "DIMM {slot} missing since the baseline ({} DIMMs here, {} in it): reseat or replace it",
                 b.count, a.count
             )));
         }
         if missing.is_empty() && b.count < a.count {
-            out.push(Difference::Degraded(format!(
+            out.push(IdentityDifference::Degraded(format!(
                 "{} DIMMs here, {} in the baseline: a DIMM is missing or disabled",
                 b.count, a.count
             )));
@@ -429,20 +429,20 @@ pub fn compare_identity(baseline: &Identity, here: &Identity) -> Vec<Difference>
         if let (Some(x), Some(y)) = (a.mts, b.mts)
             && y < x
         {
-            out.push(Difference::Degraded(format!(
+            out.push(IdentityDifference::Degraded(format!(
                 "memory runs at {y} MT/s here, {x} MT/s in the baseline"
             )));
         }
     }
     if baseline.thp_mode != here.thp_mode {
-        out.push(Difference::Note(format!(
+        out.push(IdentityDifference::Note(format!(
             "transparent hugepages '{}' here, '{}' in the baseline",
             here.thp_mode.as_deref().unwrap_or("unknown"),
             baseline.thp_mode.as_deref().unwrap_or("unknown")
         )));
     }
     if baseline.kernel != here.kernel {
-        out.push(Difference::Note(format!(
+        out.push(IdentityDifference::Note(format!(
             "kernel {} here, {} in the baseline",
             here.kernel, baseline.kernel
         )));

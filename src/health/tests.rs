@@ -278,15 +278,21 @@ fn a_baseline_of_another_node_kind_is_named_and_lost_hardware_is_unhealthy() {
     other.cpu_model = Some("Intel Xeon".into());
     other.cores = 64;
     let d = compare_identity(&base, &other);
-    assert!(matches!(&d[0], Difference::OtherNode(m) if m.contains("CPU model 'Intel Xeon' here")));
-    assert!(matches!(&d[1], Difference::OtherNode(m) if m.contains("64 usable cores here, 128")));
+    assert!(
+        matches!(&d[0], IdentityDifference::OtherNode(m) if m.contains("CPU model 'Intel Xeon' here"))
+    );
+    assert!(
+        matches!(&d[1], IdentityDifference::OtherNode(m) if m.contains("64 usable cores here, 128"))
+    );
     let mut degraded = identity();
     degraded.numa_nodes[5].bytes = Some(48 << 30);
     degraded.dimms.as_mut().unwrap().mts = Some(2933);
     let d = compare_identity(&base, &degraded);
     assert_eq!(d.len(), 2, "{d:?}");
-    assert!(matches!(&d[0], Difference::Degraded(m) if m.starts_with("NUMA node 5 has 48")));
-    assert!(matches!(&d[1], Difference::Degraded(m) if m.contains("2933 MT/s here, 3200")));
+    assert!(
+        matches!(&d[0], IdentityDifference::Degraded(m) if m.starts_with("NUMA node 5 has 48"))
+    );
+    assert!(matches!(&d[1], IdentityDifference::Degraded(m) if m.contains("2933 MT/s here, 3200")));
     // A slot gone since the baseline is named; with no slots recorded
     // (an older baseline), the count is.
     let mut missing = identity();
@@ -296,7 +302,7 @@ fn a_baseline_of_another_node_kind_is_named_and_lost_hardware_is_unhealthy() {
     let d = compare_identity(&base, &missing);
     assert_eq!(
         d,
-        vec![Difference::Degraded(
+        vec![IdentityDifference::Degraded(
             "DIMM P0-DIMM21 missing since the baseline (15 DIMMs here, 16 in it): reseat or replace it"
                 .into()
         )]
@@ -305,15 +311,15 @@ fn a_baseline_of_another_node_kind_is_named_and_lost_hardware_is_unhealthy() {
     old.dimms.as_mut().unwrap().slots.clear();
     let d = compare_identity(&old, &missing);
     assert!(
-        matches!(&d[..], [Difference::Degraded(m)] if m.starts_with("15 DIMMs here, 16 in the baseline")),
+        matches!(&d[..], [IdentityDifference::Degraded(m)] if m.starts_with("15 DIMMs here, 16 in the baseline")),
         "{d:?}"
     );
     let mut nps = identity();
     nps.numa_nodes.truncate(2);
     nps.kernel = "6.12.0".into();
     let d = compare_identity(&base, &nps);
-    assert!(matches!(&d[0], Difference::Degraded(m) if m.contains("NPS")));
-    assert!(matches!(&d[1], Difference::Note(m) if m.contains("kernel 6.12.0")));
+    assert!(matches!(&d[0], IdentityDifference::Degraded(m) if m.contains("NPS")));
+    assert!(matches!(&d[1], IdentityDifference::Note(m) if m.contains("kernel 6.12.0")));
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! clock; and where a target can run a kernel more than one way (a GPU's
 //! launch shapes), it times each way and keeps the fastest.
 
-use crate::backend::Device;
+use crate::backend::TargetArrays;
 use crate::kernels::KernelId;
 use crate::plan::Plan;
 use crate::results::measurement::{Launch, LaunchTried};
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 /// The device's round trip with no work (for the CPU team, the two
 /// barriers around every kernel call), the fastest of 16.
-pub(super) fn round_trip(device: &mut dyn Device) -> f64 {
+pub(super) fn round_trip(device: &mut dyn TargetArrays) -> f64 {
     (0..16)
         .map(|_| {
             let t0 = Instant::now();
@@ -48,7 +48,7 @@ pub(super) struct Calibrated {
 
 /// One timed call of `repeats` of `kernel`: the target's own time where
 /// it keeps one, the host's otherwise.
-fn time(device: &mut dyn Device, kernel: KernelId, repeats: usize) -> f64 {
+fn time(device: &mut dyn TargetArrays, kernel: KernelId, repeats: usize) -> f64 {
     device.sync();
     let t0 = Instant::now();
     device.run(kernel, repeats);
@@ -60,7 +60,7 @@ fn time(device: &mut dyn Device, kernel: KernelId, repeats: usize) -> f64 {
 /// least `floor` seconds: from the plan's calls, each kernel timed and the
 /// calls raised (at least doubled) until its repetition is long enough;
 /// and each kernel's fastest launch shape, where the target has several.
-pub(super) fn calibrate(plan: &Plan, device: &mut dyn Device, floor: f64) -> Calibrated {
+pub(super) fn calibrate(plan: &Plan, device: &mut dyn TargetArrays, floor: f64) -> Calibrated {
     let mut repeats = plan.inner_repeats.max(1);
     let mut launches = Vec::with_capacity(plan.kernels.len());
     for &kernel in &plan.kernels {
@@ -87,7 +87,12 @@ const LOOKS: usize = 3;
 const MARGIN: f64 = 1.2;
 
 /// The calls, from `repeats` up, that make `kernel` last `floor`.
-fn long_enough(device: &mut dyn Device, kernel: KernelId, mut repeats: usize, floor: f64) -> usize {
+fn long_enough(
+    device: &mut dyn TargetArrays,
+    kernel: KernelId,
+    mut repeats: usize,
+    floor: f64,
+) -> usize {
     let floor = MARGIN * floor;
     while repeats < MAX_INNER_REPEATS {
         let took = (0..LOOKS)
@@ -109,7 +114,7 @@ fn long_enough(device: &mut dyn Device, kernel: KernelId, mut repeats: usize, fl
 /// `None` where there is nothing to choose.
 fn fastest_shape(
     plan: &Plan,
-    device: &mut dyn Device,
+    device: &mut dyn TargetArrays,
     kernel: KernelId,
     repeats: usize,
 ) -> Option<Launch> {

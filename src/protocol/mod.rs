@@ -11,7 +11,7 @@
 mod calibrate;
 mod judge;
 
-use crate::backend::{Backend, Device, ReadBack};
+use crate::backend::{Backend, ReadBack, TargetArrays};
 use crate::error::{Error, Result};
 use crate::kernels::{ARRAYS, ArrayId, KernelId};
 use crate::observe;
@@ -165,8 +165,8 @@ pub fn measure_gated(backend: &mut dyn Backend, plan: &Plan, gate: &dyn RankGate
     measure_with(backend, plan, Some(gate), None)
 }
 
-/// What the driver saw, for the measurement.
-struct Driven {
+/// What the timed work saw, for the measurement.
+struct Timed {
     times: Vec<f64>,
     /// Each thread's own time per timed run: `threads` slots per entry of `times`.
     thread_times: Vec<f64>,
@@ -208,7 +208,7 @@ fn measure_with(
     let granularity = clock_granularity();
     let timed = plan.kernels.len() * plan.ntimes;
     // Allocated here: nothing allocates inside the timed calls.
-    let mut d = Driven {
+    let mut d = Timed {
         times: vec![0.0; timed],
         thread_times: vec![0.0; timed * plan.cpus.len()],
         threads_timed: false,
@@ -226,7 +226,7 @@ fn measure_with(
         launches: vec![None; plan.kernels.len()],
         floor_s: None,
     };
-    let observed = backend.open(plan, &mut |device: &mut dyn Device| {
+    let observed = backend.open(plan, &mut |device: &mut dyn TargetArrays| {
         drive(plan, gate, stop, granularity, device, &mut d);
         Ok(())
     })?;
@@ -297,7 +297,7 @@ fn measure_with(
 
 /// Each kernel's statistics over its timed repetitions, and each thread's
 /// median time where the backend timed its threads.
-fn kernel_results(plan: &Plan, d: &Driven) -> Vec<KernelResult> {
+fn kernel_results(plan: &Plan, d: &Timed) -> Vec<KernelResult> {
     plan.kernels
         .iter()
         .enumerate()
@@ -368,8 +368,8 @@ fn drive(
     gate: Option<&dyn RankGate>,
     stop: Option<&Stop>,
     granularity: Duration,
-    device: &mut dyn Device,
-    d: &mut Driven,
+    device: &mut dyn TargetArrays,
+    d: &mut Timed,
 ) {
     device.init(INITIAL_VALUES);
     d.first_touch_done = Some(Instant::now());

@@ -188,10 +188,10 @@ fn only_used_arrays_are_mapped() {
 struct Corrupting<B>(B);
 
 struct CorruptingDevice<'d> {
-    inner: &'d mut dyn Device,
+    inner: &'d mut dyn TargetArrays,
 }
 
-impl Device for CorruptingDevice<'_> {
+impl TargetArrays for CorruptingDevice<'_> {
     fn init(&mut self, values: [f64; ARRAYS]) {
         self.inner.init(values)
     }
@@ -221,9 +221,9 @@ impl<B: Backend> Backend for Corrupting<B> {
     fn open(
         &mut self,
         plan: &Plan,
-        driver: &mut crate::backend::Driver<'_>,
+        driver: &mut crate::backend::WithArrays<'_>,
     ) -> Result<crate::backend::Observed> {
-        self.0.open(plan, &mut |device: &mut dyn Device| {
+        self.0.open(plan, &mut |device: &mut dyn TargetArrays| {
             driver(&mut CorruptingDevice { inner: device })
         })
     }

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 
 /// This process's place in a multi-process launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Launch {
+pub struct RankPlace {
     pub rank: usize,
     pub size: usize,
     pub local_rank: Option<usize>,
@@ -49,7 +49,7 @@ fn tasks_per_node(text: &str) -> Option<usize> {
 
 /// The launch this process is part of, if a launcher's variables say so.
 /// A variable that is set but not a number is an error naming it.
-pub fn detect(get: impl Fn(&str) -> Option<String>) -> Result<Option<Launch>> {
+pub fn detect(get: impl Fn(&str) -> Option<String>) -> Result<Option<RankPlace>> {
     let number = |name: &'static str| -> Result<Option<usize>> {
         match get(name) {
             None => Ok(None),
@@ -68,7 +68,7 @@ pub fn detect(get: impl Fn(&str) -> Option<String>) -> Result<Option<Launch>> {
                 "{rank}={r} with {size}={n}: the rank is not below the number of ranks"
             )));
         }
-        return Ok(Some(Launch {
+        return Ok(Some(RankPlace {
             rank: r,
             size: n,
             local_rank: number(local)?,
@@ -84,7 +84,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn with(vars: &[(&str, &str)]) -> Result<Option<Launch>> {
+    fn with(vars: &[(&str, &str)]) -> Result<Option<RankPlace>> {
         let map: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

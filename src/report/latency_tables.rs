@@ -3,7 +3,7 @@
 //! comparison of two files.
 
 use crate::latency::load::Mix;
-use crate::latency::record::{LatencyRecord, Study};
+use crate::latency::record::{LatencyRecord, LatencyStudy};
 use crate::units::Bytes;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -11,10 +11,14 @@ use std::fmt::Write;
 /// Everything the records hold, as tables.
 pub fn render(records: &[LatencyRecord]) -> String {
     let mut o = String::new();
-    let of = |study: Study| -> Vec<&LatencyRecord> {
+    let of = |study: LatencyStudy| -> Vec<&LatencyRecord> {
         records.iter().filter(|r| r.point.study == study).collect()
     };
-    let (idle, matrix, loaded) = (of(Study::Idle), of(Study::Matrix), of(Study::Loaded));
+    let (idle, matrix, loaded) = (
+        of(LatencyStudy::Idle),
+        of(LatencyStudy::Matrix),
+        of(LatencyStudy::Loaded),
+    );
     if !idle.is_empty() && loaded.is_empty() {
         idle_tables(&mut o, &idle);
     }
@@ -24,7 +28,7 @@ pub fn render(records: &[LatencyRecord]) -> String {
     if !loaded.is_empty() {
         loaded_tables(&mut o, &loaded);
     }
-    let pairs = of(Study::C2c);
+    let pairs = of(LatencyStudy::C2c);
     if !pairs.is_empty() {
         super::c2c::render(&mut o, &pairs);
     }
@@ -284,10 +288,10 @@ fn loaded_tables(o: &mut String, loaded: &[&LatencyRecord]) {
 /// The plots the records make: (title, file name, SVG).
 pub fn plots(records: &[LatencyRecord]) -> Vec<super::Plot> {
     let mut out = Vec::new();
-    let of = |study: Study| -> Vec<&LatencyRecord> {
+    let of = |study: LatencyStudy| -> Vec<&LatencyRecord> {
         records.iter().filter(|r| r.point.study == study).collect()
     };
-    let idle = of(Study::Idle);
+    let idle = of(LatencyStudy::Idle);
     let series: Vec<(String, Vec<(u64, f64)>)> = idle_series(&idle)
         .into_iter()
         .map(|(label, v)| {
@@ -306,7 +310,7 @@ pub fn plots(records: &[LatencyRecord]) -> Vec<super::Plot> {
             svg,
         });
     }
-    let loaded = of(Study::Loaded);
+    let loaded = of(LatencyStudy::Loaded);
     for (i, (setup, mixes)) in loaded_curves(&loaded).into_iter().enumerate() {
         let curves: Vec<(String, Vec<(f64, f64)>)> = mixes
             .iter()
@@ -334,7 +338,7 @@ pub fn plots(records: &[LatencyRecord]) -> Vec<super::Plot> {
             });
         }
     }
-    let cells = matrix_cells(&of(Study::Matrix));
+    let cells = matrix_cells(&of(LatencyStudy::Matrix));
     if !cells.is_empty()
         && let Some(svg) = crate::report::plot::latency_matrix_plot(&cells)
     {
@@ -344,7 +348,7 @@ pub fn plots(records: &[LatencyRecord]) -> Vec<super::Plot> {
             svg,
         });
     }
-    out.extend(super::c2c::plots(&of(Study::C2c)));
+    out.extend(super::c2c::plots(&of(LatencyStudy::C2c)));
     out
 }
 

@@ -189,7 +189,7 @@ pub const EXPERIMENT: &str = "latency";
 /// Which latency study a point belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Study {
+pub enum LatencyStudy {
     /// Latency vs working set, no other traffic.
     Idle,
     /// One cell of the CPU node × memory node matrix.
@@ -200,14 +200,14 @@ pub enum Study {
     C2c,
 }
 
-impl Study {
+impl LatencyStudy {
     /// The name in records and tables.
     pub fn name(self) -> &'static str {
         match self {
-            Study::Idle => "idle",
-            Study::Matrix => "matrix",
-            Study::Loaded => "loaded",
-            Study::C2c => "c2c",
+            LatencyStudy::Idle => "idle",
+            LatencyStudy::Matrix => "matrix",
+            LatencyStudy::Loaded => "loaded",
+            LatencyStudy::C2c => "c2c",
         }
     }
 }
@@ -215,7 +215,7 @@ impl Study {
 /// What a point measured: the key for resume and for comparing files.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyKey {
-    pub study: Study,
+    pub study: LatencyStudy,
     pub cpu: usize,
     pub cpu_node: Option<usize>,
     /// The working set's memory policy, typed, its nodes as resolved
@@ -342,7 +342,7 @@ pub struct Latency {
 pub struct LatencyReport {
     pub schema_version: u32,
     pub experiment: String,
-    pub study: Study,
+    pub study: LatencyStudy,
     pub timestamp: String,
     pub host: super::Host,
     pub cpu: usize,
@@ -386,7 +386,7 @@ mod tests {
     #[test]
     fn keys_tell_points_apart_and_records_round_trip() {
         let key = LatencyKey {
-            study: Study::Idle,
+            study: LatencyStudy::Idle,
             cpu: 0,
             cpu_node: Some(0),
             mem: Default::default(),

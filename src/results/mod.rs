@@ -45,7 +45,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// What the user asked for in `membw run`, before defaults were resolved.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Request {
+pub struct RunRequest {
     pub size: Option<String>,
     /// Both readings of a size given with a bare decimal suffix (`1G`:
     /// 10⁹ elements, not 1 GB), shown in the header.
@@ -84,7 +84,7 @@ pub struct RunReport {
     #[serde(default = "stream_source")]
     pub source: String,
     pub host: Host,
-    pub request: Request,
+    pub request: RunRequest,
     pub measurement: Measurement,
     /// The theoretical peak for the sockets the threads ran on; null when unknown.
     pub peak: Option<PeakUse>,
@@ -104,7 +104,7 @@ impl RunReport {
     pub fn new(
         topo: &Topology,
         source: &str,
-        request: Request,
+        request: RunRequest,
         measurement: Measurement,
         peak: Option<PeakUse>,
         reproduce: Option<Spellings>,

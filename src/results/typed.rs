@@ -22,7 +22,7 @@ pub enum TypedError {
 
 /// What every versioned membw document opens with.
 #[derive(Deserialize)]
-struct Envelope {
+struct DocumentHead {
     kind: Option<String>,
     schema_version: Option<u64>,
 }
@@ -31,7 +31,8 @@ struct Envelope {
 /// refusing another document or a newer schema before reading the rest.
 pub fn document<T: DeserializeOwned>(text: &str, kind: &str, schema: u64) -> Result<T, TypedError> {
     let not = TypedError::NotThisKind;
-    let head: Envelope = serde_json::from_str(text).map_err(|e| not(format!("not JSON ({e})")))?;
+    let head: DocumentHead =
+        serde_json::from_str(text).map_err(|e| not(format!("not JSON ({e})")))?;
     if head.kind.as_deref() != Some(kind) {
         return Err(not(format!("not a {kind} document")));
     }

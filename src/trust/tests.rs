@@ -28,7 +28,7 @@ fn a_quiet_run_on_both_cpus_has_no_finding() {
         &b,
         &a,
         &own(&[(0, 100), (1, 100)]),
-        Scope::node(&[0, 1]),
+        JudgedCpus::node(&[0, 1]),
         1.0,
         Effect::Bandwidth,
     );
@@ -52,7 +52,7 @@ fn a_competitor_on_a_measured_cpu_is_named_with_its_share() {
         &b,
         &a,
         &own(&[(0, 100), (1, 62)]),
-        Scope::node(&[0, 1]),
+        JudgedCpus::node(&[0, 1]),
         1.0,
         Effect::Bandwidth,
     );
@@ -74,7 +74,7 @@ fn a_memory_hog_on_the_cpu_not_measured_is_named_too() {
         &b,
         &a,
         &own(&[(0, 100)]),
-        Scope::node(&[0]),
+        JudgedCpus::node(&[0]),
         1.0,
         Effect::Bandwidth,
     );
@@ -92,7 +92,7 @@ fn a_memory_hog_on_the_cpu_not_measured_is_named_too() {
         &b,
         &a,
         &own(&[(0, 100)]),
-        Scope::rank(&[0]),
+        JudgedCpus::rank(&[0]),
         1.0,
         Effect::Bandwidth,
     );
@@ -110,7 +110,7 @@ fn steal_is_its_own_finding() {
         &b,
         &a,
         &own(&[(0, 80), (1, 100)]),
-        Scope::node(&[0, 1]),
+        JudgedCpus::node(&[0, 1]),
         1.0,
         Effect::Bandwidth,
     );
@@ -131,7 +131,7 @@ fn a_tick_or_two_is_granularity_not_a_finding() {
         &b,
         &a,
         &own(&[(0, 8), (1, 10)]),
-        Scope::node(&[0, 1]),
+        JudgedCpus::node(&[0, 1]),
         0.1,
         Effect::Bandwidth,
     );
@@ -149,7 +149,7 @@ fn several_busy_cpus_share_one_line_with_the_range() {
         &b,
         &a,
         &own(&[(0, 80), (1, 50), (2, 100)]),
-        Scope::node(&[0, 1, 2]),
+        JudgedCpus::node(&[0, 1, 2]),
         1.0,
         Effect::Bandwidth,
     );
@@ -214,7 +214,7 @@ fn the_spread_finding_names_the_worst_kernel_from_its_threshold() {
 fn snapshots_of_this_process_judge_without_error() {
     let start = Snapshot::take();
     let end = Snapshot::take();
-    let i = start.until(&end, Scope::node(&[0]), 0, Effect::Latency);
+    let i = start.until(&end, JudgedCpus::node(&[0]), 0, Effect::Latency);
     assert!(i.window_s >= 0.0);
 }
 

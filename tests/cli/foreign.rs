@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use membw::foreign::{self, Launch, parse};
+use membw::foreign::{self, Invocation, parse};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ fn a_gcc_stream_build_runs_pinned_and_its_table_is_read() {
         "2000000".into(),
         "4".into(),
     ];
-    let ran = foreign::run(&Launch {
+    let ran = foreign::run(&Invocation {
         argv: &argv,
         cpus: &cpus,
         pinned: true,

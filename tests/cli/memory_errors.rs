@@ -327,12 +327,7 @@ fn a_missing_dimm_fails_the_check_named_by_its_slot_and_explains_a_slow_scope() 
     assert_eq!(code, Some(1), "{out}{err}");
     assert_eq!(err.trim_end(), format!("membw: {missing}"));
     // Node 0 (cores 0-63) at 75 %; a short budget, as it fails.
-    let slow = [
-        "--fake-source",
-        "4,slow=0-63@0.75",
-        "--budget",
-        "1s",
-    ];
+    let slow = ["--fake-source", "4,slow=0-63@0.75", "--budget", "1s"];
     let (code, out, err) = run(&[&with[..], &slow].concat());
     assert_eq!(code, Some(1), "{out}{err}");
     assert!(

@@ -253,7 +253,7 @@ pub(super) fn throttled(bus_id: &str) -> Option<String> {
 /// nanoseconds since the driver started counting (NVML's violation
 /// counters, read as the CPUs' tick counters are, at both ends of a
 /// window), and its clocks now. Empty where NVML does not load.
-pub fn held_back_ns() -> Vec<HeldBack> {
+pub fn held_back_ns() -> Vec<ViolationCounters> {
     let Ok(nvml) = nvml() else {
         return Vec::new();
     };
@@ -262,7 +262,7 @@ pub fn held_back_ns() -> Vec<HeldBack> {
         .filter_map(|i| {
             let d = nvml.device_by_index(i).ok()?;
             let ns = |p| d.violation_status(p).map(|v| v.violation_time).unwrap_or(0);
-            Some(HeldBack {
+            Some(ViolationCounters {
                 bus_id: crate::topology::pci::normal_address(&d.pci_info().ok()?.bus_id),
                 power_ns: ns(PerformancePolicy::Power),
                 thermal_ns: ns(PerformancePolicy::Thermal),
@@ -293,17 +293,17 @@ impl GpuClocks {
 }
 
 impl crate::observe::ReadAtEnds for GpuClocks {
-    type Reading = HeldBack;
+    type Reading = ViolationCounters;
 
-    fn read(&self) -> Option<HeldBack> {
+    fn read(&self) -> Option<ViolationCounters> {
         (held_back_ns().into_iter()).find(|g| g.bus_id == self.bus_id)
     }
 
     fn seen(
         &self,
         window_s: f64,
-        before: &HeldBack,
-        after: &HeldBack,
+        before: &ViolationCounters,
+        after: &ViolationCounters,
     ) -> crate::observe::Observation {
         let s = |a: u64, b: u64| a.saturating_sub(b) as f64 / 1e9;
         crate::observe::Observation::HeldBack(crate::trust::HeldBack {
@@ -320,7 +320,7 @@ impl crate::observe::ReadAtEnds for GpuClocks {
 
 /// One GPU's violation counters.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HeldBack {
+pub struct ViolationCounters {
     /// `0000:18:00.0`.
     pub bus_id: String,
     pub power_ns: u64,

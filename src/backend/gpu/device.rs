@@ -13,7 +13,7 @@ use super::launch::{Launchable, OTHER_BUILDS, shapes};
 
 mod read_back;
 use super::runtime::{DevicePtr, Event, Function, KernelArgs, Runtime, Stream};
-use crate::backend::{ArrayErrors, Device, ReadBack};
+use crate::backend::{ArrayErrors, ReadBack, TargetArrays};
 use crate::kernels::{ARRAYS, ArrayId, KernelId, Mover, Path, SCALAR};
 use crate::plan::Plan;
 
@@ -307,7 +307,7 @@ impl Gpu {
     }
 }
 
-impl Device for Gpu {
+impl TargetArrays for Gpu {
     fn init(&mut self, values: [f64; ARRAYS]) {
         let mut r = Ok(());
         for (id, fill) in DEVICE_ARRAYS.into_iter().zip(FILLS) {

@@ -4,7 +4,7 @@
 //! checked page by page afterwards; and their pageable twins, placed and
 //! touched the same way but never registered with the runtime.
 
-use crate::backend::{ArrayErrors, Device, HostArrays, ReadBack};
+use crate::backend::{ArrayErrors, HostArrays, ReadBack, TargetArrays};
 use crate::error::Result;
 use crate::kernels::{ARRAYS, ArrayId};
 use crate::memory::policy::{MemPolicy, PagePlacement};

@@ -24,7 +24,7 @@ pub(crate) mod host_buffers;
 pub mod peers;
 pub mod runtime;
 
-use super::{Backend, Driver, Observed};
+use super::{Backend, Observed, WithArrays};
 use crate::error::{Error, Input, Result};
 use crate::kernels::{ArrayId, KernelId};
 use crate::observe::Observer;
@@ -133,7 +133,7 @@ impl Backend for GpuBackend {
         (plan.target.device()).map_or_else(Vec::new, |d| self.platform.observers(d))
     }
 
-    fn open(&mut self, plan: &Plan, driver: &mut Driver<'_>) -> Result<Observed> {
+    fn open(&mut self, plan: &Plan, driver: &mut WithArrays<'_>) -> Result<Observed> {
         let name = self.device_name();
         let device = (plan.target.device())
             .ok_or_else(|| Error::Runtime(format!("{name}: the plan is not a device's")))?;

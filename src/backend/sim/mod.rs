@@ -51,7 +51,7 @@ mod setup;
 use setup::Setup;
 
 use super::gpu::runtime::{Described, Platform, Runtime};
-use crate::observe::{CpuTicks, Observer};
+use crate::observe::{Observer, OtherWork};
 use crate::results::targets::method::CPU_TICKS;
 use crate::results::targets::{self, Clock, DeviceFacts, DeviceId, DeviceMethod, DevicePeaks};
 use crate::topology::Topology;
@@ -181,7 +181,7 @@ impl Platform for SimPlatform {
     /// Its kernels run on its host thread: the CPUs' tick counters see
     /// what else ran beside them.
     fn observers(&self, _device: &targets::Device) -> Vec<Box<dyn Observer>> {
-        vec![Box::new(CpuTicks::default())]
+        vec![Box::new(OtherWork::default())]
     }
 
     fn after_run(&self, _device: &targets::Device) -> Vec<String> {

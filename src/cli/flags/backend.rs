@@ -89,7 +89,7 @@ impl BackendArg {
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn for_rank(
         &self,
-        launch: &crate::ranks::launcher::Launch,
+        launch: &crate::ranks::launcher::RankPlace,
     ) -> Result<Vec<Box<dyn crate::backend::Backend>>> {
         let name = &self.backend;
         crate::backend::for_rank(name, launch.local_rank, launch.local_size)

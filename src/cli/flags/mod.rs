@@ -2,7 +2,7 @@
 //! them: each flag that several commands take is defined here once (its
 //! name, value, range, default, help and the commands it applies to) and
 //! every command flattens that definition. A command that cannot honour a
-//! value refuses it in one line (`one_policy`, `Isa::for_chase`, ...), so
+//! value refuses it in one line (`one_policy`, `IsaArgs::for_chase`, ...), so
 //! a flag never means one thing in one command and another elsewhere.
 //! `tests/cli/layers.rs` fails on a second definition site of any name here.
 
@@ -233,14 +233,14 @@ impl Mem {
 
 /// `--isa` (run, sweep, tune, latency).
 #[derive(Args, Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Isa {
+pub(crate) struct IsaArgs {
     /// Instruction set of membw's bandwidth kernels (latency: of the --loaded load threads'; the
     /// chase itself is loads)
     #[arg(long, value_enum, default_value_t = IsaArg::Auto, help_heading = "Measurement")]
     pub(crate) isa: IsaArg,
 }
 
-impl Isa {
+impl IsaArgs {
     /// The ISA of latency's load threads: refused where no load runs.
     pub(crate) fn for_chase(self, loaded: bool) -> Result<IsaArg> {
         match (self.isa, loaded) {
@@ -458,7 +458,7 @@ mod tests {
                 .to_string()
                 .contains("--numa-matrix all")
         );
-        let scalar = Isa {
+        let scalar = IsaArgs {
             isa: IsaArg::Scalar,
         };
         assert!(scalar.for_chase(false).is_err());

@@ -195,7 +195,7 @@ pub fn threads_plot(records: &[Record], kernel: KernelId) -> Option<String> {
             Some((p, false)) => {
                 // The best point as the table's verdict names it, not the
                 // top of an error bar.
-                let best = match crate::report::study::Verdict::find(&records, kernel) {
+                let best = match crate::report::study::StudyConclusion::find(&records, kernel) {
                     Some(v) => format!(
                         " (the best point is {:.1} % of it)",
                         v.best

@@ -48,7 +48,7 @@ pub fn html(records: &[Record], kernel: KernelId, pivot: Option<&Pivot>) -> Stri
     if in_list {
         out.push_str("</ul>\n");
     }
-    if let Some(verdict) = Verdict::find(records, kernel) {
+    if let Some(verdict) = StudyConclusion::find(records, kernel) {
         let lines: Vec<String> = (verdict.lines().iter())
             .map(|l| escape(l.trim_start_matches('\n').trim_start()))
             .collect();

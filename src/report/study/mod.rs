@@ -374,7 +374,7 @@ pub fn summary_laid_out(
         );
     }
     if let Some(best) = best {
-        let verdict = Verdict::of(&sorted, best, kernel);
+        let verdict = StudyConclusion::of(&sorted, best, kernel);
         for line in verdict.lines() {
             let _ = writeln!(out, "{line}");
         }
@@ -431,7 +431,7 @@ pub fn markdown(
             }
         }
     }
-    if let Some(verdict) = Verdict::find(records, kernel) {
+    if let Some(verdict) = StudyConclusion::find(records, kernel) {
         let _ = writeln!(out);
         for line in verdict.lines() {
             let _ = writeln!(out, "{}  ", line.trim_start_matches('\n'));
@@ -445,7 +445,7 @@ pub fn markdown(
 
 mod compare;
 mod verdict;
-pub use verdict::Verdict;
+pub use verdict::StudyConclusion;
 use verdict::rerun_command;
 mod context;
 pub use context::context;

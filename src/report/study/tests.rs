@@ -326,7 +326,7 @@ fn an_untrusted_fast_point_is_never_the_best_and_a_tie_is_not_resolved() {
         text.contains("NOT TRUSTED for triad: 1 of 2 points"),
         "{text}"
     );
-    let v = Verdict::find(&records, KernelId::Triad).unwrap();
+    let v = StudyConclusion::find(&records, KernelId::Triad).unwrap();
     assert_eq!(v.best.point.threads, 1);
     assert!(v.runner_up.is_none() && v.resolved());
     // Another point's kernel varied in its runs: triad still judges it.
@@ -345,7 +345,7 @@ fn an_untrusted_fast_point_is_never_the_best_and_a_tie_is_not_resolved() {
         ],
     );
     let records = vec![steady_triad, noisy];
-    let v = Verdict::find(&records, KernelId::Triad).unwrap();
+    let v = StudyConclusion::find(&records, KernelId::Triad).unwrap();
     assert_eq!(
         v.best.point.threads, 2,
         "the steady triad point is the best by triad"
@@ -368,7 +368,7 @@ fn an_untrusted_fast_point_is_never_the_best_and_a_tie_is_not_resolved() {
         ],
     );
     let records = vec![a, b];
-    let v = Verdict::find(&records, KernelId::Triad).unwrap();
+    let v = StudyConclusion::find(&records, KernelId::Triad).unwrap();
     assert!(!v.resolved());
     let text = summary(&records, KernelId::Triad, false);
     assert!(

@@ -29,7 +29,7 @@ pub(super) fn rerun_command(r: &Record) -> String {
 /// 95 % over their trusted runs' best rates. Text, Markdown, HTML and the
 /// plots' notes all read it, so none says another thing.
 #[derive(Debug, Clone)]
-pub struct Verdict<'a> {
+pub struct StudyConclusion<'a> {
     pub kernel: KernelId,
     pub best: &'a Record,
     pub best_trust: KernelTrust,
@@ -38,8 +38,12 @@ pub struct Verdict<'a> {
     pub comparison: Option<crate::results::estimate::Comparison>,
 }
 
-impl<'a> Verdict<'a> {
-    pub(super) fn of(sorted: &[&'a Record], best: &'a Record, kernel: KernelId) -> Verdict<'a> {
+impl<'a> StudyConclusion<'a> {
+    pub(super) fn of(
+        sorted: &[&'a Record],
+        best: &'a Record,
+        kernel: KernelId,
+    ) -> StudyConclusion<'a> {
         use crate::results::estimate::{Comparison, LEVEL};
         let runner_up = (sorted.iter())
             .filter(|r| !std::ptr::eq(**r, best))
@@ -53,7 +57,7 @@ impl<'a> Verdict<'a> {
                 LEVEL,
             )
         });
-        Verdict {
+        StudyConclusion {
             kernel,
             best,
             best_trust: best.kernel_trust(kernel),
@@ -63,10 +67,10 @@ impl<'a> Verdict<'a> {
     }
 
     /// The best point of `records` for `kernel`, where one has a trusted run.
-    pub fn find(records: &'a [Record], kernel: KernelId) -> Option<Verdict<'a>> {
+    pub fn find(records: &'a [Record], kernel: KernelId) -> Option<StudyConclusion<'a>> {
         let sorted = reading_order(records);
         let best = sorted[best_index(&sorted, kernel)?];
-        Some(Verdict::of(&sorted, best, kernel))
+        Some(StudyConclusion::of(&sorted, best, kernel))
     }
 
     /// Whether the best is ahead of the runner-up at 95 % (or has none).
