@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="a8b7c5cdc7204db4019912ebe0039ed028272d70131e5a1a321a42ea47cd8de9")
+    version("0.1.0", sha256="441ce7946fb748c74607b8414bdbf0c0e99450d4db5894e3318f4d0d333805e5")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
