@@ -28,10 +28,14 @@ pub fn platform_set(spec: &str) -> std::result::Result<Option<PlatformSet>, Stri
     let Some(&platform) = PLATFORMS.iter().find(|p| p.name() == name) else {
         return by_name(spec).map(|_| None);
     };
-    if selection.parse::<u32>().is_ok() {
-        // One device, checked as by_name checks it.
-        by_name(spec)?;
-        return Ok(Some((platform, vec![selection.parse().unwrap_or(0)])));
+    if let Ok(index) = selection.parse::<u32>() {
+        // One device, checked as GpuBackend::make checks it (no backend
+        // made here to be thrown away).
+        let count = platform.count()?;
+        if index >= count {
+            return Err(platform.missing(index, count));
+        }
+        return Ok(Some((platform, vec![index])));
     }
     // A list that is no list is named before the platform is asked for
     // its devices (on a node without the vendor's runtime too).

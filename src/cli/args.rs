@@ -366,6 +366,15 @@ impl MeasureArgs {
         &self.backend
     }
 
+    /// The backends --backend names, made once, where membw's kernels
+    /// measure in this process alone (not the fake, not one of `ranks`).
+    pub(crate) fn chosen(&self, ranks: bool) -> Result<Option<super::flags::Chosen>> {
+        match ranks || self.fakes() {
+            true => Ok(None),
+            false => self.backend.chosen().map(Some),
+        }
+    }
+
     /// Whether the hidden fake source measures (tests).
     pub(crate) fn fakes(&self) -> bool {
         self.fake.fake_source.is_some()

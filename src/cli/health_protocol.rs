@@ -65,12 +65,14 @@ impl ProtocolArgs {
             let set = crate::backend::set_by_name(&spec).map_err(crate::error::Error::Runtime)?;
             return Ok(Box::new(DeviceSetSource::with_host(set, topo)?));
         }
-        if self.fake.fake_source.is_none()
-            && let Some(set) = self.backend.device_set()?
-        {
-            return Ok(Box::new(DeviceSetSource::new(set, topo)?));
+        use super::flags::Chosen;
+        if self.fake.fake_source.is_some() {
+            return self.backend.source(self.fake.fake_source.as_deref());
         }
-        self.backend.source(self.fake.fake_source.as_deref())
+        Ok(match self.backend.chosen()? {
+            Chosen::Set(set) => Box::new(DeviceSetSource::new(set, topo)?),
+            Chosen::One(backend) => Chosen::source(backend),
+        })
     }
 
     /// The GPUs a node's check covers beside its CPUs: every GPU of the

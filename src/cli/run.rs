@@ -4,6 +4,7 @@
 use super::args::{self, MeasureArgs, PeakArgs, PlacementArgs};
 use super::common::{self, print, read_topology};
 use super::env;
+use super::flags::Chosen;
 use crate::engine::{Engine, stores_check};
 use crate::error::Result;
 use crate::memory::policy as mempolicy;
@@ -318,6 +319,24 @@ fn run_device_set(
     super::run_set::run(topo, settings, &req, set)
 }
 
+/// The results file `-o` names, opened for this run's record: only by the
+/// process that reports (rank 0 of an MPI run).
+fn run_output(
+    args: &RunArgs,
+    engine: &Engine,
+    topo: &crate::topology::Topology,
+) -> Result<Option<crate::engine::BandwidthSession>> {
+    Ok(match &args.output.output {
+        Some(path) if engine.reports() => Some(crate::engine::BandwidthSession::new(
+            "run",
+            crate::results::Host::describe(topo),
+            Default::default(),
+            Some(common::open_run_output(path)?),
+        )),
+        _ => None,
+    })
+}
+
 pub(crate) fn run(args: RunArgs) -> Result<()> {
     if let Some(p) = &args.prom.prom {
         common::check_writable(p, "--prom", true)?;
@@ -337,23 +356,26 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         stores,
         mem,
     );
-    // Under mpirun a set is shared out among each node's ranks instead.
-    if m.launch("run")?.is_none()
-        && let Some(set) = m.backend_arg().device_set()?
-    {
-        let point = (&placement, &mem_written, stores);
-        return run_device_set(&args, &topo, &settings, point, set);
-    }
+    // The backends --backend names, made once. Under mpirun a set is
+    // shared out among each node's ranks instead.
+    let launch = m.launch("run")?;
+    let one = match m.chosen(launch.is_some())? {
+        Some(Chosen::Set(set)) => {
+            let point = (&placement, &mem_written, stores);
+            return run_device_set(&args, &topo, &settings, point, set);
+        }
+        Some(Chosen::One(backend)) => Some(backend),
+        None => None,
+    };
     if args.dry_run.dry_run {
         return dry_run(&args, &topo, &settings, &placement);
     }
     let peak_estimate = peak::for_policy(&topo, &args.peak.request(), &settings.mem);
-    let launch = m.launch("run")?;
     // Ranks measure in lockstep: a side measurement on one would hang them.
     let check_stores = launch.is_none() && !args.no_stores_check;
-    let mut source = match launch {
-        Some(launch) => ranks_source(&launch, &args, peak_estimate.as_ref())?,
-        None => m.source()?,
+    let mut source = match (launch, one) {
+        (Some(launch), _) => ranks_source(&launch, &args, peak_estimate.as_ref())?,
+        (None, one) => one.map_or_else(|| m.source(), |b| Ok(Chosen::source(b)))?,
     };
     let mut engine = Engine::new(&topo, source.as_mut(), peak_estimate);
     // The source's backend prepares its own plan (CPU threads, or a device).
@@ -368,16 +390,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     if std::io::stderr().is_terminal() && !args.quiet.quiet {
         say_starting(&plan);
     }
-    // Only the process that reports writes (rank 0 of an MPI run).
-    let mut output = match &args.output.output {
-        Some(path) if engine.reports() => Some(crate::engine::BandwidthSession::new(
-            "run",
-            crate::results::Host::describe(&topo),
-            Default::default(),
-            Some(common::open_run_output(path)?),
-        )),
-        _ => None,
-    };
+    let mut output = run_output(&args, &engine, &topo)?;
     let stop = common::stop_flag();
     let measurement = engine.measure(&plan, &stop)?;
     if !engine.reports() {

@@ -8,8 +8,9 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs dev /dev
 out=/dev/ttyS1
 # Seconds a command may run before the guest describes it and kills it
-# (commands.sh may set it lower): a hang then costs that, not the whole
-# guest's limit, and says where each thread was.
+# (commands.sh sets it: the shape's, or half the guest's limit): a hang
+# then costs that, not the whole guest's limit, and says where each
+# thread was.
 cmd_limit=300
 
 # What every thread of process $1 is doing: its state, the CPU it last ran

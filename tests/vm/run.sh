@@ -103,8 +103,9 @@ guest() {
     cp "$here/init.sh" "$dir/root/init"
     chmod +x "$dir/root/init"
     {
-        # A shape may give its commands more (or less) than init's limit.
-        if [ -n "${GUEST_CMD_LIMIT:-}" ]; then echo "cmd_limit=$GUEST_CMD_LIMIT"; fi
+        # Each command's limit: the shape's, else half the guest's, so
+        # that a hung command is described and killed before QEMU is.
+        echo "cmd_limit=${GUEST_CMD_LIMIT:-$((${QEMU_TIMEOUT:-300} / 2))}"
         guest_commands
     } >"$dir/root/commands.sh"
     (cd "$dir/root" && find . | cpio -o -H newc --quiet | gzip -1) >"$dir/initramfs.gz"

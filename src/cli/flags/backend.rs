@@ -4,6 +4,21 @@
 
 use crate::error::{Error, Result};
 
+/// What `--backend` names, made once: one backend, or a device set's.
+pub(crate) enum Chosen {
+    One(Box<dyn crate::backend::Backend>),
+    Set(Vec<Box<dyn crate::backend::Backend>>),
+}
+
+impl Chosen {
+    /// The source of one backend: membw's kernels on it.
+    pub(crate) fn source(
+        backend: Box<dyn crate::backend::Backend>,
+    ) -> Box<dyn crate::engine::Source> {
+        Box::new(crate::engine::source::StreamSource { backend })
+    }
+}
+
 /// The device the source measures, where its backend's target is one
 /// (its plan for the default request says): what a command whose study is
 /// of CPUs (tune, the NUMA matrix, the tier study) refuses, naming itself,
@@ -70,14 +85,18 @@ impl BackendArg {
         crate::backend::by_name(name).map_err(|e| Error::Usage(format!("--backend {name}: {e}")))
     }
 
-    /// The devices a device set names, one backend each (`cuda:all`,
-    /// `sim:0-3`), where it names more than one; None for one device or
-    /// the host.
-    pub(crate) fn device_set(&self) -> Result<Option<Vec<Box<dyn crate::backend::Backend>>>> {
+    /// The backends it names, each made once (making one asks the
+    /// vendor's driver for its devices): one backend, or a device set's
+    /// (`cuda:all`, `sim:0-3`), one per device. For the commands that take
+    /// a set; the source of one is [`Chosen::source`].
+    pub(crate) fn chosen(&self) -> Result<Chosen> {
         let name = &self.backend;
-        let set = crate::backend::set_by_name(name)
+        let mut set = crate::backend::set_by_name(name)
             .map_err(|e| Error::Usage(format!("--backend {name}: {e}")))?;
-        Ok((set.len() > 1).then_some(set))
+        Ok(match set.len() {
+            1 => Chosen::One(set.remove(0)),
+            _ => Chosen::Set(set),
+        })
     }
 
     /// What `--backend` says, as written.
