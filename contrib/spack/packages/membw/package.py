@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="441ce7946fb748c74607b8414bdbf0c0e99450d4db5894e3318f4d0d333805e5")
+    version("0.1.0", sha256="bed74b32649de9434fcc06ba3618d0ab2006b43282f97dc208e08d4345160989")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
