@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="bed74b32649de9434fcc06ba3618d0ab2006b43282f97dc208e08d4345160989")
+    version("0.1.0", sha256="e13f4b74bc8698afba6fdb9b42ec2b84714067989e0d6ed49a40c8d9f8b9574b")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
