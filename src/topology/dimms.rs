@@ -22,14 +22,7 @@ pub fn summary(root: &std::path::Path, devices: &[MemoryDevice], empty: &[EmptyS
             Ok(_) => "none: the firmware's SMBIOS lists no memory device".into(),
         };
     }
-    let mut kinds: Vec<((u64, u32), usize)> = Vec::new();
-    for d in devices {
-        match kinds.iter_mut().find(|(k, _)| *k == (d.size_mib, d.mts)) {
-            Some((_, n)) => *n += 1,
-            None => kinds.push(((d.size_mib, d.mts), 1)),
-        }
-    }
-    let kinds: Vec<String> = (kinds.iter())
+    let kinds: Vec<String> = (kinds(devices).iter())
         .map(|&((mib, mts), n)| format!("{n} × {} at {mts} MT/s", crate::units::Bytes(mib << 20)))
         .collect();
     let mut line = kinds.join(" + ");
@@ -58,6 +51,19 @@ pub fn summary(root: &std::path::Path, devices: &[MemoryDevice], empty: &[EmptyS
     line
 }
 
+/// The DIMMs' kinds (size MiB, MT/s) with how many of each, in the order
+/// first seen.
+fn kinds(devices: &[MemoryDevice]) -> Vec<((u64, u32), usize)> {
+    let mut kinds: Vec<((u64, u32), usize)> = Vec::new();
+    for d in devices {
+        match kinds.iter_mut().find(|(k, _)| *k == (d.size_mib, d.mts)) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push(((d.size_mib, d.mts), 1)),
+        }
+    }
+    kinds
+}
+
 /// DIMMs unlike the others in size or speed, each named with what its
 /// siblings have: a DIMM of another size leaves its channel's capacity
 /// unlike the others' (the memory interleaves unevenly), one of another
@@ -65,13 +71,7 @@ pub fn summary(root: &std::path::Path, devices: &[MemoryDevice], empty: &[EmptyS
 /// alone, no baseline; empty where every DIMM agrees.
 pub fn population_findings(devices: &[MemoryDevice]) -> Vec<String> {
     let kind = |d: &MemoryDevice| (d.size_mib, d.mts);
-    let mut kinds: Vec<((u64, u32), usize)> = Vec::new();
-    for d in devices {
-        match kinds.iter_mut().find(|(k, _)| *k == kind(d)) {
-            Some((_, n)) => *n += 1,
-            None => kinds.push((kind(d), 1)),
-        }
-    }
+    let mut kinds = kinds(devices);
     if kinds.len() < 2 {
         return Vec::new();
     }
