@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="e13f4b74bc8698afba6fdb9b42ec2b84714067989e0d6ed49a40c8d9f8b9574b")
+    version("0.1.0", sha256="2cd6ae0ba439b1b74a99558c7771f162a9eedda96a645297e6b7306085a5aa89")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
