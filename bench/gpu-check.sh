@@ -13,6 +13,9 @@
 #   MEMBW_PORTABLE=PATH the portable release binary: topo, run and check,
 #                      and alternated with MEMBW on HBM (2^27)
 #   LINKS=0            leave out the host-link section
+#   TORCH=0            leave out PyTorch's device copy (copy_), which runs
+#                      where python3 imports torch with CUDA
+#   TUNE=0             leave out `membw tune --backend cuda:0` at each size
 #   WORK=DIR           where the logs, JSON and CSV go (kept; a temporary
 #                      folder otherwise, its path printed)
 #
@@ -20,7 +23,9 @@
 # driver); a default `membw run --backend cuda:0` and its warnings (there
 # should be none); membw / BabelStream per kernel and size (best of ROUNDS
 # alternated rounds each, same sizes and repetitions) with membw's share
-# of the NVML peak and the launch shape it chose; the optional builds
+# of the NVML peak and the launch shape it chose; membw's copy / PyTorch's
+# `copy_` of the same bytes (alternated in the same rounds); every launch
+# shape of `membw tune --backend cuda:0` at each size, the chosen one first; the optional builds
 # alternated; h2d and d2h from the GPU's own node against the pinned loop;
 # a baseline and a timed check of the GPU. BabelStream's CSV is read by
 # column name (`max_<unit>_per_sec`, whatever its unit): a missing column
@@ -46,6 +51,28 @@ commit=$(cat "$BABELSTREAM/COMMIT" 2>/dev/null ||
 echo "BabelStream: commit $commit"
 nvidia-smi --query-gpu=name,driver_version,pci.bus_id,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,clocks.max.memory --format=csv
 nvcc --version | tail -2
+torch=0
+if [ "${TORCH:-1}" != 0 ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  torch=1
+  echo "PyTorch: $(python3 -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)')"
+  # A device-to-device copy of n doubles, `copy_` between two tensors,
+  # timed by CUDA events: the best of NTIMES, as STREAM counts copy (8 B
+  # read and 8 B written per element).
+  cat >"$work/torch-copy.py" <<'PY'
+import sys, torch
+n, ntimes = int(sys.argv[1]), int(sys.argv[2])
+src = torch.full((n,), 1.0, dtype=torch.float64, device="cuda")
+dst = torch.empty_like(src)
+dst.copy_(src)
+best = float("inf")
+start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+for _ in range(ntimes):
+    start.record(); dst.copy_(src); end.record(); end.synchronize()
+    best = min(best, start.elapsed_time(end) / 1e3)
+assert torch.equal(dst, src)
+print(f"copy {16 * n / best / 1e9:.1f}")
+PY
+fi
 
 section "BabelStream's CUDA build"
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
@@ -73,11 +100,16 @@ for log2 in $SIZES; do
       fail "membw failed at 2^$log2 (see $work/membw.log)"
     "$babelstream" --csv -n "$NTIMES" -s "$n" >"$work/babelstream-$log2-$round.csv" 2>>"$work/babelstream.log" ||
       fail "BabelStream failed at 2^$log2 (see $work/babelstream.log)"
+    if [ "$torch" = 1 ]; then
+      python3 "$work/torch-copy.py" "$n" "$NTIMES" >"$work/torch-$log2-$round.txt" 2>>"$work/torch.log" ||
+        fail "PyTorch's copy failed at 2^$log2 (see $work/torch.log)"
+    fi
   done
 done
 python3 - "$work" "$SIZES" <<'PY' || fail "the comparison could not be read"
-import csv, glob, json, re, sys
+import csv, glob, json, math, re, sys
 work, sizes = sys.argv[1], sys.argv[2].split()
+ratios = []
 names = {"Copy": "copy", "Mul": "scale", "Add": "add", "Triad": "triad", "Dot": "dot"}
 units = {"MB": 1e6, "mbytes": 1e6, "MiB": 2**20, "mibytes": 2**20, "GB": 1e9,
          "gbytes": 1e9, "GiB": 2**30, "gibytes": 2**30, "TB": 1e12, "TiB": 2**40}
@@ -102,7 +134,8 @@ for log2 in sizes:
         for r in m["results"]:
             k = r["kernel"]
             membw[k] = max(membw.get(k, 0), r["best_rate_mb_s"] / 1e3)
-            shapes[k] = (r.get("launch") or {}).get("shape", "-")
+            launch = r.get("launch") or {}
+            shapes[k] = launch.get("id") or launch.get("shape", "-")
     for f in sorted(glob.glob(f"{work}/babelstream-{log2}-*.csv")):
         # BabelStream prints its device lines before the CSV: the table
         # starts at its header row.
@@ -125,9 +158,40 @@ for log2 in sizes:
         share = f"{100 * m / peak:.1f}" if peak else "-"
         worst = min(worst or 9, m / b)
         print(f"2^{log2:<4}{k:<7}{m:>11.1f}{b:>12.1f}{m / b:>8.3f}{share:>8}  {shapes[k]}")
+        ratios.append(m / b)
+    torch = [float(l.split()[1]) for f in glob.glob(f"{work}/torch-{log2}-*.txt")
+             for l in open(f) if l.startswith("copy ")]
+    if torch:
+        t = max(torch)
+        print(f"2^{log2:<4}copy: membw {membw['copy']:.1f} GB/s, PyTorch copy_ {t:.1f} GB/s, "
+              f"ratio {membw['copy'] / t:.3f}" + (f", {100 * t / peak:.1f} % of peak" if peak else ""))
     print(f"NVML memory peak: {peak} GB/s" if peak else "NVML memory peak: unknown")
-print(f"lowest membw / BabelStream ratio: {worst:.3f}")
+print(f"lowest membw / BabelStream ratio: {worst:.3f}; geometric mean {math.prod(ratios) ** (1 / len(ratios)):.3f}")
 PY
+
+if [ "${TUNE:-1}" != 0 ]; then
+  for log2 in $SIZES; do
+    section "membw tune --backend cuda:0 at 2^$log2 doubles: every launch shape"
+    "$MEMBW" tune --backend cuda:0 --array-size $((1 << log2)) --ntimes "$NTIMES" --format jsonl \
+      >"$work/tune-$log2.json" 2>>"$work/membw.log" || fail "membw tune failed at 2^$log2 (see $work/membw.log)"
+    python3 - "$work/tune-$log2.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+peak = doc.get("peak_gb_s")
+for k in doc["kernels"]:
+    shapes = k["shapes"]
+    default = next(s for s in shapes if s["id"] == k["default"])
+    wrong = [s["id"] for s in shapes if s.get("invalid")]
+    verdict = (f"not resolved (noise {100 * k['kept_within']:.0f} %)" if k.get("kept_within") is not None
+               else f"chosen {k['chosen']}")
+    print(f"{k['kernel']:<6} {verdict}; run {k['run_gb_s']:.1f} GB/s"
+          + (f" ({100 * k['run_gb_s'] / peak:.1f} % of peak)" if peak else "")
+          + f"; default {default['id']} {default['best_gb_s']:.1f}; wrong: {', '.join(wrong) or 'none'}")
+    for s in shapes[:4]:
+        print(f"    {s['id']:<24} {s['best_gb_s']:8.1f} GB/s")
+PY
+  done
+fi
 
 # Two membw builds alternated on the GPU's memory (2^27 doubles): best of
 # each, their ratio per kernel.

@@ -46,6 +46,8 @@ pub enum Input {
     NoPin,
     /// STREAM's OFFSET between the arrays.
     Offset,
+    /// A GPU kernel's launch shape.
+    Shape,
 }
 
 impl Input {
@@ -71,6 +73,7 @@ impl Input {
             Input::Weights => "weights",
             Input::NoPin => "no-pin",
             Input::Offset => "offset",
+            Input::Shape => "shape",
         }
     }
 }

@@ -4,6 +4,7 @@
 //! plans.
 
 use crate::error::{Error, Input, Result};
+use crate::kernels::gpu_builds::ShapeChoice;
 use crate::kernels::{ArrayId, Isa, KernelFns, KernelId, Path, StoreMode};
 use crate::memory::policy::MemPolicy;
 use crate::memory::{self, Hugepages};
@@ -51,6 +52,8 @@ pub struct Plan {
     /// Set when the arrays fit in four times the caches of the CPUs used:
     /// what runs measures the caches (STREAM's rule). None for a device.
     pub in_caches: Option<crate::results::measurement::InCaches>,
+    /// A device's launch shapes (the CPU team has one way to run each kernel).
+    pub shapes: ShapeChoice,
 }
 
 impl Plan {
@@ -106,6 +109,8 @@ pub struct Measure {
     /// STREAM's OFFSET, in elements: array b starts this much, c twice
     /// this, past a's alignment.
     pub offset: usize,
+    /// A device's launch shapes: which its kernels are timed in.
+    pub shapes: ShapeChoice,
 }
 
 /// Everything that decides one measurement, before the topology resolves it.
@@ -243,6 +248,13 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
     if kernels.is_empty() {
         return Err(Error::about(Input::Kernels, "no kernel selected"));
     }
+    if let ShapeChoice::One(shape) = s.measure.shapes {
+        return Err(Error::input(
+            Input::Shape,
+            shape.to_string(),
+            "launch shapes are a GPU's: the CPU team runs each kernel one way (name a device with --backend)",
+        ));
+    }
     if let Some(k) = kernels.iter().find(|k| k.spec().path != Path::Memory) {
         return Err(Error::input(
             Input::Kernels,
@@ -265,6 +277,7 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         offset: s.measure.offset,
         mem: s.mem.clone(),
         inner_repeats,
+        shapes: ShapeChoice::Default,
     };
     match plan.hugepages.explicit_bytes() {
         // Explicit pages come from their pools, not from MemAvailable.
@@ -318,6 +331,7 @@ pub fn placement_only(
         inner_repeats: 1,
         calibrate: false,
         in_caches: None,
+        shapes: ShapeChoice::Default,
     })
 }
 

@@ -32,12 +32,14 @@ TARGETS = {
 HERE = os.path.dirname(os.path.abspath(__file__))
 DIR = os.path.join(HERE, "..", "src", "backend", "hip")
 SOURCE = os.path.join(DIR, "kernels.cl")
-# The kernels the host launches by name (src/kernels/table.rs's, the
-# transfers' and the fills'), each in its four builds.
+# The kernels the host launches by name (src/kernels/table.rs's and the
+# transfers'), each in every build of src/kernels/gpu_builds.rs that AMD's
+# GPUs have, and the fills, in one build.
 FAMILIES = ["copy", "scale", "add", "triad", "write", "init", "update", "daxpy",
             "striad", "sdaxpy", "nstream", "h2d_kernel", "d2h_kernel", "bidir_kernel",
-            "fill_a", "fill_b", "fill_c", "fill_d", "read", "dot"]
-BUILDS = ["", "_spread", "_u2", "_u1"]
+            "read", "dot"]
+BUILDS = ["", "_spread", "_u2", "_u1", "_u8", "_w8", "_w8_u4", "_cs", "_u1_cs", "_w8_cs"]
+KERNELS = [f + b for f in FAMILIES for b in BUILDS] + ["fill_a", "fill_b", "fill_c", "fill_d"]
 
 
 def object_path(target):
@@ -70,11 +72,11 @@ def confirm(target, path):
         sys.exit(f"hip_code_objects: {os.path.basename(path)} is not for {target}:\n{headers}")
     symbols = subprocess.run([READOBJ, "--symbols", path], capture_output=True, text=True).stdout
     have = set(re.findall(r"Name: (\S+)\.kd", symbols))
-    missing = [f + b for f in FAMILIES for b in BUILDS if f + b not in have]
+    missing = [k for k in KERNELS if k not in have]
     if missing:
         sys.exit(f"hip_code_objects: {os.path.basename(path)} lacks {', '.join(missing)}")
     print(f"hip_code_objects: {os.path.basename(path)} is for {target} "
-          f"with all {len(FAMILIES) * len(BUILDS)} kernels")
+          f"with all {len(KERNELS)} kernels")
 
 
 def main():

@@ -97,11 +97,18 @@ pub trait TargetArrays {
         None
     }
     /// The ways this target can run `kernel` (a GPU's launch shapes), by
-    /// label: the protocol times each while it calibrates and keeps the
-    /// fastest. None or one: nothing to choose.
-    fn shapes(&self, kernel: KernelId) -> Vec<String> {
+    /// id and label: the protocol times each while it calibrates and keeps
+    /// the fastest. None or one: nothing to choose.
+    fn shapes(&self, kernel: KernelId) -> Vec<ShapeName> {
         let _ = kernel;
         Vec::new()
+    }
+    /// Checks the `shape`-th way of running `kernel` on its own (one call
+    /// over a length of the target's choosing, every element it writes
+    /// and the one past them): why it is wrong, where it is.
+    fn check_shape(&mut self, kernel: KernelId, shape: usize) -> std::result::Result<(), String> {
+        let _ = (kernel, shape);
+        Ok(())
     }
     /// Runs `kernel` the `shape`-th way of [`shapes`](Self::shapes) from now on.
     fn choose_shape(&mut self, kernel: KernelId, shape: usize) {
@@ -113,6 +120,17 @@ pub trait TargetArrays {
         let _ = out;
         false
     }
+}
+
+/// One way a target can run a kernel: its stable id
+/// (`w16.u1.b1024.cover`) and what it is, for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShapeName {
+    pub id: String,
+    pub label: String,
+    /// Where it is the shape measured fastest on this GPU's architecture
+    /// (and so the only one timed), the GPU it was measured on.
+    pub measured_on: Option<&'static str>,
 }
 
 /// The protocol's rule for one slice of an array against the value every

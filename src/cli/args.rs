@@ -3,6 +3,7 @@
 
 use crate::engine::Source;
 use crate::error::{Error, Result};
+use crate::kernels::gpu_builds::{ShapeChoice, ShapeId};
 use crate::kernels::{Isa, KernelId};
 use crate::memory::Hugepages;
 use crate::peak::{self, PeakRequest};
@@ -210,6 +211,11 @@ pub(crate) struct MeasureArgs {
     #[serde(flatten)]
     backend: super::flags::BackendArg,
 
+    /// A GPU's launch shape for every kernel, by the id `membw tune --backend DEVICE` prints (w16.u1.b1024.cover): its build, block size and grid; default: the shape measured fastest on the GPU's architecture, else the fastest of a few
+    #[arg(long, value_name = "ID", value_parser = parse_shape, help_heading = "What is measured")]
+    #[serde(default, skip)]
+    pub(crate) shape: Option<ShapeId>,
+
     /// Started by mpirun/srun as one of several ranks: let each rank measure on its own, uncoordinated
     #[arg(long, help_heading = "Across ranks (MPI)")]
     pub(crate) independent: bool,
@@ -218,6 +224,11 @@ pub(crate) struct MeasureArgs {
 /// The most elements `--offset` moves an array: 8 MiB, past any alignment
 /// and cache-set effect, far below any array.
 const MAX_OFFSET: u32 = 1 << 20;
+
+fn parse_shape(text: &str) -> std::result::Result<ShapeId, String> {
+    text.parse()
+        .map_err(|e: crate::kernels::gpu_builds::BadShape| e.0)
+}
 
 fn parse_offset(text: &str) -> std::result::Result<usize, String> {
     super::values::count(text, "elements", 0, MAX_OFFSET).map(|n| n as usize)
@@ -267,6 +278,11 @@ impl MeasureArgs {
         Ok(Some(launch))
     }
 
+    /// `--backend` as given (`cuda:0`).
+    pub(crate) fn backend_name(&self) -> &str {
+        self.backend.name()
+    }
+
     /// The settings every measurement of the command shares.
     pub(crate) fn measure(&self, kernels: Vec<KernelId>) -> Measure {
         Measure {
@@ -276,6 +292,7 @@ impl MeasureArgs {
             isa: self.isa.isa.isa(),
             hugepages: self.pages.or(Hugepages::Auto)[0],
             offset: self.offset,
+            shapes: self.shape.map_or(ShapeChoice::Default, ShapeChoice::One),
         }
     }
 

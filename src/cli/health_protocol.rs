@@ -49,6 +49,7 @@ impl ProtocolArgs {
             isa: None,
             hugepages: crate::memory::Hugepages::Auto,
             offset: 0,
+            shapes: Default::default(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! `membw tune`: a search over threads × placement × store mode for the
-//! best sustained bandwidth, within a time budget.
+//! best sustained bandwidth, within a time budget; on a device, over its
+//! launch shapes (`shapes`).
 
 use super::args::{MeasureArgs, PeakArgs};
 use super::common::{file_error, print, read_topology, signal_name, stop_flag};
@@ -15,6 +16,8 @@ use crate::results::{Host, Record};
 use clap::Args;
 
 use super::common::{progress, run_message};
+
+mod shapes;
 
 #[derive(Args, Debug)]
 pub(crate) struct TuneArgs {
@@ -144,8 +147,12 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     super::env::note_unused(&super::env::Vars::from_process(), "tune");
     let m = &args.measure;
     let spec = tune_spec(&args, &topo)?;
-    let mut source = m.source()?;
-    super::flags::refuse_device(source.as_ref(), &topo, &spec.measure, "membw tune")?;
+    let source = m.source()?;
+    if super::flags::device_target(source.as_ref(), &topo, &spec.measure).is_some() {
+        // A device's search is of its launch shapes, not of CPU placements.
+        return shapes::tune_shapes(&args, &topo, source);
+    }
+    let mut source = source;
     let trials = tune_search::trials(&topo, &spec, &|s| source.prepare(&topo, s))?;
     if args.dry_run.dry_run {
         let jobs: Vec<&crate::engine::Job> = trials.iter().map(|t| &t.job).collect();

@@ -296,6 +296,7 @@ mod tests {
             isa: None,
             hugepages: crate::memory::Hugepages::Auto,
             offset: 0,
+            shapes: Default::default(),
         }
     }
 

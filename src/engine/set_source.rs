@@ -65,6 +65,7 @@ fn device_index(source: &StreamSource, topo: &Topology) -> Result<u32> {
         isa: None,
         hugepages: crate::memory::Hugepages::Auto,
         offset: 0,
+        shapes: Default::default(),
     };
     let request = crate::placement::Request {
         spec: crate::placement::Spec::Default,

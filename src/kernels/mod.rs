@@ -125,6 +125,7 @@ macro_rules! checked_kernels {
 #[cfg(target_arch = "aarch64")]
 mod aarch64;
 pub mod chase;
+pub mod gpu_builds;
 mod stores;
 pub use stores::StoresRequest;
 mod portable;

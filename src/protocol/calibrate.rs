@@ -7,8 +7,9 @@
 //! clock; and where a target can run a kernel more than one way (a GPU's
 //! launch shapes), it times each way and keeps the fastest.
 
-use crate::backend::TargetArrays;
+use crate::backend::{ShapeName, TargetArrays};
 use crate::kernels::KernelId;
+use crate::kernels::gpu_builds::ShapeChoice;
 use crate::plan::Plan;
 use crate::results::measurement::{Launch, LaunchTried};
 use crate::results::targets::Clock;
@@ -111,7 +112,9 @@ fn long_enough(
 /// Every shape of `kernel` timed `SHAPE_ROUNDS` times, alternated, at
 /// `repeats` calls; the fastest (its best time) is chosen where it beats
 /// the default beyond the noise ([`choose`]), and kept on the device.
-/// `None` where there is nothing to choose.
+/// Where the plan asks for every shape (`membw tune`), each is first
+/// checked on its own, and one found wrong is never chosen. `None` where
+/// there is nothing to choose.
 fn fastest_shape(
     plan: &Plan,
     device: &mut dyn TargetArrays,
@@ -119,13 +122,23 @@ fn fastest_shape(
     repeats: usize,
 ) -> Option<Launch> {
     let shapes = device.shapes(kernel);
+    let launch = |shape: &ShapeName, tried, kept_within| Launch {
+        shape: shape.label.clone(),
+        id: shape.id.clone(),
+        measured_on: shape.measured_on.map(String::from),
+        tried,
+        kept_within,
+    };
     if shapes.len() < 2 {
-        return shapes.into_iter().next().map(|shape| Launch {
-            shape,
-            tried: Vec::new(),
-            kept_within: None,
-        });
+        return shapes.first().map(|shape| launch(shape, Vec::new(), None));
     }
+    let checked = plan.shapes == ShapeChoice::Every;
+    let invalid: Vec<Option<String>> = (0..shapes.len())
+        .map(|i| match checked {
+            true => device.check_shape(kernel, i).err(),
+            false => None,
+        })
+        .collect();
     let mut best = vec![f64::INFINITY; shapes.len()];
     let mut worst = vec![0.0_f64; shapes.len()];
     for _ in 0..SHAPE_ROUNDS {
@@ -136,20 +149,22 @@ fn fastest_shape(
             worst[i] = worst[i].max(took);
         }
     }
-    let (chosen, kept_within) = choose(&best, &worst);
+    let eligible: Vec<f64> = (best.iter().zip(&invalid))
+        .map(|(&b, bad)| if bad.is_some() { f64::INFINITY } else { b })
+        .collect();
+    let (chosen, kept_within) = choose(&eligible, &worst);
     device.choose_shape(kernel, chosen);
     let bytes = (kernel.spec().bytes_counted() * (plan.elements * repeats) as u64) as f64;
-    let tried = (shapes.iter().zip(&best))
-        .map(|(label, &s)| LaunchTried {
-            shape: label.clone(),
+    let tried = (shapes.iter().zip(&best).zip(invalid))
+        .map(|((shape, &s), invalid)| LaunchTried {
+            shape: shape.label.clone(),
+            id: shape.id.clone(),
             best_gb_s: bytes / s / 1e9,
+            checked,
+            invalid,
         })
         .collect();
-    Some(Launch {
-        shape: shapes[chosen].clone(),
-        tried,
-        kept_within,
-    })
+    Some(launch(&shapes[chosen], tried, kept_within))
 }
 
 /// The least a faster shape must gain over the first to be chosen: the
@@ -157,18 +172,21 @@ fn fastest_shape(
 const SHAPE_MARGIN: f64 = 0.02;
 
 /// The shape to run, from each shape's best and worst time over the
-/// rounds: the fastest, where it beats the first (the stated default: one
-/// wave, by occupancy) by more than the noise (the widest spread of any
-/// shape's rounds, at least [`SHAPE_MARGIN`]); else the first. Where
-/// another shape came within the noise of the first, either way round,
-/// nothing was decided: the noise comes back, so the record says so.
+/// rounds: the fastest, where it beats the first (the stated default) by
+/// more than the noise of the two (the wider spread of their rounds, at
+/// least [`SHAPE_MARGIN`]); else the first. Where another shape came
+/// within the noise of the first, either way round, nothing was decided:
+/// the noise comes back, so the record says so. Only the two compared
+/// count: among dozens of shapes (`membw tune`) one unsteady round
+/// elsewhere must not hide a clear winner.
 fn choose(best: &[f64], worst: &[f64]) -> (usize, Option<f64>) {
     let fastest = (0..best.len())
         .min_by(|&a, &b| best[a].total_cmp(&best[b]))
         .unwrap_or(0);
-    let noise = (best.iter().zip(worst))
-        .map(|(&b, &w)| w / b - 1.0)
-        .filter(|s| s.is_finite())
+    let spread = |i: usize| Some(worst[i] / best[i] - 1.0).filter(|s| s.is_finite());
+    let noise = [spread(0), spread(fastest)]
+        .into_iter()
+        .flatten()
         .fold(SHAPE_MARGIN, f64::max);
     if fastest != 0 && best[fastest] < best[0] * (1.0 - noise) {
         return (fastest, None);
@@ -196,5 +214,10 @@ mod tests {
         );
         // The default fastest by 1 %: kept, and said to be inside the noise.
         assert_eq!(super::choose(&[1.0, 1.01], &[1.0, 1.01]), (0, Some(0.02)));
+        // A third shape's unsteady rounds do not hide a clear winner.
+        assert_eq!(
+            super::choose(&[1.0, 0.9, 1.5], &[1.01, 0.91, 3.0]),
+            (1, None)
+        );
     }
 }

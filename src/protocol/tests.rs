@@ -94,6 +94,7 @@ fn small_plan(kernels: Vec<KernelId>, stores: StoreMode) -> Plan {
         inner_repeats: 1,
         calibrate: false,
         in_caches: None,
+        shapes: Default::default(),
     }
 }
 

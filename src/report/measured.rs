@@ -69,7 +69,11 @@ fn stream_clock_lines(o: &mut String, timer: &crate::results::measurement::Timer
 /// rates that chose one.
 pub(super) fn launch_lines(m: &Measurement) -> String {
     let mut o = String::new();
-    let mut alike: Vec<(&str, Vec<&str>)> = Vec::new();
+    let mut alike: Vec<(&str, &str, Vec<&str>)> = Vec::new();
+    let id = |id: &str| match id {
+        "" => String::new(),
+        id => format!(" [{id}]"),
+    };
     for r in &m.results {
         let Some(launch) = &r.launch else { continue };
         let name = r.kernel.spec().name;
@@ -90,19 +94,34 @@ pub(super) fn launch_lines(m: &Measurement) -> String {
                 };
                 let _ = writeln!(
                     o,
-                    "  launch: {name} {}\n    {decided} {}",
+                    "  launch: {name} {}{}\n    {decided} {}",
                     launch.shape,
+                    id(&launch.id),
                     others.join(", ")
                 );
             }
-            None => match alike.iter_mut().find(|(shape, _)| *shape == launch.shape) {
-                Some((_, kernels)) => kernels.push(name),
-                None => alike.push((&launch.shape, vec![name])),
+            None if launch.measured_on.is_some() => {
+                let _ = writeln!(
+                    o,
+                    "  launch: {name} {}{}\n    the shape measured fastest on {} (docs/guide/gpu.md); membw tune --backend DEVICE searches them all",
+                    launch.shape,
+                    id(&launch.id),
+                    launch.measured_on.as_deref().unwrap_or_default()
+                );
+            }
+            None => match alike.iter_mut().find(|(shape, ..)| *shape == launch.shape) {
+                Some((.., kernels)) => kernels.push(name),
+                None => alike.push((&launch.shape, &launch.id, vec![name])),
             },
         }
     }
-    for (shape, kernels) in alike {
-        let _ = writeln!(o, "  launch: {} {shape}", kernels.join(", "));
+    for (shape, shape_id, kernels) in alike {
+        let _ = writeln!(
+            o,
+            "  launch: {} {shape}{}",
+            kernels.join(", "),
+            id(shape_id)
+        );
     }
     o
 }

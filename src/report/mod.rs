@@ -29,6 +29,7 @@ pub mod program_run;
 pub mod prom;
 pub mod ranks;
 pub mod run_header;
+pub mod shapes;
 pub mod study;
 pub mod text;
 pub mod tiers;

@@ -159,10 +159,6 @@ fn what_only_cpus_have_is_refused_in_one_line() {
         "more than the 1 GiB of sim0 (membw simulated device)",
     );
     // Studies of CPUs say so, rather than blame a flag that was not given.
-    usage_error(
-        &["tune", "--backend", "sim"],
-        "membw tune studies CPUs, and the backend's target is device sim0",
-    );
     // A device that is not there, an index where there are no devices.
     usage_error(
         &["run", "--backend", "sim:4"],

@@ -41,6 +41,7 @@ mod readme;
 mod reframe;
 mod reproduce;
 mod run;
+mod shapes;
 mod side_by_side;
 mod study;
 mod sweep_axes;

@@ -10,6 +10,8 @@
  *                        CUDA_ERROR_NO_DEVICE)
  *   FAKE_CUDA_FAIL=NAME  the kernel whose launches fail
  *   FAKE_CUDA_WRONG=1    every kernel writes its last element wrong
+ *                        (=_u8: only that build's kernels)
+ *   FAKE_CUDA_CC=8.0     the compute capability it reports (default 9.0)
  *   FAKE_CUDA_LOG=FILE   each registered host buffer's size, a line each,
  *                        and each launch's kernel and grid
  *   FAKE_CUDA_NO_PEER=I:J devices I and J cannot address each other (no
@@ -33,7 +35,7 @@ typedef int CUresult;
 typedef int CUdevice;
 typedef uint64_t CUdeviceptr;
 typedef void *CUcontext, *CUmodule, *CUstream;
-typedef struct { char name[32]; } *CUfunction;
+typedef struct { char name[32]; char full[48]; } *CUfunction;
 typedef struct { double ms; } *CUevent;
 
 enum {
@@ -94,14 +96,21 @@ CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d) {
   snprintf(id, len, "00000000:%02X:00.0", 0x18 + d);
   return SUCCESS;
 }
+/* FAKE_CUDA_CC=MAJOR.MINOR (default 9.0): part `minor` of it. */
+static int cc(int minor) {
+  const char *v = getenv("FAKE_CUDA_CC");
+  int major = 9, min = 0;
+  if (v) sscanf(v, "%d.%d", &major, &min);
+  return minor ? min : major;
+}
 CUresult cuDeviceGetAttribute(int *v, int attribute, CUdevice d) {
   (void)d;
   switch (attribute) {
   case 16: *v = 4; break;          /* multiprocessors */
   case 39: *v = 2048; break;       /* threads per multiprocessor */
   case 38: *v = 1 << 20; break;    /* L2 bytes */
-  case 75: *v = 9; break;          /* compute capability */
-  case 76: *v = 0; break;
+  case 75: *v = cc(0); break;      /* compute capability */
+  case 76: *v = cc(1); break;
   default: *v = 0;
   }
   return SUCCESS;
@@ -134,6 +143,7 @@ CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
   (void)m;
   *f = calloc(1, sizeof **f);
   fake_kernel_family((*f)->name, sizeof (*f)->name, name);
+  snprintf((*f)->full, sizeof (*f)->full, "%s", name);
   return SUCCESS;
 }
 CUresult cuModuleUnload(CUmodule m) { (void)m; return SUCCESS; }
@@ -221,9 +231,9 @@ CUresult cuMemHostUnregister(void *p) { (void)p; return SUCCESS; }
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction f, int block,
                                                      size_t shared) {
   (void)f; (void)shared;
-  if (block != 256) return INVALID_VALUE;
+  if (block != 256 && block != 1024) return INVALID_VALUE;
   const char *n = getenv("FAKE_CUDA_BLOCKS");
-  *blocks = n ? atoi(n) : 6;
+  *blocks = (n ? atoi(n) : 6) * 256 / block;
   return SUCCESS;
 }
 
@@ -234,12 +244,12 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
   (void)gy; (void)gz; (void)by; (void)bz; (void)shared; (void)s; (void)extra;
   const char *fail = getenv("FAKE_CUDA_FAIL");
   if (fail && strcmp(fail, f->name) == 0) return LAUNCH_FAILED;
-  if (gx == 0 || bx != 256) return INVALID_VALUE;
+  if (gx == 0 || (bx != 256 && bx != 1024)) return INVALID_VALUE;
   const char *log = getenv("FAKE_CUDA_LOG");
   if (log) {
     FILE *out = fopen(log, "a");
-    if (out) { fprintf(out, "launch %s %u\n", f->name, gx); fclose(out); }
+    if (out) { fprintf(out, "launch %s %u %u %s\n", f->name, gx, bx, f->full); fclose(out); }
   }
-  if (fake_run_kernel(f->name, params, gx, getenv("FAKE_CUDA_WRONG") != NULL) != 0) return NOT_FOUND;
+  if (fake_run_kernel(f->name, params, gx, fake_wrong(getenv("FAKE_CUDA_WRONG"), f->full)) != 0) return NOT_FOUND;
   return SUCCESS;
 }

@@ -4,22 +4,38 @@
  * launch. Both builds take the same first nine parameters: the six arrays,
  * the per-block sums, the scalar and the element count.
  *
- * A kernel's other builds (NAME_spread, NAME_u2, NAME_u1) run as NAME.
+ * A kernel's other builds (src/kernels/gpu_builds.rs: NAME_spread,
+ * NAME_u1_cs, ...) run as NAME. A fake driver's WRONG variable set to 1
+ * makes every build write one element wrong; set to a build's suffix
+ * (`_u8`), that build only.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+static const char *fake_builds[] = {"_w8_u4", "_u1_cs", "_u1_cg", "_w8_cs", "_spread",
+                                    "_u2", "_u1", "_u8", "_w8", "_cs", "_cg"};
+
 /* NAME of a build's name, into `out` (at least 32 bytes). */
 static void fake_kernel_family(char *out, size_t len, const char *name) {
-  static const char *builds[] = {"_spread", "_u2", "_u1"};
   size_t n = strlen(name);
   snprintf(out, len, "%s", name);
-  for (int b = 0; b < 3; b++) {
-    size_t k = strlen(builds[b]);
-    if (n > k && n < len && strcmp(name + n - k, builds[b]) == 0) out[n - k] = 0;
+  for (size_t b = 0; b < sizeof fake_builds / sizeof *fake_builds; b++) {
+    size_t k = strlen(fake_builds[b]);
+    if (n > k && n < len && strcmp(name + n - k, fake_builds[b]) == 0) {
+      out[n - k] = 0;
+      return;
+    }
   }
+}
+
+/* Whether the WRONG variable's value `wrong` asks build `name` to be wrong. */
+static int fake_wrong(const char *wrong, const char *name) {
+  if (!wrong) return 0;
+  if (!strcmp(wrong, "1")) return 1;
+  size_t n = strlen(name), k = strlen(wrong);
+  return n > k && strcmp(name + n - k, wrong) == 0;
 }
 
 /* Runs kernel family `k` over `params` (pointers to the values, as a

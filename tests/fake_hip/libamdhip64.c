@@ -19,6 +19,7 @@
  *   FAKE_HIP_APU=1         an APU (hipDeviceAttributeIntegrated: MI300A)
  *   FAKE_HIP_FAIL=NAME     the kernel whose launches fail
  *   FAKE_HIP_WRONG=1       every kernel writes its last element wrong
+ *                          (=_u8: only that build's kernels)
  *   FAKE_HIP_LOG=FILE      each registered host buffer's size, the code
  *                          object loaded, and each launch's kernel, grid
  *                          and its blocks argument, a line each
@@ -38,7 +39,7 @@
 #include "../fake_gpu/kernels.h"
 
 typedef int hipError_t;
-typedef struct { char name[32]; } *hipFunction_t;
+typedef struct { char name[32]; char full[48]; } *hipFunction_t;
 typedef struct { double ms; } *hipEvent_t;
 typedef void *hipModule_t, *hipStream_t;
 
@@ -157,8 +158,12 @@ hipError_t hipModuleLoadData(hipModule_t *m, const void *image) {
 hipError_t hipModuleUnload(hipModule_t m) { return m == &module ? SUCCESS : INVALID_VALUE; }
 hipError_t hipModuleGetFunction(hipFunction_t *f, hipModule_t m, const char *name) {
   if (m != &module) return INVALID_VALUE;
+  /* kernels.cl has no L2-only (`.cg`) builds: AMD's GPUs have no such hint. */
+  size_t n = strlen(name);
+  if (n > 3 && !strcmp(name + n - 3, "_cg")) return NOT_FOUND;
   *f = calloc(1, sizeof **f);
   fake_kernel_family((*f)->name, sizeof (*f)->name, name);
+  snprintf((*f)->full, sizeof (*f)->full, "%s", name);
   return SUCCESS;
 }
 hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, hipFunction_t f,
@@ -242,6 +247,6 @@ hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsi
   unsigned blocks = *(unsigned *)params[9];
   say("launch %s %u blocks=%u\n", f->name, gx, blocks);
   if (blocks != gx) return INVALID_VALUE;
-  if (fake_run_kernel(f->name, params, gx, getenv("FAKE_HIP_WRONG") != NULL) != 0) return NOT_FOUND;
+  if (fake_run_kernel(f->name, params, gx, fake_wrong(getenv("FAKE_HIP_WRONG"), f->full)) != 0) return NOT_FOUND;
   return SUCCESS;
 }

@@ -10,12 +10,6 @@ use crate::backend::gpu::runtime::{DevicePtr, Event, Function, KernelArgs, Runti
 use cudarc::driver::{result, sys};
 use std::ffi::{CString, c_void};
 
-/// Threads per block: `kernels.cu`'s `BLOCK`.
-const BLOCK: u32 = 256;
-/// Elements each thread moves per tile: `kernels.cu`'s `UNROLL` accesses
-/// of two doubles.
-const PER_THREAD: u64 = 8;
-
 /// A driver call's result, as one line.
 fn cu<T>(call: &str, r: Result<T, result::DriverError>) -> Result<T, String> {
     r.map_err(|e| fail(call, e))
@@ -86,12 +80,22 @@ impl CudaRuntime {
 }
 
 impl Runtime for CudaRuntime {
-    fn block(&self) -> u32 {
-        BLOCK
-    }
-
-    fn elements_per_thread(&self) -> u64 {
-        PER_THREAD
+    fn architecture(&mut self) -> Option<String> {
+        use sys::CUdevice_attribute::*;
+        // SAFETY: `dev` is the device this runtime opened.
+        let (major, minor) = unsafe {
+            (
+                result::device::get_attribute(
+                    self.dev,
+                    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                ),
+                result::device::get_attribute(
+                    self.dev,
+                    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                ),
+            )
+        };
+        Some(format!("sm_{}{}", major.ok()?, minor.ok()?))
     }
 
     fn function(&mut self, name: &str) -> Result<Function, String> {
@@ -107,12 +111,12 @@ impl Runtime for CudaRuntime {
         Ok(Function(self.functions.len() - 1))
     }
 
-    fn blocks_per_multiprocessor(&mut self, function: Function) -> Result<u32, String> {
+    fn blocks_per_multiprocessor(&mut self, function: Function, block: u32) -> Result<u32, String> {
         let f = self.functions[function.0].1;
         // SAFETY: `f` is a function of the loaded module; no dynamic
         // shared memory is asked for.
         let blocks = cu("cuOccupancyMaxActiveBlocksPerMultiprocessor", unsafe {
-            result::occupancy::max_active_block_per_multiprocessor(f, BLOCK as i32, 0)
+            result::occupancy::max_active_block_per_multiprocessor(f, block as i32, 0)
         })?;
         Ok(blocks.max(1) as u32)
     }
@@ -181,6 +185,7 @@ impl Runtime for CudaRuntime {
         &mut self,
         function: Function,
         grid: u32,
+        block: u32,
         args: &KernelArgs,
         stream: Stream,
     ) -> Result<(), String> {
@@ -205,7 +210,7 @@ impl Runtime for CudaRuntime {
             result::launch_kernel(
                 f,
                 (grid, 1, 1),
-                (BLOCK, 1, 1),
+                (block, 1, 1),
                 0,
                 self.stream(stream),
                 &mut params,

@@ -9,11 +9,15 @@
 //! the error in one line.
 
 use super::host_buffers::HostBuffers;
-use super::launch::{Launchable, OTHER_BUILDS, shapes};
+use super::launch::{Launchable, shapes};
+use crate::kernels::gpu_builds::{
+    BLOCKS, BUILDS, Build, DEFAULT_BLOCK, FALLBACK_BUILDS, Grid, ShapeChoice, ShapeId,
+};
 
 mod read_back;
-use super::runtime::{DevicePtr, Event, Function, KernelArgs, Runtime, Stream};
-use crate::backend::{ArrayErrors, ReadBack, TargetArrays};
+mod shape_check;
+use super::runtime::{DevicePtr, Event, Function, KernelArgs, LaunchLimits, Runtime, Stream};
+use crate::backend::{ArrayErrors, ReadBack, ShapeName, TargetArrays};
 use crate::kernels::{ARRAYS, ArrayId, KernelId, Mover, Path, SCALAR};
 use crate::plan::Plan;
 
@@ -21,6 +25,42 @@ use crate::plan::Plan;
 pub(super) const DEVICE_ARRAYS: [ArrayId; 4] = [ArrayId::A, ArrayId::B, ArrayId::C, ArrayId::D];
 /// The kernels that first-touch each of them, by `DEVICE_ARRAYS`' order.
 const FILLS: [&str; 4] = ["fill_a", "fill_b", "fill_c", "fill_d"];
+
+/// A build to look up, in which block sizes and grids.
+type BuildIn = (&'static Build, Vec<u32>, Vec<Grid>);
+
+/// The builds of `kernel` to look up, each in which block sizes and grids:
+/// the plan's one shape; every build in every block and grid; or, by
+/// default, the shape measured fastest on this architecture, else the
+/// fallback builds in blocks of 256 in both grids. The first is the
+/// default the others must beat beyond the noise. With them, the GPU the
+/// measured default was measured on.
+fn wanted_shapes(
+    choice: ShapeChoice,
+    architecture: Option<&str>,
+    kernel: KernelId,
+) -> (Vec<BuildIn>, Option<&'static str>) {
+    let both = vec![Grid::Wave, Grid::Cover];
+    let one = |id: ShapeId| vec![(id.build, vec![id.block], vec![id.grid])];
+    match choice {
+        ShapeChoice::One(id) => (one(id), None),
+        ShapeChoice::Every => {
+            let every = BUILDS.iter().map(|b| (b, BLOCKS.to_vec(), both.clone()));
+            (every.collect(), None)
+        }
+        ShapeChoice::Default => {
+            match architecture.and_then(|a| super::tuned::measured_default(a, kernel)) {
+                Some((id, gpu)) => (one(id), Some(gpu)),
+                None => {
+                    let fallback = (FALLBACK_BUILDS.iter())
+                        .filter_map(|suffix| Build::by_suffix(suffix))
+                        .map(|b| (b, vec![DEFAULT_BLOCK], both.clone()));
+                    (fallback.collect(), None)
+                }
+            }
+        }
+    }
+}
 
 /// Whether a kernel is the copy engine's (no function of the module runs
 /// it), and from pageable host memory.
@@ -71,6 +111,7 @@ impl Gpu {
     pub(super) fn open(
         runtime: Box<dyn Runtime>,
         multiprocessors: u32,
+        limits: LaunchLimits,
         plan: &Plan,
         host: HostBuffers,
     ) -> Result<Gpu, String> {
@@ -90,7 +131,7 @@ impl Gpu {
             last_run_s: None,
             failed: None,
         };
-        gpu.load(plan, multiprocessors)?;
+        gpu.load(plan, multiprocessors, limits)?;
         gpu.allocate(plan)?;
         gpu.register_host_buffers()?;
         if plan.kernels.iter().any(|k| copy_engine(*k) == Some(true)) {
@@ -99,42 +140,66 @@ impl Gpu {
         Ok(gpu)
     }
 
-    /// Looks up every kernel the plan runs on the GPU's threads, and the
-    /// helpers, each with its shapes from the runtime's occupancy: of its
-    /// own build, and of every other build the module has of it.
-    fn load(&mut self, plan: &Plan, multiprocessors: u32) -> Result<(), String> {
-        let code = (self.runtime.block(), self.runtime.elements_per_thread());
+    /// Looks up every kernel the plan runs on the GPU's threads, each with
+    /// the shapes the plan's choice asks for, and the helpers (the
+    /// default build, in one whole wave of blocks of 256).
+    fn load(
+        &mut self,
+        plan: &Plan,
+        multiprocessors: u32,
+        limits: LaunchLimits,
+    ) -> Result<(), String> {
         let elements = plan.elements as u64;
-        let rt = &mut self.runtime;
+        let architecture = self.runtime.architecture();
         for &kernel in plan.kernels.iter().filter(|k| copy_engine(**k).is_none()) {
+            let (wanted, measured_on) = wanted_shapes(plan.shapes, architecture.as_deref(), kernel);
             let name = kernel.spec().name.replace('-', "_");
-            let function = rt.function(&name)?;
-            let per_mp = rt.blocks_per_multiprocessor(function)?;
-            let mut all = shapes(function, elements, per_mp, multiprocessors, code, "");
-            for (suffix, words, fewer) in OTHER_BUILDS {
-                if let Ok(other) = rt.function(&format!("{name}{suffix}")) {
-                    let per_mp = rt.blocks_per_multiprocessor(other)?;
-                    let code = (code.0, code.1 / fewer);
-                    all.extend(shapes(
-                        other,
-                        elements,
-                        per_mp,
-                        multiprocessors,
-                        code,
-                        words,
-                    ));
+            let mut all = Vec::new();
+            for (build, blocks, grids) in wanted {
+                if !limits.hints.contains(&build.hint) {
+                    continue;
                 }
+                let Ok(function) = self.runtime.function(&format!("{name}{}", build.suffix)) else {
+                    // A build this vendor's module lacks (AMD has no `.cg`).
+                    if let ShapeChoice::One(id) = plan.shapes {
+                        return Err(format!(
+                            "the module has no build {} for shape {id}",
+                            build.id()
+                        ));
+                    }
+                    continue;
+                };
+                let largest = limits.largest_block.min(build.bound);
+                for &block in blocks.iter().filter(|b| **b <= largest) {
+                    let per_mp = self.runtime.blocks_per_multiprocessor(function, block)?;
+                    let made = shapes(function, elements, per_mp, multiprocessors, build, block);
+                    all.extend(made.into_iter().filter(|s| grids.contains(&s.id.grid)));
+                }
+            }
+            if all.is_empty() {
+                return Err(format!("no launch shape of {kernel} runs on this GPU"));
             }
             self.kernels.push(Launchable {
                 kernel,
                 shapes: all,
                 chosen: 0,
+                measured_on,
             });
         }
         for name in FILLS.into_iter().chain(["update"]) {
-            let function = rt.function(name)?;
-            let per_mp = rt.blocks_per_multiprocessor(function)?;
-            let grid = shapes(function, elements, per_mp, multiprocessors, code, "")[0].grid;
+            let function = self.runtime.function(name)?;
+            let per_mp = self
+                .runtime
+                .blocks_per_multiprocessor(function, DEFAULT_BLOCK)?;
+            let grid = shapes(
+                function,
+                elements,
+                per_mp,
+                multiprocessors,
+                &BUILDS[0],
+                DEFAULT_BLOCK,
+            )[0]
+            .grid;
             self.helpers.push((name, function, grid));
         }
         Ok(())
@@ -221,7 +286,7 @@ impl Gpu {
             .find(|(n, ..)| *n == name)
             .ok_or_else(|| format!("the module has no kernel {name}"))?;
         let args = self.args(scalar, 0);
-        self.runtime.launch(function, grid, &args, Stream::Main)
+        (self.runtime).launch(function, grid, DEFAULT_BLOCK, &args, Stream::Main)
     }
 
     /// `repeats` of `kernel` between two events; the GPU's time of them.
@@ -233,14 +298,14 @@ impl Gpu {
                 let launch = (self.kernels.iter().find(|l| l.kernel == kernel))
                     .ok_or_else(|| format!("no device kernel for {kernel}"))?;
                 let shape = &launch.shapes[launch.chosen];
-                let (function, grid) = (shape.function, shape.grid);
+                let (function, grid, block) = (shape.function, shape.grid, shape.block);
                 let partial = match kernel {
                     KernelId::Dot => self.partial_dot,
                     _ => self.partial_read,
                 };
                 let args = self.args(SCALAR, partial);
                 for _ in 0..repeats {
-                    self.runtime.launch(function, grid, &args, Stream::Main)?;
+                    (self.runtime).launch(function, grid, block, &args, Stream::Main)?;
                 }
             }
         }
@@ -348,10 +413,23 @@ impl TargetArrays for Gpu {
         self.last_run_s
     }
 
-    fn shapes(&self, kernel: KernelId) -> Vec<String> {
+    fn shapes(&self, kernel: KernelId) -> Vec<ShapeName> {
         (self.kernels.iter().find(|l| l.kernel == kernel)).map_or_else(Vec::new, |l| {
-            l.shapes.iter().map(|s| s.label.clone()).collect()
+            (l.shapes.iter())
+                .map(|s| ShapeName {
+                    id: s.id.to_string(),
+                    label: s.label.clone(),
+                    measured_on: l.measured_on,
+                })
+                .collect()
         })
+    }
+
+    fn check_shape(&mut self, kernel: KernelId, shape: usize) -> std::result::Result<(), String> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        self.check_shape_once(kernel, shape)
     }
 
     fn choose_shape(&mut self, kernel: KernelId, shape: usize) {

@@ -19,6 +19,7 @@
 
 mod device;
 mod launch;
+mod tuned;
 
 pub(crate) mod host_buffers;
 pub mod peers;
@@ -26,6 +27,7 @@ pub mod runtime;
 
 use super::{Backend, Observed, WithArrays};
 use crate::error::{Error, Input, Result};
+use crate::kernels::gpu_builds::ShapeChoice;
 use crate::kernels::{ArrayId, KernelId};
 use crate::observe::Observer;
 use crate::plan::{Plan, Prepared, Settings, StoresRequest};
@@ -69,6 +71,11 @@ impl Backend for GpuBackend {
     fn prepare(&self, topo: &Topology, s: &Settings) -> Result<Prepared> {
         (self.platform.check_setup()).map_err(Error::Usage)?;
         refuse_what_cpus_have(self.platform.kind(), s)?;
+        if let ShapeChoice::One(shape) = s.measure.shapes
+            && let Some(why) = self.platform.launch_limits().refuses(&shape)
+        {
+            return Err(Error::input(Input::Shape, shape.to_string(), why));
+        }
         let described = (self.platform.describe(self.index, topo)).map_err(Error::Runtime)?;
         let device = described.device;
         let facts = &device.facts;
@@ -122,6 +129,7 @@ impl Backend for GpuBackend {
             // launches per repetition (and picks their shapes) by it.
             calibrate: true,
             in_caches: None,
+            shapes: s.measure.shapes,
         };
         Ok(Prepared {
             plan,
@@ -148,8 +156,14 @@ impl Backend for GpuBackend {
         on_host_thread(&name, host_cpu, || {
             let host = host_buffers::HostBuffers::map(plan)?;
             let runtime = platform.open(index).map_err(runtime_error)?;
-            let mut gpu =
-                device::Gpu::open(runtime, multiprocessors, plan, host).map_err(runtime_error)?;
+            let mut gpu = device::Gpu::open(
+                runtime,
+                multiprocessors,
+                platform.launch_limits(),
+                plan,
+                host,
+            )
+            .map_err(runtime_error)?;
             driver(&mut gpu)?;
             if let Some(e) = gpu.failure() {
                 return Err(runtime_error(e.to_string()));

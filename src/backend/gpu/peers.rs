@@ -7,6 +7,7 @@
 
 use super::runtime::{DevicePtr, Event, Function, KernelArgs, Platform, Runtime, Stream};
 use crate::kernels::ArrayId;
+use crate::kernels::gpu_builds::DEFAULT_BLOCK;
 use crate::results::peers::PeerCell;
 pub use crate::results::peers::PeerMethod;
 use crate::topology::Topology;
@@ -162,7 +163,8 @@ fn open(
     let (src, dst) = (rt.alloc(bytes)?, rt.alloc(bytes)?);
     let copy = rt.function("copy")?;
     let fill = rt.function("fill_a")?;
-    let grid = rt.blocks_per_multiprocessor(copy)? * facts.multiprocessors.unwrap_or(1).max(1);
+    let grid = rt.blocks_per_multiprocessor(copy, DEFAULT_BLOCK)?
+        * facts.multiprocessors.unwrap_or(1).max(1);
     Ok(Member {
         index,
         rt,
@@ -186,7 +188,7 @@ fn fill(m: &mut Member, at: DevicePtr, value: f64, elements: usize) -> Result<()
         elements: elements as u64,
     };
     m.rt.make_current()?;
-    m.rt.launch(m.fill, m.grid, &args, Stream::Main)?;
+    m.rt.launch(m.fill, m.grid, DEFAULT_BLOCK, &args, Stream::Main)?;
     m.rt.synchronize(Stream::Main)
 }
 
@@ -246,7 +248,7 @@ fn cell_times(
                     scalar: 0.0,
                     elements: n as u64,
                 };
-                q.rt.launch(q.copy, q.grid, &args, Stream::Main)
+                q.rt.launch(q.copy, q.grid, DEFAULT_BLOCK, &args, Stream::Main)
             }
         }
     };

@@ -10,6 +10,7 @@
 //! made when it opens: a measurement never needs more, and a handle that
 //! is an enum cannot dangle.
 
+use crate::kernels::gpu_builds::{Hint, ShapeId};
 use crate::observe::Observer;
 use crate::results::targets;
 use crate::topology::Topology;
@@ -137,6 +138,14 @@ pub trait Platform: Sync {
     /// What to say after a run (a peak that is unknown, clocks held back
     /// now).
     fn after_run(&self, device: &targets::Device) -> Vec<String>;
+    /// What its kernels' builds may be launched as: the most threads a
+    /// block may have, and the cache hints its module has builds for.
+    fn launch_limits(&self) -> LaunchLimits {
+        LaunchLimits {
+            largest_block: 1024,
+            hints: &[Hint::None, Hint::Streaming, Hint::L2Only],
+        }
+    }
     /// The share of its memory a plan may take (a driver's context and
     /// module need some of a GPU's).
     fn memory_share(&self) -> f64 {
@@ -170,6 +179,33 @@ pub trait Platform: Sync {
     }
 }
 
+/// What a platform's builds may be launched as.
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchLimits {
+    /// The most threads per block (AMD's code objects fix 256).
+    pub largest_block: u32,
+    /// The cache hints its module has builds for.
+    pub hints: &'static [Hint],
+}
+
+impl LaunchLimits {
+    /// Why `shape` cannot run here, where it cannot.
+    pub fn refuses(&self, shape: &ShapeId) -> Option<String> {
+        if !self.hints.contains(&shape.build.hint) {
+            return Some(format!(
+                "this GPU's module has no build {}: its vendor has no such cache hint",
+                shape.build.id()
+            ));
+        }
+        (shape.block > self.largest_block).then(|| {
+            format!(
+                "this GPU's kernels run in blocks of {} threads at most",
+                self.largest_block
+            )
+        })
+    }
+}
+
 /// A shared library a platform loads at run time: `membw version` says
 /// whether one of its names loads on this node.
 #[derive(Debug, Clone, Copy)]
@@ -195,18 +231,18 @@ pub struct Described {
 /// drops. An `Err` is one line: the call that failed and the runtime's
 /// code.
 pub trait Runtime {
-    /// The kernels' shape, fixed when they were compiled: threads per
-    /// block, and elements one thread moves per tile (kernels.cu: 256
-    /// threads, 4 accesses of 2 doubles).
-    fn block(&self) -> u32;
-    fn elements_per_thread(&self) -> u64;
+    /// The GPU's architecture as its vendor names it (`sm_90`, `gfx942`):
+    /// what the measured default shapes are looked up by.
+    fn architecture(&mut self) -> Option<String> {
+        None
+    }
     /// The module's kernel `name` (`triad`, `fill_a`), loaded on first
     /// use.
     fn function(&mut self, name: &str) -> Result<Function, String>;
-    /// How many blocks of `function` one multiprocessor holds at once
-    /// (registers, shared memory and threads together): the occupancy
-    /// the runtime computes.
-    fn blocks_per_multiprocessor(&mut self, function: Function) -> Result<u32, String>;
+    /// How many blocks of `block` threads of `function` one
+    /// multiprocessor holds at once (registers, shared memory and threads
+    /// together): the occupancy the runtime computes.
+    fn blocks_per_multiprocessor(&mut self, function: Function, block: u32) -> Result<u32, String>;
     /// Device memory of `bytes`, freed when the runtime drops.
     fn alloc(&mut self, bytes: usize) -> Result<DevicePtr, String>;
     /// Pins `len` doubles of host memory at `host` and maps them for the
@@ -244,12 +280,12 @@ pub trait Runtime {
     /// Copies device memory at `from` into `into`, and returns once it is
     /// there (reading back, outside the timed windows).
     fn read(&mut self, from: DevicePtr, into: &mut [f64]) -> Result<(), String>;
-    /// Queues `function` over `grid` blocks of [`block`](Self::block)
-    /// threads.
+    /// Queues `function` over `grid` blocks of `block` threads.
     fn launch(
         &mut self,
         function: Function,
         grid: u32,
+        block: u32,
         args: &KernelArgs,
         stream: Stream,
     ) -> Result<(), String>;

@@ -35,41 +35,55 @@ typedef unsigned int u32;
       __global double *restrict partial, const double s, const u64 n,          \
       const u32 blocks
 
-// Element i of array p, as V (double2: elements 2i and 2i+1).
-#define LD(p, i) (((__global const V *)(p))[i])
-#define ST(p, i, value) (((__global V *)(p))[i] = (value))
+typedef double VEC1;
+typedef double2 VEC2;
 
-// Runs BODY over every element, UN accesses a thread a tile: on pairs,
-// whole tiles first, then the last partial tile, then the odd last element.
-#define EACH_ELEMENT_N(BODY, UN)                                               \
-  const u64 pairs = n / 2;                                                     \
+// Element i of array p, as V (double2: elements 2i and 2i+1); with HINT,
+// non-temporal (streaming: the CUDA build's `.cs`).
+#define LD(p, i)                                                               \
+  (HINT ? __builtin_nontemporal_load((__global const V *)(p) + (i))            \
+        : ((__global const V *)(p))[i])
+#define ST(p, i, value)                                                        \
+  do {                                                                         \
+    if (HINT)                                                                  \
+      __builtin_nontemporal_store((value), (__global V *)(p) + (i));           \
+    else                                                                       \
+      ((__global V *)(p))[i] = (value);                                        \
+  } while (0)
+
+// Runs BODY over every element, UN accesses of W doubles a thread a tile,
+// non-temporal where H: whole tiles first, then the last partial tile,
+// then an odd last element.
+#define TILED(BODY, UN, W, H)                                                  \
+  enum { HINT = H };                                                           \
+  const u64 count = n / W;                                                     \
   const u64 stride = (u64)blocks * BLOCK * UN;                                 \
   const u64 last = (u64)(UN - 1) * BLOCK;                                      \
   u64 base = GROUP * BLOCK * UN + THREAD;                                      \
-  for (; base + last < pairs; base += stride) {                                \
+  for (; base + last < count; base += stride) {                                \
     _Pragma("unroll") for (int u = 0; u < UN; u++) {                           \
       const u64 i = base + (u64)u * BLOCK;                                     \
-      typedef double2 V;                                                       \
+      typedef VEC##W V;                                                        \
       BODY;                                                                    \
     }                                                                          \
   }                                                                            \
   _Pragma("unroll") for (int u = 0; u < UN; u++) {                             \
     const u64 i = base + (u64)u * BLOCK;                                       \
-    if (i < pairs) {                                                           \
-      typedef double2 V;                                                       \
+    if (i < count) {                                                           \
+      typedef VEC##W V;                                                        \
       BODY;                                                                    \
     }                                                                          \
   }                                                                            \
-  if ((n & 1) && GROUP == 0 && THREAD == 0) {                                  \
+  if (W == 2 && (n & 1) && GROUP == 0 && THREAD == 0) {                        \
     typedef double V;                                                          \
     const u64 i = n - 1;                                                       \
     BODY;                                                                      \
   }
-#define EACH_ELEMENT(BODY) EACH_ELEMENT_N(BODY, UNROLL)
 
 // Runs BODY over every element, a thread's UNROLL accesses a quarter of
 // the pairs apart (BabelStream's grid-stride loop, UNROLL streams deep).
-#define EACH_ELEMENT_SPREAD(BODY)                                              \
+#define SPREAD(BODY)                                                           \
+  enum { HINT = 0 };                                                           \
   const u64 pairs = n / 2;                                                     \
   const u64 part = pairs / UNROLL;                                             \
   const u64 stride = (u64)blocks * BLOCK;                                      \
@@ -93,11 +107,24 @@ typedef unsigned int u32;
 
 #define KERNEL __kernel __attribute__((reqd_work_group_size(BLOCK, 1, 1))) void
 
-#define STREAM_KERNEL(NAME, BODY)                                              \
-  KERNEL NAME(PARAMS) { EACH_ELEMENT(BODY) }                                   \
-  KERNEL NAME##_spread(PARAMS) { EACH_ELEMENT_SPREAD(BODY) }                   \
-  KERNEL NAME##_u2(PARAMS) { EACH_ELEMENT_N(BODY, 2) }                         \
-  KERNEL NAME##_u1(PARAMS) { EACH_ELEMENT_N(BODY, 1) }
+// Every build of a kernel: its suffix and its walk over the arrays with
+// ARG as the body (the CUDA build's, less the `.cg` ones, which AMD's
+// GPUs have no hint for). src/kernels/gpu_builds.rs lists them.
+#define BUILDS(KERNEL, NAME, ARG)                                              \
+  KERNEL(NAME, , TILED(ARG, UNROLL, 2, 0))                                     \
+  KERNEL(NAME, _spread, SPREAD(ARG))                                           \
+  KERNEL(NAME, _u2, TILED(ARG, 2, 2, 0))                                       \
+  KERNEL(NAME, _u1, TILED(ARG, 1, 2, 0))                                       \
+  KERNEL(NAME, _u8, TILED(ARG, 8, 2, 0))                                       \
+  KERNEL(NAME, _w8, TILED(ARG, 1, 1, 0))                                       \
+  KERNEL(NAME, _w8_u4, TILED(ARG, 4, 1, 0))                                    \
+  KERNEL(NAME, _cs, TILED(ARG, UNROLL, 2, 1))                                  \
+  KERNEL(NAME, _u1_cs, TILED(ARG, 1, 2, 1))                                    \
+  KERNEL(NAME, _w8_cs, TILED(ARG, 1, 1, 1))
+
+#define STREAM_BUILD(NAME, SUFFIX, WALK)                                       \
+  KERNEL NAME##SUFFIX(PARAMS) { WALK }
+#define STREAM_KERNEL(NAME, BODY) BUILDS(STREAM_BUILD, NAME, BODY)
 
 // OpenCL's vectors add and multiply element by element, and a scalar
 // times a vector is every element's product: the CUDA build's operators.
@@ -119,11 +146,11 @@ STREAM_KERNEL(nstream, ST(a, i, LD(a, i) + (LD(b, i) + s * LD(c, i))))
 STREAM_KERNEL(h2d_kernel, ST(a, i, LD(h, i)))
 STREAM_KERNEL(d2h_kernel, ST(r, i, LD(b, i)))
 STREAM_KERNEL(bidir_kernel, ST(a, i, LD(h, i)); ST(r, i, LD(b, i)))
-// Every element of one array set to s.
-STREAM_KERNEL(fill_a, ST(a, i, SPLAT(s)))
-STREAM_KERNEL(fill_b, ST(b, i, SPLAT(s)))
-STREAM_KERNEL(fill_c, ST(c, i, SPLAT(s)))
-STREAM_KERNEL(fill_d, ST(d, i, SPLAT(s)))
+// Every element of one array set to s (untimed: one build each).
+STREAM_BUILD(fill_a, , TILED(ST(a, i, SPLAT(s)), UNROLL, 2, 0))
+STREAM_BUILD(fill_b, , TILED(ST(b, i, SPLAT(s)), UNROLL, 2, 0))
+STREAM_BUILD(fill_c, , TILED(ST(c, i, SPLAT(s)), UNROLL, 2, 0))
+STREAM_BUILD(fill_d, , TILED(ST(d, i, SPLAT(s)), UNROLL, 2, 0))
 
 // A double or a pair's sum.
 inline double __attribute__((overloadable)) total(double x) { return x; }
@@ -154,17 +181,9 @@ inline double __attribute__((overloadable)) total(double2 x) {
   EACH                                                                         \
   BLOCK_SUM
 
-#define REDUCE_KERNEL(NAME, TERM)                                              \
-  KERNEL NAME(PARAMS) { REDUCE_BODY(EACH_ELEMENT(sum += total(TERM))) }        \
-  KERNEL NAME##_spread(PARAMS) {                                               \
-    REDUCE_BODY(EACH_ELEMENT_SPREAD(sum += total(TERM)))                       \
-  }                                                                            \
-  KERNEL NAME##_u2(PARAMS) {                                                   \
-    REDUCE_BODY(EACH_ELEMENT_N(sum += total(TERM), 2))                         \
-  }                                                                            \
-  KERNEL NAME##_u1(PARAMS) {                                                   \
-    REDUCE_BODY(EACH_ELEMENT_N(sum += total(TERM), 1))                         \
-  }
+#define REDUCE_BUILD(NAME, SUFFIX, WALK)                                       \
+  KERNEL NAME##SUFFIX(PARAMS) { REDUCE_BODY(WALK) }
+#define REDUCE_KERNEL(NAME, TERM) BUILDS(REDUCE_BUILD, NAME, sum += total(TERM))
 
 REDUCE_KERNEL(read, LD(a, i))
 REDUCE_KERNEL(dot, LD(a, i) * LD(b, i))

@@ -25,7 +25,8 @@ mod facts;
 mod runtime;
 mod smi;
 
-use super::gpu::runtime::{Described, Library, Platform, Runtime};
+use super::gpu::runtime::{Described, LaunchLimits, Library, Platform, Runtime};
+use crate::kernels::gpu_builds::Hint;
 use crate::observe::Observer;
 use crate::results::targets::{self, Clock, DeviceFacts, DeviceId, DeviceMethod, DevicePeaks};
 use crate::topology::Topology;
@@ -79,6 +80,14 @@ impl Platform for Hip {
                 "there is no GPU hip:{index}: HIP sees {n} (hip:0 to hip:{}; an MI250X card is two)",
                 n - 1
             ),
+        }
+    }
+
+    fn launch_limits(&self) -> LaunchLimits {
+        LaunchLimits {
+            largest_block: runtime::BLOCK,
+            // kernels.cl: non-temporal builds, no L2-only hint.
+            hints: &[Hint::None, Hint::Streaming],
         }
     }
 

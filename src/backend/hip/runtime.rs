@@ -6,11 +6,9 @@ use super::api::{self, Api, Handle};
 use crate::backend::gpu::runtime::{DevicePtr, Event, Function, KernelArgs, Runtime, Stream};
 use std::ffi::{CString, c_int, c_void};
 
-/// Threads per block: `kernels.cl`'s `BLOCK` (its reqd_work_group_size).
-const BLOCK: u32 = 256;
-/// Elements each thread moves per tile: `kernels.cl`'s `UNROLL` accesses
-/// of two doubles.
-const PER_THREAD: u64 = 8;
+/// Threads per block: `kernels.cl`'s `BLOCK` (its reqd_work_group_size),
+/// whatever the build.
+pub(super) const BLOCK: u32 = 256;
 
 /// The code objects the binary carries, one per GPU target, built from
 /// `kernels.cl` by `tools/hip_code_objects.py`.
@@ -122,12 +120,8 @@ fn load_module(api: &Api) -> Result<(Handle, &'static str), String> {
 }
 
 impl Runtime for HipRuntime {
-    fn block(&self) -> u32 {
-        BLOCK
-    }
-
-    fn elements_per_thread(&self) -> u64 {
-        PER_THREAD
+    fn architecture(&mut self) -> Option<String> {
+        Some(self.target.to_string())
     }
 
     fn function(&mut self, name: &str) -> Result<Function, String> {
@@ -145,7 +139,7 @@ impl Runtime for HipRuntime {
         Ok(Function(self.functions.len() - 1))
     }
 
-    fn blocks_per_multiprocessor(&mut self, function: Function) -> Result<u32, String> {
+    fn blocks_per_multiprocessor(&mut self, function: Function, block: u32) -> Result<u32, String> {
         let f = self.functions[function.0].1;
         let mut blocks = 0;
         // SAFETY: `f` is a function of the loaded module; no dynamic
@@ -154,7 +148,7 @@ impl Runtime for HipRuntime {
             (self.api.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor)(
                 &mut blocks,
                 f,
-                BLOCK as c_int,
+                block as c_int,
                 0,
             )
         };
@@ -238,6 +232,7 @@ impl Runtime for HipRuntime {
         &mut self,
         function: Function,
         grid: u32,
+        block: u32,
         args: &KernelArgs,
         stream: Stream,
     ) -> Result<(), String> {
@@ -267,7 +262,7 @@ impl Runtime for HipRuntime {
                 grid,
                 1,
                 1,
-                BLOCK,
+                block,
                 1,
                 1,
                 0,

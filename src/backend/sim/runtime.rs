@@ -12,6 +12,7 @@
 use super::{Setup, TICK_S};
 use crate::backend::gpu::runtime::{DevicePtr, Event, Function, KernelArgs, Runtime, Stream};
 use crate::backend::{Sums, run_portable};
+use crate::kernels::gpu_builds::{BLOCKS, BUILDS};
 use crate::kernels::{ARRAYS, ArrayId, KernelId, Mover, Path};
 use crate::memory::Chunk;
 use crate::sys::MappedArray;
@@ -22,10 +23,11 @@ use std::time::Instant;
 /// holds six of membw's at 34 registers a thread).
 pub(super) const BLOCKS_PER_MP: u32 = 6;
 
-/// The module's kernels: every kernel the GPU's threads run, then the
-/// helpers (kernels.cu's names: `-` spelled `_`).
-fn names() -> Vec<String> {
-    let mut names: Vec<String> = (crate::kernels::KERNELS.iter())
+/// The module's kernels: every kernel the GPU's threads run, in every
+/// build (kernels.cu's names: `-` spelled `_`, the build's suffix
+/// appended), then the helpers; each with its kernel's own name.
+fn names() -> Vec<(String, String)> {
+    let families: Vec<String> = (crate::kernels::KERNELS.iter())
         .filter(|k| {
             !matches!(
                 k.path,
@@ -37,7 +39,14 @@ fn names() -> Vec<String> {
         })
         .map(|k| k.name.replace('-', "_"))
         .collect();
-    names.extend(["fill_a", "fill_b", "fill_c", "fill_d", "update"].map(String::from));
+    let mut names: Vec<(String, String)> = (families.iter())
+        .flat_map(|f| {
+            BUILDS
+                .iter()
+                .map(move |b| (format!("{f}{}", b.suffix), f.clone()))
+        })
+        .collect();
+    names.extend(["fill_a", "fill_b", "fill_c", "fill_d"].map(|f| (f.to_string(), f.to_string())));
     names
 }
 
@@ -71,7 +80,8 @@ const STAGED: f64 = 0.25;
 
 pub(super) struct SimRuntime {
     setup: Setup,
-    names: Vec<String>,
+    /// Each function's name and its kernel's.
+    names: Vec<(String, String)>,
     /// Its "device memory".
     allocations: Vec<MappedArray>,
     /// Everything it addresses: its allocations and the registered host
@@ -226,22 +236,23 @@ fn slow_down(began: Instant, speed: f64) {
 }
 
 impl Runtime for SimRuntime {
-    fn block(&self) -> u32 {
-        256
-    }
-
-    fn elements_per_thread(&self) -> u64 {
-        8
+    fn architecture(&mut self) -> Option<String> {
+        Some("sim".into())
     }
 
     fn function(&mut self, name: &str) -> Result<Function, String> {
-        (self.names.iter().position(|n| n == name))
+        (self.names.iter().position(|(n, _)| n == name))
             .map(Function)
             .ok_or_else(|| format!("the simulated module has no kernel {name}"))
     }
 
-    fn blocks_per_multiprocessor(&mut self, _function: Function) -> Result<u32, String> {
-        Ok(BLOCKS_PER_MP)
+    fn blocks_per_multiprocessor(
+        &mut self,
+        _function: Function,
+        block: u32,
+    ) -> Result<u32, String> {
+        // Its multiprocessors hold BLOCKS_PER_MP blocks of 256 threads.
+        Ok((BLOCKS_PER_MP * 256 / block.max(1)).max(1))
     }
 
     fn alloc(&mut self, bytes: usize) -> Result<DevicePtr, String> {
@@ -306,13 +317,17 @@ impl Runtime for SimRuntime {
         &mut self,
         function: Function,
         grid: u32,
+        block: u32,
         args: &KernelArgs,
         _stream: Stream,
     ) -> Result<(), String> {
         if grid == 0 {
             return Err("a launch of no blocks".into());
         }
-        let name = self.names[function.0].clone();
+        if !BLOCKS.contains(&block) {
+            return Err(format!("a launch of blocks of {block} threads"));
+        }
+        let name = self.names[function.0].1.clone();
         let elements = args.elements as usize;
         // SAFETY: the arrays are the runtime's regions, and the launch
         // is done before this call returns.

@@ -29,6 +29,21 @@ pub(crate) fn refuse_device(
     measure: &crate::plan::Measure,
     what: &str,
 ) -> Result<()> {
+    match device_target(source, topo, measure) {
+        Some(device) => Err(Error::Usage(format!(
+            "{what} studies CPUs, and the backend's target is {device}: measure it with membw run, or membw sweep --working-sets"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The device the source's target is, described, where it is one (its
+/// plan for the default request says).
+pub(crate) fn device_target(
+    source: &dyn crate::engine::Source,
+    topo: &crate::topology::Topology,
+    measure: &crate::plan::Measure,
+) -> Option<String> {
     // What the target is does not depend on sizes or CPU settings: asked
     // with the backend's defaults, so that a size from this host's caches
     // (past the simulated device's memory) cannot hide the answer.
@@ -36,6 +51,7 @@ pub(crate) fn refuse_device(
         elements: None,
         isa: None,
         hugepages: crate::memory::Hugepages::Auto,
+        shapes: Default::default(),
         ..measure.clone()
     };
     let settings = crate::plan::Settings::new(
@@ -50,11 +66,10 @@ pub(crate) fn refuse_device(
         Default::default(),
     );
     match source.prepare(topo, &settings).ok() {
-        Some(p) if !p.plan.target.placed_on_host_cpus() => Err(Error::Usage(format!(
-            "{what} studies CPUs, and the backend's target is {}: measure it with membw run, or membw sweep --working-sets",
-            p.plan.target.describe().unwrap_or_default()
-        ))),
-        _ => Ok(()),
+        Some(p) if !p.plan.target.placed_on_host_cpus() => {
+            Some(p.plan.target.describe().unwrap_or_default())
+        }
+        _ => None,
     }
 }
 
@@ -79,6 +94,11 @@ pub(crate) struct BackendArg {
 }
 
 impl BackendArg {
+    /// The value as given (`cuda:0`).
+    pub(crate) fn name(&self) -> &str {
+        &self.backend
+    }
+
     /// The backend it names.
     pub(crate) fn backend(&self) -> Result<Box<dyn crate::backend::Backend>> {
         let name = &self.backend;
