@@ -283,4 +283,81 @@ mod tests {
         assert_eq!(Build::by_suffix("_w8").unwrap().elements_per_thread(), 1);
         assert_eq!(Build::by_suffix("_u8").unwrap().elements_per_thread(), 16);
     }
+
+    /// How many times each element is written by `build` in blocks of
+    /// `block` over `grid` blocks: kernels.cu's and kernels.cl's loops,
+    /// written again here (TILED, SPREAD), so that every build's walk is
+    /// checked at lengths no block, tile or access width divides, where no
+    /// GPU runs them.
+    fn writes(build: &Build, block: u64, grid: u64, n: u64) -> Vec<u8> {
+        let mut hits = vec![0u8; n as usize];
+        let w = u64::from(build.access_bytes / 8);
+        let mut mark = |v: u64, width: u64| {
+            for e in v * width..(v + 1) * width {
+                hits[e as usize] += 1;
+            }
+        };
+        for b in 0..grid {
+            for t in 0..block {
+                match build.walk {
+                    Walk::Tiled => {
+                        let un = u64::from(build.accesses);
+                        let count = n / w;
+                        let (stride, last) = (grid * block * un, (un - 1) * block);
+                        let mut base = b * block * un + t;
+                        while base + last < count {
+                            (0..un).for_each(|u| mark(base + u * block, w));
+                            base += stride;
+                        }
+                        (0..un)
+                            .map(|u| base + u * block)
+                            .filter(|i| *i < count)
+                            .for_each(|i| mark(i, w));
+                        if w == 2 && n % 2 == 1 && b == 0 && t == 0 {
+                            mark(n - 1, 1);
+                        }
+                    }
+                    Walk::Spread => {
+                        let (pairs, stride, first) = (n / 2, grid * block, b * block + t);
+                        let part = pairs / 4;
+                        for t2 in (first..part).step_by(stride as usize) {
+                            (0..4).for_each(|u| mark(t2 + u * part, 2));
+                        }
+                        for i in (4 * part + first..pairs).step_by(stride as usize) {
+                            mark(i, 2);
+                        }
+                        if n % 2 == 1 && first == 0 {
+                            mark(n - 1, 1);
+                        }
+                    }
+                }
+            }
+        }
+        hits
+    }
+
+    #[test]
+    fn every_build_writes_every_element_once_at_lengths_nothing_divides() {
+        for build in &BUILDS {
+            for block in BLOCKS.into_iter().filter(|b| *b <= build.bound) {
+                let block = u64::from(block);
+                for n in [1u64, 2, 3, 7, 255, 1021, 4099, 65_537, 100_003] {
+                    let tiles = n.div_ceil(block * build.elements_per_thread()).max(1);
+                    // A wave of 3 blocks (a small GPU), and the grid that
+                    // covers the array.
+                    for grid in [3.min(tiles), tiles] {
+                        let hits = writes(build, block, grid, n);
+                        let wrong = hits.iter().position(|h| *h != 1);
+                        assert!(
+                            wrong.is_none(),
+                            "{} in blocks of {block} over {grid}, n = {n}: element {} written {} times",
+                            build.id(),
+                            wrong.unwrap(),
+                            hits[wrong.unwrap()]
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
