@@ -281,6 +281,9 @@ fn a_gpu_s_baseline_checks_and_its_metrics_carry_gpu_and_uuid() {
 /// installs it.
 #[test]
 fn the_committed_ptx_is_what_the_source_compiles_to() {
+    if !common::slow_tests("the PTX check (NVRTC and ptxas over 196 kernels)") {
+        return;
+    }
     let python = std::env::var("MEMBW_CUDA_PTX_PYTHON")
         .unwrap_or_else(|_| "/opt/cuda-ptx/bin/python".into());
     if !std::path::Path::new(&python).exists() {
