@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="2526b86a9f1633205c3d6190e070dfb12a3ad62da67a0aa5c4606e586a08dee0")
+    version("0.1.0", sha256="67bb2a269031d513467380becc0984cb6fa8857e506e00d24caa9ff174713bc6")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
