@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="67bb2a269031d513467380becc0984cb6fa8857e506e00d24caa9ff174713bc6")
+    version("0.1.0", sha256="4dfde3bc827a9528bfe0f4e6b1669f0a96fe1548616c8f4978c9ea7e7a7b2908")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
