@@ -22,6 +22,12 @@ pub struct ShapeSearch {
     pub kernels: Vec<KernelShapes>,
     /// Whether the run with the chosen shapes validated.
     pub validated: bool,
+    /// The run's timed repetitions (each chosen shape's rate is the best
+    /// of them).
+    pub repetitions: usize,
+    /// What watched the run concluded: other work, steal, a GPU's clocks
+    /// held back, or that nothing did.
+    pub trust: Vec<String>,
 }
 
 /// One kernel's shapes.
@@ -73,6 +79,8 @@ impl ShapeSearch {
             peak_gb_s,
             kernels,
             validated: m.validation.passed,
+            repetitions: m.ntimes,
+            trust: m.trust().lines(""),
         }
     }
 }
@@ -111,7 +119,14 @@ pub fn render(s: &ShapeSearch) -> String {
         }
         let _ = writeln!(out, "  {}", verdict(k));
     }
-    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "\nThen {} timed repetitions of each kernel in its chosen shape.",
+        s.repetitions
+    );
+    for line in &s.trust {
+        let _ = writeln!(out, "{line}");
+    }
     if !s.validated {
         let _ = writeln!(
             out,
@@ -136,17 +151,17 @@ fn verdict(k: &KernelShapes) -> String {
     let (chosen, default) = (rate(&k.chosen), rate(&k.default));
     match k.kept_within {
         Some(noise) => format!(
-            "not resolved: no shape beat the default {} beyond the noise ({:.0} %); it runs at {:.1} GB/s over the repetitions",
+            "not resolved: no shape beat the default {} beyond the noise ({:.0} %); it ran at {:.1} GB/s, the best of the repetitions",
             k.default,
             100.0 * noise,
             k.run_gb_s
         ),
         None if k.chosen == k.default => format!(
-            "chosen: the default {}, fastest beyond the noise; {:.1} GB/s over the repetitions",
+            "chosen: the default {}, fastest beyond the noise; {:.1} GB/s, the best of the repetitions",
             k.default, k.run_gb_s
         ),
         None => format!(
-            "chosen: {}, {:+.1} % over the default {} beyond the noise; {:.1} GB/s over the repetitions",
+            "chosen: {}, {:+.1} % over the default {} beyond the noise; {:.1} GB/s, the best of the repetitions",
             k.chosen,
             100.0 * (chosen / default - 1.0),
             k.default,
@@ -188,6 +203,8 @@ mod tests {
                 ],
             }],
             validated: true,
+            repetitions: 10,
+            trust: vec!["trusted: nothing else ran".into()],
         }
     }
 
@@ -202,6 +219,8 @@ mod tests {
         );
         assert!(text.contains("WRONG: a[999] is 1, not 17"), "{text}");
         assert!(text.contains("(default)"), "{text}");
+        assert!(text.contains("Then 10 timed repetitions"), "{text}");
+        assert!(text.contains("trusted: nothing else ran"), "{text}");
         assert!(
             text.contains("membw run --backend cuda:0 --kernels triad --shape w16.u1.b256.cover"),
             "{text}"

@@ -98,12 +98,25 @@ pub(super) fn facts(index: u32) -> Result<CudaFacts, String> {
         bus_id,
         multiprocessors: attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32,
         l2_bytes: attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(0) as u64,
-        capability: (
-            attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
-            attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
-        ),
+        capability: capability(dev)?,
         cuda_version: format!("{}.{}", version / 1000, version % 1000 / 10),
     })
+}
+
+/// The compute capability of `dev` (9.0: Hopper): its facts', and the
+/// architecture a runtime looks its measured launch shapes up by.
+pub(super) fn capability(dev: sys::CUdevice) -> Result<(i32, i32), String> {
+    use sys::CUdevice_attribute as A;
+    let attribute = |a: sys::CUdevice_attribute| -> Result<i32, String> {
+        // SAFETY: `dev` is a device handle the driver gave; the attribute
+        // is one of the enum's values.
+        unsafe { result::device::get_attribute(dev, a) }
+            .map_err(|e| fail("cuDeviceGetAttribute", e))
+    };
+    Ok((
+        attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+        attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+    ))
 }
 
 /// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, nvidia-smi's spelling.

@@ -81,21 +81,8 @@ impl CudaRuntime {
 
 impl Runtime for CudaRuntime {
     fn architecture(&mut self) -> Option<String> {
-        use sys::CUdevice_attribute::*;
-        // SAFETY: `dev` is the device this runtime opened.
-        let (major, minor) = unsafe {
-            (
-                result::device::get_attribute(
-                    self.dev,
-                    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                ),
-                result::device::get_attribute(
-                    self.dev,
-                    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                ),
-            )
-        };
-        Some(format!("sm_{}{}", major.ok()?, minor.ok()?))
+        let (major, minor) = super::driver::capability(self.dev).ok()?;
+        Some(format!("sm_{major}{minor}"))
     }
 
     fn function(&mut self, name: &str) -> Result<Function, String> {
