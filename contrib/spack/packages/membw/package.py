@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="4dfde3bc827a9528bfe0f4e6b1669f0a96fe1548616c8f4978c9ea7e7a7b2908")
+    version("0.1.0", sha256="994a03faef56b49f98362c144bbbb3af41b47c8d91bbe587c09f679ddd366d34")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
