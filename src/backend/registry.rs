@@ -7,7 +7,7 @@ use crate::results::targets::GpuMemoryRead;
 use crate::topology::pci::GpuVendor;
 
 /// The vendors of the GPU backend, by the name `--backend` takes.
-pub const PLATFORMS: &[&'static dyn gpu::Platform] = &[&sim::SIM, &cuda::CUDA, &hip::HIP];
+pub const PLATFORMS: &[&'static dyn gpu::Platform] = &[&sim::SIM, &cuda::Cuda, &hip::Hip];
 
 /// Every platform's fabric, each once, in the registry's order.
 pub fn fabric_kinds() -> Vec<&'static gpu::FabricKind> {

@@ -94,8 +94,8 @@ pub(crate) fn text() -> String {
     .into_iter()
     .chain(
         (crate::backend::PLATFORMS.iter())
-            .flat_map(|p| p.libraries())
-            .map(|lib| library(&lib)),
+            .flat_map(|p| p.id().libraries)
+            .map(library),
     )
     .chain(["  sim       built in: --backend sim:N, a simulated device".to_string()])
     .collect::<Vec<_>>()

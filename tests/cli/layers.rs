@@ -299,8 +299,13 @@ fn long_functions(text: &str, max: usize) -> Vec<(String, usize)> {
         let Some(signature) = after_qualifiers.strip_prefix("fn ") else {
             continue;
         };
-        // A declaration without a body, or a body on one line.
-        if body.ends_with(';') || body.ends_with('}') {
+        // A declaration without a body (its signature, on one line or
+        // several, ends in `;` before any `{`), or a body on one line.
+        let signature_end = lines[i..]
+            .iter()
+            .map(|l| l.trim_end())
+            .find(|l| l.ends_with(';') || l.ends_with('{') || l.ends_with('}'));
+        if signature_end.is_none_or(|l| l.ends_with(';')) || body.ends_with('}') {
             continue;
         }
         let name: String = signature
@@ -339,6 +344,12 @@ fn no_function_outside_the_kernels_and_tests_is_over_100_lines() {
     );
     assert_eq!(long_functions(&planted, 100), [("long".to_string(), 103)]);
     assert!(long_functions(&planted, 103).is_empty());
+    // A trait's declaration over several lines has no body to measure.
+    let declared = format!(
+        "pub trait T {{\n    fn f(\n        &self,\n    ) -> u32;\n{}}}\n",
+        "    fn g(&self) -> u32;\n".repeat(100)
+    );
+    assert!(long_functions(&declared, 100).is_empty());
 }
 
 /// What a long flag means to a reader of `--help`: the value it names

@@ -19,7 +19,7 @@ mod driver;
 pub mod nvml;
 mod runtime;
 
-use super::gpu::runtime::{Described, Library, Platform, Runtime};
+use super::gpu::runtime::{Described, Library, Platform, PlatformId, Runtime};
 use crate::observe::Observer;
 use crate::results::targets::{self, Clock, DeviceFacts, DeviceId, DeviceMethod, DevicePeaks};
 use crate::topology::Topology;
@@ -27,17 +27,9 @@ use crate::topology::Topology;
 /// The PTX of `kernels.cu`, which the driver compiles for the GPU it
 /// finds when the module loads.
 const KERNELS_PTX: &str = include_str!("kernels.ptx");
-/// Elements per array at least when none is given: BabelStream's 2^25.
-const MIN_DEFAULT_ELEMENTS: u64 = 1 << 25;
 /// CUDA events' resolution, as the CUDA documentation states it for
 /// `cuEventElapsedTime` ("around 0.5 microseconds").
 const EVENT_TICK_S: f64 = 0.5e-6;
-
-/// NVIDIA's GPUs, through the CUDA driver API.
-pub struct Cuda;
-
-/// The one instance `backend::PLATFORMS` registers.
-pub static CUDA: Cuda = Cuda;
 
 /// NVLink as `nvidia-smi topo -m` names its paths; NVML counts links down.
 pub(crate) const NVLINK: super::gpu::FabricKind = super::gpu::FabricKind {
@@ -48,39 +40,35 @@ pub(crate) const NVLINK: super::gpu::FabricKind = super::gpu::FabricKind {
     counts_down: true,
 };
 
+/// NVIDIA's GPUs, through the CUDA driver API.
+pub struct Cuda;
+
 impl Platform for Cuda {
-    fn name(&self) -> &'static str {
-        "cuda"
-    }
-
-    fn fabric(&self) -> Option<&'static super::gpu::FabricKind> {
-        Some(&NVLINK)
-    }
-
-    fn kind(&self) -> &'static str {
-        "a CUDA GPU"
-    }
-
-    fn vendor(&self) -> Option<crate::topology::pci::GpuVendor> {
-        Some(crate::topology::pci::GpuVendor::Nvidia)
+    fn id(&self) -> &'static PlatformId {
+        &PlatformId {
+            name: "cuda",
+            kind: "a CUDA GPU",
+            fabric: Some(&NVLINK),
+            vendor: Some(crate::topology::pci::GpuVendor::Nvidia),
+            counter: "the CUDA driver",
+            count_note: None,
+            libraries: &[
+                Library {
+                    label: "cuda",
+                    names: &["libcuda.so.1"],
+                    gives: "--backend cuda:N (loaded at run time)",
+                },
+                Library {
+                    label: "nvml",
+                    names: &["libnvidia-ml.so.1"],
+                    gives: "memory peak, clocks, NVLink, ECC and remapped rows",
+                },
+            ],
+        }
     }
 
     fn count(&self) -> Result<u32, String> {
         driver::device_count()
-    }
-
-    fn missing(&self, index: u32, count: u32) -> String {
-        match count {
-            0 => format!("there is no GPU cuda:{index}: the CUDA driver sees none"),
-            n => format!(
-                "there is no GPU cuda:{index}: the CUDA driver sees {n} (cuda:0 to cuda:{})",
-                n - 1
-            ),
-        }
-    }
-
-    fn min_elements(&self) -> u64 {
-        MIN_DEFAULT_ELEMENTS
     }
 
     /// The GPU as the driver, NVML and the PCI bus describe it.
@@ -95,11 +83,7 @@ impl Platform for Cuda {
             None => format!("CUDA driver {}", facts.cuda_version),
         };
         let device = targets::Device {
-            id: DeviceId {
-                backend: "cuda".into(),
-                index,
-                name: format!("cuda{index}"),
-            },
+            id: DeviceId::of(self.name(), index),
             facts: DeviceFacts {
                 model: Some(format!(
                     "{} (compute capability {}.{}{})",
@@ -142,26 +126,11 @@ impl Platform for Cuda {
     }
 
     fn open(&self, index: u32) -> Result<Box<dyn Runtime>, String> {
-        Ok(Box::new(runtime::CudaRuntime::open(index)?))
+        Ok(Box::new(runtime::open(index)?))
     }
 
     fn memory_counters(&self) -> Result<Vec<targets::GpuMemoryAt>, String> {
         nvml::memory_counters()
-    }
-
-    fn libraries(&self) -> Vec<Library> {
-        vec![
-            Library {
-                label: "cuda",
-                names: &["libcuda.so.1"],
-                gives: "--backend cuda:N (loaded at run time)",
-            },
-            Library {
-                label: "nvml",
-                names: &["libnvidia-ml.so.1"],
-                gives: "memory peak, clocks, NVLink, ECC and remapped rows",
-            },
-        ]
     }
 
     fn observers(&self, device: &targets::Device) -> Vec<Box<dyn Observer>> {
@@ -172,17 +141,10 @@ impl Platform for Cuda {
     }
 
     fn after_run(&self, device: &targets::Device) -> Vec<String> {
-        let name = &device.id.name;
         let Some(bus_id) = device.facts.bus_id.as_deref() else {
             return Vec::new();
         };
-        let mut warnings = Vec::new();
-        if let Err(why) = nvml::facts(bus_id).memory_peak {
-            warnings.push(format!("{name}'s memory peak is unknown: {why}"));
-        }
-        warnings.extend(nvml::throttled(bus_id).map(|why| {
-            format!("{name}'s clocks were held back after the run ({why}): its rates may be low")
-        }));
-        warnings
+        let peak_unknown = nvml::facts(bus_id).memory_peak.err();
+        super::gpu::runtime::after_run_lines(device, peak_unknown, nvml::throttled(bus_id))
     }
 }

@@ -24,6 +24,7 @@ mod tuned;
 pub(crate) mod host_buffers;
 pub mod peers;
 pub mod runtime;
+pub mod vendor;
 
 use super::{Backend, Observed, WithArrays};
 use crate::error::{Error, Input, Result};

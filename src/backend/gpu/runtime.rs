@@ -104,25 +104,65 @@ impl FabricKind {
 /// try a call that may crash, before it makes that call in membw itself.
 pub const PROBE_VARIABLE: &str = "MEMBW_PROBE";
 
-/// One vendor's devices: how many, what each is, how to open one.
-pub trait Platform: Sync {
+/// Elements per array at least on a GPU when none is given: BabelStream's
+/// 2^25.
+pub const BABELSTREAM_ELEMENTS: u64 = 1 << 25;
+
+/// Who a platform is, as data: what the CLI, refusals and renderers call
+/// it and its devices.
+#[derive(Debug, Clone, Copy)]
+pub struct PlatformId {
     /// The name `--backend` takes (`cuda`).
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
     /// What a refusal calls one of its devices (`a CUDA GPU`).
-    fn kind(&self) -> &'static str;
+    pub kind: &'static str,
     /// Its GPU-to-GPU fabric, where its devices have one.
-    fn fabric(&self) -> Option<&'static FabricKind> {
-        None
-    }
+    pub fabric: Option<&'static FabricKind>,
     /// The maker of the GPUs on the PCI bus that it drives (none: the
     /// simulated device).
+    pub vendor: Option<crate::topology::pci::GpuVendor>,
+    /// What counts its devices, as a refusal names it (`the CUDA
+    /// driver`), and what to add to the count (`an MI250X card is two`).
+    pub counter: &'static str,
+    pub count_note: Option<&'static str>,
+    /// The shared libraries it loads at run time, for `membw version`.
+    pub libraries: &'static [Library],
+}
+
+/// One vendor's devices: how many, what each is, how to open one.
+pub trait Platform: Sync {
+    /// Who it is.
+    fn id(&self) -> &'static PlatformId;
+    /// The name `--backend` takes (`cuda`).
+    fn name(&self) -> &'static str {
+        self.id().name
+    }
+    /// What a refusal calls one of its devices (`a CUDA GPU`).
+    fn kind(&self) -> &'static str {
+        self.id().kind
+    }
+    /// Its GPU-to-GPU fabric, where its devices have one.
+    fn fabric(&self) -> Option<&'static FabricKind> {
+        self.id().fabric
+    }
+    /// The maker of the GPUs on the PCI bus that it drives.
     fn vendor(&self) -> Option<crate::topology::pci::GpuVendor> {
-        None
+        self.id().vendor
+    }
+    /// Why `index` is none of the `count` devices it sees, in one line.
+    fn missing(&self, index: u32, count: u32) -> String {
+        let PlatformId { name, counter, .. } = self.id();
+        match (count, self.id().count_note) {
+            (0, _) => format!("there is no GPU {name}:{index}: {counter} sees none"),
+            (n, note) => format!(
+                "there is no GPU {name}:{index}: {counter} sees {n} ({name}:0 to {name}:{}{})",
+                n - 1,
+                note.map_or(String::new(), |note| format!("; {note}"))
+            ),
+        }
     }
     /// The devices it sees, or why it sees none (no driver, no GPU).
     fn count(&self) -> Result<u32, String>;
-    /// Why `index` is none of the `count` devices it sees, in one line.
-    fn missing(&self, index: u32, count: u32) -> String;
     /// Device `index` as its runtime, its management library and the
     /// PCI bus describe it: the target it is (identity and facts, its
     /// peaks and how it is measured), what the plan needs of it, and
@@ -154,7 +194,7 @@ pub trait Platform: Sync {
     /// Elements per array at least where none are given (BabelStream's
     /// 2^25 on a GPU), besides STREAM's rule on its cache.
     fn min_elements(&self) -> u64 {
-        0
+        BABELSTREAM_ELEMENTS
     }
     /// What the `MEMBW_…` variables of a test device ask, checked before
     /// anything is planned: one line naming what is wrong.
@@ -167,16 +207,28 @@ pub trait Platform: Sync {
     fn memory_counters(&self) -> Result<Vec<targets::GpuMemoryAt>, String> {
         Ok(Vec::new())
     }
-    /// The shared libraries it loads at run time, for `membw version`.
-    fn libraries(&self) -> Vec<Library> {
-        Vec::new()
-    }
     /// In a probe process this platform started (`backend::probe_child`),
     /// what `asked` asks of it, as the exit code; `None` where it asks
     /// another platform.
     fn probe_child(&self, _asked: &str) -> Option<i32> {
         None
     }
+}
+
+/// What a platform says after a run of `device` whose memory peak is
+/// unknown (`peak_unknown`: why), or whose clocks are held back now
+/// (`held`: by what).
+pub fn after_run_lines(
+    device: &targets::Device,
+    peak_unknown: Option<String>,
+    held: Option<String>,
+) -> Vec<String> {
+    let name = &device.id.name;
+    let peak = peak_unknown.map(|why| format!("{name}'s memory peak is unknown: {why}"));
+    let held = held.map(|why| {
+        format!("{name}'s clocks were held back after the run ({why}): its rates may be low")
+    });
+    peak.into_iter().chain(held).collect()
 }
 
 /// What a platform's builds may be launched as.

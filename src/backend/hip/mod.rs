@@ -25,23 +25,15 @@ mod facts;
 mod runtime;
 mod smi;
 
-use super::gpu::runtime::{Described, LaunchLimits, Library, Platform, Runtime};
+use super::gpu::runtime::{Described, LaunchLimits, Library, Platform, PlatformId, Runtime};
 use crate::kernels::gpu_builds::Hint;
 use crate::observe::Observer;
 use crate::results::targets::{self, Clock, DeviceFacts, DeviceId, DeviceMethod, DevicePeaks};
 use crate::topology::Topology;
 
-/// Elements per array at least when none is given: BabelStream's 2^25.
-const MIN_DEFAULT_ELEMENTS: u64 = 1 << 25;
 /// HIP events' resolution, as HIP's documentation states it for
 /// `hipEventElapsedTime` ("approximately 1 us").
 const EVENT_TICK_S: f64 = 1e-6;
-
-/// AMD's GPUs, through HIP.
-pub struct Hip;
-
-/// The one instance `backend::PLATFORMS` registers.
-pub static HIP: Hip = Hip;
 
 /// xGMI: ROCm SMI reports only the links that reach a peer.
 pub(crate) const XGMI: super::gpu::FabricKind = super::gpu::FabricKind {
@@ -52,35 +44,35 @@ pub(crate) const XGMI: super::gpu::FabricKind = super::gpu::FabricKind {
     counts_down: false,
 };
 
+/// AMD's GPUs, through HIP.
+pub struct Hip;
+
 impl Platform for Hip {
-    fn name(&self) -> &'static str {
-        "hip"
-    }
-
-    fn fabric(&self) -> Option<&'static super::gpu::FabricKind> {
-        Some(&XGMI)
-    }
-
-    fn kind(&self) -> &'static str {
-        "an AMD GPU"
-    }
-
-    fn vendor(&self) -> Option<crate::topology::pci::GpuVendor> {
-        Some(crate::topology::pci::GpuVendor::Amd)
+    fn id(&self) -> &'static PlatformId {
+        &PlatformId {
+            name: "hip",
+            kind: "an AMD GPU",
+            fabric: Some(&XGMI),
+            vendor: Some(crate::topology::pci::GpuVendor::Amd),
+            counter: "HIP",
+            count_note: Some("an MI250X card is two"),
+            libraries: &[
+                Library {
+                    label: "hip",
+                    names: &api::LIBRARIES,
+                    gives: "--backend hip:N (loaded at run time)",
+                },
+                Library {
+                    label: "rocm-smi",
+                    names: &smi::LIBRARIES,
+                    gives: "xGMI links, clocks held back, ECC and bad pages",
+                },
+            ],
+        }
     }
 
     fn count(&self) -> Result<u32, String> {
         facts::device_count()
-    }
-
-    fn missing(&self, index: u32, count: u32) -> String {
-        match count {
-            0 => format!("there is no GPU hip:{index}: HIP sees none"),
-            n => format!(
-                "there is no GPU hip:{index}: HIP sees {n} (hip:0 to hip:{}; an MI250X card is two)",
-                n - 1
-            ),
-        }
     }
 
     fn launch_limits(&self) -> LaunchLimits {
@@ -89,10 +81,6 @@ impl Platform for Hip {
             // kernels.cl: non-temporal builds, no L2-only hint.
             hints: &[Hint::None, Hint::Streaming],
         }
-    }
-
-    fn min_elements(&self) -> u64 {
-        MIN_DEFAULT_ELEMENTS
     }
 
     /// The GPU as HIP and the PCI bus describe it.
@@ -122,11 +110,7 @@ impl Platform for Hip {
             }
         );
         let device = targets::Device {
-            id: DeviceId {
-                backend: "hip".into(),
-                index,
-                name: format!("hip{index}"),
-            },
+            id: DeviceId::of(self.name(), index),
             facts: DeviceFacts {
                 model: Some(model),
                 memory_bytes: Some(facts.memory_bytes),
@@ -162,26 +146,11 @@ impl Platform for Hip {
     }
 
     fn open(&self, index: u32) -> Result<Box<dyn Runtime>, String> {
-        Ok(Box::new(runtime::HipRuntime::open(index)?))
+        Ok(Box::new(runtime::open(index)?))
     }
 
     fn memory_counters(&self) -> Result<Vec<targets::GpuMemoryAt>, String> {
         smi::memory_counters()
-    }
-
-    fn libraries(&self) -> Vec<Library> {
-        vec![
-            Library {
-                label: "hip",
-                names: &api::LIBRARIES,
-                gives: "--backend hip:N (loaded at run time)",
-            },
-            Library {
-                label: "rocm-smi",
-                names: &smi::LIBRARIES,
-                gives: "xGMI links, clocks held back, ECC and bad pages",
-            },
-        ]
     }
 
     fn probe_child(&self, asked: &str) -> Option<i32> {
@@ -197,21 +166,14 @@ impl Platform for Hip {
     }
 
     fn after_run(&self, device: &targets::Device) -> Vec<String> {
-        let name = &device.id.name;
-        let mut warnings = Vec::new();
         // The reason is asked again only where the peak is unknown.
-        if device.facts.peaks.memory_gb_s.is_none()
-            && let Ok(Err(why)) = facts::facts(device.id.index).map(|f| f.memory_peak)
-        {
-            warnings.push(format!("{name}'s memory peak is unknown: {why}"));
-        }
-        let held = (device.facts.bus_id.as_deref()).and_then(smi::clocks);
-        if let Some(held) = held.filter(|c| !c.held_by.is_empty()) {
-            warnings.push(format!(
-                "{name}'s clocks were held back after the run ({}): its rates may be low",
-                held.held_by.join(", ")
-            ));
-        }
-        warnings
+        let peak_unknown = (device.facts.peaks.memory_gb_s.is_none())
+            .then(|| facts::facts(device.id.index).map(|f| f.memory_peak))
+            .and_then(|f| f.ok()?.err());
+        let held = (device.facts.bus_id.as_deref())
+            .and_then(smi::clocks)
+            .filter(|c| !c.held_by.is_empty())
+            .map(|c| c.held_by.join(", "));
+        super::gpu::runtime::after_run_lines(device, peak_unknown, held)
     }
 }

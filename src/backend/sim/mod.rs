@@ -50,7 +50,7 @@ mod setup;
 
 use setup::Setup;
 
-use super::gpu::runtime::{Described, Platform, Runtime};
+use super::gpu::runtime::{Described, Platform, PlatformId, Runtime};
 use crate::observe::{Observer, OtherWork};
 use crate::results::targets::method::CPU_TICKS;
 use crate::results::targets::{self, Clock, DeviceFacts, DeviceId, DeviceMethod, DevicePeaks};
@@ -98,12 +98,16 @@ impl SimPlatform {
 }
 
 impl Platform for SimPlatform {
-    fn name(&self) -> &'static str {
-        "sim"
-    }
-
-    fn kind(&self) -> &'static str {
-        "a simulated device"
+    fn id(&self) -> &'static PlatformId {
+        &PlatformId {
+            name: "sim",
+            kind: "a simulated device",
+            fabric: None,
+            vendor: None,
+            counter: "the simulated node",
+            count_note: None,
+            libraries: &[],
+        }
     }
 
     fn count(&self) -> Result<u32, String> {
@@ -115,6 +119,11 @@ impl Platform for SimPlatform {
             "there is no device sim:{index}: the simulated node has sim:0 to sim:{}",
             count - 1
         )
+    }
+
+    /// Only STREAM's rule: the simulated device's arrays are the host's.
+    fn min_elements(&self) -> u64 {
+        0
     }
 
     fn check_setup(&self) -> Result<(), String> {
@@ -133,11 +142,7 @@ impl Platform for SimPlatform {
             max: GEN5_X16,
         };
         let device = targets::Device {
-            id: DeviceId {
-                backend: "sim".into(),
-                index,
-                name: format!("sim{index}"),
-            },
+            id: DeviceId::of(self.name(), index),
             facts: DeviceFacts {
                 uuid: Some(format!("SIM-{index:08x}")),
                 bus_id: Some(format!("0000:{:02x}:00.0", 0x18 + index)),

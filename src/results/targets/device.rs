@@ -25,6 +25,18 @@ pub struct DeviceId {
     pub name: String,
 }
 
+impl DeviceId {
+    /// Device `index` of the backend named `backend`, named as the
+    /// backends name theirs (`cuda0`).
+    pub fn of(backend: &str, index: u32) -> DeviceId {
+        DeviceId {
+            backend: backend.to_string(),
+            index,
+            name: format!("{backend}{index}"),
+        }
+    }
+}
+
 /// What a backend reports of a device. Unknown facts are absent.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DeviceFacts {
