@@ -66,7 +66,7 @@ impl Plan {
     /// target works in host memory, or a device's transfers have host
     /// buffers there.
     pub fn places_host_memory(&self) -> bool {
-        self.target.placed_on_host_cpus() || self.arrays_needed().iter().any(|a| a.host_buffer())
+        self.host_cpus().is_some() || self.arrays_needed().iter().any(|a| a.host_buffer())
     }
 
     /// The CPU kernels' store instructions; `None` where the target is not
@@ -83,10 +83,16 @@ impl Plan {
             .map_or((Isa::Scalar, StoreMode::Regular), |c| (c.isa, c.stores))
     }
 
-    /// CPU threads that run the kernels: none for a device (its host
-    /// thread drives it, and does not share its work).
+    /// The host CPUs that do the work, where host CPUs do it: the plan's
+    /// host part. `None` for a device (its host thread drives it, and
+    /// does not share its work).
+    pub fn host_cpus(&self) -> Option<&[usize]> {
+        self.target.host_part(&self.cpus[..])
+    }
+
+    /// CPU threads that run the kernels: none for a device.
     pub fn threads(&self) -> usize {
-        self.target.working_cpus(&self.cpus).len()
+        self.host_cpus().map_or(0, <[usize]>::len)
     }
 
     /// Threads (or devices) the work is split over: what a working set per
@@ -349,9 +355,9 @@ impl Point {
         // A device has no CPU threads or placement to name, and a policy
         // only where its host buffers are placed; its working set is the
         // device's.
-        let (threads, placement) = match plan.target.placed_on_host_cpus() {
-            true => (plan.units(), Some(placement)),
-            false => (0, None),
+        let (threads, placement) = match plan.host_cpus() {
+            Some(_) => (plan.units(), Some(placement)),
+            None => (0, None),
         };
         let mem = plan.places_host_memory().then(|| mem.clone());
         // The target's memory holds every array but a device's host buffers.

@@ -104,10 +104,10 @@ fn run_request(
             .flatten(),
         cpuset_mems: crate::memory::inherited::cpuset_mems(topo),
     };
-    match plan.target.placed_on_host_cpus() {
-        true => request,
+    match plan.host_cpus() {
+        Some(_) => request,
         // What a device was not asked and has not: placement, ISA, stores.
-        false => RunRequest {
+        None => RunRequest {
             placement: String::new(),
             isa: String::new(),
             stores: String::new(),
@@ -202,8 +202,9 @@ fn dry_run(
 /// The reproduce lines of a CPU plan; a device has none, nor do unbound
 /// threads (the header says how to run them unbound).
 fn plan_spellings(plan: &plan::Plan) -> Option<spellings::Spellings> {
-    (plan.target.placed_on_host_cpus() && plan.pinned)
-        .then(|| spellings::spell_plan(&plan.cpus, &plan.mem, plan.hugepages))
+    (plan.host_cpus())
+        .filter(|_| plan.pinned)
+        .map(|cpus| spellings::spell_plan(cpus, &plan.mem, plan.hugepages))
 }
 
 /// The run's report: its measurement with the share of the peak (for one

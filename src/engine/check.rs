@@ -108,7 +108,7 @@ pub fn scope_jobs(
 /// memory: STREAM's rule, each array under 4 × the caches of its CPUs.
 fn fits_in_caches(topo: &Topology, plan: &Plan) -> Option<String> {
     // A device's memory is in no host cache: no working CPU, no cache.
-    let cpus = plan.target.working_cpus(&plan.cpus);
+    let cpus = plan.host_cpus().unwrap_or_default();
     let rule = crate::results::StreamRule::over(topo.cache_sum(&cpus.iter().copied().collect()).0);
     (!rule.holds(plan.elements as u64)).then(|| {
         format!(
@@ -274,8 +274,8 @@ pub fn round(
 /// observers.
 pub fn busy_before(jobs: &[ScopeJob], window: Duration) -> Option<String> {
     let cpus: std::collections::BTreeSet<usize> = (jobs.iter())
-        .filter(|j| j.plan.target.placed_on_host_cpus())
-        .flat_map(|j| j.plan.cpus.iter().copied())
+        .filter_map(|j| j.plan.host_cpus())
+        .flat_map(|cpus| cpus.iter().copied())
         .collect();
     crate::observe::busy_while_idle(&cpus.into_iter().collect::<Vec<_>>(), window)
 }

@@ -132,7 +132,7 @@ impl<'a> Engine<'a> {
             _ => rates.into_iter().collect(),
         };
         let peak = plan.target.memory_peak(self.peak.as_ref())?;
-        let cpus = plan.target.working_cpus(&plan.cpus);
+        let cpus = plan.host_cpus().unwrap_or_default();
         Some(PeakUse::new(peak, self.topo, cpus, rates, &plan.target))
     }
 
@@ -166,8 +166,7 @@ impl<'a> Engine<'a> {
     fn measure_by(&mut self, plan: &Plan, by: By, stop: &Stop) -> Result<Measurement> {
         let mut m = self.source_for(by).measure(plan, stop)?;
         // A governor that lowers idle clocks is a reason a run is low.
-        let cpus = plan.target.placed_on_host_cpus().then_some(&plan.cpus[..]);
-        if let Some(saving) = cpus.and_then(|c| self.topo.power.saving_on(c)) {
+        if let Some(saving) = plan.host_cpus().and_then(|c| self.topo.power.saving_on(c)) {
             m.warnings.push(format!(
                 "clock governor {saving}: it lowers the clock between bursts, so rates may be low; STREAM's tutorials set performance (cpupower frequency-set -g performance)"
             ));
@@ -210,18 +209,16 @@ impl<'a> Engine<'a> {
         let payload = Bandwidth {
             source: source.into(),
             stats: Record::stats_of(&runs),
-            peak_unknown: (peak.is_none() && job.plan.target.placed_on_host_cpus())
-                .then(|| crate::peak::unknown_reason(self.topo)),
+            // A device's reason is its backend's warning.
+            peak_unknown: (job.plan.host_cpus())
+                .filter(|_| peak.is_none())
+                .map(|_| crate::peak::unknown_reason(self.topo)),
             peak_gb_s: peak.as_ref().map(|p| p.used_gb_s),
             peak_source: peak.map(|p| p.peak.detail),
             // No host CPU's caches hold a device's arrays.
             cache_per_thread: (self.topo)
-                .cache_per_thread(job.plan.target.working_cpus(&job.plan.cpus)),
-            reproduce: job
-                .plan
-                .target
-                .placed_on_host_cpus()
-                .then(|| job.reproduce()),
+                .cache_per_thread(job.plan.host_cpus().unwrap_or_default()),
+            reproduce: job.plan.host_cpus().map(|_| job.reproduce()),
             runs,
         };
         (point, payload)

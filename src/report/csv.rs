@@ -50,7 +50,7 @@ pub fn render(report: &RunReport) -> Result<String> {
             m.array_elements.to_string(),
             m.ntimes.to_string(),
             // A device has no threads: the cell is empty, not 0.
-            cell(m.target().threads(m.threads.len())),
+            cell(m.host_threads().map(<[_]>::len)),
             m.isa.map_or(String::new(), |i| i.to_string()),
             m.stores.map_or(String::new(), |s| s.to_string()),
             m.validation.passed.to_string(),
@@ -107,20 +107,16 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
             let trust = r.kernel_trust(*kernel);
             let Some(s) = trust.shown() else { continue };
             let ci = s.interval();
-            let placed = r.point.placed_on_host_cpus();
+            let host = r.point.host();
             rows.push([
                 r.schema_version.to_string(),
                 r.host.hostname.clone(),
                 r.experiment.clone(),
                 r.point.placement_text(),
                 // A device has no threads or stores: empty cells, not 0.
-                cell(placed.then_some(r.point.threads)),
+                cell(host.as_ref().map(|h| h.threads)),
                 r.point.mem_text(),
-                if placed {
-                    r.stores_label()
-                } else {
-                    String::new()
-                },
+                host.map_or(String::new(), |_| r.stores_label()),
                 r.point.working_set_per_thread.to_string(),
                 kernel.to_string(),
                 s.n.to_string(),

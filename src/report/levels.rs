@@ -75,7 +75,8 @@ pub fn study(records: &[Record]) -> Option<(Vec<Level>, Vec<Row>)> {
     let sized: Vec<&Record> = records
         .iter()
         .filter(|r| r.point.numa.is_none() && r.point.working_set_per_thread > 0)
-        .filter(|r| r.point.target.is_none())
+        // membw's own team: a program's sizes are its own.
+        .filter(|r| r.point.host().is_some() && r.point.program().is_none())
         .collect();
     let widest = sized.iter().max_by_key(|r| r.point.threads)?;
     let levels = levels(&widest.cache_per_thread);

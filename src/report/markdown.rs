@@ -4,7 +4,6 @@
 use super::export::View;
 use crate::error::Result;
 use crate::results::RunReport;
-use crate::results::targets::Work;
 use std::fmt::Write;
 
 /// A run as a Markdown table, best rate first as STREAM orders columns.
@@ -12,13 +11,13 @@ pub fn run(report: &RunReport) -> String {
     let m = &report.measurement;
     let mut o = String::new();
     let method = m.target().method();
-    let what = match method.work {
-        Work::HostCpus => format!(
+    let what = match m.host_threads() {
+        Some(threads) => format!(
             "{} · {}",
-            crate::units::plural(m.threads.len(), "thread"),
+            crate::units::plural(threads.len(), "thread"),
             report.request.placement
         ),
-        Work::Driven => m.target().describe().unwrap_or_default(),
+        None => m.target().describe().unwrap_or_default(),
     };
     let _ = writeln!(
         o,

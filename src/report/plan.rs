@@ -53,10 +53,9 @@ fn arrays_line(plan: &Plan, topo: &Topology) -> String {
     let total = Bytes(bytes.0 * arrays as u64);
     // A device's arrays are in no host cache: its own memory's rule made
     // its size.
-    let working = plan.target.working_cpus(&plan.cpus);
-    let fit = match working.first() {
+    let fit = match plan.host_cpus() {
         None => "in the device's own memory".into(),
-        Some(_) => {
+        Some(working) => {
             let used = working.iter().copied().collect();
             let rule = crate::results::StreamRule::over(topo.cache_sum(&used).0);
             rule.describe(plan.elements as u64, plan.arrays_needed().len() as u64)
@@ -128,12 +127,9 @@ pub fn render(v: &PlanView) -> String {
         )),
     };
     if let [job] = v.jobs.as_slice()
-        && job.plan.target.method().work == crate::results::targets::Work::Driven
+        && let Some(cpus) = job.plan.host_cpus()
     {
-        driven_plan(&mut o, v.topo, job.plan);
-    } else if let [job] = v.jobs.as_slice() {
         let p = job.plan;
-        let cpus = &p.cpus;
         if let Some(placement) = &v.placement {
             let _ = writeln!(o, "  placement  {placement}");
         }
@@ -154,6 +150,9 @@ pub fn render(v: &PlanView) -> String {
         let isa = isa.unwrap_or_else(|| p.target.isa().map_or("-".into(), |i| i.to_string()));
         let _ = writeln!(o, "  code       {}", code_line(p, &job.stores_reason, &isa));
         let _ = writeln!(o, "  memory     {} · pages {}", p.mem, p.hugepages);
+    } else if let [job] = v.jobs.as_slice() {
+        // What its host's threads do not describe: the device's own plan.
+        driven_plan(&mut o, v.topo, job.plan);
     } else {
         if let Some(isa) = &isa {
             let _ = writeln!(o, "  code       {isa}");

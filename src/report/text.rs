@@ -2,7 +2,6 @@
 //! followed by a short summary for people.
 
 use crate::results::measurement::KernelResult;
-use crate::results::targets::Work;
 use crate::results::{Measurement, PeakUse, RunReport};
 use crate::units::Bytes;
 use std::fmt::Write;
@@ -72,10 +71,10 @@ pub fn render(report: &RunReport) -> String {
     );
     let _ = writeln!(o, " will be used to compute the reported bandwidth.");
     let _ = writeln!(o, "{RULE}");
-    match m.target().method().work {
-        Work::HostCpus => super::run_header::threads_and_placement(&mut o, report),
+    match m.host_threads() {
+        Some(_) => super::run_header::threads_and_placement(&mut o, report),
         // A device has no threads, placement, policy or ISA of the host's.
-        Work::Driven => super::run_header::driven_from(&mut o, report),
+        None => super::run_header::driven_from(&mut o, report),
     }
     let _ = writeln!(o, "{RULE}");
     super::measured::clock_lines(&mut o, m);

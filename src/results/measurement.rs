@@ -368,6 +368,12 @@ impl Measurement {
             .unwrap_or_else(|| Target::of_schema1(self.isa, self.stores))
     }
 
+    /// Where each host thread that did the work ran, where host CPUs did
+    /// it: the run's host part. `None` for a device.
+    pub fn host_threads(&self) -> Option<&[ThreadPlacement]> {
+        self.target().host_part(&self.threads[..])
+    }
+
     /// Another program's run, for `membw exec`.
     pub fn program(&self) -> Option<&ProgramRun> {
         SourceDetail::program(self.detail.as_ref())

@@ -399,7 +399,7 @@ impl Record {
     /// nor do they of a point whose caches or sizes are unknown.
     pub fn band(&self) -> Band {
         let caches: u64 = self.cache_per_thread.values().sum();
-        if !self.point.placed_on_host_cpus() || caches == 0 {
+        if self.point.host().is_none() || caches == 0 {
             return Band::Memory;
         }
         let arrays = (crate::kernels::arrays_used(&self.point.kernels).iter())

@@ -71,6 +71,14 @@ pub struct Point {
     pub target: Option<targets::Target>,
 }
 
+/// The part of a point only host CPUs have (see [`Point::host`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPart {
+    pub threads: usize,
+    /// The placement as it prints (`spread`, `per-l3=1 (rank 1 of 2)`).
+    pub placement: String,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NumaCell {
     pub cpu_node: usize,
@@ -87,10 +95,18 @@ impl Point {
             .and_then(targets::Target::program_label)
     }
 
-    /// Whether host CPUs did the point's work (membw's team, or a
-    /// program): what its threads, placement and policy describe.
-    pub fn placed_on_host_cpus(&self) -> bool {
-        (self.target.as_ref()).is_none_or(targets::Target::placed_on_host_cpus)
+    /// What host CPUs did at the point, where they did its work (membw's
+    /// team, or a program): its threads and their placement. A device's
+    /// point has no host part.
+    pub fn host(&self) -> Option<HostPart> {
+        let part = HostPart {
+            threads: self.threads,
+            placement: self.placement_text(),
+        };
+        match &self.target {
+            Some(target) => target.host_part(part),
+            None => Some(part),
+        }
     }
 
     /// Whether its threads were bound to their CPUs (all but `unpinned`).
@@ -101,11 +117,7 @@ impl Point {
 
     /// What a working set is per: `thread`, or `device`.
     pub fn per(&self) -> &'static str {
-        if self.placed_on_host_cpus() {
-            "thread"
-        } else {
-            "device"
-        }
+        self.host().map_or("device", |_| "thread")
     }
 
     /// The device's name (`sim1`) where a device measured the point.

@@ -514,13 +514,29 @@ fn target_branches(files: &BTreeMap<String, String>) -> Vec<String> {
 }
 
 /// A line that asks what kind of target ran by another name: whether it
-/// is "on the host", or a figure whose zero means "a device" (no sockets
-/// used, no working CPUs, no threads). What a target has is read off its
-/// method (`Target::method`: clock, setup, observers, who works) instead.
+/// is "on the host" or "placed on host CPUs", who does the work, whether a
+/// point has a target at all, or a figure whose zero means "a device" (no
+/// sockets used, no working CPUs, no threads). What a target has is read
+/// off its method (clock, setup, observers) and its host part
+/// (`Plan::host_cpus`, `Point::host`, `Measurement::host_threads`),
+/// present only where host CPUs did the work.
 fn kind_shape(line: &str) -> bool {
     let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
     let zero_tests = ["==0", "!=0", ">0", "<1", ">=1"];
-    compact.contains(".on_host(")
+    let by_name = [
+        ".on_host(",
+        "on_host_cpus(",
+        "placed_on_host_cpus",
+        "working_cpus(",
+        "method().work",
+        "target.is_none()",
+        "target.is_some()",
+    ];
+    // `Work::` as a word (not `OtherWork::`).
+    let work = compact
+        .match_indices("Work::")
+        .any(|(at, _)| !compact[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_'));
+    work || by_name.iter().any(|n| compact.contains(n))
         || (compact.contains("sockets_used") && zero_tests.iter().any(|z| compact.contains(z)))
         || (compact.contains("working_cpus(") && compact.contains(".is_empty()"))
         || (compact.contains("threads()")
@@ -545,6 +561,9 @@ fn only_the_targets_branch_on_a_targets_kind() {
         "fn f(p: &PeakUse) -> bool { p.sockets_used == 0 }",
         "fn f(p: &Plan) -> bool { p.target.working_cpus(&p.cpus).is_empty() }",
         "fn f(p: &Plan) -> bool { p.threads() == 0 }",
+        "fn f(p: &Point) -> bool { p.placed_on_host_cpus() }",
+        "fn f(m: &M) -> bool { m.target().method().work == Work::Driven }",
+        "fn f(r: &Record) -> bool { r.point.target.is_none() }",
     ] {
         let mut files = t.files.clone();
         files.insert("report/csv.rs".into(), planted.into());

@@ -65,12 +65,8 @@ pub(crate) fn device_target(
         crate::plan::StoresRequest::Auto,
         Default::default(),
     );
-    match source.prepare(topo, &settings).ok() {
-        Some(p) if !p.plan.target.placed_on_host_cpus() => {
-            Some(p.plan.target.describe().unwrap_or_default())
-        }
-        _ => None,
-    }
+    // Only a target the host's threads do not describe has a line of its own.
+    (source.prepare(topo, &settings).ok()).and_then(|p| p.plan.target.describe())
 }
 
 /// `--backend`: what the arrays are on and how kernels run over them,

@@ -66,7 +66,7 @@ pub fn context(records: &[Record]) -> Vec<(String, String)> {
             "theoretical peak".into(),
             match (first.peak_gb_s, &first.peak_source) {
                 // A device's peak is its own memory's, and says so.
-                (Some(p), Some(src)) if !first.point.placed_on_host_cpus() => {
+                (Some(p), Some(src)) if first.point.host().is_none() => {
                     format!("{p:.1} GB/s: {src}")
                 }
                 (Some(p), Some(src)) => format!("{p:.1} GB/s for the sockets used; {src}"),

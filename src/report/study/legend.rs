@@ -56,10 +56,7 @@ fn legend_of(records: Vec<&Record>, long: bool) -> String {
         }
         false => format!("GB/s: mean ± 95 % CI ({runs}) of the runs' best rates\n"),
     };
-    let devices = records
-        .iter()
-        .filter(|r| !r.point.placed_on_host_cpus())
-        .count();
+    let devices = records.iter().filter(|r| r.point.host().is_none()).count();
     let (set, peak) = match devices {
         0 => (
             "set/thread: bytes of all arrays per thread",

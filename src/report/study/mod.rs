@@ -177,7 +177,7 @@ struct TargetColumns {
 
 impl TargetColumns {
     fn of(records: &[&Record]) -> TargetColumns {
-        let cpus = records.iter().any(|r| r.point.placed_on_host_cpus());
+        let cpus = records.iter().any(|r| r.point.host().is_some());
         TargetColumns {
             devices: records.iter().any(|r| r.point.device_name().is_some()),
             host_mem: !cpus && records.iter().any(|r| r.point.mem.is_some()),
@@ -215,11 +215,11 @@ fn target_cells(r: &Record, placement: String, columns: TargetColumns) -> Vec<St
     if columns.host_mem {
         cells.push(format!("{}{}", mem(), legend::own_node_mark(r)));
     }
-    match r.point.placed_on_host_cpus() {
-        false if columns.cpus => cells.extend(["-".into(), "-".into(), mem(), "-".into()]),
-        false => {}
-        true => cells.extend([
-            r.point.threads.to_string(),
+    match r.point.host() {
+        None if columns.cpus => cells.extend(["-".into(), "-".into(), mem(), "-".into()]),
+        None => {}
+        Some(host) => cells.extend([
+            host.threads.to_string(),
             placement,
             r.point.mem_text(),
             r.stores_label(),
@@ -382,7 +382,7 @@ pub fn summary_laid_out(
             (Some(s), true) => super::reproduce_block("Reproduce it:", s),
             // Unbound threads have no placement to reproduce in other
             // tools' words: the command that ran them is the recipe.
-            (_, false) if best.point.placed_on_host_cpus() => format!(
+            (_, false) if best.point.host().is_some() => format!(
                 "Its threads were not pinned: no placement to reproduce. Run it again with:\n  {}\n",
                 rerun_command(best)
             ),

@@ -60,10 +60,10 @@ impl Axis {
     fn value(self, r: &Record) -> String {
         let p = &r.point;
         match self {
-            Axis::Threads if p.placed_on_host_cpus() => p.threads.to_string(),
-            Axis::Placement if p.placed_on_host_cpus() => p.placement_text(),
+            Axis::Threads => p.host().map_or("-".into(), |h| h.threads.to_string()),
+            Axis::Placement => p.host().map_or("-".into(), |h| h.placement),
             Axis::Mem => p.mem_text(),
-            Axis::Stores if p.placed_on_host_cpus() => r.stores_label(),
+            Axis::Stores => p.host().map_or("-".into(), |_| r.stores_label()),
             Axis::Size => match p.working_set_per_thread {
                 0 => "-".into(),
                 b => format!("{}/{}", Bytes(b), p.per()),
@@ -72,7 +72,6 @@ impl Axis {
             Axis::Program => p.program().unwrap_or("membw").to_string(),
             Axis::Device => p.device_name().unwrap_or("-").to_string(),
             Axis::File => r.file.clone().unwrap_or_else(|| "-".into()),
-            _ => "-".into(),
         }
     }
 }

@@ -197,23 +197,13 @@ impl Target {
         self.method().on_host_cpus()
     }
 
-    /// The host CPUs, of those a plan runs on, that do the work: all of
-    /// them for the CPU team or a program, none for a device.
-    pub fn working_cpus<'a>(&self, cpus: &'a [usize]) -> &'a [usize] {
-        if self.on_host() { cpus } else { &[] }
-    }
-
-    /// CPU threads that do the work, of `threads` the plan runs; `None`
-    /// where the target has none to count (a device): an empty cell, not 0.
-    pub fn threads(&self, threads: usize) -> Option<usize> {
-        self.on_host().then_some(threads)
-    }
-
-    /// Whether a run of it is described by host threads and their
-    /// placement (its request's placement, ISA and stores, its reproduce
-    /// lines): what a device, driven by one host thread, has none of.
-    pub fn placed_on_host_cpus(&self) -> bool {
-        self.on_host()
+    /// `part` of a run that only host CPUs have (their CPUs, threads,
+    /// placement), where host CPUs do the work (the CPU team, a
+    /// program); `None` for a device, whose one host thread only drives
+    /// it. What a renderer or judge prints and judges is the part that is
+    /// present; none asks what kind of target ran.
+    pub fn host_part<T>(&self, part: T) -> Option<T> {
+        self.on_host().then_some(part)
     }
 
     /// Whether a health check splits it by the host's memory domains (the
@@ -387,7 +377,7 @@ mod tests {
             r#"{"kind":"device","backend":"sim","index":1,"name":"sim1"}"#
         );
         assert!(!device.on_host());
-        assert_eq!(device.working_cpus(&[3]), &[] as &[usize]);
+        assert_eq!(device.host_part(&[3][..]), None);
         assert_eq!(device.memory_peak(None).unwrap().per_socket_gb_s, 400.0);
         assert_eq!(device.label(), "device sim1");
         let cpu = Target::cpu(Isa::Avx2, StoreMode::Nt);
