@@ -3,8 +3,8 @@
 
 use crate::engine::Source;
 use crate::error::{Error, Result};
+use crate::kernels::KernelId;
 use crate::kernels::gpu_builds::{ShapeChoice, ShapeId};
-use crate::kernels::{Isa, KernelId};
 use crate::memory::Hugepages;
 use crate::peak::{self, PeakRequest};
 use crate::placement::{self, omp::Bind};
@@ -431,32 +431,6 @@ impl PeakArgs {
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum IsaArg {
-    Auto,
-    Avx512,
-    Avx2,
-    Sse2,
-    Sve,
-    Neon,
-    Scalar,
-}
-
-impl IsaArg {
-    pub(crate) fn isa(self) -> Option<Isa> {
-        match self {
-            IsaArg::Auto => None,
-            IsaArg::Avx512 => Some(Isa::Avx512),
-            IsaArg::Avx2 => Some(Isa::Avx2),
-            IsaArg::Sse2 => Some(Isa::Sse2),
-            IsaArg::Sve => Some(Isa::Sve),
-            IsaArg::Neon => Some(Isa::Neon),
-            IsaArg::Scalar => Some(Isa::Scalar),
-        }
-    }
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
 pub(crate) enum StoresArg {
     /// Non-temporal when each array is larger than the last-level cache
     Auto,
@@ -475,8 +449,6 @@ impl StoresArg {
         }
     }
 }
-
-pub(crate) use super::values::*;
 
 /// How to get a membw with MPI: the install form when this one was
 /// installed by cargo (rebuilding in the tree would not replace it).

@@ -6,7 +6,7 @@ use super::args::PeakArgs;
 use super::common::{check_writable, print, render_as, stop_flag, write_atomic};
 use super::health_protocol::ProtocolArgs;
 use crate::engine::check::{self, Reference};
-use crate::engine::device_scopes::every_device;
+use crate::engine::scopes::every_device;
 use crate::engine::verdict;
 use crate::engine::{Engine, Source};
 use crate::error::{Error, Result};
@@ -254,7 +254,7 @@ pub(crate) fn check(args: CheckArgs) -> Result<()> {
 
 /// What the node is held against, with the scopes measured for it.
 struct CheckPlan<'a> {
-    jobs: Vec<check::ScopeJob>,
+    jobs: Vec<crate::engine::scopes::ScopeJob>,
     reference: Reference<'a>,
     /// The reference in words, for the verdict.
     against: String,
@@ -440,7 +440,7 @@ fn run_check(args: &CheckArgs) -> Result<()> {
 /// scopes once, one device after another.
 /// The pairs' copies after the rounds, as their number and seconds.
 fn budget_split(
-    jobs: &[check::ScopeJob],
+    jobs: &[crate::engine::scopes::ScopeJob],
     checked: &check::Checked,
     (pairs, pairs_s): (usize, f64),
 ) -> String {
@@ -460,7 +460,7 @@ fn budget_split(
 }
 
 /// The largest arrays of the jobs, elements: a set's pairs copy as many.
-fn largest(jobs: &[check::ScopeJob]) -> usize {
+fn largest(jobs: &[crate::engine::scopes::ScopeJob]) -> usize {
     jobs.iter().map(|j| j.plan.elements).max().unwrap_or(0)
 }
 

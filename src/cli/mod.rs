@@ -16,7 +16,6 @@ mod latency;
 mod latency_values;
 mod peers;
 mod placed;
-mod resume;
 mod run;
 mod run_set;
 mod signals;

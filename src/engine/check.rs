@@ -4,119 +4,17 @@
 //! keeps every round, the check stops as soon as the rules say.
 
 use super::Engine;
+use super::scopes::{ScopeJob, domains, fits_in_caches, plan_for};
 use crate::error::{Error, Result};
 use crate::health::rules::{self, Balance, Bests, Finding, Next, Slowest};
 use crate::health::{Baseline, BaselineError, Rates, Scope, ScopeBaseline};
 use crate::kernels::{KernelId, StoreMode};
-use crate::memory::policy::{MemPolicy, Policy};
-use crate::placement::{self, Spec};
-use crate::plan::{self, Measure, Plan, Settings, StoresRequest};
+use crate::plan::{Measure, Plan, StoresRequest};
 use crate::results::Measurement;
 use crate::sys::Stop;
 use crate::topology::Topology;
-use crate::topology::cpulist::IdSet;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-/// One scope, ready to measure.
-pub struct ScopeJob {
-    pub scope: Scope,
-    pub plan: Plan,
-}
-
-/// The NUMA domains a scope is measured in: those with CPUs and memory this
-/// process may use. One domain is the node itself, so none is listed then.
-pub fn domains(topo: &Topology) -> Vec<usize> {
-    let ids: Vec<usize> = topo
-        .nodes
-        .iter()
-        .filter(|n| n.cpus.intersects(&topo.allowed_cpus) && topo.allowed_mems.contains(n.id))
-        .map(|n| n.id)
-        .collect();
-    if ids.len() < 2 { Vec::new() } else { ids }
-}
-
-/// A scope's plan: every allowed core (one thread per core) on local memory,
-/// or one domain's cores bound to its memory.
-pub(super) fn plan_for(
-    prepare: &plan::Prepare,
-    scope: Scope,
-    measure: &Measure,
-    stores: StoresRequest,
-) -> Result<Plan> {
-    let (cpu_nodes, mem) = match scope {
-        Scope::Node | Scope::Device(_) => (None, MemPolicy::default()),
-        Scope::HostLink(_, n) => (None, MemPolicy::uniform(Policy::Bind(IdSet::new(vec![n])))),
-        Scope::Numa(n) => (
-            Some(IdSet::new(vec![n])),
-            MemPolicy::uniform(Policy::Bind(IdSet::new(vec![n]))),
-        ),
-    };
-    let request = placement::Request {
-        spec: Spec::Default,
-        threads: None,
-        smt: false,
-        cpu_nodes,
-    };
-    Ok(prepare(&Settings::new(measure, request, stores, mem))?.plan)
-}
-
-/// The scopes of a new baseline (or a check without one): the node, then
-/// each domain, sized by STREAM's rule for the cores of each unless
-/// `measure` fixes the elements, which must then leave the caches.
-pub fn scope_jobs(
-    topo: &Topology,
-    measure: &Measure,
-    prepare: &plan::Prepare,
-) -> Result<Vec<ScopeJob>> {
-    // A backend whose target is a device measures the device, whole, and
-    // its host link from every memory node.
-    let (memory, link) = super::device_scopes::device_kernels(measure);
-    let probe = Measure {
-        kernels: if memory.is_empty() {
-            link.clone()
-        } else {
-            memory.clone()
-        },
-        ..measure.clone()
-    };
-    let whole = plan_for(prepare, Scope::Node, &probe, StoresRequest::Auto)?;
-    if !whole.target.checked_by_numa_domain() {
-        return super::device_scopes::device_jobs(topo, measure, prepare, whole, memory, link);
-    }
-    let domains = domains(topo).into_iter().map(|n| {
-        let plan = plan_for(prepare, Scope::Numa(n), measure, StoresRequest::Auto)?;
-        Ok((Scope::Numa(n), plan))
-    });
-    std::iter::once(Ok((Scope::Node, whole)))
-        .chain(domains)
-        .map(|scoped: Result<(Scope, Plan)>| {
-            let (scope, plan) = scoped?;
-            if let Some(why) = fits_in_caches(topo, &plan) {
-                return Err(Error::input(
-                    crate::error::Input::Size,
-                    plan.elements.to_string(),
-                    format!("{why} (in the {scope} scope); give a larger size, or none for STREAM's rule"),
-                ));
-            }
-            Ok(ScopeJob { scope, plan })
-        })
-        .collect()
-}
-
-/// Why arrays of this plan would measure the caches rather than the
-/// memory: STREAM's rule, each array under 4 × the caches of its CPUs.
-fn fits_in_caches(topo: &Topology, plan: &Plan) -> Option<String> {
-    // A device's memory is in no host cache: no working CPU, no cache.
-    let cpus = plan.host_cpus().unwrap_or_default();
-    let rule = crate::results::StreamRule::over(topo.cache_sum(&cpus.iter().copied().collect()).0);
-    (!rule.holds(plan.elements as u64)).then(|| {
-        format!(
-            "{}, so a health check would measure the caches, not the memory",
-            rule.describe(plan.elements as u64, plan.arrays_needed().len() as u64)
-        )
-    })
-}
 
 /// The scopes a baseline names, sized, stored and repeated as it says.
 /// What this node cannot measure as the baseline says (a NUMA node it

@@ -10,10 +10,10 @@
 //! ([`tune::search`]). Latency: [`latency::measure`].
 
 pub mod check;
-pub mod device_scopes;
 pub mod latency_probes;
 pub mod probe;
 pub mod program_source;
+pub mod scopes;
 pub mod session;
 pub mod set_source;
 pub mod source;

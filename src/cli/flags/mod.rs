@@ -6,11 +6,10 @@
 //! a flag never means one thing in one command and another elsewhere.
 //! `tests/cli/layers.rs` fails on a second definition site of any name here.
 
-use super::args::IsaArg;
 use crate::error::{Error, Result};
-use crate::kernels::KernelId;
+use crate::kernels::{Isa, KernelId};
 use crate::memory::Hugepages;
-use clap::Args;
+use clap::{Args, ValueEnum};
 use std::time::Duration;
 
 mod backend;
@@ -167,7 +166,7 @@ pub(crate) struct Pages {
     #[arg(
         long,
         value_delimiter = ',',
-        value_parser = super::args::parse_hugepages,
+        value_parser = super::values::parse_hugepages,
         help_heading = "Measurement"
     )]
     // A study keeps the page sizes it measured, `auto` where none was given
@@ -413,6 +412,32 @@ pub(crate) struct FakeSource {
     /// for tests
     #[arg(long, hide = true, value_name = "RATE")]
     pub(crate) fake_source: Option<String>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum IsaArg {
+    Auto,
+    Avx512,
+    Avx2,
+    Sse2,
+    Sve,
+    Neon,
+    Scalar,
+}
+
+impl IsaArg {
+    pub(crate) fn isa(self) -> Option<Isa> {
+        match self {
+            IsaArg::Auto => None,
+            IsaArg::Avx512 => Some(Isa::Avx512),
+            IsaArg::Avx2 => Some(Isa::Avx2),
+            IsaArg::Sse2 => Some(Isa::Sse2),
+            IsaArg::Sve => Some(Isa::Sve),
+            IsaArg::Neon => Some(Isa::Neon),
+            IsaArg::Scalar => Some(Isa::Scalar),
+        }
+    }
 }
 
 #[cfg(test)]

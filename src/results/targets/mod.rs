@@ -206,13 +206,6 @@ impl Target {
         self.on_host().then_some(part)
     }
 
-    /// Whether a health check splits it by the host's memory domains (the
-    /// CPU team: the node, then each NUMA node on its own memory) rather
-    /// than by what a device has (its memory, its link from each node).
-    pub fn checked_by_numa_domain(&self) -> bool {
-        self.on_host()
-    }
-
     /// The elements its backend sized its arrays to by its own rule, where
     /// they are its own memory's (a device): what a sweep keeps at every
     /// point. `None` for the CPU team, whose size comes from the host.

@@ -4,7 +4,7 @@
 //! refused, naming each setting that differs, so one file never mixes two
 //! studies.
 
-use super::sweep::SweepArgs;
+use super::SweepArgs;
 use crate::error::{Error, Result};
 use crate::results::study::{Study, SweepStudy};
 use std::path::Path;
@@ -32,10 +32,10 @@ fn stored_settings(path: &Path, study: &Study, defaults: &SweepStudy) -> Result<
         return Err(unreadable("no settings".into()));
     };
     let argv = ["membw", "sweep"].into_iter().map(String::from);
-    let cli = <super::Cli as clap::Parser>::try_parse_from(argv.chain(args.iter().cloned()))
+    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(argv.chain(args.iter().cloned()))
         .map_err(|e| unreadable(e.kind().to_string()))?;
     match cli.command {
-        super::Command::Sweep(args) => args.study(),
+        crate::cli::Command::Sweep(args) => args.study(),
         _ => Err(unreadable("not a sweep".into())),
     }
 }
@@ -103,9 +103,9 @@ mod tests {
 
     fn parsed(args: &[&str]) -> SweepArgs {
         let argv = ["membw", "sweep"].iter().chain(args);
-        match <super::super::Cli as clap::Parser>::try_parse_from(argv) {
-            Ok(super::super::Cli {
-                command: super::super::Command::Sweep(args),
+        match <crate::cli::Cli as clap::Parser>::try_parse_from(argv) {
+            Ok(crate::cli::Cli {
+                command: crate::cli::Command::Sweep(args),
                 ..
             }) => args,
             Ok(_) => panic!("not a sweep"),

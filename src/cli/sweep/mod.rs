@@ -2,6 +2,8 @@
 //! policies, store modes, sizes, the NUMA matrix, other programs) measured
 //! with repeats into a results file, resumable.
 
+mod resume;
+
 use super::args::{MeasureArgs, PeakArgs};
 use super::common::{file_error, print, read_topology, signal_name, stop_flag};
 use super::flags::NumaCells;
@@ -210,7 +212,7 @@ pub(crate) fn sweep(mut args: SweepArgs) -> Result<()> {
         crate::say!("{line}");
     }
     let args = match args.resume.resume.clone() {
-        Some(path) => super::resume::resumed(&path, args, &defaults)?,
+        Some(path) => resume::resumed(&path, args, &defaults)?,
         None => args,
     };
     sweep_study(args)
