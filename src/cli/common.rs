@@ -244,8 +244,11 @@ pub(crate) fn print_plan(
 /// existing one to append to (a torn last line from a crash is dropped
 /// first). The run becomes one record, the same shape as a sweep's, so
 /// that `report` and `compare` read it.
-pub(crate) fn open_run_output(path: &std::path::Path) -> Result<crate::results::file::ResultsFile> {
-    use crate::results::file::{ResultsFile, parse_record};
+pub(crate) fn open_run_output(
+    path: &std::path::Path,
+) -> Result<crate::results::append::ResultsFile> {
+    use crate::results::append::ResultsFile;
+    use crate::results::file::parse_record;
     let (mut file, torn) =
         ResultsFile::open_or_create(path, |text| parse_record(text).map(|r| r.point.key()))
             .map_err(|e| file_error(e, "--output"))?;

@@ -197,7 +197,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
                 )));
             }
             let pivot = turned(&args, &records, kernel)?;
-            let plots = report::plot::bandwidth::plots(&records, kernel);
+            let plots = report::plot::plots(&records, kernel);
             let dir = beside();
             write_plots(&dir, &plots, args.png)?;
             let doc = export::View::Study {

@@ -8,7 +8,6 @@ use super::env;
 use crate::engine::program_source::ExecSource;
 use crate::engine::{BandwidthSession, Engine, Job};
 use crate::error::{Error, Result};
-use crate::memory::policy as mempolicy;
 use crate::peak;
 use crate::plan::{self, StoresRequest};
 use crate::results::{Host, Point};
@@ -60,7 +59,8 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     let topo = super::common::read_topology(None)?;
     let vars = env::Vars::from_process();
     let placement = args.placement.placement(&vars)?;
-    let (mem_written, mem) = mempolicy::parse_written(&args.mem.one_policy("exec")?, &topo)?;
+    let (mem_written, mem) =
+        crate::memory::written::parse_written(&args.mem.one_policy("exec")?, &topo)?;
     // The program sizes its own arrays: the plan only places it.
     let plan = plan::placement_only(&topo, &placement.request, mem)
         .map_err(|e| placement.name_error(e))?;

@@ -14,9 +14,9 @@ use crate::latency::LatencyPlan;
 use crate::latency::load::{self, LoadedPlan};
 use crate::latency::record::{self, C2cLine, LatencyStudy};
 use crate::memory::Hugepages;
-use crate::memory::policy::{self as mempolicy, Policy};
+use crate::memory::policy::Policy;
 use crate::placement::Written;
-use crate::results::file::ResultsFile;
+use crate::results::append::ResultsFile;
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
 use crate::units::Bytes;
@@ -196,7 +196,7 @@ fn latency_request(args: &LatencyArgs, topo: &Topology) -> Result<LatencyRequest
             "--numa-matrix measures every memory node in turn; leave --mem out",
         ));
     }
-    let policy = mempolicy::parse(&args.mem.one_policy("latency")?, topo)?;
+    let policy = crate::memory::written::parse(&args.mem.one_policy("latency")?, topo)?;
     let whole = policy.arrays[0].clone();
     if policy.arrays.iter().any(|p| *p != whole) {
         return Err(Error::about(

@@ -26,7 +26,6 @@ mod version;
 mod writing;
 
 use crate::error::{Error, Input, Result};
-use crate::memory::policy as mempolicy;
 use crate::peak;
 use crate::placement::{self, spellings};
 use crate::report;
@@ -294,7 +293,7 @@ pub(crate) fn size_reading() -> Option<String> {
 
 fn place(args: PlaceArgs) -> Result<()> {
     let topo = read_topology(args.sysroot.dir())?;
-    let mem = mempolicy::parse(&args.mem.one_policy("place")?, &topo)?;
+    let mem = crate::memory::written::parse(&args.mem.one_policy("place")?, &topo)?;
     let placement = args.placement.placement(&env::Vars::from_process())?;
     let cpus =
         placement::resolve(&topo, &placement.request).map_err(|e| placement.name_error(e))?;

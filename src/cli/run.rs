@@ -7,7 +7,6 @@ use super::env;
 use super::flags::Chosen;
 use crate::engine::{Engine, stores_check};
 use crate::error::Result;
-use crate::memory::policy as mempolicy;
 use crate::peak;
 use crate::placement::identity::PlacementId;
 use crate::placement::spellings;
@@ -350,7 +349,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     )?;
     let (mem_text, stores) = m.single("run")?;
     let placement = args.placement.placement(&env::Vars::from_process())?;
-    let (mem_written, mem) = mempolicy::parse_written(&mem_text, &topo)?;
+    let (mem_written, mem) = crate::memory::written::parse_written(&mem_text, &topo)?;
     let settings = Settings::new(
         &m.measure(args.kernels.or(super::flags::Kernels::STREAM)),
         placement.request.clone(),

@@ -8,10 +8,9 @@ use crate::engine::tune_search::{self, TuneSpec};
 use crate::engine::{BandwidthSession, Engine};
 use crate::error::{Error, Result};
 use crate::kernels::KernelId;
-use crate::memory::policy as mempolicy;
 use crate::peak;
 use crate::report::{self};
-use crate::results::file::ResultsFile;
+use crate::results::append::ResultsFile;
 use crate::results::{Host, Record};
 use clap::Args;
 
@@ -56,7 +55,7 @@ pub(crate) struct TuneArgs {
 fn tune_spec(args: &TuneArgs, topo: &crate::topology::Topology) -> Result<TuneSpec> {
     let m = &args.measure;
     let mem_text = m.one_mem("tune")?;
-    let mem = mempolicy::parse_written(&mem_text, topo)?;
+    let mem = crate::memory::written::parse_written(&mem_text, topo)?;
     let mut measure = m.measure(vec![args.kernel.kernel.unwrap_or(KernelId::Triad)]);
     // One array size for every candidate: STREAM's rule for all allowed CPUs.
     measure.elements = measure.elements.or_else(|| {

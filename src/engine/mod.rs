@@ -310,7 +310,7 @@ mod tests {
         MACHINE.get_or_init(|| crate::topology::fixture::machine("xeon-e5-2680v3-2s").1)
     }
 
-    fn session(file: Option<crate::results::file::ResultsFile>) -> BandwidthSession {
+    fn session(file: Option<crate::results::append::ResultsFile>) -> BandwidthSession {
         let topo = machine();
         Session::new(
             "sweep",
@@ -360,13 +360,13 @@ mod tests {
         let path = dir.path().join("s.jsonl");
         let mut source = fake();
         let mut engine = Engine::new(topo, &mut source, None);
-        let file = crate::results::file::ResultsFile::create(&path).unwrap();
+        let file = crate::results::append::ResultsFile::create(&path).unwrap();
         let mut first = session(Some(file));
         engine
             .run(&jobs[..2], 1, &mut first, &mut |_, _| {})
             .unwrap();
         drop(first);
-        let (file, _) = crate::results::file::ResultsFile::resume(&path).unwrap();
+        let (file, _) = crate::results::append::ResultsFile::resume(&path).unwrap();
         let mut sink = session(Some(file));
         let outcome = engine.run(&jobs, 1, &mut sink, &mut |_, _| {}).unwrap();
         assert_eq!((outcome.written, outcome.skipped), (jobs.len() - 2, 2));

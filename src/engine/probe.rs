@@ -79,7 +79,7 @@ pub fn drive<P: Probe>(
 mod tests {
     use super::*;
     use crate::results::Host;
-    use crate::results::file::ResultsFile;
+    use crate::results::append::ResultsFile;
 
     #[derive(Debug, Clone, PartialEq, Serialize)]
     struct Numbered(u32);

@@ -6,7 +6,7 @@
 
 use super::Stop;
 use crate::error::{Error, Result};
-use crate::results::file::ResultsFile;
+use crate::results::append::ResultsFile;
 use crate::results::{Envelope, Host};
 use serde::Serialize;
 use std::collections::HashSet;

@@ -13,15 +13,11 @@
 //!   these nodes in these shares (any kernel: one mbind per range);
 //! - per array: `a=bind:0,b=bind:1,c=interleave:all` (unnamed arrays: local).
 
-use super::written::PolicySpec;
-use crate::error::{Error, Input, Result};
 use crate::kernels::{ARRAYS, ArrayId};
 use crate::sys::MemPolicyMode;
-use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Policy {
@@ -61,13 +57,6 @@ pub fn expected_shares(policy: &Policy) -> Option<BTreeMap<usize, f64>> {
         }
         Policy::Split(parts) => Some(parts.iter().map(|p| (p.node, p.share())).collect()),
         _ => None,
-    }
-}
-
-impl fmt::Display for Policy {
-    /// As written, its nodes listed: `bind:0-1`, `split:0=75%,2=25%`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", super::written::ArrayPolicy::from(self))
     }
 }
 
@@ -144,30 +133,6 @@ impl MemPolicy {
             p => Some(p.numactl()),
         }
     }
-}
-
-impl fmt::Display for MemPolicy {
-    /// As written with its nodes listed: one policy, or per array (d,
-    /// striad's 4th array, named only when it is not local, so the
-    /// three-array policies read as they always have).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", PolicySpec::from(self))
-    }
-}
-
-/// Parses `--mem` against the topology: nodes must exist and be allowed by
-/// the cpuset.
-pub fn parse(text: &str, topo: &Topology) -> Result<MemPolicy> {
-    parse_written(text, topo).map(|(_, policy)| policy)
-}
-
-/// Parses `--mem`: the policy as written (what a point records) and as
-/// resolved on this machine (what is applied).
-pub fn parse_written(text: &str, topo: &Topology) -> Result<(PolicySpec, MemPolicy)> {
-    let err = |m: String| Error::input(Input::Mem, text, m);
-    let spec = PolicySpec::parse(text).map_err(err)?;
-    let policy = spec.resolve(topo).map_err(err)?;
-    Ok((spec, policy))
 }
 
 /// Where one array's pages were found.

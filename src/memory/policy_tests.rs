@@ -1,5 +1,6 @@
 use super::*;
-use crate::memory::written::named_arrays;
+use crate::memory::written::{named_arrays, parse};
+use crate::topology::Topology;
 
 /// Two NUMA nodes (0 and 1); the directory goes when the test ends.
 fn topo() -> (tempfile::TempDir, Topology) {

@@ -6,6 +6,7 @@
 //! machine and gives the [`MemPolicy`] that is applied there.
 
 use super::policy::{MemPolicy, Policy, SplitPart};
+use crate::error::{Error, Input};
 use crate::kernels::{ARRAYS, ArrayId};
 use crate::topology::Topology;
 use crate::topology::cpulist::{IdSet, parse_list};
@@ -392,6 +393,37 @@ fn several_policies(text: &str) -> bool {
             .iter()
             .any(|n| part.trim().to_ascii_lowercase().starts_with(n))
     })
+}
+
+impl fmt::Display for Policy {
+    /// As written, its nodes listed: `bind:0-1`, `split:0=75%,2=25%`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", ArrayPolicy::from(self))
+    }
+}
+
+impl fmt::Display for MemPolicy {
+    /// As written with its nodes listed: one policy, or per array (d,
+    /// striad's 4th array, named only when it is not local, so the
+    /// three-array policies read as they always have).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", PolicySpec::from(self))
+    }
+}
+
+/// Parses `--mem` against the topology: nodes must exist and be allowed by
+/// the cpuset.
+pub fn parse(text: &str, topo: &Topology) -> crate::error::Result<MemPolicy> {
+    parse_written(text, topo).map(|(_, policy)| policy)
+}
+
+/// Parses `--mem`: the policy as written (what a point records) and as
+/// resolved on this machine (what is applied).
+pub fn parse_written(text: &str, topo: &Topology) -> crate::error::Result<(PolicySpec, MemPolicy)> {
+    let err = |m: String| Error::input(Input::Mem, text, m);
+    let spec = PolicySpec::parse(text).map_err(err)?;
+    let policy = spec.resolve(topo).map_err(err)?;
+    Ok((spec, policy))
 }
 
 #[cfg(test)]

@@ -431,7 +431,7 @@ mod tests {
 #[cfg(test)]
 mod tier_tests {
     use super::*;
-    use crate::memory::policy::parse;
+    use crate::memory::written::parse;
 
     #[test]
     fn firmware_bandwidth_bounds_each_placement_by_its_slowest_share() {

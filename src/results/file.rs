@@ -1,15 +1,13 @@
 //! Results files: JSON Lines, one [`Record`] per line, appended and flushed
 //! as each point completes so that a crash loses nothing that completed.
 
-use super::{Record, SCHEMA_VERSION};
+use super::Record;
 use std::fmt;
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 /// The longest line a results file may hold; a record is a few kB.
 pub(super) const MAX_LINE: u64 = 16 << 20;
-
-pub use super::append::{Notice, ResultsFile};
 
 /// Why a results file could not be used.
 #[derive(Debug)]
@@ -289,29 +287,6 @@ pub fn read_lines<T>(
     Ok(out)
 }
 
-/// Refuses a line written by another schema version, by name.
-pub fn check_version(text: &str) -> Result<(), String> {
-    #[derive(serde::Deserialize)]
-    struct Version {
-        schema_version: u32,
-    }
-    match serde_json::from_str::<Version>(text) {
-        Ok(v) => known_version(v.schema_version),
-        _ => Ok(()),
-    }
-}
-
-/// Refuses a document of another schema version, by name.
-pub fn known_version(version: u32) -> Result<(), String> {
-    if version == SCHEMA_VERSION {
-        Ok(())
-    } else {
-        Err(format!(
-            "schema_version {version} is not the version {SCHEMA_VERSION} this membw reads"
-        ))
-    }
-}
-
 /// The `experiment` a line says it belongs to (`sweep`, `latency`, ...).
 pub fn experiment_of(text: &str) -> Option<String> {
     #[derive(serde::Deserialize)]
@@ -324,7 +299,7 @@ pub fn experiment_of(text: &str) -> Option<String> {
 }
 
 pub fn parse_record(text: &str) -> Result<Record, String> {
-    check_version(text)?;
+    super::schema::check_version(text)?;
     if experiment_of(text).as_deref() == Some(super::latency_record::EXPERIMENT) {
         return Err("a latency record among bandwidth records".into());
     }

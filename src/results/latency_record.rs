@@ -355,7 +355,7 @@ pub struct LatencyReport {
 
 /// Reads one line of a latency results file.
 pub fn parse(text: &str) -> Result<LatencyRecord, String> {
-    super::file::check_version(text)?;
+    super::schema::check_version(text)?;
     let r: LatencyRecord = serde_json::from_str(text).map_err(|e| e.to_string())?;
     if r.experiment != EXPERIMENT {
         return Err(format!("a '{}' record among latency records", r.experiment));

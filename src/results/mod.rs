@@ -4,7 +4,7 @@
 //! report renderers and `compare` only read these types. The JSON forms are
 //! documented in the README and versioned by [`SCHEMA_VERSION`].
 
-mod append;
+pub mod append;
 pub mod device_set;
 pub mod estimate;
 pub mod file;
@@ -19,6 +19,7 @@ mod pooled;
 pub mod ranks;
 pub mod read;
 mod run_trust;
+mod schema;
 
 pub mod study;
 pub mod targets;

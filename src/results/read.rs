@@ -9,7 +9,7 @@
 //! - check verdicts (`check --format json`, or one per line: `jsonl`).
 
 use super::file::{
-    FileError, LineReader, Lines, known_version, open_regular, parse_lines, parse_record, take_line,
+    FileError, LineReader, Lines, open_regular, parse_lines, parse_record, take_line,
 };
 use super::latency_record::{self, LatencyRecord};
 use super::{Record, RunReport};
@@ -155,10 +155,12 @@ fn checks(path: &Path, text: &str) -> Result<Read, FileError> {
 
 /// A run document of this schema version.
 fn run_document(path: &Path, mut report: RunReport) -> Result<Read, FileError> {
-    known_version(report.schema_version).map_err(|message| FileError::NotARecord {
-        path: path.to_path_buf(),
-        line: 1,
-        message,
+    super::schema::known_version(report.schema_version).map_err(|message| {
+        FileError::NotARecord {
+            path: path.to_path_buf(),
+            line: 1,
+            message,
+        }
     })?;
     let cpus: Vec<usize> = report.measurement.threads.iter().map(|t| t.cpu).collect();
     if let Some(s) = report.reproduce.as_mut() {

@@ -10,11 +10,10 @@ use super::flags::NumaCells;
 use crate::engine::sweep::{self, NumaMode, SweepSpec};
 use crate::engine::{BandwidthSession, Engine};
 use crate::error::{Error, Result};
-use crate::memory::policy as mempolicy;
 use crate::peak;
 use crate::report::study;
 use crate::results::Host;
-use crate::results::file::ResultsFile;
+use crate::results::append::ResultsFile;
 use crate::units::plural;
 use clap::Args;
 use std::path::PathBuf;
@@ -255,7 +254,7 @@ fn sweep_spec(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<Swee
         smt: axes.smt.smt,
         mems: mem_axis(args, topo)?
             .into_iter()
-            .map(|text| mempolicy::parse_written(&text, topo))
+            .map(|text| crate::memory::written::parse_written(&text, topo))
             .collect::<Result<_>>()?,
         stores: m.stores(),
         hugepages: m.page_sizes(),

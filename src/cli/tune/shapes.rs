@@ -8,7 +8,6 @@ use crate::engine::{Engine, Source};
 use crate::error::{Error, Result};
 use crate::kernels::KernelId;
 use crate::kernels::gpu_builds::ShapeChoice;
-use crate::memory::policy as mempolicy;
 use crate::plan::{Prepared, Settings};
 use crate::report::export::Format;
 use crate::report::shapes::{self, ShapeSearch};
@@ -55,7 +54,7 @@ pub(super) fn tune_shapes(
         .map_or_else(|| BABELSTREAM_KERNELS.to_vec(), |k| vec![k]);
     let mut measure = m.measure(kernels);
     measure.shapes = ShapeChoice::Every;
-    let (_, mem) = mempolicy::parse_written(&m.one_mem("tune")?, topo)?;
+    let (_, mem) = crate::memory::written::parse_written(&m.one_mem("tune")?, topo)?;
     let request = crate::placement::Request {
         spec: crate::placement::Spec::Default,
         threads: None,

@@ -422,3 +422,59 @@ pub(super) fn size_axis_chart<'a, 'b>(
     draw_series(&mut chart, series)?;
     Some(chart)
 }
+
+/// The plots of a bandwidth results file for one kernel: vs threads, vs
+/// working set, and the NUMA matrices, each where the records vary so.
+pub fn plots(
+    records: &[crate::results::Record],
+    kernel: crate::kernels::KernelId,
+) -> Vec<crate::report::Plot> {
+    let name = kernel.spec().name;
+    let mut out = Vec::new();
+    if let Some(svg) = bandwidth::threads_plot(records, kernel) {
+        out.push(crate::report::Plot {
+            title: format!("{name} bandwidth vs threads"),
+            file: format!("{name}-threads.svg"),
+            svg,
+        });
+    }
+    if let Some(svg) = bandwidth::sizes_plot(records, kernel) {
+        out.push(crate::report::Plot {
+            title: format!("{name} bandwidth vs working set per thread"),
+            file: format!("{name}-sizes.svg"),
+            svg,
+        });
+    }
+    if let Some(svg) = bandwidth::far_share_plot(records) {
+        out.push(crate::report::Plot {
+            title: "bandwidth vs far-memory share".into(),
+            file: "far-share.svg".into(),
+            svg,
+        });
+    }
+    if let Some(svg) = kernels::kernels_plot(records) {
+        out.push(crate::report::Plot {
+            title: "every kernel, one panel each".into(),
+            file: "kernels.svg".into(),
+            svg,
+        });
+    }
+    if let Some(svg) = kernels::kernels_bars(records) {
+        out.push(crate::report::Plot {
+            title: "every kernel, by configuration".into(),
+            file: "kernels-bars.svg".into(),
+            svg,
+        });
+    }
+    for (i, (title, svg)) in bandwidth::numa_plots(records, kernel)
+        .into_iter()
+        .enumerate()
+    {
+        out.push(crate::report::Plot {
+            title,
+            file: format!("{name}-numa-{}.svg", if i == 0 { "a" } else { "b" }),
+            svg,
+        });
+    }
+    out
+}
