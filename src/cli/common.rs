@@ -156,8 +156,8 @@ pub(crate) fn check_program(name: &str) -> Result<()> {
 /// The document in `format` (`--format`, which offers only the formats
 /// that have a form for the command's document).
 pub(crate) fn render_as(
-    format: crate::report::export::Format,
-    doc: &crate::report::export::View,
+    format: crate::report::view::Format,
+    doc: &crate::report::view::View,
 ) -> Result<Vec<u8>> {
     let missing = || {
         Error::Runtime(format!(

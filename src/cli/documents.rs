@@ -5,7 +5,7 @@
 use super::common::{print, read_document, render_as, write_file, write_plots};
 use crate::error::{Error, Result};
 use crate::kernels::KernelId;
-use crate::report::export::{self, Comparison, Format};
+use crate::report::view::{self, Comparison, Format};
 use crate::report::{self, study};
 use crate::results::read::Document;
 use crate::results::{Record, RunReport};
@@ -200,7 +200,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             let plots = report::plot::plots(&records, kernel);
             let dir = beside();
             write_plots(&dir, &plots, args.png)?;
-            let doc = export::View::Study {
+            let doc = view::View::Study {
                 records: &records,
                 kernel,
                 plots: &plots,
@@ -227,7 +227,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             let dir = beside();
             let plots = report::latency_tables::plots(&records);
             write_plots(&dir, &plots, args.png)?;
-            let doc = export::View::LatencyStudy {
+            let doc = view::View::LatencyStudy {
                 records: &records,
                 plots: &plots,
                 dir: &dir,
@@ -246,7 +246,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
                 report::nodes::document(&run_documents(docs)?, args.outlier.outlier)
                     .map_err(Error::Usage)?;
             write_plots(&dir, &plots, args.png)?;
-            let doc = export::View::Nodes {
+            let doc = view::View::Nodes {
                 text: &text,
                 plots: &plots,
                 dir: &dir,
@@ -359,7 +359,7 @@ fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
     let text = report::history::render(&fleet, kernel, files.len(), tolerance);
     show(
         args,
-        &export::View::Nodes {
+        &view::View::Nodes {
             text: &text,
             plots: &plots,
             dir: &dir,
@@ -383,7 +383,7 @@ fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
 }
 
 /// Prints the report in `--format`, and writes the `--html` page.
-fn show(args: &ReportArgs, doc: &export::View) -> Result<()> {
+fn show(args: &ReportArgs, doc: &view::View) -> Result<()> {
     print(render_as(args.form.format, doc)?)?;
     if let Some(html) = &args.html {
         write_file(html, &render_as(Format::Html, doc)?)?;
@@ -407,7 +407,7 @@ pub(crate) struct CompareArgs {
 }
 
 pub(crate) fn compare(args: CompareArgs) -> Result<()> {
-    let show = |c: Comparison| print(render_as(args.form.format, &export::View::Compare(c))?);
+    let show = |c: Comparison| print(render_as(args.form.format, &view::View::Compare(c))?);
     let (a, b) = match (read_document(&args.a)?, read_document(&args.b)?) {
         (Document::Run(a), Document::Run(b)) => return show(Comparison::Runs { a: &a, b: &b }),
         (Document::Latency(a), Document::Latency(b)) => {

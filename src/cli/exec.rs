@@ -133,7 +133,7 @@ pub(crate) fn exec(args: ExecArgs) -> Result<()> {
     };
     print(&super::common::render_as(
         args.form.format,
-        &crate::report::export::View::Exec(view),
+        &crate::report::view::View::Exec(view),
     )?)?;
     match failures.first() {
         Some(why) => Err(Error::Validation(why.clone())),

@@ -57,7 +57,7 @@ pub(crate) fn baseline(args: BaselineArgs) -> Result<()> {
     // The baseline is made and written: a printout that fails says so.
     print(render_as(
         args.form.format,
-        &crate::report::export::View::Baseline(&baseline),
+        &crate::report::view::View::Baseline(&baseline),
     )?)
     .map_err(|e| not_judged(e, &format!("{written}, but printing it failed")))
 }
@@ -141,7 +141,7 @@ fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
         memory_errors: matches!(topo.memory_errors, MemoryErrors::Counted { .. })
             .then(|| topo.memory_errors.clone()),
     };
-    let json = crate::report::json::pretty(&baseline)?;
+    let json = crate::report::pretty(&baseline)?;
     let file = args.baseline_file()?;
     write_atomic(file, "--output", json.as_bytes())?;
     let written = format!("baseline in {}", file.display());
@@ -163,7 +163,7 @@ fn fleet_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
     write_atomic(
         args.baseline_file()?,
         "--output",
-        crate::report::json::pretty(&baseline)?.as_bytes(),
+        crate::report::pretty(&baseline)?.as_bytes(),
     )?;
     let written = format!(
         "baseline of {} nodes in {}",
@@ -475,7 +475,7 @@ fn emit(args: &CheckArgs, verdict: &Verdict) -> Result<()> {
     if !(args.quiet.quiet && (verdict.healthy || !verdict.judged)) {
         print(&render_as(
             args.form.format,
-            &crate::report::export::View::Check(verdict),
+            &crate::report::view::View::Check(verdict),
         )?)?;
     }
     match &verdict.reason {

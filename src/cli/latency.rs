@@ -160,7 +160,7 @@ pub(crate) fn latency(args: LatencyArgs) -> Result<()> {
     }
     print(&super::common::render_as(
         args.form.format,
-        &crate::report::export::View::Latency(&doc),
+        &crate::report::view::View::Latency(&doc),
     )?)?;
     if let Some(p) = &args.prom.prom {
         super::common::write_atomic(p, "--prom", crate::report::prom::latency(&doc).as_bytes())?;

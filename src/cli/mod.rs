@@ -307,7 +307,7 @@ fn place(args: PlaceArgs) -> Result<()> {
     };
     print(common::render_as(
         args.form.format,
-        &report::export::View::Place(&view),
+        &report::view::View::Place(&view),
     )?)
 }
 
@@ -348,7 +348,7 @@ fn topo(args: TopoArgs) -> Result<()> {
     let xids = GpuXids::of(&topo);
     print(common::render_as(
         args.form.format,
-        &report::export::View::Topo {
+        &report::view::View::Topo {
             topo: &topo,
             peak: peak.as_ref(),
             gpu_memory: &gpu_memory,

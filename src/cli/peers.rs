@@ -125,7 +125,7 @@ pub(crate) fn peers(args: PeersArgs) -> Result<()> {
     };
     print(super::common::render_as(
         args.form.format,
-        &crate::report::export::View::Peers(&report),
+        &crate::report::view::View::Peers(&report),
     )?)?;
     match report.wrong().first() {
         Some(w) => Err(Error::Validation(format!(

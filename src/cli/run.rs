@@ -420,7 +420,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     }
     print(common::render_as(
         args.form.format,
-        &report::export::View::Run {
+        &report::view::View::Run {
             report: &report,
             quiet: args.quiet.quiet,
         },

@@ -12,7 +12,7 @@ use crate::engine::together::TogetherSource;
 use crate::engine::{BandwidthSession, Engine, Job};
 use crate::error::{Error, Result};
 use crate::plan::{Plan, Prepared, Settings};
-use crate::report::export::{Format, View};
+use crate::report::view::{Format, View};
 use crate::results::device_set::DeviceSetReport;
 use crate::results::{Point, RunReport, RunResult};
 use crate::topology::Topology;

@@ -194,7 +194,7 @@ pub(crate) fn tune(args: TuneArgs) -> Result<()> {
     let view = tune_view(&args, &trials, &session.records, &ranked, &searched);
     print(super::common::render_as(
         args.form.format,
-        &report::export::View::Tune(&view),
+        &report::view::View::Tune(&view),
     )?)?;
     if let Some(line) = super::common::trust_summary(&session.records) {
         crate::say!("membw: {line}");

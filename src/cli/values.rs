@@ -3,7 +3,8 @@
 
 use crate::kernels::KernelId;
 use crate::memory::Hugepages;
-use crate::report::export::{Format, formats_for};
+use crate::report::export::formats_for;
+use crate::report::view::Format;
 
 /// `--hugepages` values: `auto`, `thp`, `never`, `2M`, `1G`.
 pub(crate) fn parse_hugepages(text: &str) -> std::result::Result<Hugepages, String> {

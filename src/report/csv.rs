@@ -251,15 +251,15 @@ fn write<const N: usize>(
 /// The CSV exporter: runs and latency points; nothing for `exec`.
 pub struct Csv;
 
-impl super::export::TextExporter for Csv {
-    fn format(&self) -> super::export::Format {
-        super::export::Format::Csv
+impl super::view::TextExporter for Csv {
+    fn format(&self) -> super::view::Format {
+        super::view::Format::Csv
     }
     fn commands(&self) -> &'static [&'static str] {
         &["run", "latency", "report"]
     }
-    fn render(&self, doc: &super::export::View) -> Option<Result<String>> {
-        use super::export::View;
+    fn render(&self, doc: &super::view::View) -> Option<Result<String>> {
+        use super::view::View;
         match doc {
             View::Run { report, .. } => Some(render(report)),
             View::Latency(report) => Some(latency(&report.records)),

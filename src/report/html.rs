@@ -2,8 +2,8 @@
 //! fetched): the host and configuration, the results, the plots.
 
 use super::Plot;
-use super::export::View;
 use super::study::{self, escape};
+use super::view::View;
 use crate::error::Result;
 use std::fmt::Write;
 
@@ -66,9 +66,9 @@ fn preformatted(text: &str) -> String {
 /// The HTML exporter: `membw report --format html`, and `--html FILE`.
 pub struct Html;
 
-impl super::export::TextExporter for Html {
-    fn format(&self) -> super::export::Format {
-        super::export::Format::Html
+impl super::view::TextExporter for Html {
+    fn format(&self) -> super::view::Format {
+        super::view::Format::Html
     }
     fn commands(&self) -> &'static [&'static str] {
         &["report"]

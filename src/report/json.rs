@@ -1,17 +1,9 @@
 //! The JSON documents (schemas in the README): pretty-printed, one newline
 //! at the end.
 
-use crate::error::{Error, Result};
+use super::pretty;
+use crate::error::Result;
 use crate::results::RunReport;
-use serde::Serialize;
-
-/// Any document as pretty JSON.
-pub fn pretty<T: Serialize>(value: &T) -> Result<String> {
-    let mut s = serde_json::to_string_pretty(value)
-        .map_err(|e| Error::Runtime(format!("writing JSON: {e}")))?;
-    s.push('\n');
-    Ok(s)
-}
 
 /// `membw run --json`.
 pub fn render(report: &RunReport) -> Result<String> {
@@ -21,17 +13,17 @@ pub fn render(report: &RunReport) -> Result<String> {
 /// The JSON exporter: each command's document, pretty-printed.
 pub struct Json;
 
-impl super::export::TextExporter for Json {
-    fn format(&self) -> super::export::Format {
-        super::export::Format::Json
+impl super::view::TextExporter for Json {
+    fn format(&self) -> super::view::Format {
+        super::view::Format::Json
     }
     fn commands(&self) -> &'static [&'static str] {
         &[
             "run", "exec", "latency", "check", "baseline", "topo", "place", "peers",
         ]
     }
-    fn render(&self, doc: &super::export::View) -> Option<Result<String>> {
-        use super::export::View;
+    fn render(&self, doc: &super::view::View) -> Option<Result<String>> {
+        use super::view::View;
         Some(match doc {
             View::Run { report, .. } => render(report),
             // One line: the record a results file holds, so that report

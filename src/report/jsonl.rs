@@ -2,7 +2,7 @@
 //! `membw report`. A run or exec is its document on one line; a study or a
 //! latency run is its records, one per line, as in a results file.
 
-use super::export::View;
+use super::view::View;
 use crate::error::{Error, Result};
 use serde::Serialize;
 
@@ -21,9 +21,9 @@ fn lines<T: Serialize>(values: impl IntoIterator<Item = T>) -> Result<String> {
 /// The JSON Lines exporter.
 pub struct Jsonl;
 
-impl super::export::TextExporter for Jsonl {
-    fn format(&self) -> super::export::Format {
-        super::export::Format::Jsonl
+impl super::view::TextExporter for Jsonl {
+    fn format(&self) -> super::view::Format {
+        super::view::Format::Jsonl
     }
     fn commands(&self) -> &'static [&'static str] {
         &[

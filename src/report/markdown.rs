@@ -1,7 +1,7 @@
 //! Markdown, to paste into an issue, a wiki page or a lab report: a run's
 //! kernels as a table with the setup above it; latency's tables as a block.
 
-use super::export::View;
+use super::view::View;
 use crate::error::Result;
 use crate::results::RunReport;
 use std::fmt::Write;
@@ -94,9 +94,9 @@ pub fn run(report: &RunReport) -> String {
 /// The Markdown exporter.
 pub struct Markdown;
 
-impl super::export::TextExporter for Markdown {
-    fn format(&self) -> super::export::Format {
-        super::export::Format::Markdown
+impl super::view::TextExporter for Markdown {
+    fn format(&self) -> super::view::Format {
+        super::view::Format::Markdown
     }
     fn commands(&self) -> &'static [&'static str] {
         &["run", "latency", "report", "compare", "sweep"]
@@ -117,7 +117,7 @@ impl super::export::TextExporter for Markdown {
             } => Some(Ok(super::study::markdown(
                 records,
                 *kernel,
-                &super::export::links(plots, dir),
+                &super::view::links(plots, dir),
                 *pivot,
             ))),
             View::Summary { records, kernel } => {
@@ -132,7 +132,7 @@ impl super::export::TextExporter for Markdown {
             ))),
             View::Nodes { text, plots, dir } => {
                 let mut o = format!("```text\n{text}```\n");
-                for (title, path) in super::export::links(plots, dir) {
+                for (title, path) in super::view::links(plots, dir) {
                     let _ = writeln!(o, "\n![{title}]({path})");
                 }
                 Some(Ok(o))

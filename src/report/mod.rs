@@ -35,6 +35,7 @@ pub mod text;
 pub mod tiers;
 pub mod topo;
 pub mod tune_verdict;
+pub mod view;
 
 use crate::placement::spellings::{self, Spellings};
 use crate::results::estimate::{Change, Comparison};
@@ -112,4 +113,12 @@ pub fn change_word(c: &Comparison) -> String {
         Change::NoChange => "no change".into(),
         Change::NotResolved => "not resolved".into(),
     }
+}
+
+/// Any document as pretty JSON.
+pub fn pretty<T: serde::Serialize>(value: &T) -> crate::error::Result<String> {
+    let mut s = serde_json::to_string_pretty(value)
+        .map_err(|e| crate::error::Error::Runtime(format!("writing JSON: {e}")))?;
+    s.push('\n');
+    Ok(s)
 }

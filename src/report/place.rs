@@ -66,7 +66,7 @@ pub fn json(v: &PlaceView) -> crate::error::Result<String> {
         "threads": threads,
         "spellings": v.spellings,
     });
-    super::json::pretty(&doc)
+    super::pretty(&doc)
 }
 
 /// The last-level cache domains (an EPYC's CCXs, a Xeon's socket-wide L3),

@@ -300,9 +300,9 @@ fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> St
 /// The text exporter: what people read in a terminal.
 pub struct Text;
 
-impl super::export::TextExporter for Text {
-    fn format(&self) -> super::export::Format {
-        super::export::Format::Text
+impl super::view::TextExporter for Text {
+    fn format(&self) -> super::view::Format {
+        super::view::Format::Text
     }
     fn commands(&self) -> &'static [&'static str] {
         &[
@@ -310,8 +310,8 @@ impl super::export::TextExporter for Text {
             "place", "tune", "peers",
         ]
     }
-    fn render(&self, doc: &super::export::View) -> Option<crate::error::Result<String>> {
-        use super::export::View;
+    fn render(&self, doc: &super::view::View) -> Option<crate::error::Result<String>> {
+        use super::view::View;
         Some(Ok(match doc {
             View::Run {
                 report,

@@ -105,7 +105,7 @@ pub fn json(
         gpu_memory,
         xids,
     };
-    super::json::pretty(&report)
+    super::pretty(&report)
 }
 
 fn or_unknown(b: Option<Bytes>) -> String {

@@ -16,6 +16,7 @@ pub mod peak;
 pub mod peers;
 mod point;
 mod pooled;
+mod rank_measurement;
 pub mod ranks;
 pub mod read;
 mod run_trust;

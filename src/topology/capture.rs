@@ -72,7 +72,7 @@ pub fn capture(source: &Path, dest: &Path) -> io::Result<usize> {
         }
         for file in super::pci::CAPTURED_FILES {
             if let Ok(bytes) = fs::read(source.join(&function).join(file)) {
-                super::fixture::write_creating(&dest.join(&function).join(file), &bytes)?;
+                super::files::write_creating(&dest.join(&function).join(file), &bytes)?;
                 count += 1;
             }
         }
@@ -92,7 +92,7 @@ fn copy_tree(source: &Path, dest: &Path, rel: &Path, depth: usize) -> io::Result
         let Ok(bytes) = fs::read(&from) else {
             return Ok(0);
         };
-        super::fixture::write_creating(&dest.join(rel), &bytes)?;
+        super::files::write_creating(&dest.join(rel), &bytes)?;
         return Ok(1);
     }
     if !meta.is_dir() || depth > 3 {

@@ -1,7 +1,7 @@
 //! What this process's cgroups say: the tightest memory limit on its path,
 //! and how long CPU limits have throttled it.
 
-use super::sysfs::Reader;
+use super::files::Reader;
 use crate::units::Bytes;
 use std::path::{Path, PathBuf};
 

@@ -4,7 +4,7 @@
 //! the platform's driver gives one. What NHC's `check_hw_mcelog` and the
 //! sites' node checks read beside bandwidth; world-readable, no root.
 
-use super::sysfs::Reader;
+use super::files::Reader;
 use serde::{Deserialize, Serialize};
 
 /// Where the counters live under the root.

@@ -7,9 +7,9 @@
 //! every core (socket by socket, node by node), then the second threads in
 //! the same order, so CPU `c` and `c + cores` are SMT siblings.
 
+use super::files::write_creating;
 use crate::topology::cpulist::format_ranges;
 use serde::{Deserialize, Serialize};
-use std::fs;
 use std::io;
 use std::path::Path;
 
@@ -473,18 +473,10 @@ impl MachineSpec {
 /// A machine from tests/fixtures, written to a temporary tree and read back:
 /// unit tests that need a topology use one of these rather than the machine
 /// they happen to run on. The tree lives as long as the returned directory.
-/// Writes a file, creating the directories above it.
-pub(super) fn write_creating(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir)?;
-    }
-    fs::write(path, bytes)
-}
-
 #[cfg(test)]
 pub(crate) fn machine(name: &str) -> (tempfile::TempDir, super::Topology) {
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{name}.json"));
-    let text = fs::read_to_string(&spec).unwrap_or_else(|e| panic!("{}: {e}", spec.display()));
+    let text = std::fs::read_to_string(&spec).unwrap_or_else(|e| panic!("{}: {e}", spec.display()));
     let spec = MachineSpec::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("a temporary directory: {e}"));
     spec.write(dir.path())

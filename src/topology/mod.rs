@@ -17,6 +17,7 @@ pub mod clock;
 pub mod cpulist;
 pub mod dimms;
 pub mod edac;
+mod files;
 pub mod fixture;
 pub mod kernel_log;
 pub mod pci;
@@ -27,8 +28,8 @@ pub mod tiers;
 pub mod weights;
 
 pub use cgroup::cpu_throttled;
+pub use files::{MAX_FILE_BYTES, read_bounded};
 use sysfs::NO_CPU;
-pub use sysfs::{MAX_FILE_BYTES, read_bounded};
 
 use crate::units::Bytes;
 use cpulist::IdSet;

@@ -12,7 +12,7 @@
 //! vendor's: NVIDIA's runs today (`cuda`); the others say they do not.
 
 use super::cpulist::{IdSet, parse_list};
-use super::sysfs::Reader;
+use super::files::Reader;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -305,7 +305,7 @@ pub(super) fn write_fixture(
             ("max_link_width", format!("{}\n", g.max.width)),
         ];
         for (name, text) in files {
-            super::fixture::write_creating(&base.join(name), text.as_bytes())?;
+            super::files::write_creating(&base.join(name), text.as_bytes())?;
         }
     }
     Ok(())

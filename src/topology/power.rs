@@ -4,7 +4,7 @@
 //! a `powersave` node may be the clock, not the memory.
 
 use super::cpulist::IdSet;
-use super::sysfs::Reader;
+use super::files::Reader;
 use serde::Serialize;
 
 const CPU_DIR: &str = "sys/devices/system/cpu";

@@ -3,7 +3,7 @@
 //! as Linux exposes it under `nodeN/access0/initiators/`), memory-side
 //! caches, and the system's weighted-interleave weights (Linux 6.9+).
 
-use super::sysfs::{NODE_DIR, Reader};
+use super::files::{NODE_DIR, Reader};
 use crate::units::Bytes;
 use serde::Serialize;
 use std::collections::BTreeMap;

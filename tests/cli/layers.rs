@@ -823,26 +823,13 @@ fn sibling_circles(files: &BTreeMap<String, String>) -> BTreeSet<String> {
     circles
 }
 
-/// The circles between sibling files that stand today, each to be taken
-/// apart (issue 64): a new one fails the test below, and so does one
-/// taken apart and left listed.
-const KNOWN_CIRCLES: [&str; 3] = [
-    "report: csv export html json jsonl markdown place text topo",
-    "results: measurement ranks",
-    "topology: cgroup fixture pci power sysfs tiers",
-];
-
 #[test]
-fn no_new_circle_between_sibling_files() {
+fn no_circle_between_sibling_files() {
     let t = tree();
     let circles = sibling_circles(&t.files);
-    let known: BTreeSet<String> = KNOWN_CIRCLES.iter().map(|s| s.to_string()).collect();
-    let new: Vec<&String> = circles.difference(&known).collect();
-    let gone: Vec<&String> = known.difference(&circles).collect();
-    assert!(new.is_empty(), "new circles between sibling files: {new:?}");
     assert!(
-        gone.is_empty(),
-        "taken apart: strike from KNOWN_CIRCLES: {gone:?}"
+        circles.is_empty(),
+        "circles between sibling files (a piece both need goes to the lower one, or to a file of its own): {circles:?}"
     );
     // The check finds a circle where there is one.
     let mut with = t.files.clone();

@@ -2,7 +2,7 @@
 //! where results go, in which form, how much is printed, and whether
 //! anything is measured at all.
 
-use crate::report::export::Format;
+use crate::report::view::Format;
 use clap::Args;
 
 /// `--dry-run` (run, sweep, tune).

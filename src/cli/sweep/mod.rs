@@ -371,7 +371,7 @@ fn sweep_study(args: SweepArgs) -> Result<()> {
         .map_err(super::common::input_file_error)?
         .records;
     if let Some(kernel) = study::primary_kernel(&records) {
-        let doc = crate::report::export::View::Summary {
+        let doc = crate::report::view::View::Summary {
             records: &records,
             kernel,
         };

@@ -9,8 +9,8 @@ use crate::error::{Error, Result};
 use crate::kernels::KernelId;
 use crate::kernels::gpu_builds::ShapeChoice;
 use crate::plan::{Prepared, Settings};
-use crate::report::export::Format;
 use crate::report::shapes::{self, ShapeSearch};
+use crate::report::view::Format;
 use crate::topology::Topology;
 
 /// BabelStream's five kernels: what a shape search times where no

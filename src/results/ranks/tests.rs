@@ -1,6 +1,7 @@
 //! The per-node table, aggregate and slow-node decisions on hand-made ranks.
 
 use super::*;
+use crate::kernels::StoreMode;
 
 /// A rank that moved `gb` GB per repetition in `times` seconds.
 fn rank(rank: usize, host: &str, cpus: Vec<usize>, times: Vec<f64>) -> RankRun {
