@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="994a03faef56b49f98362c144bbbb3af41b47c8d91bbe587c09f679ddd366d34")
+    version("0.1.0", sha256="6ac09a0c24fedc8a54c9a2555d23b55dee08c482c4b827caf0502128201709d0")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
