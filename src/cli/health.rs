@@ -300,7 +300,7 @@ fn plan_check<'a>(
     }
     let jobs = every_device(topo, &measure, source)?;
     let domains = (jobs.iter())
-        .filter(|j| matches!(j.scope, crate::health::Scope::Numa(_)))
+        .filter(|j| j.scope.cpu_node().is_some())
         .count()
         >= 2;
     let siblings = source.devices().iter().flatten().count() >= 2;

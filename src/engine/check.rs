@@ -35,7 +35,7 @@ pub fn baseline_jobs(
             let field = |name: &str, problem: String| {
                 BaselineError::field(format!("scopes[{i}]{name}"), problem)
             };
-            if let Scope::Numa(n) = s.scope
+            if let Some(n) = s.scope.cpu_node()
                 && !usable.contains(&n)
             {
                 return Err(field(
@@ -48,17 +48,17 @@ pub fn baseline_jobs(
                 ntimes: baseline.protocol.ntimes,
                 // A device's scopes each keep their own kernels (its
                 // memory's, its link's).
-                kernels: match s.scope {
-                    Scope::Device(_) | Scope::HostLink(..) => s.kernels.keys().copied().collect(),
-                    _ => baseline.protocol.kernels.clone(),
+                kernels: match s.scope.device_index() {
+                    Some(_) => s.kernels.keys().copied().collect(),
+                    None => baseline.protocol.kernels.clone(),
                 },
                 ..measure.clone()
             };
-            let stores = match (s.scope, s.stores) {
+            let stores = match (s.scope.device_index(), s.stores) {
                 // A device has no CPU stores to ask for.
-                (Scope::Device(_) | Scope::HostLink(..), _) => StoresRequest::Auto,
-                (_, StoreMode::Regular) => StoresRequest::Regular,
-                (_, StoreMode::Nt) => StoresRequest::Nt,
+                (Some(_), _) => StoresRequest::Auto,
+                (None, StoreMode::Regular) => StoresRequest::Regular,
+                (None, StoreMode::Nt) => StoresRequest::Nt,
             };
             let prepare = |settings: &_| source.prepare_on(s.scope.device_index(), topo, settings);
             let plan = plan_for(&prepare, s.scope, &m, stores).map_err(|e| match e {
@@ -89,10 +89,7 @@ pub fn baseline_jobs(
                     format!(
                         "is {}, but {} has {} usable cores here",
                         s.threads,
-                        match s.scope {
-                            Scope::Node => "this node".to_string(),
-                            numa => numa.to_string(),
-                        },
+                        s.scope.named(),
                         plan.threads()
                     ),
                 ));

@@ -38,14 +38,10 @@ pub(super) fn plan_for(
     measure: &Measure,
     stores: StoresRequest,
 ) -> Result<Plan> {
-    let (cpu_nodes, mem) = match scope {
-        Scope::Node | Scope::Device(_) => (None, MemPolicy::default()),
-        Scope::HostLink(_, n) => (None, MemPolicy::uniform(Policy::Bind(IdSet::new(vec![n])))),
-        Scope::Numa(n) => (
-            Some(IdSet::new(vec![n])),
-            MemPolicy::uniform(Policy::Bind(IdSet::new(vec![n]))),
-        ),
-    };
+    let cpu_nodes = scope.cpu_node().map(|n| IdSet::new(vec![n]));
+    let mem = (scope.memory_node()).map_or_else(MemPolicy::default, |n| {
+        MemPolicy::uniform(Policy::Bind(IdSet::new(vec![n])))
+    });
     let request = placement::Request {
         spec: Spec::Default,
         threads: None,

@@ -264,16 +264,8 @@ impl Baseline {
                 );
             }
             // A device's scope has no CPU threads, and names its device.
-            match (s.scope, s.threads, &s.device) {
-                (Scope::Device(_) | Scope::HostLink(..), _, None) => {
-                    return field(at("device"), "is missing".into());
-                }
-                (Scope::Device(_) | Scope::HostLink(..), 0, _) => {}
-                (Scope::Device(_) | Scope::HostLink(..), n, _) => {
-                    return field(at("threads"), format!("is {n}: a device has no threads"));
-                }
-                (_, 0, _) => return field(at("threads"), "is 0".into()),
-                _ => {}
+            if let Err((name, problem)) = s.scope.check_recorded(s.threads, s.device.is_some()) {
+                return field(at(name), problem);
             }
             if s.elements == 0 {
                 return field(at("elements"), "is 0".into());

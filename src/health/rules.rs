@@ -207,9 +207,7 @@ pub fn symmetry(bests: &Bests, tolerance: f64) -> Vec<Finding> {
 /// theoretical peak.
 pub fn against_peak(bests: &Bests, peak_gb_s: f64, share: f64) -> Vec<Finding> {
     (bests.iter())
-        .filter(|((scope, kernel), _)| {
-            *kernel == KernelId::Triad && matches!(scope, Scope::Node | Scope::Device(_))
-        })
+        .filter(|((scope, kernel), _)| *kernel == KernelId::Triad && scope.whole_memory())
         .map(|(&(scope, kernel), &measured)| {
             finding(
                 scope,
@@ -263,7 +261,7 @@ pub fn worst(findings: &[Finding]) -> Option<&Finding> {
 /// short, if one did.
 pub fn worst_in_host_memory(findings: &[Finding]) -> Option<&Finding> {
     (findings.iter())
-        .filter(|f| !f.ok && matches!(f.scope, Scope::Node | Scope::Numa(_)))
+        .filter(|f| !f.ok && f.scope.device_index().is_none())
         .filter(|f| f.against != Against::OtherThreads)
         .min_by(|a, b| a.ratio.total_cmp(&b.ratio))
 }
@@ -294,7 +292,7 @@ pub fn diagnosis(f: &Finding, tolerance: f64, findings: &[Finding]) -> String {
     let tol = pct(tolerance);
     let domains_short = findings
         .iter()
-        .filter(|g| !g.ok && matches!(g.scope, Scope::Numa(_)))
+        .filter(|g| !g.ok && g.scope.cpu_node().is_some())
         .map(|g| g.scope)
         .collect::<std::collections::BTreeSet<_>>();
     let one_domain = |n: usize| format!("a memory channel on node {n} is missing or slow");

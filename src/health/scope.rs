@@ -70,6 +70,66 @@ impl Scope {
         }
     }
 
+    /// The NUMA node whose cores a scope runs on, where it is one
+    /// domain's.
+    pub fn cpu_node(&self) -> Option<usize> {
+        match self {
+            Scope::Numa(n) => Some(*n),
+            Scope::Node | Scope::Device(_) | Scope::HostLink(..) => None,
+        }
+    }
+
+    /// The NUMA node whose memory a scope binds, where it binds one: a
+    /// domain's own, or the host buffers of a device's link from it.
+    pub fn memory_node(&self) -> Option<usize> {
+        match self {
+            Scope::Numa(n) | Scope::HostLink(_, n) => Some(*n),
+            Scope::Node | Scope::Device(_) => None,
+        }
+    }
+
+    /// Whether it measures a whole memory (the node's, a device's): what a
+    /// share of the theoretical peak judges.
+    pub fn whole_memory(&self) -> bool {
+        matches!(self, Scope::Node | Scope::Device(_))
+    }
+
+    /// What a message calls it: `this node`, `NUMA node 3`, `device 2`.
+    pub fn named(&self) -> String {
+        match self {
+            Scope::Node => "this node".into(),
+            other => other.to_string(),
+        }
+    }
+
+    /// Its labels for a metric (`scope="numa",numa_node="3"`); a device's
+    /// scope carries its device's labels (`device`: by index).
+    pub fn labels(&self, device: impl Fn(u32) -> String) -> String {
+        match self {
+            Scope::Node => "scope=\"node\"".into(),
+            Scope::Numa(n) => format!("scope=\"numa\",numa_node=\"{n}\""),
+            Scope::Device(i) => device(*i),
+            Scope::HostLink(i, n) => format!("{},host_node=\"{n}\"", device(*i)),
+        }
+    }
+
+    /// Why a recorded scope's threads and device do not fit it, as (the
+    /// field, its problem): a device's scope names its device and has no
+    /// CPU threads; the host's have threads.
+    pub fn check_recorded(
+        &self,
+        threads: usize,
+        names_device: bool,
+    ) -> Result<(), (&'static str, String)> {
+        match (self.device_index(), threads, names_device) {
+            (Some(_), _, false) => Err(("device", "is missing".into())),
+            (Some(_), 0, true) => Ok(()),
+            (Some(_), n, true) => Err(("threads", format!("is {n}: a device has no threads"))),
+            (None, 0, _) => Err(("threads", "is 0".into())),
+            (None, _, _) => Ok(()),
+        }
+    }
+
     /// The same scope of device `index`.
     pub fn of_device(self, index: u32) -> Scope {
         match self {

@@ -172,10 +172,10 @@ pub fn baseline(b: &Baseline) -> String {
                 o,
                 "  {:<w$} {:>7} {:<8} {:>11.2} {:>9.2} {:>6.1} %",
                 s.scope.to_string(),
-                match s.scope {
-                    Scope::Device(_) | Scope::HostLink(..) => "-".to_string(),
-                    _ => s.threads.to_string(),
-                },
+                // A device's scope has no CPU threads.
+                s.scope
+                    .device_index()
+                    .map_or(s.threads.to_string(), |_| "-".into()),
                 k.spec().name,
                 r.median_gb_s,
                 r.best_gb_s,

@@ -546,6 +546,45 @@ fn kind_shape(line: &str) -> bool {
                 .any(|z| compact.contains(&format!("threads(){z}"))))
 }
 
+/// Lines outside the health scopes and the rules that word their findings
+/// which take a scope apart by its variant: the rest asks a scope for
+/// what it has (`device_index`, `cpu_node`, `memory_node`,
+/// `whole_memory`, `labels`).
+fn scope_branches(files: &BTreeMap<String, String>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (path, text) in files {
+        if ["health/scope.rs", "health/rules.rs"].contains(&path.as_str())
+            || path.ends_with("tests.rs")
+        {
+            continue;
+        }
+        for (i, line) in code(text).lines().enumerate() {
+            let variant = ["Scope::Numa(", "Scope::Device(", "Scope::HostLink("]
+                .iter()
+                .any(|v| line.contains(v));
+            let pattern = ["=>", "if let", "matches!", "let Scope::", "while let"]
+                .iter()
+                .any(|p| line.contains(p));
+            if variant && pattern {
+                found.push(format!("src/{path}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn only_the_scopes_take_a_scope_apart() {
+    let t = tree();
+    assert_eq!(scope_branches(&t.files), Vec::<String>::new());
+    let mut files = t.files.clone();
+    files.insert(
+        "report/csv.rs".into(),
+        "fn f(s: Scope) -> bool { matches!(s, Scope::Device(_) | Scope::HostLink(..)) }".into(),
+    );
+    assert_eq!(scope_branches(&files).len(), 1);
+}
+
 #[test]
 fn only_the_targets_branch_on_a_targets_kind() {
     let t = tree();

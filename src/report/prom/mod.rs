@@ -72,12 +72,7 @@ fn scope_labels(scope: Scope, v: &Verdict) -> String {
             labels(&d.labels())
         })
     };
-    match scope {
-        Scope::Node => "scope=\"node\"".into(),
-        Scope::Numa(n) => format!("scope=\"numa\",numa_node=\"{n}\""),
-        Scope::Device(i) => device(i),
-        Scope::HostLink(i, n) => format!("{},host_node=\"{n}\"", device(i)),
-    }
+    scope.labels(device)
 }
 
 /// Labels as Prometheus writes them: `name="value",…`, values escaped.
