@@ -26,6 +26,8 @@ ASSEMBLE_FOR = ["sm_70", "sm_80", "sm_90"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "..", "src", "backend", "cuda", "kernels.cu")
 PTX = os.path.join(HERE, "..", "src", "backend", "cuda", "kernels.ptx")
+# Where kernels.inc (every vendor's kernels) is found.
+SHARED = os.path.join(HERE, "..", "src", "backend", "gpu")
 
 
 def package_dir(name):
@@ -57,7 +59,8 @@ def compile_ptx():
     program = ctypes.c_void_p()
     check(lib, lib.nvrtcCreateProgram(ctypes.byref(program), source,
                                       b"kernels.cu", 0, None, None))
-    options = [f"--gpu-architecture={ARCH}".encode(), b"--std=c++14"]
+    options = [f"--gpu-architecture={ARCH}".encode(), b"--std=c++14",
+               f"--include-path={SHARED}".encode()]
     argv = (ctypes.c_char_p * len(options))(*options)
     status = lib.nvrtcCompileProgram(program, len(options), argv)
     size = ctypes.c_size_t()

@@ -32,6 +32,8 @@ TARGETS = {
 HERE = os.path.dirname(os.path.abspath(__file__))
 DIR = os.path.join(HERE, "..", "src", "backend", "hip")
 SOURCE = os.path.join(DIR, "kernels.cl")
+# Where kernels.inc (every vendor's kernels) is found.
+SHARED = os.path.join(HERE, "..", "src", "backend", "gpu")
 # The kernels the host launches by name (src/kernels/table.rs's and the
 # transfers'), each in every build of src/kernels/gpu_builds.rs that AMD's
 # GPUs have, and the fills, in one build.
@@ -57,7 +59,7 @@ def tool(name):
 def compile_object(target, out):
     run = subprocess.run(
         [CLANG, "-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa",
-         f"-mcpu={target}", "-nogpulib", "-O3", "-Wall", "-Werror",
+         f"-mcpu={target}", "-nogpulib", "-O3", "-Wall", "-Werror", "-I", SHARED,
          "-ffile-prefix-map=" + os.path.dirname(SOURCE) + "=.", "-o", out, SOURCE],
         capture_output=True, text=True)
     if run.returncode != 0:

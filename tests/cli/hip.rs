@@ -52,26 +52,35 @@ fn the_committed_code_objects_are_what_the_source_compiles_to() {
     }
 }
 
-/// `MACRO(name, body)` lines of a kernel source, bodies with the CUDA
-/// build's splat written as the OpenCL build's.
-fn kernels(path: &str) -> Vec<(String, String)> {
+/// The kernels of a source: its `STREAM_KERNEL(`, `REDUCE_KERNEL(` and
+/// `FILL(` lines, by name.
+fn kernels(path: &str) -> Vec<String> {
     let text = std::fs::read_to_string(root().join(path)).unwrap();
     (text.lines())
-        .filter(|l| l.starts_with("STREAM_KERNEL(") || l.starts_with("REDUCE_KERNEL("))
-        .map(|l| {
-            let (name, body) = l.split_once(", ").unwrap();
-            let body = body.replace("splat<V>(s)", "SPLAT(s)");
-            (name.to_string(), body)
+        .filter(|l| {
+            ["STREAM_KERNEL(", "REDUCE_KERNEL(", "FILL("]
+                .iter()
+                .any(|m| l.starts_with(m))
         })
+        .map(|l| l.split([',', ')']).next().unwrap().to_string())
         .collect()
 }
 
 #[test]
-fn the_amd_kernels_are_the_cuda_kernels() {
-    let cuda = kernels("src/backend/cuda/kernels.cu");
-    let hip = kernels("src/backend/hip/kernels.cl");
-    assert_eq!(cuda.len(), 16, "{cuda:?}");
-    assert_eq!(hip, cuda);
+fn every_vendor_compiles_the_one_kernel_source() {
+    // The kernels are written once, and each vendor's source is a
+    // prologue that includes them.
+    let shared = kernels("src/backend/gpu/kernels.inc");
+    assert_eq!(shared.len(), 20, "{shared:?}");
+    for source in ["src/backend/cuda/kernels.cu", "src/backend/hip/kernels.cl"] {
+        assert_eq!(
+            kernels(source),
+            Vec::<String>::new(),
+            "{source} writes kernels of its own"
+        );
+        let text = std::fs::read_to_string(root().join(source)).unwrap();
+        assert!(text.contains("#include \"kernels.inc\""), "{source}");
+    }
     // The same builds, but the L2-only (`.cg`) ones AMD has no hint for.
     let cuda_builds: Vec<String> = builds("src/backend/cuda/kernels.cu")
         .into_iter()

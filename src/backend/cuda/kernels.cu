@@ -1,9 +1,12 @@
 // membw's kernels on an NVIDIA GPU: the same recurrences as the CPU's
 // (src/kernels/table.rs), on doubles, one launch per repetition.
 //
+// The kernels themselves are every vendor's (src/backend/gpu/kernels.inc);
+// this file is their CUDA prologue: loads, stores, walks and builds.
 // Compiled to PTX by tools/cuda_ptx.py with a pinned NVRTC; the driver
 // compiles the PTX for the GPU it finds when the module loads. Edit this
-// file, run the script, and commit both: CI checks that they match.
+// file or kernels.inc, run the script, and commit both: CI checks that
+// they match.
 //
 // Every kernel has the same parameters, so that the host launches each
 // the same way: the six arrays (those it does not use are null), the
@@ -215,29 +218,8 @@ enum { NOW, KEEP, PUT };
   }
 #define STREAM_KERNEL(NAME, BODY) BUILDS(STREAM_BUILD, NAME, BODY, 1)
 
-STREAM_KERNEL(copy, ST(c, i, LD(a, i)))
-STREAM_KERNEL(scale, ST(b, i, s * LD(c, i)))
-STREAM_KERNEL(add, ST(c, i, LD(a, i) + LD(b, i)))
-STREAM_KERNEL(triad, ST(a, i, LD(b, i) + s * LD(c, i)))
-STREAM_KERNEL(write, ST(c, i, splat<V>(s)))
-STREAM_KERNEL(init, ST(a, i, splat<V>(s)))
-STREAM_KERNEL(update, ST(a, i, s * LD(a, i)))
-STREAM_KERNEL(daxpy, ST(a, i, LD(a, i) + s * LD(b, i)))
-STREAM_KERNEL(striad, ST(a, i, LD(b, i) + LD(c, i) * LD(d, i)))
-STREAM_KERNEL(sdaxpy, ST(a, i, LD(a, i) + LD(b, i) * LD(c, i)))
-STREAM_KERNEL(nstream, ST(a, i, LD(a, i) + (LD(b, i) + s * LD(c, i))))
-// The host link moved by the GPU's own threads: h and r are host memory
-// registered with the driver and mapped into the GPU's address space.
-STREAM_KERNEL(h2d_kernel, ST(a, i, LD(h, i)))
-STREAM_KERNEL(d2h_kernel, ST(r, i, LD(b, i)))
-STREAM_KERNEL(bidir_kernel, ST(a, i, LD(h, i)); ST(r, i, LD(b, i)))
-// Every element of one array set to s: first touch and the timing test's
-// a = 2a start from here (`update` with s = 2 is the rest). Untimed, so
-// one build each.
-STREAM_BUILD(fill_a, , 256, TILED(ST(a, i, splat<V>(s)), 4, 2, 0, 0))
-STREAM_BUILD(fill_b, , 256, TILED(ST(b, i, splat<V>(s)), 4, 2, 0, 0))
-STREAM_BUILD(fill_c, , 256, TILED(ST(c, i, splat<V>(s)), 4, 2, 0, 0))
-STREAM_BUILD(fill_d, , 256, TILED(ST(d, i, splat<V>(s)), 4, 2, 0, 0))
+#define SPLAT(v) splat<V>(v)
+#define FILL(NAME, P) STREAM_BUILD(NAME, , 256, TILED(ST(P, i, SPLAT(s)), 4, 2, 0, 0))
 
 // The block's threads' sums into partial[blockIdx.x] (blocks of a power
 // of two threads, at most BOUND; a build bound to 256 runs in blocks of
@@ -260,5 +242,5 @@ STREAM_BUILD(fill_d, , 256, TILED(ST(d, i, splat<V>(s)), 4, 2, 0, 0))
   }
 #define REDUCE_KERNEL(NAME, TERM) BUILDS(REDUCE_BUILD, NAME, sum += total(TERM), 0)
 
-REDUCE_KERNEL(read, LD(a, i))
-REDUCE_KERNEL(dot, LD(a, i) * LD(b, i))
+// The kernels themselves, every vendor's (src/backend/gpu/kernels.inc).
+#include "kernels.inc"

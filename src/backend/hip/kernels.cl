@@ -2,10 +2,12 @@
 // launch shapes as the CUDA build (src/backend/cuda/kernels.cu), written
 // in OpenCL C so that a stock clang compiles them without ROCm.
 //
-// Compiled to one code object per GPU target by tools/hip_code_objects.py
-// with a pinned clang (Debian bookworm's clang-19 and lld-19); HIP loads the
-// one for the GPU it finds (hipModuleLoadData). Edit this file, run the
-// script, and commit the objects with it: CI checks that they match.
+// The kernels themselves are every vendor's (src/backend/gpu/kernels.inc);
+// this file is their OpenCL prologue. Compiled to one code object per GPU
+// target by tools/hip_code_objects.py with a pinned clang (Debian
+// bookworm's clang-19 and lld-19); HIP loads the one for the GPU it finds
+// (hipModuleLoadData). Edit this file or kernels.inc, run the script, and
+// commit the objects with it: CI checks that they match.
 //
 // Without ROCm's device libraries nothing of OpenCL's work-item functions
 // links, so a kernel reads its thread and block from the hardware's
@@ -130,27 +132,7 @@ typedef double2 VEC2;
 // times a vector is every element's product: the CUDA build's operators.
 #define SPLAT(v) ((V)(v))
 
-STREAM_KERNEL(copy, ST(c, i, LD(a, i)))
-STREAM_KERNEL(scale, ST(b, i, s * LD(c, i)))
-STREAM_KERNEL(add, ST(c, i, LD(a, i) + LD(b, i)))
-STREAM_KERNEL(triad, ST(a, i, LD(b, i) + s * LD(c, i)))
-STREAM_KERNEL(write, ST(c, i, SPLAT(s)))
-STREAM_KERNEL(init, ST(a, i, SPLAT(s)))
-STREAM_KERNEL(update, ST(a, i, s * LD(a, i)))
-STREAM_KERNEL(daxpy, ST(a, i, LD(a, i) + s * LD(b, i)))
-STREAM_KERNEL(striad, ST(a, i, LD(b, i) + LD(c, i) * LD(d, i)))
-STREAM_KERNEL(sdaxpy, ST(a, i, LD(a, i) + LD(b, i) * LD(c, i)))
-STREAM_KERNEL(nstream, ST(a, i, LD(a, i) + (LD(b, i) + s * LD(c, i))))
-// The host link moved by the GPU's own threads: h and r are host memory
-// registered with the runtime and mapped into the GPU's address space.
-STREAM_KERNEL(h2d_kernel, ST(a, i, LD(h, i)))
-STREAM_KERNEL(d2h_kernel, ST(r, i, LD(b, i)))
-STREAM_KERNEL(bidir_kernel, ST(a, i, LD(h, i)); ST(r, i, LD(b, i)))
-// Every element of one array set to s (untimed: one build each).
-STREAM_BUILD(fill_a, , TILED(ST(a, i, SPLAT(s)), UNROLL, 2, 0))
-STREAM_BUILD(fill_b, , TILED(ST(b, i, SPLAT(s)), UNROLL, 2, 0))
-STREAM_BUILD(fill_c, , TILED(ST(c, i, SPLAT(s)), UNROLL, 2, 0))
-STREAM_BUILD(fill_d, , TILED(ST(d, i, SPLAT(s)), UNROLL, 2, 0))
+#define FILL(NAME, P) STREAM_BUILD(NAME, , TILED(ST(P, i, SPLAT(s)), UNROLL, 2, 0))
 
 // A double or a pair's sum.
 inline double __attribute__((overloadable)) total(double x) { return x; }
@@ -185,5 +167,5 @@ inline double __attribute__((overloadable)) total(double2 x) {
   KERNEL NAME##SUFFIX(PARAMS) { REDUCE_BODY(WALK) }
 #define REDUCE_KERNEL(NAME, TERM) BUILDS(REDUCE_BUILD, NAME, sum += total(TERM))
 
-REDUCE_KERNEL(read, LD(a, i))
-REDUCE_KERNEL(dot, LD(a, i) * LD(b, i))
+// The kernels themselves, every vendor's (src/backend/gpu/kernels.inc).
+#include "kernels.inc"
