@@ -9,12 +9,18 @@ use super::{Backend, by_name, gpu};
 /// backend [`by_name`] gives.
 pub fn set_by_name(spec: &str) -> std::result::Result<Vec<Box<dyn Backend>>, String> {
     match platform_set(spec)? {
-        Some((platform, indices)) => indices
-            .into_iter()
-            .map(|i| gpu::GpuBackend::make(platform, Some(i)))
-            .collect(),
+        Some(set) => Ok(set_backends(set)),
         None => by_name(spec).map(|b| vec![b]),
     }
+}
+
+/// The backends of a set [`platform_set`] found: each index was found
+/// among the devices the platform counted, so the driver is not asked
+/// again.
+pub fn set_backends((platform, indices): PlatformSet) -> Vec<Box<dyn Backend>> {
+    (indices.into_iter())
+        .map(|i| gpu::GpuBackend::counted(platform, i))
+        .collect()
 }
 
 /// A GPU platform and indices of its devices.
@@ -81,9 +87,9 @@ pub fn for_rank(
 ) -> std::result::Result<Vec<Box<dyn Backend>>, String> {
     if let Some((platform, indices)) = platform_set(spec)?.filter(|(_, d)| d.len() > 1) {
         let mine = share_of_set(&indices, local_rank, local_size)?;
-        return (mine.iter())
-            .map(|&i| gpu::GpuBackend::make(platform, Some(i)))
-            .collect();
+        return Ok((mine.iter())
+            .map(|&i| gpu::GpuBackend::counted(platform, i))
+            .collect());
     }
     match local_rank {
         Some(l) if !spec.contains(':') && !["cpu", "portable"].contains(&spec) => {

@@ -378,11 +378,6 @@ impl MeasureArgs {
         self.backend.for_rank(launch)
     }
 
-    /// `--backend`, for the commands that take a device set.
-    pub(crate) fn backend_arg(&self) -> &super::flags::BackendArg {
-        &self.backend
-    }
-
     /// The backends --backend names, made once, where membw's kernels
     /// measure in this process alone (not the fake, not one of `ranks`).
     pub(crate) fn chosen(&self, ranks: bool) -> Result<Option<super::flags::Chosen>> {

@@ -62,8 +62,8 @@ impl ProtocolArgs {
     /// (`--backend cuda:all`), one after another.
     pub(super) fn source(&self, topo: &Topology) -> Result<Box<dyn Source>> {
         use crate::engine::set_source::DeviceSetSource;
-        if let Some(spec) = self.node_gpus() {
-            let set = crate::backend::set_by_name(&spec).map_err(crate::error::Error::Runtime)?;
+        if let Some(gpus) = self.node_gpus() {
+            let set = crate::backend::set_backends(gpus);
             return Ok(Box::new(DeviceSetSource::with_host(set, topo)?));
         }
         use super::flags::Chosen;
@@ -81,7 +81,7 @@ impl ProtocolArgs {
     /// where --backend was not given (nor --no-gpus); none where no
     /// runtime loads or none sees a GPU. The tests' simulated node stands
     /// for them where `MEMBW_SIM_DEVICE` sets it up.
-    fn node_gpus(&self) -> Option<String> {
+    fn node_gpus(&self) -> Option<crate::backend::PlatformSet> {
         if self.backend_given || self.no_gpus || self.fake() {
             return None;
         }
@@ -92,18 +92,22 @@ impl ProtocolArgs {
         crate::backend::PLATFORMS
             .iter()
             .filter(|p| (p.vendor().is_none()) == simulated)
-            .map(|p| format!("{}:all", p.name()))
-            .find(|spec| {
-                matches!(crate::backend::platform_set(spec),
-                    Ok(Some((_, devices))) if !devices.is_empty())
+            .find_map(|p| {
+                let set = crate::backend::platform_set(&format!("{}:all", p.name()));
+                set.ok()
+                    .flatten()
+                    .filter(|(_, devices)| !devices.is_empty())
             })
     }
 
-    /// The device set whose pairs are probed: --backend's, or the node's
-    /// GPUs.
-    fn pair_spec(&self) -> String {
-        self.node_gpus()
-            .unwrap_or_else(|| self.backend.spec().to_string())
+    /// The device set whose pairs are probed: the node's GPUs, or
+    /// --backend's.
+    fn pair_set(&self) -> Option<crate::backend::PlatformSet> {
+        (self.node_gpus()).or_else(|| {
+            crate::backend::platform_set(self.backend.spec())
+                .ok()
+                .flatten()
+        })
     }
 
     /// A device set's GPU↔GPU pairs, copy engine one way, three
@@ -116,10 +120,9 @@ impl ProtocolArgs {
         stop: &crate::sys::Stop,
     ) -> Result<Vec<crate::results::peers::PeerCell>> {
         use crate::backend::gpu::peers;
-        let set = crate::backend::platform_set(&self.pair_spec())
-            .ok()
-            .flatten();
-        let Some((platform, devices)) = set.filter(|(_, d)| d.len() > 1 && !self.fake()) else {
+        let Some((platform, devices)) =
+            self.pair_set().filter(|(_, d)| d.len() > 1 && !self.fake())
+        else {
             return Ok(Vec::new());
         };
         let plan = peers::PeerPlan {

@@ -309,7 +309,6 @@ fn run_device_set(
         run_report(topo, engine, request, measured, plan)
     };
     let req = super::run_set::SetRequest {
-        spec: m.backend_arg().spec(),
         format: args.form.format,
         output: args.output.output.as_deref(),
         outlier: args.outlier.outlier,

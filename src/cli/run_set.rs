@@ -19,7 +19,6 @@ use crate::topology::Topology;
 
 /// What a device set's run was asked, beside the settings.
 pub(super) struct SetRequest<'a> {
-    pub spec: &'a str,
     pub format: Format,
     pub output: Option<&'a std::path::Path>,
     pub outlier: f64,
@@ -54,12 +53,13 @@ fn alone(
     settings: &Settings,
     req: &SetRequest,
     stop: &crate::sys::Stop,
-) -> Result<(RunReport, Plan)> {
+) -> Result<(RunReport, Plan, Box<dyn Backend>)> {
     let mut source = StreamSource { backend };
     let mut engine = Engine::new(topo, &mut source, None);
     let Prepared { plan, .. } = engine.prepare(settings)?;
     let m = engine.measure(&plan, stop)?;
-    Ok(((req.report)(&engine, m, &plan), plan))
+    let report = (req.report)(&engine, m, &plan);
+    Ok((report, plan, source.backend))
 }
 
 /// `-o FILE`: a run as one record of the results file. The record's
@@ -100,9 +100,12 @@ pub(super) fn run(
         None => None,
     };
     let mut alone_reports = Vec::new();
+    // Each backend again, at once: the set is not resolved a second time.
+    let mut measured = Vec::with_capacity(n);
     for backend in backends {
         let name = backend.name();
-        let (report, plan) = alone(topo, backend, settings, req, &stop)?;
+        let (report, plan, backend) = alone(topo, backend, settings, req, &stop)?;
+        measured.push(backend);
         let device = plan.target.device_name().unwrap_or(name).to_string();
         for w in &report.measurement.warnings {
             crate::say!("membw: warning: {device} alone: {w}");
@@ -124,10 +127,7 @@ pub(super) fn run(
         }
     }
     // All at once: every device again, its timed kernels in step.
-    let mut together = TogetherSource::new(
-        crate::backend::set_by_name(req.spec).map_err(Error::Usage)?,
-        req.outlier,
-    );
+    let mut together = TogetherSource::new(measured, req.outlier);
     let at_once = {
         let mut engine = Engine::new(topo, &mut together, None);
         let Prepared { plan, .. } = engine.prepare(settings)?;

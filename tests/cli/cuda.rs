@@ -349,3 +349,28 @@ fn peer_copies_go_through_the_driver_and_a_pair_without_p2p_is_staged() {
     let said = std::fs::read_to_string(&log).unwrap();
     assert_eq!(said.matches("peer access enabled").count(), 4, "{said}");
 }
+
+/// A `--backend` value is resolved once: a set of three GPUs asks the
+/// driver for its devices no more often than one GPU does (each made
+/// backend was found among the devices already counted).
+#[test]
+fn a_device_set_asks_the_driver_for_its_devices_once() {
+    let Some(dir) = fake_driver() else { return };
+    let counts = |backend: &str| {
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let (code, _, stderr) = output(
+            with_fake(&dir)
+                .env("FAKE_CUDA_DEVICES", "3")
+                .env("FAKE_CUDA_LOG", log.path())
+                .args(["run", "--backend", backend, "--kernels", "triad"])
+                .args(SMALL),
+        );
+        assert_eq!(code, 0, "{backend}: {stderr}");
+        let log = std::fs::read_to_string(log.path()).unwrap();
+        log.lines().filter(|l| *l == "count").count()
+    };
+    let one = counts("cuda:0");
+    assert!(one >= 1, "the fake driver logs its counts");
+    assert_eq!(counts("cuda:all"), one);
+    assert_eq!(counts("cuda:0-2"), one);
+}

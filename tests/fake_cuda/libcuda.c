@@ -72,6 +72,11 @@ CUresult cuDriverGetVersion(int *v) { *v = 12040; return SUCCESS; }
 CUresult cuDeviceGetCount(int *n) {
   if (!initialized) return NOT_INITIALIZED;
   *n = devices();
+  const char *log = getenv("FAKE_CUDA_LOG");
+  if (log) {
+    FILE *out = fopen(log, "a");
+    if (out) { fputs("count\n", out); fclose(out); }
+  }
   return SUCCESS;
 }
 CUresult cuDeviceGet(CUdevice *d, int ordinal) {

@@ -55,7 +55,14 @@ impl GpuBackend {
         if index >= count {
             return Err(platform.missing(index, count));
         }
-        Ok(Box::new(GpuBackend { platform, index }))
+        Ok(GpuBackend::counted(platform, index))
+    }
+
+    /// Device `index` of `platform`, already found among the devices it
+    /// counted (a set's, `backend::platform_set`): the driver is not asked
+    /// again.
+    pub fn counted(platform: &'static dyn Platform, index: u32) -> Box<dyn Backend> {
+        Box::new(GpuBackend { platform, index })
     }
 
     /// `cuda0`: the device's own name.
