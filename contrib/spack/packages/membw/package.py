@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="6ac09a0c24fedc8a54c9a2555d23b55dee08c482c4b827caf0502128201709d0")
+    version("0.1.0", sha256="d9f9f8addeb8035590fe060cd0469bc09b8bc3197857b21480242c7dbfaa06af")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
