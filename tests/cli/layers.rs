@@ -282,6 +282,13 @@ fn the_lean_build_leaves_out_the_font_and_rasterizer_crates() {
     );
 }
 
+/// Whether a source file is a unit-test module (`tests.rs`,
+/// `policy_tests.rs`), not production code.
+fn is_test_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name == "tests.rs" || name.ends_with("_tests.rs")
+}
+
 /// Functions longer than `max` lines in one file's code (its unit tests
 /// left out): (name, lines). A function runs from its `fn` line to the
 /// first line that closes it at the same indentation, as rustfmt lays
@@ -329,7 +336,7 @@ fn no_function_outside_the_kernels_and_tests_is_over_100_lines() {
     let t = tree();
     let mut long = Vec::new();
     for (path, text) in &t.files {
-        if path.starts_with("kernels/") || path.ends_with("tests.rs") {
+        if path.starts_with("kernels/") || is_test_file(path) {
             continue;
         }
         for (name, lines) in long_functions(text, 100) {
@@ -553,9 +560,7 @@ fn kind_shape(line: &str) -> bool {
 fn scope_branches(files: &BTreeMap<String, String>) -> Vec<String> {
     let mut found = Vec::new();
     for (path, text) in files {
-        if ["health/scope.rs", "health/rules.rs"].contains(&path.as_str())
-            || path.ends_with("tests.rs")
-        {
+        if ["health/scope.rs", "health/rules.rs"].contains(&path.as_str()) || is_test_file(path) {
             continue;
         }
         for (i, line) in code(text).lines().enumerate() {
@@ -812,7 +817,7 @@ fn sibling_circles(files: &BTreeMap<String, String>) -> BTreeSet<String> {
     // (folder, member) → (folder, member) it names.
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     // A test module may use any sibling: it ties no production code.
-    for (rel, body) in files.iter().filter(|(rel, _)| !rel.ends_with("tests.rs")) {
+    for (rel, body) in files.iter().filter(|(rel, _)| !is_test_file(rel)) {
         let module = module_path(rel);
         for path in named_paths(&module, &code(body)) {
             for depth in 0..module.len() {
