@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="d9f9f8addeb8035590fe060cd0469bc09b8bc3197857b21480242c7dbfaa06af")
+    version("0.1.0", sha256="25fa2bd0e684cb354d31759a67befcd632b7137bb2bb7b1270d0987314891efc")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
