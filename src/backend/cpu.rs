@@ -3,7 +3,7 @@
 //! policy, first-touched by that thread), running the SIMD kernels the plan
 //! selected.
 //!
-//! The protocol's driver runs on the team's leader (member 0, pinned like
+//! The protocol's repetitions run on the team's leader (member 0, pinned like
 //! the others), as an OpenMP master thread runs a parallel region: each
 //! call posts a command, releases the team at a barrier, does the leader's
 //! own chunk, and returns after the barrier where the last member arrives.
@@ -28,7 +28,7 @@ impl Backend for CpuTeam {
         "cpu"
     }
 
-    fn open(&mut self, plan: &Plan, driver: &mut WithArrays<'_>) -> Result<Observed> {
+    fn open(&mut self, plan: &Plan, work: &mut dyn WithArrays) -> Result<Observed> {
         let (isa, stores) = plan.cpu_code();
         let fns = KernelFns::select(isa, stores)?;
         let ranges = memory::partition_for(plan.elements, plan.cpus.len(), plan.hugepages);
@@ -44,7 +44,7 @@ impl Backend for CpuTeam {
             arrays.split_hugepages_at(&ranges, &plan.mem)?;
         }
         let orders = Orders::new(plan.cpus.len());
-        let driver = Mutex::new(Some(driver));
+        let work = Mutex::new(Some(work));
         let outcome = team::run(
             &plan.cpus,
             plan.pinned,
@@ -59,15 +59,15 @@ impl Backend for CpuTeam {
                     follow(m, &orders, &mut part);
                     return Ok(());
                 }
-                let taken = driver.lock().ok().and_then(|mut d| d.take());
+                let taken = work.lock().ok().and_then(|mut w| w.take());
                 let mut leader = Leader {
                     member: m,
                     orders: &orders,
                     part,
                 };
                 match taken {
-                    Some(drive) => drive(&mut leader),
-                    None => Err(Error::Runtime("the driver ran twice".into())),
+                    Some(work) => work.run_on(&mut leader),
+                    None => Err(Error::Runtime("the protocol ran twice".into())),
                 }
             },
         )?;
@@ -225,7 +225,7 @@ fn follow(m: &Member, orders: &Orders, part: &mut Part) {
     }
 }
 
-/// The leader, as the driver sees it: each call is one order to the team.
+/// The leader, as the protocol sees it: each call is one order to the team.
 struct Leader<'m, 'o, 'a, 'c> {
     member: &'m Member<'m>,
     orders: &'o Orders,
@@ -242,7 +242,7 @@ impl Leader<'_, '_, '_, '_> {
 }
 
 impl Drop for Leader<'_, '_, '_, '_> {
-    /// However the driver ends (done, an error, a panic), the team is let go.
+    /// However the protocol ends (done, an error, a panic), the team is let go.
     fn drop(&mut self) {
         self.order(Order::Quit);
     }

@@ -63,14 +63,23 @@ pub trait Backend: Send {
         observers
     }
 
-    /// Allocates and places the plan's arrays and lends them to `driver`
+    /// Allocates and places the plan's arrays and lends them to `work`
     /// as a [`TargetArrays`] while they exist; then says where the work ran and
-    /// where the pages went. An error of the driver's is returned as is.
-    fn open(&mut self, plan: &Plan, driver: &mut WithArrays<'_>) -> Result<Observed>;
+    /// where the pages went. An error of the work's is returned as is.
+    fn open(&mut self, plan: &Plan, work: &mut dyn WithArrays) -> Result<Observed>;
 }
 
-/// The protocol's side of [`Backend::open`]: everything done with the arrays.
-pub type WithArrays<'a> = dyn FnMut(&mut dyn TargetArrays) -> Result<()> + Send + 'a;
+/// The protocol's side of [`Backend::open`]: everything done with the
+/// arrays (the protocol's repetitions; a closure in tests).
+pub trait WithArrays: Send {
+    fn run_on(&mut self, arrays: &mut dyn TargetArrays) -> Result<()>;
+}
+
+impl<F: FnMut(&mut dyn TargetArrays) -> Result<()> + Send> WithArrays for F {
+    fn run_on(&mut self, arrays: &mut dyn TargetArrays) -> Result<()> {
+        self(arrays)
+    }
+}
 
 /// The arrays of one measurement, as the protocol drives them. Every call
 /// returns once the work is done everywhere (all threads, the whole device).

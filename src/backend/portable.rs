@@ -17,7 +17,7 @@ impl Backend for Portable {
         "portable"
     }
 
-    fn open(&mut self, plan: &Plan, driver: &mut WithArrays<'_>) -> Result<Observed> {
+    fn open(&mut self, plan: &Plan, work: &mut dyn WithArrays) -> Result<Observed> {
         if plan.cpus.len() != 1 {
             return Err(Error::input(
                 Input::Threads,
@@ -26,7 +26,7 @@ impl Backend for Portable {
             ));
         }
         let mut device = HostArrays::new(plan, &Default::default(), &plan.arrays_needed())?;
-        driver(&mut device)?;
+        work.run_on(&mut device)?;
         Ok(Observed {
             threads: ThreadPlacement::list(&plan.cpus[..1], |_| None),
             pages: Vec::new(),

@@ -160,11 +160,18 @@ impl<'a> Engine<'a> {
     /// Measures one plan: the only place a source is called.
     /// `stop` ends it between repetitions.
     pub fn measure(&mut self, plan: &Plan, stop: &Stop) -> Result<Measurement> {
-        self.measure_by(plan, By::Engine, stop)
+        let m = self.source.measure(plan, stop)?;
+        Ok(self.measured(plan, m))
     }
 
+    /// [`Engine::measure`] by the source `by` names (a program's, in a study).
     fn measure_by(&mut self, plan: &Plan, by: By, stop: &Stop) -> Result<Measurement> {
-        let mut m = self.source_for(by).measure(plan, stop)?;
+        let m = self.source_for(by).measure(plan, stop)?;
+        Ok(self.measured(plan, m))
+    }
+
+    /// What the engine adds to every measurement, and counts.
+    fn measured(&mut self, plan: &Plan, mut m: Measurement) -> Measurement {
         // A governor that lowers idle clocks is a reason a run is low.
         if let Some(saving) = plan.host_cpus().and_then(|c| self.topo.power.saving_on(c)) {
             m.warnings.push(format!(
@@ -172,7 +179,7 @@ impl<'a> Engine<'a> {
             ));
         }
         self.measured_s += m.measured_s();
-        Ok(m)
+        m
     }
 
     /// Measures each job `repeat` times and keeps one record per job in

@@ -67,7 +67,7 @@ impl Source for StreamSource {
         self.backend.prepare(topo, settings)
     }
     fn measure(&mut self, plan: &Plan, stop: &crate::sys::Stop) -> Result<Measurement> {
-        protocol::measure_on(self.backend.as_mut(), plan, stop)
+        protocol::measure(self.backend.as_mut(), plan, None, Some(stop)).map(|g| g.measurement)
     }
 }
 

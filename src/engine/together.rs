@@ -103,7 +103,7 @@ pub fn gated(
                         shared,
                         asked: AtomicBool::new(false),
                     };
-                    let gated = protocol::measure_gated(backend.as_mut(), plan, &gate);
+                    let gated = protocol::measure(backend.as_mut(), plan, Some(&gate), None);
                     // Failed before the start line: the others (and the
                     // other ranks) are told there, and none measures.
                     if let Err(e) = &gated

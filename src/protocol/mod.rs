@@ -11,7 +11,7 @@
 mod calibrate;
 mod judge;
 
-use crate::backend::{Backend, ReadBack, TargetArrays};
+use crate::backend::{Backend, ReadBack, TargetArrays, WithArrays};
 use crate::error::{Error, Result};
 use crate::kernels::{ARRAYS, ArrayId, KernelId};
 use crate::observe;
@@ -151,20 +151,6 @@ pub fn clock_granularity() -> Duration {
         .unwrap_or(Duration::from_nanos(1))
 }
 
-/// Runs the plan on `backend` and returns its measurement. Fails only if
-/// the system refuses memory or pinning; a failed validation is reported
-/// in the data. `stop` ends it between repetitions (an Interrupted error).
-pub fn measure_on(backend: &mut dyn Backend, plan: &Plan, stop: &Stop) -> Result<Measurement> {
-    measure_with(backend, plan, None, Some(stop)).map(|g| g.measurement)
-}
-
-/// [`measure_on`] as one rank of several: every timed kernel starts and ends
-/// together with the other ranks' through `gate`. Ranks finish together:
-/// one leaving alone at a stop would hang the others, so no stop is read.
-pub fn measure_gated(backend: &mut dyn Backend, plan: &Plan, gate: &dyn RankGate) -> Result<Gated> {
-    measure_with(backend, plan, Some(gate), None)
-}
-
 /// What the timed work saw, for the measurement.
 struct Timed {
     times: Vec<f64>,
@@ -198,7 +184,14 @@ struct Timed {
     floor_s: Option<f64>,
 }
 
-fn measure_with(
+/// Runs the plan on `backend` and returns its measurement. Fails only if
+/// the system refuses memory or pinning; a failed validation is reported
+/// in the data. `stop` ends a lone run between repetitions (an Interrupted
+/// error). As one rank of several, every timed kernel starts and ends
+/// together with the other ranks' through `gate`; ranks finish together
+/// (one leaving alone at a stop would hang the others), so they have no
+/// stop.
+pub fn measure(
     backend: &mut dyn Backend,
     plan: &Plan,
     gate: Option<&dyn RankGate>,
@@ -226,10 +219,14 @@ fn measure_with(
         launches: vec![None; plan.kernels.len()],
         floor_s: None,
     };
-    let observed = backend.open(plan, &mut |device: &mut dyn TargetArrays| {
-        drive(plan, gate, stop, granularity, device, &mut d);
-        Ok(())
-    })?;
+    let mut repetitions = Repetitions {
+        plan,
+        gate,
+        stop,
+        granularity,
+        d: &mut d,
+    };
+    let observed = backend.open(plan, &mut repetitions)?;
     if !d.measured {
         if let Some(signal) = stop.and_then(Stop::signal) {
             return Err(Error::Interrupted {
@@ -363,78 +360,85 @@ pub fn planned(
 /// test, `ntimes` repetitions of every kernel each timed on its own, and
 /// the read-back. With a gate, every timed kernel starts and ends with the
 /// other ranks'.
-fn drive(
-    plan: &Plan,
-    gate: Option<&dyn RankGate>,
-    stop: Option<&Stop>,
+struct Repetitions<'a> {
+    plan: &'a Plan,
+    gate: Option<&'a dyn RankGate>,
+    stop: Option<&'a Stop>,
     granularity: Duration,
-    device: &mut dyn TargetArrays,
-    d: &mut Timed,
-) {
-    device.init(INITIAL_VALUES);
-    d.first_touch_done = Some(Instant::now());
-    let barrier_s = round_trip(device);
-    d.barrier_s = Some(barrier_s);
-    // Ranks under a gate keep the plan's calls: each rank's bytes must be
-    // the same and known before the first gated repetition.
-    if plan.calibrate && gate.is_none() {
-        let clock = plan.target.method().clock;
-        let floor = repetition_floor(barrier_s, &clock, granularity);
-        d.floor_s = Some(floor);
-        let calibrated = calibrate(plan, device, floor);
-        d.inner_repeats = calibrated.calls;
-        d.launches = calibrated.launches;
-        d.expected = expected_values(&plan.kernels, plan.ntimes, d.inner_repeats);
-        // The calibration ran the kernels: STREAM's values start again.
+    /// What the repetitions saw, kept for [`measure`].
+    d: &'a mut Timed,
+}
+
+impl WithArrays for Repetitions<'_> {
+    fn run_on(&mut self, device: &mut dyn TargetArrays) -> Result<()> {
+        let (plan, gate, stop, granularity) = (self.plan, self.gate, self.stop, self.granularity);
+        let d = &mut *self.d;
         device.init(INITIAL_VALUES);
-    }
-    device.sync();
-    let start = Instant::now();
-    device.double_a();
-    d.timing_test = start.elapsed().as_secs_f64();
-    if let Some(gate) = gate
-        && !gate.ready()
-    {
-        return;
-    }
-    // Started and stopped outside the timed calls: what else runs while
-    // they run.
-    d.observers.start();
-    for rep in 0..plan.ntimes {
-        // A stop ends a lone run between repetitions (ranks under a gate
-        // finish together: they have no stop).
-        if stop.is_some_and(Stop::requested) {
-            return;
+        d.first_touch_done = Some(Instant::now());
+        let barrier_s = round_trip(device);
+        d.barrier_s = Some(barrier_s);
+        // Ranks under a gate keep the plan's calls: each rank's bytes must be
+        // the same and known before the first gated repetition.
+        if plan.calibrate && gate.is_none() {
+            let clock = plan.target.method().clock;
+            let floor = repetition_floor(barrier_s, &clock, granularity);
+            d.floor_s = Some(floor);
+            let calibrated = calibrate(plan, device, floor);
+            d.inner_repeats = calibrated.calls;
+            d.launches = calibrated.launches;
+            d.expected = expected_values(&plan.kernels, plan.ntimes, d.inner_repeats);
+            // The calibration ran the kernels: STREAM's values start again.
+            device.init(INITIAL_VALUES);
         }
-        for (k, &kernel) in plan.kernels.iter().enumerate() {
-            device.sync();
-            if let Some(gate) = gate {
-                gate.start();
+        device.sync();
+        let start = Instant::now();
+        device.double_a();
+        d.timing_test = start.elapsed().as_secs_f64();
+        if let Some(gate) = gate
+            && !gate.ready()
+        {
+            return Ok(());
+        }
+        // Started and stopped outside the timed calls: what else runs while
+        // they run.
+        d.observers.start();
+        for rep in 0..plan.ntimes {
+            // A stop ends a lone run between repetitions (ranks under a gate
+            // finish together: they have no stop).
+            if stop.is_some_and(Stop::requested) {
+                return Ok(());
             }
-            let start = Instant::now();
-            device.run(kernel, d.inner_repeats);
-            let slot = k * plan.ntimes + rep;
-            d.times[slot] = start.elapsed().as_secs_f64();
-            // A target that times its own work (a device's events) gives
-            // the repetition's time; the host's is kept to check it.
-            if let Some(own) = device.device_seconds() {
-                d.host_times[slot] = d.times[slot];
-                d.times[slot] = own;
-                d.device_timed = true;
-            }
-            let threads = plan.cpus.len();
-            if let Some(out) = d.thread_times.get_mut(slot * threads..(slot + 1) * threads) {
-                d.threads_timed = device.thread_seconds(out);
-            }
-            if let Some(gate) = gate {
-                gate.finish();
-                d.synced_times[k * plan.ntimes + rep] = start.elapsed().as_secs_f64();
+            for (k, &kernel) in plan.kernels.iter().enumerate() {
+                device.sync();
+                if let Some(gate) = gate {
+                    gate.start();
+                }
+                let start = Instant::now();
+                device.run(kernel, d.inner_repeats);
+                let slot = k * plan.ntimes + rep;
+                d.times[slot] = start.elapsed().as_secs_f64();
+                // A target that times its own work (a device's events) gives
+                // the repetition's time; the host's is kept to check it.
+                if let Some(own) = device.device_seconds() {
+                    d.host_times[slot] = d.times[slot];
+                    d.times[slot] = own;
+                    d.device_timed = true;
+                }
+                let threads = plan.cpus.len();
+                if let Some(out) = d.thread_times.get_mut(slot * threads..(slot + 1) * threads) {
+                    d.threads_timed = device.thread_seconds(out);
+                }
+                if let Some(gate) = gate {
+                    gate.finish();
+                    d.synced_times[k * plan.ntimes + rep] = start.elapsed().as_secs_f64();
+                }
             }
         }
+        d.observers.stop();
+        d.measured = true;
+        d.read_back = device.read_back(d.expected.values, array_errors);
+        Ok(())
     }
-    d.observers.stop();
-    d.measured = true;
-    d.read_back = device.read_back(d.expected.values, array_errors);
 }
 
 /// Kernel `k`'s per-thread times: each thread's median over the counted

@@ -6,6 +6,16 @@ use crate::memory::policy::MemPolicy;
 use crate::results::require_valid;
 use crate::sys::Stop;
 
+/// One lone run of `plan` on `backend`.
+fn measure_on(backend: &mut dyn Backend, plan: &Plan, stop: &Stop) -> Result<Measurement> {
+    measure(backend, plan, None, Some(stop)).map(|g| g.measurement)
+}
+
+/// One rank's run of `plan`, gated by `gate`.
+fn measure_gated(backend: &mut dyn Backend, plan: &Plan, gate: &dyn RankGate) -> Result<Gated> {
+    measure(backend, plan, Some(gate), None)
+}
+
 #[test]
 fn recurrence_matches_stream() {
     // STREAM's checkSTREAMresults with NTIMES = 1, by hand.
@@ -222,10 +232,10 @@ impl<B: Backend> Backend for Corrupting<B> {
     fn open(
         &mut self,
         plan: &Plan,
-        driver: &mut crate::backend::WithArrays<'_>,
+        work: &mut dyn crate::backend::WithArrays,
     ) -> Result<crate::backend::Observed> {
         self.0.open(plan, &mut |device: &mut dyn TargetArrays| {
-            driver(&mut CorruptingDevice { inner: device })
+            work.run_on(&mut CorruptingDevice { inner: device })
         })
     }
 }

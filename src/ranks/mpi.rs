@@ -287,7 +287,7 @@ impl MeasurementSource for MpiSource {
             failures: Default::default(),
         };
         let measured = match backends.len() {
-            1 => protocol::measure_gated(backends[0].as_mut(), plan, &gate).map(|g| vec![g]),
+            1 => protocol::measure(backends[0].as_mut(), plan, Some(&gate), None).map(|g| vec![g]),
             _ => crate::engine::together::gated(backends, &plans, Some(&gate))
                 .map(|all| all.into_iter().map(|(g, _)| g).collect()),
         };

@@ -3,8 +3,9 @@
 //! it, only the system-facing modules read /sys or /proc, the CLI builds no
 //! ad-hoc JSON, no file grows past 500 lines and no function past 100 (the
 //! kernel tables and their ISA files aside), the lean build links no
-//! font or rasterizer, only `results` reads membw's documents, and only the
-//! targets (and the backends that declare them) branch on a target's kind.
+//! font or rasterizer, only `results` reads membw's documents, only the
+//! targets (and the backends that declare them) branch on a target's kind,
+//! and a target answers only what a list names.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -881,4 +882,109 @@ fn no_circle_between_sibling_files() {
     with.insert("error.rs".into(), "crate::units::Y".into());
     let found = sibling_circles(&with);
     assert!(found.iter().any(|c| c == ": error units"), "{found:?}");
+}
+
+/// What a `Target` answers outside the targets, method by method: each
+/// gives something the target has (its code, its device's facts, its
+/// peaks, its words for a report), never which kind it is. A new public
+/// method fails the test until it is listed here with what it answers.
+const TARGET_ANSWERS: [(&str, &str); 28] = [
+    ("cpu", "makes the CPU team's target of a code"),
+    ("of_schema1", "reads a record written before targets were"),
+    ("identity", "what a point is keyed by"),
+    ("in_point", "what a point keeps of its plan's target"),
+    ("cpu_code", "the ISA and stores membw's kernels ran with"),
+    ("isa", "the ISA membw's kernels ran with"),
+    ("stores", "the stores membw's kernels ran with"),
+    ("device_index", "which member of a device set ran"),
+    ("device", "the device and its facts, to keep or describe"),
+    ("bus_id", "the PCI address its observers watch"),
+    ("attached_node", "the host node a device hangs off"),
+    ("no_peak_reason", "why no peak holds its rates"),
+    ("method", "its clock, setup, observers"),
+    (
+        "host_part",
+        "what only host CPUs have, where they did the work",
+    ),
+    ("own_elements", "the size its backend keeps at every point"),
+    ("memory_peak", "the peak a memory rate is a share of"),
+    ("host_link_peak", "the peak of its host link"),
+    ("peak_of", "the peak of what a kernel's bytes cross"),
+    ("named_peak", "that peak, by name, where it names its peaks"),
+    ("device_name", "the device column"),
+    ("device_model", "the model its driver names"),
+    ("program_label", "the label of the program measured"),
+    ("label", "one or two words for CSV and labels"),
+    (
+        "describe",
+        "a header line where threads do not say what ran",
+    ),
+    ("labels", "metric labels that name it"),
+    ("stores_label", "the stores a point's runs used"),
+    (
+        "same_device",
+        "whether a check measures a baseline's device",
+    ),
+    ("what_is_measured", "what a check says it measures"),
+];
+
+/// The public methods of `impl Target` blocks in `files`, with whether
+/// each returns a bare `bool`.
+fn target_methods(files: &BTreeMap<String, String>) -> BTreeMap<String, bool> {
+    let mut methods = BTreeMap::new();
+    for (path, text) in files {
+        if !path.starts_with("results/targets/") {
+            continue;
+        }
+        for block in text.split("\nimpl Target {\n").skip(1) {
+            let body = block.split("\n}\n").next().unwrap_or("");
+            for signature in body.split("    pub fn ").skip(1) {
+                let name: String = signature
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                let head = signature.split('{').next().unwrap_or("");
+                methods.insert(name, head.trim_end().ends_with("-> bool"));
+            }
+        }
+    }
+    methods
+}
+
+/// Methods of `Target` not on the list, or that answer yes or no (other
+/// than a comparison of two devices' identities).
+fn unlisted_target_answers(files: &BTreeMap<String, String>) -> Vec<String> {
+    let listed: BTreeMap<&str, &str> = TARGET_ANSWERS.into_iter().collect();
+    (target_methods(files).into_iter())
+        .filter(|(name, yes_or_no)| {
+            !listed.contains_key(name.as_str()) || (*yes_or_no && name != "same_device")
+        })
+        .map(|(name, _)| name)
+        .collect()
+}
+
+#[test]
+fn a_target_answers_only_what_the_list_names() {
+    let t = tree();
+    let methods = target_methods(&t.files);
+    let listed: BTreeSet<String> = TARGET_ANSWERS.iter().map(|(n, _)| n.to_string()).collect();
+    assert_eq!(
+        methods.keys().cloned().collect::<BTreeSet<_>>(),
+        listed,
+        "Target's public methods and TARGET_ANSWERS differ: list a new one with what it answers \
+         (never which kind the target is)"
+    );
+    assert_eq!(unlisted_target_answers(&t.files), Vec::<String>::new());
+    // A planted question, by a name the list lacks or as a yes or no, fails.
+    for planted in [
+        "pub fn runs_on_a_gpu(&self) -> Option<()> {",
+        "pub fn label(&self) -> bool {",
+    ] {
+        let mut files = t.files.clone();
+        files.insert(
+            "results/targets/planted.rs".into(),
+            format!("use x;\nimpl Target {{\n    {planted}\n        None\n    }}\n}}\n"),
+        );
+        assert_eq!(unlisted_target_answers(&files).len(), 1, "{planted}");
+    }
 }

@@ -149,7 +149,7 @@ impl Backend for GpuBackend {
         (plan.target.device()).map_or_else(Vec::new, |d| self.platform.observers(d))
     }
 
-    fn open(&mut self, plan: &Plan, driver: &mut WithArrays<'_>) -> Result<Observed> {
+    fn open(&mut self, plan: &Plan, work: &mut dyn WithArrays) -> Result<Observed> {
         let name = self.device_name();
         let device = (plan.target.device())
             .ok_or_else(|| Error::Runtime(format!("{name}: the plan is not a device's")))?;
@@ -158,10 +158,14 @@ impl Backend for GpuBackend {
         let host_node = plan.cpu_nodes.first().copied().flatten();
         let (platform, index) = (self.platform, self.index);
         let runtime_error = |e: String| Error::Runtime(format!("{name}: {e}"));
-        // Driven from a thread of its own, pinned near the device: it
-        // maps, first touches and registers the host buffers, and
-        // launches.
-        on_host_thread(&name, host_cpu, || {
+        // Driven from a thread of its own, pinned near the device (a
+        // context is current on one thread): it maps, first touches and
+        // registers the host buffers there, near the device, and launches.
+        let host_thread = || {
+            if let Some(cpu) = host_cpu {
+                crate::sys::pin_current_thread(cpu)
+                    .map_err(|e| Error::Runtime(format!("pinning {name}'s host thread: {e}")))?;
+            }
             let host = host_buffers::HostBuffers::map(plan)?;
             let runtime = platform.open(index).map_err(runtime_error)?;
             let mut gpu = device::Gpu::open(
@@ -172,7 +176,7 @@ impl Backend for GpuBackend {
                 host,
             )
             .map_err(runtime_error)?;
-            driver(&mut gpu)?;
+            work.run_on(&mut gpu)?;
             if let Some(e) = gpu.failure() {
                 return Err(runtime_error(e.to_string()));
             }
@@ -188,6 +192,10 @@ impl Backend for GpuBackend {
                 pages,
                 warnings,
             })
+        };
+        std::thread::scope(|scope| {
+            (scope.spawn(host_thread).join())
+                .unwrap_or_else(|_| Err(Error::Runtime(format!("{name}'s host thread panicked"))))
         })
     }
 }
@@ -276,27 +284,4 @@ fn device_arrays(kernels: &[KernelId]) -> u64 {
     (crate::kernels::arrays_used(kernels).iter())
         .filter(|a| !a.host_buffer())
         .count() as u64
-}
-
-/// Runs `body` on a thread of its own pinned to `cpu`, as a device's host
-/// thread (a GPU's context is current on one thread; the host buffers are
-/// first touched there, near the device).
-fn on_host_thread<T: Send>(
-    name: &str,
-    cpu: Option<usize>,
-    body: impl FnOnce() -> Result<T> + Send,
-) -> Result<T> {
-    std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                if let Some(cpu) = cpu {
-                    crate::sys::pin_current_thread(cpu).map_err(|e| {
-                        Error::Runtime(format!("pinning {name}'s host thread: {e}"))
-                    })?;
-                }
-                body()
-            })
-            .join()
-            .unwrap_or_else(|_| Err(Error::Runtime(format!("{name}'s host thread panicked"))))
-    })
 }
