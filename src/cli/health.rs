@@ -78,7 +78,7 @@ fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
         return fleet_baseline(args);
     }
     let topo = args.protocol.topology()?;
-    let mut source = args.protocol.source(&topo)?;
+    let (mut source, gpus) = args.protocol.source(&topo)?;
     let jobs = every_device(&topo, &args.protocol.measure(), source.as_ref())?;
     // A busy node is refused now, not after every round (the same rule).
     let measured = !args.protocol.fake();
@@ -97,7 +97,7 @@ fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
         check::measure_baseline(&mut engine, &jobs, rounds, &stop, &mut |i| {
             crate::say!("membw: round {i} of {rounds} done")
         })?;
-    let pairs = args.protocol.pairs(&topo, largest(&jobs), &stop)?;
+    let pairs = args.protocol.pairs(&topo, gpus, largest(&jobs), &stop)?;
     if let Some(signal) = stop.signal() {
         return Err(Error::Interrupted {
             signal,
@@ -358,7 +358,7 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         .map(|p| read_baseline(p, "--baseline"))
         .transpose()?;
     let peak = crate::peak::estimate(&topo, &args.peak.request());
-    let mut source = args.protocol.source(&topo)?;
+    let (mut source, gpus) = args.protocol.source(&topo)?;
     let plan = plan_check(
         args,
         &topo,
@@ -380,7 +380,9 @@ fn run_check(args: &CheckArgs) -> Result<()> {
     // A set's pairs, once after the rounds: a signal during them ends the
     // check as one during the rounds does, not with a partial matrix.
     let began = std::time::Instant::now();
-    let pairs = args.protocol.pairs(&topo, largest(&plan.jobs), &stop)?;
+    let pairs = args
+        .protocol
+        .pairs(&topo, gpus, largest(&plan.jobs), &stop)?;
     let pairs_took = (pairs.len(), began.elapsed().as_secs_f64());
     if let Some(signal) = stop.signal() {
         return Err(Error::Interrupted {

@@ -58,22 +58,35 @@ impl ProtocolArgs {
         self.fake.fake_source.is_some()
     }
 
-    /// What measures: the backend, the fake, or every device of a set
-    /// (`--backend cuda:all`), one after another.
-    pub(super) fn source(&self, topo: &Topology) -> Result<Box<dyn Source>> {
+    /// What measures, resolved once (each driver asked for its devices
+    /// once): the backend, the fake, or every device of a set (the node's
+    /// GPUs, or `--backend cuda:all`), one after another; with the set
+    /// whose pairs are probed after the rounds.
+    pub(super) fn source(
+        &self,
+        topo: &Topology,
+    ) -> Result<(Box<dyn Source>, Option<crate::backend::PlatformSet>)> {
+        use super::flags::Chosen;
         use crate::engine::set_source::DeviceSetSource;
         if let Some(gpus) = self.node_gpus() {
-            let set = crate::backend::set_backends(gpus);
-            return Ok(Box::new(DeviceSetSource::with_host(set, topo)?));
+            let set = crate::backend::set_backends(gpus.clone());
+            return Ok((Box::new(DeviceSetSource::with_host(set, topo)?), Some(gpus)));
         }
-        use super::flags::Chosen;
-        if self.fake.fake_source.is_some() {
-            return self.backend.source(self.fake.fake_source.as_deref());
+        if self.fake() {
+            return Ok((self.backend.source(self.fake.fake_source.as_deref())?, None));
         }
-        Ok(match self.backend.chosen()? {
-            Chosen::Set(set) => Box::new(DeviceSetSource::new(set, topo)?),
-            Chosen::One(backend) => Chosen::source(backend),
-        })
+        let spec = self.backend.spec();
+        let named = crate::backend::platform_set(spec)
+            .map_err(|e| crate::error::Error::Usage(format!("--backend {spec}: {e}")))?;
+        let Some(gpus) = named else {
+            return Ok((Chosen::source(self.backend.backend()?), None));
+        };
+        let mut set = crate::backend::set_backends(gpus.clone());
+        let source: Box<dyn Source> = match set.len() {
+            1 => Chosen::source(set.remove(0)),
+            _ => Box::new(DeviceSetSource::new(set, topo)?),
+        };
+        Ok((source, Some(gpus)))
     }
 
     /// The GPUs a node's check covers beside its CPUs: every GPU of the
@@ -100,29 +113,18 @@ impl ProtocolArgs {
             })
     }
 
-    /// The device set whose pairs are probed: the node's GPUs, or
-    /// --backend's.
-    fn pair_set(&self) -> Option<crate::backend::PlatformSet> {
-        (self.node_gpus()).or_else(|| {
-            crate::backend::platform_set(self.backend.spec())
-                .ok()
-                .flatten()
-        })
-    }
-
-    /// A device set's GPU↔GPU pairs, copy engine one way, three
+    /// A device set's GPU↔GPU pairs (the set [`Self::source`] found), copy engine one way, three
     /// repetitions each of `elements` doubles (at most 64 MiB): nothing
     /// for one device, the host or the fake.
     pub(super) fn pairs(
         &self,
         topo: &Topology,
+        set: Option<crate::backend::PlatformSet>,
         elements: usize,
         stop: &crate::sys::Stop,
     ) -> Result<Vec<crate::results::peers::PeerCell>> {
         use crate::backend::gpu::peers;
-        let Some((platform, devices)) =
-            self.pair_set().filter(|(_, d)| d.len() > 1 && !self.fake())
-        else {
+        let Some((platform, devices)) = set.filter(|(_, d)| d.len() > 1 && !self.fake()) else {
             return Ok(Vec::new());
         };
         let plan = peers::PeerPlan {

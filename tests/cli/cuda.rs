@@ -374,3 +374,30 @@ fn a_device_set_asks_the_driver_for_its_devices_once() {
     assert_eq!(counts("cuda:all"), one);
     assert_eq!(counts("cuda:0-2"), one);
 }
+
+/// So does a baseline of a set: its rounds and its GPU pairs measure the
+/// set found once.
+#[test]
+fn a_baseline_of_a_device_set_asks_the_driver_for_its_devices_once() {
+    let Some(dir) = fake_driver() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let counts = |backend: &str| {
+        let log = tmp.path().join(format!("{backend}.log"));
+        let out = tmp.path().join(format!("{backend}.json"));
+        let (code, _, stderr) = output(
+            with_fake(&dir)
+                .env("FAKE_CUDA_DEVICES", "3")
+                .env("FAKE_CUDA_LOG", &log)
+                .args(["baseline", "--backend", backend, "--rounds", "1"])
+                .args(["--kernels", "triad", "--allow-busy", "--output"])
+                .arg(&out)
+                .args(SMALL),
+        );
+        assert_eq!(code, 0, "{backend}: {stderr}");
+        let log = std::fs::read_to_string(&log).unwrap();
+        log.lines().filter(|l| *l == "count").count()
+    };
+    let one = counts("cuda:0");
+    assert!(one >= 1, "the fake driver logs its counts");
+    assert_eq!(counts("cuda:all"), one);
+}
