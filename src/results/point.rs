@@ -72,11 +72,18 @@ pub struct Point {
 }
 
 /// The part of a point only host CPUs have (see [`Point::host`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostPart {
+#[derive(Debug, Clone, Copy)]
+pub struct HostPart<'a> {
     pub threads: usize,
-    /// The placement as it prints (`spread`, `per-l3=1 (rank 1 of 2)`).
-    pub placement: String,
+    point: &'a Point,
+}
+
+impl HostPart<'_> {
+    /// The placement as it prints (`spread`, `per-l3=1 (rank 1 of 2)`),
+    /// made only where it is printed.
+    pub fn placement(&self) -> String {
+        self.point.placement_text()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,10 +105,10 @@ impl Point {
     /// What host CPUs did at the point, where they did its work (membw's
     /// team, or a program): its threads and their placement. A device's
     /// point has no host part.
-    pub fn host(&self) -> Option<HostPart> {
+    pub fn host(&self) -> Option<HostPart<'_>> {
         let part = HostPart {
             threads: self.threads,
-            placement: self.placement_text(),
+            point: self,
         };
         match &self.target {
             Some(target) => target.host_part(part),

@@ -61,7 +61,7 @@ impl Axis {
         let p = &r.point;
         match self {
             Axis::Threads => p.host().map_or("-".into(), |h| h.threads.to_string()),
-            Axis::Placement => p.host().map_or("-".into(), |h| h.placement),
+            Axis::Placement => p.host().map_or("-".into(), |h| h.placement()),
             Axis::Mem => p.mem_text(),
             Axis::Stores => p.host().map_or("-".into(), |_| r.stores_label()),
             Axis::Size => match p.working_set_per_thread {
