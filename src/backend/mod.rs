@@ -51,6 +51,13 @@ pub trait Backend: Send {
         crate::plan::prepare(topo, settings)
     }
 
+    /// Where a health check measures this backend's target: the host's
+    /// CPUs' node and NUMA domains unless it says otherwise (a device: its
+    /// memory, and its host link from each memory node).
+    fn health_scopes(&self, topo: &Topology) -> Vec<crate::results::scope::Scope> {
+        crate::results::scope::Scope::of_host(topo)
+    }
+
     /// What watches a timed window of this plan's target: the CPUs' tick
     /// counters, and where the threads are unbound the scheduler's moves;
     /// unless the backend says otherwise (a GPU's clocks).

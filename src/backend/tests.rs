@@ -160,3 +160,16 @@ fn every_fabric_is_registered_once_and_names_its_paths_as_its_tools_do() {
     assert!(!xgmi.counts_down && nvlink.counts_down);
     assert_eq!(fabric_kind("Infinity"), None);
 }
+
+/// Where a health check measures is the backend's to say: the CPU team's
+/// scopes are the host's, a device's its memory and its links.
+#[test]
+fn each_backend_supplies_its_health_scopes() {
+    use crate::results::scope::Scope;
+    let topo = crate::topology::fixture::machine("xeon-e5-2680v3-2s").1;
+    let scopes = |name: &str| super::by_name(name).unwrap().health_scopes(&topo);
+    assert_eq!(scopes("cpu"), Scope::of_host(&topo));
+    assert_eq!(scopes("portable"), Scope::of_host(&topo));
+    assert_eq!(scopes("sim:2"), Scope::of_device_at(2, &topo));
+    assert_eq!(scopes("sim:2")[0], Scope::Device(2));
+}

@@ -46,19 +46,16 @@ pub fn baseline_jobs(
             let m = Measure {
                 elements: Some(s.elements),
                 ntimes: baseline.protocol.ntimes,
-                // A device's scopes each keep their own kernels (its
-                // memory's, its link's).
-                kernels: match s.scope.device_index() {
-                    Some(_) => s.kernels.keys().copied().collect(),
-                    None => baseline.protocol.kernels.clone(),
-                },
+                kernels: (s.scope).checked_kernels(
+                    &s.kernels.keys().copied().collect::<Vec<_>>(),
+                    &baseline.protocol.kernels,
+                ),
                 ..measure.clone()
             };
-            let stores = match (s.scope.device_index(), s.stores) {
-                // A device has no CPU stores to ask for.
-                (Some(_), _) => StoresRequest::Auto,
-                (None, StoreMode::Regular) => StoresRequest::Regular,
-                (None, StoreMode::Nt) => StoresRequest::Nt,
+            let stores = match s.scope.checked_stores(s.stores) {
+                None => StoresRequest::Auto,
+                Some(StoreMode::Regular) => StoresRequest::Regular,
+                Some(StoreMode::Nt) => StoresRequest::Nt,
             };
             let prepare = |settings: &_| source.prepare_on(s.scope.device_index(), topo, settings);
             let plan = plan_for(&prepare, s.scope, &m, stores).map_err(|e| match e {

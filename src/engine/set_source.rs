@@ -111,6 +111,10 @@ impl Source for DeviceSetSource {
     fn devices(&self) -> Vec<Option<u32>> {
         self.members.iter().map(|(i, _)| *i).collect()
     }
+    fn scopes(&self, device: Option<u32>, topo: &Topology) -> Vec<crate::health::Scope> {
+        self.member(device)
+            .map_or_else(|_| Vec::new(), |s| s.scopes(device, topo))
+    }
     fn prepare_on(
         &self,
         device: Option<u32>,

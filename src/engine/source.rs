@@ -38,6 +38,13 @@ pub trait Source {
         let _ = device;
         self.prepare(topo, settings)
     }
+    /// Where a health check measures device `device` of
+    /// [`Source::devices`] (its backend's scopes); the host's node and
+    /// NUMA domains unless the source says otherwise.
+    fn scopes(&self, device: Option<u32>, topo: &Topology) -> Vec<crate::health::Scope> {
+        let _ = device;
+        crate::health::Scope::of_host(topo)
+    }
     /// Whether this process prints and writes what was measured: false on
     /// the MPI ranks other than 0, which only send theirs to rank 0.
     fn reports(&self) -> bool {
@@ -65,6 +72,9 @@ impl Source for StreamSource {
     }
     fn prepare(&self, topo: &Topology, settings: &Settings) -> Result<Prepared> {
         self.backend.prepare(topo, settings)
+    }
+    fn scopes(&self, _: Option<u32>, topo: &Topology) -> Vec<crate::health::Scope> {
+        self.backend.health_scopes(topo)
     }
     fn measure(&mut self, plan: &Plan, stop: &crate::sys::Stop) -> Result<Measurement> {
         protocol::measure(self.backend.as_mut(), plan, None, Some(stop)).map(|g| g.measurement)

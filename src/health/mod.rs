@@ -9,10 +9,9 @@ pub mod history;
 pub mod memory_errors;
 pub mod pairs;
 pub mod rules;
-mod scope;
 pub mod verdict;
 
-pub use scope::{Scope, Siblings};
+pub use crate::results::scope::{Scope, Siblings, domains};
 
 use crate::kernels::{KernelId, StoreMode};
 use crate::topology::Topology;

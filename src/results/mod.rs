@@ -21,6 +21,7 @@ pub mod ranks;
 pub mod read;
 mod run_trust;
 mod schema;
+pub mod scope;
 
 pub mod study;
 pub mod targets;

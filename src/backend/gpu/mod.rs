@@ -76,6 +76,10 @@ impl Backend for GpuBackend {
         self.platform.name()
     }
 
+    fn health_scopes(&self, topo: &Topology) -> Vec<crate::results::scope::Scope> {
+        crate::results::scope::Scope::of_device_at(self.index, topo)
+    }
+
     fn prepare(&self, topo: &Topology, s: &Settings) -> Result<Prepared> {
         (self.platform.check_setup()).map_err(Error::Usage)?;
         refuse_what_cpus_have(self.platform.kind(), s)?;

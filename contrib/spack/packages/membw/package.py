@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="25fa2bd0e684cb354d31759a67befcd632b7137bb2bb7b1270d0987314891efc")
+    version("0.1.0", sha256="1df75229c3167d5877ffdf97ec37e4dd7485727b3e5573657dfb4eed4df98305")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(

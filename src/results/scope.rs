@@ -1,6 +1,20 @@
-//! Where a health rate was measured, as people read it and files spell it.
+//! Where a health rate was measured, as people read it and files spell
+//! it, and which scopes a target has (its backend supplies them).
 
+use crate::kernels::{ArrayId, KernelId};
+use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
+
+/// The NUMA domains a host scope is measured in: those with CPUs and
+/// memory this process may use. One domain is the node itself, so none is
+/// listed then.
+pub fn domains(topo: &Topology) -> Vec<usize> {
+    let ids: Vec<usize> = (topo.nodes.iter())
+        .filter(|n| n.cpus.intersects(&topo.allowed_cpus) && topo.allowed_mems.contains(n.id))
+        .map(|n| n.id)
+        .collect();
+    if ids.len() < 2 { Vec::new() } else { ids }
+}
 
 /// Where a rate was measured: every allowed core on local memory, or the
 /// cores of one NUMA domain on that domain's memory.
@@ -59,6 +73,65 @@ impl Scope {
                     Some((i, l)) => Some(Scope::HostLink(i.parse().ok()?, link(l)?)),
                 }
             }
+        }
+    }
+
+    /// The host CPUs' scopes, as a backend that works on them supplies
+    /// them: the whole node, then each NUMA domain's cores on its memory.
+    pub fn of_host(topo: &Topology) -> Vec<Scope> {
+        let domains = domains(topo).into_iter().map(Scope::Numa);
+        std::iter::once(Scope::Node).chain(domains).collect()
+    }
+
+    /// Device `index`'s scopes, as its backend supplies them: its own
+    /// memory, then its host link from each memory node this process may
+    /// use.
+    pub fn of_device_at(index: u32, topo: &Topology) -> Vec<Scope> {
+        let links = (topo.nodes.iter())
+            .filter(|n| topo.allowed_mems.contains(n.id) && !n.memoryless())
+            .map(|n| Scope::HostLink(index, n.id));
+        std::iter::once(Scope::Device(index)).chain(links).collect()
+    }
+
+    /// The kernels a new baseline measures in this scope, of those
+    /// `asked`: a device's memory takes those over its own memory (none,
+    /// and the scope is left out), its link those over host buffers (the
+    /// copy engine's three where none is asked), the host's all of them.
+    pub fn kernels(&self, asked: &[KernelId]) -> Vec<KernelId> {
+        let on_link = |k: &&KernelId| k.spec().arrays().any(ArrayId::host_buffer);
+        match self {
+            Scope::Node | Scope::Numa(_) => asked.to_vec(),
+            Scope::Device(_) => asked.iter().filter(|k| !on_link(k)).copied().collect(),
+            Scope::HostLink(..) => {
+                let link: Vec<KernelId> = asked.iter().filter(on_link).copied().collect();
+                match link.is_empty() {
+                    true => vec![KernelId::H2d, KernelId::D2h, KernelId::Bidir],
+                    false => link,
+                }
+            }
+        }
+    }
+
+    /// The kernels a check measures in this scope: a device's scopes each
+    /// keep their own (`recorded`: its memory's, its link's), the host's
+    /// the baseline's protocol's.
+    pub fn checked_kernels(&self, recorded: &[KernelId], protocol: &[KernelId]) -> Vec<KernelId> {
+        match self {
+            Scope::Device(_) | Scope::HostLink(..) => recorded.to_vec(),
+            Scope::Node | Scope::Numa(_) => protocol.to_vec(),
+        }
+    }
+
+    /// The stores a check asks for in this scope, where the baseline
+    /// recorded `stores`: the same on the host's CPUs; none for a device,
+    /// which has no CPU stores to ask for.
+    pub fn checked_stores(
+        &self,
+        stores: crate::kernels::StoreMode,
+    ) -> Option<crate::kernels::StoreMode> {
+        match self {
+            Scope::Device(_) | Scope::HostLink(..) => None,
+            Scope::Node | Scope::Numa(_) => Some(stores),
         }
     }
 
@@ -175,5 +248,64 @@ impl<'de> Deserialize<'de> for Scope {
                 "scope '{text}' (node, numa:N, device:I or device:I/link:N)"
             ))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::StoreMode;
+
+    fn two_sockets() -> Topology {
+        crate::topology::fixture::machine("xeon-e5-2680v3-2s").1
+    }
+
+    #[test]
+    fn the_host_has_the_node_and_each_domain_a_device_its_memory_and_a_link_per_node() {
+        let topo = two_sockets();
+        assert_eq!(
+            Scope::of_host(&topo),
+            [Scope::Node, Scope::Numa(0), Scope::Numa(1)]
+        );
+        assert_eq!(
+            Scope::of_device_at(3, &topo),
+            [
+                Scope::Device(3),
+                Scope::HostLink(3, 0),
+                Scope::HostLink(3, 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn each_scope_takes_its_own_kernels_of_those_asked() {
+        use KernelId::*;
+        let asked = [Copy, Triad, H2d];
+        assert_eq!(Scope::Node.kernels(&asked), asked);
+        assert_eq!(Scope::Numa(1).kernels(&asked), asked);
+        assert_eq!(Scope::Device(0).kernels(&asked), [Copy, Triad]);
+        assert_eq!(Scope::HostLink(0, 1).kernels(&asked), [H2d]);
+        // A link asked nothing of its own runs the copy engine's three; a
+        // device's memory asked nothing of its own is left out.
+        assert_eq!(Scope::HostLink(0, 0).kernels(&[Triad]), [H2d, D2h, Bidir]);
+        assert!(Scope::Device(0).kernels(&[H2d]).is_empty());
+    }
+
+    #[test]
+    fn a_check_asks_a_device_for_its_recorded_kernels_and_no_cpu_stores() {
+        let (recorded, protocol) = ([KernelId::Triad], [KernelId::Copy, KernelId::Triad]);
+        assert_eq!(
+            Scope::Device(1).checked_kernels(&recorded, &protocol),
+            recorded
+        );
+        assert_eq!(
+            Scope::Numa(0).checked_kernels(&recorded, &protocol),
+            protocol
+        );
+        assert_eq!(Scope::HostLink(1, 0).checked_stores(StoreMode::Nt), None);
+        assert_eq!(
+            Scope::Node.checked_stores(StoreMode::Nt),
+            Some(StoreMode::Nt)
+        );
     }
 }
