@@ -172,10 +172,11 @@ pub fn baseline(b: &Baseline) -> String {
                 o,
                 "  {:<w$} {:>7} {:<8} {:>11.2} {:>9.2} {:>6.1} %",
                 s.scope.to_string(),
-                // A device's scope has no CPU threads.
-                s.scope
-                    .device_index()
-                    .map_or(s.threads.to_string(), |_| "-".into()),
+                // A device's scope has no CPU threads (its record says 0).
+                match s.threads {
+                    0 => "-".to_string(),
+                    n => n.to_string(),
+                },
                 k.spec().name,
                 r.median_gb_s,
                 r.best_gb_s,
