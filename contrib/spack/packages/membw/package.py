@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="90e2c6ef953eebbc7a42e7150da6b1b332907fc19c3af05fe4a6f31257fe6027")
+    version("0.1.0", sha256="740db3ae011f369cfc45be3360973843c85e28331b6bd1388bafce478fe92c8d")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
