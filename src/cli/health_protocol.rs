@@ -113,9 +113,9 @@ impl ProtocolArgs {
             })
     }
 
-    /// A device set's GPU↔GPU pairs (the set [`Self::source`] found), copy engine one way, three
-    /// repetitions each of `elements` doubles (at most 64 MiB): nothing
-    /// for one device, the host or the fake.
+    /// The GPU↔GPU pairs of `set` (the one [`Self::source`] found), copy
+    /// engine one way, three repetitions each of `elements` doubles (at
+    /// most 64 MiB): nothing for one device, the host or the fake.
     pub(super) fn pairs(
         &self,
         topo: &Topology,

@@ -72,18 +72,21 @@ pub type Row = (KernelId, usize, Vec<Cell>);
 /// levels returned, for the header, are those of points of the most
 /// threads when the thread counts differ.
 pub fn study(records: &[Record]) -> Option<(Vec<Level>, Vec<Row>)> {
-    let sized: Vec<&Record> = records
+    // Each point with the host caches that serve its threads (a device's
+    // arrays are in its own memory), membw's own (a program's sizes are
+    // its own).
+    let sized: Vec<(&Record, &BTreeMap<String, u64>)> = records
         .iter()
         .filter(|r| r.point.numa.is_none() && r.point.working_set_per_thread > 0)
-        // membw's own team: a program's sizes are its own.
-        .filter(|r| r.point.host().is_some() && r.point.program().is_none())
+        .filter(|r| r.point.program().is_none())
+        .filter_map(|r| Some((r, r.host_caches()?)))
         .collect();
-    let widest = sized.iter().max_by_key(|r| r.point.threads)?;
-    let levels = levels(&widest.cache_per_thread);
+    let (_, widest) = sized.iter().max_by_key(|(r, _)| r.point.threads)?;
+    let levels = levels(widest);
     let mut best: BTreeMap<(KernelId, usize), Vec<Cell>> = BTreeMap::new();
     let mut covered = vec![false; levels.len()];
-    for r in &sized {
-        let own = self::levels(&r.cache_per_thread);
+    for (r, caches) in &sized {
+        let own = self::levels(caches);
         let Some(l) = level_of(&own, r.point.working_set_per_thread).filter(|&l| l < levels.len())
         else {
             continue;

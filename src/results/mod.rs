@@ -395,14 +395,22 @@ impl Record {
         self.band() == Band::Caches
     }
 
+    /// The host's caches per thread (by level) that serve the point's
+    /// threads, where host CPUs did its work: a device's arrays are in its
+    /// own memory, and the caches earlier records kept for a device too
+    /// say nothing of them.
+    pub fn host_caches(&self) -> Option<&std::collections::BTreeMap<String, u64>> {
+        self.point.host().map(|_| &self.cache_per_thread)
+    }
+
     /// Where the point's arrays, per thread, stand against the caches per
     /// thread: within them, past them but each under STREAM's rule, or
     /// memory. A device's arrays are in its own memory: the host's caches,
     /// which earlier records kept for a device too, say nothing of them;
     /// nor do they of a point whose caches or sizes are unknown.
     pub fn band(&self) -> Band {
-        let caches: u64 = self.cache_per_thread.values().sum();
-        if self.point.host().is_none() || caches == 0 {
+        let caches: u64 = self.host_caches().map_or(0, |c| c.values().sum());
+        if caches == 0 {
             return Band::Memory;
         }
         let arrays = (crate::kernels::arrays_used(&self.point.kernels).iter())

@@ -496,7 +496,8 @@ const TARGET_MODULES: [&str; 2] = ["results/targets/", "backend/"];
 fn target_branches(files: &BTreeMap<String, String>) -> Vec<String> {
     let mut found = Vec::new();
     for (path, text) in files {
-        if TARGET_MODULES.iter().any(|m| path.starts_with(m)) {
+        // Tests build targets of every kind to test what renders them.
+        if TARGET_MODULES.iter().any(|m| path.starts_with(m)) || is_test_file(path) {
             continue;
         }
         for (i, line) in code(text).lines().enumerate() {

@@ -1137,6 +1137,10 @@ fn an_unpinned_best_gets_the_command_that_ran_it_not_reproduce_lines() {
         "{text}"
     );
     assert!(
+        text.contains("Its 2 threads were not pinned: no placement to reproduce"),
+        "{text}"
+    );
+    assert!(
         text.contains("membw run --no-pin --threads 2 --size 400000000 --mem local"),
         "{text}"
     );

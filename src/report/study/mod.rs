@@ -378,12 +378,16 @@ pub fn summary_laid_out(
         for line in verdict.lines() {
             let _ = writeln!(out, "{line}");
         }
-        let block = match (&best.reproduce, best.point.pinned()) {
-            (Some(s), true) => super::reproduce_block("Reproduce it:", s),
+        let block = match (&best.reproduce, best.point.pinned(), best.point.host()) {
+            (Some(s), true, _) => super::reproduce_block("Reproduce it:", s),
             // Unbound threads have no placement to reproduce in other
             // tools' words: the command that ran them is the recipe.
-            (_, false) if best.point.host().is_some() => format!(
-                "Its threads were not pinned: no placement to reproduce. Run it again with:\n  {}\n",
+            (_, false, Some(host)) => format!(
+                "{} not pinned: no placement to reproduce. Run it again with:\n  {}\n",
+                match host.threads {
+                    1 => "Its thread was".to_string(),
+                    n => format!("Its {n} threads were"),
+                },
                 rerun_command(best)
             ),
             _ => String::new(),

@@ -399,3 +399,29 @@ fn the_under_rule_mark_is_explained_only_where_a_peak_column_shows_it() {
         "{text}"
     );
 }
+
+#[test]
+fn a_devices_arrays_are_in_its_own_memory_whatever_host_caches_its_record_kept() {
+    use crate::results::targets::{Device, DeviceId, Target};
+    // Earlier records kept the host's caches for a device too.
+    let mut r = cell(0, 0, 40.0);
+    r.point.numa = None;
+    r.point.working_set_per_thread = 3 * (1 << 20);
+    r.point.kernels = vec![KernelId::Triad];
+    r.cache_per_thread.insert("L3".into(), 16 << 20);
+    assert_eq!(r.band(), crate::results::Band::Caches);
+    assert!(r.host_caches().is_some());
+    let mut big = r.clone();
+    big.point.working_set_per_thread = 3 << 30;
+    assert!(crate::report::levels::study(&[r.clone(), big.clone()]).is_some());
+    let device = Some(Target::Device(Box::new(Device {
+        id: DeviceId::of("sim", 1),
+        facts: Default::default(),
+    })));
+    r.point.target = device.clone();
+    big.point.target = device;
+    assert_eq!(r.host_caches(), None);
+    assert_eq!(r.band(), crate::results::Band::Memory);
+    // Nor does the cache-level study place it among the host's levels.
+    assert!(crate::report::levels::study(&[r, big]).is_none());
+}
