@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="740db3ae011f369cfc45be3360973843c85e28331b6bd1388bafce478fe92c8d")
+    version("0.1.0", sha256="bfb2be1df9b3e3332a96a2312154fe5e642cfccbc0d2e86765c2320862b9e276")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
