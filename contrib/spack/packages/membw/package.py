@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="bfb2be1df9b3e3332a96a2312154fe5e642cfccbc0d2e86765c2320862b9e276")
+    version("0.1.0", sha256="7c8ed1065fcea35dc305432b67bb3d450754b29af5f4e02ba39b7365ee5a10a4")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
