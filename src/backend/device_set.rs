@@ -4,16 +4,6 @@
 use super::registry::PLATFORMS;
 use super::{Backend, by_name, gpu};
 
-/// The backends `spec` names, one per device: a device set (`cuda:all`,
-/// `sim:0-3,6`, the CPU-list grammar) in the order written, or the one
-/// backend [`by_name`] gives.
-pub fn set_by_name(spec: &str) -> std::result::Result<Vec<Box<dyn Backend>>, String> {
-    match platform_set(spec)? {
-        Some(set) => Ok(set_backends(set)),
-        None => by_name(spec).map(|b| vec![b]),
-    }
-}
-
 /// The backends of a set [`platform_set`] found: each index was found
 /// among the devices the platform counted, so the driver is not asked
 /// again.

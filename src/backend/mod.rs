@@ -25,7 +25,7 @@ pub mod portable;
 pub(crate) mod registry;
 pub mod sim;
 
-pub use device_set::{PlatformSet, for_rank, platform_set, set_backends, set_by_name};
+pub use device_set::{PlatformSet, for_rank, platform_set, set_backends};
 pub use registry::{PLATFORMS, fabric_kind, fabric_kinds, gpu_memory, platform_for, probe_child};
 
 use crate::error::Result;

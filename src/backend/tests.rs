@@ -126,10 +126,19 @@ fn a_device_set_is_shared_out_among_a_nodes_ranks() {
     assert_eq!(for_rank("sim:0", Some(1), Some(2)).unwrap().len(), 1);
 }
 
+/// The backends `spec` names, one per device of a set, as `--backend`
+/// makes them.
+fn set_by_name(spec: &str) -> std::result::Result<Vec<Box<dyn Backend>>, String> {
+    match platform_set(spec)? {
+        Some(set) => Ok(set_backends(set)),
+        None => by_name(spec).map(|b| vec![b]),
+    }
+}
+
 #[test]
 fn a_device_set_is_every_device_or_a_list_in_the_order_written() {
     let names = |spec: &str| -> Vec<String> {
-        (super::set_by_name(spec).unwrap().iter())
+        (set_by_name(spec).unwrap().iter())
             .map(|b| b.name().to_string())
             .collect()
     };
@@ -138,7 +147,7 @@ fn a_device_set_is_every_device_or_a_list_in_the_order_written() {
     assert_eq!(names("sim:2,0-1,1").len(), 3);
     assert_eq!(names("sim:1").len(), 1);
     assert_eq!(names("cpu").len(), 1);
-    let err = |spec: &str| super::set_by_name(spec).err().unwrap_or_default();
+    let err = |spec: &str| set_by_name(spec).err().unwrap_or_default();
     assert!(err("sim:0,7").contains("sim:7"), "{}", err("sim:0,7"));
     assert!(err("sim:a-b").contains("'a-b'"));
     assert!(err("cpu:all").contains("no devices to number"));

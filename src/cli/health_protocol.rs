@@ -75,18 +75,10 @@ impl ProtocolArgs {
         if self.fake() {
             return Ok((self.backend.source(self.fake.fake_source.as_deref())?, None));
         }
-        let spec = self.backend.spec();
-        let named = crate::backend::platform_set(spec)
-            .map_err(|e| crate::error::Error::Usage(format!("--backend {spec}: {e}")))?;
-        let Some(gpus) = named else {
-            return Ok((Chosen::source(self.backend.backend()?), None));
-        };
-        let mut set = crate::backend::set_backends(gpus.clone());
-        let source: Box<dyn Source> = match set.len() {
-            1 => Chosen::source(set.remove(0)),
-            _ => Box::new(DeviceSetSource::new(set, topo)?),
-        };
-        Ok((source, Some(gpus)))
+        Ok(match self.backend.chosen()? {
+            Chosen::Set(set, gpus) => (Box::new(DeviceSetSource::new(set, topo)?), Some(gpus)),
+            Chosen::One(backend) => (Chosen::source(backend), None),
+        })
     }
 
     /// The GPUs a node's check covers beside its CPUs: every GPU of the

@@ -359,7 +359,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     // shared out among each node's ranks instead.
     let launch = m.launch("run")?;
     let one = match m.chosen(launch.is_some())? {
-        Some(Chosen::Set(set)) => {
+        Some(Chosen::Set(set, _)) => {
             let point = (&placement, &mem_written, stores);
             return run_device_set(&args, &topo, &settings, point, set);
         }

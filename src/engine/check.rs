@@ -4,8 +4,9 @@
 //! keeps every round, the check stops as soon as the rules say.
 
 use super::Engine;
-use super::scopes::{ScopeJob, domains, fits_in_caches, plan_for};
+use super::scopes::{ScopeJob, fits_in_caches, plan_for};
 use crate::error::{Error, Result};
+use crate::health::domains;
 use crate::health::rules::{self, Balance, Bests, Finding, Next, Slowest};
 use crate::health::{Baseline, BaselineError, Rates, Scope, ScopeBaseline};
 use crate::kernels::{KernelId, StoreMode};

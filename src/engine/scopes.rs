@@ -12,8 +12,6 @@ use crate::plan::{self, Measure, Plan, Settings, StoresRequest};
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
 
-pub use crate::health::domains;
-
 /// One scope, ready to measure.
 pub struct ScopeJob {
     pub scope: Scope,

@@ -7,7 +7,11 @@ use crate::error::{Error, Result};
 /// What `--backend` names, made once: one backend, or a device set's.
 pub(crate) enum Chosen {
     One(Box<dyn crate::backend::Backend>),
-    Set(Vec<Box<dyn crate::backend::Backend>>),
+    /// A device set's backends, and the set they were made from.
+    Set(
+        Vec<Box<dyn crate::backend::Backend>>,
+        crate::backend::PlatformSet,
+    ),
 }
 
 impl Chosen {
@@ -103,15 +107,19 @@ impl BackendArg {
 
     /// The backends it names, each made once (making one asks the
     /// vendor's driver for its devices): one backend, or a device set's
-    /// (`cuda:all`, `sim:0-3`), one per device. For the commands that take
-    /// a set; the source of one is [`Chosen::source`].
+    /// (`cuda:all`, `sim:0-3`), one per device, with the set they were
+    /// made from. For the commands that take a set; the source of one is
+    /// [`Chosen::source`].
     pub(crate) fn chosen(&self) -> Result<Chosen> {
         let name = &self.backend;
-        let mut set = crate::backend::set_by_name(name)
-            .map_err(|e| Error::Usage(format!("--backend {name}: {e}")))?;
+        let usage = |e: String| Error::Usage(format!("--backend {name}: {e}"));
+        let Some(gpus) = crate::backend::platform_set(name).map_err(usage)? else {
+            return self.backend().map(Chosen::One);
+        };
+        let mut set = crate::backend::set_backends(gpus.clone());
         Ok(match set.len() {
             1 => Chosen::One(set.remove(0)),
-            _ => Chosen::Set(set),
+            _ => Chosen::Set(set, gpus),
         })
     }
 

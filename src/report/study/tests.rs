@@ -378,14 +378,21 @@ fn an_untrusted_fast_point_is_never_the_best_and_a_tie_is_not_resolved() {
     assert!(text.contains("runner-up: "), "{text}");
 }
 
+/// A triad point of `working_set` bytes per thread, its threads served by
+/// 16 MiB of L3 each.
+fn triad_over_16_mib_of_l3(working_set: u64) -> Record {
+    let mut r = cell(0, 0, 40.0);
+    r.point.numa = None;
+    r.point.working_set_per_thread = working_set;
+    r.point.kernels = vec![KernelId::Triad];
+    r.cache_per_thread.insert("L3".into(), 16 << 20);
+    r
+}
+
 #[test]
 fn the_under_rule_mark_is_explained_only_where_a_peak_column_shows_it() {
     // One triad array of 24 MiB against 16 MiB of caches: under the rule.
-    let mut r = cell(0, 0, 40.0);
-    r.point.numa = None;
-    r.point.working_set_per_thread = 3 * (24 << 20);
-    r.point.kernels = vec![KernelId::Triad];
-    r.cache_per_thread.insert("L3".into(), 16 << 20);
+    let mut r = triad_over_16_mib_of_l3(3 * (24 << 20));
     assert_eq!(r.band(), crate::results::Band::UnderRule);
     r.peak_unknown = Some("no peak known".into());
     let text = legend([&r]);
@@ -404,11 +411,7 @@ fn the_under_rule_mark_is_explained_only_where_a_peak_column_shows_it() {
 fn a_devices_arrays_are_in_its_own_memory_whatever_host_caches_its_record_kept() {
     use crate::results::targets::{Device, DeviceId, Target};
     // Earlier records kept the host's caches for a device too.
-    let mut r = cell(0, 0, 40.0);
-    r.point.numa = None;
-    r.point.working_set_per_thread = 3 * (1 << 20);
-    r.point.kernels = vec![KernelId::Triad];
-    r.cache_per_thread.insert("L3".into(), 16 << 20);
+    let mut r = triad_over_16_mib_of_l3(3 * (1 << 20));
     assert_eq!(r.band(), crate::results::Band::Caches);
     assert!(r.host_caches().is_some());
     let mut big = r.clone();
