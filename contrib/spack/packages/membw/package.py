@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="7c8ed1065fcea35dc305432b67bb3d450754b29af5f4e02ba39b7365ee5a10a4")
+    version("0.1.0", sha256="50cc69c866b60c325fb55b78ac2d1621598bbb266cdbf283622989b91976dead")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
