@@ -131,6 +131,11 @@ pub struct Settings {
     /// how many threads run. `None`: the measure's elements, one call per
     /// repetition (STREAM's protocol).
     pub working_set: Option<u64>,
+    /// STREAM's rule for every CPU a whole study uses, where each of its
+    /// points is sized alike (a sweep): a backend whose arrays are host
+    /// memory takes it instead of its own CPUs' rule; a device sizes its
+    /// arrays from its own memory.
+    pub host_elements: Option<u64>,
 }
 
 /// Bytes per timed repetition that make a cache-sized kernel long enough to
@@ -187,6 +192,7 @@ impl Settings {
             stores,
             mem,
             working_set: None,
+            host_elements: None,
         }
     }
 }
@@ -232,8 +238,9 @@ pub fn resolve_stores(
 /// not fit in memory.
 pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
     let cpus = placement::resolve(topo, &s.placement)?;
-    let (elements, inner_repeats) =
-        s.sizes(cpus.len().max(1), || memory::default_elements(topo, &cpus))?;
+    let (elements, inner_repeats) = s.sizes(cpus.len().max(1), || {
+        (s.host_elements).unwrap_or_else(|| memory::default_elements(topo, &cpus))
+    })?;
     let isa = s.measure.isa.unwrap_or_else(Isa::best);
     let used = cpus.iter().copied().collect();
     let rule = crate::results::StreamRule::over(topo.cache_sum(&used).0);

@@ -66,29 +66,9 @@ pub fn expand(topo: &Topology, spec: &SweepSpec, prepare: &plan::Prepare) -> Res
     // STREAM's rule for every CPU the points use (what `run` sizes for its
     // own CPUs; `--cpunode 0` is one node's caches, not the machine's):
     // the same at every point. A device sizes its arrays from its own
-    // memory, as its plan says.
-    let own_size = || {
-        let everywhere = placement::Request {
-            spec: Spec::Default,
-            threads: None,
-            smt: false,
-            cpu_nodes: None,
-        };
-        let settings = Settings::new(
-            &spec.measure,
-            everywhere,
-            StoresRequest::Auto,
-            Default::default(),
-        );
-        (prepare(&settings).ok()).and_then(|p| p.plan.target.own_elements(p.plan.elements))
-    };
-    let fixed =
-        Measure {
-            elements: Some(spec.measure.elements.or_else(own_size).unwrap_or_else(|| {
-                crate::memory::default_elements(topo, &cpus_used(topo, &cases))
-            })),
-            ..spec.measure.clone()
-        };
+    // memory, as its backend's plan does.
+    let host_elements = (spec.measure.elements.is_none())
+        .then(|| crate::memory::default_elements(topo, &cpus_used(topo, &cases)));
     let sizes: Vec<Option<u64>> = if spec.sizes.is_empty() || spec.numa_matrix.is_some() {
         vec![None]
     } else {
@@ -105,10 +85,11 @@ pub fn expand(topo: &Topology, spec: &SweepSpec, prepare: &plan::Prepare) -> Res
                 let settings = Settings {
                     measure: Measure {
                         hugepages: pages,
-                        ..fixed.clone()
+                        ..spec.measure.clone()
                     },
                     working_set: size,
-                    ..Settings::new(&fixed, request.clone(), stores, mem.clone())
+                    host_elements,
+                    ..Settings::new(&spec.measure, request.clone(), stores, mem.clone())
                 };
                 let plan = prepare(&settings)?.plan;
                 let placement = PlacementId::of(&request);

@@ -199,6 +199,22 @@ fn a_wrong_element_fails_validation_naming_the_array() {
     assert!(stderr.contains("MEMBW_SIM_DEVICE=wrong=1"), "{stderr}");
 }
 
+/// A device's sweep sizes every point by the device's own rule, as its
+/// run does: the host CPUs' rule (this host's caches) is not its.
+#[test]
+fn a_device_sweep_sizes_its_arrays_as_its_run_does() {
+    let arrays = |args: &[&str]| -> String {
+        let plan = stdout(args);
+        (plan.lines().find(|l| l.trim_start().starts_with("arrays ")))
+            .unwrap_or_else(|| panic!("no arrays line: {plan}"))
+            .to_string()
+    };
+    let run = arrays(&["run", "--backend", "sim", "--dry-run"]);
+    let sweep = arrays(&["sweep", "--backend", "sim", "--dry-run", "--ntimes", "3"]);
+    assert_eq!(sweep, run);
+    assert!(run.contains("in the device's own memory"), "{run}");
+}
+
 #[test]
 fn sweeps_reports_and_comparisons_name_the_device_and_pair_its_points() {
     let dir = tempfile::tempdir().unwrap();

@@ -289,30 +289,6 @@ impl Gpu {
         (self.runtime).launch(function, grid, DEFAULT_BLOCK, &args, Stream::Main)
     }
 
-    /// `repeats` of `kernel` between two events; the GPU's time of them.
-    fn timed(&mut self, kernel: KernelId, repeats: usize) -> Result<f64, String> {
-        self.runtime.record(Event::Start, Stream::Main)?;
-        match copy_engine(kernel) {
-            Some(pageable) => self.copy_engine(kernel, pageable, repeats)?,
-            None => {
-                let launch = (self.kernels.iter().find(|l| l.kernel == kernel))
-                    .ok_or_else(|| format!("no device kernel for {kernel}"))?;
-                let shape = &launch.shapes[launch.chosen];
-                let (function, grid, block) = (shape.function, shape.grid, shape.block);
-                let partial = match kernel {
-                    KernelId::Dot => self.partial_dot,
-                    _ => self.partial_read,
-                };
-                let args = self.args(SCALAR, partial);
-                for _ in 0..repeats {
-                    (self.runtime).launch(function, grid, block, &args, Stream::Main)?;
-                }
-            }
-        }
-        self.runtime.record(Event::End, Stream::Main)?;
-        self.runtime.elapsed_s(Event::Start, Event::End)
-    }
-
     /// The copy engine's transfers between the device and the host
     /// buffers (registered, or their pageable twins): host to device on
     /// the main stream, device to host on the other where both run at
@@ -354,7 +330,7 @@ impl Gpu {
         for _ in 0..repeats {
             // SAFETY (both copies): `h` and `r` point to host buffers of
             // `elements` doubles that this Gpu owns and does not touch
-            // until `timed` has waited for the end event, after which
+            // until `run` has waited for the end event, after which
             // every queued copy has finished; `a` and `b` are device
             // allocations as long.
             if up && let Some(h) = h {
@@ -398,12 +374,42 @@ impl TargetArrays for Gpu {
         self.keep(r);
     }
 
+    /// `repeats` of `kernel` between two events, the GPU's time of them
+    /// kept for [`device_seconds`](TargetArrays::device_seconds): the
+    /// protocol's timed call, which launches the kernel itself.
     fn run(&mut self, kernel: KernelId, repeats: usize) {
         self.last_run_s = None;
         if self.failed.is_some() {
             return;
         }
-        match self.timed(kernel, repeats) {
+        let queued = 'queued: {
+            if let Err(e) = self.runtime.record(Event::Start, Stream::Main) {
+                break 'queued Err(e);
+            }
+            if let Some(pageable) = copy_engine(kernel) {
+                break 'queued self.copy_engine(kernel, pageable, repeats);
+            }
+            let Some(launch) = self.kernels.iter().find(|l| l.kernel == kernel) else {
+                break 'queued Err(format!("no device kernel for {kernel}"));
+            };
+            let shape = &launch.shapes[launch.chosen];
+            let (function, grid, block) = (shape.function, shape.grid, shape.block);
+            let partial = match kernel {
+                KernelId::Dot => self.partial_dot,
+                _ => self.partial_read,
+            };
+            let args = self.args(SCALAR, partial);
+            for _ in 0..repeats {
+                let launched = (self.runtime).launch(function, grid, block, &args, Stream::Main);
+                if launched.is_err() {
+                    break 'queued launched;
+                }
+            }
+            Ok(())
+        };
+        let seconds = (queued.and_then(|()| self.runtime.record(Event::End, Stream::Main)))
+            .and_then(|()| self.runtime.elapsed_s(Event::Start, Event::End));
+        match seconds {
             Ok(seconds) => self.last_run_s = Some(seconds),
             Err(e) => self.keep(Err(e)),
         }

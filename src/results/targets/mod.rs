@@ -206,13 +206,6 @@ impl Target {
         self.on_host().then_some(part)
     }
 
-    /// The elements its backend sized its arrays to by its own rule, where
-    /// they are its own memory's (a device): what a sweep keeps at every
-    /// point. `None` for the CPU team, whose size comes from the host.
-    pub fn own_elements(&self, elements: usize) -> Option<u64> {
-        (!self.on_host()).then_some(elements as u64)
-    }
-
     /// The memory peak a stream kernel's rate is a share of: a device's
     /// own, or the host's (`host`) for work in host memory.
     pub fn memory_peak(&self, host: Option<&Peak>) -> Option<Peak> {
