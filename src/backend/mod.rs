@@ -26,7 +26,9 @@ pub(crate) mod registry;
 pub mod sim;
 
 pub use device_set::{PlatformSet, for_rank, platform_set, set_backends};
-pub use registry::{PLATFORMS, fabric_kind, fabric_kinds, gpu_memory, platform_for, probe_child};
+pub use registry::{
+    PLATFORMS, fabric_kind, fabric_kinds, gpu_memory, node_gpus, platform_for, probe_child,
+};
 
 use crate::error::Result;
 use crate::kernels::{ARRAYS, ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};

@@ -33,6 +33,68 @@ pub fn platform_for(vendor: GpuVendor) -> Option<&'static dyn gpu::Platform> {
         .find(|p| p.vendor() == Some(vendor))
 }
 
+/// The GPUs a node check measures beside the CPUs: every device of the
+/// first platform (in the registry's order) that loads and sees one; the
+/// simulated device's where `simulated` (it stands for them all). With
+/// them, one line per group of the PCI bus's GPUs that it leaves out: a
+/// second maker's, a maker whose runtime does not load or sees none, a
+/// maker membw has no backend for.
+pub fn node_gpus(
+    topo: &crate::topology::Topology,
+    simulated: bool,
+) -> (Option<super::PlatformSet>, Vec<String>) {
+    let on_bus = |vendor| {
+        (topo.gpus.iter())
+            .filter(|g| g.maker() == Some(vendor))
+            .count()
+    };
+    let the = |n: usize, maker: &str| match n {
+        1 => format!("the {maker} GPU on its PCI bus"),
+        _ => format!("the {n} {maker} GPUs on its PCI bus"),
+    };
+    let mut found: Option<super::PlatformSet> = None;
+    let mut left_out = Vec::new();
+    for p in PLATFORMS
+        .iter()
+        .filter(|p| (p.vendor().is_none()) == simulated)
+    {
+        let there = p.vendor().map_or(0, on_bus);
+        let maker = p.vendor().map_or("", GpuVendor::name);
+        let all = format!("{}:all", p.name());
+        if found.is_some() {
+            if there > 0 {
+                left_out.push(format!(
+                    "{}: --backend {all} checks them",
+                    the(there, maker)
+                ));
+            }
+            continue;
+        }
+        match super::platform_set(&all) {
+            Ok(Some(set)) if !set.1.is_empty() => found = Some(set),
+            Ok(_) if there > 0 => left_out.push(format!(
+                "{}: {} sees none",
+                the(there, maker),
+                p.id().counter
+            )),
+            Err(why) if there > 0 => left_out.push(format!("{}: {why}", the(there, maker))),
+            _ => {}
+        }
+    }
+    // A maker no platform drives (Intel's GPUs): named, never measured.
+    let makers = [GpuVendor::Nvidia, GpuVendor::Amd, GpuVendor::Intel];
+    for maker in makers.into_iter().filter(|&m| platform_for(m).is_none()) {
+        let there = on_bus(maker);
+        if there > 0 && !simulated {
+            left_out.push(format!(
+                "{}: membw has no backend for them",
+                the(there, maker.name())
+            ));
+        }
+    }
+    (found, left_out)
+}
+
 /// In a probe process, what the platform asked of it, as its exit code;
 /// `None` in every other membw process.
 pub fn probe_child() -> Option<i32> {

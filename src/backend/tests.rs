@@ -182,3 +182,53 @@ fn each_backend_supplies_its_health_scopes() {
     assert_eq!(scopes("sim:2"), Scope::of_device_at(2, &topo));
     assert_eq!(scopes("sim:2")[0], Scope::Device(2));
 }
+
+/// A node check covers one platform's GPUs and names every other GPU on
+/// the PCI bus it leaves out: a second maker's (with the --backend that
+/// checks them), a runtime that does not load here, a maker membw has no
+/// backend for. Whichever runtimes this host has, no maker goes unsaid.
+#[test]
+fn a_node_check_names_every_gpu_on_the_bus_it_leaves_out() {
+    use crate::topology::pci::{GpuVendor, PciGpu};
+    let (_dir, mut topo) = crate::topology::fixture::machine("xeon-e5-2680v3-2s");
+    let gpu = |i: u8, vendor: u16| PciGpu {
+        address: format!("0000:{i:02x}:00.0"),
+        vendor,
+        device: 0x1234,
+        class: 0x0302,
+        numa_node: Some(0),
+        local_cpus: Default::default(),
+        driver: None,
+        link: None,
+    };
+    topo.gpus = vec![
+        gpu(0x18, 0x10de),
+        gpu(0x19, 0x10de),
+        gpu(0x3a, 0x1002),
+        gpu(0x5b, 0x8086),
+    ];
+    let (found, left_out) = super::node_gpus(&topo, false);
+    let found_name = found.as_ref().map(|(p, _)| p.name());
+    let said = |what: &str| left_out.iter().any(|l| l.contains(what));
+    for (maker, some) in [
+        (GpuVendor::Nvidia, "2 NVIDIA GPUs"),
+        (GpuVendor::Amd, "AMD GPU"),
+    ] {
+        let measured = found
+            .as_ref()
+            .is_some_and(|(p, _)| p.vendor() == Some(maker));
+        let named = said(&format!("the {some} on its PCI bus: "));
+        assert!(measured != named, "{maker:?}: {found_name:?} {left_out:?}");
+    }
+    if found.is_some() {
+        assert!(said("checks them"), "{left_out:?}");
+    }
+    assert!(
+        said("the Intel GPU on its PCI bus: membw has no backend for them"),
+        "{left_out:?}"
+    );
+    // The simulated node stands for them all, and leaves nothing out.
+    let (sim, none) = super::node_gpus(&topo, true);
+    assert_eq!(sim.map(|(p, d)| (p.name(), d.len())), Some(("sim", 4)));
+    assert!(none.is_empty(), "{none:?}");
+}

@@ -68,7 +68,7 @@ impl ProtocolArgs {
     ) -> Result<(Box<dyn Source>, Option<crate::backend::PlatformSet>)> {
         use super::flags::Chosen;
         use crate::engine::set_source::DeviceSetSource;
-        if let Some(gpus) = self.node_gpus() {
+        if let Some(gpus) = self.node_gpus(topo) {
             let set = crate::backend::set_backends(gpus.clone());
             return Ok((Box::new(DeviceSetSource::with_host(set, topo)?), Some(gpus)));
         }
@@ -84,25 +84,21 @@ impl ProtocolArgs {
     /// The GPUs a node's check covers beside its CPUs: every GPU of the
     /// first runtime (in the registry's order) that loads and sees one,
     /// where --backend was not given (nor --no-gpus); none where no
-    /// runtime loads or none sees a GPU. The tests' simulated node stands
-    /// for them where `MEMBW_SIM_DEVICE` sets it up.
-    fn node_gpus(&self) -> Option<crate::backend::PlatformSet> {
+    /// runtime loads or none sees a GPU. The GPUs on the PCI bus it leaves
+    /// out (another maker's, a runtime that does not load) are named on
+    /// stderr, with the --backend that checks them where there is one.
+    /// The tests' simulated node stands for them where `MEMBW_SIM_DEVICE`
+    /// sets it up.
+    fn node_gpus(&self, topo: &Topology) -> Option<crate::backend::PlatformSet> {
         if self.backend_given || self.no_gpus || self.fake() {
             return None;
         }
-        // Whichever the maker (a node with GPUs of two makers checks the
-        // first's; --backend names the other's). The simulated node, where
-        // it is set up, stands for them all.
         let simulated = std::env::var_os(crate::backend::sim::SETUP_VARIABLE).is_some();
-        crate::backend::PLATFORMS
-            .iter()
-            .filter(|p| (p.vendor().is_none()) == simulated)
-            .find_map(|p| {
-                let set = crate::backend::platform_set(&format!("{}:all", p.name()));
-                set.ok()
-                    .flatten()
-                    .filter(|(_, devices)| !devices.is_empty())
-            })
+        let (found, left_out) = crate::backend::node_gpus(topo, simulated);
+        for line in left_out {
+            crate::say!("membw: this check leaves out {line}");
+        }
+        found
     }
 
     /// The GPU↔GPU pairs of `set` (the one [`Self::source`] found), copy
