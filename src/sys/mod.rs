@@ -41,41 +41,6 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     }
 }
 
-/// The calling thread pinned to one CPU until this drops, when it gets
-/// back the CPUs it had: a device is driven from the thread that measures
-/// it, near the device, and that thread goes on afterwards.
-pub struct PinnedForNow {
-    before: libc::cpu_set_t,
-    /// Not `Send`: it restores the thread that made it.
-    _thread: std::marker::PhantomData<*const ()>,
-}
-
-impl PinnedForNow {
-    pub fn on(cpu: usize) -> io::Result<PinnedForNow> {
-        // SAFETY: cpu_set_t is plain data for which all-zero is the empty set.
-        let mut before: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        // SAFETY: the set is a valid, writable cpu_set_t of the size passed;
-        // pid 0 = this thread.
-        let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&before), &mut before) };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        pin_current_thread(cpu)?;
-        Ok(PinnedForNow {
-            before,
-            _thread: std::marker::PhantomData,
-        })
-    }
-}
-
-impl Drop for PinnedForNow {
-    fn drop(&mut self) {
-        // SAFETY: `before` is the valid cpu_set_t this thread had; pid 0 =
-        // this thread. A failure leaves it pinned, which only narrows it.
-        unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&self.before), &self.before) };
-    }
-}
-
 /// The CPU the calling thread is running on right now.
 pub fn current_cpu() -> Option<usize> {
     // SAFETY: sched_getcpu takes no arguments and only reads the thread state.
@@ -296,22 +261,5 @@ mod tests {
         .join()
         .unwrap();
         assert!(pin_current_thread(100_000).is_err());
-    }
-
-    #[test]
-    fn a_thread_pinned_for_now_gets_its_cpus_back() {
-        std::thread::spawn(|| {
-            let before = thread_affinity(0).unwrap();
-            let cpu = *before.last().unwrap();
-            {
-                let _pinned = PinnedForNow::on(cpu).unwrap();
-                assert_eq!(thread_affinity(0), Some(vec![cpu]));
-            }
-            assert_eq!(thread_affinity(0).as_ref(), Some(&before));
-            assert!(PinnedForNow::on(100_000).is_err());
-            assert_eq!(thread_affinity(0), Some(before));
-        })
-        .join()
-        .unwrap();
     }
 }

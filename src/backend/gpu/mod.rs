@@ -160,40 +160,46 @@ impl Backend for GpuBackend {
         let multiprocessors = device.facts.multiprocessors.unwrap_or(1);
         let host_cpu = plan.cpus.first().copied();
         let host_node = plan.cpu_nodes.first().copied().flatten();
-        let platform = self.platform;
+        let (platform, index) = (self.platform, self.index);
         let runtime_error = |e: String| Error::Runtime(format!("{name}: {e}"));
-        // Driven from the thread that measures it, pinned near the device
-        // while it does (a context is current on one thread): it maps,
-        // first touches and registers the host buffers there, near the
-        // device, and launches. A set measures each device on a thread
-        // of its own (`engine::together`).
-        let _pinned = (host_cpu.map(crate::sys::PinnedForNow::on).transpose())
-            .map_err(|e| Error::Runtime(format!("pinning {name}'s host thread: {e}")))?;
-        let host = host_buffers::HostBuffers::map(plan)?;
-        let runtime = platform.open(self.index).map_err(runtime_error)?;
-        let mut gpu = device::Gpu::open(
-            runtime,
-            multiprocessors,
-            platform.launch_limits(),
-            plan,
-            host,
-        )
-        .map_err(runtime_error)?;
-        work.run_on(&mut gpu)?;
-        if let Some(e) = gpu.failure() {
-            return Err(runtime_error(e.to_string()));
-        }
-        let (pages, mut warnings) = gpu.host().pages(host_node);
-        warnings.extend(gpu.runtime_warnings());
-        drop(gpu);
-        warnings.extend(platform.after_run(device));
-        // What its memory counters say, beside the rates they may explain.
-        let memory = device.facts.memory_health.iter().flat_map(|h| h.findings());
-        warnings.extend(memory.map(|finding| format!("{name}: {finding}")));
-        Ok(Observed {
-            threads: Vec::new(),
-            pages,
-            warnings,
+        // Driven from a thread of its own, pinned near the device (a
+        // context is current on one thread): it maps, first touches and
+        // registers the host buffers there, near the device, and launches.
+        let host_thread = || {
+            if let Some(cpu) = host_cpu {
+                crate::sys::pin_current_thread(cpu)
+                    .map_err(|e| Error::Runtime(format!("pinning {name}'s host thread: {e}")))?;
+            }
+            let host = host_buffers::HostBuffers::map(plan)?;
+            let runtime = platform.open(index).map_err(runtime_error)?;
+            let mut gpu = device::Gpu::open(
+                runtime,
+                multiprocessors,
+                platform.launch_limits(),
+                plan,
+                host,
+            )
+            .map_err(runtime_error)?;
+            work.run_on(&mut gpu)?;
+            if let Some(e) = gpu.failure() {
+                return Err(runtime_error(e.to_string()));
+            }
+            let (pages, mut warnings) = gpu.host().pages(host_node);
+            warnings.extend(gpu.runtime_warnings());
+            drop(gpu);
+            warnings.extend(platform.after_run(device));
+            // What its memory counters say, beside the rates they may explain.
+            let memory = device.facts.memory_health.iter().flat_map(|h| h.findings());
+            warnings.extend(memory.map(|finding| format!("{name}: {finding}")));
+            Ok(Observed {
+                threads: Vec::new(),
+                pages,
+                warnings,
+            })
+        };
+        std::thread::scope(|scope| {
+            (scope.spawn(host_thread).join())
+                .unwrap_or_else(|_| Err(Error::Runtime(format!("{name}'s host thread panicked"))))
         })
     }
 }
