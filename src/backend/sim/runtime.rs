@@ -23,11 +23,23 @@ use std::time::Instant;
 /// holds six of membw's at 34 registers a thread).
 pub(super) const BLOCKS_PER_MP: u32 = 6;
 
+/// What a function of the module does when launched: decided when it is
+/// looked up, so that a launch (inside a timed window) only matches.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Body {
+    /// `fill_a`..`fill_d`: the array of that index takes the scalar.
+    Fill(usize),
+    /// `a = scalar * a` (STREAM's timing test, and the update kernel).
+    Update,
+    /// A kernel's recurrence, by the portable loops.
+    Kernel(KernelId),
+}
+
 /// The module's kernels: every kernel the GPU's threads run, in every
 /// build (kernels.cu's names: `-` spelled `_`, the build's suffix
-/// appended), then the helpers; each with its kernel's own name.
-fn names() -> Vec<(String, String)> {
-    let families: Vec<String> = (crate::kernels::KERNELS.iter())
+/// appended), then the helpers; each with what it does.
+fn names() -> Vec<(String, Body)> {
+    let families: Vec<(String, Body)> = (crate::kernels::KERNELS.iter())
         .filter(|k| {
             !matches!(
                 k.path,
@@ -37,16 +49,25 @@ fn names() -> Vec<(String, String)> {
                 }
             )
         })
-        .map(|k| k.name.replace('-', "_"))
-        .collect();
-    let mut names: Vec<(String, String)> = (families.iter())
-        .flat_map(|f| {
-            BUILDS
-                .iter()
-                .map(move |b| (format!("{f}{}", b.suffix), f.clone()))
+        .map(|k| {
+            let body = match k.id {
+                KernelId::Update => Body::Update,
+                id => Body::Kernel(id),
+            };
+            (k.name.replace('-', "_"), body)
         })
         .collect();
-    names.extend(["fill_a", "fill_b", "fill_c", "fill_d"].map(|f| (f.to_string(), f.to_string())));
+    let mut names: Vec<(String, Body)> = (families.iter())
+        .flat_map(|(f, body)| {
+            BUILDS
+                .iter()
+                .map(move |b| (format!("{f}{}", b.suffix), *body))
+        })
+        .collect();
+    let fills = ["fill_a", "fill_b", "fill_c", "fill_d"]
+        .into_iter()
+        .enumerate();
+    names.extend(fills.map(|(i, f)| (f.to_string(), Body::Fill(i))));
     names
 }
 
@@ -80,8 +101,8 @@ const STAGED: f64 = 0.25;
 
 pub(super) struct SimRuntime {
     setup: Setup,
-    /// Each function's name and its kernel's.
-    names: Vec<(String, String)>,
+    /// Each function's name and what it does.
+    names: Vec<(String, Body)>,
     /// Its "device memory".
     allocations: Vec<MappedArray>,
     /// Everything it addresses: its allocations and the registered host
@@ -165,9 +186,10 @@ impl SimRuntime {
         arrays: &[DevicePtr; ARRAYS],
         elements: usize,
     ) -> Result<Chunk<'_>, String> {
-        let mut used: Vec<DevicePtr> = arrays.iter().copied().filter(|&p| p != 0).collect();
+        // Sorted in place (no allocation: a launch is timed).
+        let mut used = *arrays;
         used.sort_unstable();
-        if used.windows(2).any(|w| w[0] == w[1]) {
+        if used.windows(2).any(|w| w[0] != 0 && w[0] == w[1]) {
             return Err("one array passed twice".into());
         }
         let mut slices: [Option<&mut [f64]>; ARRAYS] = Default::default();
@@ -327,28 +349,26 @@ impl Runtime for SimRuntime {
         if !BLOCKS.contains(&block) {
             return Err(format!("a launch of blocks of {block} threads"));
         }
-        let name = self.names[function.0].1.clone();
+        let body = self.names[function.0].1;
         let elements = args.elements as usize;
         // SAFETY: the arrays are the runtime's regions, and the launch
         // is done before this call returns.
         let mut chunk = unsafe { self.chunk(&args.arrays, elements) }?;
-        let fill = ["fill_a", "fill_b", "fill_c", "fill_d"]
-            .iter()
-            .position(|f| *f == name);
-        if let Some(i) = fill {
-            if let Some(array) = chunk.arrays[i].as_deref_mut() {
-                array.fill(args.scalar);
+        let kernel = match body {
+            Body::Fill(i) => {
+                if let Some(array) = chunk.arrays[i].as_deref_mut() {
+                    array.fill(args.scalar);
+                }
+                return Ok(());
             }
-            return Ok(());
-        }
-        if name == "update" {
-            if let Some(a) = chunk.arrays[ArrayId::A.index()].as_deref_mut() {
-                a.iter_mut().for_each(|x| *x *= args.scalar);
+            Body::Update => {
+                if let Some(a) = chunk.arrays[ArrayId::A.index()].as_deref_mut() {
+                    a.iter_mut().for_each(|x| *x *= args.scalar);
+                }
+                return Ok(());
             }
-            return Ok(());
-        }
-        let kernel = KernelId::parse(&name.replace('_', "-"))
-            .ok_or_else(|| format!("the simulated module has no kernel {name}"))?;
+            Body::Kernel(kernel) => kernel,
+        };
         let mut sums = Sums::default();
         let began = Instant::now();
         run_portable(kernel, &mut chunk, &mut sums);
@@ -436,5 +456,25 @@ impl Runtime for SimRuntime {
             slow_down(began, speed);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a launch does is decided by the lookup: every build of a
+    /// kernel runs its recurrence, the helpers fill and update.
+    #[test]
+    fn each_function_is_resolved_once_to_what_it_does() {
+        let names = names();
+        let body = |name: &str| (names.iter()).find(|(n, _)| n == name).map(|(_, b)| *b);
+        assert_eq!(body("fill_c"), Some(Body::Fill(ArrayId::C.index())));
+        assert_eq!(body("update"), Some(Body::Update));
+        for build in BUILDS {
+            let triad = format!("triad{}", build.suffix);
+            assert_eq!(body(&triad), Some(Body::Kernel(KernelId::Triad)), "{triad}");
+        }
+        assert_eq!(body("h2d"), None, "a copy engine's transfer is no kernel");
     }
 }
