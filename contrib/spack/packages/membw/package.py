@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="25066e08032b10cb7580437c5c60dcb66287b827a03f9515db4c41db0bd5bef8")
+    version("0.1.0", sha256="b7361195d78b7c8ba831b2bfe98be596bffbfe4b8fab2ca1424b9ee2b02f2793")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
