@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="b7361195d78b7c8ba831b2bfe98be596bffbfe4b8fab2ca1424b9ee2b02f2793")
+    version("0.1.0", sha256="87f5cca1b4bc9caf2f3bc2cb63e5060af18a797be36a4366ce7cdde0c790b5fa")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
