@@ -82,10 +82,13 @@ pub fn node_gpus(
         }
     }
     // A maker no platform drives (Intel's GPUs): named, never measured.
-    let makers = [GpuVendor::Nvidia, GpuVendor::Amd, GpuVendor::Intel];
-    for maker in makers.into_iter().filter(|&m| platform_for(m).is_none()) {
+    // The simulated node stands for every GPU.
+    let undriven = GpuVendor::ALL
+        .into_iter()
+        .filter(|&m| platform_for(m).is_none());
+    for maker in undriven.filter(|_| !simulated) {
         let there = on_bus(maker);
-        if there > 0 && !simulated {
+        if there > 0 {
             left_out.push(format!(
                 "{}: membw has no backend for them",
                 the(there, maker.name())

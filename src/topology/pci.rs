@@ -32,6 +32,8 @@ pub enum GpuVendor {
 }
 
 impl GpuVendor {
+    pub const ALL: [GpuVendor; 3] = [GpuVendor::Nvidia, GpuVendor::Amd, GpuVendor::Intel];
+
     /// The vendor of a PCI function of `vendor` id and `class` (its class
     /// code's upper 16 bits, 0x0302), where it is a GPU's: 0x0300 VGA,
     /// 0x0302 3D controller (every NVIDIA data-centre GPU), 0x0380 other
