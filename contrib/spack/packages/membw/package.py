@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="87f5cca1b4bc9caf2f3bc2cb63e5060af18a797be36a4366ce7cdde0c790b5fa")
+    version("0.1.0", sha256="df7430a2244bcaefa6d3e9b92683c846fe6b89beff76895a75013ff1d4f9c125")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
