@@ -48,6 +48,10 @@ pub(crate) struct ReportArgs {
     #[arg(long, value_name = "PART", value_parser = axis, requires = "rows", help_heading = "Table layout")]
     columns: Option<study::Axis>,
 
+    /// Beside each point's figures over its trusted runs, the same over every run, trusted or not
+    #[arg(long, conflicts_with = "rows", help_heading = "Table layout")]
+    all_runs: bool,
+
     #[command(flatten)]
     form: super::flags::Form,
     #[command(flatten)]
@@ -55,6 +59,18 @@ pub(crate) struct ReportArgs {
 
     #[command(flatten)]
     markdown: super::flags::Markdown,
+}
+
+/// Whether `--all-runs` widens a table this format prints.
+fn all_runs(args: &ReportArgs) -> Result<bool> {
+    match args.form.format {
+        _ if !args.all_runs => Ok(false),
+        Format::Text | Format::Markdown | Format::Html => Ok(true),
+        other => Err(Error::Usage(format!(
+            "--all-runs widens the table of text, markdown and html, not --format {} (its records keep every run)",
+            other.name()
+        ))),
+    }
 }
 
 /// The table turned as `--rows` and `--columns` ask, where they do.
@@ -197,6 +213,12 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
                 )));
             }
             let pivot = turned(&args, &records, kernel)?;
+            let layout = match &pivot {
+                Some(p) => study::Layout::Turned(p),
+                None => study::Layout::Long {
+                    all_runs: all_runs(&args)?,
+                },
+            };
             let plots = report::plot::plots(&records, kernel);
             let dir = beside();
             write_plots(&dir, &plots, args.png)?;
@@ -205,7 +227,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
                 kernel,
                 plots: &plots,
                 dir: &dir,
-                pivot: pivot.as_ref(),
+                layout,
             };
             show(&args, &doc)?;
             // Runs across MPI ranks (`mpirun ... membw run -o FILE`): their nodes.

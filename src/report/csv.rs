@@ -263,7 +263,10 @@ impl super::view::TextExporter for Csv {
         match doc {
             View::Run { report, .. } => Some(render(report)),
             View::Latency(report) => Some(latency(&report.records)),
-            View::Study { pivot: Some(p), .. } => Some(turned(p)),
+            View::Study {
+                layout: super::study::Layout::Turned(p),
+                ..
+            } => Some(turned(p)),
             View::Study { records, .. } => Some(study(records)),
             _ => None,
         }

@@ -79,11 +79,11 @@ impl super::view::TextExporter for Html {
                 records,
                 kernel,
                 plots,
-                pivot,
+                layout,
                 ..
             } => {
                 let host = records.first().map_or("unknown", |r| &r.host.hostname);
-                let results = study::html::html(records, *kernel, *pivot);
+                let results = study::html::html(records, *kernel, *layout);
                 page(host, &study::context(records), &results, plots)
             }
             View::LatencyStudy { records, plots, .. } => {

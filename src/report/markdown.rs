@@ -113,12 +113,12 @@ impl super::view::TextExporter for Markdown {
                 kernel,
                 plots,
                 dir,
-                pivot,
+                layout,
             } => Some(Ok(super::study::markdown(
                 records,
                 *kernel,
                 &super::view::links(plots, dir),
-                *pivot,
+                *layout,
             ))),
             View::Summary { records, kernel } => {
                 Some(Ok(super::study::summary(records, *kernel, true)))

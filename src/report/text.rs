@@ -325,9 +325,9 @@ impl super::view::TextExporter for Text {
             View::Study {
                 records,
                 kernel,
-                pivot,
+                layout,
                 ..
-            } => super::study::summary_laid_out(records, *kernel, false, *pivot),
+            } => super::study::summary_laid_out(records, *kernel, false, *layout),
             View::Summary { records, kernel } => super::study::summary(records, *kernel, false),
             View::LatencyStudy {
                 records,

@@ -120,8 +120,8 @@ pub fn text(v: &TuneView) -> String {
         100.0 * LEVEL,
     );
     let top: Vec<&Record> = v.ranked.iter().take(12).map(|(r, _)| *r).collect();
-    o.push_str(&super::study::table_in_order(&top, v.kernel).plain());
-    let _ = writeln!(o, "{}", super::study::legend(top.iter().copied()));
+    o.push_str(&super::study::table_in_order(&top, v.kernel, false).plain());
+    let _ = writeln!(o, "{}", super::study::legend(top.iter().copied(), v.kernel));
     let Some(&(best, _)) = v.ranked.first() else {
         return o;
     };

@@ -26,8 +26,9 @@ pub enum View<'a> {
         kernel: KernelId,
         plots: &'a [super::Plot],
         dir: &'a std::path::Path,
-        /// Its table turned (`--rows`, `--columns`), where asked.
-        pivot: Option<&'a super::study::Pivot>,
+        /// Its table long (with every run's figures, where asked) or
+        /// turned (`--rows`, `--columns`).
+        layout: super::study::Layout<'a>,
     },
     /// The summary `membw sweep` prints when it ends.
     Summary {

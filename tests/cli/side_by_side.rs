@@ -203,6 +203,31 @@ fn a_threads_by_policy_sweep_is_laid_out_threads_down_policies_across() {
         ],
         "--format jsonl",
     );
+    // Every run's figures beside the trusted runs' widen the long table
+    // only: a turned table has one figure a cell, a CSV row every count.
+    let long = stdout(&["report", f, "--all-runs"]);
+    assert!(
+        long.lines()
+            .next()
+            .is_some_and(|h| h.contains("all: triad GB/s")),
+        "{long}"
+    );
+    usage_error(
+        &["report", f, "--all-runs", "--format", "csv"],
+        "--format csv",
+    );
+    usage_error(
+        &[
+            "report",
+            f,
+            "--all-runs",
+            "--rows",
+            "threads",
+            "--columns",
+            "mem",
+        ],
+        "--all-runs",
+    );
 }
 
 /// Ranks started together with --independent measured at the same time:

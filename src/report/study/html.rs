@@ -7,12 +7,12 @@ use crate::results::Record;
 use std::fmt::Write;
 
 /// The results section of a study's HTML page.
-pub fn html(records: &[Record], kernel: KernelId, pivot: Option<&Pivot>) -> String {
-    let mut out = main_table(records, kernel, pivot).html();
+pub fn html(records: &[Record], kernel: KernelId, layout: Layout) -> String {
+    let mut out = main_table(records, kernel, layout).html();
     let _ = writeln!(
         out,
         "<p class=\"legend\">{}</p>",
-        escape(&full_legend(records, pivot)).replace('\n', "<br>\n")
+        escape(&full_legend(records, kernel, layout)).replace('\n', "<br>\n")
     );
     let findings = numa_findings(records, kernel);
     if !findings.is_empty() {

@@ -1,5 +1,6 @@
 //! What a results table's columns mean, printed under every table.
 
+use crate::kernels::KernelId;
 use crate::results::Record;
 
 /// Whether a point's rates are held against a memory peak: one is known
@@ -19,25 +20,34 @@ pub(super) fn sizes_vary(records: &[&Record]) -> bool {
             .any(|r| r.point.working_set_per_thread != records[0].point.working_set_per_thread)
 }
 
-/// What the rate columns hold, printed under every results table.
-pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>) -> String {
-    legend_of(records.into_iter().collect(), true)
+/// What the rate columns of `kernel`'s table hold, printed under every
+/// results table.
+pub fn legend<'a>(records: impl IntoIterator<Item = &'a Record>, kernel: KernelId) -> String {
+    legend_of(records.into_iter().collect(), kernel, Some(false))
+}
+
+/// The legend of a long table, with every run's columns where `all_runs`.
+pub(super) fn long_legend(records: &[Record], kernel: KernelId, all_runs: bool) -> String {
+    legend_of(records.iter().collect(), kernel, Some(all_runs))
 }
 
 /// The legend of a table turned (`--rows`, `--columns`): no set/thread or
 /// % peak column to explain.
-pub(super) fn turned_legend(records: &[Record]) -> String {
-    legend_of(records.iter().collect(), false)
+pub(super) fn turned_legend(records: &[Record], kernel: KernelId) -> String {
+    legend_of(records.iter().collect(), kernel, None)
 }
 
-fn legend_of(records: Vec<&Record>, long: bool) -> String {
+/// `long`: the table is long, with every run's columns where it holds
+/// true; `None`: turned.
+fn legend_of(records: Vec<&Record>, kernel: KernelId, long: Option<bool>) -> String {
+    let all_runs = long == Some(true);
+    let long = long.is_some();
     let mut counts: Vec<usize> = records.iter().map(|r| r.runs.len()).collect();
     counts.sort_unstable();
     counts.dedup();
-    // Where the table has a trust column: a run left out of the study's
-    // kernel (triad where measured), and n counts the trusted runs.
-    let doubted = super::primary_kernel(records.iter().copied())
-        .is_some_and(|k| records.iter().any(|r| !r.kernel_trust(k).whole()));
+    // Where the table has a trust column: a run left out of the table's
+    // kernel, and n counts the trusted runs.
+    let doubted = records.iter().any(|r| !r.kernel_trust(kernel).whole());
     let runs = match (counts.as_slice(), doubted) {
         ([1], _) => "n = 1 run per point: no interval".to_string(),
         ([n], false) => format!("n = {n} runs per point"),
@@ -114,6 +124,11 @@ fn legend_of(records: Vec<&Record>, long: bool) -> String {
              doubts the whole run, repetitions that varied 1.5× or more only their kernel; figures\n\
              are the trusted runs' (n/m runs: n of m trusted); NOT TRUSTED where no run is (why,\n\
              below): such points are never the best",
+        );
+    }
+    if all_runs {
+        legend.push_str(
+            "\nall: the same figures over every run, trusted or not, beside the trusted runs'",
         );
     }
     legend

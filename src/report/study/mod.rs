@@ -113,21 +113,38 @@ pub fn trust_lines(records: &[Record], kernel: KernelId) -> Vec<String> {
     lines
 }
 
-/// One row per record, sorted for reading, the best mean highlighted.
-pub fn results_table(records: &[Record], kernel: KernelId) -> Table {
-    table_in_order(&reading_order(records), kernel)
+/// How a study's table is laid out: a row per point, with every run's
+/// figures beside the trusted runs' where asked, or turned (`--rows`,
+/// `--columns`), one figure per cell.
+#[derive(Clone, Copy)]
+pub enum Layout<'a> {
+    Long { all_runs: bool },
+    Turned(&'a Pivot),
 }
 
-/// The turned table where one was asked for, else the long one.
-fn main_table(records: &[Record], kernel: KernelId, pivot: Option<&Pivot>) -> Table {
-    pivot.map_or_else(|| results_table(records, kernel), |p| p.table.clone())
+impl Layout<'_> {
+    /// A row per point, the trusted runs' figures alone.
+    pub const LONG: Layout<'static> = Layout::Long { all_runs: false };
+}
+
+/// One row per record, sorted for reading, the best mean highlighted.
+pub fn results_table(records: &[Record], kernel: KernelId) -> Table {
+    table_in_order(&reading_order(records), kernel, false)
+}
+
+/// The table as `layout` lays it out.
+fn main_table(records: &[Record], kernel: KernelId, layout: Layout) -> Table {
+    match layout {
+        Layout::Long { all_runs } => table_in_order(&reading_order(records), kernel, all_runs),
+        Layout::Turned(p) => p.table.clone(),
+    }
 }
 
 /// The columns' legend, a turned table's cells first.
-fn full_legend(records: &[Record], pivot: Option<&Pivot>) -> String {
-    match pivot {
-        Some(p) => format!("{}\n{}", p.legend, legend::turned_legend(records)),
-        None => legend(records),
+fn full_legend(records: &[Record], kernel: KernelId, layout: Layout) -> String {
+    match layout {
+        Layout::Turned(p) => format!("{}\n{}", p.legend, legend::turned_legend(records, kernel)),
+        Layout::Long { all_runs } => legend::long_legend(records, kernel, all_runs),
     }
 }
 
@@ -235,8 +252,9 @@ fn label_cells(r: &Record, files: bool, programs: bool) -> Vec<String> {
     file.into_iter().chain(program).collect()
 }
 
-/// One row per record in the order given, the best mean highlighted.
-pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
+/// One row per record in the order given, the best mean highlighted;
+/// with `all_runs`, every run's figures beside the trusted runs'.
+pub fn table_in_order(sorted: &[&Record], kernel: KernelId, all_runs: bool) -> Table {
     let numa = sorted.iter().any(|r| r.point.numa.is_some());
     let sizes_vary = legend::sizes_vary(sorted);
     let programs = sorted.iter().any(|r| r.point.program().is_some());
@@ -277,6 +295,17 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
         (doubts, "trust"),
     ];
     headers.extend(optional.iter().filter(|c| c.0).map(|c| c.1.to_string()));
+    if all_runs {
+        let mut every = vec![
+            format!("all: {name} GB/s"),
+            "all: min".into(),
+            "all: max".into(),
+        ];
+        if with_sd {
+            every.push("all: sd".into());
+        }
+        headers.extend(every);
+    }
     let rows = sorted
         .iter()
         .map(|r| {
@@ -321,6 +350,9 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
             if doubts {
                 row.push(trust.cell());
             }
+            if all_runs {
+                row.extend(stats_cell(trust.all.as_ref(), with_sd));
+            }
             row
         })
         .collect();
@@ -333,19 +365,19 @@ pub fn table_in_order(sorted: &[&Record], kernel: KernelId) -> Table {
 
 /// The summary printed after a sweep and by `membw report`.
 pub fn summary(records: &[Record], kernel: KernelId, markdown: bool) -> String {
-    summary_laid_out(records, kernel, markdown, None)
+    summary_laid_out(records, kernel, markdown, Layout::LONG)
 }
 
-/// The summary with its table turned (`report --rows --columns`) or long.
+/// The summary with its table laid out as `layout` says.
 pub fn summary_laid_out(
     records: &[Record],
     kernel: KernelId,
     markdown: bool,
-    pivot: Option<&Pivot>,
+    layout: Layout,
 ) -> String {
-    let t = main_table(records, kernel, pivot);
+    let t = main_table(records, kernel, layout);
     let mut out = if markdown { t.markdown() } else { t.plain() };
-    let _ = writeln!(out, "{}", full_legend(records, pivot));
+    let _ = writeln!(out, "{}", full_legend(records, kernel, layout));
     for line in legend::concurrent_sums(records, kernel) {
         let _ = writeln!(out, "{line}");
     }
@@ -408,7 +440,7 @@ pub fn markdown(
     records: &[Record],
     kernel: KernelId,
     plots: &[(String, String)],
-    pivot: Option<&Pivot>,
+    layout: Layout,
 ) -> String {
     let mut out = String::from("# membw report\n\n");
     for (k, v) in context(records) {
@@ -417,9 +449,9 @@ pub fn markdown(
     let _ = writeln!(
         out,
         "\n## Results\n\n{}",
-        main_table(records, kernel, pivot).markdown()
+        main_table(records, kernel, layout).markdown()
     );
-    for line in full_legend(records, pivot).lines() {
+    for line in full_legend(records, kernel, layout).lines() {
         let _ = writeln!(out, "_{line}_  ");
     }
     for line in numa_findings(records, kernel) {

@@ -298,6 +298,50 @@ fn an_unsteady_kernel_in_one_of_ten_runs_leaves_that_run_out_of_that_kernel_only
 }
 
 #[test]
+fn every_runs_figures_stand_beside_the_trusted_ones_and_the_legend_reads_the_tables_kernel() {
+    let mut runs: Vec<_> = (0..9).map(|_| run(50.0, 40.0, STEADY, None)).collect();
+    // Copy varied 2× in the tenth run: only copy leaves it out.
+    runs.push(run(50.0, 20.0, (1.1, 2.0), None));
+    let records = [point_with(2, runs)];
+    let long =
+        |kernel, all_runs| summary_laid_out(&records, kernel, false, Layout::Long { all_runs });
+    let copy = long(KernelId::Copy, true);
+    let (header, row) = {
+        let mut lines = copy.lines();
+        (lines.next().unwrap(), lines.next().unwrap())
+    };
+    let words = |line: &str| line.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words(header).ends_with("sd trust all: copy GB/s all: min all: max all: sd"),
+        "{copy}"
+    );
+    // Trusted: nine runs at 40; every run: the tenth's 20 pulls it to 38.
+    assert!(
+        words(row)
+            .ends_with("40.00 ± 0.00 40.00 40.00 0.00 9/10 runs 38.00 ± 4.52 20.00 40.00 6.32"),
+        "{row}"
+    );
+    assert!(
+        copy.contains("\nall: the same figures over every run"),
+        "{copy}"
+    );
+    // Without asking, no such columns; the legend explains the trust
+    // column of the kernel the table shows, not triad's.
+    let plain = long(KernelId::Copy, false);
+    assert!(
+        !plain.contains("all: copy") && !plain.contains("\nall: "),
+        "{plain}"
+    );
+    assert!(
+        plain.contains("trust: each run is judged on its own"),
+        "{plain}"
+    );
+    let triad = long(KernelId::Triad, false);
+    assert!(!triad.contains("trust: each run"), "{triad}");
+    assert!(triad.contains("n = 10 runs per point"), "{triad}");
+}
+
+#[test]
 fn an_untrusted_fast_point_is_never_the_best_and_a_tie_is_not_resolved() {
     // The fast point: every run other work. The slow one: quiet, steady.
     let fast = point_with(
@@ -395,12 +439,12 @@ fn the_under_rule_mark_is_explained_only_where_a_peak_column_shows_it() {
     let mut r = triad_over_16_mib_of_l3(3 * (24 << 20));
     assert_eq!(r.band(), crate::results::Band::UnderRule);
     r.peak_unknown = Some("no peak known".into());
-    let text = legend([&r]);
+    let text = legend([&r], KernelId::Triad);
     assert!(text.contains("caches may still help"), "{text}");
     assert!(!text.contains("(u beside"), "no % peak column: {text}");
     r.peak_gb_s = Some(400.0);
     r.peak_unknown = None;
-    let text = legend([&r]);
+    let text = legend([&r], KernelId::Triad);
     assert!(
         text.contains("caches may still help (u beside a % peak)"),
         "{text}"
