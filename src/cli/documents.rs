@@ -73,6 +73,58 @@ fn all_runs(args: &ReportArgs) -> Result<bool> {
     }
 }
 
+/// `report` of one bandwidth results file (or several read as one): the
+/// table as asked, its plots in `dir`, and each MPI run's nodes.
+fn bandwidth_report(
+    args: &ReportArgs,
+    records: &[Record],
+    results: &Path,
+    dir: &Path,
+) -> Result<()> {
+    let kernel = match args.kernel.kernel {
+        Some(k) => k,
+        None => study::primary_kernel(records)
+            .ok_or_else(|| Error::Usage("no kernel results in the file".into()))?,
+    };
+    if !records.iter().any(|r| r.stats.contains_key(&kernel)) {
+        return Err(Error::Usage(format!(
+            "--kernel {kernel}: not measured in {}",
+            results.display()
+        )));
+    }
+    let pivot = turned(args, records, kernel)?;
+    let layout = match &pivot {
+        Some(p) => study::Layout::Turned(p),
+        None => study::Layout::Long {
+            all_runs: all_runs(args)?,
+        },
+    };
+    let plots = report::plot::plots(records, kernel);
+    write_plots(dir, &plots, args.png)?;
+    let doc = view::View::Study {
+        records,
+        kernel,
+        plots: &plots,
+        dir,
+        layout,
+    };
+    show(args, &doc)?;
+    // Runs across MPI ranks (`mpirun ... membw run -o FILE`): their nodes.
+    if matches!(args.form.format, Format::Text | Format::Markdown) {
+        for record in records {
+            if let Some(ranks) = record.runs.iter().rev().find_map(|r| r.ranks()) {
+                print(format!(
+                    "\n{} ({}):\n{}",
+                    record.point.label(),
+                    record.timestamp,
+                    report::ranks::render(ranks)
+                ))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The table turned as `--rows` and `--columns` ask, where they do.
 fn turned(args: &ReportArgs, records: &[Record], kernel: KernelId) -> Result<Option<study::Pivot>> {
     let (Some(rows), Some(columns)) = (args.rows, args.columns) else {
@@ -201,49 +253,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
     let beside = || args.plots.clone().unwrap_or_else(|| plots_beside(&results));
     match docs.pop() {
         Some((_, Document::Bandwidth(records))) if docs.is_empty() => {
-            let kernel = match args.kernel.kernel {
-                Some(k) => k,
-                None => study::primary_kernel(&records)
-                    .ok_or_else(|| Error::Usage("no kernel results in the file".into()))?,
-            };
-            if !records.iter().any(|r| r.stats.contains_key(&kernel)) {
-                return Err(Error::Usage(format!(
-                    "--kernel {kernel}: not measured in {}",
-                    results.display()
-                )));
-            }
-            let pivot = turned(&args, &records, kernel)?;
-            let layout = match &pivot {
-                Some(p) => study::Layout::Turned(p),
-                None => study::Layout::Long {
-                    all_runs: all_runs(&args)?,
-                },
-            };
-            let plots = report::plot::plots(&records, kernel);
-            let dir = beside();
-            write_plots(&dir, &plots, args.png)?;
-            let doc = view::View::Study {
-                records: &records,
-                kernel,
-                plots: &plots,
-                dir: &dir,
-                layout,
-            };
-            show(&args, &doc)?;
-            // Runs across MPI ranks (`mpirun ... membw run -o FILE`): their nodes.
-            if matches!(args.form.format, Format::Text | Format::Markdown) {
-                for record in &records {
-                    if let Some(ranks) = record.runs.iter().rev().find_map(|r| r.ranks()) {
-                        print(format!(
-                            "\n{} ({}):\n{}",
-                            record.point.label(),
-                            record.timestamp,
-                            report::ranks::render(ranks)
-                        ))?;
-                    }
-                }
-            }
-            Ok(())
+            bandwidth_report(&args, &records, &results, &beside())
         }
         Some((_, Document::Latency(records))) if docs.is_empty() => {
             let dir = beside();
