@@ -226,6 +226,10 @@ fn sweeps_reports_and_comparisons_name_the_device_and_pair_its_points() {
         "sim",
         "--working-sets",
         "64KiB,6MiB",
+        // One kernel: each calibrates its launch shapes, seconds apiece
+        // on the simulated device's one host thread.
+        "--kernels",
+        "triad",
         "--ntimes",
         "3",
         "-o",
@@ -256,6 +260,8 @@ fn sweeps_reports_and_comparisons_name_the_device_and_pair_its_points() {
             "sweep",
             "--working-sets",
             "64KiB,6MiB",
+            "--kernels",
+            "triad",
             "--ntimes",
             "3",
             "--resume",
@@ -324,6 +330,8 @@ fn run_sim_to(file: &str, elements: &str) {
         "sim",
         "--array-size",
         elements,
+        "--kernels",
+        "triad",
         "--ntimes",
         "3",
         "-o",

@@ -172,7 +172,7 @@ fn check_gpus(set: &str, setup: &str) -> (Option<i32>, serde_json::Value, String
             "--ntimes",
             "3",
         ])
-        .args(["--kernels", "triad", "--budget", "2s", "--format", "json"])
+        .args(["--kernels", "triad", "--budget", "1s", "--format", "json"])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
