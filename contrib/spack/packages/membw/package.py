@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="df7430a2244bcaefa6d3e9b92683c846fe6b89beff76895a75013ff1d4f9c125")
+    version("0.1.0", sha256="709cb00d02127f3aad744a4a06d9da13ecd0cfd8fd2545b5b0304c1cafa619f0")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
