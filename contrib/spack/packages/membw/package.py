@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="709cb00d02127f3aad744a4a06d9da13ecd0cfd8fd2545b5b0304c1cafa619f0")
+    version("0.1.0", sha256="04d7c1132cf1be6971bdfc8d81edacf1f3f9bf8269387223e6528797e07d8dce")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
