@@ -5,7 +5,7 @@
 //! pages go; `plan` resolves settings into plans; the `engine` hands plans to
 //! a measurement source (`protocol` with the `kernels` on a `team`, or a
 //! fake) and turns what comes back into the `results` model, which `report`
-//! renders. See docs/ARCHITECTURE.md.
+//! renders. See docs/guide/architecture.md.
 
 pub mod backend;
 pub mod cli;

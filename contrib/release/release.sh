@@ -190,7 +190,8 @@ if [ "$static" = 1 ]; then
             say "no $arch static binary: rustup target add $target (and gcc-$arch-linux-gnu)"
             continue
         fi
-        build=(env RUSTFLAGS='-C target-feature=+crt-static' cargo build --quiet --release --locked
+        # RUSTFLAGS replaces .cargo/config.toml's: its function alignment again.
+        build=(env RUSTFLAGS='-C target-feature=+crt-static -C llvm-args=-align-all-functions=6' cargo build --quiet --release --locked
                --no-default-features --target "$target" --target-dir target/dist-build)
         if [ -n "$offline_tree" ] && [ "$arch" = "$(uname -m)" ]; then
             say "$name-$arch-linux-static, from $offline_note"

@@ -11,7 +11,7 @@
 mod calibrate;
 mod judge;
 
-use crate::backend::{Backend, ReadBack, TargetArrays, WithArrays};
+use crate::backend::{Backend, Observed, ReadBack, TargetArrays, WithArrays};
 use crate::error::{Error, Result};
 use crate::kernels::{ARRAYS, ArrayId, KernelId};
 use crate::observe;
@@ -184,7 +184,8 @@ struct Timed {
     floor_s: Option<f64>,
 }
 
-/// Runs the plan on `backend` and returns its measurement. Fails only if
+/// Runs the plan on `backend` and returns its measurement: the protocol's
+/// repetitions lent to the backend's arrays, then judged. Fails only if
 /// the system refuses memory or pinning; a failed validation is reported
 /// in the data. `stop` ends a lone run between repetitions (an Interrupted
 /// error). As one rank of several, every timed kernel starts and ends
@@ -197,99 +198,129 @@ pub fn measure(
     gate: Option<&dyn RankGate>,
     stop: Option<&Stop>,
 ) -> Result<Gated> {
-    let started = Instant::now();
-    let granularity = clock_granularity();
-    let timed = plan.kernels.len() * plan.ntimes;
-    // Allocated here: nothing allocates inside the timed calls.
-    let mut d = Timed {
-        times: vec![0.0; timed],
-        thread_times: vec![0.0; timed * plan.cpus.len()],
-        threads_timed: false,
-        host_times: vec![0.0; timed],
-        device_timed: false,
-        synced_times: vec![0.0; if gate.is_some() { timed } else { 0 }],
-        timing_test: 0.0,
-        first_touch_done: None,
-        read_back: ReadBack::default(),
-        measured: false,
-        observers: observe::Watch::new(backend.observers(plan)),
-        inner_repeats: plan.inner_repeats,
-        barrier_s: None,
-        expected: expected_values(&plan.kernels, plan.ntimes, plan.inner_repeats),
-        launches: vec![None; plan.kernels.len()],
-        floor_s: None,
-    };
-    let mut repetitions = Repetitions {
-        plan,
-        gate,
-        stop,
-        granularity,
-        d: &mut d,
-    };
+    let mut repetitions = Repetitions::new(plan, backend.observers(plan), gate, stop);
     let observed = backend.open(plan, &mut repetitions)?;
-    if !d.measured {
-        if let Some(signal) = stop.and_then(Stop::signal) {
-            return Err(Error::Interrupted {
-                signal,
-                message: "stopped by a signal before the repetitions were done; nothing measured"
-                    .into(),
-            });
+    repetitions.judged(observed)
+}
+
+impl<'a> Repetitions<'a> {
+    /// The protocol for `plan`, its buffers allocated (nothing allocates
+    /// inside the timed calls) and its clock's granularity taken.
+    pub fn new(
+        plan: &'a Plan,
+        observers: Vec<Box<dyn observe::Observer>>,
+        gate: Option<&'a dyn RankGate>,
+        stop: Option<&'a Stop>,
+    ) -> Self {
+        let started = Instant::now();
+        let granularity = clock_granularity();
+        let timed = plan.kernels.len() * plan.ntimes;
+        let d = Timed {
+            times: vec![0.0; timed],
+            thread_times: vec![0.0; timed * plan.cpus.len()],
+            threads_timed: false,
+            host_times: vec![0.0; timed],
+            device_timed: false,
+            synced_times: vec![0.0; if gate.is_some() { timed } else { 0 }],
+            timing_test: 0.0,
+            first_touch_done: None,
+            read_back: ReadBack::default(),
+            measured: false,
+            observers: observe::Watch::new(observers),
+            inner_repeats: plan.inner_repeats,
+            barrier_s: None,
+            expected: expected_values(&plan.kernels, plan.ntimes, plan.inner_repeats),
+            launches: vec![None; plan.kernels.len()],
+            floor_s: None,
+        };
+        Repetitions {
+            plan,
+            gate,
+            stop,
+            granularity,
+            started,
+            d,
         }
-        return Err(Error::Runtime(
-            "another rank failed before measuring".into(),
-        ));
     }
-    let tick = granularity.as_secs_f64();
-    let clock = (d.device_timed).then(|| judge::device_clock(&mut d.times, &d.host_times, tick));
-    let results = kernel_results(plan, &d);
-    let validation = judge::validation(&d.expected, &d.read_back);
-    let min_time = results
-        .iter()
-        .map(|r| r.min_time_s)
-        .fold(f64::INFINITY, f64::min);
-    let timer = TimerCheck {
-        granularity_ns: tick * 1e9,
-        timing_test_us: d.timing_test * 1e6,
-        min_kernel_ticks: min_time / tick,
-        barrier_us: d.barrier_s.map(|s| s * 1e6),
-        device_clock: clock,
-        repetition_floor_us: d.floor_s.map(|s| s * 1e6),
-    };
-    let mut warnings = observed.warnings;
-    warnings.extend(judge::warnings(plan, &observed.threads, min_time, &timer));
-    let mut cpus = plan.cpus.clone();
-    cpus.sort_unstable();
-    cpus.dedup();
-    let window = observe::Window {
-        cpus: &cpus,
-        one_rank_of_many: gate.is_some(),
-        effect: crate::trust::Effect::Bandwidth,
-    };
-    let mut measurement = Measurement {
-        pages: observed.pages,
-        interference: None,
-        held_back: None,
-        setup_s: d
-            .first_touch_done
-            .map_or(0.0, |t| (t - started).as_secs_f64()),
-        total_s: started.elapsed().as_secs_f64(),
-        warnings,
-        inner_repeats: d.inner_repeats,
-        ..planned(plan, observed.threads, results, validation, timer)
-    };
-    d.observers.keep_in(&window, &mut measurement);
-    // Whatever watched the window, an unsteady spread is a finding too.
-    if measurement.interference.is_some() || measurement.held_back.is_some() {
-        let i = measurement
-            .interference
-            .get_or_insert_with(Default::default);
-        let spread = add_spread_finding(i, &measurement.results);
-        measurement.warnings.extend(spread);
+
+    /// The measurement the repetitions made, judged: statistics,
+    /// validation, the clocks' checks and what watched the window, beside
+    /// what the backend `observed`.
+    pub fn judged(self, observed: Observed) -> Result<Gated> {
+        let Repetitions {
+            plan,
+            gate,
+            stop,
+            granularity,
+            started,
+            mut d,
+        } = self;
+        if !d.measured {
+            if let Some(signal) = stop.and_then(Stop::signal) {
+                return Err(Error::Interrupted {
+                    signal,
+                    message:
+                        "stopped by a signal before the repetitions were done; nothing measured"
+                            .into(),
+                });
+            }
+            return Err(Error::Runtime(
+                "another rank failed before measuring".into(),
+            ));
+        }
+        let tick = granularity.as_secs_f64();
+        let clock =
+            (d.device_timed).then(|| judge::device_clock(&mut d.times, &d.host_times, tick));
+        let results = kernel_results(plan, &d);
+        let validation = judge::validation(&d.expected, &d.read_back);
+        let min_time = results
+            .iter()
+            .map(|r| r.min_time_s)
+            .fold(f64::INFINITY, f64::min);
+        let timer = TimerCheck {
+            granularity_ns: tick * 1e9,
+            timing_test_us: d.timing_test * 1e6,
+            min_kernel_ticks: min_time / tick,
+            barrier_us: d.barrier_s.map(|s| s * 1e6),
+            device_clock: clock,
+            repetition_floor_us: d.floor_s.map(|s| s * 1e6),
+        };
+        let mut warnings = observed.warnings;
+        warnings.extend(judge::warnings(plan, &observed.threads, min_time, &timer));
+        let mut cpus = plan.cpus.clone();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let window = observe::Window {
+            cpus: &cpus,
+            one_rank_of_many: gate.is_some(),
+            effect: crate::trust::Effect::Bandwidth,
+        };
+        let mut measurement = Measurement {
+            pages: observed.pages,
+            interference: None,
+            held_back: None,
+            setup_s: d
+                .first_touch_done
+                .map_or(0.0, |t| (t - started).as_secs_f64()),
+            total_s: started.elapsed().as_secs_f64(),
+            warnings,
+            inner_repeats: d.inner_repeats,
+            ..planned(plan, observed.threads, results, validation, timer)
+        };
+        d.observers.keep_in(&window, &mut measurement);
+        // Whatever watched the window, an unsteady spread is a finding too.
+        if measurement.interference.is_some() || measurement.held_back.is_some() {
+            let i = measurement
+                .interference
+                .get_or_insert_with(Default::default);
+            let spread = add_spread_finding(i, &measurement.results);
+            measurement.warnings.extend(spread);
+        }
+        Ok(Gated {
+            measurement,
+            synced_times: d.synced_times,
+        })
     }
-    Ok(Gated {
-        measurement,
-        synced_times: d.synced_times,
-    })
 }
 
 /// Each kernel's statistics over its timed repetitions, and each thread's
@@ -359,20 +390,22 @@ pub fn planned(
 /// STREAM's protocol over the backend's arrays: first touch, the timing
 /// test, `ntimes` repetitions of every kernel each timed on its own, and
 /// the read-back. With a gate, every timed kernel starts and ends with the
-/// other ranks'.
-struct Repetitions<'a> {
+/// other ranks'. Made by [`Repetitions::new`], lent to a backend's
+/// [`Backend::open`], then [`Repetitions::judged`].
+pub struct Repetitions<'a> {
     plan: &'a Plan,
     gate: Option<&'a dyn RankGate>,
     stop: Option<&'a Stop>,
     granularity: Duration,
-    /// What the repetitions saw, kept for [`measure`].
-    d: &'a mut Timed,
+    started: Instant,
+    /// What the repetitions saw, kept for [`Repetitions::judged`].
+    d: Timed,
 }
 
 impl WithArrays for Repetitions<'_> {
     fn run_on(&mut self, device: &mut dyn TargetArrays) -> Result<()> {
         let (plan, gate, stop, granularity) = (self.plan, self.gate, self.stop, self.granularity);
-        let d = &mut *self.d;
+        let d = &mut self.d;
         device.init(INITIAL_VALUES);
         d.first_touch_done = Some(Instant::now());
         let barrier_s = round_trip(device);

@@ -1,4 +1,4 @@
-//! The architecture, checked on the source (docs/ARCHITECTURE.md): modules
+//! The architecture, checked on the source (docs/guide/architecture.md): modules
 //! import each other without cycles, the results model imports nothing above
 //! it, only the system-facing modules read /sys or /proc, the CLI builds no
 //! ad-hoc JSON, no file grows past 500 lines and no function past 100 (the

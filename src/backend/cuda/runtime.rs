@@ -7,7 +7,7 @@
 use super::KERNELS_PTX;
 use super::driver::fail;
 use crate::backend::gpu::runtime::DevicePtr;
-use crate::backend::gpu::vendor::{Release, VendorCalls, VendorRuntime};
+use crate::backend::gpu::vendor::{LaunchEntry, Release, VendorCalls, VendorRuntime};
 use cudarc::driver::{result, sys};
 use std::ffi::{CStr, CString, c_void};
 
@@ -49,7 +49,20 @@ impl VendorCalls for CudaCalls {
     type Function = sys::CUfunction;
     type Stream = sys::CUstream;
     type Event = sys::CUevent;
-    const PARAMS: usize = 9;
+    type Code = sys::CUresult;
+
+    fn launch_entry(&self) -> Result<(&'static str, LaunchEntry<Self>), String> {
+        // SAFETY: the driver library is loaded (`open` loaded it) and stays
+        // loaded for the process; cuLaunchKernel has this signature in
+        // every CUDA since 4.0.
+        let entry = unsafe { sys::culib().get::<LaunchEntry<Self>>(b"cuLaunchKernel") };
+        let entry = entry.map_err(|e| format!("cuLaunchKernel: {e}"))?;
+        Ok(("cuLaunchKernel", *entry))
+    }
+
+    fn check(&self, call: &str, code: sys::CUresult) -> Result<(), String> {
+        cu(call, code.result())
+    }
 
     fn architecture(&self) -> Option<String> {
         let (major, minor) = super::driver::capability(self.dev).ok()?;
@@ -167,21 +180,6 @@ impl VendorCalls for CudaCalls {
         // allocations (it reads what it allocated); `into` holds `len`.
         cu("cuMemcpyDtoH", unsafe {
             result::memcpy_dtoh_sync(into, from)
-        })
-    }
-
-    unsafe fn launch(
-        &self,
-        f: sys::CUfunction,
-        grid: u32,
-        block: u32,
-        params: &mut [*mut c_void],
-        stream: sys::CUstream,
-    ) -> Result<(), String> {
-        // SAFETY: the caller's contract: `params` is kernels.cu's PARAMS;
-        // the driver copies the values at the launch.
-        cu("cuLaunchKernel", unsafe {
-            result::launch_kernel(f, (grid, 1, 1), (block, 1, 1), 0, stream, params)
         })
     }
 

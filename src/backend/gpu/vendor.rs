@@ -3,10 +3,29 @@
 //! the device it opened); [`VendorRuntime`] keeps what they make (the
 //! module, the functions looked up, two streams, three events, the
 //! allocations and the registered host memory), lays out the kernels'
-//! parameters, and releases everything in the order the drivers need.
+//! parameters, launches them through the driver's own entry, and releases
+//! everything in the order the drivers need.
 
 use super::runtime::{DevicePtr, Event, Function, KernelArgs, Runtime, Stream};
-use std::ffi::{CStr, CString, c_void};
+use std::ffi::{CStr, CString, c_uint, c_void};
+
+/// The drivers' module launch, shaped alike in every vendor's API
+/// (`cuLaunchKernel` and its AMD twin): the function, the grid and the block
+/// in three dimensions each, the dynamic shared memory in bytes, the
+/// stream, the parameters, the "extra" list; the vendor's code back.
+pub type LaunchEntry<V> = unsafe extern "C" fn(
+    <V as VendorCalls>::Function,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    <V as VendorCalls>::Stream,
+    *mut *mut c_void,
+    *mut *mut c_void,
+) -> <V as VendorCalls>::Code;
 
 /// A vendor's driver calls for one device, each one call of its API and
 /// an `Err` of one line naming it. The handles are the vendor's own.
@@ -15,10 +34,8 @@ pub trait VendorCalls {
     type Function: Copy;
     type Stream: Copy;
     type Event: Copy;
-    /// How many of the launch values its kernels take, in order: the
-    /// nine of `kernels.cu`'s `PARAMS`, and the grid in blocks where the
-    /// kernel language has no grid size of its own (`kernels.cl`).
-    const PARAMS: usize;
+    /// What the driver's calls return (0 is success in both vendors').
+    type Code: Copy;
 
     /// The GPU's architecture as the vendor names it (`sm_90`, `gfx942`).
     fn architecture(&self) -> Option<String>;
@@ -70,16 +87,13 @@ pub trait VendorCalls {
     ) -> Result<(), String>;
     /// Copies `from` into `into` and returns once it is there.
     fn read(&self, from: DevicePtr, into: &mut [f64]) -> Result<(), String>;
-    /// # Safety
-    /// `params` points to `PARAMS` values in the order the kernel takes.
-    unsafe fn launch(
-        &self,
-        f: Self::Function,
-        grid: u32,
-        block: u32,
-        params: &mut [*mut c_void],
-        stream: Self::Stream,
-    ) -> Result<(), String>;
+    /// The driver's launch entry and its name, looked up once: the timed
+    /// loop calls the driver straight from [`Runtime::launch`].
+    fn launch_entry(&self) -> Result<(&'static str, LaunchEntry<Self>), String>
+    where
+        Self: Sized;
+    /// `code`, a driver call's result, as `Ok` or one line naming `call`.
+    fn check(&self, call: &str, code: Self::Code) -> Result<(), String>;
     fn record(&self, event: Self::Event, stream: Self::Stream) -> Result<(), String>;
     fn wait(&self, stream: Self::Stream, event: Self::Event) -> Result<(), String>;
     /// Milliseconds between two recorded events, once `to` has happened.
@@ -119,6 +133,8 @@ pub struct VendorRuntime<V: VendorCalls> {
     events: Vec<V::Event>,
     allocated: Vec<DevicePtr>,
     registered: Vec<*mut c_void>,
+    /// The driver's launch entry, by name.
+    launch: (&'static str, LaunchEntry<V>),
     calls: V,
 }
 
@@ -126,6 +142,7 @@ impl<V: VendorCalls> VendorRuntime<V> {
     /// The runtime of the device `calls` opened (current on this thread):
     /// its module loaded, its streams and events made.
     pub fn open(calls: V) -> Result<VendorRuntime<V>, String> {
+        let launch = calls.launch_entry()?;
         let mut rt = VendorRuntime {
             module: None,
             functions: Vec::new(),
@@ -133,6 +150,7 @@ impl<V: VendorCalls> VendorRuntime<V> {
             events: Vec::new(),
             allocated: Vec::new(),
             registered: Vec::new(),
+            launch,
             calls,
         };
         rt.module = Some(rt.calls.load_module()?);
@@ -161,7 +179,8 @@ impl<V: VendorCalls> VendorRuntime<V> {
 }
 
 /// The values every launch passes, in the kernels' order: `KernelArgs`,
-/// then the grid in blocks (which only some vendors' kernels take).
+/// then the grid in blocks (which only `kernels.cl`'s kernels take: a
+/// driver reads as many as the kernel it launches has parameters).
 struct LaunchValues {
     arrays: [DevicePtr; crate::kernels::ARRAYS],
     partial: DevicePtr,
@@ -269,17 +288,26 @@ impl<V: VendorCalls> Runtime for VendorRuntime<V> {
         };
         let mut params = values.pointers();
         let f = self.functions[function.0].1;
-        // SAFETY: the first `PARAMS` pointers point to the values the
-        // kernels take, in their order, alive for the call.
-        unsafe {
-            (self.calls).launch(
+        let (name, entry) = self.launch;
+        // SAFETY: `params` points to each value the kernels take, in their
+        // order, alive for the call (the drivers copy them at the launch);
+        // the function and the stream are live until the runtime drops.
+        let code = unsafe {
+            entry(
                 f,
                 grid,
+                1,
+                1,
                 block,
-                &mut params[..V::PARAMS],
+                1,
+                1,
+                0,
                 self.stream(stream),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
             )
-        }
+        };
+        self.calls.check(name, code)
     }
 
     fn record(&mut self, event: Event, stream: Stream) -> Result<(), String> {

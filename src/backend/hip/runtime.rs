@@ -4,7 +4,7 @@
 
 use super::api::{self, Api, Handle};
 use crate::backend::gpu::runtime::DevicePtr;
-use crate::backend::gpu::vendor::{Release, VendorCalls, VendorRuntime};
+use crate::backend::gpu::vendor::{LaunchEntry, Release, VendorCalls, VendorRuntime};
 use std::ffi::{CStr, c_int, c_void};
 
 /// Threads per block: `kernels.cl`'s `BLOCK` (its reqd_work_group_size),
@@ -92,8 +92,15 @@ impl VendorCalls for HipCalls {
     type Function = Handle;
     type Stream = Handle;
     type Event = Handle;
-    /// kernels.cl's PARAMS: CUDA's, then the grid in blocks.
-    const PARAMS: usize = 10;
+    type Code = c_int;
+
+    fn launch_entry(&self) -> Result<(&'static str, LaunchEntry<Self>), String> {
+        Ok(("hipModuleLaunchKernel", self.api.hipModuleLaunchKernel))
+    }
+
+    fn check(&self, call: &str, code: c_int) -> Result<(), String> {
+        self.api.check(call, code)
+    }
 
     fn architecture(&self) -> Option<String> {
         Some(self.target.to_string())
@@ -224,34 +231,6 @@ impl VendorCalls for HipCalls {
             )
         };
         self.api.check("hipMemcpy", code)
-    }
-
-    unsafe fn launch(
-        &self,
-        f: Handle,
-        grid: u32,
-        block: u32,
-        params: &mut [*mut c_void],
-        stream: Handle,
-    ) -> Result<(), String> {
-        // SAFETY: the caller's contract: `params` is kernels.cl's PARAMS;
-        // HIP copies the values at the launch.
-        let code = unsafe {
-            (self.api.hipModuleLaunchKernel)(
-                f,
-                grid,
-                1,
-                1,
-                block,
-                1,
-                1,
-                0,
-                stream,
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
-        self.api.check("hipModuleLaunchKernel", code)
     }
 
     fn record(&self, event: Handle, stream: Handle) -> Result<(), String> {
