@@ -27,14 +27,14 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="04d7c1132cf1be6971bdfc8d81edacf1f3f9bf8269387223e6528797e07d8dce")
+    version("0.1.0", sha256="adbb9c0fadfeb1d2d9f9b452de6e7ffccfb1fdff1686e411854179c78d1ea07c")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
         name="vendor",
         when="@0.1.0",
         url=VENDOR_URL.format(version="0.1.0"),
-        sha256="09daefefdb2f0ce6483096d71f74e8b1b008896419f03a203e31242ec4dc5f4a",
+        sha256="78008bf7c563a0e6a49b093b61d23855e9bdb08c223bf15f3282b9db4c44ddf2",
         placement="membw-vendor",
     )
 
