@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="adbb9c0fadfeb1d2d9f9b452de6e7ffccfb1fdff1686e411854179c78d1ea07c")
+    version("0.1.0", sha256="eb54c5de97894b6eb34a227c81ecebb59eafb684aace70fcefd68ca60493ca60")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
