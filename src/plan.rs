@@ -5,7 +5,9 @@
 
 use crate::error::{Error, Input, Result};
 use crate::kernels::gpu_builds::ShapeChoice;
-use crate::kernels::{ArrayId, Isa, KernelFns, KernelId, Path, StoreMode};
+use crate::kernels::{
+    ArrayId, Isa, KernelFns, KernelId, KernelStores, Path, StoreMode, ThreadCaches,
+};
 use crate::memory::policy::MemPolicy;
 use crate::memory::{self, Hugepages};
 use crate::placement;
@@ -54,6 +56,13 @@ pub struct Plan {
     pub in_caches: Option<crate::results::measurement::InCaches>,
     /// A device's launch shapes (the CPU team has one way to run each kernel).
     pub shapes: ShapeChoice,
+    /// The CPU team's stores for each kernel (by `kernels`' order) and why;
+    /// those near the cache edge the protocol times before it measures.
+    /// Empty where the target is not the CPU team.
+    pub kernel_stores: Vec<KernelStores>,
+    /// The caches serving the CPUs, as sysfs reports them (unknown, 0,
+    /// for a device or another program).
+    pub caches: ThreadCaches,
 }
 
 impl Plan {
@@ -73,6 +82,12 @@ impl Plan {
     /// the CPU team (a device's traffic is what STREAM counts).
     pub fn stores(&self) -> Option<StoreMode> {
         self.target.stores()
+    }
+
+    /// The stores kernel `k` (by `kernels`' order) runs with, where the
+    /// target is the CPU team.
+    pub fn kernel_stores(&self, k: usize) -> Option<KernelStores> {
+        self.stores().and(self.kernel_stores.get(k).copied())
     }
 
     /// The CPU kernels' code, for the backends that run them: the plan's
@@ -207,30 +222,59 @@ pub struct Prepared {
     pub stores_reason: String,
 }
 
+/// The store mode a plan's target declares: the one of the storing kernel
+/// that touches the most arrays (triad among STREAM's four), the later on
+/// a tie; each kernel's own is in its result.
+pub fn lead_stores(kernels: &[KernelId], stores: &[KernelStores]) -> Option<StoreMode> {
+    let weight = |k: KernelId| {
+        let arrays = crate::kernels::stores::arrays_bytes(k, 1);
+        (!k.spec().writes.is_empty(), arrays)
+    };
+    (kernels.iter().zip(stores))
+        .max_by_key(|(k, _)| weight(**k))
+        .map(|(_, s)| s.mode)
+}
+
+/// Every kernel's stores, and the words the `Kernels:` line gives: one
+/// reason where every kernel has the same, else each kernel's.
 pub fn resolve_stores(
     request: StoresRequest,
     isa: Isa,
-    (elements, arrays): (u64, u64),
-    rule: crate::results::StreamRule,
-) -> (StoreMode, String) {
-    match request {
-        StoresRequest::Regular => (StoreMode::Regular, "requested".into()),
-        StoresRequest::Nt => (StoreMode::Nt, "requested".into()),
-        StoresRequest::Auto if !isa.has_streaming_stores() => (
-            StoreMode::Regular,
-            format!("auto: the {isa} kernels have no streaming stores"),
-        ),
-        // STREAM's rule decides: arrays that measure memory write around
-        // the caches; arrays the caches hold keep their lines there.
-        StoresRequest::Auto if rule.holds(elements) => (
-            StoreMode::Nt,
-            format!("auto: {}", rule.describe(elements, arrays)),
-        ),
-        StoresRequest::Auto => (
-            StoreMode::Regular,
-            format!("auto: {}", rule.describe(elements, arrays)),
-        ),
+    kernels: &[KernelId],
+    elements: u64,
+    caches: ThreadCaches,
+) -> (Vec<KernelStores>, String) {
+    let stores: Vec<KernelStores> = (kernels.iter())
+        .map(|&k| KernelStores::decide(request, isa, k, elements, caches))
+        .collect();
+    let reason = stores_reason(kernels, &stores);
+    (stores, reason)
+}
+
+/// `auto, by kernel: copy regular (its arrays ... fit ...); triad nt
+/// (measured: ...)`, `auto: ...` where every storing kernel has the same
+/// reason, or `requested`.
+pub fn stores_reason(kernels: &[KernelId], stores: &[KernelStores]) -> String {
+    if stores
+        .iter()
+        .all(|s| s.basis == crate::kernels::StoresBasis::Requested)
+    {
+        return "requested".into();
     }
+    let storing: Vec<(KernelId, &KernelStores)> = (kernels.iter().copied().zip(stores))
+        .filter(|(k, _)| !k.spec().writes.is_empty())
+        .collect();
+    let Some((_, first)) = storing.first() else {
+        return "auto: the kernels write nothing".into();
+    };
+    let all: Vec<KernelStores> = storing.iter().map(|(_, s)| **s).collect();
+    if let Some(why) = first.why_every(&all) {
+        return format!("auto: {why}");
+    }
+    let each: Vec<String> = (storing.iter())
+        .map(|(k, s)| format!("{} {} ({})", k.spec().name, s.mode, s.why()))
+        .collect();
+    format!("auto, by kernel: {}", each.join("; "))
 }
 
 /// Resolves settings into a plan, refusing (before anything is allocated)
@@ -245,9 +289,6 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
     let used = cpus.iter().copied().collect();
     let rule = crate::results::StreamRule::over(topo.cache_sum(&used).0);
     let arrays = crate::kernels::arrays_used(&s.measure.kernels).len() as u64;
-    let (stores, stores_reason) = resolve_stores(s.stores, isa, (elements as u64, arrays), rule);
-    // Refused here, before anything runs, when this CPU lacks it.
-    KernelFns::select(isa, stores)?;
     if s.measure.hugepages == Hugepages::Thp && topo.memory.thp_mode.as_deref() == Some("never") {
         return Err(Error::input(
             Input::Hugepages,
@@ -261,6 +302,19 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
     if kernels.is_empty() {
         return Err(Error::about(Input::Kernels, "no kernel selected"));
     }
+    let caches = ThreadCaches::serving(topo, &cpus);
+    let (kernel_stores, stores_reason) =
+        resolve_stores(s.stores, isa, &kernels, elements as u64, caches);
+    let stores = lead_stores(&kernels, &kernel_stores).unwrap_or(StoreMode::Regular);
+    // Refused here, before anything runs, when this CPU lacks it (every
+    // mode a kernel may run: a timed choice runs both).
+    for mode in kernel_stores.iter().flat_map(|k| match k.to_measure() {
+        true => k.candidates().to_vec(),
+        false => vec![k.mode],
+    }) {
+        KernelFns::select(isa, mode)?;
+    }
+    KernelFns::select(isa, stores)?;
     if let ShapeChoice::One(shape) = s.measure.shapes {
         return Err(Error::input(
             Input::Shape,
@@ -291,6 +345,8 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         mem: s.mem.clone(),
         inner_repeats,
         shapes: ShapeChoice::Default,
+        kernel_stores,
+        caches,
     };
     match plan.hugepages.explicit_bytes() {
         // Explicit pages come from their pools, not from MemAvailable.
@@ -345,6 +401,8 @@ pub fn placement_only(
         calibrate: false,
         in_caches: None,
         shapes: ShapeChoice::Default,
+        kernel_stores: Vec::new(),
+        caches: ThreadCaches::default(),
     })
 }
 

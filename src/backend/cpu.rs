@@ -11,7 +11,7 @@
 
 use super::{ArrayErrors, Backend, Observed, ReadBack, Sums, TargetArrays, WithArrays};
 use crate::error::{Error, Result};
-use crate::kernels::{ARRAYS, KernelFns, KernelId};
+use crate::kernels::{ARRAYS, KERNELS, KernelFns, KernelId, StoreMode};
 use crate::memory::{self, Arrays, Chunk};
 use crate::plan::Plan;
 use crate::results::measurement::ThreadPlacement;
@@ -29,8 +29,14 @@ impl Backend for CpuTeam {
     }
 
     fn open(&mut self, plan: &Plan, work: &mut dyn WithArrays) -> Result<Observed> {
-        let (isa, stores) = plan.cpu_code();
-        let fns = KernelFns::select(isa, stores)?;
+        let (isa, lead) = plan.cpu_code();
+        let fns = Tables::select(isa, lead)?;
+        // Each kernel's stores as planned; those near the cache edge the
+        // protocol switches while it times both (`use_stores`).
+        let mut stores = [lead; KERNELS.len()];
+        for (k, &kernel) in plan.kernels.iter().enumerate() {
+            stores[kernel as usize] = plan.kernel_stores(k).map_or(lead, |s| s.mode);
+        }
         let ranges = memory::partition_for(plan.elements, plan.cpus.len(), plan.hugepages);
         let mut arrays = Arrays::map(
             &plan.arrays_needed(),
@@ -64,6 +70,7 @@ impl Backend for CpuTeam {
                     member: m,
                     orders: &orders,
                     part,
+                    stores,
                 };
                 match taken {
                     Some(work) => work.run_on(&mut leader),
@@ -85,9 +92,39 @@ impl Backend for CpuTeam {
     }
 }
 
+/// The kernels' implementations for the plan's ISA, one table per store
+/// mode: selected once, before the team starts.
+struct Tables {
+    regular: KernelFns,
+    nt: KernelFns,
+    /// The plan's own mode: first touch writes with it.
+    lead: StoreMode,
+}
+
+impl Tables {
+    /// Both tables; an ISA without streaming stores (whose plans never ask
+    /// for them) runs its regular one for both.
+    fn select(isa: crate::kernels::Isa, lead: StoreMode) -> Result<Tables> {
+        let regular = KernelFns::select(isa, StoreMode::Regular)?;
+        let nt = match isa.has_streaming_stores() {
+            true => KernelFns::select(isa, StoreMode::Nt)?,
+            false => regular,
+        };
+        KernelFns::select(isa, lead)?;
+        Ok(Tables { regular, nt, lead })
+    }
+
+    fn of(&self, stores: StoreMode) -> &KernelFns {
+        match stores {
+            StoreMode::Regular => &self.regular,
+            StoreMode::Nt => &self.nt,
+        }
+    }
+}
+
 /// One member's chunk and what it needs to run kernels over it.
 struct Part<'a, 'c> {
-    fns: &'a KernelFns,
+    fns: &'a Tables,
     chunk: Chunk<'c>,
     sums: Sums,
 }
@@ -95,15 +132,19 @@ struct Part<'a, 'c> {
 impl Part<'_, '_> {
     fn obey(&mut self, order: Order, orders: &Orders, index: usize) {
         match order {
-            Order::Init(values) => super::init_chunk(self.fns, &mut self.chunk, values),
+            Order::Init(values) => {
+                super::init_chunk(self.fns.of(self.fns.lead), &mut self.chunk, values)
+            }
             Order::Double => super::double_chunk(&mut self.chunk),
             Order::Sync => {}
-            Order::Run(kernel, repeats) => {
-                // Two clock reads per thread and run, outside the kernel
-                // loop: each thread's own time, to find a slow core.
+            Order::Run(kernel, stores, repeats) => {
+                // The table is picked once per order, outside the timed
+                // loop. Two clock reads per thread and run, outside the
+                // kernel loop: each thread's own time, to find a slow core.
+                let fns = self.fns.of(stores);
                 let start = Instant::now();
                 for _ in 0..repeats {
-                    super::run_kernel(self.fns, kernel, &mut self.chunk, &mut self.sums);
+                    super::run_kernel(fns, kernel, &mut self.chunk, &mut self.sums);
                 }
                 if let Some(slot) = orders.thread_ns.get(index) {
                     (slot.0).store(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -129,7 +170,7 @@ enum Order {
     Double,
     /// Nothing: the team meets at the barriers, idle.
     Sync,
-    Run(KernelId, usize),
+    Run(KernelId, StoreMode, usize),
     ReadBack([f64; ARRAYS], ArrayErrors),
     Quit,
 }
@@ -165,7 +206,8 @@ impl Orders {
     }
 
     /// Stores what the order carries besides its word; returns the word:
-    /// the kind in the low byte, the kernel in the next, the repeats above.
+    /// the kind in the low byte, the kernel in the next, the store mode in
+    /// the bit above (1: streaming), the repeats above that.
     fn post(&self, order: Order) -> u64 {
         let store_values = |values: [f64; ARRAYS]| {
             for (slot, v) in self.values.iter().zip(values) {
@@ -186,7 +228,10 @@ impl Orders {
             }
             Order::Double => DOUBLE,
             Order::Sync => SYNC,
-            Order::Run(kernel, repeats) => RUN | (kernel as u64) << 8 | (repeats as u64) << 16,
+            Order::Run(kernel, stores, repeats) => {
+                let nt = u64::from(stores == StoreMode::Nt);
+                RUN | (kernel as u64) << 8 | nt << 16 | (repeats as u64) << 17
+            }
             Order::Quit => QUIT,
         }
     }
@@ -199,8 +244,14 @@ impl Orders {
             INIT => Order::Init(values()),
             DOUBLE => Order::Double,
             SYNC => Order::Sync,
-            RUN => match crate::kernels::KERNELS.get(((word >> 8) & 0xff) as usize) {
-                Some(k) => Order::Run(k.id, (word >> 16) as usize),
+            RUN => match KERNELS.get(((word >> 8) & 0xff) as usize) {
+                Some(k) => {
+                    let stores = match (word >> 16) & 1 {
+                        1 => StoreMode::Nt,
+                        _ => StoreMode::Regular,
+                    };
+                    Order::Run(k.id, stores, (word >> 17) as usize)
+                }
                 None => Order::Quit,
             },
             READ_BACK => match self.errors.lock().ok().and_then(|e| *e) {
@@ -230,6 +281,8 @@ struct Leader<'m, 'o, 'a, 'c> {
     member: &'m Member<'m>,
     orders: &'o Orders,
     part: Part<'a, 'c>,
+    /// Each kernel's stores, by its id.
+    stores: [StoreMode; KERNELS.len()],
 }
 
 impl Leader<'_, '_, '_, '_> {
@@ -259,7 +312,12 @@ impl TargetArrays for Leader<'_, '_, '_, '_> {
         self.order(Order::Sync);
     }
     fn run(&mut self, kernel: KernelId, repeats: usize) {
-        self.order(Order::Run(kernel, repeats));
+        let stores = self.stores[kernel as usize];
+        self.order(Order::Run(kernel, stores, repeats));
+    }
+    fn use_stores(&mut self, kernel: KernelId, stores: StoreMode) -> bool {
+        self.stores[kernel as usize] = stores;
+        true
     }
     fn thread_seconds(&self, out: &mut [f64]) -> bool {
         for (slot, ns) in out.iter_mut().zip(&self.orders.thread_ns) {

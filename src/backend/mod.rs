@@ -132,6 +132,12 @@ pub trait TargetArrays {
     fn choose_shape(&mut self, kernel: KernelId, shape: usize) {
         let _ = (kernel, shape);
     }
+    /// Runs `kernel` with `stores` from now on (the CPU team, timing both
+    /// near the cache edge); false where the target cannot switch.
+    fn use_stores(&mut self, kernel: KernelId, stores: crate::kernels::StoreMode) -> bool {
+        let _ = (kernel, stores);
+        false
+    }
     /// Each thread's own time in the last `run`, seconds, into `out` (one
     /// slot per thread); false when the device does not time its threads.
     fn thread_seconds(&self, out: &mut [f64]) -> bool {

@@ -217,6 +217,7 @@ fn run_report(
 ) -> RunReport {
     let peak = engine.peak_use(
         plan,
+        measurement.in_caches,
         measurement
             .results
             .iter()

@@ -119,15 +119,17 @@ impl<'a> Engine<'a> {
     }
 
     /// The theoretical peak of what `plan` ran on, with each rate against
-    /// it: the sockets its CPUs are on, or a device's own peak.
+    /// it: the sockets its CPUs are on, or a device's own peak. `in_caches`
+    /// is the run's (what it showed of the caches), else the plan's.
     pub fn peak_use(
         &self,
         plan: &Plan,
+        in_caches: Option<crate::results::InCaches>,
         rates: impl IntoIterator<Item = (crate::kernels::KernelId, f64)>,
     ) -> Option<PeakUse> {
         // Rates of the caches are no share of the memory's peak (arrays
         // past the caches but under STREAM's rule are, with the warning).
-        let rates: Vec<_> = match plan.in_caches.map(|c| c.band()) {
+        let rates: Vec<_> = match in_caches.map(|c| c.band()) {
             Some(crate::results::Band::Caches) => Vec::new(),
             _ => rates.into_iter().collect(),
         };
@@ -204,7 +206,7 @@ impl<'a> Engine<'a> {
     /// What a measured job's record holds: its point (with a program's own
     /// sizes) and its payload.
     pub fn payload(&self, job: &Job, runs: Vec<RunResult>) -> (Point, Bandwidth) {
-        let peak = self.peak_use(&job.plan, []);
+        let peak = self.peak_use(&job.plan, job.plan.in_caches, []);
         let point = match runs.last().and_then(|r| r.program()) {
             Some(program) => job.point.clone().with_program_sizes(program),
             None => job.point.clone(),

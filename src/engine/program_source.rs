@@ -207,6 +207,7 @@ fn kernel_results(out: Option<&parse::ForeignOutput>) -> Vec<KernelResult> {
                 thread_times_s: Vec::new(),
                 repetitions: None,
                 launch: None,
+                stores: None,
             })
         })
         .collect()

@@ -41,6 +41,10 @@ pub fn measure_other(
     else {
         return Ok(None);
     };
+    // Timed beside each other before the run already: nothing to add.
+    if ran.stores.is_some_and(|s| s.nt_over_regular().is_some()) {
+        return Ok(None);
+    }
     let (other, request) = match used {
         StoreMode::Nt => (StoreMode::Regular, StoresRequest::Regular),
         StoreMode::Regular => (StoreMode::Nt, StoresRequest::Nt),

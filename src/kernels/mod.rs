@@ -126,8 +126,8 @@ macro_rules! checked_kernels {
 mod aarch64;
 pub mod chase;
 pub mod gpu_builds;
-mod stores;
-pub use stores::StoresRequest;
+pub mod stores;
+pub use stores::{KernelStores, StoresBasis, StoresRequest, ThreadCaches};
 mod portable;
 mod table;
 pub use table::*;

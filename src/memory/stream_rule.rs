@@ -5,6 +5,7 @@
 //! warning, `--stores auto`'s choice and reason, a health check's refusal
 //! and every summary read it, so that they can never disagree.
 
+use crate::kernels::KernelId;
 use crate::units::{Bytes, ELEMENT_BYTES};
 use serde::{Deserialize, Serialize};
 
@@ -85,6 +86,7 @@ impl StreamRule {
             array_bytes: Some(elements * ELEMENT_BYTES),
             cache_bytes: self.cache_bytes,
             stream_elements: self.min_elements(),
+            seen: None,
         })
     }
 
@@ -123,9 +125,40 @@ pub struct InCaches {
     pub cache_bytes: u64,
     /// The array length (elements) from which STREAM's rule holds.
     pub stream_elements: u64,
+    /// What the run showed of the caches (the stores timed beside each
+    /// other), where it showed anything: sizes alone never claim "cache
+    /// bandwidth" for caches these threads may not get.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<CacheEvidence>,
+}
+
+/// What a run showed of whether its arrays were in the caches.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "seen", rename_all = "snake_case")]
+pub enum CacheEvidence {
+    /// Streaming stores, which bypass the caches, ran clearly faster than
+    /// regular ones for `kernel`: its arrays were not in the caches these
+    /// threads get, whatever sysfs reports.
+    PastCaches {
+        kernel: KernelId,
+        nt_over_regular: f64,
+    },
+    /// Regular stores were at least as fast as streaming ones for `kernel`.
+    Cached {
+        kernel: KernelId,
+        nt_over_regular: f64,
+    },
+    /// Every storing kernel's arrays fit in the caches below the last level
+    /// (the threads' own, shared with no other tenant).
+    OwnCaches,
 }
 
 impl InCaches {
+    /// The same fact with what the run showed.
+    pub fn seen(self, seen: Option<CacheEvidence>) -> InCaches {
+        InCaches { seen, ..self }
+    }
+
     /// The fact, when each of `arrays` arrays of `elements` elements is
     /// under four times `cache_bytes`.
     pub fn of(elements: u64, arrays: u64, cache_bytes: u64) -> Option<InCaches> {
@@ -135,7 +168,8 @@ impl InCaches {
     /// Which of the two bands under the rule: all arrays within the
     /// caches, or past them together.
     pub fn band(&self) -> Band {
-        match self.arrays_bytes <= self.cache_bytes {
+        let past = matches!(self.seen, Some(CacheEvidence::PastCaches { .. }));
+        match self.arrays_bytes <= self.cache_bytes && !past {
             true => Band::Caches,
             false => Band::UnderRule,
         }
@@ -144,11 +178,31 @@ impl InCaches {
     /// What a reader is told, once.
     pub fn warning(&self) -> String {
         let each = (self.array_bytes).map_or(String::new(), |b| format!(" ({})", Bytes(b)));
-        let lead = match self.band() {
-            Band::Caches => format!(
-                "cache bandwidth, not memory: the arrays ({} together) fit in the {} of caches serving these CPUs",
-                Bytes(self.arrays_bytes),
-                Bytes(self.cache_bytes)
+        let (arrays, caches) = (Bytes(self.arrays_bytes), Bytes(self.cache_bytes));
+        let lead = match (self.band(), self.seen) {
+            (
+                _,
+                Some(CacheEvidence::PastCaches {
+                    kernel,
+                    nt_over_regular,
+                }),
+            ) => format!(
+                "not in the caches: the arrays ({arrays} together) are within the {caches} of caches sysfs reports serving these CPUs, but streaming stores, which bypass the caches, ran {nt_over_regular:.2}× regular ones for {kernel}: these threads get less cache than that (a VM's share, a cache shared with other tenants)"
+            ),
+            (
+                Band::Caches,
+                Some(CacheEvidence::Cached {
+                    kernel,
+                    nt_over_regular,
+                }),
+            ) => format!(
+                "cache bandwidth, not memory: the arrays ({arrays} together) fit in the {caches} of caches serving these CPUs, and streaming stores ran {nt_over_regular:.2}× regular ones for {kernel}"
+            ),
+            (Band::Caches, Some(CacheEvidence::OwnCaches)) => format!(
+                "cache bandwidth, not memory: the arrays ({arrays} together) fit in the caches below the last level of these CPUs, theirs alone"
+            ),
+            (Band::Caches, None) => format!(
+                "cache bandwidth if these threads get the caches: the arrays ({arrays} together) fit in the {caches} of caches sysfs reports serving these CPUs (not measured: --stores auto times streaming stores beside regular ones)"
             ),
             _ => format!(
                 "under STREAM's rule, caches may still help: the arrays ({} together) exceed the {} of caches serving these CPUs, but each array{each} is under {CACHE_MULTIPLE} × them",
@@ -221,8 +275,30 @@ mod tests {
             "{}",
             fact.warning()
         );
+        // Sizes alone claim no cache bandwidth: what the run showed does.
         let small = InCaches::of(1_000, 3, caches).unwrap();
-        assert!(small.warning().starts_with("cache bandwidth, not memory"));
+        assert!(
+            small
+                .warning()
+                .starts_with("cache bandwidth if these threads get the caches"),
+            "{}",
+            small.warning()
+        );
+        let own = small.seen(Some(CacheEvidence::OwnCaches));
+        assert!(own.warning().starts_with("cache bandwidth, not memory"));
+        assert_eq!(own.band(), Band::Caches);
+        let past = small.seen(Some(CacheEvidence::PastCaches {
+            kernel: KernelId::Copy,
+            nt_over_regular: 1.6,
+        }));
+        assert_eq!(past.band(), Band::UnderRule);
+        assert!(
+            past.warning().contains(
+                "streaming stores, which bypass the caches, ran 1.60× regular ones for copy"
+            ),
+            "{}",
+            past.warning()
+        );
         assert!(
             StreamRule::over(caches)
                 .describe(10_000_000, 3)

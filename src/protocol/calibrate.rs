@@ -8,8 +8,8 @@
 //! launch shapes), it times each way and keeps the fastest.
 
 use crate::backend::{ShapeName, TargetArrays};
-use crate::kernels::KernelId;
 use crate::kernels::gpu_builds::ShapeChoice;
+use crate::kernels::{KernelId, KernelStores};
 use crate::plan::Plan;
 use crate::results::measurement::{Launch, LaunchTried};
 use crate::results::targets::Clock;
@@ -167,6 +167,163 @@ fn fastest_shape(
     Some(launch(&shapes[chosen], tried, kept_within))
 }
 
+/// The kernels near the cache edge timed with both store modes, in the
+/// run's own order and calls (`repeats`), so that what one kernel's
+/// stores leave in the caches for the next counts as it will in the run:
+/// `STORES_ROUNDS` rounds, each the whole sequence once with every such
+/// kernel on the mode its size leans to and once on the other. Each kernel
+/// keeps its better best ([`faster_stores`]). Where that mixes modes, the
+/// mix is timed too (beside the first configuration again), and kept only
+/// where its slowest kernel against that kernel's best anywhere is no
+/// further behind than in either configuration alike (streaming stores of
+/// one kernel evict lines the next would find); else the alike one whose
+/// slowest kernel is least behind. Each timed
+/// entry of `stores` (by the plan's kernels) becomes the measured choice,
+/// left set on the target; a target that cannot switch leaves them untimed.
+pub(super) fn choose_stores(
+    plan: &Plan,
+    device: &mut dyn TargetArrays,
+    repeats: usize,
+    stores: &mut [Option<KernelStores>],
+) {
+    let edge: Vec<(usize, KernelStores)> = (stores.iter().enumerate())
+        .filter_map(|(k, s)| Some((k, s.filter(KernelStores::to_measure)?)))
+        .collect();
+    let Some(&(first, planned)) = edge.first() else {
+        return;
+    };
+    if !device.use_stores(plan.kernels[first], planned.mode) {
+        for (k, planned) in &edge {
+            stores[*k] = Some(planned.untimed());
+        }
+        return;
+    }
+    let repeats = repeats.max(1);
+    // Each edge kernel's mode in a configuration: its candidates' `pick`-th.
+    let lean = vec![0; edge.len()];
+    let other = vec![1; edge.len()];
+    let [took_lean, took_other] = time_configs(plan, device, repeats, &edge, [&lean, &other]);
+    let mut picks = Vec::with_capacity(edge.len());
+    let mut within = Vec::with_capacity(edge.len());
+    for e in 0..edge.len() {
+        let (pick, noise) = faster_stores(&[took_lean[e], took_other[e]]);
+        picks.push(pick);
+        within.push(noise);
+    }
+    let mut together = false;
+    if picks.iter().any(|&p| p != picks[0]) {
+        // Each configuration's worst kernel against that kernel's best in
+        // any: the mix where it leaves no kernel further behind than either
+        // configuration alike does, else the alike one that leaves less.
+        let [mixed, again] = time_configs(plan, device, repeats, &edge, [&picks, &lean]);
+        let timed = [&took_lean, &took_other, &mixed, &again];
+        let fastest = |e: usize| {
+            timed
+                .iter()
+                .map(|t| best(&t[e]))
+                .fold(f64::INFINITY, f64::min)
+        };
+        let worst = |took: &[[f64; STORES_ROUNDS]]| {
+            (0..edge.len())
+                .map(|e| fastest(e) / best(&took[e]))
+                .fold(f64::INFINITY, f64::min)
+        };
+        let alike = match worst(&took_lean).max(worst(&again)) >= worst(&took_other) {
+            true => (lean, worst(&took_lean).max(worst(&again))),
+            false => (other, worst(&took_other)),
+        };
+        if worst(&mixed) < alike.1 {
+            picks = alike.0;
+            together = true;
+        }
+    }
+    let bytes = |k: usize| {
+        (plan.kernels[k].spec().bytes_counted() * (plan.elements * repeats) as u64) as f64
+    };
+    for (e, &(k, planned)) in edge.iter().enumerate() {
+        let mode = planned.candidates()[picks[e]];
+        device.use_stores(plan.kernels[k], mode);
+        let rates = [best(&took_lean[e]), best(&took_other[e])].map(|t| bytes(k) / t / 1e9);
+        let within = if together { None } else { within[e] };
+        stores[k] = Some(planned.measured(mode, rates, within, together));
+    }
+}
+
+/// The fastest of a mode's rounds.
+fn best(took: &[f64; STORES_ROUNDS]) -> f64 {
+    took.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+/// Each configuration's times (`[config][edge kernel][round]`): rounds
+/// alternate the configurations, each running the plan's kernels in order
+/// as repetitions do, [`WARM_PASSES`] times untimed and once timed: the
+/// untimed passes leave the caches as that configuration's own repetitions
+/// would (streaming stores of the other one have just evicted the arrays).
+fn time_configs(
+    plan: &Plan,
+    device: &mut dyn TargetArrays,
+    repeats: usize,
+    edge: &[(usize, KernelStores)],
+    configs: [&[usize]; 2],
+) -> [Vec<[f64; STORES_ROUNDS]>; 2] {
+    let mut by_round = vec![[vec![0.0; edge.len()], vec![0.0; edge.len()]]; STORES_ROUNDS];
+    for round in by_round.iter_mut() {
+        for (c, picks) in configs.iter().enumerate() {
+            for (&(k, planned), &pick) in edge.iter().zip(picks.iter()) {
+                device.use_stores(plan.kernels[k], planned.candidates()[pick]);
+            }
+            for _ in 0..WARM_PASSES {
+                for &kernel in &plan.kernels {
+                    device.run(kernel, repeats);
+                }
+            }
+            for (k, &kernel) in plan.kernels.iter().enumerate() {
+                let t = time(device, kernel, repeats);
+                if let Some(e) = edge.iter().position(|(i, _)| *i == k) {
+                    round[c][e] = t;
+                }
+            }
+        }
+    }
+    std::array::from_fn(|c| {
+        (0..edge.len())
+            .map(|e| std::array::from_fn(|r| by_round[r][c][e]))
+            .collect()
+    })
+}
+
+/// Untimed passes of a configuration before its timed one: at arrays near
+/// the edge a cache's replacement policy takes more than one pass to keep
+/// what the configuration's own repetitions keep.
+const WARM_PASSES: usize = 2;
+
+/// Rounds of each configuration of the stores, alternated: the best
+/// decides, the median's distance from it is the noise (one slow round, a
+/// neighbour's burst, moves the median little).
+const STORES_ROUNDS: usize = 5;
+
+/// Which of two modes' timings (`took[i]`: mode `i`'s rounds) to keep:
+/// the one with the better best, and, where it is not ahead by more than
+/// the noise (the wider of the two modes' median over best, at least
+/// [`SHAPE_MARGIN`]), that noise: a choice that decided nothing says so.
+/// The better best is kept even then: two modes inside the noise cost
+/// little either way, and one a few percent ahead is more often right.
+fn faster_stores(took: &[[f64; STORES_ROUNDS]; 2]) -> (usize, Option<f64>) {
+    let best = took.map(|t| best(&t));
+    let noise = (0..2)
+        .filter_map(|i| {
+            let median = crate::results::median(&took[i])?;
+            Some(median / best[i] - 1.0).filter(|n| n.is_finite())
+        })
+        .fold(SHAPE_MARGIN, f64::max);
+    let faster = usize::from(best[1] < best[0]);
+    let (slow, fast) = (best[1 - faster], best[faster]);
+    match fast < slow * (1.0 - noise) {
+        true => (faster, None),
+        false => (faster, Some(noise)),
+    }
+}
+
 /// The least a faster shape must gain over the first to be chosen: the
 /// rounds' own spread, and never less than this share.
 const SHAPE_MARGIN: f64 = 0.02;
@@ -197,6 +354,30 @@ fn choose(best: &[f64], worst: &[f64]) -> (usize, Option<f64>) {
 
 #[cfg(test)]
 mod tests {
+    /// Streaming stores 1.3× faster in every round: chosen; a cold first
+    /// round of one mode moves the median little; a 1 % gap is a tie, the
+    /// first mode kept and the noise said.
+    #[test]
+    fn stores_are_chosen_beyond_the_median_noise() {
+        let steady = [[1.0, 1.01, 1.0, 1.02, 1.0], [0.77, 0.78, 0.77, 0.77, 0.78]];
+        assert_eq!(super::faster_stores(&steady), (1, None));
+        let cold = [[2.1, 1.0, 1.01, 1.0, 1.0], [0.77, 0.77, 0.78, 0.77, 0.78]];
+        assert_eq!(super::faster_stores(&cold), (1, None));
+        let first_ahead = [[0.8, 0.8, 0.81, 0.8, 0.8], [1.0, 1.0, 1.0, 1.01, 1.0]];
+        assert_eq!(super::faster_stores(&first_ahead), (0, None));
+        // A 1 % gap: the better best kept, said to be inside the noise.
+        let (kept, noise) = super::faster_stores(&[[1.0; 5], [0.99; 5]]);
+        assert_eq!((kept, noise), (1, Some(super::SHAPE_MARGIN)));
+        let (kept, noise) = super::faster_stores(&[[0.99; 5], [1.0; 5]]);
+        assert_eq!((kept, noise), (0, Some(super::SHAPE_MARGIN)));
+        // Rounds that wander 10 % hide a 5 % gain: kept, and not decided.
+        let noisy = [[1.0, 1.1, 1.1, 1.0, 1.1], [0.95, 1.05, 1.05, 1.05, 0.95]];
+        let (kept, noise) = super::faster_stores(&noisy);
+        assert_eq!(kept, 1);
+        // The wider of the two modes' median over best: 1.05 / 0.95.
+        assert!((noise.unwrap() - (1.05 / 0.95 - 1.0)).abs() < 1e-9);
+    }
+
     #[test]
     fn a_shape_is_chosen_over_the_default_only_beyond_the_noise() {
         // 10 % faster, rounds steady: chosen.

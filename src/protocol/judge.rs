@@ -3,23 +3,61 @@
 //! disagrees with the host's), the check of a target's own clock, and
 //! validation against STREAM's recurrences.
 
-use super::{EPSILON, Expected, sum_tolerance};
+use super::{EPSILON, Expected, Timed, sum_tolerance};
 use crate::backend::ReadBack;
 use crate::kernels::ArrayId;
 use crate::plan::Plan;
 use crate::results::measurement::{
     ArrayCheck, DeviceClock, ThreadPlacement, TimerCheck, Validation,
 };
+use crate::results::measurement::{KernelResult, kernel_statistics};
 use crate::results::targets::method;
+use crate::results::{CacheEvidence, InCaches};
+
+/// What the kernels' stores showed of the caches: streaming stores clearly
+/// faster for any kernel (its arrays were past the caches these threads
+/// get) before regular ones at least as fast, before every kernel's
+/// arrays within the caches below the last level (`own_bytes`, the
+/// threads' own); nothing where neither was timed or so.
+pub(super) fn cache_evidence(
+    ran: &[(crate::kernels::KernelId, crate::kernels::KernelStores)],
+    elements: usize,
+    own_bytes: u64,
+) -> Option<CacheEvidence> {
+    let measured: Vec<_> = (ran.iter())
+        .filter_map(|(k, s)| Some((*k, s.nt_over_regular()?, s)))
+        .collect();
+    if let Some(&(kernel, nt_over_regular, _)) =
+        (measured.iter()).find(|(_, _, s)| s.shows_arrays_past_caches())
+    {
+        return Some(CacheEvidence::PastCaches {
+            kernel,
+            nt_over_regular,
+        });
+    }
+    // Regular stores at least as fast as streaming ones: the caches served.
+    if let Some(&(kernel, nt_over_regular, _)) = (measured.iter()).find(|(_, r, _)| *r <= 1.0) {
+        return Some(CacheEvidence::Cached {
+            kernel,
+            nt_over_regular,
+        });
+    }
+    let own = |k: &crate::kernels::KernelId| {
+        crate::kernels::stores::arrays_bytes(*k, elements as u64) <= own_bytes
+    };
+    (own_bytes > 0 && !ran.is_empty() && ran.iter().all(|(k, _)| own(k)))
+        .then_some(CacheEvidence::OwnCaches)
+}
 
 /// The warnings of a run, besides its backend's.
 pub(super) fn warnings(
     plan: &Plan,
+    in_caches: Option<InCaches>,
     threads: &[ThreadPlacement],
     min_time: f64,
     timer: &TimerCheck,
 ) -> Vec<String> {
-    let mut warnings = size_warnings(plan, min_time, timer);
+    let mut warnings = size_warnings(plan, in_caches, min_time, timer);
     if let Some(c) = timer.device_clock.filter(|c| c.over_host > 0) {
         warnings.push(format!(
             "the target's own clock timed {} of {} repetitions longer than the host's clock around them: those took the host's time; the target's clock is not to be trusted",
@@ -44,9 +82,14 @@ pub(super) fn warnings(
 /// a plan whose calls were sized by that clock meets it, but where the
 /// calls reached their limit); a suggested size is never one that still
 /// sits in the caches.
-fn size_warnings(plan: &Plan, min_time: f64, timer: &TimerCheck) -> Vec<String> {
+fn size_warnings(
+    plan: &Plan,
+    in_caches: Option<InCaches>,
+    min_time: f64,
+    timer: &TimerCheck,
+) -> Vec<String> {
     let mut warnings = Vec::new();
-    if let Some(c) = plan.in_caches.filter(|_| !plan.calibrate) {
+    if let Some(c) = in_caches.filter(|_| !plan.calibrate) {
         warnings.push(c.warning());
     }
     let clock = plan.target.method().clock;
@@ -155,4 +198,44 @@ pub(super) fn validation(expected: &Expected, errors: &ReadBack) -> Validation {
         dot_rel_error,
         sum_tolerance,
     }
+}
+
+/// Each kernel's statistics over its timed repetitions, and each thread's
+/// median time where the backend timed its threads.
+pub(super) fn kernel_results(plan: &Plan, d: &Timed) -> Vec<KernelResult> {
+    plan.kernels
+        .iter()
+        .enumerate()
+        .map(|(k, &kernel)| {
+            let times = d.times[k * plan.ntimes..(k + 1) * plan.ntimes].to_vec();
+            let stores = d.stores[k];
+            let mut r = kernel_statistics(
+                kernel,
+                stores.map(|s| s.mode).or(plan.stores()),
+                plan.elements * d.inner_repeats,
+                times,
+            );
+            r.stores = stores;
+            if d.threads_timed {
+                r.thread_times_s = thread_medians(&d.thread_times, plan, k);
+            }
+            r.launch = d.launches[k].clone();
+            r
+        })
+        .collect()
+}
+
+/// Kernel `k`'s per-thread times: each thread's median over the counted
+/// repetitions (the first is not counted, as for the kernel's own times).
+fn thread_medians(thread_times: &[f64], plan: &Plan, k: usize) -> Vec<f64> {
+    let threads = plan.cpus.len();
+    (0..threads)
+        .map(|t| {
+            let own: Vec<f64> = (1..plan.ntimes)
+                .filter_map(|rep| thread_times.get((k * plan.ntimes + rep) * threads + t))
+                .copied()
+                .collect();
+            crate::results::median(&own).unwrap_or(0.0)
+        })
+        .collect()
 }

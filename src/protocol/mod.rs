@@ -18,12 +18,11 @@ use crate::observe;
 use crate::plan::Plan;
 use crate::results::measurement::{
     KernelResult, Measurement, ThreadPlacement, TimerCheck, Validation, add_spread_finding,
-    kernel_statistics,
 };
 use crate::sys::Stop;
 use crate::units::ELEMENT_BYTES;
 pub use calibrate::repetition_floor;
-use calibrate::{calibrate, round_trip};
+use calibrate::{calibrate, choose_stores, round_trip};
 use std::time::{Duration, Instant};
 
 /// STREAM's tolerance for 8-byte reals.
@@ -182,6 +181,9 @@ struct Timed {
     launches: Vec<Option<crate::results::measurement::Launch>>,
     /// How long a calibrated repetition had to last, s.
     floor_s: Option<f64>,
+    /// Each kernel's stores (the CPU team's): as planned, or as timed
+    /// before the repetitions where the plan left them to be measured.
+    stores: Vec<Option<crate::kernels::KernelStores>>,
 }
 
 /// Runs the plan on `backend` and returns its measurement: the protocol's
@@ -232,6 +234,9 @@ impl<'a> Repetitions<'a> {
             expected: expected_values(&plan.kernels, plan.ntimes, plan.inner_repeats),
             launches: vec![None; plan.kernels.len()],
             floor_s: None,
+            stores: (0..plan.kernels.len())
+                .map(|k| plan.kernel_stores(k))
+                .collect(),
         };
         Repetitions {
             plan,
@@ -271,7 +276,7 @@ impl<'a> Repetitions<'a> {
         let tick = granularity.as_secs_f64();
         let clock =
             (d.device_timed).then(|| judge::device_clock(&mut d.times, &d.host_times, tick));
-        let results = kernel_results(plan, &d);
+        let results = judge::kernel_results(plan, &d);
         let validation = judge::validation(&d.expected, &d.read_back);
         let min_time = results
             .iter()
@@ -285,8 +290,20 @@ impl<'a> Repetitions<'a> {
             device_clock: clock,
             repetition_floor_us: d.floor_s.map(|s| s * 1e6),
         };
+        let ran: Vec<_> = (plan.kernels.iter().copied())
+            .zip(&d.stores)
+            .filter_map(|(k, s)| Some((k, (*s)?)))
+            .collect();
+        let seen = judge::cache_evidence(&ran, plan.elements, plan.caches.below_last);
+        let in_caches = (plan.in_caches).map(|c| c.seen(seen));
         let mut warnings = observed.warnings;
-        warnings.extend(judge::warnings(plan, &observed.threads, min_time, &timer));
+        warnings.extend(judge::warnings(
+            plan,
+            in_caches,
+            &observed.threads,
+            min_time,
+            &timer,
+        ));
         let mut cpus = plan.cpus.clone();
         cpus.sort_unstable();
         cpus.dedup();
@@ -305,8 +322,17 @@ impl<'a> Repetitions<'a> {
             total_s: started.elapsed().as_secs_f64(),
             warnings,
             inner_repeats: d.inner_repeats,
+            in_caches,
             ..planned(plan, observed.threads, results, validation, timer)
         };
+        // A measured choice may have changed the lead kernel's stores.
+        let stores: Vec<_> = ran.iter().map(|(_, s)| *s).collect();
+        if stores.len() == plan.kernels.len()
+            && let Some(lead) = crate::plan::lead_stores(&plan.kernels, &stores)
+        {
+            measurement.stores = Some(lead);
+            measurement.target = (measurement.target).map(|t| t.with_stores(lead));
+        }
         d.observers.keep_in(&window, &mut measurement);
         // Whatever watched the window, an unsteady spread is a finding too.
         if measurement.interference.is_some() || measurement.held_back.is_some() {
@@ -321,29 +347,6 @@ impl<'a> Repetitions<'a> {
             synced_times: d.synced_times,
         })
     }
-}
-
-/// Each kernel's statistics over its timed repetitions, and each thread's
-/// median time where the backend timed its threads.
-fn kernel_results(plan: &Plan, d: &Timed) -> Vec<KernelResult> {
-    plan.kernels
-        .iter()
-        .enumerate()
-        .map(|(k, &kernel)| {
-            let times = d.times[k * plan.ntimes..(k + 1) * plan.ntimes].to_vec();
-            let mut r = kernel_statistics(
-                kernel,
-                plan.stores(),
-                plan.elements * d.inner_repeats,
-                times,
-            );
-            if d.threads_timed {
-                r.thread_times_s = thread_medians(&d.thread_times, plan, k);
-            }
-            r.launch = d.launches[k].clone();
-            r
-        })
-        .collect()
 }
 
 /// A measurement of `plan` with its results: what every source that runs
@@ -410,16 +413,31 @@ impl WithArrays for Repetitions<'_> {
         d.first_touch_done = Some(Instant::now());
         let barrier_s = round_trip(device);
         d.barrier_s = Some(barrier_s);
-        // Ranks under a gate keep the plan's calls: each rank's bytes must be
-        // the same and known before the first gated repetition.
+        // Ranks under a gate keep the plan's calls and stores: each rank's
+        // bytes must be the same and known before the first gated
+        // repetition, and a rank timing alone would time its neighbours'
+        // traffic too.
+        let floor = || repetition_floor(barrier_s, &plan.target.method().clock, granularity);
+        let mut ran = false;
         if plan.calibrate && gate.is_none() {
-            let clock = plan.target.method().clock;
-            let floor = repetition_floor(barrier_s, &clock, granularity);
+            let floor = floor();
             d.floor_s = Some(floor);
             let calibrated = calibrate(plan, device, floor);
             d.inner_repeats = calibrated.calls;
             d.launches = calibrated.launches;
             d.expected = expected_values(&plan.kernels, plan.ntimes, d.inner_repeats);
+            ran = true;
+        }
+        if d.stores.iter().flatten().any(|s| s.to_measure()) {
+            match gate {
+                Some(_) => d.stores.iter_mut().flatten().for_each(|s| *s = s.untimed()),
+                None => {
+                    choose_stores(plan, device, d.inner_repeats, &mut d.stores);
+                    ran = true;
+                }
+            }
+        }
+        if ran {
             // The calibration ran the kernels: STREAM's values start again.
             device.init(INITIAL_VALUES);
         }
@@ -472,21 +490,6 @@ impl WithArrays for Repetitions<'_> {
         d.read_back = device.read_back(d.expected.values, array_errors);
         Ok(())
     }
-}
-
-/// Kernel `k`'s per-thread times: each thread's median over the counted
-/// repetitions (the first is not counted, as for the kernel's own times).
-fn thread_medians(thread_times: &[f64], plan: &Plan, k: usize) -> Vec<f64> {
-    let threads = plan.cpus.len();
-    (0..threads)
-        .map(|t| {
-            let own: Vec<f64> = (1..plan.ntimes)
-                .filter_map(|rep| thread_times.get((k * plan.ntimes + rep) * threads + t))
-                .copied()
-                .collect();
-            crate::results::median(&own).unwrap_or(0.0)
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@ use crate::backend::ArrayErrors;
 use crate::kernels::{ArrayId, Isa, STREAM_KERNELS, StoreMode, WRITE_VALUE};
 use crate::memory::Hugepages;
 use crate::memory::policy::MemPolicy;
+use crate::results::measurement::kernel_statistics;
 use crate::results::require_valid;
 use crate::sys::Stop;
 
@@ -105,6 +106,8 @@ fn small_plan(kernels: Vec<KernelId>, stores: StoreMode) -> Plan {
         calibrate: false,
         in_caches: None,
         shapes: Default::default(),
+        kernel_stores: Vec::new(),
+        caches: Default::default(),
     }
 }
 

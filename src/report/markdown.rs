@@ -42,8 +42,20 @@ pub fn run(report: &RunReport) -> String {
         );
     }
     let _ = writeln!(o);
-    if let (Some(isa), Some(stores)) = (m.isa, m.stores) {
-        let reason = &report.request.stores_reason;
+    use super::run_header::{KernelStoresLines, kernel_stores};
+    if let (Some(isa), Some(KernelStoresLines::Each(lines))) = (m.isa, kernel_stores(m)) {
+        let _ = writeln!(
+            o,
+            "- **kernels**: {isa} ISA, stores chosen by kernel (auto):"
+        );
+        for line in lines {
+            let _ = writeln!(o, "  - `{line}`");
+        }
+    } else if let (Some(isa), Some(stores)) = (m.isa, m.stores) {
+        let reason = match kernel_stores(m) {
+            Some(KernelStoresLines::Alike(_, why)) => why,
+            _ => report.request.stores_reason.clone(),
+        };
         let why = if reason.is_empty() {
             String::new()
         } else {

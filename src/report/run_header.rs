@@ -81,17 +81,31 @@ pub(super) fn where_it_ran(o: &mut String, report: &RunReport) {
         "Memory policy: {policy} (pages found: {})",
         pages_summary(m)
     );
-    let _ = writeln!(
-        o,
-        "Kernels: {} ISA, {} stores ({})",
-        m.isa.map_or("unknown".into(), |i| match i {
-            // Vector-length agnostic: say what this CPU's vectors are.
-            Isa::Sve => format!("sve ({}-bit vectors)", 64 * i.lanes()),
-            _ => i.to_string(),
-        }),
-        m.stores.map_or("unknown".into(), |s| s.to_string()),
-        report.request.stores_reason
-    );
+    let isa = m.isa.map_or("unknown".into(), |i| match i {
+        // Vector-length agnostic: say what this CPU's vectors are.
+        Isa::Sve => format!("sve ({}-bit vectors)", 64 * i.lanes()),
+        _ => i.to_string(),
+    });
+    match kernel_stores(m) {
+        // What ran, per kernel: one line where every kernel's was alike.
+        Some(KernelStoresLines::Alike(mode, why)) => {
+            let _ = writeln!(o, "Kernels: {isa} ISA, {mode} stores ({why})");
+        }
+        Some(KernelStoresLines::Each(lines)) => {
+            let _ = writeln!(o, "Kernels: {isa} ISA, stores chosen by kernel (auto):");
+            for line in lines {
+                let _ = writeln!(o, "  {line}");
+            }
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "Kernels: {isa} ISA, {} stores ({})",
+                m.stores.map_or("unknown".into(), |s| s.to_string()),
+                report.request.stores_reason
+            );
+        }
+    }
     let _ = writeln!(
         o,
         "Hugepages: {} (system THP mode: {})",
@@ -174,4 +188,42 @@ pub(super) fn pages_summary(m: &Measurement) -> String {
         })
         .collect::<Vec<_>>()
         .join(" · ")
+}
+
+/// A run's stores as the `Kernels:` line gives them.
+pub(super) enum KernelStoresLines {
+    /// Every kernel that writes ran one mode for one reason.
+    Alike(crate::kernels::StoreMode, String),
+    /// `copy   nt       measured: ...`, a line each.
+    Each(Vec<String>),
+}
+
+/// What each kernel's stores were and why, from the run's results (absent
+/// in files from before stores were chosen per kernel, and for a device).
+pub(super) fn kernel_stores(m: &Measurement) -> Option<KernelStoresLines> {
+    let ran: Vec<_> = (m.results.iter())
+        .filter(|r| !r.kernel.spec().writes.is_empty())
+        .filter_map(|r| Some((r.kernel, r.stores?)))
+        .collect();
+    let (_, first) = ran.first()?;
+    let all: Vec<_> = ran.iter().map(|(_, s)| *s).collect();
+    if let Some(why) = first.why_every(&all) {
+        let why = match first.basis {
+            crate::kernels::StoresBasis::Requested => why,
+            _ => format!("auto: {why}"),
+        };
+        return Some(KernelStoresLines::Alike(first.mode, why));
+    }
+    let width = (ran.iter().map(|(k, _)| k.spec().name.len()).max()).unwrap_or(0);
+    let lines = (ran.iter())
+        .map(|(k, s)| {
+            format!(
+                "{:<width$}  {:<7}  {}",
+                k.spec().name,
+                s.mode.name(),
+                s.why()
+            )
+        })
+        .collect();
+    Some(KernelStoresLines::Each(lines))
 }

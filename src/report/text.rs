@@ -249,8 +249,14 @@ fn stability(m: &Measurement) -> String {
 fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> String {
     let mut o = String::new();
     let counted = m.ntimes.saturating_sub(1);
-    let what = match m.in_caches.map(|c| c.band()) {
-        Some(crate::results::Band::Caches) => "; cache bandwidth: the arrays fit in the caches",
+    let what = match m.in_caches.map(|c| (c.band(), c.seen)) {
+        // Sizes alone do not say these threads got the caches sysfs reports.
+        Some((crate::results::Band::Caches, None)) => {
+            "; the arrays fit in the caches sysfs reports, not measured whether these threads got them"
+        }
+        Some((crate::results::Band::Caches, _)) => {
+            "; cache bandwidth: the arrays fit in the caches"
+        }
         Some(_) => "; under STREAM's rule: caches may still help",
         None => "",
     };

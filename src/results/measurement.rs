@@ -75,6 +75,9 @@ pub struct KernelResult {
     /// grid), and the other shapes timed beside it before the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<Launch>,
+    /// The CPU team's stores for this kernel and why (absent: not the CPU team, or older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stores: Option<crate::kernels::KernelStores>,
 }
 
 impl KernelResult {
@@ -131,9 +134,7 @@ impl KernelResult {
     }
 }
 
-/// The store instructions `auto` did not pick, measured after the run for
-/// one kernel on the same arrays' size and CPUs: whether the other mode
-/// would have been faster, decided as any comparison is (its interval).
+/// `auto`'s other stores for a kernel it decided by size, measured after the run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StoresCheck {
     pub kernel: KernelId,
@@ -421,6 +422,7 @@ pub fn kernel_statistics(
         thread_times_s: Vec::new(),
         repetitions: None,
         launch: None,
+        stores: None,
     };
     result.repetitions = super::Stats::of(&result.repetition_rates());
     result

@@ -19,6 +19,7 @@ mod pooled;
 mod rank_measurement;
 pub mod ranks;
 pub mod read;
+mod run_result;
 mod run_trust;
 mod schema;
 pub mod scope;
@@ -27,17 +28,18 @@ pub mod study;
 pub mod targets;
 pub mod typed;
 
-pub use crate::memory::stream_rule::{Band, StreamRule};
+pub use crate::memory::stream_rule::{Band, CacheEvidence, InCaches, StreamRule};
 pub use estimate::{Stats, cv, median};
 pub use host::Host;
 pub use measurement::{Measurement, require_valid};
 pub use peak::PeakUse;
 pub use point::{ConcurrentRank, NumaCell, Point};
 pub use pooled::pooled;
+pub use run_result::RunResult;
 pub use run_trust::KernelTrust;
 
+use crate::kernels::KernelId;
 use crate::kernels::StoresRequest;
-use crate::kernels::{Isa, KernelId, StoreMode};
 use crate::placement::spellings::Spellings;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
@@ -151,105 +153,6 @@ pub(crate) fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
 
-/// One measurement of a point, summarized.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunResult {
-    pub cpus: Vec<usize>,
-    /// As the measurement's: what ran (absent in schema 1, see [`RunResult::target`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    /// Boxed, as `detail` is: a report of a long file holds every run of a
-    /// point, and most runs are the CPU team's.
-    pub target: Option<Box<targets::Target>>,
-    /// The CPU kernels' ISA and stores; absent for another program or a device.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub isa: Option<Isa>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stores: Option<StoreMode>,
-    pub inner_repeats: usize,
-    /// Best rate of each kernel, GB/s.
-    pub best_gb_s: BTreeMap<KernelId, f64>,
-    /// max/min time of each kernel.
-    pub spread: BTreeMap<KernelId, f64>,
-    pub validated: bool,
-    /// Whether every array's pages were where the memory policy said.
-    pub pages_held: bool,
-    /// Pages sampled to judge `pages_held` (0: nothing was verified).
-    #[serde(default)]
-    pub pages_sampled: usize,
-    /// Where the sampled pages of the arrays the policy placed were: each
-    /// node's share of them (a device's host buffers, the CPU team's
-    /// arrays). Absent where nothing was sampled, and in older files.
-    #[serde(
-        default,
-        skip_serializing_if = "BTreeMap::is_empty",
-        deserialize_with = "node_keys"
-    )]
-    pub pages_on_nodes: BTreeMap<usize, f64>,
-    pub setup_s: f64,
-    pub total_s: f64,
-    /// Seconds spent inside timed repetitions.
-    pub measured_s: f64,
-    pub warnings: Vec<String>,
-    /// As the measurement's: what else ran on the CPUs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interference: Option<crate::trust::Interference>,
-    /// Unbound threads (`--no-pin`): how often the kernel moved them to
-    /// another CPU while the repetitions ran, all threads together
-    /// (absent where they were pinned, or the kernel keeps no count).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub migrations: Option<u64>,
-    /// As the measurement's: another program's run, or every rank.
-    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<Box<measurement::SourceDetail>>,
-}
-
-impl RunResult {
-    /// Another program's run, for `membw exec`.
-    pub fn program(&self) -> Option<&measurement::ProgramRun> {
-        measurement::SourceDetail::program(self.detail.as_deref())
-    }
-    /// Every rank, for a run across MPI ranks.
-    pub fn ranks(&self) -> Option<&ranks::Ranks> {
-        measurement::SourceDetail::ranks(self.detail.as_deref())
-    }
-
-    /// What ran: the recorded target, or (schema 1) the one its ISA and
-    /// stores say.
-    pub fn target(&self) -> targets::Target {
-        (self.target.as_deref().cloned())
-            .unwrap_or_else(|| targets::Target::of_schema1(self.isa, self.stores))
-    }
-
-    pub fn from_measurement(m: &Measurement) -> RunResult {
-        RunResult {
-            cpus: m.threads.iter().map(|t| t.cpu).collect(),
-            target: m.target.clone().map(Box::new),
-            isa: m.isa,
-            stores: m.stores,
-            inner_repeats: m.inner_repeats,
-            best_gb_s: m
-                .results
-                .iter()
-                .map(|r| (r.kernel, r.best_gb_s()))
-                .collect(),
-            spread: m.results.iter().map(|r| (r.kernel, r.spread)).collect(),
-            validated: m.validation.passed,
-            pages_held: m.pages.iter().all(|p| p.held),
-            pages_sampled: m.pages.iter().map(|p| p.pages_sampled).sum(),
-            pages_on_nodes: crate::memory::policy::PagePlacement::shares_of(&m.pages),
-            setup_s: m.setup_s,
-            total_s: m.total_s,
-            measured_s: m.measured_s(),
-            warnings: m.warnings.clone(),
-            interference: m.interference.clone(),
-            migrations: (!m.pinned)
-                .then(|| m.threads.iter().map(|t| t.migrations).sum::<Option<u64>>())
-                .flatten(),
-            detail: m.detail.clone().map(Box::new),
-        }
-    }
-}
-
 /// One line of a results file, of any experiment: what every record
 /// shares (schema, experiment, when, where, which point), and the kind's
 /// own payload, whose fields sit beside them in the JSON. Fields of the
@@ -334,15 +237,6 @@ pub struct Bandwidth {
     pub reproduce: Option<Spellings>,
 }
 
-/// A map by node read where its keys come as text (a record read through
-/// a flattened or tagged form keeps JSON's string keys as they are).
-fn node_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<usize, f64>, D::Error> {
-    let text = <BTreeMap<String, f64>>::deserialize(d)?;
-    (text.into_iter())
-        .map(|(k, v)| Ok((k.parse().map_err(serde::de::Error::custom)?, v)))
-        .collect()
-}
-
 impl Record {
     pub fn stats_of(runs: &[RunResult]) -> BTreeMap<KernelId, Stats> {
         let mut by_kernel: BTreeMap<KernelId, Vec<f64>> = BTreeMap::new();
@@ -407,7 +301,9 @@ impl Record {
     /// thread: within them, past them but each under STREAM's rule, or
     /// memory. A device's arrays are in its own memory: the host's caches,
     /// which earlier records kept for a device too, say nothing of them;
-    /// nor do they of a point whose caches or sizes are unknown.
+    /// nor do they of a point whose caches or sizes are unknown. A point
+    /// whose runs found streaming stores clearly faster was past the
+    /// caches these threads got, whatever sysfs says of their size.
     pub fn band(&self) -> Band {
         let caches: u64 = self.host_caches().map_or(0, |c| c.values().sum());
         if caches == 0 {
@@ -417,7 +313,16 @@ impl Record {
             .filter(|a| !a.host_buffer())
             .count()
             .max(1) as u64;
-        Band::of(self.point.working_set_per_thread / arrays, arrays, caches)
+        let band = Band::of(self.point.working_set_per_thread / arrays, arrays, caches);
+        // Streaming stores clearly faster than regular ones at this size:
+        // the arrays were not in the caches these threads got.
+        let past = (self.runs.iter())
+            .flat_map(|run| run.kernel_stores.values())
+            .any(crate::kernels::KernelStores::shows_arrays_past_caches);
+        match (band, past) {
+            (Band::Caches, true) => Band::UnderRule,
+            (band, _) => band,
+        }
     }
 
     /// Why the point cannot be trusted: the first finding of the tick
@@ -473,7 +378,10 @@ impl Record {
                 smt: false,
             });
         }
-        if let (StoresRequest::Auto, Some(ran)) = (point.stores, first.and_then(|r| r.stores)) {
+        // Where auto chose differently per kernel, no forced mode is the same.
+        if let (StoresRequest::Auto, Some(ran)) =
+            (point.stores, first.and_then(RunResult::uniform_stores))
+        {
             point.stores = match ran {
                 crate::kernels::StoreMode::Nt => StoresRequest::Nt,
                 _ => StoresRequest::Regular,
@@ -485,6 +393,9 @@ impl Record {
     /// The store mode asked for, and what `auto` became (`auto→nt`).
     pub fn stores_label(&self) -> String {
         match self.runs.first() {
+            Some(run) if run.uniform_stores().is_none() && run.stores.is_some() => {
+                format!("{}→by kernel", self.point.stores)
+            }
             Some(run) => run.target().stores_label(self.point.stores),
             None => self.point.stores.to_string(),
         }

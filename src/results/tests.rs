@@ -7,6 +7,7 @@ fn a_sources_detail_keeps_its_json_field_name() {
         cpus: vec![0],
         isa: None,
         stores: None,
+        kernel_stores: Default::default(),
         inner_repeats: 1,
         best_gb_s: BTreeMap::new(),
         spread: BTreeMap::new(),

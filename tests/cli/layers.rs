@@ -889,7 +889,7 @@ fn no_circle_between_sibling_files() {
 /// gives something the target has (its code, its device's facts, its
 /// peaks, its words for a report), never which kind it is. A new public
 /// method fails the test until it is listed here with what it answers.
-const TARGET_ANSWERS: [(&str, &str); 27] = [
+const TARGET_ANSWERS: [(&str, &str); 28] = [
     ("cpu", "makes the CPU team's target of a code"),
     ("of_schema1", "reads a record written before targets were"),
     ("identity", "what a point is keyed by"),
@@ -921,6 +921,7 @@ const TARGET_ANSWERS: [(&str, &str); 27] = [
     ),
     ("labels", "metric labels that name it"),
     ("stores_label", "the stores a point's runs used"),
+    ("with_stores", "the same target with the stores a run used"),
     (
         "same_device",
         "whether a check measures a baseline's device",

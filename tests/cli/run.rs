@@ -181,8 +181,14 @@ fn regular_stores_state_the_write_allocate_traffic() {
 
 #[test]
 fn auto_stores_are_checked_against_the_other_mode() {
-    // Small arrays: auto picks regular stores, and the check measures nt.
-    let json = stdout(&["run", "--size", "64K", "--ntimes", "4", "--format", "json"]);
+    // Arrays within one CPU's caches below the last level (L1 and L2):
+    // auto picks regular stores by size, and the check measures nt.
+    let topo = membw::topology::Topology::live().unwrap();
+    let cpu = topo.allowed_cpus.first().unwrap().to_string();
+    let own = membw::kernels::ThreadCaches::serving(&topo, &[topo.allowed_cpus.first().unwrap()]);
+    let size = (own.below_last / 24 / 2).clamp(4096, 65536).to_string();
+    let small = ["run", "--cpus", &cpu, "--size", &size];
+    let json = stdout(&[&small[..], &["--ntimes", "4", "--format", "json"]].concat());
     let d: serde_json::Value = serde_json::from_str(&json).unwrap();
     let check = &d["stores_check"];
     assert_eq!(check["kernel"], "triad", "{check}");
@@ -201,23 +207,11 @@ fn auto_stores_are_checked_against_the_other_mode() {
         "{cmp}"
     );
     // Without triad, the first kernel that stores; read stores nothing.
-    let text = stdout(&[
-        "run",
-        "--size",
-        "64K",
-        "--ntimes",
-        "3",
-        "--kernels",
-        "read,copy",
-    ]);
+    let text = stdout(&[&small[..], &["--ntimes", "3", "--kernels", "read,copy"]].concat());
     assert!(text.contains("stores measured for copy too"), "{text}");
     // Stores that were asked for, or --no-stores-check: nothing else runs.
     for extra in [&["--stores", "nt"][..], &["--no-stores-check"]] {
-        let args = [
-            &["run", "--size", "64K", "--ntimes", "3", "--format", "json"][..],
-            extra,
-        ]
-        .concat();
+        let args = [&small[..], &["--ntimes", "3", "--format", "json"], extra].concat();
         let d: serde_json::Value = serde_json::from_str(&stdout(&args)).unwrap();
         assert!(d.get("stores_check").is_none(), "{extra:?}");
     }
@@ -381,7 +375,16 @@ fn kernel_groups_select_and_validate() {
             striad["bytes_per_element"].as_u64(),
             striad["dram_bytes_per_element"].as_u64()
         ),
-        (Some(32), Some(if m["stores"] == "nt" { 32 } else { 40 }))
+        // Its own stores (auto decides per kernel): write-allocate adds a
+        // line read only with regular ones.
+        (
+            Some(32),
+            Some(if striad["stores"]["mode"] == "nt" {
+                32
+            } else {
+                40
+            })
+        )
     );
     assert_eq!(run("babelstream")["measurement"]["arrays"], 3);
     let text = stdout(&[
@@ -842,4 +845,87 @@ fn run_appends_its_record_to_a_results_file() {
     assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 3);
     let report = common::stdout(&["report", path]);
     assert!(report.contains("triad"), "{report}");
+}
+
+/// `--stores auto` near the caches' edge: each kernel's arrays between
+/// the caches below the last level and 4 × every cache (sized from this
+/// host's caches, or the fixture's that CI's legs lend it) are run with
+/// both store modes before the repetitions and the faster kept. The
+/// `Kernels:` lines give each kernel's two rates and their ratio, the
+/// record holds the same, and the mode kept is the one the words say;
+/// which mode wins is this host's business, not the test's.
+#[test]
+fn auto_stores_near_the_cache_edge_are_timed_per_kernel_with_their_ratio() {
+    let topo = membw::topology::Topology::live().unwrap();
+    let cpu = topo.allowed_cpus.first().unwrap();
+    let caches = membw::kernels::ThreadCaches::serving(&topo, &[cpu]);
+    // Triad's three arrays at the geometric mean of the edge's two ends
+    // (copy's two at two thirds of it): 3 MiB an array where sysfs says
+    // nothing, every kernel then being timed.
+    let (low, high) = (
+        caches.below_last.max(1) as f64,
+        4.0 * caches.all.max(1) as f64,
+    );
+    let triad_bytes = match caches.all {
+        0 => 9.0 * (1 << 20) as f64,
+        _ => (low * high).sqrt(),
+    };
+    let elements = ((triad_bytes / 24.0) as u64).max(1 << 16);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("auto.jsonl");
+    let out = stdout(&[
+        "run",
+        "--cpus",
+        &cpu.to_string(),
+        "--size",
+        &elements.to_string(),
+        "--ntimes",
+        "3",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        out.contains("Kernels: ") && out.contains(" ISA, stores chosen by kernel (auto):\n"),
+        "{out}"
+    );
+    let written = std::fs::read_to_string(&file).unwrap();
+    let record: Value = serde_json::from_str(written.lines().next().unwrap()).unwrap();
+    for kernel in ["copy", "scale", "add", "triad"] {
+        let line = (out.lines())
+            .find(|l| l.starts_with(&format!("  {kernel} ")) && l.contains("measured: nt "))
+            .unwrap_or_else(|| panic!("no measured stores for {kernel}: {out}"));
+        // `  copy   nt       measured: nt 49.9 GB/s, regular 28.0 GB/s, nt/regular 1.78× (...)`
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let measured = words.iter().position(|w| *w == "measured:").unwrap();
+        let number = |after: &str| -> f64 {
+            let at = measured + words[measured..].iter().position(|w| *w == after).unwrap();
+            words[at + 1].trim_end_matches(['×', ',']).parse().unwrap()
+        };
+        let (kept, nt, regular) = (words[1], number("nt"), number("regular"));
+        let ratio = number("nt/regular");
+        assert!(nt > 0.0 && regular > 0.0, "{line}");
+        assert!(
+            (ratio - nt / regular).abs() <= 0.006 + 0.001 * ratio,
+            "{line}"
+        );
+        let tie = line.contains("inside the rounds'");
+        // The faster best is kept, unless mixing the kernels' modes was
+        // slower than keeping them alike (or the rounded rates are equal).
+        if !line.contains("kept with the other kernels' mode") && nt != regular {
+            let faster = if nt > regular { "nt" } else { "regular" };
+            assert_eq!(kept, faster, "{line}");
+        }
+        let stores = &record["runs"][0]["kernel_stores"][kernel];
+        assert_eq!(stores["basis"], "measured", "{stores}");
+        assert_eq!(stores["mode"], kept, "{stores}");
+        let recorded =
+            stores["nt_gb_s"].as_f64().unwrap() / stores["regular_gb_s"].as_f64().unwrap();
+        assert!(
+            (recorded - ratio).abs() <= 0.006 + 0.001 * ratio,
+            "{stores} against {line}"
+        );
+        assert_eq!(stores["within"].is_null(), !tie, "{stores}");
+    }
+    // The side measurement of the other mode is left out: it was timed.
+    assert!(!out.contains("stores measured for"), "{out}");
 }

@@ -142,6 +142,8 @@ impl Backend for GpuBackend {
             calibrate: true,
             in_caches: None,
             shapes: s.measure.shapes,
+            kernel_stores: Vec::new(),
+            caches: Default::default(),
         };
         Ok(Prepared {
             plan,

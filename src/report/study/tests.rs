@@ -210,6 +210,7 @@ fn run(
         target: None,
         isa: None,
         stores: None,
+        kernel_stores: Default::default(),
         inner_repeats: 1,
         best_gb_s: [(KernelId::Triad, triad), (KernelId::Copy, copy)].into(),
         spread: [(KernelId::Triad, spreads.0), (KernelId::Copy, spreads.1)].into(),

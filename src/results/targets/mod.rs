@@ -143,6 +143,15 @@ impl Target {
         self.cpu_code().map(|c| c.stores)
     }
 
+    /// The same target with the stores a CPU team's run used (a measured
+    /// choice may differ from the plan's); any other target as it is.
+    pub fn with_stores(&self, stores: StoreMode) -> Target {
+        match self {
+            Target::Cpu(code) => Target::cpu(code.isa, stores),
+            other => other.clone(),
+        }
+    }
+
     /// The device's index on its node: which one of a set a plan measures
     /// (a health scope's name, the member of a set that runs it).
     pub fn device_index(&self) -> Option<u32> {
