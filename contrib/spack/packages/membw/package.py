@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="b6593f80fc4e8d6cd1453f919930711f9a8d283814316f1ba7a8f664f1a3a38d")
+    version("0.1.0", sha256="255f2ec9fdfc9716d5b72cc16334aba125dbbc52f6da86b253e6b21b9e465e74")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
