@@ -188,9 +188,9 @@ impl KernelStores {
         )
     }
 
-    /// Near the edge, the mode the size leans to: timed first, and kept
-    /// where the timing is not made (ranks) or the two tie exactly: regular where the arrays are within what
-    /// sysfs reports, streaming past it or where the caches are unknown.
+    /// Near the edge, the mode the size leans to (timed first; kept where
+    /// nothing is timed, as for ranks): regular where the arrays are
+    /// within what sysfs reports, streaming past it or where it is unknown.
     fn lean(arrays_bytes: u64, cache_bytes: u64) -> StoreMode {
         match cache_bytes > 0 && arrays_bytes <= cache_bytes {
             true => StoreMode::Regular,

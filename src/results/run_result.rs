@@ -20,8 +20,10 @@ pub struct RunResult {
     pub isa: Option<Isa>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stores: Option<StoreMode>,
-    /// Each kernel's stores and why, where the CPU team ran the kernels
-    /// (absent in files from before stores were chosen per kernel).
+    /// Each kernel's stores and why, where they tell more than `stores`:
+    /// one was timed, or the kernels' modes differ. Absent where every
+    /// kernel's followed from size or request alone (a report holds every
+    /// run of a long file: `stores` is not kept twice), and in older files.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub kernel_stores: BTreeMap<KernelId, crate::kernels::KernelStores>,
     pub inner_repeats: usize,
@@ -97,9 +99,7 @@ impl RunResult {
             target: m.target.clone().map(Box::new),
             isa: m.isa,
             stores: m.stores,
-            kernel_stores: (m.results.iter())
-                .filter_map(|r| Some((r.kernel, r.stores?)))
-                .collect(),
+            kernel_stores: telling_stores(m),
             inner_repeats: m.inner_repeats,
             best_gb_s: m
                 .results
@@ -131,4 +131,27 @@ fn node_keys<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<usize, f
     (text.into_iter())
         .map(|(k, v)| Ok((k.parse().map_err(serde::de::Error::custom)?, v)))
         .collect()
+}
+
+/// Each kernel's stores, where any was timed or the kernels' modes differ;
+/// none where `stores` alone says what every kernel ran and why by size.
+fn telling_stores(m: &Measurement) -> BTreeMap<KernelId, crate::kernels::KernelStores> {
+    use crate::kernels::StoresBasis;
+    let all: BTreeMap<_, _> = (m.results.iter())
+        .filter_map(|r| Some((r.kernel, r.stores?)))
+        .collect();
+    let timed = (all.values()).any(|s| {
+        matches!(
+            s.basis,
+            StoresBasis::Measured { .. } | StoresBasis::Untimed { .. }
+        )
+    });
+    let mut modes = (all.iter())
+        .filter(|(k, _)| !k.spec().writes.is_empty())
+        .map(|(_, s)| s.mode);
+    let first = modes.next();
+    match timed || modes.any(|m| Some(m) != first) {
+        true => all,
+        false => BTreeMap::new(),
+    }
 }
