@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="255f2ec9fdfc9716d5b72cc16334aba125dbbc52f6da86b253e6b21b9e465e74")
+    version("0.1.0", sha256="798bb7adff22777888705e46bb313b6bea5b2754cb49765dfc260877b6400421")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
