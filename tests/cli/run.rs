@@ -904,10 +904,10 @@ fn auto_stores_near_the_cache_edge_are_timed_per_kernel_with_their_ratio() {
         let (kept, nt, regular) = (words[1], number("nt"), number("regular"));
         let ratio = number("nt/regular");
         assert!(nt > 0.0 && regular > 0.0, "{line}");
-        assert!(
-            (ratio - nt / regular).abs() <= 0.006 + 0.001 * ratio,
-            "{line}"
-        );
+        // The rates print to 0.1 GB/s (2.2 and 2.3 under qemu-user): the
+        // ratio is checked to their rounding, and exactly against the record.
+        let rounding = ratio * (0.05 / nt + 0.05 / regular) + 0.006;
+        assert!((ratio - nt / regular).abs() <= rounding, "{line}");
         let tie = line.contains("inside the rounds'");
         // The faster best is kept, unless mixing the kernels' modes was
         // slower than keeping them alike (or the rounded rates are equal).
