@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="798bb7adff22777888705e46bb313b6bea5b2754cb49765dfc260877b6400421")
+    version("0.1.0", sha256="c038acfe4fac603e46e855b34d7e720bc1006323fff7883dc5807977ca863f62")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
