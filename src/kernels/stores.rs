@@ -324,7 +324,7 @@ impl KernelStores {
                 self.mode
             ),
             StoresBasis::Untimed { cache_bytes, .. } => format!(
-                "every kernel's arrays are near {}; not timed (ranks keep the plan's stores): the mode their size leans to",
+                "every kernel's arrays are near {}; not timed (ranks, and a backend that cannot switch, keep the plan's stores): the mode their size leans to",
                 caches_words(cache_bytes)
             ),
             _ => self.why(),
@@ -368,7 +368,7 @@ impl KernelStores {
                 arrays_bytes,
                 cache_bytes,
             } => format!(
-                "its arrays ({}) are near {}; not timed (ranks keep the plan's stores): the mode their size leans to",
+                "its arrays ({}) are near {}; not timed (ranks, and a backend that cannot switch, keep the plan's stores): the mode their size leans to",
                 Bytes(arrays_bytes),
                 caches_words(cache_bytes)
             ),

@@ -210,7 +210,8 @@ pub(super) fn choose_stores(
         picks.push(pick);
         within.push(noise);
     }
-    let mut together = false;
+    // Where a kernel's own faster mode was overruled for the others'.
+    let mut together = vec![false; edge.len()];
     if picks.iter().any(|&p| p != picks[0]) {
         // Each configuration's worst kernel against that kernel's best in
         // any: the mix where it leaves no kernel further behind than either
@@ -233,8 +234,8 @@ pub(super) fn choose_stores(
             false => (other, worst(&took_other)),
         };
         if worst(&mixed) < alike.1 {
+            together = (picks.iter().zip(&alike.0)).map(|(p, a)| p != a).collect();
             picks = alike.0;
-            together = true;
         }
     }
     let bytes = |k: usize| {
@@ -244,8 +245,8 @@ pub(super) fn choose_stores(
         let mode = planned.candidates()[picks[e]];
         device.use_stores(plan.kernels[k], mode);
         let rates = [best(&took_lean[e]), best(&took_other[e])].map(|t| bytes(k) / t / 1e9);
-        let within = if together { None } else { within[e] };
-        stores[k] = Some(planned.measured(mode, rates, within, together));
+        let within = if together[e] { None } else { within[e] };
+        stores[k] = Some(planned.measured(mode, rates, within, together[e]));
     }
 }
 
