@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="c038acfe4fac603e46e855b34d7e720bc1006323fff7883dc5807977ca863f62")
+    version("0.1.0", sha256="b8476a7d529b9188998dfe443bc972e2bc83d731b1c64e052856c4d3ebd774cf")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
