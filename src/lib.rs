@@ -29,3 +29,4 @@ pub mod team;
 pub mod topology;
 pub mod trust;
 pub mod units;
+pub mod untrusted;

@@ -204,6 +204,8 @@ pub(crate) struct CheckArgs {
 
     #[command(flatten)]
     quiet: super::flags::Quiet,
+    #[command(flatten)]
+    unknown: super::flags::Unknowns,
 
     #[command(flatten)]
     form: super::flags::Form,
@@ -424,6 +426,8 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         differences,
         memory_changes: found.memory_changes,
         memory_errors: topo.memory_errors.clone(),
+        unknown: found.unknown,
+        unknown_policy: args.unknown.policy(),
         notes,
         tolerance: args.tolerance,
         budget: args.budget.or(super::flags::Budget::CHECK),
@@ -480,9 +484,17 @@ fn emit(args: &CheckArgs, verdict: &Verdict) -> Result<()> {
             &crate::report::view::View::Check(verdict),
         )?)?;
     }
-    match &verdict.reason {
-        Some(line) if !verdict.judged => Err(Error::Usage(line.clone())),
-        Some(line) if !verdict.healthy => Err(Error::Unhealthy(line.clone())),
-        _ => Ok(()),
+    // The one line a health checker reads: escaped once more here, so that
+    // no name from the node, wherever it came in, can add a line.
+    use crate::untrusted::printable;
+    let line = verdict.reason.as_deref().map(printable);
+    match line {
+        Some(line) if !verdict.judged => Err(Error::Usage(line)),
+        Some(line) if !verdict.healthy => Err(Error::Unhealthy(line)),
+        _ => {
+            // Healthy, with what it could not read: in the one line too.
+            (verdict.unknown_line().iter()).for_each(|l| crate::say!("membw: {}", printable(l)));
+            Ok(())
+        }
     }
 }

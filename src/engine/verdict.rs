@@ -21,6 +21,9 @@ pub struct Judging {
     pub memory_changes: Vec<String>,
     /// The node's memory error counters, read with the topology.
     pub memory_errors: crate::topology::edac::MemoryErrors,
+    /// Values the check could not read or believe.
+    pub unknown: Vec<crate::health::verdict::UnknownInput>,
+    pub unknown_policy: crate::health::verdict::UnknownPolicy,
     pub notes: Vec<String>,
     pub tolerance: f64,
     pub budget: Duration,
@@ -49,7 +52,16 @@ pub fn verdict(host: Host, checked: Checked, mut judging: Judging) -> Verdict {
         .then(|| why_not_judged(&checked, judging.throttled))
         .flatten();
     let judged = not_judged.is_none();
-    let healthy = judged && checked.passed && judging.differences.is_empty();
+    let strict = judging.unknown_policy == crate::health::verdict::UnknownPolicy::Fail;
+    let unknown_fails = (strict && !judging.unknown.is_empty()).then(|| {
+        format!(
+            "{} unknown, and unknown values fail this check: {}",
+            crate::units::plural(judging.unknown.len(), "input"),
+            judging.unknown[0].line()
+        )
+    });
+    let healthy =
+        judged && checked.passed && judging.differences.is_empty() && unknown_fails.is_none();
     if judged && !healthy && judging.differences.is_empty() {
         judging.notes.extend(judging.vm_note.take());
     }
@@ -60,6 +72,7 @@ pub fn verdict(host: Host, checked: Checked, mut judging: Judging) -> Verdict {
     let reason = not_judged
         .or(explained)
         .or_else(|| judging.differences.first().cloned())
+        .or(unknown_fails)
         .or_else(|| {
             rules::worst(&checked.findings)
                 .map(|f| rules::diagnosis(f, judging.tolerance, &checked.findings))
@@ -92,6 +105,8 @@ pub fn verdict(host: Host, checked: Checked, mut judging: Judging) -> Verdict {
         findings: checked.findings,
         differences: judging.differences,
         memory_errors: judging.memory_errors,
+        unknown: judging.unknown,
+        unknown_policy: judging.unknown_policy,
         notes: judging.notes,
         interference: checked.interference,
         baseline_interference: judging.baseline_interference,

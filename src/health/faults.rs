@@ -12,6 +12,9 @@ pub struct Found {
     pub memory_changes: Vec<String>,
     /// Sources that could not be read or compared, said rather than passed.
     pub notes: Vec<String>,
+    /// Values that could not be read or were not believed, each with what
+    /// was judged in its place.
+    pub unknown: Vec<super::verdict::UnknownInput>,
 }
 
 /// The node's faults: `changes` (its memory hardware against the
@@ -29,7 +32,19 @@ pub fn found(
         memory_changes.extend(population(topo));
     }
     let mut faults = memory_changes.clone();
-    faults.extend(of(devices, topo));
+    faults.extend(of(devices));
+    // A DIMM of the node with uncorrected errors, or corrected ones past
+    // NHC's limit, whatever was measured (counts, not rates: decided on a
+    // busy node too).
+    let since_boot = super::since_boot::judge(&topo.memory_errors);
+    faults.extend(since_boot.findings);
+    let mut unknown = since_boot.unknown;
+    // A DIMM's speed or width not believed is left out of the population
+    // and the peak: said, judged by neither.
+    unknown.extend(topo.memory_device_unknown.iter().map(|u| {
+        let instead = None;
+        super::verdict::UnknownInput::of(super::verdict::InputSource::Smbios, u, instead)
+    }));
     let (xids, unread) = xids(topo);
     faults.extend(xids);
     let mut notes: Vec<String> = unread.into_iter().collect();
@@ -41,6 +56,9 @@ pub fn found(
             same_node: b.hosts == [hostname],
         };
         let (grown, note) = super::memory_errors::since_baseline(&counts, &faults);
+        if note.is_none() {
+            unknown.extend(super::memory_errors::unknown_in_baseline(&counts));
+        }
         faults.extend(grown);
         notes.extend(note);
     }
@@ -48,16 +66,14 @@ pub fn found(
         faults,
         memory_changes,
         notes,
+        unknown,
     }
 }
 
-/// The node's hardware faults, whatever the rates: a device's link that
-/// trained low, NVLink links down against the device's siblings, a DIMM's
-/// memory errors (EDAC) and a GPU memory's (DCGM's limits).
-pub fn of(
-    devices: &[crate::results::targets::Device],
-    topo: &crate::topology::Topology,
-) -> Vec<String> {
+/// The devices' hardware faults, whatever the rates: a device's link that
+/// trained low, NVLink links down against the device's siblings, a GPU
+/// memory's errors (DCGM's limits).
+fn of(devices: &[crate::results::targets::Device]) -> Vec<String> {
     // A device's link that trained below what it can do is a fault of the
     // hardware, whatever the rates: a x8 or Gen3 link on a Gen5 x16 card.
     let mut differences = Vec::new();
@@ -75,10 +91,6 @@ pub fn of(
             .map(|f| format!("{}: {f}", d.id.name))
             .collect::<Vec<_>>()
     }));
-    // And a DIMM of the node with uncorrected errors, or corrected ones past
-    // NHC's limit, whatever was measured (counts, not rates: decided on a
-    // busy node too).
-    differences.extend(crate::topology::edac::findings(&topo.memory_errors));
     differences
 }
 

@@ -1,12 +1,13 @@
 //! A node's memory error counters (EDAC) against its own baseline's: a DIMM
 //! whose corrected errors grew since the baseline faster than NHC's limit
-//! and faster than before it. The since-boot rule ([`edac::findings`])
+//! and faster than before it. The since-boot rule ([`since_boot`])
 //! averages over the whole uptime, so a burst on a node up for months
 //! hides in it; the baseline's counts give the window that shows it.
 //!
-//! [`edac::findings`]: crate::topology::edac::findings
+//! [`since_boot`]: super::since_boot
 
-use crate::topology::edac::{CORRECTED_PER_DAY, ControllerErrors, MemoryErrors};
+use super::since_boot::CORRECTED_PER_DAY;
+use crate::topology::edac::{ControllerErrors, MemoryErrors};
 
 /// Where this node's counts can be held against the baseline's.
 pub struct Counts<'a> {
@@ -37,30 +38,88 @@ pub fn since_baseline(counts: &Counts, named: &[String]) -> (Vec<String>, Option
         MemoryErrors::Counted { boot_id, .. } => boot_id,
         MemoryErrors::NotReadable { .. } => return (Vec::new(), None),
     };
-    if then_boot.is_none() || then_boot != boot_id {
+    match (then_boot, boot_id) {
+        (Some(a), Some(b)) if a != b => {
+            return (
+                Vec::new(),
+                not_compared("the node rebooted since the baseline"),
+            );
+        }
+        (Some(_), Some(_)) => {}
+        _ => {
+            return (
+                Vec::new(),
+                not_compared(
+                    "the boot of the baseline's counts or of these is unknown (no boot_id)",
+                ),
+            );
+        }
+    }
+    let pairs: Vec<(&ControllerErrors, &ControllerErrors)> = (counts.now.controllers().iter())
+        .filter_map(|now| {
+            let before = (then.controllers().iter()).find(|c| c.controller == now.controller)?;
+            Some((before, now))
+        })
+        .collect();
+    if pairs.iter().any(|(before, now)| was_reset(before, now)) {
         return (
             Vec::new(),
-            not_compared("the node rebooted since the baseline"),
+            not_compared("the counters were reset since the baseline"),
         );
     }
+    let out = (pairs.iter())
+        .flat_map(|(before, now)| grown(before, now, named))
+        .collect();
+    (out, None)
+}
+
+/// The DIMMs whose corrected count the baseline could not read while this
+/// check can: their growth since the baseline is not judged (the
+/// since-boot rule still is), and said.
+pub fn unknown_in_baseline(counts: &Counts) -> Vec<super::verdict::UnknownInput> {
+    use super::verdict::{InputSource, UnknownInput};
+    let Some(then) = counts.then else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
-    for now in counts.now.controllers() {
-        let Some(before) = then
-            .controllers()
-            .iter()
-            .find(|c| c.controller == now.controller)
+    for (i, before) in then.controllers().iter().enumerate() {
+        let Some(now) =
+            (counts.now.controllers().iter()).find(|c| c.controller == before.controller)
         else {
             continue;
         };
-        if now.corrected < before.corrected {
-            return (
-                Vec::new(),
-                not_compared("the counters were reset since the baseline"),
-            );
+        for (j, old) in before.dimms.iter().enumerate() {
+            let readable_now =
+                (now.dimms.iter()).any(|d| d.entry == old.entry && d.corrected.is_some());
+            if old.corrected.is_none() && readable_now {
+                out.push(UnknownInput {
+                    source: InputSource::Baseline,
+                    file: format!("memory_errors.controllers[{i}].dimms[{j}].corrected"),
+                    why: format!(
+                        "(mc{} {}) was unknown when the baseline was made",
+                        before.controller, old.entry
+                    ),
+                    judged_instead: Some("its corrected errors judged since boot only".into()),
+                });
+            }
         }
-        out.extend(grown(before, now, named));
     }
-    (out, None)
+    out
+}
+
+/// Whether a controller's counters were reset between two readings of one
+/// boot (`reset_counters`): its time since reset went back, or a count fell.
+fn was_reset(before: &ControllerErrors, now: &ControllerErrors) -> bool {
+    let fell = |a: Option<u64>, b: Option<u64>| matches!((a, b), (Some(a), Some(b)) if b < a);
+    let dimms_fell = (now.dimms.iter()).any(|d| {
+        (before.dimms.iter())
+            .find(|o| o.entry == d.entry)
+            .is_some_and(|o| fell(o.corrected, d.corrected) || fell(o.uncorrected, d.uncorrected))
+    });
+    fell(before.seconds_since_reset, now.seconds_since_reset)
+        || fell(before.corrected, now.corrected)
+        || fell(before.uncorrected, now.uncorrected)
+        || dimms_fell
 }
 
 /// One controller's DIMMs whose corrected errors since the baseline are
@@ -75,16 +134,19 @@ fn grown(before: &ControllerErrors, now: &ControllerErrors, named: &[String]) ->
     };
     let days_before = then_s as f64 / 86_400.0;
     let mut out = Vec::new();
-    for d in &now.dimms {
-        let name = d.name(now.controller);
+    for (d, name) in now.dimms.iter().zip(now.dimm_names()) {
         let Some(old) = before.dimms.iter().find(|o| o.entry == d.entry) else {
             continue;
         };
-        let grew = d.corrected.saturating_sub(old.corrected);
+        // A count unknown then or now is said by the since-boot rules.
+        let (Some(was), Some(is)) = (old.corrected, d.corrected) else {
+            continue;
+        };
+        let grew = is.saturating_sub(was);
         let (rate, rate_before) = (
             grew as f64 / days,
             if days_before > 0.0 {
-                old.corrected as f64 / days_before
+                was as f64 / days_before
             } else {
                 0.0
             },
@@ -116,20 +178,23 @@ mod tests {
             controllers: vec![ControllerErrors {
                 controller: 0,
                 name: None,
-                corrected: ce.iter().sum(),
-                uncorrected: 0,
+                corrected: Some(ce.iter().sum()),
+                uncorrected: Some(0),
                 seconds_since_reset: Some(since),
+                unknown: Vec::new(),
                 dimms: (0..2)
                     .map(|i| DimmErrors {
                         entry: format!("dimm{i}"),
                         label: Some(format!("P0-DIMMA{}", i + 1)),
                         size_mib: None,
-                        corrected: ce[i],
-                        uncorrected: 0,
+                        corrected: Some(ce[i]),
+                        uncorrected: Some(0),
+                        unknown: Vec::new(),
                     })
                     .collect(),
             }],
             boot_id: Some(boot.into()),
+            unknown: Vec::new(),
         }
     }
 
@@ -152,7 +217,7 @@ mod tests {
         let then = counted([5, 0], 99 * DAY, "b");
         let now = counted([45, 0], 100 * DAY, "b");
         // Since boot: 45 in 100 days, under NHC's 9 a day.
-        assert!(crate::topology::edac::findings(&now).is_empty());
+        assert!(crate::health::since_boot::findings(&now).is_empty());
         let (found, note) = judge(&then, &now, true);
         assert_eq!(note, None);
         assert_eq!(
@@ -218,5 +283,33 @@ mod tests {
             same_node: true,
         };
         assert_eq!(since_baseline(&counts, &[]), (Vec::new(), None));
+    }
+
+    #[test]
+    fn a_count_the_baseline_could_not_read_is_said_not_compared() {
+        let mut then = counted([0, 0], DAY, "b");
+        if let MemoryErrors::Counted { controllers, .. } = &mut then {
+            controllers[0].dimms[1].corrected = None;
+        }
+        let now = counted([0, 400], 2 * DAY, "b");
+        let counts = Counts {
+            then: Some(&then),
+            now: &now,
+            same_node: true,
+        };
+        assert!(since_baseline(&counts, &[]).0.is_empty());
+        let unknown = unknown_in_baseline(&counts);
+        assert_eq!(unknown.len(), 1);
+        assert_eq!(
+            unknown[0].line(),
+            "memory_errors.controllers[0].dimms[1].corrected (mc0 dimm1) was unknown when the baseline was made (its corrected errors judged since boot only)"
+        );
+        // Readable on both sides: nothing to say.
+        let counts = Counts {
+            then: Some(&now),
+            now: &now,
+            same_node: true,
+        };
+        assert!(unknown_in_baseline(&counts).is_empty());
     }
 }

@@ -9,6 +9,7 @@ pub mod history;
 pub mod memory_errors;
 pub mod pairs;
 pub mod rules;
+pub mod since_boot;
 pub mod verdict;
 
 pub use crate::results::scope::{Scope, Siblings, domains};
@@ -118,7 +119,7 @@ impl Identity {
         let dimms = (!devices.is_empty()).then(|| Dimms {
             count: devices.len(),
             total_mib: devices.iter().map(|d| d.size_mib).sum(),
-            mts: devices.iter().map(|d| d.mts).filter(|&m| m > 0).min(),
+            mts: devices.iter().filter_map(|d| d.mts).min(),
             slots: devices.iter().filter_map(|d| d.locator.clone()).collect(),
         });
         Identity {
@@ -225,6 +226,21 @@ impl Baseline {
                     None => BaselineError::field(path, format!("cannot be read: {problem}")),
                 },
             })?;
+        // Names in a file anyone may have written: one line each.
+        for name in b
+            .hosts
+            .iter_mut()
+            .chain(b.identity.dimms.iter_mut().flat_map(|d| &mut d.slots))
+        {
+            *name = crate::untrusted::printable(name);
+        }
+        for n in [&mut b.identity.cpu_model, &mut b.identity.thp_mode]
+            .into_iter()
+            .flatten()
+        {
+            *n = crate::untrusted::printable(n);
+        }
+        b.identity.kernel = crate::untrusted::printable(&b.identity.kernel);
         // A device's scopes are that device's, whatever index a key from
         // before device sets implied.
         for s in &mut b.scopes {

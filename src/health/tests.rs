@@ -424,3 +424,34 @@ fn a_short_finding_is_decided_by_its_rounds_interval() {
     };
     assert_eq!(peak.line(0.1), 80.0);
 }
+
+proptest::proptest! {
+    /// A baseline file with any one byte changed, cut short or grown by
+    /// garbage: a baseline or a one-line refusal, never a panic; its names
+    /// on one line.
+    #[test]
+    fn any_corruption_of_a_baseline_is_read_or_refused_in_one_line(
+        at in 0usize..4096,
+        byte in proptest::prelude::any::<u8>(),
+        cut in proptest::prelude::any::<bool>(),
+    ) {
+        let mut b = baseline(&[(Scope::Node, Triad, 100.0)]);
+        b.hosts = vec!["node01\nmembw: healthy".into()];
+        let mut text = serde_json::to_string(&b).unwrap().into_bytes();
+        let at = at % text.len();
+        if cut {
+            text.truncate(at);
+        } else {
+            text[at] = byte;
+        }
+        let text = String::from_utf8_lossy(&text);
+        match Baseline::parse(&text) {
+            Ok(b) => {
+                for name in &b.hosts {
+                    proptest::prop_assert!(!name.contains('\n'), "{name:?}");
+                }
+            }
+            Err(e) => proptest::prop_assert!(!e.to_string().contains('\n'), "{e}"),
+        }
+    }
+}

@@ -25,6 +25,82 @@ pub struct Rate {
     pub gb_s: f64,
 }
 
+/// Where a value a check could not read came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputSource {
+    /// The kernel's memory error counters.
+    Edac,
+    /// The DIMMs' SMBIOS entries.
+    Smbios,
+    /// The baseline file.
+    Baseline,
+}
+
+impl InputSource {
+    pub const ALL: [InputSource; 3] = [
+        InputSource::Edac,
+        InputSource::Smbios,
+        InputSource::Baseline,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            InputSource::Edac => "edac",
+            InputSource::Smbios => "smbios",
+            InputSource::Baseline => "baseline",
+        }
+    }
+}
+
+/// A value the check could not read or did not believe: never taken for
+/// zero or for "healthy", always said.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UnknownInput {
+    pub source: InputSource,
+    /// The file (or the baseline's field) it came from.
+    pub file: String,
+    pub why: String,
+    /// What the rule judged in its place (a controller's total beside an
+    /// unreadable DIMM); absent where the rule could not be judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged_instead: Option<String>,
+}
+
+impl UnknownInput {
+    pub fn of(
+        source: InputSource,
+        u: &crate::untrusted::Unknown,
+        judged_instead: Option<String>,
+    ) -> UnknownInput {
+        UnknownInput {
+            source,
+            file: u.file.clone(),
+            why: u.why.clone(),
+            judged_instead,
+        }
+    }
+
+    /// In words: `FILE WHY (judged by …)`, or `(… not judged)`.
+    pub fn line(&self) -> String {
+        match &self.judged_instead {
+            Some(instead) => format!("{} {} ({instead})", self.file, self.why),
+            None => format!("{} {} (its rule not judged)", self.file, self.why),
+        }
+    }
+}
+
+/// What a check does with a value it could not read (`--unknown`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownPolicy {
+    /// Said beside the verdict, in the one line too; a healthy node stays so.
+    #[default]
+    Report,
+    /// Any unknown value makes the node unhealthy (exit 1).
+    Fail,
+}
+
 /// The whole verdict of a check (`--format json`).
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
@@ -72,6 +148,11 @@ pub struct Verdict {
     /// The node's memory error counters (EDAC) as the check read them,
     /// or why none could be read.
     pub memory_errors: crate::topology::edac::MemoryErrors,
+    /// Every value the check could not read or did not believe, with what
+    /// it judged in its place; empty where it read everything.
+    pub unknown: Vec<UnknownInput>,
+    /// What the unknowns do to the verdict (`--unknown`).
+    pub unknown_policy: UnknownPolicy,
     pub notes: Vec<String>,
     pub stability: Vec<Stability>,
     /// Other work and steal on the node over the whole check.
@@ -81,4 +162,21 @@ pub struct Verdict {
     /// low, so a slow node may pass against it. Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline_interference: Option<crate::trust::Interference>,
+}
+
+impl Verdict {
+    /// The one line of a healthy verdict that could not read everything
+    /// (`--unknown report`): healthy, and what was not read.
+    pub fn unknown_line(&self) -> Option<String> {
+        let first = self.unknown.first().filter(|_| self.healthy)?;
+        let more = match self.unknown.len() {
+            1 => String::new(),
+            n => format!("; and {} more", n - 1),
+        };
+        Some(format!(
+            "healthy, with {} unknown: {}{more}",
+            crate::units::plural(self.unknown.len(), "input"),
+            first.line()
+        ))
+    }
 }

@@ -263,8 +263,12 @@ fn smbios_peak(topo: &Topology, sockets: usize) -> Option<Peak> {
     if devices.is_empty() {
         return None;
     }
-    let mts = devices.iter().map(|d| d.mts).min()?;
-    let bytes_per_transfer = devices.iter().map(|d| u32::from(d.data_width_bits)).min()? / 8;
+    // One DIMM of unknown speed or width leaves the peak unknown: its
+    // channels may be the slowest.
+    let mts = devices.iter().map(|d| d.mts).collect::<Option<Vec<_>>>()?;
+    let mts = mts.into_iter().min()?;
+    let widths = (devices.iter()).map(|d| d.data_width_bits.map(u32::from));
+    let bytes_per_transfer = widths.collect::<Option<Vec<_>>>()?.into_iter().min()? / 8;
     let per_socket = (devices.len() / sockets).max(1) as u32;
     Some(Peak {
         per_socket_gb_s: per_socket as f64 * mts as f64 * bytes_per_transfer as f64 / 1e3,

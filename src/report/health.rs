@@ -9,10 +9,11 @@ use std::fmt::Write;
 /// The verdict as text: a headline, the table, the differences and notes.
 pub fn check(v: &Verdict) -> String {
     let mut o = String::new();
-    let status = match (v.judged, v.healthy) {
-        (false, _) => "NOT JUDGED",
-        (true, true) => "healthy",
-        (true, false) => "UNHEALTHY",
+    let status = match (v.judged, v.healthy, v.unknown.len()) {
+        (false, _, _) => "NOT JUDGED".to_string(),
+        (true, true, 0) => "healthy".to_string(),
+        (true, true, n) => format!("healthy, {} unknown", crate::units::plural(n, "input")),
+        (true, false, _) => "UNHEALTHY".to_string(),
     };
     let _ = writeln!(
         o,
@@ -79,6 +80,9 @@ pub fn check(v: &Verdict) -> String {
     }
     for d in &v.differences {
         let _ = writeln!(o, "hardware: {d}");
+    }
+    for u in &v.unknown {
+        let _ = writeln!(o, "unknown: {}", u.line());
     }
     for n in &v.notes {
         let _ = writeln!(o, "note: {n}");

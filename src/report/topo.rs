@@ -333,7 +333,14 @@ fn memory(o: &mut String, topo: &Topology) {
         m.cgroup_limit.map_or("none".to_string(), |l| l.to_string()),
         m.thp_mode.as_deref().unwrap_or("unknown"),
     );
-    let dimms = dimms::summary(&topo.root, &topo.memory_devices, &topo.empty_memory_slots);
+    let mut dimms = dimms::summary(&topo.root, &topo.memory_devices, &topo.empty_memory_slots);
+    if let Some(first) = topo.memory_device_unknown.first() {
+        let n = topo.memory_device_unknown.len();
+        dimms.push_str(&format!(
+            " · {} unknown ({first})",
+            crate::units::plural(n, "value")
+        ));
+    }
     let _ = writeln!(o, "{:<11}{dimms}", "DIMMs");
     let _ = writeln!(o, "{:<11}{}", "ECC", topo.memory_errors.summary());
 }

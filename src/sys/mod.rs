@@ -63,7 +63,8 @@ pub fn hostname() -> String {
         return "unknown".into();
     }
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    // Any root process may set it: one line wherever it is printed.
+    crate::untrusted::printable(&String::from_utf8_lossy(&buf[..end]))
 }
 
 /// The running kernel's release (`uname -r`).

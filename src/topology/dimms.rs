@@ -26,6 +26,11 @@ pub fn summary(root: &std::path::Path, devices: &[MemoryDevice], empty: &[EmptyS
         .map(|&((mib, mts), n)| format!("{n} × {} at {mts} MT/s", crate::units::Bytes(mib << 20)))
         .collect();
     let mut line = kinds.join(" + ");
+    let unknown = devices.iter().filter(|d| d.mts.is_none()).count();
+    if unknown > 0 {
+        let sep = if line.is_empty() { "" } else { " + " };
+        line.push_str(&format!("{sep}{unknown} of unknown speed"));
+    }
     let mut channels: Vec<&str> = devices
         .iter()
         .filter_map(|d| d.channel.as_deref())
@@ -52,16 +57,22 @@ pub fn summary(root: &std::path::Path, devices: &[MemoryDevice], empty: &[EmptyS
 }
 
 /// The DIMMs' kinds (size MiB, MT/s) with how many of each, in the order
-/// first seen.
+/// first seen; a DIMM of unknown speed is of no kind (it neither passes
+/// nor fails a comparison).
 fn kinds(devices: &[MemoryDevice]) -> Vec<((u64, u32), usize)> {
     let mut kinds: Vec<((u64, u32), usize)> = Vec::new();
-    for d in devices {
-        match kinds.iter_mut().find(|(k, _)| *k == (d.size_mib, d.mts)) {
+    for k in devices.iter().filter_map(kind) {
+        match kinds.iter_mut().find(|(seen, _)| *seen == k) {
             Some((_, n)) => *n += 1,
-            None => kinds.push(((d.size_mib, d.mts), 1)),
+            None => kinds.push((k, 1)),
         }
     }
     kinds
+}
+
+/// A DIMM's size and speed, where its speed is known.
+fn kind(d: &MemoryDevice) -> Option<(u64, u32)> {
+    Some((d.size_mib, d.mts?))
 }
 
 /// DIMMs unlike the others in size or speed, each named with what its
@@ -70,7 +81,6 @@ fn kinds(devices: &[MemoryDevice]) -> Vec<((u64, u32), usize)> {
 /// speed runs its channels at the slowest. Decided from the population
 /// alone, no baseline; empty where every DIMM agrees.
 pub fn population_findings(devices: &[MemoryDevice]) -> Vec<String> {
-    let kind = |d: &MemoryDevice| (d.size_mib, d.mts);
     let mut kinds = kinds(devices);
     if kinds.len() < 2 {
         return Vec::new();
@@ -90,12 +100,12 @@ pub fn population_findings(devices: &[MemoryDevice]) -> Vec<String> {
         )];
     }
     (devices.iter())
-        .filter(|d| kind(d) != usual)
-        .map(|d| {
+        .filter_map(|d| Some((d, kind(d).filter(|&k| k != usual)?)))
+        .map(|(d, k)| {
             let name = d.locator.as_deref().unwrap_or("a DIMM");
             format!(
                 "{name}: {} where its {most} siblings have {} (SMBIOS): replace it with one like them",
-                words(kind(d)),
+                words(k),
                 words(usual)
             )
         })

@@ -5,33 +5,28 @@
 //! sites' node checks read beside bandwidth; world-readable, no root.
 
 use super::files::Reader;
+use crate::untrusted::Unknown;
 use serde::{Deserialize, Serialize};
 
 /// Where the counters live under the root.
 const MC_DIR: &str = "sys/devices/system/edac/mc";
 
 /// One DIMM's counters (a `dimmN`, or on drivers that count by chip-select
-/// row, a `rankN`).
+/// row, a `rankN`). A count that could not be read is `None` (`null`),
+/// with its file and reason in `unknown`: never a zero.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DimmErrors {
     /// The entry's name under its controller: `dimm0`, `rank3`.
     pub entry: String,
     /// The slot's name as the board prints it (`P1-DIMMA1`,
-    /// `CPU_SrcID#0_MC#0_Chan#1_DIMM#0`), where the driver has one.
+    /// `CPU_SrcID#0_MC#0_Chan#1_DIMM#0`), where the driver has one;
+    /// escaped to one line.
     pub label: Option<String>,
     pub size_mib: Option<u64>,
-    pub corrected: u64,
-    pub uncorrected: u64,
-}
-
-impl DimmErrors {
-    /// The DIMM as an admin finds it: its label, else controller and entry.
-    pub fn name(&self, controller: usize) -> String {
-        match &self.label {
-            Some(label) => format!("mc{controller} {label}"),
-            None => format!("mc{controller} {}", self.entry),
-        }
-    }
+    pub corrected: Option<u64>,
+    pub uncorrected: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<Unknown>,
 }
 
 /// One memory controller's counters and its DIMMs'.
@@ -40,12 +35,35 @@ pub struct ControllerErrors {
     pub controller: usize,
     /// The driver's name for it (`Skylake Socket#0 IMC#0`).
     pub name: Option<String>,
-    pub corrected: u64,
-    pub uncorrected: u64,
+    /// The controller's totals: the DIMMs' and those no DIMM took.
+    pub corrected: Option<u64>,
+    pub uncorrected: Option<u64>,
     /// Seconds since the counters were reset (boot, or a write to
     /// `reset_counters`): the driver's figure, else the uptime.
     pub seconds_since_reset: Option<u64>,
     pub dimms: Vec<DimmErrors>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<Unknown>,
+}
+
+impl ControllerErrors {
+    /// Each DIMM as an admin finds it: `mc0 P1-DIMMA1` by its label, else
+    /// `mc0 dimm1`; a label two DIMMs share also names the entry.
+    pub fn dimm_names(&self) -> Vec<String> {
+        let shared = |label: &str| {
+            (self.dimms.iter())
+                .filter(|d| d.label.as_deref() == Some(label))
+                .count()
+                > 1
+        };
+        (self.dimms.iter())
+            .map(|d| match &d.label {
+                Some(l) if shared(l) => format!("mc{} {l} ({})", self.controller, d.entry),
+                Some(l) => format!("mc{} {l}", self.controller),
+                None => format!("mc{} {}", self.controller, d.entry),
+            })
+            .collect()
+    }
 }
 
 /// The node's memory error counters, or why there are none to read.
@@ -58,10 +76,29 @@ pub enum MemoryErrors {
         /// two boots are not one series (the counters restart at boot).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         boot_id: Option<String>,
+        /// What of the tree could not be read beside the controllers (the
+        /// uptime, entries no kernel names).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unknown: Vec<Unknown>,
     },
     NotReadable {
         why: String,
     },
+}
+
+/// A count read, or `None` with why in `unknown`.
+fn count(r: &Reader, file: &str, unknown: &mut Vec<Unknown>) -> Option<u64> {
+    r.count(file).map_err(|u| unknown.push(u)).ok()
+}
+
+/// Entries that no kernel names (`dimm01`) as unknowns: not counted.
+fn odd_entries(dir: &str, odd: Vec<String>, unknown: &mut Vec<Unknown>) {
+    unknown.extend(odd.into_iter().map(|name| {
+        Unknown::new(
+            format!("/{dir}/{name}"),
+            "is not an entry the kernel names (a number with leading zeros): not counted",
+        )
+    }));
 }
 
 impl MemoryErrors {
@@ -76,29 +113,23 @@ impl MemoryErrors {
                 ),
             };
         }
+        let mut unknown = Vec::new();
         // Counters that do not say when they were reset count since boot.
-        let uptime_s = (r.text("proc/uptime"))
-            .and_then(|t| t.split_whitespace().next()?.parse::<f64>().ok())
-            .map(|s| s as u64);
-        let mut controllers = Vec::new();
-        for id in r.numbered_entries(MC_DIR, "mc") {
-            let dir = format!("{MC_DIR}/mc{id}");
-            let (Some(corrected), Some(uncorrected)) = (
-                r.number(&format!("{dir}/ce_count")),
-                r.number(&format!("{dir}/ue_count")),
-            ) else {
-                return MemoryErrors::NotReadable {
-                    why: format!("/{dir}/ce_count or ue_count is missing or unreadable"),
-                };
-            };
-            controllers.push(ControllerErrors {
-                controller: id,
-                name: r.text(&format!("{dir}/mc_name")).filter(|n| !n.is_empty()),
-                corrected,
-                uncorrected,
-                seconds_since_reset: r.number(&format!("{dir}/seconds_since_reset")).or(uptime_s),
-                dimms: dimms(r, &dir),
-            });
+        let uptime = r.parsed("proc/uptime", crate::untrusted::parse_seconds);
+        let uptime_s = uptime.as_ref().ok().copied();
+        let (ids, odd) = r.entries(MC_DIR, "mc");
+        odd_entries(MC_DIR, odd, &mut unknown);
+        let controllers: Vec<ControllerErrors> = ids
+            .into_iter()
+            .map(|id| controller(r, id, uptime_s))
+            .collect();
+        // An uptime that is not believed is said; one that is absent only
+        // where a controller needed it for its period.
+        if let Err(u) = uptime {
+            let needed = controllers.iter().any(|c| c.seconds_since_reset.is_none());
+            if needed || r.path("proc/uptime").exists() {
+                unknown.insert(0, u);
+            }
         }
         if controllers.is_empty() {
             return MemoryErrors::NotReadable {
@@ -107,7 +138,8 @@ impl MemoryErrors {
         }
         MemoryErrors::Counted {
             controllers,
-            boot_id: r.text("proc/sys/kernel/random/boot_id"),
+            boot_id: r.name("proc/sys/kernel/random/boot_id"),
+            unknown,
         }
     }
 
@@ -118,13 +150,35 @@ impl MemoryErrors {
         }
     }
 
-    /// One line for `topo`: the totals, and each DIMM that has errors.
+    /// Every value that could not be read, the tree's, the controllers'
+    /// and the DIMMs'.
+    pub fn unknowns(&self) -> Vec<&Unknown> {
+        let MemoryErrors::Counted {
+            controllers,
+            unknown,
+            ..
+        } = self
+        else {
+            return Vec::new();
+        };
+        let mut out: Vec<&Unknown> = unknown.iter().collect();
+        for c in controllers {
+            out.extend(&c.unknown);
+            out.extend(c.dimms.iter().flat_map(|d| &d.unknown));
+        }
+        out
+    }
+
+    /// One line for `topo`: the totals, each DIMM that has errors, and how
+    /// many counters could not be read.
     pub fn summary(&self) -> String {
         let controllers = match self {
             MemoryErrors::NotReadable { why } => return format!("not readable here: {why}"),
             MemoryErrors::Counted { controllers, .. } => controllers,
         };
-        let sum = |f: fn(&ControllerErrors) -> u64| controllers.iter().map(f).sum::<u64>();
+        let sum = |f: fn(&ControllerErrors) -> Option<u64>| {
+            (controllers.iter()).fold(0u64, |a, c| a.saturating_add(f(c).unwrap_or(0)))
+        };
         let dimms: usize = controllers.iter().map(|c| c.dimms.len()).sum();
         let mut line = format!(
             "EDAC: {} corrected, {} uncorrected since boot ({}, {})",
@@ -133,94 +187,97 @@ impl MemoryErrors {
             crate::units::plural(controllers.len(), "memory controller"),
             crate::units::plural(dimms, "DIMM")
         );
+        let shown = |n: Option<u64>| n.map_or("?".to_string(), |n| n.to_string());
         let with_errors: Vec<String> = (controllers.iter())
-            .flat_map(|c| c.dimms.iter().map(move |d| (c.controller, d)))
-            .filter(|(_, d)| d.corrected + d.uncorrected > 0)
-            .map(|(c, d)| format!("{}: {} CE, {} UE", d.name(c), d.corrected, d.uncorrected))
+            .flat_map(|c| c.dimms.iter().zip(c.dimm_names()))
+            .filter(|(d, _)| d.corrected != Some(0) || d.uncorrected != Some(0))
+            .map(|(d, name)| {
+                format!(
+                    "{name}: {} CE, {} UE",
+                    shown(d.corrected),
+                    shown(d.uncorrected)
+                )
+            })
             .collect();
         if !with_errors.is_empty() {
             line.push_str(&format!(": {}", with_errors.join(" · ")));
+        }
+        let unknown = self.unknowns();
+        if let Some(first) = unknown.first() {
+            line.push_str(&format!(
+                "; {} unknown ({first}{})",
+                crate::units::plural(unknown.len(), "value"),
+                if unknown.len() > 1 { ", …" } else { "" }
+            ));
         }
         line
     }
 }
 
-/// A controller's DIMMs (or rows), in number order.
-fn dimms(r: &Reader, dir: &str) -> Vec<DimmErrors> {
+/// One controller's counters and its DIMMs'.
+fn controller(r: &Reader, id: usize, uptime_s: Option<u64>) -> ControllerErrors {
+    let dir = format!("{MC_DIR}/mc{id}");
+    let mut unknown = Vec::new();
+    let corrected = count(r, &format!("{dir}/ce_count"), &mut unknown);
+    let uncorrected = count(r, &format!("{dir}/ue_count"), &mut unknown);
+    // A driver that keeps no reset time counts since boot; one that keeps
+    // a time longer than the kernel has been up is not believed.
+    let since = format!("{dir}/seconds_since_reset");
+    let seconds_since_reset = match r.parsed(&since, crate::untrusted::parse_seconds) {
+        Ok(s) if uptime_s.is_some_and(|up| s > up.saturating_add(60)) => {
+            unknown.push(Unknown::new(
+                format!("/{since}"),
+                format!(
+                    "holds {s} s, more than the {} s the kernel has been up: the uptime is used",
+                    uptime_s.unwrap_or_default()
+                ),
+            ));
+            uptime_s
+        }
+        Ok(s) => Some(s),
+        Err(u) if r.path(&since).exists() => {
+            unknown.push(u);
+            uptime_s
+        }
+        Err(_) => uptime_s,
+    };
+    ControllerErrors {
+        controller: id,
+        name: r.name(&format!("{dir}/mc_name")),
+        corrected,
+        uncorrected,
+        seconds_since_reset,
+        dimms: dimms(r, &dir, &mut unknown),
+        unknown,
+    }
+}
+
+/// A controller's DIMMs (or rows), in number order, each kept whatever
+/// could be read of it.
+fn dimms(r: &Reader, dir: &str, odd_unknown: &mut Vec<Unknown>) -> Vec<DimmErrors> {
     let mut out = Vec::new();
     // Either kind of entry names its files dimm_* (the kernel's EDAC ABI).
     for prefix in ["dimm", "rank"] {
-        for id in r.numbered_entries(dir, prefix) {
+        let (ids, odd) = r.entries(dir, prefix);
+        odd_entries(dir, odd, odd_unknown);
+        for id in ids {
             let entry = format!("{prefix}{id}");
             let path = format!("{dir}/{entry}");
-            let count = |what: &str| r.number(&format!("{path}/dimm_{what}_count"));
-            let (Some(corrected), Some(uncorrected)) = (count("ce"), count("ue")) else {
-                continue;
-            };
+            let mut unknown = Vec::new();
+            let mut count =
+                |what: &str| count(r, &format!("{path}/dimm_{what}_count"), &mut unknown);
+            let (corrected, uncorrected) = (count("ce"), count("ue"));
             out.push(DimmErrors {
                 entry,
-                label: r
-                    .text(&format!("{path}/dimm_label"))
-                    .filter(|l| !l.is_empty()),
+                label: r.name(&format!("{path}/dimm_label")),
                 size_mib: r.number(&format!("{path}/size")),
                 corrected,
                 uncorrected,
+                unknown,
             });
         }
     }
     out
-}
-
-/// The DIMM errors a check fails a node on, each with the action an admin
-/// takes: any uncorrected error since boot, and corrected errors past
-/// NHC's `check_hw_mcelog` limit (more than 9 a day on one DIMM), counted
-/// only from 10 on so that one error soon after boot is not a rate.
-pub fn findings(errors: &MemoryErrors) -> Vec<String> {
-    let mut out = Vec::new();
-    for c in errors.controllers() {
-        let days = c.seconds_since_reset.map(|s| s as f64 / 86_400.0);
-        let mut named = 0;
-        for d in &c.dimms {
-            let name = d.name(c.controller);
-            if d.uncorrected > 0 {
-                out.push(format!(
-                    "{name}: {} uncorrected memory errors since boot (EDAC): drain the node and replace the DIMM",
-                    d.uncorrected
-                ));
-                named += 1;
-            } else if let Some(per_day) = corrected_per_day(d.corrected, days) {
-                out.push(format!(
-                    "{name}: {} corrected memory errors since boot, {per_day:.0} a day (EDAC; more than {CORRECTED_PER_DAY} a day fails): replace the DIMM at the next drain",
-                    d.corrected
-                ));
-                named += 1;
-            }
-        }
-        // A driver that counts by controller only, or errors no DIMM took.
-        if named == 0 && c.uncorrected > 0 {
-            out.push(format!(
-                "memory controller mc{}: {} uncorrected memory errors since boot (EDAC): drain the node; the DIMM is in the kernel log (rasdaemon, mcelog)",
-                c.controller, c.uncorrected
-            ));
-        }
-    }
-    out
-}
-
-/// NHC's limit on corrected errors of one DIMM a day.
-pub const CORRECTED_PER_DAY: u64 = 9;
-
-/// The corrected errors' daily rate where it fails: 10 or more of them, at
-/// more than [`CORRECTED_PER_DAY`] a day (a count with no known period
-/// fails at 10).
-fn corrected_per_day(corrected: u64, days: Option<f64>) -> Option<f64> {
-    if corrected <= CORRECTED_PER_DAY {
-        return None;
-    }
-    let per_day = days
-        .filter(|&d| d > 0.0)
-        .map_or(corrected as f64, |d| corrected as f64 / d);
-    (per_day > CORRECTED_PER_DAY as f64).then_some(per_day)
 }
 
 #[cfg(test)]
@@ -253,6 +310,12 @@ mod tests {
         MemoryErrors::read(&Reader { root })
     }
 
+    fn write(root: &std::path::Path, rel: &str, text: &str) {
+        let p = root.join(MC_DIR).join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
     #[test]
     fn a_tree_without_edac_says_why_it_has_no_counts() {
         let empty = tempfile::tempdir().unwrap();
@@ -264,7 +327,7 @@ mod tests {
             "{}",
             errors.summary()
         );
-        assert!(findings(&errors).is_empty());
+        assert!(errors.controllers().is_empty());
         std::fs::create_dir_all(empty.path().join(MC_DIR)).unwrap();
         assert!(
             read(empty.path())
@@ -278,10 +341,14 @@ mod tests {
         let root = tree((3, 0), (0, 2), 86_400);
         let errors = read(root.path());
         let c = &errors.controllers()[0];
-        assert_eq!((c.controller, c.corrected, c.uncorrected), (0, 3, 2));
+        assert_eq!(
+            (c.controller, c.corrected, c.uncorrected),
+            (0, Some(3), Some(2))
+        );
         assert_eq!(c.name.as_deref(), Some("Skylake Socket#0 IMC#0"));
         assert_eq!(c.dimms[1].label.as_deref(), Some("P1-DIMMA2"));
         assert_eq!(c.dimms[1].size_mib, Some(32768));
+        assert!(errors.unknowns().is_empty());
         let line = errors.summary();
         assert!(
             line.starts_with(
@@ -296,44 +363,120 @@ mod tests {
     }
 
     #[test]
-    fn an_uncorrected_error_fails_and_names_the_dimm_and_the_action() {
-        assert!(findings(&read(tree((0, 0), (0, 0), 600).path())).is_empty());
-        let found = findings(&read(tree((0, 0), (0, 1), 600).path()));
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].starts_with("mc0 P1-DIMMA2: 1 uncorrected memory errors since boot"));
-        assert!(found[0].ends_with("drain the node and replace the DIMM"));
-    }
-
-    #[test]
-    fn corrected_errors_fail_past_nine_a_day_from_ten_on() {
-        let day = 86_400;
-        // Nine in an hour: under the count that makes a rate.
-        assert!(findings(&read(tree((9, 0), (0, 0), 3600).path())).is_empty());
-        // Ten in ten days: one a day.
-        assert!(findings(&read(tree((10, 0), (0, 0), 10 * day).path())).is_empty());
-        // Ten in one day, and 100 in ten days: past nine a day.
-        for (ce, since) in [(10, day), (100, 10 * day)] {
-            let found = findings(&read(tree((ce, 0), (0, 0), since).path()));
-            assert_eq!(found.len(), 1, "{ce} in {since} s: {found:?}");
-            assert!(
-                found[0].contains("replace the DIMM at the next drain"),
-                "{}",
-                found[0]
-            );
-        }
-    }
-
-    #[test]
-    fn a_controller_that_counts_no_dimm_is_named_itself() {
-        let root = tree((0, 0), (0, 0), 600);
-        let mc = root.path().join(MC_DIR).join("mc0");
-        std::fs::write(mc.join("ue_count"), "4\n").unwrap();
-        let found = findings(&read(root.path()));
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert!(
-            found[0].starts_with("memory controller mc0: 4 uncorrected"),
-            "{}",
-            found[0]
+    fn an_unreadable_count_is_unknown_with_its_file_never_zero_or_dropped() {
+        let root = tree((0, 0), (0, 0), 86_400);
+        write(root.path(), "mc0/dimm1/dimm_ce_count", "garbage\n");
+        write(root.path(), "mc0/ue_count", "99999999999999999999999\n");
+        let errors = read(root.path());
+        let c = &errors.controllers()[0];
+        assert_eq!(c.dimms.len(), 2, "the DIMM is kept");
+        assert_eq!(
+            (c.dimms[1].corrected, c.dimms[1].uncorrected),
+            (None, Some(0))
         );
+        assert_eq!(c.uncorrected, None);
+        let unknown: Vec<String> = errors.unknowns().iter().map(|u| u.to_string()).collect();
+        assert_eq!(
+            unknown,
+            [
+                "/sys/devices/system/edac/mc/mc0/ue_count holds '99999999999999999999999', beyond a 64-bit counter",
+                "/sys/devices/system/edac/mc/mc0/dimm1/dimm_ce_count holds 'garbage', not a count",
+            ]
+        );
+        assert!(
+            errors.summary().contains("mc0 P1-DIMMA2: ? CE, 0 UE"),
+            "{}",
+            errors.summary()
+        );
+        assert!(
+            errors.summary().contains("; 2 values unknown ("),
+            "{}",
+            errors.summary()
+        );
+        // One controller unreadable does not hide another's counts.
+        write(root.path(), "mc1/ce_count", "0\n");
+        write(root.path(), "mc1/ue_count", "5\n");
+        let errors = read(root.path());
+        assert_eq!(errors.controllers()[1].uncorrected, Some(5));
+    }
+
+    #[test]
+    fn labels_are_one_line_and_entries_are_counted_once() {
+        let root = tree((0, 0), (0, 5), 86_400);
+        write(
+            root.path(),
+            "mc0/dimm1/dimm_label",
+            "P0-DIMMA2\nmembw: node healthy\n",
+        );
+        // A number spelled with leading zeros names no new DIMM.
+        write(root.path(), "mc0/dimm01/dimm_ue_count", "5\n");
+        write(root.path(), "mc00/ce_count", "1\n");
+        let errors = read(root.path());
+        let c = &errors.controllers()[0];
+        assert_eq!(errors.controllers().len(), 1);
+        assert_eq!(c.dimms.len(), 2);
+        assert_eq!(
+            c.dimms[1].label.as_deref(),
+            Some("P0-DIMMA2\\nmembw: node healthy")
+        );
+        let unknown: Vec<String> = errors.unknowns().iter().map(|u| u.file.clone()).collect();
+        assert_eq!(
+            unknown,
+            [
+                "/sys/devices/system/edac/mc/mc00",
+                "/sys/devices/system/edac/mc/mc0/dimm01"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_reset_time_past_the_uptime_or_past_30_years_is_not_believed() {
+        let root = tree((0, 0), (0, 0), 86_400);
+        std::fs::create_dir_all(root.path().join("proc")).unwrap();
+        std::fs::write(root.path().join("proc/uptime"), "3600.5 100.0\n").unwrap();
+        let errors = read(root.path());
+        assert_eq!(errors.controllers()[0].seconds_since_reset, Some(3600));
+        assert!(
+            errors.unknowns()[0]
+                .why
+                .contains("more than the 3600 s the kernel has been up")
+        );
+        std::fs::write(root.path().join("proc/uptime"), "1e12 0\n").unwrap();
+        let errors = read(root.path());
+        assert!(
+            errors.unknowns()[0].why.contains("more than 30 years"),
+            "{:?}",
+            errors.unknowns()
+        );
+        assert_eq!(errors.controllers()[0].seconds_since_reset, Some(86_400));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Any bytes in any counter, label or period file: a count equal to
+        /// the text's, or an unknown naming the file; labels on one line.
+        #[test]
+        fn any_bytes_in_the_tree_are_a_value_or_an_unknown(
+            ce in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..30),
+            label in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..30),
+            since in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..30),
+        ) {
+            let root = tree((0, 0), (0, 0), 86_400);
+            let mc = root.path().join(MC_DIR).join("mc0");
+            std::fs::write(mc.join("dimm1/dimm_ce_count"), &ce).unwrap();
+            std::fs::write(mc.join("dimm1/dimm_label"), &label).unwrap();
+            std::fs::write(mc.join("seconds_since_reset"), &since).unwrap();
+            let errors = read(root.path());
+            let c = &errors.controllers()[0];
+            let d = &c.dimms[1];
+            let text = String::from_utf8_lossy(&ce);
+            proptest::prop_assert_eq!(d.corrected, crate::untrusted::parse_count(&text).ok());
+            proptest::prop_assert_eq!(d.corrected.is_none(), d.unknown.len() == 1);
+            proptest::prop_assert!(c.seconds_since_reset.is_none_or(|s| s <= crate::untrusted::MOST_SECONDS_UP));
+            for name in d.label.iter() {
+                proptest::prop_assert!(!name.chars().any(char::is_control));
+            }
+            let _ = errors.summary();
+        }
     }
 }

@@ -26,16 +26,62 @@ impl Reader<'_> {
     pub(super) fn list(&self, rel: &str) -> Option<Vec<usize>> {
         parse_list(&self.text(rel)?).ok()
     }
-    /// Ids of entries named `<prefix><number>` in a directory.
+    /// Ids of entries named `<prefix><number>` in a directory, the number
+    /// spelled as the kernel spells it (`dimm1`, never `dimm01`).
     pub(super) fn numbered_entries(&self, rel: &str, prefix: &str) -> Vec<usize> {
-        let mut ids: Vec<usize> = std::fs::read_dir(self.path(rel))
+        self.entries(rel, prefix).0
+    }
+    /// Ids of entries named `<prefix><number>`, and the names of those
+    /// whose number has leading zeros (`dimm01`): no kernel writes them,
+    /// and read as numbers they would count one entry twice.
+    pub(super) fn entries(&self, rel: &str, prefix: &str) -> (Vec<usize>, Vec<String>) {
+        let (mut ids, mut odd) = (Vec::new(), Vec::new());
+        for e in std::fs::read_dir(self.path(rel))
             .into_iter()
             .flatten()
             .flatten()
-            .filter_map(|e| e.file_name().to_str()?.strip_prefix(prefix)?.parse().ok())
-            .collect();
+        {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(digits) = name.strip_prefix(prefix) else {
+                continue;
+            };
+            let Ok(id) = digits.parse::<usize>() else {
+                continue;
+            };
+            if digits.bytes().all(|b| b.is_ascii_digit()) && id.to_string() == digits {
+                ids.push(id);
+            } else {
+                odd.push(name);
+            }
+        }
         ids.sort_unstable();
-        ids
+        odd.sort_unstable();
+        (ids, odd)
+    }
+    /// A name the node gives itself (a label, a driver's name): one line,
+    /// escaped ([`crate::untrusted::printable`]); `None` if empty.
+    pub(super) fn name(&self, rel: &str) -> Option<String> {
+        let text = self.text(rel)?;
+        (!text.is_empty()).then(|| crate::untrusted::printable(&text))
+    }
+    /// A counter's value, or why it is unknown: missing, unreadable, not
+    /// a count or beyond 64 bits.
+    pub(super) fn count(&self, rel: &str) -> Result<u64, crate::untrusted::Unknown> {
+        self.parsed(rel, crate::untrusted::parse_count)
+    }
+    /// A file's text through `parse`, or why it is unknown.
+    pub(super) fn parsed<T>(
+        &self,
+        rel: &str,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<T, crate::untrusted::Unknown> {
+        let unknown = |why: String| crate::untrusted::Unknown::new(format!("/{rel}"), why);
+        let path = self.path(rel);
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Err(unknown("is missing".into()));
+        }
+        let bytes = read_bounded(&path).ok_or_else(|| unknown("cannot be read".into()))?;
+        parse(&String::from_utf8_lossy(&bytes)).map_err(unknown)
     }
 }
 

@@ -186,7 +186,8 @@ fn parse(log: &str) -> Vec<Xid> {
             let digits: String = number.chars().take_while(char::is_ascii_digit).collect();
             let xid = digits.parse().ok()?;
             WATCHED.iter().any(|(id, ..)| *id == xid).then(|| Xid {
-                gpu: gpu.trim().to_lowercase(),
+                // Any process may write to the log (/dev/kmsg): one line.
+                gpu: crate::untrusted::printable(&gpu.trim().to_lowercase()),
                 xid,
             })
         })
@@ -250,5 +251,26 @@ mod tests {
         .unwrap();
         let read = GpuXids::read(dir.path());
         assert_eq!(read.findings().len(), 1, "{read:?}");
+    }
+
+    proptest::proptest! {
+        /// Any log: watched XIDs only, each GPU's name and finding on one
+        /// line; never a panic.
+        #[test]
+        fn any_log_gives_watched_xids_on_one_line(
+            noise in ".{0,60}",
+            gpu in ".{0,16}",
+            xid in 0u32..200,
+        ) {
+            let log = format!("4,1,2,-;{noise}\n4,2,3,-;NVRM: Xid (PCI:{gpu}): {xid}, pid=1\n{noise}");
+            let xids = parse(&log);
+            for x in &xids {
+                proptest::prop_assert!(WATCHED.iter().any(|(id, ..)| *id == x.xid));
+                proptest::prop_assert!(!x.gpu.chars().any(crate::untrusted::needs_escape));
+            }
+            for line in (GpuXids::Read { xids }).findings() {
+                proptest::prop_assert!(!line.chars().any(crate::untrusted::needs_escape), "{line:?}");
+            }
+        }
     }
 }

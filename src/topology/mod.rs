@@ -183,6 +183,10 @@ pub struct Topology {
     pub memory_devices: Vec<smbios::MemoryDevice>,
     /// Empty DIMM slots from SMBIOS, with their channels where named.
     pub empty_memory_slots: Vec<smbios::EmptySlot>,
+    /// SMBIOS entries that could not be read or parsed, and values of
+    /// DIMMs not believed (a speed or width no memory has).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memory_device_unknown: Vec<crate::untrusted::Unknown>,
     /// Corrected and uncorrected memory errors since boot (EDAC).
     pub memory_errors: edac::MemoryErrors,
     /// NVIDIA GPUs on the PCI bus (sysfs; no driver needed).

@@ -17,10 +17,20 @@ pub struct MemoryDevice {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub channel: Option<String>,
     pub size_mib: u64,
-    /// Configured speed when given, else the rated speed (MT/s).
-    pub mts: u32,
-    pub data_width_bits: u16,
+    /// Configured speed when given, else the rated speed (MT/s); `None`
+    /// where the entry gives none or one no DDR or HBM runs at.
+    pub mts: Option<u32>,
+    /// Bits of data per transfer; `None` where the entry gives none or an
+    /// implausible width (it would make a peak of 0 GB/s).
+    pub data_width_bits: Option<u16>,
+    /// What of the entry could not be believed, in words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<String>,
 }
+
+/// The speeds a DIMM or HBM stack runs at, MT/s: DDR-200 to well past
+/// today's fastest MRDIMMs.
+const PLAUSIBLE_MTS: std::ops::RangeInclusive<u32> = 100..=20_000;
 
 /// An empty DIMM slot, as the board names it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,17 +48,23 @@ pub enum Slot {
 
 /// Parses one raw type 17 structure; `None` for an empty slot or garbage.
 pub fn parse_memory_device(raw: &[u8]) -> Option<MemoryDevice> {
-    match parse_slot(raw)? {
+    match parse_slot(raw).ok()? {
         Slot::Populated(d) => Some(d),
         Slot::Empty(_) => None,
     }
 }
 
-/// Parses one raw type 17 structure; `None` for garbage.
-pub fn parse_slot(raw: &[u8]) -> Option<Slot> {
-    let len = *raw.get(1)? as usize;
-    if *raw.first()? != 17 || len < 0x17 || raw.len() < len {
-        return None;
+/// Parses one raw type 17 structure, or says why it is not one.
+pub fn parse_slot(raw: &[u8]) -> Result<Slot, String> {
+    let (Some(&kind), Some(&len)) = (raw.first(), raw.get(1)) else {
+        return Err(format!("is {} bytes, not an SMBIOS structure", raw.len()));
+    };
+    let len = len as usize;
+    if kind != 17 || len < 0x17 || raw.len() < len {
+        return Err(format!(
+            "is not a memory device entry (type {kind}, {len} of {} bytes formatted)",
+            raw.len()
+        ));
     }
     let word = |off: usize| -> Option<u16> {
         (off + 2 <= len).then(|| u16::from_le_bytes([raw[off], raw[off + 1]]))
@@ -66,7 +82,8 @@ pub fn parse_slot(raw: &[u8]) -> Option<Slot> {
     let string = |off: usize| {
         let n = usize::from(*raw.get(off).filter(|_| off < len)?);
         let text = strings.get(n.checked_sub(1)?)?;
-        Some(String::from_utf8_lossy(text).trim().to_string()).filter(|s| !s.is_empty())
+        let text = crate::untrusted::printable(String::from_utf8_lossy(text).trim());
+        Some(text).filter(|s| !s.is_empty())
     };
     let (device, bank) = (string(0x10), string(0x11));
     let channel = channel_of(device.as_deref(), bank.as_deref());
@@ -74,10 +91,10 @@ pub fn parse_slot(raw: &[u8]) -> Option<Slot> {
         (Some(device), Some(bank)) => Some(format!("{device} ({bank})")),
         (device, bank) => device.or(bank),
     };
-    let size_mib = match word(0x0C)? {
-        0 => return Some(Slot::Empty(EmptySlot { locator, channel })),
-        0xFFFF => return None,
-        0x7FFF => u64::from(dword(0x1C)? & 0x7FFF_FFFF),
+    let size_mib = match word(0x0C).ok_or("has no size")? {
+        0 => return Ok(Slot::Empty(EmptySlot { locator, channel })),
+        0xFFFF => return Err("gives its size as unknown (0xFFFF)".into()),
+        0x7FFF => u64::from(dword(0x1C).ok_or("has no extended size")? & 0x7FFF_FFFF),
         s if s & 0x8000 != 0 => u64::from(s & 0x7FFF) / 1024, // KiB granularity
         s => u64::from(s),
     };
@@ -88,13 +105,42 @@ pub fn parse_slot(raw: &[u8]) -> Option<Slot> {
             v => Some(u32::from(v)),
         }
     };
-    let mts = speed(0x20, 0x58).or_else(|| speed(0x15, 0x54))?;
-    Some(Slot::Populated(MemoryDevice {
+    let mut unknown = Vec::new();
+    let mts = match speed(0x20, 0x58).or_else(|| speed(0x15, 0x54)) {
+        Some(mts) if PLAUSIBLE_MTS.contains(&mts) => Some(mts),
+        Some(mts) => {
+            unknown.push(format!(
+                "speed {mts} MT/s is outside what DDR or HBM runs at ({}-{})",
+                PLAUSIBLE_MTS.start(),
+                PLAUSIBLE_MTS.end()
+            ));
+            None
+        }
+        None => {
+            unknown.push("gives no speed".into());
+            None
+        }
+    };
+    // DDR's 64 bits (32 per DDR5 sub-channel, 16 for LPDDR), up to HBM's
+    // 1024 per stack, in whole bytes; 0xFFFF is SMBIOS's "unknown".
+    let data_width_bits = match word(0x0A) {
+        Some(w) if (8..=1024).contains(&w) && w % 8 == 0 => Some(w),
+        Some(w) => {
+            unknown.push(match w {
+                0xFFFF | 0 => "gives no data width".to_string(),
+                w => format!("data width {w} bits is not one a memory device has"),
+            });
+            None
+        }
+        None => None,
+    };
+    Ok(Slot::Populated(MemoryDevice {
         locator,
         channel,
         size_mib,
         mts,
-        data_width_bits: word(0x0A).filter(|&w| w != 0 && w != 0xFFFF).unwrap_or(64),
+        data_width_bits,
+        unknown,
     }))
 }
 
@@ -125,11 +171,21 @@ pub fn channel_of(device: Option<&str>, bank: Option<&str>) -> Option<String> {
     (letter_before_number && upper.contains("DIMM")).then(|| stem.to_string())
 }
 
-/// Every populated memory device under `root`, and every empty slot; both
+/// The type 17 entries under a root.
+#[derive(Default)]
+pub(super) struct Entries {
+    pub populated: Vec<MemoryDevice>,
+    pub empty: Vec<EmptySlot>,
+    /// Entries that could not be read or parsed, and values of populated
+    /// ones not believed.
+    pub unknown: Vec<crate::untrusted::Unknown>,
+}
+
+/// Every populated memory device under `root`, and every empty slot; all
 /// empty when the entries are absent or unreadable (not root).
-pub(super) fn read(root: &std::path::Path) -> (Vec<MemoryDevice>, Vec<EmptySlot>) {
+pub(super) fn read(root: &std::path::Path) -> Entries {
     let Ok(dir) = std::fs::read_dir(root.join("sys/firmware/dmi/entries")) else {
-        return (Vec::new(), Vec::new());
+        return Entries::default();
     };
     let mut entries: Vec<_> = dir
         .flatten()
@@ -137,18 +193,30 @@ pub(super) fn read(root: &std::path::Path) -> (Vec<MemoryDevice>, Vec<EmptySlot>
         .map(|e| e.path())
         .collect();
     entries.sort();
-    let (mut populated, mut empty) = (Vec::new(), Vec::new());
-    for raw in entries
-        .iter()
-        .filter_map(|p| super::read_bounded(&p.join("raw")))
-    {
+    let mut out = Entries::default();
+    for entry in entries {
+        let path = entry.join("raw");
+        let file = format!("/{}", path.strip_prefix(root).unwrap_or(&path).display());
+        let unknown = |why: String| crate::untrusted::Unknown::new(file.clone(), why);
+        let Some(raw) = super::read_bounded(&path) else {
+            // Not root: none of them can be read, and that is no fault.
+            if path.exists() && std::fs::File::open(&path).is_err() {
+                return Entries::default();
+            }
+            out.unknown.push(unknown("cannot be read".into()));
+            continue;
+        };
         match parse_slot(&raw) {
-            Some(Slot::Populated(d)) => populated.push(d),
-            Some(Slot::Empty(e)) => empty.push(e),
-            None => {}
+            Ok(Slot::Populated(d)) => {
+                out.unknown
+                    .extend(d.unknown.iter().map(|w| unknown(w.clone())));
+                out.populated.push(d);
+            }
+            Ok(Slot::Empty(e)) => out.empty.push(e),
+            Err(why) => out.unknown.push(unknown(why)),
         }
     }
-    (populated, empty)
+    out
 }
 
 /// A minimal SMBIOS 3.x type 17 (Memory Device) structure: formatted area of
@@ -219,15 +287,16 @@ mod tests {
                 locator: Some("DIMM 3 (BANK 3)".into()),
                 channel: None,
                 size_mib: 32 * 1024,
-                mts: 3200,
-                data_width_bits: 64
+                mts: Some(3200),
+                data_width_bits: Some(64),
+                unknown: Vec::new(),
             }
         );
         let mut empty = memory_device_record(1, 0, 3200);
         assert_eq!(parse_memory_device(&empty), None);
         assert_eq!(
             parse_slot(&empty),
-            Some(Slot::Empty(EmptySlot {
+            Ok(Slot::Empty(EmptySlot {
                 locator: Some("DIMM 1 (BANK 1)".into()),
                 channel: None
             }))
@@ -261,6 +330,38 @@ mod tests {
                 want,
                 "{device:?} {bank:?}"
             );
+        }
+    }
+
+    proptest::proptest! {
+        /// Any bytes: an entry or the reason it is none, and a populated
+        /// entry's speed and width within what memory has, or unknown.
+        #[test]
+        fn any_bytes_are_a_slot_or_a_reason(
+            mut raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..160),
+            real in proptest::prelude::any::<bool>(),
+        ) {
+            if real && raw.len() >= 2 {
+                // Mostly a type 17 header, so that the fields are reached.
+                raw[0] = 17;
+                raw[1] = raw[1].max(0x17);
+            }
+            match parse_slot(&raw) {
+                Ok(Slot::Populated(d)) => {
+                    proptest::prop_assert!(d.mts.is_none_or(|m| PLAUSIBLE_MTS.contains(&m)));
+                    proptest::prop_assert!(d.data_width_bits.is_none_or(|w| w >= 8 && w % 8 == 0));
+                    proptest::prop_assert_eq!(
+                        d.unknown.len(),
+                        usize::from(d.mts.is_none()) + usize::from(d.data_width_bits.is_none())
+                    );
+                    let names = d.locator.iter().chain(&d.channel);
+                    for name in names {
+                        proptest::prop_assert!(!name.chars().any(char::is_control));
+                    }
+                }
+                Ok(Slot::Empty(_)) => {}
+                Err(why) => proptest::prop_assert!(!why.is_empty()),
+            }
         }
     }
 }

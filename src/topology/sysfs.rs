@@ -90,7 +90,7 @@ impl Topology {
         } else {
             Vec::new()
         };
-        let (memory_devices, empty_memory_slots) = smbios::read(root);
+        let dmi = smbios::read(root);
         Ok(Topology {
             caches_from: None,
             warnings,
@@ -104,8 +104,9 @@ impl Topology {
             allowed_mems,
             memory: read_memory(&r),
             cpu_info: read_cpu_info(&r),
-            memory_devices,
-            empty_memory_slots,
+            memory_devices: dmi.populated,
+            empty_memory_slots: dmi.empty,
+            memory_device_unknown: dmi.unknown,
             memory_errors: edac::MemoryErrors::read(&r),
             gpus: super::pci::read(&r),
             power: super::power::Power::read(&r, online_set.ids()),

@@ -48,3 +48,4 @@ mod sweep_axes;
 mod topo_cli;
 mod topology;
 mod transfers;
+mod unknowns;

@@ -7,7 +7,7 @@ use crate::common;
 use std::path::Path;
 
 /// The tree of tests/fixtures/`spec`.json, generated under `dir`.
-fn generated(dir: &Path, spec: &str) -> String {
+pub(crate) fn generated(dir: &Path, spec: &str) -> String {
     let tree = dir.join("tree");
     let spec = common::fixtures_dir().join(format!("{spec}.json"));
     common::stdout(&[
@@ -52,7 +52,7 @@ fn set_uncorrected(tree: &Path, ue: u64) {
 }
 
 /// membw's exit code, stdout and stderr.
-fn run(args: &[&str]) -> (Option<i32>, String, String) {
+pub(crate) fn run(args: &[&str]) -> (Option<i32>, String, String) {
     let out = common::membw().args(args).output().unwrap();
     (
         out.status.code(),
@@ -134,9 +134,9 @@ fn the_checks_prometheus_file_and_json_carry_each_dimms_counters() {
     let text = std::fs::read_to_string(&prom).unwrap();
     for line in [
         "membw_edac_readable 1",
-        "membw_edac_uncorrected_errors{mc=\"0\",dimm=\"P0-DIMMA2\"} 3",
-        "membw_edac_uncorrected_errors{mc=\"0\",dimm=\"P0-DIMMA1\"} 0",
-        "membw_edac_corrected_errors{mc=\"0\",dimm=\"P0-DIMMA2\"} 0",
+        "membw_edac_uncorrected_errors{mc=\"0\",entry=\"dimm1\",dimm=\"P0-DIMMA2\"} 3",
+        "membw_edac_uncorrected_errors{mc=\"0\",entry=\"dimm0\",dimm=\"P0-DIMMA1\"} 0",
+        "membw_edac_corrected_errors{mc=\"0\",entry=\"dimm1\",dimm=\"P0-DIMMA2\"} 0",
         "# TYPE membw_edac_corrected_errors gauge",
     ] {
         assert!(text.lines().any(|l| l == line), "{line}\n{text}");

@@ -87,7 +87,8 @@ impl Platform for Cuda {
             facts: DeviceFacts {
                 model: Some(format!(
                     "{} (compute capability {}.{}{})",
-                    facts.name,
+                    // The driver's text: one line wherever it is printed.
+                    crate::untrusted::printable(&facts.name),
                     facts.capability.0,
                     facts.capability.1,
                     if nvml.c2c_gb_s.is_some() {

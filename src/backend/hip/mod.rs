@@ -112,7 +112,8 @@ impl Platform for Hip {
         let device = targets::Device {
             id: DeviceId::of(self.name(), index),
             facts: DeviceFacts {
-                model: Some(model),
+                // The driver's text: one line wherever it is printed.
+                model: Some(crate::untrusted::printable(&model)),
                 memory_bytes: Some(facts.memory_bytes),
                 driver: Some(driver),
                 numa_node: pci.and_then(|p| p.numa_node),

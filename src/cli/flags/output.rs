@@ -253,3 +253,31 @@ mod tests {
         assert!(help.contains("jsonl: the verdict on one line"), "{help}");
     }
 }
+
+/// `--unknown` (check): what a value the check could not read does to the
+/// verdict.
+#[derive(Args, Debug, Clone, Copy, Default)]
+pub(crate) struct Unknowns {
+    /// What an input the check cannot read or believe (an EDAC counter holding garbage, a DIMM's
+    /// speed no memory has) does to the verdict: `report` says it beside a healthy verdict and in
+    /// its one line; `fail` makes the node unhealthy (exit 1), for strict sites
+    #[arg(long = "unknown", value_name = "report|fail", default_value = "report")]
+    pub(crate) unknown: UnknownChoice,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, Default)]
+pub(crate) enum UnknownChoice {
+    #[default]
+    Report,
+    Fail,
+}
+
+impl Unknowns {
+    pub(crate) fn policy(self) -> crate::health::verdict::UnknownPolicy {
+        use crate::health::verdict::UnknownPolicy;
+        match self.unknown {
+            UnknownChoice::Report => UnknownPolicy::Report,
+            UnknownChoice::Fail => UnknownPolicy::Fail,
+        }
+    }
+}

@@ -10,27 +10,33 @@ pub(super) type Metrics = Vec<(&'static str, &'static str, super::Series)>;
 
 /// Whether the counters could be read, and each DIMM's corrected and
 /// uncorrected errors (a controller's own where it lists no DIMMs),
-/// labelled `mc` and `dimm` (the board's slot name where the driver
-/// gives one).
+/// labelled `mc`, `entry` (`dimm1`: unique within its controller, so that
+/// two DIMMs of one label are two series) and `dimm` (the board's slot
+/// name where the driver gives one). A count that could not be read has no
+/// sample: `membw_check_unknown_inputs` counts it.
 pub(super) fn metrics(errors: &MemoryErrors) -> Metrics {
     let readable = match errors {
         MemoryErrors::Counted { .. } => 1.0,
         MemoryErrors::NotReadable { .. } => 0.0,
     };
     let (mut corrected, mut uncorrected) = (Vec::new(), Vec::new());
-    if let MemoryErrors::Counted { controllers, .. } = errors {
-        for c in controllers {
-            let mc = format!("mc=\"{}\"", c.controller);
-            if c.dimms.is_empty() {
-                corrected.push((mc.clone(), c.corrected as f64));
-                uncorrected.push((mc.clone(), c.uncorrected as f64));
-            }
-            for d in &c.dimms {
-                let dimm = d.label.as_deref().unwrap_or(&d.entry);
-                let labels = format!("{mc},dimm=\"{}\"", super::label(dimm));
-                corrected.push((labels.clone(), d.corrected as f64));
-                uncorrected.push((labels, d.uncorrected as f64));
-            }
+    let mut sample = |labels: &str, ce: Option<u64>, ue: Option<u64>| {
+        corrected.extend(ce.map(|n| (labels.to_string(), n as f64)));
+        uncorrected.extend(ue.map(|n| (labels.to_string(), n as f64)));
+    };
+    for c in errors.controllers() {
+        let mc = format!("mc=\"{}\"", c.controller);
+        if c.dimms.is_empty() {
+            sample(&mc, c.corrected, c.uncorrected);
+        }
+        for d in &c.dimms {
+            let dimm = d.label.as_deref().unwrap_or(&d.entry);
+            let labels = format!(
+                "{mc},entry=\"{}\",dimm=\"{}\"",
+                super::label(&d.entry),
+                super::label(dimm)
+            );
+            sample(&labels, d.corrected, d.uncorrected);
         }
     }
     vec![
@@ -119,4 +125,19 @@ pub(super) fn gpu_metrics(v: &crate::health::verdict::Verdict) -> Metrics {
 /// A state as a gauge: 1 set, 0 not.
 fn flag(state: Option<bool>) -> Option<f64> {
     state.map(|b| if b { 1.0 } else { 0.0 })
+}
+
+/// How many values the check could not read, per source (0 where it read
+/// every one): an alert on a node that is "healthy" only because a counter
+/// held garbage.
+pub(super) fn unknown_metrics(v: &crate::health::verdict::Verdict) -> Metrics {
+    use crate::health::verdict::InputSource;
+    let count = |source: InputSource| v.unknown.iter().filter(|u| u.source == source).count();
+    vec![(
+        "membw_check_unknown_inputs",
+        "Values the last membw check could not read or believe, per source (edac, smbios, baseline): each is named in its verdict's unknown list; with --unknown fail any one fails the check.",
+        (InputSource::ALL.iter())
+            .map(|&s| (format!("source=\"{}\"", s.name()), count(s) as f64))
+            .collect(),
+    )]
 }

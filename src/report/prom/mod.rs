@@ -55,10 +55,22 @@ fn number(v: f64) -> String {
 
 /// A label value with `\`, `"` and newlines escaped.
 fn label(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            // The format escapes nothing else: any other character that
+            // could end a line is written as membw's escape of it, its
+            // backslash escaped, so that the value reads `\u{1b}`.
+            c if crate::untrusted::needs_escape(c) => {
+                out.push_str(&format!("\\\\u{{{:x}}}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// A scope's labels; a device's scope carries its device's (gpu, uuid),
@@ -184,7 +196,7 @@ pub fn check(v: &Verdict) -> String {
         })
         .collect();
     let (fabrics, memory) = (fabric::metrics(v), memory::metrics(&v.memory_errors));
-    let gpu_memory = memory::gpu_metrics(v);
+    let (gpu_memory, unknown) = (memory::gpu_metrics(v), memory::unknown_metrics(v));
     let mut metrics = vec![
         Metric {
             name: "membw_check_healthy",
@@ -222,6 +234,7 @@ pub fn check(v: &Verdict) -> String {
     metrics.extend(made(&fabrics));
     metrics.extend(made(&memory));
     metrics.extend(made(&gpu_memory));
+    metrics.extend(made(&unknown));
     metrics.extend([
         Metric {
             name: "membw_check_hardware_findings",
@@ -440,6 +453,8 @@ mod tests {
             "# HELP m_a A.\n# TYPE m_a gauge\nm_a{k=\"1\"} 2.5\nm_a{k=\"2\"} NaN\n"
         );
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        // A carriage return or an escape code cannot end or rewrite the line.
+        assert_eq!(label("a\rb\u{1b}"), "a\\\\u{d}b\\\\u{1b}");
         assert_eq!(epoch("1970-01-01T00:01:40Z"), Some(100.0));
     }
 }

@@ -133,19 +133,21 @@ impl From<Wire> for Device {
     fn from(w: Wire) -> Device {
         let mut peaks = w.peaks;
         peaks.memory_gb_s = peaks.memory_gb_s.or(w.peak_gb_s);
+        // A document's names may have been written by anyone: one line each.
+        let line = |t: Option<String>| t.map(|t| crate::untrusted::printable(&t));
         Device {
             id: DeviceId {
-                backend: w.backend,
+                backend: crate::untrusted::printable(&w.backend),
                 index: w.index,
-                name: w.name,
+                name: crate::untrusted::printable(&w.name),
             },
             facts: DeviceFacts {
-                model: w.model,
+                model: line(w.model),
                 memory_bytes: w.memory_bytes,
-                driver: w.driver,
+                driver: line(w.driver),
                 numa_node: w.numa_node,
-                uuid: w.uuid,
-                bus_id: w.bus_id,
+                uuid: line(w.uuid),
+                bus_id: line(w.bus_id),
                 link: w.link,
                 multiprocessors: w.multiprocessors,
                 cache_bytes: w.cache_bytes,
