@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="b8476a7d529b9188998dfe443bc972e2bc83d731b1c64e052856c4d3ebd774cf")
+    version("0.1.0", sha256="be9977e44645dcccc60788a15708c8ece27cd6cd1dabd61e532c1a9564b17b49")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
