@@ -105,8 +105,12 @@ fn differences(docs: &[(PathBuf, RunReport)]) -> Vec<String> {
     out
 }
 
-/// The slow hosts found within each group of like nodes (of two or more).
-fn slow_among_like(docs: &[(PathBuf, RunReport)], outlier: f64) -> Result<Vec<String>, String> {
+/// Each node's verdict within its group of like nodes (of two or more):
+/// host, slow, and slow by its best but cleared by its mean.
+fn slow_among_like(
+    docs: &[(PathBuf, RunReport)],
+    outlier: f64,
+) -> Result<Vec<(String, bool, bool)>, String> {
     let mut groups: BTreeMap<Likeness, Vec<(PathBuf, RunReport)>> = BTreeMap::new();
     for (p, d) in docs {
         groups
@@ -117,7 +121,7 @@ fn slow_among_like(docs: &[(PathBuf, RunReport)], outlier: f64) -> Result<Vec<St
     let mut slow = Vec::new();
     for group in groups.values().filter(|g| g.len() > 1) {
         let ranks = merge(group, outlier)?;
-        slow.extend(ranks.slow_hosts().into_iter().map(String::from));
+        slow.extend((ranks.nodes.iter()).map(|n| (n.host.clone(), n.slow, n.cleared_by_mean)));
     }
     Ok(slow)
 }
@@ -144,7 +148,8 @@ pub fn document(
             // a node is slow only against the nodes like it.
             let slow = slow_among_like(docs, outlier)?;
             for node in &mut ranks.nodes {
-                node.slow = slow.contains(&node.host);
+                let verdict = slow.iter().find(|(host, ..)| *host == node.host);
+                (node.slow, node.cleared_by_mean) = verdict.map_or((false, false), |v| (v.1, v.2));
             }
             let _ = writeln!(
                 out,

@@ -123,6 +123,16 @@ fn slow_decision_text(host: &str, decision: Option<SlowDecision>, outlier: f64) 
              its interval reaches {}; run it again",
             line_text(line)
         ),
+        Some(SlowDecision::NotSlowByMean {
+            mean,
+            half,
+            n,
+            line,
+        }) => format!(
+            "{host}: not slow: its best was under the line, but the mean of {n} repetitions\n    \
+             {mean:.2} GB/s ± {half:.2} lies wholly above {}",
+            line_text(line)
+        ),
         _ => format!("{host}: slow, not resolved: too few repetitions for an interval"),
     }
 }
@@ -143,6 +153,11 @@ fn slow_and_untrusted(r: &Ranks, alike: bool) -> String {
                     100.0 * r.outlier
                 ),
             }
+        } else if slow.is_empty() && r.nodes.iter().any(|n| n.cleared_by_mean) {
+            format!(
+                "Slow nodes: none (below {:.0} % of the median node by a best only, not by a mean: below)",
+                100.0 * r.outlier
+            )
         } else if slow.is_empty() {
             format!(
                 "Slow nodes: none (every node at {:.0} % of the median or more)",

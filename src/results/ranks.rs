@@ -66,8 +66,15 @@ pub struct NodeRow {
     pub of_median: f64,
     /// Its rate over its theoretical peak, when known.
     pub of_peak: Option<f64>,
-    /// Below the outlier threshold: the node an admin looks at first.
+    /// Its best below the outlier threshold of the median node's, and its
+    /// repetitions' mean not clearly above the same share of the median
+    /// node's mean: the node an admin looks at first (and exit 1).
     pub slow: bool,
+    /// Its best was below the threshold, but its mean's whole interval is
+    /// above the mean's line: one lucky repetition elsewhere, not a slow
+    /// node. Said, not flagged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cleared_by_mean: bool,
     /// The node's counted repetitions (its bytes over its slowest rank's
     /// time in each), GB/s, with the 95 % interval of their mean: whether
     /// a slow node is slow beyond its own noise.
@@ -92,6 +99,13 @@ pub enum SlowDecision {
     },
     /// Its interval reaches the line (or it has one counted repetition).
     NotResolved {
+        mean: f64,
+        half: f64,
+        n: usize,
+        line: f64,
+    },
+    /// Its whole interval lies above the line: slow by its best only.
+    NotSlowByMean {
         mean: f64,
         half: f64,
         n: usize,
@@ -189,15 +203,32 @@ pub fn node_table(ranks: &[RankRun], kernel: KernelId, outlier: f64) -> Vec<Node
                 of_median: 0.0,
                 of_peak: on[0].node_peak_gb_s.filter(|p| *p > 0.0).map(|p| gb_s / p),
                 slow: false,
+                cleared_by_mean: false,
                 repetitions: super::Stats::of(&rates),
                 untrusted: on.iter().find_map(|r| r.untrusted.clone()),
             }
         })
         .collect();
-    let median = median(rows.iter().map(|r| r.gb_s).collect());
+    let median_best = median(rows.iter().map(|r| r.gb_s).collect());
+    let line = outlier
+        * median(
+            rows.iter()
+                .filter_map(|r| r.repetitions.map(|s| s.mean))
+                .collect(),
+        );
     for row in &mut rows {
-        row.of_median = if median > 0.0 { row.gb_s / median } else { 0.0 };
-        row.slow = row.of_median < outlier;
+        row.of_median = if median_best > 0.0 {
+            row.gb_s / median_best
+        } else {
+            0.0
+        };
+        // One comparison for the flag, the words and the exit code: the
+        // best screens, and a mean whose whole interval is above the same
+        // share of the median node's mean clears it.
+        let by_best = row.of_median < outlier;
+        let above = (row.repetitions.and_then(|s| s.interval())).is_some_and(|i| i.low >= line);
+        row.slow = by_best && !above;
+        row.cleared_by_mean = by_best && above;
     }
     rows
 }
@@ -293,11 +324,17 @@ impl Ranks {
         let line = self.outlier * median(means);
         self.nodes
             .iter()
-            .filter(|n| n.slow)
+            .filter(|n| n.slow || n.cleared_by_mean)
             .map(|n| {
                 let decision = n.repetitions.map(|s| {
                     let (mean, n) = (s.mean, s.n);
                     match s.interval() {
+                        Some(i) if i.low >= line => SlowDecision::NotSlowByMean {
+                            mean,
+                            half: i.half_width(),
+                            n,
+                            line,
+                        },
                         Some(i) if i.high < line => SlowDecision::Resolved {
                             mean,
                             half: i.half_width(),

@@ -113,14 +113,6 @@ fn default_vendor() -> String {
 }
 
 impl MachineSpec {
-    /// A machine described in JSON, by people (not a document membw
-    /// writes), checked for what a fixture tree can hold.
-    pub fn parse(text: &str) -> Result<MachineSpec, String> {
-        let spec: MachineSpec = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        spec.check()?;
-        Ok(spec)
-    }
-
     pub fn cpu_nodes(&self) -> usize {
         self.sockets * self.nodes_per_socket
     }
@@ -163,50 +155,6 @@ impl MachineSpec {
         } else {
             self.distance_remote
         }
-    }
-
-    /// Refuses descriptions no machine has, before anything is written:
-    /// zero counts, more CPUs than CPU ids go, caches or nodes that do not
-    /// divide the cores.
-    pub fn check(&self) -> Result<(), String> {
-        let counts = [
-            ("sockets", self.sockets),
-            ("nodes_per_socket", self.nodes_per_socket),
-            ("cores_per_node", self.cores_per_node),
-            ("threads_per_core", self.threads_per_core),
-            ("cores_per_l3", self.cores_per_l3),
-        ];
-        for (name, n) in counts {
-            if n == 0 {
-                return Err(format!("{name} must be at least 1"));
-            }
-        }
-        counts[..4]
-            .iter()
-            .try_fold(1usize, |acc, (_, n)| acc.checked_mul(*n))
-            .filter(|&c| c <= crate::topology::cpulist::MAX_ID + 1)
-            .ok_or_else(|| {
-                format!(
-                    "more than {} CPUs; no machine membw knows has that many",
-                    crate::topology::cpulist::MAX_ID + 1
-                )
-            })?;
-        let nodes = self.sockets * self.nodes_per_socket + self.memory_only_nodes;
-        if nodes > 1024 || self.dimms_per_socket > 64 || self.node_memory_gib > 1 << 20 {
-            return Err("more than 1024 NUMA nodes, 64 DIMMs per socket or 1 PiB per node".into());
-        }
-        if self.threads_per_core > 8 {
-            return Err("more than 8 hardware threads per core".into());
-        }
-        // Several nodes in a socket are some distance apart: a spec that
-        // leaves it out (0) would give every later read of the tree a
-        // warning about a distance of 0.
-        if self.nodes_per_socket > 1 && self.distance_same_socket == 0 {
-            return Err(
-                "distance_same_socket is missing or 0 with several nodes per socket: give the SLIT distance between them (11 or 12 on most machines)".into(),
-            );
-        }
-        Ok(())
     }
 
     /// A node's huge page pools, HMAT figures and memory-side cache.

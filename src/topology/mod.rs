@@ -20,6 +20,7 @@ pub mod edac;
 mod files;
 pub mod fixture;
 pub mod kernel_log;
+mod machine_spec;
 pub mod pci;
 pub mod power;
 pub mod smbios;

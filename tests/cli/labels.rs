@@ -313,3 +313,55 @@ fn arrays_between_the_caches_and_streams_rule_are_their_own_band() {
     let memory = plan(4 * caches / 8 + 1);
     assert!(memory.contains("memory (STREAM's rule holds)"), "{memory}");
 }
+
+/// A node's run document whose triad ran at `rates` GB/s (after an
+/// uncounted first repetition), as from `host`.
+fn node_with_rates(dir: &std::path::Path, host: &str, rates: &[f64]) -> std::path::PathBuf {
+    let path = node_doc(dir, "5", host, "Intel(R) Xeon(R) Processor");
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let m = &mut doc["measurement"];
+    let bytes = m["array_elements"].as_f64().unwrap() * 24.0;
+    let results = m["results"].as_array_mut().unwrap();
+    let triad = results.iter_mut().find(|r| r["kernel"] == "triad").unwrap();
+    let mut times = vec![bytes / 5e9];
+    times.extend(rates.iter().map(|r| bytes / (r * 1e9)));
+    let best = rates.iter().copied().fold(0.0, f64::max);
+    triad["times_s"] = serde_json::json!(times);
+    triad["best_rate_mb_s"] = serde_json::json!(best * 1e3);
+    triad["min_time_s"] = serde_json::json!(bytes / (best * 1e9));
+    std::fs::write(&path, doc.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn a_node_slow_by_one_lucky_best_elsewhere_is_not_called_slow_by_its_mean() {
+    // node02 ran a steady 11.05 GB/s; the others 11.0 with one lucky 12.1.
+    // Its best is 91 % of the median's, but its mean is not slow: the
+    // words and the exit code follow the same comparison.
+    let dir = tempfile::tempdir().unwrap();
+    let lucky = [12.1, 11.0, 11.0, 11.0];
+    let files = [
+        node_with_rates(dir.path(), "node01", &lucky),
+        node_with_rates(dir.path(), "node02", &[11.03, 11.05, 11.07, 11.04]),
+        node_with_rates(dir.path(), "node03", &lucky),
+    ];
+    let out = common::membw()
+        .arg("report")
+        .args(&files)
+        .args(["--outlier", "0.95"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(!text.contains("SLOW"), "{text}");
+    assert!(
+        text.contains("Slow nodes: none (below 95 % of the median node by a best only"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "node02: not slow: its best was under the line, but the mean of 4 repetitions"
+        ),
+        "{text}"
+    );
+}

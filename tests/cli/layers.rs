@@ -439,7 +439,7 @@ fn a_long_flag_means_one_thing_in_every_command() {
 const NOT_DOCUMENTS: [(&str, &str); 2] = [
     ("ranks/mpi.rs", "messages between the ranks of one run"),
     (
-        "topology/fixture.rs",
+        "topology/machine_spec.rs",
         "machine descriptions people write for fixture trees",
     ),
 ];

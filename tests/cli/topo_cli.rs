@@ -242,6 +242,56 @@ fn generate_writes_a_fixture_from_a_spec() {
     );
 }
 
+#[test]
+fn a_spec_takes_every_size_spelling_membw_prints_and_names_every_missing_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("node.json");
+    let generate = |name: &str| {
+        let tree = dir.path().join(name);
+        let args = [
+            "topo",
+            "--generate",
+            spec.to_str().unwrap(),
+            tree.to_str().unwrap(),
+        ];
+        (args.map(String::from), tree)
+    };
+    // The spelling membw itself prints (`32 KiB`), and the kernel's.
+    std::fs::write(
+        &spec,
+        r#"{"model_name": "Test CPU", "sockets": 1, "cores_per_node": 4, "cores_per_l3": 4,
+            "l1d": "32KiB", "l1i": "32 KiB", "l2": "1.25MiB", "l3": "0.5M",
+            "distance_local": 10, "distance_remote": 20, "node_memory_gib": 16}"#,
+    )
+    .unwrap();
+    let (args, tree) = generate("a");
+    membw().args(&args).assert().success();
+    let out = stdout(&["topo", "--sysroot", tree.to_str().unwrap()]);
+    assert!(
+        out.contains("L1d 32 KiB × 4 · L1i 32 KiB × 4 · L2 1.3 MiB × 4 · L3 512 KiB × 1"),
+        "{out}"
+    );
+    // Every missing field in one error, and every bad size in one.
+    std::fs::write(&spec, r#"{"model_name": "Test CPU", "sockets": 1}"#).unwrap();
+    let (args, _) = generate("b");
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    usage_error(
+        &refs,
+        "missing fields: cores_per_node, cores_per_l3, l1d, l1i, l2, l3, distance_local, distance_remote, node_memory_gib",
+    );
+    std::fs::write(
+        &spec,
+        r#"{"model_name": "Test CPU", "sockets": 1, "cores_per_node": 4, "cores_per_l3": 4,
+            "l1d": "32", "l1i": "32K", "l2": "big", "l3": "30M",
+            "distance_local": 10, "distance_remote": 20, "node_memory_gib": 16}"#,
+    )
+    .unwrap();
+    usage_error(
+        &refs,
+        "l1d '32' is not a size (32K, 32KiB, 1.25MiB, 480M); l2 'big' is not a size",
+    );
+}
+
 /// `membw topo --json` agrees with lscpu and numactl on this machine.
 #[test]
 fn agrees_with_lscpu_and_numactl() {

@@ -42,18 +42,8 @@ pub(super) fn turned_legend(records: &[Record], kernel: KernelId) -> String {
 fn legend_of(records: Vec<&Record>, kernel: KernelId, long: Option<bool>) -> String {
     let all_runs = long == Some(true);
     let long = long.is_some();
-    let mut counts: Vec<usize> = records.iter().map(|r| r.runs.len()).collect();
-    counts.sort_unstable();
-    counts.dedup();
-    // Where the table has a trust column: a run left out of the table's
-    // kernel, and n counts the trusted runs.
     let doubted = records.iter().any(|r| !r.kernel_trust(kernel).whole());
-    let runs = match (counts.as_slice(), doubted) {
-        ([1], _) => "n = 1 run per point: no interval".to_string(),
-        ([n], false) => format!("n = {n} runs per point"),
-        ([n], true) => format!("n = the trusted runs of the {n} per point"),
-        _ => "n = the runs column".into(),
-    };
+    let runs = what_n_counts(&records, kernel, doubted);
     let with_sd = records.iter().any(|r| r.runs.len() > 1);
     let spread = if with_sd {
         "min, max and sd"
@@ -122,8 +112,8 @@ fn legend_of(records: Vec<&Record>, kernel: KernelId, long: Option<bool>) -> Str
         legend.push_str(
             "\ntrust: each run is judged on its own: other work or steal on the CPUs (the tick counters)\n\
              doubts the whole run, repetitions that varied 1.5× or more only their kernel; figures\n\
-             are the trusted runs' (n/m runs: n of m trusted); NOT TRUSTED where no run is (why,\n\
-             below): such points are never the best",
+             are the trusted runs' (n/m runs: n of m trusted), or every run's where none is: NOT\n\
+             TRUSTED (why, below); such points are never the best",
         );
     }
     if all_runs {
@@ -132,6 +122,26 @@ fn legend_of(records: Vec<&Record>, kernel: KernelId, long: Option<bool>) -> Str
         );
     }
     legend
+}
+
+/// What n counts in the legend's interval: the runs per point, or the
+/// trusted ones where a run was doubted; every run of a point that has no
+/// trusted run (its figures are every run's, NOT TRUSTED).
+fn what_n_counts(records: &[&Record], kernel: KernelId, doubted: bool) -> String {
+    let mut counts: Vec<usize> = records.iter().map(|r| r.runs.len()).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let none_trusted = records.iter().any(|r| r.kernel_trust(kernel).none());
+    match (counts.as_slice(), doubted, none_trusted) {
+        ([1], _, _) => "n = 1 run per point: no interval".to_string(),
+        ([n], false, _) => format!("n = {n} runs per point"),
+        ([n], true, false) => format!("n = the trusted runs of the {n} per point"),
+        ([n], true, true) => format!(
+            "n = the trusted runs of the {n} per point; all {n}, none trusted, where NOT TRUSTED"
+        ),
+        (_, _, false) => "n = the runs column".into(),
+        (_, _, true) => "n = the runs column; every run, none trusted, where NOT TRUSTED".into(),
+    }
 }
 
 /// ` (own)` where a device's host buffers were found on the device's own

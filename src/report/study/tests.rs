@@ -371,6 +371,19 @@ fn an_untrusted_fast_point_is_never_the_best_and_a_tie_is_not_resolved() {
         text.contains("NOT TRUSTED for triad: 1 of 2 points"),
         "{text}"
     );
+    // The untrusted point's figures are every run's: the legend says n
+    // counts them there, not trusted runs.
+    let legend = super::legend::long_legend(&records, KernelId::Triad, false);
+    assert!(
+        legend.contains(
+            "n = the trusted runs of the 3 per point; all 3, none trusted, where NOT TRUSTED"
+        ),
+        "{legend}"
+    );
+    assert!(
+        legend.contains("or every run's where none is: NOT"),
+        "{legend}"
+    );
     let v = StudyConclusion::find(&records, KernelId::Triad).unwrap();
     assert_eq!(v.best.point.threads, 1);
     assert!(v.runner_up.is_none() && v.resolved());

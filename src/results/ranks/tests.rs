@@ -87,6 +87,41 @@ fn exactly_the_slow_node_is_flagged() {
 }
 
 #[test]
+fn a_node_slow_by_its_best_but_not_by_its_mean_is_cleared_and_said() {
+    // The case: n1 and n3 had one lucky repetition (12.1 GB/s) and
+    // ran 11.0 otherwise; n2 ran a steady 11.05. n2's best is 91 % of the
+    // median's, but its mean's interval lies above 95 % of the median mean.
+    let times = |rates: &[f64]| {
+        let mut t = vec![1.0];
+        t.extend(rates.iter().map(|r| 1.0 / r));
+        t
+    };
+    let ranks = vec![
+        rank(0, "n1", vec![0], times(&[12.1, 11.0, 11.0, 11.0])),
+        rank(1, "n2", vec![0], times(&[11.03, 11.05, 11.07, 11.04])),
+        rank(2, "n3", vec![0], times(&[12.1, 11.0, 11.0, 11.0])),
+    ];
+    let s = Ranks::summarize("files", ranks, 0.95).unwrap();
+    assert!(s.nodes[1].of_median < 0.95);
+    // Neither flagged nor counted for the exit code: one comparison.
+    assert!(s.slow_hosts().is_empty());
+    assert!(s.nodes[1].cleared_by_mean && !s.nodes[1].slow);
+    let [
+        (
+            "n2",
+            Some(SlowDecision::NotSlowByMean {
+                mean, half, line, ..
+            }),
+        ),
+    ] = s.slow_decisions()[..]
+    else {
+        panic!("{:?}", s.slow_decisions());
+    };
+    // The words' numbers: the whole interval above the line.
+    assert!(mean - half >= line, "{mean} ± {half} against {line}");
+}
+
+#[test]
 fn ranks_bound_to_the_same_cpus_of_one_node_are_found() {
     let ranks = vec![
         rank(0, "a", vec![0, 1], vec![1.0, 1.0]),
