@@ -146,9 +146,11 @@ impl Member<'_> {
     }
 }
 
-/// What one member returns, with the CPU it was found on after pinning.
+/// What one member returns, with the CPU it was found on after pinning
+/// and the CPUs the kernel then let it run on.
 pub struct MemberResult<R> {
     pub observed_cpu: Option<usize>,
+    pub affinity: Option<Vec<usize>>,
     pub value: R,
 }
 
@@ -199,7 +201,7 @@ where
                             errs.push(format!("cannot pin thread {index} to CPU {cpu}: {e}"));
                         }
                     }
-                    let observed_cpu = sys::current_cpu();
+                    let (observed_cpu, affinity) = (sys::current_cpu(), sys::current_affinity());
                     barrier.wait(index);
                     if pin_failed.load(Ordering::Relaxed) {
                         return None;
@@ -212,6 +214,7 @@ where
                     };
                     Some(MemberResult {
                         observed_cpu,
+                        affinity,
                         value: body(&member, state),
                     })
                 });

@@ -79,11 +79,21 @@ impl Backend for CpuTeam {
             },
         )?;
         let observed: Vec<Option<usize>> = outcome.iter().map(|o| o.observed_cpu).collect();
+        let masks: Vec<Option<String>> = (outcome.iter())
+            .map(|o| {
+                o.affinity
+                    .as_deref()
+                    .map(crate::topology::cpulist::format_ranges)
+            })
+            .collect();
         if let Some(leader) = outcome.into_iter().next() {
             leader.value?;
         }
         let (pages, warnings) = arrays.page_placement(&plan.mem, &ranges, &plan.cpu_nodes);
-        let threads = ThreadPlacement::list(&plan.cpus, |t| observed.get(t).copied().flatten());
+        let mut threads = ThreadPlacement::list(&plan.cpus, |t| observed.get(t).copied().flatten());
+        for (t, mask) in threads.iter_mut().zip(masks) {
+            t.affinity = mask;
+        }
         Ok(Observed {
             threads,
             pages,

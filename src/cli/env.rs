@@ -25,13 +25,17 @@ pub(crate) const OTHER_RUNTIMES_VARS: [(&str, &str); 4] = [
     ("MP_BLIST", "NVIDIA HPC SDK's (PGI)"),
 ];
 
+/// What likwid-pin leaves in its child's environment (its CPU list): the
+/// OpenMP variables beside it are then likwid-pin's, which the header says.
+const WRAPPER_VAR: &str = "LIKWID_PIN";
+
 /// A snapshot of the variables (tests pass their own).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Vars(pub Vec<(&'static str, String)>);
 
 impl Vars {
     pub(crate) fn from_process() -> Vars {
-        let names = ["OMP_NUM_THREADS"]
+        let names = ["OMP_NUM_THREADS", WRAPPER_VAR]
             .into_iter()
             .chain(PLACEMENT_VARS)
             .chain(OTHER_RUNTIMES_VARS.map(|(name, _)| name));
@@ -111,7 +115,10 @@ fn bind(value: &str) -> Result<Option<Bind>> {
 /// For sweep and tune, whose axes decide placement: a note naming the
 /// variables they do not use, so none is ignored silently.
 pub(crate) fn note_unused(vars: &Vars, command: &str) {
-    let set: Vec<String> = vars.0.iter().map(|(n, v)| format!("{n}={v}")).collect();
+    let set: Vec<String> = (vars.0.iter())
+        .filter(|(n, _)| *n != WRAPPER_VAR)
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect();
     if !set.is_empty() {
         crate::say!(
             "membw: note: {command} places threads by its own axes; not used: {}",
@@ -202,13 +209,31 @@ pub(crate) fn placement(vars: &Vars, placement_flag: bool, threads_flag: bool) -
             if out.spec.is_some() {
                 out.used.push(shown);
             }
+        } else if *name == "KMP_AFFINITY" && vars.get(WRAPPER_VAR).is_some() {
+            out.unused
+                .push(format!("{shown} (likwid-pin's, for Intel's runtime)"));
         } else {
             out.unused.push(format!(
                 "{shown} (the OpenMP standard's variables, then GOMP's, then KMP's: the first set wins)"
             ));
         }
     }
+    if vars.get(WRAPPER_VAR).is_some() {
+        name_the_wrapper(&mut out.used);
+    }
     Ok(out)
+}
+
+/// Under likwid-pin, the variables it sets for the OpenMP runtime it
+/// wraps, said to be its own.
+fn name_the_wrapper(used: &mut [String]) {
+    for used in used {
+        if used.starts_with("KMP_AFFINITY=") {
+            used.push_str(" (set by likwid-pin, which pins the threads itself)");
+        } else if used.starts_with("OMP_NUM_THREADS=") {
+            used.push_str(" (likwid-pin sets it to its CPU count where you did not)");
+        }
+    }
 }
 
 /// GOMP_CPU_AFFINITY, else KMP_AFFINITY, when no OpenMP standard variable

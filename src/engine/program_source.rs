@@ -135,6 +135,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
         mem_policy: policy.to_string(),
         held_back: None,
         pinned: true,
+        bound_by: None,
         threads,
         pages,
         results,

@@ -10,6 +10,7 @@ pub mod domains;
 pub mod identity;
 pub mod likwid;
 pub mod omp;
+pub mod read_back;
 pub mod runtime;
 pub mod spellings;
 pub mod strategy;

@@ -375,6 +375,10 @@ pub fn planned(
             true => plan.mem.to_string(),
             false => String::new(),
         },
+        bound_by: crate::placement::read_back::bound_by(
+            plan.pinned,
+            &threads.iter().map(|t| t.bound_to()).collect::<Vec<_>>(),
+        ),
         threads,
         pinned: plan.pinned,
         pages: Vec::new(),

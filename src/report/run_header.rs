@@ -58,7 +58,17 @@ pub(super) fn driven_from(o: &mut String, report: &RunReport) {
 pub(super) fn where_it_ran(o: &mut String, report: &RunReport) {
     let m = &report.measurement;
     let cpus: Vec<usize> = m.threads.iter().map(|t| t.cpu).collect();
-    if m.pinned {
+    if let Some(by) = &m.bound_by {
+        // Not pinned by membw, yet each thread on one CPU: said as read back.
+        let list = |f: &dyn Fn(&crate::results::measurement::ThreadPlacement) -> String| {
+            m.threads.iter().map(f).collect::<Vec<_>>().join(",")
+        };
+        let _ = writeln!(
+            o,
+            "Thread affinity (thread i on the i-th CPU, read back from the kernel) = {}: pinned by {by}, not by membw",
+            list(&|t| t.bound_to().map_or("?".into(), |c| c.to_string()))
+        );
+    } else if m.pinned {
         let _ = writeln!(
             o,
             "Thread affinity (thread i on the i-th CPU) = {}",

@@ -232,10 +232,9 @@ fn stability(m: &Measurement) -> String {
         .max_by(|a, b| a.2.total_cmp(&b.2))
         .filter(|&(_, _, ratio)| ratio > 1.2);
     if let Some((r, t, ratio)) = lagging {
-        let cpu = m
-            .threads
-            .get(t)
-            .map_or(String::new(), |p| format!(" (CPU {})", p.cpu));
+        let cpu = m.threads.get(t).map_or(String::new(), |p| {
+            format!(" (CPU {})", p.named_cpu(m.pinned))
+        });
         let _ = writeln!(
             o,
             "  slowest thread: {t}{cpu} took {ratio:.2}× the others' median time in {}: another process on that core, or a throttled core",

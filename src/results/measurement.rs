@@ -5,44 +5,13 @@
 
 pub use super::launch::{Launch, LaunchTried};
 use super::targets::Target;
+pub use super::thread_placement::ThreadPlacement;
 use crate::error::{Error, Result};
 use crate::kernels::{Isa, KernelId, StoreMode};
 use crate::memory::Hugepages;
 use crate::memory::policy::PagePlacement;
 pub use crate::memory::stream_rule::InCaches;
 use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ThreadPlacement {
-    pub thread: usize,
-    pub cpu: usize,
-    /// Where the thread found itself after pinning (sched_getcpu).
-    pub observed_cpu: Option<usize>,
-    /// An unbound thread (`--no-pin`): how often the kernel moved it to
-    /// another CPU while the repetitions ran (absent where it was pinned,
-    /// or the kernel keeps no count).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub migrations: Option<u64>,
-    /// An unbound thread: the CPU it was on as the repetitions ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_cpu: Option<usize>,
-}
-
-impl ThreadPlacement {
-    /// Thread `i` on `cpus[i]`, found where `observed(i)` says.
-    pub fn list(cpus: &[usize], observed: impl Fn(usize) -> Option<usize>) -> Vec<Self> {
-        cpus.iter()
-            .enumerate()
-            .map(|(thread, &cpu)| ThreadPlacement {
-                thread,
-                cpu,
-                observed_cpu: observed(thread),
-                migrations: None,
-                last_cpu: None,
-            })
-            .collect()
-    }
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct KernelResult {
@@ -269,6 +238,11 @@ pub struct Measurement {
     /// only where they were not: `--no-pin`).
     #[serde(default = "pinned_by_default", skip_serializing_if = "Clone::clone")]
     pub pinned: bool,
+    /// Who bound threads membw left unpinned, read back from the kernel
+    /// (every thread on one CPU): `likwid-pin`, or another tool; absent
+    /// where membw pinned them or they were free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_by: Option<String>,
     /// Where each array's pages were found after the run (sampled).
     pub pages: Vec<PagePlacement>,
     pub results: Vec<KernelResult>,

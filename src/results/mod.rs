@@ -26,6 +26,7 @@ pub mod scope;
 
 pub mod study;
 pub mod targets;
+mod thread_placement;
 pub mod typed;
 
 pub use crate::memory::stream_rule::{Band, CacheEvidence, InCaches, StreamRule};

@@ -48,6 +48,22 @@ pub fn current_cpu() -> Option<usize> {
     usize::try_from(cpu).ok()
 }
 
+/// The CPUs the kernel lets this thread run on (sched_getaffinity): what a
+/// pin, a wrapper (likwid-pin, numactl, taskset) or a cpuset left it.
+pub fn current_affinity() -> Option<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data for which all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable cpu_set_t of the size passed; pid 0
+    // is this thread.
+    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: every index is below CPU_SETSIZE; `set` was filled above.
+    let on = |cpu: usize| unsafe { libc::CPU_ISSET(cpu, &set) };
+    Some((0..libc::CPU_SETSIZE as usize).filter(|&c| on(c)).collect())
+}
+
 /// Whether membw runs as root (may change system-wide settings).
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.

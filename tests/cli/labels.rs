@@ -365,3 +365,71 @@ fn a_node_slow_by_one_lucky_best_elsewhere_is_not_called_slow_by_its_mean() {
         "{text}"
     );
 }
+
+/// membw's words under `wrapper` (a command and its arguments before
+/// membw's): stdout, or `None` where the wrapper cannot run the binary
+/// under test (a qemu-user runner: the wrapper would bind qemu) or is
+/// not installed (skipped here, a failure in CI).
+fn under(wrapper: &[&str], package: &str, args: &[&str]) -> Option<String> {
+    let argv = common::membw_argv();
+    if argv.len() > 1 {
+        eprintln!(
+            "skipped: {} cannot wrap membw behind {}",
+            wrapper[0], argv[0]
+        );
+        return None;
+    }
+    let mut cmd = std::process::Command::new(wrapper[0]);
+    cmd.args(&wrapper[1..]).args(&argv).args(args);
+    let out = common::tool(&mut cmd, package)?;
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn threads_pinned_by_a_wrapper_are_said_to_be_and_its_variables_named_as_its() {
+    let run = ["run", "--size", "1M", "--ntimes", "3", "--format", "json"];
+    // likwid-pin's wrapper pins each thread membw starts (it sets
+    // KMP_AFFINITY=disabled, so membw pins nothing itself).
+    if let Some(json) = under(&["likwid-pin", "-q", "-c", "N:0"], "likwid", &run) {
+        let doc: Value = serde_json::from_str(&json).unwrap();
+        let m = &doc["measurement"];
+        assert_eq!(m["bound_by"], "likwid-pin", "{m}");
+        assert_eq!(m["threads"][0]["affinity"], "0", "{m}");
+        let text = under(&["likwid-pin", "-q", "-c", "N:0"], "likwid", &run[..5]).unwrap();
+        assert!(
+            text.contains("read back from the kernel) = 0: pinned by likwid-pin, not by membw"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "KMP_AFFINITY=disabled (set by likwid-pin, which pins the threads itself)"
+            ),
+            "{text}"
+        );
+    }
+    // An unpinned thread in a process confined to one CPU (taskset): bound
+    // to it by another tool.
+    let one = [
+        "run",
+        "--size",
+        "1M",
+        "--ntimes",
+        "3",
+        "--threads",
+        "1",
+        "--no-pin",
+    ];
+    if let Some(text) = under(&["taskset", "-c", "0"], "util-linux", &one) {
+        assert!(
+            text.contains("read back from the kernel) = 0: pinned by another tool"),
+            "{text}"
+        );
+    }
+    // A free thread is not called pinned (where it may run on two CPUs).
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if common::membw_argv().len() == 1 && cpus > 1 {
+        let free = common::stdout(&one[..]);
+        assert!(!free.contains("pinned by"), "{free}");
+        assert!(free.contains("Thread affinity = none"), "{free}");
+    }
+}
