@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="be9977e44645dcccc60788a15708c8ece27cd6cd1dabd61e532c1a9564b17b49")
+    version("0.1.0", sha256="459c66b873d4019b4b5f9b5c7f82d761fd0ddb3cd515a766330a73e4c30c6162")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
