@@ -444,6 +444,8 @@ impl Point {
             numa,
             element_bytes: None,
             offset: plan.offset,
+            // Other code than the host's default is another point.
+            isa: (plan.target.isa()).filter(|&isa| isa != Isa::best()),
             concurrent_rank: None,
             together: None,
             target: plan.target.in_point(),

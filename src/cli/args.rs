@@ -289,7 +289,8 @@ impl MeasureArgs {
             elements: self.size.size.map(ArraySize::elements),
             ntimes: self.ntimes.ntimes as usize,
             kernels,
-            isa: self.isa.isa.isa(),
+            // A sweep sets each point's own (`isas`).
+            isa: self.isa.each()[0].isa(),
             hugepages: self.pages.or(Hugepages::Auto)[0],
             offset: self.offset,
             shapes: self.shape.map_or(ShapeChoice::Default, ShapeChoice::One),
@@ -357,8 +358,18 @@ impl MeasureArgs {
         out
     }
 
+    /// The ISAs a sweep measures, each a point (`None`: the widest).
+    pub(crate) fn isas(&self) -> Vec<Option<crate::kernels::Isa>> {
+        self.isa
+            .each()
+            .into_iter()
+            .map(super::flags::IsaArg::isa)
+            .collect()
+    }
+
     /// The one memory policy and store mode of a single run.
     pub(crate) fn single(&self, command: &str) -> Result<(String, StoresRequest)> {
+        self.isa.one(command)?;
         let stores = self.stores();
         if stores.len() > 1 {
             return Err(Error::Usage(format!(

@@ -383,7 +383,7 @@ fn loaded_plan(
         None => load::DEFAULT_DELAYS_NS.to_vec(),
         Some(delays) => delays.0.clone(),
     };
-    let isa = match args.isa.isa.isa() {
+    let isa = match args.isa.one("latency")?.isa() {
         Some(isa) => isa,
         None => crate::kernels::Isa::best(),
     };

@@ -286,6 +286,7 @@ mod tests {
             mems: vec![(Default::default(), Default::default())],
             stores: vec![StoresRequest::Regular, StoresRequest::Nt],
             hugepages: vec![crate::memory::Hugepages::Auto],
+            isas: vec![None],
             sizes: Vec::new(),
             numa_matrix: None,
             cpu_nodes: None,

@@ -35,6 +35,9 @@ pub struct SweepSpec {
     pub stores: Vec<StoresRequest>,
     /// Page sizes, each a point (`--hugepages thp,2M`).
     pub hugepages: Vec<crate::memory::Hugepages>,
+    /// Instruction sets, each a point (`--isa avx2,avx512`; `None`: the
+    /// widest): other code, never pooled.
+    pub isas: Vec<Option<crate::kernels::Isa>>,
     /// Working set per thread in bytes (all arrays); empty = fixed size.
     pub sizes: Vec<u64>,
     pub numa_matrix: Option<NumaMode>,
@@ -76,15 +79,15 @@ pub fn expand(topo: &Topology, spec: &SweepSpec, prepare: &plan::Prepare) -> Res
     };
     let mut jobs = Vec::new();
     for (request, (mem_written, mem), numa) in cases {
-        for (&stores, &pages) in spec
-            .stores
-            .iter()
+        let settings_axes = (spec.stores.iter())
             .flat_map(|s| spec.hugepages.iter().map(move |h| (s, h)))
-        {
+            .flat_map(|(s, h)| spec.isas.iter().map(move |i| (s, h, i)));
+        for (&stores, &pages, &isa) in settings_axes {
             for &size in &sizes {
                 let settings = Settings {
                     measure: Measure {
                         hugepages: pages,
+                        isa,
                         ..spec.measure.clone()
                     },
                     working_set: size,

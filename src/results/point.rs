@@ -51,6 +51,12 @@ pub struct Point {
     /// STREAM's OFFSET between the arrays, in elements (`--offset`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub offset: usize,
+    /// The instruction set the kernels ran with, where it is not the
+    /// host's widest (`--isa avx2` on an AVX-512 host): other code, so
+    /// another point, never pooled with the default's runs. Absent for the
+    /// widest, as in files from before it was part of the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isa: Option<crate::kernels::Isa>,
     /// One of several ranks a launcher started together that measured on
     /// their own (`mpirun ... membw run --independent`): they ran at the
     /// same time, so each rank is a point of its own, never another
@@ -200,6 +206,9 @@ impl Point {
         }
         if !self.hugepages.is_auto() {
             s.push_str(&format!(" · {} pages", self.hugepages));
+        }
+        if let Some(isa) = self.isa {
+            s.push_str(&format!(" · {isa} ISA"));
         }
         s
     }

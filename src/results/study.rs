@@ -14,6 +14,15 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// A sweep's `--isa`: one (a string, as files before ISA sweeps hold it)
+/// or several (a list), each a point.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Isas {
+    One(String),
+    Many(Vec<String>),
+}
+
 /// What defines a sweep's points, as the user asked for them: its axes
 /// (each a list of the values written, which the topology of the host
 /// resolves), what each point runs and how often. Where results go, how
@@ -64,7 +73,8 @@ pub struct SweepStudy {
     pub ntimes: u32,
     /// Memory policies as written (numactl's words, membw's splits), each a point.
     pub mem: Vec<String>,
-    pub isa: String,
+    /// One ISA, as every study wrote it before ISA sweeps, or several.
+    pub isa: Isas,
     pub stores: Vec<String>,
     pub hugepages: Vec<Hugepages>,
     /// STREAM's OFFSET between the arrays, in elements (files from before
@@ -347,7 +357,7 @@ mod tests {
             size: None,
             ntimes: 10,
             mem: vec![],
-            isa: "auto".into(),
+            isa: Isas::One("auto".into()),
             stores: vec!["auto".into()],
             hugepages: vec![Hugepages::Auto],
             offset: 0,

@@ -433,3 +433,27 @@ fn threads_pinned_by_a_wrapper_are_said_to_be_and_its_variables_named_as_its() {
         assert!(free.contains("Thread affinity = none"), "{free}");
     }
 }
+
+#[test]
+fn runs_of_another_isa_are_another_point_with_an_isa_column_never_pooled() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("isa.jsonl");
+    let out = file.to_str().unwrap();
+    let tiny = ["--size", "64K", "--ntimes", "3", "-o", out];
+    // Scalar code is never a host's widest: another point than the default.
+    for isa in ["scalar", "auto"] {
+        common::membw()
+            .args(["run", "--isa", isa])
+            .args(tiny)
+            .assert()
+            .success();
+    }
+    let text = stdout(&["report", out]);
+    let header = text.lines().find(|l| l.contains("triad GB/s")).unwrap();
+    assert!(header.contains(" isa "), "{text}");
+    assert!(text.lines().any(|l| l.contains(" scalar ")), "{text}");
+    assert!(
+        !text.contains("of the 2 per point"),
+        "two points, one run each: {text}"
+    );
+}

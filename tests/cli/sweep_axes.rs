@@ -304,3 +304,45 @@ fn studies_stored_before_axes_took_repeats_still_resume() {
         assert_eq!(records(&out).len(), 2, "{resume:?} measured again");
     }
 }
+
+#[test]
+fn the_isa_is_an_axis_whose_points_are_kept_apart_and_resume_as_one_study() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("isa.jsonl");
+    let out = file.to_str().unwrap();
+    // Scalar is no host's widest; auto is: two points, two kinds of code.
+    let args = [
+        "--isa",
+        "scalar,auto",
+        "--threads",
+        "1",
+        "--size",
+        "64K",
+        "--ntimes",
+        "3",
+        "-o",
+        out,
+    ];
+    let done = sweep_clean(&args);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let isas: Vec<Value> = records(&file)
+        .iter()
+        .map(|r| r["point"]["isa"].clone())
+        .collect();
+    assert_eq!(isas, [Value::from("scalar"), Value::Null], "{isas:?}");
+    let again = sweep_clean(&["--resume", out]);
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("0 points written, 2 skipped"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    // One run measures one ISA.
+    usage_error(
+        &["run", "--isa", "avx2,scalar"],
+        "--isa: run takes one ISA; membw sweep --isa measures several",
+    );
+}

@@ -7,15 +7,17 @@
 //! `tests/cli/layers.rs` fails on a second definition site of any name here.
 
 use crate::error::{Error, Result};
-use crate::kernels::{Isa, KernelId};
+use crate::kernels::KernelId;
 use crate::memory::Hugepages;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::time::Duration;
 
 mod backend;
+mod isa;
 mod output;
 mod placement;
 pub(crate) use backend::*;
+pub(crate) use isa::*;
 pub(crate) use output::*;
 pub(crate) use placement::*;
 
@@ -230,29 +232,6 @@ impl Mem {
     }
 }
 
-/// `--isa` (run, sweep, tune, latency).
-#[derive(Args, Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
-pub(crate) struct IsaArgs {
-    /// Instruction set of membw's bandwidth kernels (latency: of the --loaded load threads'; the
-    /// chase itself is loads)
-    #[arg(long, value_enum, default_value_t = IsaArg::Auto, help_heading = "Measurement")]
-    pub(crate) isa: IsaArg,
-}
-
-impl IsaArgs {
-    /// The ISA of latency's load threads: refused where no load runs.
-    pub(crate) fn for_chase(self, loaded: bool) -> Result<IsaArg> {
-        match (self.isa, loaded) {
-            (isa, true) | (isa @ IsaArg::Auto, false) => Ok(isa),
-            (isa, false) => Err(Error::Usage(format!(
-                "--isa {}: an idle chase runs no kernels; the ISA is the load threads' (add --loaded)",
-                clap::ValueEnum::to_possible_value(&isa)
-                    .map_or(String::new(), |v| v.get_name().to_string())
-            ))),
-        }
-    }
-}
-
 /// What `--numa-matrix` puts in each CPU node's cells.
 #[derive(
     clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize,
@@ -414,32 +393,6 @@ pub(crate) struct FakeSource {
     pub(crate) fake_source: Option<String>,
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum IsaArg {
-    Auto,
-    Avx512,
-    Avx2,
-    Sse2,
-    Sve,
-    Neon,
-    Scalar,
-}
-
-impl IsaArg {
-    pub(crate) fn isa(self) -> Option<Isa> {
-        match self {
-            IsaArg::Auto => None,
-            IsaArg::Avx512 => Some(Isa::Avx512),
-            IsaArg::Avx2 => Some(Isa::Avx2),
-            IsaArg::Sse2 => Some(Isa::Sse2),
-            IsaArg::Sve => Some(Isa::Sve),
-            IsaArg::Neon => Some(Isa::Neon),
-            IsaArg::Scalar => Some(Isa::Scalar),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -484,7 +437,7 @@ mod tests {
                 .contains("--numa-matrix all")
         );
         let scalar = IsaArgs {
-            isa: IsaArg::Scalar,
+            isa: vec![IsaArg::Scalar],
         };
         assert!(scalar.for_chase(false).is_err());
         assert_eq!(scalar.for_chase(true).unwrap(), IsaArg::Scalar);

@@ -258,6 +258,7 @@ fn sweep_spec(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<Swee
             .collect::<Result<_>>()?,
         stores: m.stores(),
         hugepages: m.page_sizes(),
+        isas: m.isas(),
         sizes: super::values::WorkingSets::joined(&args.sizes.sizes)?,
         cpu_nodes: axes.cpunode.nodes()?,
         numa_matrix: args.numa_matrix.numa_matrix.map(|m| match m {

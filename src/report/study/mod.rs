@@ -109,11 +109,14 @@ pub fn configuration(r: &Record) -> String {
         }
         Some(name) => format!("device {name}"),
         None => format!(
-            "{} ({}, mem {}, {} stores)",
+            "{} ({}, mem {}, {} stores{})",
             r.point.placement_text(),
             crate::units::plural(r.point.threads, "thread"),
             r.point.mem_text(),
-            r.stores_label()
+            r.stores_label(),
+            r.point
+                .isa
+                .map_or(String::new(), |isa| format!(", {isa} ISA"))
         ),
     }
 }

@@ -47,6 +47,7 @@ pub(super) fn reading_order(records: &[Record]) -> Vec<&Record> {
                 r.point.placement_text(),
                 r.point.mem_text(),
                 r.point.stores,
+                r.point.isa.map(|i| i.to_string()),
                 r.point.threads,
                 r.point.working_set_per_thread,
             )
@@ -68,6 +69,11 @@ pub(super) fn best_index(records: &[&Record], kernel: KernelId) -> Option<usize>
         }
     }
     best.map(|b| b.0)
+}
+
+/// The ISA a point's kernels ran with, as its runs recorded it.
+fn isa_of(r: &Record) -> Option<crate::kernels::Isa> {
+    r.runs.first()?.isa
 }
 
 /// The columns of a CPU point's configuration.
@@ -162,6 +168,8 @@ struct Columns {
     /// names it, and the CPU columns appear only where a CPU point is.
     target: TargetColumns,
     sizes_vary: bool,
+    /// The ISA the kernels ran with, where the points' differ: other code.
+    isa: bool,
     numa: bool,
     /// The run count is a column only where it differs between points.
     runs_vary: bool,
@@ -183,6 +191,7 @@ impl Columns {
             programs: any(&|r| r.point.program().is_some()),
             target: TargetColumns::of(sorted),
             sizes_vary: legend::sizes_vary(sorted),
+            isa: any(&|r| isa_of(r) != isa_of(sorted[0])),
             numa: any(&|r| r.point.numa.is_some()),
             runs_vary: any(&|r| r.runs.len() != sorted[0].runs.len()),
             with_sd: any(&|r| r.kernel_trust(kernel).shown().is_some_and(|s| s.n > 1)),
@@ -205,6 +214,9 @@ impl Columns {
                 "set/device"
             };
             headers.push(set.into());
+        }
+        if self.isa {
+            headers.push("isa".into());
         }
         if self.numa {
             headers.push("cpu→mem".into());
@@ -248,6 +260,9 @@ impl Columns {
                 0 => "-".into(),
                 b => Bytes(b).to_string(),
             });
+        }
+        if self.isa {
+            row.push(isa_of(r).map_or("-".into(), |i| i.to_string()));
         }
         if self.numa {
             let nodes = (r.point.numa).map(|n| format!("{} → {}", n.cpu_node, n.mem_node));
