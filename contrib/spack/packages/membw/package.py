@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="459c66b873d4019b4b5f9b5c7f82d761fd0ddb3cd515a766330a73e4c30c6162")
+    version("0.1.0", sha256="f5593ae3a1e28ae9d4a6fa75aa5a8615ae7099467c1d6dd6799162d161492cf6")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
