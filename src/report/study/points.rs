@@ -191,7 +191,11 @@ impl Columns {
             programs: any(&|r| r.point.program().is_some()),
             target: TargetColumns::of(sorted),
             sizes_vary: legend::sizes_vary(sorted),
-            isa: any(&|r| isa_of(r) != isa_of(sorted[0])),
+            // Known ISAs that differ: a program's is unknown, not another.
+            isa: {
+                let known = sorted.iter().filter_map(|r| isa_of(r));
+                known.clone().any(|i| Some(i) != known.clone().next())
+            },
             numa: any(&|r| r.point.numa.is_some()),
             runs_vary: any(&|r| r.runs.len() != sorted[0].runs.len()),
             with_sd: any(&|r| r.kernel_trust(kernel).shown().is_some_and(|s| s.n > 1)),
