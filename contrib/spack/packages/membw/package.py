@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="f5593ae3a1e28ae9d4a6fa75aa5a8615ae7099467c1d6dd6799162d161492cf6")
+    version("0.1.0", sha256="17a70478477942f3390e3bc9f3ca98c62d204e2e3fd8b48da11e77a905c99088")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
