@@ -2,6 +2,8 @@
 //! whatever was measured, and each is a count or a state rather than a
 //! rate, so it is decided on a busy node too.
 
+use super::verdict::UnknownInput;
+
 /// Everything a check finds wrong with the node's hardware.
 pub struct Found {
     /// Every fault, the memory's changes first.
@@ -14,7 +16,7 @@ pub struct Found {
     pub notes: Vec<String>,
     /// Values that could not be read or were not believed, each with what
     /// was judged in its place.
-    pub unknown: Vec<super::verdict::UnknownInput>,
+    pub unknown: Vec<UnknownInput>,
 }
 
 /// The node's faults: `changes` (its memory hardware against the
@@ -41,10 +43,8 @@ pub fn found(
     let mut unknown = since_boot.unknown;
     // A DIMM's speed or width not believed is left out of the population
     // and the peak: said, judged by neither.
-    unknown.extend(topo.memory_device_unknown.iter().map(|u| {
-        let instead = None;
-        super::verdict::UnknownInput::of(super::verdict::InputSource::Smbios, u, instead)
-    }));
+    let smbios = super::verdict::InputSource::Smbios;
+    unknown.extend((topo.memory_device_unknown.iter()).map(|u| UnknownInput::of(smbios, u, None)));
     let (xids, unread) = xids(topo);
     faults.extend(xids);
     let mut notes: Vec<String> = unread.into_iter().collect();

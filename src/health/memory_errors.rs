@@ -92,15 +92,14 @@ pub fn unknown_in_baseline(counts: &Counts) -> Vec<super::verdict::UnknownInput>
             let readable_now =
                 (now.dimms.iter()).any(|d| d.entry == old.entry && d.corrected.is_some());
             if old.corrected.is_none() && readable_now {
-                out.push(UnknownInput {
-                    source: InputSource::Baseline,
-                    file: format!("memory_errors.controllers[{i}].dimms[{j}].corrected"),
-                    why: format!(
-                        "(mc{} {}) was unknown when the baseline was made",
-                        before.controller, old.entry
-                    ),
-                    judged_instead: Some("its corrected errors judged since boot only".into()),
-                });
+                let field = format!("memory_errors.controllers[{i}].dimms[{j}].corrected");
+                let why = format!(
+                    "(mc{} {}) was unknown when the baseline was made",
+                    before.controller, old.entry
+                );
+                let instead = "its corrected errors judged since boot only".to_string();
+                let u = crate::untrusted::Unknown::new(field, why);
+                out.push(UnknownInput::of(InputSource::Baseline, &u, Some(instead)));
             }
         }
     }
@@ -182,6 +181,8 @@ mod tests {
                 uncorrected: Some(0),
                 seconds_since_reset: Some(since),
                 unknown: Vec::new(),
+                period_unknown: None,
+                odd_entries: Vec::new(),
                 dimms: (0..2)
                     .map(|i| DimmErrors {
                         entry: format!("dimm{i}"),

@@ -35,7 +35,8 @@ pub fn judge(errors: &MemoryErrors) -> Judged {
     out
 }
 
-/// The faults only, for callers that report unknowns elsewhere.
+/// The faults only (the tests' shorthand).
+#[cfg(test)]
 pub fn findings(errors: &MemoryErrors) -> Vec<String> {
     judge(errors).findings
 }
@@ -115,23 +116,24 @@ fn say_unknowns(c: &ControllerErrors, unread: &[&str], out: &mut Judged) {
             (d.unknown.iter()).map(|u| UnknownInput::of(InputSource::Edac, u, for_dimm.clone())),
         );
     }
-    // The controller's own: the rule on errors no DIMM took needs them,
-    // the DIMMs' rules do not; a missing period makes a count a rate of
-    // a day (10 or more fails).
+    // The controller's own counts: the rule on errors no DIMM took needs
+    // them, the DIMMs' rules do not.
     let by_dimms = (!c.dimms.is_empty() && unread.is_empty())
         .then(|| format!("each of mc{mc}'s DIMMs judged by its own count"));
     for u in &c.unknown {
-        let instead = if u.file.ends_with("seconds_since_reset") {
-            Some(match c.seconds_since_reset {
-                Some(_) => "the uptime taken as the counters' period".to_string(),
-                None => "with no period, 10 corrected errors or more fail".to_string(),
-            })
-        } else {
-            by_dimms.clone()
-        };
-        out.unknown
-            .push(UnknownInput::of(InputSource::Edac, u, instead));
+        (out.unknown).push(UnknownInput::of(InputSource::Edac, u, by_dimms.clone()));
     }
+    // A missing period makes a count a rate of a day (10 or more fails).
+    if let Some(u) = &c.period_unknown {
+        let instead = match c.seconds_since_reset {
+            Some(_) => "the uptime taken as the counters' period",
+            None => "with no period, 10 corrected errors or more fail",
+        };
+        (out.unknown).push(UnknownInput::of(InputSource::Edac, u, Some(instead.into())));
+    }
+    // An entry no kernel names is counted by no rule.
+    let odd = c.odd_entries.iter();
+    (out.unknown).extend(odd.map(|u| UnknownInput::of(InputSource::Edac, u, None)));
 }
 
 /// The corrected errors' daily rate where it fails: 10 or more of them, at

@@ -43,6 +43,8 @@ fn node(totals: (Option<u64>, Option<u64>), dimms: Vec<DimmErrors>, since: u64) 
             seconds_since_reset: Some(since),
             dimms,
             unknown,
+            period_unknown: None,
+            odd_entries: Vec::new(),
         }],
         boot_id: None,
         unknown: Vec::new(),

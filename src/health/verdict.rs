@@ -58,9 +58,9 @@ impl InputSource {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UnknownInput {
     pub source: InputSource,
-    /// The file (or the baseline's field) it came from.
-    pub file: String,
-    pub why: String,
+    /// The file (or the baseline's field) it came from, and why.
+    #[serde(flatten)]
+    pub unknown: crate::untrusted::Unknown,
     /// What the rule judged in its place (a controller's total beside an
     /// unreadable DIMM); absent where the rule could not be judged.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -75,8 +75,7 @@ impl UnknownInput {
     ) -> UnknownInput {
         UnknownInput {
             source,
-            file: u.file.clone(),
-            why: u.why.clone(),
+            unknown: u.clone(),
             judged_instead,
         }
     }
@@ -84,8 +83,8 @@ impl UnknownInput {
     /// In words: `FILE WHY (judged by …)`, or `(… not judged)`.
     pub fn line(&self) -> String {
         match &self.judged_instead {
-            Some(instead) => format!("{} {} ({instead})", self.file, self.why),
-            None => format!("{} {} (its rule not judged)", self.file, self.why),
+            Some(instead) => format!("{} ({instead})", self.unknown),
+            None => format!("{} (its rule not judged)", self.unknown),
         }
     }
 }

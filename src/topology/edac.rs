@@ -42,8 +42,15 @@ pub struct ControllerErrors {
     /// `reset_counters`): the driver's figure, else the uptime.
     pub seconds_since_reset: Option<u64>,
     pub dimms: Vec<DimmErrors>,
+    /// Its own counts (`ce_count`, `ue_count`) that could not be read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unknown: Vec<Unknown>,
+    /// A `seconds_since_reset` that could not be read or believed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period_unknown: Option<Unknown>,
+    /// Entries under it no kernel names (`dimm01`): not counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub odd_entries: Vec<Unknown>,
 }
 
 impl ControllerErrors {
@@ -92,8 +99,8 @@ fn count(r: &Reader, file: &str, unknown: &mut Vec<Unknown>) -> Option<u64> {
 }
 
 /// Entries that no kernel names (`dimm01`) as unknowns: not counted.
-fn odd_entries(dir: &str, odd: Vec<String>, unknown: &mut Vec<Unknown>) {
-    unknown.extend(odd.into_iter().map(|name| {
+fn odd(dir: &str, names: Vec<String>, unknown: &mut Vec<Unknown>) {
+    unknown.extend(names.into_iter().map(|name| {
         Unknown::new(
             format!("/{dir}/{name}"),
             "is not an entry the kernel names (a number with leading zeros): not counted",
@@ -117,8 +124,8 @@ impl MemoryErrors {
         // Counters that do not say when they were reset count since boot.
         let uptime = r.parsed("proc/uptime", crate::untrusted::parse_seconds);
         let uptime_s = uptime.as_ref().ok().copied();
-        let (ids, odd) = r.entries(MC_DIR, "mc");
-        odd_entries(MC_DIR, odd, &mut unknown);
+        let (ids, odd_names) = r.entries(MC_DIR, "mc");
+        odd(MC_DIR, odd_names, &mut unknown);
         let controllers: Vec<ControllerErrors> = ids
             .into_iter()
             .map(|id| controller(r, id, uptime_s))
@@ -163,7 +170,12 @@ impl MemoryErrors {
         };
         let mut out: Vec<&Unknown> = unknown.iter().collect();
         for c in controllers {
-            out.extend(&c.unknown);
+            out.extend(
+                c.unknown
+                    .iter()
+                    .chain(&c.period_unknown)
+                    .chain(&c.odd_entries),
+            );
             out.extend(c.dimms.iter().flat_map(|d| &d.unknown));
         }
         out
@@ -223,43 +235,41 @@ fn controller(r: &Reader, id: usize, uptime_s: Option<u64>) -> ControllerErrors 
     // A driver that keeps no reset time counts since boot; one that keeps
     // a time longer than the kernel has been up is not believed.
     let since = format!("{dir}/seconds_since_reset");
-    let seconds_since_reset = match r.parsed(&since, crate::untrusted::parse_seconds) {
-        Ok(s) if uptime_s.is_some_and(|up| s > up.saturating_add(60)) => {
-            unknown.push(Unknown::new(
-                format!("/{since}"),
-                format!(
+    let (seconds_since_reset, period_unknown) =
+        match r.parsed(&since, crate::untrusted::parse_seconds) {
+            Ok(s) if uptime_s.is_some_and(|up| s > up.saturating_add(60)) => {
+                let why = format!(
                     "holds {s} s, more than the {} s the kernel has been up: the uptime is used",
                     uptime_s.unwrap_or_default()
-                ),
-            ));
-            uptime_s
-        }
-        Ok(s) => Some(s),
-        Err(u) if r.path(&since).exists() => {
-            unknown.push(u);
-            uptime_s
-        }
-        Err(_) => uptime_s,
-    };
+                );
+                (uptime_s, Some(Unknown::new(format!("/{since}"), why)))
+            }
+            Ok(s) => (Some(s), None),
+            Err(u) if r.path(&since).exists() => (uptime_s, Some(u)),
+            Err(_) => (uptime_s, None),
+        };
+    let mut odd_entries = Vec::new();
     ControllerErrors {
         controller: id,
         name: r.name(&format!("{dir}/mc_name")),
         corrected,
         uncorrected,
         seconds_since_reset,
-        dimms: dimms(r, &dir, &mut unknown),
+        dimms: dimms(r, &dir, &mut odd_entries),
         unknown,
+        period_unknown,
+        odd_entries,
     }
 }
 
 /// A controller's DIMMs (or rows), in number order, each kept whatever
 /// could be read of it.
-fn dimms(r: &Reader, dir: &str, odd_unknown: &mut Vec<Unknown>) -> Vec<DimmErrors> {
+fn dimms(r: &Reader, dir: &str, odd_entries: &mut Vec<Unknown>) -> Vec<DimmErrors> {
     let mut out = Vec::new();
     // Either kind of entry names its files dimm_* (the kernel's EDAC ABI).
     for prefix in ["dimm", "rank"] {
-        let (ids, odd) = r.entries(dir, prefix);
-        odd_entries(dir, odd, odd_unknown);
+        let (ids, odd_names) = r.entries(dir, prefix);
+        odd(dir, odd_names, odd_entries);
         for id in ids {
             let entry = format!("{prefix}{id}");
             let path = format!("{dir}/{entry}");

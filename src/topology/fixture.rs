@@ -8,8 +8,8 @@
 //! the same order, so CPU `c` and `c + cores` are SMT siblings.
 
 use super::files::write_creating;
+pub use super::machine_spec::{FixtureHmat, MachineSpec};
 use crate::topology::cpulist::format_ranges;
-use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::Path;
 
@@ -28,89 +28,8 @@ pub fn cpumask(ids: &[usize], ncpus: usize) -> String {
         .join(",")
 }
 
-/// Firmware-reported figures per tier: `[read MB/s, write MB/s, read ns, write ns]`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FixtureHmat {
-    pub near: [u64; 4],
-    pub far: [u64; 4],
-}
-
 /// Explicit huge pages every fixture node has reserved (all free).
 pub const FIXTURE_FREE_2M_PAGES: u64 = 16;
-
-/// A machine in a few numbers. Deserialized from `tests/fixtures/*.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MachineSpec {
-    pub model_name: String,
-    #[serde(default = "default_vendor")]
-    pub vendor: String,
-    #[serde(default)]
-    pub flags: String,
-    pub sockets: usize,
-    /// NUMA nodes with CPUs per socket (NPS4 = 4).
-    #[serde(default = "one")]
-    pub nodes_per_socket: usize,
-    pub cores_per_node: usize,
-    #[serde(default = "one")]
-    pub threads_per_core: usize,
-    /// Cores sharing one L3 (an AMD CCX: 4; a whole Intel socket: all).
-    pub cores_per_l3: usize,
-    pub l1d: String,
-    pub l1i: String,
-    pub l2: String,
-    pub l3: String,
-    pub distance_local: u32,
-    /// Between nodes of one socket (NPS2/NPS4, sub-NUMA clustering).
-    #[serde(default)]
-    pub distance_same_socket: u32,
-    pub distance_remote: u32,
-    pub node_memory_gib: u64,
-    /// False for a kernel without NUMA support: no `node/` directory at all.
-    #[serde(default = "yes")]
-    pub numa: bool,
-    /// Extra CPU-less memory nodes (HBM, CXL), placed after the CPU nodes.
-    #[serde(default)]
-    pub memory_only_nodes: usize,
-    /// HMAT figures (read and write MB/s, read and write ns) for the CPU
-    /// nodes and the memory-only nodes, as `access0/initiators` shows them.
-    #[serde(default)]
-    pub hmat: Option<FixtureHmat>,
-    /// A memory-side cache in front of each memory-only node, bytes.
-    #[serde(default)]
-    pub memory_side_cache_bytes: u64,
-    /// Weighted-interleave weights, one per node (absent: a kernel before 6.9).
-    #[serde(default)]
-    pub interleave_weights: Vec<u8>,
-    /// SMBIOS type 17 entries: populated DIMMs per socket and their speed.
-    #[serde(default)]
-    pub dimms_per_socket: usize,
-    #[serde(default)]
-    pub dimm_mts: u16,
-    /// Arm machines: /proc/cpuinfo in Arm's form (no model name; `CPU
-    /// implementer` and `CPU part`), `flags` written as `Features`.
-    #[serde(default)]
-    pub implementer: Option<String>,
-    #[serde(default)]
-    pub part: Option<String>,
-    /// /sys/class/dmi/id/sys_vendor, when the machine has one.
-    #[serde(default)]
-    pub system_vendor: Option<String>,
-    /// NVIDIA GPUs on the PCI bus, with their links.
-    #[serde(default)]
-    pub gpus: Vec<super::pci::FixtureGpu>,
-}
-
-fn one() -> usize {
-    1
-}
-fn yes() -> bool {
-    true
-}
-fn default_vendor() -> String {
-    "GenuineIntel".into()
-}
 
 impl MachineSpec {
     pub fn cpu_nodes(&self) -> usize {

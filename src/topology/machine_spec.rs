@@ -2,10 +2,91 @@
 //! SPEC DIR`, `tests/fixtures/*.json`), read as a user's input: every
 //! missing or bad field named in one error, cache sizes in any spelling
 //! membw prints or parses (`32K`, `32KiB`, `32 KiB`, `0.5M`), and what no
-//! machine has refused before anything is written. docs/guide/fixtures.md
-//! documents the format with a complete example.
+//! machine has refused before anything is written. docs/guide/node-bandwidth.md
+//! ("A machine of your own") documents the format with a complete example.
 
-use super::fixture::MachineSpec;
+use serde::{Deserialize, Serialize};
+
+/// Firmware-reported figures per tier: `[read MB/s, write MB/s, read ns, write ns]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixtureHmat {
+    pub near: [u64; 4],
+    pub far: [u64; 4],
+}
+
+/// A machine in a few numbers. Deserialized from `tests/fixtures/*.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineSpec {
+    pub model_name: String,
+    #[serde(default = "default_vendor")]
+    pub vendor: String,
+    #[serde(default)]
+    pub flags: String,
+    pub sockets: usize,
+    /// NUMA nodes with CPUs per socket (NPS4 = 4).
+    #[serde(default = "one")]
+    pub nodes_per_socket: usize,
+    pub cores_per_node: usize,
+    #[serde(default = "one")]
+    pub threads_per_core: usize,
+    /// Cores sharing one L3 (an AMD CCX: 4; a whole Intel socket: all).
+    pub cores_per_l3: usize,
+    pub l1d: String,
+    pub l1i: String,
+    pub l2: String,
+    pub l3: String,
+    pub distance_local: u32,
+    /// Between nodes of one socket (NPS2/NPS4, sub-NUMA clustering).
+    #[serde(default)]
+    pub distance_same_socket: u32,
+    pub distance_remote: u32,
+    pub node_memory_gib: u64,
+    /// False for a kernel without NUMA support: no `node/` directory at all.
+    #[serde(default = "yes")]
+    pub numa: bool,
+    /// Extra CPU-less memory nodes (HBM, CXL), placed after the CPU nodes.
+    #[serde(default)]
+    pub memory_only_nodes: usize,
+    /// HMAT figures (read and write MB/s, read and write ns) for the CPU
+    /// nodes and the memory-only nodes, as `access0/initiators` shows them.
+    #[serde(default)]
+    pub hmat: Option<FixtureHmat>,
+    /// A memory-side cache in front of each memory-only node, bytes.
+    #[serde(default)]
+    pub memory_side_cache_bytes: u64,
+    /// Weighted-interleave weights, one per node (absent: a kernel before 6.9).
+    #[serde(default)]
+    pub interleave_weights: Vec<u8>,
+    /// SMBIOS type 17 entries: populated DIMMs per socket and their speed.
+    #[serde(default)]
+    pub dimms_per_socket: usize,
+    #[serde(default)]
+    pub dimm_mts: u16,
+    /// Arm machines: /proc/cpuinfo in Arm's form (no model name; `CPU
+    /// implementer` and `CPU part`), `flags` written as `Features`.
+    #[serde(default)]
+    pub implementer: Option<String>,
+    #[serde(default)]
+    pub part: Option<String>,
+    /// /sys/class/dmi/id/sys_vendor, when the machine has one.
+    #[serde(default)]
+    pub system_vendor: Option<String>,
+    /// NVIDIA GPUs on the PCI bus, with their links.
+    #[serde(default)]
+    pub gpus: Vec<super::pci::FixtureGpu>,
+}
+
+fn one() -> usize {
+    1
+}
+fn yes() -> bool {
+    true
+}
+fn default_vendor() -> String {
+    "GenuineIntel".into()
+}
 
 /// The fields a description must give (the others have defaults).
 const REQUIRED: [&str; 11] = [
@@ -111,36 +192,23 @@ impl MachineSpec {
     }
 }
 
-/// A cache's size in bytes: the kernel's `32K` and `2M` (binary), or bytes
-/// as membw parses them elsewhere (`32KiB`, `32 KiB`, `0.5MiB`); whole KiB,
-/// at most 16 GiB.
+/// A cache's size in bytes: the kernel's `32K` and `2M` (binary, as sysfs
+/// is read), or bytes as membw parses them elsewhere (`32KiB`, `32 KiB`,
+/// `0.5MiB`); whole KiB, at most 16 GiB.
 pub fn cache_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
-    let kernel = t
-        .strip_suffix(['K', 'k', 'M', 'm', 'G', 'g'])
-        .filter(|n| !n.is_empty() && n.trim().chars().all(|c| c.is_ascii_digit() || c == '.'))
-        .and_then(|n| n.trim().parse::<f64>().ok());
-    let bytes = match kernel {
-        Some(n) => {
-            let shift = match t.chars().last() {
-                Some('K' | 'k') => 10,
-                Some('M' | 'm') => 20,
-                _ => 30,
-            };
-            n * (1u64 << shift) as f64
-        }
-        None => {
-            crate::units::parse_bytes(t)
-                .map_err(|_| format!("'{t}' is not a size (32K, 32KiB, 1.25MiB, 480M)"))?
-                .0 as f64
-        }
-    };
-    if !(1024.0..=(16u64 << 30) as f64).contains(&bytes) || bytes % 1024.0 != 0.0 {
+    let bytes = match t.ends_with(['K', 'k', 'M', 'm', 'G', 'g']) {
+        true => super::sysfs::cache_size(t),
+        false => crate::units::parse_bytes(t).ok(),
+    }
+    .ok_or_else(|| format!("'{t}' is not a size (32K, 32KiB, 1.25MiB, 480M)"))?
+    .0;
+    if !(1 << 10..=16 << 30).contains(&bytes) || bytes % 1024 != 0 {
         return Err(format!(
             "'{t}' is not a whole number of KiB from 1 KiB to 16 GiB"
         ));
     }
-    Ok(bytes as u64)
+    Ok(bytes)
 }
 
 #[cfg(test)]

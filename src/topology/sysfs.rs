@@ -326,7 +326,8 @@ pub(super) fn read_caches(r: &Reader, online: &[usize]) -> Vec<Cache> {
     caches
 }
 
-/// Parses sysfs cache sizes such as `32K`, `1024K`, `16M`.
+/// Parses sysfs cache sizes such as `32K`, `1024K`, `16M` (and, as people
+/// write them in a fixture's description, `0.5M`: whole bytes only).
 pub(super) fn cache_size(text: &str) -> Option<Bytes> {
     let t = text.trim();
     let (num, mult) = match t.chars().last()? {
@@ -335,7 +336,12 @@ pub(super) fn cache_size(text: &str) -> Option<Bytes> {
         'G' | 'g' => (&t[..t.len() - 1], Bytes::GIB),
         _ => (t, 1),
     };
-    num.trim().parse::<u64>().ok().map(|n| Bytes(n * mult))
+    let num = num.trim();
+    if !num.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return None;
+    }
+    let bytes = num.parse::<f64>().ok()? * mult as f64;
+    (bytes.fract() == 0.0 && bytes < u64::MAX as f64).then_some(Bytes(bytes as u64))
 }
 
 pub(super) fn read_memory(r: &Reader) -> MemoryInfo {

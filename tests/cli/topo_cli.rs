@@ -256,14 +256,17 @@ fn a_spec_takes_every_size_spelling_membw_prints_and_names_every_missing_field()
         ];
         (args.map(String::from), tree)
     };
+    // A one-socket node with the caches given as `caches` (l1d, l1i, l2, l3).
+    let node = |caches: [&str; 4]| {
+        let [l1d, l1i, l2, l3] = caches;
+        format!(
+            r#"{{"model_name": "Test CPU", "sockets": 1, "cores_per_node": 4, "cores_per_l3": 4,
+                "l1d": "{l1d}", "l1i": "{l1i}", "l2": "{l2}", "l3": "{l3}",
+                "distance_local": 10, "distance_remote": 20, "node_memory_gib": 16}}"#
+        )
+    };
     // The spelling membw itself prints (`32 KiB`), and the kernel's.
-    std::fs::write(
-        &spec,
-        r#"{"model_name": "Test CPU", "sockets": 1, "cores_per_node": 4, "cores_per_l3": 4,
-            "l1d": "32KiB", "l1i": "32 KiB", "l2": "1.25MiB", "l3": "0.5M",
-            "distance_local": 10, "distance_remote": 20, "node_memory_gib": 16}"#,
-    )
-    .unwrap();
+    std::fs::write(&spec, node(["32KiB", "32 KiB", "1.25MiB", "0.5M"])).unwrap();
     let (args, tree) = generate("a");
     membw().args(&args).assert().success();
     let out = stdout(&["topo", "--sysroot", tree.to_str().unwrap()]);
@@ -279,13 +282,7 @@ fn a_spec_takes_every_size_spelling_membw_prints_and_names_every_missing_field()
         &refs,
         "missing fields: cores_per_node, cores_per_l3, l1d, l1i, l2, l3, distance_local, distance_remote, node_memory_gib",
     );
-    std::fs::write(
-        &spec,
-        r#"{"model_name": "Test CPU", "sockets": 1, "cores_per_node": 4, "cores_per_l3": 4,
-            "l1d": "32", "l1i": "32K", "l2": "big", "l3": "30M",
-            "distance_local": 10, "distance_remote": 20, "node_memory_gib": 16}"#,
-    )
-    .unwrap();
+    std::fs::write(&spec, node(["32", "32K", "big", "30M"])).unwrap();
     usage_error(
         &refs,
         "l1d '32' is not a size (32K, 32KiB, 1.25MiB, 480M); l2 'big' is not a size",
