@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="17a70478477942f3390e3bc9f3ca98c62d204e2e3fd8b48da11e77a905c99088")
+    version("0.1.0", sha256="3c07f96f8f00080c3d9dfaa0554b6aacfbfc7e914c604f5b15191591586f1a41")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
