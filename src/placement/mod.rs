@@ -234,41 +234,68 @@ pub fn allowed_cpus(topo: &Topology, cpu_nodes: Option<&IdSet>) -> Result<IdSet>
     Ok(set)
 }
 
-/// Resolves a request to one CPU per thread, in thread order.
-/// What a label must add when threads share cores: `6 of 30 threads on
-/// SMT siblings (6 cores run two)`; None when every thread has a core.
+/// What a label must add when threads share cores or CPUs: `6 of 30
+/// threads on SMT siblings: 6 cores run two or more`, or where CPUs run
+/// two threads (OpenMP's shared places) `4 threads on 2 CPUs of 1 core:
+/// CPUs 0,24 run two or more`; None when every thread has a core.
 pub fn shared_cores(topo: &Topology, cpus: &[usize]) -> Option<String> {
-    let mut per_core: std::collections::BTreeMap<(usize, usize), usize> = Default::default();
-    for c in cpus.iter().filter_map(|&c| topo.cpu(c)) {
-        *per_core.entry((c.package, c.core)).or_default() += 1;
+    use std::collections::BTreeMap;
+    let mut per_core: BTreeMap<(usize, usize), HashSet<usize>> = BTreeMap::new();
+    let mut per_cpu: BTreeMap<usize, usize> = BTreeMap::new();
+    for &id in cpus {
+        if let Some(c) = topo.cpu(id) {
+            per_core.entry((c.package, c.core)).or_default().insert(id);
+        }
+        *per_cpu.entry(id).or_default() += 1;
     }
-    let doubled = per_core.values().filter(|&&n| n > 1).count();
+    let plural = crate::units::plural;
+    let crowded: Vec<usize> = per_cpu
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(c, _)| *c)
+        .collect();
+    if !crowded.is_empty() {
+        let which = match crowded.as_slice() {
+            [cpu] => format!("CPU {cpu} runs"),
+            many => format!("CPUs {} run", crate::topology::cpulist::format_ranges(many)),
+        };
+        return Some(format!(
+            "{} threads on {} of {}: {which} two or more",
+            cpus.len(),
+            plural(per_cpu.len(), "CPU"),
+            plural(per_core.len(), "core"),
+        ));
+    }
     let on_siblings = cpus.len() - per_core.len();
     (on_siblings > 0).then(|| {
+        let doubled = per_core.values().filter(|cpus| cpus.len() > 1).count();
         format!(
             "{on_siblings} of {} threads on SMT siblings: {} run two or more",
             cpus.len(),
-            crate::units::plural(doubled, "core")
+            plural(doubled, "core")
         )
     })
 }
 
+/// Resolves a request to one CPU per thread, in thread order.
 pub fn resolve(topo: &Topology, req: &Request) -> Result<Vec<usize>> {
     if req.threads == Some(0) {
         return Err(Error::input(Input::Threads, "0", "must be at least 1"));
     }
     let allowed = allowed_cpus(topo, req.cpu_nodes.as_ref())?;
-    // One thread per CPU at most: bound before any grammar allocates per thread.
-    if let Some(n) = req.threads.filter(|&n| n > allowed.len()) {
-        let e = Error::input(
-            Input::Threads,
-            n.to_string(),
-            format!(
-                "{n} threads but only {} may be used",
-                crate::units::plural(allowed.len(), "CPU")
-            ),
-        );
-        return Err(e);
+    // One thread per CPU at most, but OpenMP places, which may be shared
+    // by more threads than their CPUs (`primary`): bound before any
+    // grammar allocates per thread.
+    let places = matches!(req.spec, Spec::Places { .. });
+    let per_cpu = if places { MAX_THREADS_PER_CPU } else { 1 };
+    if let Some(n) = req.threads.filter(|&n| n > allowed.len() * per_cpu) {
+        let what = crate::units::plural(allowed.len(), "CPU");
+        let why = if places {
+            format!("{n} threads but {what} may be used, {per_cpu} threads a CPU at most")
+        } else {
+            format!("{n} threads but only {what} may be used")
+        };
+        return Err(Error::input(Input::Threads, n.to_string(), why));
     }
     let domains = Domains::new(topo, &allowed);
     let (input, value) = req.spec.input();
@@ -309,9 +336,13 @@ pub fn resolve(topo: &Topology, req: &Request) -> Result<Vec<usize>> {
         Spec::Gomp(list) => runtime::gomp(&list.value, req.threads),
         Spec::Kmp(kmp) => runtime::kmp(topo, &domains, &kmp.value, req.threads).map_err(fault)?,
     };
-    check(topo, &allowed, &cpus).map_err(|m| fault(m.into()))?;
+    check(topo, &allowed, &cpus, places).map_err(|m| fault(m.into()))?;
     Ok(cpus)
 }
+
+/// The most threads OpenMP places may stack on one CPU: a place shared
+/// past that measures the scheduler, not the memory.
+pub const MAX_THREADS_PER_CPU: usize = 8;
 
 /// A thread count with an explicit list: a prefix of it.
 fn take_threads(
@@ -328,8 +359,14 @@ fn take_threads(
     }
 }
 
-/// The invariants every placement keeps, whatever produced it.
-fn check(topo: &Topology, allowed: &IdSet, cpus: &[usize]) -> std::result::Result<(), String> {
+/// The invariants every placement keeps, whatever produced it; only
+/// OpenMP's shared places (`shared`) run two threads on one CPU.
+fn check(
+    topo: &Topology,
+    allowed: &IdSet,
+    cpus: &[usize],
+    shared: bool,
+) -> std::result::Result<(), String> {
     let mut seen = HashSet::new();
     for &cpu in cpus {
         if topo.cpu(cpu).is_none() {
@@ -338,7 +375,7 @@ fn check(topo: &Topology, allowed: &IdSet, cpus: &[usize]) -> std::result::Resul
         if !allowed.contains(cpu) {
             return Err(format!("CPU {cpu} is outside the allowed set {allowed}"));
         }
-        if !seen.insert(cpu) {
+        if !seen.insert(cpu) && !shared {
             return Err(format!("CPU {cpu} would run two threads"));
         }
     }

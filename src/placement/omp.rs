@@ -341,7 +341,10 @@ pub fn assign(bind: Bind, threads: usize, places: usize) -> Vec<usize> {
 
 /// Resolves places + binding to one CPU per thread. Threads default to one
 /// per place. Threads sharing a place take distinct cores of it first; two
-/// threads on one core need `smt`.
+/// threads on one core need `smt`. A place given more threads than it has
+/// cores (`primary` on `cores`, or `close` with more threads than places)
+/// is shared, as OpenMP binds each of those threads to the whole place:
+/// they take its CPUs in turn, siblings included, and then share CPUs.
 pub fn resolve(
     topo: &Topology,
     d: &Domains,
@@ -353,32 +356,51 @@ pub fn resolve(
     let places = places(topo, d, parsed)?;
     let n = threads.unwrap_or(places.len());
     let slots = assign(bind, n, places.len());
-    // Per place, its CPUs with the first hardware thread of each core first.
-    let ordered: Vec<Vec<usize>> = places
+    // Per place, its CPUs with the first hardware thread of each core
+    // first, and how many cores it has.
+    let ordered: Vec<(Vec<usize>, usize)> = places
         .iter()
         .map(|place| {
             let cores = d.cores_within(&place.iter().copied().collect());
             let firsts = cores.iter().map(|c| c[0]);
             let rest = cores.iter().flat_map(|c| c[1..].iter().copied());
-            firsts.chain(rest).collect()
+            (firsts.chain(rest).collect(), cores.len())
         })
         .collect();
+    let mut given = vec![0usize; places.len()];
+    for &slot in &slots {
+        given[slot] += 1;
+    }
     let mut used_in_place = vec![0usize; places.len()];
     let mut busy_cores: Vec<&IdSet> = Vec::new();
     let mut cpus = Vec::with_capacity(n);
     for (thread, &slot) in slots.iter().enumerate() {
+        let (place_cpus, cores) = &ordered[slot];
         let k = used_in_place[slot];
-        let Some(&cpu) = ordered[slot].get(k) else {
+        used_in_place[slot] += 1;
+        if given[slot] > *cores && !place_cpus.is_empty() {
+            let most = place_cpus.len() * super::MAX_THREADS_PER_CPU;
+            if given[slot] > most {
+                return Err(format!(
+                    "{n} threads put {} on place {slot} {{{}}}: {} threads a CPU at most",
+                    given[slot],
+                    crate::topology::cpulist::format_ranges(&places[slot]),
+                    super::MAX_THREADS_PER_CPU
+                )
+                .into());
+            }
+            cpus.push(place_cpus[k % place_cpus.len()]);
+            continue;
+        }
+        let Some(&cpu) = place_cpus.get(k) else {
             return Err(format!(
-                "{n} threads put {} on place {} {{{}}} which has {} CPUs; use fewer threads or more places",
+                "{n} threads put {} on place {} {{{}}} which has no CPU",
                 k + 1,
                 slot,
                 crate::topology::cpulist::format_ranges(&places[slot]),
-                ordered[slot].len()
             )
             .into());
         };
-        used_in_place[slot] += 1;
         let Some(siblings) = topo.cpu(cpu).map(|c| &c.siblings) else {
             return Err(format!("CPU {cpu} does not exist or is offline").into());
         };

@@ -228,6 +228,49 @@ fn placements_that_put_threads_on_siblings_say_so_and_spread_means_one_thing() {
     assert!(fits.contains("default: one thread per core, spread") && !fits.contains("SMT"));
 }
 
+#[test]
+fn primary_stacks_every_thread_on_the_first_place_as_openmp_does() {
+    // The field guide's habit: OMP_PLACES=cores OMP_PROC_BIND=master. Its
+    // first place is core 0 (CPUs 0 and 24): four threads take both in turn.
+    let tree = common::shared_tree("xeon-e5-2680v3-2s");
+    let sysroot = ["place", "--sysroot", tree.to_str().unwrap()];
+    let out = common::membw()
+        .args(sysroot)
+        .args(["--threads", "4"])
+        .env("OMP_PLACES", "cores")
+        .env("OMP_PROC_BIND", "master")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("0,24,0,24"), "{text}");
+    assert!(
+        text.contains("(4 threads on 2 CPUs of 1 core: CPUs 0,24 run two or more)"),
+        "{text}"
+    );
+    // `primary`, the newer name, the same; one thread per place (no
+    // count) shares nothing.
+    let primary = place_e5(&["--places", "cores", "--bind", "primary", "--threads", "4"]);
+    assert!(primary.contains("0,24,0,24"), "{primary}");
+    let close = place_e5(&["--places", "cores", "--bind", "close"]);
+    assert!(!close.contains("two or more"), "{close}");
+    // Stacking is bounded, in one line naming the bound.
+    let mut args = sysroot.to_vec();
+    args.extend([
+        "--places",
+        "cores",
+        "--bind",
+        "primary",
+        "--threads",
+        "1000",
+    ]);
+    common::usage_error(&args, "8 threads a CPU at most");
+}
+
 /// A sweep whose arrays sit in the caches says so in every form: its
 /// table (a `measured` column and the legend), its CSV (`in_caches`) and
 /// its plot (a square round each such point, and its key), not only in

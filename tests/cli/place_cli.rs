@@ -88,15 +88,7 @@ fn placement_errors_are_one_line_with_exit_2() {
         "unknown binding 'loose'",
     );
     usage_error(
-        &[
-            "place",
-            "--sysroot",
-            root,
-            "--places",
-            "cores",
-            "--threads",
-            "30",
-        ],
+        &["place", "--sysroot", root, "--places", "{0},{24}"],
         "--smt",
     );
     usage_error(

@@ -207,19 +207,22 @@ fn errors_name_the_bad_part() {
     assert!(
         err(INTEL_2X12, places("{0}:4:100", Bind::Close, None)).contains("CPU 100 does not exist")
     );
-    // 2 threads per core place without --smt.
-    let e = err(INTEL_2X12, places("cores", Bind::Close, Some(48)));
+    // Two places on one core's two CPUs without --smt.
+    let e = err(INTEL_2X12, places("{0},{24}", Bind::Close, None));
     assert!(e.contains("--smt"), "{e}");
-    assert_eq!(
-        run(
+    // Two threads per core place: OpenMP binds both to the core, so they
+    // take its two CPUs, --smt or not; and stacked past its CPUs, share.
+    for smt in [false, true] {
+        let cpus = run(
             INTEL_2X12,
-            &req(Spec::places("cores", Bind::Close).unwrap(), Some(48), true)
+            &req(Spec::places("cores", Bind::Close).unwrap(), Some(48), smt),
         )
-        .unwrap()
-        .len(),
-        48
-    );
-    assert!(err(INTEL_2X12, places("{0}", Bind::Close, Some(2))).contains("place 0"));
+        .unwrap();
+        assert_eq!(cpus[..4], [0, 24, 1, 25]);
+    }
+    let stacked = run(INTEL_2X12, &places("{0}", Bind::Close, Some(2))).unwrap();
+    assert_eq!(stacked, [0, 0]);
+    assert!(err(INTEL_2X12, places("{0}", Bind::Close, Some(9))).contains("8 threads a CPU"));
     assert!(err(INTEL_2X12, pin("S5:0")).contains("no such socket"));
     // The id list is at fault, not the domain: its column, and what it may hold.
     let e = err(INTEL_2X12, pin("S0:0-99"));
@@ -408,21 +411,32 @@ mod properties {
                     (format!("{{{start}}}:{len}:{stride}"), (0..len).map(|i| vec![start + i * stride]).collect())
                 }
             };
-            // One thread per place at most, so that no two share a core.
+            // One thread per place at most, so that no two share a core,
+            // but primary, which stacks every thread on place 0 as OpenMP
+            // does, however few CPUs it has.
             let threads = threads_pick.map(|p| 1 + p % places.len());
-            // Primary stacks every thread on place 0: only where it has room.
-            let n = threads.unwrap_or(places.len());
-            let bind = if bind == Bind::Primary && places[0].len() < n {
-                Bind::Close
-            } else {
-                bind
-            };
             let r = Request { spec: Spec::places(&text, bind).unwrap(), threads, smt: true, cpu_nodes: None };
-            let cpus = resolved(&t, &r)?;
+            let n = threads.unwrap_or(places.len());
+            let cpus = if bind == Bind::Primary {
+                let stacked = resolve(&t, &r);
+                if n > places[0].len() * membw::placement::MAX_THREADS_PER_CPU {
+                    let e = stacked.err().map(|e| e.to_string()).unwrap_or_default();
+                    prop_assert!(e.contains("threads a CPU at most"), "{}", e);
+                    return Ok(());
+                }
+                stacked.map_err(|e| TestCaseError::fail(format!("{r:?} was refused: {e}")))?
+            } else {
+                resolved(&t, &r)?
+            };
+            prop_assert_eq!(cpus.len(), n);
             let slots = membw::placement::omp::assign(bind, cpus.len(), places.len());
             for (thread, (&cpu, &slot)) in cpus.iter().zip(&slots).enumerate() {
                 prop_assert!(places[slot].contains(&cpu), "thread {} on CPU {} outside place {}", thread, cpu, slot);
             }
+            // A shared place: its CPUs in turn, none idle while another
+            // runs two threads.
+            let distinct: std::collections::HashSet<_> = cpus.iter().collect();
+            prop_assert_eq!(distinct.len(), cpus.len().min(if bind == Bind::Primary { places[0].len() } else { cpus.len() }));
         }
 
         /// likwid-pin: a range of logical ids in one socket, an expression
