@@ -54,6 +54,9 @@ pub struct Plan {
     /// Set when the arrays fit in four times the caches of the CPUs used:
     /// what runs measures the caches (STREAM's rule). None for a device.
     pub in_caches: Option<crate::results::measurement::InCaches>,
+    /// Why STREAM's rule cannot be judged for these CPUs (their caches'
+    /// sizes are unknown), where it cannot: `in_caches` is None then too.
+    pub caches_unknown: Option<crate::topology::UnknownCaches>,
     /// A device's launch shapes (the CPU team has one way to run each kernel).
     pub shapes: ShapeChoice,
     /// The CPU team's stores for each kernel (by `kernels`' order) and why;
@@ -287,7 +290,7 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
     })?;
     let isa = s.measure.isa.unwrap_or_else(Isa::best);
     let used = cpus.iter().copied().collect();
-    let rule = crate::results::StreamRule::over(topo.cache_sum(&used).0);
+    let rule = crate::results::StreamRule::for_cpus(topo, &used);
     let arrays = crate::kernels::arrays_used(&s.measure.kernels).len() as u64;
     if s.measure.hugepages == Hugepages::Thp && topo.memory.thp_mode.as_deref() == Some("never") {
         return Err(Error::input(
@@ -334,6 +337,7 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         pinned: s.placement.spec.pins(),
         calibrate: s.working_set.is_some() && in_caches.is_some(),
         in_caches,
+        caches_unknown: rule.unknown,
         elements,
         ntimes: s.measure.ntimes,
         kernels,
@@ -400,6 +404,7 @@ pub fn placement_only(
         inner_repeats: 1,
         calibrate: false,
         in_caches: None,
+        caches_unknown: None,
         shapes: ShapeChoice::Default,
         kernel_stores: Vec::new(),
         caches: ThreadCaches::default(),

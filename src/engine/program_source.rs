@@ -122,6 +122,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
     ));
     Measurement {
         in_caches: None,
+        caches_unknown: None,
         offset: 0,
         array_elements: elements,
         bytes_per_array: elements * element_bytes,

@@ -79,8 +79,8 @@ pub fn scope_jobs(
 pub(super) fn fits_in_caches(topo: &Topology, plan: &Plan) -> Option<String> {
     // A device's memory is in no host cache: no working CPU, no cache.
     let cpus = plan.host_cpus().unwrap_or_default();
-    let rule = crate::results::StreamRule::over(topo.cache_sum(&cpus.iter().copied().collect()).0);
-    (!rule.holds(plan.elements as u64)).then(|| {
+    let rule = crate::results::StreamRule::for_cpus(topo, &cpus.iter().copied().collect());
+    (rule.holds(plan.elements as u64) == Some(false)).then(|| {
         format!(
             "{}, so a health check would measure the caches, not the memory",
             rule.describe(plan.elements as u64, plan.arrays_needed().len() as u64)

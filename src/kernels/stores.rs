@@ -68,7 +68,10 @@ impl ThreadCaches {
     /// own) and all.
     pub fn serving(topo: &crate::topology::Topology, cpus: &[usize]) -> ThreadCaches {
         let used = cpus.iter().copied().collect();
-        let all = topo.cache_sum(&used).0;
+        // Unknown caches leave both at 0: auto then times both modes.
+        let Ok(all) = topo.known_cache_sum(&used).map(|b| b.0) else {
+            return ThreadCaches::default();
+        };
         ThreadCaches {
             below_last: all.saturating_sub(topo.llc_sum(&used).0),
             all,

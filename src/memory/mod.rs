@@ -123,12 +123,13 @@ impl std::fmt::Display for Hugepages {
 }
 
 /// STREAM's sizing rule: each array at least 4 × the sum of all caches serving
-/// the CPUs used, and never below STREAM's own default of 10M elements;
-/// rounded up so every thread gets whole pages.
+/// the CPUs used, and never below STREAM's own default of 10M elements
+/// (that default alone where the caches are unknown: the plan then says
+/// the rule cannot be judged); rounded up so every thread gets whole pages.
 pub fn default_elements(topo: &Topology, cpus: &[usize]) -> u64 {
     let used = cpus.iter().copied().collect();
-    let rule = stream_rule::StreamRule::over(topo.cache_sum(&used).0).min_elements();
-    let elements = rule.max(10_000_000);
+    let rule = stream_rule::StreamRule::for_cpus(topo, &used).min_elements();
+    let elements = rule.unwrap_or(0).max(10_000_000);
     let unit = (PAGE_ELEMENTS * cpus.len().max(1)) as u64;
     elements.div_ceil(unit) * unit
 }

@@ -6,6 +6,8 @@
 //! and every summary read it, so that they can never disagree.
 
 use crate::kernels::KernelId;
+use crate::topology::cpulist::IdSet;
+use crate::topology::{Topology, UnknownCaches};
 use crate::units::{Bytes, ELEMENT_BYTES};
 use serde::{Deserialize, Serialize};
 
@@ -15,13 +17,15 @@ pub const CACHE_MULTIPLE: u64 = 4;
 /// Where arrays stand against the caches serving the CPUs that use them:
 /// all of them within the caches (cache bandwidth); past the caches
 /// together but each under STREAM's rule, where rates near memory's
-/// still get help from the caches; or the rule holds (memory).
+/// still get help from the caches; the rule holds (memory); or, where
+/// the caches' size is unknown, not judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Band {
     Caches,
     UnderRule,
     Memory,
+    Unknown,
 }
 
 impl Band {
@@ -43,6 +47,7 @@ impl Band {
             Band::Caches => "caches",
             Band::UnderRule => "under_rule",
             Band::Memory => "memory",
+            Band::Unknown => "unknown",
         }
     }
 
@@ -52,40 +57,66 @@ impl Band {
             Band::Caches => "cache bandwidth",
             Band::UnderRule => "under STREAM's rule: caches may still help",
             Band::Memory => "memory (STREAM's rule holds)",
+            Band::Unknown => "STREAM's rule not judged: caches of unknown size",
         }
     }
 }
 
-/// STREAM's rule over the caches of some CPUs.
+/// STREAM's rule over the caches of some CPUs, or, where their size is
+/// unknown, a rule that cannot be judged: it then neither holds nor fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamRule {
-    /// Bytes of every cache level that serves the CPUs used.
+    /// Bytes of every cache level that serves the CPUs used (0 where unknown).
     pub cache_bytes: u64,
+    /// Why the caches' size is unknown, where it is.
+    pub unknown: Option<UnknownCaches>,
 }
 
 impl StreamRule {
     pub fn over(cache_bytes: u64) -> StreamRule {
-        StreamRule { cache_bytes }
+        StreamRule {
+            cache_bytes,
+            unknown: None,
+        }
     }
 
-    /// The fewest elements per array for which it holds.
-    pub fn min_elements(&self) -> u64 {
-        (CACHE_MULTIPLE * self.cache_bytes).div_ceil(ELEMENT_BYTES)
+    /// The rule for the caches serving `cpus`, unknown where their sizes are.
+    pub fn for_cpus(topo: &Topology, cpus: &IdSet) -> StreamRule {
+        match topo.known_cache_sum(cpus) {
+            Ok(bytes) => StreamRule::over(bytes.0),
+            Err(why) => StreamRule {
+                cache_bytes: 0,
+                unknown: Some(why),
+            },
+        }
     }
 
-    /// Whether arrays of `elements` elements each measure memory.
-    pub fn holds(&self, elements: u64) -> bool {
-        elements.saturating_mul(ELEMENT_BYTES) >= CACHE_MULTIPLE * self.cache_bytes
+    /// The fewest elements per array for which it holds; None where the
+    /// caches are unknown.
+    pub fn min_elements(&self) -> Option<u64> {
+        self.unknown
+            .is_none()
+            .then(|| (CACHE_MULTIPLE * self.cache_bytes).div_ceil(ELEMENT_BYTES))
+    }
+
+    /// Whether arrays of `elements` elements each measure memory; None
+    /// where the caches are unknown.
+    pub fn holds(&self, elements: u64) -> Option<bool> {
+        self.unknown
+            .is_none()
+            .then(|| elements.saturating_mul(ELEMENT_BYTES) >= CACHE_MULTIPLE * self.cache_bytes)
     }
 
     /// The fact, where `arrays` arrays of `elements` elements each are
-    /// under it: what ran measured the caches.
+    /// under it: what ran measured the caches. None where it holds, and
+    /// where it cannot be judged (see [`unknown`](Self::unknown)).
     pub fn in_caches(&self, elements: u64, arrays: u64) -> Option<InCaches> {
-        (!self.holds(elements)).then(|| InCaches {
+        let min = self.min_elements()?;
+        (self.holds(elements) == Some(false)).then(|| InCaches {
             arrays_bytes: elements * ELEMENT_BYTES * arrays.max(1),
             array_bytes: Some(elements * ELEMENT_BYTES),
             cache_bytes: self.cache_bytes,
-            stream_elements: self.min_elements(),
+            stream_elements: min,
             seen: None,
         })
     }
@@ -94,10 +125,17 @@ impl StreamRule {
     /// `each array (645.6 MiB) is under 4 × the 484.0 MiB of caches
     /// serving these CPUs: under STREAM's rule: caches may still help`
     /// (`cache bandwidth` where STREAM's three arrays fit in the caches),
-    /// or `... is at least 4 × ...: memory (STREAM's rule holds)`.
+    /// `... is at least 4 × ...: memory (STREAM's rule holds)`, or where
+    /// the caches are unknown `... STREAM's rule cannot be judged: ...`.
     pub fn describe(&self, elements: u64, arrays: u64) -> String {
         let bytes = elements.saturating_mul(ELEMENT_BYTES);
         let (array, caches) = (Bytes(bytes), Bytes(self.cache_bytes));
+        if let Some(why) = self.unknown {
+            return format!(
+                "each array ({array}) against the caches serving these CPUs: {}",
+                not_judged(why)
+            );
+        }
         match Band::of(bytes, arrays, self.cache_bytes) {
             Band::Memory => format!(
                 "each array ({array}) is at least {CACHE_MULTIPLE} × the {caches} of caches serving these CPUs: memory (STREAM's rule holds)"
@@ -105,10 +143,15 @@ impl StreamRule {
             band => format!(
                 "each array ({array}) is under {CACHE_MULTIPLE} × the {caches} of caches serving these CPUs: {}; STREAM's rule for memory needs --size {} or more",
                 band.words(),
-                self.min_elements()
+                self.min_elements().unwrap_or_default()
             ),
         }
     }
+}
+
+/// The one sentence for a rule that cannot be judged, and why.
+pub fn not_judged(why: UnknownCaches) -> String {
+    format!("STREAM's rule cannot be judged, neither memory nor cache bandwidth: {why}")
 }
 
 /// Arrays under four times the caches of the CPUs that use them, each:
@@ -227,12 +270,13 @@ mod tests {
     #[test]
     fn the_rule_is_per_array_at_both_sides_of_its_boundary() {
         let rule = StreamRule::over(484 << 20);
-        assert_eq!(rule.min_elements(), 253_755_392);
-        assert!(!rule.holds(84_623_360));
+        let min = rule.min_elements().unwrap();
+        assert_eq!(min, 253_755_392);
+        assert_eq!(rule.holds(84_623_360), Some(false));
         assert!(rule.in_caches(84_623_360, 3).is_some());
-        assert!(!rule.holds(rule.min_elements() - 1));
-        assert!(rule.holds(rule.min_elements()));
-        assert!(rule.in_caches(rule.min_elements(), 3).is_none());
+        assert_eq!(rule.holds(min - 1), Some(false));
+        assert_eq!(rule.holds(min), Some(true));
+        assert!(rule.in_caches(min, 3).is_none());
         let words = rule.describe(84_623_360, 3);
         assert!(
             words.contains("each array (645.6 MiB) is under 4 ×"),
@@ -247,10 +291,29 @@ mod tests {
             "{}",
             c.warning()
         );
-        assert!(
-            rule.describe(rule.min_elements(), 3)
-                .contains("STREAM's rule holds")
-        );
+        assert!(rule.describe(min, 3).contains("STREAM's rule holds"));
+    }
+
+    /// Unknown caches neither hold nor fail the rule, at any size.
+    #[test]
+    fn unknown_caches_neither_hold_nor_fail_the_rule() {
+        let why = UnknownCaches::SizeUnknown {
+            level: 1,
+            kind: crate::topology::CacheKind::Data,
+        };
+        let rule = StreamRule {
+            cache_bytes: 0,
+            unknown: Some(why),
+        };
+        for elements in [1, 10_000_000, u64::MAX / 8] {
+            assert_eq!(rule.holds(elements), None);
+            assert!(rule.in_caches(elements, 3).is_none());
+            let words = rule.describe(elements, 3);
+            assert!(words.contains("cannot be judged"), "{words}");
+            assert!(words.contains("no size for an L1d cache"), "{words}");
+            assert!(!words.contains("0 B"), "{words}");
+        }
+        assert_eq!(rule.min_elements(), None);
     }
 
     /// The VM: 34.1 MiB of caches. STREAM's default 10M elements

@@ -58,6 +58,9 @@ pub(super) fn warnings(
     timer: &TimerCheck,
 ) -> Vec<String> {
     let mut warnings = size_warnings(plan, in_caches, min_time, timer);
+    if let Some(why) = plan.caches_unknown {
+        warnings.push(crate::results::not_judged(why));
+    }
     if let Some(c) = timer.device_clock.filter(|c| c.over_host > 0) {
         warnings.push(format!(
             "the target's own clock timed {} of {} repetitions longer than the host's clock around them: those took the host's time; the target's clock is not to be trusted",

@@ -1,6 +1,7 @@
+use super::expected::element_error;
 use super::*;
 use crate::backend::ArrayErrors;
-use crate::kernels::{ArrayId, Isa, STREAM_KERNELS, StoreMode, WRITE_VALUE};
+use crate::kernels::{ARRAYS, ArrayId, Isa, KernelId, STREAM_KERNELS, StoreMode, WRITE_VALUE};
 use crate::memory::Hugepages;
 use crate::memory::policy::MemPolicy;
 use crate::results::measurement::kernel_statistics;
@@ -105,6 +106,7 @@ fn small_plan(kernels: Vec<KernelId>, stores: StoreMode) -> Plan {
         inner_repeats: 1,
         calibrate: false,
         in_caches: None,
+        caches_unknown: None,
         shapes: Default::default(),
         kernel_stores: Vec::new(),
         caches: Default::default(),

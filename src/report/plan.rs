@@ -57,7 +57,7 @@ fn arrays_line(plan: &Plan, topo: &Topology) -> String {
         None => "in the device's own memory".into(),
         Some(working) => {
             let used = working.iter().copied().collect();
-            let rule = crate::results::StreamRule::over(topo.cache_sum(&used).0);
+            let rule = crate::results::StreamRule::for_cpus(topo, &used);
             rule.describe(plan.elements as u64, plan.arrays_needed().len() as u64)
         }
     };

@@ -257,6 +257,9 @@ fn summary(m: &Measurement, peak: Option<&PeakUse>, unknown: Option<&str>) -> St
             "; cache bandwidth: the arrays fit in the caches"
         }
         Some(_) => "; under STREAM's rule: caches may still help",
+        None if m.caches_unknown.is_some() => {
+            "; STREAM's rule not judged: caches of unknown size, neither memory nor cache bandwidth"
+        }
         None => "",
     };
     let _ = writeln!(

@@ -20,8 +20,11 @@ pub struct Derived {
     pub cpus: usize,
     pub threads_per_core: usize,
     pub smt: bool,
-    /// Sum of every cache instance (lscpu's "sum of all").
-    pub cache_sum: Bytes,
+    /// Sum of every cache instance (lscpu's "sum of all"); null where a
+    /// size is unknown (`cache_sum_unknown` says why).
+    pub cache_sum: Option<Bytes>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_sum_unknown: Option<crate::topology::UnknownCaches>,
     /// Per level and kind: (name, instance size, instances, total).
     pub cache_levels: Vec<CacheLevel>,
     pub llc_domains: Vec<IdSet>,
@@ -84,7 +87,8 @@ pub fn derive(topo: &Topology) -> Derived {
         cpus: topo.cpus.len(),
         threads_per_core: topo.threads_per_core(),
         smt: topo.threads_per_core() > 1,
-        cache_sum: topo.cache_sum(&all),
+        cache_sum: topo.known_cache_sum(&all).ok(),
+        cache_sum_unknown: topo.known_cache_sum(&all).err(),
         cache_levels,
         llc_domains: topo.llc_domains(),
     }
@@ -134,7 +138,12 @@ fn caches(o: &mut String, topo: &Topology, d: &Derived) {
         .map(|l| format!("{} {} × {}", l.name, or_unknown(l.size), l.instances))
         .collect();
     let _ = writeln!(o, "{:<11}{}", "Caches", levels.join(" · "));
-    let _ = writeln!(o, "{:<11}sum of all {}", "", d.cache_sum);
+    let sum = match (d.cache_sum, d.cache_sum_unknown) {
+        (Some(sum), _) => sum.to_string(),
+        (None, Some(why)) => format!("unknown: {why}"),
+        (None, None) => "unknown".into(),
+    };
+    let _ = writeln!(o, "{:<11}sum of all {sum}", "");
     if let Some(dir) = &topo.caches_from {
         let _ = writeln!(
             o,

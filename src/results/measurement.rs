@@ -204,6 +204,11 @@ pub struct Measurement {
     /// (STREAM's rule): the rates are the caches', not the memory's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_caches: Option<InCaches>,
+    /// Set where the caches of the CPUs used have no known size: STREAM's
+    /// rule was not judged, and the rates are called neither memory's nor
+    /// the caches' (`in_caches` is absent then too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caches_unknown: Option<crate::topology::UnknownCaches>,
     /// Elements and bytes per array, and repetitions: absent where unknown
     /// (another program that did not print them), never 0.
     #[serde(default, skip_serializing_if = "super::is_zero_u64")]

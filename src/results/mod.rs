@@ -29,7 +29,7 @@ pub mod targets;
 mod thread_placement;
 pub mod typed;
 
-pub use crate::memory::stream_rule::{Band, CacheEvidence, InCaches, StreamRule};
+pub use crate::memory::stream_rule::{Band, CacheEvidence, InCaches, StreamRule, not_judged};
 pub use estimate::{Stats, cv, median};
 pub use host::Host;
 pub use measurement::{Measurement, require_valid};
@@ -301,14 +301,21 @@ impl Record {
     /// Where the point's arrays, per thread, stand against the caches per
     /// thread: within them, past them but each under STREAM's rule, or
     /// memory. A device's arrays are in its own memory: the host's caches,
-    /// which earlier records kept for a device too, say nothing of them;
-    /// nor do they of a point whose caches or sizes are unknown. A point
+    /// which earlier records kept for a device too, say nothing of them.
+    /// A point whose caches or array sizes are unknown is not judged
+    /// ([`Band::Unknown`]): it is neither memory nor the caches. A point
     /// whose runs found streaming stores clearly faster was past the
     /// caches these threads got, whatever sysfs says of their size.
     pub fn band(&self) -> Band {
-        let caches: u64 = self.host_caches().map_or(0, |c| c.values().sum());
-        if caches == 0 {
+        let Some(host_caches) = self.host_caches() else {
             return Band::Memory;
+        };
+        let caches: u64 = host_caches.values().sum();
+        // Unknown caches judge nothing; sums from before runs said so
+        // (0, or levels left out) are what those files hold.
+        let unknown = caches == 0 || self.point.working_set_per_thread == 0;
+        if unknown || self.runs.iter().any(|r| r.caches_unknown.is_some()) {
+            return Band::Unknown;
         }
         let arrays = (crate::kernels::arrays_used(&self.point.kernels).iter())
             .filter(|a| !a.host_buffer())

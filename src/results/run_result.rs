@@ -59,6 +59,10 @@ pub struct RunResult {
     /// (absent where they were pinned, or the kernel keeps no count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migrations: Option<u64>,
+    /// As the measurement's: the caches of its CPUs had no known size, so
+    /// STREAM's rule was not judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caches_unknown: Option<crate::topology::UnknownCaches>,
     /// As the measurement's: another program's run, or every rank.
     #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<Box<measurement::SourceDetail>>,
@@ -100,6 +104,7 @@ impl RunResult {
             isa: m.isa,
             stores: m.stores,
             kernel_stores: telling_stores(m),
+            caches_unknown: m.caches_unknown,
             inner_repeats: m.inner_repeats,
             best_gb_s: m
                 .results

@@ -21,6 +21,7 @@ fn a_sources_detail_keeps_its_json_field_name() {
         warnings: Vec::new(),
         interference: None,
         migrations: None,
+        caches_unknown: None,
         detail,
     };
     let program: measurement::ProgramRun = serde_json::from_value(serde_json::json!({

@@ -89,12 +89,41 @@ impl Node {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CacheKind {
     Data,
     Instruction,
     Unified,
+}
+
+/// Why the caches serving some CPUs add up to no known size: sysfs lists
+/// none for them (some VMs and Arm boards), or one whose size it does not
+/// give. A rule over the caches cannot be judged then, either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(tag = "why", rename_all = "snake_case")]
+pub enum UnknownCaches {
+    NoneListed,
+    SizeUnknown { level: u8, kind: CacheKind },
+}
+
+impl std::fmt::Display for UnknownCaches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnknownCaches::NoneListed => f.write_str("sysfs lists no cache serving these CPUs"),
+            UnknownCaches::SizeUnknown { level, kind } => {
+                let suffix = match kind {
+                    CacheKind::Data => "d",
+                    CacheKind::Instruction => "i",
+                    CacheKind::Unified => "",
+                };
+                write!(
+                    f,
+                    "sysfs gives no size for an L{level}{suffix} cache serving these CPUs"
+                )
+            }
+        }
+    }
 }
 
 /// One cache instance and the CPUs that share it.
@@ -262,15 +291,27 @@ impl Topology {
         self.caches.iter().filter(move |c| c.cpus.intersects(cpus))
     }
 
-    /// Sum of the sizes of every cache instance serving `cpus` (what lscpu
-    /// calls "sum of all"), used by STREAM's array-size rule.
-    pub fn cache_sum(&self, cpus: &IdSet) -> Bytes {
-        Bytes(
-            self.caches_serving(cpus)
-                .filter_map(|c| c.size)
-                .map(|b| b.0)
-                .sum(),
-        )
+    /// The size of every cache instance serving `cpus`, summed (what lscpu
+    /// calls "sum of all"), where each is known: what STREAM's rule is
+    /// judged against.
+    pub fn known_cache_sum(&self, cpus: &IdSet) -> Result<Bytes, UnknownCaches> {
+        let mut sum = 0u64;
+        let mut any = false;
+        for c in self.caches_serving(cpus) {
+            let Some(size) = c.size else {
+                return Err(UnknownCaches::SizeUnknown {
+                    level: c.level,
+                    kind: c.kind,
+                });
+            };
+            sum = sum.saturating_add(size.0);
+            any = true;
+        }
+        if any {
+            Ok(Bytes(sum))
+        } else {
+            Err(UnknownCaches::NoneListed)
+        }
     }
 
     /// Highest cache level present.

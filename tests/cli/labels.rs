@@ -271,6 +271,49 @@ fn primary_stacks_every_thread_on_the_first_place_as_openmp_does() {
     common::usage_error(&args, "8 threads a CPU at most");
 }
 
+#[test]
+fn caches_of_unknown_size_judge_no_rule_and_are_never_zero_bytes() {
+    // The E5 node with no size for its L1d caches (sysfs left it out).
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("e5");
+    let spec = common::fixtures_dir().join("xeon-e5-2680v3-2s.json");
+    common::stdout(&[
+        "topo",
+        "--generate",
+        spec.to_str().unwrap(),
+        tree.to_str().unwrap(),
+    ]);
+    let cpus = tree.join("sys/devices/system/cpu");
+    for cpu in std::fs::read_dir(&cpus).unwrap().flatten() {
+        let _ = std::fs::remove_file(cpu.path().join("cache/index0/size"));
+    }
+    let sysroot = ["--sysroot", tree.to_str().unwrap()];
+    let mut args = vec!["run", "--dry-run"];
+    args.extend(sysroot);
+    let plan = common::stdout(&args);
+    assert!(
+        plan.contains(
+            "STREAM's rule cannot be judged, neither memory nor cache bandwidth: sysfs gives no size for an L1d cache serving these CPUs"
+        ),
+        "{plan}"
+    );
+    assert!(
+        !plan.contains("0 B of caches") && !plan.contains("(STREAM's rule holds)"),
+        "{plan}"
+    );
+    // Auto stores do not lean on a size nobody knows: both modes timed.
+    assert!(plan.contains("near caches of unknown size"), "{plan}");
+    // STREAM's own default size, since the rule gives none.
+    assert!(plan.contains("3 × 10002432 elements"), "{plan}");
+    let mut args = vec!["topo"];
+    args.extend(sysroot);
+    let topo = common::stdout(&args);
+    assert!(
+        topo.contains("sum of all unknown: sysfs gives no size for an L1d cache"),
+        "{topo}"
+    );
+}
+
 /// A sweep whose arrays sit in the caches says so in every form: its
 /// table (a `measured` column and the legend), its CSV (`in_caches`) and
 /// its plot (a square round each such point, and its key), not only in

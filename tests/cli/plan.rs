@@ -124,7 +124,7 @@ fn streams_rule_is_per_array_and_every_place_agrees_at_its_boundary() {
     let small = common::shared_tree("xeon-e5-2680v3-2s");
     for tree in [xeon(), small.display().to_string()] {
         let topo = membw::topology::Topology::read(std::path::Path::new(&tree)).unwrap();
-        let caches = topo.cache_sum(&topo.allowed_cpus).0;
+        let caches = topo.known_cache_sum(&topo.allowed_cpus).unwrap().0;
         let boundary = (4 * caches).div_ceil(8);
         let plan = |size: u64| {
             stdout(&[

@@ -49,6 +49,7 @@ fn json_holds_the_full_model() {
     assert_eq!(doc["schema_version"], 1);
     assert_eq!(doc["derived"]["cpus"], 256);
     assert_eq!(doc["derived"]["cache_sum"], 584u64 << 20);
+    assert!(doc["derived"].get("cache_sum_unknown").is_none());
     assert_eq!(
         doc["topology"]["nodes"][1]["distances"],
         serde_json::json!([32, 10])

@@ -76,12 +76,15 @@ fn epyc_7h12_cache_sum_matches_lscpu_sum_of_all() {
     assert_eq!(level("L1i"), Bytes(4 * MIB));
     assert_eq!(level("L2"), Bytes(64 * MIB));
     assert_eq!(level("L3"), Bytes(512 * MIB));
-    assert_eq!(d.cache_sum, Bytes(584 * MIB));
+    assert_eq!(d.cache_sum, Some(Bytes(584 * MIB)));
     // The CPUs sharing an L3: one 4-core CCX and its SMT siblings.
     assert_eq!(d.llc_domains.len(), 32);
     assert_eq!(d.llc_domains[1], set("4-7,132-135"));
     // Cache sum for the CPUs of one CCX: 4 × (32+32+512) KiB + 16 MiB.
-    assert_eq!(t.cache_sum(&set("4-7")), Bytes(4 * 576 * 1024 + 16 * MIB));
+    assert_eq!(
+        t.known_cache_sum(&set("4-7")),
+        Ok(Bytes(4 * 576 * 1024 + 16 * MIB))
+    );
     assert_eq!(t.llc_sum(&set("0,4")), Bytes(32 * MIB));
     assert_eq!((d.numa_nodes, d.sockets, d.cores), (2, 2, 128));
 }

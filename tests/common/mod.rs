@@ -423,7 +423,10 @@ pub fn slow_tests_on() -> bool {
 /// 32 MiB L3 sits in a 300 MiB one.
 pub fn dram_elements(floor: u64) -> String {
     let topo = Topology::live().unwrap();
-    rule_elements(topo.cache_sum(&topo.allowed_cpus).0, floor)
+    rule_elements(
+        topo.known_cache_sum(&topo.allowed_cpus).map_or(0, |b| b.0),
+        floor,
+    )
 }
 
 /// STREAM's rule in elements (each array four times `caches` bytes of
@@ -455,7 +458,10 @@ pub fn small_dram_elements(floor: u64) -> String {
         return dram_elements(floor);
     }
     let allowed = Topology::live().unwrap().allowed_cpus;
-    rule_elements(topology(SMALL_CACHES).cache_sum(&allowed).0, floor)
+    rule_elements(
+        topology(SMALL_CACHES).known_cache_sum(&allowed).unwrap().0,
+        floor,
+    )
 }
 
 /// Whether a Slurm node is up to take `srun` (.ci/run starts a one-node

@@ -141,6 +141,7 @@ impl Backend for GpuBackend {
             // launches per repetition (and picks their shapes) by it.
             calibrate: true,
             in_caches: None,
+            caches_unknown: None,
             shapes: s.measure.shapes,
             kernel_stores: Vec::new(),
             caches: Default::default(),

@@ -212,6 +212,21 @@ fn band_and_peak_notes(records: &[&Record], long: bool) -> String {
             records.len()
         ));
     }
+    let unknown = (records.iter())
+        .filter(|r| r.band() == crate::results::Band::Unknown)
+        .count();
+    if long && unknown > 0 {
+        let mark = match records.iter().any(|r| shows_peak(r)) {
+            true => " (? beside a % peak)",
+            false => "",
+        };
+        notes.push_str(&format!(
+            "
+not judged: {unknown} of {} points, whose caches or array sizes are unknown: STREAM's
+             rule neither holds nor fails for them, neither memory nor cache bandwidth{mark}",
+            records.len()
+        ));
+    }
     let cached = records.iter().filter(|r| r.in_caches()).count();
     if cached > 0 {
         notes.push_str(&format!(

@@ -259,4 +259,6 @@ mod pivot;
 pub use pivot::{Axis, Pivot, PivotError, pivot};
 
 #[cfg(test)]
+mod band_tests;
+#[cfg(test)]
 pub(crate) mod tests;

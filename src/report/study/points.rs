@@ -281,6 +281,8 @@ impl Columns {
                 (Band::Caches, _) => "caches".into(),
                 // Past the caches but under STREAM's rule (legend: u).
                 (Band::UnderRule, Some(p)) => format!("{p:.1} u"),
+                // Caches or sizes unknown: STREAM's rule not judged (legend: ?).
+                (Band::Unknown, Some(p)) => format!("{p:.1} ?"),
                 (_, Some(p)) => format!("{p:.1}"),
                 (_, None) => "-".into(),
             });

@@ -195,7 +195,7 @@ fn the_cache_level_study_reads_each_level_off_a_size_sweep() {
 
 /// A run of triad and copy at these rates and spreads (max/min time),
 /// watched, with `busy` as the tick counters' finding.
-fn run(
+pub(super) fn run(
     triad: f64,
     copy: f64,
     spreads: (f64, f64),
@@ -230,6 +230,7 @@ fn run(
             ..Default::default()
         }),
         migrations: None,
+        caches_unknown: None,
         detail: None,
     }
 }
@@ -435,55 +436,4 @@ fn an_untrusted_fast_point_is_never_the_best_and_a_tie_is_not_resolved() {
         "{text}"
     );
     assert!(text.contains("runner-up: "), "{text}");
-}
-
-/// A triad point of `working_set` bytes per thread, its threads served by
-/// 16 MiB of L3 each.
-fn triad_over_16_mib_of_l3(working_set: u64) -> Record {
-    let mut r = cell(0, 0, 40.0);
-    r.point.numa = None;
-    r.point.working_set_per_thread = working_set;
-    r.point.kernels = vec![KernelId::Triad];
-    r.cache_per_thread.insert("L3".into(), 16 << 20);
-    r
-}
-
-#[test]
-fn the_under_rule_mark_is_explained_only_where_a_peak_column_shows_it() {
-    // One triad array of 24 MiB against 16 MiB of caches: under the rule.
-    let mut r = triad_over_16_mib_of_l3(3 * (24 << 20));
-    assert_eq!(r.band(), crate::results::Band::UnderRule);
-    r.peak_unknown = Some("no peak known".into());
-    let text = legend([&r], KernelId::Triad);
-    assert!(text.contains("caches may still help"), "{text}");
-    assert!(!text.contains("(u beside"), "no % peak column: {text}");
-    r.peak_gb_s = Some(400.0);
-    r.peak_unknown = None;
-    let text = legend([&r], KernelId::Triad);
-    assert!(
-        text.contains("caches may still help (u beside a % peak)"),
-        "{text}"
-    );
-}
-
-#[test]
-fn a_devices_arrays_are_in_its_own_memory_whatever_host_caches_its_record_kept() {
-    use crate::results::targets::{Device, DeviceId, Target};
-    // Earlier records kept the host's caches for a device too.
-    let mut r = triad_over_16_mib_of_l3(3 * (1 << 20));
-    assert_eq!(r.band(), crate::results::Band::Caches);
-    assert!(r.host_caches().is_some());
-    let mut big = r.clone();
-    big.point.working_set_per_thread = 3 << 30;
-    assert!(crate::report::levels::study(&[r.clone(), big.clone()]).is_some());
-    let device = Some(Target::Device(Box::new(Device {
-        id: DeviceId::of("sim", 1),
-        facts: Default::default(),
-    })));
-    r.point.target = device.clone();
-    big.point.target = device;
-    assert_eq!(r.host_caches(), None);
-    assert_eq!(r.band(), crate::results::Band::Memory);
-    // Nor does the cache-level study place it among the host's levels.
-    assert!(crate::report::levels::study(&[r, big]).is_none());
 }
