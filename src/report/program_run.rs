@@ -2,7 +2,7 @@
 //! memory policy, with what was verified.
 
 use crate::results::{Record, RunResult};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// What `membw exec` shows besides the record: the command line, the
@@ -84,19 +84,36 @@ pub fn text(view: &ExecView) -> String {
         .iter()
         .filter_map(|run| run.interference.as_ref())
         .collect();
-    let findings: BTreeSet<&String> = judged.iter().flat_map(|i| &i.findings).collect();
+    // Each finding once, with the runs (1-based) it was made in.
+    let mut findings: BTreeMap<&String, Vec<usize>> = BTreeMap::new();
+    for (n, run) in r.runs.iter().enumerate() {
+        for f in run.interference.iter().flat_map(|i| &i.findings) {
+            findings.entry(f).or_default().push(n + 1);
+        }
+    }
     match (judged.first(), findings.is_empty()) {
         (None, _) => {}
         (Some(i), true) => {
             let _ = writeln!(o, "Trusted:   {}", i.quiet_line());
         }
         (Some(_), false) => {
-            for f in findings {
-                let _ = writeln!(o, "NOT TRUSTED: {f}");
+            for (f, runs) in findings {
+                let _ = writeln!(o, "NOT TRUSTED: {}: {f}", which_runs(&runs, r.runs.len()));
             }
         }
     }
     o
+}
+
+/// `run 2 of 3`, `runs 1, 3 of 3`, or `the run` where there was one.
+fn which_runs(runs: &[usize], of: usize) -> String {
+    let list = runs.iter().map(usize::to_string).collect::<Vec<_>>();
+    match (of, runs.len()) {
+        (1, _) => "the run".into(),
+        (_, 1) => format!("run {} of {of}", list[0]),
+        _ if runs.len() == of => format!("every run of {of}"),
+        _ => format!("runs {} of {of}", list.join(", ")),
+    }
 }
 
 /// What membw verified of the program's placement: only what it sampled.
@@ -163,4 +180,17 @@ fn watch_line(runs: &[RunResult], cpus: usize) -> String {
         watch * 1e3,
         wall
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::which_runs;
+
+    #[test]
+    fn a_finding_names_the_runs_it_was_made_in() {
+        assert_eq!(which_runs(&[1], 1), "the run");
+        assert_eq!(which_runs(&[2], 3), "run 2 of 3");
+        assert_eq!(which_runs(&[1, 3], 3), "runs 1, 3 of 3");
+        assert_eq!(which_runs(&[1, 2, 3], 3), "every run of 3");
+    }
 }

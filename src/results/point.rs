@@ -186,21 +186,37 @@ impl Point {
         self
     }
 
-    /// A short label for tables and progress: `spread × 4 · local · nt
-    /// stores`, or `device sim0` for a device.
+    /// A short label for tables, progress and lists, naming what tells
+    /// the point apart: `spread × 4 · local · nt stores`, `gcc: spread × 4
+    /// · local` for a program, `one thread of node 0 → memory node 1` in a
+    /// NUMA matrix, or `device sim0` for a device.
     pub fn label(&self) -> String {
-        let mut s = match self.device_name() {
-            Some(name) if self.mem.is_some() => {
+        let mut s = match (self.device_name(), self.numa) {
+            (Some(name), _) if self.mem.is_some() => {
                 format!("device {name} · host {}", self.mem_text())
             }
-            Some(name) => format!("device {name}"),
-            None => format!(
+            (Some(name), _) => format!("device {name}"),
+            // The matrix's own words: its cases differ by nodes, not by
+            // the strategy that places them.
+            (None, Some(cell)) => format!(
+                "{} of node {} → memory node {}",
+                match cell.all_cores {
+                    true => format!("all cores ({} threads)", self.threads),
+                    false => "one thread".into(),
+                },
+                cell.cpu_node,
+                cell.mem_node
+            ),
+            (None, None) => format!(
                 "{} × {} · {}",
                 self.placement_text(),
                 self.threads,
                 self.mem_text()
             ),
         };
+        if let Some(program) = self.program() {
+            s = format!("{program}: {s}");
+        }
         if self.stores != StoresRequest::Auto {
             s.push_str(&format!(" · {} stores", self.stores));
         }
@@ -242,5 +258,38 @@ mod tests {
         let written = serde_json::to_value(&cpu).unwrap();
         assert!(written.get("program").is_none() && written.get("target").is_none());
         assert_eq!(serde_json::from_value::<Point>(written).unwrap(), cpu);
+    }
+
+    #[test]
+    fn a_label_names_what_tells_points_apart() {
+        let text = r#"{"threads":2,"placement":"spread","mem":"local","stores":"auto","kernels":["triad"],"numa":null,"program":"gcc"}"#;
+        let gcc: Point = serde_json::from_str(text).unwrap();
+        assert_eq!(gcc.label(), "gcc: spread × 2 · local");
+        let team = Point {
+            target: None,
+            ..gcc.clone()
+        };
+        assert_eq!(team.label(), "spread × 2 · local");
+        // A NUMA matrix's cell, in the matrix's words, not its strategy's.
+        let cell = |all_cores| NumaCell {
+            cpu_node: 0,
+            mem_node: 1,
+            all_cores,
+        };
+        let one = Point {
+            threads: 1,
+            numa: Some(cell(false)),
+            ..team.clone()
+        };
+        assert_eq!(one.label(), "one thread of node 0 → memory node 1");
+        let all = Point {
+            threads: 12,
+            numa: Some(cell(true)),
+            ..team
+        };
+        assert_eq!(
+            all.label(),
+            "all cores (12 threads) of node 0 → memory node 1"
+        );
     }
 }
