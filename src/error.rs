@@ -34,6 +34,8 @@ pub enum Input {
     Mem,
     /// Array size.
     Size,
+    /// A health check's arrays under STREAM's rule, labelled as such.
+    Small,
     /// Working-set sizes of a size sweep.
     Sizes,
     Kernels,
@@ -65,6 +67,7 @@ impl Input {
             Input::CpuNode => "cpunode",
             Input::Mem => "mem",
             Input::Size => "size",
+            Input::Small => "small",
             Input::Sizes => "sizes",
             Input::Kernels => "kernels",
             Input::Isa => "isa",

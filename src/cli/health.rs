@@ -1,6 +1,7 @@
-//! `membw baseline` and `membw check`: what this kind of node measures when
-//! healthy, and whether this node still does, with the exit codes health
-//! checkers act on (0 healthy, 1 unhealthy, 2 could not check).
+//! `membw check`: whether this node still measures what its kind does when
+//! healthy, with the exit codes health checkers act on (0 healthy, 1
+//! unhealthy, 2 could not check). The baseline it is held against is
+//! [`super::baseline`]'s.
 
 use super::args::PeakArgs;
 use super::common::{check_writable, print, render_as, stop_flag, write_atomic};
@@ -12,172 +13,17 @@ use crate::engine::{Engine, Source};
 use crate::error::{Error, Result};
 use crate::health::rules::{self, IdentityDifference};
 use crate::health::verdict::Verdict;
-use crate::health::{BASELINE_KIND, BASELINE_SCHEMA, Baseline, BaselineError, Identity, Protocol};
+use crate::health::{Baseline, BaselineError, Identity};
 use crate::results::file::FileError;
 use crate::topology::Topology;
-use crate::topology::edac::MemoryErrors;
 use clap::Args;
 use std::path::{Path, PathBuf};
-
-#[derive(Args, Debug)]
-pub(crate) struct BaselineArgs {
-    #[command(flatten)]
-    output: super::flags::Output,
-
-    /// Rounds of measurement (every scope once per round); the baseline keeps each round's rate
-    #[arg(long, default_value_t = 5, value_parser = super::values::parse_rounds)]
-    rounds: u32,
-
-    /// Write the baseline even when other work ran on the node (a shared node or VM that is
-    /// never idle): it records what ran, and every check against it says so
-    #[arg(long)]
-    allow_busy: bool,
-
-    /// Measure nothing: make a partition's baseline from these nodes' baselines (the median
-    /// node per scope and kernel, with the spread across nodes)
-    #[arg(long, num_args = 1.., value_name = "FILE")]
-    from: Vec<PathBuf>,
-
-    #[command(flatten)]
-    form: super::flags::Form,
-    #[command(flatten)]
-    json: super::flags::Json,
-
-    #[command(flatten)]
-    pub(super) protocol: ProtocolArgs,
-}
-
-/// `membw baseline`. Exit 1 only where the node was measured and found
-/// unhealthy (its kernels computed wrong results); whatever kept it from
-/// making a baseline is exit 2 (see [`not_judged`]).
-pub(crate) fn baseline(args: BaselineArgs) -> Result<()> {
-    let (baseline, written) =
-        make_baseline(&args).map_err(|e| not_judged(e, "could not make a baseline"))?;
-    crate::say!("membw: {written}");
-    // The baseline is made and written: a printout that fails says so.
-    print(render_as(
-        args.form.format,
-        &crate::report::view::View::Baseline(&baseline),
-    )?)
-    .map_err(|e| not_judged(e, &format!("{written}, but printing it failed")))
-}
-
-impl BaselineArgs {
-    /// The baseline to write: `--output`, which the grammar requires here.
-    fn baseline_file(&self) -> Result<&std::path::Path> {
-        (self.output.output.as_deref())
-            .ok_or_else(|| Error::Usage("--output FILE: the baseline to write".into()))
-    }
-}
-
-/// Measures (or merges) the baseline and writes it to `--output`; says
-/// what it wrote.
-fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
-    check_writable(args.baseline_file()?, "--output", false)?;
-    if !args.from.is_empty() {
-        return fleet_baseline(args);
-    }
-    let topo = args.protocol.topology()?;
-    let (mut source, gpus) = args.protocol.source(&topo)?;
-    let jobs = every_device(&topo, &args.protocol.measure(), source.as_ref())?;
-    // A busy node is refused now, not after every round (the same rule).
-    let measured = !args.protocol.fake();
-    if measured
-        && !args.allow_busy
-        && let Some(busy) = check::busy_before(&jobs, std::time::Duration::from_secs(1))
-    {
-        return Err(Error::Usage(format!(
-            "could not make a baseline: {busy}; make it when the node is idle, or give --allow-busy where it never is (nothing written)"
-        )));
-    }
-    let mut engine = Engine::new(&topo, source.as_mut(), None);
-    let stop = stop_flag();
-    let rounds = args.rounds as usize;
-    let (scopes, interference) =
-        check::measure_baseline(&mut engine, &jobs, rounds, &stop, &mut |i| {
-            crate::say!("membw: round {i} of {rounds} done")
-        })?;
-    let pairs = args.protocol.pairs(&topo, gpus, largest(&jobs), &stop)?;
-    if let Some(signal) = stop.signal() {
-        return Err(Error::Interrupted {
-            signal,
-            message: format!(
-                "stopped by {} before the last round; no baseline written",
-                super::common::signal_name(signal)
-            ),
-        });
-    }
-    // A baseline of a busy node would let every later check of a slow one
-    // pass: only where the admin says the node is never idle.
-    if interference.busy && !args.allow_busy {
-        return Err(Error::Usage(format!(
-            "could not make a baseline: {}; make it when the node is idle, or give --allow-busy where it never is (nothing written)",
-            interference.cause().unwrap_or_default()
-        )));
-    }
-    let host = crate::results::Host::describe(&topo);
-    let baseline = Baseline {
-        pairs,
-        schema_version: BASELINE_SCHEMA,
-        kind: BASELINE_KIND.into(),
-        created: crate::results::now(),
-        hosts: vec![host.hostname],
-        identity: Identity::of(&topo),
-        protocol: Protocol {
-            ntimes: args.protocol.ntimes.ntimes as usize,
-            // Every scope's kernels: a device's link scopes add theirs.
-            kernels: {
-                let mut kernels = args.protocol.kernels.or(super::flags::Kernels::HEALTH);
-                for k in scopes.iter().flat_map(|s| s.kernels.keys()) {
-                    if !kernels.contains(k) {
-                        kernels.push(*k);
-                    }
-                }
-                kernels
-            },
-        },
-        scopes,
-        interference: Some(interference),
-        memory_errors: matches!(topo.memory_errors, MemoryErrors::Counted { .. })
-            .then(|| topo.memory_errors.clone()),
-    };
-    let json = crate::report::pretty(&baseline)?;
-    let file = args.baseline_file()?;
-    write_atomic(file, "--output", json.as_bytes())?;
-    let written = format!("baseline in {}", file.display());
-    Ok((baseline, written))
-}
-
-/// `membw baseline --from FILE...`: one baseline for a partition.
-fn fleet_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
-    if args.from.len() > 100_000 {
-        return Err(Error::Usage("--from: at most 100000 files".into()));
-    }
-    let nodes = args
-        .from
-        .iter()
-        .map(|p| read_baseline(p, "--from").map(|b| (p.display().to_string(), b)))
-        .collect::<Result<Vec<_>>>()?;
-    let baseline = Baseline::fleet(&nodes, crate::results::now())
-        .map_err(|e| Error::Usage(format!("--from: {e}")))?;
-    write_atomic(
-        args.baseline_file()?,
-        "--output",
-        crate::report::pretty(&baseline)?.as_bytes(),
-    )?;
-    let written = format!(
-        "baseline of {} nodes in {}",
-        nodes.len(),
-        args.baseline_file()?.display()
-    );
-    Ok((baseline, written))
-}
 
 /// Exit 1 means "measured, and unhealthy": a site drains the node on it.
 /// Everything else that ends `baseline` or `check` early (a file that
 /// cannot be read or written, a system call refused, stdout gone) is exit
 /// 2, `doing` saying what could not be done; signals keep their codes.
-fn not_judged(e: Error, doing: &str) -> Error {
+pub(super) fn not_judged(e: Error, doing: &str) -> Error {
     match e {
         Error::Runtime(m) | Error::Validation(m) => Error::Usage(format!("{doing}: {m}")),
         other => other,
@@ -225,7 +71,7 @@ pub(crate) struct CheckArgs {
 /// Reads a baseline file. Whatever keeps it from being read or used is
 /// one line naming the flag and the file (exit 2): a check that cannot
 /// read its baseline has not judged the node.
-fn read_baseline(path: &Path, flag: &str) -> Result<Baseline> {
+pub(super) fn read_baseline(path: &Path, flag: &str) -> Result<Baseline> {
     let bytes = crate::results::file::read_regular(path, 16 << 20).map_err(|e| match e {
         FileError::Empty(_) => Error::Usage(format!(
             "{flag} {}: empty, not a membw baseline; make one with membw baseline -o FILE",
@@ -290,6 +136,19 @@ fn plan_check<'a>(
                 IdentityDifference::Note(what) => notes.push(what),
             }
         }
+        // The baseline fixes the size: another is another measurement.
+        if let Some(asked) = measure.elements
+            && let Some(s) = b.scopes.iter().find(|s| s.elements != asked)
+        {
+            return Err(Error::input(
+                crate::error::Input::Size,
+                asked.to_string(),
+                format!(
+                    "the baseline measured {} elements an array ({}); a check compares only the same size",
+                    s.elements, s.scope
+                ),
+            ));
+        }
         let jobs = check::baseline_jobs(topo, b, &measure, source)
             .map_err(|e| baseline_error(path, &e))?;
         return Ok(CheckPlan {
@@ -300,7 +159,9 @@ fn plan_check<'a>(
             notes,
         });
     }
-    let jobs = every_device(topo, &measure, source)?;
+    let jobs = every_device(topo, &measure, source, args.protocol.small)?;
+    // A small check's rates are the caches': no share of memory's peak.
+    let small = jobs.iter().any(|j| j.band != crate::results::Band::Memory);
     let domains = (jobs.iter())
         .filter(|j| j.scope.cpu_node().is_some())
         .count()
@@ -310,7 +171,11 @@ fn plan_check<'a>(
     // A device is held against its own peak, not the host's.
     let held_against = (jobs.iter()).find_map(|j| j.plan.target.memory_peak(peak));
     let peak = (held_against.as_ref())
-        .ok_or_else(|| "the theoretical peak of this node is unknown".to_string())
+        .filter(|_| !small)
+        .ok_or_else(|| match small {
+            true => "a small check measures the caches, not the memory (--small)".to_string(),
+            false => "the theoretical peak of this node is unknown".to_string(),
+        })
         .and_then(|p| crate::peak::share::peak_to_judge(p, crate::peak::share::Share::of(topo)));
     let peak_gb_s = match peak {
         Ok(gb_s) => Some(gb_s),
@@ -418,7 +283,12 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         1 => (devices.pop(), Vec::new()),
         _ => (None, devices),
     };
+    let bands = (plan.jobs.iter())
+        .filter(|j| j.band != crate::results::Band::Memory)
+        .map(|j| (j.scope, j.band))
+        .collect();
     let judging = verdict::Judging {
+        bands,
         devices,
         pairs,
         budget_split,
@@ -466,7 +336,7 @@ fn budget_split(
 }
 
 /// The largest arrays of the jobs, elements: a set's pairs copy as many.
-fn largest(jobs: &[crate::engine::scopes::ScopeJob]) -> usize {
+pub(super) fn largest(jobs: &[crate::engine::scopes::ScopeJob]) -> usize {
     jobs.iter().map(|j| j.plan.elements).max().unwrap_or(0)
 }
 

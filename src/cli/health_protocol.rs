@@ -27,6 +27,12 @@ pub(crate) struct ProtocolArgs {
     #[command(flatten)]
     backend: super::flags::BackendArg,
 
+    /// Arrays under STREAM's rule (a --size that fits in or near the caches): measured, not
+    /// refused, and each scope's band (cache bandwidth, caches may still help) named in the
+    /// baseline and every verdict; a check compares only with a baseline of the same size
+    #[arg(long, help_heading = "What is measured")]
+    pub(super) small: bool,
+
     /// With no --backend on a GPU node: the CPUs only (by default baseline and check cover the
     /// CPUs and every GPU of the first GPU runtime that loads and sees one)
     #[arg(long, help_heading = "What is measured")]

@@ -4,6 +4,7 @@
 
 mod args;
 mod axes;
+mod baseline;
 mod common;
 mod documents;
 mod env;
@@ -75,7 +76,7 @@ enum Command {
     /// engine and copy kernel, written and read, one way and both, as a matrix per method
     Peers(peers::PeersArgs),
     /// Measure this node's healthy bandwidth, for the whole node and each NUMA domain, into a baseline file
-    Baseline(health::BaselineArgs),
+    Baseline(baseline::BaselineArgs),
     /// Is this node healthy? Against a baseline (or its NUMA domains against each other) in seconds; exit 0 healthy, 1 unhealthy, 2 could not check
     Check(health::CheckArgs),
     /// Print a shell completion script: mkdir -p ~/.local/share/bash-completion/completions &&
@@ -256,7 +257,7 @@ pub fn main() -> Result<()> {
         Command::Exec(args) => exec::exec(args),
         Command::Latency(args) => latency::latency(args),
         Command::Peers(args) => peers::peers(args),
-        Command::Baseline(args) => health::baseline(args),
+        Command::Baseline(args) => baseline::baseline(args),
         Command::Check(args) => health::check(args),
         Command::Completions { shell } => install::completions(shell),
         Command::Version => print(version::text()),
@@ -264,8 +265,12 @@ pub fn main() -> Result<()> {
         Command::Man { dir } => install::man(dir.as_deref()),
     };
     result.map_err(|e| match e {
+        // One suggestion a line: an error that brings its own hint
+        // goes without the size's two readings.
         Error::Input {
-            input: Input::Size, ..
+            input: Input::Size,
+            hint: None,
+            ..
         } => match size_reading() {
             Some(reading) => Error::Usage(format!("{} ({reading})", e.render(flag))),
             None => Error::Usage(e.render(flag)),

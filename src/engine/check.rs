@@ -4,7 +4,7 @@
 //! keeps every round, the check stops as soon as the rules say.
 
 use super::Engine;
-use super::scopes::{ScopeJob, fits_in_caches, plan_for};
+use super::scopes::{ScopeJob, band, plan_for, under_rule};
 use crate::error::{Error, Result};
 use crate::health::domains;
 use crate::health::rules::{self, Balance, Bests, Finding, Next, Slowest};
@@ -92,11 +92,16 @@ pub fn baseline_jobs(
                     ),
                 ));
             }
-            if let Some(why) = fits_in_caches(topo, &plan) {
+            // A small baseline's scopes are measured in its band; a
+            // baseline of memory's, whose size is under the rule here, not.
+            if s.band == crate::results::Band::Memory
+                && let Some(why) = under_rule(topo, &plan)
+            {
                 return Err(field(".elements", format!("is {}: {why}", s.elements)));
             }
             Ok(ScopeJob {
                 scope: s.scope,
+                band: band(topo, &plan),
                 plan,
             })
         })
@@ -200,6 +205,7 @@ pub fn measure_baseline(
             scope: job.scope,
             threads: job.plan.threads(),
             elements: job.plan.elements as u64,
+            band: job.band,
             stores: job.plan.cpu_code().1,
             device: job.plan.target.device().cloned(),
             kernels: job

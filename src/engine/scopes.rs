@@ -9,13 +9,16 @@ use crate::health::Scope;
 use crate::memory::policy::{MemPolicy, Policy};
 use crate::placement::{self, Spec};
 use crate::plan::{self, Measure, Plan, Settings, StoresRequest};
+use crate::results::{Band, StreamRule};
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
 
-/// One scope, ready to measure.
+/// One scope, ready to measure, with where its arrays stand against the
+/// caches of its CPUs (memory, but in a small check).
 pub struct ScopeJob {
     pub scope: Scope,
     pub plan: Plan,
+    pub band: Band,
 }
 
 /// A scope's plan: every allowed core (one thread per core) on local memory,
@@ -42,12 +45,14 @@ pub(super) fn plan_for(
 /// The jobs of a new baseline (or a check without one) in `scopes`,
 /// each with its kernels of those `measure` asks (a scope with none is
 /// left out), sized by STREAM's rule for its CPUs unless `measure` fixes
-/// the elements, which must then leave the caches.
+/// the elements, which must then leave the caches, or be `small`: a
+/// check of the caches' band, named as such.
 pub fn scope_jobs(
     topo: &Topology,
     measure: &Measure,
     prepare: &plan::Prepare,
     scopes: &[Scope],
+    small: bool,
 ) -> Result<Vec<ScopeJob>> {
     let measured = scopes.iter().filter_map(|&scope| {
         let kernels = scope.kernels(&measure.kernels);
@@ -62,30 +67,47 @@ pub fn scope_jobs(
     measured
         .map(|(scope, m)| {
             let plan = plan_for(prepare, scope, &m, StoresRequest::Auto)?;
-            if let Some(why) = fits_in_caches(topo, &plan) {
-                return Err(Error::input(
-                    crate::error::Input::Size,
-                    plan.elements.to_string(),
-                    format!("{why} (in the {scope} scope); give a larger size, or none for STREAM's rule"),
-                ));
+            let band = band(topo, &plan);
+            if !small && let Some(why) = under_rule(topo, &plan) {
+                let e = Error::input(crate::error::Input::Size, plan.elements.to_string(), why);
+                return Err(
+                    e.with_hint(crate::error::Input::Small, "to check it, labelled as such")
+                );
             }
-            Ok(ScopeJob { scope, plan })
+            Ok(ScopeJob { scope, plan, band })
         })
         .collect()
 }
 
+/// Where a plan's arrays stand against the caches of its CPUs: a
+/// device's are in its own memory; unknown caches judge nothing.
+pub fn band(topo: &Topology, plan: &Plan) -> Band {
+    let Some(cpus) = plan.host_cpus() else {
+        return Band::Memory;
+    };
+    let rule = StreamRule::for_cpus(topo, &cpus.iter().copied().collect());
+    if rule.unknown.is_some() {
+        return Band::Unknown;
+    }
+    let bytes = plan.elements as u64 * crate::units::ELEMENT_BYTES;
+    Band::of(bytes, plan.arrays_needed().len() as u64, rule.cache_bytes)
+}
+
 /// Why arrays of this plan would measure the caches rather than the
-/// memory: STREAM's rule, each array under 4 × the caches of its CPUs.
-pub(super) fn fits_in_caches(topo: &Topology, plan: &Plan) -> Option<String> {
-    // A device's memory is in no host cache: no working CPU, no cache.
+/// memory (STREAM's rule, each array under 4 × the caches of its CPUs),
+/// in a few words: a check refuses them but where asked to be small.
+pub(super) fn under_rule(topo: &Topology, plan: &Plan) -> Option<String> {
+    let words = match band(topo, plan) {
+        Band::Caches => "cache bandwidth",
+        Band::UnderRule => "caches may still help",
+        Band::Memory | Band::Unknown => return None,
+    };
     let cpus = plan.host_cpus().unwrap_or_default();
-    let rule = crate::results::StreamRule::for_cpus(topo, &cpus.iter().copied().collect());
-    (rule.holds(plan.elements as u64) == Some(false)).then(|| {
-        format!(
-            "{}, so a health check would measure the caches, not the memory",
-            rule.describe(plan.elements as u64, plan.arrays_needed().len() as u64)
-        )
-    })
+    let rule = StreamRule::for_cpus(topo, &cpus.iter().copied().collect());
+    Some(format!(
+        "under STREAM's rule here ({} elements or more): {words}",
+        rule.min_elements().unwrap_or_default()
+    ))
 }
 
 /// The scopes of a new baseline (or a check without one) of every
@@ -94,12 +116,13 @@ pub fn every_device(
     topo: &Topology,
     measure: &Measure,
     source: &dyn crate::engine::Source,
+    small: bool,
 ) -> Result<Vec<ScopeJob>> {
     let mut jobs = Vec::new();
     for device in source.devices() {
         let prepare = |s: &_| source.prepare_on(device, topo, s);
         let scopes = source.scopes(device, topo);
-        jobs.extend(scope_jobs(topo, measure, &prepare, &scopes)?);
+        jobs.extend(scope_jobs(topo, measure, &prepare, &scopes, small)?);
     }
     Ok(jobs)
 }

@@ -14,6 +14,8 @@ use std::time::Duration;
 pub struct Judging {
     /// The reference in words (`baseline FILE`, `the other NUMA domains`).
     pub against: String,
+    /// Each scope's band where it is not memory's (a `--small` check).
+    pub bands: Vec<(crate::health::Scope, crate::results::Band)>,
     /// Findings on the hardware against the baseline's; any one is unhealthy.
     pub differences: Vec<String>,
     /// Those of the differences that take host memory bandwidth: they
@@ -99,6 +101,9 @@ pub fn verdict(host: Host, checked: Checked, mut judging: Judging) -> Verdict {
                 scope,
                 kernel,
                 gb_s,
+                band: (judging.bands.iter())
+                    .find(|(s, _)| *s == scope)
+                    .map_or(crate::results::Band::Memory, |(_, b)| *b),
             })
             .collect(),
         stability: stability(&checked),

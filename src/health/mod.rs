@@ -67,7 +67,20 @@ pub struct ScopeBaseline {
     /// same one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<crate::results::targets::Device>,
+    /// Where its arrays stood against the caches of its CPUs: `memory`
+    /// (absent) but in a small baseline (`--small`), whose checks then
+    /// measure the same band, named in their verdicts.
+    #[serde(default = "memory_band", skip_serializing_if = "is_memory_band")]
+    pub band: crate::results::Band,
     pub kernels: BTreeMap<KernelId, Rates>,
+}
+
+fn memory_band() -> crate::results::Band {
+    crate::results::Band::Memory
+}
+
+fn is_memory_band(band: &crate::results::Band) -> bool {
+    *band == crate::results::Band::Memory
 }
 
 /// What the check repeats in each round.

@@ -51,6 +51,7 @@ fn baseline(scopes: &[(Scope, KernelId, f64)]) -> Baseline {
                 elements: 1 << 24,
                 stores: StoreMode::Nt,
                 device: None,
+                band: crate::results::Band::Memory,
                 kernels: [(kernel, rates)].into(),
             }),
         }

@@ -17,12 +17,14 @@ pub struct Stability {
     pub cv: f64,
 }
 
-/// A scope's rate for a kernel in its best round.
+/// A scope's rate for a kernel in its best round, and where its arrays
+/// stood against the scope's caches (`memory` but in a `--small` check).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Rate {
     pub scope: Scope,
     pub kernel: KernelId,
     pub gb_s: f64,
+    pub band: crate::results::Band,
 }
 
 /// Where a value a check could not read came from.

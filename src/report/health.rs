@@ -27,6 +27,14 @@ pub fn check(v: &Verdict) -> String {
     if let Some(r) = &v.reason {
         let _ = writeln!(o, "{r}");
     }
+    let mut small: Vec<(Scope, crate::results::Band)> = (v.rates.iter())
+        .filter(|r| r.band != crate::results::Band::Memory)
+        .map(|r| (r.scope, r.band))
+        .collect();
+    small.dedup();
+    if let Some(line) = small_line(&small) {
+        let _ = writeln!(o, "{line}");
+    }
     for d in &v.devices {
         let _ = writeln!(o, "device {}: {}", d.id.index, d.describe());
     }
@@ -191,6 +199,13 @@ pub fn baseline(b: &Baseline) -> String {
     if b.scopes.iter().all(|s| s.scope == Scope::Node) {
         o.push_str("\nOne NUMA domain: the node is the only scope.\n");
     }
+    let small: Vec<_> = (b.scopes.iter())
+        .filter(|s| s.band != crate::results::Band::Memory)
+        .map(|s| (s.scope, s.band))
+        .collect();
+    if let Some(line) = small_line(&small) {
+        let _ = writeln!(o, "\n{line}");
+    }
     if let Some(cause) = b.made_busy().and_then(|i| i.cause()) {
         let _ = writeln!(
             o,
@@ -198,4 +213,18 @@ pub fn baseline(b: &Baseline) -> String {
         );
     }
     o
+}
+
+/// The line a small check or baseline (`--small`) carries: each scope
+/// whose arrays were under STREAM's rule, and its band.
+fn small_line(bands: &[(Scope, crate::results::Band)]) -> Option<String> {
+    let scopes: Vec<String> = (bands.iter())
+        .map(|(scope, band)| format!("{scope}: {}", band.words()))
+        .collect();
+    (!scopes.is_empty()).then(|| {
+        format!(
+            "small (--small), arrays under STREAM's rule: {}; compared only with the same size",
+            scopes.join(" · ")
+        )
+    })
 }

@@ -543,3 +543,81 @@ fn a_shortfall_on_a_virtual_machine_says_the_host_may_be_the_cause() {
     assert_eq!(code, Some(0));
     assert!(!out.contains("virtual machine"), "{out}");
 }
+
+#[test]
+fn a_small_check_runs_only_when_asked_and_names_its_band_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let nps4 = nps4();
+    let fake = ["--sysroot", &nps4, "--fake-source", "4"];
+    // 1M elements an array on the NPS4 node: cache bandwidth. Refused
+    // without --small, in one short line that names it.
+    let (code, _, err) = run(&[&["check", "--size", "1M"][..], &fake].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.trim_end().chars().count() <= 160,
+        "{} chars: {err}",
+        err.len()
+    );
+    assert!(
+        err.contains("under STREAM's rule") && err.contains("add --small"),
+        "{err}"
+    );
+    // A small baseline keeps each scope's band.
+    let small = dir.path().join("small.json");
+    let small = small.to_str().unwrap();
+    let (code, out, err) = run(&[
+        &[
+            "baseline", "--size", "1M", "--small", "--rounds", "2", "-o", small,
+        ][..],
+        &fake,
+    ]
+    .concat());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("small (--small), arrays under STREAM's rule: node: cache bandwidth"),
+        "{out}"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(small).unwrap()).unwrap();
+    assert!(
+        doc["scopes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["band"] == "caches"),
+        "{doc}"
+    );
+    // A check against it measures the same size, and says so: in its text
+    // and in every rate of its verdict.
+    let (code, out, err) = run(&[&["check", "--baseline", small][..], &fake].concat());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("small (--small)") && out.contains("cache bandwidth"),
+        "{out}"
+    );
+    let (_, json, _) = run(&[
+        &["check", "--baseline", small, "--format", "json"][..],
+        &fake,
+    ]
+    .concat());
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rates = v["rates"].as_array().unwrap();
+    assert!(
+        !rates.is_empty() && rates.iter().all(|r| r["band"] == "caches"),
+        "{v}"
+    );
+    // Another size is another measurement: refused, against either kind.
+    let (code, _, err) =
+        run(&[&["check", "--baseline", small, "--size", "2M"][..], &fake].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("a check compares only the same size"), "{err}");
+    let memory = fixture_baseline(dir.path());
+    let (code, _, err) =
+        run(&[&["check", "--baseline", &memory, "--size", "1M"][..], &fake].concat());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("a check compares only the same size"), "{err}");
+    // A check of the usual size against memory's baseline names no band.
+    let (_, out, _) = run(&[&["check", "--baseline", &memory][..], &fake].concat());
+    assert!(!out.contains("--small"), "{out}");
+}
