@@ -294,26 +294,29 @@ mod tests {
         assert!(rule.describe(min, 3).contains("STREAM's rule holds"));
     }
 
-    /// Unknown caches neither hold nor fail the rule, at any size.
-    #[test]
-    fn unknown_caches_neither_hold_nor_fail_the_rule() {
-        let why = UnknownCaches::SizeUnknown {
-            level: 1,
-            kind: crate::topology::CacheKind::Data,
-        };
-        let rule = StreamRule {
-            cache_bytes: 0,
-            unknown: Some(why),
-        };
-        for elements in [1, 10_000_000, u64::MAX / 8] {
-            assert_eq!(rule.holds(elements), None);
-            assert!(rule.in_caches(elements, 3).is_none());
-            let words = rule.describe(elements, 3);
-            assert!(words.contains("cannot be judged"), "{words}");
-            assert!(words.contains("no size for an L1d cache"), "{words}");
-            assert!(!words.contains("0 B"), "{words}");
+    proptest::proptest! {
+        /// Unknown caches neither hold nor fail the rule, at any size,
+        /// whatever sum of the known ones is left in the rule.
+        #[test]
+        fn unknown_caches_neither_hold_nor_fail_the_rule(
+            elements in 1u64..u64::MAX / 8,
+            arrays in 1u64..4,
+            known in 0u64..1 << 40,
+            level in 1u8..4,
+        ) {
+            let why = UnknownCaches::SizeUnknown {
+                level,
+                kind: crate::topology::CacheKind::Data,
+            };
+            let rule = StreamRule { cache_bytes: known, unknown: Some(why) };
+            proptest::prop_assert_eq!(rule.holds(elements), None);
+            proptest::prop_assert!(rule.in_caches(elements, arrays).is_none());
+            proptest::prop_assert_eq!(rule.min_elements(), None);
+            let words = rule.describe(elements, arrays);
+            proptest::prop_assert!(words.contains("cannot be judged"), "{}", words);
+            proptest::prop_assert!(!words.contains("STREAM's rule holds"), "{}", words);
+            proptest::prop_assert!(!words.contains(" of caches serving"), "{}", words);
         }
-        assert_eq!(rule.min_elements(), None);
     }
 
     /// The VM: 34.1 MiB of caches. STREAM's default 10M elements

@@ -30,6 +30,8 @@ pub mod prom;
 pub mod ranks;
 pub mod run_header;
 pub mod shapes;
+#[cfg(test)]
+mod slow_nodes_props;
 pub mod study;
 pub mod text;
 pub mod tiers;

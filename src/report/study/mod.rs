@@ -261,4 +261,6 @@ pub use pivot::{Axis, Pivot, PivotError, pivot};
 #[cfg(test)]
 mod band_tests;
 #[cfg(test)]
+mod conclusion_props;
+#[cfg(test)]
 pub(crate) mod tests;

@@ -236,7 +236,7 @@ pub(super) fn run(
 }
 
 /// A point of `threads` threads with these runs.
-fn point_with(threads: usize, runs: Vec<crate::results::RunResult>) -> Record {
+pub(super) fn point_with(threads: usize, runs: Vec<crate::results::RunResult>) -> Record {
     let mut r = cell(0, 0, 0.0);
     r.point.numa = None;
     r.point.threads = threads;
@@ -245,7 +245,7 @@ fn point_with(threads: usize, runs: Vec<crate::results::RunResult>) -> Record {
     r
 }
 
-const STEADY: (f64, f64) = (1.1, 1.1);
+pub(super) const STEADY: (f64, f64) = (1.1, 1.1);
 
 #[test]
 fn an_unsteady_kernel_in_one_of_ten_runs_leaves_that_run_out_of_that_kernel_only() {
