@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="3c07f96f8f00080c3d9dfaa0554b6aacfbfc7e914c604f5b15191591586f1a41")
+    version("0.1.0", sha256="92ba324f6cbd2911af79fef68206bb28060827bd7bf7aca10531b7904bba443f")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
