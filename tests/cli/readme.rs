@@ -282,8 +282,9 @@ fn every_output_block_is_a_sample_or_says_where_it_was_recorded() {
 /// A tool other than membw that a sample's command starts and this host
 /// lacks, with its Debian package.
 fn missing_tool(cmd: &str) -> Option<(&'static str, &'static str)> {
-    const TOOLS: [(&str, &str); 3] = [
+    const TOOLS: [(&str, &str); 4] = [
         ("numactl", "numactl"),
+        ("likwid-pin", "likwid"),
         ("taskset", "util-linux"),
         ("hwloc-ls", "hwloc"),
     ];
