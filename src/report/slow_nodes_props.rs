@@ -18,6 +18,8 @@ fn node(rank: usize, host: &str, rates: &[f64]) -> RankRun {
         local_rank: None,
         host: host.into(),
         cpus: vec![0],
+        affinity: Vec::new(),
+        bound_by: None,
         device: None,
         validated: true,
         validation_error: None,

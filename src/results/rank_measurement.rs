@@ -23,6 +23,11 @@ impl RankRun {
             local_rank,
             host,
             cpus: m.threads.iter().map(|t| t.cpu).collect(),
+            affinity: (m.threads.iter())
+                .map(|t| t.affinity.clone())
+                .collect::<Option<Vec<_>>>()
+                .unwrap_or_default(),
+            bound_by: m.bound_by.clone(),
             device: m.target().device_name().map(String::from),
             validated: m.validation.passed,
             validation_error: crate::results::require_valid(m)

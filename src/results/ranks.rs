@@ -23,8 +23,17 @@ pub struct RankRun {
     /// Its number among the ranks of its node, when the launcher says.
     pub local_rank: Option<usize>,
     pub host: String,
-    /// The CPUs its threads ran on.
+    /// The CPUs its threads were placed on.
     pub cpus: Vec<usize>,
+    /// Each thread's CPUs as the kernel reported them after the team
+    /// started (a CPU list: one CPU where pinned), in thread order; empty
+    /// in files from before it was read back, or where it could not be.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub affinity: Vec<String>,
+    /// Who bound its threads where membw did not (a wrapper, mpirun's
+    /// binding through a mask of one CPU), as its measurement says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound_by: Option<String>,
     /// The device it measured (`cuda3`), where its target is one: under
     /// MPI each rank of a node drives its own GPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -239,6 +248,31 @@ fn median(values: Vec<f64>) -> f64 {
 
 /// Pairs of ranks on one node whose CPUs overlap: they fight over cores,
 /// and their rates mean little.
+impl RankRun {
+    /// Every CPU its threads could run on: read back where it was, else
+    /// where they were placed.
+    fn could_run_on(&self) -> Vec<usize> {
+        let read: Vec<usize> = (self.affinity.iter())
+            .filter_map(|list| crate::topology::cpulist::parse_list(list).ok())
+            .flatten()
+            .collect();
+        let mut cpus = match read.is_empty() {
+            true => self.cpus.clone(),
+            false => read,
+        };
+        cpus.sort_unstable();
+        cpus.dedup();
+        cpus
+    }
+
+    /// Whether each thread was bound to one CPU, as read back (placed,
+    /// in files that did not read it back).
+    fn each_on_one(&self) -> bool {
+        (self.affinity.iter())
+            .all(|list| crate::topology::cpulist::parse_list(list).is_ok_and(|c| c.len() == 1))
+    }
+}
+
 pub fn overlaps(ranks: &[RankRun]) -> Vec<String> {
     let mut found = Vec::new();
     for (i, a) in ranks.iter().enumerate() {
@@ -246,24 +280,28 @@ pub fn overlaps(ranks: &[RankRun]) -> Vec<String> {
             if a.host != b.host {
                 continue;
             }
-            let shared: Vec<String> = a
-                .cpus
-                .iter()
-                .filter(|c| b.cpus.contains(c))
-                .map(usize::to_string)
-                .collect();
+            let (on_a, on_b) = (a.could_run_on(), b.could_run_on());
+            let shared: Vec<usize> = on_a.iter().filter(|c| on_b.contains(c)).copied().collect();
             if shared.is_empty() {
                 continue;
             }
+            // Threads free over several CPUs only may meet there.
+            let (verb, why) = match a.each_on_one() && b.each_on_one() {
+                true => ("share", ""),
+                false => (
+                    "may share",
+                    " (their threads are not each bound to one CPU)",
+                ),
+            };
             let who = match (a.rank == b.rank, &a.device, &b.device) {
                 // One rank's devices, driven from its threads.
                 (true, Some(x), Some(y)) => format!("devices {x} and {y} of rank {}", a.rank),
                 _ => format!("ranks {} and {}", a.rank, b.rank),
             };
             found.push(format!(
-                "{who} on {} share CPU {}",
+                "{who} on {} {verb} CPU {}{why}",
                 a.host,
-                shared.join(",")
+                crate::topology::cpulist::format_ranges(&shared)
             ));
         }
     }

@@ -15,6 +15,8 @@ fn rank(rank: usize, host: &str, cpus: Vec<usize>, times: Vec<f64>) -> RankRun {
         local_rank: None,
         host: host.into(),
         cpus,
+        affinity: Vec::new(),
+        bound_by: None,
         device: None,
         validated: true,
         validation_error: None,
@@ -129,6 +131,30 @@ fn ranks_bound_to_the_same_cpus_of_one_node_are_found() {
         rank(2, "b", vec![0, 1], vec![1.0, 1.0]),
     ];
     assert_eq!(overlaps(&ranks), vec!["ranks 0 and 1 on a share CPU 1"]);
+}
+
+#[test]
+fn where_ranks_could_run_is_read_back_not_where_they_were_placed() {
+    let read_back = |mut r: RankRun, lists: &[&str]| {
+        r.affinity = lists.iter().map(|l| l.to_string()).collect();
+        r
+    };
+    // Placed on the same CPU, but the kernel kept them apart.
+    let apart = vec![
+        read_back(rank(0, "a", vec![0], vec![1.0, 1.0]), &["0"]),
+        read_back(rank(1, "a", vec![0], vec![1.0, 1.0]), &["1"]),
+    ];
+    assert!(overlaps(&apart).is_empty());
+    // Placed apart, but one rank's thread was left free over both CPUs
+    // (--no-pin under a launcher that bound nothing): they may meet.
+    let free = vec![
+        read_back(rank(0, "a", vec![0], vec![1.0, 1.0]), &["0-1"]),
+        read_back(rank(1, "a", vec![1], vec![1.0, 1.0]), &["1"]),
+    ];
+    assert_eq!(
+        overlaps(&free),
+        vec!["ranks 0 and 1 on a may share CPU 1 (their threads are not each bound to one CPU)"]
+    );
 }
 
 #[test]
