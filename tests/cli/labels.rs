@@ -542,4 +542,12 @@ fn runs_of_another_isa_are_another_point_with_an_isa_column_never_pooled() {
         !text.contains("of the 2 per point"),
         "two points, one run each: {text}"
     );
+    // And an axis of the turned table: one column per ISA, never pooled.
+    let turned = stdout(&["report", out, "--rows", "threads", "--columns", "isa"]);
+    let header = turned.lines().next().unwrap();
+    assert!(
+        header.contains("\\ isa") && header.contains("scalar"),
+        "{turned}"
+    );
+    assert_eq!(header.split_whitespace().count(), 5, "two ISAs: {turned}");
 }

@@ -18,6 +18,8 @@ pub enum Axis {
     Stores,
     Size,
     Hugepages,
+    /// The instruction set the kernels ran with: other code, another point.
+    Isa,
     Program,
     Device,
     /// The results file (`report --by-file`).
@@ -25,13 +27,14 @@ pub enum Axis {
 }
 
 impl Axis {
-    pub const ALL: [Axis; 9] = [
+    pub const ALL: [Axis; 10] = [
         Axis::Threads,
         Axis::Placement,
         Axis::Mem,
         Axis::Stores,
         Axis::Size,
         Axis::Hugepages,
+        Axis::Isa,
         Axis::Program,
         Axis::Device,
         Axis::File,
@@ -46,6 +49,7 @@ impl Axis {
             Axis::Stores => "stores",
             Axis::Size => "size",
             Axis::Hugepages => "hugepages",
+            Axis::Isa => "isa",
             Axis::Program => "program",
             Axis::Device => "device",
             Axis::File => "file",
@@ -69,6 +73,9 @@ impl Axis {
                 b => format!("{}/{}", Bytes(b), p.per()),
             },
             Axis::Hugepages => p.hugepages.to_string(),
+            // The point's where it is not the host's widest, else what ran.
+            Axis::Isa => (p.isa.or_else(|| r.runs.iter().find_map(|run| run.isa)))
+                .map_or("-".into(), |isa| isa.to_string()),
             Axis::Program => p.program().unwrap_or("membw").to_string(),
             Axis::Device => p.device_name().unwrap_or("-").to_string(),
             Axis::File => r.file.clone().unwrap_or_else(|| "-".into()),
