@@ -19,11 +19,15 @@ pub fn bound_by(pinned: bool, bound_to: &[Option<usize>]) -> Option<String> {
 }
 
 /// The wrapper the environment names: likwid-pin leaves `LIKWID_PIN` and
-/// its pthread wrapper in `LD_PRELOAD`.
+/// its pthread wrapper in `LD_PRELOAD`; srun binding a task to CPUs
+/// (`--cpu-bind=cores`, `map_cpu:...`) leaves `SLURM_CPU_BIND_TYPE`.
 fn wrapper(var: impl Fn(&str) -> Option<String>) -> &'static str {
     let preload = var("LD_PRELOAD").unwrap_or_default();
+    let slurm = var("SLURM_CPU_BIND_TYPE").unwrap_or_default();
     if var("LIKWID_PIN").is_some() || preload.contains("likwidpin") {
         "likwid-pin"
+    } else if !slurm.is_empty() && !slurm.starts_with("none") {
+        "Slurm (srun --cpu-bind)"
     } else {
         "another tool (a wrapper, or numactl/taskset/a cpuset of one CPU)"
     }
@@ -59,5 +63,9 @@ mod tests {
         )];
         assert_eq!(wrapper(env(PRELOAD)), "likwid-pin");
         assert!(wrapper(env(&[])).starts_with("another tool"));
+        let srun: &[(&str, &str)] = &[("SLURM_CPU_BIND_TYPE", "mask_cpu:")];
+        assert_eq!(wrapper(env(srun)), "Slurm (srun --cpu-bind)");
+        let unbound: &[(&str, &str)] = &[("SLURM_CPU_BIND_TYPE", "none")];
+        assert!(wrapper(env(unbound)).starts_with("another tool"));
     }
 }

@@ -226,6 +226,9 @@ impl Point {
         if let Some(isa) = self.isa {
             s.push_str(&format!(" · {isa} ISA"));
         }
+        if self.offset != 0 {
+            s.push_str(&format!(" · offset {}", self.offset));
+        }
         s
     }
 }
@@ -270,6 +273,11 @@ mod tests {
             ..gcc.clone()
         };
         assert_eq!(team.label(), "spread × 2 · local");
+        let shifted = Point {
+            offset: 1840,
+            ..team.clone()
+        };
+        assert_eq!(shifted.label(), "spread × 2 · local · offset 1840");
         // A NUMA matrix's cell, in the matrix's words, not its strategy's.
         let cell = |all_cores| NumaCell {
             cpu_node: 0,
