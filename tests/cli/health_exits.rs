@@ -332,7 +332,7 @@ fn every_invalid_baseline_field_is_named() {
         ),
         (
             |b| b["scopes"][0]["elements"] = 1.into(),
-            "scopes[0].elements is 1: each array (8 B) is under 4 × the",
+            "scopes[0].elements is 1: under STREAM's rule here (",
         ),
         (
             |b| b["scopes"][0]["elements"] = 1_000_000_000_000_000u64.into(),

@@ -577,7 +577,15 @@ fn lists_name_each_point_by_what_tells_it_apart() {
     let file = dir.path().join("ex.jsonl");
     let f = file.to_str().unwrap();
     let gcc = format!("gcc={}", stream_script(dir.path()));
-    let args = ["sweep", "--fake-source", "5,busy=60", "--threads", "1"];
+    let args = [
+        "sweep",
+        "--fake-source",
+        "5,busy=60",
+        "--threads",
+        "1",
+        "--repeat",
+        "2",
+    ];
     common::membw()
         .args(args)
         .args(["--exec", "membw", "--exec", &gcc, "-o", f])
@@ -613,6 +621,13 @@ fn lists_name_each_point_by_what_tells_it_apart() {
         "{report}"
     );
     assert_ne!(listed[0], listed[1], "{report}");
+    // The legend's n where no run of a point is trusted: every run's.
+    assert!(
+        report.contains(
+            "n = the trusted runs of the 2 per point; all 2, none trusted, where NOT TRUSTED"
+        ),
+        "{report}"
+    );
     // A NUMA matrix's point: its nodes, in the matrix's words.
     let numa = dir.path().join("numa.jsonl");
     let n = numa.to_str().unwrap();

@@ -221,8 +221,7 @@ fn band_and_peak_notes(records: &[&Record], long: bool) -> String {
             false => "",
         };
         notes.push_str(&format!(
-            "
-not judged: {unknown} of {} points, whose caches or array sizes are unknown: STREAM's
+            "\nnot judged: {unknown} of {} points, whose caches or array sizes are unknown: STREAM's\n\
              rule neither holds nor fails for them, neither memory nor cache bandwidth{mark}",
             records.len()
         ));
