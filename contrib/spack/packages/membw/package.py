@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="92ba324f6cbd2911af79fef68206bb28060827bd7bf7aca10531b7904bba443f")
+    version("0.1.0", sha256="64491e5ab90668f65228e0741afefddccf67beda73eb5b91027b924def18251c")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
