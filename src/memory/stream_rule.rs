@@ -293,7 +293,11 @@ mod tests {
             nt_over_regular: 1.66,
         }));
         assert!(!past.warning().contains("are within"), "{}", past.warning());
-        assert!(past.warning().starts_with("under STREAM's rule"), "{}", past.warning());
+        assert!(
+            past.warning().starts_with("under STREAM's rule"),
+            "{}",
+            past.warning()
+        );
         assert!(
             c.warning().contains(
                 "exceed the 484 MiB of caches serving these CPUs, but each array (645.6 MiB) is under 4 × them"
