@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="64491e5ab90668f65228e0741afefddccf67beda73eb5b91027b924def18251c")
+    version("0.1.0", sha256="c1e617c11459ab236e2078dc8066b0ddf21c6ed29571677ab7b56a06a74d14f9")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
