@@ -82,28 +82,27 @@ pub fn scope_jobs(
 /// Where a plan's arrays stand against the caches of its CPUs: a
 /// device's are in its own memory; unknown caches judge nothing.
 pub fn band(topo: &Topology, plan: &Plan) -> Band {
-    let Some(cpus) = plan.host_cpus() else {
-        return Band::Memory;
-    };
-    let rule = StreamRule::for_cpus(topo, &cpus.iter().copied().collect());
-    if rule.unknown.is_some() {
-        return Band::Unknown;
-    }
-    let bytes = plan.elements as u64 * crate::units::ELEMENT_BYTES;
-    Band::of(bytes, plan.arrays_needed().len() as u64, rule.cache_bytes)
+    rule(topo, plan).map_or(Band::Memory, |rule| {
+        rule.band(plan.elements as u64, plan.arrays_needed().len() as u64)
+    })
+}
+
+/// STREAM's rule over the caches of the plan's CPUs; none for a device.
+fn rule(topo: &Topology, plan: &Plan) -> Option<StreamRule> {
+    let cpus = plan.host_cpus()?;
+    Some(StreamRule::for_cpus(topo, &cpus.iter().copied().collect()))
 }
 
 /// Why arrays of this plan would measure the caches rather than the
 /// memory (STREAM's rule, each array under 4 × the caches of its CPUs),
 /// in a few words: a check refuses them but where asked to be small.
 pub(super) fn under_rule(topo: &Topology, plan: &Plan) -> Option<String> {
-    let words = match band(topo, plan) {
+    let rule = rule(topo, plan)?;
+    let words = match rule.band(plan.elements as u64, plan.arrays_needed().len() as u64) {
         Band::Caches => "cache bandwidth",
         Band::UnderRule => "caches may still help",
         Band::Memory | Band::Unknown => return None,
     };
-    let cpus = plan.host_cpus().unwrap_or_default();
-    let rule = StreamRule::for_cpus(topo, &cpus.iter().copied().collect());
     Some(format!(
         "under STREAM's rule here ({} elements or more): {words}",
         rule.min_elements().unwrap_or_default()

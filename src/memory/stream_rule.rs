@@ -121,6 +121,19 @@ impl StreamRule {
         })
     }
 
+    /// Where `arrays` arrays of `elements` each stand against it:
+    /// [`Band::Unknown`] where the caches are.
+    pub fn band(&self, elements: u64, arrays: u64) -> Band {
+        match self.unknown {
+            Some(_) => Band::Unknown,
+            None => Band::of(
+                elements.saturating_mul(ELEMENT_BYTES),
+                arrays,
+                self.cache_bytes,
+            ),
+        }
+    }
+
     /// The words every place says it in, for `arrays` arrays of `elements`:
     /// `each array (645.6 MiB) is under 4 × the 484.0 MiB of caches
     /// serving these CPUs: under STREAM's rule: caches may still help`

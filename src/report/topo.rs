@@ -3,10 +3,10 @@
 
 use crate::peak::Peak;
 use crate::results::targets::GpuMemoryRead;
+use crate::topology::Topology;
 use crate::topology::cpulist::{IdSet, format_ranges};
 use crate::topology::dimms;
 use crate::topology::kernel_log::GpuXids;
-use crate::topology::{CacheKind, Topology};
 use crate::units::Bytes;
 use serde::Serialize;
 use std::fmt::Write;
@@ -58,15 +58,7 @@ pub fn derive(topo: &Topology) -> Derived {
     let all = topo.online_cpus();
     let mut cache_levels: Vec<CacheLevel> = Vec::new();
     for c in &topo.caches {
-        let name = format!(
-            "L{}{}",
-            c.level,
-            match c.kind {
-                CacheKind::Data => "d",
-                CacheKind::Instruction => "i",
-                CacheKind::Unified => "",
-            }
-        );
+        let name = c.kind.level_name(c.level);
         match cache_levels.iter_mut().find(|l| l.name == name) {
             Some(l) => {
                 l.instances += 1;
@@ -80,6 +72,7 @@ pub fn derive(topo: &Topology) -> Derived {
             }),
         }
     }
+    let cache_sum = topo.known_cache_sum(&all);
     Derived {
         sockets: topo.packages().len(),
         numa_nodes: topo.nodes.len(),
@@ -87,8 +80,8 @@ pub fn derive(topo: &Topology) -> Derived {
         cpus: topo.cpus.len(),
         threads_per_core: topo.threads_per_core(),
         smt: topo.threads_per_core() > 1,
-        cache_sum: topo.known_cache_sum(&all).ok(),
-        cache_sum_unknown: topo.known_cache_sum(&all).err(),
+        cache_sum: cache_sum.ok(),
+        cache_sum_unknown: cache_sum.err(),
         cache_levels,
         llc_domains: topo.llc_domains(),
     }

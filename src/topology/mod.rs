@@ -107,21 +107,27 @@ pub enum UnknownCaches {
     SizeUnknown { level: u8, kind: CacheKind },
 }
 
+impl CacheKind {
+    /// A level's name, as lscpu and sysfs readers write it: `L1d`, `L1i`, `L2`.
+    pub fn level_name(self, level: u8) -> String {
+        let suffix = match self {
+            CacheKind::Data => "d",
+            CacheKind::Instruction => "i",
+            CacheKind::Unified => "",
+        };
+        format!("L{level}{suffix}")
+    }
+}
+
 impl std::fmt::Display for UnknownCaches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             UnknownCaches::NoneListed => f.write_str("sysfs lists no cache serving these CPUs"),
-            UnknownCaches::SizeUnknown { level, kind } => {
-                let suffix = match kind {
-                    CacheKind::Data => "d",
-                    CacheKind::Instruction => "i",
-                    CacheKind::Unified => "",
-                };
-                write!(
-                    f,
-                    "sysfs gives no size for an L{level}{suffix} cache serving these CPUs"
-                )
-            }
+            UnknownCaches::SizeUnknown { level, kind } => write!(
+                f,
+                "sysfs gives no size for an {} cache serving these CPUs",
+                kind.level_name(*level)
+            ),
         }
     }
 }

@@ -140,32 +140,11 @@ fn membw_exec_runs_a_stream_build_pinned_and_verified() {
     assert!(watch > 0.0 && watch < 0.5 * wall, "{watch} s of {wall} s");
 }
 
-/// STREAM's own header, as stream.c prints it, with `bytes` per element.
-fn stream_output_script(dir: &std::path::Path, bytes: u64) -> String {
-    let path = dir.join(format!("stream-{bytes}"));
-    let text = format!(
-        "#!/bin/sh\ncat <<'OUT'\nSTREAM version $Revision: 5.10 $\n\
-         This system uses {bytes} bytes per array element.\n\
-         Array size = 3000000 (elements), Offset = 0 (elements)\n\
-         Each kernel will be executed 7 times.\n\
-         Function    Best Rate MB/s  Avg time     Min time     Max time\n\
-         Copy:           25000.0     0.002000     0.001920     0.002100\n\
-         Scale:          20000.0     0.002500     0.002400     0.002600\n\
-         Add:            24000.0     0.003100     0.003000     0.003200\n\
-         Triad:          24000.0     0.003100     0.003000     0.003200\n\
-         Solution Validates: avg error less than 1.000000e-13 on all three arrays\nOUT\n"
-    );
-    std::fs::write(&path, text).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path.display().to_string()
-}
-
 #[test]
 fn an_exec_point_holds_the_programs_own_array_size_element_size_and_ntimes() {
     let dir = tempfile::tempdir().unwrap();
     for bytes in [8u64, 4] {
-        let script = stream_output_script(dir.path(), bytes);
+        let script = common::stream_output_script(dir.path(), bytes);
         let json = common::stdout(&["exec", "--cpus", "0", "--format", "json", "--", &script]);
         let r: serde_json::Value = serde_json::from_str(&json).unwrap();
         let p = &r["point"];

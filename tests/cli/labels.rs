@@ -552,31 +552,12 @@ fn runs_of_another_isa_are_another_point_with_an_isa_column_never_pooled() {
     assert_eq!(header.split_whitespace().count(), 5, "two ISAs: {turned}");
 }
 
-/// A STREAM-printing stand-in for a user's build, in `dir`.
-fn stream_script(dir: &std::path::Path) -> String {
-    let path = dir.join("stream_gcc");
-    let text = "#!/bin/sh\ncat <<'OUT'\nSTREAM version $Revision: 5.10 $\n\
-         This system uses 8 bytes per array element.\n\
-         Array size = 3000000 (elements), Offset = 0 (elements)\n\
-         Each kernel will be executed 7 times.\n\
-         Function    Best Rate MB/s  Avg time     Min time     Max time\n\
-         Copy:           25000.0     0.002000     0.001920     0.002100\n\
-         Scale:          20000.0     0.002500     0.002400     0.002600\n\
-         Add:            24000.0     0.003100     0.003000     0.003200\n\
-         Triad:          24000.0     0.003100     0.003000     0.003200\n\
-         Solution Validates: avg error less than 1.000000e-13 on all three arrays\nOUT\n";
-    std::fs::write(&path, text).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path.display().to_string()
-}
-
 #[test]
 fn lists_name_each_point_by_what_tells_it_apart() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("ex.jsonl");
     let f = file.to_str().unwrap();
-    let gcc = format!("gcc={}", stream_script(dir.path()));
+    let gcc = format!("gcc={}", common::stream_output_script(dir.path(), 8));
     let args = [
         "sweep",
         "--fake-source",
