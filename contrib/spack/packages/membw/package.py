@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="c1e617c11459ab236e2078dc8066b0ddf21c6ed29571677ab7b56a06a74d14f9")
+    version("0.1.0", sha256="46b24cac35c4fadaefb120cd81ccb1a3be8eb13be12ce0b3700b989e1dd74d19")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
