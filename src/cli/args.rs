@@ -194,10 +194,9 @@ pub(crate) struct MeasureArgs {
     #[serde(flatten)]
     pages: super::flags::Pages,
 
-    /// STREAM's OFFSET (-DOFFSET=N): array b starts N elements, c 2N, past a's 2 MiB alignment, 0 to 1048576
-    #[arg(long, value_name = "N", default_value_t = 0, allow_negative_numbers = true, value_parser = parse_offset, help_heading = "Measurement")]
-    #[serde(default)]
-    pub(crate) offset: usize,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) offset: super::flags::OffsetArgs,
 
     #[command(flatten)]
     #[serde(flatten)]
@@ -221,17 +220,9 @@ pub(crate) struct MeasureArgs {
     pub(crate) independent: bool,
 }
 
-/// The most elements `--offset` moves an array: 8 MiB, past any alignment
-/// and cache-set effect, far below any array.
-const MAX_OFFSET: u32 = 1 << 20;
-
 fn parse_shape(text: &str) -> std::result::Result<ShapeId, String> {
     text.parse()
         .map_err(|e: crate::kernels::gpu_builds::BadShape| e.0)
-}
-
-fn parse_offset(text: &str) -> std::result::Result<usize, String> {
-    super::values::count(text, "elements", 0, MAX_OFFSET).map(|n| n as usize)
 }
 
 impl MeasureArgs {
@@ -292,7 +283,8 @@ impl MeasureArgs {
             // A sweep sets each point's own (`isas`).
             isa: self.isa.each()[0].isa(),
             hugepages: self.pages.or(Hugepages::Auto)[0],
-            offset: self.offset,
+            // A sweep sets each point's own (`offsets`).
+            offset: self.offset.each()[0],
             shapes: self.shape.map_or(ShapeChoice::Default, ShapeChoice::One),
         }
     }
@@ -331,8 +323,9 @@ impl MeasureArgs {
     }
 
     /// The one memory policy of a command that measures under one (and
-    /// one page size).
+    /// one page size, one offset).
     pub(crate) fn one_mem(&self, command: &str) -> Result<String> {
+        self.offset.one(command)?;
         if self.page_sizes().len() > 1 {
             return Err(Error::Usage(format!(
                 "--hugepages: {command} takes one page size; membw sweep --hugepages measures several"

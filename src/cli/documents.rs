@@ -40,7 +40,7 @@ pub(crate) struct ReportArgs {
     #[arg(long)]
     by_file: bool,
 
-    /// Lay the table out with this part of the points down (threads, placement, mem, stores, size, hugepages, program, device, file); with --columns
+    /// Lay the table out with this part of the points down (threads, placement, mem, stores, size, hugepages, isa, offset, program, device, file); with --columns
     #[arg(long, value_name = "PART", value_parser = axis, requires = "columns", help_heading = "Table layout")]
     rows: Option<study::Axis>,
 

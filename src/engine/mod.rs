@@ -287,6 +287,7 @@ mod tests {
             stores: vec![StoresRequest::Regular, StoresRequest::Nt],
             hugepages: vec![crate::memory::Hugepages::Auto],
             isas: vec![None],
+            offsets: vec![0],
             sizes: Vec::new(),
             numa_matrix: None,
             cpu_nodes: None,

@@ -38,6 +38,9 @@ pub struct SweepSpec {
     /// Instruction sets, each a point (`--isa avx2,avx512`; `None`: the
     /// widest): other code, never pooled.
     pub isas: Vec<Option<crate::kernels::Isa>>,
+    /// STREAM's OFFSETs in elements, each a point (`--offset 0,1840`):
+    /// another layout of the arrays in cache sets and pages, never pooled.
+    pub offsets: Vec<usize>,
     /// Working set per thread in bytes (all arrays); empty = fixed size.
     pub sizes: Vec<u64>,
     pub numa_matrix: Option<NumaMode>,
@@ -81,13 +84,15 @@ pub fn expand(topo: &Topology, spec: &SweepSpec, prepare: &plan::Prepare) -> Res
     for (request, (mem_written, mem), numa) in cases {
         let settings_axes = (spec.stores.iter())
             .flat_map(|s| spec.hugepages.iter().map(move |h| (s, h)))
-            .flat_map(|(s, h)| spec.isas.iter().map(move |i| (s, h, i)));
-        for (&stores, &pages, &isa) in settings_axes {
+            .flat_map(|(s, h)| spec.isas.iter().map(move |i| (s, h, i)))
+            .flat_map(|(s, h, i)| spec.offsets.iter().map(move |o| (s, h, i, o)));
+        for (&stores, &pages, &isa, &offset) in settings_axes {
             for &size in &sizes {
                 let settings = Settings {
                     measure: Measure {
                         hugepages: pages,
                         isa,
+                        offset,
                         ..spec.measure.clone()
                     },
                     working_set: size,

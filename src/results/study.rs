@@ -14,13 +14,20 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// A sweep's `--isa`: one (a string, as files before ISA sweeps hold it)
-/// or several (a list), each a point.
+/// A setting that became an axis: one value (a scalar, as files from
+/// before the axis hold it) or several (a list), each a point.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum Isas {
-    One(String),
-    Many(Vec<String>),
+pub enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+/// No value given: the setting's default, once (offset 0).
+impl<T: Default> Default for OneOrMany<T> {
+    fn default() -> Self {
+        OneOrMany::One(T::default())
+    }
 }
 
 /// What defines a sweep's points, as the user asked for them: its axes
@@ -74,13 +81,13 @@ pub struct SweepStudy {
     /// Memory policies as written (numactl's words, membw's splits), each a point.
     pub mem: Vec<String>,
     /// One ISA, as every study wrote it before ISA sweeps, or several.
-    pub isa: Isas,
+    pub isa: OneOrMany<String>,
     pub stores: Vec<String>,
     pub hugepages: Vec<Hugepages>,
-    /// STREAM's OFFSET between the arrays, in elements (files from before
-    /// it read as 0).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub offset: usize,
+    /// STREAM's OFFSETs between the arrays, in elements, each a point
+    /// (files from before it read as 0; one as the number it always was).
+    #[serde(default, skip_serializing_if = "no_offset")]
+    pub offset: OneOrMany<usize>,
     /// A weighted-interleave weight list.
     pub weights: Option<String>,
     /// A fake measurement source (tests) and the backend.
@@ -90,14 +97,19 @@ pub struct SweepStudy {
     pub independent: bool,
 }
 
-fn is_zero(n: &usize) -> bool {
-    *n == 0
+fn no_offset(offsets: &OneOrMany<usize>) -> bool {
+    *offsets == OneOrMany::One(0)
 }
 
 /// Settings that earlier studies stored and that no longer define a
 /// point: the peak rates are held against (`--peak`), how long a foreign
 /// program may run (`--timeout`). Read, they are dropped.
 const RETIRED: [&str; 2] = ["peak", "timeout"];
+
+/// Settings a study writes only where they are not their default (so the
+/// studies of files from before them stay the same): known, though the
+/// defaults' study does not hold them.
+const WRITTEN_WHEN_SET: [&str; 2] = ["no_pin", "offset"];
 
 impl SweepStudy {
     /// The study as a record stores it.
@@ -121,7 +133,8 @@ impl SweepStudy {
             .filter(|(name, _)| !RETIRED.contains(&name.as_str()))
             .map(|(name, value)| (name.clone(), value.clone()))
             .collect();
-        if let Some(name) = own.keys().find(|name| !known.contains_key(*name)) {
+        let known = |name: &str| known.contains_key(name) || WRITTEN_WHEN_SET.contains(&name);
+        if let Some(name) = own.keys().find(|name| !known(name)) {
             return Some(Err(format!(
                 "setting {name}: not one this membw knows (written by a newer membw?)"
             )));
@@ -357,10 +370,10 @@ mod tests {
             size: None,
             ntimes: 10,
             mem: vec![],
-            isa: Isas::One("auto".into()),
+            isa: OneOrMany::One("auto".into()),
             stores: vec!["auto".into()],
             hugepages: vec![Hugepages::Auto],
-            offset: 0,
+            offset: OneOrMany::One(0),
             weights: None,
             fake_source: None,
             backend: "cpu".into(),
@@ -415,5 +428,12 @@ mod tests {
         assert!(err.contains("ntimes"), "{err}");
         let args: Study = serde_json::from_str(r#"["--threads","2"]"#).unwrap();
         assert!(SweepStudy::read(&args, &defaults()).is_none());
+        // Settings written only where set are known all the same.
+        let set: Study = serde_json::from_str(r#"{"offset":[0,64],"no_pin":true}"#).unwrap();
+        let read = SweepStudy::read(&set, &defaults()).unwrap().unwrap();
+        assert_eq!(
+            (read.offset, read.no_pin),
+            (OneOrMany::Many(vec![0, 64]), true)
+        );
     }
 }

@@ -346,3 +346,56 @@ fn the_isa_is_an_axis_whose_points_are_kept_apart_and_resume_as_one_study() {
         "--isa: run takes one ISA; membw sweep --isa measures several",
     );
 }
+
+#[test]
+fn the_offset_is_an_axis_with_its_own_column_and_resumes_as_one_study() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("offset.jsonl");
+    let out = file.to_str().unwrap();
+    // STREAM's -DOFFSET moves b and c in cache sets and pages: two layouts.
+    let args = [
+        "--offset",
+        "0,1840",
+        "--threads",
+        "1",
+        "--size",
+        "64K",
+        "--ntimes",
+        "3",
+        "-o",
+        out,
+    ];
+    let done = sweep_clean(&args);
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{stderr}");
+    let table = String::from_utf8_lossy(&done.stdout);
+    assert!(
+        table.contains("offset 1840)"),
+        "the best is named by it: {table}"
+    );
+    let offsets: Vec<Value> = records(&file)
+        .iter()
+        .map(|r| r["point"]["offset"].clone())
+        .collect();
+    assert_eq!(offsets, [Value::Null, Value::from(1840)], "{offsets:?}");
+    let again = sweep_clean(&["--resume", out]);
+    let resumed = String::from_utf8_lossy(&again.stderr);
+    assert!(resumed.contains("0 points written, 2 skipped"), "{resumed}");
+    // The long table gets the column where the points' offsets differ ...
+    let text = stdout(&["report", out]);
+    let header = text.lines().find(|l| l.contains("triad GB/s")).unwrap();
+    assert!(header.contains(" offset "), "{text}");
+    assert!(text.lines().any(|l| l.contains(" 1840 ")), "{text}");
+    // ... and the turned table an axis: one column per offset, never pooled.
+    let turned = stdout(&["report", out, "--rows", "threads", "--columns", "offset"]);
+    let header = turned.lines().next().unwrap();
+    assert!(
+        header.contains("\\ offset") && header.contains("offset 1840"),
+        "{turned}"
+    );
+    // One run measures one layout.
+    usage_error(
+        &["run", "--offset", "0,1840"],
+        "--offset: run takes one offset; membw sweep --offset measures several",
+    );
+}

@@ -13,11 +13,7 @@ pub(crate) struct IsaArgs {
     /// chase itself is loads); sweep: comma-separated, each a point [default: auto]
     #[arg(long, value_enum, value_delimiter = ',', help_heading = "Measurement")]
     // A study keeps one ISA as the string it always was, several as a list.
-    #[serde(
-        default,
-        serialize_with = "one_or_many_isas",
-        deserialize_with = "isa_or_isas"
-    )]
+    #[serde(default, with = "super::one_or_many")]
     pub(crate) isa: Vec<IsaArg>,
 }
 
@@ -59,9 +55,12 @@ impl IsaArgs {
     }
 }
 
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum IsaArg {
+    #[default]
     Auto,
     Avx512,
     Avx2,
@@ -83,31 +82,4 @@ impl IsaArg {
             IsaArg::Scalar => Some(Isa::Scalar),
         }
     }
-}
-
-fn one_or_many_isas<S: serde::Serializer>(
-    isas: &[IsaArg],
-    s: S,
-) -> std::result::Result<S::Ok, S::Error> {
-    use serde::Serialize;
-    match isas {
-        [] => IsaArg::Auto.serialize(s),
-        [one] => one.serialize(s),
-        many => many.serialize(s),
-    }
-}
-
-fn isa_or_isas<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> std::result::Result<Vec<IsaArg>, D::Error> {
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(IsaArg),
-        Many(Vec<IsaArg>),
-    }
-    Ok(match serde::Deserialize::deserialize(d)? {
-        OneOrMany::One(isa) => vec![isa],
-        OneOrMany::Many(isas) => isas,
-    })
 }

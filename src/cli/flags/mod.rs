@@ -14,10 +14,13 @@ use std::time::Duration;
 
 mod backend;
 mod isa;
+mod offset;
+mod one_or_many;
 mod output;
 mod placement;
 pub(crate) use backend::*;
 pub(crate) use isa::*;
+pub(crate) use offset::*;
 pub(crate) use output::*;
 pub(crate) use placement::*;
 

@@ -259,6 +259,7 @@ fn sweep_spec(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<Swee
         stores: m.stores(),
         hugepages: m.page_sizes(),
         isas: m.isas(),
+        offsets: m.offset.each(),
         sizes: super::values::WorkingSets::joined(&args.sizes.sizes)?,
         cpu_nodes: axes.cpunode.nodes()?,
         numa_matrix: args.numa_matrix.numa_matrix.map(|m| match m {

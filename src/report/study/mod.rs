@@ -108,16 +108,27 @@ pub fn configuration(r: &Record) -> String {
             format!("device {name} (host buffers {})", r.point.mem_text())
         }
         Some(name) => format!("device {name}"),
-        None => format!(
-            "{} ({}, mem {}, {} stores{})",
-            r.point.placement_text(),
-            crate::units::plural(r.point.threads, "thread"),
-            r.point.mem_text(),
-            r.stores_label(),
-            r.point
-                .isa
-                .map_or(String::new(), |isa| format!(", {isa} ISA"))
-        ),
+        None => {
+            // What else sets the point apart: other code, another layout.
+            let p = &r.point;
+            let mut also = String::new();
+            if let Some(isa) = p.isa {
+                also.push_str(&format!(", {isa} ISA"));
+            }
+            if !p.hugepages.is_auto() {
+                also.push_str(&format!(", {} pages", p.hugepages));
+            }
+            if p.offset != 0 {
+                also.push_str(&format!(", offset {}", p.offset));
+            }
+            format!(
+                "{} ({}, mem {}, {} stores{also})",
+                p.placement_text(),
+                crate::units::plural(p.threads, "thread"),
+                p.mem_text(),
+                r.stores_label(),
+            )
+        }
     }
 }
 

@@ -20,6 +20,8 @@ pub enum Axis {
     Hugepages,
     /// The instruction set the kernels ran with: other code, another point.
     Isa,
+    /// STREAM's OFFSET between the arrays: another layout, another point.
+    Offset,
     Program,
     Device,
     /// The results file (`report --by-file`).
@@ -27,7 +29,7 @@ pub enum Axis {
 }
 
 impl Axis {
-    pub const ALL: [Axis; 10] = [
+    pub const ALL: [Axis; 11] = [
         Axis::Threads,
         Axis::Placement,
         Axis::Mem,
@@ -35,6 +37,7 @@ impl Axis {
         Axis::Size,
         Axis::Hugepages,
         Axis::Isa,
+        Axis::Offset,
         Axis::Program,
         Axis::Device,
         Axis::File,
@@ -50,6 +53,7 @@ impl Axis {
             Axis::Size => "size",
             Axis::Hugepages => "hugepages",
             Axis::Isa => "isa",
+            Axis::Offset => "offset",
             Axis::Program => "program",
             Axis::Device => "device",
             Axis::File => "file",
@@ -76,6 +80,8 @@ impl Axis {
             // The point's where it is not the host's widest, else what ran.
             Axis::Isa => (p.isa.or_else(|| r.runs.iter().find_map(|run| run.isa)))
                 .map_or("-".into(), |isa| isa.to_string()),
+            // Named, as a bare number beside the threads would not be.
+            Axis::Offset => format!("offset {}", p.offset),
             Axis::Program => p.program().unwrap_or("membw").to_string(),
             Axis::Device => p.device_name().unwrap_or("-").to_string(),
             Axis::File => r.file.clone().unwrap_or_else(|| "-".into()),

@@ -48,6 +48,7 @@ pub(super) fn reading_order(records: &[Record]) -> Vec<&Record> {
                 r.point.mem_text(),
                 r.point.stores,
                 r.point.isa.map(|i| i.to_string()),
+                r.point.offset,
                 r.point.threads,
                 r.point.working_set_per_thread,
             )
@@ -170,6 +171,8 @@ struct Columns {
     sizes_vary: bool,
     /// The ISA the kernels ran with, where the points' differ: other code.
     isa: bool,
+    /// STREAM's OFFSET, where the points' differ: another layout.
+    offset: bool,
     numa: bool,
     /// The run count is a column only where it differs between points.
     runs_vary: bool,
@@ -196,6 +199,7 @@ impl Columns {
                 let known = sorted.iter().filter_map(|r| isa_of(r));
                 known.clone().any(|i| Some(i) != known.clone().next())
             },
+            offset: any(&|r| r.point.offset != sorted[0].point.offset),
             numa: any(&|r| r.point.numa.is_some()),
             runs_vary: any(&|r| r.runs.len() != sorted[0].runs.len()),
             with_sd: any(&|r| r.kernel_trust(kernel).shown().is_some_and(|s| s.n > 1)),
@@ -221,6 +225,9 @@ impl Columns {
         }
         if self.isa {
             headers.push("isa".into());
+        }
+        if self.offset {
+            headers.push("offset".into());
         }
         if self.numa {
             headers.push("cpu→mem".into());
@@ -267,6 +274,9 @@ impl Columns {
         }
         if self.isa {
             row.push(isa_of(r).map_or("-".into(), |i| i.to_string()));
+        }
+        if self.offset {
+            row.push(r.point.offset.to_string());
         }
         if self.numa {
             let nodes = (r.point.numa).map(|n| format!("{} → {}", n.cpu_node, n.mem_node));

@@ -21,6 +21,9 @@ pub(super) fn rerun_command(r: &Record) -> String {
     if p.stores != crate::kernels::StoresRequest::Auto {
         words.push(format!("--stores {}", p.stores));
     }
+    if p.offset != 0 {
+        words.push(format!("--offset {}", p.offset));
+    }
     words.join(" ")
 }
 

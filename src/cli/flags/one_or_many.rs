@@ -1,0 +1,33 @@
+//! How a study file keeps a setting that is one value for `run` and an
+//! axis for `sweep`: one value as the scalar it always was, several as a
+//! list, so studies written before the axis existed still load.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// `[]` as the default value, `[x]` as `x`, several as a list.
+pub(crate) fn serialize<T: Serialize + Default, S: Serializer>(
+    values: &[T],
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match values {
+        [] => T::default().serialize(s),
+        [one] => one.serialize(s),
+        many => many.serialize(s),
+    }
+}
+
+/// A scalar or a list, as a list.
+pub(crate) fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Vec<T>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany<T> {
+        One(T),
+        Many(Vec<T>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(value) => vec![value],
+        OneOrMany::Many(values) => values,
+    })
+}
