@@ -11,8 +11,8 @@ use crate::kernels::{
 use crate::memory::policy::MemPolicy;
 use crate::memory::{self, Hugepages};
 use crate::placement;
-use crate::results::Point;
 use crate::results::targets::Target;
+use crate::results::{Measured, Point};
 use crate::topology::Topology;
 use crate::units::ELEMENT_BYTES;
 
@@ -77,8 +77,13 @@ impl Plan {
     /// Whether the memory policy places any of the plan's arrays: the
     /// target works in host memory, or a device's transfers have host
     /// buffers there.
+    // A new kind must be decided wherever kinds are matched.
+    #[deny(clippy::wildcard_enum_match_arm)]
     pub fn places_host_memory(&self) -> bool {
-        self.host_cpus().is_some() || self.arrays_needed().iter().any(|a| a.host_buffer())
+        match self.measured() {
+            Measured::Team(_) | Measured::Program(..) => true,
+            Measured::Device(_) => self.arrays_needed().iter().any(|a| a.host_buffer()),
+        }
     }
 
     /// The CPU kernels' store instructions; `None` where the target is not
@@ -105,7 +110,13 @@ impl Plan {
     /// host part. `None` for a device (its host thread drives it, and
     /// does not share its work).
     pub fn host_cpus(&self) -> Option<&[usize]> {
-        self.target.host_part(&self.cpus[..])
+        self.measured().host()
+    }
+
+    /// What kind of thing does the work, with its part: the host CPUs
+    /// (membw's team, a program) or the device.
+    pub fn measured(&self) -> crate::results::Measured<'_, &[usize]> {
+        self.target.measured(&self.cpus[..])
     }
 
     /// CPU threads that run the kernels: none for a device.
@@ -415,6 +426,8 @@ impl Point {
     /// The point a plan measures, under a placement label and the memory
     /// policy as the user wrote it. A device's point is per device, and
     /// names it.
+    // A new kind must be decided wherever kinds are matched.
+    #[deny(clippy::wildcard_enum_match_arm)]
     pub fn new(
         placement: crate::placement::identity::PlacementId,
         mem: &crate::memory::written::PolicySpec,
@@ -425,9 +438,9 @@ impl Point {
         // A device has no CPU threads or placement to name, and a policy
         // only where its host buffers are placed; its working set is the
         // device's.
-        let (threads, placement) = match plan.host_cpus() {
-            Some(_) => (plan.units(), Some(placement)),
-            None => (0, None),
+        let (threads, placement) = match plan.measured() {
+            Measured::Team(cpus) | Measured::Program(cpus, _) => (cpus.len(), Some(placement)),
+            Measured::Device(_) => (0, None),
         };
         let mem = plan.places_host_memory().then(|| mem.clone());
         // The target's memory holds every array but a device's host buffers.

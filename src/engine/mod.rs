@@ -31,7 +31,7 @@ use crate::error::Result;
 use crate::peak::Peak;
 use crate::placement::spellings::{self, Spellings};
 use crate::plan::Plan;
-use crate::results::{Bandwidth, Measurement, PeakUse, Point, Record, RunResult};
+use crate::results::{Bandwidth, Measured, Measurement, PeakUse, Point, Record, RunResult};
 use crate::topology::Topology;
 use std::time::Instant;
 
@@ -149,7 +149,7 @@ impl<'a> Engine<'a> {
     fn source_for(&mut self, by: By) -> &mut dyn Source {
         match by {
             By::Program(n) if n < self.programs.len() => self.programs[n].1.as_mut(),
-            _ => &mut *self.source,
+            By::Program(_) | By::Engine => &mut *self.source,
         }
     }
 
@@ -205,6 +205,8 @@ impl<'a> Engine<'a> {
 
     /// What a measured job's record holds: its point (with a program's own
     /// sizes) and its payload.
+    // A new kind must be decided wherever kinds are matched.
+    #[deny(clippy::wildcard_enum_match_arm)]
     pub fn payload(&self, job: &Job, runs: Vec<RunResult>) -> (Point, Bandwidth) {
         let peak = self.peak_use(&job.plan, job.plan.in_caches, []);
         let point = match runs.last().and_then(|r| r.program()) {
@@ -213,21 +215,29 @@ impl<'a> Engine<'a> {
         };
         let source = match job.by {
             By::Program(n) if n < self.programs.len() => self.programs[n].1.name(),
-            _ => self.source.name(),
+            By::Program(_) | By::Engine => self.source.name(),
+        };
+        // What only work on host CPUs has: the host's reason for an
+        // unknown peak, its caches, the lines that place it again.
+        let (peak_unknown, cache_per_thread, reproduce) = match job.plan.measured() {
+            Measured::Team(cpus) | Measured::Program(cpus, _) => (
+                peak.is_none()
+                    .then(|| crate::peak::unknown_reason(self.topo)),
+                self.topo.cache_per_thread(cpus),
+                Some(job.reproduce()),
+            ),
+            // A device's reason is its backend's warning; no host cache
+            // holds its arrays.
+            Measured::Device(_) => (None, self.topo.cache_per_thread(&[]), None),
         };
         let payload = Bandwidth {
             source: source.into(),
             stats: Record::stats_of(&runs),
-            // A device's reason is its backend's warning.
-            peak_unknown: (job.plan.host_cpus())
-                .filter(|_| peak.is_none())
-                .map(|_| crate::peak::unknown_reason(self.topo)),
+            peak_unknown,
             peak_gb_s: peak.as_ref().map(|p| p.used_gb_s),
             peak_source: peak.map(|p| p.peak.detail),
-            // No host CPU's caches hold a device's arrays.
-            cache_per_thread: (self.topo)
-                .cache_per_thread(job.plan.host_cpus().unwrap_or_default()),
-            reproduce: job.plan.host_cpus().map(|_| job.reproduce()),
+            cache_per_thread,
+            reproduce,
             runs,
         };
         (point, payload)

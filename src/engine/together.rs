@@ -231,7 +231,7 @@ impl Source for TogetherSource {
         }
         let (each, ranks) = measure(&mut self.backends, &plans, self.outlier)?;
         let mut m = each[0].measurement.clone();
-        ranks.aggregate_into(&mut m, plan.stores(), "device");
+        ranks.aggregate_into(&mut m, plan.stores(), crate::results::AggregateOf::Devices);
         self.each = each;
         Ok(m)
     }

@@ -259,9 +259,15 @@ pub fn worst(findings: &[Finding]) -> Option<&Finding> {
 
 /// The slowest host memory scope (the node, a NUMA domain) that fell
 /// short, if one did.
+// A new kind of scope must be decided here.
+#[deny(clippy::wildcard_enum_match_arm)]
 pub fn worst_in_host_memory(findings: &[Finding]) -> Option<&Finding> {
+    let in_host_memory = |scope: Scope| match scope {
+        Scope::Node | Scope::Numa(_) => true,
+        Scope::Device(_) | Scope::HostLink(..) => false,
+    };
     (findings.iter())
-        .filter(|f| !f.ok && f.scope.device_index().is_none())
+        .filter(|f| !f.ok && in_host_memory(f.scope))
         .filter(|f| f.against != Against::OtherThreads)
         .min_by(|a, b| a.ratio.total_cmp(&b.ratio))
 }

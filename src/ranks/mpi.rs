@@ -350,7 +350,7 @@ impl MeasurementSource for MpiSource {
             .collect();
         let ranks = Ranks::summarize("mpi", runs, *outlier)
             .ok_or_else(|| Error::Runtime("no rank measured a kernel".into()))?;
-        ranks.aggregate_into(&mut m, plan.stores(), "rank");
+        ranks.aggregate_into(&mut m, plan.stores(), crate::results::AggregateOf::Ranks);
         Ok(m)
     }
 }

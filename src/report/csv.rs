@@ -137,13 +137,7 @@ pub fn study(records: &[crate::results::Record]) -> Result<String> {
                 (trust.doubt.as_deref().or(r.not_judged()))
                     .unwrap_or_default()
                     .to_string(),
-                match &r.point.target {
-                    Some(target) => target.label(),
-                    None => r
-                        .runs
-                        .first()
-                        .map_or("cpu".into(), |run| run.target().label()),
-                },
+                r.point.measured().label(),
                 r.in_caches().to_string(),
                 opt(migrations_per_run(r), 1),
                 // Measured at once with the other devices of a set: how

@@ -159,6 +159,8 @@ fn short_decision(f: &crate::health::rules::Finding, tolerance: f64) -> Option<S
 }
 
 /// A baseline as text: per scope and kernel, the median round and spread.
+// A new kind must be decided wherever kinds are matched.
+#[deny(clippy::wildcard_enum_match_arm)]
 pub fn baseline(b: &Baseline) -> String {
     // A device's baseline names the device, not only the host driving it.
     let mut devices: Vec<String> = (b.scopes.iter())
@@ -184,10 +186,10 @@ pub fn baseline(b: &Baseline) -> String {
                 o,
                 "  {:<w$} {:>7} {:<8} {:>11.2} {:>9.2} {:>6.1} %",
                 s.scope.to_string(),
-                // A device's scope has no CPU threads (its record says 0).
-                match s.threads {
-                    0 => "-".to_string(),
-                    n => n.to_string(),
+                // A device's scope has no CPU threads.
+                match s.scope {
+                    Scope::Node | Scope::Numa(_) => s.threads.to_string(),
+                    Scope::Device(_) | Scope::HostLink(..) => "-".to_string(),
                 },
                 k.spec().name,
                 r.median_gb_s,

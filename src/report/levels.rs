@@ -4,7 +4,7 @@
 //! of the CPUs that ran (as the size plots mark them).
 
 use crate::kernels::KernelId;
-use crate::results::Record;
+use crate::results::{Measured, Record};
 use crate::units::Bytes;
 use std::collections::BTreeMap;
 
@@ -71,6 +71,8 @@ pub type Row = (KernelId, usize, Vec<Cell>);
 /// its own caches per thread (an L3's share shrinks as threads grow); the
 /// levels returned, for the header, are those of points of the most
 /// threads when the thread counts differ.
+// A new kind must be decided wherever kinds are matched.
+#[deny(clippy::wildcard_enum_match_arm)]
 pub fn study(records: &[Record]) -> Option<(Vec<Level>, Vec<Row>)> {
     // Each point with the host caches that serve its threads (a device's
     // arrays are in its own memory), membw's own (a program's sizes are
@@ -78,8 +80,10 @@ pub fn study(records: &[Record]) -> Option<(Vec<Level>, Vec<Row>)> {
     let sized: Vec<(&Record, &BTreeMap<String, u64>)> = records
         .iter()
         .filter(|r| r.point.numa.is_none() && r.point.working_set_per_thread > 0)
-        .filter(|r| r.point.program().is_none())
-        .filter_map(|r| Some((r, r.host_caches()?)))
+        .filter_map(|r| match r.point.measured() {
+            Measured::Team(_) => Some((r, r.host_caches()?)),
+            Measured::Program(..) | Measured::Device(_) => None,
+        })
         .collect();
     let (_, widest) = sized.iter().max_by_key(|(r, _)| r.point.threads)?;
     let levels = levels(widest);

@@ -34,10 +34,12 @@ pub use estimate::{Stats, cv, median};
 pub use host::Host;
 pub use measurement::{Measurement, require_valid};
 pub use peak::PeakUse;
-pub use point::{ConcurrentRank, NumaCell, Point};
+pub use point::{ConcurrentRank, HostPart, NumaCell, Point};
 pub use pooled::pooled;
+pub use rank_measurement::AggregateOf;
 pub use run_result::RunResult;
 pub use run_trust::KernelTrust;
+pub use targets::{KindsPresent, Measured};
 
 use crate::kernels::KernelId;
 use crate::kernels::StoresRequest;
@@ -294,8 +296,13 @@ impl Record {
     /// threads, where host CPUs did its work: a device's arrays are in its
     /// own memory, and the caches earlier records kept for a device too
     /// say nothing of them.
+    // A new kind must be decided wherever kinds are matched.
+    #[deny(clippy::wildcard_enum_match_arm)]
     pub fn host_caches(&self) -> Option<&std::collections::BTreeMap<String, u64>> {
-        self.point.host().map(|_| &self.cache_per_thread)
+        match self.point.measured() {
+            Measured::Team(_) | Measured::Program(..) => Some(&self.cache_per_thread),
+            Measured::Device(_) => None,
+        }
     }
 
     /// Where the point's arrays, per thread, stand against the caches per

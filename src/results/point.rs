@@ -1,6 +1,9 @@
 //! A point: one configuration of a study, the key `--resume` matches and
 //! `compare` pairs by, with its typed placement, policy and target.
 
+// A new kind must be decided wherever kinds are matched.
+#![deny(clippy::wildcard_enum_match_arm)]
+
 use super::{is_zero, is_zero_u64, measurement, targets};
 use crate::kernels::{KernelId, StoresRequest};
 use serde::{Deserialize, Serialize};
@@ -108,18 +111,26 @@ impl Point {
             .and_then(targets::Target::program_label)
     }
 
-    /// What host CPUs did at the point, where they did its work (membw's
-    /// team, or a program): its threads and their placement. A device's
-    /// point has no host part.
-    pub fn host(&self) -> Option<HostPart<'_>> {
+    /// What kind of thing did the point's work, with its part: the host
+    /// CPUs' threads and placement (membw's team, a program), or the
+    /// device. Where behaviour differs by kind, match on this.
+    pub fn measured(&self) -> targets::Measured<'_, HostPart<'_>> {
         let part = HostPart {
             threads: self.threads,
             point: self,
         };
         match &self.target {
-            Some(target) => target.host_part(part),
-            None => Some(part),
+            // The team's code is its runs', not the key's.
+            None => targets::Measured::Team(part),
+            Some(target) => target.measured(part),
         }
+    }
+
+    /// What host CPUs did at the point, where they did its work (membw's
+    /// team, or a program): its threads and their placement, for
+    /// rendering what is present. A device's point has none.
+    pub fn host(&self) -> Option<HostPart<'_>> {
+        self.measured().host()
     }
 
     /// Whether its threads were bound to their CPUs (all but `unpinned`).
@@ -130,7 +141,7 @@ impl Point {
 
     /// What a working set is per: `thread`, or `device`.
     pub fn per(&self) -> &'static str {
-        self.host().map_or("device", |_| "thread")
+        self.measured().per()
     }
 
     /// The device's name (`sim1`) where a device measured the point.

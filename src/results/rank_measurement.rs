@@ -63,21 +63,31 @@ impl RankRun {
     }
 }
 
+/// What the members of an aggregate are: how their warnings are named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggregateOf {
+    /// MPI ranks, one process each (`rank 1 (node02)`).
+    Ranks,
+    /// The devices of a set measured together (`cuda1`).
+    Devices,
+}
+
 impl Ranks {
     /// Makes `m` (the first rank's own measurement) the aggregate's: the
-    /// table STREAM prints is every `who`'s (rank, device) bytes over the
+    /// table STREAM prints is every member's (rank, device) bytes over the
     /// slowest one's time; its own threads, pages and timer checks stay,
     /// the others' warnings join its own, named.
-    pub fn aggregate_into(self, m: &mut Measurement, stores: Option<StoreMode>, who: &str) {
+    pub fn aggregate_into(self, m: &mut Measurement, stores: Option<StoreMode>, of: AggregateOf) {
         m.results = self.aggregate_results(stores);
         m.array_elements = self.ranks.iter().map(|r| r.elements).sum();
         m.bytes_per_array = m.array_elements * crate::units::ELEMENT_BYTES;
         m.validation.passed = self.failed_validation().is_empty();
         super::measurement::renew_spread_finding(m);
         for r in &self.ranks[1..] {
-            let name = match (who, &r.device) {
-                ("device", Some(d)) => d.clone(),
-                _ => format!("{who} {} ({})", r.rank, r.host),
+            let name = match (of, &r.device) {
+                (AggregateOf::Devices, Some(d)) => d.clone(),
+                (AggregateOf::Devices, None) => format!("device {} ({})", r.rank, r.host),
+                (AggregateOf::Ranks, _) => format!("rank {} ({})", r.rank, r.host),
             };
             for w in &r.warnings {
                 m.warnings.push(format!("{name}: {w}"));

@@ -1,7 +1,10 @@
 //! What a set of records shares, for a report's header: host, machine,
 //! experiment, kernels, repetitions, sizes, the peak, the caches.
 
-use crate::results::Record;
+// A new kind must be decided wherever kinds are matched.
+#![deny(clippy::wildcard_enum_match_arm)]
+
+use crate::results::{Measured, Record};
 use crate::units::{Bytes, plural};
 
 /// What a set of records shares: host, experiment, kernels, repetitions.
@@ -64,13 +67,13 @@ pub fn context(records: &[Record]) -> Vec<(String, String)> {
         ),
         (
             "theoretical peak".into(),
-            match (first.peak_gb_s, &first.peak_source) {
+            match (first.peak_gb_s, &first.peak_source, first.point.measured()) {
                 // A device's peak is its own memory's, and says so.
-                (Some(p), Some(src)) if first.point.host().is_none() => {
-                    format!("{p:.1} GB/s: {src}")
+                (Some(p), Some(src), Measured::Device(_)) => format!("{p:.1} GB/s: {src}"),
+                (Some(p), Some(src), Measured::Team(_) | Measured::Program(..)) => {
+                    format!("{p:.1} GB/s for the sockets used; {src}")
                 }
-                (Some(p), Some(src)) => format!("{p:.1} GB/s for the sockets used; {src}"),
-                _ => "unknown".into(),
+                (None, ..) | (_, None, _) => "unknown".into(),
             },
         ),
         ("points".into(), records.len().to_string()),

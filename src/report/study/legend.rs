@@ -1,7 +1,10 @@
 //! What a results table's columns mean, printed under every table.
 
+// A new kind must be decided wherever kinds are matched.
+#![deny(clippy::wildcard_enum_match_arm)]
+
 use crate::kernels::KernelId;
-use crate::results::Record;
+use crate::results::{KindsPresent, Record};
 
 /// Whether a point's rates are held against a memory peak: one is known
 /// and the arrays are past the caches.
@@ -56,17 +59,17 @@ fn legend_of(records: Vec<&Record>, kernel: KernelId, long: Option<bool>) -> Str
         }
         false => format!("GB/s: mean ± 95 % CI ({runs}) of the runs' best rates\n"),
     };
-    let devices = records.iter().filter(|r| r.point.host().is_none()).count();
-    let (set, peak) = match devices {
-        0 => (
+    let kinds = KindsPresent::of(records.iter().map(|r| r.point.measured()));
+    let (set, peak) = match (kinds.on_host, kinds.devices) {
+        (_, false) => (
             "set/thread: bytes of all arrays per thread",
             "% peak: of the sockets the threads ran on",
         ),
-        d if d == records.len() => (
+        (false, true) => (
             "set/device: bytes of all arrays on the device",
             "% peak: of the device's own peak (of its host link for a transfer)",
         ),
-        _ => (
+        (true, true) => (
             "set/thread: bytes of all arrays per thread (per device)",
             "% peak: of the sockets the threads ran on, or a device's own (its host link's for a transfer)",
         ),

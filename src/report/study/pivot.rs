@@ -4,9 +4,12 @@
 //! neither rows nor columns stay in the row's label, so no two points
 //! share a cell.
 
+// A new kind must be decided wherever kinds are matched.
+#![deny(clippy::wildcard_enum_match_arm)]
+
 use super::{Table, best_index, reading_order};
 use crate::kernels::KernelId;
-use crate::results::Record;
+use crate::results::{HostPart, Measured, Record};
 use crate::units::Bytes;
 
 /// A part of a point a pivot can lay out.
@@ -67,11 +70,16 @@ impl Axis {
     /// The point's value of this part, as the long table writes it.
     fn value(self, r: &Record) -> String {
         let p = &r.point;
+        let on_host = |value: &dyn Fn(HostPart) -> String| match p.measured() {
+            Measured::Team(host) | Measured::Program(host, _) => value(host),
+            // A device has no threads, placement or store choice of its own.
+            Measured::Device(_) => "-".into(),
+        };
         match self {
-            Axis::Threads => p.host().map_or("-".into(), |h| h.threads.to_string()),
-            Axis::Placement => p.host().map_or("-".into(), |h| h.placement()),
+            Axis::Threads => on_host(&|h| h.threads.to_string()),
+            Axis::Placement => on_host(&|h| h.placement()),
             Axis::Mem => p.mem_text(),
-            Axis::Stores => p.host().map_or("-".into(), |_| r.stores_label()),
+            Axis::Stores => on_host(&|_| r.stores_label()),
             Axis::Size => match p.working_set_per_thread {
                 0 => "-".into(),
                 b => format!("{}/{}", Bytes(b), p.per()),

@@ -2,10 +2,13 @@
 //! configuration's columns (a device's, a CPU point's), its figures over
 //! the trusted runs and, where asked, every run's beside them.
 
+// A new kind must be decided wherever kinds are matched.
+#![deny(clippy::wildcard_enum_match_arm)]
+
 use super::Table;
 use super::legend::{self, shows_peak};
 use crate::kernels::KernelId;
-use crate::results::{Band, Record, Stats};
+use crate::results::{Band, KindsPresent, Measured, Record, Stats};
 use crate::units::Bytes;
 
 /// One row per record, sorted for reading, the best mean highlighted.
@@ -91,11 +94,11 @@ struct TargetColumns {
 
 impl TargetColumns {
     fn of(records: &[&Record]) -> TargetColumns {
-        let cpus = records.iter().any(|r| r.point.host().is_some());
+        let kinds = KindsPresent::of(records.iter().map(|r| r.point.measured()));
         TargetColumns {
-            devices: records.iter().any(|r| r.point.device_name().is_some()),
-            host_mem: !cpus && records.iter().any(|r| r.point.mem.is_some()),
-            cpus,
+            devices: kinds.devices,
+            host_mem: !kinds.on_host && records.iter().any(|r| r.point.mem.is_some()),
+            cpus: kinds.on_host,
         }
     }
 
@@ -119,6 +122,7 @@ impl TargetColumns {
 /// policy (where its host buffers are) goes in the `mem` column.
 fn target_cells(r: &Record, placement: String, columns: TargetColumns) -> Vec<String> {
     let mut cells = Vec::new();
+    let measured = r.point.measured();
     if columns.devices {
         cells.push(r.point.device_name().unwrap_or("-").to_string());
     }
@@ -129,10 +133,12 @@ fn target_cells(r: &Record, placement: String, columns: TargetColumns) -> Vec<St
     if columns.host_mem {
         cells.push(format!("{}{}", mem(), legend::own_node_mark(r)));
     }
-    match r.point.host() {
-        None if columns.cpus => cells.extend(["-".into(), "-".into(), mem(), "-".into()]),
-        None => {}
-        Some(host) => cells.extend([
+    match measured {
+        Measured::Device(_) if columns.cpus => {
+            cells.extend(["-".into(), "-".into(), mem(), "-".into()])
+        }
+        Measured::Device(_) => {}
+        Measured::Team(host) | Measured::Program(host, _) => cells.extend([
             host.threads.to_string(),
             placement,
             r.point.mem_text(),

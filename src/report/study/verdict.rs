@@ -9,8 +9,8 @@ use crate::results::{KernelTrust, Record};
 pub(super) fn rerun_command(r: &Record) -> String {
     let p = &r.point;
     let mut words = vec!["membw run --no-pin".to_string()];
-    if p.threads > 0 {
-        words.push(format!("--threads {}", p.threads));
+    if let Some(host) = p.host() {
+        words.push(format!("--threads {}", host.threads));
     }
     if p.elements > 0 {
         words.push(format!("--size {}", p.elements));

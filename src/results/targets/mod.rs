@@ -4,7 +4,10 @@
 //! that knows the kinds of target: everything else asks a target what it
 //! has (host CPUs and their caches, a memory peak, a name, labels) and
 //! never which kind it is (`tests/cli/layers.rs` holds the rest of the crate
-//! to that).
+//! to that), or, where behaviour differs by kind, matches on [`Measured`].
+
+// A new kind must be decided wherever kinds are matched.
+#![deny(clippy::wildcard_enum_match_arm)]
 
 mod device;
 pub mod fabric;
@@ -36,6 +39,85 @@ pub enum Target {
     /// A device with memory of its own, driven from the host (boxed: its
     /// facts are most of a target's bytes, and points carry targets).
     Device(Box<Device>),
+}
+
+/// What kind of thing did the work, with the part only that kind has: the
+/// host CPUs' part `H` (a plan's CPUs, a point's threads, a run's thread
+/// placements) for membw's team and for a program, the device for a
+/// device. Code whose behaviour differs by kind matches on it with no
+/// wildcard arm (clippy's `wildcard_enum_match_arm` is denied in each
+/// module that does), so a new kind is a compile error wherever it must be
+/// decided; an optional part, a number or a string never stands in for it.
+#[derive(Debug, Clone, Copy)]
+pub enum Measured<'a, H> {
+    /// membw's CPU team: its threads, over host memory.
+    Team(H),
+    /// Another program, placed by membw: its threads, its own code; its
+    /// label where it has one (`gcc`).
+    Program(H, Option<&'a str>),
+    /// A device with memory of its own: a host thread only drives it.
+    Device(&'a Device),
+}
+
+impl<'a, H> Measured<'a, H> {
+    /// The host CPUs' part, for rendering only what is present (a device
+    /// has none): never to tell kinds apart, which a match does.
+    pub fn host(self) -> Option<H> {
+        match self {
+            Measured::Team(host) | Measured::Program(host, _) => Some(host),
+            Measured::Device(_) => None,
+        }
+    }
+
+    /// The device, for rendering its name and facts (host work has none).
+    pub fn device(self) -> Option<&'a Device> {
+        match self {
+            Measured::Device(d) => Some(d),
+            Measured::Team(_) | Measured::Program(..) => None,
+        }
+    }
+
+    /// `cpu`, `program` or `device sim1`: the kind as one word or two,
+    /// for CSV and labels.
+    pub fn label(&self) -> String {
+        match self {
+            Measured::Team(_) => "cpu".into(),
+            Measured::Program(..) => "program".into(),
+            Measured::Device(d) => format!("device {}", d.id.name),
+        }
+    }
+
+    /// What a working set is per: each thread's share, or the device's
+    /// whole.
+    pub fn per(&self) -> &'static str {
+        match self {
+            Measured::Team(_) | Measured::Program(..) => "thread",
+            Measured::Device(_) => "device",
+        }
+    }
+}
+
+/// Which kinds of work a set of points or records holds, each kind
+/// decided by a match: what a table's columns and legend describe.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct KindsPresent {
+    /// Work on host CPUs: membw's team or a program (threads, placement).
+    pub on_host: bool,
+    /// Work on devices.
+    pub devices: bool,
+}
+
+impl KindsPresent {
+    pub fn of<'a, H: 'a>(kinds: impl IntoIterator<Item = Measured<'a, H>>) -> KindsPresent {
+        let mut present = KindsPresent::default();
+        for kind in kinds {
+            match kind {
+                Measured::Team(_) | Measured::Program(..) => present.on_host = true,
+                Measured::Device(_) => present.devices = true,
+            }
+        }
+        present
+    }
 }
 
 /// The CPU kernels' code: instruction set and store instructions.
@@ -115,7 +197,17 @@ impl Target {
     pub fn identity(&self) -> Target {
         match self {
             Target::Device(d) => Target::Device(Box::new(d.identity())),
-            other => other.clone(),
+            Target::Cpu(_) | Target::Program { .. } => self.clone(),
+        }
+    }
+
+    /// Its kind, with `host` as the host CPUs' part where they did the
+    /// work.
+    pub fn measured<H>(&self, host: H) -> Measured<'_, H> {
+        match self {
+            Target::Cpu(_) => Measured::Team(host),
+            Target::Program { label } => Measured::Program(host, label.as_deref()),
+            Target::Device(d) => Measured::Device(d),
         }
     }
 
@@ -131,7 +223,7 @@ impl Target {
     pub fn cpu_code(&self) -> Option<CpuCode> {
         match self {
             Target::Cpu(code) => Some(*code),
-            _ => None,
+            Target::Program { .. } | Target::Device(_) => None,
         }
     }
 
@@ -148,7 +240,7 @@ impl Target {
     pub fn with_stores(&self, stores: StoreMode) -> Target {
         match self {
             Target::Cpu(code) => Target::cpu(code.isa, stores),
-            other => other.clone(),
+            Target::Program { .. } | Target::Device(_) => self.clone(),
         }
     }
 
@@ -161,10 +253,7 @@ impl Target {
     /// The device, with its facts: what a baseline keeps of a device scope
     /// and a verdict names. Not for branching: ask the target instead.
     pub fn device(&self) -> Option<&Device> {
-        match self {
-            Target::Device(d) => Some(d),
-            _ => None,
-        }
+        self.measured(()).device()
     }
 
     /// A device's PCI address, where it has one (what its observers
@@ -199,20 +288,12 @@ impl Target {
         }
     }
 
-    /// Whether host CPUs do the work over host memory: what threads, a
-    /// placement, a memory policy, the host's caches and reproduce lines
-    /// describe. A device's host thread only drives it.
-    fn on_host(&self) -> bool {
-        self.method().on_host_cpus()
-    }
-
     /// `part` of a run that only host CPUs have (their CPUs, threads,
     /// placement), where host CPUs do the work (the CPU team, a
     /// program); `None` for a device, whose one host thread only drives
-    /// it. What a renderer or judge prints and judges is the part that is
-    /// present; none asks what kind of target ran.
+    /// it: for rendering what is present.
     pub fn host_part<T>(&self, part: T) -> Option<T> {
-        self.on_host().then_some(part)
+        self.measured(part).host()
     }
 
     /// The memory peak a stream kernel's rate is a share of: a device's
@@ -220,7 +301,7 @@ impl Target {
     pub fn memory_peak(&self, host: Option<&Peak>) -> Option<Peak> {
         match self {
             Target::Device(d) => d.memory_peak(),
-            _ => host.cloned(),
+            Target::Cpu(_) | Target::Program { .. } => host.cloned(),
         }
     }
 
@@ -286,18 +367,14 @@ impl Target {
     pub fn program_label(&self) -> Option<&str> {
         match self {
             Target::Program { label } => label.as_deref(),
-            _ => None,
+            Target::Cpu(_) | Target::Device(_) => None,
         }
     }
 
     /// `cpu`, `program` or `device sim1`: the target as one word or two,
     /// for CSV and labels.
     pub fn label(&self) -> String {
-        match self {
-            Target::Cpu(_) => "cpu".into(),
-            Target::Program { .. } => "program".into(),
-            Target::Device(d) => format!("device {}", d.id.name),
-        }
+        self.measured(()).label()
     }
 
     /// A line for a report's header, where the host's threads and placement
@@ -371,12 +448,12 @@ mod tests {
             serde_json::to_string(&device.identity()).unwrap(),
             r#"{"kind":"device","backend":"sim","index":1,"name":"sim1"}"#
         );
-        assert!(!device.on_host());
         assert_eq!(device.host_part(&[3][..]), None);
         assert_eq!(device.memory_peak(None).unwrap().per_socket_gb_s, 400.0);
         assert_eq!(device.label(), "device sim1");
         let cpu = Target::cpu(Isa::Avx2, StoreMode::Nt);
-        assert!(cpu.on_host() && cpu.labels().is_empty() && cpu.describe().is_none());
+        assert_eq!(cpu.host_part(&[3][..]), Some(&[3][..]));
+        assert!(cpu.labels().is_empty() && cpu.describe().is_none());
         assert_eq!(cpu.stores_label(StoresRequest::Auto), "auto→nt");
         assert_eq!(device.isa(), None);
         assert_eq!(device.stores(), None);
