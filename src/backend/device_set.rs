@@ -1,8 +1,8 @@
 //! Device sets: `--backend cuda:all` or `cuda:0-3,6`, one backend per
 //! device of a GPU platform, in the order written.
 
-use super::registry::PLATFORMS;
-use super::{Backend, by_name, gpu};
+use super::spec::{BackendSpec, Devices, SpecTarget};
+use super::{BACKENDS, Backend, gpu};
 
 /// The backends of a set [`platform_set`] found: each index was found
 /// among the devices the platform counted, so the driver is not asked
@@ -16,51 +16,53 @@ pub fn set_backends((platform, indices): PlatformSet) -> Vec<Box<dyn Backend>> {
 /// A GPU platform and indices of its devices.
 pub type PlatformSet = (&'static dyn gpu::Platform, Vec<u32>);
 
-/// The GPU platform and device indices `spec` names (`cuda:all`,
-/// `sim:0-3,6`, `cuda:2`, `cuda`), or None for the host's backends (whose
-/// errors [`by_name`] words).
-pub fn platform_set(spec: &str) -> std::result::Result<Option<PlatformSet>, String> {
-    let (name, selection) = spec.split_once(':').unwrap_or((spec, "0"));
-    let Some(&platform) = PLATFORMS.iter().find(|p| p.name() == name) else {
-        return by_name(spec).map(|_| None);
-    };
-    if let Ok(index) = selection.parse::<u32>() {
-        // One device, checked as GpuBackend::make checks it (no backend
-        // made here to be thrown away).
-        let count = platform.count()?;
-        if index >= count {
-            return Err(platform.missing(index, count));
+/// The backend of one device or of the host's memory that `spec` names,
+/// or why there is none (a set, where one is measured).
+pub fn make_one(spec: &BackendSpec) -> std::result::Result<Box<dyn Backend>, String> {
+    match (&spec.target, spec.platform()) {
+        (SpecTarget::Host(name), _) => {
+            let make = (BACKENDS.iter().find(|(n, _)| n == name))
+                .map(|(_, make)| make)
+                .ok_or_else(|| format!("unknown backend '{name}'"))?;
+            make(None)
         }
-        return Ok(Some((platform, vec![index])));
+        (SpecTarget::Gpu { .. }, Some((platform, Devices::Default))) => {
+            gpu::GpuBackend::make(platform, None)
+        }
+        (SpecTarget::Gpu { .. }, Some((platform, &Devices::One(index)))) => {
+            gpu::GpuBackend::make(platform, Some(index))
+        }
+        (SpecTarget::Gpu { platform, .. }, _) => Err(format!(
+            "'{spec}' names a set of devices, and this command measures one: write {platform}:0 (run, baseline and check take sets)"
+        )),
     }
-    // A list that is no list is named before the platform is asked for
-    // its devices (on a node without the vendor's runtime too).
-    let listed = match selection {
-        "all" => None,
-        list => Some(crate::topology::cpulist::parse_list(list).map_err(|e| {
-            format!("'{list}': {e} (a device set is all, N, or a list such as 0-3,6)")
-        })?),
+}
+
+/// The backend `text` names (`sim:1`), parsed and made: for tests and
+/// callers that hold the words.
+pub fn by_name(text: &str) -> std::result::Result<Box<dyn Backend>, String> {
+    make_one(&text.parse()?)
+}
+
+/// The GPU platform and device indices `spec` names (`cuda:all`,
+/// `sim:0-3,6`, `cuda:2`, `cuda`), each checked against the devices the
+/// driver counts; None for the host's backends.
+pub fn platform_set(spec: &BackendSpec) -> std::result::Result<Option<PlatformSet>, String> {
+    let Some((platform, devices)) = spec.platform() else {
+        return Ok(None);
     };
     let count = platform.count()?;
-    let indices: Vec<u32> = match listed {
-        None => (0..count).collect(),
-        Some(ids) => {
-            let mut seen = std::collections::BTreeSet::new();
-            let mut indices = Vec::new();
-            for id in ids {
-                let index = u32::try_from(id).unwrap_or(u32::MAX);
-                if index >= count {
-                    return Err(platform.missing(index, count));
-                }
-                if seen.insert(index) {
-                    indices.push(index);
-                }
-            }
-            indices
-        }
+    let indices = match devices {
+        Devices::Default => vec![0],
+        &Devices::One(index) => vec![index],
+        Devices::All => (0..count).collect(),
+        Devices::List(indices) => indices.clone(),
     };
+    if let Some(&past) = indices.iter().find(|&&i| i >= count) {
+        return Err(platform.missing(past, count));
+    }
     if indices.is_empty() {
-        return Err(format!("'{selection}' names no device"));
+        return Err(format!("'{spec}' names no device"));
     }
     Ok(Some((platform, indices)))
 }
@@ -69,9 +71,9 @@ pub fn platform_set(spec: &str) -> std::result::Result<Option<PlatformSet>, Stri
 /// without an index gives each rank of a node its own device by its local
 /// rank (one rank per GPU); a device set (`cuda:all`, `cuda:0-7`) is
 /// shared out among the node's ranks in equal runs, in the order written
-/// (one rank drives several GPUs); anything else is `by_name`'s.
+/// (one rank drives several GPUs); anything else is [`make_one`]'s.
 pub fn for_rank(
-    spec: &str,
+    spec: &BackendSpec,
     local_rank: Option<usize>,
     local_size: Option<usize>,
 ) -> std::result::Result<Vec<Box<dyn Backend>>, String> {
@@ -81,11 +83,12 @@ pub fn for_rank(
             .map(|&i| gpu::GpuBackend::counted(platform, i))
             .collect());
     }
-    match local_rank {
-        Some(l) if !spec.contains(':') && !["cpu", "portable"].contains(&spec) => {
-            by_name(&format!("{spec}:{l}")).map_err(|e| format!("local rank {l}: {e}"))
+    match (spec.platform(), local_rank) {
+        (Some((platform, Devices::Default)), Some(l)) => {
+            let index = u32::try_from(l).unwrap_or(u32::MAX);
+            gpu::GpuBackend::make(platform, Some(index)).map_err(|e| format!("local rank {l}: {e}"))
         }
-        _ => by_name(spec),
+        _ => make_one(spec),
     }
     .map(|b| vec![b])
 }

@@ -24,11 +24,13 @@ pub mod hip;
 pub mod portable;
 pub(crate) mod registry;
 pub mod sim;
+mod spec;
 
-pub use device_set::{PlatformSet, for_rank, platform_set, set_backends};
+pub use device_set::{PlatformSet, by_name, for_rank, make_one, platform_set, set_backends};
 pub use registry::{
     PLATFORMS, fabric_kind, fabric_kinds, gpu_memory, node_gpus, platform_for, probe_child,
 };
+pub use spec::{BackendSpec, Devices, SpecTarget};
 
 use crate::error::Result;
 use crate::kernels::{ARRAYS, ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};
@@ -221,36 +223,6 @@ fn host_only(name: &str, index: Option<u32>) -> std::result::Result<(), String> 
             "the {name} backend measures the host's memory and has no devices to number"
         )),
     }
-}
-
-/// The backend `spec` names: `NAME` or `NAME:INDEX` (`sim:1`), or why
-/// there is none.
-pub fn by_name(spec: &str) -> std::result::Result<Box<dyn Backend>, String> {
-    let (name, index) = match spec.split_once(':') {
-        None => (spec, None),
-        Some((name, index)) => {
-            let index = index.parse::<u32>().map_err(|_| {
-                let set = index == "all" || index.contains([',', '-']);
-                let platform = PLATFORMS.iter().any(|p| p.name() == name);
-                if !platform && let Some(&(_, make)) = BACKENDS.iter().find(|(n, _)| *n == name) {
-                    // The host's backends say they have no devices at all.
-                    return make(Some(0)).err().unwrap_or_default();
-                }
-                match set && platform {
-                    true => format!("'{spec}' names a set of devices, and this command measures one: write {name}:0 (run, baseline and check take sets)"),
-                    false => format!("'{index}' is not a device index (0, 1, ...): write {name}:0"),
-                }
-            })?;
-            (name, Some(index))
-        }
-    };
-    if let Some(&platform) = PLATFORMS.iter().find(|p| p.name() == name) {
-        return gpu::GpuBackend::make(platform, index);
-    }
-    let make = (BACKENDS.iter().find(|(n, _)| *n == name))
-        .map(|(_, make)| make)
-        .ok_or_else(|| format!("unknown backend '{name}' (choose from {})", names()))?;
-    make(index)
 }
 
 /// The names of every backend, the host's then the GPU vendors'.

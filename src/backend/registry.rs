@@ -60,7 +60,7 @@ pub fn node_gpus(
     {
         let there = p.vendor().map_or(0, on_bus);
         let maker = p.vendor().map_or("", GpuVendor::name);
-        let all = format!("{}:all", p.name());
+        let all = super::BackendSpec::all_of(*p);
         if found.is_some() {
             if there > 0 {
                 left_out.push(format!(

@@ -87,19 +87,28 @@ fn a_transfer_copies_across_and_only_a_device_runs_it() {
     assert_eq!(cpu, before);
 }
 
+/// The backends of one rank, for the spec `text`.
+fn rank_backends(
+    text: &str,
+    rank: Option<usize>,
+    size: Option<usize>,
+) -> std::result::Result<Vec<Box<dyn Backend>>, String> {
+    for_rank(&text.parse()?, rank, size)
+}
+
 /// Under MPI a device backend named without an index gives each local
 /// rank its own device; an index, or a host backend, is the same for all.
 #[test]
 fn each_local_rank_gets_its_own_device() {
-    assert!(for_rank("sim", Some(3), None).is_ok());
-    let past = for_rank("sim", Some(4), None).err().unwrap();
+    assert!(rank_backends("sim", Some(3), None).is_ok());
+    let past = rank_backends("sim", Some(4), None).err().unwrap();
     assert!(
         past.contains("local rank 4: there is no device sim:4"),
         "{past}"
     );
-    assert!(for_rank("sim:1", Some(4), None).is_ok());
-    assert!(for_rank("cpu", Some(4), None).is_ok());
-    assert!(for_rank("portable", None, None).is_ok());
+    assert!(rank_backends("sim:1", Some(4), None).is_ok());
+    assert!(rank_backends("cpu", Some(4), None).is_ok());
+    assert!(rank_backends("portable", None, None).is_ok());
 }
 
 /// A device set under MPI is shared out among the node's ranks in equal
@@ -122,16 +131,17 @@ fn a_device_set_is_shared_out_among_a_nodes_ranks() {
     );
     let unknown = super::device_set::share_of_set(&set, Some(0), None).unwrap_err();
     assert!(unknown.contains("does not say how many ranks"), "{unknown}");
-    assert_eq!(for_rank("sim:all", Some(1), Some(2)).unwrap().len(), 2);
-    assert_eq!(for_rank("sim:0", Some(1), Some(2)).unwrap().len(), 1);
+    assert_eq!(rank_backends("sim:all", Some(1), Some(2)).unwrap().len(), 2);
+    assert_eq!(rank_backends("sim:0", Some(1), Some(2)).unwrap().len(), 1);
 }
 
 /// The backends `spec` names, one per device of a set, as `--backend`
 /// makes them.
-fn set_by_name(spec: &str) -> std::result::Result<Vec<Box<dyn Backend>>, String> {
-    match platform_set(spec)? {
+fn set_by_name(text: &str) -> std::result::Result<Vec<Box<dyn Backend>>, String> {
+    let spec: BackendSpec = text.parse()?;
+    match platform_set(&spec)? {
         Some(set) => Ok(set_backends(set)),
-        None => by_name(spec).map(|b| vec![b]),
+        None => make_one(&spec).map(|b| vec![b]),
     }
 }
 

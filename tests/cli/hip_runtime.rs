@@ -47,7 +47,7 @@ fn without_rocm_a_hip_request_ends_in_one_line() {
     // A set that is no set is named before the runtime is looked for.
     usage_error(
         &["run", "--backend", "hip:x"],
-        "--backend hip:x: 'x': column 1: 'x' is not a number",
+        "invalid value 'hip:x' for '--backend <NAME[:N|:all|:LIST]>': 'x': column 1: 'x' is not a number",
     );
 }
 

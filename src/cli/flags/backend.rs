@@ -2,6 +2,7 @@
 //! are on and how kernels run over them, the source it makes, and the
 //! studies of CPUs that a device's target refuses.
 
+use crate::backend::BackendSpec;
 use crate::error::{Error, Result};
 
 /// What `--backend` names, made once: one backend, or a device set's.
@@ -87,22 +88,38 @@ pub(crate) struct BackendArg {
         long,
         value_name = "NAME[:N|:all|:LIST]",
         default_value = "cpu",
+        value_parser = parse_backend,
         conflicts_with = "fake_source",
         help_heading = "What is measured"
     )]
-    backend: String,
+    backend: BackendSpec,
+}
+
+/// `--backend`, parsed once: its words checked here, its devices when the
+/// backends are made.
+fn parse_backend(text: &str) -> std::result::Result<BackendSpec, String> {
+    text.parse()
 }
 
 impl BackendArg {
     /// The value as given (`cuda:0`).
     pub(crate) fn name(&self) -> &str {
+        self.backend.written()
+    }
+
+    /// What it names, parsed.
+    pub(crate) fn spec(&self) -> &BackendSpec {
         &self.backend
+    }
+
+    /// A refusal of what it names, quoting it.
+    fn usage(&self, why: String) -> Error {
+        Error::Usage(format!("--backend {}: {why}", self.backend))
     }
 
     /// The backend it names.
     pub(crate) fn backend(&self) -> Result<Box<dyn crate::backend::Backend>> {
-        let name = &self.backend;
-        crate::backend::by_name(name).map_err(|e| Error::Usage(format!("--backend {name}: {e}")))
+        crate::backend::make_one(&self.backend).map_err(|e| self.usage(e))
     }
 
     /// The backends it names, each made once (making one asks the
@@ -111,9 +128,8 @@ impl BackendArg {
     /// made from. For the commands that take a set; the source of one is
     /// [`Chosen::source`].
     pub(crate) fn chosen(&self) -> Result<Chosen> {
-        let name = &self.backend;
-        let usage = |e: String| Error::Usage(format!("--backend {name}: {e}"));
-        let Some(gpus) = crate::backend::platform_set(name).map_err(usage)? else {
+        let set = crate::backend::platform_set(&self.backend).map_err(|e| self.usage(e))?;
+        let Some(gpus) = set else {
             return self.backend().map(Chosen::One);
         };
         let mut set = crate::backend::set_backends(gpus.clone());
@@ -123,20 +139,14 @@ impl BackendArg {
         })
     }
 
-    /// What `--backend` says, as written.
-    pub(crate) fn spec(&self) -> &str {
-        &self.backend
-    }
-
     /// The backends of one rank of an MPI run (`backend::for_rank`).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn for_rank(
         &self,
         launch: &crate::ranks::launcher::RankPlace,
     ) -> Result<Vec<Box<dyn crate::backend::Backend>>> {
-        let name = &self.backend;
-        crate::backend::for_rank(name, launch.local_rank, launch.local_size)
-            .map_err(|e| Error::Usage(format!("--backend {name}: {e}")))
+        crate::backend::for_rank(&self.backend, launch.local_rank, launch.local_size)
+            .map_err(|e| self.usage(e))
     }
 
     /// The source: this backend, or the fake that `--fake-source` names.
@@ -145,9 +155,7 @@ impl BackendArg {
         fake: Option<&str>,
     ) -> Result<Box<dyn crate::engine::source::Source>> {
         match fake {
-            None => Ok(Box::new(crate::engine::source::StreamSource {
-                backend: self.backend()?,
-            })),
+            None => Ok(Chosen::source(self.backend()?)),
             Some(spec) => crate::engine::source::FakeSource::parse(spec)
                 .map(|f| Box::new(f) as Box<dyn crate::engine::source::Source>)
                 .map_err(|e| Error::Usage(format!("--fake-source {e}"))),
