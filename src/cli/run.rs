@@ -392,7 +392,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     }
     let mut output = run_output(&args, &engine, &topo)?;
     let stop = common::stop_flag();
-    let measurement = engine.measure(&plan, &stop)?;
+    let measurement = engine.measure(&plan, crate::engine::By::Engine, &stop)?;
     if !engine.reports() {
         // Rank 0 prints for every rank.
         return Ok(());

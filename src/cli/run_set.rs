@@ -57,7 +57,7 @@ fn alone(
     let mut source = StreamSource { backend };
     let mut engine = Engine::new(topo, &mut source, None);
     let Prepared { plan, .. } = engine.prepare(settings)?;
-    let m = engine.measure(&plan, stop)?;
+    let m = engine.measure(&plan, crate::engine::By::Engine, stop)?;
     let report = (req.report)(&engine, m, &plan);
     Ok((report, plan, source.backend))
 }
@@ -131,7 +131,7 @@ pub(super) fn run(
     let at_once = {
         let mut engine = Engine::new(topo, &mut together, None);
         let Prepared { plan, .. } = engine.prepare(settings)?;
-        let m = engine.measure(&plan, &stop)?;
+        let m = engine.measure(&plan, crate::engine::By::Engine, &stop)?;
         (req.report)(&engine, m, &plan)
     };
     for w in &at_once.measurement.warnings {

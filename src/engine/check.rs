@@ -148,7 +148,7 @@ pub fn round(
 ) -> Result<Vec<(Scope, Measurement)>> {
     let mut out = Vec::with_capacity(jobs.len());
     for job in jobs {
-        let m = engine.measure(&job.plan, stop)?;
+        let m = engine.measure(&job.plan, crate::engine::By::Engine, stop)?;
         if let Err(e) = crate::results::measurement::require_valid(&m) {
             return Err(Error::Unhealthy(format!(
                 "{}: the kernels computed wrong results, memory errors? ({e})",

@@ -159,21 +159,12 @@ impl<'a> Engine<'a> {
         self.source.prepare(self.topo, settings)
     }
 
-    /// Measures one plan: the only place a source is called.
-    /// `stop` ends it between repetitions.
-    pub fn measure(&mut self, plan: &Plan, stop: &Stop) -> Result<Measurement> {
-        let m = self.source.measure(plan, stop)?;
-        Ok(self.measured(plan, m))
-    }
-
-    /// [`Engine::measure`] by the source `by` names (a program's, in a study).
-    fn measure_by(&mut self, plan: &Plan, by: By, stop: &Stop) -> Result<Measurement> {
-        let m = self.source_for(by).measure(plan, stop)?;
-        Ok(self.measured(plan, m))
-    }
-
-    /// What the engine adds to every measurement, and counts.
-    fn measured(&mut self, plan: &Plan, mut m: Measurement) -> Measurement {
+    /// Measures one plan by the source `by` names (the engine's own, or a
+    /// program's in a study): the only place a source is called. `stop`
+    /// ends it between repetitions. The engine adds what every
+    /// measurement carries (the governor's warning) and counts its time.
+    pub fn measure(&mut self, plan: &Plan, by: By, stop: &Stop) -> Result<Measurement> {
+        let mut m = self.source_for(by).measure(plan, stop)?;
         // A governor that lowers idle clocks is a reason a run is low.
         if let Some(saving) = plan.host_cpus().and_then(|c| self.topo.power.saving_on(c)) {
             m.warnings.push(format!(
@@ -181,7 +172,7 @@ impl<'a> Engine<'a> {
             ));
         }
         self.measured_s += m.measured_s();
-        m
+        Ok(m)
     }
 
     /// Measures each job `repeat` times and keeps one record per job in
@@ -264,7 +255,7 @@ impl probe::Probe for Bandwidths<'_, '_, '_> {
     fn measure(&mut self, job: &Job, stop: &Stop) -> Result<Option<(Point, Bandwidth)>> {
         let mut runs = Vec::with_capacity(self.repeat);
         while runs.len() < self.repeat && stop.signal().is_none() {
-            let m = self.engine.measure_by(&job.plan, job.by, stop)?;
+            let m = self.engine.measure(&job.plan, job.by, stop)?;
             if stop.signal().is_some() {
                 // A program killed by the signal, or a run it cut into.
                 break;

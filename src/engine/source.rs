@@ -76,13 +76,9 @@ impl Source for StreamSource {
     fn scopes(&self, _: Option<u32>, topo: &Topology) -> Vec<crate::health::Scope> {
         self.backend.health_scopes(topo)
     }
-    /// STREAM's protocol lent to the backend's arrays, then judged (what
-    /// `protocol::measure` does for ranks, one call nearer the kernels).
+    /// STREAM's protocol over the backend's arrays, then judged.
     fn measure(&mut self, plan: &Plan, stop: &crate::sys::Stop) -> Result<Measurement> {
-        let observers = self.backend.observers(plan);
-        let mut repetitions = protocol::Repetitions::new(plan, observers, None, Some(stop));
-        let observed = self.backend.open(plan, &mut repetitions)?;
-        repetitions.judged(observed).map(|g| g.measurement)
+        protocol::measure(self.backend.as_mut(), plan, None, Some(stop)).map(|g| g.measurement)
     }
 }
 

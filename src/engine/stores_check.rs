@@ -54,7 +54,7 @@ pub fn measure_other(
     side.measure.kernels = vec![ran.kernel];
     side.measure.ntimes = REPETITIONS.min(settings.measure.ntimes);
     let prepared = engine.prepare(&side)?;
-    let measured = engine.measure(&prepared.plan, stop)?;
+    let measured = engine.measure(&prepared.plan, crate::engine::By::Engine, stop)?;
     let Some(theirs) = measured.results.iter().find(|r| r.kernel == ran.kernel) else {
         return Ok(None);
     };

@@ -360,7 +360,7 @@ pub fn race(
                        runs: &mut Vec<Vec<RunResult>>,
                        took: &mut Vec<Duration>| {
         let t0 = Instant::now();
-        let m = match engine.measure(&trials[i].job.plan, stop) {
+        let m = match engine.measure(&trials[i].job.plan, crate::engine::By::Engine, stop) {
             // The signal cut into the run: not kept.
             Err(crate::error::Error::Interrupted { .. }) if stopped() => return Ok(()),
             m => m?,

@@ -64,7 +64,7 @@ pub(super) fn tune_shapes(
     let settings = Settings::new(&measure, request, crate::plan::StoresRequest::Auto, mem);
     let mut engine = Engine::new(topo, source.as_mut(), None);
     let Prepared { plan, .. } = engine.prepare(&settings)?;
-    let measurement = engine.measure(&plan, &stop_flag())?;
+    let measurement = engine.measure(&plan, crate::engine::By::Engine, &stop_flag())?;
     for w in &measurement.warnings {
         crate::say!("membw: warning: {w}");
     }

@@ -437,3 +437,20 @@ fn an_untrusted_fast_point_is_never_the_best_and_a_tie_is_not_resolved() {
     );
     assert!(text.contains("runner-up: "), "{text}");
 }
+
+#[test]
+fn the_best_points_sentence_names_what_sets_it_apart() {
+    let mut r = cell(0, 0, 10.0);
+    assert!(
+        !configuration(&r).contains("offset"),
+        "{}",
+        configuration(&r)
+    );
+    r.point.offset = 1840;
+    r.point.hugepages = crate::memory::Hugepages::Never;
+    r.point.isa = Some(crate::kernels::Isa::Scalar);
+    let words = configuration(&r);
+    for part in ["scalar ISA", "never pages", "offset 1840"] {
+        assert!(words.contains(part), "{part}: {words}");
+    }
+}
