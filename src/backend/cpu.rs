@@ -56,7 +56,7 @@ impl Backend for CpuTeam {
             plan.pinned,
             arrays.chunks(&ranges),
             |m, chunk| {
-                let mut part = Part {
+                let mut part = TeamPart {
                     fns: &fns,
                     chunk,
                     sums: Sums::default(),
@@ -133,13 +133,13 @@ impl Tables {
 }
 
 /// One member's chunk and what it needs to run kernels over it.
-struct Part<'a, 'c> {
+struct TeamPart<'a, 'c> {
     fns: &'a Tables,
     chunk: Chunk<'c>,
     sums: Sums,
 }
 
-impl Part<'_, '_> {
+impl TeamPart<'_, '_> {
     fn obey(&mut self, order: Order, orders: &Orders, index: usize) {
         match order {
             Order::Init(values) => {
@@ -274,7 +274,7 @@ impl Orders {
 }
 
 /// A member other than the leader: obeys orders until told to quit.
-fn follow(m: &Member, orders: &Orders, part: &mut Part) {
+fn follow(m: &Member, orders: &Orders, part: &mut TeamPart) {
     loop {
         m.barrier();
         let order = orders.read(m.payload());
@@ -290,7 +290,7 @@ fn follow(m: &Member, orders: &Orders, part: &mut Part) {
 struct Leader<'m, 'o, 'a, 'c> {
     member: &'m Member<'m>,
     orders: &'o Orders,
-    part: Part<'a, 'c>,
+    part: TeamPart<'a, 'c>,
     /// Each kernel's stores, by its id.
     stores: [StoreMode; KERNELS.len()],
 }

@@ -204,7 +204,7 @@ pub(crate) struct MeasureArgs {
 
     #[command(flatten)]
     #[serde(flatten)]
-    fake: super::flags::FakeSource,
+    fake: super::flags::FakeSourceArg,
 
     #[command(flatten)]
     #[serde(flatten)]

@@ -36,7 +36,7 @@ pub(crate) struct BaselineArgs {
     #[command(flatten)]
     form: super::flags::Form,
     #[command(flatten)]
-    json: super::flags::Json,
+    json: super::flags::JsonFlag,
 
     #[command(flatten)]
     pub(super) protocol: ProtocolArgs,

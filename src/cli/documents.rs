@@ -5,7 +5,7 @@
 use super::common::{print, read_document, render_as, write_file, write_plots};
 use crate::error::{Error, Result};
 use crate::kernels::KernelId;
-use crate::report::view::{self, Comparison, Format};
+use crate::report::view::{self, Compared, Format};
 use crate::report::{self, study};
 use crate::results::read::Document;
 use crate::results::{Record, RunReport};
@@ -55,10 +55,10 @@ pub(crate) struct ReportArgs {
     #[command(flatten)]
     form: super::flags::Form,
     #[command(flatten)]
-    json: super::flags::Json,
+    json: super::flags::JsonFlag,
 
     #[command(flatten)]
-    markdown: super::flags::Markdown,
+    markdown: super::flags::MarkdownFlag,
 }
 
 /// Whether `--all-runs` widens a table this format prints.
@@ -435,15 +435,15 @@ pub(crate) struct CompareArgs {
     #[command(flatten)]
     form: super::flags::Form,
     #[command(flatten)]
-    markdown: super::flags::Markdown,
+    markdown: super::flags::MarkdownFlag,
 }
 
 pub(crate) fn compare(args: CompareArgs) -> Result<()> {
-    let show = |c: Comparison| print(render_as(args.form.format, &view::View::Compare(c))?);
+    let show = |c: Compared| print(render_as(args.form.format, &view::View::Compare(c))?);
     let (a, b) = match (read_document(&args.a)?, read_document(&args.b)?) {
-        (Document::Run(a), Document::Run(b)) => return show(Comparison::Runs { a: &a, b: &b }),
+        (Document::Run(a), Document::Run(b)) => return show(Compared::Runs { a: &a, b: &b }),
         (Document::Latency(a), Document::Latency(b)) => {
-            return show(Comparison::Latency { a: &a, b: &b });
+            return show(Compared::Latency { a: &a, b: &b });
         }
         (Document::Bandwidth(a), Document::Bandwidth(b)) => (a, b),
         (x, y) => {
@@ -462,7 +462,7 @@ pub(crate) fn compare(args: CompareArgs) -> Result<()> {
         None => study::primary_kernel(&both)
             .ok_or_else(|| Error::Usage("no kernel results in either file".into()))?,
     };
-    show(Comparison::Bandwidth {
+    show(Compared::Bandwidth {
         a: &a,
         b: &b,
         kernel,

@@ -37,7 +37,7 @@ pub(crate) struct ExecArgs {
     #[command(flatten)]
     form: super::flags::Form,
     #[command(flatten)]
-    json: super::flags::Json,
+    json: super::flags::JsonFlag,
 
     #[command(flatten)]
     output: super::flags::Output,

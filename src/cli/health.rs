@@ -56,7 +56,7 @@ pub(crate) struct CheckArgs {
     #[command(flatten)]
     form: super::flags::Form,
     #[command(flatten)]
-    json: super::flags::Json,
+    json: super::flags::JsonFlag,
 
     #[command(flatten)]
     prom: super::flags::Prom,

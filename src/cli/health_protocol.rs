@@ -22,7 +22,7 @@ pub(crate) struct ProtocolArgs {
     pub(super) ntimes: super::flags::Ntimes,
 
     #[command(flatten)]
-    fake: super::flags::FakeSource,
+    fake: super::flags::FakeSourceArg,
 
     #[command(flatten)]
     backend: super::flags::BackendArg,

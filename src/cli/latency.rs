@@ -30,7 +30,7 @@ pub(crate) struct LatencyArgs {
     cpu: Option<usize>,
 
     #[command(flatten)]
-    sizes: super::flags::WorkingSets,
+    sizes: super::flags::WorkingSetArgs,
 
     #[command(flatten)]
     mem: super::flags::Mem,
@@ -109,7 +109,7 @@ pub(crate) struct LatencyArgs {
     #[command(flatten)]
     form: super::flags::Form,
     #[command(flatten)]
-    json: super::flags::Json,
+    json: super::flags::JsonFlag,
 
     #[command(flatten)]
     peak: PeakArgs,
@@ -184,7 +184,7 @@ fn latency_request(args: &LatencyArgs, topo: &Topology) -> Result<LatencyRequest
             topo.allowed_cpus
         )));
     }
-    let mut sizes = args.sizes.or(super::flags::WorkingSets::LATENCY)?;
+    let mut sizes = args.sizes.or(super::flags::WorkingSetArgs::LATENCY)?;
     if args.numa_matrix.is_some() || args.loaded {
         let largest = sizes.iter().copied().max().unwrap_or(256 << 20);
         sizes = vec![largest];

@@ -114,7 +114,7 @@ struct PlaceArgs {
     form: flags::Form,
 
     #[command(flatten)]
-    json: flags::Json,
+    json: flags::JsonFlag,
 }
 
 #[derive(Args, Debug)]
@@ -126,7 +126,7 @@ struct TopoArgs {
     form: flags::Form,
 
     #[command(flatten)]
-    json: flags::Json,
+    json: flags::JsonFlag,
 
     /// Copy this machine's topology files into DIR (to report a node, or as a test fixture)
     #[arg(long, value_name = "DIR", conflicts_with = "sysroot")]

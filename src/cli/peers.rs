@@ -17,7 +17,7 @@ pub(crate) struct PeersArgs {
     backend: super::flags::BackendArg,
 
     #[command(flatten)]
-    fake: super::flags::FakeSource,
+    fake: super::flags::FakeSourceArg,
 
     /// How each pair copies: ce-write, ce-read, sm-write, sm-read, ce-bidir (comma-separated)
     #[arg(long, value_name = "METHOD,...", default_value = "ce-write,ce-read,sm-write,sm-read,ce-bidir", value_parser = parse_methods)]
@@ -33,7 +33,7 @@ pub(crate) struct PeersArgs {
     #[command(flatten)]
     form: super::flags::Form,
     #[command(flatten)]
-    json: super::flags::Json,
+    json: super::flags::JsonFlag,
 }
 
 #[derive(Debug, Clone)]

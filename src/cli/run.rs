@@ -32,7 +32,7 @@ pub(crate) struct RunArgs {
     form: super::flags::Form,
 
     #[command(flatten)]
-    json: super::flags::Json,
+    json: super::flags::JsonFlag,
 
     #[command(flatten)]
     quiet: super::flags::Quiet,

@@ -35,7 +35,7 @@ pub(crate) struct TuneArgs {
     #[command(flatten)]
     form: super::flags::Form,
     #[command(flatten)]
-    json: super::flags::Json,
+    json: super::flags::JsonFlag,
 
     #[command(flatten)]
     measure: MeasureArgs,

@@ -10,29 +10,29 @@ use std::fmt;
 /// Which program's output was understood.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Format {
+pub enum ProgramFormat {
     Stream,
     Babelstream,
     LikwidBench,
 }
 
-impl Format {
+impl ProgramFormat {
     /// The name in records: `stream`, `babelstream`, `likwid-bench`.
     pub fn name(self) -> &'static str {
         match self {
-            Format::Stream => "stream",
-            Format::Babelstream => "babelstream",
-            Format::LikwidBench => "likwid-bench",
+            ProgramFormat::Stream => "stream",
+            ProgramFormat::Babelstream => "babelstream",
+            ProgramFormat::LikwidBench => "likwid-bench",
         }
     }
 }
 
-impl fmt::Display for Format {
+impl fmt::Display for ProgramFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Format::Stream => "STREAM",
-            Format::Babelstream => "BabelStream",
-            Format::LikwidBench => "likwid-bench",
+            ProgramFormat::Stream => "STREAM",
+            ProgramFormat::Babelstream => "BabelStream",
+            ProgramFormat::LikwidBench => "likwid-bench",
         })
     }
 }
@@ -54,7 +54,7 @@ pub struct ForeignRate {
 /// What a program's output says.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ForeignOutput {
-    pub format: Format,
+    pub format: ProgramFormat,
     pub rates: Vec<ForeignRate>,
     pub array_elements: Option<u64>,
     pub element_bytes: Option<u64>,
@@ -65,7 +65,7 @@ pub struct ForeignOutput {
 }
 
 impl ForeignOutput {
-    fn empty(format: Format, validated: Option<bool>) -> ForeignOutput {
+    fn empty(format: ProgramFormat, validated: Option<bool>) -> ForeignOutput {
         ForeignOutput {
             format,
             rates: Vec::new(),
@@ -151,7 +151,7 @@ fn stream_kernel(label: &str) -> Option<KernelId> {
 /// STREAM: `Copy:  12345.6  0.012  0.011  0.013` rows (best rate, avg,
 /// min, max time), and the header lines around them.
 fn stream(output: &str) -> Option<ForeignOutput> {
-    let mut out = ForeignOutput::empty(Format::Stream, None);
+    let mut out = ForeignOutput::empty(ProgramFormat::Stream, None);
     for line in output.lines() {
         let t = line.trim();
         if let Some(n) = number_after(t, "Array size =") {
@@ -212,7 +212,7 @@ fn babelstream_csv(output: &str) -> Option<ForeignOutput> {
     let header: Vec<&str> = lines.next()?.split(',').collect();
     let scale = babel_unit(header.get(4)?)?;
     let mut out = ForeignOutput::empty(
-        Format::Babelstream,
+        ProgramFormat::Babelstream,
         Some(!output.contains("Validation failed")),
     );
     for line in lines {
@@ -236,7 +236,7 @@ fn babelstream_csv(output: &str) -> Option<ForeignOutput> {
 /// `Function    MB/s        Min (sec)   Max         Average` then rows.
 fn babelstream_text(output: &str) -> Option<ForeignOutput> {
     let mut out = ForeignOutput::empty(
-        Format::Babelstream,
+        ProgramFormat::Babelstream,
         Some(!output.contains("Validation failed")),
     );
     let mut scale = None;
@@ -287,7 +287,7 @@ fn likwid(output: &str) -> Option<ForeignOutput> {
         _ => None,
     };
     Some(ForeignOutput {
-        format: Format::LikwidBench,
+        format: ProgramFormat::LikwidBench,
         rates: vec![ForeignRate {
             name: test,
             kernel,
@@ -334,7 +334,7 @@ Solution Validates: avg error less than 1.000000e-13 on all three arrays
     #[test]
     fn streams_table_and_header() {
         let o = parse(STREAM).unwrap();
-        assert_eq!(o.format, Format::Stream);
+        assert_eq!(o.format, ProgramFormat::Stream);
         assert_eq!(o.rates.len(), 4);
         assert_eq!(o.rates[3].kernel, Some(KernelId::Triad));
         assert_eq!(o.rates[3].best_mb_s, 29754.6);
@@ -373,7 +373,7 @@ Triad       42100.500   0.01913     0.02050     0.01985
 Dot         45000.000   0.01193     0.01300     0.01240
 ";
         let o = parse(text).unwrap();
-        assert_eq!(o.format, Format::Babelstream);
+        assert_eq!(o.format, ProgramFormat::Babelstream);
         assert_eq!(o.rates.len(), 5);
         assert_eq!(o.rates[1].kernel, Some(KernelId::Scale));
         assert_eq!(o.rates[4].kernel, Some(KernelId::Dot));
@@ -401,7 +401,7 @@ Number of threads:	2
 MByte/s:		31234.56
 ";
         let o = parse(out).unwrap();
-        assert_eq!(o.format, Format::LikwidBench);
+        assert_eq!(o.format, ProgramFormat::LikwidBench);
         assert_eq!(o.rates[0].kernel, Some(KernelId::Triad));
         assert_eq!(o.rates[0].best_mb_s, 31234.56);
         assert_eq!(o.threads, Some(2));

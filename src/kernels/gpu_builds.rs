@@ -21,7 +21,7 @@ pub enum Walk {
 
 /// The cache hint of a build's loads and stores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hint {
+pub enum CacheHint {
     None,
     /// Streaming, evict first: NVIDIA's `.cs`, AMD's non-temporal.
     Streaming,
@@ -39,7 +39,7 @@ pub struct Build {
     /// Accesses a thread owns per tile.
     pub accesses: u32,
     pub walk: Walk,
-    pub hint: Hint,
+    pub hint: CacheHint,
     /// The most threads a block may have (NVIDIA's `__launch_bounds__`).
     pub bound: u32,
 }
@@ -49,7 +49,7 @@ const fn build(
     access_bytes: u32,
     accesses: u32,
     walk: Walk,
-    hint: Hint,
+    hint: CacheHint,
     bound: u32,
 ) -> Build {
     Build {
@@ -65,18 +65,18 @@ const fn build(
 /// Every build, in kernels.cu's order; the first is the default (the
 /// fills and `update` run it).
 pub const BUILDS: [Build; 12] = [
-    build("", 16, 4, Walk::Tiled, Hint::None, 256),
-    build("_spread", 16, 4, Walk::Spread, Hint::None, 256),
-    build("_u2", 16, 2, Walk::Tiled, Hint::None, 256),
-    build("_u1", 16, 1, Walk::Tiled, Hint::None, 256),
-    build("_u8", 16, 8, Walk::Tiled, Hint::None, 256),
-    build("_w8", 8, 1, Walk::Tiled, Hint::None, 1024),
-    build("_w8_u4", 8, 4, Walk::Tiled, Hint::None, 1024),
-    build("_cs", 16, 4, Walk::Tiled, Hint::Streaming, 256),
-    build("_u1_cs", 16, 1, Walk::Tiled, Hint::Streaming, 1024),
-    build("_w8_cs", 8, 1, Walk::Tiled, Hint::Streaming, 1024),
-    build("_cg", 16, 4, Walk::Tiled, Hint::L2Only, 256),
-    build("_u1_cg", 16, 1, Walk::Tiled, Hint::L2Only, 1024),
+    build("", 16, 4, Walk::Tiled, CacheHint::None, 256),
+    build("_spread", 16, 4, Walk::Spread, CacheHint::None, 256),
+    build("_u2", 16, 2, Walk::Tiled, CacheHint::None, 256),
+    build("_u1", 16, 1, Walk::Tiled, CacheHint::None, 256),
+    build("_u8", 16, 8, Walk::Tiled, CacheHint::None, 256),
+    build("_w8", 8, 1, Walk::Tiled, CacheHint::None, 1024),
+    build("_w8_u4", 8, 4, Walk::Tiled, CacheHint::None, 1024),
+    build("_cs", 16, 4, Walk::Tiled, CacheHint::Streaming, 256),
+    build("_u1_cs", 16, 1, Walk::Tiled, CacheHint::Streaming, 1024),
+    build("_w8_cs", 8, 1, Walk::Tiled, CacheHint::Streaming, 1024),
+    build("_cg", 16, 4, Walk::Tiled, CacheHint::L2Only, 256),
+    build("_u1_cg", 16, 1, Walk::Tiled, CacheHint::L2Only, 1024),
 ];
 
 /// The builds a run times where no measured default is known for the GPU
@@ -109,9 +109,9 @@ impl Build {
             Walk::Spread => "spread".into(),
         };
         let hint = match self.hint {
-            Hint::None => "",
-            Hint::Streaming => ".cs",
-            Hint::L2Only => ".cg",
+            CacheHint::None => "",
+            CacheHint::Streaming => ".cs",
+            CacheHint::L2Only => ".cg",
         };
         format!("w{}.{walk}{hint}", self.access_bytes)
     }
@@ -129,9 +129,9 @@ impl Build {
             }
         }
         match self.hint {
-            Hint::None => {}
-            Hint::Streaming => words.push_str(", streaming cache hint"),
-            Hint::L2Only => words.push_str(", L2-only cache hint"),
+            CacheHint::None => {}
+            CacheHint::Streaming => words.push_str(", streaming cache hint"),
+            CacheHint::L2Only => words.push_str(", L2-only cache hint"),
         }
         words
     }

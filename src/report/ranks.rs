@@ -1,7 +1,7 @@
 //! The view of a measurement across ranks: the aggregate against the sum of
 //! the ranks' own bests, and the per-node table with its slow nodes marked.
 
-use crate::ranks::Ranks;
+use crate::results::ranks::Ranks;
 use crate::results::ranks::SlowDecision;
 use std::fmt::Write;
 

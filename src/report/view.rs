@@ -49,7 +49,7 @@ pub enum View<'a> {
         dir: &'a std::path::Path,
     },
     /// `membw compare A B`.
-    Compare(Comparison<'a>),
+    Compare(Compared<'a>),
     /// `membw check`: the verdict.
     Check(&'a crate::health::verdict::Verdict),
     /// `membw baseline`: what it wrote.
@@ -70,7 +70,7 @@ pub enum View<'a> {
 }
 
 /// Two result sets of one kind, for `membw compare`.
-pub enum Comparison<'a> {
+pub enum Compared<'a> {
     Bandwidth {
         a: &'a [Record],
         b: &'a [Record],
@@ -86,15 +86,13 @@ pub enum Comparison<'a> {
     },
 }
 
-impl Comparison<'_> {
+impl Compared<'_> {
     /// The side-by-side table, plain or as Markdown.
     pub fn render(&self, markdown: bool) -> String {
         match self {
-            Comparison::Bandwidth { a, b, kernel } => {
-                super::study::compare(a, b, *kernel, markdown)
-            }
-            Comparison::Latency { a, b } => super::latency_tables::compare(a, b, markdown),
-            Comparison::Runs { a, b } => super::nodes::compare(a, b, markdown),
+            Compared::Bandwidth { a, b, kernel } => super::study::compare(a, b, *kernel, markdown),
+            Compared::Latency { a, b } => super::latency_tables::compare(a, b, markdown),
+            Compared::Runs { a, b } => super::nodes::compare(a, b, markdown),
         }
     }
 }

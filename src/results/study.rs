@@ -23,6 +23,16 @@ pub enum OneOrMany<T> {
     Many(Vec<T>),
 }
 
+impl<T> OneOrMany<T> {
+    /// Its values, as a list.
+    pub fn into_vec(self) -> Vec<T> {
+        match self {
+            OneOrMany::One(value) => vec![value],
+            OneOrMany::Many(values) => values,
+        }
+    }
+}
+
 /// No value given: the setting's default, once (offset 0).
 impl<T: Default> Default for OneOrMany<T> {
     fn default() -> Self {
@@ -256,17 +266,11 @@ fn shown(value: Option<&Value>) -> String {
 /// Older studies wrote some axes as one text before every axis took
 /// repeats: read those as the lists they are.
 mod lists {
+    use super::OneOrMany;
     use serde::{Deserialize, Deserializer};
 
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
-    }
-
     fn read<'de, D: Deserializer<'de>>(d: D, split: bool) -> Result<Vec<String>, D::Error> {
-        Ok(match Option::<OneOrMany>::deserialize(d)? {
+        Ok(match Option::<OneOrMany<String>>::deserialize(d)? {
             None => Vec::new(),
             Some(OneOrMany::Many(v)) => v,
             Some(OneOrMany::One(s)) if split => s.split(',').map(str::to_string).collect(),

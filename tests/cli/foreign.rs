@@ -35,7 +35,7 @@ fn a_gcc_stream_build_runs_pinned_and_its_table_is_read() {
     .unwrap();
     assert_eq!(ran.code, Some(0), "{:?}", ran.stderr_tail);
     let out = parse::parse(&ran.stdout).unwrap();
-    assert_eq!(out.format, parse::Format::Stream);
+    assert_eq!(out.format, parse::ProgramFormat::Stream);
     let kernels: Vec<_> = out.rates.iter().filter_map(|r| r.kernel).collect();
     assert_eq!(kernels.len(), 4, "{}", ran.stdout);
     assert!(out.rates.iter().all(|r| r.best_mb_s > 0.0));

@@ -1062,3 +1062,43 @@ fn a_target_answers_only_what_the_list_names() {
         assert_eq!(unlisted_target_answers(&files).len(), 1, "{planted}");
     }
 }
+
+/// Each type name defined in `files` (a struct, enum or trait anywhere, a
+/// type alias at a module's top; an impl's associated types are not
+/// definitions), with the files that define it more than once.
+fn types_defined_twice(files: &BTreeMap<String, String>) -> Vec<String> {
+    let mut sites: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (path, text) in files {
+        for line in code(text).lines() {
+            let top = !line.starts_with(char::is_whitespace);
+            let mut words = line.split_whitespace().skip_while(|w| w.starts_with("pub"));
+            let (Some(kind), Some(name)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let defines = ["struct", "enum", "trait"].contains(&kind) || (kind == "type" && top);
+            let name: String = name
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if defines && name.starts_with(|c: char| c.is_ascii_uppercase()) {
+                sites.entry(name).or_default().push(path.clone());
+            }
+        }
+    }
+    (sites.into_iter())
+        .filter(|(_, at)| at.len() > 1)
+        .map(|(name, at)| format!("{name}: {}", at.join(", ")))
+        .collect()
+}
+
+#[test]
+fn no_type_name_is_defined_twice() {
+    let t = tree();
+    assert_eq!(types_defined_twice(&t.files), Vec::<String>::new());
+    let mut files = t.files.clone();
+    files.insert(
+        "report/planted.rs".into(),
+        "pub enum Point {\n    A,\n}\nimpl X for Y {\n    type Target = u8;\n}\n".into(),
+    );
+    assert_eq!(types_defined_twice(&files).len(), 1, "Point, not Target");
+}

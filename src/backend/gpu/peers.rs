@@ -54,7 +54,7 @@ impl PairTimes {
 
 /// One device of the probe: its runtime, a source and a destination
 /// buffer, and its copy kernel.
-struct Member {
+struct PeerMember {
     index: u32,
     rt: Box<dyn Runtime>,
     src: DevicePtr,
@@ -143,7 +143,7 @@ fn open(
     topo: &Topology,
     index: u32,
     elements: usize,
-) -> Result<Member, String> {
+) -> Result<PeerMember, String> {
     let facts = platform.describe(index, topo)?.device.facts;
     let bytes = elements * 8;
     if let Some(memory) = facts
@@ -165,7 +165,7 @@ fn open(
     let fill = rt.function("fill_a")?;
     let grid = rt.blocks_per_multiprocessor(copy, DEFAULT_BLOCK)?
         * facts.multiprocessors.unwrap_or(1).max(1);
-    Ok(Member {
+    Ok(PeerMember {
         index,
         rt,
         src,
@@ -178,7 +178,7 @@ fn open(
 
 /// Sets `elements` doubles at `at` (device `m`'s, or a peer's it reaches)
 /// to `value`, and waits for it.
-fn fill(m: &mut Member, at: DevicePtr, value: f64, elements: usize) -> Result<(), String> {
+fn fill(m: &mut PeerMember, at: DevicePtr, value: f64, elements: usize) -> Result<(), String> {
     let mut arrays = [0; crate::kernels::ARRAYS];
     arrays[ArrayId::A.index()] = at;
     let args = KernelArgs {
@@ -201,7 +201,7 @@ fn mark(index: u32) -> f64 {
 /// Times one cell: a warm-up, then `ntimes` repetitions between two events
 /// of the queuing device; then checks what arrived.
 fn cell_times(
-    members: &mut [Member],
+    members: &mut [PeerMember],
     (a, b): (usize, usize),
     method: PeerMethod,
     plan: PeerPlan,
@@ -222,7 +222,7 @@ fn cell_times(
     let queuer = if method.by_destination() { b } else { a };
     let q = &mut members[queuer];
     q.rt.make_current()?;
-    let queue = |q: &mut Member| -> Result<(), String> {
+    let queue = |q: &mut PeerMember| -> Result<(), String> {
         match method {
             PeerMethod::CeWrite | PeerMethod::CeRead | PeerMethod::CeBidir => {
                 // SAFETY: both buffers are allocations of the pair's, alive
@@ -280,7 +280,7 @@ fn cell_times(
 /// Reads back the first and last elements of a destination (up to 4096
 /// of each): every one must be `want`.
 fn check_arrived(
-    m: &mut Member,
+    m: &mut PeerMember,
     dst: DevicePtr,
     want: f64,
     n: usize,

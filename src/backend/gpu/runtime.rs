@@ -10,7 +10,7 @@
 //! made when it opens: a measurement never needs more, and a handle that
 //! is an enum cannot dangle.
 
-use crate::kernels::gpu_builds::{Hint, ShapeId};
+use crate::kernels::gpu_builds::{CacheHint, ShapeId};
 use crate::observe::Observer;
 use crate::results::targets;
 use crate::topology::Topology;
@@ -183,7 +183,7 @@ pub trait Platform: Sync {
     fn launch_limits(&self) -> LaunchLimits {
         LaunchLimits {
             largest_block: 1024,
-            hints: &[Hint::None, Hint::Streaming, Hint::L2Only],
+            hints: &[CacheHint::None, CacheHint::Streaming, CacheHint::L2Only],
         }
     }
     /// The share of its memory a plan may take (a driver's context and
@@ -237,7 +237,7 @@ pub struct LaunchLimits {
     /// The most threads per block (AMD's code objects fix 256).
     pub largest_block: u32,
     /// The cache hints its module has builds for.
-    pub hints: &'static [Hint],
+    pub hints: &'static [CacheHint],
 }
 
 impl LaunchLimits {

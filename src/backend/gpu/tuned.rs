@@ -1,7 +1,7 @@
 //! The launch shape each GPU architecture measured fastest, kernel by
 //! kernel: what a run times where the user named none. `membw tune
 //! --backend DEVICE` measured each row on the GPU it names
-//! (docs/guide/gpu.md, "Measured", gives the date, driver and command);
+//! (docs/guide/gpu.md, "ShapeRate", gives the date, driver and command);
 //! an architecture not listed falls back to timing the builds of
 //! [`FALLBACK_BUILDS`](crate::kernels::gpu_builds::FALLBACK_BUILDS) in
 //! each grid and keeping the fastest.
@@ -11,7 +11,7 @@ use crate::kernels::gpu_builds::ShapeId;
 
 /// One measured row: the architecture, the GPU it was measured on, and
 /// each kernel's shape id (kernels not listed take `others`).
-struct Measured {
+struct ShapeRate {
     architecture: &'static str,
     gpu: &'static str,
     kernels: &'static [(KernelId, &'static str)],
@@ -21,7 +21,7 @@ struct Measured {
 /// None yet: the shapes of kernels.cu beyond its first four builds are
 /// unmeasured on any GPU (issue 66), so every architecture falls back to
 /// timing those four, as before they existed.
-const MEASURED: &[Measured] = &[];
+const MEASURED: &[ShapeRate] = &[];
 
 /// The measured default of `kernel` on `architecture`, and the GPU it was
 /// measured on.
@@ -33,7 +33,7 @@ pub(super) fn measured_default(
 }
 
 fn lookup(
-    table: &[Measured],
+    table: &[ShapeRate],
     architecture: &str,
     kernel: KernelId,
 ) -> Option<(ShapeId, &'static str)> {
@@ -59,7 +59,7 @@ mod tests {
 
     #[test]
     fn a_kernel_takes_its_own_row_else_the_architectures_other_shape() {
-        let table = [Measured {
+        let table = [ShapeRate {
             architecture: "sm_90",
             gpu: "NVIDIA H200",
             kernels: &[(KernelId::Dot, "w16.spread.b256.cover")],

@@ -26,7 +26,7 @@ mod runtime;
 mod smi;
 
 use super::gpu::runtime::{Described, LaunchLimits, Library, Platform, PlatformId, Runtime};
-use crate::kernels::gpu_builds::Hint;
+use crate::kernels::gpu_builds::CacheHint;
 use crate::observe::Observer;
 use crate::results::targets::{self, Clock, DeviceFacts, DeviceId, DeviceMethod, DevicePeaks};
 use crate::topology::Topology;
@@ -79,7 +79,7 @@ impl Platform for Hip {
         LaunchLimits {
             largest_block: runtime::BLOCK,
             // kernels.cl: non-temporal builds, no L2-only hint.
-            hints: &[Hint::None, Hint::Streaming],
+            hints: &[CacheHint::None, CacheHint::Streaming],
         }
     }
 

@@ -23,7 +23,7 @@ pub(super) struct Setup {
     pub lanes: Option<u32>,
     pub clock: Option<f64>,
     /// Faults of single devices, by index.
-    pub faults: BTreeMap<u32, Fault>,
+    pub faults: BTreeMap<u32, SimFault>,
     /// Pairs without a direct path (`peer-down=I:J`), lower index first:
     /// their copies staged through host memory, their kernels unable to
     /// reach each other.
@@ -35,7 +35,7 @@ pub(super) struct Setup {
 
 /// What is wrong with one device.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(super) struct Fault {
+pub(super) struct SimFault {
     /// Its kernels run at this share of their speed (`slow=I:F`): a
     /// memory that lost bandwidth.
     pub speed: Option<f64>,
@@ -250,7 +250,7 @@ impl Setup {
     }
 
     /// What is wrong with device `index` (nothing, mostly).
-    pub(super) fn fault(&self, index: u32) -> Fault {
+    pub(super) fn fault(&self, index: u32) -> SimFault {
         self.faults.get(&index).copied().unwrap_or_default()
     }
 }
@@ -280,7 +280,7 @@ mod tests {
         assert_eq!(s.count(), 8);
         assert_eq!(s.fault(3).speed, Some(0.8));
         assert_eq!(s.fault(5).lanes, Some(8));
-        assert_eq!(s.fault(0), Fault::default());
+        assert_eq!(s.fault(0), SimFault::default());
         // Past the node, a speed past whole, too many, no lanes.
         assert!(Setup::parse("slow=5:0.8").unwrap_err().contains("device 5"));
         assert!(Setup::parse("slow=1:1.5").unwrap_err().contains("'1.5'"));

@@ -328,7 +328,7 @@ impl Sysroot {
 
 /// `--working-sets` (sweep, latency).
 #[derive(Args, Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub(crate) struct WorkingSets {
+pub(crate) struct WorkingSetArgs {
     /// Working sets, each a point: a list (32KiB,1MiB,256MiB) or a doubling range (4KiB..1GiB);
     /// sweep: bytes of all arrays per thread; latency: the chase's [default: 4KiB..256MiB], one
     /// (the largest) for --numa-matrix and --loaded
@@ -337,7 +337,7 @@ pub(crate) struct WorkingSets {
     pub(crate) sizes: Vec<super::values::WorkingSets>,
 }
 
-impl WorkingSets {
+impl WorkingSetArgs {
     /// The chase's default: from L1 to DRAM.
     pub(crate) const LATENCY: &'static str = "4KiB..256MiB";
 
@@ -388,7 +388,7 @@ pub(crate) struct Kernel {
 /// nothing and report fixed rates, for tests of what is not the
 /// measurement; one grammar everywhere (`engine::FakeSource::parse`).
 #[derive(Args, Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub(crate) struct FakeSource {
+pub(crate) struct FakeSourceArg {
     /// Measure nothing: report fixed rates
     /// (GB/s per thread[,delay=DURATION][,slow=CPUS@SHARE][,busy=PCT][,cap=GBS][,noise=PCT][,seed=N]);
     /// for tests

@@ -16,18 +16,9 @@ pub(crate) fn serialize<T: Serialize + Default, S: Serializer>(
     }
 }
 
-/// A scalar or a list, as a list.
+/// A scalar or a list, as a list (the study's own reading of one).
 pub(crate) fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
     d: D,
 ) -> std::result::Result<Vec<T>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany<T> {
-        One(T),
-        Many(Vec<T>),
-    }
-    Ok(match OneOrMany::deserialize(d)? {
-        OneOrMany::One(value) => vec![value],
-        OneOrMany::Many(values) => values,
-    })
+    crate::results::study::OneOrMany::deserialize(d).map(crate::results::study::OneOrMany::into_vec)
 }

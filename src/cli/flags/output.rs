@@ -35,7 +35,7 @@ pub(crate) struct Prom {
 /// `--json` (every command with a JSON form: `--format json`, or `jsonl`
 /// where JSON Lines is its only one).
 #[derive(Args, Debug, Clone, Copy, Default)]
-pub(crate) struct Json {
+pub(crate) struct JsonFlag {
     /// Same as --format json (sweep, tune, report: --format jsonl)
     #[arg(long, conflicts_with = "format")]
     pub(crate) json: bool,
@@ -43,7 +43,7 @@ pub(crate) struct Json {
 
 /// `--markdown` (sweep, report, compare).
 #[derive(Args, Debug, Clone, Copy, Default)]
-pub(crate) struct Markdown {
+pub(crate) struct MarkdownFlag {
     /// Same as --format markdown
     #[arg(long, conflicts_with = "format")]
     pub(crate) markdown: bool,

@@ -42,7 +42,7 @@ pub(crate) struct SweepArgs {
 
     #[command(flatten)]
     #[serde(flatten)]
-    sizes: super::flags::WorkingSets,
+    sizes: super::flags::WorkingSetArgs,
 
     /// The tier study: shares of each thread's pages on --far-node, in %, each a point
     /// (e.g. 0,10,20,30,40,50); the rest on the near node (split policy, any kernel)
@@ -94,11 +94,11 @@ pub(crate) struct SweepArgs {
     form: super::flags::Form,
     #[command(flatten)]
     #[serde(skip)]
-    json: super::flags::Json,
+    json: super::flags::JsonFlag,
 
     #[command(flatten)]
     #[serde(skip)]
-    markdown: super::flags::Markdown,
+    markdown: super::flags::MarkdownFlag,
 
     #[command(flatten)]
     #[serde(skip)]

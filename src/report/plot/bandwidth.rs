@@ -69,7 +69,7 @@ pub(super) fn collect_series(
     kernel: KernelId,
     x: impl Fn(&Record) -> f64,
     with_threads: bool,
-) -> Vec<Series> {
+) -> Vec<PlotSeries> {
     let varies = Varies::of(records);
     let mut map: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
     for r in records {
@@ -359,7 +359,7 @@ pub fn numa_plots(records: &[Record], kernel: KernelId) -> Vec<(String, String)>
 /// (the tier study); `None` without one.
 pub fn far_share_plot(records: &[Record]) -> Option<String> {
     let (near, far, kernels) = crate::report::far::study(records)?;
-    let series: Vec<Series> = kernels
+    let series: Vec<PlotSeries> = kernels
         .iter()
         .map(|k| {
             let points = k.by_share.iter().map(|&(x, y)| (x, y, 0.0)).collect();

@@ -59,7 +59,7 @@ const NUMBERED: usize = 32;
 
 /// Where the heat map's cells lie: their node numbers, the cell's side,
 /// the grid's top-left corner, and one label in every `every`.
-struct Grid<'a> {
+struct HeatGrid<'a> {
     rows: &'a [usize],
     cols: &'a [usize],
     cell: i32,
@@ -71,7 +71,7 @@ struct Grid<'a> {
 /// The node numbers along both sides of the grid and the axes' names.
 fn heat_axes(
     root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
-    g: &Grid,
+    g: &HeatGrid,
     (row_axis, col_axis): (&str, &str),
 ) -> Option<()> {
     use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -184,7 +184,7 @@ pub(crate) fn heat_map(
         }
         let grid_bottom = top + cell * rows.len() as i32;
         heat_scale(&root, (scale_x, top, grid_bottom), max, unit)?;
-        let grid = Grid {
+        let grid = HeatGrid {
             rows: &rows,
             cols: &cols,
             cell,

@@ -27,7 +27,7 @@ fn kernels_of(records: &[Record]) -> Vec<KernelId> {
 
 /// What the panels' x-axis is.
 #[derive(Clone, Copy)]
-enum Axis {
+enum PlotAxis {
     Threads(f64),
     /// log2 of the working set per thread, from..to.
     Sizes(f64, f64),
@@ -35,7 +35,7 @@ enum Axis {
 
 /// The records the per-kernel curves are drawn from (the NUMA matrix and
 /// programs that size their own arrays aside) and their x-axis.
-fn axis(records: &[Record]) -> Option<(Vec<Record>, Axis)> {
+fn axis(records: &[Record]) -> Option<(Vec<Record>, PlotAxis)> {
     let flat: Vec<Record> = records
         .iter()
         .filter(|r| r.point.numa.is_none())
@@ -44,7 +44,7 @@ fn axis(records: &[Record]) -> Option<(Vec<Record>, Axis)> {
     let threads: BTreeSet<usize> = flat.iter().map(|r| r.point.threads).collect();
     if threads.len() >= 2 {
         let x_max = *threads.last()? as f64 + 0.5;
-        return Some((flat, Axis::Threads(x_max)));
+        return Some((flat, PlotAxis::Threads(x_max)));
     }
     let sized: Vec<Record> = flat
         .into_iter()
@@ -57,15 +57,15 @@ fn axis(records: &[Record]) -> Option<(Vec<Record>, Axis)> {
     if sizes.len() >= 3 {
         let lo = (*sizes.first()? as f64).log2() - 0.5;
         let hi = (*sizes.last()? as f64).log2() + 0.5;
-        return Some((sized, Axis::Sizes(lo, hi)));
+        return Some((sized, PlotAxis::Sizes(lo, hi)));
     }
     None
 }
 
-fn x_of(axis: Axis) -> impl Fn(&Record) -> f64 {
+fn x_of(axis: PlotAxis) -> impl Fn(&Record) -> f64 {
     move |r: &Record| match axis {
-        Axis::Threads(_) => r.point.threads as f64,
-        Axis::Sizes(..) => (r.point.working_set_per_thread as f64).log2(),
+        PlotAxis::Threads(_) => r.point.threads as f64,
+        PlotAxis::Sizes(..) => (r.point.working_set_per_thread as f64).log2(),
     }
 }
 
@@ -90,8 +90,8 @@ pub fn kernels_plot(records: &[Record]) -> Option<String> {
         root.fill(&WHITE).ok()?;
         let (panels, _) = root.split_horizontally(SIZE.0 - LEGEND_ROOM);
         let title = match axis {
-            Axis::Threads(_) => "every kernel: bandwidth (GB/s) vs threads",
-            Axis::Sizes(..) => "every kernel: bandwidth (GB/s) vs working set per thread",
+            PlotAxis::Threads(_) => "every kernel: bandwidth (GB/s) vs threads",
+            PlotAxis::Sizes(..) => "every kernel: bandwidth (GB/s) vs working set per thread",
         };
         let panels = panels.titled(title, TITLE_FONT).ok()?;
         let mut keys = Vec::new();
@@ -108,7 +108,7 @@ pub fn kernels_plot(records: &[Record]) -> Option<String> {
                 .max(0.1);
             let name = kernel.spec().name;
             let mut chart = match axis {
-                Axis::Threads(x_max) => {
+                PlotAxis::Threads(x_max) => {
                     let mut chart = counted_x_chart(
                         panel,
                         name,
@@ -120,7 +120,7 @@ pub fn kernels_plot(records: &[Record]) -> Option<String> {
                     draw_series(&mut chart, &series)?;
                     chart
                 }
-                Axis::Sizes(lo, hi) => size_axis_chart(
+                PlotAxis::Sizes(lo, hi) => size_axis_chart(
                     panel,
                     name,
                     ("working set per thread", RATE_WITH_CI),

@@ -31,7 +31,7 @@ pub fn latency_sizes_plot(
     };
     let y_lo = values().fold(f64::INFINITY, f64::min).log10().floor();
     let y_hi = values().fold(0.0, f64::max).log10() + 0.15;
-    let series: Vec<Series> = series
+    let series: Vec<PlotSeries> = series
         .iter()
         .map(|(l, p)| {
             let pts = p
@@ -63,7 +63,7 @@ pub fn loaded_plot(
     points().next()?;
     let x_max = points().map(|p| p.0).chain(peak_gb_s).fold(1.0, f64::max) * 1.08;
     let y_max = points().map(|p| p.1).chain(idle_ns).fold(1.0, f64::max) * 1.15;
-    let series: Vec<Series> = curves
+    let series: Vec<PlotSeries> = curves
         .iter()
         .map(|(l, p)| {
             let mut pts: Vec<(f64, f64, f64)> = p.iter().map(|&(x, y)| (x, y, 0.0)).collect();

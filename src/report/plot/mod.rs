@@ -45,7 +45,7 @@ pub(super) const PALETTE: [RGBColor; 6] = [
 ];
 
 /// A series: its label and (x, mean, sd) points sorted by x.
-pub(super) type Series = (String, Vec<(f64, f64, f64)>);
+pub(super) type PlotSeries = (String, Vec<(f64, f64, f64)>);
 
 pub(super) fn color(i: usize) -> RGBAColor {
     PALETTE[i % PALETTE.len()].to_rgba()
@@ -164,7 +164,7 @@ pub(super) fn marker<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
 
 pub(super) fn draw_series<DB: DrawingBackend, X: Ranged<ValueType = f64>>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
-    series: &[Series],
+    series: &[PlotSeries],
 ) -> Option<()> {
     for (i, (label, points)) in series.iter().enumerate() {
         let c = color(i);
@@ -321,7 +321,7 @@ fn key_text(
 }
 
 /// The legend entries of `series`, in their colours.
-pub(super) fn entries(series: &[Series]) -> Vec<(String, RGBAColor)> {
+pub(super) fn entries(series: &[PlotSeries]) -> Vec<(String, RGBAColor)> {
     series
         .iter()
         .enumerate()
@@ -344,7 +344,7 @@ pub(super) fn size_axis_plot(
     title: &str,
     x_desc: &str,
     y_desc: &str,
-    series: &[Series],
+    series: &[PlotSeries],
     caches: &BTreeMap<String, u64>,
     axes: (f64, f64, YAxis),
 ) -> Option<String> {
@@ -364,7 +364,7 @@ pub(super) fn size_axis_chart<'a, 'b>(
     area: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
     title: &str,
     (x_desc, y_desc): (&str, &str),
-    series: &[Series],
+    series: &[PlotSeries],
     caches: &BTreeMap<String, u64>,
     (lo, hi, y): (f64, f64, YAxis),
     legend_room: bool,

@@ -6,7 +6,7 @@ use crate::kernels::KernelId;
 
 /// One bar per node, slow nodes in the warning colour, the median and the
 /// outlier threshold as lines: the picture an admin scans for a bad node.
-pub fn nodes_plot(ranks: &crate::ranks::Ranks) -> Option<String> {
+pub fn nodes_plot(ranks: &crate::results::ranks::Ranks) -> Option<String> {
     let nodes = &ranks.nodes;
     if nodes.is_empty() {
         return None;
