@@ -25,6 +25,13 @@ pub fn fabric_kind(name: &str) -> Option<&'static gpu::FabricKind> {
     fabric_kinds().into_iter().find(|k| k.name == name)
 }
 
+/// Each GPU maker a platform drives, with the `--backend` that names it.
+pub fn gpu_drivers() -> Vec<(GpuVendor, &'static str)> {
+    (PLATFORMS.iter())
+        .filter_map(|p| Some((p.vendor()?, p.name())))
+        .collect()
+}
+
 /// The platform that drives GPUs of `vendor` on the PCI bus, if any.
 pub fn platform_for(vendor: GpuVendor) -> Option<&'static dyn gpu::Platform> {
     PLATFORMS

@@ -345,7 +345,11 @@ fn emit(args: &CheckArgs, verdict: &Verdict) -> Result<()> {
     // A check that could not judge leaves the last verdict's metrics in
     // place: their timestamp says how old they are.
     if let Some(p) = args.prom.prom.as_ref().filter(|_| verdict.judged) {
-        write_atomic(p, "--prom", crate::report::prom::check(verdict).as_bytes())?;
+        write_atomic(
+            p,
+            "--prom",
+            crate::report::prom::check(verdict, &crate::backend::fabric_kinds()).as_bytes(),
+        )?;
     }
     // --quiet: only an unhealthy verdict prints its table (NHC's way).
     if !(args.quiet.quiet && (verdict.healthy || !verdict.judged)) {

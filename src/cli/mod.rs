@@ -353,11 +353,12 @@ fn topo(args: TopoArgs) -> Result<()> {
     let xids = GpuXids::of(&topo);
     print(common::render_as(
         args.form.format,
-        &report::view::View::Topo {
+        &report::view::View::Topo(report::topo::TopoView {
             topo: &topo,
             peak: peak.as_ref(),
             gpu_memory: &gpu_memory,
             xids: xids.as_ref(),
-        },
+            drivers: &crate::backend::gpu_drivers(),
+        }),
     )?)
 }

@@ -113,6 +113,11 @@ pub(crate) fn peers(args: PeersArgs) -> Result<()> {
     }
     let mut cells: Vec<_> = times.iter().map(peers::PairTimes::cell).collect();
     crate::results::peers::add_paths(&mut cells, &described);
+    // The fabric the devices' facts name, as the platform that names it
+    // describes it (a simulated node models NVLink).
+    let fabric = (described.iter())
+        .find_map(|d| d.facts.fabric.as_ref())
+        .and_then(|f| crate::backend::fabric_kind(&f.name));
     let report = PeerReport {
         schema_version: 1,
         kind: PEERS_KIND.into(),
@@ -122,6 +127,7 @@ pub(crate) fn peers(args: PeersArgs) -> Result<()> {
         elements: elements as u64,
         ntimes: plan.ntimes,
         cells,
+        fabric,
     };
     print(super::common::render_as(
         args.form.format,

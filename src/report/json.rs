@@ -36,12 +36,7 @@ impl super::view::TextExporter for Json {
             View::Latency(report) => pretty(report),
             View::Check(verdict) => pretty(verdict),
             View::Baseline(baseline) => pretty(baseline),
-            View::Topo {
-                topo,
-                peak,
-                gpu_memory,
-                xids,
-            } => super::topo::json(topo, *peak, gpu_memory, *xids),
+            View::Topo(view) => super::topo::json(view),
             View::Place(view) => super::place::json(view),
             _ => return None,
         })

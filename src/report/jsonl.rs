@@ -46,7 +46,7 @@ impl super::view::TextExporter for Jsonl {
             View::Nodes { .. }
             | View::Compare(_)
             | View::Baseline(_)
-            | View::Topo { .. }
+            | View::Topo(_)
             | View::Place(_) => return None,
         })
     }

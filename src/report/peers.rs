@@ -35,7 +35,7 @@ pub fn text(r: &PeerReport) -> String {
         }
     }
     if let Some(fabric) = fabric_name(r) {
-        let kind = crate::backend::fabric_kind(&fabric);
+        let kind = r.fabric.filter(|k| k.name == fabric);
         let _ = writeln!(o, "\n  {}", paths_title(&fabric, kind));
         let path_name = |p: &crate::results::targets::FabricPath| match kind {
             Some(k) => k.path_name(p.links, p.switched),
@@ -102,7 +102,7 @@ fn matrix(o: &mut String, names: &[String], index: &[u32], cell: impl Fn(u32, u3
 
 /// The path matrix's title: what its cells count, as the fabric's
 /// platform names them.
-fn paths_title(fabric: &str, kind: Option<&crate::backend::gpu::FabricKind>) -> String {
+fn paths_title(fabric: &str, kind: Option<&crate::results::targets::FabricKind>) -> String {
     let through = kind
         .and_then(|k| k.switch)
         .map_or(String::new(), |s| format!("; 'switch': through {s}"));

@@ -346,12 +346,7 @@ impl super::view::TextExporter for Text {
             View::Compare(c) => c.render(false),
             View::Check(v) => super::health::check(v),
             View::Baseline(b) => super::health::baseline(b),
-            View::Topo {
-                topo,
-                peak,
-                gpu_memory,
-                xids,
-            } => super::topo::text(topo, *peak, gpu_memory, *xids),
+            View::Topo(view) => super::topo::text(view),
             View::Place(view) => super::place::text(view),
             View::Tune(view) => super::tune_verdict::text(view),
         }))

@@ -7,6 +7,7 @@ use crate::topology::Topology;
 use crate::topology::cpulist::{IdSet, format_ranges};
 use crate::topology::dimms;
 use crate::topology::kernel_log::GpuXids;
+use crate::topology::pci::GpuVendor;
 use crate::units::Bytes;
 use serde::Serialize;
 use std::fmt::Write;
@@ -87,12 +88,43 @@ pub fn derive(topo: &Topology) -> Derived {
     }
 }
 
-pub fn json(
-    topo: &Topology,
-    peak: Option<&Peak>,
-    gpu_memory: &[GpuMemoryRead],
-    xids: Option<&GpuXids>,
-) -> crate::error::Result<String> {
+/// What `membw topo` shows: the topology, the peak, and what the CLI
+/// read or looked up beside it.
+#[derive(Debug, Clone, Copy)]
+pub struct TopoView<'a> {
+    pub topo: &'a Topology,
+    pub peak: Option<&'a Peak>,
+    /// Each GPU vendor's memory counters (this host's alone).
+    pub gpu_memory: &'a [GpuMemoryRead],
+    /// The kernel log's XIDs, where NVIDIA GPUs are on the bus.
+    pub xids: Option<&'a GpuXids>,
+    /// The `--backend` that measures each maker's GPUs, as the registry
+    /// lists them (a maker absent has none yet).
+    pub drivers: &'a [(GpuVendor, &'static str)],
+}
+
+impl<'a> TopoView<'a> {
+    /// The topology alone: no peak, counters, log or drivers (another
+    /// node's tree, tests).
+    pub fn bare(topo: &'a Topology) -> TopoView<'a> {
+        TopoView {
+            topo,
+            peak: None,
+            gpu_memory: &[],
+            xids: None,
+            drivers: &[],
+        }
+    }
+}
+
+pub fn json(view: &TopoView) -> crate::error::Result<String> {
+    let &TopoView {
+        topo,
+        peak,
+        gpu_memory,
+        xids,
+        ..
+    } = view;
     let report = TopoReport {
         schema_version: crate::results::SCHEMA_VERSION,
         topology: topo,
@@ -148,12 +180,14 @@ fn caches(o: &mut String, topo: &Topology, d: &Derived) {
     }
 }
 
-pub fn text(
-    topo: &Topology,
-    peak: Option<&Peak>,
-    gpu_memory: &[GpuMemoryRead],
-    xids: Option<&GpuXids>,
-) -> String {
+pub fn text(view: &TopoView) -> String {
+    let &TopoView {
+        topo,
+        peak,
+        gpu_memory,
+        xids,
+        drivers,
+    } = view;
     let d = derive(topo);
     let mut o = String::new();
     let model = topo
@@ -221,7 +255,7 @@ pub fn text(
     sockets(&mut o, topo);
     o.push_str(&super::tiers::text(topo));
     distances(&mut o, topo);
-    gpus(&mut o, topo);
+    gpus(&mut o, topo, drivers);
     memory_counters(&mut o, gpu_memory);
     if let Some(xids) = xids {
         xid_lines(&mut o, xids);
@@ -380,7 +414,7 @@ fn memory_counters(o: &mut String, reads: &[GpuMemoryRead]) {
 /// The GPUs on the PCI bus, whoever made them: where each is attached,
 /// how its link trained (a link below its maximum is said in words), and
 /// which backend measures it, or that none does yet.
-fn gpus(o: &mut String, topo: &Topology) {
+fn gpus(o: &mut String, topo: &Topology, drivers: &[(GpuVendor, &'static str)]) {
     if topo.gpus.is_empty() {
         let _ = writeln!(
             o,
@@ -415,8 +449,8 @@ fn gpus(o: &mut String, topo: &Topology) {
         );
         let driver = g.driver.as_deref().unwrap_or("no driver bound");
         let backend = match g.maker() {
-            Some(vendor) => match crate::backend::platform_for(vendor) {
-                Some(platform) => format!("--backend {}", platform.name()),
+            Some(vendor) => match drivers.iter().find(|(v, _)| *v == vendor) {
+                Some((_, backend)) => format!("--backend {backend}"),
                 None => format!("no membw backend for {} GPUs yet", vendor.name()),
             },
             None => String::new(),

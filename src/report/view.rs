@@ -55,14 +55,7 @@ pub enum View<'a> {
     /// `membw baseline`: what it wrote.
     Baseline(&'a crate::health::Baseline),
     /// `membw topo`: the machine and its peak.
-    Topo {
-        topo: &'a crate::topology::Topology,
-        peak: Option<&'a crate::peak::Peak>,
-        /// Each GPU vendor's memory counters (this host's alone).
-        gpu_memory: &'a [crate::results::targets::GpuMemoryRead],
-        /// The kernel log's XIDs, where NVIDIA GPUs are on the bus.
-        xids: Option<&'a crate::topology::kernel_log::GpuXids>,
-    },
+    Topo(super::topo::TopoView<'a>),
     /// `membw place`: where threads would run.
     Place(&'a super::place::PlaceView<'a>),
     /// `membw tune`: the race's verdict.
@@ -110,7 +103,7 @@ impl View<'_> {
             View::Compare(_) => "compare",
             View::Check(_) => "check",
             View::Baseline(_) => "baseline",
-            View::Topo { .. } => "topo",
+            View::Topo(_) => "topo",
             View::Place(_) => "place",
             View::Tune(_) => "tune",
         }

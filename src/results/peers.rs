@@ -153,6 +153,10 @@ pub struct PeerReport {
     pub elements: u64,
     pub ntimes: usize,
     pub cells: Vec<PeerCell>,
+    /// How the devices' vendor names its fabric's paths (`NV18`), as its
+    /// platform supplies it: for the path matrix, not kept in files.
+    #[serde(skip)]
+    pub fabric: Option<&'static super::targets::FabricKind>,
 }
 
 impl PeerReport {

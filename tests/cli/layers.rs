@@ -124,6 +124,15 @@ fn modules_import_each_other_without_cycles() {
 }
 
 #[test]
+fn the_renderers_read_records_not_ranks_or_backends() {
+    let t = tree();
+    let report = &t.imports["report"];
+    for other in ["ranks", "backend", "engine"] {
+        assert!(!report.contains(other), "report imports {other}");
+    }
+}
+
+#[test]
 fn the_results_model_imports_nothing_above_it() {
     let t = tree();
     let above = [

@@ -231,7 +231,7 @@ fn malformed_trees_degrade_gracefully() {
         "unparsable mask falls back to online CPUs"
     );
     // The text view still renders.
-    let text = membw::report::topo::text(&t, None, &[], None);
+    let text = membw::report::topo::text(&membw::report::topo::TopoView::bare(&t));
     assert!(text.contains("unknown"));
 
     // No CPU at all is an error with a message, not a panic.
@@ -269,7 +269,7 @@ mod fuzz {
             let read = Topology::read(tree.path());
             fs::write(&path, original).unwrap();
             if let Ok(t) = read {
-                let _ = membw::report::topo::text(&t, None, &[], None);
+                let _ = membw::report::topo::text(&membw::report::topo::TopoView::bare(&t));
                 let _ = derive(&t);
             }
             Ok(())

@@ -1,16 +1,18 @@
 //! Each GPU platform's fabric (NVLink, xGMI) as metrics, named by the
-//! platform's `FabricKind`: no renderer tests a fabric's name.
+//! platform's `FabricKind` (the CLI passes each platform's): no renderer
+//! tests a fabric's name.
 
 use super::{Series, scope_labels};
 use crate::health::Scope;
 use crate::health::verdict::Verdict;
+use crate::results::targets::FabricKind;
 
 /// Each platform's fabric as metrics (name, help, a series per GPU of the
 /// check that reports it): the links up (`membw_gpu_nvlink_links_up`),
 /// and where its library counts links down, the links it has.
-pub(super) fn metrics(v: &Verdict) -> Vec<(String, String, Series)> {
+pub(super) fn metrics(v: &Verdict, kinds: &[&FabricKind]) -> Vec<(String, String, Series)> {
     let mut out = Vec::new();
-    for k in crate::backend::fabric_kinds() {
+    for k in kinds {
         if k.counts_down {
             out.push((
                 format!("membw_gpu_{}_links", k.metric),

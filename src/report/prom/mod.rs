@@ -161,7 +161,8 @@ fn epoch(timestamp: &str) -> Option<f64> {
 }
 
 /// `membw check --prom`.
-pub fn check(v: &Verdict) -> String {
+/// `fabrics`: each GPU platform's fabric, as the registry lists them.
+pub fn check(v: &Verdict, fabrics: &[&crate::results::targets::FabricKind]) -> String {
     let bw = v
         .rates
         .iter()
@@ -195,7 +196,10 @@ pub fn check(v: &Verdict) -> String {
             )
         })
         .collect();
-    let (fabrics, memory) = (fabric::metrics(v), memory::metrics(&v.memory_errors));
+    let (fabrics, memory) = (
+        fabric::metrics(v, fabrics),
+        memory::metrics(&v.memory_errors),
+    );
     let (gpu_memory, unknown) = (memory::gpu_metrics(v), memory::unknown_metrics(v));
     let mut metrics = vec![
         Metric {

@@ -99,6 +99,41 @@ pub fn path(from: &Device, to: &Device) -> Option<FabricPath> {
     })
 }
 
+/// A vendor's GPU-to-GPU fabric as its tools name it and as far as its
+/// management library can tell: the platform supplies it (its vendor's
+/// folder), the devices' facts carry its name, and the CLI hands it to
+/// the renderers, which read it (the
+/// Prometheus metric, the path matrix, a path's short name) rather than
+/// testing a vendor's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FabricKind {
+    /// `NVLink`: the name the facts carry.
+    pub name: &'static str,
+    /// The metric names' part: `membw_gpu_nvlink_links_up`.
+    pub metric: &'static str,
+    /// How the vendor's topology tool writes a path of N links, as the
+    /// prefix of N (`NV` for `nvidia-smi topo -m`'s `NV18`) and the tool;
+    /// `None`: the name, a space and N.
+    pub short: Option<(&'static str, &'static str)>,
+    /// What its switches are called, where paths may cross them.
+    pub switch: Option<&'static str>,
+    /// Whether the library counts links that are down (NVML does; ROCm
+    /// SMI reports only the links that reach a peer).
+    pub counts_down: bool,
+}
+
+impl FabricKind {
+    /// `NV18`, `NV16 switch`, `xGMI 2`: a path of `links` links as the
+    /// vendor's tool writes it.
+    pub fn path_name(&self, links: u32, switched: bool) -> String {
+        let via = if switched { " switch" } else { "" };
+        match self.short {
+            Some((prefix, _)) => format!("{prefix}{links}{via}"),
+            None => format!("{} {links}{via}", self.name),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

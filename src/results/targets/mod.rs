@@ -15,7 +15,7 @@ pub mod memory_health;
 pub mod method;
 
 pub use device::{Device, DeviceFacts, DeviceId, DevicePeaks};
-pub use fabric::{Fabric, FabricPath};
+pub use fabric::{Fabric, FabricKind, FabricPath};
 pub use memory_health::{GpuMemoryAt, GpuMemoryHealth, GpuMemoryRead};
 pub use method::{Clock, DeviceMethod, Method, Work};
 
