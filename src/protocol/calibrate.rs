@@ -104,7 +104,9 @@ fn long_enough(
         }
         // Aim a quarter past the floor, so one more look usually ends it.
         let aim = (1.25 * floor / took.max(1e-9) * repeats as f64).ceil() as usize;
-        repeats = aim.clamp(repeats * 2, MAX_INNER_REPEATS);
+        // At least twice as many, never past the cap (twice may be past it:
+        // clamp's bounds would cross).
+        repeats = aim.max(repeats * 2).min(MAX_INNER_REPEATS);
     }
     repeats
 }

@@ -8,27 +8,11 @@
 
 use crate::common;
 
-use crate::common::{fake_cuda_driver as fake_driver, membw, skip, usage_error};
+use crate::common::{fake_cuda_driver as fake_driver, output, skip, usage_error, with_fake};
 use serde_json::Value;
 
 /// Small arrays: the fake driver runs on one host thread.
 const SMALL: [&str; 4] = ["--array-size", "200000", "--ntimes", "3"];
-
-/// membw with the fake driver first on the library path.
-fn with_fake(dir: &std::path::Path) -> assert_cmd::Command {
-    let mut cmd = membw();
-    cmd.env("LD_LIBRARY_PATH", dir);
-    cmd
-}
-
-fn output(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
-    let out = cmd.output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// Whether this host has a real CUDA driver that the loader would find.
 fn real_driver() -> bool {
@@ -121,46 +105,8 @@ fn every_kernel_runs_validates_and_the_record_names_the_gpu() {
             .contains("compute capability 9.0")
     );
     assert_eq!(m["validation"]["passed"], true, "{m}");
-    let kernels: Vec<&str> = (m["results"].as_array().unwrap().iter())
-        .map(|r| r["kernel"].as_str().unwrap())
-        .collect();
-    for k in [
-        "copy",
-        "triad",
-        "read",
-        "dot",
-        "nstream",
-        "h2d",
-        "bidir-kernel",
-    ] {
-        assert!(kernels.contains(&k), "{k}: {kernels:?}");
-    }
     assert!(
         stderr.contains("memory peak is unknown: NVML does not load"),
-        "{stderr}"
-    );
-}
-
-#[test]
-fn a_wrong_element_and_a_failed_launch_are_caught() {
-    let Some(dir) = fake_driver() else { return };
-    let (code, _, stderr) = output(
-        with_fake(&dir)
-            .env("FAKE_CUDA_WRONG", "1")
-            .args(["run", "--backend", "cuda:0", "--kernels", "triad"])
-            .args(SMALL),
-    );
-    assert_ne!(code, 0);
-    assert!(stderr.contains("Failed Validation: array a"), "{stderr}");
-    let (code, _, stderr) = output(
-        with_fake(&dir)
-            .env("FAKE_CUDA_FAIL", "dot")
-            .args(["run", "--backend", "cuda:0", "--kernels", "copy,dot"])
-            .args(SMALL),
-    );
-    assert_ne!(code, 0);
-    assert!(
-        stderr.contains("cuda0: cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED"),
         "{stderr}"
     );
 }

@@ -1,9 +1,12 @@
 //! The GPU backend's tests, run on every vendor of the GPU-runtime layer
 //! this host can load: the simulated device (`sim`, src/backend/sim/:
-//! the layer over host memory) and NVIDIA's driver API (`cuda`,
-//! src/backend/cuda/) over the fake driver of tests/fake_cuda. The same
-//! test passes on both with nothing of either outside its own module;
-//! a third vendor joins by a line in `vendors()`.
+//! the layer over host memory), NVIDIA's driver API (`cuda`,
+//! src/backend/cuda/) over the fake driver of tests/fake_cuda and AMD's
+//! HIP (`hip`, src/backend/hip/) over the fake runtime of tests/fake_hip.
+//! The same test passes on each with nothing of any outside its own
+//! module; another vendor joins by an entry in `vendors()`. What only one
+//! vendor has (NVML's UUIDs, a code object per target) stays in its own
+//! file (cuda.rs, hip_runtime.rs).
 //!
 //! And the rule of issue 52: a device run, in every output format, says
 //! nothing that only a CPU run means (the host clock's 1 ms rule, a CPU
@@ -12,7 +15,7 @@
 
 use crate::common;
 
-use crate::common::{fake_cuda_driver, membw};
+use crate::common::{fake_cuda_driver, fake_hip_runtime, membw};
 use serde_json::Value;
 
 /// One vendor, as the tests drive it.
@@ -22,9 +25,15 @@ struct Vendor {
     env: Vec<(&'static str, String)>,
     /// What makes one element come back wrong.
     wrong: (&'static str, &'static str),
-    /// Its multiprocessors × the blocks each holds (the runtimes say 6):
-    /// the whole-wave grid.
-    wave: u64,
+    /// What makes the dot kernel's launch fail, and how the refusal names
+    /// the driver's call and error (the simulated device has no driver).
+    failed_launch: Option<(&'static str, &'static str)>,
+    /// Whether its driver gives each device a UUID (HIP's backend names
+    /// a GPU by its PCI address alone).
+    uuid: bool,
+    /// Its multiprocessors and the blocks each holds (the runtimes say 6,
+    /// HIP's occupancy 8): their product is the whole-wave grid.
+    wave: (u64, u64),
     /// Builds of each kernel a default run times where no measured
     /// default is known (the fallback: NAME, NAME_spread, NAME_u2 and
     /// NAME_u1; both vendors' modules have every build).
@@ -36,7 +45,9 @@ fn vendors() -> Vec<Vendor> {
         backend: "sim:1",
         env: Vec::new(),
         wrong: ("MEMBW_SIM_DEVICE", "wrong-element=7"),
-        wave: 8 * 6,
+        failed_launch: None,
+        uuid: true,
+        wave: (8, 6),
         builds: 4,
     }];
     if let Some(dir) = fake_cuda_driver() {
@@ -47,7 +58,30 @@ fn vendors() -> Vec<Vendor> {
                 ("FAKE_CUDA_DEVICES", "2".into()),
             ],
             wrong: ("FAKE_CUDA_WRONG", "1"),
-            wave: 4 * 6,
+            failed_launch: Some((
+                "FAKE_CUDA_FAIL",
+                "cuda1: cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED",
+            )),
+            uuid: true,
+            wave: (4, 6),
+            builds: 4,
+        });
+    }
+    if let Some(dir) = fake_hip_runtime() {
+        v.push(Vendor {
+            backend: "hip:1",
+            env: vec![
+                ("LD_LIBRARY_PATH", dir.to_string_lossy().into_owned()),
+                ("FAKE_HIP_DEVICES", "2".into()),
+                ("FAKE_HIP_CUS", "4".into()),
+            ],
+            wrong: ("FAKE_HIP_WRONG", "1"),
+            failed_launch: Some((
+                "FAKE_HIP_FAIL",
+                "hip1: hipModuleLaunchKernel: hipErrorLaunchFailure (719)",
+            )),
+            uuid: false,
+            wave: (4, 8),
             builds: 4,
         });
     }
@@ -94,7 +128,8 @@ fn every_kernel_validates_in_the_launch_shape_that_timed_fastest() {
         assert_eq!(m["validation"]["passed"], true, "{}: {m}", v.backend);
         let target = &m["target"];
         assert_eq!(target["index"], 1, "{target}");
-        assert!(target["uuid"].is_string() && target["bus_id"].is_string());
+        assert!(target["bus_id"].is_string(), "{target}");
+        assert_eq!(target["uuid"].is_string(), v.uuid, "{target}");
         assert_eq!(
             target["method"]["clock"]["own"], true,
             "{}: {target}",
@@ -110,15 +145,19 @@ fn every_kernel_validates_in_the_launch_shape_that_timed_fastest() {
             // one wave, so both shapes of each build were timed, and the
             // fastest ran.
             assert_eq!(tried.len(), 2 * v.builds, "{}: {r}", v.backend);
+            let (multiprocessors, each) = v.wave;
             if v.builds > 1 {
                 let other = format!(
                     "{} blocks of 256, accesses a quarter apart (one wave",
-                    v.wave
+                    multiprocessors * each
                 );
                 assert!(tried.iter().any(|t| t.starts_with(&other)), "{other}: {r}");
             }
             assert!(tried.contains(&shape), "{r}");
-            let wave = format!("{} blocks of 256 (one wave: 6 per multiprocessor", v.wave);
+            let wave = format!(
+                "{} blocks of 256 (one wave: {each} per multiprocessor",
+                multiprocessors * each
+            );
             assert!(tried.iter().any(|t| t.starts_with(&wave)), "{wave}: {r}");
             assert!(
                 tried
@@ -165,6 +204,24 @@ fn a_wrong_element_fails_validation_naming_the_array_written() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{}: {stderr}", v.backend);
         assert!(stderr.contains("Failed Validation: array a:"), "{stderr}");
+    }
+}
+
+#[test]
+fn a_failed_launch_ends_in_one_line_naming_the_call_and_the_error() {
+    for v in vendors() {
+        let Some((variable, said)) = v.failed_launch else {
+            continue;
+        };
+        let out = v
+            .membw(&["run", "--backend", v.backend, "--kernels", "copy,dot"])
+            .args(["--array-size", "20000", "--ntimes", "3"])
+            .env(variable, "dot")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{}: {stderr}", v.backend);
+        assert!(stderr.contains(said), "{}: {stderr}", v.backend);
     }
 }
 

@@ -8,27 +8,13 @@
 
 use crate::common;
 
-use crate::common::{fake_hip_runtime as fake_runtime, membw, skip, usage_error};
+use crate::common::{
+    fake_hip_runtime as fake_runtime, membw, output, skip, usage_error, with_fake,
+};
 use serde_json::Value;
 
 /// Small arrays: the fake runtime runs on one host thread.
 const SMALL: [&str; 4] = ["--array-size", "200000", "--ntimes", "3"];
-
-/// membw with the fake runtime first on the library path.
-fn with_fake(dir: &std::path::Path) -> assert_cmd::Command {
-    let mut cmd = membw();
-    cmd.env("LD_LIBRARY_PATH", dir);
-    cmd
-}
-
-fn output(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
-    let out = cmd.output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 #[test]
 fn without_rocm_a_hip_request_ends_in_one_line() {
@@ -122,20 +108,6 @@ fn every_kernel_runs_validates_and_the_record_names_the_gcd() {
         "HIP's 1600 MHz memory clock × 4096-bit bus and the HBM's transfers a clock"
     );
     assert_eq!(m["validation"]["passed"], true, "{m}");
-    let kernels: Vec<&str> = (m["results"].as_array().unwrap().iter())
-        .map(|r| r["kernel"].as_str().unwrap())
-        .collect();
-    for k in [
-        "copy",
-        "triad",
-        "read",
-        "dot",
-        "nstream",
-        "h2d",
-        "bidir-kernel",
-    ] {
-        assert!(kernels.contains(&k), "{k}: {kernels:?}");
-    }
     let said = std::fs::read_to_string(log.path()).unwrap();
     assert!(said.contains("loaded the gfx90a code object"), "{said}");
     // Every launch passed its grid as the kernels' last argument (the
@@ -196,30 +168,6 @@ fn the_code_object_follows_the_target_and_an_apu_says_its_memory_is_the_nodes() 
     assert!(
         stderr
             .contains("hip0's memory peak is unknown: membw knows the transfers per memory clock"),
-        "{stderr}"
-    );
-}
-
-#[test]
-fn a_wrong_element_and_a_failed_launch_are_caught() {
-    let Some(dir) = fake_runtime() else { return };
-    let (code, _, stderr) = output(
-        with_fake(&dir)
-            .env("FAKE_HIP_WRONG", "1")
-            .args(["run", "--backend", "hip:0", "--kernels", "triad"])
-            .args(SMALL),
-    );
-    assert_ne!(code, 0);
-    assert!(stderr.contains("Failed Validation: array a"), "{stderr}");
-    let (code, _, stderr) = output(
-        with_fake(&dir)
-            .env("FAKE_HIP_FAIL", "dot")
-            .args(["run", "--backend", "hip:0", "--kernels", "copy,dot"])
-            .args(SMALL),
-    );
-    assert_ne!(code, 0);
-    assert!(
-        stderr.contains("hip0: hipModuleLaunchKernel: hipErrorLaunchFailure (719)"),
         "{stderr}"
     );
 }

@@ -305,15 +305,16 @@ fn studies_stored_before_axes_took_repeats_still_resume() {
     }
 }
 
-#[test]
-fn the_isa_is_an_axis_whose_points_are_kept_apart_and_resume_as_one_study() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("isa.jsonl");
-    let out = file.to_str().unwrap();
-    // Scalar is no host's widest; auto is: two points, two kinds of code.
-    let args = [
-        "--isa",
-        "scalar,auto",
+/// A sweep of two points along one axis (`--isa scalar,auto`), small and
+/// quick, resumed at once: each point's value of `key` in the file, the
+/// sweep's table, and the file (in `dir`). The resume skips both points:
+/// the axis is part of the study.
+fn two_point_axis(dir: &Path, flag: &str, values: &str, key: &str) -> (Vec<Value>, String, String) {
+    let file = dir.join("axis.jsonl");
+    let out = file.to_str().unwrap().to_string();
+    let done = sweep_clean(&[
+        flag,
+        values,
         "--threads",
         "1",
         "--size",
@@ -321,25 +322,29 @@ fn the_isa_is_an_axis_whose_points_are_kept_apart_and_resume_as_one_study() {
         "--ntimes",
         "3",
         "-o",
-        out,
-    ];
-    let done = sweep_clean(&args);
-    assert!(
-        done.status.success(),
-        "{}",
-        String::from_utf8_lossy(&done.stderr)
-    );
-    let isas: Vec<Value> = records(&file)
-        .iter()
-        .map(|r| r["point"]["isa"].clone())
+        &out,
+    ]);
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{stderr}");
+    let points: Vec<Value> = (records(&file).iter())
+        .map(|r| r["point"][key].clone())
         .collect();
+    let again = sweep_clean(&["--resume", &out]);
+    let resumed = String::from_utf8_lossy(&again.stderr);
+    assert!(resumed.contains("0 points written, 2 skipped"), "{resumed}");
+    (
+        points,
+        String::from_utf8_lossy(&done.stdout).into_owned(),
+        out,
+    )
+}
+
+#[test]
+fn the_isa_is_an_axis_whose_points_are_kept_apart_and_resume_as_one_study() {
+    let dir = tempfile::tempdir().unwrap();
+    // Scalar is no host's widest; auto is: two points, two kinds of code.
+    let (isas, ..) = two_point_axis(dir.path(), "--isa", "scalar,auto", "isa");
     assert_eq!(isas, [Value::from("scalar"), Value::Null], "{isas:?}");
-    let again = sweep_clean(&["--resume", out]);
-    assert!(
-        String::from_utf8_lossy(&again.stderr).contains("0 points written, 2 skipped"),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
     // One run measures one ISA.
     usage_error(
         &["run", "--isa", "avx2,scalar"],
@@ -350,42 +355,17 @@ fn the_isa_is_an_axis_whose_points_are_kept_apart_and_resume_as_one_study() {
 #[test]
 fn the_offset_is_an_axis_with_its_own_column_and_resumes_as_one_study() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("offset.jsonl");
-    let out = file.to_str().unwrap();
     // STREAM's -DOFFSET moves b and c in cache sets and pages: two layouts.
-    let args = [
-        "--offset",
-        "0,1840",
-        "--threads",
-        "1",
-        "--size",
-        "64K",
-        "--ntimes",
-        "3",
-        "-o",
-        out,
-    ];
-    let done = sweep_clean(&args);
-    let stderr = String::from_utf8_lossy(&done.stderr);
-    assert!(done.status.success(), "{stderr}");
-    let table = String::from_utf8_lossy(&done.stdout);
-    assert!(
-        table.contains("offset 1840)"),
-        "the best is named by it: {table}"
-    );
-    let offsets: Vec<Value> = records(&file)
-        .iter()
-        .map(|r| r["point"]["offset"].clone())
-        .collect();
+    let (offsets, table, out) = two_point_axis(dir.path(), "--offset", "0,1840", "offset");
     assert_eq!(offsets, [Value::Null, Value::from(1840)], "{offsets:?}");
-    let again = sweep_clean(&["--resume", out]);
-    let resumed = String::from_utf8_lossy(&again.stderr);
-    assert!(resumed.contains("0 points written, 2 skipped"), "{resumed}");
-    // The long table gets the column where the points' offsets differ ...
-    let text = stdout(&["report", out]);
-    let header = text.lines().find(|l| l.contains("triad GB/s")).unwrap();
-    assert!(header.contains(" offset "), "{text}");
-    assert!(text.lines().any(|l| l.contains(" 1840 ")), "{text}");
+    let out = out.as_str();
+    // The sweep's table and the report's get the column where the points'
+    // offsets differ ...
+    for text in [table, stdout(&["report", out])] {
+        let header = text.lines().find(|l| l.contains("triad GB/s")).unwrap();
+        assert!(header.contains(" offset "), "{text}");
+        assert!(text.lines().any(|l| l.contains(" 1840 ")), "{text}");
+    }
     // ... and the turned table an axis: one column per offset, never pooled.
     let turned = stdout(&["report", out, "--rows", "threads", "--columns", "offset"]);
     let header = turned.lines().next().unwrap();

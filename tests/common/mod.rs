@@ -495,6 +495,23 @@ pub fn run_on(backend: &str, extra: &[&str]) -> String {
 
 /// The directory holding the fake `libcuda.so.1`, built once with the C
 /// compiler; `None` (and a skip saying why) where it cannot be used.
+/// membw with a fake vendor library's directory first on the library path.
+pub fn with_fake(dir: &Path) -> assert_cmd::Command {
+    let mut cmd = membw();
+    cmd.env("LD_LIBRARY_PATH", dir);
+    cmd
+}
+
+/// A command's exit code (-1 for a signal), stdout and stderr.
+pub fn output(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 pub fn fake_cuda_driver() -> Option<PathBuf> {
     static BUILT: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
     let source = include_str!("../fake_cuda/libcuda.c");
