@@ -1,7 +1,7 @@
 //! Device sets: `--backend cuda:all` or `cuda:0-3,6`, one backend per
 //! device of a GPU platform, in the order written.
 
-use super::spec::{BackendSpec, Devices, SpecTarget};
+use super::spec::{BackendSpec, DeviceSelection, SpecTarget};
 use super::{BACKENDS, Backend, gpu};
 
 /// The backends of a set [`platform_set`] found: each index was found
@@ -26,10 +26,10 @@ pub fn make_one(spec: &BackendSpec) -> std::result::Result<Box<dyn Backend>, Str
                 .ok_or_else(|| format!("unknown backend '{name}'"))?;
             make(None)
         }
-        (SpecTarget::Gpu { .. }, Some((platform, Devices::Default))) => {
+        (SpecTarget::Gpu { .. }, Some((platform, DeviceSelection::Default))) => {
             gpu::GpuBackend::make(platform, None)
         }
-        (SpecTarget::Gpu { .. }, Some((platform, &Devices::One(index)))) => {
+        (SpecTarget::Gpu { .. }, Some((platform, &DeviceSelection::One(index)))) => {
             gpu::GpuBackend::make(platform, Some(index))
         }
         (SpecTarget::Gpu { platform, .. }, _) => Err(format!(
@@ -53,10 +53,10 @@ pub fn platform_set(spec: &BackendSpec) -> std::result::Result<Option<PlatformSe
     };
     let count = platform.count()?;
     let indices = match devices {
-        Devices::Default => vec![0],
-        &Devices::One(index) => vec![index],
-        Devices::All => (0..count).collect(),
-        Devices::List(indices) => indices.clone(),
+        DeviceSelection::Default => vec![0],
+        &DeviceSelection::One(index) => vec![index],
+        DeviceSelection::All => (0..count).collect(),
+        DeviceSelection::List(indices) => indices.clone(),
     };
     if let Some(&past) = indices.iter().find(|&&i| i >= count) {
         return Err(platform.missing(past, count));
@@ -84,7 +84,7 @@ pub fn for_rank(
             .collect());
     }
     match (spec.platform(), local_rank) {
-        (Some((platform, Devices::Default)), Some(l)) => {
+        (Some((platform, DeviceSelection::Default)), Some(l)) => {
             let index = u32::try_from(l).unwrap_or(u32::MAX);
             gpu::GpuBackend::make(platform, Some(index)).map_err(|e| format!("local rank {l}: {e}"))
         }

@@ -31,7 +31,7 @@ pub use registry::{
     PLATFORMS, fabric_kind, fabric_kinds, gpu_drivers, gpu_memory, node_gpus, platform_for,
     probe_child,
 };
-pub use spec::{BackendSpec, Devices, SpecTarget};
+pub use spec::{BackendSpec, DeviceSelection, SpecTarget};
 
 use crate::error::Result;
 use crate::kernels::{ARRAYS, ArrayId, KernelFns, KernelId, SCALAR, WRITE_VALUE};

@@ -8,7 +8,7 @@ use super::{BACKENDS, gpu, names};
 
 /// Which of a platform's devices a spec names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Devices {
+pub enum DeviceSelection {
     /// The platform alone (`cuda`): device 0, or each MPI rank's own by
     /// its local rank.
     Default,
@@ -33,10 +33,10 @@ pub struct BackendSpec {
 pub enum SpecTarget {
     /// A backend of the host's memory, by its registry name.
     Host(&'static str),
-    /// Devices of the GPU platform of this name.
+    /// DeviceSelection of the GPU platform of this name.
     Gpu {
         platform: &'static str,
-        devices: Devices,
+        devices: DeviceSelection,
     },
 }
 
@@ -81,15 +81,15 @@ impl std::str::FromStr for BackendSpec {
 }
 
 /// The devices after `NAME:`.
-fn devices(selection: Option<&str>) -> Result<Devices, String> {
+fn devices(selection: Option<&str>) -> Result<DeviceSelection, String> {
     let Some(selection) = selection else {
-        return Ok(Devices::Default);
+        return Ok(DeviceSelection::Default);
     };
     if selection == "all" {
-        return Ok(Devices::All);
+        return Ok(DeviceSelection::All);
     }
     if let Ok(index) = selection.parse::<u32>() {
-        return Ok(Devices::One(index));
+        return Ok(DeviceSelection::One(index));
     }
     let ids = crate::topology::cpulist::parse_list(selection).map_err(|e| {
         format!("'{selection}': {e} (a device set is all, N, or a list such as 0-3,6)")
@@ -104,7 +104,7 @@ fn devices(selection: Option<&str>) -> Result<Devices, String> {
     if indices.is_empty() {
         return Err(format!("'{selection}' names no device"));
     }
-    Ok(Devices::List(indices))
+    Ok(DeviceSelection::List(indices))
 }
 
 impl BackendSpec {
@@ -126,13 +126,13 @@ impl BackendSpec {
             written: format!("{}:all", platform.name()),
             target: SpecTarget::Gpu {
                 platform: platform.name(),
-                devices: Devices::All,
+                devices: DeviceSelection::All,
             },
         }
     }
 
     /// The GPU platform it names, where it names one.
-    pub(super) fn platform(&self) -> Option<(&'static dyn gpu::Platform, &Devices)> {
+    pub(super) fn platform(&self) -> Option<(&'static dyn gpu::Platform, &DeviceSelection)> {
         match &self.target {
             SpecTarget::Gpu { platform, devices } => {
                 let found = PLATFORMS.iter().find(|p| p.name() == *platform)?;
@@ -171,10 +171,13 @@ mod tests {
             platform: "sim",
             devices,
         };
-        assert_eq!(parsed("sim"), Ok(gpu(Devices::Default)));
-        assert_eq!(parsed("sim:2"), Ok(gpu(Devices::One(2))));
-        assert_eq!(parsed("sim:all"), Ok(gpu(Devices::All)));
-        assert_eq!(parsed("sim:3,0-1,3"), Ok(gpu(Devices::List(vec![3, 0, 1]))));
+        assert_eq!(parsed("sim"), Ok(gpu(DeviceSelection::Default)));
+        assert_eq!(parsed("sim:2"), Ok(gpu(DeviceSelection::One(2))));
+        assert_eq!(parsed("sim:all"), Ok(gpu(DeviceSelection::All)));
+        assert_eq!(
+            parsed("sim:3,0-1,3"),
+            Ok(gpu(DeviceSelection::List(vec![3, 0, 1])))
+        );
         assert_eq!(
             "sim:all".parse::<BackendSpec>().unwrap().to_string(),
             "sim:all"

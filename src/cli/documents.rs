@@ -259,7 +259,7 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             let dir = beside();
             let plots = report::latency_tables::plots(&records);
             write_plots(&dir, &plots, args.png)?;
-            let doc = view::View::LatencyStudy {
+            let doc = view::View::LatencyExperiment {
                 records: &records,
                 plots: &plots,
                 dir: &dir,

@@ -8,11 +8,11 @@ use super::common::print;
 use super::latency_values::{
     ChaseOrders, Delays, Mixes, parse_delays, parse_load_cpus, parse_mixes, parse_orders,
 };
-use crate::engine::latency_probes::{ExperimentFacts, LatencyRequest, LatencySession};
+use crate::engine::latency_probes::{ExperimentContext, LatencyRequest, LatencySession};
 use crate::error::{Error, Input, Result};
 use crate::latency::LatencyPlan;
 use crate::latency::load::{self, LoadedPlan};
-use crate::latency::record::{self, C2cLine, LatencyStudy};
+use crate::latency::record::{self, C2cLine, LatencyExperiment};
 use crate::memory::Hugepages;
 use crate::memory::policy::Policy;
 use crate::placement::Written;
@@ -228,16 +228,16 @@ fn latency_request(args: &LatencyArgs, topo: &Topology) -> Result<LatencyRequest
         clock_ghz,
     };
     let study = if args.c2c.is_some() {
-        LatencyStudy::C2c
+        LatencyExperiment::C2c
     } else if args.numa_matrix.is_some() {
-        LatencyStudy::Matrix
+        LatencyExperiment::Matrix
     } else if loaded.is_some() {
-        LatencyStudy::Loaded
+        LatencyExperiment::Loaded
     } else {
-        LatencyStudy::Idle
+        LatencyExperiment::Idle
     };
     let request = LatencyRequest {
-        facts: ExperimentFacts {
+        facts: ExperimentContext {
             caches: topo.cache_per_thread(&[cpu]),
             peak_gb_s: crate::peak::estimate(topo, &args.peak.request()).map(|p| p.node_gb_s()),
             // No --mem: the policy is numactl's, where there is one (the

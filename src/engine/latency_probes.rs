@@ -8,12 +8,14 @@ use super::probe::{Probe, drive};
 use super::session::Session;
 use crate::error::Result;
 use crate::latency::load::{self, LoadedPlan, Mix};
-use crate::latency::{self, Chain, ChaseOrder, LatencyPlan, LatencyPoint};
+use crate::latency::{self, Chain, ChaseOrder, LatencyPlan, WorkingSetLatency};
 use crate::memory::Hugepages;
 use crate::memory::policy::Policy;
 use crate::memory::written::{ArrayPolicy, PolicySpec};
 use crate::observe::{Watch, Window};
-use crate::results::latency_record::{C2cLine, Latency, LatencyKey, LatencyStudy, LoadPoint};
+use crate::results::latency_record::{
+    C2cLine, Latency, LatencyExperiment, LatencyKey, LoadedLatency,
+};
 use crate::topology::Topology;
 use crate::topology::cpulist::IdSet;
 use crate::trust::Effect;
@@ -24,7 +26,7 @@ pub type LatencySession = Session<LatencyKey, Latency>;
 
 /// What every point of one experiment carries besides its measurement.
 #[derive(Debug, Clone)]
-pub struct ExperimentFacts {
+pub struct ExperimentContext {
     /// Capacity of each cache level serving the chasing CPU, bytes.
     pub caches: BTreeMap<String, u64>,
     /// Theoretical peak bandwidth of the node, when known.
@@ -37,9 +39,9 @@ pub struct ExperimentFacts {
 #[derive(Debug, Clone)]
 pub struct LatencyRequest {
     pub plan: LatencyPlan,
-    pub study: LatencyStudy,
+    pub study: LatencyExperiment,
     pub loaded: Option<LoadedPlan>,
-    pub facts: ExperimentFacts,
+    pub facts: ExperimentContext,
     /// The core-to-core study's cases, in the order measured.
     pub c2c_lines: Vec<C2cLine>,
 }
@@ -51,8 +53,8 @@ pub fn measure(topo: &Topology, request: &LatencyRequest, out: &mut LatencySessi
     let mut chases = Chases { plan, facts };
     match (&request.loaded, request.study) {
         (Some(loaded), _) => return run_loaded(plan, facts, loaded, out),
-        (None, LatencyStudy::Matrix) => drive(&mut chases, &matrix_chases(plan, topo), out),
-        (None, LatencyStudy::C2c) => {
+        (None, LatencyExperiment::Matrix) => drive(&mut chases, &matrix_chases(plan, topo), out),
+        (None, LatencyExperiment::C2c) => {
             let llcs = topo.llc_domains();
             let mut probe = CoreToCore {
                 plan,
@@ -128,10 +130,10 @@ fn resumed_records(out: &LatencySession) -> Vec<crate::results::latency_record::
 /// of `cpus` while it was measured.
 fn payload(
     plan: &LatencyPlan,
-    facts: &ExperimentFacts,
-    latency: LatencyPoint,
+    facts: &ExperimentContext,
+    latency: WorkingSetLatency,
     (watch, cpus): (&Watch, &[usize]),
-    load: Option<LoadPoint>,
+    load: Option<LoadedLatency>,
     idle_p50_ns: Option<f64>,
 ) -> Latency {
     let mut payload = Latency {
@@ -155,7 +157,7 @@ fn payload(
 }
 
 /// Samples `chain`, the observers watching.
-fn sample(chain: &mut Chain, plan: &LatencyPlan) -> (LatencyPoint, Watch) {
+fn sample(chain: &mut Chain, plan: &LatencyPlan) -> (WorkingSetLatency, Watch) {
     let mut watch = Watch::host_started();
     let point = chain.sample(plan.time_per_size, plan.clock_ghz);
     watch.stop();
@@ -166,7 +168,7 @@ fn sample(chain: &mut Chain, plan: &LatencyPlan) -> (LatencyPoint, Watch) {
 /// set it).
 fn key(
     pages: Hugepages,
-    study: LatencyStudy,
+    study: LatencyExperiment,
     cpu: usize,
     policy: &Policy,
     bytes: u64,
@@ -198,7 +200,7 @@ struct Chase {
 /// The chase probe: one working set built and chased per point.
 struct Chases<'p> {
     plan: &'p LatencyPlan,
-    facts: &'p ExperimentFacts,
+    facts: &'p ExperimentContext,
 }
 
 impl Probe for Chases<'_> {
@@ -226,7 +228,13 @@ fn idle_chases(plan: &LatencyPlan) -> Vec<Chase> {
     for &pages in &plan.hugepages {
         for &order in &plan.orders {
             for &bytes in &plan.sizes {
-                let mut key = key(pages, LatencyStudy::Idle, plan.cpu, &plan.policy, bytes);
+                let mut key = key(
+                    pages,
+                    LatencyExperiment::Idle,
+                    plan.cpu,
+                    &plan.policy,
+                    bytes,
+                );
                 key.order = order;
                 chases.push(Chase {
                     key,
@@ -254,7 +262,13 @@ fn matrix_chases(plan: &LatencyPlan, topo: &Topology) -> Vec<Chase> {
         };
         for &mem in topo.allowed_mems.ids() {
             let policy = Policy::Bind(IdSet::new(vec![mem]));
-            let mut key = key(plan.hugepages[0], LatencyStudy::Matrix, cpu, &policy, bytes);
+            let mut key = key(
+                plan.hugepages[0],
+                LatencyExperiment::Matrix,
+                cpu,
+                &policy,
+                bytes,
+            );
             key.order = plan.orders[0];
             (key.cpu_node, key.mem_node) = (Some(node.id), Some(mem));
             chases.push(Chase { key, policy });
@@ -274,7 +288,7 @@ struct Pair {
 /// The core-to-core probe: one pair and one case of the line per point.
 struct CoreToCore<'p> {
     plan: &'p LatencyPlan,
-    facts: &'p ExperimentFacts,
+    facts: &'p ExperimentContext,
     topo: &'p Topology,
     llcs: Vec<IdSet>,
 }
@@ -310,7 +324,13 @@ fn pairs(plan: &LatencyPlan, topo: &Topology, lines: &[C2cLine]) -> Vec<Pair> {
     for &line in lines {
         for (i, &a) in cpus.iter().enumerate() {
             for &b in &cpus[i + 1..] {
-                let mut key = key(plan.hugepages[0], LatencyStudy::C2c, a, &Policy::Local, 64);
+                let mut key = key(
+                    plan.hugepages[0],
+                    LatencyExperiment::C2c,
+                    a,
+                    &Policy::Local,
+                    64,
+                );
                 (key.peer_cpu, key.line) = (Some(b), Some(line));
                 pairs.push(Pair {
                     key,
@@ -326,7 +346,7 @@ fn pairs(plan: &LatencyPlan, topo: &Topology, lines: &[C2cLine]) -> Vec<Pair> {
 /// The chaser's idle latency first, then every mix and delay under load.
 fn run_loaded(
     plan: &LatencyPlan,
-    facts: &ExperimentFacts,
+    facts: &ExperimentContext,
     loaded: &LoadedPlan,
     out: &mut LatencySession,
 ) -> Result<()> {
@@ -337,7 +357,7 @@ fn run_loaded(
     let idle_ns = idle.p50_ns;
     let mut idle_key = key(
         plan.hugepages[0],
-        LatencyStudy::Idle,
+        LatencyExperiment::Idle,
         plan.cpu,
         &plan.policy,
         bytes,
@@ -350,7 +370,7 @@ fn run_loaded(
     let point_key = |mix: Mix, delay_ns: f64| {
         let mut k = key(
             plan.hugepages[0],
-            LatencyStudy::Loaded,
+            LatencyExperiment::Loaded,
             plan.cpu,
             &plan.policy,
             bytes,

@@ -119,11 +119,13 @@ impl<P: Keyed + Serialize, D: Serialize> Session<P, D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::latency_record::{Latency, LatencyKey, LatencyPoint, LatencyStudy};
+    use crate::results::latency_record::{
+        Latency, LatencyExperiment, LatencyKey, WorkingSetLatency,
+    };
 
     fn key(bytes: u64) -> LatencyKey {
         LatencyKey {
-            study: LatencyStudy::Idle,
+            study: LatencyExperiment::Idle,
             cpu: 0,
             cpu_node: None,
             mem: Default::default(),
@@ -141,7 +143,7 @@ mod tests {
 
     fn payload() -> Latency {
         Latency {
-            latency: LatencyPoint {
+            latency: WorkingSetLatency {
                 bytes: 4096,
                 lines: 64,
                 min_ns: 1.0,

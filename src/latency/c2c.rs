@@ -4,7 +4,7 @@
 //! the other loads (HIT). The report gives one hop in ns, as a
 //! distribution over timed chunks.
 
-use super::{LatencyPoint, summarize};
+use super::{WorkingSetLatency, summarize};
 use crate::error::{Error, Result};
 use crate::kernels::chase::{chase, flush_lines};
 use crate::team::Padded;
@@ -125,7 +125,7 @@ pub fn measure<T>(
     time: Duration,
     clock_ghz: Option<f64>,
     at_end: impl FnOnce() -> T,
-) -> Result<(LatencyPoint, T)> {
+) -> Result<(WorkingSetLatency, T)> {
     match line {
         C2cLine::Modified => pingpong(a, b, time, clock_ghz, at_end),
         C2cLine::Clean => shared_read(a, b, time, clock_ghz, at_end),
@@ -142,7 +142,7 @@ fn pingpong<T>(
     time: Duration,
     clock_ghz: Option<f64>,
     at_end: impl FnOnce() -> T,
-) -> Result<(LatencyPoint, T)> {
+) -> Result<(WorkingSetLatency, T)> {
     let line = Padded(AtomicU64::new(0));
     let mut value = 0u64;
     let (samples, end) = between(
@@ -177,7 +177,7 @@ fn shared_read<T>(
     time: Duration,
     clock_ghz: Option<f64>,
     at_end: impl FnOnce() -> T,
-) -> Result<(LatencyPoint, T)> {
+) -> Result<(WorkingSetLatency, T)> {
     const PAGE_WORDS: usize = 4096 / 8;
     const LINE_WORDS: usize = super::LINE / 8;
     let at: Vec<usize> = (0..CLEAN_LINES)

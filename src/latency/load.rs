@@ -11,7 +11,7 @@ use super::Chain;
 use crate::error::{Error, Result};
 use crate::kernels::{ARRAYS, ArrayId, KernelFns, SCALAR};
 use crate::memory::policy::Policy;
-pub use crate::results::latency_record::{LoadPoint, Mix};
+pub use crate::results::latency_record::{LoadedLatency, Mix};
 use crate::sys::MappedArray;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -134,7 +134,7 @@ const IDLE: usize = usize::MAX;
 pub fn measure(
     plan: &LoadedPlan,
     chain: &mut Chain,
-    mut each: impl FnMut(&LoadPoint, &super::LatencyPoint) -> Result<bool>,
+    mut each: impl FnMut(&LoadedLatency, &super::WorkingSetLatency) -> Result<bool>,
 ) -> Result<()> {
     super::pin(plan.chaser_cpu)?;
     let fns: Vec<KernelFns> = plan
@@ -160,7 +160,7 @@ pub fn measure(
                 scope.spawn(move || load_thread(plan, cpu, fns, control, counter))
             })
             .collect();
-        let result = drive(plan, chain, &control, &progress, &mut each);
+        let result = chase_each_load(plan, chain, &control, &progress, &mut each);
         control.quit.store(true, Ordering::Relaxed);
         for w in workers {
             match w.join() {
@@ -173,12 +173,14 @@ pub fn measure(
     })
 }
 
-fn drive(
+/// The chaser's side: once every load thread is up, each mix and delay
+/// set in turn and the chain chased under it.
+fn chase_each_load(
     plan: &LoadedPlan,
     chain: &mut Chain,
     control: &Control,
     progress: &[Progress],
-    each: &mut impl FnMut(&LoadPoint, &super::LatencyPoint) -> Result<bool>,
+    each: &mut impl FnMut(&LoadedLatency, &super::WorkingSetLatency) -> Result<bool>,
 ) -> Result<()> {
     while control.ready.load(Ordering::Acquire) < progress.len() {
         if control.failed.load(Ordering::Relaxed) {
@@ -211,7 +213,7 @@ fn drive(
             };
             let spins = first.spins_for(delay_ns * LINES_PER_STEP as f64);
             let elements = after.saturating_sub(before) as f64;
-            let point = LoadPoint {
+            let point = LoadedLatency {
                 mix,
                 delay_ns,
                 delay_spins: spins,

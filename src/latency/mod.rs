@@ -12,7 +12,7 @@ pub mod c2c;
 pub mod load;
 /// The records latency results are kept in (the results model owns them).
 pub use crate::results::latency_record as record;
-pub use crate::results::latency_record::{ChaseOrder, LatencyPoint, PAGE_LOCAL_WINDOW};
+pub use crate::results::latency_record::{ChaseOrder, PAGE_LOCAL_WINDOW, WorkingSetLatency};
 
 use crate::error::{Error, Result};
 use crate::kernels::chase::chase;
@@ -117,7 +117,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// Measures every working set of the plan in turn, pinned to its CPU.
-pub fn measure(plan: &LatencyPlan) -> Result<Vec<LatencyPoint>> {
+pub fn measure(plan: &LatencyPlan) -> Result<Vec<WorkingSetLatency>> {
     pin(plan.cpu)?;
     plan.sizes
         .iter()
@@ -202,7 +202,7 @@ impl Chain {
 
     /// Chases in timed chunks for about `time` (at least 5 chunks) and
     /// summarizes the chunks' nanoseconds per load.
-    pub fn sample(&mut self, time: Duration, clock_ghz: Option<f64>) -> LatencyPoint {
+    pub fn sample(&mut self, time: Duration, clock_ghz: Option<f64>) -> WorkingSetLatency {
         let per_chunk = CHUNK_LOADS;
         let chain: &[u64] = self.array.as_mut_words();
         let mut at = self.at;
@@ -229,11 +229,11 @@ pub(crate) fn summarize(
     mut samples: Vec<f64>,
     per_chunk: usize,
     clock_ghz: Option<f64>,
-) -> LatencyPoint {
+) -> WorkingSetLatency {
     let mean = samples.iter().sum::<f64>() / samples.len().max(1) as f64;
     samples.sort_by(f64::total_cmp);
     let p50 = percentile(&samples, 0.5);
-    LatencyPoint {
+    WorkingSetLatency {
         bytes: LINE as u64,
         lines: 1,
         min_ns: samples.first().copied().unwrap_or(f64::NAN),

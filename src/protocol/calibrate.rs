@@ -11,7 +11,7 @@ use crate::backend::{ShapeName, TargetArrays};
 use crate::kernels::gpu_builds::ShapeChoice;
 use crate::kernels::{KernelId, KernelStores};
 use crate::plan::Plan;
-use crate::results::measurement::{Launch, LaunchTried};
+use crate::results::measurement::{ShapeRecord, ShapeTried};
 use crate::results::targets::Clock;
 use std::time::{Duration, Instant};
 
@@ -44,7 +44,7 @@ pub(super) struct Calibrated {
     /// Kernel calls per repetition.
     pub calls: usize,
     /// Each kernel's launch (by the plan's order), where it had shapes.
-    pub launches: Vec<Option<Launch>>,
+    pub launches: Vec<Option<ShapeRecord>>,
 }
 
 /// One timed call of `repeats` of `kernel`: the target's own time where
@@ -122,9 +122,9 @@ fn fastest_shape(
     device: &mut dyn TargetArrays,
     kernel: KernelId,
     repeats: usize,
-) -> Option<Launch> {
+) -> Option<ShapeRecord> {
     let shapes = device.shapes(kernel);
-    let launch = |shape: &ShapeName, tried, kept_within| Launch {
+    let launch = |shape: &ShapeName, tried, kept_within| ShapeRecord {
         shape: shape.label.clone(),
         id: shape.id.clone(),
         measured_on: shape.measured_on.map(String::from),
@@ -158,7 +158,7 @@ fn fastest_shape(
     device.choose_shape(kernel, chosen);
     let bytes = (kernel.spec().bytes_counted() * (plan.elements * repeats) as u64) as f64;
     let tried = (shapes.iter().zip(&best).zip(invalid))
-        .map(|((shape, &s), invalid)| LaunchTried {
+        .map(|((shape, &s), invalid)| ShapeTried {
             shape: shape.label.clone(),
             id: shape.id.clone(),
             best_gb_s: bytes / s / 1e9,

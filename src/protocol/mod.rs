@@ -108,7 +108,7 @@ struct Timed {
     /// the calls a repetition makes).
     expected: Expected,
     /// Each kernel's launch, where the target had shapes to choose from.
-    launches: Vec<Option<crate::results::measurement::Launch>>,
+    launches: Vec<Option<crate::results::measurement::ShapeRecord>>,
     /// How long a calibrated repetition had to last, s.
     floor_s: Option<f64>,
     /// Each kernel's stores (the CPU team's): as planned, or as timed

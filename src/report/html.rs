@@ -86,7 +86,7 @@ impl super::view::TextExporter for Html {
                 let results = study::html::html(records, *kernel, *layout);
                 page(host, &study::context(records), &results, plots)
             }
-            View::LatencyStudy { records, plots, .. } => {
+            View::LatencyExperiment { records, plots, .. } => {
                 let host = records.first().map_or("unknown", |r| &r.host.hostname);
                 let tables = preformatted(&super::latency_tables::render(records));
                 page(host, &[], &tables, plots)

@@ -39,7 +39,7 @@ impl super::view::TextExporter for Jsonl {
             View::Peers(r) => lines([r]),
             View::Latency(report) => lines(&report.records),
             View::Study { records, .. } | View::Summary { records, .. } => lines(*records),
-            View::LatencyStudy { records, .. } => lines(*records),
+            View::LatencyExperiment { records, .. } => lines(*records),
             View::Check(verdict) => lines([verdict]),
             // The candidates' records, best first.
             View::Tune(view) => lines(view.ranked.iter().map(|(r, _)| r)),

@@ -3,7 +3,7 @@
 //! comparison of two files.
 
 use crate::latency::load::Mix;
-use crate::latency::record::{LatencyRecord, LatencyStudy};
+use crate::latency::record::{LatencyExperiment, LatencyRecord};
 use crate::units::Bytes;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -11,13 +11,13 @@ use std::fmt::Write;
 /// Everything the records hold, as tables.
 pub fn render(records: &[LatencyRecord]) -> String {
     let mut o = String::new();
-    let of = |study: LatencyStudy| -> Vec<&LatencyRecord> {
+    let of = |study: LatencyExperiment| -> Vec<&LatencyRecord> {
         records.iter().filter(|r| r.point.study == study).collect()
     };
     let (idle, matrix, loaded) = (
-        of(LatencyStudy::Idle),
-        of(LatencyStudy::Matrix),
-        of(LatencyStudy::Loaded),
+        of(LatencyExperiment::Idle),
+        of(LatencyExperiment::Matrix),
+        of(LatencyExperiment::Loaded),
     );
     if !idle.is_empty() && loaded.is_empty() {
         idle_tables(&mut o, &idle);
@@ -28,7 +28,7 @@ pub fn render(records: &[LatencyRecord]) -> String {
     if !loaded.is_empty() {
         loaded_tables(&mut o, &loaded);
     }
-    let pairs = of(LatencyStudy::C2c);
+    let pairs = of(LatencyExperiment::C2c);
     if !pairs.is_empty() {
         super::c2c::render(&mut o, &pairs);
     }
@@ -288,10 +288,10 @@ fn loaded_tables(o: &mut String, loaded: &[&LatencyRecord]) {
 /// The plots the records make: (title, file name, SVG).
 pub fn plots(records: &[LatencyRecord]) -> Vec<super::Plot> {
     let mut out = Vec::new();
-    let of = |study: LatencyStudy| -> Vec<&LatencyRecord> {
+    let of = |study: LatencyExperiment| -> Vec<&LatencyRecord> {
         records.iter().filter(|r| r.point.study == study).collect()
     };
-    let idle = of(LatencyStudy::Idle);
+    let idle = of(LatencyExperiment::Idle);
     let series: Vec<(String, Vec<(u64, f64)>)> = idle_series(&idle)
         .into_iter()
         .map(|(label, v)| {
@@ -310,7 +310,7 @@ pub fn plots(records: &[LatencyRecord]) -> Vec<super::Plot> {
             svg,
         });
     }
-    let loaded = of(LatencyStudy::Loaded);
+    let loaded = of(LatencyExperiment::Loaded);
     for (i, (setup, mixes)) in loaded_curves(&loaded).into_iter().enumerate() {
         let curves: Vec<(String, Vec<(f64, f64)>)> = mixes
             .iter()
@@ -338,7 +338,7 @@ pub fn plots(records: &[LatencyRecord]) -> Vec<super::Plot> {
             });
         }
     }
-    let cells = matrix_cells(&of(LatencyStudy::Matrix));
+    let cells = matrix_cells(&of(LatencyExperiment::Matrix));
     if !cells.is_empty()
         && let Some(svg) = crate::report::plot::latency_matrix_plot(&cells)
     {
@@ -348,7 +348,7 @@ pub fn plots(records: &[LatencyRecord]) -> Vec<super::Plot> {
             svg,
         });
     }
-    out.extend(super::c2c::plots(&of(LatencyStudy::C2c)));
+    out.extend(super::c2c::plots(&of(LatencyExperiment::C2c)));
     out
 }
 

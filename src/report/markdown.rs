@@ -135,7 +135,7 @@ impl super::view::TextExporter for Markdown {
             View::Summary { records, kernel } => {
                 Some(Ok(super::study::summary(records, *kernel, true)))
             }
-            View::LatencyStudy {
+            View::LatencyExperiment {
                 records,
                 plots,
                 dir,

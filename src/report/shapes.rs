@@ -5,7 +5,7 @@
 //! the run's.
 
 use crate::kernels::KernelId;
-use crate::results::measurement::{Launch, LaunchTried, Measurement};
+use crate::results::measurement::{Measurement, ShapeRecord, ShapeTried};
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -44,7 +44,7 @@ pub struct KernelShapes {
     /// The chosen shape's best rate over the run's repetitions, GB/s.
     pub run_gb_s: f64,
     /// Every shape, fastest first.
-    pub shapes: Vec<LaunchTried>,
+    pub shapes: Vec<ShapeTried>,
 }
 
 impl ShapeSearch {
@@ -58,7 +58,7 @@ impl ShapeSearch {
     ) -> ShapeSearch {
         let kernels = (m.results.iter())
             .filter_map(|r| {
-                let launch: &Launch = r.launch.as_ref()?;
+                let launch: &ShapeRecord = r.launch.as_ref()?;
                 let mut shapes = launch.tried.clone();
                 let default = shapes.first().map(|s| s.id.clone()).unwrap_or_default();
                 shapes.sort_by(|a, b| b.best_gb_s.total_cmp(&a.best_gb_s));
@@ -174,8 +174,8 @@ fn verdict(k: &KernelShapes) -> String {
 mod tests {
     use super::*;
 
-    fn tried(id: &str, gb_s: f64, invalid: Option<&str>) -> LaunchTried {
-        LaunchTried {
+    fn tried(id: &str, gb_s: f64, invalid: Option<&str>) -> ShapeTried {
+        ShapeTried {
             shape: String::new(),
             id: id.into(),
             best_gb_s: gb_s,

@@ -337,7 +337,7 @@ impl super::view::TextExporter for Text {
                 ..
             } => super::study::summary_laid_out(records, *kernel, false, *layout),
             View::Summary { records, kernel } => super::study::summary(records, *kernel, false),
-            View::LatencyStudy {
+            View::LatencyExperiment {
                 records,
                 plots,
                 dir,

@@ -36,7 +36,7 @@ pub enum View<'a> {
         kernel: KernelId,
     },
     /// `membw report` on a latency results file, its plots in `dir`.
-    LatencyStudy {
+    LatencyExperiment {
         records: &'a [LatencyRecord],
         plots: &'a [super::Plot],
         dir: &'a std::path::Path,
@@ -98,7 +98,7 @@ impl View<'_> {
             View::Exec(_) => "exec",
             View::Peers(_) => "peers",
             View::Latency(_) => "latency",
-            View::Study { .. } | View::LatencyStudy { .. } | View::Nodes { .. } => "report",
+            View::Study { .. } | View::LatencyExperiment { .. } | View::Nodes { .. } => "report",
             View::Summary { .. } => "sweep",
             View::Compare(_) => "compare",
             View::Check(_) => "check",

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 /// What one working set gave.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct LatencyPoint {
+pub struct WorkingSetLatency {
     pub bytes: u64,
     pub lines: u64,
     /// Nanoseconds per load: the fastest chunk, and percentiles over chunks.
@@ -171,7 +171,7 @@ impl std::fmt::Display for Mix {
 
 /// One point of a bandwidth-latency curve.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct LoadPoint {
+pub struct LoadedLatency {
     pub mix: Mix,
     pub delay_ns: f64,
     pub delay_spins: u64,
@@ -189,7 +189,7 @@ pub const EXPERIMENT: &str = "latency";
 /// Which latency study a point belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum LatencyStudy {
+pub enum LatencyExperiment {
     /// Latency vs working set, no other traffic.
     Idle,
     /// One cell of the CPU node × memory node matrix.
@@ -200,14 +200,14 @@ pub enum LatencyStudy {
     C2c,
 }
 
-impl LatencyStudy {
+impl LatencyExperiment {
     /// The name in records and tables.
     pub fn name(self) -> &'static str {
         match self {
-            LatencyStudy::Idle => "idle",
-            LatencyStudy::Matrix => "matrix",
-            LatencyStudy::Loaded => "loaded",
-            LatencyStudy::C2c => "c2c",
+            LatencyExperiment::Idle => "idle",
+            LatencyExperiment::Matrix => "matrix",
+            LatencyExperiment::Loaded => "loaded",
+            LatencyExperiment::C2c => "c2c",
         }
     }
 }
@@ -215,7 +215,7 @@ impl LatencyStudy {
 /// What a point measured: the key for resume and for comparing files.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyKey {
-    pub study: LatencyStudy,
+    pub study: LatencyExperiment,
     pub cpu: usize,
     pub cpu_node: Option<usize>,
     /// The working set's memory policy, typed, its nodes as resolved
@@ -308,10 +308,10 @@ pub type LatencyRecord = super::Envelope<LatencyKey, Latency>;
 /// What a latency point measured.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Latency {
-    pub latency: LatencyPoint,
+    pub latency: WorkingSetLatency,
     /// The load threads' traffic (loaded points).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load: Option<LoadPoint>,
+    pub load: Option<LoadedLatency>,
     /// The chaser's idle latency at the same working set, measured just
     /// before the loaded sweep (loaded points).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -342,14 +342,14 @@ pub struct Latency {
 pub struct LatencyReport {
     pub schema_version: u32,
     pub experiment: String,
-    pub study: LatencyStudy,
+    pub study: LatencyExperiment,
     pub timestamp: String,
     pub host: super::Host,
     pub cpu: usize,
     pub mem: String,
     pub hugepages: String,
     pub clock_ghz: Option<f64>,
-    pub points: Vec<LatencyPoint>,
+    pub points: Vec<WorkingSetLatency>,
     pub records: Vec<LatencyRecord>,
 }
 
@@ -386,7 +386,7 @@ mod tests {
     #[test]
     fn keys_tell_points_apart_and_records_round_trip() {
         let key = LatencyKey {
-            study: LatencyStudy::Idle,
+            study: LatencyExperiment::Idle,
             cpu: 0,
             cpu_node: Some(0),
             mem: Default::default(),
@@ -416,7 +416,7 @@ mod tests {
         }))
         .unwrap();
         let latency = Latency {
-            latency: LatencyPoint {
+            latency: WorkingSetLatency {
                 bytes: 4096,
                 lines: 64,
                 min_ns: 1.0,

@@ -3,7 +3,7 @@
 //! measurement source (the in-process STREAM protocol, the fake source of
 //! the tests, later foreign programs and MPI ranks) returns this shape.
 
-pub use super::launch::{Launch, LaunchTried};
+pub use super::shape_record::{ShapeRecord, ShapeTried};
 use super::targets::Target;
 pub use super::thread_placement::ThreadPlacement;
 use crate::error::{Error, Result};
@@ -43,7 +43,7 @@ pub struct KernelResult {
     /// How the kernel was launched, where the target launches it (a GPU's
     /// grid), and the other shapes timed beside it before the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub launch: Option<Launch>,
+    pub launch: Option<ShapeRecord>,
     /// The CPU team's stores for this kernel and why (absent: not the CPU team, or older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stores: Option<crate::kernels::KernelStores>,

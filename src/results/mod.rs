@@ -10,7 +10,6 @@ pub mod estimate;
 pub mod file;
 mod host;
 pub mod latency_record;
-mod launch;
 pub mod measurement;
 pub mod peak;
 pub mod peers;
@@ -23,6 +22,7 @@ mod run_result;
 mod run_trust;
 mod schema;
 pub mod scope;
+mod shape_record;
 
 pub mod study;
 pub mod targets;

@@ -45,7 +45,7 @@ pub(super) fn device_count() -> Result<u32, String> {
 
 /// What the driver says of one GPU.
 #[derive(Debug, Clone)]
-pub(super) struct CudaFacts {
+pub(super) struct CudaAttributes {
     pub name: String,
     /// `GPU-8c3d...`, as nvidia-smi prints it.
     pub uuid: String,
@@ -61,7 +61,7 @@ pub(super) struct CudaFacts {
 }
 
 /// The facts of GPU `index`.
-pub(super) fn facts(index: u32) -> Result<CudaFacts, String> {
+pub(super) fn facts(index: u32) -> Result<CudaAttributes, String> {
     load()?;
     let dev = result::device::get(index as i32).map_err(|e| fail("cuDeviceGet", e))?;
     let attribute = |a: sys::CUdevice_attribute| -> Result<i32, String> {
@@ -88,7 +88,7 @@ pub(super) fn facts(index: u32) -> Result<CudaFacts, String> {
         .result()
         .map_err(|e| fail("cuDriverGetVersion", e))?;
     let uuid = result::device::get_uuid(dev).map_err(|e| fail("cuDeviceGetUuid", e))?;
-    Ok(CudaFacts {
+    Ok(CudaAttributes {
         name: result::device::get_name(dev).map_err(|e| fail("cuDeviceGetName", e))?,
         // c_char: i8 on x86-64, u8 on aarch64; the bits are the same.
         uuid: format_uuid(&uuid.bytes.map(|b| b.to_ne_bytes()[0])),

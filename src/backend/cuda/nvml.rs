@@ -30,7 +30,7 @@ fn nvml() -> Result<&'static Nvml, String> {
 
 /// What NVML says of the GPU at `bus_id`.
 #[derive(Debug, Clone)]
-pub(super) struct NvmlFacts {
+pub(super) struct NvmlReadings {
     /// Memory peak, GB/s; why it is unknown otherwise.
     pub memory_peak: Result<f64, String>,
     /// The clock and bus width it was computed from, in words.
@@ -47,11 +47,11 @@ pub(super) struct NvmlFacts {
 }
 
 /// What NVML says of the GPU at `bus_id`, as far as it loads.
-pub(super) fn facts(bus_id: &str) -> NvmlFacts {
+pub(super) fn facts(bus_id: &str) -> NvmlReadings {
     let nvml = match nvml() {
         Ok(n) => n,
         Err(why) => {
-            return NvmlFacts {
+            return NvmlReadings {
                 memory_peak: Err(why),
                 memory_peak_from: None,
                 driver_version: None,
@@ -64,7 +64,7 @@ pub(super) fn facts(bus_id: &str) -> NvmlFacts {
     let clock_and_bus = (nvml.device_by_pci_bus_id(bus_id))
         .and_then(|d| Ok((d.max_clock_info(Clock::Memory)?, d.memory_bus_width()?)))
         .map_err(|e| format!("NVML gives no memory clock and bus width ({e})"));
-    NvmlFacts {
+    NvmlReadings {
         memory_peak: (clock_and_bus.clone()).map(|(mhz, bits)| memory_peak_gb_s(mhz, bits)),
         memory_peak_from: (clock_and_bus.ok()).map(|(mhz, bits)| {
             format!("NVML's {mhz} MHz memory clock × {bits}-bit bus, 2 transfers a clock")

@@ -18,7 +18,7 @@ pub(super) fn device_count() -> Result<u32, String> {
 
 /// What HIP says of one GPU.
 #[derive(Debug, Clone)]
-pub(super) struct HipFacts {
+pub(super) struct HipAttributes {
     /// `AMD Instinct MI250X`.
     pub name: String,
     /// The target of the code object that loads on it (`gfx90a`).
@@ -40,7 +40,7 @@ pub(super) struct HipFacts {
 }
 
 /// The facts of GPU `index`.
-pub(super) fn facts(index: u32) -> Result<HipFacts, String> {
+pub(super) fn facts(index: u32) -> Result<HipAttributes, String> {
     let api = api::api()?;
     let device = index as c_int;
     let attribute = |a: Attribute| -> Result<i32, String> {
@@ -80,7 +80,7 @@ pub(super) fn facts(index: u32) -> Result<HipFacts, String> {
     let clock_khz = attribute(Attribute::MemoryClockRate)?;
     let width_bits = attribute(Attribute::MemoryBusWidth)?;
     let peak = memory_peak(&name, clock_khz, width_bits);
-    Ok(HipFacts {
+    Ok(HipAttributes {
         target: super::runtime::target_of(api, device)?,
         memory_bytes: memory as u64,
         bus_id: crate::topology::pci::normal_address(&bus),

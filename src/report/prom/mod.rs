@@ -8,7 +8,7 @@ mod memory;
 use crate::health::Scope;
 use crate::health::verdict::Verdict;
 use crate::results::RunReport;
-use crate::results::latency_record::{LatencyReport, LatencyStudy};
+use crate::results::latency_record::{LatencyExperiment, LatencyReport};
 use crate::results::targets::Device;
 use std::fmt::Write;
 
@@ -387,7 +387,7 @@ pub fn latency(r: &LatencyReport) -> String {
     let samples = r
         .records
         .iter()
-        .filter(|rec| rec.point.study != LatencyStudy::Loaded)
+        .filter(|rec| rec.point.study != LatencyExperiment::Loaded)
         .map(|rec| {
             let p = &rec.point;
             let study = serde_json::to_value(p.study)

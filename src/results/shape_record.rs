@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// A kernel's launch on a device: the shape that ran, and every shape
 /// timed while the protocol calibrated (the fastest was kept).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Launch {
+pub struct ShapeRecord {
     /// `792 blocks of 256 (one wave: 6 per multiprocessor, by occupancy)`.
     pub shape: String,
     /// Its stable id (`w16.u1.b1024.cover`), which `membw run --shape`
@@ -22,7 +22,7 @@ pub struct Launch {
     /// Each shape timed, with its best rate then (GB/s); empty where the
     /// target had one shape.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tried: Vec<LaunchTried>,
+    pub tried: Vec<ShapeTried>,
     /// Where a faster shape was within the noise (this share of the
     /// default's time), so the default shape ran: the noise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -31,7 +31,7 @@ pub struct Launch {
 
 /// One launch shape as calibration timed it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LaunchTried {
+pub struct ShapeTried {
     pub shape: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub id: String,
