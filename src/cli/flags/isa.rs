@@ -20,16 +20,7 @@ pub(crate) struct IsaArgs {
 impl IsaArgs {
     /// Each ISA given, in order, once; `auto` where none was.
     pub(crate) fn each(&self) -> Vec<IsaArg> {
-        let mut out: Vec<IsaArg> = Vec::new();
-        for &isa in self.isa.iter() {
-            if !out.contains(&isa) {
-                out.push(isa);
-            }
-        }
-        if out.is_empty() {
-            out.push(IsaArg::Auto);
-        }
-        out
+        super::one_or_many::each_once(&self.isa)
     }
 
     /// The one ISA of a command that measures one (run, tune, latency).

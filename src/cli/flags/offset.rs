@@ -23,16 +23,7 @@ pub(crate) struct OffsetArgs {
 impl OffsetArgs {
     /// Each offset given, in order, once; 0 where none was.
     pub(crate) fn each(&self) -> Vec<usize> {
-        let mut out: Vec<usize> = Vec::new();
-        for &offset in &self.offset {
-            if !out.contains(&offset) {
-                out.push(offset);
-            }
-        }
-        if out.is_empty() {
-            out.push(0);
-        }
-        out
+        super::one_or_many::each_once(&self.offset)
     }
 
     /// The one offset of a command that measures one layout.

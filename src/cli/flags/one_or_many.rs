@@ -22,3 +22,18 @@ pub(crate) fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
 ) -> std::result::Result<Vec<T>, D::Error> {
     crate::results::study::OneOrMany::deserialize(d).map(crate::results::study::OneOrMany::into_vec)
 }
+
+/// Each value given, in order, once; the default where none was: the
+/// points of an axis.
+pub(crate) fn each_once<T: PartialEq + Copy + Default>(values: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for &value in values {
+        if !out.contains(&value) {
+            out.push(value);
+        }
+    }
+    if out.is_empty() {
+        out.push(T::default());
+    }
+    out
+}
