@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="46b24cac35c4fadaefb120cd81ccb1a3be8eb13be12ce0b3700b989e1dd74d19")
+    version("0.1.0", sha256="5534d340e0480d7d35585295592e6bef3fbba642bde23ed1f0fab6c5b7206881")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
