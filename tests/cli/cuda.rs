@@ -8,37 +8,11 @@
 
 use crate::common;
 
-use crate::common::{fake_cuda_driver as fake_driver, output, skip, usage_error, with_fake};
+use crate::common::{fake_cuda_driver as fake_driver, output, with_fake};
 use serde_json::Value;
 
 /// Small arrays: the fake driver runs on one host thread.
 const SMALL: [&str; 4] = ["--array-size", "200000", "--ntimes", "3"];
-
-/// Whether this host has a real CUDA driver that the loader would find.
-fn real_driver() -> bool {
-    let ldconfig = std::process::Command::new("/sbin/ldconfig")
-        .arg("-p")
-        .output();
-    ldconfig.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("libcuda.so"))
-}
-
-#[test]
-fn without_a_driver_a_gpu_request_ends_in_one_line() {
-    if real_driver() {
-        skip("this host has a CUDA driver: the missing-driver path cannot be shown");
-        return;
-    }
-    // The library named, and the dynamic loader's own words for why.
-    usage_error(
-        &["run", "--backend", "cuda:0"],
-        "no CUDA driver here: libcuda.so.1 does not load (libcuda.so.1: cannot open shared object file",
-    );
-    usage_error(&["check", "--backend", "cuda"], "no CUDA driver here");
-    usage_error(
-        &["sweep", "--backend", "cuda:1", "--kernels", "transfers"],
-        "membw topo lists the GPUs on the PCI bus",
-    );
-}
 
 #[test]
 fn a_driver_without_gpus_and_an_index_past_them_are_refused() {
@@ -240,14 +214,11 @@ fn the_committed_ptx_is_what_the_source_compiles_to() {
         return;
     }
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let out = std::process::Command::new(&python)
-        .arg(root.join("tools/cuda_ptx.py"))
-        .arg("--check")
-        .output()
-        .unwrap();
-    let said =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
+    let said = common::passed_check(
+        std::process::Command::new(&python)
+            .arg(root.join("tools/cuda_ptx.py"))
+            .arg("--check"),
+    );
     for arch in ["sm_70", "sm_80", "sm_90"] {
         assert!(
             said.contains(&format!("assembles kernels.ptx for {arch}")),

@@ -15,7 +15,7 @@
 
 use crate::common;
 
-use crate::common::{fake_cuda_driver, fake_hip_runtime, membw};
+use crate::common::{fake_cuda_driver, fake_hip_runtime, membw, skip, usage_error};
 use serde_json::Value;
 
 /// One vendor, as the tests drive it.
@@ -110,6 +110,66 @@ impl Vendor {
         let mut all = vec!["run", "--backend", self.backend, "--format", "json"];
         all.extend(args);
         serde_json::from_str(&self.ok(&all).0).unwrap()
+    }
+}
+
+/// Each vendor's library as the loader lists it, and what a request says
+/// without it: one line naming the library and the loader's own words, on
+/// every command, the device index or set unread.
+type Refusals = [(&'static [&'static str], &'static str); 3];
+
+const MISSING: [(&str, &str, Refusals); 2] = [
+    (
+        "libcuda.so",
+        "a CUDA driver",
+        [
+            (
+                &["run", "--backend", "cuda:0"],
+                "no CUDA driver here: libcuda.so.1 does not load (libcuda.so.1: cannot open shared object file",
+            ),
+            (&["check", "--backend", "cuda"], "no CUDA driver here"),
+            (
+                &["sweep", "--backend", "cuda:1", "--kernels", "transfers"],
+                "membw topo lists the GPUs on the PCI bus",
+            ),
+        ],
+    ),
+    (
+        "libamdhip64",
+        "ROCm",
+        [
+            (
+                &["run", "--backend", "hip:0"],
+                "no HIP runtime here: none of libamdhip64.so.7, libamdhip64.so.6, libamdhip64.so.5 loads (libamdhip64.so.7: cannot open shared object file",
+            ),
+            (&["check", "--backend", "hip:all"], "ROCm is not installed"),
+            // A set that is no set is named before the runtime is looked for.
+            (
+                &["run", "--backend", "hip:x"],
+                "invalid value 'hip:x' for '--backend <NAME[:N|:all|:LIST]>': 'x': column 1: 'x' is not a number",
+            ),
+        ],
+    ),
+];
+
+#[test]
+fn without_its_library_a_vendors_request_ends_in_one_line() {
+    let ldconfig = std::process::Command::new("/sbin/ldconfig")
+        .arg("-p")
+        .output();
+    let listed = ldconfig.map_or(String::new(), |o| {
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    });
+    for (library, what, refusals) in MISSING {
+        if listed.contains(library) {
+            skip(format!(
+                "this host has {what}: the missing-library path cannot be shown"
+            ));
+            continue;
+        }
+        for (args, said) in refusals {
+            usage_error(args, said);
+        }
     }
 }
 

@@ -28,14 +28,11 @@ fn the_committed_code_objects_are_what_the_source_compiles_to() {
         );
         return;
     }
-    let out = std::process::Command::new("python3")
-        .arg(root().join("tools/hip_code_objects.py"))
-        .arg("--check")
-        .output()
-        .unwrap();
-    let said =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{said}");
+    let said = common::passed_check(
+        std::process::Command::new("python3")
+            .arg(root().join("tools/hip_code_objects.py"))
+            .arg("--check"),
+    );
     for target in ["gfx90a", "gfx942", "gfx1100"] {
         assert!(
             said.contains(&format!(

@@ -8,34 +8,11 @@
 
 use crate::common;
 
-use crate::common::{
-    fake_hip_runtime as fake_runtime, membw, output, skip, usage_error, with_fake,
-};
+use crate::common::{fake_hip_runtime as fake_runtime, membw, output, with_fake};
 use serde_json::Value;
 
 /// Small arrays: the fake runtime runs on one host thread.
 const SMALL: [&str; 4] = ["--array-size", "200000", "--ntimes", "3"];
-
-#[test]
-fn without_rocm_a_hip_request_ends_in_one_line() {
-    let ldconfig = std::process::Command::new("/sbin/ldconfig")
-        .arg("-p")
-        .output();
-    if ldconfig.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("libamdhip64")) {
-        skip("this host has ROCm: the missing-runtime path cannot be shown");
-        return;
-    }
-    usage_error(
-        &["run", "--backend", "hip:0"],
-        "no HIP runtime here: none of libamdhip64.so.7, libamdhip64.so.6, libamdhip64.so.5 loads (libamdhip64.so.7: cannot open shared object file",
-    );
-    usage_error(&["check", "--backend", "hip:all"], "ROCm is not installed");
-    // A set that is no set is named before the runtime is looked for.
-    usage_error(
-        &["run", "--backend", "hip:x"],
-        "invalid value 'hip:x' for '--backend <NAME[:N|:all|:LIST]>': 'x': column 1: 'x' is not a number",
-    );
-}
 
 #[test]
 fn a_runtime_without_gpus_an_index_past_them_and_an_unknown_target_are_refused() {

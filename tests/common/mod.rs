@@ -502,6 +502,16 @@ pub fn with_fake(dir: &Path) -> assert_cmd::Command {
     cmd
 }
 
+/// A checking script's stdout and stderr together, the script having
+/// succeeded (`tools/cuda_ptx.py --check`).
+pub fn passed_check(cmd: &mut std::process::Command) -> String {
+    let out = cmd.output().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    said
+}
+
 /// A command's exit code (-1 for a signal), stdout and stderr.
 pub fn output(cmd: &mut assert_cmd::Command) -> (i32, String, String) {
     let out = cmd.output().unwrap();
@@ -572,7 +582,11 @@ fn fake_library(
         let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests")
             .join(path);
-        let key = content_key(&[source, include_str!("../fake_gpu/kernels.h")]);
+        let key = content_key(&[
+            source,
+            include_str!("../fake_gpu/kernels.h"),
+            include_str!("../fake_gpu/pairs.h"),
+        ]);
         // Each library its own cache entry: one fake does not evict another.
         let stem = path
             .rsplit('/')

@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "../fake_gpu/kernels.h"
+#include "../fake_gpu/pairs.h"
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -192,11 +193,8 @@ CUresult cuMemcpyDtoHAsync_v2(void *to, CUdeviceptr from, size_t bytes, CUstream
 /* Peer copies: every "device" is this process's memory, so a copy is a
  * memcpy; what is checked is that the peer was asked and enabled. */
 CUresult cuDeviceCanAccessPeer(int *can, CUdevice d, CUdevice peer) {
-  int i = -1, j = -1;
-  const char *no = getenv("FAKE_CUDA_NO_PEER");
   if (d < 0 || d >= devices() || peer < 0 || peer >= devices()) return INVALID_DEVICE;
-  if (no) sscanf(no, "%d:%d", &i, &j);
-  *can = d != peer && !((d == i && peer == j) || (d == j && peer == i));
+  *can = fake_peer_reachable(getenv("FAKE_CUDA_NO_PEER"), d, peer);
   return SUCCESS;
 }
 CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags) {

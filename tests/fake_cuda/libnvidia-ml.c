@@ -35,6 +35,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../fake_gpu/pairs.h"
+
 typedef int nvmlReturn_t;
 typedef struct fake_device *nvmlDevice_t;
 enum {
@@ -115,16 +117,7 @@ static int is_device(nvmlDevice_t d) {
 
 /* The NVLink links between GPUs a and b (FAKE_NVML_NVLINK). */
 static int links_between(int a, int b) {
-  const char *spec = getenv("FAKE_NVML_NVLINK");
-  if (!spec) return 0;
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", spec);
-  for (char *pair = strtok(buf, ","); pair; pair = strtok(NULL, ",")) {
-    int x, y, l;
-    if (sscanf(pair, "%d-%d:%d", &x, &y, &l) == 3 && ((x == a && y == b) || (x == b && y == a)))
-      return l;
-  }
-  return 0;
+  return fake_links_between(getenv("FAKE_NVML_NVLINK"), a, b);
 }
 
 /* The GPU at the other end of link `link` of GPU d, or -1 (down): the

@@ -37,6 +37,7 @@
 #include <time.h>
 
 #include "../fake_gpu/kernels.h"
+#include "../fake_gpu/pairs.h"
 
 typedef int hipError_t;
 typedef struct { char name[32]; char full[48]; } *hipFunction_t;
@@ -221,11 +222,8 @@ hipError_t hipMemcpy(void *to, const void *from, size_t bytes, int kind) {
   return hipMemcpyAsync(to, from, bytes, kind, 0);
 }
 hipError_t hipDeviceCanAccessPeer(int *can, int d, int peer) {
-  int i = -1, j = -1;
-  const char *no = getenv("FAKE_HIP_NO_PEER");
   if (d < 0 || d >= devices() || peer < 0 || peer >= devices()) return INVALID_DEVICE;
-  if (no) sscanf(no, "%d:%d", &i, &j);
-  *can = d != peer && !((d == i && peer == j) || (d == j && peer == i));
+  *can = fake_peer_reachable(getenv("FAKE_HIP_NO_PEER"), d, peer);
   return SUCCESS;
 }
 hipError_t hipDeviceEnablePeerAccess(int peer, unsigned flags) {

@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../fake_gpu/pairs.h"
+
 typedef int rsmi_status_t;
 enum { SUCCESS = 0, INVALID_ARGS = 1, NOT_SUPPORTED = 2, INIT_ERROR = 8 };
 enum { LINK_PCIE = 1, LINK_XGMI = 2 };
@@ -43,17 +45,7 @@ static int hip_of(uint32_t i) { return devices() - 1 - (int)i; }
 
 /* The xGMI links between HIP's GPUs a and b. */
 static int links(int a, int b) {
-  const char *spec = getenv("FAKE_RSMI_XGMI");
-  if (!spec) return 0;
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", spec);
-  for (char *pair = strtok(buf, ","); pair; pair = strtok(NULL, ",")) {
-    int x, y, l;
-    if (sscanf(pair, "%d-%d:%d", &x, &y, &l) == 3 &&
-        ((x == a && y == b) || (x == b && y == a)))
-      return l;
-  }
-  return 0;
+  return fake_links_between(getenv("FAKE_RSMI_XGMI"), a, b);
 }
 
 static uint64_t link_mb_s(void) {

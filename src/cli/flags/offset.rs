@@ -9,7 +9,7 @@ use clap::Args;
 /// and cache-set effect, far below any array.
 const MAX_OFFSET: u32 = 1 << 20;
 
-/// `--offset` (run, sweep, tune, baseline, check).
+/// `--offset` (run, sweep, tune).
 #[derive(Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct OffsetArgs {
     /// STREAM's OFFSET (-DOFFSET=N): array b starts N elements, c 2N, past a's 2 MiB alignment, 0 to 1048576;
