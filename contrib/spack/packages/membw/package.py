@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="5534d340e0480d7d35585295592e6bef3fbba642bde23ed1f0fab6c5b7206881")
+    version("0.1.0", sha256="6ba31ed81a242662dd019668cc8ffa83b18d0910df3315139088a8e16d52cd92")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
