@@ -7,19 +7,38 @@
 use super::KERNELS_PTX;
 use super::driver::fail;
 use crate::backend::gpu::runtime::DevicePtr;
-use crate::backend::gpu::vendor::{LaunchEntry, Release, VendorCalls, VendorRuntime};
+use crate::backend::gpu::vendor::{KernelValues, Release, VendorCalls, VendorRuntime};
 use cudarc::driver::{result, sys};
-use std::ffi::{CStr, CString, c_void};
+use std::ffi::{CStr, CString, c_uint, c_void};
 
 /// A driver call's result, as one line.
 fn cu<T>(call: &str, r: Result<T, result::DriverError>) -> Result<T, String> {
     r.map_err(|e| fail(call, e))
 }
 
-/// One GPU's primary context, retained until it drops.
+/// `cuLaunchKernel`, as every CUDA since 4.0 declares it: the function,
+/// the grid and the block in three dimensions each, the dynamic shared
+/// memory, the stream, a pointer to each parameter, the "extra" list.
+type LaunchKernel = unsafe extern "C" fn(
+    sys::CUfunction,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    c_uint,
+    sys::CUstream,
+    *mut *mut c_void,
+    *mut *mut c_void,
+) -> sys::CUresult;
+
+/// One GPU's primary context, retained until it drops, and the driver's
+/// launch entry, looked up once so that a timed launch is one call.
 pub(super) struct CudaCalls {
     dev: sys::CUdevice,
     ctx: sys::CUcontext,
+    launch_kernel: LaunchKernel,
 }
 
 /// GPU `index`'s runtime, its primary context current on this thread.
@@ -31,7 +50,15 @@ pub(super) fn open(index: u32) -> Result<VendorRuntime<CudaCalls>, String> {
     let ctx = cu("cuDevicePrimaryCtxRetain", unsafe {
         result::primary_ctx::retain(dev)
     })?;
-    let calls = CudaCalls { dev, ctx };
+    // SAFETY: the driver library is loaded (above) and stays loaded for
+    // the process; the symbol has `LaunchKernel`'s signature.
+    let entry = unsafe { sys::culib().get::<LaunchKernel>(b"cuLaunchKernel") };
+    let launch_kernel = *entry.map_err(|e| format!("cuLaunchKernel: {e}"))?;
+    let calls = CudaCalls {
+        dev,
+        ctx,
+        launch_kernel,
+    };
     calls.make_current()?;
     VendorRuntime::open(calls)
 }
@@ -49,19 +76,35 @@ impl VendorCalls for CudaCalls {
     type Function = sys::CUfunction;
     type Stream = sys::CUstream;
     type Event = sys::CUevent;
-    type Code = sys::CUresult;
 
-    fn launch_entry(&self) -> Result<(&'static str, LaunchEntry<Self>), String> {
-        // SAFETY: the driver library is loaded (`open` loaded it) and stays
-        // loaded for the process; cuLaunchKernel has this signature in
-        // every CUDA since 4.0.
-        let entry = unsafe { sys::culib().get::<LaunchEntry<Self>>(b"cuLaunchKernel") };
-        let entry = entry.map_err(|e| format!("cuLaunchKernel: {e}"))?;
-        Ok(("cuLaunchKernel", *entry))
-    }
-
-    fn check(&self, call: &str, code: sys::CUresult) -> Result<(), String> {
-        cu(call, code.result())
+    unsafe fn launch(
+        &self,
+        f: sys::CUfunction,
+        grid: u32,
+        block: u32,
+        values: &mut KernelValues,
+        stream: sys::CUstream,
+    ) -> Result<(), String> {
+        let mut params = values.pointers();
+        // SAFETY: the caller's contract (live function, stream and
+        // arrays); `params` points to each value the kernels take, alive
+        // for the call, which copies them.
+        let code = unsafe {
+            (self.launch_kernel)(
+                f,
+                grid,
+                1,
+                1,
+                block,
+                1,
+                1,
+                0,
+                stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        cu("cuLaunchKernel", code.result())
     }
 
     fn architecture(&self) -> Option<String> {
@@ -254,5 +297,14 @@ impl VendorCalls for CudaCalls {
                 Release::Module(m) => result::module::unload(m),
             }
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// What a launch hands the driver is what the kernels declare.
+    #[test]
+    fn the_ptx_kernels_take_the_launch_values() {
+        crate::backend::gpu::vendor::assert_kernels_take_the_values(include_str!("kernels.cu"));
     }
 }

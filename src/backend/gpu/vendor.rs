@@ -2,30 +2,12 @@
 //! its calls ([`VendorCalls`]: one driver call each, and no state beyond
 //! the device it opened); [`VendorRuntime`] keeps what they make (the
 //! module, the functions looked up, two streams, three events, the
-//! allocations and the registered host memory), lays out the kernels'
-//! parameters, launches them through the driver's own entry, and releases
+//! allocations and the registered host memory), gathers the kernels'
+//! parameters ([`KernelValues`]) for the vendor's own launch, and releases
 //! everything in the order the drivers need.
 
 use super::runtime::{DevicePtr, Event, Function, KernelArgs, Runtime, Stream};
-use std::ffi::{CStr, CString, c_uint, c_void};
-
-/// The drivers' module launch, shaped alike in every vendor's API
-/// (`cuLaunchKernel` and its AMD twin): the function, the grid and the block
-/// in three dimensions each, the dynamic shared memory in bytes, the
-/// stream, the parameters, the "extra" list; the vendor's code back.
-pub type LaunchEntry<V> = unsafe extern "C" fn(
-    <V as VendorCalls>::Function,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    c_uint,
-    <V as VendorCalls>::Stream,
-    *mut *mut c_void,
-    *mut *mut c_void,
-) -> <V as VendorCalls>::Code;
+use std::ffi::{CStr, CString, c_void};
 
 /// A vendor's driver calls for one device, each one call of its API and
 /// an `Err` of one line naming it. The handles are the vendor's own.
@@ -34,8 +16,6 @@ pub trait VendorCalls {
     type Function: Copy;
     type Stream: Copy;
     type Event: Copy;
-    /// What the driver's calls return (0 is success in both vendors').
-    type Code: Copy;
 
     /// The GPU's architecture as the vendor names it (`sm_90`, `gfx942`).
     fn architecture(&self) -> Option<String>;
@@ -87,13 +67,27 @@ pub trait VendorCalls {
     ) -> Result<(), String>;
     /// Copies `from` into `into` and returns once it is there.
     fn read(&self, from: DevicePtr, into: &mut [f64]) -> Result<(), String>;
-    /// The driver's launch entry and its name, looked up once: the timed
-    /// loop calls the driver straight from [`Runtime::launch`].
-    fn launch_entry(&self) -> Result<(&'static str, LaunchEntry<Self>), String>
-    where
-        Self: Sized;
-    /// `code`, a driver call's result, as `Ok` or one line naming `call`.
-    fn check(&self, call: &str, code: Self::Code) -> Result<(), String>;
+    /// Queues `f` on `stream` over `grid` blocks of `block` threads, its
+    /// parameters `values`, in the vendor's own way: a launch that takes a
+    /// pointer to each parameter (as NVIDIA's does) passes
+    /// [`KernelValues::pointers`]; an API that sets a kernel's arguments
+    /// one by one and appends it to a command list (its `Stream` an
+    /// immediate command list) walks [`KernelValues::sized`]. Inside the
+    /// timed window: no allocation, no lookup (the entry is found when the
+    /// device opens), a formatted error only on failure.
+    ///
+    /// # Safety
+    /// `f` and `stream` are this runtime's, alive; the arrays in `values`
+    /// are device memory (or mapped host memory) of at least `elements`
+    /// doubles, alive until the stream is synchronized.
+    unsafe fn launch(
+        &self,
+        f: Self::Function,
+        grid: u32,
+        block: u32,
+        values: &mut KernelValues,
+        stream: Self::Stream,
+    ) -> Result<(), String>;
     fn record(&self, event: Self::Event, stream: Self::Stream) -> Result<(), String>;
     fn wait(&self, stream: Self::Stream, event: Self::Event) -> Result<(), String>;
     /// Milliseconds between two recorded events, once `to` has happened.
@@ -133,8 +127,6 @@ pub struct VendorRuntime<V: VendorCalls> {
     events: Vec<V::Event>,
     allocated: Vec<DevicePtr>,
     registered: Vec<*mut c_void>,
-    /// The driver's launch entry, by name.
-    launch: (&'static str, LaunchEntry<V>),
     calls: V,
 }
 
@@ -142,7 +134,6 @@ impl<V: VendorCalls> VendorRuntime<V> {
     /// The runtime of the device `calls` opened (current on this thread):
     /// its module loaded, its streams and events made.
     pub fn open(calls: V) -> Result<VendorRuntime<V>, String> {
-        let launch = calls.launch_entry()?;
         let mut rt = VendorRuntime {
             module: None,
             functions: Vec::new(),
@@ -150,7 +141,6 @@ impl<V: VendorCalls> VendorRuntime<V> {
             events: Vec::new(),
             allocated: Vec::new(),
             registered: Vec::new(),
-            launch,
             calls,
         };
         rt.module = Some(rt.calls.load_module()?);
@@ -178,10 +168,11 @@ impl<V: VendorCalls> VendorRuntime<V> {
     }
 }
 
-/// The values every launch passes, in the kernels' order: `KernelArgs`,
-/// then the grid in blocks (which only `kernels.cl`'s kernels take: a
-/// driver reads as many as the kernel it launches has parameters).
-struct LaunchValues {
+/// The parameters of every kernel in the module, in the kernels' order:
+/// `KernelArgs`, then the grid in blocks (which only `kernels.cl`'s
+/// kernels take: a driver reads as many as the kernel it launches has
+/// parameters).
+pub struct KernelValues {
     arrays: [DevicePtr; crate::kernels::ARRAYS],
     partial: DevicePtr,
     scalar: f64,
@@ -189,23 +180,43 @@ struct LaunchValues {
     blocks: u32,
 }
 
-impl LaunchValues {
-    /// Pointers to each value, in order, as the drivers' launch calls take
-    /// them (they copy the values at the launch).
-    fn pointers(&mut self) -> [*mut c_void; 10] {
+/// How many parameters [`KernelValues`] holds.
+pub const KERNEL_PARAMETERS: usize = crate::kernels::ARRAYS + 4;
+
+impl KernelValues {
+    fn new(args: &KernelArgs, grid: u32) -> KernelValues {
+        KernelValues {
+            arrays: args.arrays,
+            partial: args.partial,
+            scalar: args.scalar,
+            elements: args.elements,
+            blocks: grid,
+        }
+    }
+
+    /// Each parameter's address and size in bytes, in order, for an API
+    /// that sets a kernel's arguments one at a time.
+    pub fn sized(&mut self) -> [(*mut c_void, usize); KERNEL_PARAMETERS] {
         let [a, b, c, d, h, r] = &mut self.arrays;
+        let pointer = size_of::<DevicePtr>();
         [
-            (a as *mut DevicePtr).cast(),
-            (b as *mut DevicePtr).cast(),
-            (c as *mut DevicePtr).cast(),
-            (d as *mut DevicePtr).cast(),
-            (h as *mut DevicePtr).cast(),
-            (r as *mut DevicePtr).cast(),
-            (&raw mut self.partial).cast(),
-            (&raw mut self.scalar).cast(),
-            (&raw mut self.elements).cast(),
-            (&raw mut self.blocks).cast(),
+            ((a as *mut DevicePtr).cast(), pointer),
+            ((b as *mut DevicePtr).cast(), pointer),
+            ((c as *mut DevicePtr).cast(), pointer),
+            ((d as *mut DevicePtr).cast(), pointer),
+            ((h as *mut DevicePtr).cast(), pointer),
+            ((r as *mut DevicePtr).cast(), pointer),
+            ((&raw mut self.partial).cast(), pointer),
+            ((&raw mut self.scalar).cast(), size_of::<f64>()),
+            ((&raw mut self.elements).cast(), size_of::<u64>()),
+            ((&raw mut self.blocks).cast(), size_of::<u32>()),
         ]
+    }
+
+    /// A pointer to each parameter, in order, as a module launch such as
+    /// `cuLaunchKernel` takes them (it copies the values at the launch).
+    pub fn pointers(&mut self) -> [*mut c_void; KERNEL_PARAMETERS] {
+        self.sized().map(|(pointer, _)| pointer)
     }
 }
 
@@ -279,35 +290,11 @@ impl<V: VendorCalls> Runtime for VendorRuntime<V> {
         args: &KernelArgs,
         stream: Stream,
     ) -> Result<(), String> {
-        let mut values = LaunchValues {
-            arrays: args.arrays,
-            partial: args.partial,
-            scalar: args.scalar,
-            elements: args.elements,
-            blocks: grid,
-        };
-        let mut params = values.pointers();
+        let mut values = KernelValues::new(args, grid);
         let f = self.functions[function.0].1;
-        let (name, entry) = self.launch;
-        // SAFETY: `params` points to each value the kernels take, in their
-        // order, alive for the call (the drivers copy them at the launch);
-        // the function and the stream are live until the runtime drops.
-        let code = unsafe {
-            entry(
-                f,
-                grid,
-                1,
-                1,
-                block,
-                1,
-                1,
-                0,
-                self.stream(stream),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
-        self.calls.check(name, code)
+        // SAFETY: the function and the stream are live until the runtime
+        // drops; the caller's arrays are its allocations (`KernelArgs`).
+        unsafe { (self.calls).launch(f, grid, block, &mut values, self.stream(stream)) }
     }
 
     fn record(&mut self, event: Event, stream: Stream) -> Result<(), String> {
@@ -363,5 +350,64 @@ impl<V: VendorCalls> Drop for VendorRuntime<V> {
             // once, and the lists are not used after the drop.
             unsafe { self.calls.release(handle) };
         }
+    }
+}
+
+/// Asserts that the parameter list `PARAMS` of a vendor's kernels'
+/// source is [`KernelValues`]' parameters in their order and sizes, or
+/// the first of them (a kernel reads as many as it declares).
+#[cfg(test)]
+pub fn assert_kernels_take_the_values(source: &str) {
+    let start = source.find("#define PARAMS").expect("PARAMS");
+    let body: String = source[start + "#define PARAMS".len()..]
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .map(|line| line.trim_end_matches('\\'))
+        .collect();
+    let declared: Vec<usize> = body
+        .split(',')
+        .map(|param| match param {
+            p if p.contains('*') => size_of::<DevicePtr>(),
+            p if p.contains("double") || p.contains("u64") => 8,
+            p if p.contains("u32") => 4,
+            p => panic!("a parameter of no known size: {p}"),
+        })
+        .collect();
+    let args = KernelArgs {
+        arrays: [0; crate::kernels::ARRAYS],
+        partial: 0,
+        scalar: 0.0,
+        elements: 0,
+    };
+    let sizes = KernelValues::new(&args, 0).sized().map(|(_, size)| size);
+    assert!(declared.len() >= 9, "{declared:?}");
+    assert_eq!(declared, sizes[..declared.len()]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each address holds its value, in the kernels' order.
+    #[test]
+    fn each_value_is_at_its_address_in_order() {
+        let args = KernelArgs {
+            arrays: [1, 2, 3, 4, 5, 6],
+            partial: 7,
+            scalar: 3.0,
+            elements: 1 << 20,
+        };
+        let mut values = KernelValues::new(&args, 99);
+        let sized = values.sized();
+        // SAFETY: each address is a field of `values`, alive here, of the
+        // size it is paired with.
+        unsafe {
+            assert_eq!(*sized[5].0.cast::<DevicePtr>(), 6);
+            assert_eq!(*sized[6].0.cast::<DevicePtr>(), 7);
+            assert_eq!(*sized[7].0.cast::<f64>(), 3.0);
+            assert_eq!(*sized[8].0.cast::<u64>(), 1 << 20);
+            assert_eq!(*sized[9].0.cast::<u32>(), 99);
+        }
+        assert_eq!(values.pointers()[9], sized[9].0);
     }
 }

@@ -4,7 +4,7 @@
 
 use super::api::{self, Api, Handle};
 use crate::backend::gpu::runtime::DevicePtr;
-use crate::backend::gpu::vendor::{LaunchEntry, Release, VendorCalls, VendorRuntime};
+use crate::backend::gpu::vendor::{KernelValues, Release, VendorCalls, VendorRuntime};
 use std::ffi::{CStr, c_int, c_void};
 
 /// Threads per block: `kernels.cl`'s `BLOCK` (its reqd_work_group_size),
@@ -92,14 +92,35 @@ impl VendorCalls for HipCalls {
     type Function = Handle;
     type Stream = Handle;
     type Event = Handle;
-    type Code = c_int;
 
-    fn launch_entry(&self) -> Result<(&'static str, LaunchEntry<Self>), String> {
-        Ok(("hipModuleLaunchKernel", self.api.hipModuleLaunchKernel))
-    }
-
-    fn check(&self, call: &str, code: c_int) -> Result<(), String> {
-        self.api.check(call, code)
+    unsafe fn launch(
+        &self,
+        f: Handle,
+        grid: u32,
+        block: u32,
+        values: &mut KernelValues,
+        stream: Handle,
+    ) -> Result<(), String> {
+        let mut params = values.pointers();
+        // SAFETY: the caller's contract (live function, stream and
+        // arrays); `params` points to each value the kernels take, alive
+        // for the call, which copies them.
+        let code = unsafe {
+            (self.api.hipModuleLaunchKernel)(
+                f,
+                grid,
+                1,
+                1,
+                block,
+                1,
+                1,
+                0,
+                stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        self.api.check("hipModuleLaunchKernel", code)
     }
 
     fn architecture(&self) -> Option<String> {
@@ -295,5 +316,14 @@ impl VendorCalls for HipCalls {
                 Release::Module(m) => (api.hipModuleUnload)(m),
             }
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// What a launch hands the driver is what the kernels declare.
+    #[test]
+    fn the_code_objects_kernels_take_the_launch_values() {
+        crate::backend::gpu::vendor::assert_kernels_take_the_values(include_str!("kernels.cl"));
     }
 }
