@@ -649,3 +649,11 @@ pub fn stream_output_script(dir: &std::path::Path, bytes: u64) -> String {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path.display().to_string()
 }
+
+/// The value of a GPU's memory counter `name` in its `memory_health`
+/// (`counters`: the vendor's, by name); `None` where the record has none.
+pub fn memory_counter(health: &serde_json::Value, name: &str) -> Option<u64> {
+    (health["counters"].as_array()?.iter())
+        .find(|c| c["name"] == name)
+        .and_then(|c| c["value"].as_u64())
+}

@@ -15,6 +15,7 @@
 //! The PCI bus (sysfs, `topology::pci`) says where the GPU is attached
 //! and how its link trained; the driver's bus id matches the two.
 
+pub mod dcgm;
 mod driver;
 pub mod nvml;
 mod runtime;

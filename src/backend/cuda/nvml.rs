@@ -111,18 +111,17 @@ fn memory_health(nvml: &Nvml, bus_id: &str) -> Option<GpuMemoryHealth> {
     .into_iter()
     .map(|cause| d.retired_pages(cause).ok().map(|p| p.len() as u64))
     .sum::<Option<u64>>();
-    let remapped = remapped_rows(nvml, &d);
+    let counts = super::dcgm::NvidiaMemoryCounts {
+        retired_pages: retired,
+        retirement_pending: d.are_pages_pending_retired().ok(),
+        remapped_rows: remapped_rows(nvml, &d),
+        recovery_action: recovery_action(&d),
+    };
     Some(GpuMemoryHealth {
         ecc_enabled: ecc,
         corrected_volatile: volatile(MemoryError::Corrected),
         uncorrected_volatile: volatile(MemoryError::Uncorrected),
-        retired_pages: retired,
-        retirement_pending: d.are_pages_pending_retired().ok(),
-        remapped_uncorrectable: remapped.map(|r| r.0),
-        remap_pending: remapped.map(|r| r.1),
-        remap_failed: remapped.map(|r| r.2),
-        bad_pages: None,
-        recovery_action: recovery_action(&d),
+        counters: super::dcgm::counters(&counts),
     })
 }
 

@@ -16,7 +16,7 @@
 #![allow(non_snake_case)]
 
 use crate::results::targets::Fabric;
-use crate::results::targets::{GpuMemoryAt, GpuMemoryHealth};
+use crate::results::targets::{GpuMemoryAt, GpuMemoryHealth, MemoryCounter};
 use std::ffi::{CStr, c_char, c_int};
 use std::sync::OnceLock;
 
@@ -250,10 +250,30 @@ pub(super) fn memory_health(bus_id: &str) -> Option<GpuMemoryHealth> {
         ecc_enabled: ecc_on,
         corrected_volatile: counted.then_some(count.correctable),
         uncorrected_volatile: counted.then_some(count.uncorrectable),
-        bad_pages: pages.map(|p| p.0),
-        retirement_pending: pages.map(|p| p.1),
-        ..GpuMemoryHealth::default()
+        counters: pages.map_or_else(Vec::new, |(retired, pending)| {
+            page_counters(retired, pending)
+        }),
     })
+}
+
+/// The bad pages the driver retired, recorded, not judged (its own
+/// threshold, `amdgpu.bad_page_threshold`, decides when the card is done),
+/// and one waiting for a reset, which fails the GPU.
+fn page_counters(retired: u64, pending: bool) -> Vec<MemoryCounter> {
+    vec![
+        MemoryCounter::count(
+            "bad_pages",
+            retired,
+            "bad pages retired",
+            "Bad pages an AMD GPU's driver retired (ROCm SMI), recorded, not judged.",
+        ),
+        MemoryCounter::state(
+            "retirement_pending",
+            pending,
+            "a page retirement waits for a reset: drain the node and reset the GPU",
+            "1 when a page waits for a GPU reset to be retired.",
+        ),
+    ]
 }
 
 /// A fabric from each direct peer's bandwidth as the kernel's KFD

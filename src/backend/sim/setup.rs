@@ -194,17 +194,16 @@ impl Setup {
     /// with ECC on: counts of zero unless a fault was asked for.
     pub(super) fn memory_health(&self, index: u32) -> crate::results::targets::GpuMemoryHealth {
         let fault = self.fault(index);
+        let counts = crate::backend::cuda::dcgm::NvidiaMemoryCounts {
+            retired_pages: fault.retired_pages,
+            remapped_rows: Some((0, fault.remap_pending, false)),
+            ..Default::default()
+        };
         crate::results::targets::GpuMemoryHealth {
             ecc_enabled: Some(true),
             corrected_volatile: Some(0),
             uncorrected_volatile: Some(fault.ecc_uncorrected.unwrap_or(0)),
-            retired_pages: fault.retired_pages,
-            retirement_pending: None,
-            remapped_uncorrectable: Some(0),
-            remap_pending: Some(fault.remap_pending),
-            remap_failed: Some(false),
-            bad_pages: None,
-            recovery_action: None,
+            counters: crate::backend::cuda::dcgm::counters(&counts),
         }
     }
 

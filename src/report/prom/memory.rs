@@ -6,7 +6,7 @@ use crate::results::targets::GpuMemoryHealth;
 use crate::topology::edac::MemoryErrors;
 
 /// (name, help, samples as (labels, value)) for each metric.
-pub(super) type Metrics = Vec<(&'static str, &'static str, super::Series)>;
+pub(super) type Metrics = Vec<(String, String, super::Series)>;
 
 /// Whether the counters could be read, and each DIMM's corrected and
 /// uncorrected errors (a controller's own where it lists no DIMMs),
@@ -41,26 +41,29 @@ pub(super) fn metrics(errors: &MemoryErrors) -> Metrics {
     }
     vec![
         (
-            "membw_edac_readable",
-            "1 when the kernel's memory error counters (EDAC) could be read: an EDAC driver is loaded.",
+            "membw_edac_readable".into(),
+            "1 when the kernel's memory error counters (EDAC) could be read: an EDAC driver is loaded.".into(),
             vec![(String::new(), readable)],
         ),
         (
-            "membw_edac_corrected_errors",
-            "Corrected memory errors since the counters were reset (boot), per DIMM (mc: memory controller; dimm: the slot's label), as EDAC counts them.",
+            "membw_edac_corrected_errors".into(),
+            "Corrected memory errors since the counters were reset (boot), per DIMM (mc: memory controller; dimm: the slot's label), as EDAC counts them.".into(),
             corrected,
         ),
         (
-            "membw_edac_uncorrected_errors",
-            "Uncorrected memory errors since the counters were reset (boot), per DIMM, as EDAC counts them: any one is a DIMM to replace.",
+            "membw_edac_uncorrected_errors".into(),
+            "Uncorrected memory errors since the counters were reset (boot), per DIMM, as EDAC counts them: any one is a DIMM to replace.".into(),
             uncorrected,
         ),
     ]
 }
 
-/// Each GPU's memory counters (NVML, ROCm SMI), one series per GPU of the
-/// check that gives the count, labelled as its other metrics (`gpu`,
-/// `uuid`): what DCGM's and the sites' checks alert on.
+/// Each GPU's memory counters, one series per GPU of the check that gives
+/// the count, labelled as its other metrics (`gpu`, `uuid`): ECC errors
+/// (every vendor's), then each counter the vendors supplied
+/// (`membw_gpu_<name>`, its help theirs, the first GPU's that has it), in
+/// the order they first appear. What DCGM's and the sites' checks alert
+/// on. A counter whose name could not stand in a metric's is left out.
 pub(super) fn gpu_metrics(v: &crate::health::verdict::Verdict) -> Metrics {
     let gpus: Vec<(String, &GpuMemoryHealth)> = (v.devices.iter().chain(v.device.iter()))
         .filter_map(|d| {
@@ -68,63 +71,35 @@ pub(super) fn gpu_metrics(v: &crate::health::verdict::Verdict) -> Metrics {
             Some((labels, d.facts.memory_health.as_ref()?))
         })
         .collect();
-    let series = |count: fn(&GpuMemoryHealth) -> Option<f64>| -> super::Series {
+    let ecc = |count: fn(&GpuMemoryHealth) -> Option<u64>| -> super::Series {
         (gpus.iter())
-            .filter_map(|(labels, h)| Some((labels.clone(), count(h)?)))
+            .filter_map(|(labels, h)| Some((labels.clone(), count(h)? as f64)))
             .collect()
     };
-    vec![
+    let mut out: Metrics = vec![
         (
-            "membw_gpu_ecc_corrected_errors",
-            "Corrected ECC errors in a GPU's memory since its driver loaded (volatile), where ECC is on.",
-            series(|h| h.corrected_volatile.map(|n| n as f64)),
+            "membw_gpu_ecc_corrected_errors".into(),
+            "Corrected ECC errors in a GPU's memory since its driver loaded (volatile), where ECC is on.".into(),
+            ecc(|h| h.corrected_volatile),
         ),
         (
-            "membw_gpu_ecc_uncorrected_errors",
-            "Uncorrected ECC errors in a GPU's memory since its driver loaded (volatile): any one drains the node (DCGM).",
-            series(|h| h.uncorrected_volatile.map(|n| n as f64)),
+            "membw_gpu_ecc_uncorrected_errors".into(),
+            "Uncorrected ECC errors in a GPU's memory since its driver loaded (volatile): any one drains the node (DCGM).".into(),
+            ecc(|h| h.uncorrected_volatile),
         ),
-        (
-            "membw_gpu_retired_pages",
-            "Pages an NVIDIA GPU retired for single- or double-bit errors over its life: 63 or more, replace it (DCGM).",
-            series(|h| h.retired_pages.map(|n| n as f64)),
-        ),
-        (
-            "membw_gpu_bad_pages",
-            "Bad pages an AMD GPU's driver retired (ROCm SMI), recorded, not judged.",
-            series(|h| h.bad_pages.map(|n| n as f64)),
-        ),
-        (
-            "membw_gpu_retirement_pending",
-            "1 when a page waits for a GPU reset to be retired.",
-            series(|h| flag(h.retirement_pending)),
-        ),
-        (
-            "membw_gpu_remapped_rows_uncorrectable",
-            "Rows a GPU remapped for uncorrectable errors over its life: 512 or more, replace it (DCGM).",
-            series(|h| h.remapped_uncorrectable.map(|n| n as f64)),
-        ),
-        (
-            "membw_gpu_remap_pending",
-            "1 when a row remapping waits for a GPU reset.",
-            series(|h| flag(h.remap_pending)),
-        ),
-        (
-            "membw_gpu_remap_failed",
-            "1 when a row remapping failed (no spare row left): replace the GPU.",
-            series(|h| flag(h.remap_failed)),
-        ),
-        (
-            "membw_gpu_recovery_action",
-            "What the NVIDIA driver says the GPU needs (nvml.h: 0 none, 1 GPU reset, 2 node reboot, 3 drain peer traffic, 4 drain and reset).",
-            series(|h| h.recovery_action.map(f64::from)),
-        ),
-    ]
-}
-
-/// A state as a gauge: 1 set, 0 not.
-fn flag(state: Option<bool>) -> Option<f64> {
-    state.map(|b| if b { 1.0 } else { 0.0 })
+    ];
+    let counters = (gpus.iter())
+        .flat_map(|(labels, h)| h.counters.iter().map(move |c| (labels, c)))
+        .filter(|(_, c)| c.has_metric_name());
+    for (labels, c) in counters {
+        let name = format!("membw_gpu_{}", c.name);
+        let sample = (labels.clone(), c.value as f64);
+        match out.iter_mut().find(|(n, _, _)| *n == name) {
+            Some((_, _, series)) => series.push(sample),
+            None => out.push((name, c.help.clone(), vec![sample])),
+        }
+    }
+    out
 }
 
 /// How many values the check could not read, per source (0 where it read
@@ -134,8 +109,8 @@ pub(super) fn unknown_metrics(v: &crate::health::verdict::Verdict) -> Metrics {
     use crate::health::verdict::InputSource;
     let count = |source: InputSource| v.unknown.iter().filter(|u| u.source == source).count();
     vec![(
-        "membw_check_unknown_inputs",
-        "Values the last membw check could not read or believe, per source (edac, smbios, baseline): each is named in its verdict's unknown list; with --unknown fail any one fails the check.",
+        "membw_check_unknown_inputs".into(),
+        "Values the last membw check could not read or believe, per source (edac, smbios, baseline): each is named in its verdict's unknown list; with --unknown fail any one fails the check.".into(),
         (InputSource::ALL.iter())
             .map(|&s| (format!("source=\"{}\"", s.name()), count(s) as f64))
             .collect(),

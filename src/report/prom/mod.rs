@@ -25,7 +25,7 @@ struct Metric<'a> {
 fn render(metrics: &[Metric]) -> String {
     let mut o = String::new();
     for m in metrics.iter().filter(|m| !m.samples.is_empty()) {
-        let _ = writeln!(o, "# HELP {} {}", m.name, m.help);
+        let _ = writeln!(o, "# HELP {} {}", m.name, escaped(m.help, false));
         let _ = writeln!(o, "# TYPE {} gauge", m.name);
         for (labels, v) in &m.samples {
             if labels.is_empty() {
@@ -55,11 +55,17 @@ fn number(v: f64) -> String {
 
 /// A label value with `\`, `"` and newlines escaped.
 fn label(value: &str) -> String {
+    escaped(value, true)
+}
+
+/// `value` escaped as the format says, `\` and newlines (and `"` in a
+/// label): a help line too may come from a record (a vendor's counter).
+fn escaped(value: &str, in_label: bool) -> String {
     let mut out = String::with_capacity(value.len());
     for c in value.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
+            '"' if in_label => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
             // The format escapes nothing else: any other character that
             // could end a line is written as membw's escape of it, its
@@ -451,10 +457,16 @@ mod tests {
                 help: "Never shown.",
                 samples: vec![],
             },
+            Metric {
+                name: "m_b",
+                help: "\"B\"\nm_b 1\\",
+                samples: vec![(String::new(), 0.0)],
+            },
         ]);
         assert_eq!(
             text,
-            "# HELP m_a A.\n# TYPE m_a gauge\nm_a{k=\"1\"} 2.5\nm_a{k=\"2\"} NaN\n"
+            "# HELP m_a A.\n# TYPE m_a gauge\nm_a{k=\"1\"} 2.5\nm_a{k=\"2\"} NaN\n\
+             # HELP m_b \"B\"\\nm_b 1\\\\\n# TYPE m_b gauge\nm_b 0\n"
         );
         assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
         // A carriage return or an escape code cannot end or rewrite the line.

@@ -1,18 +1,14 @@
-//! A GPU's memory health as its management library counts it: ECC errors,
-//! retired pages (before Ampere) and remapped rows (Ampere and later). The
-//! limits and actions are NVIDIA DCGM's (its level-1 diagnostic and health
-//! watches), which admins already act on: a count, not a rate, so a busy
-//! node shows them too.
+//! A GPU's memory health as its management library counts it: whether
+//! ECC is on, its corrected and uncorrected errors (every vendor's
+//! library counts them), and the vendor's own counters (pages retired,
+//! rows remapped, a recovery the driver asks for) as data the vendor
+//! supplies: each with its name, how it reads, and where it fails the GPU
+//! with what action. A new vendor adds counters, not fields here.
 
 use serde::{Deserialize, Serialize};
 
-/// DCGM fails a GPU with this many retired pages (single- plus double-bit).
-pub const RETIRED_PAGES_LIMIT: u64 = 63;
-/// DCGM fails a GPU with this many rows remapped for uncorrectable errors.
-pub const UNCORRECTABLE_ROWS_LIMIT: u64 = 512;
-
 /// What the library reports; each count absent where it cannot say (ECC
-/// off, a GPU without page retirement or row remapping, an old driver).
+/// off, an old driver).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GpuMemoryHealth {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -22,45 +18,90 @@ pub struct GpuMemoryHealth {
     pub corrected_volatile: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncorrected_volatile: Option<u64>,
-    /// Pages retired for single- or double-bit errors, over the GPU's life.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retired_pages: Option<u64>,
-    /// Bad pages retired (reserved) as AMD's driver counts them: recorded,
-    /// not judged (the driver's own threshold, `amdgpu.bad_page_threshold`,
-    /// decides when the card is done).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bad_pages: Option<u64>,
-    /// A page waits for the next reset to be retired.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retirement_pending: Option<bool>,
-    /// Rows remapped for uncorrectable errors, over the GPU's life.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remapped_uncorrectable: Option<u64>,
-    /// A remapping waits for the next reset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remap_pending: Option<bool>,
-    /// A remapping failed: the GPU has no spare row left for it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remap_failed: Option<bool>,
-    /// What the driver itself says the GPU needs (NVML's GPU recovery
-    /// action, drivers r570 and later), as nvml.h numbers it: 0 nothing,
-    /// 1 a GPU reset, 2 a node reboot, 3 peer traffic drained, 4 drain
-    /// and reset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recovery_action: Option<u32>,
+    /// The vendor's own counters, those its library gave, in its order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<MemoryCounter>,
 }
 
-/// The driver's recovery action in words, with what an admin does;
-/// `None` for "nothing".
-fn recovery(action: u32) -> Option<String> {
-    Some(match action {
-        0 => return None,
-        1 => "the driver asks for a GPU reset: drain the node and reset the GPU".into(),
-        2 => "the driver asks for a node reboot: drain the node and reboot it".into(),
-        3 => "the driver asks that peer-to-peer traffic be drained: stop the jobs using the GPU, then check again".into(),
-        4 => "the driver runs the GPU at reduced capacity: drain the node and reset the GPU".into(),
-        n => format!("the driver asks for recovery action {n} (see nvidia-smi -q): drain the node"),
-    })
+/// One of a vendor's memory counters and what it means, as the vendor's
+/// folder defines it (NVIDIA's from DCGM's limits, AMD's from ROCm SMI).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryCounter {
+    /// Its metric's name after `membw_gpu_` (`retired_pages`): lower-case
+    /// letters, digits and `_`.
+    pub name: String,
+    /// A count, or a state as 1 (set) and 0.
+    pub value: u64,
+    /// How the counters' line reads it, `{n}` its value (`{n} retired
+    /// pages`); absent for a state, which shows as its finding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<String>,
+    /// Its metric's help line: the vendor's words for `--prom`, not kept
+    /// in records (the names are documented).
+    #[serde(skip)]
+    pub help: String,
+    /// Where it fails the GPU; absent for a count recorded, not judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fails: Option<CounterLimit>,
+}
+
+/// The least value of a counter that fails the GPU, and what is said then.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterLimit {
+    /// 1 for "any".
+    pub at: u64,
+    /// The finding with its action, `{n}` the value: `{n} retired pages
+    /// (DCGM's limit 63): replace the GPU`.
+    pub finding: String,
+}
+
+impl MemoryCounter {
+    /// A count that reads `{n} <words>` and fails at `limit`, if any.
+    pub fn count(name: &str, value: u64, words: &str, help: &str) -> MemoryCounter {
+        MemoryCounter {
+            name: name.into(),
+            value,
+            reads: Some(format!("{{n}} {words}")),
+            help: help.into(),
+            fails: None,
+        }
+    }
+
+    /// A state (set or not) that fails the GPU when set, with `finding`.
+    pub fn state(name: &str, set: bool, finding: &str, help: &str) -> MemoryCounter {
+        MemoryCounter {
+            name: name.into(),
+            value: u64::from(set),
+            reads: None,
+            help: help.into(),
+            fails: Some(CounterLimit {
+                at: 1,
+                finding: finding.into(),
+            }),
+        }
+    }
+
+    /// The counter, failing from `at` with `finding`.
+    pub fn failing_at(mut self, at: u64, finding: &str) -> MemoryCounter {
+        self.fails = Some(CounterLimit {
+            at,
+            finding: finding.into(),
+        });
+        self
+    }
+
+    /// Its finding, where its value reaches its limit.
+    pub fn finding(&self) -> Option<String> {
+        let limit = self.fails.as_ref().filter(|l| self.value >= l.at)?;
+        Some(limit.finding.replace("{n}", &self.value.to_string()))
+    }
+
+    /// Whether its name may stand in a metric's name.
+    pub fn has_metric_name(&self) -> bool {
+        !self.name.is_empty()
+            && (self.name.bytes())
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    }
 }
 
 /// One platform's GPUs' memory counters as its management library read
@@ -97,38 +138,16 @@ impl GpuMemoryHealth {
                 "{c} corrected, {u} uncorrected since the driver loaded"
             ));
         }
-        let waiting = |pending: Option<bool>| {
-            if pending == Some(true) {
-                ", one waiting for a reset"
-            } else {
-                ""
-            }
-        };
-        if let Some(n) = self.retired_pages {
-            let pending = waiting(self.retirement_pending);
-            parts.push(format!("{n} retired pages{pending}"));
-        }
-        if let Some(n) = self.bad_pages {
-            let pending = waiting(self.retirement_pending);
-            parts.push(format!("{n} bad pages retired{pending}"));
-        }
-        if let Some(n) = self.remapped_uncorrectable {
-            let pending = waiting(self.remap_pending);
-            let failed = if self.remap_failed == Some(true) {
-                ", one failed"
-            } else {
-                ""
-            };
-            parts.push(format!("{n} rows remapped{pending}{failed}"));
-        }
-        if self.recovery_action == Some(0) {
-            parts.push("no recovery asked".into());
+        for c in &self.counters {
+            parts.extend((c.reads.as_ref()).map(|r| r.replace("{n}", &c.value.to_string())));
         }
         parts.join(" · ")
     }
 
-    /// Each fault with its action, as DCGM decides them; empty for a
-    /// healthy memory (or one whose library said nothing).
+    /// Each fault with its action: uncorrected errors (which every
+    /// vendor's checks fail on: DCGM, ROCm's RDC), then each counter at
+    /// its vendor's limit; empty for a healthy memory (or one whose
+    /// library said nothing).
     pub fn findings(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(n) = self.uncorrected_volatile.filter(|&n| n > 0) {
@@ -136,28 +155,7 @@ impl GpuMemoryHealth {
                 "{n} uncorrected ECC errors since the driver loaded: drain the node and reset the GPU"
             ));
         }
-        if self.remap_failed == Some(true) {
-            out.push("a row remapping failed (no spare row left): replace the GPU".into());
-        }
-        if let Some(n) = (self.remapped_uncorrectable).filter(|&n| n >= UNCORRECTABLE_ROWS_LIMIT) {
-            out.push(format!(
-                "{n} rows remapped for uncorrectable errors (DCGM's limit {UNCORRECTABLE_ROWS_LIMIT}): replace the GPU"
-            ));
-        }
-        if self.remap_pending == Some(true) {
-            out.push("a row remapping waits for a reset: drain the node and reset the GPU".into());
-        }
-        if let Some(n) = self.retired_pages.filter(|&n| n >= RETIRED_PAGES_LIMIT) {
-            out.push(format!(
-                "{n} retired pages (DCGM's limit {RETIRED_PAGES_LIMIT}): replace the GPU"
-            ));
-        }
-        if self.retirement_pending == Some(true) {
-            out.push(
-                "a page retirement waits for a reset: drain the node and reset the GPU".into(),
-            );
-        }
-        out.extend(self.recovery_action.and_then(recovery));
+        out.extend(self.counters.iter().filter_map(MemoryCounter::finding));
         out
     }
 }
@@ -166,98 +164,59 @@ impl GpuMemoryHealth {
 mod tests {
     use super::*;
 
+    /// A vendor's counter, as data: it reads as its words say, fails from
+    /// its limit and not below, and a count with no limit never fails.
     #[test]
-    fn each_of_dcgms_limits_decides_on_its_own_side() {
-        let healthy = GpuMemoryHealth {
-            ecc_enabled: Some(true),
-            corrected_volatile: Some(40),
-            uncorrected_volatile: Some(0),
-            retired_pages: Some(RETIRED_PAGES_LIMIT - 1),
-            retirement_pending: Some(false),
-            remapped_uncorrectable: Some(UNCORRECTABLE_ROWS_LIMIT - 1),
-            remap_pending: Some(false),
-            remap_failed: Some(false),
-            bad_pages: None,
-            recovery_action: Some(0),
+    fn a_counter_fails_from_its_limit_with_its_own_words() {
+        let spare = |n| {
+            MemoryCounter::count("spare_rows_used", n, "spare rows used", "Spare rows used.")
+                .failing_at(
+                    10,
+                    "{n} spare rows used (the vendor's limit 10): replace the GPU",
+                )
         };
-        assert_eq!(healthy.findings(), Vec::<String>::new());
-        assert_eq!(GpuMemoryHealth::default().findings(), Vec::<String>::new());
-        let cases: [(GpuMemoryHealth, &str); 8] = [
-            (
-                GpuMemoryHealth {
-                    recovery_action: Some(2),
-                    ..healthy.clone()
-                },
-                "the driver asks for a node reboot: drain the node and reboot it",
-            ),
-            (
-                GpuMemoryHealth {
-                    recovery_action: Some(9),
-                    ..healthy.clone()
-                },
-                "recovery action 9",
-            ),
-            (
-                GpuMemoryHealth {
-                    uncorrected_volatile: Some(1),
-                    ..healthy.clone()
-                },
-                "1 uncorrected ECC errors since the driver loaded: drain the node and reset the GPU",
-            ),
-            (
-                GpuMemoryHealth {
-                    remap_failed: Some(true),
-                    ..healthy.clone()
-                },
-                "replace the GPU",
-            ),
-            (
-                GpuMemoryHealth {
-                    remapped_uncorrectable: Some(UNCORRECTABLE_ROWS_LIMIT),
-                    ..healthy.clone()
-                },
-                "512 rows remapped for uncorrectable errors",
-            ),
-            (
-                GpuMemoryHealth {
-                    remap_pending: Some(true),
-                    ..healthy.clone()
-                },
-                "a row remapping waits for a reset",
-            ),
-            (
-                GpuMemoryHealth {
-                    retired_pages: Some(RETIRED_PAGES_LIMIT),
-                    ..healthy.clone()
-                },
-                "63 retired pages (DCGM's limit 63): replace the GPU",
-            ),
-            (
-                GpuMemoryHealth {
-                    retirement_pending: Some(true),
-                    ..healthy.clone()
-                },
-                "a page retirement waits for a reset",
-            ),
-        ];
+        let health = |counters| GpuMemoryHealth {
+            ecc_enabled: Some(true),
+            corrected_volatile: Some(4),
+            uncorrected_volatile: Some(0),
+            counters,
+        };
+        let under = health(vec![
+            spare(9),
+            MemoryCounter::count("bad_pages", 500, "bad pages", "Recorded."),
+            MemoryCounter::state("swap_pending", false, "a swap waits: reset", "1 waiting."),
+        ]);
+        assert_eq!(under.findings(), Vec::<String>::new());
         assert_eq!(
-            healthy.describe(),
-            "ECC on · 40 corrected, 0 uncorrected since the driver loaded · 62 retired pages · 511 rows remapped · no recovery asked"
+            under.describe(),
+            "ECC on · 4 corrected, 0 uncorrected since the driver loaded · 9 spare rows used · 500 bad pages"
         );
-        let amd = GpuMemoryHealth {
-            ecc_enabled: Some(false),
-            bad_pages: Some(3),
-            retirement_pending: Some(true),
+        let over = health(vec![
+            spare(10),
+            MemoryCounter::state("swap_pending", true, "a swap waits: reset", "1 waiting."),
+        ]);
+        assert_eq!(
+            over.findings(),
+            [
+                "10 spare rows used (the vendor's limit 10): replace the GPU",
+                "a swap waits: reset"
+            ]
+        );
+        let ue = GpuMemoryHealth {
+            uncorrected_volatile: Some(2),
             ..GpuMemoryHealth::default()
         };
         assert_eq!(
-            amd.describe(),
-            "ECC off · 3 bad pages retired, one waiting for a reset"
+            ue.findings(),
+            ["2 uncorrected ECC errors since the driver loaded: drain the node and reset the GPU"]
         );
-        for (health, want) in cases {
-            let found = health.findings();
-            assert_eq!(found.len(), 1, "{found:?}");
-            assert!(found[0].contains(want), "{found:?} lacks {want}");
+        assert_eq!(GpuMemoryHealth::default().describe(), "ECC unknown");
+        assert_eq!(GpuMemoryHealth::default().findings(), Vec::<String>::new());
+        // A record's name that would break a metric's line is not one.
+        assert!(spare(0).has_metric_name());
+        for bad in ["", "Rows", "rows{x=\"1\"}", "rows pending", "rows\nx 1"] {
+            let c = MemoryCounter::count(bad, 1, "x", "x");
+            assert!(!c.has_metric_name(), "{bad:?}");
         }
     }
 }

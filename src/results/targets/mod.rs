@@ -16,7 +16,7 @@ pub mod method;
 
 pub use device::{Device, DeviceFacts, DeviceId, DevicePeaks};
 pub use fabric::{Fabric, FabricKind, FabricPath};
-pub use memory_health::{GpuMemoryAt, GpuMemoryHealth, GpuMemoryRead};
+pub use memory_health::{CounterLimit, GpuMemoryAt, GpuMemoryHealth, GpuMemoryRead, MemoryCounter};
 pub use method::{Clock, DeviceMethod, Method, Work};
 
 use crate::kernels::{Isa, Path, StoreMode, StoresRequest};
