@@ -1111,3 +1111,73 @@ fn no_type_name_is_defined_twice() {
     );
     assert_eq!(types_defined_twice(&files).len(), 1, "Point, not Target");
 }
+
+/// The `src/` paths a list of the guide names, between `<!-- files: WHAT
+/// -->` and `<!-- end -->`.
+fn guide_list(guide: &str, what: &str) -> BTreeSet<String> {
+    let start = guide
+        .find(&format!("<!-- files: {what} -->"))
+        .unwrap_or_else(|| panic!("architecture.md has no list of the files {what} touches"));
+    let list = &guide[start..];
+    let list = &list[..list.find("<!-- end -->").expect("the list's end")];
+    (list.split('`').skip(1).step_by(2))
+        .filter(|span| span.starts_with("src/"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The files each match on the kind stands in (a new kind's compile
+/// errors), and those that name a vendor outside its folder (HIP's: its
+/// registration), as `src/` paths; a vendor's folder as `<vendor>`.
+fn files_a_new_kind_and_vendor_touch(
+    files: &BTreeMap<String, String>,
+) -> (BTreeSet<String>, BTreeSet<String>) {
+    let matches_kind = |code: &str| {
+        ["Measured::Team", "Measured::Program", "Measured::Device"]
+            .iter()
+            .any(|arm| code.contains(arm))
+    };
+    let names_hip = |code: &str| {
+        code.split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|word| word.eq_ignore_ascii_case("hip"))
+    };
+    let mut kind = BTreeSet::new();
+    let mut vendor = BTreeSet::from(["src/backend/<vendor>/".to_string()]);
+    for (rel, text) in files {
+        let body = code(text);
+        if matches_kind(&body) {
+            kind.insert(format!("src/{rel}"));
+        }
+        if !rel.starts_with("backend/hip/") && names_hip(&body) {
+            vendor.insert(format!("src/{rel}"));
+        }
+    }
+    (kind, vendor)
+}
+
+#[test]
+fn the_guide_lists_the_files_a_new_kind_and_a_new_vendor_touch() {
+    let guide = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guide/architecture.md"),
+    )
+    .unwrap();
+    let t = tree();
+    let (kind, vendor) = files_a_new_kind_and_vendor_touch(&t.files);
+    assert_eq!(guide_list(&guide, "a new kind"), kind);
+    assert_eq!(guide_list(&guide, "a new vendor"), vendor);
+    assert!(vendor.contains("src/backend/registry.rs"), "{vendor:?}");
+    // A match on the kind in another file, or a vendor named outside its
+    // folder, is a file the guide does not list.
+    let mut files = t.files.clone();
+    files.insert(
+        "report/csv.rs".into(),
+        "fn f(m: Measured<'_, ()>) -> u8 {\n    match m {\n        Measured::Device(_) => 1,\n        Measured::Team(_) | Measured::Program(..) => 0,\n    }\n}".into(),
+    );
+    files.insert(
+        "report/topo.rs".into(),
+        "const DRIVER: &str = \"hip\";".into(),
+    );
+    let (kind, vendor) = files_a_new_kind_and_vendor_touch(&files);
+    assert_ne!(guide_list(&guide, "a new kind"), kind);
+    assert_ne!(guide_list(&guide, "a new vendor"), vendor);
+}
