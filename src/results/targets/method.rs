@@ -166,11 +166,6 @@ impl Method {
             work: Work::Driven,
         }
     }
-
-    /// Whether host CPUs do the work (see [`Work`]).
-    pub fn on_host_cpus(&self) -> bool {
-        self.work == Work::HostCpus
-    }
 }
 
 /// The CPU tick counters, as [`Method::observers`] names them.
@@ -196,7 +191,7 @@ mod tests {
         assert_eq!(events.describe(), "CUDA events (0.5 µs tick)");
         let old = Method::device(&DeviceMethod::default());
         assert!(old.clock.own && old.clock.name.contains("own clock"));
-        assert!(!old.on_host_cpus() && Method::cpu_team().on_host_cpus());
+        assert_eq!((old.work, Method::cpu_team().work), (Work::Driven, Work::HostCpus));
     }
 
     #[test]
