@@ -54,13 +54,7 @@ fn hostile_files_end_in_one_line_quickly_and_in_bounded_memory() {
     let good = dir.path().join("good.jsonl");
     let made = membw_process()
         .args([
-            "sweep",
-            "--fake-source",
-            "4",
-            "--size",
-            "1M",
-            "--ntimes",
-            "2",
+            "sweep", "--fake-source", "4", "--size", "1M", "--ntimes", "2",
         ])
         .arg("-o")
         .arg(&good)

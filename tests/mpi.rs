@@ -158,11 +158,7 @@ fn launched_json(mut launcher: Command, membw: &Path, run: &[&str]) -> (serde_js
         launcher.arg(membw).arg("run").args(run).arg("--json"),
         Duration::from_secs(180),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     (
         json(&out),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -222,7 +218,7 @@ fn a_build_without_mpi_refuses_to_run_as_one_of_several_ranks() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("SLURM_STEP_NUM_TASKS='many'"), "{stderr}");
+    common::assert_contains(&stderr, "SLURM_STEP_NUM_TASKS='many'");
 }
 
 #[test]
@@ -276,11 +272,7 @@ fn two_ranks_measure_together_and_rank_0_reports_every_rank() {
             .arg(&file),
         Duration::from_secs(120),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let text = std::fs::read_to_string(&file).unwrap();
     assert_eq!(text.lines().count(), 1, "only rank 0 writes: {text}");
     let record: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -293,7 +285,7 @@ fn two_ranks_measure_together_and_rank_0_reports_every_rank() {
         2
     );
     let report = common::stdout(&["report", file.to_str().unwrap()]);
-    assert!(report.contains("Ranks: 2 on 1 node"), "{report}");
+    common::assert_contains(&report, "Ranks: 2 on 1 node");
 
     // Text: STREAM's table once (grep Triad: still works), then the nodes.
     let out = run_for(
@@ -306,8 +298,8 @@ fn two_ranks_measure_together_and_rank_0_reports_every_rank() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert_eq!(text.matches("\nTriad:").count(), 1, "{text}");
-    assert!(text.contains("Ranks: 2 on 1 node"), "{text}");
-    assert!(text.contains("Slow nodes: none"), "{text}");
+    common::assert_contains(&text, "Ranks: 2 on 1 node");
+    common::assert_contains(&text, "Slow nodes: none");
     // One truth per line: a node table with "of peak" knows the peak, and a
     // spread finding quotes the spread the summary shows.
     if text
@@ -372,7 +364,7 @@ fn four_oversubscribed_ranks_run_and_their_shared_cpus_are_reported() {
             .any(|o| o.as_str().unwrap().starts_with("ranks 0 and 1 on ")),
         "{overlaps:?}"
     );
-    assert!(stderr.contains("fight over those cores"), "{stderr}");
+    common::assert_contains(&stderr, "fight over those cores");
 }
 
 /// Four processes pinned to `cpu` that stream through memory until killed.
@@ -455,11 +447,7 @@ fn ranks_on_two_named_nodes_are_grouped_and_exactly_the_slow_node_is_flagged() {
     cmd.args([":", "-np", "1"]);
     as_node(&mut cmd, "node-b", &membw, &args);
     let out = run_for(&mut cmd, Duration::from_secs(120));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     let d = json(&out);
     let ranks = &d["measurement"]["ranks"];
     let nodes = ranks["nodes"].as_array().unwrap();
@@ -489,13 +477,7 @@ fn a_rank_that_hangs_is_given_up_on_and_the_job_ends() {
     cmd.args(["-np", "2", "--bind-to", "core"])
         .arg(&membw)
         .args([
-            "run",
-            "--size",
-            marker,
-            "--ntimes",
-            "100000",
-            "--kernels",
-            "copy",
+            "run", "--size", marker, "--ntimes", "100000", "--kernels", "copy",
         ])
         .args(["--rank-timeout", "2s"])
         .stdout(Stdio::piped())
@@ -579,29 +561,17 @@ fn per_node_files_are_merged_and_the_slow_node_is_flagged() {
         cmd.args(["--uts", "sh", "-c", "hostname \"$0\" && exec \"$@\"", host])
             .arg(&membw)
             .args([
-                "run",
-                "--json",
+                "run", "--json",
                 // Past a 32 MiB L3, and short: the competitor halves
                 // node-b's rates at any size.
-                "--size",
-                "8M",
-                "--ntimes",
-                "6",
-                "--cpus",
-                cpu,
+                "--size", "8M", "--ntimes", "6", "--cpus", cpu,
                 // About the merge: the other stores' check would only add
                 // time, and auto's timing of both modes near a large L3
                 // would let the loaded node pick other stores than its peers.
-                "--no-stores-check",
-                "--stores",
-                "nt",
+                "--no-stores-check", "--stores", "nt",
             ]);
         let out = run_for(&mut cmd, Duration::from_secs(60));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::assert_success(&out);
         std::fs::write(dir.path().join(format!("{host}.json")), &out.stdout).unwrap();
     }
     let files: Vec<String> = ["node-a", "node-b", "node-c"]
@@ -619,19 +589,13 @@ fn per_node_files_are_merged_and_the_slow_node_is_flagged() {
     let out = common::membw().args(&args).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("membw: slow nodes: node-b (exit 1)"),
-        "{stderr}"
-    );
+    common::assert_contains(&stderr, "membw: slow nodes: node-b (exit 1)");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         text.contains("Ranks: 3 on 3 nodes (merged results files"),
         "{text}"
     );
-    assert!(
-        text.contains("Slow nodes: node-b (below 90 % of the median node)"),
-        "{text}"
-    );
+    common::assert_contains(&text, "Slow nodes: node-b (below 90 % of the median node)");
     // SLOW, and (node-b shares its core with a competitor) maybe NOT TRUSTED.
     let slow_lines: Vec<&str> = text
         .lines()
@@ -756,12 +720,7 @@ fn each_rank_of_a_node_drives_its_own_device() {
         &membw,
         &["-np", "2"],
         &[
-            "--backend",
-            "sim",
-            "--array-size",
-            "262144",
-            "--ntimes",
-            "3",
+            "--backend", "sim", "--array-size", "262144", "--ntimes", "3",
         ],
     );
     let list = d["measurement"]["ranks"]["ranks"].as_array().unwrap();
@@ -786,12 +745,7 @@ fn each_rank_of_a_node_drives_its_own_device() {
         .env("FAKE_HIP_DEVICES", "2");
     launcher.args(["-np", "2"]);
     let run = [
-        "--backend",
-        "hip",
-        "--array-size",
-        "262144",
-        "--ntimes",
-        "3",
+        "--backend", "hip", "--array-size", "262144", "--ntimes", "3",
     ];
     let (d, _) = launched_json(launcher, &membw, &run);
     let list = d["measurement"]["ranks"]["ranks"].as_array().unwrap();
@@ -811,12 +765,7 @@ fn a_rank_drives_several_devices_of_its_node() {
     let _one = one_at_a_time();
     let Some(membw) = mpi_membw() else { return };
     let run = [
-        "--backend",
-        "sim:0-3",
-        "--array-size",
-        "262144",
-        "--ntimes",
-        "3",
+        "--backend", "sim:0-3", "--array-size", "262144", "--ntimes", "3",
     ];
     let (d, _) = mpi_json(&membw, &["-np", "2"], &run);
     let text = run_for(
@@ -824,10 +773,7 @@ fn a_rank_drives_several_devices_of_its_node() {
         Duration::from_secs(120),
     );
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(
-        text.contains("Ranks: 2, driving 4 devices on 1 node"),
-        "{text}"
-    );
+    common::assert_contains(&text, "Ranks: 2, driving 4 devices on 1 node");
     let list = d["measurement"]["ranks"]["ranks"].as_array().unwrap();
     let devices: Vec<(u64, &str)> = (list.iter())
         .map(|r| (r["rank"].as_u64().unwrap(), r["device"].as_str().unwrap()))
@@ -849,8 +795,8 @@ fn a_rank_drives_several_devices_of_its_node() {
     );
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("4 devices do not share out evenly among the node's 3 ranks"),
-        "{stderr}"
+    common::assert_contains(
+        &stderr,
+        "4 devices do not share out evenly among the node's 3 ranks",
     );
 }

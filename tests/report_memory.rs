@@ -52,11 +52,7 @@ fn a_200_mb_file_of_repeated_points_reports_in_under_300_mib() {
             cmd.arg("--html").arg(dir.path().join("r.html"));
         }
         let (out, peak) = common::output_and_peak_rss(&mut cmd);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::assert_success(&out);
         assert!(
             peak < 300 << 20,
             "report{} of {i} lines peaked at {} MiB",

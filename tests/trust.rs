@@ -50,24 +50,12 @@ fn two_cpus() -> bool {
 fn run_on_cpu0() -> (Value, String) {
     let out = common::membw()
         .args([
-            "run",
-            "--cpus",
-            "0",
-            "--size",
-            "16M",
-            "--ntimes",
-            "8",
-            "--kernels",
-            "copy,triad",
+            "run", "--cpus", "0", "--size", "16M", "--ntimes", "8", "--kernels", "copy,triad",
             "--json",
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_success(&out);
     (
         serde_json::from_slice(&out.stdout).unwrap(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -137,13 +125,7 @@ fn a_sweep_and_a_latency_study_say_which_points_cannot_be_trusted() {
     let file = dir.path().join("s.jsonl");
     let out = common::membw()
         .args([
-            "sweep",
-            "--threads",
-            "1",
-            "--strategy",
-            "compact",
-            "--size",
-            "16M",
+            "sweep", "--threads", "1", "--strategy", "compact", "--size", "16M",
         ])
         .args([
             "--ntimes",
@@ -157,10 +139,7 @@ fn a_sweep_and_a_latency_study_say_which_points_cannot_be_trusted() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("NOT TRUSTED for triad: 1 of 1 points"),
-        "{stderr}"
-    );
+    common::assert_contains(&stderr, "NOT TRUSTED for triad: 1 of 1 points");
     let record: Value = serde_json::from_str(
         std::fs::read_to_string(&file)
             .unwrap()

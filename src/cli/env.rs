@@ -10,10 +10,7 @@ use crate::placement::{Spec, Written, omp, omp::Bind, runtime};
 /// The variables membw reads, in the order it prefers them for placement:
 /// the OpenMP standard's first, then GNU's, then Intel's.
 pub(crate) const PLACEMENT_VARS: [&str; 4] = [
-    "OMP_PLACES",
-    "OMP_PROC_BIND",
-    "GOMP_CPU_AFFINITY",
-    "KMP_AFFINITY",
+    "OMP_PLACES", "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "KMP_AFFINITY",
 ];
 
 /// Other OpenMP runtimes' placement variables, which membw does not read:
@@ -289,9 +286,7 @@ mod tests {
         assert_eq!(
             e.used,
             [
-                "OMP_NUM_THREADS=8,2",
-                "OMP_PLACES=cores",
-                "OMP_PROC_BIND=spread"
+                "OMP_NUM_THREADS=8,2", "OMP_PLACES=cores", "OMP_PROC_BIND=spread"
             ]
         );
         // Binding alone: one place per core.

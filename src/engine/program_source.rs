@@ -117,8 +117,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
     let unpinned = || ran.threads.iter().filter(|t| t.allowed.len() > 1);
     let mut interference = ran.interference.clone();
     warnings.extend(crate::results::measurement::add_spread_finding(
-        &mut interference,
-        &results,
+        &mut interference, &results,
     ));
     Measurement {
         in_caches: None,

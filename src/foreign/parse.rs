@@ -341,11 +341,7 @@ Solution Validates: avg error less than 1.000000e-13 on all three arrays
         assert_eq!(o.rates[0].min_time_s, Some(0.037790));
         assert_eq!(
             (
-                o.array_elements,
-                o.element_bytes,
-                o.ntimes,
-                o.threads,
-                o.validated
+                o.array_elements, o.element_bytes, o.ntimes, o.threads, o.validated
             ),
             (Some(80_000_000), Some(8), Some(10), Some(2), Some(true))
         );

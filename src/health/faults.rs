@@ -102,8 +102,7 @@ fn population(topo: &crate::topology::Topology) -> Vec<String> {
     use crate::topology::dimms;
     let mut out = dimms::population_findings(&topo.memory_devices);
     out.extend(dimms::empty_channel_findings(
-        &topo.memory_devices,
-        &topo.empty_memory_slots,
+        &topo.memory_devices, &topo.empty_memory_slots,
     ));
     out
 }

@@ -381,12 +381,7 @@ fn check_nodes(set: &IdSet, topo: &Topology) -> Result<(), String> {
 /// Whether a comma in `text` starts another policy (`bind:0,bind:1`).
 fn several_policies(text: &str) -> bool {
     const NAMES: [&str; 6] = [
-        "local",
-        "bind",
-        "interleave",
-        "preferred",
-        "weighted",
-        "split",
+        "local", "bind", "interleave", "preferred", "weighted", "split",
     ];
     text.split(',').skip(1).any(|part| {
         NAMES

@@ -93,13 +93,7 @@ pub fn parse_kmp(text: &str) -> Result<Kmp, String> {
                 .ok_or_else(|| format!("proclist '{list}' needs brackets: proclist=[0,2,4]"))?;
             proclist = Some(parse_proclist(inner)?);
         } else if [
-            "verbose",
-            "noverbose",
-            "respect",
-            "norespect",
-            "warnings",
-            "nowarnings",
-            "reset",
+            "verbose", "noverbose", "respect", "norespect", "warnings", "nowarnings", "reset",
             "noreset",
         ]
         .contains(&lower.as_str())

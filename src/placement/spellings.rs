@@ -97,12 +97,7 @@ fn spell_policy(cpus: &[usize], mem: &MemPolicy) -> Spellings {
 pub fn groups(s: &Spellings) -> [(&'static str, Vec<&str>); 2] {
     // Files written before some lines existed lack them.
     let mut threads: Vec<&str> = [
-        &s.openmp,
-        &s.gomp,
-        &s.kmp,
-        &s.likwid_pin,
-        &s.numactl,
-        &s.taskset,
+        &s.openmp, &s.gomp, &s.kmp, &s.likwid_pin, &s.numactl, &s.taskset,
     ]
     .into_iter()
     .filter(|l| !l.is_empty())

@@ -228,11 +228,7 @@ impl<'a> Repetitions<'a> {
         let in_caches = (plan.in_caches).map(|c| c.seen(seen));
         let mut warnings = observed.warnings;
         warnings.extend(judge::warnings(
-            plan,
-            in_caches,
-            &observed.threads,
-            min_time,
-            &timer,
+            plan, in_caches, &observed.threads, min_time, &timer,
         ));
         let mut cpus = plan.cpus.clone();
         cpus.sort_unstable();

@@ -13,12 +13,7 @@ const MATRIX_CPUS: usize = 32;
 
 /// The order relations print in: nearest first.
 const RELATIONS: [&str; 6] = [
-    "smt sibling",
-    "same L3",
-    "same NUMA node",
-    "same socket",
-    "other socket",
-    "unknown",
+    "smt sibling", "same L3", "same NUMA node", "same socket", "other socket", "unknown",
 ];
 
 /// The pairs of each case, in the order of [`C2cLine::ALL`]; a record from

@@ -7,24 +7,9 @@ use crate::results::RunReport;
 use crate::results::latency_record::LatencyRecord;
 
 pub const HEADER: [&str; 18] = [
-    "schema_version",
-    "hostname",
-    "kernel",
-    "best_rate_mb_s",
-    "avg_time_s",
-    "min_time_s",
-    "max_time_s",
-    "spread",
-    "bytes_per_element",
-    "dram_bytes_per_element",
-    "array_elements",
-    "ntimes",
-    "threads",
-    "isa",
-    "stores",
-    "validated",
-    "trusted",
-    "target",
+    "schema_version", "hostname", "kernel", "best_rate_mb_s", "avg_time_s", "min_time_s",
+    "max_time_s", "spread", "bytes_per_element", "dram_bytes_per_element", "array_elements",
+    "ntimes", "threads", "isa", "stores", "validated", "trusted", "target",
 ];
 
 /// A count's cell: empty where the target has none to count, not 0.
@@ -67,31 +52,10 @@ pub fn render(report: &RunReport) -> Result<String> {
 
 /// The header of a results file's CSV (`membw report --format csv`).
 pub const STUDY_HEADER: [&str; 26] = [
-    "schema_version",
-    "hostname",
-    "experiment",
-    "placement",
-    "threads",
-    "mem",
-    "stores",
-    "working_set_per_thread",
-    "kernel",
-    "runs",
-    "mean_gb_s",
-    "sd_gb_s",
-    "ci95_low_gb_s",
-    "ci95_high_gb_s",
-    "min_gb_s",
-    "max_gb_s",
-    "peak_gb_s",
-    "percent_of_peak",
-    "trusted",
-    "untrusted_why",
-    "target",
-    "in_caches",
-    "migrations_per_run",
-    "devices_at_once",
-    "all_runs",
+    "schema_version", "hostname", "experiment", "placement", "threads", "mem", "stores",
+    "working_set_per_thread", "kernel", "runs", "mean_gb_s", "sd_gb_s", "ci95_low_gb_s",
+    "ci95_high_gb_s", "min_gb_s", "max_gb_s", "peak_gb_s", "percent_of_peak", "trusted",
+    "untrusted_why", "target", "in_caches", "migrations_per_run", "devices_at_once", "all_runs",
     "band",
 ];
 
@@ -180,23 +144,8 @@ fn turned(p: &crate::report::study::Pivot) -> Result<String> {
 
 /// The header of a latency CSV: the point, then its latency and load.
 pub const LATENCY_HEADER: [&str; 17] = [
-    "schema_version",
-    "hostname",
-    "study",
-    "cpu",
-    "mem",
-    "mem_node",
-    "bytes",
-    "hugepages",
-    "mix",
-    "delay_ns",
-    "min_ns",
-    "p50_ns",
-    "p90_ns",
-    "p99_ns",
-    "p50_cycles",
-    "load_gb_s",
-    "chase",
+    "schema_version", "hostname", "study", "cpu", "mem", "mem_node", "bytes", "hugepages", "mix",
+    "delay_ns", "min_ns", "p50_ns", "p90_ns", "p99_ns", "p50_cycles", "load_gb_s", "chase",
 ];
 
 /// One row per latency point.

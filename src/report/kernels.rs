@@ -45,13 +45,7 @@ pub fn text() -> String {
         .collect();
     let table = Table {
         headers: [
-            "kernel",
-            "loop",
-            "B/elem",
-            "write-alloc",
-            "flops",
-            "crosses",
-            "groups",
+            "kernel", "loop", "B/elem", "write-alloc", "flops", "crosses", "groups",
         ]
         .map(String::from)
         .to_vec(),

@@ -137,13 +137,7 @@ pub fn sibling_task_ticks() -> Vec<TaskTicks> {
 /// which starts a node's ranks as its children.
 fn in_launch_group() -> bool {
     const DAEMONS: [&str; 7] = [
-        "prted",
-        "orted",
-        "hydra_pmi_proxy",
-        "slurmstepd",
-        "mpirun",
-        "mpiexec",
-        "prterun",
+        "prted", "orted", "hydra_pmi_proxy", "slurmstepd", "mpirun", "mpiexec", "prterun",
     ];
     static GROUP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *GROUP.get_or_init(|| {

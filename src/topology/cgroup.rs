@@ -30,9 +30,7 @@ pub(super) fn read_cgroup_memory(r: &Reader) -> (Option<Bytes>, Option<Bytes>) {
             ("sys/fs/cgroup", "memory.max", "memory.current")
         } else if controllers.split(',').any(|c| c == "memory") {
             (
-                "sys/fs/cgroup/memory",
-                "memory.limit_in_bytes",
-                "memory.usage_in_bytes",
+                "sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes",
             )
         } else {
             continue;

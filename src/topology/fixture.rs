@@ -93,10 +93,7 @@ impl MachineSpec {
             let figures = if far { hmat.far } else { hmat.near };
             let dir = format!("{base}/access0/initiators");
             let files = [
-                "read_bandwidth",
-                "write_bandwidth",
-                "read_latency",
-                "write_latency",
+                "read_bandwidth", "write_bandwidth", "read_latency", "write_latency",
             ];
             for (file, value) in files.iter().zip(figures) {
                 w(&format!("{dir}/{file}"), &format!("{value}\n"))?;

@@ -90,17 +90,8 @@ fn default_vendor() -> String {
 
 /// The fields a description must give (the others have defaults).
 const REQUIRED: [&str; 11] = [
-    "model_name",
-    "sockets",
-    "cores_per_node",
-    "cores_per_l3",
-    "l1d",
-    "l1i",
-    "l2",
-    "l3",
-    "distance_local",
-    "distance_remote",
-    "node_memory_gib",
+    "model_name", "sockets", "cores_per_node", "cores_per_l3", "l1d", "l1i", "l2", "l3",
+    "distance_local", "distance_remote", "node_memory_gib",
 ];
 
 impl MachineSpec {

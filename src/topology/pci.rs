@@ -315,15 +315,8 @@ pub(super) fn write_fixture(
 
 /// The files of every GPU on the bus that `read` uses, for `topo --capture`.
 pub(super) const CAPTURED_FILES: [&str; 9] = [
-    "vendor",
-    "device",
-    "class",
-    "numa_node",
-    "local_cpulist",
-    "current_link_speed",
-    "current_link_width",
-    "max_link_speed",
-    "max_link_width",
+    "vendor", "device", "class", "numa_node", "local_cpulist", "current_link_speed",
+    "current_link_width", "max_link_speed", "max_link_width",
 ];
 
 #[cfg(test)]

@@ -17,33 +17,28 @@ const SMALL: [&str; 4] = ["--array-size", "200000", "--ntimes", "3"];
 #[test]
 fn a_driver_without_gpus_and_an_index_past_them_are_refused() {
     let Some(dir) = fake_driver() else { return };
-    let (code, stdout, stderr) =
-        output(
-            with_fake(&dir)
-                .env("FAKE_CUDA_DEVICES", "0")
-                .args(["run", "--backend", "cuda:0"]),
-        );
+    let (code, stdout, stderr) = output(
+        with_fake(&dir)
+            .env("FAKE_CUDA_DEVICES", "0")
+            .args(["run", "--backend", "cuda:0"]),
+    );
     assert_eq!(code, 2, "{stderr}");
     assert!(stdout.is_empty());
-    assert!(
-        stderr.contains("the CUDA driver is installed but sees no GPU"),
-        "{stderr}"
+    crate::common::assert_contains(&stderr, "the CUDA driver is installed but sees no GPU");
+    let (code, _, stderr) = output(
+        with_fake(&dir)
+            .env("FAKE_CUDA_DEVICES", "2")
+            .args(["run", "--backend", "cuda:2"]),
     );
-    let (code, _, stderr) =
-        output(
-            with_fake(&dir)
-                .env("FAKE_CUDA_DEVICES", "2")
-                .args(["run", "--backend", "cuda:2"]),
-        );
     assert_eq!(code, 2);
-    assert!(
-        stderr.contains("there is no GPU cuda:2: the CUDA driver sees 2 (cuda:0 to cuda:1)"),
-        "{stderr}"
+    crate::common::assert_contains(
+        &stderr,
+        "there is no GPU cuda:2: the CUDA driver sees 2 (cuda:0 to cuda:1)",
     );
     let (code, _, stderr) =
         output(with_fake(&dir).args(["run", "--backend", "cuda", "--threads", "2"]));
     assert_eq!(code, 2);
-    assert!(stderr.contains("a CUDA GPU has no CPU threads"), "{stderr}");
+    crate::common::assert_contains(&stderr, "a CUDA GPU has no CPU threads");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
 
@@ -52,13 +47,7 @@ fn every_kernel_runs_validates_and_the_record_names_the_gpu() {
     let Some(dir) = fake_driver() else { return };
     let mut cmd = with_fake(&dir);
     cmd.args([
-        "run",
-        "--backend",
-        "cuda:0",
-        "--kernels",
-        "all,transfers",
-        "--format",
-        "json",
+        "run", "--backend", "cuda:0", "--kernels", "all,transfers", "--format", "json",
     ])
     .args(SMALL);
     let (code, stdout, stderr) = output(&mut cmd);
@@ -79,10 +68,7 @@ fn every_kernel_runs_validates_and_the_record_names_the_gpu() {
             .contains("compute capability 9.0")
     );
     assert_eq!(m["validation"]["passed"], true, "{m}");
-    assert!(
-        stderr.contains("memory peak is unknown: NVML does not load"),
-        "{stderr}"
-    );
+    crate::common::assert_contains(&stderr, "memory peak is unknown: NVML does not load");
 }
 
 #[test]
@@ -157,13 +143,7 @@ fn a_gpu_s_baseline_checks_and_its_metrics_carry_gpu_and_uuid() {
     let b = baseline.to_str().unwrap();
     let mut cmd = with_fake(&dir);
     cmd.args([
-        "baseline",
-        "--backend",
-        "cuda:0",
-        "--output",
-        b,
-        "--rounds",
-        "2",
+        "baseline", "--backend", "cuda:0", "--output", b, "--rounds", "2",
     ])
     .args(SMALL);
     let (code, _, stderr) = output(&mut cmd);
@@ -171,13 +151,7 @@ fn a_gpu_s_baseline_checks_and_its_metrics_carry_gpu_and_uuid() {
     let mut cmd = with_fake(&dir);
     let prom = tmp.path().join("gpu.prom");
     cmd.args([
-        "check",
-        "--backend",
-        "cuda:0",
-        "--baseline",
-        b,
-        "--tolerance",
-        "90%",
+        "check", "--backend", "cuda:0", "--baseline", b, "--tolerance", "90%",
     ])
     .args(["--prom", prom.to_str().unwrap()])
     .args(SMALL);
@@ -187,11 +161,8 @@ fn a_gpu_s_baseline_checks_and_its_metrics_carry_gpu_and_uuid() {
     let row = (stdout.lines())
         .find(|l| l.starts_with("membw_") && l.contains("cuda0"))
         .unwrap_or_else(|| panic!("{stdout}"));
-    assert!(row.contains(r#"gpu="cuda:0""#), "{row}");
-    assert!(
-        row.contains(r#"uuid="GPU-00010203-0405-0607-0809-0a0b0c0d0e0f""#),
-        "{row}"
-    );
+    crate::common::assert_contains(row, r#"gpu="cuda:0""#);
+    crate::common::assert_contains(row, r#"uuid="GPU-00010203-0405-0607-0809-0a0b0c0d0e0f""#);
 }
 
 /// The PTX the binary carries is what `kernels.cu` compiles to with the
@@ -220,18 +191,14 @@ fn the_committed_ptx_is_what_the_source_compiles_to() {
             .arg("--check"),
     );
     for arch in ["sm_70", "sm_80", "sm_90"] {
-        assert!(
-            said.contains(&format!("assembles kernels.ptx for {arch}")),
-            "{said}"
-        );
+        crate::common::assert_contains(&said, &format!("assembles kernels.ptx for {arch}"));
     }
 }
 
 #[test]
 fn peer_copies_go_through_the_driver_and_a_pair_without_p2p_is_staged() {
     let Some(dir) = fake_driver() else { return };
-    let log = tempfile::tempdir().unwrap();
-    let log = log.path().join("peers.log");
+    let (_dir, log, _) = crate::common::scratch_file("peers.log");
     let (code, stdout, stderr) = output(
         with_fake(&dir)
             .env("FAKE_CUDA_DEVICES", "3")

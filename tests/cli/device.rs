@@ -23,19 +23,11 @@ fn a_run_on_the_device_names_it_and_its_own_peak_and_no_cpu_things() {
         ),
         "{text}"
     );
-    assert!(
-        text.contains("memory peak 1000 GB/s, host link peak 63 GB/s"),
-        "{text}"
-    );
+    crate::common::assert_contains(&text, "memory peak 1000 GB/s, host link peak 63 GB/s");
     assert!(text.contains("Triad:") && text.contains("Solution Validates"));
-    assert!(text.contains("memory peak: 1000.0 GB/s"), "{text}");
+    crate::common::assert_contains(&text, "memory peak: 1000.0 GB/s");
     for cpu_only in [
-        "Number of Threads",
-        "Thread affinity",
-        "Placement:",
-        "Kernels:",
-        "ISA",
-        "Reproduce",
+        "Number of Threads", "Thread affinity", "Placement:", "Kernels:", "ISA", "Reproduce",
         "socket",
     ] {
         assert!(!text.contains(cpu_only), "'{cpu_only}' in: {text}");
@@ -79,23 +71,17 @@ fn its_prometheus_lines_say_device_with_its_name_and_peak() {
     let prom = dir.path().join("run.prom");
     run_sim(&["--prom", prom.to_str().unwrap(), "-q"]);
     let text = std::fs::read_to_string(&prom).unwrap();
-    assert!(
-        text.contains(
-            "membw_bandwidth_bytes_per_second{kernel=\"triad\",scope=\"device\",device=\"sim0\",backend=\"sim\",index=\"0\",gpu=\"sim:0\",uuid=\"SIM-00000000\"}"
-        ),
-        "{text}"
+    crate::common::assert_contains(
+        &text,
+        "membw_bandwidth_bytes_per_second{kernel=\"triad\",scope=\"device\",device=\"sim0\",backend=\"sim\",index=\"0\",gpu=\"sim:0\",uuid=\"SIM-00000000\"}",
     );
-    assert!(
-        text.contains(
-            "membw_peak_bytes_per_second{scope=\"device\",device=\"sim0\",backend=\"sim\",index=\"0\",gpu=\"sim:0\",uuid=\"SIM-00000000\"} 1000000000000\n"
-        ),
-        "{text}"
+    crate::common::assert_contains(
+        &text,
+        "membw_peak_bytes_per_second{scope=\"device\",device=\"sim0\",backend=\"sim\",index=\"0\",gpu=\"sim:0\",uuid=\"SIM-00000000\"} 1000000000000\n",
     );
-    assert!(
-        text.contains(
-            "membw_host_link_peak_bytes_per_second{scope=\"device\",device=\"sim0\",backend=\"sim\",index=\"0\",gpu=\"sim:0\",uuid=\"SIM-00000000\"} 63015384615.38462\n"
-        ),
-        "{text}"
+    crate::common::assert_contains(
+        &text,
+        "membw_host_link_peak_bytes_per_second{scope=\"device\",device=\"sim0\",backend=\"sim\",index=\"0\",gpu=\"sim:0\",uuid=\"SIM-00000000\"} 63015384615.38462\n",
     );
     assert!(
         !text.contains("threads=") && !text.contains("stores="),
@@ -148,13 +134,7 @@ fn what_only_cpus_have_is_refused_in_one_line() {
     );
     usage_error(
         &[
-            "run",
-            "--backend",
-            "sim",
-            "--array-size",
-            "100M",
-            "--kernels",
-            "triad",
+            "run", "--backend", "sim", "--array-size", "100M", "--kernels", "triad",
         ],
         "more than the 1 GiB of sim0 (membw simulated device)",
     );
@@ -196,7 +176,7 @@ fn a_wrong_element_fails_validation_naming_the_array() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("MEMBW_SIM_DEVICE=wrong=1"), "{stderr}");
+    crate::common::assert_contains(&stderr, "MEMBW_SIM_DEVICE=wrong=1");
 }
 
 /// A device's sweep sizes every point by the device's own rule, as its
@@ -212,7 +192,7 @@ fn a_device_sweep_sizes_its_arrays_as_its_run_does() {
     let run = arrays(&["run", "--backend", "sim", "--dry-run"]);
     let sweep = arrays(&["sweep", "--backend", "sim", "--dry-run", "--ntimes", "3"]);
     assert_eq!(sweep, run);
-    assert!(run.contains("in the device's own memory"), "{run}");
+    crate::common::assert_contains(&run, "in the device's own memory");
 }
 
 #[test]
@@ -221,21 +201,13 @@ fn sweeps_reports_and_comparisons_name_the_device_and_pair_its_points() {
     let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
     let (swept, ran) = (path("sweep.jsonl"), path("run.jsonl"));
     let sweep = [
-        "sweep",
-        "--backend",
-        "sim",
-        "--working-sets",
-        "64KiB,6MiB",
+        "sweep", "--backend", "sim", "--working-sets", "64KiB,6MiB",
         // One kernel: each calibrates its launch shapes, seconds apiece
         // on the simulated device's one host thread.
-        "--kernels",
-        "triad",
-        "--ntimes",
-        "3",
-        "-o",
+        "--kernels", "triad", "--ntimes", "3", "-o",
     ];
     let text = stdout(&[&sweep[..], &[&swept]].concat());
-    assert!(text.contains("  device  set/device"), "{text}");
+    crate::common::assert_contains(&text, "  device  set/device");
     assert!(
         // The best is named, unless other work on this machine made every
         // point NOT TRUSTED (the test does not need a quiet machine).
@@ -254,18 +226,11 @@ fn sweeps_reports_and_comparisons_name_the_device_and_pair_its_points() {
         .unwrap();
     let said = String::from_utf8_lossy(&again.stderr);
     assert!(again.status.success(), "{said}");
-    assert!(said.contains("0 points written, 2 skipped"), "{said}");
+    crate::common::assert_contains(&said, "0 points written, 2 skipped");
     usage_error(
         &[
-            "sweep",
-            "--working-sets",
-            "64KiB,6MiB",
-            "--kernels",
-            "triad",
-            "--ntimes",
-            "3",
-            "--resume",
-            &swept,
+            "sweep", "--working-sets", "64KiB,6MiB", "--kernels", "triad", "--ntimes", "3",
+            "--resume", &swept,
         ],
         "a different study (--backend cpu here, sim in the file)",
     );
@@ -287,7 +252,7 @@ fn sweeps_reports_and_comparisons_name_the_device_and_pair_its_points() {
     // (memory, peaks) travels with the runs only.
     let identity = r#""target":{"kind":"device","backend":"sim","index":0,"name":"sim0"}"#;
     let line = std::fs::read_to_string(&swept).unwrap();
-    assert!(line.contains(identity), "{line}");
+    crate::common::assert_contains(&line, identity);
     assert_eq!(first["runs"][0]["target"]["peaks"]["memory_gb_s"], 1000.0);
     // A file whose points kept a device's facts (as schema 1 wrote them,
     // with another peak) is still the same study, point by point.
@@ -296,13 +261,13 @@ fn sweeps_reports_and_comparisons_name_the_device_and_pair_its_points() {
     std::fs::write(&old, line.replace(identity, schema1)).unwrap();
     let resumed = membw().args(["sweep", "--resume", &old]).output().unwrap();
     let said = String::from_utf8_lossy(&resumed.stderr);
-    assert!(said.contains("0 points written, 2 skipped"), "{said}");
+    crate::common::assert_contains(&said, "0 points written, 2 skipped");
 
     // run -o of the size the sweep's 6 MiB point has pairs with it.
     run_sim_to(&ran, "262144");
     let cmp = stdout(&["compare", &ran, &swept]);
-    assert!(cmp.contains("device sim0 · 6 MiB/device"), "{cmp}");
-    assert!(cmp.contains("1 point in both"), "{cmp}");
+    crate::common::assert_contains(&cmp, "device sim0 · 6 MiB/device");
+    crate::common::assert_contains(&cmp, "1 point in both");
 
     let report = stdout(&["report", &swept, "--plots", &path("plots")]);
     assert!(
@@ -325,41 +290,19 @@ fn sweeps_reports_and_comparisons_name_the_device_and_pair_its_points() {
 /// `run -o FILE` of 262144 elements: 3 arrays of 2 MiB, the 6 MiB point.
 fn run_sim_to(file: &str, elements: &str) {
     stdout(&[
-        "run",
-        "--backend",
-        "sim",
-        "--array-size",
-        elements,
-        "--kernels",
-        "triad",
-        "--ntimes",
-        "3",
-        "-o",
-        file,
-        "-q",
+        "run", "--backend", "sim", "--array-size", elements, "--kernels", "triad", "--ntimes", "3",
+        "-o", file, "-q",
     ]);
 }
 
 #[test]
 fn a_baseline_and_check_of_the_device_hold_it_against_itself_and_its_own_peak() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().join("sim.json");
-    let base = base.to_str().unwrap();
+    let (dir, _, base) = crate::common::scratch_file("sim.json");
     let made = stdout(&[
-        "baseline",
-        "--backend",
-        "sim",
-        "--rounds",
-        "2",
-        "--ntimes",
-        "3",
-        "--array-size",
-        "256K",
+        "baseline", "--backend", "sim", "--rounds", "2", "--ntimes", "3", "--array-size", "256K",
         // The other tests of this file run beside it on the same CPUs: what
         // is tested is the device's baseline, not the node's quiet.
-        "--allow-busy",
-        "-o",
-        base,
+        "--allow-busy", "-o", &base,
     ]);
     assert!(
         made.contains("device sim0 (membw simulated device"),
@@ -371,7 +314,7 @@ fn a_baseline_and_check_of_the_device_hold_it_against_itself_and_its_own_peak() 
     assert!(row("device 0", "- triad"), "{made}");
     // Its host link from every memory node is a scope of its own.
     assert!(row("device 0 link from node 0", "- h2d"), "{made}");
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(base).unwrap()).unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
     assert_eq!(doc["scopes"][0]["scope"], "device:0");
     assert_eq!(doc["scopes"][0]["device"]["name"], "sim0");
     assert_eq!(doc["scopes"][1]["scope"], "device:0/link:0");
@@ -386,13 +329,7 @@ fn a_baseline_and_check_of_the_device_hold_it_against_itself_and_its_own_peak() 
     let prom = dir.path().join("check.prom");
     let out = membw()
         .args([
-            "check",
-            "--backend",
-            "sim",
-            "--baseline",
-            base,
-            "--format",
-            "json",
+            "check", "--backend", "sim", "--baseline", &base, "--format", "json",
         ])
         .args(["--prom", prom.to_str().unwrap()])
         .output()
@@ -412,10 +349,7 @@ fn a_baseline_and_check_of_the_device_hold_it_against_itself_and_its_own_peak() 
     );
     assert!(scopes.contains(&"device:0/link:0"), "{scopes:?}");
     let text = std::fs::read_to_string(&prom).unwrap();
-    assert!(
-        text.contains("scope=\"device\",device=\"sim0\",backend=\"sim\""),
-        "{text}"
-    );
+    crate::common::assert_contains(&text, "scope=\"device\",device=\"sim0\",backend=\"sim\"");
     // The link's rows name the host node they were measured from.
     assert!(
         (text.lines()).any(|l| l.contains("kernel=\"h2d\"") && l.contains("host_node=\"0\"")),
@@ -426,28 +360,19 @@ fn a_baseline_and_check_of_the_device_hold_it_against_itself_and_its_own_peak() 
     // declared 1 GB/s is always reached, half of 1000 GB/s never here.
     let out = membw()
         .args([
-            "check",
-            "--backend",
-            "sim",
-            "--kernels",
-            "triad",
-            "--array-size",
-            "256K",
+            "check", "--backend", "sim", "--kernels", "triad", "--array-size", "256K",
         ])
         .env("MEMBW_SIM_DEVICE", "peak=1")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(
-        stdout.contains("against 50 % of the theoretical peak"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("0.50"), "{stdout}");
+    crate::common::assert_contains(&stdout, "against 50 % of the theoretical peak");
+    crate::common::assert_contains(&stdout, "0.50");
 
     // The node's CPUs are not the device the baseline was made of.
     usage_error(
-        &["check", "--baseline", base],
+        &["check", "--baseline", &base],
         "scopes[0].device is device sim0",
     );
 }
@@ -474,22 +399,15 @@ fn the_devices_own_clock_times_it_and_the_hosts_checks_it() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("the target's own clock timed 6 of 6 repetitions longer than the host's"),
-        "{stderr}"
+    crate::common::assert_contains(
+        &stderr,
+        "the target's own clock timed 6 of 6 repetitions longer than the host's",
     );
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["measurement"]["timer"]["device_clock"]["over_host"], 6);
     // A CPU run is timed by the host alone.
     let cpu: Value = serde_json::from_str(&common::stdout(&[
-        "run",
-        "--size",
-        "100k",
-        "--ntimes",
-        "3",
-        "--kernels",
-        "copy",
-        "--json",
+        "run", "--size", "100k", "--ntimes", "3", "--kernels", "copy", "--json",
     ]))
     .unwrap();
     assert!(cpu["measurement"]["timer"].get("device_clock").is_none());
@@ -499,21 +417,14 @@ fn the_devices_own_clock_times_it_and_the_hosts_checks_it() {
 /// that alone, in one line naming the link, whatever its rates.
 #[test]
 fn a_link_that_trained_low_fails_check_in_one_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let baseline = dir.path().join("b.json");
-    let b = baseline.to_str().unwrap();
+    let (_dir, _baseline, b) = crate::common::scratch_file("b.json");
     let mut args = vec![
-        "baseline",
-        "--backend",
-        "sim:1",
-        "--rounds",
-        "2",
-        "--allow-busy",
+        "baseline", "--backend", "sim:1", "--rounds", "2", "--allow-busy",
     ];
-    args.extend(["-o", b]);
+    args.extend(["-o", &b]);
     args.extend(SMALL);
     membw().args(&args).assert().success();
-    let mut args = vec!["check", "--backend", "sim:1", "--baseline", b];
+    let mut args = vec!["check", "--backend", "sim:1", "--baseline", &b];
     args.extend(["--tolerance", "90%"]);
     args.extend(SMALL);
     membw().args(&args).assert().success();

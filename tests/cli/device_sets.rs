@@ -41,9 +41,9 @@ fn run_set(set: &str, setup: &str, extra: &[&str]) -> String {
 fn a_set_is_measured_alone_then_at_once_and_says_which() {
     let _alone = one_at_a_time();
     let text = run_set("sim:all", "", &[]);
-    assert!(
-        text.contains("Devices: 4 (sim0, sim1, sim2, sim3: membw simulated device), each alone"),
-        "{text}"
+    crate::common::assert_contains(
+        &text,
+        "Devices: 4 (sim0, sim1, sim2, sim3: membw simulated device), each alone",
     );
     for device in ["sim0", "sim1", "sim2", "sim3"] {
         let row = text.lines().find(|l| l.trim_start().starts_with(device));
@@ -53,7 +53,7 @@ fn a_set_is_measured_alone_then_at_once_and_says_which() {
         .filter(|l| l.trim_start().starts_with("at once "))
         .count();
     assert_eq!(at_once, 4, "{text}");
-    assert!(text.contains("all 4    at once"), "{text}");
+    crate::common::assert_contains(&text, "all 4    at once");
     assert!(text.contains("validation: passed on every device, alone and at once"));
 
     // A list, in the order written, each named once.
@@ -227,10 +227,7 @@ fn a_node_check_finds_the_slow_device_and_the_narrow_link_among_eight() {
     assert!(short.contains(&"device:5/link:0".to_string()), "{short:?}");
     // The x8 link is a fault of the hardware whatever its rates.
     let differences = v["differences"].to_string();
-    assert!(
-        differences.contains("sim5: its PCIe link trained at Gen5 x8"),
-        "{differences}"
-    );
+    crate::common::assert_contains(&differences, "sim5: its PCIe link trained at Gen5 x8");
     let split = v["budget_split"].as_str().unwrap();
     assert!(split.starts_with("16 scopes over 8 devices"), "{split}");
 }
@@ -255,11 +252,7 @@ fn a_node_baseline_holds_every_device_and_a_check_against_it_finds_the_slow_one(
     assert_eq!(
         scopes,
         [
-            "device:0",
-            "device:0/link:0",
-            "device:1",
-            "device:1/link:0",
-            "device:2",
+            "device:0", "device:0/link:0", "device:1", "device:1/link:0", "device:2",
             "device:2/link:0"
         ]
     );
@@ -341,10 +334,7 @@ fn a_node_check_finds_the_pair_whose_peer_link_is_down_with_and_without_a_baseli
     assert_eq!(code, Some(1), "{v}");
     assert_eq!(v["pairs"].as_array().unwrap().len(), 56, "{v}");
     let differences = v["differences"].to_string();
-    assert!(
-        differences.contains("pair 2 ↔ 6: no direct path"),
-        "{differences}"
-    );
+    crate::common::assert_contains(&differences, "pair 2 ↔ 6: no direct path");
     assert!(
         v["reason"].as_str().unwrap().starts_with("pair 2 ↔ 6"),
         "{v}"
@@ -362,11 +352,9 @@ fn a_node_check_finds_the_pair_whose_peer_link_is_down_with_and_without_a_baseli
     );
     assert_eq!(code, Some(1), "{v}");
     let differences = v["differences"].to_string();
-    assert!(
-        differences.contains(
-            "pair 0 → 1: no direct path (copies staged through host memory), direct in the baseline"
-        ),
-        "{differences}"
+    crate::common::assert_contains(
+        &differences,
+        "pair 0 → 1: no direct path (copies staged through host memory), direct in the baseline",
     );
 }
 
@@ -416,9 +404,9 @@ fn a_node_check_finds_the_gpu_with_nvlink_links_down_with_and_without_a_baseline
         .stdin(std::fs::File::open(&prom).unwrap());
     common::tool(&mut promtool, "prometheus");
     let differences = v["differences"].to_string();
-    assert!(
-        differences.contains("sim5: 16 of its 18 NVLink links are up where its siblings have 18"),
-        "{differences}"
+    crate::common::assert_contains(
+        &differences,
+        "sim5: 16 of its 18 NVLink links are up where its siblings have 18",
     );
     assert_eq!(v["pairs"][0]["fabric"]["links"], 18, "{v}");
 
@@ -433,9 +421,9 @@ fn a_node_check_finds_the_gpu_with_nvlink_links_down_with_and_without_a_baseline
     );
     assert_eq!(code, Some(1), "{v}");
     let differences = v["differences"].to_string();
-    assert!(
-        differences.contains("pair 0 → 1 crosses 3 NVLink links, 4 in the baseline"),
-        "{differences}"
+    crate::common::assert_contains(
+        &differences,
+        "pair 0 → 1 crosses 3 NVLink links, 4 in the baseline",
     );
 }
 
@@ -450,13 +438,7 @@ fn a_check_with_no_backend_covers_the_cpus_and_every_gpu_unless_told() {
             // EPYC's caches (what is tested is which scopes there are): one
             // kernel, the fewest repetitions, one round.
             .args([
-                "check",
-                "--peak",
-                "1",
-                "--kernels",
-                "triad",
-                "--ntimes",
-                "2",
+                "check", "--peak", "1", "--kernels", "triad", "--ntimes", "2",
             ])
             .args(["--budget", "1s"])
             .args(["--format", "json"])

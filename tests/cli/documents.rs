@@ -15,29 +15,27 @@ fn fixture(name: &str) -> String {
 
 #[test]
 fn results_files_and_run_documents_of_schema_1_still_report_and_compare() {
-    let dir = tempfile::tempdir().unwrap();
-    let plots = dir.path().join("plots");
-    let p = plots.to_str().unwrap();
-    let run = stdout(&["report", &fixture("run.json"), "--plots", p]);
-    assert!(run.contains("vm"), "{run}");
-    let sweep = stdout(&["report", &fixture("sweep.jsonl"), "--plots", p]);
-    assert!(sweep.contains("triad"), "{sweep}");
-    let latency = stdout(&["report", &fixture("latency.jsonl"), "--plots", p]);
+    let (_dir, _plots, p) = crate::common::scratch_file("plots");
+    let run = stdout(&["report", &fixture("run.json"), "--plots", &p]);
+    crate::common::assert_contains(&run, "vm");
+    let sweep = stdout(&["report", &fixture("sweep.jsonl"), "--plots", &p]);
+    crate::common::assert_contains(&sweep, "triad");
+    let latency = stdout(&["report", &fixture("latency.jsonl"), "--plots", &p]);
     assert!(
         latency.contains("4 KiB") || latency.contains("4KiB"),
         "{latency}"
     );
-    let exec = stdout(&["report", &fixture("exec.jsonl"), "--plots", p]);
-    assert!(exec.contains("sh"), "{exec}");
+    let exec = stdout(&["report", &fixture("exec.jsonl"), "--plots", &p]);
+    crate::common::assert_contains(&exec, "sh");
     // run -o and sweep -o of the same configuration pair.
     let both = stdout(&["compare", &fixture("run-o.jsonl"), &fixture("sweep.jsonl")]);
-    assert!(both.contains("1 point in both"), "{both}");
+    crate::common::assert_contains(&both, "1 point in both");
     let lat = stdout(&[
         "compare",
         &fixture("latency.jsonl"),
         &fixture("latency.jsonl"),
     ]);
-    assert!(lat.contains("4"), "{lat}");
+    crate::common::assert_contains(&lat, "4");
 }
 
 #[test]
@@ -51,7 +49,7 @@ fn a_schema_1_sweep_resumes_without_measuring_again() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("0 points written, 2 skipped"), "{stderr}");
+    crate::common::assert_contains(&stderr, "0 points written, 2 skipped");
 }
 
 #[test]
@@ -64,28 +62,16 @@ fn schema_1_verdicts_and_baselines_still_read() {
         "--plots",
         p.to_str().unwrap(),
     ]);
-    assert!(history.contains("fleet median 100.00 GB/s"), "{history}");
+    crate::common::assert_contains(&history, "fleet median 100.00 GB/s");
     // And today's verdict reads the same way (the history's typed reader and
     // the verdict agree on every field it reads).
     let (base, today) = (dir.path().join("base.json"), dir.path().join("today.json"));
     let base = base.to_str().unwrap();
     stdout(&[
-        "baseline",
-        "--fake-source",
-        "40",
-        "--rounds",
-        "1",
-        "-o",
-        base,
+        "baseline", "--fake-source", "40", "--rounds", "1", "-o", base,
     ]);
     let verdict = stdout(&[
-        "check",
-        "--fake-source",
-        "40",
-        "--format",
-        "json",
-        "--baseline",
-        base,
+        "check", "--fake-source", "40", "--format", "json", "--baseline", base,
     ]);
     std::fs::write(&today, verdict).unwrap();
     let history = stdout(&[
@@ -94,7 +80,7 @@ fn schema_1_verdicts_and_baselines_still_read() {
         "--plots",
         p.to_str().unwrap(),
     ]);
-    assert!(history.contains("fleet median"), "{history}");
+    crate::common::assert_contains(&history, "fleet median");
     // A check against the old baseline reads it: it judges (exit 0 or 1),
     // or, on another kind of machine than this project's VM, refuses to
     // hold the node against it, which it can say only having read it.

@@ -29,11 +29,7 @@ fn empty_policies_and_empty_list_items_are_refused() {
     }
     usage_error(
         &[
-            "sweep",
-            "--fake-source",
-            "4",
-            "--strategy",
-            "compact,,spread",
+            "sweep", "--fake-source", "4", "--strategy", "compact,,spread",
         ],
         "--strategy 'compact,,spread': an empty item",
     );
@@ -42,9 +38,9 @@ fn empty_policies_and_empty_list_items_are_refused() {
 #[test]
 fn a_policy_for_an_array_no_kernel_uses_is_a_warning() {
     let (_, stderr) = fake_run(&["--quiet", "--mem", "d=bind:0"]);
-    assert!(
-        stderr.contains("gives array d a policy, but no kernel of this run uses it"),
-        "{stderr}"
+    crate::common::assert_contains(
+        &stderr,
+        "gives array d a policy, but no kernel of this run uses it",
     );
     let (_, stderr) = fake_run(&["--quiet", "--kernels", "striad", "--mem", "d=bind:0"]);
     assert!(
@@ -74,15 +70,9 @@ fn a_peak_takes_units_and_a_peak_below_the_measured_rate_is_called_wrong() {
     }
     // 4 GB/s per thread from the fake source, against a 0.4 GB/s "peak".
     let (text, stderr) = fake_run(&["--peak", "0.4"]);
-    assert!(
-        stderr.contains("above the theoretical peak of 0.4 GB/s"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("the peak is wrong"), "{stderr}");
-    assert!(
-        text.contains("a number without a unit, taken as GB/s"),
-        "{text}"
-    );
+    crate::common::assert_contains(&stderr, "above the theoretical peak of 0.4 GB/s");
+    crate::common::assert_contains(&stderr, "the peak is wrong");
+    crate::common::assert_contains(&text, "a number without a unit, taken as GB/s");
     usage_error(&["run", "--peak", "400/s"], "needs a unit");
 }
 
@@ -123,7 +113,7 @@ fn a_file_size_limit_is_a_write_error_that_keeps_whole_lines() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "killed by SIGXFSZ? {stderr}");
-    assert!(stderr.contains("File too large"), "{stderr}");
+    crate::common::assert_contains(&stderr, "File too large");
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(!text.is_empty() && text.ends_with('\n'), "a torn last line");
     for line in text.lines() {
@@ -145,10 +135,7 @@ fn a_signal_before_tunes_first_candidate_exits_with_the_signal() {
     let out = common::stop_with(child, "INT");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(
-        stderr.contains("before the first candidate completed"),
-        "{stderr}"
-    );
+    crate::common::assert_contains(&stderr, "before the first candidate completed");
 }
 
 #[test]
@@ -217,17 +204,15 @@ fn exec_says_once_why_it_failed_and_verifies_only_what_it_sampled() {
         "{stderr}"
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("pages not sampled"), "{text}");
+    crate::common::assert_contains(&text, "pages not sampled");
     assert!(!text.contains("pages as the policy asks"), "{text}");
 }
 
 #[test]
 fn resume_continues_the_files_study_and_refuses_another() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("study.jsonl");
-    let f = file.to_str().unwrap();
+    let (_dir, file, f) = crate::common::scratch_file("study.jsonl");
     let study = ["--fake-source", "4", "--ntimes", "3", "--stores", "regular"];
-    let mut first = vec!["sweep", "--threads", "1", "-o", f];
+    let mut first = vec!["sweep", "--threads", "1", "-o", &f];
     first.extend(study);
     stdout(&first);
     // The study is stored typed, every setting by name (defaults included),
@@ -246,20 +231,20 @@ fn resume_continues_the_files_study_and_refuses_another() {
         );
     }
     // Other axes: refused, naming each difference.
-    let mut other = vec!["sweep", "--threads", "2", "--resume", f];
+    let mut other = vec!["sweep", "--threads", "2", "--resume", &f];
     other.extend(["--fake-source", "4"]);
     usage_error(
         &other,
         "a different study (--ntimes 10 here, 3 in the file; --stores auto here, regular in the file; --threads 2 here, 1 in the file)",
     );
     // --resume alone continues it: the one point is there, nothing is added.
-    let out = membw().args(["sweep", "--resume", f]).output().unwrap();
+    let out = membw().args(["sweep", "--resume", &f]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("1 point already there"), "{stderr}");
+    crate::common::assert_contains(&stderr, "1 point already there");
     assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 1);
     // The same study typed again is accepted too.
-    let mut same = vec!["sweep", "--threads", "1", "--resume", f];
+    let mut same = vec!["sweep", "--threads", "1", "--resume", &f];
     same.extend(study);
     stdout(&same);
 }

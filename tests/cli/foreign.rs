@@ -93,11 +93,8 @@ fn membw_exec_runs_a_stream_build_pinned_and_verified() {
         out.contains("GB/s (mean ± 95 % CI, n = 2 runs)") && out.contains("triad"),
         "{out}"
     );
-    assert!(
-        out.contains("Verified:  threads pinned, each stayed on its CPU"),
-        "{out}"
-    );
-    assert!(out.contains("Watching:  membw used "), "{out}");
+    crate::common::assert_contains(&out, "Verified:  threads pinned, each stayed on its CPU");
+    crate::common::assert_contains(&out, "Watching:  membw used ");
     // The same record shape as a sweep's, with the program named.
     let json = common::stdout(&[
         "exec", "--cpus", &cpu_text, "--format", "json", "--label", "gcc-O2", "--", exe, "2000000",
@@ -191,7 +188,7 @@ fn a_clang_build_runs_too_where_clang_is_installed() {
                 "2000000",
                 "4",
             ]);
-            assert!(out.contains("triad"), "{out}");
+            crate::common::assert_contains(&out, "triad");
         }
         Ok(o) => common::skip(format!(
             "clang could not build with OpenMP: {}",
@@ -240,13 +237,7 @@ fn membw_exec_failures_are_reported_with_their_reason() {
     let started = std::time::Instant::now();
     let out = common::membw()
         .args([
-            "exec",
-            "--timeout",
-            "1s",
-            "--",
-            "sh",
-            "-c",
-            "sleep 30 & sleep 30",
+            "exec", "--timeout", "1s", "--", "sh", "-c", "sleep 30 & sleep 30",
         ])
         .output()
         .unwrap();
@@ -398,18 +389,11 @@ fn an_unpinned_program_is_not_reported_as_pinned() {
             cmd.env("OMP_PROC_BIND", b);
         }
         let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        crate::common::assert_success(&out);
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let unpinned = run(Some("false"));
-    assert!(
-        unpinned.contains("Verified:  threads NOT pinned"),
-        "{unpinned}"
-    );
+    crate::common::assert_contains(&unpinned, "Verified:  threads NOT pinned");
     // Each variable once, with what membw did with it.
     assert!(
         unpinned.contains("yours:     OMP_PROC_BIND=false (passed through as you set them)")
@@ -417,8 +401,5 @@ fn an_unpinned_program_is_not_reported_as_pinned() {
         "{unpinned}"
     );
     let pinned = run(None);
-    assert!(
-        pinned.contains("Verified:  threads pinned, each stayed on its CPU"),
-        "{pinned}"
-    );
+    crate::common::assert_contains(&pinned, "Verified:  threads pinned, each stayed on its CPU");
 }

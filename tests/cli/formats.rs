@@ -111,34 +111,24 @@ fn every_command_that_prints_results_lists_exactly_its_formats() {
 
 #[test]
 fn report_and_compare_share_the_format_flag() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("s.jsonl");
-    let f = file.to_str().unwrap();
+    let (dir, _, f) = crate::common::scratch_file("s.jsonl");
     stdout(&[
-        "sweep",
-        "--fake-source",
-        "4",
-        "--threads",
-        "1,2",
-        "--size",
-        "1M",
-        "-o",
-        f,
+        "sweep", "--fake-source", "4", "--threads", "1,2", "--size", "1M", "-o", &f,
     ]);
     let plots = dir.path().join("p");
     let p = plots.to_str().unwrap();
     // --format markdown and the older --markdown print the same report.
-    let md = stdout(&["report", f, "--plots", p, "--format", "markdown"]);
+    let md = stdout(&["report", &f, "--plots", p, "--format", "markdown"]);
     assert!(md.starts_with("# membw report"), "{md}");
-    assert_eq!(md, stdout(&["report", f, "--plots", p, "--markdown"]));
-    let text = stdout(&["report", f, "--plots", p]);
+    assert_eq!(md, stdout(&["report", &f, "--plots", p, "--markdown"]));
+    let text = stdout(&["report", &f, "--plots", p]);
     assert!(
         !text.starts_with('#') && text.contains("triad GB/s"),
         "{text}"
     );
-    let cmp = stdout(&["compare", f, f, "--format", "markdown"]);
+    let cmp = stdout(&["compare", &f, &f, "--format", "markdown"]);
     assert!(cmp.contains("| point |") && cmp.contains("|---|"), "{cmp}");
-    let csv = stdout(&["report", f, "--format", "csv"]);
+    let csv = stdout(&["report", &f, "--format", "csv"]);
     let rows: Vec<&str> = csv.lines().collect();
     assert!(
         rows[0].starts_with("schema_version,hostname,experiment,placement,threads,")
@@ -155,7 +145,7 @@ fn report_and_compare_share_the_format_flag() {
     // Two points, each with its four STREAM kernels.
     assert_eq!(rows.len(), 1 + 2 * 4, "{csv}");
     usage_error(
-        &["compare", f, f, "--format", "json"],
+        &["compare", &f, &f, "--format", "json"],
         "invalid value 'json' for '--format <FORMAT>' [possible values: text, markdown]",
     );
 }
@@ -166,15 +156,7 @@ fn json_lines_flow_into_report_and_html_covers_every_report() {
     let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
     // A run as one compact line that `membw report` reads back as a node.
     let run = stdout(&[
-        "run",
-        "--fake-source",
-        "4",
-        "--size",
-        "1M",
-        "--ntimes",
-        "2",
-        "--format",
-        "jsonl",
+        "run", "--fake-source", "4", "--size", "1M", "--ntimes", "2", "--format", "jsonl",
     ]);
     assert_eq!(run.lines().count(), 1, "{run}");
     let node = path("node.json");
@@ -195,19 +177,10 @@ fn json_lines_flow_into_report_and_html_covers_every_report() {
     // A sweep's summary in any of its formats; jsonl is every record of the file.
     let sweep = path("s.jsonl");
     let md = stdout(&[
-        "sweep",
-        "--fake-source",
-        "4",
-        "--threads",
-        "1,2",
-        "--size",
-        "1M",
-        "-o",
-        &sweep,
-        "--format",
-        "markdown",
+        "sweep", "--fake-source", "4", "--threads", "1,2", "--size", "1M", "-o", &sweep,
+        "--format", "markdown",
     ]);
-    assert!(md.contains("|---"), "{md}");
+    crate::common::assert_contains(&md, "|---");
     let again = stdout(&["report", &sweep, "--plots", &plots, "--format", "jsonl"]);
     assert_eq!(again, std::fs::read_to_string(&sweep).unwrap());
     let html = stdout(&["report", &sweep, "--plots", &plots, "--format", "html"]);
@@ -215,14 +188,7 @@ fn json_lines_flow_into_report_and_html_covers_every_report() {
 
     // Latency: its records as lines, and an HTML page with the curves.
     let lat = stdout(&[
-        "latency",
-        "--sizes",
-        "4KiB,64KiB,1MiB",
-        "--time",
-        "5ms",
-        "--chase",
-        "random",
-        "--format",
+        "latency", "--sizes", "4KiB,64KiB,1MiB", "--time", "5ms", "--chase", "random", "--format",
         "jsonl",
     ]);
     assert_eq!(lat.lines().count(), 3, "{lat}");
@@ -250,27 +216,25 @@ fn run_and_sweep_files_of_the_same_configuration_pair_in_compare() {
     // One thread: another measurement.
     stdout(&[&["sweep", "--threads", "1", "-o", &c][..], &fixed[..]].concat());
     let same = stdout(&["compare", &a, &b]);
-    assert!(same.contains("1 point in both"), "{same}");
+    crate::common::assert_contains(&same, "1 point in both");
     let other = stdout(&["compare", &a, &c]);
-    assert!(other.contains("0 points in both"), "{other}");
+    crate::common::assert_contains(&other, "0 points in both");
 }
 
 /// `--json` is every command's JSON form: one document where the command
 /// has one, JSON Lines where that is its only one (sweep, tune, report).
 #[test]
 fn json_is_accepted_by_every_command_with_a_json_form() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("s.jsonl");
-    let f = file.to_str().unwrap();
+    let (_dir, _, f) = crate::common::scratch_file("s.jsonl");
     let fake = ["--fake-source", "4", "--size", "1M", "--ntimes", "2"];
-    let sweep = stdout(&[&["sweep", "--json", "-o", f, "--threads", "1"][..], &fake].concat());
+    let sweep = stdout(&[&["sweep", "--json", "-o", &f, "--threads", "1"][..], &fake].concat());
     assert!(
         sweep
             .lines()
             .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()),
         "{sweep}"
     );
-    let report = stdout(&["report", f, "--json"]);
+    let report = stdout(&["report", &f, "--json"]);
     assert!(
         report
             .lines()

@@ -27,7 +27,7 @@ fn a_fleets_gpu_files_are_ranked_gpu_by_gpu() {
     let out = membw().arg("report").args(&files).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     for i in 0..4 {
-        assert!(text.contains(&format!("/sim{i} ")), "{text}");
+        crate::common::assert_contains(&text, &format!("/sim{i} "));
     }
     let slow = text
         .lines()

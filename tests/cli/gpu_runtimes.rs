@@ -177,12 +177,7 @@ fn without_its_library_a_vendors_request_ends_in_one_line() {
 fn every_kernel_validates_in_the_launch_shape_that_timed_fastest() {
     for v in vendors() {
         let doc = v.run_json(&[
-            "--kernels",
-            "all",
-            "--array-size",
-            "200000",
-            "--ntimes",
-            "3",
+            "--kernels", "all", "--array-size", "200000", "--ntimes", "3",
         ]);
         let m = &doc["measurement"];
         assert_eq!(m["validation"]["passed"], true, "{}: {m}", v.backend);
@@ -263,7 +258,7 @@ fn a_wrong_element_fails_validation_naming_the_array_written() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{}: {stderr}", v.backend);
-        assert!(stderr.contains("Failed Validation: array a:"), "{stderr}");
+        crate::common::assert_contains(&stderr, "Failed Validation: array a:");
     }
 }
 
@@ -315,16 +310,14 @@ fn transfers_place_their_host_buffers_and_validate() {
 #[test]
 fn a_baseline_of_the_device_checks_healthy_against_itself() {
     for v in vendors() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("gpu.json");
-        let file = file.to_str().unwrap();
+        let (_dir, _, file) = crate::common::scratch_file("gpu.json");
         // The simulated device's work is the host's: a busy test host
         // is not what is tested here.
         let small = ["--array-size", "200000", "--rounds", "3", "--allow-busy"];
-        let mut args = vec!["baseline", "--backend", v.backend, "-o", file];
+        let mut args = vec!["baseline", "--backend", v.backend, "-o", &file];
         args.extend(small);
         v.ok(&args);
-        let check = ["check", "--backend", v.backend, "--baseline", file];
+        let check = ["check", "--backend", v.backend, "--baseline", &file];
         let out = v.membw(&check).args(["--format", "json"]).output().unwrap();
         // Healthy (0), or short on a loaded machine (1): never a usage error.
         assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
@@ -368,12 +361,12 @@ fn a_device_run_says_nothing_only_a_cpu_run_means_in_any_format() {
         let run = ["run", "--backend", v.backend, "--array-size", "2000"];
         let (text, stderr) = v.ok(&[&run[..], &["-o", &results, "--prom", &prom]].concat());
         assert_speaks_gpu("run", &format!("{text}{stderr}"));
-        assert!(text.contains("Times below are"), "{text}");
+        crate::common::assert_contains(&text, "Times below are");
         // A peak, where the vendor knows one (the fake driver has no NVML).
         let peak = !text.contains("theoretical peak unknown");
         assert!(!peak || text.contains("% of memory peak"), "{text}");
         assert!(!peak || text.contains("memory peak: "), "{text}");
-        assert!(text.contains("  launch: "), "{text}");
+        crate::common::assert_contains(&text, "  launch: ");
         assert!(!text.contains("setup (map"), "{text}");
         // A window the observers cannot judge is not "trusted".
         if text.contains("not judged: ") {
@@ -404,12 +397,7 @@ fn a_cpu_run_still_shows_streams_rule_where_it_applies() {
     // applies, and says so in the text and the JSON.
     let out = membw()
         .args([
-            "run",
-            "--size",
-            "8192",
-            "--ntimes",
-            "3",
-            "--no-stores-check",
+            "run", "--size", "8192", "--ntimes", "3", "--no-stores-check",
         ])
         .output()
         .unwrap();
@@ -418,12 +406,9 @@ fn a_cpu_run_still_shows_streams_rule_where_it_applies() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{stderr}");
-    assert!(text.contains("clock granularity"), "{text}");
-    assert!(text.contains("Thread affinity"), "{text}");
-    assert!(
-        text.contains("setup (map + parallel first touch)"),
-        "{text}"
-    );
+    crate::common::assert_contains(&text, "clock granularity");
+    crate::common::assert_contains(&text, "Thread affinity");
+    crate::common::assert_contains(&text, "setup (map + parallel first touch)");
     assert!(
         stderr.contains("STREAM's rule") || text.contains("STREAM's rule"),
         "{stderr}{text}"
@@ -436,7 +421,7 @@ fn a_cpu_run_still_shows_streams_rule_where_it_applies() {
 #[test]
 fn the_gpu_is_found_from_the_help() {
     let top = common::stdout(&["--help"]);
-    assert!(top.contains("membw run --backend cuda:0"), "{top}");
+    crate::common::assert_contains(&top, "membw run --backend cuda:0");
     for command in ["run", "sweep", "baseline", "check"] {
         let help = common::stdout(&[command, "--help"]);
         assert!(

@@ -40,7 +40,7 @@ fn fixture_baseline(dir: &Path) -> String {
         &path,
     ]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("NUMA node 7"), "{out}");
+    crate::common::assert_contains(&out, "NUMA node 7");
     path
 }
 
@@ -88,7 +88,7 @@ fn exactly_the_slow_domain_is_named_with_and_without_a_baseline() {
         err.trim_end(),
         "membw: NUMA node 3 copy 48.8 GB/s is 61 % of the other domains' 80.0 GB/s (tolerance 10 %): a memory channel on node 3 is missing or slow"
     );
-    assert!(out.contains("UNHEALTHY"), "{out}");
+    crate::common::assert_contains(&out, "UNHEALTHY");
     assert_eq!(
         out.matches("← short").count(),
         2,
@@ -171,10 +171,7 @@ fn the_baseline_must_fit_this_kind_of_node() {
     );
     let (code, _, err) = check(&more);
     assert_eq!(code, Some(1), "{err}");
-    assert!(
-        err.contains("NUMA node 0 has 64 GiB here, 128 GiB in the baseline"),
-        "{err}"
-    );
+    crate::common::assert_contains(&err, "NUMA node 0 has 64 GiB here, 128 GiB in the baseline");
 }
 
 #[test]
@@ -225,13 +222,7 @@ fn bad_input_is_one_line_and_exit_2_with_nothing_written() {
     // An existing baseline is not replaced.
     usage_error(
         &[
-            "baseline",
-            "--sysroot",
-            &root,
-            "--fake-source",
-            "4",
-            "-o",
-            &b,
+            "baseline", "--sysroot", &root, "--fake-source", "4", "-o", &b,
         ],
         "already exists",
     );
@@ -246,19 +237,13 @@ fn without_a_baseline_one_domain_is_held_against_its_peak() {
         .to_string_lossy()
         .into_owned();
     let base = [
-        "check",
-        "--sysroot",
-        &root,
-        "--fake-source",
-        "4,delay=100ms",
-        "--budget",
-        "1s",
+        "check", "--sysroot", &root, "--fake-source", "4,delay=100ms", "--budget", "1s",
     ];
     let (code, _, err) = run(&[&base[..], &["--peak", "1000GB/s"]].concat());
     assert_eq!(code, Some(1), "{err}");
-    assert!(
-        err.contains("node triad 100.0 GB/s is 20 % of the expected 500.0 GB/s"),
-        "{err}"
+    crate::common::assert_contains(
+        &err,
+        "node triad 100.0 GB/s is 20 % of the expected 500.0 GB/s",
     );
     let (code, _, err) = run(&[&base[..], &["--peak", "150GB/s"]].concat());
     assert_eq!(code, Some(0), "{err}");
@@ -282,8 +267,8 @@ fn the_prometheus_file_is_written_whole_and_promtool_accepts_it() {
     ]);
     assert_eq!(code, Some(1), "{err}");
     let text = std::fs::read_to_string(&prom).unwrap();
-    assert!(text.contains("membw_check_healthy 0\n"), "{text}");
-    assert!(text.contains("membw_check_trusted 1\n"), "{text}");
+    crate::common::assert_contains(&text, "membw_check_healthy 0\n");
+    crate::common::assert_contains(&text, "membw_check_trusted 1\n");
     // Node 3: 16 cores × 4 GB/s × 1.25 (NT stores) × 0.5.
     let node3 =
         "membw_bandwidth_bytes_per_second{kernel=\"triad\",scope=\"numa\",numa_node=\"3\"} ";
@@ -316,7 +301,7 @@ fn the_prometheus_file_is_written_whole_and_promtool_accepts_it() {
     ]);
     assert_eq!(code, Some(0), "{err}");
     let text = std::fs::read_to_string(&run_prom).unwrap();
-    assert!(text.contains("membw_run_trusted 0\n"), "{text}");
+    crate::common::assert_contains(&text, "membw_run_trusted 0\n");
     let (code, _, err) = run(&[
         "latency",
         "--sizes",
@@ -386,14 +371,11 @@ fn a_fleet_history_flags_the_node_below_its_past_and_the_one_below_the_fleet() {
     );
     // Nodes at 100-106 GB/s (node % 7): the median 103 and its interval
     // from the order statistics of 200 latest rates.
-    assert!(
-        out.contains("fleet median 103.00 GB/s (95 % CI 102.00-103.00, of the nodes' latest)"),
-        "{out}"
+    crate::common::assert_contains(
+        &out,
+        "fleet median 103.00 GB/s (95 % CI 102.00-103.00, of the nodes' latest)",
     );
-    assert!(
-        err.contains("membw: 2 nodes flagged: node017, node042"),
-        "{err}"
-    );
+    crate::common::assert_contains(&err, "membw: 2 nodes flagged: node017, node042");
     let rows: Vec<&str> = out.lines().skip(4).take(2).collect();
     assert!(
         rows[0].starts_with("  node017")
@@ -514,22 +496,12 @@ fn a_shortfall_on_a_virtual_machine_says_the_host_may_be_the_cause() {
     // The captured VM's cpuinfo has the `hypervisor` flag.
     let vm = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/live-vm");
     let vm = vm.to_str().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let b = dir.path().join("b.json");
-    let b = b.to_str().unwrap();
+    let (_dir, _, b) = crate::common::scratch_file("b.json");
     let (code, _, err) = run(&[
-        "baseline",
-        "--sysroot",
-        vm,
-        "--fake-source",
-        "4",
-        "--rounds",
-        "1",
-        "-o",
-        b,
+        "baseline", "--sysroot", vm, "--fake-source", "4", "--rounds", "1", "-o", &b,
     ]);
     assert_eq!(code, Some(0), "{err}");
-    let check = ["check", "--sysroot", vm, "--baseline", b, "--budget", "1s"];
+    let check = ["check", "--sysroot", vm, "--baseline", &b, "--budget", "1s"];
     let (code, out, err) = run(&[&check[..], &["--fake-source", "3,delay=100ms"]].concat());
     assert_eq!(code, Some(1), "{err}");
     assert_eq!(
@@ -537,7 +509,7 @@ fn a_shortfall_on_a_virtual_machine_says_the_host_may_be_the_cause() {
         1,
         "the drain reason stays one line: {err}"
     );
-    assert!(out.contains("this is a virtual machine"), "{out}");
+    crate::common::assert_contains(&out, "this is a virtual machine");
     // A healthy VM gets no such note.
     let (code, out, _) = run(&[&check[..], &["--fake-source", "4"]].concat());
     assert_eq!(code, Some(0));
@@ -574,9 +546,9 @@ fn a_small_check_runs_only_when_asked_and_names_its_band_everywhere() {
     ]
     .concat());
     assert_eq!(code, Some(0), "{err}");
-    assert!(
-        out.contains("small (--small), arrays under STREAM's rule: node: cache bandwidth"),
-        "{out}"
+    crate::common::assert_contains(
+        &out,
+        "small (--small), arrays under STREAM's rule: node: cache bandwidth",
     );
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(small).unwrap()).unwrap();
@@ -611,12 +583,12 @@ fn a_small_check_runs_only_when_asked_and_names_its_band_everywhere() {
     let (code, _, err) =
         run(&[&["check", "--baseline", small, "--size", "2M"][..], &fake].concat());
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("a check compares only the same size"), "{err}");
+    crate::common::assert_contains(&err, "a check compares only the same size");
     let memory = fixture_baseline(dir.path());
     let (code, _, err) =
         run(&[&["check", "--baseline", &memory, "--size", "1M"][..], &fake].concat());
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("a check compares only the same size"), "{err}");
+    crate::common::assert_contains(&err, "a check compares only the same size");
     // A check of the usual size against memory's baseline names no band.
     let (_, out, _) = run(&[&["check", "--baseline", &memory][..], &fake].concat());
     assert!(!out.contains("--small"), "{out}");

@@ -137,25 +137,13 @@ fn a_prom_path_that_is_not_a_regular_file_is_refused_and_left_alone() {
             let needles = ["--prom", p, kind];
             refused_before_measuring(
                 &[
-                    "check",
-                    "--sysroot",
-                    &root,
-                    "--fake-source",
-                    SLOW_FAKE,
-                    "--prom",
-                    p,
+                    "check", "--sysroot", &root, "--fake-source", SLOW_FAKE, "--prom", p,
                 ],
                 &needles,
             );
             refused_before_measuring(
                 &[
-                    "run",
-                    "--fake-source",
-                    SLOW_FAKE,
-                    "--size",
-                    "1M",
-                    "--prom",
-                    p,
+                    "run", "--fake-source", SLOW_FAKE, "--size", "1M", "--prom", p,
                 ],
                 &needles,
             );
@@ -193,13 +181,7 @@ fn an_unwritable_destination_is_refused_before_measuring() {
         refused_before_measuring(&[&check[..], &["--prom", p]].concat(), &["--prom", p]);
         refused_before_measuring(
             &[
-                "baseline",
-                "--sysroot",
-                &root,
-                "--fake-source",
-                SLOW_FAKE,
-                "-o",
-                p,
+                "baseline", "--sysroot", &root, "--fake-source", SLOW_FAKE, "-o", p,
             ],
             &["--output", p],
         );
@@ -208,13 +190,7 @@ fn an_unwritable_destination_is_refused_before_measuring() {
     let d = dir.path().to_str().unwrap();
     refused_before_measuring(
         &[
-            "baseline",
-            "--sysroot",
-            &root,
-            "--fake-source",
-            SLOW_FAKE,
-            "-o",
-            d,
+            "baseline", "--sysroot", &root, "--fake-source", SLOW_FAKE, "-o", d,
         ],
         &["--output", "a directory"],
     );
@@ -234,13 +210,7 @@ fn an_unwritable_destination_is_refused_before_measuring() {
     // run's results file too.
     refused_before_measuring(
         &[
-            "run",
-            "--fake-source",
-            SLOW_FAKE,
-            "--size",
-            "1M",
-            "-o",
-            under_file,
+            "run", "--fake-source", SLOW_FAKE, "--size", "1M", "-o", under_file,
         ],
         &["--output", "Not a directory"],
     );
@@ -292,13 +262,7 @@ fn every_unreadable_baseline_is_exit_2() {
     for (path, needle) in &cases {
         refused_before_measuring(
             &[
-                "check",
-                "--sysroot",
-                &root,
-                "--fake-source",
-                SLOW_FAKE,
-                "--baseline",
-                path,
+                "check", "--sysroot", &root, "--fake-source", SLOW_FAKE, "--baseline", path,
             ],
             &[path, needle],
         );
@@ -397,13 +361,7 @@ fn every_invalid_baseline_field_is_named() {
         let p = path.to_str().unwrap();
         let r = refused_before_measuring(
             &[
-                "check",
-                "--sysroot",
-                &root,
-                "--fake-source",
-                SLOW_FAKE,
-                "--baseline",
-                p,
+                "check", "--sysroot", &root, "--fake-source", SLOW_FAKE, "--baseline", p,
             ],
             &[&format!("membw: error: {p}: {needle}")],
         );
@@ -435,13 +393,7 @@ fn a_vm_slice_without_a_baseline_is_not_judged_against_the_hosts_peak() {
     assert!(r.stdout.is_empty());
     // The user's own figure for the slice still judges it.
     let r = run(&[
-        "check",
-        "--sysroot",
-        vm,
-        "--fake-source",
-        "4",
-        "--peak",
-        "12GB/s",
+        "check", "--sysroot", vm, "--fake-source", "4", "--peak", "12GB/s",
     ]);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(
@@ -472,20 +424,10 @@ fn a_vm_slice_without_a_baseline_is_not_judged_against_the_hosts_peak() {
 /// --allow-busy, which records what ran; every check against it says so.
 #[test]
 fn a_busy_baseline_needs_allow_busy_and_every_check_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("busy.json");
-    let p = path.to_str().unwrap();
+    let (dir, path, p) = crate::common::scratch_file("busy.json");
     let root = nps4();
     let make = [
-        "baseline",
-        "--sysroot",
-        &root,
-        "--fake-source",
-        "4,busy=40",
-        "--rounds",
-        "2",
-        "-o",
-        p,
+        "baseline", "--sysroot", &root, "--fake-source", "4,busy=40", "--rounds", "2", "-o", &p,
     ];
     let r = run(&make);
     assert_eq!(r.code, Some(2), "{}", r.stderr);
@@ -510,13 +452,7 @@ fn a_busy_baseline_needs_allow_busy_and_every_check_says_so() {
     // A quiet check against it passes, and says what the baseline saw.
     let prom = dir.path().join("m.prom");
     let check = [
-        "check",
-        "--sysroot",
-        &root,
-        "--fake-source",
-        "4",
-        "--baseline",
-        p,
+        "check", "--sysroot", &root, "--fake-source", "4", "--baseline", &p,
     ];
     let r = run(&[&check[..], &["--prom", prom.to_str().unwrap()]].concat());
     assert_eq!(r.code, Some(0), "{}", r.stderr);
@@ -606,30 +542,18 @@ fn a_failed_write_is_exit_2_not_a_drain() {
 /// in its file (exit 2, not a verdict on the node).
 #[test]
 fn a_baseline_whose_printout_fails_says_it_was_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let b = dir.path().join("b.json");
-    let b = b.to_str().unwrap();
+    let (_dir, _, b) = crate::common::scratch_file("b.json");
     let root = nps4();
     let args = [
-        "baseline",
-        "--sysroot",
-        &root,
-        "--fake-source",
-        "4",
-        "--rounds",
-        "1",
-        "-o",
-        b,
+        "baseline", "--sysroot", &root, "--fake-source", "4", "--rounds", "1", "-o", &b,
     ];
     let Some((code, stderr)) = on_a_full_disk(&args) else {
         return;
     };
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains(&format!(
-            "error: baseline in {b}, but printing it failed: writing to stdout"
-        )),
-        "{stderr}"
+    crate::common::assert_contains(
+        &stderr,
+        &format!("error: baseline in {b}, but printing it failed: writing to stdout"),
     );
     assert!(
         std::fs::read_to_string(b)
@@ -684,10 +608,7 @@ fn healthy_unhealthy_and_stopped() {
     let out = common::stop_with(child, "TERM");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(143), "{stderr}");
-    assert!(
-        stderr.contains("stopped by SIGTERM: no verdict"),
-        "{stderr}"
-    );
+    crate::common::assert_contains(&stderr, "stopped by SIGTERM: no verdict");
     assert_eq!(
         std::fs::read_to_string(&prom).unwrap(),
         "membw_check_healthy 1\n"

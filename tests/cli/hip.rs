@@ -34,17 +34,13 @@ fn the_committed_code_objects_are_what_the_source_compiles_to() {
             .arg("--check"),
     );
     for target in ["gfx90a", "gfx942", "gfx1100"] {
-        assert!(
-            said.contains(&format!(
-                "kernels-{target}.co is what kernels.cl compiles to"
-            )),
-            "{said}"
+        crate::common::assert_contains(
+            &said,
+            &format!("kernels-{target}.co is what kernels.cl compiles to"),
         );
-        assert!(
-            said.contains(&format!(
-                "kernels-{target}.co is for {target} with all 164 kernels"
-            )),
-            "{said}"
+        crate::common::assert_contains(
+            &said,
+            &format!("kernels-{target}.co is for {target} with all 164 kernels"),
         );
     }
 }
@@ -146,5 +142,5 @@ fn nothing_but_its_module_and_its_registration_names_the_hip_backend() {
     assert!(named.is_empty(), "{named:#?}");
     // The lists do name it: the check above is not vacuous.
     let device_set = std::fs::read_to_string(src.join("backend/registry.rs")).unwrap();
-    assert!(device_set.contains("&hip::Hip"), "{device_set}");
+    crate::common::assert_contains(&device_set, "&hip::Hip");
 }

@@ -28,9 +28,9 @@ fn a_runtime_without_gpus_an_index_past_them_and_an_unknown_target_are_refused()
         stderr
     };
     let none = refusal(&[("FAKE_HIP_DEVICES", "0")], "hip:0", 2);
-    assert!(
-        none.contains("the HIP runtime (libamdhip64.so.5) is installed but sees no GPU"),
-        "{none}"
+    crate::common::assert_contains(
+        &none,
+        "the HIP runtime (libamdhip64.so.5) is installed but sees no GPU",
     );
     let past = refusal(&[("FAKE_HIP_DEVICES", "2")], "hip:2", 2);
     assert!(
@@ -50,7 +50,7 @@ fn a_runtime_without_gpus_an_index_past_them_and_an_unknown_target_are_refused()
     cmd.args(["run", "--backend", "hip", "--threads", "2"]);
     let (code, _, stderr) = output(&mut cmd);
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("an AMD GPU has no CPU threads"), "{stderr}");
+    crate::common::assert_contains(&stderr, "an AMD GPU has no CPU threads");
 }
 
 #[test]
@@ -86,7 +86,7 @@ fn every_kernel_runs_validates_and_the_record_names_the_gcd() {
     );
     assert_eq!(m["validation"]["passed"], true, "{m}");
     let said = std::fs::read_to_string(log.path()).unwrap();
-    assert!(said.contains("loaded the gfx90a code object"), "{said}");
+    crate::common::assert_contains(&said, "loaded the gfx90a code object");
     // Every launch passed its grid as the kernels' last argument (the
     // fake refuses one that does not), and the reductions ran.
     let launches: Vec<&str> = said.lines().filter(|l| l.starts_with("launch ")).collect();
@@ -114,13 +114,7 @@ fn the_code_object_follows_the_target_and_an_apu_says_its_memory_is_the_nodes() 
             .env("FAKE_HIP_APU", "1")
             .env("FAKE_HIP_NAME", "AMD Instinct MI300A")
             .args([
-                "run",
-                "--backend",
-                "hip",
-                "--kernels",
-                "triad,h2d",
-                "--format",
-                "json",
+                "run", "--backend", "hip", "--kernels", "triad,h2d", "--format", "json",
             ])
             .args(SMALL),
     );
@@ -156,13 +150,7 @@ fn every_gcd_of_a_set_runs_and_peer_copies_stage_a_pair_without_p2p() {
         with_fake(&dir)
             .env("FAKE_HIP_DEVICES", "2")
             .args([
-                "run",
-                "--backend",
-                "hip:all",
-                "--kernels",
-                "triad",
-                "--format",
-                "json",
+                "run", "--backend", "hip:all", "--kernels", "triad", "--format", "json",
             ])
             .args(SMALL),
     );
@@ -248,9 +236,8 @@ fn a_plan_on_an_mi250x_node_names_the_gcd_and_its_host_thread() {
 /// takes.
 #[test]
 fn a_gcds_sweep_reports_and_compares() {
+    let (work, file, _) = crate::common::scratch_file("gcd.jsonl");
     let Some(dir) = fake_runtime() else { return };
-    let work = tempfile::tempdir().unwrap();
-    let file = work.path().join("gcd.jsonl");
     let (code, _, stderr) = output(
         with_fake(&dir)
             .current_dir(work.path())
@@ -269,8 +256,5 @@ fn a_gcds_sweep_reports_and_compares() {
     );
     let (code, compared, stderr) = output(membw().args(["compare"]).arg(&file).arg(&file));
     assert_eq!(code, 0, "{stderr}");
-    assert!(
-        compared.contains("device hip0 · 3.8 MiB/device"),
-        "{compared}"
-    );
+    crate::common::assert_contains(&compared, "device hip0 · 3.8 MiB/device");
 }

@@ -29,15 +29,7 @@ fn json(cmd: &mut assert_cmd::Command) -> (Value, String) {
 }
 
 const ONE_RUN: [&str; 9] = [
-    "run",
-    "--kernels",
-    "triad",
-    "--array-size",
-    "200000",
-    "--ntimes",
-    "3",
-    "--format",
-    "json",
+    "run", "--kernels", "triad", "--array-size", "200000", "--ntimes", "3", "--format", "json",
 ];
 
 #[test]
@@ -81,11 +73,8 @@ fn xgmi_links_are_each_gpus_fabric_and_each_pairs_path() {
         .args(["--ntimes", "2"]);
     let out = cmd.output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("xGMI paths (direct links between the two)"),
-        "{text}"
-    );
-    assert!(text.contains("xGMI 4"), "{text}");
+    crate::common::assert_contains(&text, "xGMI paths (direct links between the two)");
+    crate::common::assert_contains(&text, "xGMI 4");
 }
 
 #[test]
@@ -100,10 +89,7 @@ fn the_throttle_status_watches_every_window_and_the_run() {
     let (doc, stderr) = json(&mut cmd);
     let m = &doc["measurement"];
     let observers = m["target"]["method"]["observers"].to_string();
-    assert!(
-        observers.contains("ROCm SMI's throttle status"),
-        "{observers}"
-    );
+    crate::common::assert_contains(&observers, "ROCm SMI's throttle status");
     assert_eq!(
         m["held_back"]["at_ends"],
         serde_json::json!(["power (PPT0)", "heat (HBM)"]),
@@ -179,11 +165,9 @@ fn a_runtime_that_crashes_in_hipinit_ends_in_one_line() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(out.stdout.is_empty());
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.contains(
-            "the HIP runtime (libamdhip64.so.5) crashed in hipInit (signal 11) in a probe process"
-        ),
-        "{stderr}"
+    crate::common::assert_contains(
+        &stderr,
+        "the HIP runtime (libamdhip64.so.5) crashed in hipInit (signal 11) in a probe process",
     );
 }
 
@@ -206,12 +190,7 @@ fn a_check_names_the_pair_that_lost_its_xgmi_link() {
         .env("FAKE_RSMI_XGMI", healthy)
         .args(["baseline", "--backend", "hip:all", "--kernels", "triad"])
         .args([
-            "--rounds",
-            "2",
-            "--array-size",
-            "200000",
-            "--allow-busy",
-            "-o",
+            "--rounds", "2", "--array-size", "200000", "--allow-busy", "-o",
         ])
         .arg(&baseline)
         .output()
@@ -236,10 +215,7 @@ fn a_check_names_the_pair_that_lost_its_xgmi_link() {
     let said =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(
-        said.contains("pair 1 → 3 crosses 0 xGMI links, 1 in the baseline"),
-        "{said}"
-    );
+    crate::common::assert_contains(&said, "pair 1 → 3 crosses 0 xGMI links, 1 in the baseline");
     let text = std::fs::read_to_string(&prom).unwrap();
     let up: Vec<&str> = (text.lines())
         .filter(|l| l.starts_with("membw_gpu_xgmi_links_up{"))
@@ -257,14 +233,11 @@ fn version_names_the_hip_runtime_and_smi_that_load() {
     };
     let out = cmd.arg("version").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("  hip       libamdhip64.so.5 loads: --backend hip:N (loaded at run time)"),
-        "{text}"
+    crate::common::assert_contains(
+        &text,
+        "  hip       libamdhip64.so.5 loads: --backend hip:N (loaded at run time)",
     );
-    assert!(
-        text.contains("  rocm-smi  librocm_smi64.so.5 loads"),
-        "{text}"
-    );
+    crate::common::assert_contains(&text, "  rocm-smi  librocm_smi64.so.5 loads");
     let Some(mut cmd) = with_fakes(false) else {
         return;
     };
@@ -328,12 +301,7 @@ fn an_amd_gpus_uncorrected_hbm_errors_or_a_pending_bad_page_fail_the_check() {
         .env("FAKE_RSMI_BAD_PAGES", "0:3:1")
         .args(["check", "--backend", "hip:all", "--kernels", "triad"])
         .args([
-            "--array-size",
-            "200000",
-            "--budget",
-            "2s",
-            "--format",
-            "json",
+            "--array-size", "200000", "--budget", "2s", "--format", "json",
         ])
         .output()
         .unwrap();

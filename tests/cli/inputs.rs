@@ -56,23 +56,19 @@ fn error_of(args: &[&str]) -> String {
 #[test]
 fn a_size_with_a_bare_decimal_suffix_says_both_readings() {
     let text = stdout(&["run", "--size", "1M", "--ntimes", "2"]);
-    assert!(
-        text.contains(
-            "Size read as elements: 1M = 10⁶ elements × 8 B = 8 MB per array; for bytes write 1MB."
-        ),
-        "{text}"
+    crate::common::assert_contains(
+        &text,
+        "Size read as elements: 1M = 10⁶ elements × 8 B = 8 MB per array; for bytes write 1MB.",
     );
     let bytes = stdout(&["run", "--size", "8MB", "--ntimes", "2"]);
     assert!(!bytes.contains("Size read as"), "{bytes}");
     // An error about the size carries both readings too.
     let e = error_of(&["run", "--size", "100T"]);
-    assert!(e.contains("unknown unit"), "{e}");
+    crate::common::assert_contains(&e, "unknown unit");
     let e = error_of(&["run", "--size", "100000G"]);
-    assert!(
-        e.contains(
-            "(100000G = 100000 × 10⁹ elements × 8 B = 800 TB per array; for bytes write 100000GB)"
-        ),
-        "{e}"
+    crate::common::assert_contains(
+        &e,
+        "(100000G = 100000 × 10⁹ elements × 8 B = 800 TB per array; for bytes write 100000GB)",
     );
 }
 
@@ -117,7 +113,7 @@ fn unit_hints_are_spellings_the_flag_accepts() {
         let mut args = flags.to_vec();
         args.push(bad);
         let e = error_of(&args);
-        assert!(e.contains(&format!("'{bad}'")), "{e}");
+        crate::common::assert_contains(&e, &format!("'{bad}'"));
         let good = hint(&e, "write ", "\n")
             .split(" or ")
             .next()
@@ -139,7 +135,7 @@ fn unit_hints_are_spellings_the_flag_accepts() {
     assert!(!e.contains("80M") && e.contains("512MB"), "{e}");
     // STREAM's powers of ten are element counts.
     let plan = stdout(&["run", "--dry-run", "--size", "2e7"]);
-    assert!(plan.contains("20000000"), "{plan}");
+    crate::common::assert_contains(&plan, "20000000");
 }
 
 #[test]
@@ -153,20 +149,8 @@ fn two_policies_joined_by_a_comma_are_told_how_to_be_written() {
     // The suggested spellings parse (node 0 exists everywhere).
     stdout(
         &[
-            "sweep",
-            "--fake-source",
-            "4",
-            "--threads",
-            "1",
-            "--mem",
-            "bind:0",
-            "--mem",
-            "BIND:0",
-            "--size",
-            "1M",
-            "--ntimes",
-            "2",
-            "-o",
+            "sweep", "--fake-source", "4", "--threads", "1", "--mem", "bind:0", "--mem", "BIND:0",
+            "--size", "1M", "--ntimes", "2", "-o",
         ]
         .iter()
         .copied()
@@ -203,16 +187,10 @@ fn other_tools_words_point_to_membws() {
         "{e}"
     );
     stdout(&[
-        "run",
-        "--strategy",
-        "spread",
-        "--size",
-        "1M",
-        "--ntimes",
-        "2",
+        "run", "--strategy", "spread", "--size", "1M", "--ntimes", "2",
     ]);
     let e = error_of(&["run", "./stream", "20"]);
-    assert!(e.contains("membw exec -- ./stream 20"), "{e}");
+    crate::common::assert_contains(&e, "membw exec -- ./stream 20");
 }
 
 #[test]

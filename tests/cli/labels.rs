@@ -22,10 +22,7 @@ fn arrays_in_the_caches_are_cache_bandwidth_with_no_share_of_the_memory_peak() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!text.contains("% of peak"), "{text}");
     assert!(!text.contains("on the bus with write-allocate"), "{text}");
-    assert!(
-        text.contains("cache bandwidth: the arrays fit in the caches"),
-        "{text}"
-    );
+    crate::common::assert_contains(&text, "cache bandwidth: the arrays fit in the caches");
     // The warning names STREAM's rule and a size that satisfies it.
     let warning = stderr
         .lines()
@@ -69,14 +66,7 @@ fn a_size_sweep_shows_no_share_of_the_peak_where_the_working_set_is_cached() {
     let file = fake_triad_sweep(
         dir.path(),
         &[
-            "--threads",
-            "1",
-            "--peak",
-            "100GB/s",
-            "--working-sets",
-            "16KiB",
-            "--ntimes",
-            "2",
+            "--threads", "1", "--peak", "100GB/s", "--working-sets", "16KiB", "--ntimes", "2",
         ],
     );
     let f = file.to_str().unwrap();
@@ -96,14 +86,11 @@ fn markdown_and_html_say_what_the_interval_is_and_a_markdown_run_keeps_stores_an
     );
     let f = file.to_str().unwrap();
     let md = stdout(&["report", f, "--format", "markdown"]);
-    assert!(md.contains("mean ± 95 % CI (n = 3 runs per point)"), "{md}");
+    crate::common::assert_contains(&md, "mean ± 95 % CI (n = 3 runs per point)");
     let html = dir.path().join("r.html");
     stdout(&["report", f, "--html", html.to_str().unwrap()]);
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(
-        page.contains("mean ± 95 % CI (n = 3 runs per point)"),
-        "{page}"
-    );
+    crate::common::assert_contains(&page, "mean ± 95 % CI (n = 3 runs per point)");
     let run = stdout(&[
         "run", "--size", "2M", "--ntimes", "3", "--format", "markdown",
     ]);
@@ -114,9 +101,7 @@ fn markdown_and_html_say_what_the_interval_is_and_a_markdown_run_keeps_stores_an
     // A window shorter than the tick counters can judge says so.
     assert!(
         [
-            "- **trusted**: ",
-            "- **NOT TRUSTED**: ",
-            "- **not judged**: "
+            "- **trusted**: ", "- **NOT TRUSTED**: ", "- **not judged**: "
         ]
         .iter()
         .any(|t| run.contains(t)),
@@ -154,7 +139,7 @@ fn a_report_of_unlike_machines_compares_them_and_flags_no_slow_node() {
         "{text}"
     );
     assert!(!text.contains("SLOW"), "{text}");
-    assert!(text.contains("Slow nodes: none among like nodes"), "{text}");
+    crate::common::assert_contains(&text, "Slow nodes: none among like nodes");
     // Like machines still get their verdict, exit 1.
     let like = node_doc(dir.path(), "1", "vm2", "Intel(R) Xeon(R) Processor");
     let third = node_doc(dir.path(), "5", "vm3", "Intel(R) Xeon(R) Processor");
@@ -169,30 +154,18 @@ fn a_report_of_unlike_machines_compares_them_and_flags_no_slow_node() {
 
 #[test]
 fn the_numa_heat_map_marks_cells_measured_beside_other_work() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("numa.jsonl");
-    let f = file.to_str().unwrap();
+    let (dir, file, f) = crate::common::scratch_file("numa.jsonl");
     for (rate, marked) in [("4,busy=40", true), ("4", false)] {
         let _ = std::fs::remove_file(&file);
         stdout(&[
-            "sweep",
-            "--fake-source",
-            rate,
-            "--numa-matrix",
-            "single",
-            "--size",
-            "1M",
-            "--ntimes",
+            "sweep", "--fake-source", rate, "--numa-matrix", "single", "--size", "1M", "--ntimes",
             "2",
             // The fake's rate is 1.25 × with streaming stores, which auto
             // picks or not by the caches CI's legs lend: forced here.
-            "--stores",
-            "regular",
-            "-o",
-            f,
+            "--stores", "regular", "-o", &f,
         ]);
         let plots = dir.path().join(format!("plots-{marked}"));
-        stdout(&["report", f, "--plots", plots.to_str().unwrap()]);
+        stdout(&["report", &f, "--plots", plots.to_str().unwrap()]);
         let svg = std::fs::read_to_string(plots.join("triad-numa-a.svg")).unwrap();
         assert_eq!(svg.contains("NOT TRUSTED"), marked, "{svg}");
         assert_eq!(svg.contains("4.0?"), marked);
@@ -215,14 +188,14 @@ fn placements_that_put_threads_on_siblings_say_so_and_spread_means_one_thing() {
     // The same CPUs however spread was asked for.
     assert_eq!(line(&default), line(&spread));
     for t in [&default, &spread] {
-        assert!(
-            t.contains("(6 of 30 threads on SMT siblings: 6 cores run two or more)"),
-            "{t}"
+        crate::common::assert_contains(
+            t,
+            "(6 of 30 threads on SMT siblings: 6 cores run two or more)",
         );
     }
     assert!(!default.contains("one thread per core"), "{default}");
     let node = place_e5(&["--cpunode", "0", "--threads", "24"]);
-    assert!(node.contains("12 of 24 threads on SMT siblings"), "{node}");
+    crate::common::assert_contains(&node, "12 of 24 threads on SMT siblings");
     // Where every thread has a core, nothing is added.
     let fits = place_e5(&["--threads", "20"]);
     assert!(fits.contains("default: one thread per core, spread") && !fits.contains("SMT"));
@@ -242,31 +215,22 @@ fn primary_stacks_every_thread_on_the_first_place_as_openmp_does() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(text.contains("0,24,0,24"), "{text}");
-    assert!(
-        text.contains("(4 threads on 2 CPUs of 1 core: CPUs 0,24 run two or more)"),
-        "{text}"
+    crate::common::assert_success(&out);
+    crate::common::assert_contains(&text, "0,24,0,24");
+    crate::common::assert_contains(
+        &text,
+        "(4 threads on 2 CPUs of 1 core: CPUs 0,24 run two or more)",
     );
     // `primary`, the newer name, the same; one thread per place (no
     // count) shares nothing.
     let primary = place_e5(&["--places", "cores", "--bind", "primary", "--threads", "4"]);
-    assert!(primary.contains("0,24,0,24"), "{primary}");
+    crate::common::assert_contains(&primary, "0,24,0,24");
     let close = place_e5(&["--places", "cores", "--bind", "close"]);
     assert!(!close.contains("two or more"), "{close}");
     // Stacking is bounded, in one line naming the bound.
     let mut args = sysroot.to_vec();
     args.extend([
-        "--places",
-        "cores",
-        "--bind",
-        "primary",
-        "--threads",
-        "1000",
+        "--places", "cores", "--bind", "primary", "--threads", "1000",
     ]);
     common::usage_error(&args, "8 threads a CPU at most");
 }
@@ -291,26 +255,24 @@ fn caches_of_unknown_size_judge_no_rule_and_are_never_zero_bytes() {
     let mut args = vec!["run", "--dry-run"];
     args.extend(sysroot);
     let plan = common::stdout(&args);
-    assert!(
-        plan.contains(
-            "STREAM's rule cannot be judged, neither memory nor cache bandwidth: sysfs gives no size for an L1d cache serving these CPUs"
-        ),
-        "{plan}"
+    crate::common::assert_contains(
+        &plan,
+        "STREAM's rule cannot be judged, neither memory nor cache bandwidth: sysfs gives no size for an L1d cache serving these CPUs",
     );
     assert!(
         !plan.contains("0 B of caches") && !plan.contains("(STREAM's rule holds)"),
         "{plan}"
     );
     // Auto stores do not lean on a size nobody knows: both modes timed.
-    assert!(plan.contains("near caches of unknown size"), "{plan}");
+    crate::common::assert_contains(&plan, "near caches of unknown size");
     // STREAM's own default size, since the rule gives none.
-    assert!(plan.contains("3 × 10002432 elements"), "{plan}");
+    crate::common::assert_contains(&plan, "3 × 10002432 elements");
     let mut args = vec!["topo"];
     args.extend(sysroot);
     let topo = common::stdout(&args);
-    assert!(
-        topo.contains("sum of all unknown: sysfs gives no size for an L1d cache"),
-        "{topo}"
+    crate::common::assert_contains(
+        &topo,
+        "sum of all unknown: sysfs gives no size for an L1d cache",
     );
 }
 
@@ -320,32 +282,19 @@ fn caches_of_unknown_size_judge_no_rule_and_are_never_zero_bytes() {
 /// the JSON's warnings.
 #[test]
 fn cache_resident_points_are_flagged_in_every_table_plot_and_format() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("s.jsonl");
-    let f = file.to_str().unwrap();
+    let (dir, _, f) = crate::common::scratch_file("s.jsonl");
     // 64 KiB arrays: under 4 × any host's caches.
     let table = stdout(&[
-        "sweep",
-        "--fake-source",
-        "4",
-        "--size",
-        "8192",
-        "--threads",
-        "1,2",
-        "-o",
-        f,
+        "sweep", "--fake-source", "4", "--size", "8192", "--threads", "1,2", "-o", &f,
     ]);
-    assert!(table.contains("% peak"), "{table}");
+    crate::common::assert_contains(&table, "% peak");
     // Each point's row says caches where its share of the peak would be.
     let cached = (table.lines())
         .filter(|l| l.contains(" spread ") && l.trim_end().ends_with("caches"))
         .count();
     assert_eq!(cached, 2, "{table}");
-    assert!(
-        table.contains("caches: 2 of 2 points measured the caches"),
-        "{table}"
-    );
-    let csv = stdout(&["report", f, "--format", "csv"]);
+    crate::common::assert_contains(&table, "caches: 2 of 2 points measured the caches");
+    let csv = stdout(&["report", &f, "--format", "csv"]);
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let column = header
         .iter()
@@ -359,10 +308,10 @@ fn cache_resident_points_are_flagged_in_every_table_plot_and_format() {
             .all(|l| l.split(',').rev().nth(from_end - 1) == Some("true")),
         "{csv}"
     );
-    let md = stdout(&["report", f, "--format", "markdown"]);
-    assert!(md.contains("| caches |"), "{md}");
+    let md = stdout(&["report", &f, "--format", "markdown"]);
+    crate::common::assert_contains(&md, "| caches |");
     let html = dir.path().join("r.html");
-    stdout(&["report", f, "--html", html.to_str().unwrap()]);
+    stdout(&["report", &f, "--html", html.to_str().unwrap()]);
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("cache bandwidth: arrays"), "the plot's key");
 }
@@ -374,13 +323,7 @@ fn cache_resident_points_are_flagged_in_every_table_plot_and_format() {
 #[test]
 fn arrays_between_the_caches_and_streams_rule_are_their_own_band() {
     let doc: Value = serde_json::from_str(&stdout(&[
-        "run",
-        "--size",
-        "10k",
-        "--ntimes",
-        "2",
-        "--json",
-        "--no-stores-check",
+        "run", "--size", "10k", "--ntimes", "2", "--json", "--no-stores-check",
     ]))
     .unwrap();
     let caches = doc["measurement"]["in_caches"]["cache_bytes"]
@@ -388,7 +331,7 @@ fn arrays_between_the_caches_and_streams_rule_are_their_own_band() {
         .unwrap();
     let plan = |elements: u64| stdout(&["run", "--dry-run", "--size", &elements.to_string()]);
     let within = plan(caches / 8 / 4);
-    assert!(within.contains(": cache bandwidth;"), "{within}");
+    crate::common::assert_contains(&within, ": cache bandwidth;");
     // Each array as large as the caches: three of them exceed them.
     let between = plan(caches / 8);
     assert!(
@@ -397,7 +340,7 @@ fn arrays_between_the_caches_and_streams_rule_are_their_own_band() {
         "{between}"
     );
     let memory = plan(4 * caches / 8 + 1);
-    assert!(memory.contains("memory (STREAM's rule holds)"), "{memory}");
+    crate::common::assert_contains(&memory, "memory (STREAM's rule holds)");
 }
 
 /// A node's run document whose triad ran at `rates` GB/s (after an
@@ -444,11 +387,9 @@ fn a_node_slow_by_one_lucky_best_elsewhere_is_not_called_slow_by_its_mean() {
         text.contains("Slow nodes: none (below 95 % of the median node by a best only"),
         "{text}"
     );
-    assert!(
-        text.contains(
-            "node02: not slow: its best was under the line, but the mean of 4 repetitions"
-        ),
-        "{text}"
+    crate::common::assert_contains(
+        &text,
+        "node02: not slow: its best was under the line, but the mean of 4 repetitions",
     );
 }
 
@@ -486,24 +427,15 @@ fn threads_pinned_by_a_wrapper_are_said_to_be_and_its_variables_named_as_its() {
             text.contains("read back from the kernel) = 0: pinned by likwid-pin, not by membw"),
             "{text}"
         );
-        assert!(
-            text.contains(
-                "KMP_AFFINITY=disabled (set by likwid-pin, which pins the threads itself)"
-            ),
-            "{text}"
+        crate::common::assert_contains(
+            &text,
+            "KMP_AFFINITY=disabled (set by likwid-pin, which pins the threads itself)",
         );
     }
     // An unpinned thread in a process confined to one CPU (taskset): bound
     // to it by another tool.
     let one = [
-        "run",
-        "--size",
-        "1M",
-        "--ntimes",
-        "3",
-        "--threads",
-        "1",
-        "--no-pin",
+        "run", "--size", "1M", "--ntimes", "3", "--threads", "1", "--no-pin",
     ];
     if let Some(text) = under(&["taskset", "-c", "0"], "util-linux", &one) {
         assert!(
@@ -516,16 +448,14 @@ fn threads_pinned_by_a_wrapper_are_said_to_be_and_its_variables_named_as_its() {
     if common::membw_argv().len() == 1 && cpus > 1 {
         let free = common::stdout(&one[..]);
         assert!(!free.contains("pinned by"), "{free}");
-        assert!(free.contains("Thread affinity = none"), "{free}");
+        crate::common::assert_contains(&free, "Thread affinity = none");
     }
 }
 
 #[test]
 fn runs_of_another_isa_are_another_point_with_an_isa_column_never_pooled() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("isa.jsonl");
-    let out = file.to_str().unwrap();
-    let tiny = ["--size", "64K", "--ntimes", "3", "-o", out];
+    let (_dir, _, out) = crate::common::scratch_file("isa.jsonl");
+    let tiny = ["--size", "64K", "--ntimes", "3", "-o", &out];
     // Scalar code is never a host's widest: another point than the default.
     for isa in ["scalar", "auto"] {
         common::membw()
@@ -534,7 +464,7 @@ fn runs_of_another_isa_are_another_point_with_an_isa_column_never_pooled() {
             .assert()
             .success();
     }
-    let text = stdout(&["report", out]);
+    let text = stdout(&["report", &out]);
     let header = text.lines().find(|l| l.contains("triad GB/s")).unwrap();
     assert!(header.contains(" isa "), "{text}");
     assert!(text.lines().any(|l| l.contains(" scalar ")), "{text}");
@@ -543,7 +473,7 @@ fn runs_of_another_isa_are_another_point_with_an_isa_column_never_pooled() {
         "two points, one run each: {text}"
     );
     // And an axis of the turned table: one column per ISA, never pooled.
-    let turned = stdout(&["report", out, "--rows", "threads", "--columns", "isa"]);
+    let turned = stdout(&["report", &out, "--rows", "threads", "--columns", "isa"]);
     let header = turned.lines().next().unwrap();
     assert!(
         header.contains("\\ isa") && header.contains("scalar"),
@@ -554,22 +484,14 @@ fn runs_of_another_isa_are_another_point_with_an_isa_column_never_pooled() {
 
 #[test]
 fn lists_name_each_point_by_what_tells_it_apart() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("ex.jsonl");
-    let f = file.to_str().unwrap();
+    let (dir, file, f) = crate::common::scratch_file("ex.jsonl");
     let gcc = format!("gcc={}", common::stream_output_script(dir.path(), 8));
     let args = [
-        "sweep",
-        "--fake-source",
-        "5,busy=60",
-        "--threads",
-        "1",
-        "--repeat",
-        "2",
+        "sweep", "--fake-source", "5,busy=60", "--threads", "1", "--repeat", "2",
     ];
     common::membw()
         .args(args)
-        .args(["--exec", "membw", "--exec", &gcc, "-o", f])
+        .args(["--exec", "membw", "--exec", &gcc, "-o", &f])
         .assert()
         .success();
     // The program's runs beside the same other work as membw's (its own
@@ -590,7 +512,7 @@ fn lists_name_each_point_by_what_tells_it_apart() {
         text.push_str(&format!("{r}\n"));
     }
     std::fs::write(&file, text).unwrap();
-    let report = stdout(&["report", f]);
+    let report = stdout(&["report", &f]);
     let listed: Vec<&str> = (report.lines())
         .skip_while(|l| !l.starts_with("NOT TRUSTED for triad"))
         .skip(1)
@@ -603,26 +525,16 @@ fn lists_name_each_point_by_what_tells_it_apart() {
     );
     assert_ne!(listed[0], listed[1], "{report}");
     // The legend's n where no run of a point is trusted: every run's.
-    assert!(
-        report.contains(
-            "n = the trusted runs of the 2 per point; all 2, none trusted, where NOT TRUSTED"
-        ),
-        "{report}"
+    crate::common::assert_contains(
+        &report,
+        "n = the trusted runs of the 2 per point; all 2, none trusted, where NOT TRUSTED",
     );
     // A NUMA matrix's point: its nodes, in the matrix's words.
     let numa = dir.path().join("numa.jsonl");
     let n = numa.to_str().unwrap();
     let out = stdout(&[
-        "sweep",
-        "--fake-source",
-        "5,busy=60",
-        "--numa-matrix",
-        "-o",
-        n,
+        "sweep", "--fake-source", "5,busy=60", "--numa-matrix", "-o", n,
     ]);
-    assert!(
-        out.contains("  one thread of node 0 → memory node 0: CPU"),
-        "{out}"
-    );
+    crate::common::assert_contains(&out, "  one thread of node 0 → memory node 0: CPU");
     assert!(!out.contains("compact on cpunode"), "{out}");
 }

@@ -33,9 +33,9 @@ fn latency_names_the_policy_it_inherited_from_numactl() {
     assert_eq!(d["mem"], "bind:0", "{d}");
     assert_eq!(d["records"][0]["mem_inherited"], true, "{d}");
     let text = latency(&[]);
-    assert!(
-        text.contains("memory bind:0, inherited (numactl or the parent process)"),
-        "{text}"
+    crate::common::assert_contains(
+        &text,
+        "memory bind:0, inherited (numactl or the parent process)",
     );
     let given: serde_json::Value =
         serde_json::from_str(&latency(&["--mem", "bind:0", "--format", "json"])).unwrap();
@@ -49,17 +49,8 @@ fn latency_names_the_policy_it_inherited_from_numactl() {
 #[test]
 fn latency_json_has_the_documented_fields() {
     let json = stdout(&[
-        "latency",
-        "--sizes",
-        "16KiB,64KiB",
-        "--time",
-        "20ms",
-        "--hugepages",
-        "never",
-        "--ghz",
-        "2.5",
-        "--format",
-        "json",
+        "latency", "--sizes", "16KiB,64KiB", "--time", "20ms", "--hugepages", "never", "--ghz",
+        "2.5", "--format", "json",
     ]);
     let d: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(d["experiment"], "latency");
@@ -105,13 +96,7 @@ fn latency_json_has_the_documented_fields() {
         "both chases are named: {text}"
     );
     let one = stdout(&[
-        "latency",
-        "--sizes",
-        "8KiB",
-        "--time",
-        "10ms",
-        "--chase",
-        "page-local",
+        "latency", "--sizes", "8KiB", "--time", "10ms", "--chase", "page-local",
     ]);
     assert!(!one.contains("one random cycle"), "{one}");
     usage_error(
@@ -165,14 +150,7 @@ fn the_numa_matrix_has_a_row_per_cpu_node_and_a_cell_per_memory_node() {
         return;
     }
     let json = stdout(&[
-        "latency",
-        "--numa-matrix",
-        "--sizes",
-        "64KiB",
-        "--time",
-        "10ms",
-        "--format",
-        "json",
+        "latency", "--numa-matrix", "--sizes", "64KiB", "--time", "10ms", "--format", "json",
     ]);
     let d: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(d["study"], "matrix");
@@ -197,12 +175,7 @@ fn the_numa_matrix_has_a_row_per_cpu_node_and_a_cell_per_memory_node() {
         .collect();
     assert_eq!(cells, want);
     let text = stdout(&[
-        "latency",
-        "--numa-matrix",
-        "--sizes",
-        "64KiB",
-        "--time",
-        "10ms",
+        "latency", "--numa-matrix", "--sizes", "64KiB", "--time", "10ms",
     ]);
     assert!(
         text.contains("Latency matrix") && text.contains("mem 0"),
@@ -309,17 +282,9 @@ fn series_in(svg: &str) -> usize {
 
 #[test]
 fn latency_files_resume_report_and_compare() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("lat.jsonl");
-    let f = file.to_str().unwrap();
+    let (dir, file, f) = crate::common::scratch_file("lat.jsonl");
     let base = [
-        "latency",
-        "--time",
-        "10ms",
-        "--hugepages",
-        "never",
-        "--chase",
-        "random",
+        "latency", "--time", "10ms", "--hugepages", "never", "--chase", "random",
     ];
     let with = |extra: &[&str]| -> Vec<String> {
         base.iter().chain(extra).map(|s| s.to_string()).collect()
@@ -328,25 +293,25 @@ fn latency_files_resume_report_and_compare() {
         let a: Vec<&str> = args.iter().map(String::as_str).collect();
         stdout(&a)
     };
-    run(with(&["--sizes", "8KiB,64KiB", "-o", f]));
+    run(with(&["--sizes", "8KiB,64KiB", "-o", &f]));
     let lines = || std::fs::read_to_string(&file).unwrap().lines().count();
     assert_eq!(lines(), 2);
     // An existing file is never overwritten.
-    usage_error(&["latency", "--sizes", "8KiB", "-o", f], "already exists");
+    usage_error(&["latency", "--sizes", "8KiB", "-o", &f], "already exists");
     // A torn last line (a crash mid-write) is dropped on resume; the points
     // already there are not measured again.
     let mut text = std::fs::read_to_string(&file).unwrap();
     text.push_str("{\"schema_version\":");
     std::fs::write(&file, text).unwrap();
     let out = common::membw()
-        .args(with(&["--sizes", "8KiB,64KiB,1MiB", "--resume", f]))
+        .args(with(&["--sizes", "8KiB,64KiB,1MiB", "--resume", &f]))
         .output()
         .unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("dropped line 3"));
     assert_eq!(lines(), 3);
     let plots = dir.path().join("plots");
-    let report = stdout(&["report", f, "--plots", plots.to_str().unwrap()]);
+    let report = stdout(&["report", &f, "--plots", plots.to_str().unwrap()]);
     assert!(
         report.contains("1 MiB") && report.contains("p50 ns"),
         "{report}"
@@ -354,8 +319,8 @@ fn latency_files_resume_report_and_compare() {
     let svg = std::fs::read_to_string(plots.join("latency-sizes.svg")).unwrap();
     assert_eq!(series_in(&svg), 1, "one line: one CPU, one placement");
     assert!(svg.contains("L1d"), "the cache capacities are marked");
-    let same = stdout(&["compare", f, f]);
-    assert!(same.contains("3 of 3 points"), "{same}");
+    let same = stdout(&["compare", &f, &f]);
+    crate::common::assert_contains(&same, "3 of 3 points");
     assert_eq!(same.matches(" 1.000").count(), 3, "{same}");
     // A bandwidth file is not a latency file.
     let sweep = dir.path().join("s.jsonl");
@@ -371,30 +336,21 @@ fn latency_files_resume_report_and_compare() {
         sweep.to_str().unwrap(),
     ]);
     usage_error(
-        &["compare", f, sweep.to_str().unwrap()],
+        &["compare", &f, sweep.to_str().unwrap()],
         "cannot be compared",
     );
 }
 
 #[test]
 fn ctrl_c_keeps_the_points_measured_and_resume_finishes() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("lat.jsonl");
-    let f = file.to_str().unwrap();
+    let (_dir, file, f) = crate::common::scratch_file("lat.jsonl");
     let args = [
-        "latency",
-        "--sizes",
-        "4KiB..64MiB",
-        "--time",
-        "150ms",
-        "--hugepages",
-        "never",
-        "--chase",
+        "latency", "--sizes", "4KiB..64MiB", "--time", "150ms", "--hugepages", "never", "--chase",
         "random",
     ];
     let child = common::membw_process()
         .args(args)
-        .args(["-o", f])
+        .args(["-o", &f])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -418,7 +374,7 @@ fn ctrl_c_keeps_the_points_measured_and_resume_finishes() {
         "{before} points before the signal"
     );
     let mut resumed: Vec<&str> = args.to_vec();
-    resumed.extend(["--resume", f]);
+    resumed.extend(["--resume", &f]);
     stdout(&resumed);
     assert_eq!(lines(), 15, "4 KiB to 64 MiB, each once");
 }
@@ -456,16 +412,11 @@ fn bad_loaded_input_is_one_line() {
 
 #[test]
 fn core_to_core_latency_pairs_every_allowed_cpu_in_both_cases_and_says_what_they_share() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("c2c.jsonl");
-    let f = file.to_str().unwrap();
-    let text = stdout(&["latency", "--c2c", "--time", "5ms", "-o", f]);
+    let (dir, file, f) = crate::common::scratch_file("c2c.jsonl");
+    let text = stdout(&["latency", "--c2c", "--time", "5ms", "-o", &f]);
     assert!(text.contains("one hop of a modified line (HITM"), "{text}");
-    assert!(
-        text.contains("one load of a clean line the other CPU holds (HIT)"),
-        "{text}"
-    );
-    assert!(text.contains("CPUs share"), "{text}");
+    crate::common::assert_contains(&text, "one load of a clean line the other CPU holds (HIT)");
+    crate::common::assert_contains(&text, "CPUs share");
     let records: Vec<serde_json::Value> = std::fs::read_to_string(&file)
         .unwrap()
         .lines()
@@ -489,12 +440,12 @@ fn core_to_core_latency_pairs_every_allowed_cpu_in_both_cases_and_says_what_they
     // The file resumes as every latency study does: nothing measured twice,
     // whichever cases the resumed run asks for.
     // The report of a resumed run covers the points the file already held.
-    let again = stdout(&["latency", "--c2c", "--time", "5ms", "--resume", f]);
+    let again = stdout(&["latency", "--c2c", "--time", "5ms", "--resume", &f]);
     assert!(
         again.contains("modified line (HITM") && again.contains("(HIT)"),
         "{again}"
     );
-    let clean = stdout(&["latency", "--c2c", "clean", "--time", "5ms", "--resume", f]);
+    let clean = stdout(&["latency", "--c2c", "clean", "--time", "5ms", "--resume", &f]);
     assert!(
         clean.contains("(HIT)") && !clean.contains("HITM"),
         "{clean}"
@@ -503,7 +454,7 @@ fn core_to_core_latency_pairs_every_allowed_cpu_in_both_cases_and_says_what_they
     assert_eq!(lines, records.len());
     // One heat map per case, a cell per ordered pair.
     let plots = dir.path().join("plots");
-    stdout(&["report", f, "--plots", plots.to_str().unwrap()]);
+    stdout(&["report", &f, "--plots", plots.to_str().unwrap()]);
     for case in ["modified", "clean"] {
         let svg = std::fs::read_to_string(plots.join(format!("c2c-{case}.svg"))).unwrap();
         let doc = roxmltree::Document::parse(&svg).expect("SVG is well-formed XML");
@@ -518,7 +469,7 @@ fn core_to_core_latency_pairs_every_allowed_cpu_in_both_cases_and_says_what_they
         &records[0]["point"]["cpu"],
         &records[0]["point"]["peer_cpu"],
     );
-    let compared = stdout(&["compare", f, f]);
+    let compared = stdout(&["compare", &f, &f]);
     for case in ["modified", "clean"] {
         let row = format!("c2c CPU {a} ↔ CPU {b} · {case} line");
         assert!(compared.contains(&row), "{row}\n{compared}");
@@ -551,5 +502,5 @@ fn core_to_core_latency_pairs_every_allowed_cpu_in_both_cases_and_says_what_they
         .unwrap();
     assert_eq!(one.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&one.stderr);
-    assert!(stderr.contains("--c2c: a line needs two CPUs"), "{stderr}");
+    crate::common::assert_contains(&stderr, "--c2c: a line needs two CPUs");
 }

@@ -245,11 +245,7 @@ fn linked_crates(args: &[&str]) -> BTreeSet<String> {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo tree runs (cargo is what runs this test)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::assert_success(&out);
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.split_whitespace().next().map(str::to_string))
@@ -259,12 +255,7 @@ fn linked_crates(args: &[&str]) -> BTreeSet<String> {
 #[test]
 fn the_lean_build_leaves_out_the_font_and_rasterizer_crates() {
     let heavy = [
-        "resvg",
-        "usvg",
-        "tiny-skia",
-        "fontdb",
-        "ttf-parser",
-        "rustybuzz",
+        "resvg", "usvg", "tiny-skia", "fontdb", "ttf-parser", "rustybuzz",
     ];
     let full = linked_crates(&[]);
     // The check can fail: the default build has them (PNG output).
@@ -455,9 +446,7 @@ fn readers_outside_results(files: &BTreeMap<String, String>) -> Vec<String> {
         .filter(|(_, text)| {
             let body = code(text);
             [
-                "serde_json::from_",
-                "Deserializer::from_",
-                "serde_path_to_error::",
+                "serde_json::from_", "Deserializer::from_", "serde_path_to_error::",
                 // A document's kind guessed from its text.
                 r#"\"membw-"#,
             ]
@@ -534,14 +523,8 @@ fn kind_shape(line: &str) -> bool {
     let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
     let zero_tests = ["==0", "!=0", ">0", "<1", ">=1"];
     let by_name = [
-        ".on_host(",
-        "on_host_cpus(",
-        "placed_on_host_cpus",
-        "checked_by_numa_domain",
-        "working_cpus(",
-        "method().work",
-        "target.is_none()",
-        "target.is_some()",
+        ".on_host(", "on_host_cpus(", "placed_on_host_cpus", "checked_by_numa_domain",
+        "working_cpus(", "method().work", "target.is_none()", "target.is_some()",
     ];
     // `Work::` as a word (not `OtherWork::`).
     let work = compact
@@ -785,18 +768,8 @@ fn a_shared_flag_is_defined_once() {
     // The flags that had several meanings or several sites live in
     // cli/flags/, one definition each.
     for name in [
-        "ntimes",
-        "hugepages",
-        "numa-matrix",
-        "budget",
-        "mem",
-        "isa",
-        "format",
-        "output",
-        "threads",
-        "pin",
-        "places",
-        "fake-source",
+        "ntimes", "hugepages", "numa-matrix", "budget", "mem", "isa", "format", "output",
+        "threads", "pin", "places", "fake-source",
     ] {
         assert!(sites.contains_key(name), "--{name} has no definition");
         assert_eq!(sites[name], [sites[name][0].clone()], "--{name}");

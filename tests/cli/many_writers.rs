@@ -53,11 +53,7 @@ fn eight_processes_appending_fifty_records_each_lose_none() {
             .collect();
         for child in children {
             let out = child.wait_with_output().unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            crate::common::assert_success(&out);
         }
         assert_eq!(
             whole_records(&file).len(),
@@ -87,22 +83,14 @@ fn eight_processes_appending_fifty_records_each_lose_none() {
 
 #[test]
 fn a_resumed_sweep_keeps_every_line_that_other_writers_append_meanwhile() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("sweep.jsonl");
-    let f = file.to_str().unwrap();
+    let (_dir, file, f) = crate::common::scratch_file("sweep.jsonl");
     let sweep = |resume: bool| {
         let mut cmd = common::membw_process();
         cmd.args([
-            "sweep",
-            "--fake-source",
-            "4",
-            "--threads",
-            "1",
-            "--ntimes",
-            "2",
+            "sweep", "--fake-source", "4", "--threads", "1", "--ntimes", "2",
         ])
         .args(["--kernels", "triad", "--sizes", "64KiB..16MiB"])
-        .args([if resume { "--resume" } else { "-o" }, f])
+        .args([if resume { "--resume" } else { "-o" }, &f])
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
         cmd
@@ -125,11 +113,7 @@ fn a_resumed_sweep_keeps_every_line_that_other_writers_append_meanwhile() {
     for mut w in writers {
         assert!(w.wait().unwrap().success());
     }
-    assert!(
-        resumed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&resumed.stderr)
-    );
+    crate::common::assert_success(&resumed);
     let records = whole_records(&file);
     let sweeps = records
         .iter()
@@ -164,11 +148,7 @@ fn eight_independent_mpi_ranks_appending_lose_none() {
             .arg(writer_loop(&file, "--independent"))
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        crate::common::assert_success(&out);
         assert_eq!(
             whole_records(&file).len(),
             WRITERS * RECORDS,

@@ -66,11 +66,9 @@ fn topo_shows_the_counters_and_says_why_where_there_are_none() {
     let dir = tempfile::tempdir().unwrap();
     let tree = xeon_with_edac(dir.path(), 2);
     let topo = common::stdout(&["topo", "--sysroot", &tree]);
-    assert!(
-        topo.contains(
-            "ECC        EDAC: 0 corrected, 2 uncorrected since boot (1 memory controller, 2 DIMMs): mc0 P0-DIMMA2: 0 CE, 2 UE"
-        ),
-        "{topo}"
+    crate::common::assert_contains(
+        &topo,
+        "ECC        EDAC: 0 corrected, 2 uncorrected since boot (1 memory controller, 2 DIMMs): mc0 P0-DIMMA2: 0 CE, 2 UE",
     );
     let json: serde_json::Value =
         serde_json::from_str(&common::stdout(&["topo", "--sysroot", &tree, "--json"])).unwrap();
@@ -80,10 +78,7 @@ fn topo_shows_the_counters_and_says_why_where_there_are_none() {
     // The plain fixture has no EDAC driver: said, not taken for no errors.
     let plain = common::shared_tree("xeon-e5-2680v3-2s");
     let topo = common::stdout(&["topo", "--sysroot", plain.to_str().unwrap()]);
-    assert!(
-        topo.contains("ECC        not readable here: no EDAC driver"),
-        "{topo}"
-    );
+    crate::common::assert_contains(&topo, "ECC        not readable here: no EDAC driver");
 }
 
 #[test]
@@ -100,13 +95,13 @@ fn a_dimm_with_uncorrected_errors_fails_the_check_with_its_action() {
         let (code, out, err) = run(&[&["check"][..], &source, &with].concat());
         assert_eq!(code, Some(1), "{with:?}: {out}{err}");
         assert_eq!(err.trim_end(), format!("membw: {want}"), "{with:?}");
-        assert!(out.contains(&format!("hardware: {want}")), "{out}");
+        crate::common::assert_contains(&out, &format!("hardware: {want}"));
     }
     // Counts, not rates: other work on the node does not hide them.
     let busy = ["check", "--sysroot", &tree, "--fake-source", "4,busy=60"];
     let (code, _, err) = run(&busy);
     assert_eq!(code, Some(1), "{err}");
-    assert!(err.contains(want), "{err}");
+    crate::common::assert_contains(&err, want);
     // The same node without errors passes.
     set_uncorrected(Path::new(&tree), 0);
     let (code, out, err) = run(&[&["check", "--baseline", &baseline][..], &source].concat());
@@ -164,13 +159,7 @@ fn check_gpus(set: &str, setup: &str) -> (Option<i32>, serde_json::Value, String
     let out = common::membw()
         .env("MEMBW_SIM_DEVICE", setup)
         .args([
-            "check",
-            "--backend",
-            set,
-            "--array-size",
-            "256K",
-            "--ntimes",
-            "3",
+            "check", "--backend", set, "--array-size", "256K", "--ntimes", "3",
         ])
         .args(["--kernels", "triad", "--budget", "1s", "--format", "json"])
         .output()
@@ -222,7 +211,7 @@ fn a_gpu_with_uncorrected_errors_or_a_pending_remap_fails_the_check_with_dcgms_a
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("'many': a count of errors"), "{err}");
+    crate::common::assert_contains(&err, "'many': a count of errors");
 }
 
 #[test]
@@ -249,13 +238,7 @@ fn a_gpu_s_memory_or_bus_xid_in_the_kernel_log_fails_the_check_and_an_unread_log
     let dir = tempfile::tempdir().unwrap();
     let tree = generated(dir.path(), "hgx-h100-2s");
     let check = [
-        "check",
-        "--sysroot",
-        &tree,
-        "--fake-source",
-        "4",
-        "--format",
-        "json",
+        "check", "--sysroot", &tree, "--fake-source", "4", "--format", "json",
     ];
     let (code, out, err) = run(&check);
     assert_eq!(code, Some(0), "{out}{err}");
@@ -276,11 +259,9 @@ fn a_gpu_s_memory_or_bus_xid_in_the_kernel_log_fails_the_check_and_an_unread_log
     )
     .unwrap();
     let topo = common::stdout(&["topo", "--sysroot", &tree]);
-    assert!(
-        topo.contains(
-            "XIDs       1 of the memory and bus XIDs (48, 63, 64, 74, 79, 94, 95) in the kernel log"
-        ),
-        "{topo}"
+    crate::common::assert_contains(
+        &topo,
+        "XIDs       1 of the memory and bus XIDs (48, 63, 64, 74, 79, 94, 95) in the kernel log",
     );
     let (code, out, err) = run(&check);
     assert_eq!(code, Some(1), "{out}{err}");
@@ -371,11 +352,9 @@ fn corrected_errors_growing_since_the_baseline_fail_where_the_since_boot_rate_pa
     assert_eq!(code, Some(0), "{out}{err}");
     let (code, out, err) = run(&check);
     assert_eq!(code, Some(1), "{out}{err}");
-    assert!(
-        err.contains(
-            "mc0 P0-DIMMA1: 40 corrected memory errors since the baseline 1.0 days ago, 40 a day"
-        ),
-        "{err}"
+    crate::common::assert_contains(
+        &err,
+        "mc0 P0-DIMMA1: 40 corrected memory errors since the baseline 1.0 days ago, 40 a day",
     );
     // Nine more: under the count that makes a rate.
     count(14, 100);
@@ -386,8 +365,5 @@ fn corrected_errors_growing_since_the_baseline_fail_where_the_since_boot_rate_pa
     std::fs::write(&boot, "0f6f1c1e-0000-4000-8000-000000000002\n").unwrap();
     let (code, out, err) = run(&check);
     assert_eq!(code, Some(0), "{out}{err}");
-    assert!(
-        out.contains("the node rebooted since the baseline"),
-        "{out}"
-    );
+    crate::common::assert_contains(&out, "the node rebooted since the baseline");
 }

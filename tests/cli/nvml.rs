@@ -24,12 +24,7 @@ fn target(devices: u32, setup: &[(&str, &str)]) -> Option<serde_json::Value> {
     let out = with_nvml(devices, setup)?
         .args(["run", "--backend", "cuda:0", "--json"])
         .args([
-            "--array-size",
-            "200000",
-            "--ntimes",
-            "3",
-            "--kernels",
-            "triad",
+            "--array-size", "200000", "--ntimes", "3", "--kernels", "triad",
         ])
         .output()
         .unwrap();
@@ -125,9 +120,9 @@ fn a_count_nvml_cannot_give_is_absent_not_zero() {
     let Some(stderr) = run_stderr(1, &[("FAKE_NVML_FAIL", "1")], "cuda:0") else {
         return;
     };
-    assert!(
-        stderr.contains("cuda0's memory peak is unknown: NVML does not load"),
-        "{stderr}"
+    crate::common::assert_contains(
+        &stderr,
+        "cuda0's memory peak is unknown: NVML does not load",
     );
 }
 
@@ -203,11 +198,9 @@ fn each_gpu_s_memory_fault_fails_the_check_with_dcgm_s_action_and_the_run_says_i
     let Some(stderr) = run_stderr(2, &faults, "cuda:1") else {
         return;
     };
-    assert!(
-        stderr.contains(
-            "warning: cuda1: a row remapping failed (no spare row left): replace the GPU"
-        ),
-        "{stderr}"
+    crate::common::assert_contains(
+        &stderr,
+        "warning: cuda1: a row remapping failed (no spare row left): replace the GPU",
     );
 }
 
@@ -219,15 +212,22 @@ fn topo_shows_each_gpu_s_memory_counters_and_their_findings() {
     };
     let out = cmd.arg("topo").output().unwrap();
     let topo = String::from_utf8_lossy(&out.stdout);
-    for want in [
-        "GPU memory cuda, as its library counts",
-        "  0000:18:00.0  ECC on · 0 corrected, 0 uncorrected since the driver loaded · 0 retired pages · 0 rows remapped",
-        "    ✗ a row remapping waits for a reset: drain the node and reset the GPU",
-        "  0000:19:00.0  ECC on · 3 corrected, 2 uncorrected since the driver loaded",
-        "    ✗ 2 uncorrected ECC errors since the driver loaded: drain the node and reset the GPU",
-    ] {
-        assert!(topo.contains(want), "{want}\n{topo}");
-    }
+    // The section whole: each GPU's line, its findings beneath.
+    let section: Vec<&str> = (topo.lines())
+        .skip_while(|l| !l.starts_with("GPU memory cuda"))
+        .take(5)
+        .collect();
+    assert_eq!(
+        section,
+        [
+            "GPU memory cuda, as its library counts",
+            "  0000:18:00.0  ECC on · 0 corrected, 0 uncorrected since the driver loaded · 0 retired pages · 0 rows remapped",
+            "    ✗ a row remapping waits for a reset: drain the node and reset the GPU",
+            "  0000:19:00.0  ECC on · 3 corrected, 2 uncorrected since the driver loaded · 0 retired pages · 0 rows remapped",
+            "    ✗ 2 uncorrected ECC errors since the driver loaded: drain the node and reset the GPU",
+        ],
+        "{topo}"
+    );
     let Some(mut cmd) = with_nvml(2, &faults) else {
         return;
     };

@@ -67,15 +67,7 @@ fn run_on_explicit_2m_pages_verifies_the_page_size_of_every_array() {
         return;
     };
     let json = stdout(&[
-        "run",
-        "--hugepages",
-        "2M",
-        "--size",
-        "1M",
-        "--ntimes",
-        "3",
-        "--format",
-        "json",
+        "run", "--hugepages", "2M", "--size", "1M", "--ntimes", "3", "--format", "json",
     ]);
     let d: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(d["measurement"]["hugepages"], "2M");
@@ -93,10 +85,7 @@ fn run_on_explicit_2m_pages_verifies_the_page_size_of_every_array() {
             .contains("HUGETLB_MORECORE=2M")
     );
     let text = stdout(&["run", "--hugepages", "2M", "--size", "1M", "--ntimes", "2"]);
-    assert!(
-        text.contains("a: node 0 100%, 100% local, 2 MiB pages"),
-        "{text}"
-    );
+    crate::common::assert_contains(&text, "a: node 0 100%, 100% local, 2 MiB pages");
 }
 
 #[test]
@@ -106,17 +95,8 @@ fn latency_draws_one_curve_per_page_size() {
         return;
     };
     let json = stdout(&[
-        "latency",
-        "--sizes",
-        "1MiB,4MiB",
-        "--hugepages",
-        "never,2M",
-        "--time",
-        "20ms",
-        "--chase",
-        "random",
-        "--format",
-        "json",
+        "latency", "--sizes", "1MiB,4MiB", "--hugepages", "never,2M", "--time", "20ms", "--chase",
+        "random", "--format", "json",
     ]);
     let d: serde_json::Value = serde_json::from_str(&json).unwrap();
     let records = d["records"].as_array().unwrap();
@@ -179,25 +159,13 @@ fn split_and_weighted_policies_refuse_bad_shares_and_hold_their_shares() {
     usage_error(&["run", "--mem", "weighted-interleave:9"], "node 9");
     usage_error(
         &[
-            "sweep",
-            "--fake-source",
-            "4",
-            "--far-share",
-            "0,10",
-            "--far-node",
-            "9",
+            "sweep", "--fake-source", "4", "--far-share", "0,10", "--far-node", "9",
         ],
         "--far-node 9: node 9 does not exist",
     );
     usage_error(
         &[
-            "sweep",
-            "--fake-source",
-            "4",
-            "--far-share",
-            "0,101",
-            "--far-node",
-            "0",
+            "sweep", "--fake-source", "4", "--far-share", "0,101", "--far-node", "0",
         ],
         "'101' is not a share of 0 to 100 %",
     );
@@ -205,9 +173,7 @@ fn split_and_weighted_policies_refuse_bad_shares_and_hold_their_shares() {
         return;
     }
     for mem in [
-        "split:0=100%",
-        "weighted-interleave:0",
-        "a=split:0=100%,b=local",
+        "split:0=100%", "weighted-interleave:0", "a=split:0=100%,b=local",
     ] {
         let out = membw()
             .args([
@@ -233,9 +199,9 @@ fn topo_shows_the_tiers_firmware_reports() {
     let root = shared_tree("xeon-6-cxl-1s");
     let root = root.to_str().unwrap();
     let text = stdout(&["topo", "--sysroot", root]);
-    assert!(
-        text.contains("Memory tiers (bandwidth and latency as firmware reports them, ACPI HMAT)"),
-        "{text}"
+    crate::common::assert_contains(
+        &text,
+        "Memory tiers (bandwidth and latency as firmware reports them, ACPI HMAT)",
     );
     let row = |node: &str| {
         text.lines()
@@ -247,7 +213,7 @@ fn topo_shows_the_tiers_firmware_reports() {
     };
     assert_eq!(row("0 "), "0 cpu+memory 256 GiB 307.2 307.2 110 110 0 - 5");
     assert_eq!(row("1 "), "1 memory 256 GiB 61.4 61.4 260 270 0 - 1");
-    assert!(text.contains("Interleave weights 0=5,1=1"), "{text}");
+    crate::common::assert_contains(&text, "Interleave weights 0=5,1=1");
     let json: serde_json::Value =
         serde_json::from_str(&stdout(&["topo", "--sysroot", root, "--json"])).unwrap();
     let far = &json["tiers"][1];
@@ -278,14 +244,7 @@ fn weights_are_put_back_after_sigterm() {
     let want = if before.trim() == "9" { "8" } else { "9" };
     let child = common::membw_process()
         .args([
-            "run",
-            "--size",
-            "4M",
-            "--ntimes",
-            "400",
-            "--mem",
-            "weighted-interleave:0",
-            "--weights",
+            "run", "--size", "4M", "--ntimes", "400", "--mem", "weighted-interleave:0", "--weights",
         ])
         .arg(format!("0={want}"))
         .stdout(std::process::Stdio::null())

@@ -13,13 +13,7 @@ fn peers(set: &str, setup: &str, extra: &[&str]) -> (Option<i32>, String, String
     let out = membw()
         .env("MEMBW_SIM_DEVICE", setup)
         .args([
-            "peers",
-            "--backend",
-            set,
-            "--array-size",
-            "64K",
-            "--ntimes",
-            "3",
+            "peers", "--backend", set, "--array-size", "64K", "--ntimes", "3",
         ])
         .args(extra)
         .output()
@@ -65,17 +59,12 @@ fn the_pair_without_a_direct_path_is_named_and_slower() {
         &["--methods", "ce-write,sm-write"],
     );
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(
-        text.contains("ce-write: copy engine, the source writes"),
-        "{text}"
+    crate::common::assert_contains(&text, "ce-write: copy engine, the source writes");
+    crate::common::assert_contains(
+        &text,
+        "paths: staged through host memory (no peer access): 1→3, 3→1; every other pair direct",
     );
-    assert!(
-        text.contains(
-            "paths: staged through host memory (no peer access): 1→3, 3→1; every other pair direct"
-        ),
-        "{text}"
-    );
-    assert!(text.contains("sim1 cannot address sim3's memory"), "{text}");
+    crate::common::assert_contains(&text, "sim1 cannot address sim3's memory");
     // Row sim1 of sm-write: n/a under sim3.
     let sm = text.split("sm-write:").nth(1).unwrap();
     let row = sm
@@ -83,10 +72,7 @@ fn the_pair_without_a_direct_path_is_named_and_slower() {
         .find(|l| l.trim_start().starts_with("sim1"))
         .unwrap();
     assert!(row.trim_end().ends_with("n/a"), "{row}");
-    assert!(
-        text.contains("validation: every copy arrived right"),
-        "{text}"
-    );
+    crate::common::assert_contains(&text, "validation: every copy arrived right");
 
     let (_, json, _) = peers(
         "sim:0-3",
@@ -108,11 +94,8 @@ fn the_pair_without_a_direct_path_is_named_and_slower() {
 fn a_wrong_copy_fails_the_probe() {
     let (code, text, stderr) = peers("sim:0-1", "wrong-element=7", &["--methods", "ce-write"]);
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(
-        text.contains("VALIDATION FAILED: 0 → 1 ce-write: element 7 held"),
-        "{text}"
-    );
-    assert!(stderr.contains("a peer copy came back wrong"), "{stderr}");
+    crate::common::assert_contains(&text, "VALIDATION FAILED: 0 → 1 ce-write: element 7 held");
+    crate::common::assert_contains(&stderr, "a peer copy came back wrong");
 }
 
 #[test]
@@ -165,12 +148,12 @@ fn nvlink_paths_and_their_peaks_travel_with_each_pair() {
         );
     }
     let (_, text, _) = peers("sim:all", setup, &["--methods", "ce-write"]);
-    assert!(text.contains("NVLink paths"), "{text}");
+    crate::common::assert_contains(&text, "NVLink paths");
     assert!(
         text.contains("NV14 switch") && text.contains("NV18 switch"),
         "{text}"
     );
-    assert!(text.contains("of each pair's NVLink peak:"), "{text}");
+    crate::common::assert_contains(&text, "of each pair's NVLink peak:");
     // Without links, no path and no share is claimed.
     let (_, plain, _) = peers("sim:0-1", "", &["--methods", "ce-write"]);
     assert!(!plain.contains("NVLink"), "{plain}");

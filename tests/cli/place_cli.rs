@@ -12,30 +12,16 @@ fn place_shows_threads_and_every_spelling() {
     let dir = common::shared_tree("epyc-7742-2s-nps4");
     let root = dir.to_str().unwrap();
     let out = stdout(&[
-        "place",
-        "--sysroot",
-        root,
-        "--places",
-        "{0:1}:8:2",
-        "--mem",
-        "bind:1",
+        "place", "--sysroot", root, "--places", "{0:1}:8:2", "--mem", "bind:1",
     ]);
-    assert!(
-        out.contains("Threads    8 on CPUs 0,2,4,6,8,10,12,14"),
-        "{out}"
-    );
+    crate::common::assert_contains(&out, "Threads    8 on CPUs 0,2,4,6,8,10,12,14");
     assert!(out.contains("OMP_NUM_THREADS=8 OMP_PLACES='{0}:8:2' OMP_PROC_BIND=close"));
     assert!(out.contains("likwid-pin -c 0,2,4,6,8,10,12,14"));
     assert!(out.contains("numactl --physcpubind=0,2,4,6,8,10,12,14 --membind=1"));
     assert!(out.contains("srun -n 8 --cpu-bind=map_cpu:0,2,4,6,8,10,12,14"));
     assert!(out.contains("taskset -c 0,2,4,6,8,10,12,14"));
     let doc: Value = serde_json::from_str(&stdout(&[
-        "place",
-        "--sysroot",
-        root,
-        "--strategy",
-        "per-numa=1",
-        "--json",
+        "place", "--sysroot", root, "--strategy", "per-numa=1", "--json",
     ]))
     .unwrap();
     let nodes: Vec<u64> = doc["threads"]
@@ -61,13 +47,7 @@ fn placement_errors_are_one_line_with_exit_2() {
     );
     usage_error(
         &[
-            "place",
-            "--sysroot",
-            root,
-            "--places",
-            "cores",
-            "--cpus",
-            "0",
+            "place", "--sysroot", root, "--places", "cores", "--cpus", "0",
         ],
         "cannot be used with",
     );
@@ -77,13 +57,7 @@ fn placement_errors_are_one_line_with_exit_2() {
     );
     usage_error(
         &[
-            "place",
-            "--sysroot",
-            root,
-            "--places",
-            "cores",
-            "--bind",
-            "loose",
+            "place", "--sysroot", root, "--places", "cores", "--bind", "loose",
         ],
         "unknown binding 'loose'",
     );
@@ -184,31 +158,14 @@ fn run_header_shows_placement_policy_and_reproduction() {
         return;
     }
     let out = stdout(&[
-        "run",
-        "--size",
-        "1M",
-        "--ntimes",
-        "2",
-        "--strategy",
-        "compact",
-        "--threads",
-        "1",
-        "--mem",
-        "interleave:all",
-        "--hugepages",
-        "never",
+        "run", "--size", "1M", "--ntimes", "2", "--strategy", "compact", "--threads", "1", "--mem",
+        "interleave:all", "--hugepages", "never",
     ]);
-    assert!(
-        out.contains("Placement: --strategy compact --threads 1"),
-        "{out}"
-    );
-    assert!(out.contains("Memory policy: interleave:"), "{out}");
+    crate::common::assert_contains(&out, "Placement: --strategy compact --threads 1");
+    crate::common::assert_contains(&out, "Memory policy: interleave:");
     assert!(out.contains("Hugepages: never"));
     assert!(out.contains("Reproduce this placement:"));
-    assert!(
-        out.contains("numactl --physcpubind=0 --interleave="),
-        "{out}"
-    );
+    crate::common::assert_contains(&out, "numactl --physcpubind=0 --interleave=");
     let doc = run_json(&["--pin", "N:0", "--hugepages", "thp"]);
     assert_eq!(doc["measurement"]["hugepages"], "thp");
     assert_eq!(doc["measurement"]["threads"].as_array().unwrap().len(), 1);
@@ -219,11 +176,7 @@ fn run_header_shows_placement_policy_and_reproduction() {
 fn with_env(vars: &[(&str, &str)], args: &[&str]) -> (Option<i32>, String, String) {
     let mut cmd = common::membw();
     for name in [
-        "OMP_NUM_THREADS",
-        "OMP_PLACES",
-        "OMP_PROC_BIND",
-        "GOMP_CPU_AFFINITY",
-        "KMP_AFFINITY",
+        "OMP_NUM_THREADS", "OMP_PLACES", "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "KMP_AFFINITY",
     ] {
         cmd.env_remove(name);
     }
@@ -290,11 +243,9 @@ fn openmp_gnu_and_intel_variables_place_threads_unless_a_flag_does() {
         &["--cpus", "7,8", "--threads", "2"],
     );
     assert_eq!(c, [7, 8]);
-    assert!(
-        why.contains(
-            "not used: OMP_NUM_THREADS=1 (--threads wins), OMP_PLACES={5} (the placement flag wins)"
-        ),
-        "{why}"
+    crate::common::assert_contains(
+        &why,
+        "not used: OMP_NUM_THREADS=1 (--threads wins), OMP_PLACES={5} (the placement flag wins)",
     );
     // The same grammars as flags.
     let (c, _) = cpus(&[], &["--kmp-affinity", "scatter", "--threads", "2"]);
@@ -315,10 +266,7 @@ fn openmp_gnu_and_intel_variables_place_threads_unless_a_flag_does() {
         assert_eq!(code, Some(2), "{name}={value}: {err}");
         assert!(out.is_empty());
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-        assert!(
-            err.contains(&format!("environment {name} '{value}'")),
-            "{err}"
-        );
+        crate::common::assert_contains(&err, &format!("environment {name} '{value}'"));
     }
 }
 
@@ -329,13 +277,10 @@ fn run_follows_omp_num_threads_and_says_so() {
         &["run", "--fake-source", "4", "--size", "1M", "--ntimes", "2"],
     );
     assert_eq!(code, Some(0), "{err}");
-    assert!(out.contains("Number of Threads counted = 1"), "{out}");
-    assert!(out.contains("OMP_NUM_THREADS=1 from environment"), "{out}");
-    assert!(out.contains("GOMP_CPU_AFFINITY='"), "{out}");
-    assert!(
-        out.contains("KMP_AFFINITY=granularity=fine,explicit,proclist=["),
-        "{out}"
-    );
+    crate::common::assert_contains(&out, "Number of Threads counted = 1");
+    crate::common::assert_contains(&out, "OMP_NUM_THREADS=1 from environment");
+    crate::common::assert_contains(&out, "GOMP_CPU_AFFINITY='");
+    crate::common::assert_contains(&out, "KMP_AFFINITY=granularity=fine,explicit,proclist=[");
 }
 
 #[test]

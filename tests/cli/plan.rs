@@ -20,11 +20,8 @@ fn a_run_is_planned_for_a_captured_300_mib_l3_node_without_measuring() {
     let plan = stdout(&["run", "--dry-run", "--sysroot", &tree]);
     assert!(plan.starts_with(&format!("Plan of membw run on {tree} (nothing measured")));
     assert!(!plan.contains("Function"), "{plan}");
-    assert!(plan.contains("threads    2 on CPUs 0-1"), "{plan}");
-    assert!(
-        plan.contains("avx512 (the node's widest, from its flags)"),
-        "{plan}"
-    );
+    crate::common::assert_contains(&plan, "threads    2 on CPUs 0-1");
+    crate::common::assert_contains(&plan, "avx512 (the node's widest, from its flags)");
     // STREAM's rule on that node's 304.2 MiB of caches.
     let elements: u64 = plan
         .split("arrays     3 × ")
@@ -34,16 +31,16 @@ fn a_run_is_planned_for_a_captured_300_mib_l3_node_without_measuring() {
         .unwrap_or_else(|| panic!("{plan}"));
     let caches = (48 + 32 + 2048) * 2 * 1024 + 300 * 1024 * 1024;
     assert!(elements * 8 >= 4 * caches, "{plan}");
-    assert!(
-        plan.contains("is at least 4 × the 304.2 MiB of caches serving these CPUs: memory (STREAM's rule holds)"),
-        "{plan}"
+    crate::common::assert_contains(
+        &plan,
+        "is at least 4 × the 304.2 MiB of caches serving these CPUs: memory (STREAM's rule holds)",
     );
     assert!(plan.contains("mpirun -np 2 --cpu-list 0,1 --bind-to cpu-list:ordered"));
     // A size that sits in that L3 is named for what it measures.
     let small = stdout(&["run", "--dry-run", "--sysroot", &tree, "--size", "100k"]);
-    assert!(
-        small.contains("cache bandwidth; STREAM's rule for memory needs --size "),
-        "{small}"
+    crate::common::assert_contains(
+        &small,
+        "cache bandwidth; STREAM's rule for memory needs --size ",
     );
 }
 
@@ -52,21 +49,11 @@ fn sweeps_and_tunes_list_their_points_on_a_two_socket_fixture() {
     let tree = common::shared_tree("epyc-7742-2s-nps4");
     let tree = tree.to_str().unwrap();
     let sweep = stdout(&[
-        "sweep",
-        "--dry-run",
-        "--sysroot",
-        tree,
-        "--strategy",
-        "per-l3=1",
-        "--threads",
-        "8,16",
+        "sweep", "--dry-run", "--sysroot", tree, "--strategy", "per-l3=1", "--threads", "8,16",
     ]);
-    assert!(sweep.contains("2 points:"), "{sweep}");
-    assert!(sweep.contains("CPUs 0,16,32,48,64,80,96,112 "), "{sweep}");
-    assert!(
-        sweep.contains("avx2 (the node's widest, from its flags)"),
-        "{sweep}"
-    );
+    crate::common::assert_contains(&sweep, "2 points:");
+    crate::common::assert_contains(&sweep, "CPUs 0,16,32,48,64,80,96,112 ");
+    crate::common::assert_contains(&sweep, "avx2 (the node's widest, from its flags)");
     let tune = stdout(&["tune", "--dry-run", "--sysroot", tree]);
     assert!(
         tune.contains(" points:") && tune.contains("nt stores"),
@@ -145,10 +132,7 @@ fn streams_rule_is_per_array_and_every_place_agrees_at_its_boundary() {
             under.contains("nt stores (auto: every kernel's arrays are at least 4 × the"),
             "{under}"
         );
-        assert!(
-            under.contains(&format!("needs --size {boundary} or more")),
-            "{under}"
-        );
+        crate::common::assert_contains(&under, &format!("needs --size {boundary} or more"));
         let at = plan(boundary);
         assert!(at.contains(" is at least 4 × the "), "{tree}: {at}");
         assert!(
@@ -156,6 +140,6 @@ fn streams_rule_is_per_array_and_every_place_agrees_at_its_boundary() {
             "{at}"
         );
         let default = stdout(&["run", "--dry-run", "--sysroot", &tree]);
-        assert!(default.contains("STREAM's rule holds"), "{default}");
+        crate::common::assert_contains(&default, "STREAM's rule holds");
     }
 }

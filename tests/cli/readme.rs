@@ -205,15 +205,8 @@ fn structure(text: &str) -> Vec<String> {
     // Lines that come and go with the moment: trust findings, verdicts,
     // and the legend's lines on trust (a doubted run adds them).
     let variable = [
-        "warning",
-        "TRUSTED",
-        "trusted",
-        "resolved",
-        "runner-up",
-        "▶",
-        "trust: each run",
-        "doubts the whole run",
-        "never the best",
+        "warning", "TRUSTED", "trusted", "resolved", "runner-up", "▶", "trust: each run",
+        "doubts the whole run", "never the best",
     ];
     text.lines()
         .filter(|l| !variable.iter().any(|v| l.contains(v)))

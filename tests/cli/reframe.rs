@@ -37,11 +37,7 @@ fn the_reframe_tests_take_their_references_from_a_baseline() {
         .arg(&baseline)
         .output()
         .unwrap();
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
+    crate::common::assert_success(&made);
     let reframe = |tolerance: &str| {
         Command::new("reframe")
             .arg("-C")

@@ -51,14 +51,7 @@ fn stream_table_parses_like_streams() {
 #[test]
 fn quiet_prints_only_the_table() {
     let out = stdout(&[
-        "run",
-        "--size",
-        "2M",
-        "--ntimes",
-        "3",
-        "-q",
-        "--kernels",
-        "triad,copy",
+        "run", "--size", "2M", "--ntimes", "3", "-q", "--kernels", "triad,copy",
     ]);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 3, "{out}");
@@ -135,15 +128,7 @@ fn json_is_self_describing_and_consistent() {
 #[test]
 fn csv_has_a_fixed_header_and_one_row_per_kernel() {
     let out = stdout(&[
-        "run",
-        "--size",
-        "1M",
-        "--ntimes",
-        "3",
-        "--format",
-        "csv",
-        "--kernels",
-        "copy,triad",
+        "run", "--size", "1M", "--ntimes", "3", "--format", "csv", "--kernels", "copy,triad",
     ]);
     let mut lines = out.lines();
     let header = lines.next().unwrap();
@@ -165,18 +150,10 @@ fn regular_stores_state_the_write_allocate_traffic() {
     // Triad's three arrays past 4 x the caches: the bus line is for memory.
     let size = common::dram_elements(1_000_000);
     let out = stdout(&[
-        "run",
-        "--size",
-        &size,
-        "--ntimes",
-        "3",
-        "--stores",
-        "regular",
-        "--kernels",
-        "triad",
+        "run", "--size", &size, "--ntimes", "3", "--stores", "regular", "--kernels", "triad",
     ]);
     assert!(out.contains("regular stores (requested)"));
-    assert!(out.contains("write-allocate (32 B/elem, not 24)"), "{out}");
+    crate::common::assert_contains(&out, "write-allocate (32 B/elem, not 24)");
 }
 
 #[test]
@@ -208,7 +185,7 @@ fn auto_stores_are_checked_against_the_other_mode() {
     );
     // Without triad, the first kernel that stores; read stores nothing.
     let text = stdout(&[&small[..], &["--ntimes", "3", "--kernels", "read,copy"]].concat());
-    assert!(text.contains("stores measured for copy too"), "{text}");
+    crate::common::assert_contains(&text, "stores measured for copy too");
     // Stores that were asked for, or --no-stores-check: nothing else runs.
     for extra in [&["--stores", "nt"][..], &["--no-stores-check"]] {
         let args = [&small[..], &["--ntimes", "3", "--format", "json"], extra].concat();
@@ -225,13 +202,7 @@ fn a_signal_during_the_stores_check_keeps_the_run() {
     let file = dir.path().join("run.jsonl");
     let child = common::membw_process()
         .args([
-            "run",
-            "--fake-source",
-            "4,delay=2s",
-            "--size",
-            "1M",
-            "--ntimes",
-            "3",
+            "run", "--fake-source", "4,delay=2s", "--size", "1M", "--ntimes", "3",
         ])
         .args(["-o", file.to_str().unwrap()])
         .stdout(std::process::Stdio::piped())
@@ -245,7 +216,7 @@ fn a_signal_during_the_stores_check_keeps_the_run() {
         String::from_utf8_lossy(&out.stderr),
     );
     assert_eq!(out.status.code(), Some(143), "{stderr}");
-    assert!(stderr.contains("the run above is complete"), "{stderr}");
+    crate::common::assert_contains(&stderr, "the run above is complete");
     assert!(
         stdout.contains("Triad:"),
         "the run's table is printed: {stdout}"
@@ -259,18 +230,8 @@ fn every_isa_this_cpu_has_validates() {
     for isa in ["scalar", "sse2", "avx2", "avx512", "neon", "sve"] {
         let out = membw()
             .args([
-                "run",
-                "--size",
-                "300k",
-                "--ntimes",
-                "2",
-                "--isa",
-                isa,
-                "--kernels",
-                "all",
-                "-q",
-                "--threads",
-                "1",
+                "run", "--size", "300k", "--ntimes", "2", "--isa", isa, "--kernels", "all", "-q",
+                "--threads", "1",
             ])
             .output()
             .unwrap();
@@ -339,15 +300,7 @@ fn emulated_cpu_has(isa: &str) -> bool {
 fn kernel_groups_select_and_validate() {
     let run = |kernels: &str| -> Value {
         let out = stdout(&[
-            "run",
-            "--size",
-            "300k",
-            "--ntimes",
-            "3",
-            "--threads",
-            "1",
-            "--kernels",
-            kernels,
+            "run", "--size", "300k", "--ntimes", "3", "--threads", "1", "--kernels", kernels,
             "--json",
         ]);
         serde_json::from_str(&out).unwrap()
@@ -388,16 +341,9 @@ fn kernel_groups_select_and_validate() {
     );
     assert_eq!(run("babelstream")["measurement"]["arrays"], 3);
     let text = stdout(&[
-        "run",
-        "--size",
-        "300k",
-        "--ntimes",
-        "2",
-        "--kernels",
-        "nstream",
-        "-q",
+        "run", "--size", "300k", "--ntimes", "2", "--kernels", "nstream", "-q",
     ]);
-    assert!(text.contains("Nstream:"), "{text}");
+    crate::common::assert_contains(&text, "Nstream:");
 }
 
 #[test]
@@ -417,8 +363,8 @@ fn explicit_cpus_are_used_in_order() {
 #[test]
 fn an_offset_is_run_recorded_and_bounded() {
     let header = stdout(&["run", "--offset", "1840", "--size", "1M", "--ntimes", "2"]);
-    assert!(header.contains("Offset = 1840 (elements)"), "{header}");
-    assert!(header.contains("Solution Validates"), "{header}");
+    crate::common::assert_contains(&header, "Offset = 1840 (elements)");
+    crate::common::assert_contains(&header, "Solution Validates");
     let json = stdout(&[
         "run", "--offset", "7", "--size", "1M", "--ntimes", "2", "--json",
     ]);
@@ -434,14 +380,7 @@ fn an_offset_is_run_recorded_and_bounded() {
 
 /// One thread on a small array, as JSON.
 const ONE_THREAD_JSON: [&str; 8] = [
-    "run",
-    "--threads",
-    "1",
-    "--size",
-    "1M",
-    "--ntimes",
-    "2",
-    "--json",
+    "run", "--threads", "1", "--size", "1M", "--ntimes", "2", "--json",
 ];
 
 /// The naive run of STREAM tutorials: `--no-pin` and the runtimes' "no
@@ -450,24 +389,11 @@ const ONE_THREAD_JSON: [&str; 8] = [
 #[test]
 fn unpinned_runs_leave_threads_to_the_scheduler_and_say_so() {
     let header = stdout(&[
-        "run",
-        "--no-pin",
-        "--threads",
-        "1",
-        "--size",
-        "1M",
-        "--ntimes",
-        "2",
+        "run", "--no-pin", "--threads", "1", "--size", "1M", "--ntimes", "2",
     ]);
-    assert!(
-        header.contains("Thread affinity = none: threads unbound"),
-        "{header}"
-    );
-    assert!(
-        header.contains("Placement: unpinned (--no-pin)"),
-        "{header}"
-    );
-    assert!(header.contains("while measured"), "{header}");
+    crate::common::assert_contains(&header, "Thread affinity = none: threads unbound");
+    crate::common::assert_contains(&header, "Placement: unpinned (--no-pin)");
+    crate::common::assert_contains(&header, "while measured");
     for (var, value) in [("OMP_PROC_BIND", "false"), ("KMP_AFFINITY", "none")] {
         let out = membw()
             .env(var, value)
@@ -490,26 +416,13 @@ fn unpinned_runs_leave_threads_to_the_scheduler_and_say_so() {
     usage_error(&["run", "--no-pin", "--strategy", "spread"], "--no-pin");
 
     // A sweep sets the two side by side; the CSV gives the moves per run.
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("pinning.jsonl");
-    let f = f.to_str().unwrap();
+    let (_dir, _, f) = crate::common::scratch_file("pinning.jsonl");
     let sweep = [
-        "sweep",
-        "--strategy",
-        "spread,unpinned",
-        "--threads",
-        "1",
-        "--size",
-        "1M",
-        "--ntimes",
-        "2",
-        "--kernels",
-        "copy",
-        "-o",
-        f,
+        "sweep", "--strategy", "spread,unpinned", "--threads", "1", "--size", "1M", "--ntimes",
+        "2", "--kernels", "copy", "-o", &f,
     ];
     membw().args(sweep).assert().success();
-    let csv = stdout(&["report", f, "--format", "csv"]);
+    let csv = stdout(&["report", &f, "--format", "csv"]);
     let moves: Vec<&str> = csv
         .lines()
         .skip(1)
@@ -695,11 +608,7 @@ fn completions_and_the_man_page_come_from_the_cli_definition() {
         .arg(format!("source {} && complete -p membw", script.display()))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::assert_success(&out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("membw"));
     for shell in ["zsh", "fish"] {
         let text = stdout(&["completions", shell]);
@@ -709,7 +618,7 @@ fn completions_and_the_man_page_come_from_the_cli_definition() {
         );
     }
     let man = stdout(&["man"]);
-    assert!(man.contains(".TH membw 1"), "{man}");
+    crate::common::assert_contains(&man, ".TH membw 1");
     for sub in ["run", "sweep", "tune", "report", "completions"] {
         assert!(man.contains(sub), "{sub} missing from the man page");
     }
@@ -732,13 +641,7 @@ fn full_disks_and_closed_pipes_are_handled_by_every_command() {
         vec!["run", "--fake-source", "3", "--size", "1M"],
         vec!["run", "--fake-source", "3", "--size", "1M", "--json"],
         vec![
-            "tune",
-            "--fake-source",
-            "3",
-            "--size",
-            "1M",
-            "--budget",
-            "1s",
+            "tune", "--fake-source", "3", "--size", "1M", "--budget", "1s",
         ],
         vec!["completions", "bash"],
         vec!["man"],
@@ -814,18 +717,9 @@ fn full_disks_and_closed_pipes_are_handled_by_every_command() {
 /// reads; an existing file grows, a torn last line is dropped first.
 #[test]
 fn run_appends_its_record_to_a_results_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("runs.jsonl");
-    let path = file.to_str().unwrap();
+    let (_dir, file, path) = crate::common::scratch_file("runs.jsonl");
     let args = [
-        "run",
-        "--fake-source",
-        "5",
-        "--size",
-        "1M",
-        "-q",
-        "-o",
-        path,
+        "run", "--fake-source", "5", "--size", "1M", "-q", "-o", &path,
     ];
     for _ in 0..2 {
         common::stdout(&args);
@@ -843,8 +737,8 @@ fn run_appends_its_record_to_a_results_file() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("dropped line 3"));
     assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 3);
-    let report = common::stdout(&["report", path]);
-    assert!(report.contains("triad"), "{report}");
+    let report = common::stdout(&["report", &path]);
+    crate::common::assert_contains(&report, "triad");
 }
 
 /// `--stores auto` near the caches' edge: each kernel's arrays between

@@ -106,20 +106,17 @@ fn tune_on_a_device_prints_each_shape_and_how_to_run_the_chosen_one() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        stdout.contains(" per kernel, each checked on its own"),
-        "{stdout}"
-    );
+    crate::common::assert_contains(&stdout, " per kernel, each checked on its own");
     assert_eq!(stdout.matches("▶").count(), 1, "{stdout}");
-    assert!(stdout.contains("w8.u1.cs.b1024.cover"), "{stdout}");
-    assert!(stdout.contains("(default)"), "{stdout}");
+    crate::common::assert_contains(&stdout, "w8.u1.cs.b1024.cover");
+    crate::common::assert_contains(&stdout, "(default)");
     assert!(
         stdout.contains("not resolved") || stdout.contains("chosen:"),
         "{stdout}"
     );
-    assert!(
-        stdout.contains("membw run --backend sim:0 --kernels triad --shape w"),
-        "{stdout}"
+    crate::common::assert_contains(
+        &stdout,
+        "membw run --backend sim:0 --kernels triad --shape w",
     );
 }
 
@@ -145,7 +142,7 @@ fn a_shape_the_check_finds_wrong_is_named_and_never_chosen() {
     let why = (k["shapes"].as_array().unwrap().iter())
         .find_map(|s| s["invalid"].as_str())
         .unwrap();
-    assert!(why.contains("after one call over 100001 elements"), "{why}");
+    crate::common::assert_contains(why, "after one call over 100001 elements");
 }
 
 #[test]
@@ -171,11 +168,7 @@ fn amds_shapes_are_its_own_blocks_and_hints() {
     let out = membw()
         .env("LD_LIBRARY_PATH", &dir)
         .args([
-            "run",
-            "--backend",
-            "hip:0",
-            "--shape",
-            "w16.u1.cg.b1024.cover",
+            "run", "--backend", "hip:0", "--shape", "w16.u1.cg.b1024.cover",
         ])
         .output()
         .unwrap();
@@ -192,12 +185,7 @@ fn run_takes_one_shape_for_every_kernel_and_launches_it() {
     let out = membw()
         .args(["run", "--backend", "sim:0", "--kernels", "triad,dot"])
         .args([
-            "--array-size",
-            "100003",
-            "--ntimes",
-            "3",
-            "--format",
-            "json",
+            "--array-size", "100003", "--ntimes", "3", "--format", "json",
         ])
         .args(["--shape", "w8.u1.b1024.cover"])
         .output()
@@ -235,12 +223,7 @@ fn run_takes_one_shape_for_every_kernel_and_launches_it() {
         .env("FAKE_CUDA_LOG", log.path())
         .args(["run", "--backend", "cuda:0", "--kernels", "triad"])
         .args([
-            "--array-size",
-            "100003",
-            "--ntimes",
-            "3",
-            "--shape",
-            "w16.u1.cs.b1024.wave",
+            "--array-size", "100003", "--ntimes", "3", "--shape", "w16.u1.cs.b1024.wave",
         ])
         .output()
         .unwrap();

@@ -24,8 +24,8 @@ fn two_configurations_in_two_files_are_reported_together() {
 
     // compare finds no point in both and says why, and where to go.
     let cmp = stdout(&["compare", fa, fb]);
-    assert!(cmp.contains("0 points in both"), "{cmp}");
-    assert!(cmp.contains("no point is in both"), "{cmp}");
+    crate::common::assert_contains(&cmp, "0 points in both");
+    crate::common::assert_contains(&cmp, "no point is in both");
     assert!(
         cmp.contains("threads") && cmp.contains("membw report FILE_A FILE_B"),
         "{cmp}"
@@ -54,9 +54,9 @@ fn two_configurations_in_two_files_are_reported_together() {
     let out = membw().args(["report", fa, fa]).output().unwrap();
     assert!(out.status.success());
     let said = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        said.contains("2 results files read as one; 1 point recorded in more than one"),
-        "{said}"
+    crate::common::assert_contains(
+        &said,
+        "2 results files read as one; 1 point recorded in more than one",
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("n = 2 runs per point"));
 
@@ -82,14 +82,7 @@ fn two_configurations_in_two_files_are_reported_together() {
     // Kinds are not mixed.
     let json = dir.path().join("run.json");
     let doc = stdout(&[
-        "run",
-        "--fake-source",
-        "4",
-        "--size",
-        "1M",
-        "--ntimes",
-        "2",
-        "--json",
+        "run", "--fake-source", "4", "--size", "1M", "--ntimes", "2", "--json",
     ]);
     std::fs::write(&json, doc).unwrap();
     usage_error(
@@ -100,28 +93,13 @@ fn two_configurations_in_two_files_are_reported_together() {
 
 #[test]
 fn a_threads_by_policy_sweep_is_laid_out_threads_down_policies_across() {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("tm.jsonl");
-    let f = f.to_str().unwrap();
+    let (_dir, _, f) = crate::common::scratch_file("tm.jsonl");
     let sweep = [
-        "sweep",
-        "--fake-source",
-        "4",
-        "--threads",
-        "1-2",
-        "--mem",
-        "local",
-        "--mem",
-        "interleave:all",
-        "--size",
-        "1M",
-        "--ntimes",
-        "2",
-        "-o",
-        f,
+        "sweep", "--fake-source", "4", "--threads", "1-2", "--mem", "local", "--mem",
+        "interleave:all", "--size", "1M", "--ntimes", "2", "-o", &f,
     ];
     membw().args(sweep).assert().success();
-    let table = stdout(&["report", f, "--rows", "threads", "--columns", "mem"]);
+    let table = stdout(&["report", &f, "--rows", "threads", "--columns", "mem"]);
     let header = table
         .lines()
         .find(|l| l.contains("threads \\ mem"))
@@ -149,35 +127,22 @@ fn a_threads_by_policy_sweep_is_laid_out_threads_down_policies_across() {
             "{table}"
         );
     }
-    assert!(table.contains("cells: triad GB/s"), "{table}");
+    crate::common::assert_contains(&table, "cells: triad GB/s");
     let md = stdout(&[
-        "report",
-        f,
-        "--rows",
-        "mem",
-        "--columns",
-        "threads",
-        "--markdown",
+        "report", &f, "--rows", "mem", "--columns", "threads", "--markdown",
     ]);
-    assert!(md.contains("| mem \\ threads | 1 | 2 |"), "{md}");
+    crate::common::assert_contains(&md, "| mem \\ threads | 1 | 2 |");
     usage_error(
-        &["report", f, "--rows", "mem", "--columns", "mem"],
+        &["report", &f, "--rows", "mem", "--columns", "mem"],
         "both rows and columns",
     );
     usage_error(
-        &["report", f, "--rows", "memz", "--columns", "mem"],
+        &["report", &f, "--rows", "memz", "--columns", "mem"],
         "one of threads",
     );
     // CSV: the same layout, each cell its mean.
     let csv = stdout(&[
-        "report",
-        f,
-        "--rows",
-        "threads",
-        "--columns",
-        "mem",
-        "--format",
-        "csv",
+        "report", &f, "--rows", "threads", "--columns", "mem", "--format", "csv",
     ]);
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 3, "{csv}");
@@ -192,20 +157,13 @@ fn a_threads_by_policy_sweep_is_laid_out_threads_down_policies_across() {
     }
     usage_error(
         &[
-            "report",
-            f,
-            "--rows",
-            "threads",
-            "--columns",
-            "mem",
-            "--format",
-            "jsonl",
+            "report", &f, "--rows", "threads", "--columns", "mem", "--format", "jsonl",
         ],
         "--format jsonl",
     );
     // Every run's figures beside the trusted runs' widen the long table
     // only: a turned table has one figure a cell, a CSV row every count.
-    let long = stdout(&["report", f, "--all-runs"]);
+    let long = stdout(&["report", &f, "--all-runs"]);
     assert!(
         long.lines()
             .next()
@@ -213,18 +171,12 @@ fn a_threads_by_policy_sweep_is_laid_out_threads_down_policies_across() {
         "{long}"
     );
     usage_error(
-        &["report", f, "--all-runs", "--format", "csv"],
+        &["report", &f, "--all-runs", "--format", "csv"],
         "--format csv",
     );
     usage_error(
         &[
-            "report",
-            f,
-            "--all-runs",
-            "--rows",
-            "threads",
-            "--columns",
-            "mem",
+            "report", &f, "--all-runs", "--rows", "threads", "--columns", "mem",
         ],
         "--all-runs",
     );
@@ -242,14 +194,7 @@ fn concurrent_ranks_are_points_of_their_own() {
             .env("OMPI_COMM_WORLD_SIZE", "2")
             .env("OMPI_COMM_WORLD_RANK", r)
             .args([
-                "run",
-                "--independent",
-                "--fake-source",
-                "4",
-                "--size",
-                "1M",
-                "--ntimes",
-                "2",
+                "run", "--independent", "--fake-source", "4", "--size", "1M", "--ntimes", "2",
             ])
             .args(["--cpus", "0", "-o", f.to_str().unwrap()])
             .assert()
@@ -262,12 +207,12 @@ fn concurrent_ranks_are_points_of_their_own() {
         table.contains("(rank 0 of 2)") && table.contains("(rank 1 of 2)"),
         "{table}"
     );
-    assert!(table.contains("n = 1 run per point"), "{table}");
-    assert!(
-        table.contains("2 of 2 ranks measured together, triad 8.00 GB/s in sum"),
-        "{table}"
+    crate::common::assert_contains(&table, "n = 1 run per point");
+    crate::common::assert_contains(
+        &table,
+        "2 of 2 ranks measured together, triad 8.00 GB/s in sum",
     );
-    assert!(table.contains("measured at the same\ntime"), "{table}");
+    crate::common::assert_contains(&table, "measured at the same\ntime");
     rank("0");
     let table = stdout(&["report", f.to_str().unwrap()]);
     assert!(

@@ -20,15 +20,8 @@ fn lines(path: &Path) -> Vec<Value> {
 /// The bar: 1..2 threads × 2 strategies × 2 memory policies × 3
 /// repeats, 8 points.
 const AXES: [&str; 9] = [
-    "sweep",
-    "--threads",
-    "1-2",
-    "--strategy",
-    "compact,spread",
-    "--mem",
-    "local;interleave:all",
-    "--repeat",
-    "3",
+    "sweep", "--threads", "1-2", "--strategy", "compact,spread", "--mem", "local;interleave:all",
+    "--repeat", "3",
 ];
 
 /// The fake source: 4 GB/s per thread (×1.25 with non-temporal stores).
@@ -55,7 +48,7 @@ fn quality_sweep(dir: &Path) -> std::path::PathBuf {
         "-o",
         out.to_str().unwrap(),
     ]));
-    assert!(printed.contains("Reproduce it:"), "{printed}");
+    crate::common::assert_contains(&printed, "Reproduce it:");
     assert!(
         printed.contains("triad GB/s") && printed.contains("mean ± 95 % CI (n = "),
         "{printed}"
@@ -141,12 +134,7 @@ fn signal_keeps_what_completed(code: i32, name: &str) {
     // 100 ms per run: 24 runs take 2.4 s, and the first point is on disk after 0.3 s.
     let mut args: Vec<&str> = AXES.to_vec();
     args.extend([
-        "--size",
-        "6M",
-        "--ntimes",
-        "12",
-        "--fake-source",
-        "4,delay=100ms",
+        "--size", "6M", "--ntimes", "12", "--fake-source", "4,delay=100ms",
     ]);
     let mut child = common::membw_process()
         .args(&args)
@@ -170,8 +158,8 @@ fn signal_keeps_what_completed(code: i32, name: &str) {
         "the sweep ended before the signal; make it longer"
     );
     assert_eq!(status.status.code(), Some(code), "{stderr}");
-    assert!(stderr.contains(&format!("stopped by {name}")), "{stderr}");
-    assert!(stderr.contains("--resume"), "{stderr}");
+    crate::common::assert_contains(&stderr, &format!("stopped by {name}"));
+    crate::common::assert_contains(&stderr, "--resume");
     // Every line on disk is a whole record.
     assert!(std::fs::read_to_string(&out).unwrap().ends_with('\n'));
     // Resume completes the rest; every point exactly once.
@@ -417,9 +405,9 @@ fn compare_matches_points_and_gives_ratios() {
         .collect();
     assert_eq!(ratios, vec!["1.000", "1.000"], "{out}");
     // One run each: a ratio, no decision.
-    assert!(
-        out.contains("2 points in both: 0 higher, 0 lower, 0 no change, 2 not resolved"),
-        "{out}"
+    crate::common::assert_contains(
+        &out,
+        "2 points in both: 0 higher, 0 lower, 0 no change, 2 not resolved",
     );
     // B/A against the fake: 5 GB/s per thread over what was measured.
     let out = stdout(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
@@ -457,16 +445,12 @@ fn tune_reports_the_best_and_how_to_reproduce_it() {
         file.to_str().unwrap(),
     ]);
     // The fake scales with threads and favours non-temporal stores.
-    assert!(out.contains("Best sustained triad:"), "{out}");
+    crate::common::assert_contains(&out, "Best sustained triad:");
     assert!(out.contains("with spread ("), "{out}");
     assert!(out.contains("nt stores)"), "{out}");
-    assert!(out.contains("one thread on every core"), "{out}");
+    crate::common::assert_contains(&out, "one thread on every core");
     for line in [
-        "OMP_NUM_THREADS=",
-        "likwid-pin -c",
-        "numactl --physcpubind=",
-        "srun -n ",
-        "taskset -c",
+        "OMP_NUM_THREADS=", "likwid-pin -c", "numactl --physcpubind=", "srun -n ", "taskset -c",
         "mpirun -np",
     ] {
         assert!(out.contains(line), "{line} missing: {out}");
@@ -639,19 +623,8 @@ fn tune_verdicts(cap: &str) -> Vec<String> {
         .map(|seed| {
             let fake = format!("4,cap={cap},noise=3,seed={seed}");
             let out = stdout(&[
-                "tune",
-                "--sysroot",
-                "tests/fixtures/live-vm",
-                "--fake-source",
-                &fake,
-                "--stores",
-                "regular",
-                "--size",
-                "1M",
-                "--ntimes",
-                "3",
-                "--budget",
-                "20s",
+                "tune", "--sysroot", "tests/fixtures/live-vm", "--fake-source", &fake, "--stores",
+                "regular", "--size", "1M", "--ntimes", "3", "--budget", "20s",
             ]);
             for line in out.lines() {
                 assert!(
@@ -738,14 +711,8 @@ fn busy_points_are_marked_everywhere_and_never_the_best() {
     let all = path("all.jsonl");
     let plots = path("plots");
     let text = stdout(&["report", &all, "--plots", &plots]);
-    assert!(
-        text.contains("NOT TRUSTED for triad: 1 of 2 points:"),
-        "{text}"
-    );
-    assert!(
-        text.contains("spread × 2 · local · regular stores: CPUs"),
-        "{text}"
-    );
+    crate::common::assert_contains(&text, "NOT TRUSTED for triad: 1 of 2 points:");
+    crate::common::assert_contains(&text, "spread × 2 · local · regular stores: CPUs");
     assert!(
         text.contains("best triad: 4.00 GB/s"),
         "the quiet point is the best: {text}"
@@ -782,11 +749,11 @@ fn busy_points_are_marked_everywhere_and_never_the_best() {
         .count();
     assert_eq!(rings, 4 + 1, "one per kernel, one in the legend: {kernels}");
     assert_eq!(series_in(&kernels), 4, "one curve per kernel panel");
-    assert!(kernels.contains("NOT TRUSTED: no run"), "{kernels}");
+    crate::common::assert_contains(&kernels, "NOT TRUSTED: no run");
     let cmp = stdout(&["compare", &path("q.jsonl"), &all]);
-    assert!(cmp.contains("1 point in both"), "{cmp}");
+    crate::common::assert_contains(&cmp, "1 point in both");
     let cmp = stdout(&["compare", &all, &all]);
-    assert!(cmp.contains("NOT TRUSTED (A, B)"), "{cmp}");
+    crate::common::assert_contains(&cmp, "NOT TRUSTED (A, B)");
 }
 
 /// The threads plot of a fake sweep at 4 GB/s per thread (1 and 2 threads)
@@ -862,10 +829,7 @@ fn plots_fit_their_data_and_keep_the_legend_off_it() {
     // A peak 25 times the data: a note, not the axis.
     let (top, data_x, legend_x, svg) = threads_plot_with_peak("200");
     assert!((0.1..=1.5 * 8.0).contains(&top), "y axis to {top}: {svg}");
-    assert!(
-        svg.contains("theoretical peak 200.0 GB/s, above the scale"),
-        "{svg}"
-    );
+    crate::common::assert_contains(&svg, "theoretical peak 200.0 GB/s, above the scale");
     assert!(
         legend_x > data_x + 10.0,
         "legend at {legend_x}, data to {data_x}"
@@ -922,14 +886,7 @@ fn the_node_report_marks_a_node_measured_beside_other_work() {
     let mut files = Vec::new();
     for (host, fake) in [("n1", "4"), ("n2", "4"), ("n3", "4,busy=40")] {
         let out = stdout(&[
-            "run",
-            "--fake-source",
-            fake,
-            "--size",
-            "1M",
-            "--ntimes",
-            "4",
-            "--json",
+            "run", "--fake-source", fake, "--size", "1M", "--ntimes", "4", "--json",
         ]);
         let mut doc: Value = serde_json::from_str(&out).unwrap();
         doc["host"]["hostname"] = Value::from(host);
@@ -968,7 +925,7 @@ fn the_node_report_marks_a_node_measured_beside_other_work() {
         .find(|l| l.trim_start().starts_with("triad "))
         .unwrap_or_else(|| panic!("{cmp}"));
     assert!(triad.ends_with("NOT TRUSTED (B)"), "{triad}");
-    assert!(cmp.contains("NOT TRUSTED (B): CPU"), "{cmp}");
+    crate::common::assert_contains(&cmp, "NOT TRUSTED (B): CPU");
     let cmp = stdout(&["compare", &files[0], &files[1]]);
     assert!(!cmp.contains("TRUSTED"), "{cmp}");
 }
@@ -1035,23 +992,12 @@ fn the_guides_plots_fit_their_data_and_keep_legends_off_it() {
 /// refuses it.
 #[test]
 fn cpunode_restricts_every_point_of_a_sweep_as_it_does_a_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("nodes.jsonl");
-    let o = out.to_str().unwrap();
+    let (_dir, out, o) = crate::common::scratch_file("nodes.jsonl");
     let text = stdout(&[
-        "sweep",
-        "--fake-source",
-        "4",
-        "--cpunode",
-        "0",
-        "--threads",
-        "1",
-        "--ntimes",
-        "3",
-        "-o",
-        o,
+        "sweep", "--fake-source", "4", "--cpunode", "0", "--threads", "1", "--ntimes", "3", "-o",
+        &o,
     ]);
-    assert!(text.contains("spread on cpunode 0"), "{text}");
+    crate::common::assert_contains(&text, "spread on cpunode 0");
     let records = lines(&out);
     assert_eq!(records[0]["point"]["placement"], "spread on cpunode 0");
     assert_eq!(records[0]["study"]["cpunode"], "0");
@@ -1111,7 +1057,7 @@ fn plot_notes_html_and_text_state_the_same_best() {
     let html = std::fs::read_to_string(path("r.html")).unwrap();
     assert!(html.contains(best_line), "{best_line} not in the HTML");
     let md = stdout(&["report", &path("s.jsonl"), "--format", "markdown"]);
-    assert!(md.contains(best_line), "{md}");
+    crate::common::assert_contains(&md, best_line);
 }
 
 /// An unpinned best has no placement to reproduce in other tools' words:
@@ -1135,20 +1081,17 @@ fn an_unpinned_best_gets_the_command_that_ran_it_not_reproduce_lines() {
         "-o",
         file.to_str().unwrap(),
     ]);
-    assert!(
-        text.contains("best triad: 10.00 GB/s with unpinned"),
-        "{text}"
-    );
+    crate::common::assert_contains(&text, "best triad: 10.00 GB/s with unpinned");
     assert!(
         !text.contains("Reproduce it:") && !text.contains("OMP_PLACES"),
         "{text}"
     );
-    assert!(
-        text.contains("Its 2 threads were not pinned: no placement to reproduce"),
-        "{text}"
+    crate::common::assert_contains(
+        &text,
+        "Its 2 threads were not pinned: no placement to reproduce",
     );
-    assert!(
-        text.contains("membw run --no-pin --threads 2 --size 400000000 --mem local"),
-        "{text}"
+    crate::common::assert_contains(
+        &text,
+        "membw run --no-pin --threads 2 --size 400000000 --mem local",
     );
 }

@@ -29,11 +29,7 @@ const QUICK: [&str; 6] = ["--fake-source", "4", "--ntimes", "2", "--threads", "1
 fn sweep_clean(args: &[&str]) -> std::process::Output {
     let mut cmd = membw();
     for var in [
-        "OMP_NUM_THREADS",
-        "OMP_PLACES",
-        "OMP_PROC_BIND",
-        "GOMP_CPU_AFFINITY",
-        "KMP_AFFINITY",
+        "OMP_NUM_THREADS", "OMP_PLACES", "OMP_PROC_BIND", "GOMP_CPU_AFFINITY", "KMP_AFFINITY",
     ] {
         cmd.env_remove(var);
     }
@@ -59,14 +55,11 @@ fn every_placement_flag_of_run_is_an_axis_of_sweep() {
     ];
     args.extend(QUICK);
     let text = stdout(&args);
-    assert!(text.contains("gomp-affinity 0-1"), "{text}");
+    crate::common::assert_contains(&text, "gomp-affinity 0-1");
     assert_eq!(
         placements(&out),
         [
-            "compact",
-            "cpus 0",
-            "gomp-affinity 0-1",
-            "kmp-affinity compact"
+            "compact", "cpus 0", "gomp-affinity 0-1", "kmp-affinity compact"
         ]
     );
     // Each is run's grammar, with run's errors.
@@ -102,29 +95,14 @@ fn every_axis_takes_repeats_and_commas_where_its_values_have_none() {
     let commas = run(
         "commas.jsonl",
         &[
-            "--strategy",
-            "compact,spread",
-            "--threads",
-            "1,2",
-            "--working-sets",
-            "1MiB,2MiB",
+            "--strategy", "compact,spread", "--threads", "1,2", "--working-sets", "1MiB,2MiB",
         ],
     );
     let repeats = run(
         "repeats.jsonl",
         &[
-            "--strategy",
-            "compact",
-            "--strategy",
-            "spread",
-            "--threads",
-            "1",
-            "--threads",
-            "2",
-            "--working-sets",
-            "1MiB",
-            "--working-sets",
-            "2MiB",
+            "--strategy", "compact", "--strategy", "spread", "--threads", "1", "--threads", "2",
+            "--working-sets", "1MiB", "--working-sets", "2MiB",
         ],
     );
     assert_eq!(commas.len(), 8);
@@ -140,9 +118,7 @@ fn every_axis_takes_repeats_and_commas_where_its_values_have_none() {
 
 #[test]
 fn sweep_reads_the_environments_placement_as_run_does_and_stores_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("env.jsonl");
-    let o = out.to_str().unwrap();
+    let (dir, out, o) = crate::common::scratch_file("env.jsonl");
     let sweep_in_env = |extra: &[&str]| {
         let mut cmd = membw();
         cmd.env("OMP_NUM_THREADS", "1")
@@ -152,14 +128,12 @@ fn sweep_reads_the_environments_placement_as_run_does_and_stores_it() {
             .args(extra);
         cmd.output().unwrap()
     };
-    let first = sweep_in_env(&["-o", o]);
+    let first = sweep_in_env(&["-o", &o]);
     let stderr = String::from_utf8_lossy(&first.stderr);
     assert!(first.status.success(), "{stderr}");
-    assert!(
-        stderr.contains(
-            "placement from environment OMP_NUM_THREADS=1 OMP_PLACES=cores OMP_PROC_BIND=spread"
-        ),
-        "{stderr}"
+    crate::common::assert_contains(
+        &stderr,
+        "placement from environment OMP_NUM_THREADS=1 OMP_PLACES=cores OMP_PROC_BIND=spread",
     );
     let written = records(&out);
     assert_eq!(written[0]["point"]["placement"], "places cores spread");
@@ -167,16 +141,12 @@ fn sweep_reads_the_environments_placement_as_run_does_and_stores_it() {
     // The study says what ran, so the file alone resumes it, anywhere.
     assert_eq!(written[0]["study"]["places"], serde_json::json!(["cores"]));
     assert_eq!(written[0]["study"]["threads"], serde_json::json!(["1"]));
-    let resumed = sweep_clean(&["--resume", o]);
+    let resumed = sweep_clean(&["--resume", &o]);
     assert!(resumed.status.success());
     assert_eq!(records(&out).len(), 1, "nothing was left to measure");
     // The same command in the same environment continues the same study.
-    let again = sweep_in_env(&["--resume", o]);
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
+    let again = sweep_in_env(&["--resume", &o]);
+    crate::common::assert_success(&again);
     // --ignore-env: membw's default.
     let ignored = dir.path().join("ignored.jsonl");
     let out = sweep_in_env(&[
@@ -210,24 +180,14 @@ fn points_record_typed_placements_and_policies_that_pair_across_commands() {
     }
     let run = cmd
         .args([
-            "run",
-            "--fake-source",
-            "4",
-            "--ntimes",
-            "2",
-            "--threads",
-            "1",
+            "run", "--fake-source", "4", "--ntimes", "2", "--threads", "1",
         ])
         .args(["--array-size", "1M"])
         .args(["--strategy", "spread", "--mem", "membind:0"])
         .args(["-o", run_file.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    crate::common::assert_success(&run);
     let swept = sweep_clean(&[
         "--fake-source",
         "4",
@@ -257,26 +217,17 @@ fn points_record_typed_placements_and_policies_that_pair_across_commands() {
         run_file.to_str().unwrap(),
         sweep_file.to_str().unwrap(),
     ]);
-    assert!(compared.contains("spread × 1 · bind:0"), "{compared}");
-    assert!(compared.contains("1 point in both"), "{compared}");
+    crate::common::assert_contains(&compared, "spread × 1 · bind:0");
+    crate::common::assert_contains(&compared, "1 point in both");
 }
 
 #[test]
 fn studies_stored_before_axes_took_repeats_still_resume() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("old.jsonl");
-    let o = out.to_str().unwrap();
+    let (_dir, out, o) = crate::common::scratch_file("old.jsonl");
     let study = [
-        "--fake-source",
-        "4",
-        "--ntimes",
-        "2",
-        "--threads",
-        "1",
-        "--strategy",
-        "compact,spread",
+        "--fake-source", "4", "--ntimes", "2", "--threads", "1", "--strategy", "compact,spread",
     ];
-    let first = sweep_clean(&[&study[..], &["-o", o]].concat());
+    let first = sweep_clean(&[&study[..], &["-o", &o]].concat());
     assert!(first.status.success());
     // Rewrite the stored study as files wrote it then: one text per axis,
     // no sizes, and none of the axes added since.
@@ -294,7 +245,10 @@ fn studies_stored_before_axes_took_repeats_still_resume() {
         })
         .collect();
     std::fs::write(&out, old.join("\n") + "\n").unwrap();
-    for resume in [vec!["--resume", o], [&study[..], &["--resume", o]].concat()] {
+    for resume in [
+        vec!["--resume", &o],
+        [&study[..], &["--resume", &o]].concat(),
+    ] {
         let again = sweep_clean(&resume);
         assert!(
             again.status.success(),
@@ -313,16 +267,7 @@ fn two_point_axis(dir: &Path, flag: &str, values: &str, key: &str) -> (Vec<Value
     let file = dir.join("axis.jsonl");
     let out = file.to_str().unwrap().to_string();
     let done = sweep_clean(&[
-        flag,
-        values,
-        "--threads",
-        "1",
-        "--size",
-        "64K",
-        "--ntimes",
-        "3",
-        "-o",
-        &out,
+        flag, values, "--threads", "1", "--size", "64K", "--ntimes", "3", "-o", &out,
     ]);
     let stderr = String::from_utf8_lossy(&done.stderr);
     assert!(done.status.success(), "{stderr}");
@@ -331,7 +276,7 @@ fn two_point_axis(dir: &Path, flag: &str, values: &str, key: &str) -> (Vec<Value
         .collect();
     let again = sweep_clean(&["--resume", &out]);
     let resumed = String::from_utf8_lossy(&again.stderr);
-    assert!(resumed.contains("0 points written, 2 skipped"), "{resumed}");
+    crate::common::assert_contains(&resumed, "0 points written, 2 skipped");
     (
         points,
         String::from_utf8_lossy(&done.stdout).into_owned(),

@@ -10,16 +10,11 @@ use serde_json::Value;
 fn a_256_cpu_node_prints_as_ranges() {
     let dir = common::shared_tree("epyc-7742-2s-nps4");
     let out = stdout(&["topo", "--sysroot", dir.to_str().unwrap()]);
-    assert!(
-        out.contains(
-            "2 sockets · 8 NUMA nodes · 128 cores · 256 CPUs · SMT on (2 threads per core)"
-        ),
-        "{out}"
+    crate::common::assert_contains(
+        &out,
+        "2 sockets · 8 NUMA nodes · 128 cores · 256 CPUs · SMT on (2 threads per core)",
     );
-    assert!(
-        out.contains("node 5   cores 80-95        CPUs 80-95,208-223"),
-        "{out}"
-    );
+    crate::common::assert_contains(&out, "node 5   cores 80-95        CPUs 80-95,208-223");
     assert!(out.contains("L3 domains: 0-3 4-7 8-11 12-15"));
     assert!(out.contains("     0  10  12  12  12  32  32  32  32\n"));
     assert!(out.contains("Peak       409.6 GB/s (2 sockets × 8 channels × 3200 MT/s × 8 B)\n           source: built-in table"));
@@ -34,11 +29,8 @@ fn a_256_cpu_node_prints_as_ranges() {
         out.lines().all(|l| l.chars().count() <= 120),
         "readable width:\n{out}"
     );
-    assert!(
-        out.contains("L3 domains: 0-3 4-7 8-11 12-15 16-19"),
-        "{out}"
-    );
-    assert!(out.contains("124-127\n"), "{out}");
+    crate::common::assert_contains(&out, "L3 domains: 0-3 4-7 8-11 12-15 16-19");
+    crate::common::assert_contains(&out, "124-127\n");
 }
 
 #[test]
@@ -65,7 +57,7 @@ fn json_holds_the_full_model() {
 #[test]
 fn user_peak_flags_are_checked() {
     let out = stdout(&["topo", "--channels", "8", "--mts", "3200"]);
-    assert!(out.contains("channels × 3200 MT/s"), "{out}");
+    crate::common::assert_contains(&out, "channels × 3200 MT/s");
     usage_error(&["topo", "--channels", "8"], "--mts");
     usage_error(&["topo", "--peak", "100GB/s", "--mts", "3200"], "--peak");
     usage_error(&["topo", "--peak", "fast"], "'fast'");
@@ -85,32 +77,15 @@ fn run_reports_percent_of_peak() {
     // Arrays past 4 x the caches: a share of the memory peak is shown.
     let size = common::dram_elements(1_000_000);
     let out = stdout(&[
-        "run",
-        "--size",
-        &size,
-        "--ntimes",
-        "2",
-        "--channels",
-        "8",
-        "--mts",
-        "3200",
+        "run", "--size", &size, "--ntimes", "2", "--channels", "8", "--mts", "3200",
         // Arrays of 4 x the caches: mapping them again is the stores
         // check's whole cost, and these runs are about the peak.
         "--no-stores-check",
     ]);
-    assert!(out.contains("% of peak"), "{out}");
+    crate::common::assert_contains(&out, "% of peak");
     let json = stdout(&[
-        "run",
-        "--size",
-        &size,
-        "--ntimes",
-        "2",
-        "--peak",
-        "100GB/s",
-        "--json",
-        "--kernels",
-        "triad",
-        "--no-stores-check",
+        "run", "--size", &size, "--ntimes", "2", "--peak", "100GB/s", "--json", "--kernels",
+        "triad", "--no-stores-check",
     ]);
     let doc: Value = serde_json::from_str(&json).unwrap();
     let peak = &doc["peak"];
@@ -180,11 +155,9 @@ fn clock_governors_and_turbo_are_shown() {
     std::fs::create_dir_all(cpu.join("intel_pstate")).unwrap();
     std::fs::write(cpu.join("intel_pstate/no_turbo"), "0").unwrap();
     let out = stdout(&["topo", "--sysroot", dir.path().to_str().unwrap()]);
-    assert!(
-        out.contains(
-            "Clocks     powersave on CPUs 0-3, performance on CPUs 4-47 (intel_pstate), turbo on"
-        ),
-        "{out}"
+    crate::common::assert_contains(
+        &out,
+        "Clocks     powersave on CPUs 0-3, performance on CPUs 4-47 (intel_pstate), turbo on",
     );
     let json: Value = serde_json::from_str(&stdout(&[
         "topo",
@@ -213,10 +186,7 @@ fn generate_writes_a_fixture_from_a_spec() {
         .assert()
         .success();
     let out = stdout(&["topo", "--sysroot", target.to_str().unwrap()]);
-    assert!(
-        out.contains("2 sockets · 2 NUMA nodes · 24 cores · 48 CPUs"),
-        "{out}"
-    );
+    crate::common::assert_contains(&out, "2 sockets · 2 NUMA nodes · 24 cores · 48 CPUs");
     usage_error(
         &["topo", "--generate", "/nonexistent.json", "x"],
         "/nonexistent.json",
@@ -271,9 +241,9 @@ fn a_spec_takes_every_size_spelling_membw_prints_and_names_every_missing_field()
     let (args, tree) = generate("a");
     membw().args(&args).assert().success();
     let out = stdout(&["topo", "--sysroot", tree.to_str().unwrap()]);
-    assert!(
-        out.contains("L1d 32 KiB × 4 · L1i 32 KiB × 4 · L2 1.3 MiB × 4 · L3 512 KiB × 1"),
-        "{out}"
+    crate::common::assert_contains(
+        &out,
+        "L1d 32 KiB × 4 · L1i 32 KiB × 4 · L2 1.3 MiB × 4 · L3 512 KiB × 1",
     );
     // Every missing field in one error, and every bad size in one.
     std::fs::write(&spec, r#"{"model_name": "Test CPU", "sockets": 1}"#).unwrap();
@@ -396,10 +366,10 @@ fn agrees_with_lscpu_and_numactl() {
 fn topo_lists_the_gpus_on_the_pci_bus_and_a_link_that_trained_low() {
     let root = common::shared_tree("hgx-h100-2s");
     let out = stdout(&["topo", "--sysroot", root.to_str().unwrap()]);
-    assert!(out.contains("4 NVIDIA on the PCI bus"), "{out}");
-    assert!(
-        out.contains("(63.0 GB/s each way) · no driver bound · --backend cuda"),
-        "{out}"
+    crate::common::assert_contains(&out, "4 NVIDIA on the PCI bus");
+    crate::common::assert_contains(
+        &out,
+        "(63.0 GB/s each way) · no driver bound · --backend cuda",
     );
     let line = |address: &str| {
         out.lines()
@@ -410,10 +380,10 @@ fn topo_lists_the_gpus_on_the_pci_bus_and_a_link_that_trained_low() {
     assert!(line("0000:18:00.0").contains("NUMA node 0"), "{out}");
     assert!(line("0000:18:00.0").contains("PCIe Gen5 x16 (63.0 GB/s each way)"));
     let low = line("0000:9a:00.0");
-    assert!(low.contains("NUMA node 1"), "{low}");
-    assert!(
-        low.contains("Gen5 x8 (31.5 GB/s each way), trained below its Gen5 x16"),
-        "{low}"
+    crate::common::assert_contains(&low, "NUMA node 1");
+    crate::common::assert_contains(
+        &low,
+        "Gen5 x8 (31.5 GB/s each way), trained below its Gen5 x16",
     );
     let json = stdout(&["topo", "--sysroot", root.to_str().unwrap(), "--json"]);
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -423,9 +393,9 @@ fn topo_lists_the_gpus_on_the_pci_bus_and_a_link_that_trained_low() {
     assert_eq!(gpus[2]["numa_node"], 1);
     let plain = common::shared_tree("xeon-e5-2680v3-2s");
     let out = stdout(&["topo", "--sysroot", plain.to_str().unwrap()]);
-    assert!(
-        out.contains("GPUs       none (no NVIDIA, AMD or Intel GPU on the PCI bus)"),
-        "{out}"
+    crate::common::assert_contains(
+        &out,
+        "GPUs       none (no NVIDIA, AMD or Intel GPU on the PCI bus)",
     );
 }
 
@@ -436,17 +406,14 @@ fn topo_lists_the_gpus_on_the_pci_bus_and_a_link_that_trained_low() {
 fn topo_lists_every_makers_gpus_and_which_it_cannot_measure() {
     let root = common::shared_tree("epyc-mi300x-2s");
     let out = stdout(&["topo", "--sysroot", root.to_str().unwrap()]);
-    assert!(out.contains("4 AMD on the PCI bus"), "{out}");
+    crate::common::assert_contains(&out, "4 AMD on the PCI bus");
     let line = (out.lines())
         .find(|l| l.contains("0000:85:00.0"))
         .unwrap_or_else(|| panic!("{out}"));
-    assert!(
-        line.contains("1002:74a1 Instinct MI300X · NUMA node 1"),
-        "{line}"
-    );
-    assert!(
-        line.contains("Gen4 x16 (31.5 GB/s each way), trained below its Gen5 x16"),
-        "{line}"
+    crate::common::assert_contains(line, "1002:74a1 Instinct MI300X · NUMA node 1");
+    crate::common::assert_contains(
+        line,
+        "Gen4 x16 (31.5 GB/s each way), trained below its Gen5 x16",
     );
     assert!(line.ends_with("--backend hip"), "{line}");
     let json = stdout(&["topo", "--sysroot", root.to_str().unwrap(), "--json"]);
@@ -464,7 +431,7 @@ fn topo_lists_every_makers_gpus_and_which_it_cannot_measure() {
 fn topo_names_an_mi250x_cards_gcds_and_an_mi300a_apu() {
     let root = common::shared_tree("epyc-trento-mi250x-1s");
     let out = stdout(&["topo", "--sysroot", root.to_str().unwrap()]);
-    assert!(out.contains("8 AMD on the PCI bus"), "{out}");
+    crate::common::assert_contains(&out, "8 AMD on the PCI bus");
     let gcds: Vec<&str> = (out.lines())
         .filter(|l| l.contains("1002:7408 Instinct MI250X, one GCD of two on its card"))
         .collect();

@@ -237,7 +237,7 @@ fn malformed_trees_degrade_gracefully() {
     // No CPU at all is an error with a message, not a panic.
     let empty = tempfile::tempdir().unwrap();
     let err = Topology::read(empty.path()).unwrap_err();
-    assert!(err.contains("no CPUs found"), "{err}");
+    crate::common::assert_contains(&err, "no CPUs found");
 }
 
 mod fuzz {
@@ -382,17 +382,11 @@ fn impossible_node_files_are_warned_about() {
     fs::write(node.join("node1/distance"), "31 10\n").unwrap();
     let t = Topology::read(dir.path()).unwrap();
     let all = t.warnings.join("\n");
-    assert!(
-        all.contains("node1/cpulist: CPU 0 is also listed in node 0"),
-        "{all}"
-    );
-    assert!(
-        all.contains("node1/cpulist: CPUs 99 are not online CPUs"),
-        "{all}"
-    );
-    assert!(
-        all.contains("node0/distance: distance to node 1 is 21 but node 1's back is 31"),
-        "{all}"
+    crate::common::assert_contains(&all, "node1/cpulist: CPU 0 is also listed in node 0");
+    crate::common::assert_contains(&all, "node1/cpulist: CPUs 99 are not online CPUs");
+    crate::common::assert_contains(
+        &all,
+        "node0/distance: distance to node 1 is 21 but node 1's back is 31",
     );
     fs::write(node.join("node0/distance"), "10 0 5\n").unwrap();
     let t = Topology::read(dir.path()).unwrap();
@@ -434,11 +428,7 @@ fn fifos_and_devices_in_a_tree_are_not_read() {
         .timeout(std::time::Duration::from_secs(20))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::assert_success(&out);
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
     let t = Topology::read(root).unwrap();
     assert_eq!(t.cpus.len(), 48);

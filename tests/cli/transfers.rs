@@ -21,12 +21,7 @@ fn first_memory_node() -> String {
 /// `--kernels transfers`: each way and both at once, by the copy engine,
 /// then by the device's threads.
 const TRANSFERS: [&str; 6] = [
-    "h2d",
-    "d2h",
-    "bidir",
-    "h2d-kernel",
-    "d2h-kernel",
-    "bidir-kernel",
+    "h2d", "d2h", "bidir", "h2d-kernel", "d2h-kernel", "bidir-kernel",
 ];
 
 #[test]
@@ -84,7 +79,7 @@ fn transfers_cross_the_host_link_from_a_pinned_buffer_on_the_node_asked_for() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("Failed Validation: array r:"), "{stderr}");
+    crate::common::assert_contains(&stderr, "Failed Validation: array r:");
 }
 
 #[test]
@@ -114,8 +109,8 @@ fn a_sweep_of_transfers_over_host_nodes_is_an_ordinary_sweep() {
     // The report and the comparison tell the two points apart by where
     // the host buffers were; the device's name and its link peak's share.
     let report = stdout(&["report", &file, "--kernel", "d2h"]);
-    assert!(report.contains("device  host mem  "), "{report}");
-    assert!(report.contains(&format!("sim2    {bind}")), "{report}");
+    crate::common::assert_contains(&report, "device  host mem  ");
+    crate::common::assert_contains(&report, &format!("sim2    {bind}"));
     // The row of the device's own node is marked, by where the pages were.
     let own = records[0]["runs"][0]["target"]["numa_node"].as_u64();
     if own.map(|n| n.to_string()) == Some(node.clone()) {
@@ -127,10 +122,7 @@ fn a_sweep_of_transfers_over_host_nodes_is_an_ordinary_sweep() {
     } else {
         assert!(!report.contains(" (own)"), "{report}");
     }
-    assert!(
-        report.contains("(of its host link for a transfer)"),
-        "{report}"
-    );
+    crate::common::assert_contains(&report, "(of its host link for a transfer)");
     let compare = stdout(&["compare", &file, &file, "--kernel", "bidir"]);
     assert!(
         compare.contains(&format!("device sim2 (host buffers {bind})"))
@@ -143,7 +135,7 @@ fn a_sweep_of_transfers_over_host_nodes_is_an_ordinary_sweep() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&resumed.stderr);
-    assert!(stderr.contains("(2 points already there)"), "{stderr}");
+    crate::common::assert_contains(&stderr, "(2 points already there)");
     let again = std::fs::read_to_string(&*file).unwrap();
     assert_eq!(again.lines().filter(|l| l.contains("\"point\"")).count(), 2);
 }

@@ -55,13 +55,7 @@ fn check(tree: &str, extra: &[&str]) -> (Option<i32>, String, String) {
 /// [`check`], and the text of its `--prom` file (empty when not judged).
 fn check_prom(tree: &str, extra: &[&str]) -> (Option<i32>, String, String, String) {
     let args = [
-        "check",
-        "--sysroot",
-        tree,
-        "--fake-source",
-        "4",
-        "--budget",
-        "1s",
+        "check", "--sysroot", tree, "--fake-source", "4", "--budget", "1s",
     ];
     let dir = tempfile::tempdir().unwrap();
     let prom = dir.path().join("m.prom");
@@ -111,24 +105,16 @@ fn an_unreadable_dimm_counter_is_said_and_its_controllers_count_judged() {
     );
     let unknown = "unknown: /sys/devices/system/edac/mc/mc0/dimm1/dimm_ce_count holds 'garbage', not a count (judged by mc0's own count (ce_count, ue_count))";
     assert!(out.lines().any(|l| l == unknown), "{out}");
-    assert!(
-        text.contains("membw_check_unknown_inputs{source=\"edac\"} 1\n"),
-        "{text}"
-    );
-    assert!(
-        text.contains("membw_check_unknown_inputs{source=\"smbios\"} 0\n"),
-        "{text}"
-    );
+    crate::common::assert_contains(&text, "membw_check_unknown_inputs{source=\"edac\"} 1\n");
+    crate::common::assert_contains(&text, "membw_check_unknown_inputs{source=\"smbios\"} 0\n");
     // The unread count has no sample; the readable one has.
     assert!(
         !text.contains("membw_edac_corrected_errors{mc=\"0\",entry=\"dimm1\""),
         "{text}"
     );
-    assert!(
-        text.contains(
-            "membw_edac_uncorrected_errors{mc=\"0\",entry=\"dimm1\",dimm=\"P0-DIMMA2\"} 0\n"
-        ),
-        "{text}"
+    crate::common::assert_contains(
+        &text,
+        "membw_edac_uncorrected_errors{mc=\"0\",entry=\"dimm1\",dimm=\"P0-DIMMA2\"} 0\n",
     );
     let (_, json, _) = check(&tree, &["--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -166,7 +152,7 @@ fn an_unknown_beside_a_healthy_node_is_in_its_one_line_and_fails_where_the_site_
     );
     let (code, _, err) = check(&tree, &["--unknown", "maybe"]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--unknown"), "{err}");
+    crate::common::assert_contains(&err, "--unknown");
 }
 
 #[test]
@@ -180,10 +166,7 @@ fn a_label_cannot_add_a_line_to_the_verdict_in_any_format() {
         err,
         "membw: mc0 P0-DIMMA2\\nmembw: node healthy: 5 uncorrected memory errors since boot (EDAC): drain the node and replace the DIMM\n"
     );
-    assert!(
-        text.contains("dimm=\"P0-DIMMA2\\\\nmembw: node healthy\"} 5\n"),
-        "{text}"
-    );
+    crate::common::assert_contains(&text, "dimm=\"P0-DIMMA2\\\\nmembw: node healthy\"} 5\n");
     let (_, json, _) = check(&tree, &["--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let label = &v["memory_errors"]["controllers"][0]["dimms"][1]["label"];
@@ -215,11 +198,9 @@ fn entries_spelled_twice_and_labels_shared_are_one_series_each() {
             format!("hardware: mc0 P0-DIMMA1 ({entry}): 1 uncorrected memory errors since boot");
         assert!(out.contains(&want), "{want}\n{out}");
     }
-    assert!(
-        out.contains(
-            "unknown: /sys/devices/system/edac/mc/mc0/dimm01 is not an entry the kernel names"
-        ),
-        "{out}"
+    crate::common::assert_contains(
+        &out,
+        "unknown: /sys/devices/system/edac/mc/mc0/dimm01 is not an entry the kernel names",
     );
     assert_eq!(
         text.matches("membw_edac_uncorrected_errors{").count(),
@@ -237,15 +218,13 @@ fn an_uptime_out_of_its_range_is_unknown_and_the_count_judged_without_it() {
     let (code, out, err) = check(&tree, &[]);
     // Twelve errors with no period: a count of ten or more fails.
     assert_eq!(code, Some(1), "{out}{err}");
-    assert!(
-        err.contains("mc0 P0-DIMMA2: 12 corrected memory errors since boot, 12 a day"),
-        "{err}"
+    crate::common::assert_contains(
+        &err,
+        "mc0 P0-DIMMA2: 12 corrected memory errors since boot, 12 a day",
     );
-    assert!(
-        out.contains(
-            "unknown: /proc/uptime holds '1e300', more than 30 years (its rule not judged)"
-        ),
-        "{out}"
+    crate::common::assert_contains(
+        &out,
+        "unknown: /proc/uptime holds '1e300', more than 30 years (its rule not judged)",
     );
 }
 
@@ -263,14 +242,14 @@ fn a_counter_reset_since_the_baseline_is_said() {
     write(&tree, &[(&format!("{MC}/mc0/seconds_since_reset"), "60")]);
     let (code, out, err) = check(&tree, &["--baseline", b]);
     assert_eq!(code, Some(0), "{out}{err}");
-    assert!(out.contains("note: EDAC counts not held against the baseline's: the counters were reset since the baseline"), "{out}");
+    crate::common::assert_contains(
+        &out,
+        "note: EDAC counts not held against the baseline's: the counters were reset since the baseline",
+    );
     // Another boot; another node's baseline: each said.
     write(&tree, &[("proc/sys/kernel/random/boot_id", "c0ffee")]);
     let (_, out, _) = check(&tree, &["--baseline", b]);
-    assert!(
-        out.contains("the node rebooted since the baseline"),
-        "{out}"
-    );
+    crate::common::assert_contains(&out, "the node rebooted since the baseline");
     let text = std::fs::read_to_string(&baseline).unwrap();
     let hosts = text.find("\"hosts\":").unwrap();
     let end = hosts + text[hosts..].find(']').unwrap();
@@ -278,7 +257,7 @@ fn a_counter_reset_since_the_baseline_is_said() {
     let moved = format!("{}\"hosts\":[\"node99\"{}", &text[..hosts], &text[end..]);
     std::fs::write(&other, moved).unwrap();
     let (_, out, _) = check(&tree, &["--baseline", other.to_str().unwrap()]);
-    assert!(out.contains("the baseline is another node's"), "{out}");
+    crate::common::assert_contains(&out, "the baseline is another node's");
 }
 
 #[test]
@@ -300,11 +279,8 @@ fn a_dimm_width_no_memory_has_leaves_the_peak_unknown_not_zero() {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {err}"));
     assert_eq!(code, Some(0), "{v}{err}");
     let unknown = v["unknown"].to_string();
-    assert!(
-        unknown.contains("data width 4 bits is not one a memory device has"),
-        "{unknown}"
-    );
-    assert!(unknown.contains("\"source\":\"smbios\""), "{unknown}");
+    crate::common::assert_contains(&unknown, "data width 4 bits is not one a memory device has");
+    crate::common::assert_contains(&unknown, "\"source\":\"smbios\"");
     // The SMBIOS peak is unknown (it was 0 GB/s): the CPU's table gives it.
     let topo = common::stdout(&["topo", "--sysroot", &tree]);
     let peak: Vec<&str> = topo
@@ -353,5 +329,8 @@ fn one_unreadable_controller_hides_no_other_and_counts_past_64_bits_are_unknown(
         assert!(out.lines().any(|l| l == want), "{want}\n{out}");
     }
     let topo = common::stdout(&["topo", "--sysroot", &tree]);
-    assert!(topo.contains("EDAC: 0 corrected, 5 uncorrected since boot (2 memory controllers, 2 DIMMs): mc0 P0-DIMMA2: ? CE, 0 UE; 3 values unknown"), "{topo}");
+    crate::common::assert_contains(
+        &topo,
+        "EDAC: 0 corrected, 5 uncorrected since boot (2 memory controllers, 2 DIMMs): mc0 P0-DIMMA2: ? CE, 0 UE; 3 values unknown",
+    );
 }

@@ -657,3 +657,29 @@ pub fn memory_counter(health: &serde_json::Value, name: &str) -> Option<u64> {
         .find(|c| c["name"] == name)
         .and_then(|c| c["value"].as_u64())
 }
+
+/// Asserts that `text` (a command's output) holds `needle`, showing both
+/// where it does not.
+#[track_caller]
+pub fn assert_contains(text: &str, needle: &str) {
+    assert!(text.contains(needle), "{needle:?} is not in:\n{text}");
+}
+
+/// Asserts that a command exited 0, showing its stderr where it did not.
+#[track_caller]
+pub fn assert_success(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A scratch directory (removed when it drops) and a file `name` in it,
+/// as a path and as the string a command line takes.
+pub fn scratch_file(name: &str) -> (tempfile::TempDir, PathBuf, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    let text = path.to_str().unwrap().to_string();
+    (dir, path, text)
+}

@@ -39,17 +39,6 @@ typedef void *CUcontext, *CUmodule, *CUstream;
 typedef struct { char name[32]; char full[48]; } *CUfunction;
 typedef struct { double ms; } *CUevent;
 
-enum {
-  SUCCESS = 0,
-  INVALID_VALUE = 1,
-  OUT_OF_MEMORY = 2,
-  NOT_INITIALIZED = 3,
-  NO_DEVICE = 100,
-  INVALID_DEVICE = 101,
-  NOT_FOUND = 500,
-  LAUNCH_FAILED = 719,
-};
-
 static int initialized;
 
 static int devices(void) {

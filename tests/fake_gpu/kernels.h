@@ -14,6 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The result codes both vendors' APIs share, by the same numbers (CUDA's
+ * CUDA_ERROR_*, HIP's hipError*); a vendor adds its own beside them. */
+enum { SUCCESS = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3 };
+enum { NO_DEVICE = 100, INVALID_DEVICE = 101, NOT_FOUND = 500, LAUNCH_FAILED = 719 };
+
 static const char *fake_builds[] = {"_w8_u4", "_u1_cs", "_u1_cg", "_w8_cs", "_spread",
                                     "_u2", "_u1", "_u8", "_w8", "_cs", "_cg"};
 

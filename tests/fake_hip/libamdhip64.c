@@ -44,17 +44,8 @@ typedef struct { char name[32]; char full[48]; } *hipFunction_t;
 typedef struct { double ms; } *hipEvent_t;
 typedef void *hipModule_t, *hipStream_t;
 
-enum {
-  SUCCESS = 0,
-  INVALID_VALUE = 1,
-  OUT_OF_MEMORY = 2,
-  NOT_INITIALIZED = 3,
-  NO_DEVICE = 100,
-  INVALID_DEVICE = 101,
-  NO_BINARY_FOR_GPU = 209,
-  NOT_FOUND = 500,
-  LAUNCH_FAILURE = 719,
-};
+/* HIP's own, beside the shared codes of kernels.h. */
+enum { NO_BINARY_FOR_GPU = 209 };
 
 static int initialized, current;
 
@@ -84,7 +75,7 @@ static double now_ms(void) {
 const char *hipGetErrorName(hipError_t e) {
   switch (e) {
   case NO_BINARY_FOR_GPU: return "hipErrorNoBinaryForGpu";
-  case LAUNCH_FAILURE: return "hipErrorLaunchFailure";
+  case LAUNCH_FAILED: return "hipErrorLaunchFailure";
   case INVALID_VALUE: return "hipErrorInvalidValue";
   default: return "hipErrorFake";
   }
@@ -239,7 +230,7 @@ hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsi
                                  hipStream_t s, void **params, void **extra) {
   (void)s;
   const char *fail = getenv("FAKE_HIP_FAIL");
-  if (fail && strcmp(fail, f->name) == 0) return LAUNCH_FAILURE;
+  if (fail && strcmp(fail, f->name) == 0) return LAUNCH_FAILED;
   if (gx == 0 || gy != 1 || gz != 1 || bx != 256 || by != 1 || bz != 1 || shared || extra)
     return INVALID_VALUE;
   unsigned blocks = *(unsigned *)params[9];

@@ -192,12 +192,7 @@ impl Gpu {
                 .runtime
                 .blocks_per_multiprocessor(function, DEFAULT_BLOCK)?;
             let grid = shapes(
-                function,
-                elements,
-                per_mp,
-                multiprocessors,
-                &BUILDS[0],
-                DEFAULT_BLOCK,
+                function, elements, per_mp, multiprocessors, &BUILDS[0], DEFAULT_BLOCK,
             )[0]
             .grid;
             self.helpers.push((name, function, grid));

@@ -214,10 +214,7 @@ fn cell_times(
         fill(&mut members[m], dst, 0.0, n)?;
     }
     let (src_a, dst_a, src_b, dst_b) = (
-        members[a].src,
-        members[a].dst,
-        members[b].src,
-        members[b].dst,
+        members[a].src, members[a].dst, members[b].src, members[b].dst,
     );
     let queuer = if method.by_destination() { b } else { a };
     let q = &mut members[queuer];

@@ -155,10 +155,7 @@ impl VendorCalls for HipCalls {
         // shared memory is asked for.
         let code = unsafe {
             (self.api.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor)(
-                &mut blocks,
-                f,
-                block as c_int,
-                0,
+                &mut blocks, f, block as c_int, 0,
             )
         };
         self.api

@@ -30,10 +30,7 @@ const DRIVER: c_int = 0;
 
 /// The library's names, newest ROCm first.
 pub(super) const LIBRARIES: [&str; 4] = [
-    "librocm_smi64.so.7",
-    "librocm_smi64.so.6",
-    "librocm_smi64.so.5",
-    "librocm_smi64.so.1",
+    "librocm_smi64.so.7", "librocm_smi64.so.6", "librocm_smi64.so.5", "librocm_smi64.so.1",
 ];
 
 /// The calls membw makes; the `metrics` ones are newer (ROCm 6.1) and

@@ -68,13 +68,7 @@ pub(crate) struct PlacementFlags {
 
 /// The flags that say where threads run, as clap names their arguments.
 pub(crate) const WHERE: [&str; 7] = [
-    "no_pin",
-    "cpus",
-    "places",
-    "pin",
-    "strategy",
-    "gomp_affinity",
-    "kmp_affinity",
+    "no_pin", "cpus", "places", "pin", "strategy", "gomp_affinity", "kmp_affinity",
 ];
 
 /// `--no-pin`, as the strategy it stands for.

@@ -191,7 +191,10 @@ mod tests {
         assert_eq!(events.describe(), "CUDA events (0.5 µs tick)");
         let old = Method::device(&DeviceMethod::default());
         assert!(old.clock.own && old.clock.name.contains("own clock"));
-        assert_eq!((old.work, Method::cpu_team().work), (Work::Driven, Work::HostCpus));
+        assert_eq!(
+            (old.work, Method::cpu_team().work),
+            (Work::Driven, Work::HostCpus)
+        );
     }
 
     #[test]
