@@ -89,7 +89,7 @@ impl Plan {
     /// The CPU kernels' store instructions; `None` where the target is not
     /// the CPU team (a device's traffic is what STREAM counts).
     pub fn stores(&self) -> Option<StoreMode> {
-        self.target.stores()
+        self.target.cpu_code().map(|c| c.stores)
     }
 
     /// The stores kernel `k` (by `kernels`' order) runs with, where the
@@ -463,7 +463,7 @@ impl Point {
             element_bytes: None,
             offset: plan.offset,
             // Other code than the host's default is another point.
-            isa: (plan.target.isa()).filter(|&isa| isa != Isa::best()),
+            isa: (plan.target.cpu_code().map(|c| c.isa)).filter(|&isa| isa != Isa::best()),
             concurrent_rank: None,
             together: None,
             target: plan.target.in_point(),

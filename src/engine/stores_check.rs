@@ -28,7 +28,7 @@ pub fn measure_other(
     run: &Measurement,
     stop: &Stop,
 ) -> Result<Option<StoresCheck>> {
-    let (Some(used), Some(isa)) = (plan.stores(), plan.target.isa()) else {
+    let (Some(used), Some(isa)) = (plan.stores(), plan.target.cpu_code().map(|c| c.isa)) else {
         return Ok(None);
     };
     if settings.stores != StoresRequest::Auto || !isa.has_streaming_stores() {

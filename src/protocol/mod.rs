@@ -295,7 +295,7 @@ pub fn planned(
         ntimes: plan.ntimes,
         inner_repeats: plan.inner_repeats,
         target: Some(plan.target.clone()),
-        isa: plan.target.isa(),
+        isa: plan.target.cpu_code().map(|c| c.isa),
         stores: plan.stores(),
         hugepages: plan.hugepages,
         mem_policy: match plan.places_host_memory() {

@@ -5,8 +5,8 @@
 
 use super::{Plot, plot};
 use crate::kernels::KernelId;
-use crate::results::RunReport;
 use crate::results::ranks::{RankRun, Ranks};
+use crate::results::{Measured, RunReport};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -66,16 +66,15 @@ type Likeness = [(&'static str, String); 5];
 
 /// What makes two nodes' figures comparable as like machines: the CPU,
 /// the sockets, the threads, the ISA and the store mode that ran.
+#[deny(clippy::wildcard_enum_match_arm)]
 fn likeness(doc: &RunReport) -> Likeness {
     let m = &doc.measurement;
+    let unknown = |model: &Option<String>| model.clone().unwrap_or_else(|| "unknown".into());
     [
         // A GPU is like another GPU of its model, whatever host drives it.
-        match m.target().device_model() {
-            Some(model) => ("device", model.to_string()),
-            None => (
-                "CPU",
-                (doc.host.cpu_model.clone()).unwrap_or_else(|| "unknown".into()),
-            ),
+        match m.target().measured(()) {
+            Measured::Device(d) => ("device", unknown(&d.facts.model)),
+            Measured::Team(()) | Measured::Program((), _) => ("CPU", unknown(&doc.host.cpu_model)),
         },
         ("sockets", doc.host.sockets.to_string()),
         ("threads", m.threads.len().max(1).to_string()),

@@ -147,7 +147,8 @@ pub fn render(v: &PlanView) -> String {
             kernels.join(", "),
             p.ntimes
         );
-        let isa = isa.unwrap_or_else(|| p.target.isa().map_or("-".into(), |i| i.to_string()));
+        let isa =
+            isa.unwrap_or_else(|| (p.target.cpu_code()).map_or("-".into(), |c| c.isa.to_string()));
         let _ = writeln!(o, "  code       {}", code_line(p, &job.stores_reason, &isa));
         let _ = writeln!(o, "  memory     {} · pages {}", p.mem, p.hugepages);
     } else if let [job] = v.jobs.as_slice() {

@@ -351,7 +351,7 @@ impl Measurement {
     /// Where each host thread that did the work ran, where host CPUs did
     /// it: the run's host part. `None` for a device.
     pub fn host_threads(&self) -> Option<&[ThreadPlacement]> {
-        self.target().host_part(&self.threads[..])
+        self.target().measured(&self.threads[..]).host()
     }
 
     /// Another program's run, for `membw exec`.

@@ -106,9 +106,10 @@ pub struct NumaCell {
 impl Point {
     /// The label of the program measured at this point, if one was.
     pub fn program(&self) -> Option<&str> {
-        self.target
-            .as_ref()
-            .and_then(targets::Target::program_label)
+        match self.measured() {
+            targets::Measured::Program(_, label) => label,
+            targets::Measured::Team(_) | targets::Measured::Device(_) => None,
+        }
     }
 
     /// What kind of thing did the point's work, with its part: the host

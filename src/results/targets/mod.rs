@@ -227,14 +227,6 @@ impl Target {
         }
     }
 
-    pub fn isa(&self) -> Option<Isa> {
-        self.cpu_code().map(|c| c.isa)
-    }
-
-    pub fn stores(&self) -> Option<StoreMode> {
-        self.cpu_code().map(|c| c.stores)
-    }
-
     /// The same target with the stores a CPU team's run used (a measured
     /// choice may differ from the plan's); any other target as it is.
     pub fn with_stores(&self, stores: StoreMode) -> Target {
@@ -244,22 +236,22 @@ impl Target {
         }
     }
 
-    /// The device's index on its node: which one of a set a plan measures
-    /// (a health scope's name, the member of a set that runs it).
-    pub fn device_index(&self) -> Option<u32> {
-        self.device().map(|d| d.id.index)
-    }
-
     /// The device, with its facts: what a baseline keeps of a device scope
     /// and a verdict names. Not for branching: ask the target instead.
     pub fn device(&self) -> Option<&Device> {
         self.measured(()).device()
     }
 
-    /// A device's PCI address, where it has one (what its observers
-    /// watch).
-    pub fn bus_id(&self) -> Option<&str> {
-        self.device().and_then(|d| d.facts.bus_id.as_deref())
+    /// The device's index on its node: which one of a set a plan measures
+    /// (a health scope's name, the member of a set that runs it).
+    pub fn device_index(&self) -> Option<u32> {
+        self.device().map(|d| d.id.index)
+    }
+
+    /// The device's short name (`sim1`) where the target is one: the
+    /// `device` column of a table.
+    pub fn device_name(&self) -> Option<&str> {
+        self.device().map(|d| d.id.name.as_str())
     }
 
     /// The host NUMA node a device is attached to, where it says.
@@ -286,14 +278,6 @@ impl Target {
             Target::Program { .. } => Method::program(),
             Target::Device(d) => Method::device(&d.facts.method),
         }
-    }
-
-    /// `part` of a run that only host CPUs have (their CPUs, threads,
-    /// placement), where host CPUs do the work (the CPU team, a
-    /// program); `None` for a device, whose one host thread only drives
-    /// it: for rendering what is present.
-    pub fn host_part<T>(&self, part: T) -> Option<T> {
-        self.measured(part).host()
     }
 
     /// The memory peak a stream kernel's rate is a share of: a device's
@@ -348,27 +332,6 @@ impl Target {
             gb_s: peak.per_socket_gb_s,
             source: peak.detail,
         })
-    }
-
-    /// The device's short name (`sim1`) where the target is one: the
-    /// `device` column of a table.
-    pub fn device_name(&self) -> Option<&str> {
-        self.device().map(|d| d.id.name.as_str())
-    }
-
-    /// The device's model, as its driver names it, where the target is a
-    /// device that says.
-    pub fn device_model(&self) -> Option<&str> {
-        self.device().and_then(|d| d.facts.model.as_deref())
-    }
-
-    /// The label of the program measured (`gcc`), where the target is one
-    /// that has a label.
-    pub fn program_label(&self) -> Option<&str> {
-        match self {
-            Target::Program { label } => label.as_deref(),
-            Target::Cpu(_) | Target::Device(_) => None,
-        }
     }
 
     /// `cpu`, `program` or `device sim1`: the target as one word or two,
@@ -448,15 +411,14 @@ mod tests {
             serde_json::to_string(&device.identity()).unwrap(),
             r#"{"kind":"device","backend":"sim","index":1,"name":"sim1"}"#
         );
-        assert_eq!(device.host_part(&[3][..]), None);
+        assert_eq!(device.measured(&[3][..]).host(), None);
         assert_eq!(device.memory_peak(None).unwrap().per_socket_gb_s, 400.0);
         assert_eq!(device.label(), "device sim1");
         let cpu = Target::cpu(Isa::Avx2, StoreMode::Nt);
-        assert_eq!(cpu.host_part(&[3][..]), Some(&[3][..]));
+        assert_eq!(cpu.measured(&[3][..]).host(), Some(&[3][..]));
         assert!(cpu.labels().is_empty() && cpu.describe().is_none());
         assert_eq!(cpu.stores_label(StoresRequest::Auto), "auto→nt");
-        assert_eq!(device.isa(), None);
-        assert_eq!(device.stores(), None);
+        assert_eq!(device.cpu_code(), None);
         assert_eq!(
             serde_json::to_string(&Target::Program { label: None }).unwrap(),
             r#"{"kind":"program"}"#
