@@ -148,8 +148,8 @@ fn csv_has_a_fixed_header_and_one_row_per_kernel() {
 #[test]
 fn regular_stores_state_the_write_allocate_traffic() {
     // Triad's three arrays past 4 x the caches: the bus line is for memory.
-    let size = common::dram_elements(1_000_000);
-    let out = stdout(&[
+    let size = common::small_dram_elements(1_000_000);
+    let out = common::stdout_on_small_caches(&[
         "run", "--size", &size, "--ntimes", "3", "--stores", "regular", "--kernels", "triad",
     ]);
     assert!(out.contains("regular stores (requested)"));

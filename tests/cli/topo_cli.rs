@@ -75,15 +75,15 @@ fn user_peak_flags_are_checked() {
 #[test]
 fn run_reports_percent_of_peak() {
     // Arrays past 4 x the caches: a share of the memory peak is shown.
-    let size = common::dram_elements(1_000_000);
-    let out = stdout(&[
+    let size = common::small_dram_elements(1_000_000);
+    let out = common::stdout_on_small_caches(&[
         "run", "--size", &size, "--ntimes", "2", "--channels", "8", "--mts", "3200",
         // Arrays of 4 x the caches: mapping them again is the stores
         // check's whole cost, and these runs are about the peak.
         "--no-stores-check",
     ]);
     crate::common::assert_contains(&out, "% of peak");
-    let json = stdout(&[
+    let json = common::stdout_on_small_caches(&[
         "run", "--size", &size, "--ntimes", "2", "--peak", "100GB/s", "--json", "--kernels",
         "triad", "--no-stores-check",
     ]);

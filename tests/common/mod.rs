@@ -255,7 +255,17 @@ pub fn mbind_works() -> bool {
 
 /// Runs membw with `args`, asserts success, returns stdout.
 pub fn stdout(args: &[&str]) -> String {
-    let out = membw().args(args).output().unwrap();
+    stdout_of(&mut membw(), args)
+}
+
+/// [`stdout`] with arrays sized [`on_small_caches`]: for a test that needs
+/// arrays past the caches, not this host's (maybe 300 MiB) caches filled.
+pub fn stdout_on_small_caches(args: &[&str]) -> String {
+    stdout_of(on_small_caches(&mut membw()), args)
+}
+
+fn stdout_of(cmd: &mut assert_cmd::Command, args: &[&str]) -> String {
+    let out = cmd.args(args).output().unwrap();
     assert!(
         out.status.success(),
         "membw {args:?} failed: {}",
