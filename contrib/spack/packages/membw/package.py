@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="6ba31ed81a242662dd019668cc8ffa83b18d0910df3315139088a8e16d52cd92")
+    version("0.1.0", sha256="21137bc2e6e286d560ff8c9d6821a61be06fc26dc9ca08da589dd9fd1e24876c")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
