@@ -17,29 +17,23 @@ const SMALL: [&str; 4] = ["--array-size", "200000", "--ntimes", "3"];
 #[test]
 fn a_driver_without_gpus_and_an_index_past_them_are_refused() {
     let Some(dir) = fake_driver() else { return };
-    let (code, stdout, stderr) = output(
-        with_fake(&dir)
-            .env("FAKE_CUDA_DEVICES", "0")
-            .args(["run", "--backend", "cuda:0"]),
-    );
-    assert_eq!(code, 2, "{stderr}");
-    assert!(stdout.is_empty());
-    crate::common::assert_contains(&stderr, "the CUDA driver is installed but sees no GPU");
-    let (code, _, stderr) = output(
-        with_fake(&dir)
-            .env("FAKE_CUDA_DEVICES", "2")
-            .args(["run", "--backend", "cuda:2"]),
-    );
-    assert_eq!(code, 2);
+    // Each refusal: exit 2, one line on stderr, nothing on stdout.
+    let refused = |gpus: &str, args: &[&str]| {
+        let mut cmd = with_fake(&dir);
+        let (code, stdout, stderr) = output(cmd.env("FAKE_CUDA_DEVICES", gpus).args(args));
+        assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        stderr
+    };
+    let none = refused("0", &["run", "--backend", "cuda:0"]);
+    crate::common::assert_contains(&none, "the CUDA driver is installed but sees no GPU");
+    let past = refused("2", &["run", "--backend", "cuda:2"]);
     crate::common::assert_contains(
-        &stderr,
+        &past,
         "there is no GPU cuda:2: the CUDA driver sees 2 (cuda:0 to cuda:1)",
     );
-    let (code, _, stderr) =
-        output(with_fake(&dir).args(["run", "--backend", "cuda", "--threads", "2"]));
-    assert_eq!(code, 2);
-    crate::common::assert_contains(&stderr, "a CUDA GPU has no CPU threads");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let threads = refused("1", &["run", "--backend", "cuda", "--threads", "2"]);
+    crate::common::assert_contains(&threads, "a CUDA GPU has no CPU threads");
 }
 
 #[test]

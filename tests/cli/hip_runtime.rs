@@ -109,10 +109,13 @@ fn every_kernel_runs_validates_and_the_record_names_the_gcd() {
 fn the_code_object_follows_the_target_and_an_apu_says_its_memory_is_the_nodes() {
     let Some(dir) = fake_runtime() else { return };
     let (code, stdout, stderr) = output(
+        // An MI300A: gfx942, its memory the node's.
         with_fake(&dir)
-            .env("FAKE_HIP_TARGET", "gfx942")
-            .env("FAKE_HIP_APU", "1")
-            .env("FAKE_HIP_NAME", "AMD Instinct MI300A")
+            .envs([
+                ("FAKE_HIP_TARGET", "gfx942"),
+                ("FAKE_HIP_APU", "1"),
+                ("FAKE_HIP_NAME", "AMD Instinct MI300A"),
+            ])
             .args([
                 "run", "--backend", "hip", "--kernels", "triad,h2d", "--format", "json",
             ])
