@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="21137bc2e6e286d560ff8c9d6821a61be06fc26dc9ca08da589dd9fd1e24876c")
+    version("0.1.0", sha256="41059326b7696d92c1eb8b221a3461350028887183f244d9714af988d9fa7944")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
