@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="41059326b7696d92c1eb8b221a3461350028887183f244d9714af988d9fa7944")
+    version("0.1.0", sha256="dce81be03a3382ec26ced91733501b08f0e1fb5861ffcea91807a14301185e2f")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
