@@ -50,6 +50,8 @@ pub enum Input {
     Offset,
     /// A GPU kernel's launch shape.
     Shape,
+    /// Where a GPU's arrays live.
+    GpuMemory,
 }
 
 impl Input {
@@ -77,6 +79,7 @@ impl Input {
             Input::NoPin => "no-pin",
             Input::Offset => "offset",
             Input::Shape => "shape",
+            Input::GpuMemory => "gpu-memory",
         }
     }
 }

@@ -59,6 +59,9 @@ pub struct Plan {
     pub caches_unknown: Option<crate::topology::UnknownCaches>,
     /// A device's launch shapes (the CPU team has one way to run each kernel).
     pub shapes: ShapeChoice,
+    /// Where a device's arrays live, its host node resolved (device
+    /// memory for the CPU team).
+    pub gpu_memory: crate::memory::gpu_memory::GpuMemory,
     /// The CPU team's stores for each kernel (by `kernels`' order) and why;
     /// those near the cache edge the protocol times before it measures.
     /// Empty where the target is not the CPU team.
@@ -146,6 +149,8 @@ pub struct Measure {
     pub offset: usize,
     /// A device's launch shapes: which its kernels are timed in.
     pub shapes: ShapeChoice,
+    /// Where a device's kernels find their arrays.
+    pub gpu_memory: crate::memory::gpu_memory::GpuMemory,
 }
 
 /// Everything that decides one measurement, before the topology resolves it.
@@ -329,13 +334,7 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         KernelFns::select(isa, mode)?;
     }
     KernelFns::select(isa, stores)?;
-    if let ShapeChoice::One(shape) = s.measure.shapes {
-        return Err(Error::input(
-            Input::Shape,
-            shape.to_string(),
-            "launch shapes are a GPU's: the CPU team runs each kernel one way (name a device with --backend)",
-        ));
-    }
+    refuse_what_only_gpus_have(&s.measure)?;
     if let Some(k) = kernels.iter().find(|k| k.spec().path != Path::Memory) {
         return Err(Error::input(
             Input::Kernels,
@@ -360,6 +359,7 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         mem: s.mem.clone(),
         inner_repeats,
         shapes: ShapeChoice::Default,
+        gpu_memory: Default::default(),
         kernel_stores,
         caches,
     };
@@ -392,6 +392,26 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
     })
 }
 
+/// Refuses a GPU's choices for the CPU team: a launch shape, a place of
+/// the arrays other than the host memory its policy places.
+fn refuse_what_only_gpus_have(m: &Measure) -> Result<()> {
+    if let ShapeChoice::One(shape) = m.shapes {
+        return Err(Error::input(
+            Input::Shape,
+            shape.to_string(),
+            "launch shapes are a GPU's: the CPU team runs each kernel one way (name a device with --backend)",
+        ));
+    }
+    if m.gpu_memory != crate::memory::gpu_memory::GpuMemory::Device {
+        return Err(Error::input(
+            Input::GpuMemory,
+            m.gpu_memory.to_string(),
+            "the CPU team's arrays are host memory, placed by --mem (name a device with --backend)",
+        ));
+    }
+    Ok(())
+}
+
 /// A plan that only places: the CPUs and the memory policy of another
 /// program (`membw exec`), which sizes, times and checks its own arrays.
 /// It has no arrays and no kernels of membw's.
@@ -417,6 +437,7 @@ pub fn placement_only(
         in_caches: None,
         caches_unknown: None,
         shapes: ShapeChoice::Default,
+        gpu_memory: Default::default(),
         kernel_stores: Vec::new(),
         caches: ThreadCaches::default(),
     })
@@ -462,6 +483,7 @@ impl Point {
             numa,
             element_bytes: None,
             offset: plan.offset,
+            gpu_memory: plan.gpu_memory,
             // Other code than the host's default is another point.
             isa: (plan.target.cpu_code().map(|c| c.isa)).filter(|&isa| isa != Isa::best()),
             concurrent_rank: None,

@@ -95,6 +95,7 @@ impl Backend for CpuTeam {
             t.affinity = mask;
         }
         Ok(Observed {
+            gpu_memory: None,
             threads,
             pages,
             warnings,

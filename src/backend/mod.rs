@@ -198,6 +198,8 @@ pub struct Observed {
     pub threads: Vec<ThreadPlacement>,
     pub pages: Vec<PagePlacement>,
     pub warnings: Vec<String>,
+    /// Where a device's arrays lived, as its driver said.
+    pub gpu_memory: Option<crate::memory::gpu_memory::GpuMemoryUse>,
 }
 
 /// Makes a backend for one of its devices (`None`: its first, or the host

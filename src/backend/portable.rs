@@ -28,6 +28,7 @@ impl Backend for Portable {
         let mut device = HostArrays::new(plan, &Default::default(), &plan.arrays_needed())?;
         work.run_on(&mut device)?;
         Ok(Observed {
+            gpu_memory: None,
             threads: ThreadPlacement::list(&plan.cpus[..1], |_| None),
             pages: Vec::new(),
             warnings: vec![

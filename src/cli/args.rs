@@ -215,6 +215,10 @@ pub(crate) struct MeasureArgs {
     #[serde(default, skip)]
     pub(crate) shape: Option<ShapeId>,
 
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) gpu_memory: super::flags::GpuMemoryArgs,
+
     /// Started by mpirun/srun as one of several ranks: let each rank measure on its own, uncoordinated
     #[arg(long, help_heading = "Across ranks (MPI)")]
     pub(crate) independent: bool,
@@ -286,6 +290,8 @@ impl MeasureArgs {
             // A sweep sets each point's own (`offsets`).
             offset: self.offset.each()[0],
             shapes: self.shape.map_or(ShapeChoice::Default, ShapeChoice::One),
+            // A sweep sets each point's own (`gpu_memories`).
+            gpu_memory: self.gpu_memory.each()[0],
         }
     }
 
@@ -323,9 +329,10 @@ impl MeasureArgs {
     }
 
     /// The one memory policy of a command that measures under one (and
-    /// one page size, one offset).
+    /// one page size, one offset, one place of a GPU's arrays).
     pub(crate) fn one_mem(&self, command: &str) -> Result<String> {
         self.offset.one(command)?;
+        self.gpu_memory.one(command)?;
         if self.page_sizes().len() > 1 {
             return Err(Error::Usage(format!(
                 "--hugepages: {command} takes one page size; membw sweep --hugepages measures several"

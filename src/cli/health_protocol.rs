@@ -56,6 +56,7 @@ impl ProtocolArgs {
             hugepages: crate::memory::Hugepages::Auto,
             offset: 0,
             shapes: Default::default(),
+            gpu_memory: Default::default(),
         }
     }
 

@@ -289,6 +289,7 @@ mod tests {
             hugepages: vec![crate::memory::Hugepages::Auto],
             isas: vec![None],
             offsets: vec![0],
+            gpu_memories: vec![Default::default()],
             sizes: Vec::new(),
             numa_matrix: None,
             cpu_nodes: None,
@@ -306,6 +307,7 @@ mod tests {
             hugepages: crate::memory::Hugepages::Auto,
             offset: 0,
             shapes: Default::default(),
+            gpu_memory: Default::default(),
         }
     }
 

@@ -120,6 +120,7 @@ fn measurement(plan: &Plan, policy: &Policy, ran: &foreign::Ran) -> Measurement 
         &mut interference, &results,
     ));
     Measurement {
+        gpu_memory: None,
         in_caches: None,
         caches_unknown: None,
         offset: 0,

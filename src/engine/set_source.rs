@@ -66,6 +66,7 @@ fn device_index(source: &StreamSource, topo: &Topology) -> Result<u32> {
         hugepages: crate::memory::Hugepages::Auto,
         offset: 0,
         shapes: Default::default(),
+        gpu_memory: Default::default(),
     };
     let request = crate::placement::Request {
         spec: crate::placement::Spec::Default,

@@ -41,6 +41,9 @@ pub struct SweepSpec {
     /// STREAM's OFFSETs in elements, each a point (`--offset 0,1840`):
     /// another layout of the arrays in cache sets and pages, never pooled.
     pub offsets: Vec<usize>,
+    /// Where a GPU's arrays live, each a point (`--gpu-memory
+    /// device,managed`): another memory, never pooled.
+    pub gpu_memories: Vec<crate::memory::gpu_memory::GpuMemory>,
     /// Working set per thread in bytes (all arrays); empty = fixed size.
     pub sizes: Vec<u64>,
     pub numa_matrix: Option<NumaMode>,
@@ -85,14 +88,16 @@ pub fn expand(topo: &Topology, spec: &SweepSpec, prepare: &plan::Prepare) -> Res
         let settings_axes = (spec.stores.iter())
             .flat_map(|s| spec.hugepages.iter().map(move |h| (s, h)))
             .flat_map(|(s, h)| spec.isas.iter().map(move |i| (s, h, i)))
-            .flat_map(|(s, h, i)| spec.offsets.iter().map(move |o| (s, h, i, o)));
-        for (&stores, &pages, &isa, &offset) in settings_axes {
+            .flat_map(|(s, h, i)| spec.offsets.iter().map(move |o| (s, h, i, o)))
+            .flat_map(|(s, h, i, o)| spec.gpu_memories.iter().map(move |g| (s, h, i, o, g)));
+        for (&stores, &pages, &isa, &offset, &gpu_memory) in settings_axes {
             for &size in &sizes {
                 let settings = Settings {
                     measure: Measure {
                         hugepages: pages,
                         isa,
                         offset,
+                        gpu_memory,
                         ..spec.measure.clone()
                     },
                     working_set: size,

@@ -2,6 +2,7 @@
 //! NUMA policy and hugepage advice, the split into per-thread chunks that
 //! each thread first-touches itself, and where the pages ended up.
 
+pub mod gpu_memory;
 pub mod inherited;
 mod partition;
 pub mod policy;

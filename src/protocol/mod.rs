@@ -240,6 +240,7 @@ impl<'a> Repetitions<'a> {
         };
         let mut measurement = Measurement {
             pages: observed.pages,
+            gpu_memory: observed.gpu_memory,
             interference: None,
             held_back: None,
             setup_s: d
@@ -298,6 +299,7 @@ pub fn planned(
         isa: plan.target.cpu_code().map(|c| c.isa),
         stores: plan.stores(),
         hugepages: plan.hugepages,
+        gpu_memory: None,
         mem_policy: match plan.places_host_memory() {
             true => plan.mem.to_string(),
             false => String::new(),

@@ -108,6 +108,7 @@ fn small_plan(kernels: Vec<KernelId>, stores: StoreMode) -> Plan {
         in_caches: None,
         caches_unknown: None,
         shapes: Default::default(),
+        gpu_memory: Default::default(),
         kernel_stores: Vec::new(),
         caches: Default::default(),
     }

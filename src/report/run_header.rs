@@ -3,6 +3,7 @@
 //! host, MPI ranks, and how the clock that timed the run was checked.
 
 use crate::kernels::Isa;
+use crate::memory::gpu_memory::{DriverMemory, GpuMemory, GpuMemoryUse};
 use crate::results::{Measurement, RunReport};
 use crate::topology::cpulist::format_ranges;
 use std::fmt::Write;
@@ -42,6 +43,9 @@ pub(super) fn driven_from(o: &mut String, report: &RunReport) {
         None => String::new(),
     };
     let _ = writeln!(o, "Driven from host: {} ({cpu}){driver}", host.hostname);
+    if let Some(used) = (m.gpu_memory.as_ref()).filter(|u| u.asked != GpuMemory::Device) {
+        let _ = writeln!(o, "Arrays: {}", arrays_line(used, m));
+    }
     if !m.mem_policy.is_empty() {
         let _ = writeln!(
             o,
@@ -51,6 +55,51 @@ pub(super) fn driven_from(o: &mut String, report: &RunReport) {
         );
     }
     ranks_line(o, m);
+}
+
+/// Where a device's arrays lived, as asked and as found: what its driver
+/// said each is, their host pages where they are host memory, their
+/// first touch timed apart.
+fn arrays_line(used: &GpuMemoryUse, m: &Measurement) -> String {
+    let mut said: Vec<(DriverMemory, Vec<&str>)> = Vec::new();
+    for f in &used.found {
+        let Some(driver) = f.driver else { continue };
+        match said.iter_mut().find(|(d, _)| *d == driver) {
+            Some((_, arrays)) => arrays.push(&f.array),
+            None => said.push((driver, vec![&f.array])),
+        }
+    }
+    let said: Vec<String> = (said.iter())
+        .map(|(driver, arrays)| format!("{} {}", arrays.join(", "), driver.words()))
+        .collect();
+    let mut line = format!(
+        "--gpu-memory {}; the driver says: {}",
+        used.asked,
+        match said.is_empty() {
+            true => "nothing".to_string(),
+            false => said.join("; "),
+        }
+    );
+    if used.asked.is_host() {
+        line.push_str(&format!(" (pages found: {})", pages_summary(m)));
+    }
+    if let Some(touch) = used.first_touch {
+        line.push_str(&format!(
+            "; first touch {} in {:.1} ms{}, apart from the repetitions",
+            crate::units::Bytes(touch.bytes),
+            touch.seconds * 1e3,
+            touch
+                .gb_s()
+                .map_or(String::new(), |r| format!(" ({r:.1} GB/s)"))
+        ));
+    }
+    if let Some(share) = used.device_share {
+        line.push_str(&format!(
+            "; {:.0} % fit in the device's memory",
+            share * 100.0
+        ));
+    }
+    line
 }
 
 /// Where the threads ran and the pages went, the kernels' ISA and

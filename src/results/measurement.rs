@@ -250,6 +250,10 @@ pub struct Measurement {
     pub bound_by: Option<String>,
     /// Where each array's pages were found after the run (sampled).
     pub pages: Vec<PagePlacement>,
+    /// Where a device's arrays were asked to live and what its driver
+    /// said they are (`--gpu-memory`); absent for the CPU team.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_memory: Option<crate::memory::gpu_memory::GpuMemoryUse>,
     pub results: Vec<KernelResult>,
     pub validation: Validation,
     pub timer: TimerCheck,

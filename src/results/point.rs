@@ -60,6 +60,12 @@ pub struct Point {
     /// widest, as in files from before it was part of the key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isa: Option<crate::kernels::Isa>,
+    /// Where a device's arrays lived, where not its own memory
+    /// (`--gpu-memory managed`, `host:1`): another memory behind the same
+    /// kernels, so another point. Absent for device memory, as in files
+    /// from before it was an axis.
+    #[serde(default, skip_serializing_if = "is_device_memory")]
+    pub gpu_memory: crate::memory::gpu_memory::GpuMemory,
     /// One of several ranks a launcher started together that measured on
     /// their own (`mpirun ... membw run --independent`): they ran at the
     /// same time, so each rank is a point of its own, never another
@@ -93,6 +99,10 @@ impl HostPart<'_> {
     pub fn placement(&self) -> String {
         self.point.placement_text()
     }
+}
+
+fn is_device_memory(place: &crate::memory::gpu_memory::GpuMemory) -> bool {
+    *place == crate::memory::gpu_memory::GpuMemory::Device
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -240,6 +250,9 @@ impl Point {
         }
         if self.offset != 0 {
             s.push_str(&format!(" · offset {}", self.offset));
+        }
+        if !is_device_memory(&self.gpu_memory) {
+            s.push_str(&format!(" · {} memory", self.gpu_memory));
         }
         s
     }

@@ -98,6 +98,10 @@ pub struct SweepStudy {
     /// (files from before it read as 0; one as the number it always was).
     #[serde(default, skip_serializing_if = "no_offset")]
     pub offset: OneOrMany<usize>,
+    /// Where a device's arrays lived, each a point (files from before it
+    /// read as device memory; one as its name).
+    #[serde(default, skip_serializing_if = "device_memory_only")]
+    pub gpu_memory: OneOrMany<crate::memory::gpu_memory::GpuMemory>,
     /// A weighted-interleave weight list.
     pub weights: Option<String>,
     /// A fake measurement source (tests) and the backend.
@@ -111,6 +115,10 @@ fn no_offset(offsets: &OneOrMany<usize>) -> bool {
     *offsets == OneOrMany::One(0)
 }
 
+fn device_memory_only(places: &OneOrMany<crate::memory::gpu_memory::GpuMemory>) -> bool {
+    *places == OneOrMany::default()
+}
+
 /// Settings that earlier studies stored and that no longer define a
 /// point: the peak rates are held against (`--peak`), how long a foreign
 /// program may run (`--timeout`). Read, they are dropped.
@@ -119,7 +127,7 @@ const RETIRED: [&str; 2] = ["peak", "timeout"];
 /// Settings a study writes only where they are not their default (so the
 /// studies of files from before them stay the same): known, though the
 /// defaults' study does not hold them.
-const WRITTEN_WHEN_SET: [&str; 2] = ["no_pin", "offset"];
+const WRITTEN_WHEN_SET: [&str; 3] = ["no_pin", "offset", "gpu_memory"];
 
 impl SweepStudy {
     /// The study as a record stores it.
@@ -378,6 +386,7 @@ mod tests {
             stores: vec!["auto".into()],
             hugepages: vec![Hugepages::Auto],
             offset: OneOrMany::One(0),
+            gpu_memory: OneOrMany::default(),
             weights: None,
             fake_source: None,
             backend: "cpu".into(),

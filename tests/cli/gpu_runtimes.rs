@@ -19,10 +19,10 @@ use crate::common::{fake_cuda_driver, fake_hip_runtime, membw, skip, usage_error
 use serde_json::Value;
 
 /// One vendor, as the tests drive it.
-struct Vendor {
+pub(super) struct Vendor {
     /// `--backend` of its second device.
-    backend: &'static str,
-    env: Vec<(&'static str, String)>,
+    pub(super) backend: &'static str,
+    pub(super) env: Vec<(&'static str, String)>,
     /// What makes one element come back wrong.
     wrong: (&'static str, &'static str),
     /// What makes the dot kernel's launch fail, and how the refusal names
@@ -40,7 +40,7 @@ struct Vendor {
     builds: usize,
 }
 
-fn vendors() -> Vec<Vendor> {
+pub(super) fn vendors() -> Vec<Vendor> {
     let mut v = vec![Vendor {
         backend: "sim:1",
         env: Vec::new(),
@@ -89,14 +89,14 @@ fn vendors() -> Vec<Vendor> {
 }
 
 impl Vendor {
-    fn membw(&self, args: &[&str]) -> assert_cmd::Command {
+    pub(super) fn membw(&self, args: &[&str]) -> assert_cmd::Command {
         let mut cmd = membw();
         cmd.args(args).envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd
     }
 
     /// stdout and stderr of a command that must succeed.
-    fn ok(&self, args: &[&str]) -> (String, String) {
+    pub(super) fn ok(&self, args: &[&str]) -> (String, String) {
         let out = self.membw(args).output().unwrap();
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -106,7 +106,7 @@ impl Vendor {
         (stdout, stderr)
     }
 
-    fn run_json(&self, args: &[&str]) -> Value {
+    pub(super) fn run_json(&self, args: &[&str]) -> Value {
         let mut all = vec!["run", "--backend", self.backend, "--format", "json"];
         all.extend(args);
         serde_json::from_str(&self.ok(&all).0).unwrap()

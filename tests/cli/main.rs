@@ -18,6 +18,7 @@ mod first_try;
 mod foreign;
 mod formats;
 mod gpu_fleet;
+mod gpu_memory;
 mod gpu_runtimes;
 mod health;
 mod health_exits;

@@ -596,6 +596,7 @@ fn fake_library(
             source,
             include_str!("../fake_gpu/kernels.h"),
             include_str!("../fake_gpu/pairs.h"),
+            include_str!("../fake_gpu/memory.h"),
         ]);
         // Each library its own cache entry: one fake does not evict another.
         let stem = path

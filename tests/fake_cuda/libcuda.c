@@ -16,6 +16,11 @@
  *                        and each launch's kernel and grid
  *   FAKE_CUDA_NO_PEER=I:J devices I and J cannot address each other (no
  *                        P2P: cuDeviceCanAccessPeer says 0 both ways)
+ *   FAKE_CUDA_MANAGED=0  no managed memory (the MANAGED_MEMORY attribute)
+ *   FAKE_CUDA_PAGEABLE=0 its kernels do not read pageable memory
+ *                        (PAGEABLE_MEMORY_ACCESS: no HMM, no ATS)
+ *   FAKE_CUDA_ATS=1      pageable memory through the host's page tables
+ *                        (a GH200's Grace over NVLink-C2C)
  *   FAKE_CUDA_BLOCKS=N   blocks of 256 one multiprocessor holds (default 6,
  *                        an H100's at 34 registers a thread); a kernel's
  *                        other builds (NAME_spread, NAME_u2, NAME_u1) run
@@ -30,6 +35,7 @@
 #include <time.h>
 
 #include "../fake_gpu/kernels.h"
+#include "../fake_gpu/memory.h"
 #include "../fake_gpu/pairs.h"
 
 typedef int CUresult;
@@ -91,6 +97,11 @@ CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d) {
   snprintf(id, len, "00000000:%02X:00.0", 0x18 + d);
   return SUCCESS;
 }
+/* Whether variable `name` is set to `value`. */
+static int fake_flag(const char *name, const char *value) {
+  const char *v = getenv(name);
+  return v && strcmp(v, value) == 0;
+}
 /* FAKE_CUDA_CC=MAJOR.MINOR (default 9.0): part `minor` of it. */
 static int cc(int minor) {
   const char *v = getenv("FAKE_CUDA_CC");
@@ -106,6 +117,10 @@ CUresult cuDeviceGetAttribute(int *v, int attribute, CUdevice d) {
   case 38: *v = 1 << 20; break;    /* L2 bytes */
   case 75: *v = cc(0); break;      /* compute capability */
   case 76: *v = cc(1); break;
+  case 83: *v = !fake_flag("FAKE_CUDA_MANAGED", "0"); break; /* managed memory */
+  case 88: *v = !fake_flag("FAKE_CUDA_PAGEABLE", "0"); break; /* pageable access */
+  case 89: *v = 1; break;                                   /* concurrent managed */
+  case 100: *v = fake_flag("FAKE_CUDA_ATS", "1"); break;    /* host page tables */
   default: *v = 0;
   }
   return SUCCESS;
@@ -158,13 +173,47 @@ CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
   return SUCCESS;
 }
 
-CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+static CUresult allocate(CUdeviceptr *p, size_t bytes, enum fake_kind kind) {
   void *m = malloc(bytes);
   if (!m) return OUT_OF_MEMORY;
+  if (!fake_memory_add(m, bytes, kind)) { free(m); return OUT_OF_MEMORY; }
   *p = (CUdeviceptr)(uintptr_t)m;
   return SUCCESS;
 }
-CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)(uintptr_t)p); return SUCCESS; }
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) { return allocate(p, bytes, FAKE_DEVICE); }
+CUresult cuMemAllocManaged(CUdeviceptr *p, size_t bytes, unsigned flags) {
+  if (flags != 1) return INVALID_VALUE; /* CU_MEM_ATTACH_GLOBAL */
+  return allocate(p, bytes, FAKE_MANAGED);
+}
+CUresult cuMemFree_v2(CUdeviceptr p) {
+  fake_memory_forget((void *)(uintptr_t)p);
+  free((void *)(uintptr_t)p);
+  return SUCCESS;
+}
+/* CUDA 11's signature, which every driver keeps. */
+CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t bytes, CUdevice d, CUstream s) {
+  (void)s;
+  size_t room = 0;
+  if (fake_memory_kind((void *)(uintptr_t)p, &room) != FAKE_MANAGED || bytes > room) return INVALID_VALUE;
+  if (d < 0 || d >= devices()) return INVALID_DEVICE;
+  const char *log = getenv("FAKE_CUDA_LOG");
+  if (log) {
+    FILE *f = fopen(log, "a");
+    if (f) { fprintf(f, "prefetched %zu bytes to %d\n", bytes, d); fclose(f); }
+  }
+  return SUCCESS;
+}
+/* CU_POINTER_ATTRIBUTE_IS_MANAGED (8) and _MEMORY_TYPE (2: HOST 1,
+ * DEVICE 2); memory the driver was never told of is CUDA_ERROR_INVALID_VALUE. */
+CUresult cuPointerGetAttribute(void *data, int attribute, CUdeviceptr p) {
+  enum fake_kind kind = fake_memory_kind((void *)(uintptr_t)p, NULL);
+  if (!kind) return INVALID_VALUE;
+  switch (attribute) {
+  case 8: *(unsigned *)data = kind == FAKE_MANAGED; return SUCCESS;
+  case 2: *(unsigned *)data = kind == FAKE_HOST ? 1 : 2; return SUCCESS;
+  default: return INVALID_VALUE;
+  }
+}
 CUresult cuMemcpyDtoH_v2(void *to, CUdeviceptr from, size_t bytes) {
   memcpy(to, (void *)(uintptr_t)from, bytes);
   return SUCCESS;
@@ -204,6 +253,7 @@ CUresult cuMemcpyAsync(CUdeviceptr to, CUdeviceptr from, size_t bytes, CUstream 
 CUresult cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) {
   const char *log = getenv("FAKE_CUDA_LOG");
   if (!p || !bytes || !(flags & 2)) return INVALID_VALUE;
+  if (!fake_memory_add(p, bytes, FAKE_HOST)) return OUT_OF_MEMORY;
   if (log) {
     FILE *f = fopen(log, "a");
     if (f) {
@@ -218,7 +268,7 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned flags) {
   *d = (CUdeviceptr)(uintptr_t)p;
   return SUCCESS;
 }
-CUresult cuMemHostUnregister(void *p) { (void)p; return SUCCESS; }
+CUresult cuMemHostUnregister(void *p) { fake_memory_forget(p); return SUCCESS; }
 
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction f, int block,
                                                      size_t shared) {

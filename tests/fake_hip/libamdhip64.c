@@ -24,6 +24,8 @@
  *                          object loaded, and each launch's kernel, grid
  *                          and its blocks argument, a line each
  *   FAKE_HIP_NO_PEER=I:J   devices I and J cannot address each other
+ *   HSA_XNACK=1            XNACK on, as ROCm reads it: its kernels read
+ *                          pageable memory (hipDeviceAttributePageableMemoryAccess)
  *   FAKE_HIP_CRASH=1       hipInit crashes (SIGSEGV), as ROCm 5.4.3's did
  *                          after dlopen (ROCm/hip issue 3180)
  *
@@ -37,6 +39,7 @@
 #include <time.h>
 
 #include "../fake_gpu/kernels.h"
+#include "../fake_gpu/memory.h"
 #include "../fake_gpu/pairs.h"
 
 typedef int hipError_t;
@@ -118,6 +121,10 @@ hipError_t hipDeviceGetAttribute(int *v, int attribute, int d) {
   case 59: *v = 4096; break;                           /* memory bus width, bits */
   case 60: *v = 1600000; break;                        /* memory clock, kHz */
   case 63: *v = getenv("FAKE_HIP_CUS") ? atoi(getenv("FAKE_HIP_CUS")) : 110; break; /* compute units */
+  case 9: *v = 1; break;                               /* concurrent managed access */
+  case 24: *v = 1; break;                              /* managed memory */
+  case 65: *v = getenv("HSA_XNACK") && strcmp(getenv("HSA_XNACK"), "1") == 0; break; /* pageable */
+  case 66: *v = getenv("FAKE_HIP_APU") != NULL; break; /* host page tables */
   default: return INVALID_VALUE;
   }
   return SUCCESS;
@@ -185,13 +192,41 @@ hipError_t hipEventElapsedTime(float *ms, hipEvent_t start, hipEvent_t end) {
   return SUCCESS;
 }
 
-hipError_t hipMalloc(void **p, size_t bytes) {
+static hipError_t allocate(void **p, size_t bytes, enum fake_kind kind) {
   *p = malloc(bytes);
-  return *p ? SUCCESS : OUT_OF_MEMORY;
+  if (!*p) return OUT_OF_MEMORY;
+  if (!fake_memory_add(*p, bytes, kind)) { free(*p); return OUT_OF_MEMORY; }
+  return SUCCESS;
 }
-hipError_t hipFree(void *p) { free(p); return SUCCESS; }
+hipError_t hipMalloc(void **p, size_t bytes) { return allocate(p, bytes, FAKE_DEVICE); }
+hipError_t hipMallocManaged(void **p, size_t bytes, unsigned flags) {
+  if (flags != 1) return INVALID_VALUE; /* hipMemAttachGlobal */
+  return allocate(p, bytes, FAKE_MANAGED);
+}
+hipError_t hipFree(void *p) { fake_memory_forget(p); free(p); return SUCCESS; }
+hipError_t hipMemPrefetchAsync(const void *p, size_t bytes, int d, hipStream_t s) {
+  (void)s;
+  size_t room = 0;
+  if (fake_memory_kind(p, &room) != FAKE_MANAGED || bytes > room) return INVALID_VALUE;
+  if (d < 0 || d >= devices()) return INVALID_DEVICE;
+  say("prefetched %zu bytes to %d\n", bytes, d);
+  return SUCCESS;
+}
+/* HIP_POINTER_ATTRIBUTE_IS_MANAGED (8) and _MEMORY_TYPE (2), in ROCm 5's
+ * hipMemoryType (host 0, device 1), as this library is .so.5; memory it
+ * was never told of is hipErrorInvalidValue. */
+hipError_t hipPointerGetAttribute(void *data, int attribute, void *p) {
+  enum fake_kind kind = fake_memory_kind(p, NULL);
+  if (!kind) return INVALID_VALUE;
+  switch (attribute) {
+  case 8: *(unsigned *)data = kind == FAKE_MANAGED; return SUCCESS;
+  case 2: *(unsigned *)data = kind == FAKE_HOST ? 0 : 1; return SUCCESS;
+  default: return INVALID_VALUE;
+  }
+}
 hipError_t hipHostRegister(void *p, size_t bytes, unsigned flags) {
   if (!p || !bytes || !(flags & 2)) return INVALID_VALUE; /* mapped */
+  if (!fake_memory_add(p, bytes, FAKE_HOST)) return OUT_OF_MEMORY;
   say("registered %zu bytes\n", bytes);
   return SUCCESS;
 }
@@ -200,7 +235,7 @@ hipError_t hipHostGetDevicePointer(void **d, void *p, unsigned flags) {
   *d = p;
   return SUCCESS;
 }
-hipError_t hipHostUnregister(void *p) { (void)p; return SUCCESS; }
+hipError_t hipHostUnregister(void *p) { fake_memory_forget(p); return SUCCESS; }
 /* Every "device" is this process's memory: a copy is a memcpy, of any
  * kind (1 host to device, 2 device to host, 3 device to device). */
 hipError_t hipMemcpyAsync(void *to, const void *from, size_t bytes, int kind, hipStream_t s) {

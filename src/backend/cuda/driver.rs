@@ -58,6 +58,8 @@ pub(super) struct CudaAttributes {
     pub capability: (i32, i32),
     /// `12.4`: the CUDA version the driver implements.
     pub cuda_version: String,
+    /// What memory beyond its own its kernels reach.
+    pub reach: crate::results::targets::MemoryReach,
 }
 
 /// The facts of GPU `index`.
@@ -100,7 +102,28 @@ pub(super) fn facts(index: u32) -> Result<CudaAttributes, String> {
         l2_bytes: attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(0) as u64,
         capability: capability(dev)?,
         cuda_version: format!("{}.{}", version / 1000, version % 1000 / 10),
+        reach: reach(&|a| attribute(a).ok()),
     })
+}
+
+/// What the driver's attributes say a GPU's kernels reach (`attribute`:
+/// one attribute's value, `None` where the driver did not answer).
+fn reach(
+    attribute: &dyn Fn(sys::CUdevice_attribute) -> Option<i32>,
+) -> crate::results::targets::MemoryReach {
+    use sys::CUdevice_attribute as A;
+    let yes = |a| attribute(a).map(|v| v != 0);
+    let pageable = yes(A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS);
+    crate::results::targets::MemoryReach {
+        managed: yes(A::CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY),
+        concurrent_managed: yes(A::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS),
+        pageable,
+        host_page_tables: yes(A::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES),
+        xnack: None,
+        pageable_missing: (pageable == Some(false)).then(|| {
+            "CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS is 0 (it needs HMM: an open NVIDIA kernel module and Linux 6.1.24 or newer, or ATS: Grace's NVLink-C2C)".to_string()
+        }),
+    }
 }
 
 /// The compute capability of `dev` (9.0: Hopper): its facts', and the

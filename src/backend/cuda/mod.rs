@@ -108,6 +108,7 @@ impl Platform for Cuda {
                 cache_bytes: Some(facts.l2_bytes),
                 fabric: nvml.fabric.clone(),
                 memory_health: nvml.memory_health.clone(),
+                reach: Some(facts.reach.clone()),
                 peaks: DevicePeaks {
                     memory_gb_s: nvml.memory_peak.ok(),
                     host_link_gb_s: nvml.c2c_gb_s.or(link.map(|l| l.current.gb_s())),

@@ -6,7 +6,7 @@
 
 use super::KERNELS_PTX;
 use super::driver::fail;
-use crate::backend::gpu::runtime::DevicePtr;
+use crate::backend::gpu::runtime::{DevicePtr, DriverMemory};
 use crate::backend::gpu::vendor::{KernelValues, Release, VendorCalls, VendorRuntime};
 use cudarc::driver::{result, sys};
 use std::ffi::{CStr, CString, c_uint, c_void};
@@ -158,6 +158,48 @@ impl VendorCalls for CudaCalls {
     fn alloc(&self, bytes: usize) -> Result<DevicePtr, String> {
         // SAFETY: a plain allocation, freed by the runtime's drop.
         cu("cuMemAlloc", unsafe { result::malloc_sync(bytes) })
+    }
+
+    fn alloc_managed(&self, bytes: usize) -> Result<DevicePtr, String> {
+        let mut ptr: sys::CUdeviceptr = 0;
+        let global = sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as c_uint;
+        // SAFETY: a live out-pointer; freed by the runtime's drop.
+        cu("cuMemAllocManaged", unsafe {
+            sys::cuMemAllocManaged(&mut ptr, bytes, global).result()
+        })?;
+        Ok(ptr)
+    }
+
+    fn prefetch(&self, ptr: DevicePtr, bytes: usize, stream: sys::CUstream) -> Result<(), String> {
+        // CUDA 11's signature (a destination device), which every later
+        // driver keeps beside `_v2`'s location.
+        // SAFETY: `ptr..ptr+bytes` is a managed allocation of the
+        // runtime's; the stream is live.
+        cu("cuMemPrefetchAsync", unsafe {
+            sys::cuMemPrefetchAsync(ptr, bytes, self.dev, stream).result()
+        })
+    }
+
+    fn memory_at(&self, ptr: DevicePtr) -> Result<DriverMemory, String> {
+        use sys::CUpointer_attribute as P;
+        let attribute = |what: P| -> Result<Option<u32>, String> {
+            let mut value: u32 = 0;
+            // SAFETY: both attributes write one 32-bit value.
+            match unsafe { sys::cuPointerGetAttribute((&raw mut value).cast(), what, ptr) } {
+                sys::CUresult::CUDA_SUCCESS => Ok(Some(value)),
+                // Memory the driver has no record of: pageable.
+                sys::CUresult::CUDA_ERROR_INVALID_VALUE => Ok(None),
+                e => cu("cuPointerGetAttribute", e.result()).map(|_| None),
+            }
+        };
+        if attribute(P::CU_POINTER_ATTRIBUTE_IS_MANAGED)? == Some(1) {
+            return Ok(DriverMemory::Managed);
+        }
+        Ok(match attribute(P::CU_POINTER_ATTRIBUTE_MEMORY_TYPE)? {
+            Some(t) if t == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32 => DriverMemory::Host,
+            Some(_) => DriverMemory::Device,
+            None => DriverMemory::Pageable,
+        })
     }
 
     unsafe fn register(&self, host: *mut c_void, bytes: usize) -> Result<(), String> {

@@ -19,6 +19,7 @@ mod shape_check;
 use super::runtime::{DevicePtr, Event, Function, KernelArgs, LaunchLimits, Runtime, Stream};
 use crate::backend::{ArrayErrors, ReadBack, ShapeName, TargetArrays};
 use crate::kernels::{ARRAYS, ArrayId, KernelId, Mover, Path, SCALAR};
+use crate::memory::gpu_memory::{ArrayFound, FirstTouch, GpuMemory, GpuMemoryUse};
 use crate::plan::Plan;
 
 /// The arrays that are the GPU's own memory.
@@ -102,6 +103,10 @@ pub(super) struct Gpu {
     r_from_pageable: bool,
     last_run_s: Option<f64>,
     failed: Option<String>,
+    /// Where its arrays live, and what was found there (the first touch
+    /// filled in by the first `init`).
+    place: GpuMemory,
+    used: GpuMemoryUse,
 }
 
 impl Gpu {
@@ -110,7 +115,7 @@ impl Gpu {
     /// first touched on this thread and registered.
     pub(super) fn open(
         runtime: Box<dyn Runtime>,
-        multiprocessors: u32,
+        (multiprocessors, device_memory): (u32, Option<u64>),
         limits: LaunchLimits,
         plan: &Plan,
         host: HostBuffers,
@@ -130,10 +135,18 @@ impl Gpu {
                 .is_some_and(|k| copy_engine(*k) == Some(true)),
             last_run_s: None,
             failed: None,
+            place: plan.gpu_memory,
+            used: GpuMemoryUse {
+                asked: plan.gpu_memory,
+                found: Vec::new(),
+                first_touch: None,
+                device_share: None,
+            },
         };
         gpu.load(plan, multiprocessors, limits)?;
         gpu.allocate(plan)?;
         gpu.register_host_buffers()?;
+        gpu.find_arrays(plan, device_memory)?;
         if plan.kernels.iter().any(|k| copy_engine(*k) == Some(true)) {
             gpu.pageable = Some(HostBuffers::pageable_twins(plan)?);
         }
@@ -212,7 +225,12 @@ impl Gpu {
         let needed = plan.arrays_needed();
         let bytes = plan.elements * std::mem::size_of::<f64>();
         for id in DEVICE_ARRAYS.into_iter().filter(|id| needed.contains(id)) {
-            self.device[id.index()] = self.runtime.alloc(bytes)?;
+            self.device[id.index()] = match plan.gpu_memory {
+                GpuMemory::Device => self.runtime.alloc(bytes)?,
+                GpuMemory::Managed { .. } => self.runtime.alloc_managed(bytes)?,
+                // Mapped with the host buffers, and given to the device there.
+                GpuMemory::Host { .. } | GpuMemory::System { .. } => continue,
+            };
         }
         let doubles = std::mem::size_of::<f64>();
         if plan.kernels.contains(&KernelId::Read) {
@@ -228,10 +246,13 @@ impl Gpu {
         Ok(())
     }
 
-    /// Touches the host buffers from this (pinned) thread under their
-    /// policy, then pins them with the runtime and maps them for the GPU.
+    /// Touches the host buffers (and the device's arrays, where they are
+    /// host memory) from this (pinned) thread under their policy, then
+    /// gives them to the GPU: pinned and mapped by the runtime, or, where
+    /// they are pageable system memory, as they are.
     fn register_host_buffers(&mut self) -> Result<(), String> {
-        for id in [ArrayId::H, ArrayId::R] {
+        let pageable = matches!(self.place, GpuMemory::System { .. });
+        for id in ArrayId::ALL {
             let Some(slice) = self.host.slice_mut(id) else {
                 continue;
             };
@@ -242,7 +263,96 @@ impl Gpu {
             // declared before `host`, so it drops (and unregisters)
             // first, and nothing here touches the buffer while queued
             // work uses it (every call returns once the GPU is done).
-            self.device[id.index()] = unsafe { self.runtime.register(ptr, len) }?;
+            self.device[id.index()] = match pageable && !id.host_buffer() {
+                true => unsafe { self.runtime.pageable(ptr, len) }?,
+                false => unsafe { self.runtime.register(ptr, len) }?,
+            };
+        }
+        Ok(())
+    }
+
+    /// What the driver says each of the device's arrays is, and how much
+    /// of them its memory (`device_memory` bytes) holds where they may
+    /// outgrow it.
+    fn find_arrays(&mut self, plan: &Plan, device_memory: Option<u64>) -> Result<(), String> {
+        let mut bytes = 0u64;
+        for id in DEVICE_ARRAYS {
+            let ptr = self.device[id.index()];
+            if ptr == 0 {
+                continue;
+            }
+            bytes += (plan.elements * std::mem::size_of::<f64>()) as u64;
+            let driver = self.runtime.memory_at(ptr)?;
+            self.used.found.push(ArrayFound {
+                array: id.name().to_string(),
+                driver: Some(driver),
+            });
+        }
+        if plan.gpu_memory.may_oversubscribe()
+            && let Some(memory) = device_memory.filter(|m| *m < bytes)
+        {
+            self.used.device_share = Some(memory as f64 / bytes as f64);
+        }
+        Ok(())
+    }
+
+    /// Where its arrays lived, as the driver said.
+    pub(super) fn memory_use(&self) -> GpuMemoryUse {
+        self.used.clone()
+    }
+
+    /// The host writes STREAM's values into managed arrays, as a ported
+    /// code initializes them, so that their pages start on the host.
+    fn host_writes_managed(&mut self, values: [f64; ARRAYS]) {
+        for id in DEVICE_ARRAYS {
+            let ptr = self.device[id.index()];
+            if ptr != 0 {
+                // SAFETY: a managed allocation of the runtime's, of
+                // `elements` doubles, which the host addresses at the
+                // device's address; no work is queued on it now.
+                let array =
+                    unsafe { std::slice::from_raw_parts_mut(ptr as *mut f64, self.elements) };
+                array.fill(values[id.index()]);
+            }
+        }
+    }
+
+    /// The first pass over arrays not in the device's own memory, timed
+    /// by its clock: the host's writes of managed arrays first, then the
+    /// prefetch where asked, then the fills (where pages migrate).
+    fn first_touch(&mut self, values: [f64; ARRAYS]) -> Result<(), String> {
+        if let GpuMemory::Managed { .. } = self.place {
+            self.host_writes_managed(values);
+        }
+        self.runtime.record(Event::Start, Stream::Main)?;
+        if let GpuMemory::Managed { prefetch: true } = self.place {
+            let bytes = self.elements * std::mem::size_of::<f64>();
+            for id in DEVICE_ARRAYS {
+                let ptr = self.device[id.index()];
+                if ptr != 0 {
+                    self.runtime.prefetch(ptr, bytes, Stream::Main)?;
+                }
+            }
+        }
+        self.fill(values)?;
+        self.runtime.record(Event::End, Stream::Main)?;
+        let seconds = self.runtime.elapsed_s(Event::Start, Event::End)?;
+        let arrays = DEVICE_ARRAYS
+            .iter()
+            .filter(|id| self.device[id.index()] != 0);
+        self.used.first_touch = Some(FirstTouch {
+            seconds,
+            bytes: (arrays.count() * self.elements * std::mem::size_of::<f64>()) as u64,
+        });
+        Ok(())
+    }
+
+    /// Each of the device's arrays set to its value by its fill kernel.
+    fn fill(&mut self, values: [f64; ARRAYS]) -> Result<(), String> {
+        for (id, fill) in DEVICE_ARRAYS.into_iter().zip(FILLS) {
+            if self.device[id.index()] != 0 {
+                self.helper(fill, values[id.index()])?;
+            }
         }
         Ok(())
     }
@@ -345,12 +455,13 @@ impl Gpu {
 
 impl TargetArrays for Gpu {
     fn init(&mut self, values: [f64; ARRAYS]) {
-        let mut r = Ok(());
-        for (id, fill) in DEVICE_ARRAYS.into_iter().zip(FILLS) {
-            if r.is_ok() && self.device[id.index()] != 0 {
-                r = self.helper(fill, values[id.index()]);
-            }
-        }
+        // The first time, where the arrays are not the device's own
+        // memory, timed apart; afterwards (the calibration's kernels ran)
+        // the device fills them where they now are.
+        let r = match self.place != GpuMemory::Device && self.used.first_touch.is_none() {
+            true => self.first_touch(values),
+            false => self.fill(values),
+        };
         let r = r.and_then(|()| self.runtime.synchronize(Stream::Main));
         self.keep(r);
         self.host.init(values);

@@ -7,8 +7,9 @@
 use crate::backend::{ArrayErrors, HostArrays, ReadBack, TargetArrays};
 use crate::error::Result;
 use crate::kernels::{ARRAYS, ArrayId};
-use crate::memory::policy::{MemPolicy, PagePlacement};
+use crate::memory::policy::{MemPolicy, PagePlacement, Policy};
 use crate::plan::Plan;
+use crate::topology::cpulist::IdSet;
 
 /// The host buffers of a plan, mapped under its policy (both the same):
 /// the device's own arrays are not mapped here.
@@ -19,14 +20,27 @@ pub(crate) struct HostBuffers {
 
 impl HostBuffers {
     /// The plan's host buffers (h and r, where its kernels use them),
-    /// placed by its policy before any page exists, not yet touched.
+    /// placed by its policy before any page exists, not yet touched; and
+    /// the device's own arrays where the plan puts them in host memory
+    /// (`--gpu-memory host:N`, `system:N`), bound to that node.
     pub(crate) fn map(plan: &Plan) -> Result<HostBuffers> {
         let mut policy = MemPolicy::default();
         for id in ArrayId::ALL.into_iter().filter(|a| a.host_buffer()) {
             policy.arrays[id.index()] = plan.mem.get(id).clone();
         }
+        let in_host_memory = plan.gpu_memory.is_host();
+        if in_host_memory {
+            let on = match plan.gpu_memory.node() {
+                Some(node) => Policy::Bind(IdSet::new(vec![node])),
+                None => Policy::Local,
+            };
+            // The device's own arrays: every one but the host buffers.
+            for id in ArrayId::ALL.into_iter().filter(|a| !a.host_buffer()) {
+                policy.arrays[id.index()] = on.clone();
+            }
+        }
         let mut needed = plan.arrays_needed();
-        needed.retain(|a| a.host_buffer());
+        needed.retain(|a| a.host_buffer() || in_host_memory);
         Ok(HostBuffers {
             arrays: HostArrays::new(plan, &policy, &needed)?,
             policy,
@@ -68,12 +82,13 @@ impl HostBuffers {
         self.arrays.read_back(want, errors)
     }
 
-    /// Where the host buffers' pages are, checked page by page against
-    /// their policy; a device's own memory is not the host's to report.
+    /// Where the host buffers' pages are (and the device's arrays', where
+    /// they are host memory), checked page by page against their policy;
+    /// a device's own memory is not the host's to report.
     pub(crate) fn pages(&self, host_node: Option<usize>) -> (Vec<PagePlacement>, Vec<String>) {
         let arrays = &self.arrays.arrays;
         let buffers: Vec<ArrayId> = (ArrayId::ALL.into_iter())
-            .filter(|a| a.host_buffer() && arrays.array(*a).is_some())
+            .filter(|a| arrays.array(*a).is_some())
             .collect();
         arrays.page_placement_of(
             &buffers,

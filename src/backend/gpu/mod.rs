@@ -29,10 +29,11 @@ pub mod vendor;
 use super::{Backend, Observed, WithArrays};
 use crate::error::{Error, Input, Result};
 use crate::kernels::gpu_builds::ShapeChoice;
-use crate::kernels::{ArrayId, KernelId};
+use crate::kernels::{ArrayId, KernelId, Path};
+use crate::memory::gpu_memory::GpuMemory;
 use crate::observe::Observer;
 use crate::plan::{Plan, Prepared, Settings, StoresRequest};
-use crate::results::targets::Target;
+use crate::results::targets::{Device, Target};
 use crate::topology::Topology;
 use crate::units::{Bytes, ELEMENT_BYTES};
 pub use runtime::{FabricKind, Platform, Runtime};
@@ -89,7 +90,22 @@ impl Backend for GpuBackend {
             return Err(Error::input(Input::Shape, shape.to_string(), why));
         }
         let described = (self.platform.describe(self.index, topo)).map_err(Error::Runtime)?;
-        let device = described.device;
+        let mut device = described.device;
+        let gpu_memory = place_arrays(s.measure.gpu_memory, &device, topo)?;
+        if gpu_memory != GpuMemory::Device
+            && let Some(k) = (s.measure.kernels.iter()).find(|k| k.spec().path != Path::Memory)
+        {
+            return Err(Error::input(
+                Input::GpuMemory,
+                gpu_memory.to_string(),
+                format!(
+                    "{k} moves data between the host and the device's own memory: its arrays are device memory"
+                ),
+            ));
+        }
+        if gpu_memory.is_host() {
+            host_memory_peak(&mut device.facts.peaks);
+        }
         let facts = &device.facts;
         // STREAM's rule on the device: each array four times its cache.
         let (elements, inner_repeats) = s.sizes(1, || {
@@ -102,7 +118,11 @@ impl Backend for GpuBackend {
         let needed = (elements as u64).saturating_mul(ELEMENT_BYTES * arrays);
         let memory = facts.memory_bytes.unwrap_or(u64::MAX);
         let room = (memory as f64 * self.platform.memory_share()) as u64;
-        if needed > room {
+        if gpu_memory.is_host() {
+            // Host memory: the host's to hold.
+            crate::memory::check_fits(topo, arrays as usize, elements as u64)?;
+        }
+        if needed > room && !gpu_memory.may_oversubscribe() {
             let what = match room < memory {
                 true => format!(
                     "the {} a plan may take of the {}",
@@ -115,7 +135,7 @@ impl Backend for GpuBackend {
                 Input::Size,
                 elements.to_string(),
                 format!(
-                    "{arrays} arrays of {elements} elements need {}, more than {what} of {} ({})",
+                    "{arrays} arrays of {elements} elements need {}, more than {what} of {} ({}); managed or system memory may outgrow it",
                     Bytes(needed),
                     self.device_name(),
                     facts.model.as_deref().unwrap_or("its memory")
@@ -143,6 +163,7 @@ impl Backend for GpuBackend {
             in_caches: None,
             caches_unknown: None,
             shapes: s.measure.shapes,
+            gpu_memory,
             kernel_stores: Vec::new(),
             caches: Default::default(),
         };
@@ -177,7 +198,7 @@ impl Backend for GpuBackend {
             let runtime = platform.open(index).map_err(runtime_error)?;
             let mut gpu = device::Gpu::open(
                 runtime,
-                multiprocessors,
+                (multiprocessors, device.facts.memory_bytes),
                 platform.launch_limits(),
                 plan,
                 host,
@@ -189,6 +210,8 @@ impl Backend for GpuBackend {
             }
             let (pages, mut warnings) = gpu.host().pages(host_node);
             warnings.extend(gpu.runtime_warnings());
+            let used = gpu.memory_use();
+            warnings.extend(used.findings().into_iter().map(|f| format!("{name}: {f}")));
             drop(gpu);
             warnings.extend(platform.after_run(device));
             // What its memory counters say, beside the rates they may explain.
@@ -198,6 +221,7 @@ impl Backend for GpuBackend {
                 threads: Vec::new(),
                 pages,
                 warnings,
+                gpu_memory: Some(used),
             })
         };
         std::thread::scope(|scope| {
@@ -205,6 +229,47 @@ impl Backend for GpuBackend {
                 .unwrap_or_else(|_| Err(Error::Runtime(format!("{name}'s host thread panicked"))))
         })
     }
+}
+
+/// Where the plan puts a device's arrays: `asked`, its host node resolved
+/// (the device's own where none is named) and checked, or why the device
+/// cannot have them there, in one line, as its driver's attributes say
+/// (an attribute it did not read refuses nothing).
+fn place_arrays(asked: GpuMemory, device: &Device, topo: &Topology) -> Result<GpuMemory> {
+    let reach = device.facts.reach.clone().unwrap_or_default();
+    let refuse = |why: String| Err(Error::input(Input::GpuMemory, asked.to_string(), why));
+    let name = &device.id.name;
+    match asked {
+        GpuMemory::Device => Ok(asked),
+        GpuMemory::Managed { .. } if reach.managed == Some(false) => refuse(format!(
+            "{name} has no managed memory (its driver's MANAGED_MEMORY attribute is 0)"
+        )),
+        GpuMemory::Managed { .. } => Ok(asked),
+        GpuMemory::Host { node } | GpuMemory::System { node } => {
+            if let Some(n) = node
+                && !topo.nodes.iter().any(|x| x.id == n)
+            {
+                let nodes: crate::topology::cpulist::IdSet =
+                    topo.nodes.iter().map(|x| x.id).collect();
+                return refuse(format!("there is no NUMA node {n} here (nodes {nodes})"));
+            }
+            if let (GpuMemory::System { .. }, Some(false)) = (asked, reach.pageable) {
+                let missing = reach.pageable_missing.unwrap_or_default();
+                return refuse(format!("{name} does not read pageable memory: {missing}"));
+            }
+            Ok(asked.on_node(node.or(device.facts.numa_node)))
+        }
+    }
+}
+
+/// A device's peaks where its arrays are host memory: what its kernels
+/// cross is its host link, both ways at once (reads one way, writes the
+/// other), not its own memory.
+fn host_memory_peak(peaks: &mut crate::results::targets::DevicePeaks) {
+    peaks.memory_gb_s = peaks.host_link_gb_s.map(|each_way| 2.0 * each_way);
+    peaks.memory_from = peaks.host_link_gb_s.map(|each_way| {
+        format!("its host link, {each_way:.0} GB/s each way, both ways: its arrays are host memory")
+    });
 }
 
 /// The host CPU that drives a device: the first this process may use on

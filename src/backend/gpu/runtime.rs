@@ -11,6 +11,7 @@
 //! is an enum cannot dangle.
 
 use crate::kernels::gpu_builds::{CacheHint, ShapeId};
+pub use crate::memory::gpu_memory::DriverMemory;
 use crate::observe::Observer;
 use crate::results::targets;
 pub use crate::results::targets::FabricKind;
@@ -264,6 +265,28 @@ pub trait Runtime {
     fn blocks_per_multiprocessor(&mut self, function: Function, block: u32) -> Result<u32, String>;
     /// Device memory of `bytes`, freed when the runtime drops.
     fn alloc(&mut self, bytes: usize) -> Result<DevicePtr, String>;
+    /// Managed memory of `bytes`, which the driver migrates between the
+    /// host and the device on demand (and which the host addresses where
+    /// the device does), freed when the runtime drops.
+    fn alloc_managed(&mut self, bytes: usize) -> Result<DevicePtr, String>;
+    /// Queues a move of the managed memory at `ptr..ptr+bytes` to the
+    /// device.
+    fn prefetch(&mut self, ptr: DevicePtr, bytes: usize, stream: Stream) -> Result<(), String>;
+    /// What the driver says the memory at `ptr` is (its pointer
+    /// attributes), read back after it was allocated.
+    fn memory_at(&mut self, ptr: DevicePtr) -> Result<DriverMemory, String>;
+    /// The device's address of `len` doubles of pageable host memory at
+    /// `host`, which its kernels read through the host's page tables (the
+    /// platform checked that it can): the same address, as drivers have
+    /// it.
+    ///
+    /// # Safety
+    /// The memory stays mapped, and is not otherwise accessed while work
+    /// that uses it is queued, until the runtime drops.
+    unsafe fn pageable(&mut self, host: *mut f64, len: usize) -> Result<DevicePtr, String> {
+        let _ = len;
+        Ok(host as DevicePtr)
+    }
     /// Pins `len` doubles of host memory at `host` and maps them for the
     /// device: the device's address of them.
     ///

@@ -6,7 +6,7 @@
 //! parameters ([`KernelValues`]) for the vendor's own launch, and releases
 //! everything in the order the drivers need.
 
-use super::runtime::{DevicePtr, Event, Function, KernelArgs, Runtime, Stream};
+use super::runtime::{DevicePtr, DriverMemory, Event, Function, KernelArgs, Runtime, Stream};
 use std::ffi::{CStr, CString, c_void};
 
 /// A vendor's driver calls for one device, each one call of its API and
@@ -29,6 +29,13 @@ pub trait VendorCalls {
     fn create_stream(&self) -> Result<Self::Stream, String>;
     fn create_event(&self) -> Result<Self::Event, String>;
     fn alloc(&self, bytes: usize) -> Result<DevicePtr, String>;
+    /// Managed memory, attached to every stream.
+    fn alloc_managed(&self, bytes: usize) -> Result<DevicePtr, String>;
+    /// Queues a move of managed memory to this device.
+    fn prefetch(&self, ptr: DevicePtr, bytes: usize, stream: Self::Stream) -> Result<(), String>;
+    /// What the driver's pointer attributes say `ptr` is: memory it has
+    /// no record of is pageable.
+    fn memory_at(&self, ptr: DevicePtr) -> Result<DriverMemory, String>;
     /// Pins and maps `bytes` of host memory at `host` for every device.
     ///
     /// # Safety
@@ -245,6 +252,21 @@ impl<V: VendorCalls> Runtime for VendorRuntime<V> {
         let ptr = self.calls.alloc(bytes.max(8))?;
         self.allocated.push(ptr);
         Ok(ptr)
+    }
+
+    fn alloc_managed(&mut self, bytes: usize) -> Result<DevicePtr, String> {
+        let ptr = self.calls.alloc_managed(bytes.max(8))?;
+        // Freed as device memory is (cuMemFree, hipFree).
+        self.allocated.push(ptr);
+        Ok(ptr)
+    }
+
+    fn prefetch(&mut self, ptr: DevicePtr, bytes: usize, stream: Stream) -> Result<(), String> {
+        self.calls.prefetch(ptr, bytes, self.stream(stream))
+    }
+
+    fn memory_at(&mut self, ptr: DevicePtr) -> Result<DriverMemory, String> {
+        self.calls.memory_at(ptr)
     }
 
     unsafe fn register(&mut self, host: *mut f64, len: usize) -> Result<DevicePtr, String> {

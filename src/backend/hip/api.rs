@@ -21,6 +21,7 @@ pub(super) type HipError = c_int;
 pub(super) type Handle = *mut c_void;
 
 pub(super) const SUCCESS: HipError = 0;
+pub(super) const INVALID_VALUE: HipError = 1;
 const NO_DEVICE: HipError = 100;
 pub(super) const PEER_ACCESS_ALREADY_ENABLED: HipError = 704;
 
@@ -30,6 +31,20 @@ pub(super) const DEVICE_TO_HOST: c_int = 2;
 pub(super) const DEVICE_TO_DEVICE: c_int = 3;
 /// `hipHostRegisterPortable | hipHostRegisterMapped`.
 pub(super) const REGISTER_PORTABLE_MAPPED: c_uint = 1 | 2;
+/// `hipMemAttachGlobal`.
+pub(super) const ATTACH_GLOBAL: c_uint = 1;
+/// `hipPointer_attribute` values membw asks for (CUDA's numbers).
+pub(super) const POINTER_MEMORY_TYPE: c_int = 2;
+pub(super) const POINTER_IS_MANAGED: c_int = 8;
+/// `hipMemoryTypeHost`: 0 in ROCm 5's `hipMemoryType`, 1 since ROCm 6
+/// put `hipMemoryTypeUnregistered` first.
+pub(super) fn memory_type_host(api: &Api) -> u32 {
+    match api.name {
+        "libamdhip64.so.5" => 0,
+        _ => 1,
+    }
+}
+
 /// `hipStreamNonBlocking`.
 pub(super) const STREAM_NON_BLOCKING: c_uint = 1;
 
@@ -37,13 +52,17 @@ pub(super) const STREAM_NON_BLOCKING: c_uint = 1;
 #[derive(Debug, Clone, Copy)]
 #[repr(i32)]
 pub(super) enum Attribute {
+    ConcurrentManagedAccess = 9,
     Integrated = 16,
     L2CacheSize = 19,
+    ManagedMemory = 24,
     /// Bits.
     MemoryBusWidth = 59,
     /// kHz.
     MemoryClockRate = 60,
     MultiprocessorCount = 63,
+    PageableMemoryAccess = 65,
+    PageableMemoryAccessUsesHostPageTables = 66,
 }
 
 /// The library's names, newest ROCm first.
@@ -113,6 +132,9 @@ hip_api! {
     hipEventSynchronize(Handle);
     hipEventElapsedTime(*mut f32, Handle, Handle);
     hipMalloc(*mut *mut c_void, usize);
+    hipMallocManaged(*mut *mut c_void, usize, c_uint);
+    hipMemPrefetchAsync(*const c_void, usize, c_int, Handle);
+    hipPointerGetAttribute(*mut c_void, c_int, *mut c_void);
     hipFree(*mut c_void);
     hipHostRegister(*mut c_void, usize, c_uint);
     hipHostUnregister(*mut c_void);

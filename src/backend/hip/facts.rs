@@ -37,6 +37,8 @@ pub(super) struct HipAttributes {
     pub memory_peak: Result<f64, String>,
     /// The clock and bus width it was computed from, in words.
     pub memory_peak_from: Option<String>,
+    /// What memory beyond its own its kernels reach.
+    pub reach: crate::results::targets::MemoryReach,
 }
 
 /// The facts of GPU `index`.
@@ -95,12 +97,31 @@ pub(super) fn facts(index: u32) -> Result<HipAttributes, String> {
             )
         }),
         memory_peak: peak,
+        reach: reach(&|a| attribute(a).ok()),
         name: if name.is_empty() {
             format!("AMD GPU {index}")
         } else {
             name
         },
     })
+}
+
+/// What HIP's attributes say a GPU's kernels reach (`attribute`: one
+/// attribute's value, `None` where HIP did not answer). HIP reports
+/// pageable access exactly where XNACK is on: the fact stands for both.
+fn reach(attribute: &dyn Fn(Attribute) -> Option<i32>) -> crate::results::targets::MemoryReach {
+    let yes = |a| attribute(a).map(|v| v != 0);
+    let pageable = yes(Attribute::PageableMemoryAccess);
+    crate::results::targets::MemoryReach {
+        managed: yes(Attribute::ManagedMemory),
+        concurrent_managed: yes(Attribute::ConcurrentManagedAccess),
+        pageable,
+        host_page_tables: yes(Attribute::PageableMemoryAccessUsesHostPageTables),
+        xnack: pageable,
+        pageable_missing: (pageable == Some(false)).then(|| {
+            "hipDeviceAttributePageableMemoryAccess is 0: XNACK is off (run with HSA_XNACK=1, on a GPU that retries page faults: MI200, MI300)".to_string()
+        }),
+    }
 }
 
 /// HIP's version number (`HIP_VERSION`: major × 10^7 + minor × 10^5 +

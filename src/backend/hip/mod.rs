@@ -124,6 +124,7 @@ impl Platform for Hip {
                 cache_bytes: Some(facts.l2_bytes),
                 fabric: smi::fabric(&facts.bus_id),
                 memory_health: smi::memory_health(&facts.bus_id),
+                reach: Some(facts.reach.clone()),
                 peaks: DevicePeaks {
                     memory_gb_s: facts.memory_peak.as_ref().ok().copied(),
                     host_link_gb_s: link.map(|l| l.current.gb_s()),

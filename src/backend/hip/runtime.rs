@@ -3,7 +3,7 @@
 //! built for its target. What they make is kept by `gpu::vendor`.
 
 use super::api::{self, Api, Handle};
-use crate::backend::gpu::runtime::DevicePtr;
+use crate::backend::gpu::runtime::{DevicePtr, DriverMemory};
 use crate::backend::gpu::vendor::{KernelValues, Release, VendorCalls, VendorRuntime};
 use std::ffi::{CStr, c_int, c_void};
 
@@ -186,6 +186,47 @@ impl VendorCalls for HipCalls {
         let code = unsafe { (self.api.hipMalloc)(&mut ptr, bytes) };
         self.api.check("hipMalloc", code)?;
         Ok(ptr as DevicePtr)
+    }
+
+    fn alloc_managed(&self, bytes: usize) -> Result<DevicePtr, String> {
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: writes one pointer; freed by the runtime's drop.
+        let code = unsafe { (self.api.hipMallocManaged)(&mut ptr, bytes, api::ATTACH_GLOBAL) };
+        self.api.check("hipMallocManaged", code)?;
+        Ok(ptr as DevicePtr)
+    }
+
+    fn prefetch(&self, ptr: DevicePtr, bytes: usize, stream: Handle) -> Result<(), String> {
+        // SAFETY: `ptr..ptr+bytes` is a managed allocation of the
+        // runtime's; the stream is live.
+        let code = unsafe {
+            (self.api.hipMemPrefetchAsync)(ptr as *const c_void, bytes, self.device, stream)
+        };
+        self.api.check("hipMemPrefetchAsync", code)
+    }
+
+    fn memory_at(&self, ptr: DevicePtr) -> Result<DriverMemory, String> {
+        let attribute = |what: c_int| -> Result<Option<u32>, String> {
+            let mut value: u32 = 0;
+            // SAFETY: both attributes write one 32-bit value.
+            let code = unsafe {
+                (self.api.hipPointerGetAttribute)((&raw mut value).cast(), what, ptr as *mut c_void)
+            };
+            match code {
+                api::SUCCESS => Ok(Some(value)),
+                // Memory the runtime has no record of: pageable.
+                api::INVALID_VALUE => Ok(None),
+                code => Err(self.api.fail("hipPointerGetAttribute", code)),
+            }
+        };
+        if attribute(api::POINTER_IS_MANAGED)? == Some(1) {
+            return Ok(DriverMemory::Managed);
+        }
+        Ok(match attribute(api::POINTER_MEMORY_TYPE)? {
+            Some(t) if t == api::memory_type_host(self.api) => DriverMemory::Host,
+            Some(_) => DriverMemory::Device,
+            None => DriverMemory::Pageable,
+        })
     }
 
     unsafe fn register(&self, host: *mut c_void, bytes: usize) -> Result<(), String> {

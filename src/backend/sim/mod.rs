@@ -43,7 +43,16 @@
 //! path between devices I and J away (their copies staged through host
 //! memory at a quarter of the speed, their kernels unable to reach each
 //! other), `clock=F` makes its clock run F times as fast as it should
-//! (the protocol must catch one that runs fast).
+//! (the protocol must catch one that runs fast), `memory=MIB` gives each
+//! device that much memory, `pageable=no` takes its reach into pageable
+//! host memory away.
+//!
+//! Where its arrays live (`--gpu-memory`) is modelled on its host link:
+//! its kernels over host memory (pinned or pageable) run at the link's
+//! share of its memory peak (both ways); managed memory the host wrote
+//! first migrates at the link's rate on the first kernel that touches it
+//! (or on a prefetch), and where more is managed than its memory holds,
+//! the share that does not fit runs at the link's rate every time.
 
 mod runtime;
 mod setup;
@@ -58,10 +67,10 @@ use crate::topology::Topology;
 use crate::topology::pci::{LinkState, PciLink};
 
 /// The simulated device's memory.
-const MEMORY_BYTES: u64 = 1 << 30;
+pub(super) const MEMORY_BYTES: u64 = 1 << 30;
 /// Its declared memory peak, GB/s: above what any host here reaches with
 /// one thread.
-const PEAK_GB_S: f64 = 1000.0;
+pub(super) const PEAK_GB_S: f64 = 1000.0;
 /// Its host link: PCIe 5.0 x16, 32 GT/s × 16 lanes × 128/130 / 8 = 63
 /// GB/s each way.
 const GEN5_X16: LinkState = LinkState {
@@ -76,6 +85,24 @@ const CACHE_BYTES: u64 = 4 << 20;
 const MULTIPROCESSORS: u32 = 8;
 /// Its clock's tick, seconds.
 const TICK_S: f64 = 1e-6;
+/// Device `index`'s PCIe link: Gen5 x16, or as many lanes as asked.
+fn link(setup: &Setup, index: u32) -> PciLink {
+    PciLink {
+        current: LinkState {
+            width: (setup.fault(index).lanes)
+                .or(setup.lanes)
+                .unwrap_or(GEN5_X16.width),
+            ..GEN5_X16
+        },
+        max: GEN5_X16,
+    }
+}
+
+/// Device `index`'s host link peak, each way, GB/s.
+fn host_link_gb_s(setup: &Setup, index: u32) -> f64 {
+    (setup.link_gb_s).unwrap_or_else(|| link(setup, index).current.gb_s())
+}
+
 /// The variable that sets it up for tests.
 pub const SETUP_VARIABLE: &str = "MEMBW_SIM_DEVICE";
 
@@ -132,15 +159,7 @@ impl Platform for SimPlatform {
 
     fn describe(&self, index: u32, topo: &Topology) -> Result<Described, String> {
         let setup = Setup::from_env()?;
-        let link = PciLink {
-            current: LinkState {
-                width: (setup.fault(index).lanes)
-                    .or(setup.lanes)
-                    .unwrap_or(GEN5_X16.width),
-                ..GEN5_X16
-            },
-            max: GEN5_X16,
-        };
+        let link = link(&setup, index);
         let device = targets::Device {
             id: DeviceId::of(self.name(), index),
             facts: DeviceFacts {
@@ -148,16 +167,25 @@ impl Platform for SimPlatform {
                 bus_id: Some(format!("0000:{:02x}:00.0", 0x18 + index)),
                 link: Some(link),
                 model: Some("membw simulated device".into()),
-                memory_bytes: Some(MEMORY_BYTES),
+                memory_bytes: Some(setup.memory_bytes.unwrap_or(MEMORY_BYTES)),
                 driver: Some(format!("membw {}", env!("CARGO_PKG_VERSION"))),
                 numa_node: SimPlatform::node(index, topo),
                 multiprocessors: Some(MULTIPROCESSORS),
                 cache_bytes: Some(CACHE_BYTES),
                 fabric: setup.fabric(index),
                 memory_health: Some(setup.memory_health(index)),
+                reach: Some(targets::MemoryReach {
+                    managed: Some(true),
+                    concurrent_managed: Some(true),
+                    pageable: Some(!setup.no_pageable),
+                    host_page_tables: Some(false),
+                    xnack: None,
+                    pageable_missing: (setup.no_pageable)
+                        .then(|| "the simulated device was set up without it (pageable=no)".into()),
+                }),
                 peaks: DevicePeaks {
                     memory_gb_s: Some(setup.peak_gb_s.unwrap_or(PEAK_GB_S)),
-                    host_link_gb_s: Some((setup.link_gb_s).unwrap_or_else(|| link.current.gb_s())),
+                    host_link_gb_s: Some(host_link_gb_s(&setup, index)),
                     memory_from: None,
                 },
                 method: DeviceMethod {

@@ -10,7 +10,9 @@
 //! device with a bad word would: validation must name the array.
 
 use super::{Setup, TICK_S};
-use crate::backend::gpu::runtime::{DevicePtr, Event, Function, KernelArgs, Runtime, Stream};
+use crate::backend::gpu::runtime::{
+    DevicePtr, DriverMemory, Event, Function, KernelArgs, Runtime, Stream,
+};
 use crate::backend::{Sums, run_portable};
 use crate::kernels::gpu_builds::{BLOCKS, BUILDS};
 use crate::kernels::{ARRAYS, ArrayId, KernelId, Mover, Path};
@@ -18,6 +20,9 @@ use crate::memory::Chunk;
 use crate::sys::MappedArray;
 use std::time::Duration;
 use std::time::Instant;
+
+/// The arrays that are the device's own (a..d), first in a launch's.
+const DEVICE_ARRAYS: usize = 4;
 
 /// Blocks of 256 threads each of its multiprocessors holds (as an H100
 /// holds six of membw's at 34 registers a thread).
@@ -76,6 +81,22 @@ fn names() -> Vec<(String, Body)> {
 struct Region {
     start: *mut f64,
     len: usize,
+    kind: RegionKind,
+}
+
+/// What a region is, as a driver's pointer attributes say, and where a
+/// managed one's pages are.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum RegionKind {
+    Device,
+    /// Managed memory; `resident`: its pages moved to the device.
+    Managed {
+        resident: bool,
+    },
+    /// Host memory registered (pinned, mapped).
+    Registered,
+    /// Pageable host memory its kernels read.
+    Pageable,
 }
 
 impl Region {
@@ -119,6 +140,12 @@ pub(super) struct SimRuntime {
     /// The share of its link's x16 its copies run at (`lanes=I:N`: a link
     /// trained narrow is that much slower).
     link_speed: f64,
+    /// The share of its memory's speed its kernels reach over its host
+    /// link, both ways (at most 1): over host memory, and where managed
+    /// pages migrate.
+    over_link: f64,
+    /// Bytes of its memory: what managed memory oversubscribes.
+    memory_bytes: u64,
 }
 
 impl SimRuntime {
@@ -126,6 +153,10 @@ impl SimRuntime {
         SimRuntime {
             speed: setup.fault(index).speed.unwrap_or(1.0),
             link_speed: f64::from((setup.fault(index).lanes.or(setup.lanes)).unwrap_or(16)) / 16.0,
+            over_link: (2.0 * super::host_link_gb_s(&setup, index)
+                / setup.peak_gb_s.unwrap_or(super::PEAK_GB_S))
+            .min(1.0),
+            memory_bytes: setup.memory_bytes.unwrap_or(super::MEMORY_BYTES),
             peers: Vec::new(),
             index,
             setup,
@@ -135,6 +166,51 @@ impl SimRuntime {
             events: [None; 3],
             warnings: Vec::new(),
         }
+    }
+
+    /// New memory of `bytes` of its own, of `kind`.
+    fn allocate(&mut self, bytes: usize, kind: RegionKind) -> Result<DevicePtr, String> {
+        let mut array = MappedArray::new(bytes.div_ceil(8).max(1), 0)
+            .map_err(|e| format!("allocating {bytes} bytes: {e}"))?;
+        let region = Region {
+            start: array.as_mut_slice().as_mut_ptr(),
+            len: array.len(),
+            kind,
+        };
+        let ptr = region.start as DevicePtr;
+        self.regions.push(region);
+        self.allocations.push(array);
+        Ok(ptr)
+    }
+
+    /// The share of its memory's speed a kernel over `arrays` (the
+    /// device's four) runs at where they live: over its host link for
+    /// host memory and for managed pages that migrate now (which are the
+    /// device's after), and, where more is managed than its memory holds,
+    /// over its link for the share that does not fit.
+    fn where_they_live(&mut self, arrays: &[DevicePtr]) -> f64 {
+        let mut speed: f64 = 1.0;
+        let mut managed_bytes = 0u64;
+        for region in
+            (self.regions.iter_mut()).filter(|r| arrays.iter().any(|&p| p != 0 && r.holds(p)))
+        {
+            match region.kind {
+                RegionKind::Registered | RegionKind::Pageable => speed = speed.min(self.over_link),
+                RegionKind::Managed { resident } => {
+                    if !resident {
+                        speed = speed.min(self.over_link);
+                        region.kind = RegionKind::Managed { resident: true };
+                    }
+                    managed_bytes += region.len as u64 * 8;
+                }
+                RegionKind::Device => {}
+            }
+        }
+        if managed_bytes > self.memory_bytes {
+            let fit = self.memory_bytes as f64 / managed_bytes as f64;
+            speed = speed.min(1.0 / (fit + (1.0 - fit) / self.over_link));
+        }
+        speed
     }
 
     /// The region `ptr` points into, from `ptr` to its end: its own, or a
@@ -278,16 +354,50 @@ impl Runtime for SimRuntime {
     }
 
     fn alloc(&mut self, bytes: usize) -> Result<DevicePtr, String> {
-        let mut array = MappedArray::new(bytes.div_ceil(8).max(1), 0)
-            .map_err(|e| format!("allocating {bytes} bytes: {e}"))?;
-        let region = Region {
-            start: array.as_mut_slice().as_mut_ptr(),
-            len: array.len(),
-        };
-        let ptr = region.start as DevicePtr;
-        self.regions.push(region);
-        self.allocations.push(array);
-        Ok(ptr)
+        self.allocate(bytes, RegionKind::Device)
+    }
+
+    fn alloc_managed(&mut self, bytes: usize) -> Result<DevicePtr, String> {
+        self.allocate(bytes, RegionKind::Managed { resident: false })
+    }
+
+    fn prefetch(&mut self, ptr: DevicePtr, _bytes: usize, _stream: Stream) -> Result<(), String> {
+        let over_link = self.over_link;
+        let region = (self.regions.iter_mut())
+            .find(|r| r.holds(ptr))
+            .ok_or_else(|| format!("address {ptr:#x} is not the device's"))?;
+        if region.kind == (RegionKind::Managed { resident: false }) {
+            // Its pages cross the link once.
+            let began = Instant::now();
+            // SAFETY: the region is one of the runtime's allocations.
+            let pages = unsafe { std::slice::from_raw_parts(region.start, region.len) };
+            std::hint::black_box(pages.iter().step_by(512).sum::<f64>());
+            slow_down(began, over_link);
+            region.kind = RegionKind::Managed { resident: true };
+        }
+        Ok(())
+    }
+
+    fn memory_at(&mut self, ptr: DevicePtr) -> Result<DriverMemory, String> {
+        let kind = (self.regions.iter()).find(|r| r.holds(ptr)).map(|r| r.kind);
+        Ok(match kind {
+            Some(RegionKind::Device) => DriverMemory::Device,
+            Some(RegionKind::Managed { .. }) => DriverMemory::Managed,
+            Some(RegionKind::Registered) => DriverMemory::Host,
+            Some(RegionKind::Pageable) | None => DriverMemory::Pageable,
+        })
+    }
+
+    unsafe fn pageable(&mut self, host: *mut f64, len: usize) -> Result<DevicePtr, String> {
+        if self.setup.no_pageable {
+            return Err("the simulated device does not read pageable memory (pageable=no)".into());
+        }
+        (self.regions).push(Region {
+            start: host,
+            len,
+            kind: RegionKind::Pageable,
+        });
+        Ok(host as DevicePtr)
     }
 
     unsafe fn register(&mut self, host: *mut f64, len: usize) -> Result<DevicePtr, String> {
@@ -299,7 +409,11 @@ impl Runtime for SimRuntime {
                 crate::units::Bytes(len as u64 * 8)
             ));
         }
-        self.regions.push(Region { start: host, len });
+        (self.regions).push(Region {
+            start: host,
+            len,
+            kind: RegionKind::Registered,
+        });
         Ok(host as DevicePtr)
     }
 
@@ -351,6 +465,8 @@ impl Runtime for SimRuntime {
         }
         let body = self.names[function.0].1;
         let elements = args.elements as usize;
+        let began = Instant::now();
+        let placed = self.where_they_live(&args.arrays[..DEVICE_ARRAYS]);
         // SAFETY: the arrays are the runtime's regions, and the launch
         // is done before this call returns.
         let mut chunk = unsafe { self.chunk(&args.arrays, elements) }?;
@@ -359,20 +475,21 @@ impl Runtime for SimRuntime {
                 if let Some(array) = chunk.arrays[i].as_deref_mut() {
                     array.fill(args.scalar);
                 }
+                slow_down(began, placed);
                 return Ok(());
             }
             Body::Update => {
                 if let Some(a) = chunk.arrays[ArrayId::A.index()].as_deref_mut() {
                     a.iter_mut().for_each(|x| *x *= args.scalar);
                 }
+                slow_down(began, placed);
                 return Ok(());
             }
             Body::Kernel(kernel) => kernel,
         };
         let mut sums = Sums::default();
-        let began = Instant::now();
         run_portable(kernel, &mut chunk, &mut sums);
-        slow_down(began, self.speed);
+        slow_down(began, self.speed * placed);
         let written = kernel.spec().written();
         Self::spoil(
             written.and_then(|w| chunk.arrays[w.index()].as_deref_mut()),
@@ -433,6 +550,7 @@ impl Runtime for SimRuntime {
                 region: Region {
                     start: start as *mut f64,
                     len,
+                    kind: RegionKind::Device,
                 },
                 direct,
                 links: self.setup.links_up(peer),

@@ -31,6 +31,12 @@ pub(super) struct Setup {
     /// Peer links (NVLink) each device has to the node's switches
     /// (`nvlink=N`); none asked, the devices have no fabric.
     pub nvlink: Option<u32>,
+    /// Bytes of memory each device has (`memory=MIB`), else
+    /// [`super::MEMORY_BYTES`]: small, an oversubscription is cheap.
+    pub memory_bytes: Option<u64>,
+    /// Its kernels cannot read pageable host memory (`pageable=no`), as a
+    /// GPU without HMM, ATS or XNACK.
+    pub no_pageable: bool,
 }
 
 /// What is wrong with one device.
@@ -146,6 +152,16 @@ impl Setup {
                 Some(("remap-pending", i)) => {
                     setup.faults.entry(device(i)?).or_default().remap_pending = true;
                 }
+                Some(("memory", mib)) => {
+                    setup.memory_bytes = Some(
+                        (mib.parse::<u64>().ok())
+                            .filter(|m| (1..=1 << 20).contains(m))
+                            .ok_or_else(|| format!("'{mib}': MiB of memory, 1 to 1048576"))?
+                            << 20,
+                    );
+                }
+                Some(("pageable", "no")) => setup.no_pageable = true,
+                Some(("pageable", "yes")) => setup.no_pageable = false,
                 Some(("clock", f)) => {
                     setup.clock = Some(
                         (f.parse().ok())
@@ -155,7 +171,7 @@ impl Setup {
                 }
                 _ => {
                     return Err(format!(
-                        "'{item}': expected devices=N, wrong-element=N, peak=GBS, link=GBS, lanes=[I:]N, slow=I:F, peer-down=I:J, nvlink=N, nvlink-down=I:K, ecc-ue=I:N, retired-pages=I:N, remap-pending=I or clock=F"
+                        "'{item}': expected devices=N, wrong-element=N, peak=GBS, link=GBS, lanes=[I:]N, slow=I:F, peer-down=I:J, nvlink=N, nvlink-down=I:K, ecc-ue=I:N, retired-pages=I:N, remap-pending=I, memory=MIB, pageable=yes|no or clock=F"
                     ));
                 }
             }

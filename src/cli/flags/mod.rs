@@ -13,12 +13,14 @@ use clap::Args;
 use std::time::Duration;
 
 mod backend;
+mod gpu_memory;
 mod isa;
 mod offset;
 mod one_or_many;
 mod output;
 mod placement;
 pub(crate) use backend::*;
+pub(crate) use gpu_memory::*;
 pub(crate) use isa::*;
 pub(crate) use offset::*;
 pub(crate) use output::*;

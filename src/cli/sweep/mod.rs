@@ -260,6 +260,7 @@ fn sweep_spec(args: &SweepArgs, topo: &crate::topology::Topology) -> Result<Swee
         hugepages: m.page_sizes(),
         isas: m.isas(),
         offsets: m.offset.each(),
+        gpu_memories: m.gpu_memory.each(),
         sizes: super::values::WorkingSets::joined(&args.sizes.sizes)?,
         cpu_nodes: axes.cpunode.nodes()?,
         numa_matrix: args.numa_matrix.numa_matrix.map(|m| match m {

@@ -107,6 +107,9 @@ pub fn configuration(r: &Record) -> String {
         Some(name) if r.point.mem.is_some() => {
             format!("device {name} (host buffers {})", r.point.mem_text())
         }
+        Some(name) if r.point.gpu_memory != Default::default() => {
+            format!("device {name} ({} memory)", r.point.gpu_memory)
+        }
         Some(name) => format!("device {name}"),
         None => {
             // What else sets the point apart: other code, another layout.

@@ -52,6 +52,7 @@ pub(super) fn reading_order(records: &[Record]) -> Vec<&Record> {
                 r.point.stores,
                 r.point.isa.map(|i| i.to_string()),
                 r.point.offset,
+                r.point.gpu_memory,
                 r.point.threads,
                 r.point.working_set_per_thread,
             )
@@ -179,6 +180,8 @@ struct Columns {
     isa: bool,
     /// STREAM's OFFSET, where the points' differ: another layout.
     offset: bool,
+    /// Where a device's arrays lived, where the points' differ.
+    gpu_memory: bool,
     numa: bool,
     /// The run count is a column only where it differs between points.
     runs_vary: bool,
@@ -206,6 +209,7 @@ impl Columns {
                 known.clone().any(|i| Some(i) != known.clone().next())
             },
             offset: any(&|r| r.point.offset != sorted[0].point.offset),
+            gpu_memory: any(&|r| r.point.gpu_memory != sorted[0].point.gpu_memory),
             numa: any(&|r| r.point.numa.is_some()),
             runs_vary: any(&|r| r.runs.len() != sorted[0].runs.len()),
             with_sd: any(&|r| r.kernel_trust(kernel).shown().is_some_and(|s| s.n > 1)),
@@ -234,6 +238,9 @@ impl Columns {
         }
         if self.offset {
             headers.push("offset".into());
+        }
+        if self.gpu_memory {
+            headers.push("memory".into());
         }
         if self.numa {
             headers.push("cpu→mem".into());
@@ -283,6 +290,9 @@ impl Columns {
         }
         if self.offset {
             row.push(r.point.offset.to_string());
+        }
+        if self.gpu_memory {
+            row.push(r.point.gpu_memory.to_string());
         }
         if self.numa {
             let nodes = (r.point.numa).map(|n| format!("{} → {}", n.cpu_node, n.mem_node));

@@ -33,6 +33,7 @@ pub(crate) fn cell(cpu: usize, mem: usize, gb_s: f64) -> Record {
         }),
         element_bytes: None,
         offset: 0,
+        gpu_memory: Default::default(),
         isa: None,
         concurrent_rank: None,
         together: None,

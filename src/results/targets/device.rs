@@ -63,9 +63,71 @@ pub struct DeviceFacts {
     /// Its memory's ECC errors, retired pages and remapped rows, where
     /// its library reports them.
     pub memory_health: Option<super::memory_health::GpuMemoryHealth>,
+    /// What memory beyond its own its kernels reach, as its driver says.
+    pub reach: Option<MemoryReach>,
     pub peaks: DevicePeaks,
     /// How it is measured, as its backend declares it.
     pub method: super::method::DeviceMethod,
+}
+
+/// What memory beyond its own a GPU's kernels reach, as its driver's
+/// attributes say (unknown where it was not read).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryReach {
+    /// It has managed memory (the drivers' `MANAGED_MEMORY` attribute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub managed: Option<bool>,
+    /// It and the host may touch managed memory at once, pages migrating
+    /// on demand (`CONCURRENT_MANAGED_ACCESS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrent_managed: Option<bool>,
+    /// Its kernels read pageable host memory (`PAGEABLE_MEMORY_ACCESS`:
+    /// HMM or ATS; on AMD, with XNACK on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pageable: Option<bool>,
+    /// Through the host's own page tables (ATS: Grace's C2C, MI300A).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_page_tables: Option<bool>,
+    /// AMD: page faults retried (XNACK), which reading pageable memory
+    /// needs (`HSA_XNACK=1` where the GPU supports it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xnack: Option<bool>,
+    /// Where it cannot read pageable memory: what is missing, in its
+    /// vendor's words (the attribute, the variable that turns it on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pageable_missing: Option<String>,
+}
+
+impl MemoryReach {
+    /// Its facts in words, the known ones: `reads pageable memory (host
+    /// page tables), concurrent managed access`.
+    pub fn words(&self) -> Vec<String> {
+        let yes_no = |fact: Option<bool>, yes: &str, no: &str| {
+            fact.map(|f| if f { yes.to_string() } else { no.to_string() })
+        };
+        [
+            yes_no(self.managed, "managed memory", "no managed memory"),
+            yes_no(
+                self.concurrent_managed,
+                "concurrent managed access",
+                "no concurrent managed access",
+            ),
+            yes_no(
+                self.pageable,
+                "reads pageable memory",
+                "does not read pageable memory",
+            ),
+            yes_no(
+                self.host_page_tables,
+                "through the host's page tables (ATS)",
+                "not through the host's page tables",
+            ),
+            yes_no(self.xnack, "XNACK on", "XNACK off"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
 }
 
 /// A device's theoretical rates, GB/s (10^9 B/s), by what they are of.
@@ -120,6 +182,8 @@ struct Wire {
     fabric: Option<super::fabric::Fabric>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     memory_health: Option<super::memory_health::GpuMemoryHealth>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reach: Option<MemoryReach>,
     #[serde(default, skip_serializing_if = "DevicePeaks::is_empty")]
     peaks: DevicePeaks,
     #[serde(default, skip_serializing_if = "super::method::DeviceMethod::is_empty")]
@@ -153,6 +217,10 @@ impl From<Wire> for Device {
                 cache_bytes: w.cache_bytes,
                 fabric: w.fabric,
                 memory_health: w.memory_health,
+                reach: w.reach.map(|reach| MemoryReach {
+                    pageable_missing: line(reach.pageable_missing),
+                    ..reach
+                }),
                 peaks,
                 method: w.method,
             },
@@ -177,6 +245,7 @@ impl From<Device> for Wire {
             cache_bytes: d.facts.cache_bytes,
             fabric: d.facts.fabric,
             memory_health: d.facts.memory_health,
+            reach: d.facts.reach,
             peaks: d.facts.peaks,
             method: d.facts.method,
             peak_gb_s: None,

@@ -14,7 +14,7 @@ pub mod fabric;
 pub mod memory_health;
 pub mod method;
 
-pub use device::{Device, DeviceFacts, DeviceId, DevicePeaks};
+pub use device::{Device, DeviceFacts, DeviceId, DevicePeaks, MemoryReach};
 pub use fabric::{Fabric, FabricKind, FabricPath};
 pub use memory_health::{CounterLimit, GpuMemoryAt, GpuMemoryHealth, GpuMemoryRead, MemoryCounter};
 pub use method::{Clock, DeviceMethod, Method, Work};

@@ -1,0 +1,297 @@
+//! Where a GPU's arrays live (`--gpu-memory`): each place measured,
+//! validated and named in the record on every vendor this host can load
+//! (the simulated device, the fake CUDA driver, the fake HIP runtime), the
+//! refusals in one line, managed and system memory outgrowing the device,
+//! and each place a point of a sweep.
+
+use super::gpu_runtimes::{Vendor, vendors};
+use crate::common::{
+    assert_contains, fake_cuda_driver, fake_hip_runtime, membw, scratch_file, usage_error,
+};
+use serde_json::Value;
+
+/// A short run: one launch shape, small arrays, two kernels over a, b, c.
+const SHORT: [&str; 8] = [
+    "--array-size", "64K", "--ntimes", "3", "--kernels", "copy,triad", "--shape",
+    "w16.u4.b256.wave",
+];
+
+/// What a driver says memory asked for at `place` is.
+fn expected_driver(place: &str) -> &'static str {
+    match place.split(':').next().unwrap() {
+        "managed" => "managed",
+        "host" => "host",
+        "system" => "pageable",
+        _ => "device",
+    }
+}
+
+/// A run of `vendor` with its arrays at `place`, as JSON: the
+/// simulated device's first, the fakes' second GPU.
+fn run_at(vendor: &Vendor, place: &str) -> Value {
+    let mut args = vec!["--gpu-memory", place];
+    args.extend(SHORT);
+    vendor.run_json(&args)
+}
+
+#[test]
+fn each_place_is_measured_validated_and_named_in_the_record() {
+    for mut vendor in vendors() {
+        // AMD's GPUs read pageable memory with XNACK on.
+        vendor.env.push(("HSA_XNACK", "1".into()));
+        for place in ["managed", "managed:prefetch", "host", "system"] {
+            let run = run_at(&vendor, place);
+            let m = &run["measurement"];
+            let what = format!("{} {place}: {m}", vendor.backend);
+            assert_eq!(m["validation"]["passed"], true, "{what}");
+            let used = &m["gpu_memory"];
+            let asked = used["asked"].as_str().unwrap();
+            assert!(
+                asked.starts_with(place.split(':').next().unwrap()),
+                "{what}"
+            );
+            let found = used["found"].as_array().unwrap();
+            assert_eq!(found.len(), 3, "{what}");
+            for array in found {
+                assert_eq!(array["driver"], expected_driver(place), "{what}");
+            }
+            // The first pass over the three arrays, timed apart.
+            assert_eq!(used["first_touch"]["bytes"], 3 * 64000 * 8, "{what}");
+            assert!(
+                used["first_touch"]["seconds"].as_f64().unwrap() >= 0.0,
+                "{what}"
+            );
+            // Host memory's pages are found on host nodes, as the CPU's are.
+            let pages = m["pages"].as_array().unwrap();
+            let host_pages = pages.iter().filter(|p| p["array"] == "a").count();
+            assert_eq!(
+                host_pages,
+                usize::from(place == "host" || place == "system"),
+                "{what}"
+            );
+            assert!(used.get("device_share").is_none(), "{what}");
+        }
+        // Device memory is the default, and its record says so.
+        let run = vendor.run_json(&SHORT);
+        let used = &run["measurement"]["gpu_memory"];
+        assert_eq!(used["asked"], "device", "{used}");
+        assert!(used.get("first_touch").is_none(), "{used}");
+    }
+}
+
+#[test]
+fn the_run_header_says_where_the_arrays_were_and_what_the_driver_said() {
+    let mut args = vec![
+        "run", "--backend", "sim:0", "--gpu-memory", "managed:prefetch",
+    ];
+    args.extend(SHORT);
+    let out = membw().args(&args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_contains(
+        &text,
+        "Arrays: --gpu-memory managed:prefetch; the driver says: a, b, c managed memory; first touch 1.5 MiB in",
+    );
+    assert_contains(&text, "apart from the repetitions");
+}
+
+/// Asserts that `cmd` ends in one line on stderr holding `needle`, exit 2,
+/// nothing on stdout.
+fn refused(mut cmd: assert_cmd::Command, needle: &str) {
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    assert!(out.stdout.is_empty(), "{stderr}");
+    assert_contains(&stderr, needle);
+}
+
+#[test]
+fn a_gpu_that_cannot_read_pageable_memory_refuses_system_memory_in_one_line() {
+    for vendor in vendors() {
+        let (variable, value, attribute) = match vendor.backend {
+            "sim:1" => (
+                "MEMBW_SIM_DEVICE",
+                "pageable=no",
+                "set up without it (pageable=no)",
+            ),
+            "cuda:1" => (
+                "FAKE_CUDA_PAGEABLE",
+                "0",
+                "CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS is 0",
+            ),
+            // No HSA_XNACK: XNACK is off, as it is by default.
+            _ => ("FAKE_HIP_UNSET", "", "XNACK is off (run with HSA_XNACK=1"),
+        };
+        let mut cmd = vendor.membw(&[
+            "run", "--backend", vendor.backend, "--gpu-memory", "system:0",
+        ]);
+        cmd.env(variable, value).env_remove("HSA_XNACK");
+        refused(
+            cmd,
+            &format!(
+                "--gpu-memory 'system:0': {}",
+                vendor.backend.replace(':', "")
+            ),
+        );
+        let mut cmd = vendor.membw(&["run", "--backend", vendor.backend, "--gpu-memory", "system"]);
+        cmd.env(variable, value).env_remove("HSA_XNACK");
+        refused(cmd, attribute);
+    }
+}
+
+#[test]
+fn a_place_the_gpu_or_the_host_has_not_is_refused_in_one_line() {
+    let sim = ["run", "--backend", "sim:0", "--gpu-memory"];
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["hbm"],
+            "'hbm': device, managed, managed:prefetch, host[:NODE] or system[:NODE]",
+        ),
+        (
+            &["host:1023"],
+            "--gpu-memory 'host:1023': there is no NUMA node 1023 here",
+        ),
+        (&["managed:now"], "managed takes :prefetch or nothing"),
+        (
+            &["managed", "--kernels", "h2d"],
+            "h2d moves data between the host and the device's own memory",
+        ),
+        (
+            &["device,managed"],
+            "--gpu-memory: run takes one place; membw sweep --gpu-memory measures several",
+        ),
+    ];
+    for (rest, needle) in cases {
+        let args: Vec<&str> = sim.iter().chain(rest).copied().collect();
+        usage_error(&args, needle);
+    }
+    usage_error(
+        &["run", "--backend", "cpu", "--gpu-memory", "managed"],
+        "--gpu-memory 'managed': the CPU team's arrays are host memory",
+    );
+    if let Some(dir) = fake_cuda_driver() {
+        let mut cmd = membw();
+        cmd.args(["run", "--backend", "cuda:0", "--gpu-memory", "managed"])
+            .env("LD_LIBRARY_PATH", dir)
+            .env("FAKE_CUDA_MANAGED", "0");
+        refused(
+            cmd,
+            "cuda0 has no managed memory (its driver's MANAGED_MEMORY attribute is 0)",
+        );
+    }
+}
+
+#[test]
+fn managed_and_system_memory_may_outgrow_the_device_and_say_how_much_fits() {
+    // A device of 16 MiB; three arrays of 1M elements are 24 MB.
+    let small = ("MEMBW_SIM_DEVICE", "memory=16");
+    let run = |place: &str| {
+        let mut cmd = membw();
+        cmd.args([
+            "run", "--backend", "sim:0", "--format", "json", "--gpu-memory", place,
+        ])
+        .args([
+            "--array-size", "1M", "--ntimes", "3", "--kernels", "copy,triad",
+        ])
+        .args(["--shape", "w16.u4.b256.wave"])
+        .env(small.0, small.1);
+        cmd.output().unwrap()
+    };
+    let device = run("device");
+    let stderr = String::from_utf8_lossy(&device.stderr);
+    assert_eq!(device.status.code(), Some(2), "{stderr}");
+    assert_contains(&stderr, "more than the 16 MiB of sim0");
+    assert_contains(&stderr, "managed or system memory may outgrow it");
+    for place in ["managed", "system"] {
+        let out = run(place);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{place}: {stderr}");
+        let record: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let share = record["measurement"]["gpu_memory"]["device_share"]
+            .as_f64()
+            .unwrap();
+        let expected = (16u64 << 20) as f64 / 24e6;
+        assert!((share - expected).abs() < 1e-9, "{place}: {share}");
+        assert_contains(
+            &stderr,
+            "the arrays are 43 % more than the device's memory: 70 % of them fit",
+        );
+    }
+}
+
+#[test]
+fn a_prefetch_is_asked_of_the_driver_for_each_managed_array() {
+    let Some(dir) = fake_cuda_driver() else {
+        return;
+    };
+    for (place, prefetches) in [("managed", 0), ("managed:prefetch", 3)] {
+        let (_dir, log, _) = scratch_file("driver.log");
+        let mut cmd = membw();
+        cmd.args(["run", "--backend", "cuda:0", "--gpu-memory", place])
+            .args(SHORT)
+            .env("LD_LIBRARY_PATH", &dir)
+            .env("FAKE_CUDA_LOG", &log);
+        assert!(cmd.output().unwrap().status.success());
+        let said = std::fs::read_to_string(&log).unwrap();
+        let asked = said
+            .lines()
+            .filter(|l| *l == "prefetched 512000 bytes to 0")
+            .count();
+        assert_eq!(asked, prefetches, "{place}: {said}");
+    }
+    if let Some(dir) = fake_hip_runtime() {
+        let (_dir, log, _) = scratch_file("runtime.log");
+        let mut cmd = membw();
+        cmd.args([
+            "run", "--backend", "hip:0", "--gpu-memory", "managed:prefetch",
+        ])
+        .args(SHORT)
+        .env("LD_LIBRARY_PATH", &dir)
+        .env("FAKE_HIP_LOG", &log);
+        assert!(cmd.output().unwrap().status.success());
+        let said = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(
+            said.matches("prefetched 512000 bytes to 0").count(),
+            3,
+            "{said}"
+        );
+    }
+}
+
+#[test]
+fn a_sweep_measures_each_place_as_a_point_and_the_report_names_it() {
+    let (_dir, _path, results) = scratch_file("places.jsonl");
+    let mut cmd = membw();
+    cmd.args([
+        "sweep",
+        "--backend",
+        "sim:0",
+        "--gpu-memory",
+        "device,managed:prefetch,host",
+    ])
+    .args(SHORT)
+    .args(["-o", &results]);
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&results).unwrap();
+    let places: Vec<Value> = (text.lines())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r.get("point").is_some())
+        .map(|r| r["point"]["gpu_memory"].clone())
+        .collect();
+    // Device memory is not written, as in files from before the axis.
+    assert_eq!(
+        places,
+        [Value::Null, "managed:prefetch".into(), "host:0".into()],
+        "{text}"
+    );
+    let report = membw().args(["report", &results]).output().unwrap();
+    let shown = String::from_utf8_lossy(&report.stdout);
+    assert_contains(&shown, "memory");
+    assert_contains(&shown, "managed:prefetch");
+    assert_contains(&shown, "host:0");
+}
