@@ -3,6 +3,7 @@
 //! rule), the code and stores, the memory policy and the reproduce lines,
 //! for this node or one described by `--sysroot`.
 
+use crate::memory::gpu_memory::GpuMemory;
 use crate::placement::spellings::Spellings;
 use crate::plan::Plan;
 use crate::topology::Topology;
@@ -54,7 +55,7 @@ fn arrays_line(plan: &Plan, topo: &Topology) -> String {
     // A device's arrays are in no host cache: its own memory's rule made
     // its size.
     let fit = match plan.host_cpus() {
-        None => "in the device's own memory".into(),
+        None => where_a_device_finds_them(plan.gpu_memory),
         Some(working) => {
             let used = working.iter().copied().collect();
             let rule = crate::results::StreamRule::for_cpus(topo, &used);
@@ -65,6 +66,29 @@ fn arrays_line(plan: &Plan, topo: &Topology) -> String {
         "{arrays} × {} elements ({bytes} each, {total} in all), {fit}",
         plan.elements
     )
+}
+
+/// Where a device's arrays live, as the plan asks.
+fn where_a_device_finds_them(place: GpuMemory) -> String {
+    let node =
+        |n: Option<usize>| n.map_or("the host thread's node".into(), |n| format!("node {n}"));
+    match place {
+        GpuMemory::Device => "in the device's own memory".into(),
+        GpuMemory::Managed { prefetch: false } => {
+            "in managed memory, written first by the host (its pages migrate on the first kernel, timed apart)".into()
+        }
+        GpuMemory::Managed { prefetch: true } => {
+            "in managed memory, written first by the host and prefetched to the device (timed apart)".into()
+        }
+        GpuMemory::Host { node: n } => format!(
+            "in pinned host memory on {}, mapped: every access crosses the host link",
+            node(n)
+        ),
+        GpuMemory::System { node: n } => format!(
+            "in pageable host memory on {}, read through the host's page tables",
+            node(n)
+        ),
+    }
 }
 
 /// The kernels' code: ISA and stores, and why.

@@ -149,7 +149,7 @@ impl MachineSpec {
                 )?;
             }
         }
-        let total_kib = node_kib * nodes as u64;
+        let total_kib: u64 = (0..nodes).map(|n| self.node_kib(n, node_kib)).sum();
         w(
             "proc/meminfo",
             &format!(
@@ -266,6 +266,15 @@ impl MachineSpec {
     }
 
     /// Each NUMA node's CPUs, distances, memory and tiers.
+    /// Node `node`'s memory, KiB: a memory-only node's own size where
+    /// the spec gives one, else every node's.
+    fn node_kib(&self, node: usize, every: u64) -> u64 {
+        match self.memory_only_gib {
+            Some(gib) if node >= self.cpu_nodes() => gib << 20,
+            _ => every,
+        }
+    }
+
     fn write_nodes(
         &self,
         w: &impl Fn(&str, &str) -> io::Result<()>,
@@ -295,6 +304,7 @@ impl MachineSpec {
                 .map(|to| self.distance(node, to).to_string())
                 .collect();
             w(&format!("{base}/distance"), &format!("{}\n", d.join(" ")))?;
+            let node_kib = self.node_kib(node, node_kib);
             w(
                 &format!("{base}/meminfo"),
                 &format!(

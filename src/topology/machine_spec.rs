@@ -49,6 +49,10 @@ pub struct MachineSpec {
     /// Extra CPU-less memory nodes (HBM, CXL), placed after the CPU nodes.
     #[serde(default)]
     pub memory_only_nodes: usize,
+    /// Their memory each, GiB, where not `node_memory_gib` (a GH200's HBM
+    /// node beside its LPDDR).
+    #[serde(default)]
+    pub memory_only_gib: Option<u64>,
     /// HMAT figures (read and write MB/s, read and write ns) for the CPU
     /// nodes and the memory-only nodes, as `access0/initiators` shows them.
     #[serde(default)]

@@ -295,3 +295,44 @@ fn a_sweep_measures_each_place_as_a_point_and_the_report_names_it() {
     assert_contains(&shown, "managed:prefetch");
     assert_contains(&shown, "host:0");
 }
+
+#[test]
+fn a_gh200_nodes_plans_put_the_cpu_over_hbm_and_the_gpu_over_lpddr() {
+    let root = crate::common::shared_tree("gh200-1s");
+    let root = root.to_str().unwrap();
+    let topo = membw().args(["topo", "--sysroot", root]).output().unwrap();
+    let text = String::from_utf8_lossy(&topo.stdout);
+    assert_contains(&text, "72 cores");
+    // Node 1: the GPU's HBM, without CPUs.
+    assert_contains(&text, "1     memory         96 GiB");
+    assert_contains(&text, "10de:2342");
+    let plan = |args: &[&str]| {
+        let out = membw()
+            .args(["run", "--sysroot", root, "--dry-run"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // The Grace cores over the HBM node, over the LPDDR node.
+    assert_contains(
+        &plan(&["--mem", "bind:1"]),
+        "numactl --physcpubind=0-71 --membind=1",
+    );
+    assert_contains(&plan(&["--mem", "bind:0"]), "--membind=0");
+    // A GPU over the Grace's LPDDR, pageable and pinned.
+    let gpu = ["--backend", "sim:0", "--gpu-memory"];
+    let system = plan(&[&gpu[..], &["system:0"]].concat());
+    assert_contains(
+        &system,
+        "in pageable host memory on node 0, read through the host's page tables",
+    );
+    let host = plan(&[&gpu[..], &["host:1"]].concat());
+    assert_contains(&host, "in pinned host memory on node 1, mapped");
+    assert_contains(&plan(&gpu[..2]), "in the device's own memory");
+}
