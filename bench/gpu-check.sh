@@ -13,6 +13,9 @@
 #   MEMBW_PORTABLE=PATH the portable release binary: topo, run and check,
 #                      and alternated with MEMBW on HBM (2^27)
 #   LINKS=0            leave out the host-link section
+#   PLACES=0           leave out --gpu-memory's places (device, managed with
+#                      and without a prefetch, host and system memory on
+#                      each NUMA node) beside each node's pinned copy rate
 #   TORCH=0            leave out PyTorch's device copy (copy_), which runs
 #                      where python3 imports torch with CUDA
 #   TUNE=0             leave out `membw tune --backend cuda:0` at each size
@@ -27,7 +30,9 @@
 # `copy_` of the same bytes (alternated in the same rounds); every launch
 # shape of `membw tune --backend cuda:0` at each size, the chosen one first; the optional builds
 # alternated; h2d and d2h from the GPU's own node against the pinned loop;
-# a baseline and a timed check of the GPU. BabelStream's CSV is read by
+# every place of the arrays (--gpu-memory) at 2^27 doubles, against device
+# memory and the pinned copy rate of each node; a baseline and a timed
+# check of the GPU. BabelStream's CSV is read by
 # column name (`max_<unit>_per_sec`, whatever its unit): a missing column
 # ends the script with an error, never a figure of 0.
 set -uo pipefail
@@ -270,6 +275,73 @@ for k in ["h2d", "d2h"]:
         sys.exit(f"gpu-check: the pinned loop printed no {k} rate")
     m, p = membw.get(k, 0), peer[k]
     print(f"{k}: membw {m:.2f} GB/s, pinned cudaMemcpy {p:.2f} GB/s, ratio {m / p:.3f}")
+PY
+fi
+
+if [ "${PLACES:-1}" != 0 ]; then
+  # Where the arrays live (--gpu-memory), 2^27 doubles each, beside the
+  # pinned copy rate of each host node: device memory, managed memory with
+  # and without a prefetch, pinned host memory mapped into the GPU on each
+  # node, and pageable system memory where the driver reads it.
+  section "where the arrays live: membw run --gpu-memory PLACE, 2^27 doubles (best of $ROUNDS)"
+  [ -x "$work/pinned-copy" ] || nvcc -O2 -o "$work/pinned-copy" "$here/pinned-copy.cu" 2>"$work/nvcc.log" || cat "$work/nvcc.log"
+  nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | sed 's/.*node//' | sort -n | tr '\n' ' ')
+  places="device managed managed:prefetch"
+  for n in ${nodes:-0}; do places="$places host:$n system:$n"; done
+  for round in $(seq "$ROUNDS"); do
+    for place in $places; do
+      "$MEMBW" run --backend cuda:0 --gpu-memory "$place" --kernels copy,triad --array-size $((1 << 27)) \
+        --ntimes 20 --format json >"$work/place-${place/:/-}-$round.json" 2>"$work/place-${place/:/-}-$round.err" ||
+        head -1 "$work/place-${place/:/-}-$round.err" >"$work/place-${place/:/-}.refused"
+    done
+    for n in ${nodes:-0}; do
+      bind=()
+      command -v numactl >/dev/null && bind=(numactl --cpunodebind "$n" --membind "$n")
+      "${bind[@]}" "$work/pinned-copy" $((1 << 30)) 10 5 >"$work/place-pinned-$n-$round.txt" 2>/dev/null
+    done
+  done
+  python3 - "$work" $places <<'PY'
+import glob, json, os, sys
+work, places = sys.argv[1], sys.argv[2:]
+def best(place):
+    rates, used = {}, None
+    for f in glob.glob(f"{work}/place-{place.replace(':', '-')}-*.json"):
+        try:
+            m = json.load(open(f))["measurement"]
+        except (ValueError, KeyError):
+            continue
+        used = m.get("gpu_memory", used)
+        for r in m["results"]:
+            rates[r["kernel"]] = max(rates.get(r["kernel"], 0), r["best_rate_mb_s"] / 1e3)
+    return rates, used
+def pinned(node):
+    rates = {}
+    for f in glob.glob(f"{work}/place-pinned-{node}-*.txt"):
+        for line in open(f):
+            if len(line.split()) == 2:
+                k, v = line.split()
+                rates[k] = max(rates.get(k, 0), float(v))
+    return rates
+device = best("device")[0]
+print(f"  {'place':<18} {'copy':>8} {'triad':>8} GB/s  triad/device  first touch  found")
+for place in places:
+    rates, used = best(place)
+    refused = f"{work}/place-{place.replace(':', '-')}.refused"
+    if not rates:
+        why = open(refused).read().strip() if os.path.exists(refused) else "no result"
+        print(f"  {place:<18} refused: {why}")
+        continue
+    touch = (used or {}).get("first_touch")
+    touch = f"{touch['bytes'] / touch['seconds'] / 1e9:8.1f} GB/s" if touch and touch["seconds"] else "       -"
+    found = ",".join(sorted({a.get("driver", "?") for a in (used or {}).get("found", [])}))
+    ratio = rates.get("triad", 0) / device["triad"] if device.get("triad") else 0
+    print(f"  {place:<18} {rates.get('copy', 0):8.1f} {rates.get('triad', 0):8.1f}       {ratio:7.3f}  {touch}  {found}")
+    if place.startswith("host:"):
+        link = pinned(place.split(":")[1])
+        if link.get("h2d"):
+            print(f"    pinned cudaMemcpy on node {place.split(':')[1]}: h2d {link['h2d']:.1f}, d2h {link.get('d2h', 0):.1f} GB/s;"
+                  f" triad / h2d {rates.get('triad', 0) / link['h2d']:.3f}"
+                  f" (triad reads 16 B an element over h2d and writes 8 over d2h: 1.5 at full duplex)")
 PY
 fi
 

@@ -122,7 +122,10 @@ fn a_sweep_of_transfers_over_host_nodes_is_an_ordinary_sweep() {
     } else {
         assert!(!report.contains(" (own)"), "{report}");
     }
-    crate::common::assert_contains(&report, "(of its host link for a transfer)");
+    crate::common::assert_contains(
+        &report,
+        "(of its host link for a transfer; both ways for arrays in host memory)",
+    );
     let compare = stdout(&["compare", &file, &file, "--kernel", "bidir"]);
     assert!(
         compare.contains(&format!("device sim2 (host buffers {bind})"))

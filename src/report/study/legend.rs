@@ -67,11 +67,11 @@ fn legend_of(records: Vec<&Record>, kernel: KernelId, long: Option<bool>) -> Str
         ),
         (false, true) => (
             "set/device: bytes of all arrays on the device",
-            "% peak: of the device's own peak (of its host link for a transfer)",
+            "% peak: of the device's own peak (of its host link for a transfer; both ways for arrays in host memory)",
         ),
         (true, true) => (
             "set/thread: bytes of all arrays per thread (per device)",
-            "% peak: of the sockets the threads ran on, or a device's own (its host link's for a transfer)",
+            "% peak: of the sockets the threads ran on, or a device's own (its host link's for a transfer; both ways for arrays in host memory)",
         ),
     };
     let mut columns = Vec::new();
