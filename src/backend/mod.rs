@@ -28,8 +28,8 @@ mod spec;
 
 pub use device_set::{PlatformSet, by_name, for_rank, make_one, platform_set, set_backends};
 pub use registry::{
-    PLATFORMS, fabric_kind, fabric_kinds, gpu_drivers, gpu_memory, node_gpus, platform_for,
-    probe_child,
+    PLATFORMS, fabric_kind, fabric_kinds, gpu_drivers, gpu_memory, gpu_reach, node_gpus,
+    platform_for, probe_child,
 };
 pub use spec::{BackendSpec, DeviceSelection, SpecTarget};
 

@@ -3,7 +3,7 @@
 //! fabrics, the probe child). Adding a vendor is one line here.
 
 use super::{cuda, gpu, hip, sim};
-use crate::results::targets::GpuMemoryRead;
+use crate::results::targets::{GpuMemoryRead, GpuReachRead};
 use crate::topology::pci::GpuVendor;
 
 /// The vendors of the GPU backend, by the name `--backend` takes.
@@ -121,21 +121,43 @@ pub fn probe_child() -> Option<i32> {
 /// (then the reason its library cannot read them). Nothing from a
 /// platform with neither: a CPU node lists no libraries it lacks.
 pub fn gpu_memory(topo: &crate::topology::Topology) -> Vec<GpuMemoryRead> {
-    let on_bus = |vendor| topo.gpus.iter().any(|g| g.maker() == Some(vendor));
-    (PLATFORMS.iter())
-        .filter_map(|p| {
-            let expected = p.vendor().is_some_and(on_bus);
-            let (devices, not_readable) = match p.memory_counters() {
-                Ok(devices) if !devices.is_empty() => (devices, None),
-                Ok(_) if expected => (Vec::new(), Some("its library sees none of them".into())),
-                Err(why) if expected => (Vec::new(), Some(why)),
-                _ => return None,
-            };
-            Some(GpuMemoryRead {
-                backend: p.name().to_string(),
-                not_readable,
-                devices,
-            })
+    read_each(topo, |p| p.memory_counters())
+        .map(|(backend, not_readable, devices)| GpuMemoryRead {
+            backend,
+            not_readable,
+            devices,
         })
         .collect()
+}
+
+/// What memory every vendor's GPUs reach, for `topo`, as their drivers
+/// say: from the same platforms as [`gpu_memory`].
+pub fn gpu_reach(topo: &crate::topology::Topology) -> Vec<GpuReachRead> {
+    read_each(topo, |p| p.reach())
+        .map(|(backend, not_readable, devices)| GpuReachRead {
+            backend,
+            not_readable,
+            devices,
+        })
+        .collect()
+}
+
+/// What `read` reads of each platform's GPUs: the backend, why it could
+/// not, what it read; from each platform whose library reads some, or
+/// whose maker's GPUs are on the PCI bus of `topo`.
+fn read_each<'a, T: 'a>(
+    topo: &'a crate::topology::Topology,
+    read: impl Fn(&dyn gpu::Platform) -> Result<Vec<T>, String> + 'a,
+) -> impl Iterator<Item = (String, Option<String>, Vec<T>)> + 'a {
+    let on_bus = |vendor| topo.gpus.iter().any(|g| g.maker() == Some(vendor));
+    (PLATFORMS.iter()).filter_map(move |p| {
+        let expected = p.vendor().is_some_and(on_bus);
+        let (devices, not_readable) = match read(*p) {
+            Ok(devices) if !devices.is_empty() => (devices, None),
+            Ok(_) if expected => (Vec::new(), Some("its library sees none of them".into())),
+            Err(why) if expected => (Vec::new(), Some(why)),
+            _ => return None,
+        };
+        Some((p.name().to_string(), not_readable, devices))
+    })
 }

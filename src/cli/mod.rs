@@ -346,9 +346,12 @@ fn topo(args: TopoArgs) -> Result<()> {
     let topo = read_topology(args.sysroot.dir())?;
     let peak = peak::estimate(&topo, &args.peak.request());
     // Another node's tree has GPUs this host's libraries cannot read.
-    let gpu_memory = match args.sysroot.dir() {
-        None => crate::backend::gpu_memory(&topo),
-        Some(_) => Vec::new(),
+    let (gpu_memory, gpu_reach) = match args.sysroot.dir() {
+        None => (
+            crate::backend::gpu_memory(&topo),
+            crate::backend::gpu_reach(&topo),
+        ),
+        Some(_) => (Vec::new(), Vec::new()),
     };
     let xids = GpuXids::of(&topo);
     print(common::render_as(
@@ -357,6 +360,7 @@ fn topo(args: TopoArgs) -> Result<()> {
             topo: &topo,
             peak: peak.as_ref(),
             gpu_memory: &gpu_memory,
+            gpu_reach: &gpu_reach,
             xids: xids.as_ref(),
             drivers: &crate::backend::gpu_drivers(),
         }),

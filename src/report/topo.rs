@@ -2,7 +2,7 @@
 //! JSON document with the full model.
 
 use crate::peak::Peak;
-use crate::results::targets::GpuMemoryRead;
+use crate::results::targets::{GpuMemoryRead, GpuReachRead};
 use crate::topology::Topology;
 use crate::topology::cpulist::{IdSet, format_ranges};
 use crate::topology::dimms;
@@ -50,6 +50,9 @@ pub struct TopoReport<'a> {
     /// Each GPU vendor's memory counters, as its library read them.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub gpu_memory: &'a [GpuMemoryRead],
+    /// What memory each GPU reaches, as its driver says.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub gpu_reach: &'a [GpuReachRead],
     /// The kernel log's memory and bus XIDs, where NVIDIA GPUs are on the bus.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub xids: Option<&'a GpuXids>,
@@ -96,6 +99,8 @@ pub struct TopoView<'a> {
     pub peak: Option<&'a Peak>,
     /// Each GPU vendor's memory counters (this host's alone).
     pub gpu_memory: &'a [GpuMemoryRead],
+    /// What memory each GPU reaches, as its driver says (this host's alone).
+    pub gpu_reach: &'a [GpuReachRead],
     /// The kernel log's XIDs, where NVIDIA GPUs are on the bus.
     pub xids: Option<&'a GpuXids>,
     /// The `--backend` that measures each maker's GPUs, as the registry
@@ -111,6 +116,7 @@ impl<'a> TopoView<'a> {
             topo,
             peak: None,
             gpu_memory: &[],
+            gpu_reach: &[],
             xids: None,
             drivers: &[],
         }
@@ -122,6 +128,7 @@ pub fn json(view: &TopoView) -> crate::error::Result<String> {
         topo,
         peak,
         gpu_memory,
+        gpu_reach,
         xids,
         ..
     } = view;
@@ -132,6 +139,7 @@ pub fn json(view: &TopoView) -> crate::error::Result<String> {
         peak,
         tiers: super::tiers::tiers(topo),
         gpu_memory,
+        gpu_reach,
         xids,
     };
     super::pretty(&report)
@@ -185,6 +193,7 @@ pub fn text(view: &TopoView) -> String {
         topo,
         peak,
         gpu_memory,
+        gpu_reach,
         xids,
         drivers,
     } = view;
@@ -257,6 +266,7 @@ pub fn text(view: &TopoView) -> String {
     distances(&mut o, topo);
     gpus(&mut o, topo, drivers);
     memory_counters(&mut o, gpu_memory);
+    reach_lines(&mut o, topo, gpu_reach);
     if let Some(xids) = xids {
         xid_lines(&mut o, xids);
     }
@@ -407,6 +417,48 @@ fn memory_counters(o: &mut String, reads: &[GpuMemoryRead]) {
             for finding in d.health.findings() {
                 let _ = writeln!(o, "    ✗ {finding}");
             }
+        }
+    }
+}
+
+/// What memory each GPU reaches, as its driver says, and which host
+/// node is its own memory (a GH200's HBM node, an MI300A's); or why the
+/// driver could not say.
+fn reach_lines(o: &mut String, topo: &Topology, reads: &[GpuReachRead]) {
+    for read in reads {
+        let label = "GPU reach";
+        match &read.not_readable {
+            Some(why) => {
+                let _ = writeln!(o, "{label:<11}{}: not readable here: {why}", read.backend);
+            }
+            None => {
+                let _ = writeln!(o, "{label:<11}{}, as its driver says", read.backend);
+            }
+        }
+        for d in &read.devices {
+            let mut facts = d.reach.words();
+            if let Some(n) = d.reach.memory_node {
+                let node = topo.nodes.iter().find(|x| x.id == n);
+                facts.push(match node {
+                    Some(x) if x.cpus.is_empty() => format!(
+                        "its memory is NUMA node {n} ({}, without CPUs)",
+                        or_unknown(x.mem_total)
+                    ),
+                    Some(x) => format!(
+                        "its memory is NUMA node {n}'s ({}, shared with CPUs {})",
+                        or_unknown(x.mem_total),
+                        x.cpus
+                    ),
+                    None => {
+                        format!("its memory is NUMA node {n}, which this host's topology lacks")
+                    }
+                });
+            }
+            let facts = match facts.is_empty() {
+                true => "nothing read".to_string(),
+                false => facts.join(" · "),
+            };
+            let _ = writeln!(o, "  {}  {facts}", d.bus_id);
         }
     }
 }

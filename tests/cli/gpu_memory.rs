@@ -336,3 +336,63 @@ fn a_gh200_nodes_plans_put_the_cpu_over_hbm_and_the_gpu_over_lpddr() {
     assert_contains(&host, "in pinned host memory on node 1, mapped");
     assert_contains(&plan(&gpu[..2]), "in the device's own memory");
 }
+
+#[test]
+fn topo_says_what_memory_each_gpu_reaches_as_its_driver_says() {
+    let topo = |dir: &std::path::Path, env: &[(&str, &str)], format: &str| {
+        let out = membw()
+            .args(["topo", "--format", format])
+            .env("LD_LIBRARY_PATH", dir)
+            .envs(env.iter().copied())
+            .env_remove("HSA_XNACK")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    if let Some(dir) = fake_cuda_driver() {
+        // A GH200's: through the host's page tables, its memory a node.
+        let text = topo(
+            &dir,
+            &[("FAKE_CUDA_ATS", "1"), ("FAKE_CUDA_NUMA_ID", "0")],
+            "text",
+        );
+        assert_contains(&text, "GPU reach  cuda, as its driver says");
+        assert_contains(
+            &text,
+            "  0000:18:00.0  managed memory · concurrent managed access · reads pageable memory · through the host's page tables (ATS) · its memory is NUMA node 0's",
+        );
+        // A PCIe GPU without HMM, whose memory is no node.
+        let text = topo(&dir, &[("FAKE_CUDA_PAGEABLE", "0")], "text");
+        assert_contains(
+            &text,
+            "does not read pageable memory · not through the host's page tables\n",
+        );
+        let json: Value =
+            serde_json::from_str(&topo(&dir, &[("FAKE_CUDA_NUMA_ID", "0")], "json")).unwrap();
+        let cuda = (json["gpu_reach"].as_array().unwrap().iter())
+            .find(|r| r["backend"] == "cuda")
+            .unwrap();
+        assert_eq!(cuda["devices"][0]["reach"]["memory_node"], 0, "{cuda}");
+    }
+    if let Some(dir) = fake_hip_runtime() {
+        let apu = [("FAKE_HIP_APU", "1")];
+        assert_contains(&topo(&dir, &apu, "text"), "XNACK off");
+        let on = [("FAKE_HIP_APU", "1"), ("HSA_XNACK", "1")];
+        let out = membw()
+            .args(["topo"])
+            .env("LD_LIBRARY_PATH", &dir)
+            .envs(on)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_contains(
+            &text,
+            "reads pageable memory · through the host's page tables (ATS) · XNACK on · its memory is NUMA node 0's",
+        );
+    }
+}

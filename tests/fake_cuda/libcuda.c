@@ -21,6 +21,8 @@
  *                        (PAGEABLE_MEMORY_ACCESS: no HMM, no ATS)
  *   FAKE_CUDA_ATS=1      pageable memory through the host's page tables
  *                        (a GH200's Grace over NVLink-C2C)
+ *   FAKE_CUDA_NUMA_ID=N  its memory is host NUMA node N (NUMA_CONFIG 1,
+ *                        NUMA_ID N: a GH200's HBM node)
  *   FAKE_CUDA_BLOCKS=N   blocks of 256 one multiprocessor holds (default 6,
  *                        an H100's at 34 registers a thread); a kernel's
  *                        other builds (NAME_spread, NAME_u2, NAME_u1) run
@@ -121,6 +123,8 @@ CUresult cuDeviceGetAttribute(int *v, int attribute, CUdevice d) {
   case 88: *v = !fake_flag("FAKE_CUDA_PAGEABLE", "0"); break; /* pageable access */
   case 89: *v = 1; break;                                   /* concurrent managed */
   case 100: *v = fake_flag("FAKE_CUDA_ATS", "1"); break;    /* host page tables */
+  case 145: *v = getenv("FAKE_CUDA_NUMA_ID") != NULL; break; /* NUMA config: a node */
+  case 146: *v = getenv("FAKE_CUDA_NUMA_ID") ? atoi(getenv("FAKE_CUDA_NUMA_ID")) : -1; break;
   default: *v = 0;
   }
   return SUCCESS;

@@ -125,6 +125,7 @@ hipError_t hipDeviceGetAttribute(int *v, int attribute, int d) {
   case 24: *v = 1; break;                              /* managed memory */
   case 65: *v = getenv("HSA_XNACK") && strcmp(getenv("HSA_XNACK"), "1") == 0; break; /* pageable */
   case 66: *v = getenv("FAKE_HIP_APU") != NULL; break; /* host page tables */
+  case 92: *v = 0; break;                              /* host NUMA node */
   default: return INVALID_VALUE;
   }
   return SUCCESS;

@@ -4,6 +4,7 @@
 //! is, as the driver reports it.
 
 use cudarc::driver::{result, sys};
+use std::ffi::c_int;
 use std::sync::OnceLock;
 
 /// A driver call's failure, as one line: the call and the driver's code.
@@ -102,8 +103,36 @@ pub(super) fn facts(index: u32) -> Result<CudaAttributes, String> {
         l2_bytes: attribute(A::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?.max(0) as u64,
         capability: capability(dev)?,
         cuda_version: format!("{}.{}", version / 1000, version % 1000 / 10),
-        reach: reach(&|a| attribute(a).ok()),
+        reach: crate::results::targets::MemoryReach {
+            memory_node: memory_node(dev),
+            ..reach(&|a| attribute(a).ok())
+        },
     })
+}
+
+/// The host NUMA node that is GPU `dev`'s own memory, where the driver
+/// says it is one (`CU_DEVICE_ATTRIBUTE_NUMA_CONFIG` 1, a GH200's HBM):
+/// `CU_DEVICE_ATTRIBUTE_NUMA_ID`. Both came with CUDA 12.2, after the
+/// bindings' enum: they are asked by number, and a driver that does not
+/// know them says none.
+fn memory_node(dev: sys::CUdevice) -> Option<usize> {
+    const NUMA_CONFIG: c_int = 145;
+    const NUMA_ID: c_int = 146;
+    type GetAttribute = unsafe extern "C" fn(*mut c_int, c_int, sys::CUdevice) -> sys::CUresult;
+    // SAFETY: the driver is loaded (the caller's facts came from it) and
+    // stays loaded; the symbol has this signature in every CUDA.
+    let get = *unsafe { sys::culib().get::<GetAttribute>(b"cuDeviceGetAttribute") }.ok()?;
+    let ask = |attribute: c_int| {
+        let mut value: c_int = -1;
+        // SAFETY: writes one int; an attribute the driver does not know
+        // is an error it returns.
+        let code = unsafe { get(&mut value, attribute, dev) };
+        (code == sys::CUresult::CUDA_SUCCESS).then_some(value)
+    };
+    (ask(NUMA_CONFIG)? == 1)
+        .then(|| ask(NUMA_ID))
+        .flatten()
+        .and_then(|n| usize::try_from(n).ok())
 }
 
 /// What the driver's attributes say a GPU's kernels reach (`attribute`:
@@ -123,6 +152,7 @@ fn reach(
         pageable_missing: (pageable == Some(false)).then(|| {
             "CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS is 0 (it needs HMM: an open NVIDIA kernel module and Linux 6.1.24 or newer, or ATS: Grace's NVLink-C2C)".to_string()
         }),
+        memory_node: None,
     }
 }
 
@@ -153,6 +183,19 @@ pub(super) fn format_uuid(bytes: &[u8; 16]) -> String {
         &hex[16..20],
         &hex[20..32]
     )
+}
+
+/// What memory each GPU the driver sees reaches, by PCI address.
+pub(super) fn reach_by_bus() -> Result<Vec<crate::results::targets::GpuReachAt>, String> {
+    (0..device_count()?)
+        .map(|i| {
+            let f = facts(i)?;
+            Ok(crate::results::targets::GpuReachAt {
+                bus_id: f.bus_id,
+                reach: f.reach,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -136,6 +136,10 @@ impl Platform for Cuda {
         nvml::memory_counters()
     }
 
+    fn reach(&self) -> Result<Vec<targets::GpuReachAt>, String> {
+        driver::reach_by_bus()
+    }
+
     fn observers(&self, device: &targets::Device) -> Vec<Box<dyn Observer>> {
         (device.facts.bus_id.clone())
             .map(|bus_id| Box::new(nvml::GpuClocks::new(bus_id)) as Box<dyn Observer>)

@@ -175,6 +175,12 @@ pub trait Platform: Sync {
     fn memory_counters(&self) -> Result<Vec<targets::GpuMemoryAt>, String> {
         Ok(Vec::new())
     }
+    /// What memory each of its GPUs reaches, by PCI address, as its
+    /// driver says without opening one (for `topo`); why not, where the
+    /// driver does not load.
+    fn reach(&self) -> Result<Vec<targets::GpuReachAt>, String> {
+        Ok(Vec::new())
+    }
     /// In a probe process this platform started (`backend::probe_child`),
     /// what `asked` asks of it, as the exit code; `None` where it asks
     /// another platform.

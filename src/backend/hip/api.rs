@@ -63,6 +63,8 @@ pub(super) enum Attribute {
     MultiprocessorCount = 63,
     PageableMemoryAccess = 65,
     PageableMemoryAccessUsesHostPageTables = 66,
+    /// ROCm 6.1 and newer.
+    HostNumaId = 92,
 }
 
 /// The library's names, newest ROCm first.

@@ -45,30 +45,12 @@ pub(super) struct HipAttributes {
 pub(super) fn facts(index: u32) -> Result<HipAttributes, String> {
     let api = api::api()?;
     let device = index as c_int;
-    let attribute = |a: Attribute| -> Result<i32, String> {
-        let mut v = 0;
-        // SAFETY: writes one int; the attribute is one of HIP's values.
-        let code = unsafe { (api.hipDeviceGetAttribute)(&mut v, a as c_int, device) };
-        api.check(&format!("hipDeviceGetAttribute({a:?})"), code)?;
-        Ok(v)
-    };
-    let text =
-        |call: &str, f: &dyn Fn(*mut c_char, c_int) -> api::HipError| -> Result<String, String> {
-            let mut buf = [0 as c_char; 256];
-            api.check(call, f(buf.as_mut_ptr(), buf.len() as c_int - 1))?;
-            // SAFETY: zeroed and one byte longer than HIP may write.
-            Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
-                .to_string_lossy()
-                .trim()
-                .to_string())
-        };
-    // SAFETY (both): HIP writes at most `len` bytes into the buffer.
-    let name = text("hipDeviceGetName", &|p, len| unsafe {
+    let attribute = |a: Attribute| attribute(api, device, a);
+    // SAFETY: HIP writes at most `len` bytes into the buffer.
+    let name = text(api, "hipDeviceGetName", &|p, len| unsafe {
         (api.hipDeviceGetName)(p, len, device)
     })?;
-    let bus = text("hipDeviceGetPCIBusId", &|p, len| unsafe {
-        (api.hipDeviceGetPCIBusId)(p, len, device)
-    })?;
+    let bus = bus_id(api, device)?;
     let mut memory = 0usize;
     // SAFETY: writes one size_t.
     api.check("hipDeviceTotalMem", unsafe {
@@ -85,7 +67,7 @@ pub(super) fn facts(index: u32) -> Result<HipAttributes, String> {
     Ok(HipAttributes {
         target: super::runtime::target_of(api, device)?,
         memory_bytes: memory as u64,
-        bus_id: crate::topology::pci::normal_address(&bus),
+        bus_id: bus,
         multiprocessors: attribute(Attribute::MultiprocessorCount)?.max(1) as u32,
         l2_bytes: attribute(Attribute::L2CacheSize)?.max(0) as u64,
         integrated: attribute(Attribute::Integrated)? != 0,
@@ -106,12 +88,65 @@ pub(super) fn facts(index: u32) -> Result<HipAttributes, String> {
     })
 }
 
+/// One of HIP's attributes of `device`.
+fn attribute(api: &api::Api, device: c_int, a: Attribute) -> Result<i32, String> {
+    let mut v = 0;
+    // SAFETY: writes one int; the attribute is one of HIP's values.
+    let code = unsafe { (api.hipDeviceGetAttribute)(&mut v, a as c_int, device) };
+    api.check(&format!("hipDeviceGetAttribute({a:?})"), code)?;
+    Ok(v)
+}
+
+/// A text HIP writes into a buffer (`f`: the call, given the buffer and
+/// the most it may write).
+fn text(
+    api: &api::Api,
+    call: &str,
+    f: &dyn Fn(*mut c_char, c_int) -> api::HipError,
+) -> Result<String, String> {
+    let mut buf = [0 as c_char; 256];
+    api.check(call, f(buf.as_mut_ptr(), buf.len() as c_int - 1))?;
+    // SAFETY: zeroed and one byte longer than HIP may write.
+    Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .trim()
+        .to_string())
+}
+
+/// `device`'s PCI address, as sysfs spells it.
+fn bus_id(api: &api::Api, device: c_int) -> Result<String, String> {
+    // SAFETY: HIP writes at most `len` bytes into the buffer.
+    let bus = text(api, "hipDeviceGetPCIBusId", &|p, len| unsafe {
+        (api.hipDeviceGetPCIBusId)(p, len, device)
+    })?;
+    Ok(crate::topology::pci::normal_address(&bus))
+}
+
+/// What memory each GPU HIP sees reaches, by PCI address, without
+/// loading a module on it.
+pub(super) fn reach_by_bus() -> Result<Vec<crate::results::targets::GpuReachAt>, String> {
+    let api = api::api()?;
+    (0..device_count()? as c_int)
+        .map(|device| {
+            Ok(crate::results::targets::GpuReachAt {
+                bus_id: bus_id(api, device)?,
+                reach: reach(&|a| attribute(api, device, a).ok()),
+            })
+        })
+        .collect()
+}
+
 /// What HIP's attributes say a GPU's kernels reach (`attribute`: one
 /// attribute's value, `None` where HIP did not answer). HIP reports
 /// pageable access exactly where XNACK is on: the fact stands for both.
+/// An APU's memory is its host node's (`hipDeviceAttributeHostNumaId`).
 fn reach(attribute: &dyn Fn(Attribute) -> Option<i32>) -> crate::results::targets::MemoryReach {
     let yes = |a| attribute(a).map(|v| v != 0);
     let pageable = yes(Attribute::PageableMemoryAccess);
+    let memory_node = (yes(Attribute::Integrated) == Some(true))
+        .then(|| attribute(Attribute::HostNumaId))
+        .flatten()
+        .and_then(|n| usize::try_from(n).ok());
     crate::results::targets::MemoryReach {
         managed: yes(Attribute::ManagedMemory),
         concurrent_managed: yes(Attribute::ConcurrentManagedAccess),
@@ -121,6 +156,7 @@ fn reach(attribute: &dyn Fn(Attribute) -> Option<i32>) -> crate::results::target
         pageable_missing: (pageable == Some(false)).then(|| {
             "hipDeviceAttributePageableMemoryAccess is 0: XNACK is off (run with HSA_XNACK=1, on a GPU that retries page faults: MI200, MI300)".to_string()
         }),
+        memory_node,
     }
 }
 

@@ -155,6 +155,10 @@ impl Platform for Hip {
         smi::memory_counters()
     }
 
+    fn reach(&self) -> Result<Vec<targets::GpuReachAt>, String> {
+        facts::reach_by_bus()
+    }
+
     fn probe_child(&self, asked: &str) -> Option<i32> {
         api::probe_child(asked)
     }

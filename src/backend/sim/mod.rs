@@ -182,6 +182,7 @@ impl Platform for SimPlatform {
                     xnack: None,
                     pageable_missing: (setup.no_pageable)
                         .then(|| "the simulated device was set up without it (pageable=no)".into()),
+                    memory_node: None,
                 }),
                 peaks: DevicePeaks {
                     memory_gb_s: Some(setup.peak_gb_s.unwrap_or(PEAK_GB_S)),

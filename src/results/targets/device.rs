@@ -96,6 +96,29 @@ pub struct MemoryReach {
     /// vendor's words (the attribute, the variable that turns it on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pageable_missing: Option<String>,
+    /// Its own memory as a host NUMA node, where its driver says it is
+    /// one (a GH200's HBM, without CPUs; an MI300A's, the APU's node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_node: Option<usize>,
+}
+
+/// What memory each GPU a platform's driver sees reaches, by PCI
+/// address, read without opening one (for `topo`); or why not.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuReachRead {
+    /// The backend whose driver read them (`cuda`).
+    pub backend: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_readable: Option<String>,
+    pub devices: Vec<GpuReachAt>,
+}
+
+/// One GPU's reach, by its PCI address.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuReachAt {
+    /// `0000:18:00.0`.
+    pub bus_id: String,
+    pub reach: MemoryReach,
 }
 
 impl MemoryReach {

@@ -14,7 +14,9 @@ pub mod fabric;
 pub mod memory_health;
 pub mod method;
 
-pub use device::{Device, DeviceFacts, DeviceId, DevicePeaks, MemoryReach};
+pub use device::{
+    Device, DeviceFacts, DeviceId, DevicePeaks, GpuReachAt, GpuReachRead, MemoryReach,
+};
 pub use fabric::{Fabric, FabricKind, FabricPath};
 pub use memory_health::{CounterLimit, GpuMemoryAt, GpuMemoryHealth, GpuMemoryRead, MemoryCounter};
 pub use method::{Clock, DeviceMethod, Method, Work};
