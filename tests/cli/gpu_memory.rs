@@ -396,3 +396,38 @@ fn topo_says_what_memory_each_gpu_reaches_as_its_driver_says() {
         );
     }
 }
+
+#[test]
+fn an_mi300a_nodes_plans_put_a_gpu_over_its_own_apus_memory_or_anothers() {
+    let root = crate::common::shared_tree("mi300a-4s");
+    let root = root.to_str().unwrap();
+    let plan = |place: &str| {
+        let out = membw()
+            .args(["run", "--sysroot", root, "--dry-run", "--backend", "sim:2"])
+            .args(["--gpu-memory", place])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // The third APU's GPU: its own node's HBM, pageable; another APU's, pinned.
+    let own = plan("system");
+    assert_contains(&own, "host node 2");
+    assert_contains(&own, "in pageable host memory on node 2");
+    assert_contains(&plan("host:3"), "in pinned host memory on node 3, mapped");
+    let out = membw()
+        .args([
+            "run", "--sysroot", root, "--dry-run", "--backend", "sim:2", "--gpu-memory", "host:4",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_contains(
+        &String::from_utf8_lossy(&out.stderr),
+        "there is no NUMA node 4 here (nodes 0-3)",
+    );
+}
