@@ -399,19 +399,21 @@ fn xid_lines(o: &mut String, xids: &GpuXids) {
     }
 }
 
+/// The line that heads what a backend's library read (`how`: how it
+/// read them), or why it could not.
+fn read_by(o: &mut String, label: &str, backend: &str, not_readable: Option<&str>, how: &str) {
+    let _ = match not_readable {
+        Some(why) => writeln!(o, "{label:<11}{backend}: not readable here: {why}"),
+        None => writeln!(o, "{label:<11}{backend}, {how}"),
+    };
+}
+
 /// Each GPU's memory counters, as its vendor's library read them, with
 /// what DCGM's limits make of them; or why the library could not.
 fn memory_counters(o: &mut String, reads: &[GpuMemoryRead]) {
     for read in reads {
-        let label = "GPU memory";
-        match &read.not_readable {
-            Some(why) => {
-                let _ = writeln!(o, "{label:<11}{}: not readable here: {why}", read.backend);
-            }
-            None => {
-                let _ = writeln!(o, "{label:<11}{}, as its library counts", read.backend);
-            }
-        }
+        let (backend, why) = (&read.backend, read.not_readable.as_deref());
+        read_by(o, "GPU memory", backend, why, "as its library counts");
         for d in &read.devices {
             let _ = writeln!(o, "  {}  {}", d.bus_id, d.health.describe());
             for finding in d.health.findings() {
@@ -426,15 +428,8 @@ fn memory_counters(o: &mut String, reads: &[GpuMemoryRead]) {
 /// driver could not say.
 fn reach_lines(o: &mut String, topo: &Topology, reads: &[GpuReachRead]) {
     for read in reads {
-        let label = "GPU reach";
-        match &read.not_readable {
-            Some(why) => {
-                let _ = writeln!(o, "{label:<11}{}: not readable here: {why}", read.backend);
-            }
-            None => {
-                let _ = writeln!(o, "{label:<11}{}, as its driver says", read.backend);
-            }
-        }
+        let (backend, why) = (&read.backend, read.not_readable.as_deref());
+        read_by(o, "GPU reach", backend, why, "as its driver says");
         for d in &read.devices {
             let mut facts = d.reach.words();
             if let Some(n) = d.reach.memory_node {
