@@ -424,3 +424,34 @@ fn an_mi300a_nodes_plans_put_a_gpu_over_its_own_apus_memory_or_anothers() {
         "there is no NUMA node 4 here (nodes 0-3)",
     );
 }
+
+#[test]
+fn host_memory_that_is_the_gpus_own_keeps_its_memorys_peak() {
+    let Some(dir) = fake_hip_runtime() else {
+        return;
+    };
+    let peak = |env: &[(&str, &str)]| {
+        let out = membw()
+            .args([
+                "run", "--backend", "hip:0", "--gpu-memory", "system:0", "--format", "json",
+            ])
+            .args(SHORT)
+            .env("LD_LIBRARY_PATH", &dir)
+            .env("HSA_XNACK", "1")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let record: Value = serde_json::from_slice(&out.stdout).unwrap();
+        record["measurement"]["target"]["peaks"]["memory_gb_s"].clone()
+    };
+    // An MI300A: node 0 is the APU's HBM, the GPU's own memory.
+    assert_eq!(peak(&[("FAKE_HIP_APU", "1")]), 1638.4);
+    // A card: node 0 is across its host link, whose peak this host's
+    // topology does not know (the fake is on no PCI bus here): unknown.
+    assert_eq!(peak(&[]), Value::Null);
+}

@@ -318,8 +318,8 @@ impl Gpu {
     }
 
     /// The first pass over arrays not in the device's own memory, timed
-    /// by its clock: the host's writes of managed arrays first, then the
-    /// prefetch where asked, then the fills (where pages migrate).
+    /// by its clock: after the host's writes of managed arrays (untimed),
+    /// the prefetch where asked, then the fills (where pages migrate).
     fn first_touch(&mut self, values: [f64; ARRAYS]) -> Result<(), String> {
         if let GpuMemory::Managed { .. } = self.place {
             self.host_writes_managed(values);

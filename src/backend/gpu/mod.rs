@@ -103,7 +103,10 @@ impl Backend for GpuBackend {
                 ),
             ));
         }
-        if gpu_memory.is_host() {
+        // Host memory that is the device's own (an APU's node, a GH200's
+        // HBM node) keeps its memory's peak; other host memory, its link's.
+        let own_node = (device.facts.reach.as_ref()).and_then(|r| r.memory_node);
+        if gpu_memory.is_host() && (own_node.is_none() || gpu_memory.node() != own_node) {
             host_memory_peak(&mut device.facts.peaks);
         }
         let facts = &device.facts;
