@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="dce81be03a3382ec26ced91733501b08f0e1fb5861ffcea91807a14301185e2f")
+    version("0.1.0", sha256="92d31db6b37bf434854be947e9ccf26462370b898695c04843cd364dc9d95d59")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
