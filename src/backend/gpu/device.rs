@@ -103,9 +103,8 @@ pub(super) struct Gpu {
     r_from_pageable: bool,
     last_run_s: Option<f64>,
     failed: Option<String>,
-    /// Where its arrays live, and what was found there (the first touch
-    /// filled in by the first `init`).
-    place: GpuMemory,
+    /// Where its arrays live (`asked`), and what was found there (the
+    /// first touch filled in by the first `init`).
     used: GpuMemoryUse,
 }
 
@@ -135,7 +134,6 @@ impl Gpu {
                 .is_some_and(|k| copy_engine(*k) == Some(true)),
             last_run_s: None,
             failed: None,
-            place: plan.gpu_memory,
             used: GpuMemoryUse {
                 asked: plan.gpu_memory,
                 found: Vec::new(),
@@ -251,7 +249,7 @@ impl Gpu {
     /// gives them to the GPU: pinned and mapped by the runtime, or, where
     /// they are pageable system memory, as they are.
     fn register_host_buffers(&mut self) -> Result<(), String> {
-        let pageable = matches!(self.place, GpuMemory::System { .. });
+        let pageable = matches!(self.used.asked, GpuMemory::System { .. });
         for id in ArrayId::ALL {
             let Some(slice) = self.host.slice_mut(id) else {
                 continue;
@@ -321,11 +319,11 @@ impl Gpu {
     /// by its clock: after the host's writes of managed arrays (untimed),
     /// the prefetch where asked, then the fills (where pages migrate).
     fn first_touch(&mut self, values: [f64; ARRAYS]) -> Result<(), String> {
-        if let GpuMemory::Managed { .. } = self.place {
+        if let GpuMemory::Managed { .. } = self.used.asked {
             self.host_writes_managed(values);
         }
         self.runtime.record(Event::Start, Stream::Main)?;
-        if let GpuMemory::Managed { prefetch: true } = self.place {
+        if let GpuMemory::Managed { prefetch: true } = self.used.asked {
             let bytes = self.elements * std::mem::size_of::<f64>();
             for id in DEVICE_ARRAYS {
                 let ptr = self.device[id.index()];
@@ -458,7 +456,7 @@ impl TargetArrays for Gpu {
         // The first time, where the arrays are not the device's own
         // memory, timed apart; afterwards (the calibration's kernels ran)
         // the device fills them where they now are.
-        let r = match self.place != GpuMemory::Device && self.used.first_touch.is_none() {
+        let r = match self.used.asked != GpuMemory::Device && self.used.first_touch.is_none() {
             true => self.first_touch(values),
             false => self.fill(values),
         };
