@@ -46,6 +46,9 @@ pub(crate) struct BaselineArgs {
 /// unhealthy (its kernels computed wrong results); whatever kept it from
 /// making a baseline is exit 2 (see [`not_judged`]).
 pub(crate) fn baseline(args: BaselineArgs) -> Result<()> {
+    if args.protocol.dry_run.dry_run {
+        return plan_baseline(&args);
+    }
     let (baseline, written) =
         make_baseline(&args).map_err(|e| not_judged(e, "could not make a baseline"))?;
     crate::say!("membw: {written}");
@@ -63,6 +66,25 @@ impl BaselineArgs {
         (self.output.output.as_deref())
             .ok_or_else(|| Error::Usage("--output FILE: the baseline to write".into()))
     }
+}
+
+/// `baseline --dry-run`: the scopes it would measure; nothing measured or
+/// written.
+fn plan_baseline(args: &BaselineArgs) -> Result<()> {
+    if !args.from.is_empty() {
+        return Err(Error::Usage(
+            "--dry-run with --from: a partition's baseline measures nothing".into(),
+        ));
+    }
+    let topo = args.protocol.topology()?;
+    let (source, _) = args.protocol.source(&topo)?;
+    let jobs = every_device(
+        &topo,
+        &args.protocol.measure(),
+        source.as_ref(),
+        args.protocol.small,
+    )?;
+    args.protocol.show_plan("baseline", &jobs)
 }
 
 /// Measures (or merges) the baseline and writes it to `--output`; says

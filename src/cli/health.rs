@@ -233,6 +233,9 @@ fn run_check(args: &CheckArgs) -> Result<()> {
         peak.as_ref(),
         source.as_ref(),
     )?;
+    if args.protocol.dry_run.dry_run {
+        return args.protocol.show_plan("check", &plan.jobs);
+    }
     let mut engine = Engine::new(&topo, source.as_mut(), peak);
     let stop = stop_flag();
     let throttled_before = crate::topology::cpu_throttled(&topo.root);

@@ -43,6 +43,9 @@ pub(crate) struct ProtocolArgs {
     pub(super) backend_given: bool,
 
     #[command(flatten)]
+    pub(super) dry_run: super::flags::DryRun,
+
+    #[command(flatten)]
     sysroot: super::flags::Sysroot,
 }
 
@@ -144,10 +147,24 @@ impl ProtocolArgs {
         Ok(cells)
     }
 
+    /// `--dry-run`: the scopes `jobs` would measure, printed; nothing
+    /// measured.
+    pub(super) fn show_plan(
+        &self,
+        command: &str,
+        jobs: &[crate::engine::scopes::ScopeJob],
+    ) -> Result<()> {
+        let node = (self.sysroot.dir()).map_or("this node".into(), |d| d.display().to_string());
+        let jobs: Vec<(String, &crate::plan::Plan)> = (jobs.iter())
+            .map(|j| (j.scope.to_string(), &j.plan))
+            .collect();
+        super::common::print(crate::report::plan::render_scopes(command, &node, &jobs))
+    }
+
     pub(super) fn topology(&self) -> Result<Topology> {
         (self.sysroot).only_for_planning(
-            self.fake.fake_source.is_some(),
-            "baseline and check measure this node (a tree is for membw's own tests)",
+            self.fake.fake_source.is_some() || self.dry_run.dry_run,
+            "baseline and check measure this node (add --dry-run to see what they would)",
         )?;
         read_topology(self.sysroot.dir())
     }

@@ -6,7 +6,6 @@
 use super::Engine;
 use super::scopes::{ScopeJob, band, plan_for, under_rule};
 use crate::error::{Error, Result};
-use crate::health::domains;
 use crate::health::rules::{self, Balance, Bests, Finding, Next, Slowest};
 use crate::health::{Baseline, BaselineError, Rates, Scope, ScopeBaseline};
 use crate::kernels::{KernelId, StoreMode};
@@ -16,6 +15,31 @@ use crate::sys::Stop;
 use crate::topology::Topology;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+
+/// Why this process cannot measure `scope` here, where it cannot: its
+/// cores' node has none it may use (or that node's memory is not its to
+/// use), or the memory it is on is not.
+fn not_usable_here(topo: &Topology, scope: Scope) -> Option<String> {
+    let usable = |n: usize| {
+        (topo.nodes.iter()).any(|x| {
+            x.id == n && x.cpus.intersects(&topo.allowed_cpus) && topo.allowed_mems.contains(n)
+        })
+    };
+    if let Some(n) = scope.cpu_node()
+        && !usable(n)
+    {
+        return Some(format!(
+            "is numa:{n}, a NUMA node this process cannot use here"
+        ));
+    }
+    let m = scope.memory_node()?;
+    (!topo.allowed_mems.contains(m)).then(|| {
+        format!(
+            "is {}, on node {m}'s memory, which this process cannot use here",
+            scope.key()
+        )
+    })
+}
 
 /// The scopes a baseline names, sized, stored and repeated as it says.
 /// What this node cannot measure as the baseline says (a NUMA node it
@@ -27,7 +51,6 @@ pub fn baseline_jobs(
     measure: &Measure,
     source: &dyn super::Source,
 ) -> std::result::Result<Vec<ScopeJob>, BaselineError> {
-    let usable = domains(topo);
     baseline
         .scopes
         .iter()
@@ -36,13 +59,8 @@ pub fn baseline_jobs(
             let field = |name: &str, problem: String| {
                 BaselineError::field(format!("scopes[{i}]{name}"), problem)
             };
-            if let Some(n) = s.scope.cpu_node()
-                && !usable.contains(&n)
-            {
-                return Err(field(
-                    ".scope",
-                    format!("is numa:{n}, a NUMA node this process cannot use here"),
-                ));
+            if let Some(problem) = not_usable_here(topo, s.scope) {
+                return Err(field(".scope", problem));
             }
             let m = Measure {
                 elements: Some(s.elements),

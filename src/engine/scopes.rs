@@ -2,7 +2,9 @@
 //! is its backend's to say (`Backend::health_scopes`): the host's (the
 //! whole node, then each NUMA domain's cores on that domain's memory) or a
 //! device's (its own memory, measured whole, and its host link from every
-//! memory node of the host, `link:N`, each with its own kernels).
+//! memory node of the host, `link:N`, each with its own kernels). On a
+//! superchip the host's also cover the memory without CPUs (the GPU's
+//! HBM) and the GPU's its kernels over the CPU's memory.
 
 use crate::error::{Error, Result};
 use crate::health::Scope;
@@ -39,7 +41,11 @@ pub(super) fn plan_for(
         smt: false,
         cpu_nodes,
     };
-    Ok(prepare(&Settings::new(measure, request, stores, mem))?.plan)
+    let measure = Measure {
+        gpu_memory: scope.gpu_memory(),
+        ..measure.clone()
+    };
+    Ok(prepare(&Settings::new(&measure, request, stores, mem))?.plan)
 }
 
 /// The jobs of a new baseline (or a check without one) in `scopes`,

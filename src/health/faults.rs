@@ -49,6 +49,9 @@ pub fn found(
     faults.extend(xids);
     let mut notes: Vec<String> = unread.into_iter().collect();
     if let Some(b) = baseline {
+        let (short, unread) = host_fabrics_against(devices, b);
+        faults.extend(short);
+        notes.extend(unread);
         let hostname = crate::sys::hostname();
         let counts = super::memory_errors::Counts {
             then: b.memory_errors.as_ref(),
@@ -81,8 +84,13 @@ fn of(devices: &[crate::results::targets::Device]) -> Vec<String> {
         let why = d.facts.link?.degraded()?;
         Some(format!("{}: {why}", d.id.name))
     }));
-    // And so is an NVLink link down: against the device's siblings.
+    // And so is an NVLink link down: against the device's siblings; and
+    // a coherent link to the CPU (NVLink-C2C) with links not active.
     differences.extend(super::pairs::links_down(devices));
+    differences.extend(devices.iter().filter_map(|d| {
+        let why = d.facts.host_fabric.as_ref()?.degraded()?;
+        Some(format!("{}: {why}", d.id.name))
+    }));
     // And a GPU memory's uncorrected errors, pending or failed remapping,
     // retired pages past DCGM's limits: counts, decided on a busy node too.
     differences.extend(devices.iter().flat_map(|d| {
@@ -92,6 +100,41 @@ fn of(devices: &[crate::results::targets::Device]) -> Vec<String> {
             .collect::<Vec<_>>()
     }));
     differences
+}
+
+/// The devices' coherent links to the CPU against the baseline's: one
+/// gone (its library answered, and named none) or short of its links or
+/// their rate is a fault; one the library did not answer for is a note,
+/// neither passed nor failed.
+fn host_fabrics_against(
+    devices: &[crate::results::targets::Device],
+    baseline: &super::Baseline,
+) -> (Vec<String>, Vec<String>) {
+    let (mut faults, mut notes) = (Vec::new(), Vec::new());
+    let then = |d: &crate::results::targets::Device| {
+        (baseline.scopes.iter())
+            .filter_map(|s| s.device.as_ref())
+            .find(|b| b.id == d.id)
+            .and_then(|b| b.facts.host_fabric.clone())
+    };
+    for d in devices {
+        let Some(then) = then(d) else { continue };
+        let name = &d.id.name;
+        match &d.facts.host_fabric {
+            Some(now) => faults.extend(now.short_of(&then).map(|why| format!("{name}: {why}"))),
+            // Its management library read the device (its memory's
+            // counters) and names no such link.
+            None if d.facts.memory_health.is_some() => faults.push(format!(
+                "{name}: its {} link is missing ({} links in the baseline)",
+                then.name, then.links
+            )),
+            None => notes.push(format!(
+                "{name}: its {} link was not read (its management library did not answer); the baseline's has {} links",
+                then.name, then.links
+            )),
+        }
+    }
+    (faults, notes)
 }
 
 /// The DIMM population's faults where no baseline gives the node's own: a

@@ -264,7 +264,8 @@ pub fn worst(findings: &[Finding]) -> Option<&Finding> {
 pub fn worst_in_host_memory(findings: &[Finding]) -> Option<&Finding> {
     let in_host_memory = |scope: Scope| match scope {
         Scope::Node | Scope::Numa(_) => true,
-        Scope::Device(_) | Scope::HostLink(..) => false,
+        // Memory without CPUs is not the DIMMs a change explains.
+        Scope::NumaOn(..) | Scope::Device(_) | Scope::HostLink(..) | Scope::DeviceOn(..) => false,
     };
     (findings.iter())
         .filter(|f| !f.ok && in_host_memory(f.scope))
@@ -341,6 +342,14 @@ pub fn diagnosis(f: &Finding, tolerance: f64, findings: &[Finding]) -> String {
             "{what} of its baseline {:.1} GB/s (tolerance {tol}): the host link from NUMA node {n} is slower than it was: a link that retrained, a host buffer off its node, or other traffic on the link",
             f.reference_gb_s
         ),
+        (Against::Baseline, Scope::NumaOn(c, m)) => format!(
+            "{what} of its baseline {:.1} GB/s (tolerance {tol}): the cores of node {c} reach node {m}'s memory slower than they did: that memory's clock (a GPU's HBM: its power or heat), the link to it, or another job using it",
+            f.reference_gb_s
+        ),
+        (Against::Baseline, Scope::DeviceOn(i, place)) => format!(
+            "{what} of its baseline {:.1} GB/s (tolerance {tol}): device {i} reaches host memory ({place}) slower than it did: its host link retrained or lost links, pages off their node, or other traffic on the link",
+            f.reference_gb_s
+        ),
         (Against::Baseline, _) => format!(
             "{what} of its baseline {:.1} GB/s (tolerance {tol}): {everywhere}",
             f.reference_gb_s
@@ -353,10 +362,13 @@ pub fn diagnosis(f: &Finding, tolerance: f64, findings: &[Finding]) -> String {
             "{what} of the expected {:.1} GB/s (share of its link's peak): a link trained below its maximum, host buffers off NUMA node {n}, or other traffic on the link",
             f.reference_gb_s
         ),
-        (Against::Peak, _) | (Against::OtherDomains, Scope::Node) => format!(
-            "{what} of the expected {:.1} GB/s (share of the theoretical peak): memory channels missing or slow, or memory slower than the peak assumes",
-            f.reference_gb_s
-        ),
+        (Against::Peak, _)
+        | (Against::OtherDomains, Scope::Node | Scope::NumaOn(..) | Scope::DeviceOn(..)) => {
+            format!(
+                "{what} of the expected {:.1} GB/s (share of the theoretical peak): memory channels missing or slow, or memory slower than the peak assumes",
+                f.reference_gb_s
+            )
+        }
     }
 }
 

@@ -188,8 +188,8 @@ pub fn baseline(b: &Baseline) -> String {
                 s.scope.to_string(),
                 // A device's scope has no CPU threads.
                 match s.scope {
-                    Scope::Node | Scope::Numa(_) => s.threads.to_string(),
-                    Scope::Device(_) | Scope::HostLink(..) => "-".to_string(),
+                    Scope::Node | Scope::Numa(_) | Scope::NumaOn(..) => s.threads.to_string(),
+                    Scope::Device(_) | Scope::HostLink(..) | Scope::DeviceOn(..) => "-".to_string(),
                 },
                 k.spec().name,
                 r.median_gb_s,

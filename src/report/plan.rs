@@ -208,3 +208,50 @@ pub fn render(v: &PlanView) -> String {
     }
     o
 }
+
+/// `baseline --dry-run`, `check --dry-run`: each scope a health check
+/// measures, on which processor over which memory, with its kernels and
+/// elements.
+pub fn render_scopes(command: &str, node: &str, jobs: &[(String, &Plan)]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Plan of membw {command} on {node} (nothing measured; --dry-run): {} scopes",
+        jobs.len()
+    );
+    let rows: Vec<[String; 5]> = (jobs.iter())
+        .map(|(scope, p)| {
+            let kernels: Vec<&str> = p.kernels.iter().map(|k| k.spec().name).collect();
+            let buffers = (p.kernels.iter())
+                .any(|k| k.spec().arrays().any(crate::kernels::ArrayId::host_buffer));
+            let (on, memory) = match p.host_cpus() {
+                Some(cpus) => (format!("CPUs {}", format_ranges(cpus)), p.mem.to_string()),
+                None if buffers => (p.target.label(), format!("host buffers {}", p.mem)),
+                None => (p.target.label(), format!("--gpu-memory {}", p.gpu_memory)),
+            };
+            [
+                scope.clone(),
+                on,
+                memory,
+                kernels.join(","),
+                p.elements.to_string(),
+            ]
+        })
+        .collect();
+    let header = ["scope", "on", "memory", "kernels", "elements"].map(String::from);
+    let widths: Vec<usize> = (0..5)
+        .map(|c| {
+            (rows.iter().chain([&header]))
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = (row.iter().zip(&widths))
+            .map(|(cell, &w)| format!("{cell:<w$}"))
+            .collect();
+        let _ = writeln!(o, "  {}", cells.join("  ").trim_end());
+    }
+    o
+}

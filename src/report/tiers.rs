@@ -3,6 +3,7 @@
 //! memory-side caches, its weighted-interleave weight and its free huge
 //! pages.
 
+use crate::results::targets::GpuReachRead;
 use crate::topology::{Node, Topology};
 use crate::units::Bytes;
 use serde::Serialize;
@@ -12,8 +13,13 @@ use std::fmt::Write;
 #[derive(Debug, Clone, Serialize)]
 pub struct Tier {
     pub node: usize,
-    /// `cpu+memory` or `memory` (CPU-less: HBM, CXL, PMem).
+    /// `cpu+memory` or `memory` (CPU-less: HBM, CXL, PMem), or `gpu
+    /// memory` where a GPU's driver says it is that GPU's own.
     pub kind: &'static str,
+    /// The GPU whose memory it is, by PCI address, as its driver says (a
+    /// GH200's HBM node, an MI300A's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
     pub memory: Option<Bytes>,
     /// Firmware-reported read bandwidth from the nearest initiators, GB/s:
     /// the tier's theoretical peak.
@@ -28,15 +34,27 @@ pub struct Tier {
     pub interleave_weight: Option<u8>,
 }
 
-pub fn tiers(topo: &Topology) -> Vec<Tier> {
+/// The node's tiers; `gpu_reach`: what the GPUs' drivers say, which names
+/// a node that is a GPU's own memory.
+pub fn tiers(topo: &Topology, gpu_reach: &[GpuReachRead]) -> Vec<Tier> {
     let weights = topo.memory.weighted_interleave.as_ref();
+    let gpu_of = |node: usize| {
+        (gpu_reach.iter().flat_map(|r| &r.devices))
+            .find(|d| d.reach.memory_node == Some(node))
+            .map(|d| d.bus_id.clone())
+    };
     topo.nodes
         .iter()
         .map(|n: &Node| {
             let hmat = n.hmat.as_ref();
+            let gpu = gpu_of(n.id);
             Tier {
                 node: n.id,
-                kind: n.kind(),
+                kind: match gpu {
+                    Some(_) => "gpu memory",
+                    None => n.kind(),
+                },
+                gpu,
                 memory: n.mem_total,
                 firmware_read_gb_s: hmat.and_then(|h| h.read_gb_s()),
                 firmware_write_gb_s: hmat
@@ -58,11 +76,10 @@ pub fn tiers(topo: &Topology) -> Vec<Tier> {
 
 /// The tier table, when there is something to say: a CPU-less node or
 /// firmware figures. Empty otherwise.
-pub fn text(topo: &Topology) -> String {
-    let tiers = tiers(topo);
-    let interesting = tiers
-        .iter()
-        .any(|t| t.kind == "memory" || t.firmware_read_gb_s.is_some());
+pub fn text(topo: &Topology, gpu_reach: &[GpuReachRead]) -> String {
+    let tiers = tiers(topo, gpu_reach);
+    let interesting =
+        (tiers.iter()).any(|t| t.kind != "cpu+memory" || t.firmware_read_gb_s.is_some());
     if !interesting {
         return String::new();
     }

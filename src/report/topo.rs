@@ -137,7 +137,7 @@ pub fn json(view: &TopoView) -> crate::error::Result<String> {
         topology: topo,
         derived: derive(topo),
         peak,
-        tiers: super::tiers::tiers(topo),
+        tiers: super::tiers::tiers(topo, gpu_reach),
         gpu_memory,
         gpu_reach,
         xids,
@@ -262,7 +262,7 @@ pub fn text(view: &TopoView) -> String {
         super::tiers::weights_line(topo)
     );
     sockets(&mut o, topo);
-    o.push_str(&super::tiers::text(topo));
+    o.push_str(&super::tiers::text(topo, gpu_reach));
     distances(&mut o, topo);
     gpus(&mut o, topo, drivers);
     memory_counters(&mut o, gpu_memory);
@@ -449,6 +449,7 @@ fn reach_lines(o: &mut String, topo: &Topology, reads: &[GpuReachRead]) {
                     }
                 });
             }
+            facts.extend(d.host_fabric.as_ref().map(|l| l.words()));
             let facts = match facts.is_empty() {
                 true => "nothing read".to_string(),
                 false => facts.join(" · "),

@@ -2,6 +2,7 @@
 //! it, and which scopes a target has (its backend supplies them).
 
 use crate::kernels::{ArrayId, KernelId};
+use crate::memory::gpu_memory::GpuMemory;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +17,17 @@ pub fn domains(topo: &Topology) -> Vec<usize> {
     if ids.len() < 2 { Vec::new() } else { ids }
 }
 
+/// The NUMA domain whose cores are nearest node `m`'s memory (the
+/// firmware's distances; the lowest id among equals), of those this
+/// process may use; none where no distance is known.
+fn nearest_cpus(topo: &Topology, m: usize) -> Option<usize> {
+    (topo.nodes.iter())
+        .filter(|n| n.cpus.intersects(&topo.allowed_cpus))
+        .filter_map(|n| Some((topo.distance(n.id, m)?, n.id)))
+        .min()
+        .map(|(_, id)| id)
+}
+
 /// Where a rate was measured: every allowed core on local memory, or the
 /// cores of one NUMA domain on that domain's memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -26,6 +38,12 @@ pub enum Scope {
     Device(u32),
     /// Device I's host link, to and from host buffers on NUMA node N.
     HostLink(u32, usize),
+    /// The cores of NUMA domain C on the memory of node M, a node without
+    /// CPUs (a superchip's HBM, a CXL expander) that C is nearest.
+    NumaOn(usize, usize),
+    /// Device I's kernels over host memory on a node (`system:N` or
+    /// `host:N`): a superchip's GPU over its CPU's memory.
+    DeviceOn(u32, GpuMemory),
 }
 
 impl std::fmt::Display for Scope {
@@ -37,6 +55,16 @@ impl std::fmt::Display for Scope {
             Scope::Numa(n) => write!(f, "NUMA node {n}"),
             Scope::Device(i) => write!(f, "device {i}"),
             Scope::HostLink(i, n) => write!(f, "device {i} link from node {n}"),
+            Scope::NumaOn(c, m) => write!(f, "NUMA node {c} on node {m}'s memory"),
+            Scope::DeviceOn(i, place) => match (place, place.node()) {
+                (GpuMemory::System { .. }, Some(n)) => {
+                    write!(f, "device {i} on node {n}'s pageable memory")
+                }
+                (GpuMemory::Host { .. }, Some(n)) => {
+                    write!(f, "device {i} on node {n}'s pinned memory")
+                }
+                _ => write!(f, "device {i} on {place}"),
+            },
         }
     }
 }
@@ -49,6 +77,8 @@ impl Scope {
             Scope::Numa(n) => format!("numa:{n}"),
             Scope::Device(i) => format!("device:{i}"),
             Scope::HostLink(i, n) => format!("device:{i}/link:{n}"),
+            Scope::NumaOn(c, m) => format!("numa:{c}/mem:{m}"),
+            Scope::DeviceOn(i, place) => format!("device:{i}/{place}"),
         }
     }
 
@@ -62,7 +92,10 @@ impl Scope {
             "device" => Some(Scope::Device(0)),
             _ => {
                 if let Some(n) = text.strip_prefix("numa:") {
-                    return n.parse().ok().map(Scope::Numa);
+                    return match n.split_once("/mem:") {
+                        None => n.parse().ok().map(Scope::Numa),
+                        Some((c, m)) => Some(Scope::NumaOn(c.parse().ok()?, m.parse().ok()?)),
+                    };
                 }
                 if let Some(n) = link(text) {
                     return Some(Scope::HostLink(0, n));
@@ -70,17 +103,30 @@ impl Scope {
                 let rest = text.strip_prefix("device:")?;
                 match rest.split_once('/') {
                     None => rest.parse().ok().map(Scope::Device),
-                    Some((i, l)) => Some(Scope::HostLink(i.parse().ok()?, link(l)?)),
+                    Some((i, l)) if l.starts_with("link:") => {
+                        Some(Scope::HostLink(i.parse().ok()?, link(l)?))
+                    }
+                    // Only host memory on a named node is a scope.
+                    Some((i, place)) => (place.parse::<GpuMemory>().ok())
+                        .filter(|p| p.is_host() && p.node().is_some())
+                        .map(|p| Some(Scope::DeviceOn(i.parse().ok()?, p)))?,
                 }
             }
         }
     }
 
     /// The host CPUs' scopes, as a backend that works on them supplies
-    /// them: the whole node, then each NUMA domain's cores on its memory.
+    /// them: the whole node, then each NUMA domain's cores on its memory,
+    /// then each node of memory without CPUs (a GH200's HBM, a CXL
+    /// expander) with the cores of the domain nearest it.
     pub fn of_host(topo: &Topology) -> Vec<Scope> {
         let domains = domains(topo).into_iter().map(Scope::Numa);
-        std::iter::once(Scope::Node).chain(domains).collect()
+        let without_cpus = (topo.nodes.iter())
+            .filter(|n| n.cpus.is_empty() && !n.memoryless() && topo.allowed_mems.contains(n.id))
+            .filter_map(|m| Some(Scope::NumaOn(nearest_cpus(topo, m.id)?, m.id)));
+        (std::iter::once(Scope::Node).chain(domains))
+            .chain(without_cpus)
+            .collect()
     }
 
     /// Device `index`'s scopes, as its backend supplies them: its own
@@ -93,15 +139,46 @@ impl Scope {
         std::iter::once(Scope::Device(index)).chain(links).collect()
     }
 
+    /// A superchip GPU's scopes beyond [`Self::of_device_at`]'s, its
+    /// memory being host node `own`: where that node has no CPUs (a
+    /// GH200's HBM), its kernels over the memory of the CPUs nearest it
+    /// (its Grace's LPDDR), as ported code reaches it: pageable memory
+    /// where the device `reads_pageable`, else pinned and mapped. An APU's
+    /// memory is its CPUs' own (an MI300A's): nothing more to cover.
+    pub fn of_superchip_device(
+        index: u32,
+        own: usize,
+        reads_pageable: bool,
+        topo: &Topology,
+    ) -> Vec<Scope> {
+        let apu = topo.nodes.iter().any(|n| n.id == own && !n.cpus.is_empty());
+        let cpus = nearest_cpus(topo, own).filter(|&n| !apu && topo.allowed_mems.contains(n));
+        (cpus.into_iter())
+            .map(|n| {
+                let node = Some(n);
+                Scope::DeviceOn(
+                    index,
+                    match reads_pageable {
+                        true => GpuMemory::System { node },
+                        false => GpuMemory::Host { node },
+                    },
+                )
+            })
+            .collect()
+    }
+
     /// The kernels a new baseline measures in this scope, of those
-    /// `asked`: a device's memory takes those over its own memory (none,
-    /// and the scope is left out), its link those over host buffers (the
-    /// copy engine's three where none is asked), the host's all of them.
+    /// `asked`: a device's memory and the host's take those over memory
+    /// (none, and the scope is left out), a link those over host buffers
+    /// (the copy engine's three where none is asked).
     pub fn kernels(&self, asked: &[KernelId]) -> Vec<KernelId> {
         let on_link = |k: &&KernelId| k.spec().arrays().any(ArrayId::host_buffer);
         match self {
-            Scope::Node | Scope::Numa(_) => asked.to_vec(),
-            Scope::Device(_) => asked.iter().filter(|k| !on_link(k)).copied().collect(),
+            Scope::Node
+            | Scope::Numa(_)
+            | Scope::NumaOn(..)
+            | Scope::Device(_)
+            | Scope::DeviceOn(..) => asked.iter().filter(|k| !on_link(k)).copied().collect(),
             Scope::HostLink(..) => {
                 let link: Vec<KernelId> = asked.iter().filter(on_link).copied().collect();
                 match link.is_empty() {
@@ -114,11 +191,12 @@ impl Scope {
 
     /// The kernels a check measures in this scope: a device's scopes each
     /// keep their own (`recorded`: its memory's, its link's), the host's
-    /// the baseline's protocol's.
+    /// the baseline's protocol's that run on CPUs (a node's baseline also
+    /// names its devices' transfers).
     pub fn checked_kernels(&self, recorded: &[KernelId], protocol: &[KernelId]) -> Vec<KernelId> {
         match self {
-            Scope::Device(_) | Scope::HostLink(..) => recorded.to_vec(),
-            Scope::Node | Scope::Numa(_) => protocol.to_vec(),
+            Scope::Device(_) | Scope::HostLink(..) | Scope::DeviceOn(..) => recorded.to_vec(),
+            Scope::Node | Scope::Numa(_) | Scope::NumaOn(..) => self.kernels(protocol),
         }
     }
 
@@ -130,16 +208,16 @@ impl Scope {
         stores: crate::kernels::StoreMode,
     ) -> Option<crate::kernels::StoreMode> {
         match self {
-            Scope::Device(_) | Scope::HostLink(..) => None,
-            Scope::Node | Scope::Numa(_) => Some(stores),
+            Scope::Device(_) | Scope::HostLink(..) | Scope::DeviceOn(..) => None,
+            Scope::Node | Scope::Numa(_) | Scope::NumaOn(..) => Some(stores),
         }
     }
 
     /// The device a scope measures, for a device's scopes.
     pub fn device_index(&self) -> Option<u32> {
         match self {
-            Scope::Device(i) | Scope::HostLink(i, _) => Some(*i),
-            Scope::Node | Scope::Numa(_) => None,
+            Scope::Device(i) | Scope::HostLink(i, _) | Scope::DeviceOn(i, _) => Some(*i),
+            Scope::Node | Scope::Numa(_) | Scope::NumaOn(..) => None,
         }
     }
 
@@ -147,17 +225,32 @@ impl Scope {
     /// domain's.
     pub fn cpu_node(&self) -> Option<usize> {
         match self {
-            Scope::Numa(n) => Some(*n),
-            Scope::Node | Scope::Device(_) | Scope::HostLink(..) => None,
+            Scope::Numa(n) | Scope::NumaOn(n, _) => Some(*n),
+            Scope::Node | Scope::Device(_) | Scope::HostLink(..) | Scope::DeviceOn(..) => None,
         }
     }
 
     /// The NUMA node whose memory a scope binds, where it binds one: a
-    /// domain's own, or the host buffers of a device's link from it.
+    /// domain's own or the node it is on, or the host buffers of a
+    /// device's link from it. (A device's arrays on host memory are
+    /// placed by [`Self::gpu_memory`].)
     pub fn memory_node(&self) -> Option<usize> {
         match self {
-            Scope::Numa(n) | Scope::HostLink(_, n) => Some(*n),
-            Scope::Node | Scope::Device(_) => None,
+            Scope::Numa(n) | Scope::HostLink(_, n) | Scope::NumaOn(_, n) => Some(*n),
+            Scope::Node | Scope::Device(_) | Scope::DeviceOn(..) => None,
+        }
+    }
+
+    /// Where a device's arrays live in this scope: host memory on a node
+    /// for its kernels over it, else its own.
+    pub fn gpu_memory(&self) -> GpuMemory {
+        match self {
+            Scope::DeviceOn(_, place) => *place,
+            Scope::Node
+            | Scope::Numa(_)
+            | Scope::NumaOn(..)
+            | Scope::Device(_)
+            | Scope::HostLink(..) => GpuMemory::Device,
         }
     }
 
@@ -183,6 +276,8 @@ impl Scope {
             Scope::Numa(n) => format!("scope=\"numa\",numa_node=\"{n}\""),
             Scope::Device(i) => device(*i),
             Scope::HostLink(i, n) => format!("{},host_node=\"{n}\"", device(*i)),
+            Scope::NumaOn(c, m) => format!("scope=\"numa\",numa_node=\"{c}\",memory_node=\"{m}\""),
+            Scope::DeviceOn(i, place) => format!("{},gpu_memory=\"{place}\"", device(*i)),
         }
     }
 
@@ -208,6 +303,7 @@ impl Scope {
         match self {
             Scope::Device(_) => Scope::Device(index),
             Scope::HostLink(_, n) => Scope::HostLink(index, n),
+            Scope::DeviceOn(_, place) => Scope::DeviceOn(index, place),
             other => other,
         }
     }
@@ -221,6 +317,8 @@ impl Scope {
             Scope::Numa(_) => Some(Siblings::Domains),
             Scope::Device(_) => Some(Siblings::Devices),
             Scope::HostLink(_, n) => Some(Siblings::Links(*n)),
+            // Each is its own pairing of processor and memory.
+            Scope::NumaOn(..) | Scope::DeviceOn(..) => None,
         }
     }
 }
@@ -245,7 +343,7 @@ impl<'de> Deserialize<'de> for Scope {
         let text = String::deserialize(d)?;
         Scope::parse(&text).ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "scope '{text}' (node, numa:N, device:I or device:I/link:N)"
+                "scope '{text}' (node, numa:N, numa:N/mem:M, device:I, device:I/link:N or device:I/system:N)"
             ))
         })
     }
@@ -281,8 +379,8 @@ mod tests {
     fn each_scope_takes_its_own_kernels_of_those_asked() {
         use KernelId::*;
         let asked = [Copy, Triad, H2d];
-        assert_eq!(Scope::Node.kernels(&asked), asked);
-        assert_eq!(Scope::Numa(1).kernels(&asked), asked);
+        assert_eq!(Scope::Node.kernels(&asked), [Copy, Triad]);
+        assert_eq!(Scope::Numa(1).kernels(&asked), [Copy, Triad]);
         assert_eq!(Scope::Device(0).kernels(&asked), [Copy, Triad]);
         assert_eq!(Scope::HostLink(0, 1).kernels(&asked), [H2d]);
         // A link asked nothing of its own runs the copy engine's three; a
@@ -302,10 +400,60 @@ mod tests {
             Scope::Numa(0).checked_kernels(&recorded, &protocol),
             protocol
         );
+        // A node's baseline names its devices' transfers too: not the CPUs'.
+        let node = [
+            KernelId::Copy,
+            KernelId::Triad,
+            KernelId::H2d,
+            KernelId::Bidir,
+        ];
+        assert_eq!(Scope::Node.checked_kernels(&recorded, &node), protocol);
         assert_eq!(Scope::HostLink(1, 0).checked_stores(StoreMode::Nt), None);
         assert_eq!(
             Scope::Node.checked_stores(StoreMode::Nt),
             Some(StoreMode::Nt)
         );
+    }
+
+    #[test]
+    fn a_superchip_adds_the_cpus_over_hbm_and_the_gpu_over_the_cpus_memory() {
+        let gh200 = crate::topology::fixture::machine("gh200-1s").1;
+        // No domains (one node of CPUs); the HBM node with the cores
+        // nearest it.
+        assert_eq!(Scope::of_host(&gh200), [Scope::Node, Scope::NumaOn(0, 1)]);
+        let system = GpuMemory::System { node: Some(0) };
+        assert_eq!(
+            Scope::of_superchip_device(0, 1, true, &gh200),
+            [Scope::DeviceOn(0, system)]
+        );
+        let pinned = GpuMemory::Host { node: Some(0) };
+        assert_eq!(
+            Scope::of_superchip_device(2, 1, false, &gh200),
+            [Scope::DeviceOn(2, pinned)]
+        );
+        // An APU's memory is its CPUs' own: nothing more.
+        let mi300a = crate::topology::fixture::machine("mi300a-4s").1;
+        assert!(Scope::of_superchip_device(1, 1, true, &mi300a).is_empty());
+        assert_eq!(Scope::of_host(&mi300a).len(), 5);
+    }
+
+    #[test]
+    fn the_new_scopes_keep_their_keys_and_refuse_what_is_not_host_memory() {
+        let system = Scope::DeviceOn(1, GpuMemory::System { node: Some(0) });
+        for scope in [Scope::NumaOn(0, 2), system] {
+            assert_eq!(Scope::parse(&scope.key()), Some(scope), "{}", scope.key());
+        }
+        assert_eq!(system.key(), "device:1/system:0");
+        assert_eq!(Scope::NumaOn(0, 2).key(), "numa:0/mem:2");
+        assert_eq!(system.to_string(), "device 1 on node 0's pageable memory");
+        assert_eq!(system.gpu_memory(), GpuMemory::System { node: Some(0) });
+        assert_eq!(Scope::Device(1).gpu_memory(), GpuMemory::Device);
+        assert_eq!(Scope::NumaOn(0, 2).memory_node(), Some(2));
+        assert_eq!(Scope::NumaOn(0, 2).cpu_node(), Some(0));
+        for bad in [
+            "device:0/managed", "device:0/system", "device:0/device", "numa:0/mem:x",
+        ] {
+            assert_eq!(Scope::parse(bad), None, "{bad}");
+        }
     }
 }

@@ -45,6 +45,7 @@ mod run;
 mod shapes;
 mod side_by_side;
 mod study;
+mod superchip;
 mod sweep_axes;
 mod topo_cli;
 mod topology;

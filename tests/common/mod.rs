@@ -582,17 +582,22 @@ fn fake_library(
     source: &str,
     name: &str,
 ) -> Option<PathBuf> {
-    if emulated() {
-        skip(format!(
-            "{name} (fake) is built for the host, not the emulated binary"
-        ));
-        return None;
-    }
+    // Built for the binary's architecture: CI's Arm leg drives the
+    // aarch64 binary's GPU backends under qemu-user, which loads them.
+    let compiler = match (binary_arch(), foreign_binary()) {
+        (_, false) => "cc",
+        ("aarch64", true) => "aarch64-linux-gnu-gcc",
+        (arch, true) => {
+            skip(format!("{name} (fake): no C compiler known for {arch}"));
+            return None;
+        }
+    };
     let built = built.get_or_init(|| {
         let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests")
             .join(path);
         let key = content_key(&[
+            compiler,
             source,
             include_str!("../fake_gpu/kernels.h"),
             include_str!("../fake_gpu/pairs.h"),
@@ -606,12 +611,12 @@ fn fake_library(
             .trim_end_matches(".c");
         let mut failure = None;
         let dir = cached_dir(&format!("{stem}-{key:016x}"), |dir| {
-            let out = std::process::Command::new("cc")
+            let out = std::process::Command::new(compiler)
                 .args(["-shared", "-fPIC", "-O2", "-o"])
                 .arg(dir.join(name))
                 .arg(&file)
                 .output()
-                .map_err(|e| format!("cc: {e}"));
+                .map_err(|e| format!("{compiler}: {e}"));
             match out {
                 Ok(out) if out.status.success() => {}
                 Ok(out) => failure = Some(String::from_utf8_lossy(&out.stderr).into_owned()),
@@ -633,7 +638,7 @@ fn fake_library(
         Err(e) => {
             unavailable(
                 format!("the fake {name} does not build ({e})"),
-                ".ci/run must install gcc",
+                ".ci/run must install gcc (gcc-aarch64-linux-gnu for the Arm leg)",
             );
             None
         }

@@ -26,6 +26,11 @@
  *   FAKE_NVML_NVLINK=A-B:L,... GPUs A and B are joined by L NVLink links
  *                            (of 18 a GPU has; the others are down), each
  *                            25781 MB/s each way
+ *   FAKE_NVML_C2C=L:MBPS     every GPU has L NVLink-C2C links to its CPU,
+ *                            each MBPS MB/s each way when active (a GH200:
+ *                            10:45000); none without it
+ *   FAKE_NVML_C2C_DOWN=D:K   K of GPU D's C2C links are inactive (the last
+ *                            ones): their status 0, their rate unsupported
  *
  * Built by the tests with: cc -shared -fPIC -O2 -o libnvidia-ml.so.1 libnvidia-ml.c
  */
@@ -56,6 +61,9 @@ enum { MAX_LINKS = 18 };
 enum {
   FI_NVLINK_SPEED_MBPS_COMMON = 90,
   FI_NVLINK_LINK_COUNT = 91,
+  FI_C2C_LINK_COUNT = 170,
+  FI_C2C_LINK_GET_STATUS = 171,
+  FI_C2C_LINK_GET_MAX_BW = 172,
   FI_GPU_RECOVERY_ACTION = 230,
 };
 
@@ -277,6 +285,30 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned *corrected, unsi
 }
 
 /* NVLink: 18 links where FAKE_NVML_NVLINK is set, none otherwise. */
+/* A C2C field of GPU d (FAKE_NVML_C2C, FAKE_NVML_C2C_DOWN), per link
+ * (the scope) where it is a link's: unsupported without C2C links. */
+static void c2c_field(int d, nvmlFieldValue_t *f) {
+  const char *c2c = getenv("FAKE_NVML_C2C");
+  unsigned links = 0, mb_s = 0;
+  if (!c2c || sscanf(c2c, "%u:%u", &links, &mb_s) != 2 || links == 0) {
+    f->nvmlReturn = NOT_SUPPORTED;
+    return;
+  }
+  unsigned long long down[1] = {0};
+  setting("FAKE_NVML_C2C_DOWN", d, down, 1);
+  int active = f->scopeId < links - (down[0] < links ? down[0] : links);
+  if (f->fieldId == FI_C2C_LINK_COUNT)
+    f->value.uiVal = links;
+  else if (f->scopeId >= links)
+    f->nvmlReturn = INVALID_ARGUMENT;
+  else if (f->fieldId == FI_C2C_LINK_GET_STATUS)
+    f->value.uiVal = active;
+  else if (active)
+    f->value.uiVal = mb_s;
+  else
+    f->nvmlReturn = NOT_SUPPORTED;
+}
+
 nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, nvmlFieldValue_t *values) {
   if (!is_device(d)) return INVALID_ARGUMENT;
   for (int i = 0; i < count; i++) {
@@ -290,6 +322,11 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, nvmlFieldValue_
       break;
     case FI_NVLINK_SPEED_MBPS_COMMON:
       f->value.uiVal = getenv("FAKE_NVML_NVLINK") ? 25781 : 0;
+      break;
+    case FI_C2C_LINK_COUNT:
+    case FI_C2C_LINK_GET_STATUS:
+    case FI_C2C_LINK_GET_MAX_BW:
+      c2c_field(d->index, f);
       break;
     case FI_GPU_RECOVERY_ACTION:
       if (setting("FAKE_NVML_RECOVERY", d->index, action, 1) == 1)

@@ -289,6 +289,23 @@ elif shape == "memory-only-node":
     expect_pages("preferred2", {a: {2: 0.9} for a in "abc"})
     usage_error("cpunode2", "node 2 has no CPUs")
     latency_matrix([0, 1], [0, 1, 2])
+    # A superchip's four memories: the CPU over its own and over the GPU's
+    # node (the nearest CPUs), the GPU over its own and over the CPU's.
+    b = doc("superbase")
+    if b:
+        rates = {s["scope"]: s["kernels"] for s in b["scopes"]}
+        for scope in ("node", "numa:0/mem:2", "device:0", "device:0/system:0"):
+            got = rates.get(scope, {})
+            check(f"superbase: {scope} measured", got and all(k["median_gb_s"] > 0 for k in got.values()),
+                  str(sorted(rates)))
+    c = doc("supercheck")
+    if c:
+        judged = {f["scope"] for f in c["findings"]}
+        check("supercheck: the CPU over HBM and the GPU over LPDDR judged against the baseline",
+              {"numa:0/mem:2", "device:0/system:0"} <= judged, str(sorted(judged)))
+        check("supercheck: the C2C links down found",
+              any("8 of its 10 NVLink-C2C links are active" in d for d in c["differences"]) and not c["healthy"],
+              str(c["differences"]))
 
 elif shape == "tiers":
     t = topo(2, 1, 2, 2, 1, [[10, 24], [24, 10]])

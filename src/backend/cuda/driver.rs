@@ -191,6 +191,7 @@ pub(super) fn reach_by_bus() -> Result<Vec<crate::results::targets::GpuReachAt>,
         .map(|i| {
             let f = facts(i)?;
             Ok(crate::results::targets::GpuReachAt {
+                host_fabric: super::nvml::c2c_link(&f.bus_id),
                 bus_id: f.bus_id,
                 reach: f.reach,
             })

@@ -78,7 +78,9 @@ impl Platform for Cuda {
         let pci = crate::topology::pci::find(&topo.gpus, &facts.bus_id);
         let nvml = nvml::facts(&facts.bus_id);
         // Over NVLink-C2C the host link is not the PCIe function's.
-        let link = pci.and_then(|p| p.link).filter(|_| nvml.c2c_gb_s.is_none());
+        let link = pci
+            .and_then(|p| p.link)
+            .filter(|_| nvml.host_fabric.is_none());
         let driver = match &nvml.driver_version {
             Some(v) => format!("NVIDIA driver {v} (CUDA {})", facts.cuda_version),
             None => format!("CUDA driver {}", facts.cuda_version),
@@ -92,7 +94,7 @@ impl Platform for Cuda {
                     crate::untrusted::printable(&facts.name),
                     facts.capability.0,
                     facts.capability.1,
-                    if nvml.c2c_gb_s.is_some() {
+                    if nvml.host_fabric.is_some() {
                         ", host link NVLink-C2C"
                     } else {
                         ""
@@ -104,6 +106,7 @@ impl Platform for Cuda {
                 uuid: Some(facts.uuid.clone()),
                 bus_id: Some(facts.bus_id.clone()),
                 link,
+                host_fabric: nvml.host_fabric.clone(),
                 multiprocessors: Some(facts.multiprocessors),
                 cache_bytes: Some(facts.l2_bytes),
                 fabric: nvml.fabric.clone(),
@@ -111,7 +114,10 @@ impl Platform for Cuda {
                 reach: Some(facts.reach.clone()),
                 peaks: DevicePeaks {
                     memory_gb_s: nvml.memory_peak.ok(),
-                    host_link_gb_s: nvml.c2c_gb_s.or(link.map(|l| l.current.gb_s())),
+                    host_link_gb_s: match &nvml.host_fabric {
+                        Some(c2c) => c2c.gb_s(),
+                        None => link.map(|l| l.current.gb_s()),
+                    },
                     memory_from: nvml.memory_peak_from.clone(),
                 },
                 method: DeviceMethod {

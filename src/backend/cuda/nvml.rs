@@ -7,7 +7,7 @@
 //! NVML is optional: where it does not load, the peak is unknown and the
 //! run says so; nothing is estimated.
 
-use crate::results::targets::{GpuMemoryAt, GpuMemoryHealth};
+use crate::results::targets::{CoherentLink, GpuMemoryAt, GpuMemoryHealth};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::enum_wrappers::device::{Clock, PerformancePolicy};
@@ -36,10 +36,10 @@ pub(super) struct NvmlReadings {
     /// The clock and bus width it was computed from, in words.
     pub memory_peak_from: Option<String>,
     pub driver_version: Option<String>,
-    /// The NVLink-C2C link to the host (a Grace Hopper superchip's), GB/s
-    /// each way, where NVML reports active C2C links: the host link the
-    /// transfers cross there, not the PCIe function sysfs shows.
-    pub c2c_gb_s: Option<f64>,
+    /// The NVLink-C2C link to the host (a Grace Hopper superchip's), where
+    /// NVML reports C2C links: the host link the transfers cross there,
+    /// not the PCIe function sysfs shows.
+    pub host_fabric: Option<CoherentLink>,
     /// Its NVLink links, where it has some and any is up.
     pub fabric: Option<crate::results::targets::Fabric>,
     /// Its memory's ECC errors, retired pages and remapped rows.
@@ -55,7 +55,7 @@ pub(super) fn facts(bus_id: &str) -> NvmlReadings {
                 memory_peak: Err(why),
                 memory_peak_from: None,
                 driver_version: None,
-                c2c_gb_s: None,
+                host_fabric: None,
                 fabric: None,
                 memory_health: None,
             };
@@ -70,7 +70,7 @@ pub(super) fn facts(bus_id: &str) -> NvmlReadings {
             format!("NVML's {mhz} MHz memory clock × {bits}-bit bus, 2 transfers a clock")
         }),
         driver_version: nvml.sys_driver_version().ok(),
-        c2c_gb_s: c2c_gb_s(nvml, bus_id),
+        host_fabric: c2c(nvml, bus_id),
         fabric: fabric(nvml, bus_id),
         memory_health: memory_health(nvml, bus_id),
     }
@@ -214,23 +214,86 @@ fn fabric(nvml: &Nvml, bus_id: &str) -> Option<crate::results::targets::Fabric> 
     })
 }
 
-/// NVML's C2C link count and each active link's speed (MB/s, each way:
-/// 10 links of about 45 GB/s make a GH200's 450 GB/s each way, 900 both):
-/// their total in GB/s, or `None` without C2C links (every PCIe GPU) or
-/// on a driver without these fields.
-fn c2c_gb_s(nvml: &Nvml, bus_id: &str) -> Option<f64> {
-    use nvml_wrapper::structs::device::FieldId;
-    /// nvml.h: NVML_FI_DEV_C2C_LINK_COUNT, NVML_FI_DEV_C2C_LINK_GET_MAX_BW.
-    const LINK_COUNT: u32 = 170;
-    const LINK_MAX_MB_S: u32 = 172;
-    let device = nvml.device_by_pci_bus_id(bus_id).ok()?;
-    let values = (device.field_values_for(&[FieldId(LINK_COUNT), FieldId(LINK_MAX_MB_S)])).ok()?;
-    c2c_total_gb_s(field_number(&values, 0)?, field_number(&values, 1)?)
+/// The GPU's NVLink-C2C links, where NVML reports some (a Grace Hopper's
+/// ten; none on a PCIe GPU or a driver before r525): how many, which are
+/// active, what one active link carries each way (10 links of about
+/// 45 GB/s make a GH200's 450 GB/s each way).
+pub(super) fn c2c_link(bus_id: &str) -> Option<CoherentLink> {
+    c2c(nvml().ok()?, bus_id)
 }
 
-/// `links` C2C links of `mb_s` each, GB/s; none where there are none.
-fn c2c_total_gb_s(links: f64, mb_s: f64) -> Option<f64> {
-    (links >= 1.0 && mb_s > 0.0).then(|| links * mb_s / 1e3)
+fn c2c(nvml: &Nvml, bus_id: &str) -> Option<CoherentLink> {
+    /// nvml.h: NVML_FI_DEV_C2C_LINK_COUNT, _GET_STATUS (1: active) and
+    /// _GET_MAX_BW (MB/s), the last two per link (the field's scope).
+    const LINK_COUNT: u32 = 170;
+    const LINK_STATUS: u32 = 171;
+    const LINK_MAX_MB_S: u32 = 172;
+    /// Past any C2C link count a device has (a GH200 has 10).
+    const MAX_LINKS: u32 = 64;
+    let device = nvml.device_by_pci_bus_id(bus_id).ok()?;
+    let links = scoped_fields(nvml, &device, &[(LINK_COUNT, 0)])?[0]?;
+    if links == 0 {
+        return None;
+    }
+    let (mut active, mut mb_s) = (0, None::<u64>);
+    for link in 0..links.min(u64::from(MAX_LINKS)) as u32 {
+        let read = scoped_fields(nvml, &device, &[(LINK_STATUS, link), (LINK_MAX_MB_S, link)]);
+        if let Some([Some(1), rate]) = read.as_deref() {
+            active += 1;
+            mb_s = (*rate).filter(|&r| r > 0).or(mb_s);
+        }
+    }
+    Some(CoherentLink {
+        name: "NVLink-C2C".into(),
+        links: links as u32,
+        active,
+        link_gb_s: mb_s.map(|mb| mb as f64 / 1e3),
+    })
+}
+
+/// NVML's field values with their scopes (a link's index), which the
+/// wrapper's call leaves at 0: each one's unsigned value where NVML
+/// read it; `None` where the call itself failed.
+fn scoped_fields(
+    nvml: &Nvml,
+    device: &nvml_wrapper::Device,
+    fields: &[(u32, u32)],
+) -> Option<Vec<Option<u64>>> {
+    use nvml_wrapper_sys::bindings::nvmlFieldValue_t;
+    /// nvml.h: NVML_VALUE_TYPE_UNSIGNED_INT, _UNSIGNED_LONG, _UNSIGNED_LONG_LONG.
+    const U32: u32 = 1;
+    const U64: [u32; 2] = [2, 3];
+    let call = nvml.lib().nvmlDeviceGetFieldValues.as_ref().ok()?;
+    let mut values: Vec<nvmlFieldValue_t> = (fields.iter())
+        .map(|&(field, scope)| {
+            // SAFETY: nvmlFieldValue_t is plain C data (integers and a
+            // union of numbers), for which all-zero bytes are a value.
+            let mut v: nvmlFieldValue_t = unsafe { std::mem::zeroed() };
+            v.fieldId = field;
+            v.scopeId = scope;
+            v
+        })
+        .collect();
+    // SAFETY: the handle is the live `device` of this NVML; `values`
+    // holds `fields.len()` initialised entries NVML fills in place.
+    let status = unsafe { call(device.handle(), values.len() as i32, values.as_mut_ptr()) };
+    // nvml.h: NVML_SUCCESS.
+    (status == 0).then(|| {
+        (values.iter())
+            .map(|v| {
+                let written = (v.nvmlReturn == 0).then_some(v.valueType)?;
+                // SAFETY: the union is read as the unsigned type NVML says
+                // it wrote; every member is a plain number.
+                unsafe {
+                    match written {
+                        U32 => Some(u64::from(v.value.uiVal)),
+                        t if U64.contains(&t) => Some(v.value.ullVal),
+                        _ => None,
+                    }
+                }
+            })
+            .collect()
+    })
 }
 
 /// A memory's peak from its clock (MHz) and bus width (bits): two
@@ -359,13 +422,6 @@ mod tests {
         // H100 SXM5 80GB, as NVML reports it.
         let h100 = memory_peak_gb_s(2619, 5120);
         assert!((h100 - 3352.3).abs() < 0.1, "{h100}");
-    }
-
-    #[test]
-    fn a_c2c_link_is_its_links_together_and_none_is_none() {
-        assert_eq!(c2c_total_gb_s(10.0, 45_000.0), Some(450.0));
-        assert_eq!(c2c_total_gb_s(0.0, 45_000.0), None);
-        assert_eq!(c2c_total_gb_s(10.0, 0.0), None);
     }
 
     #[test]

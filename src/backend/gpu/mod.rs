@@ -77,8 +77,21 @@ impl Backend for GpuBackend {
         self.platform.name()
     }
 
+    /// Its memory and its host link from each node; a superchip's GPU
+    /// (its memory a host node, as its driver says) also its kernels over
+    /// the CPU's memory.
     fn health_scopes(&self, topo: &Topology) -> Vec<crate::results::scope::Scope> {
-        crate::results::scope::Scope::of_device_at(self.index, topo)
+        use crate::results::scope::Scope;
+        let mut scopes = Scope::of_device_at(self.index, topo);
+        let described = self.platform.describe(self.index, topo).ok();
+        let reach = described.and_then(|d| d.device.facts.reach);
+        if let Some(reach) = reach
+            && let Some(own) = reach.memory_node
+        {
+            let pageable = reach.pageable == Some(true);
+            scopes.extend(Scope::of_superchip_device(self.index, own, pageable, topo));
+        }
+        scopes
     }
 
     fn prepare(&self, topo: &Topology, s: &Settings) -> Result<Prepared> {

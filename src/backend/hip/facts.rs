@@ -129,6 +129,7 @@ pub(super) fn reach_by_bus() -> Result<Vec<crate::results::targets::GpuReachAt>,
     (0..device_count()? as c_int)
         .map(|device| {
             Ok(crate::results::targets::GpuReachAt {
+                host_fabric: None,
                 bus_id: bus_id(api, device)?,
                 reach: reach(&|a| attribute(api, device, a).ok()),
             })

@@ -120,6 +120,7 @@ impl Platform for Hip {
                 uuid: None,
                 bus_id: Some(facts.bus_id.clone()),
                 link,
+                host_fabric: None,
                 multiprocessors: Some(facts.multiprocessors),
                 cache_bytes: Some(facts.l2_bytes),
                 fabric: smi::fabric(&facts.bus_id),

@@ -98,9 +98,13 @@ fn link(setup: &Setup, index: u32) -> PciLink {
     }
 }
 
-/// Device `index`'s host link peak, each way, GB/s.
+/// Device `index`'s host link peak, each way, GB/s: its C2C links'
+/// active share where it has some (one stays active).
 fn host_link_gb_s(setup: &Setup, index: u32) -> f64 {
-    (setup.link_gb_s).unwrap_or_else(|| link(setup, index).current.gb_s())
+    let whole = (setup.link_gb_s).unwrap_or_else(|| link(setup, index).current.gb_s());
+    (setup.host_fabric(index, whole))
+        .and_then(|c2c| c2c.gb_s())
+        .unwrap_or(whole)
 }
 
 /// The variable that sets it up for tests.
@@ -160,12 +164,16 @@ impl Platform for SimPlatform {
     fn describe(&self, index: u32, topo: &Topology) -> Result<Described, String> {
         let setup = Setup::from_env()?;
         let link = link(&setup, index);
+        let whole_link = (setup.link_gb_s).unwrap_or_else(|| link.current.gb_s());
+        let host_fabric = setup.host_fabric(index, whole_link);
         let device = targets::Device {
             id: DeviceId::of(self.name(), index),
             facts: DeviceFacts {
                 uuid: Some(format!("SIM-{index:08x}")),
                 bus_id: Some(format!("0000:{:02x}:00.0", 0x18 + index)),
-                link: Some(link),
+                // Over NVLink-C2C the host link is not a PCIe function's.
+                link: host_fabric.is_none().then_some(link),
+                host_fabric: host_fabric.clone(),
                 model: Some("membw simulated device".into()),
                 memory_bytes: Some(setup.memory_bytes.unwrap_or(MEMORY_BYTES)),
                 driver: Some(format!("membw {}", env!("CARGO_PKG_VERSION"))),
@@ -182,7 +190,7 @@ impl Platform for SimPlatform {
                     xnack: None,
                     pageable_missing: (setup.no_pageable)
                         .then(|| "the simulated device was set up without it (pageable=no)".into()),
-                    memory_node: None,
+                    memory_node: setup.memory_nodes.get(&index).copied(),
                 }),
                 peaks: DevicePeaks {
                     memory_gb_s: Some(setup.peak_gb_s.unwrap_or(PEAK_GB_S)),

@@ -37,6 +37,13 @@ pub(super) struct Setup {
     /// Its kernels cannot read pageable host memory (`pageable=no`), as a
     /// GPU without HMM, ATS or XNACK.
     pub no_pageable: bool,
+    /// Each device's host link is this many NVLink-C2C links (`c2c=N`),
+    /// sharing the link's rate, as a Grace Hopper's; none asked, a PCIe
+    /// link.
+    pub c2c: Option<u32>,
+    /// Devices whose memory is a host NUMA node (`memory-node=I:N`), as a
+    /// superchip's HBM is.
+    pub memory_nodes: BTreeMap<u32, usize>,
 }
 
 /// What is wrong with one device.
@@ -49,6 +56,8 @@ pub(super) struct SimFault {
     pub lanes: Option<u32>,
     /// Peer links down (`nvlink-down=I:K`).
     pub links_down: Option<u32>,
+    /// NVLink-C2C links inactive (`c2c-down=I:K`).
+    pub c2c_down: Option<u32>,
     /// Uncorrected ECC errors since the driver loaded (`ecc-ue=I:N`).
     pub ecc_uncorrected: Option<u64>,
     /// Pages retired (`retired-pages=I:N`), as a pre-Ampere GPU counts them.
@@ -105,28 +114,7 @@ impl Setup {
                 }
                 Some(("peak", gb_s)) => setup.peak_gb_s = Some(rate(gb_s)?),
                 Some(("link", gb_s)) => setup.link_gb_s = Some(rate(gb_s)?),
-                Some(("lanes", v)) if v.contains(':') => {
-                    let (i, n) = of_device(v)?;
-                    setup.faults.entry(i).or_default().lanes = Some(lanes(n)?);
-                }
-                Some(("lanes", n)) => setup.lanes = Some(lanes(n)?),
-                Some(("slow", v)) => {
-                    let (i, f) = of_device(v)?;
-                    let speed = (f.parse().ok())
-                        .filter(|f: &f64| *f > 0.0 && *f <= 1.0)
-                        .ok_or_else(|| {
-                            format!("'{f}': a share of the speed, above 0 and at most 1")
-                        })?;
-                    setup.faults.entry(i).or_default().speed = Some(speed);
-                }
-                Some(("peer-down", v)) => {
-                    let (i, j) = of_device(v)?;
-                    let j = device(j)?;
-                    if i == j {
-                        return Err(format!("'{v}': a pair is two devices"));
-                    }
-                    setup.peer_down.push((i.min(j), i.max(j)));
-                }
+                Some(("lanes", n)) if !n.contains(':') => setup.lanes = Some(lanes(n)?),
                 Some(("nvlink", n)) => {
                     setup.nvlink = Some(
                         (n.parse().ok())
@@ -134,30 +122,20 @@ impl Setup {
                             .ok_or_else(|| format!("'{n}': from 1 to {MAX_LINKS} links"))?,
                     );
                 }
-                Some(("nvlink-down", v)) => {
-                    let (i, k) = of_device(v)?;
-                    let k = k.parse().map_err(|_| format!("'{k}': a count of links"))?;
-                    setup.faults.entry(i).or_default().links_down = Some(k);
-                }
-                Some(("ecc-ue", v)) => {
-                    let (i, n) = of_device(v)?;
-                    let n = n.parse().map_err(|_| format!("'{n}': a count of errors"))?;
-                    setup.faults.entry(i).or_default().ecc_uncorrected = Some(n);
-                }
-                Some(("retired-pages", v)) => {
-                    let (i, n) = of_device(v)?;
-                    let n = n.parse().map_err(|_| format!("'{n}': a count of pages"))?;
-                    setup.faults.entry(i).or_default().retired_pages = Some(n);
-                }
-                Some(("remap-pending", i)) => {
-                    setup.faults.entry(device(i)?).or_default().remap_pending = true;
-                }
+                Some((key, v)) if setup.device_item(key, v)? => {}
                 Some(("memory", mib)) => {
                     setup.memory_bytes = Some(
                         (mib.parse::<u64>().ok())
                             .filter(|m| (1..=1 << 20).contains(m))
                             .ok_or_else(|| format!("'{mib}': MiB of memory, 1 to 1048576"))?
                             << 20,
+                    );
+                }
+                Some(("c2c", n)) => {
+                    setup.c2c = Some(
+                        (n.parse().ok())
+                            .filter(|n| (1..=MAX_LINKS).contains(n))
+                            .ok_or_else(|| format!("'{n}': from 1 to {MAX_LINKS} links"))?,
                     );
                 }
                 Some(("pageable", "no")) => setup.no_pageable = true,
@@ -171,13 +149,15 @@ impl Setup {
                 }
                 _ => {
                     return Err(format!(
-                        "'{item}': expected devices=N, wrong-element=N, peak=GBS, link=GBS, lanes=[I:]N, slow=I:F, peer-down=I:J, nvlink=N, nvlink-down=I:K, ecc-ue=I:N, retired-pages=I:N, remap-pending=I, memory=MIB, pageable=yes|no or clock=F"
+                        "'{item}': expected devices=N, wrong-element=N, peak=GBS, link=GBS, lanes=[I:]N, slow=I:F, peer-down=I:J, nvlink=N, nvlink-down=I:K, c2c=N, c2c-down=I:K, memory-node=I:N, ecc-ue=I:N, retired-pages=I:N, remap-pending=I, memory=MIB, pageable=yes|no or clock=F"
                     ));
                 }
             }
         }
         let count = setup.devices.unwrap_or(super::DEVICES);
-        let named = (setup.faults.keys().copied()).chain(setup.peer_down.iter().map(|p| p.1));
+        let named = (setup.faults.keys().copied())
+            .chain(setup.peer_down.iter().map(|p| p.1))
+            .chain(setup.memory_nodes.keys().copied());
         if let Some(i) = named.filter(|&i| i >= count).min() {
             return Err(format!(
                 "device {i} is not on the simulated node of {count} (devices=N makes more)"
@@ -187,9 +167,78 @@ impl Setup {
         Ok(setup)
     }
 
+    /// An item that names one device (`slow=I:F`, `c2c-down=I:K`, ...),
+    /// taken; whether `key` is one.
+    fn device_item(&mut self, key: &str, v: &str) -> Result<bool, String> {
+        match (key, v) {
+            ("lanes", v) if v.contains(':') => {
+                let (i, n) = of_device(v)?;
+                self.faults.entry(i).or_default().lanes = Some(lanes(n)?);
+            }
+            ("slow", v) => {
+                let (i, f) = of_device(v)?;
+                let speed = (f.parse().ok())
+                    .filter(|f: &f64| *f > 0.0 && *f <= 1.0)
+                    .ok_or_else(|| format!("'{f}': a share of the speed, above 0 and at most 1"))?;
+                self.faults.entry(i).or_default().speed = Some(speed);
+            }
+            ("peer-down", v) => {
+                let (i, j) = of_device(v)?;
+                let j = device(j)?;
+                if i == j {
+                    return Err(format!("'{v}': a pair is two devices"));
+                }
+                self.peer_down.push((i.min(j), i.max(j)));
+            }
+            ("nvlink-down", v) => {
+                let (i, k) = of_device(v)?;
+                let k = k.parse().map_err(|_| format!("'{k}': a count of links"))?;
+                self.faults.entry(i).or_default().links_down = Some(k);
+            }
+            ("ecc-ue", v) => {
+                let (i, n) = of_device(v)?;
+                let n = n.parse().map_err(|_| format!("'{n}': a count of errors"))?;
+                self.faults.entry(i).or_default().ecc_uncorrected = Some(n);
+            }
+            ("retired-pages", v) => {
+                let (i, n) = of_device(v)?;
+                let n = n.parse().map_err(|_| format!("'{n}': a count of pages"))?;
+                self.faults.entry(i).or_default().retired_pages = Some(n);
+            }
+            ("remap-pending", i) => {
+                self.faults.entry(device(i)?).or_default().remap_pending = true;
+            }
+            ("c2c-down", v) => {
+                let (i, k) = of_device(v)?;
+                let k = k.parse().map_err(|_| format!("'{k}': a count of links"))?;
+                self.faults.entry(i).or_default().c2c_down = Some(k);
+            }
+            ("memory-node", v) => {
+                let (i, n) = of_device(v)?;
+                let n = n.parse().map_err(|_| format!("'{n}': a NUMA node"))?;
+                self.memory_nodes.insert(i, n);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
     /// Links down only where there are links, and no more than there are.
     fn check_links(&self) -> Result<(), String> {
         for (i, f) in &self.faults {
+            match (f.c2c_down, self.c2c) {
+                (Some(down), None) => {
+                    return Err(format!(
+                        "c2c-down={i}:{down}: the devices have no C2C links (c2c=N gives them some)"
+                    ));
+                }
+                (Some(down), Some(n)) if down >= n => {
+                    return Err(format!(
+                        "c2c-down={i}:{down}: device {i} has {n} C2C links, one of which stays active"
+                    ));
+                }
+                _ => {}
+            }
             let Some(down) = f.links_down else { continue };
             match self.nvlink {
                 None => {
@@ -230,6 +279,22 @@ impl Setup {
             (Some(n), Some(down)) => f64::from(n - down) / f64::from(n),
             _ => 1.0,
         }
+    }
+
+    /// Device `index`'s coherent link to the host: `c2c=N` links sharing
+    /// the host link's rate (`gb_s`), those of `c2c-down` inactive.
+    pub(super) fn host_fabric(
+        &self,
+        index: u32,
+        gb_s: f64,
+    ) -> Option<crate::results::targets::CoherentLink> {
+        let links = self.c2c?;
+        Some(crate::results::targets::CoherentLink {
+            name: "NVLink-C2C".into(),
+            links,
+            active: links - self.fault(index).c2c_down.unwrap_or(0),
+            link_gb_s: Some(gb_s / f64::from(links)),
+        })
     }
 
     /// Device `index`'s fabric: `nvlink=N` links to the node's switches,

@@ -177,8 +177,11 @@ pub(crate) fn per_command(cmd: clap::Command) -> clap::Command {
             if resumes {
                 arg = arg.conflicts_with("resume");
             }
-            // A baseline is what the command makes.
-            arg.required(name == "baseline")
+            // A baseline is what the command makes, unless it only plans.
+            match name == "baseline" {
+                true => arg.required_unless_present_any(["dry_run", "from"]),
+                false => arg,
+            }
         })
     } else {
         cmd

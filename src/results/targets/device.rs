@@ -54,6 +54,9 @@ pub struct DeviceFacts {
     pub bus_id: Option<String>,
     /// Its PCIe link, as trained and at most.
     pub link: Option<crate::topology::pci::PciLink>,
+    /// Its coherent link to the CPU (NVLink-C2C), where it has one: the
+    /// host link in place of the PCIe function's.
+    pub host_fabric: Option<super::coherent_link::CoherentLink>,
     /// Its multiprocessors (compute units): what a launch fills.
     pub multiprocessors: Option<u32>,
     /// Its last-level cache (a GPU's L2), bytes: STREAM's rule on it.
@@ -119,6 +122,10 @@ pub struct GpuReachAt {
     /// `0000:18:00.0`.
     pub bus_id: String,
     pub reach: MemoryReach,
+    /// Its coherent link to the CPU, where its management library
+    /// reports one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_fabric: Option<super::coherent_link::CoherentLink>,
 }
 
 impl MemoryReach {
@@ -198,6 +205,8 @@ struct Wire {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     link: Option<crate::topology::pci::PciLink>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    host_fabric: Option<super::coherent_link::CoherentLink>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     multiprocessors: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     cache_bytes: Option<u64>,
@@ -236,6 +245,10 @@ impl From<Wire> for Device {
                 uuid: line(w.uuid),
                 bus_id: line(w.bus_id),
                 link: w.link,
+                host_fabric: w.host_fabric.map(|l| super::coherent_link::CoherentLink {
+                    name: crate::untrusted::printable(&l.name),
+                    ..l
+                }),
                 multiprocessors: w.multiprocessors,
                 cache_bytes: w.cache_bytes,
                 fabric: w.fabric,
@@ -264,6 +277,7 @@ impl From<Device> for Wire {
             uuid: d.facts.uuid,
             bus_id: d.facts.bus_id,
             link: d.facts.link,
+            host_fabric: d.facts.host_fabric,
             multiprocessors: d.facts.multiprocessors,
             cache_bytes: d.facts.cache_bytes,
             fabric: d.facts.fabric,

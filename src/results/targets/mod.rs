@@ -9,11 +9,13 @@
 // A new kind must be decided wherever kinds are matched.
 #![deny(clippy::wildcard_enum_match_arm)]
 
+pub mod coherent_link;
 mod device;
 pub mod fabric;
 pub mod memory_health;
 pub mod method;
 
+pub use coherent_link::CoherentLink;
 pub use device::{
     Device, DeviceFacts, DeviceId, DevicePeaks, GpuReachAt, GpuReachRead, MemoryReach,
 };

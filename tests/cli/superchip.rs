@@ -1,0 +1,220 @@
+//! Superchips (GH200, MI300A) as one node: the scopes a health check
+//! covers there (the CPU and the GPU, each over its own memory and the
+//! other's), planned on the fixtures with `--dry-run`, and the GPU's
+//! coherent link to its CPU (NVLink-C2C) read, shown and checked as a
+//! link: on the simulated devices and through the fake NVML.
+
+use crate::common::{self, fake_cuda_driver, fake_nvml, membw, output};
+
+/// A GH200 node's simulated GPU: ten C2C links, its memory node 1 (the
+/// fixture's HBM node, without CPUs); `more`: other items.
+fn gh200_sim(more: &str) -> String {
+    format!("devices=1,c2c=10,memory-node=0:1{more}")
+}
+
+/// `membw baseline --dry-run` on fixture `tree` with the simulated node
+/// `setup`: its printed plan.
+fn planned(tree: &str, setup: &str) -> String {
+    let root = common::shared_tree(tree);
+    let (code, stdout, stderr) = output(
+        membw()
+            .env("MEMBW_SIM_DEVICE", setup)
+            .args(["baseline", "--dry-run", "--sysroot"])
+            .arg(&root),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    stdout
+}
+
+#[test]
+fn a_gh200_nodes_check_covers_each_processor_over_each_memory() {
+    let plan = planned("gh200-1s", &gh200_sim(""));
+    // The CPU over LPDDR, over the GPU's HBM (the cores nearest it), the
+    // GPU over HBM and over LPDDR (pageable, through ATS).
+    for line in [
+        "node                                  CPUs 0-71",
+        "NUMA node 0 on node 1's memory        CPUs 0-71    bind:1",
+        "device 0                              device sim0  --gpu-memory device",
+        "device 0 on node 0's pageable memory  device sim0  --gpu-memory system:0",
+    ] {
+        assert!(plan.contains(line), "{line}\n{plan}");
+    }
+    assert!(plan.contains(": 6 scopes"), "{plan}");
+    // A GPU that cannot read pageable memory reaches it pinned and mapped.
+    let pinned = planned("gh200-1s", &gh200_sim(",pageable=no"));
+    assert!(
+        pinned.contains("device 0 on node 0's pinned memory  device sim0  --gpu-memory host:0"),
+        "{pinned}"
+    );
+    // A PCIe GPU (its memory no host node) has no such scope.
+    let pcie = planned("gh200-1s", "devices=1");
+    assert!(!pcie.contains("pageable memory"), "{pcie}");
+}
+
+#[test]
+fn an_mi300a_nodes_check_covers_each_apu_once() {
+    let apus = "devices=4,memory-node=0:0,memory-node=1:1,memory-node=2:2,memory-node=3:3";
+    let plan = planned("mi300a-4s", apus);
+    // Each APU's cores on its HBM, each GPU on the same HBM: an APU's
+    // memory is its CPUs' own, so nothing is "the CPU's memory" beside it.
+    let row = |scope: &str, on: &str| {
+        (plan.lines()).any(|l| l.starts_with(&format!("  {scope} ")) && l.contains(on))
+    };
+    assert!(row("NUMA node 3", "CPUs 72-95"), "{plan}");
+    assert!(row("device 3", "device sim3"), "{plan}");
+    assert!(!plan.contains("pageable memory"), "{plan}");
+    assert!(!plan.contains("'s memory "), "{plan}");
+}
+
+/// `membw baseline` (or `check`) of the simulated node `setup`, small
+/// and short, with `args`.
+fn health(setup: &str, args: &[&str]) -> (i32, String, String) {
+    output(
+        membw()
+            .env("MEMBW_SIM_DEVICE", setup)
+            .args(args)
+            .args(["--size", "64k", "--small"]),
+    )
+}
+
+#[test]
+fn c2c_links_inactive_or_lost_since_the_baseline_are_faults() {
+    // Host buffers and host arrays are bound with mbind, which qemu-user
+    // (the Arm leg) does not implement.
+    if !crate::common::mbind_works() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    let base = base.to_str().unwrap();
+    let c2c = "devices=1,c2c=10";
+    let (code, _, stderr) = health(
+        c2c,
+        &["baseline", "--rounds", "1", "--allow-busy", "-o", base],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(base).unwrap()).unwrap();
+    let scopes = json["scopes"].as_array().unwrap();
+    let device = &(scopes.iter().find(|s| s["scope"] == "device:0")).unwrap()["device"];
+    assert_eq!(device["host_fabric"]["links"], 10, "{device}");
+    assert_eq!(device["host_fabric"]["active"], 10, "{device}");
+    let check = |setup: &str| {
+        let (code, stdout, stderr) = health(setup, &["check", "--baseline", base]);
+        (code, stdout + &stderr)
+    };
+    // The node's baseline (its CPUs and its GPU) is checked as made: the
+    // CPUs' scopes without the GPU's transfers.
+    let (code, said) = check(c2c);
+    assert_ne!(code, 2, "{said}");
+    assert!(!said.contains("NVLink-C2C"), "{said}");
+    // Two links inactive: a fault whatever the rates.
+    let (code, said) = check("devices=1,c2c=10,c2c-down=0:2");
+    assert_eq!(code, 1, "{said}");
+    assert!(
+        said.contains("sim0: 8 of its 10 NVLink-C2C links are active (2 inactive)"),
+        "{said}"
+    );
+    // Fewer links than the baseline's.
+    let (code, said) = check("devices=1,c2c=8");
+    assert_eq!(code, 1, "{said}");
+    assert!(
+        said.contains("sim0: 8 NVLink-C2C links here, 10 in the baseline"),
+        "{said}"
+    );
+    // None where the library answered: missing.
+    let (code, said) = check("devices=1");
+    assert_eq!(code, 1, "{said}");
+    assert!(
+        said.contains("sim0: its NVLink-C2C link is missing (10 links in the baseline)"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_bad_c2c_setup_is_one_line() {
+    for (setup, needle) in [
+        ("c2c-down=0:1", "the devices have no C2C links"),
+        ("c2c=4,c2c-down=0:4", "one of which stays active"),
+        ("memory-node=9:1", "device 9 is not on the simulated node"),
+        ("memory-node=0:x", "'x': a NUMA node"),
+    ] {
+        let (code, _, stderr) = output(
+            membw()
+                .env("MEMBW_SIM_DEVICE", setup)
+                .args(["run", "--backend", "sim:0", "--dry-run"]),
+        );
+        assert_eq!(code, 2, "{setup}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(needle), "{setup}: {stderr}");
+    }
+}
+
+#[test]
+fn nvml_reads_the_c2c_links_state_and_rate_per_link() {
+    // Host buffers and host arrays are bound with mbind, which qemu-user
+    // (the Arm leg) does not implement.
+    if !crate::common::mbind_works() {
+        return;
+    }
+    let (Some(cuda), Some(nvml)) = (fake_cuda_driver(), fake_nvml()) else {
+        return;
+    };
+    let with = |setup: &[(&str, &str)]| {
+        let mut cmd = membw();
+        cmd.env(
+            "LD_LIBRARY_PATH",
+            format!("{}:{}", cuda.display(), nvml.display()),
+        );
+        for (k, v) in setup {
+            cmd.env(k, v);
+        }
+        cmd
+    };
+    let gh200 = [("FAKE_NVML_C2C", "10:45000"), ("FAKE_NVML_C2C_DOWN", "0:3")];
+    let (code, topo, stderr) = output(with(&gh200).args(["topo"]));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        topo.contains("NVLink-C2C: 7 of 10 links active, 45.0 GB/s each (315.0 GB/s each way)"),
+        "{topo}"
+    );
+    let (code, run, stderr) = output(with(&gh200).args([
+        "run", "--backend", "cuda:0", "--json", "--array-size", "200000", "--ntimes", "3",
+        "--kernels", "h2d",
+    ]));
+    assert_eq!(code, 0, "{stderr}");
+    let run: serde_json::Value = serde_json::from_str(&run).unwrap();
+    let device = &run["measurement"]["target"];
+    assert_eq!(device["host_fabric"]["active"], 7, "{device}");
+    // The host link is the C2C's active links, not the PCIe function's.
+    assert_eq!(device["peaks"]["host_link_gb_s"], 315.0, "{device}");
+    assert!(device.get("link").is_none(), "{device}");
+    // A PCIe GPU: no C2C line, its PCIe link kept.
+    let (_, topo, _) = output(with(&[]).args(["topo"]));
+    assert!(!topo.contains("NVLink-C2C"), "{topo}");
+    // Against a baseline with the link: where NVML does not answer, the
+    // link is said to be unread, neither passed nor failed.
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("b.json");
+    let small = ["--backend", "cuda:0", "--size", "64k", "--small"];
+    let (code, _, stderr) = output(
+        with(&gh200[..1])
+            .args(["baseline", "--rounds", "1", "--allow-busy", "-o"])
+            .arg(&base)
+            .args(small),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let mut without_nvml = membw();
+    without_nvml.env("LD_LIBRARY_PATH", &cuda);
+    let (_, stdout, stderr) = output(
+        without_nvml
+            .args(["check", "--baseline"])
+            .arg(&base)
+            .args(small),
+    );
+    let said = stdout + &stderr;
+    assert!(
+        said.contains("cuda0: its NVLink-C2C link was not read (its management library did not answer); the baseline's has 10 links"),
+        "{said}"
+    );
+}
