@@ -40,6 +40,20 @@ fn a_gh200_nodes_check_covers_each_processor_over_each_memory() {
         assert!(plan.contains(line), "{line}\n{plan}");
     }
     assert!(plan.contains(": 6 scopes"), "{plan}");
+    // A check without a baseline plans the same scopes.
+    let root = common::shared_tree("gh200-1s");
+    let (code, check, stderr) = output(
+        membw()
+            .env("MEMBW_SIM_DEVICE", gh200_sim(""))
+            .args(["check", "--dry-run", "--sysroot"])
+            .arg(&root),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        check.replace("membw check", "membw baseline"),
+        plan,
+        "{check}"
+    );
     // A GPU that cannot read pageable memory reaches it pinned and mapped.
     let pinned = planned("gh200-1s", &gh200_sim(",pageable=no"));
     assert!(
@@ -217,4 +231,42 @@ fn nvml_reads_the_c2c_links_state_and_rate_per_link() {
         said.contains("cuda0: its NVLink-C2C link was not read (its management library did not answer); the baseline's has 10 links"),
         "{said}"
     );
+}
+
+#[test]
+fn a_baseline_keeps_the_cpus_over_hbm_and_a_check_holds_it_there() {
+    let root = common::shared_tree("gh200-1s");
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("b.json");
+    // The fake source measures nothing: the tree is planned, not run.
+    let fake = |cmd: &str| {
+        let mut c = membw();
+        c.args([cmd, "--fake-source", "40", "--sysroot"]).arg(&root);
+        c
+    };
+    let (code, _, stderr) = output(fake("baseline").args(["--rounds", "1", "-o"]).arg(&base));
+    assert_eq!(code, 0, "{stderr}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
+    let scopes: Vec<&str> = (json["scopes"].as_array().unwrap().iter())
+        .map(|s| s["scope"].as_str().unwrap())
+        .collect();
+    assert_eq!(scopes, ["node", "numa:0/mem:1"]);
+    let (code, plan, stderr) = output(fake("check").arg("--dry-run").arg("--baseline").arg(&base));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        plan.contains("NUMA node 0 on node 1's memory  CPUs 0-71  bind:1"),
+        "{plan}"
+    );
+    let (code, verdict, stderr) = output(
+        fake("check")
+            .args(["--format", "json", "--baseline"])
+            .arg(&base),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let verdict: serde_json::Value = serde_json::from_str(&verdict).unwrap();
+    let judged: Vec<&str> = (verdict["findings"].as_array().unwrap().iter())
+        .filter_map(|f| f["scope"].as_str())
+        .collect();
+    assert!(judged.contains(&"numa:0/mem:1"), "{verdict}");
 }

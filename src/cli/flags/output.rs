@@ -5,7 +5,7 @@
 use crate::report::view::Format;
 use clap::Args;
 
-/// `--dry-run` (run, sweep, tune).
+/// `--dry-run` (run, sweep, tune, baseline, check).
 #[derive(Args, Debug, Clone, Copy, Default)]
 pub(crate) struct DryRun {
     /// Show what would be measured at every point (threads and CPUs, arrays against the caches,
