@@ -7,7 +7,6 @@ use super::health::{largest, not_judged, read_baseline};
 use super::health_protocol::ProtocolArgs;
 use crate::engine::Engine;
 use crate::engine::check;
-use crate::engine::scopes::every_device;
 use crate::error::{Error, Result};
 use crate::health::{BASELINE_KIND, BASELINE_SCHEMA, Baseline, Identity, Protocol};
 use crate::topology::edac::MemoryErrors;
@@ -78,12 +77,7 @@ fn plan_baseline(args: &BaselineArgs) -> Result<()> {
     }
     let topo = args.protocol.topology()?;
     let (source, _) = args.protocol.source(&topo)?;
-    let jobs = every_device(
-        &topo,
-        &args.protocol.measure(),
-        source.as_ref(),
-        args.protocol.small,
-    )?;
+    let jobs = args.protocol.scope_jobs(&topo, source.as_ref())?;
     args.protocol.show_plan("baseline", &jobs)
 }
 
@@ -96,12 +90,7 @@ fn make_baseline(args: &BaselineArgs) -> Result<(Baseline, String)> {
     }
     let topo = args.protocol.topology()?;
     let (mut source, gpus) = args.protocol.source(&topo)?;
-    let jobs = every_device(
-        &topo,
-        &args.protocol.measure(),
-        source.as_ref(),
-        args.protocol.small,
-    )?;
+    let jobs = args.protocol.scope_jobs(&topo, source.as_ref())?;
     // A busy node is refused now, not after every round (the same rule).
     let measured = !args.protocol.fake();
     if measured

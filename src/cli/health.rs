@@ -7,7 +7,6 @@ use super::args::PeakArgs;
 use super::common::{check_writable, print, render_as, stop_flag, write_atomic};
 use super::health_protocol::ProtocolArgs;
 use crate::engine::check::{self, Reference};
-use crate::engine::scopes::every_device;
 use crate::engine::verdict;
 use crate::engine::{Engine, Source};
 use crate::error::{Error, Result};
@@ -159,7 +158,7 @@ fn plan_check<'a>(
             notes,
         });
     }
-    let jobs = every_device(topo, &measure, source, args.protocol.small)?;
+    let jobs = args.protocol.scope_jobs(topo, source)?;
     // A small check's rates are the caches': no share of memory's peak.
     let small = jobs.iter().any(|j| j.band != crate::results::Band::Memory);
     let domains = (jobs.iter())

@@ -147,6 +147,16 @@ impl ProtocolArgs {
         Ok(cells)
     }
 
+    /// The scopes of a new baseline (or a check without one) of every
+    /// device `source` measures, with this protocol.
+    pub(super) fn scope_jobs(
+        &self,
+        topo: &Topology,
+        source: &dyn Source,
+    ) -> Result<Vec<crate::engine::scopes::ScopeJob>> {
+        crate::engine::scopes::every_device(topo, &self.measure(), source, self.small)
+    }
+
     /// `--dry-run`: the scopes `jobs` would measure, printed; nothing
     /// measured.
     pub(super) fn show_plan(

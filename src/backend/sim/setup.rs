@@ -94,6 +94,14 @@ fn of_device(v: &str) -> Result<(u32, &str), String> {
     Ok((device(i)?, value))
 }
 
+/// `I:N`: device I (checked) and its number N, `what` saying what N is
+/// where it is none.
+fn device_value<T: std::str::FromStr>(v: &str, what: &str) -> Result<(u32, T), String> {
+    let (i, n) = of_device(v)?;
+    let n = n.parse().map_err(|_| format!("'{n}': {what}"))?;
+    Ok((i, n))
+}
+
 impl Setup {
     pub(super) fn parse(text: &str) -> Result<Setup, String> {
         let mut setup = Setup::default();
@@ -191,31 +199,26 @@ impl Setup {
                 self.peer_down.push((i.min(j), i.max(j)));
             }
             ("nvlink-down", v) => {
-                let (i, k) = of_device(v)?;
-                let k = k.parse().map_err(|_| format!("'{k}': a count of links"))?;
+                let (i, k) = device_value(v, "a count of links")?;
                 self.faults.entry(i).or_default().links_down = Some(k);
             }
             ("ecc-ue", v) => {
-                let (i, n) = of_device(v)?;
-                let n = n.parse().map_err(|_| format!("'{n}': a count of errors"))?;
+                let (i, n) = device_value(v, "a count of errors")?;
                 self.faults.entry(i).or_default().ecc_uncorrected = Some(n);
             }
             ("retired-pages", v) => {
-                let (i, n) = of_device(v)?;
-                let n = n.parse().map_err(|_| format!("'{n}': a count of pages"))?;
+                let (i, n) = device_value(v, "a count of pages")?;
                 self.faults.entry(i).or_default().retired_pages = Some(n);
             }
             ("remap-pending", i) => {
                 self.faults.entry(device(i)?).or_default().remap_pending = true;
             }
             ("c2c-down", v) => {
-                let (i, k) = of_device(v)?;
-                let k = k.parse().map_err(|_| format!("'{k}': a count of links"))?;
+                let (i, k) = device_value(v, "a count of links")?;
                 self.faults.entry(i).or_default().c2c_down = Some(k);
             }
             ("memory-node", v) => {
-                let (i, n) = of_device(v)?;
-                let n = n.parse().map_err(|_| format!("'{n}': a NUMA node"))?;
+                let (i, n) = device_value(v, "a NUMA node")?;
                 self.memory_nodes.insert(i, n);
             }
             _ => return Ok(false),
