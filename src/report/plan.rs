@@ -55,7 +55,7 @@ fn arrays_line(plan: &Plan, topo: &Topology) -> String {
     // A device's arrays are in no host cache: its own memory's rule made
     // its size.
     let fit = match plan.host_cpus() {
-        None => where_a_device_finds_them(plan.gpu_memory),
+        None => where_a_device_finds_them(plan.gpu_memory, plan.target.own_memory_node()),
         Some(working) => {
             let used = working.iter().copied().collect();
             let rule = crate::results::StreamRule::for_cpus(topo, &used);
@@ -68,10 +68,20 @@ fn arrays_line(plan: &Plan, topo: &Topology) -> String {
     )
 }
 
-/// Where a device's arrays live, as the plan asks.
-fn where_a_device_finds_them(place: GpuMemory) -> String {
+/// Where a device's arrays live, as the plan asks; `own`: the host node
+/// that is the device's own memory, where its driver says one is.
+fn where_a_device_finds_them(place: GpuMemory, own: Option<usize>) -> String {
     let node =
         |n: Option<usize>| n.map_or("the host thread's node".into(), |n| format!("node {n}"));
+    if let Some(n) = place.node().filter(|&n| place.is_host() && Some(n) == own) {
+        return format!(
+            "in {} host memory on node {n}, the device's own memory as its driver says, held against its memory's peak",
+            match place {
+                GpuMemory::System { .. } => "pageable",
+                _ => "pinned",
+            }
+        );
+    }
     match place {
         GpuMemory::Device => "in the device's own memory".into(),
         GpuMemory::Managed { prefetch: false } => {

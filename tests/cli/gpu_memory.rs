@@ -437,6 +437,18 @@ fn an_mi300a_nodes_plans_put_a_gpu_over_its_own_apus_memory_or_anothers() {
     assert_contains(&own, "host node 2");
     assert_contains(&own, "in pageable host memory on node 2");
     assert_contains(&plan("host:3"), "in pinned host memory on node 3, mapped");
+    // Where the driver says node 2 is the GPU's own memory (an APU's), the
+    // plan says so rather than that every access crosses a link.
+    let apu = membw()
+        .env("MEMBW_SIM_DEVICE", "devices=4,memory-node=2:2")
+        .args(["run", "--sysroot", root, "--dry-run", "--backend", "sim:2"])
+        .args(["--gpu-memory", "host:2"])
+        .output()
+        .unwrap();
+    assert_contains(
+        &String::from_utf8_lossy(&apu.stdout),
+        "in pinned host memory on node 2, the device's own memory as its driver says, held against its memory's peak",
+    );
     let out = membw()
         .args([
             "run", "--sysroot", root, "--dry-run", "--backend", "sim:2", "--gpu-memory", "host:4",

@@ -246,6 +246,12 @@ impl Target {
         self.measured(()).device()
     }
 
+    /// The host NUMA node that is the device's own memory, where its
+    /// driver says one is (a GH200's HBM node, an MI300A's APU node).
+    pub fn own_memory_node(&self) -> Option<usize> {
+        self.device()?.facts.reach.as_ref()?.memory_node
+    }
+
     /// The device's index on its node: which one of a set a plan measures
     /// (a health scope's name, the member of a set that runs it).
     pub fn device_index(&self) -> Option<u32> {
