@@ -940,7 +940,7 @@ fn no_circle_between_sibling_files() {
 /// gives something the target has (its code, its device's facts, its
 /// peaks, its words for a report), never which kind it is. A new public
 /// method fails the test until it is listed here with what it answers.
-const TARGET_ANSWERS: [(&str, &str); 23] = [
+const TARGET_ANSWERS: [(&str, &str); 24] = [
     ("cpu", "makes the CPU team's target of a code"),
     (
         "measured",
@@ -964,6 +964,10 @@ const TARGET_ANSWERS: [(&str, &str); 23] = [
     ("peak_of", "the peak of what a kernel's bytes cross"),
     ("named_peak", "that peak, by name, where it names its peaks"),
     ("attached_node", "the host node a device hangs off"),
+    (
+        "own_memory_node",
+        "the host node that is a device's own memory, as its driver says",
+    ),
     ("device_index", "which member of a device set ran"),
     ("device_name", "the device column"),
     ("label", "one or two words for CSV and labels"),
