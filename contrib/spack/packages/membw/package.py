@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="4278d1b2a96caaf4bf9d32a6315c8b439b411c65ed2e74cd646e414ca9d0c111")
+    version("0.1.0", sha256="65da8c275581838f0873ad9b0d575790a39daa7b7ab36df427f5814772c807e4")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
