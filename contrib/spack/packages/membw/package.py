@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="65da8c275581838f0873ad9b0d575790a39daa7b7ab36df427f5814772c807e4")
+    version("0.1.0", sha256="26cf58bedcb9e7c4af75c5004b463773d0512065730064c6cfd4dac36285ae8d")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
