@@ -386,6 +386,7 @@ pub fn prepare(topo: &Topology, s: &Settings) -> Result<Prepared> {
         }
         None => memory::check_fits(topo, plan.arrays_needed().len(), elements as u64)?,
     }
+    memory::check_fits_bound(topo, &plan.mem, &plan.arrays_needed(), elements as u64)?;
     Ok(Prepared {
         plan,
         stores_reason,

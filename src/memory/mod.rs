@@ -170,6 +170,47 @@ pub fn check_fits(topo: &Topology, arrays: usize, elements: u64) -> Result<()> {
     Ok(())
 }
 
+/// Refuses arrays bound to nodes (`bind:N`) that cannot hold them: more
+/// bytes than those nodes have in all. Bound memory has nowhere else to
+/// go: the kernel would kill membw for it (a check's scope of a small
+/// memory-only node, `--mem bind:N` on a small node). Free memory is not
+/// judged: the page cache gives way.
+pub fn check_fits_bound(
+    topo: &Topology,
+    mem: &MemPolicy,
+    arrays: &[ArrayId],
+    elements: u64,
+) -> Result<()> {
+    let mut bound: Vec<(&crate::topology::cpulist::IdSet, usize)> = Vec::new();
+    for &id in arrays {
+        if let Policy::Bind(nodes) = mem.get(id) {
+            match bound.iter_mut().find(|(n, _)| *n == nodes) {
+                Some((_, count)) => *count += 1,
+                None => bound.push((nodes, 1)),
+            }
+        }
+    }
+    for (nodes, count) in bound {
+        let total: Option<u64> = (nodes.ids().iter())
+            .map(|&n| Some(topo.node(n)?.mem_total?.0))
+            .sum();
+        let needed = elements.saturating_mul(ELEMENT_BYTES * count as u64);
+        if let Some(total) = total
+            && needed > total
+        {
+            return Err(Error::about(
+                Input::Size,
+                format!(
+                    "{count} arrays of {elements} elements bound to node {nodes} need {}, more than the {} it has",
+                    Bytes(needed),
+                    Bytes(total)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The mapped arrays; `None` for an array no selected kernel uses.
 pub struct Arrays {
     arrays: [Option<MappedArray>; ARRAYS],

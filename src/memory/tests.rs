@@ -1,6 +1,7 @@
 use super::policy::SplitPart;
 use super::split::split_range;
 use super::*;
+use crate::topology::cpulist::IdSet;
 
 #[test]
 fn page_samples_do_not_alias_with_round_robin() {
@@ -138,4 +139,17 @@ fn too_large_arrays_are_refused_before_mapping() {
     let err = check_fits(&topo, 3, 1 << 50).unwrap_err();
     assert!(err.to_string().contains("available"), "{err}");
     assert!(check_fits(&topo, 3, 1000).is_ok());
+    // Bound arrays must fit the nodes they are bound to, whatever the
+    // machine has in all.
+    let node0 = topo.nodes[0].mem_total.unwrap().0;
+    let bound = MemPolicy::uniform(Policy::Bind(IdSet::new(vec![0])));
+    let abc = [ArrayId::A, ArrayId::B, ArrayId::C];
+    let just_over = node0 / ELEMENT_BYTES / 3 + 1;
+    let err = check_fits_bound(&topo, &bound, &abc, just_over).unwrap_err();
+    assert!(err.to_string().contains("bound to node 0 need"), "{err}");
+    assert!(check_fits_bound(&topo, &bound, &abc, just_over - 2).is_ok());
+    // Over both nodes it fits; unbound, nothing is judged here.
+    let both = MemPolicy::uniform(Policy::Bind(IdSet::new(vec![0, 1])));
+    assert!(check_fits_bound(&topo, &both, &abc, just_over).is_ok());
+    assert!(check_fits_bound(&topo, &MemPolicy::default(), &abc, just_over).is_ok());
 }

@@ -270,3 +270,22 @@ fn a_baseline_keeps_the_cpus_over_hbm_and_a_check_holds_it_there() {
         .collect();
     assert!(judged.contains(&"numa:0/mem:1"), "{verdict}");
 }
+
+#[test]
+fn arrays_bound_to_a_node_that_cannot_hold_them_are_refused_in_one_line() {
+    let root = common::shared_tree("gh200-1s");
+    // 120 GB over the 96 GiB HBM node, though the node has 576 GiB in all.
+    let (code, _, stderr) = output(
+        membw()
+            .args([
+                "run", "--dry-run", "--mem", "bind:1", "--size", "5G", "--sysroot",
+            ])
+            .arg(&root),
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("3 arrays of 5000000000 elements bound to node 1 need 111.8 GiB, more than the 96 GiB it has"),
+        "{stderr}"
+    );
+}
