@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="26cf58bedcb9e7c4af75c5004b463773d0512065730064c6cfd4dac36285ae8d")
+    version("0.1.0", sha256="b02c917ad885deb98110943a9a08173ef95c5a706cd2bfaf0eb00179dfc19740")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
