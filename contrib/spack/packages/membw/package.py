@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="b02c917ad885deb98110943a9a08173ef95c5a706cd2bfaf0eb00179dfc19740")
+    version("0.1.0", sha256="fea069e5c580e7cb7ad3a253f430e8b2791bf04dce5ddbd51caa5282bdf8dcbc")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
