@@ -199,9 +199,9 @@ pub fn check_fits_bound(
             && needed > total
         {
             return Err(Error::about(
-                Input::Size,
+                Input::Mem,
                 format!(
-                    "{count} arrays of {elements} elements bound to node {nodes} need {}, more than the {} it has",
+                    "{count} arrays of {elements} elements bound to node {nodes} need {}, more than the {} it has (a smaller --size fits)",
                     Bytes(needed),
                     Bytes(total)
                 ),
