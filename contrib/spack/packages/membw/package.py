@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="fea069e5c580e7cb7ad3a253f430e8b2791bf04dce5ddbd51caa5282bdf8dcbc")
+    version("0.1.0", sha256="b8488cb0e09b1c71867bad70cbc1c740902cb8281c4fe1c43e98bece5188b33b")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
