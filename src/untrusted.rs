@@ -60,6 +60,23 @@ pub fn needs_escape(c: char) -> bool {
     c.is_control() || matches!(c, '\u{2028}' | '\u{2029}')
 }
 
+/// A name read from a document (`#[serde(deserialize_with = ...)]`), made
+/// [`printable`]: a results file or a verdict is input like the node's own
+/// files, and its host and CPU names reach report headers, tables and
+/// checkers' lines. Names written by membw are printable already, so a
+/// file read and written again is unchanged.
+pub fn printable_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    String::deserialize(d).map(|s| printable(&s))
+}
+
+/// [`printable_name`] for a name that may be absent (`null`, or missing
+/// where the field also has `#[serde(default)]`).
+pub fn printable_name_opt<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<String>, D::Error> {
+    Option::<String>::deserialize(d).map(|s| s.map(|s| printable(&s)))
+}
+
 /// A value's text as an error shows it: printable and at most 24
 /// characters, so that a file of garbage is not copied into the verdict.
 pub fn excerpt(text: &str) -> String {

@@ -262,7 +262,7 @@ fn two_ranks_measure_together_and_rank_0_reports_every_rank() {
     assert!(aggregate <= sum * 1.0001, "{aggregate} > {sum}");
 
     // The same run as a results-file record, which report reads.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::scratch_dir();
     let file = dir.path().join("ranks.jsonl");
     let out = run_for(
         mpirun()
@@ -549,7 +549,7 @@ fn per_node_files_are_merged_and_the_slow_node_is_flagged() {
         return;
     }
     let _one = one_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::scratch_dir();
     let membw = assert_cmd::cargo::cargo_bin("membw");
     for (host, cpu, slowed) in [
         ("node-a", "0", false),

@@ -121,7 +121,7 @@ fn a_sweep_and_a_latency_study_say_which_points_cannot_be_trusted() {
         return;
     }
     let _hog = Competitor::on(1);
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::scratch_dir();
     let file = dir.path().join("s.jsonl");
     let out = common::membw()
         .args([
@@ -208,7 +208,7 @@ fn a_check_on_a_busy_node_gives_no_verdict_but_shows_its_figures() {
     );
     // --quiet keeps stdout empty: only an unhealthy verdict prints its table;
     // --prom leaves the last verdict's metrics as they were.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = common::scratch_dir();
     let prom = dir.path().join("membw.prom");
     std::fs::write(&prom, "membw_check_healthy 1\n").unwrap();
     let out = common::on_small_caches(&mut common::membw())

@@ -153,19 +153,28 @@ pub(crate) fn check_program(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// The document in `format` (`--format`, which offers only the formats
-/// that have a form for the command's document).
+/// The document in `format` (`--format`, which offers the formats that
+/// render the command's documents; `report` reads several kinds, and not
+/// every format renders each: the user asked for one that does not).
 pub(crate) fn render_as(
     format: crate::report::view::Format,
     doc: &crate::report::view::View,
 ) -> Result<Vec<u8>> {
+    use crate::report::export::{EXPORTERS, exporter};
     let missing = || {
-        Error::Runtime(format!(
-            "the {format} exporter has no form for membw {}'s document",
-            doc.command()
+        // Only on the way out: which formats render it, by rendering it.
+        let fit: Vec<&str> = (EXPORTERS.iter())
+            .filter(|e| e.commands().contains(&doc.command()) && e.export(doc).is_some())
+            .map(|e| e.format().name())
+            .collect();
+        Error::Usage(format!(
+            "--format {format}: membw {} has no {format} form for {} (it has {})",
+            doc.command(),
+            doc.what(),
+            fit.join(", ")
         ))
     };
-    let exporter = crate::report::export::exporter(format).ok_or_else(missing)?;
+    let exporter = exporter(format).ok_or_else(missing)?;
     exporter.export(doc).unwrap_or_else(|| Err(missing()))
 }
 

@@ -206,6 +206,7 @@ impl super::view::TextExporter for Csv {
         match doc {
             View::Run { report, .. } => Some(render(report)),
             View::Latency(report) => Some(latency(&report.records)),
+            View::LatencyExperiment { records, .. } => Some(latency(records)),
             View::Study {
                 layout: super::study::Layout::Turned(p),
                 ..

@@ -108,6 +108,17 @@ impl View<'_> {
             View::Tune(_) => "tune",
         }
     }
+
+    /// What the document is, for a message that says which formats fit it.
+    pub fn what(&self) -> &'static str {
+        match self {
+            View::Study { .. } => "a bandwidth results file",
+            View::LatencyExperiment { .. } => "a latency results file",
+            View::Nodes { .. } => "run documents",
+            View::Devices(_) => "a device set's run",
+            _ => "this document",
+        }
+    }
 }
 
 /// An output format, as `--format` names it.

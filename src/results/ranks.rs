@@ -22,6 +22,7 @@ pub struct RankRun {
     pub rank: usize,
     /// Its number among the ranks of its node, when the launcher says.
     pub local_rank: Option<usize>,
+    #[serde(deserialize_with = "crate::untrusted::printable_name")]
     pub host: String,
     /// The CPUs its threads were placed on.
     pub cpus: Vec<usize>,
@@ -66,6 +67,7 @@ pub struct RankRun {
 /// One node's line of the per-node table.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct NodeRow {
+    #[serde(deserialize_with = "crate::untrusted::printable_name")]
     pub host: String,
     pub ranks: usize,
     pub threads: usize,

@@ -69,6 +69,7 @@ pub struct CheckSummary {
 /// The one field of a verdict's host that a history needs.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Named {
+    #[serde(deserialize_with = "crate::untrusted::printable_name")]
     pub hostname: String,
 }
 

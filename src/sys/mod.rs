@@ -83,6 +83,31 @@ pub fn hostname() -> String {
     crate::untrusted::printable(&String::from_utf8_lossy(&buf[..end]))
 }
 
+/// A memory-backed directory with room for many small files, where the
+/// host has one: `/dev/shm` when it is a tmpfs this process may write and
+/// execute in with at least `room` bytes free. For scratch trees (a
+/// fixture's sysfs: 12,000 files for 256 CPUs), whose every file costs
+/// 0.6 ms to create on some VMs' disks.
+pub fn memory_backed_dir(room: u64) -> Option<std::path::PathBuf> {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    let dir = c"/dev/shm";
+    // SAFETY: plain-data structs; all-zero is a valid value to pass.
+    let (mut fs, mut vfs): (libc::statfs, libc::statvfs) = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid C string, and structs each call only writes into.
+    let read = unsafe {
+        libc::statfs(dir.as_ptr(), &mut fs) == 0 && libc::statvfs(dir.as_ptr(), &mut vfs) == 0
+    };
+    // SAFETY: access(2) with a valid C string.
+    let usable = unsafe { libc::access(dir.as_ptr(), libc::W_OK | libc::X_OK) == 0 };
+    let free = vfs.f_bavail.saturating_mul(vfs.f_frsize);
+    (read
+        && usable
+        && fs.f_type == TMPFS_MAGIC
+        && vfs.f_flag & libc::ST_NOEXEC == 0
+        && free >= room)
+        .then(|| std::path::PathBuf::from("/dev/shm"))
+}
+
 /// The running kernel's release (`uname -r`).
 pub fn kernel_release() -> String {
     // SAFETY: utsname is plain data; all-zero is a valid value to pass to uname.
@@ -97,7 +122,7 @@ pub fn kernel_release() -> String {
         .take_while(|&&c| c != 0)
         .map(|&c| c.to_ne_bytes()[0]) // c_char is i8 on x86, u8 on Arm
         .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
+    crate::untrusted::printable(&String::from_utf8_lossy(&bytes))
 }
 
 /// The one way work is asked to stop: set by the signal handlers (SIGINT,
@@ -278,5 +303,15 @@ mod tests {
         .join()
         .unwrap();
         assert!(pin_current_thread(100_000).is_err());
+    }
+
+    #[test]
+    fn a_memory_backed_dir_is_named_only_with_the_room_asked() {
+        // No file system has 2^64 bytes free.
+        assert_eq!(memory_backed_dir(u64::MAX), None);
+        if let Some(dir) = memory_backed_dir(0) {
+            let file = tempfile::NamedTempFile::new_in(&dir).unwrap();
+            assert!(file.path().starts_with("/dev/shm"));
+        }
     }
 }

@@ -352,7 +352,14 @@ pub(crate) fn machine(name: &str) -> (tempfile::TempDir, super::Topology) {
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{name}.json"));
     let text = std::fs::read_to_string(&spec).unwrap_or_else(|e| panic!("{}: {e}", spec.display()));
     let spec = MachineSpec::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("a temporary directory: {e}"));
+    // In memory where there is room: thousands of files (see sys).
+    let dir = match crate::sys::memory_backed_dir(4 << 30) {
+        Some(root) => tempfile::Builder::new()
+            .prefix("membw-unit")
+            .tempdir_in(root),
+        None => tempfile::tempdir(),
+    }
+    .unwrap_or_else(|e| panic!("a temporary directory: {e}"));
     spec.write(dir.path())
         .unwrap_or_else(|e| panic!("writing {name}: {e}"));
     let topo = super::Topology::read(dir.path()).unwrap_or_else(|e| panic!("reading {name}: {e}"));

@@ -394,8 +394,9 @@ pub(super) fn read_cpu_info(r: &Reader) -> CpuInfo {
     };
     CpuInfo {
         vendor: field("vendor_id"),
-        model_name: field("model name")
-            .or_else(|| field("Model name"))
+        // A tree given with --sysroot is anyone's file: one line wherever shown.
+        model_name: (field("model name").or_else(|| field("Model name")))
+            .map(|m| crate::untrusted::printable(&m))
             .or_else(arm_core),
         family: field("cpu family").and_then(|v| v.parse().ok()),
         model: field("model").and_then(|v| v.parse().ok()),

@@ -137,7 +137,7 @@ fn a_gpu_s_baseline_checks_and_its_metrics_carry_gpu_and_uuid() {
         return;
     }
     let Some(dir) = fake_driver() else { return };
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::common::scratch_dir();
     let baseline = tmp.path().join("gpu.json");
     let b = baseline.to_str().unwrap();
     let mut cmd = with_fake(&dir);
@@ -268,7 +268,7 @@ fn a_baseline_of_a_device_set_asks_the_driver_for_its_devices_once() {
         return;
     }
     let Some(dir) = fake_driver() else { return };
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = crate::common::scratch_dir();
     let counts = |backend: &str| {
         let log = tmp.path().join(format!("{backend}.log"));
         let out = tmp.path().join(format!("{backend}.json"));

@@ -67,7 +67,7 @@ fn a_run_on_the_device_names_it_and_its_own_peak_and_no_cpu_things() {
 
 #[test]
 fn its_prometheus_lines_say_device_with_its_name_and_peak() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let prom = dir.path().join("run.prom");
     run_sim(&["--prom", prom.to_str().unwrap(), "-q"]);
     let text = std::fs::read_to_string(&prom).unwrap();
@@ -197,7 +197,7 @@ fn a_device_sweep_sizes_its_arrays_as_its_run_does() {
 
 #[test]
 fn sweeps_reports_and_comparisons_name_the_device_and_pair_its_points() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
     let (swept, ran) = (path("sweep.jsonl"), path("run.jsonl"));
     let sweep = [
@@ -339,9 +339,8 @@ fn a_baseline_and_check_of_the_device_hold_it_against_itself_and_its_own_peak() 
         .args(["--prom", prom.to_str().unwrap()])
         .output()
         .unwrap();
-    // Healthy (0), or short on a loaded machine (1): never a usage error.
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
     let verdict: Value = serde_json::from_slice(&out.stdout).unwrap();
+    crate::common::assert_verdict_or_busy(&out, &verdict);
     assert_eq!(verdict["device"]["name"], "sim0");
     let scopes: Vec<&str> = (verdict["rates"].as_array().unwrap().iter())
         .map(|r| r["scope"].as_str().unwrap())

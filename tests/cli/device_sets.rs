@@ -85,7 +85,7 @@ fn json_and_results_files_keep_every_device_in_both_modes() {
     let lines = run_set("sim:0-1", "", &["--format", "jsonl"]);
     assert_eq!(lines.lines().count(), 3, "{lines}");
 
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let file = dir.path().join("set.jsonl");
     run_set("sim:0-2", "", &["-o", file.to_str().unwrap()]);
     let records: Vec<Value> = std::fs::read_to_string(&file)
@@ -235,7 +235,7 @@ fn a_node_check_finds_the_slow_device_and_the_narrow_link_among_eight() {
 #[test]
 fn a_node_baseline_holds_every_device_and_a_check_against_it_finds_the_slow_one() {
     let _alone = one_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let base = dir.path().join("node.json");
     let out = membw()
         .env("MEMBW_SIM_DEVICE", "devices=3")
@@ -288,7 +288,7 @@ fn a_node_baseline_holds_every_device_and_a_check_against_it_finds_the_slow_one(
 #[test]
 fn nhc_marks_a_gpu_node_down_for_its_narrow_link() {
     let _alone = one_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let wrapper = dir.path().join("membw");
     std::fs::write(
         &wrapper,
@@ -340,7 +340,7 @@ fn a_node_check_finds_the_pair_whose_peer_link_is_down_with_and_without_a_baseli
         "{v}"
     );
 
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let base = dir.path().join("node.json");
     quick_baseline("devices=3", &base);
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&base).unwrap()).unwrap();
@@ -363,7 +363,7 @@ fn a_node_check_finds_the_gpu_with_nvlink_links_down_with_and_without_a_baseline
     let _alone = one_at_a_time();
     // Device 5 has 16 of its 18 links up: a hardware finding against its
     // seven siblings whatever the rates.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let prom = dir.path().join("node.prom");
     let (v, code) = check_set(
         "sim:all",

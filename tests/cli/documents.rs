@@ -40,7 +40,7 @@ fn results_files_and_run_documents_of_schema_1_still_report_and_compare() {
 
 #[test]
 fn a_schema_1_sweep_resumes_without_measuring_again() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let file = dir.path().join("s.jsonl");
     std::fs::copy(fixture("sweep.jsonl"), &file).unwrap();
     let out = membw()
@@ -54,7 +54,7 @@ fn a_schema_1_sweep_resumes_without_measuring_again() {
 
 #[test]
 fn schema_1_verdicts_and_baselines_still_read() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let p = dir.path().join("plots");
     let history = stdout(&[
         "report",
@@ -103,4 +103,86 @@ fn schema_1_verdicts_and_baselines_still_read() {
             || stderr.contains("scopes[0].elements is 17367040"),
         "{stderr}"
     );
+}
+
+/// A results file is input: a host or CPU name in it that holds a line
+/// break or a terminal's escape is shown escaped by every report, so that
+/// no file can add a line to a report or rewrite the terminal.
+#[test]
+fn names_in_a_results_file_cannot_forge_a_line_of_its_report() {
+    let dir = crate::common::scratch_dir();
+    let plots = dir.path().join("plots");
+    let forged = r#"vm\nmembw: node healthy\r\u001b[2K"#;
+    for name in ["run.json", "sweep.jsonl", "latency.jsonl", "check.json"] {
+        let text = std::fs::read_to_string(fixture(name)).unwrap();
+        let text = text
+            .replace(
+                "\"hostname\": \"vm\"",
+                &format!("\"hostname\": \"{forged}\""),
+            )
+            .replace("\"hostname\":\"vm\"", &format!("\"hostname\":\"{forged}\""))
+            .replace("\"AMD EPYC\"", r#""EPYC\u001b]0;owned\u0007""#);
+        assert_ne!(text, std::fs::read_to_string(fixture(name)).unwrap());
+        let file = dir.path().join(name);
+        std::fs::write(&file, text).unwrap();
+        let formats: &[&str] = match name {
+            "check.json" => &["text", "markdown"],
+            "run.json" => &["text", "markdown", "html"],
+            _ => &["text", "markdown", "csv", "html"],
+        };
+        for format in formats {
+            let out = membw()
+                .args(["report", file.to_str().unwrap(), "--format", *format])
+                .arg("--plots")
+                .arg(&plots)
+                .output()
+                .unwrap();
+            let shown = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{name} {format}: {shown}");
+            assert!(
+                !shown.contains('\u{1b}') && !shown.contains('\r') && !shown.contains('\u{7}'),
+                "{name} {format}: {shown:?}"
+            );
+            assert!(
+                !shown
+                    .lines()
+                    .any(|l| l.trim_start().starts_with("membw: node healthy")),
+                "{name} {format}: {shown}"
+            );
+        }
+    }
+}
+
+/// `report` reads several kinds of files and not every format renders
+/// each: the one asked for is refused in one line naming those that do
+/// (exit 2, an input), and a latency file has its CSV as `latency` does.
+#[test]
+fn a_format_a_document_has_no_form_in_is_an_input_refused_with_those_it_has() {
+    let dir = crate::common::scratch_dir();
+    let plots = dir.path().join("plots");
+    let out = membw()
+        .args(["report", &fixture("run.json"), "--format", "csv", "--plots"])
+        .arg(&plots)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    crate::common::assert_contains(
+        &stderr,
+        "membw: error: --format csv: membw report has no csv form for run documents (it has text, markdown, html)",
+    );
+    assert!(out.stdout.is_empty());
+    let csv = stdout(&[
+        "report",
+        &fixture("latency.jsonl"),
+        "--format",
+        "csv",
+        "--plots",
+        plots.to_str().unwrap(),
+    ]);
+    assert!(
+        csv.starts_with("schema_version,hostname,study,cpu,"),
+        "{csv}"
+    );
+    assert!(csv.lines().count() > 2, "{csv}");
 }

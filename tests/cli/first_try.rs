@@ -87,7 +87,7 @@ fn exec_without_the_double_dash_says_where_it_goes() {
 
 #[test]
 fn a_file_that_is_not_a_results_file_names_what_membw_reads() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let txt = dir.path().join("stream.txt");
     std::fs::write(&txt, "STREAM version $Revision: 5.10 $\nCopy: 1 2 3 4\n").unwrap();
     usage_error(&["report", txt.to_str().unwrap()], "not a file membw reads");
@@ -99,7 +99,7 @@ fn a_file_that_is_not_a_results_file_names_what_membw_reads() {
 
 #[test]
 fn a_file_size_limit_is_a_write_error_that_keeps_whole_lines() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let file = dir.path().join("limited.jsonl");
     let membw = common::membw_argv().join(" ");
     // 8 KiB (ulimit -f counts 1024-byte blocks in bash): a few records fit.
@@ -140,7 +140,7 @@ fn a_signal_before_tunes_first_candidate_exits_with_the_signal() {
 
 #[test]
 fn exec_records_flow_into_report_and_compare() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let script = dir.path().join("stream");
     std::fs::write(
         &script,
@@ -251,7 +251,7 @@ fn resume_continues_the_files_study_and_refuses_another() {
 
 #[test]
 fn compare_pairs_an_auto_point_with_the_store_mode_it_ran() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
     // Auto resolves by this host's caches: B asks for the mode A ran.
     let ran = |file: &std::path::Path| {
@@ -285,7 +285,7 @@ fn compare_pairs_an_auto_point_with_the_store_mode_it_ran() {
 
 #[test]
 fn the_man_pages_the_main_page_names_are_written() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let out = membw()
         .args(["man", "--dir", dir.path().to_str().unwrap()])
         .output()
@@ -322,7 +322,7 @@ fn the_completion_line_works_on_a_fresh_home_and_matches_the_readme() {
         "the README gives another completion line"
     );
     // On a home without the directory.
-    let home = tempfile::tempdir().unwrap();
+    let home = crate::common::scratch_dir();
     let bin = common::membw_argv().join(" ");
     let status = std::process::Command::new("sh")
         .arg("-c")

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 #[test]
 fn a_gcc_stream_build_runs_pinned_and_its_table_is_read() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let Some(exe) = gcc_stream(dir.path()) else {
         return;
     };
@@ -70,7 +70,7 @@ fn gcc_stream(dir: &std::path::Path) -> Option<std::path::PathBuf> {
 
 #[test]
 fn membw_exec_runs_a_stream_build_pinned_and_verified() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let Some(exe) = gcc_stream(dir.path()) else {
         return;
     };
@@ -139,7 +139,7 @@ fn membw_exec_runs_a_stream_build_pinned_and_verified() {
 
 #[test]
 fn an_exec_point_holds_the_programs_own_array_size_element_size_and_ntimes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     for bytes in [8u64, 4] {
         let script = common::stream_output_script(dir.path(), bytes);
         let json = common::stdout(&["exec", "--cpus", "0", "--format", "json", "--", &script]);
@@ -166,7 +166,7 @@ fn an_exec_point_holds_the_programs_own_array_size_element_size_and_ntimes() {
 #[test]
 fn a_clang_build_runs_too_where_clang_is_installed() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let exe = dir.path().join("stream-clang");
     let built = std::process::Command::new("clang")
         .args([
@@ -201,7 +201,7 @@ fn a_clang_build_runs_too_where_clang_is_installed() {
 #[test]
 fn membw_exec_failures_are_reported_with_their_reason() {
     common::usage_error(&["exec", "--", "/nonexistent/stream"], "no such program");
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let plain = dir.path().join("stream.c");
     std::fs::write(&plain, "int main() { return 0; }\n").unwrap();
     common::usage_error(&["exec", "--", plain.to_str().unwrap()], "not executable");
@@ -248,7 +248,7 @@ fn membw_exec_failures_are_reported_with_their_reason() {
 
 #[test]
 fn sweep_exec_measures_programs_beside_membw_and_reports_one_line_each() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let Some(exe) = gcc_stream(dir.path()) else {
         return;
     };
@@ -322,7 +322,7 @@ fn sweep_exec_measures_programs_beside_membw_and_reports_one_line_each() {
 /// process group): membw kills the program and all it started, exit 130.
 #[test]
 fn a_signal_to_membw_exec_ends_the_program_too() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let pids = dir.path().join("pids");
     let script = format!(
         "sleep 30 & echo $! > {0}; echo $$ >> {0}; wait",
@@ -365,7 +365,7 @@ fn a_signal_to_membw_exec_ends_the_program_too() {
 /// result pinned.
 #[test]
 fn an_unpinned_program_is_not_reported_as_pinned() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let Some(exe) = gcc_stream(dir.path()) else {
         return;
     };

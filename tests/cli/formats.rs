@@ -152,7 +152,7 @@ fn report_and_compare_share_the_format_flag() {
 
 #[test]
 fn json_lines_flow_into_report_and_html_covers_every_report() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
     // A run as one compact line that `membw report` reads back as a node.
     let run = stdout(&[
@@ -206,7 +206,7 @@ fn json_lines_flow_into_report_and_html_covers_every_report() {
 
 #[test]
 fn run_and_sweep_files_of_the_same_configuration_pair_in_compare() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
     let (a, b, c) = (path("run.jsonl"), path("sweep.jsonl"), path("one.jsonl"));
     let fixed = ["--fake-source", "4", "--array-size", "1M"];

@@ -9,7 +9,7 @@ fn a_fleets_gpu_files_are_ranked_gpu_by_gpu() {
     // Each GPU's own run document, as `membw run --backend cuda:N --json`
     // on every node writes them: one row per host and GPU, the slow one
     // named among its like GPUs.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let mut files = Vec::new();
     for i in 0..4 {
         let out = membw()

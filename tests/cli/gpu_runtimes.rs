@@ -329,9 +329,8 @@ fn a_baseline_of_the_device_checks_healthy_against_itself() {
         v.ok(&args);
         let check = ["check", "--backend", v.backend, "--baseline", &file];
         let out = v.membw(&check).args(["--format", "json"]).output().unwrap();
-        // Healthy (0), or short on a loaded machine (1): never a usage error.
-        assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
         let verdict: Value = serde_json::from_slice(&out.stdout).unwrap();
+        crate::common::assert_verdict_or_busy(&out, &verdict);
         let name = v.backend.replace(':', "");
         assert_eq!(verdict["device"]["name"], name.as_str(), "{verdict}");
     }
@@ -364,7 +363,7 @@ fn assert_speaks_gpu(what: &str, text: &str) {
 #[test]
 fn a_device_run_says_nothing_only_a_cpu_run_means_in_any_format() {
     for v in vendors() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::common::scratch_dir();
         let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
         let (results, prom) = (path("run.jsonl"), path("run.prom"));
         // Kernels of microseconds, timed by the device's own clock.

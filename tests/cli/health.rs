@@ -46,7 +46,7 @@ fn fixture_baseline(dir: &Path) -> String {
 
 #[test]
 fn a_healthy_node_passes_at_once_and_quiet_prints_nothing() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let b = fixture_baseline(dir.path());
     let base = [
         "check",
@@ -71,7 +71,7 @@ fn a_healthy_node_passes_at_once_and_quiet_prints_nothing() {
 
 #[test]
 fn exactly_the_slow_domain_is_named_with_and_without_a_baseline() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let b = fixture_baseline(dir.path());
     // Node 3 is CPUs 48-63 and 176-191; its threads run at 61 %.
     let slow = [
@@ -132,7 +132,7 @@ fn exactly_the_slow_domain_is_named_with_and_without_a_baseline() {
 
 #[test]
 fn the_baseline_must_fit_this_kind_of_node() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let b = fixture_baseline(dir.path());
     let text = std::fs::read_to_string(&b).unwrap();
     let edit = |name: &str, from: &str, to: &str| {
@@ -176,7 +176,7 @@ fn the_baseline_must_fit_this_kind_of_node() {
 
 #[test]
 fn bad_input_is_one_line_and_exit_2_with_nothing_written() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let b = fixture_baseline(dir.path());
     let text = std::fs::read_to_string(&b).unwrap();
     let file = |name: &str, body: &str| {
@@ -251,7 +251,7 @@ fn without_a_baseline_one_domain_is_held_against_its_peak() {
 
 #[test]
 fn the_prometheus_file_is_written_whole_and_promtool_accepts_it() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let prom = dir.path().join("membw.prom");
     let p = prom.to_string_lossy().into_owned();
     let (code, _, err) = run(&[
@@ -330,7 +330,7 @@ fn the_prometheus_file_is_written_whole_and_promtool_accepts_it() {
 
 #[test]
 fn a_fleet_history_flags_the_node_below_its_past_and_the_one_below_the_fleet() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let checks = dir.path().join("checks");
     std::fs::create_dir(&checks).unwrap();
     // 200 nodes × 10 days of check verdicts, as `check --format jsonl` writes them.
@@ -426,7 +426,7 @@ fn a_fleet_history_flags_the_node_below_its_past_and_the_one_below_the_fleet() {
 
 #[test]
 fn the_slurm_health_program_drains_an_unhealthy_node_with_membws_line() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let b = fixture_baseline(dir.path());
     let bin = dir.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
@@ -518,7 +518,7 @@ fn a_shortfall_on_a_virtual_machine_says_the_host_may_be_the_cause() {
 
 #[test]
 fn a_small_check_runs_only_when_asked_and_names_its_band_everywhere() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let nps4 = nps4();
     let fake = ["--sysroot", &nps4, "--fake-source", "4"];
     // 1M elements an array on the NPS4 node: cache bandwidth. Refused

@@ -122,7 +122,7 @@ fn file_type(path: &Path) -> std::fs::FileType {
 /// flag and what the path is, and the node stays what it was.
 #[test]
 fn a_prom_path_that_is_not_a_regular_file_is_refused_and_left_alone() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let Some(specials) = special_files(dir.path()) else {
         return;
     };
@@ -170,7 +170,7 @@ fn a_prom_path_that_is_not_a_regular_file_is_refused_and_left_alone() {
 /// `-o`) is refused before measuring, naming the flag.
 #[test]
 fn an_unwritable_destination_is_refused_before_measuring() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let file = dir.path().join("file");
     std::fs::write(&file, "x").unwrap();
     let under_file = file.join("x");
@@ -219,7 +219,7 @@ fn an_unwritable_destination_is_refused_before_measuring() {
 /// Row 2: every way a baseline cannot be read is exit 2, never 1.
 #[test]
 fn every_unreadable_baseline_is_exit_2() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let good = std::fs::read_to_string(fixture_baseline(dir.path())).unwrap();
     let file = |name: &str, body: &str| {
         let p = dir.path().join(name);
@@ -284,7 +284,7 @@ fn every_unreadable_baseline_is_exit_2() {
 /// compare with is named, with the file, and nothing is measured.
 #[test]
 fn every_invalid_baseline_field_is_named() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let good: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(fixture_baseline(dir.path())).unwrap())
             .unwrap();
@@ -566,7 +566,7 @@ fn a_baseline_whose_printout_fails_says_it_was_written() {
 /// stopped by SIGTERM gives no verdict and leaves the Prometheus file.
 #[test]
 fn healthy_unhealthy_and_stopped() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let b = fixture_baseline(dir.path());
     let b = b.to_str().unwrap();
     let root = nps4();
@@ -621,7 +621,7 @@ fn healthy_unhealthy_and_stopped() {
 /// NHC's `die` and `log` are stand-ins that record their arguments.
 #[test]
 fn the_nhc_check_marks_down_only_an_unhealthy_node() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let b = fixture_baseline(dir.path());
     let wrapper = dir.path().join("membw");
     std::fs::write(

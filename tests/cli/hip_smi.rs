@@ -195,7 +195,7 @@ fn a_check_names_the_pair_that_lost_its_xgmi_link() {
     let Some(mut cmd) = with_fakes(true) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let (baseline, prom) = (dir.path().join("node.json"), dir.path().join("node.prom"));
     // Two cards of two GCDs: four links within a card, one across.
     let healthy = "0-1:4,2-3:4,0-2:1,1-3:1,0-3:1,1-2:1";

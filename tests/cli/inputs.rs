@@ -74,7 +74,7 @@ fn a_size_with_a_bare_decimal_suffix_says_both_readings() {
 
 #[test]
 fn size_hints_are_commands_that_run() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let e = error_of(&["run", "--size", "2,000,000"]);
     let size = hint(&e, "write ", "\n").trim();
     assert_eq!(size, "2000000");

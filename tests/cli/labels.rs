@@ -62,7 +62,7 @@ fn fake_triad_sweep(dir: &std::path::Path, axes: &[&str]) -> std::path::PathBuf 
 
 #[test]
 fn a_size_sweep_shows_no_share_of_the_peak_where_the_working_set_is_cached() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let file = fake_triad_sweep(
         dir.path(),
         &[
@@ -79,7 +79,7 @@ fn a_size_sweep_shows_no_share_of_the_peak_where_the_working_set_is_cached() {
 
 #[test]
 fn markdown_and_html_say_what_the_interval_is_and_a_markdown_run_keeps_stores_and_trust() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let file = fake_triad_sweep(
         dir.path(),
         &["--threads", "1,2", "--ntimes", "3", "--repeat", "3"],
@@ -122,7 +122,7 @@ fn node_doc(dir: &std::path::Path, rate: &str, host: &str, cpu: &str) -> std::pa
 
 #[test]
 fn a_report_of_unlike_machines_compares_them_and_flags_no_slow_node() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let x86 = node_doc(dir.path(), "5", "vm", "Intel(R) Xeon(R) Processor");
     let arm = node_doc(dir.path(), "1", "arm", "Neoverse-V2");
     let out = common::membw()
@@ -238,7 +238,7 @@ fn primary_stacks_every_thread_on_the_first_place_as_openmp_does() {
 #[test]
 fn caches_of_unknown_size_judge_no_rule_and_are_never_zero_bytes() {
     // The E5 node with no size for its L1d caches (sysfs left it out).
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let tree = dir.path().join("e5");
     let spec = common::fixtures_dir().join("xeon-e5-2680v3-2s.json");
     common::stdout(&[
@@ -367,7 +367,7 @@ fn a_node_slow_by_one_lucky_best_elsewhere_is_not_called_slow_by_its_mean() {
     // node02 ran a steady 11.05 GB/s; the others 11.0 with one lucky 12.1.
     // Its best is 91 % of the median's, but its mean is not slow: the
     // words and the exit code follow the same comparison.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let lucky = [12.1, 11.0, 11.0, 11.0];
     let files = [
         node_with_rates(dir.path(), "node01", &lucky),

@@ -194,7 +194,7 @@ fn the_numa_matrix_has_a_row_per_cpu_node_and_a_cell_per_memory_node() {
 /// have them.
 #[test]
 fn loaded_latency_sweeps_the_delay_and_counts_the_load() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let file = dir.path().join("loaded.jsonl");
     let json = stdout(&[
         "latency",

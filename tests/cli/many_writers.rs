@@ -34,7 +34,7 @@ fn writer_loop(file: &Path, extra: &str) -> String {
 
 #[test]
 fn eight_processes_appending_fifty_records_each_lose_none() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     // Several rounds: the old file's losses came in one try of three. Each
     // round is 400 processes (about 4 s of both cores): one round unless
     // the slow suites run (CI, MEMBW_SLOW_TESTS=1).
@@ -140,7 +140,7 @@ fn eight_independent_mpi_ranks_appending_lose_none() {
     if common::tool(mpirun().arg("--version"), "openmpi-bin").is_none() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     for round in 0..3 {
         let file = dir.path().join(format!("ranks-{round}.jsonl"));
         let out = mpirun()

@@ -63,7 +63,7 @@ pub(crate) fn run(args: &[&str]) -> (Option<i32>, String, String) {
 
 #[test]
 fn topo_shows_the_counters_and_says_why_where_there_are_none() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let tree = xeon_with_edac(dir.path(), 2);
     let topo = common::stdout(&["topo", "--sysroot", &tree]);
     crate::common::assert_contains(
@@ -83,7 +83,7 @@ fn topo_shows_the_counters_and_says_why_where_there_are_none() {
 
 #[test]
 fn a_dimm_with_uncorrected_errors_fails_the_check_with_its_action() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let tree = xeon_with_edac(dir.path(), 1);
     let baseline = dir.path().join("b.json").to_string_lossy().into_owned();
     let source = ["--sysroot", &tree, "--fake-source", "4"];
@@ -110,7 +110,7 @@ fn a_dimm_with_uncorrected_errors_fails_the_check_with_its_action() {
 
 #[test]
 fn the_checks_prometheus_file_and_json_carry_each_dimms_counters() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let tree = xeon_with_edac(dir.path(), 3);
     let prom = dir.path().join("membw.prom");
     let source = ["--sysroot", &tree, "--fake-source", "4"];
@@ -217,7 +217,7 @@ fn a_gpu_with_uncorrected_errors_or_a_pending_remap_fails_the_check_with_dcgms_a
 #[test]
 fn a_dimm_unlike_its_siblings_fails_the_check_without_a_baseline() {
     // A 2-socket EPYC fixture with 8 DIMMs a socket, all alike.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let tree = generated(dir.path(), "epyc-7h12-2s");
     let source = ["--sysroot", &tree, "--fake-source", "4"];
     let (code, out, err) = run(&[&["check"][..], &source].concat());
@@ -235,7 +235,7 @@ fn a_dimm_unlike_its_siblings_fails_the_check_without_a_baseline() {
 #[test]
 fn a_gpu_s_memory_or_bus_xid_in_the_kernel_log_fails_the_check_and_an_unread_log_is_said() {
     // An HGX H100 fixture: NVIDIA GPUs on its PCI bus.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let tree = generated(dir.path(), "hgx-h100-2s");
     let check = [
         "check", "--sysroot", &tree, "--fake-source", "4", "--format", "json",
@@ -292,7 +292,7 @@ fn empty_slot(tree: &str, i: u16, channel: char) {
 #[test]
 fn a_missing_dimm_fails_the_check_named_by_its_slot_and_explains_a_slow_scope() {
     // A 2-socket EPYC fixture: 8 channels a socket, one DIMM in each.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let tree = generated(dir.path(), "epyc-7h12-2s");
     let baseline = dir.path().join("b.json").to_string_lossy().into_owned();
     let source = ["--sysroot", &tree, "--fake-source", "4"];
@@ -326,7 +326,7 @@ fn a_missing_dimm_fails_the_check_named_by_its_slot_and_explains_a_slow_scope() 
 
 #[test]
 fn corrected_errors_growing_since_the_baseline_fail_where_the_since_boot_rate_passes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let tree = xeon_with_edac(dir.path(), 0);
     let boot = Path::new(&tree).join("proc/sys/kernel/random/boot_id");
     std::fs::create_dir_all(boot.parent().unwrap()).unwrap();

@@ -141,7 +141,7 @@ fn each_gpu_s_memory_fault_fails_the_check_with_dcgm_s_action_and_the_run_says_i
     let Some(mut cmd) = with_nvml(2, &faults) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let prom = dir.path().join("check.prom");
     let out = cmd
         .args(["check", "--backend", "cuda:all", "--array-size", "256K"])

@@ -307,7 +307,7 @@ fn user_counts_are_bounded_before_anything_is_allocated() {
         &["run", "--peak", "1e-300GB/s"],
         "outside 0.1 GB/s to 1 PB/s",
     );
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let spec = std::fs::read_to_string(common::fixtures_dir().join("epyc-7h12-2s.json")).unwrap();
     for (from, to, needle) in [
         (

@@ -119,7 +119,7 @@ fn readme_and_guide_examples_run_verbatim() {
     let pages = pages();
     let total: usize = pages.iter().map(|(_, c)| c.len()).sum();
     assert!(total >= 25, "{pages:?}");
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let path = path_with_membw(
@@ -302,7 +302,7 @@ fn samples_have_the_structure_the_binary_prints_today() {
     // lines, labels and headers may not. The command runs as written, with
     // the membw under test first on PATH, from the repository's root.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let path = path_with_membw(
         dir.path(),
         &format!("exec {} \"$@\"\n", common::membw_argv().join(" ")),

@@ -16,7 +16,7 @@ fn the_reframe_tests_take_their_references_from_a_baseline() {
     {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let membw = common::membw_argv().join(" ");
     // A wrapper that adds the fake source: ReFrame runs one executable.

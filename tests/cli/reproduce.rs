@@ -139,7 +139,7 @@ fn threads_on(stdout: &str, cpus: &[usize], line: &str) {
 fn openmp_gnu_intel_and_likwid_lines_put_thread_i_on_the_ith_cpu() {
     let Some(cpus) = cpus() else { return };
     let s = spellings(&cpus);
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     if let Some(gcc) = omp_probe(dir.path(), "gcc", "gcc") {
         let gcc = gcc.to_str().unwrap();
         for key in ["openmp", "gomp"] {
@@ -232,7 +232,7 @@ fn the_srun_line_puts_task_i_on_the_ith_cpu() {
 /// today's, derived from the CPUs the runs used.
 #[test]
 fn reports_of_older_files_print_rank_lines_that_run() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let study = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/threads.jsonl"),
     )
@@ -269,7 +269,7 @@ fn reports_of_older_files_print_rank_lines_that_run() {
 #[test]
 fn no_printed_line_ends_in_a_comment() {
     // A copy: report writes its plots beside the file it reads.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let study = dir.path().join("tiers-guest.jsonl");
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/study/tiers-guest.jsonl"),

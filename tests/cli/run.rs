@@ -198,7 +198,7 @@ fn auto_stores_are_checked_against_the_other_mode() {
 fn a_signal_during_the_stores_check_keeps_the_run() {
     // The fake source takes 2 s per measurement: SIGTERM at 3 s lands in
     // the check, after the run itself.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let file = dir.path().join("run.jsonl");
     let child = common::membw_process()
         .args([
@@ -600,7 +600,7 @@ fn bare_membw_prints_the_help_and_slips_get_hints() {
 fn completions_and_the_man_page_come_from_the_cli_definition() {
     let bash = stdout(&["completions", "bash"]);
     // bash loads it and registers the completion for membw.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let script = dir.path().join("membw.bash");
     std::fs::write(&script, &bash).unwrap();
     let out = std::process::Command::new("bash")
@@ -629,7 +629,7 @@ fn completions_and_the_man_page_come_from_the_cli_definition() {
 /// ends quietly with exit 0; neither is a panic.
 #[test]
 fn full_disks_and_closed_pipes_are_handled_by_every_command() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let results = dir.path().join("r.jsonl");
     let plots = dir.path().join("p");
     let commands: Vec<Vec<&str>> = vec![
@@ -765,7 +765,7 @@ fn auto_stores_near_the_cache_edge_are_timed_per_kernel_with_their_ratio() {
         _ => (low * high).sqrt(),
     };
     let elements = ((triad_bytes / 24.0) as u64).max(1 << 16);
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let file = dir.path().join("auto.jsonl");
     let out = stdout(&[
         "run",

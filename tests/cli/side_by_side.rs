@@ -16,7 +16,7 @@ fn run(file: &Path, extra: &[&str]) {
 
 #[test]
 fn two_configurations_in_two_files_are_reported_together() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
     run(&a, &["--threads", "1"]);
     run(&b, &["--threads", "2"]);
@@ -187,7 +187,7 @@ fn a_threads_by_policy_sweep_is_laid_out_threads_down_policies_across() {
 /// same rank measured again is a second run of its point.
 #[test]
 fn concurrent_ranks_are_points_of_their_own() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let f = dir.path().join("ranks.jsonl");
     let rank = |r: &str| {
         membw()

@@ -66,7 +66,7 @@ fn quality_sweep(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn a_sweep_records_every_point_with_its_repeats() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let out = quality_sweep(dir.path());
     let records = lines(&out);
     assert_eq!(records.len(), 8);
@@ -129,7 +129,7 @@ fn sigterm_and_sighup_end_a_sweep_like_ctrl_c() {
 }
 
 fn signal_keeps_what_completed(code: i32, name: &str) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let out = dir.path().join("s.jsonl");
     // 100 ms per run: 24 runs take 2.4 s, and the first point is on disk after 0.3 s.
     let mut args: Vec<&str> = AXES.to_vec();
@@ -188,7 +188,7 @@ fn series_in(svg: &str) -> usize {
 
 #[test]
 fn report_writes_parsable_plots_and_a_self_contained_html() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let results = quality_sweep(dir.path());
     let plots = dir.path().join("plots");
     let html = dir.path().join("report.html");
@@ -276,7 +276,7 @@ fn report_writes_parsable_plots_and_a_self_contained_html() {
 
 #[test]
 fn size_sweeps_and_numa_matrices_get_their_plots() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let sizes = dir.path().join("sizes.jsonl");
     stdout(&[
         "sweep",
@@ -352,7 +352,7 @@ fn size_sweeps_and_numa_matrices_get_their_plots() {
 
 #[test]
 fn compare_matches_points_and_gives_ratios() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let a = dir.path().join("a.jsonl");
     let b = dir.path().join("b.jsonl");
     stdout(&[
@@ -427,7 +427,7 @@ fn compare_matches_points_and_gives_ratios() {
 
 #[test]
 fn tune_reports_the_best_and_how_to_reproduce_it() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let file = dir.path().join("tune.jsonl");
     let out = stdout(&[
         "tune",
@@ -495,7 +495,7 @@ fn tune_reports_the_best_and_how_to_reproduce_it() {
 
 #[test]
 fn experiment_input_errors_are_one_line() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let existing = dir.path().join("x.jsonl");
     std::fs::write(&existing, "not json\n").unwrap();
     let x = existing.to_str().unwrap();
@@ -535,7 +535,7 @@ fn experiment_input_errors_are_one_line() {
 
 #[test]
 fn torn_lines_other_versions_and_odd_files() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let out = dir.path().join("s.jsonl");
     let args = sweep_args(&["--size", "1M", "--ntimes", "2"]);
     let mut first = args.clone();
@@ -595,7 +595,7 @@ fn torn_lines_other_versions_and_odd_files() {
 
 #[test]
 fn absurd_numbers_in_a_results_file_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let out = dir.path().join("s.jsonl");
     stdout(&[
         "sweep",
@@ -684,7 +684,7 @@ fn tune_names_the_winner_ten_percent_ahead() {
 
 #[test]
 fn busy_points_are_marked_everywhere_and_never_the_best() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
     // A quiet point at 4 GB/s, and a faster one measured beside other work.
     for (file, fake, threads) in [("q.jsonl", "4", "1"), ("b.jsonl", "8,busy=40", "2")] {
@@ -775,7 +775,7 @@ fn threads_plot_with_peak(peak: &str) -> (f64, f64, f64, String) {
 /// A fake sweep (4 GB/s per thread, 3 repeats, 1M elements) with `axes`,
 /// reported: the text of its plot `name`.
 fn fake_sweep_plot(axes: &[&str], name: &str) -> String {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let file = dir.path().join("s.jsonl");
     let plots = dir.path().join("p");
     // Past STREAM's rule on this host: no point is marked as the caches'.
@@ -882,7 +882,7 @@ fn store_modes_are_compared_kernel_by_kernel_in_one_figure() {
 
 #[test]
 fn the_node_report_marks_a_node_measured_beside_other_work() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let mut files = Vec::new();
     for (host, fake) in [("n1", "4"), ("n2", "4"), ("n3", "4,busy=40")] {
         let out = stdout(&[
@@ -956,7 +956,7 @@ fn the_guides_plots_fit_their_data_and_keep_legends_off_it() {
                 })
             })
             .fold(0.0, f64::max);
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::common::scratch_dir();
         stdout(&[
             "report",
             file.to_str().unwrap(),
@@ -1016,7 +1016,7 @@ fn cpunode_restricts_every_point_of_a_sweep_as_it_does_a_run() {
 /// line is the same words everywhere.
 #[test]
 fn plot_notes_html_and_text_state_the_same_best() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
     // Arrays far past any cache (the fake source allocates nothing), and a
     // peak far above the rates: the plot notes it instead of a line.
@@ -1064,7 +1064,7 @@ fn plot_notes_html_and_text_state_the_same_best() {
 /// the report gives the command that ran it instead.
 #[test]
 fn an_unpinned_best_gets_the_command_that_ran_it_not_reproduce_lines() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let file = dir.path().join("u.jsonl");
     let text = stdout(&[
         "sweep",

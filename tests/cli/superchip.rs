@@ -98,7 +98,7 @@ fn c2c_links_inactive_or_lost_since_the_baseline_are_faults() {
     if !crate::common::mbind_works() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let base = dir.path().join("base.json");
     let base = base.to_str().unwrap();
     let c2c = "devices=1,c2c=10";
@@ -208,7 +208,7 @@ fn nvml_reads_the_c2c_links_state_and_rate_per_link() {
     assert!(!topo.contains("NVLink-C2C"), "{topo}");
     // Against a baseline with the link: where NVML does not answer, the
     // link is said to be unread, neither passed nor failed.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let base = dir.path().join("b.json");
     let small = ["--backend", "cuda:0", "--size", "64k", "--small"];
     let (code, _, stderr) = output(
@@ -236,7 +236,7 @@ fn nvml_reads_the_c2c_links_state_and_rate_per_link() {
 #[test]
 fn a_baseline_keeps_the_cpus_over_hbm_and_a_check_holds_it_there() {
     let root = common::shared_tree("gh200-1s");
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let base = dir.path().join("b.json");
     // The fake source measures nothing: the tree is planned, not run.
     let fake = |cmd: &str| {

@@ -38,7 +38,7 @@ fn sweep_clean(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn every_placement_flag_of_run_is_an_axis_of_sweep() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let out = dir.path().join("axes.jsonl");
     let mut args = vec![
         "sweep",
@@ -80,7 +80,7 @@ fn every_placement_flag_of_run_is_an_axis_of_sweep() {
 
 #[test]
 fn every_axis_takes_repeats_and_commas_where_its_values_have_none() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let run = |name: &str, axes: &[&str]| {
         let out = dir.path().join(name);
         let mut args = vec!["sweep", "--fake-source", "4", "--ntimes", "2"];
@@ -171,7 +171,7 @@ fn sweep_reads_the_environments_placement_as_run_does_and_stores_it() {
 
 #[test]
 fn points_record_typed_placements_and_policies_that_pair_across_commands() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let run_file = dir.path().join("run.jsonl");
     let sweep_file = dir.path().join("sweep.jsonl");
     let mut cmd = membw();
@@ -286,7 +286,7 @@ fn two_point_axis(dir: &Path, flag: &str, values: &str, key: &str) -> (Vec<Value
 
 #[test]
 fn the_isa_is_an_axis_whose_points_are_kept_apart_and_resume_as_one_study() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     // Scalar is no host's widest; auto is: two points, two kinds of code.
     let (isas, ..) = two_point_axis(dir.path(), "--isa", "scalar,auto", "isa");
     assert_eq!(isas, [Value::from("scalar"), Value::Null], "{isas:?}");
@@ -299,7 +299,7 @@ fn the_isa_is_an_axis_whose_points_are_kept_apart_and_resume_as_one_study() {
 
 #[test]
 fn the_offset_is_an_axis_with_its_own_column_and_resumes_as_one_study() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     // STREAM's -DOFFSET moves b and c in cache sets and pages: two layouts.
     let (offsets, table, out) = two_point_axis(dir.path(), "--offset", "0,1840", "offset");
     assert_eq!(offsets, [Value::Null, Value::from(1840)], "{offsets:?}");

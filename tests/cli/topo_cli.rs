@@ -65,7 +65,7 @@ fn user_peak_flags_are_checked() {
         &["topo", "--sysroot", "/nonexistent/membw"],
         "not a directory",
     );
-    let empty = tempfile::tempdir().unwrap();
+    let empty = crate::common::scratch_dir();
     usage_error(
         &["topo", "--sysroot", empty.path().to_str().unwrap()],
         "no CPUs found",
@@ -113,7 +113,7 @@ fn run_reports_percent_of_peak() {
 
 #[test]
 fn capture_then_sysroot_reproduces_the_live_view() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let target = dir.path().join("node");
     membw()
         .args(["topo", "--capture", target.to_str().unwrap()])
@@ -173,7 +173,7 @@ fn clock_governors_and_turbo_are_shown() {
 
 #[test]
 fn generate_writes_a_fixture_from_a_spec() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let spec = common::fixtures_dir().join("xeon-e5-2680v3-2s.json");
     let target = dir.path().join("t");
     membw()
@@ -215,7 +215,7 @@ fn generate_writes_a_fixture_from_a_spec() {
 
 #[test]
 fn a_spec_takes_every_size_spelling_membw_prints_and_names_every_missing_field() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let spec = dir.path().join("node.json");
     let generate = |name: &str| {
         let tree = dir.path().join(name);

@@ -84,7 +84,7 @@ fn transfers_cross_the_host_link_from_a_pinned_buffer_on_the_node_asked_for() {
 
 #[test]
 fn a_sweep_of_transfers_over_host_nodes_is_an_ordinary_sweep() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let file = dir.path().join("transfers.jsonl");
     let file = file.to_string_lossy();
     let node = first_memory_node();

@@ -57,7 +57,7 @@ fn check_prom(tree: &str, extra: &[&str]) -> (Option<i32>, String, String, Strin
     let args = [
         "check", "--sysroot", tree, "--fake-source", "4", "--budget", "1s",
     ];
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let prom = dir.path().join("m.prom");
     let with_prom = ["--prom", prom.to_str().unwrap()];
     let (code, out, err) = run(&[&args[..], extra, &with_prom].concat());
@@ -95,7 +95,7 @@ fn valid_prom(file: &Path) -> String {
 
 #[test]
 fn an_unreadable_dimm_counter_is_said_and_its_controllers_count_judged() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let tree = node(dir.path(), "50", "0", ("garbage", "0"), "P0-DIMMA2");
     let (code, out, err, text) = check_prom(&tree, &[]);
     assert_eq!(code, Some(1), "{out}{err}");
@@ -128,7 +128,7 @@ fn an_unreadable_dimm_counter_is_said_and_its_controllers_count_judged() {
 
 #[test]
 fn an_unknown_beside_a_healthy_node_is_in_its_one_line_and_fails_where_the_site_says() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let tree = node(dir.path(), "0", "0", ("garbage", "0"), "P0-DIMMA2");
     let (code, out, err) = check(&tree, &["-q"]);
     assert_eq!(code, Some(0), "{out}{err}");
@@ -157,7 +157,7 @@ fn an_unknown_beside_a_healthy_node_is_in_its_one_line_and_fails_where_the_site_
 
 #[test]
 fn a_label_cannot_add_a_line_to_the_verdict_in_any_format() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let forged = "P0-DIMMA2\nmembw: node healthy";
     let tree = node(dir.path(), "0", "5", ("0", "5"), forged);
     let (code, _, err, text) = check_prom(&tree, &["-q"]);
@@ -180,7 +180,7 @@ fn a_label_cannot_add_a_line_to_the_verdict_in_any_format() {
 
 #[test]
 fn entries_spelled_twice_and_labels_shared_are_one_series_each() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let tree = node(dir.path(), "0", "2", ("0", "1"), "P0-DIMMA1");
     let at = |rel: &str| format!("{MC}/mc0/{rel}");
     write(
@@ -211,7 +211,7 @@ fn entries_spelled_twice_and_labels_shared_are_one_series_each() {
 
 #[test]
 fn an_uptime_out_of_its_range_is_unknown_and_the_count_judged_without_it() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let tree = node(dir.path(), "12", "0", ("12", "0"), "P0-DIMMA2");
     std::fs::remove_file(Path::new(&tree).join(MC).join("mc0/seconds_since_reset")).unwrap();
     write(&tree, &[("proc/uptime", "1e300 0")]);
@@ -230,7 +230,7 @@ fn an_uptime_out_of_its_range_is_unknown_and_the_count_judged_without_it() {
 
 #[test]
 fn a_counter_reset_since_the_baseline_is_said() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let tree = node(dir.path(), "0", "0", ("0", "0"), "P0-DIMMA2");
     write(&tree, &[("proc/sys/kernel/random/boot_id", "b0071d")]);
     let baseline = dir.path().join("b.json");
@@ -262,7 +262,7 @@ fn a_counter_reset_since_the_baseline_is_said() {
 
 #[test]
 fn a_dimm_width_no_memory_has_leaves_the_peak_unknown_not_zero() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let tree = generated(dir.path(), "epyc-7h12-2s");
     let entries = Path::new(&tree).join("sys/firmware/dmi/entries");
     let first = std::fs::read_dir(&entries)
@@ -298,7 +298,7 @@ fn a_dimm_width_no_memory_has_leaves_the_peak_unknown_not_zero() {
 
 #[test]
 fn one_unreadable_controller_hides_no_other_and_counts_past_64_bits_are_unknown() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::scratch_dir();
     let tree = node(
         dir.path(),
         "garbage",
