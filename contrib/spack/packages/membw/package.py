@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="b8488cb0e09b1c71867bad70cbc1c740902cb8281c4fe1c43e98bece5188b33b")
+    version("0.1.0", sha256="e88d70bfa7a838dee2a9919eefe6f1636551af50dc32a6e40f36ffaf272facbd")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
