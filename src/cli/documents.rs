@@ -100,7 +100,6 @@ fn bandwidth_report(
         },
     };
     let plots = report::plot::plots(records, kernel);
-    write_plots(dir, &plots, args.png)?;
     let doc = view::View::Study {
         records,
         kernel,
@@ -108,7 +107,7 @@ fn bandwidth_report(
         dir,
         layout,
     };
-    show(args, &doc)?;
+    show(args, &doc, dir, &plots)?;
     // Runs across MPI ranks (`mpirun ... membw run -o FILE`): their nodes.
     if matches!(args.form.format, Format::Text | Format::Markdown) {
         for record in records {
@@ -258,13 +257,12 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
         Some((_, Document::Latency(records))) if docs.is_empty() => {
             let dir = beside();
             let plots = report::latency_tables::plots(&records);
-            write_plots(&dir, &plots, args.png)?;
             let doc = view::View::LatencyExperiment {
                 records: &records,
                 plots: &plots,
                 dir: &dir,
             };
-            show(&args, &doc)
+            show(&args, &doc, &dir, &plots)
         }
         Some(last) => {
             docs.push(last);
@@ -277,13 +275,12 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
             let (text, plots, slow) =
                 report::nodes::document(&run_documents(docs)?, args.outlier.outlier)
                     .map_err(Error::Usage)?;
-            write_plots(&dir, &plots, args.png)?;
             let doc = view::View::Nodes {
                 text: &text,
                 plots: &plots,
                 dir: &dir,
             };
-            show(&args, &doc)?;
+            show(&args, &doc, &dir, &plots)?;
             // Scripts act on the exit code: 1 when any node was flagged.
             if slow.is_empty() {
                 Ok(())
@@ -387,16 +384,13 @@ fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
         })
         .into_iter()
         .collect();
-    write_plots(&dir, &plots, args.png)?;
     let text = report::history::render(&fleet, kernel, files.len(), tolerance);
-    show(
-        args,
-        &view::View::Nodes {
-            text: &text,
-            plots: &plots,
-            dir: &dir,
-        },
-    )?;
+    let doc = view::View::Nodes {
+        text: &text,
+        plots: &plots,
+        dir: &dir,
+    };
+    show(args, &doc, &dir, &plots)?;
     let flagged: Vec<String> = fleet
         .trends
         .iter()
@@ -414,11 +408,19 @@ fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
     }
 }
 
-/// Prints the report in `--format`, and writes the `--html` page.
-fn show(args: &ReportArgs, doc: &view::View) -> Result<()> {
-    print(render_as(args.form.format, doc)?)?;
-    if let Some(html) = &args.html {
-        write_file(html, &render_as(Format::Html, doc)?)?;
+/// Writes the plots into `dir`, prints the report in `--format` and writes
+/// the `--html` page; both rendered first, so that a format with no form
+/// for the document is refused before anything is written.
+fn show(args: &ReportArgs, doc: &view::View, dir: &Path, plots: &[report::Plot]) -> Result<()> {
+    let shown = render_as(args.form.format, doc)?;
+    let page = match &args.html {
+        Some(html) => Some((html, render_as(Format::Html, doc)?)),
+        None => None,
+    };
+    write_plots(dir, plots, args.png)?;
+    print(shown)?;
+    if let Some((html, page)) = page {
+        write_file(html, &page)?;
         crate::say!("membw: report in {}", html.display());
     }
     Ok(())

@@ -167,11 +167,13 @@ fn a_format_a_document_has_no_form_in_is_an_input_refused_with_those_it_has() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    crate::common::assert_contains(
-        &stderr,
+    assert_eq!(
+        stderr.trim_end(),
         "membw: error: --format csv: membw report has no csv form for run documents (it has text, markdown, html)",
     );
+    // Refused before anything was written.
     assert!(out.stdout.is_empty());
+    assert!(!plots.exists());
     let csv = stdout(&[
         "report",
         &fixture("latency.jsonl"),
