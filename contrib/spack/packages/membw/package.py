@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="e88d70bfa7a838dee2a9919eefe6f1636551af50dc32a6e40f36ffaf272facbd")
+    version("0.1.0", sha256="654b409f608f233b2f4f2629f6a82307f444b6b4dc567a62670ff357ece3b9fd")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
