@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="654b409f608f233b2f4f2629f6a82307f444b6b4dc567a62670ff357ece3b9fd")
+    version("0.1.0", sha256="e7a40360b76ab67c2a99376b28f147cedd2ae92763e1b238cec3d51d4353a24b")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
