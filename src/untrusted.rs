@@ -77,6 +77,11 @@ pub fn printable_name_opt<'de, D: serde::Deserializer<'de>>(
     Option::<String>::deserialize(d).map(|s| s.map(|s| printable(&s)))
 }
 
+/// [`printable_name`] for a list of names (a baseline's hosts, its slots).
+pub fn printable_names<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Vec::<String>::deserialize(d).map(|v| v.iter().map(|s| printable(s)).collect())
+}
+
 /// A value's text as an error shows it: printable and at most 24
 /// characters, so that a file of garbage is not copied into the verdict.
 pub fn excerpt(text: &str) -> String {

@@ -107,20 +107,28 @@ pub struct Dimms {
     pub mts: Option<u32>,
     /// Their slots, as the board names them (absent in files from before
     /// they were recorded): a check names the one missing.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "crate::untrusted::printable_names"
+    )]
     pub slots: Vec<String>,
 }
 
 /// The kind of node a baseline is valid for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Identity {
+    // Names in a file anyone may have written: one line each.
+    #[serde(default, deserialize_with = "crate::untrusted::printable_name_opt")]
     pub cpu_model: Option<String>,
     pub sockets: usize,
     /// Cores this process may use.
     pub cores: usize,
     pub numa_nodes: Vec<NodeMemory>,
     pub dimms: Option<Dimms>,
+    #[serde(default, deserialize_with = "crate::untrusted::printable_name_opt")]
     pub thp_mode: Option<String>,
+    #[serde(deserialize_with = "crate::untrusted::printable_name")]
     pub kernel: String,
 }
 
@@ -162,6 +170,7 @@ pub struct Baseline {
     pub kind: String,
     pub created: String,
     /// The nodes it was measured on (one, or a fleet's).
+    #[serde(deserialize_with = "crate::untrusted::printable_names")]
     pub hosts: Vec<String>,
     pub identity: Identity,
     pub protocol: Protocol,
@@ -239,21 +248,6 @@ impl Baseline {
                     None => BaselineError::field(path, format!("cannot be read: {problem}")),
                 },
             })?;
-        // Names in a file anyone may have written: one line each.
-        for name in b
-            .hosts
-            .iter_mut()
-            .chain(b.identity.dimms.iter_mut().flat_map(|d| &mut d.slots))
-        {
-            *name = crate::untrusted::printable(name);
-        }
-        for n in [&mut b.identity.cpu_model, &mut b.identity.thp_mode]
-            .into_iter()
-            .flatten()
-        {
-            *n = crate::untrusted::printable(n);
-        }
-        b.identity.kernel = crate::untrusted::printable(&b.identity.kernel);
         // A device's scopes are that device's, whatever index a key from
         // before device sets implied.
         for s in &mut b.scopes {

@@ -456,3 +456,15 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_baselines_names_are_read_escaped_to_one_line() {
+    let text = include_str!("../../tests/fixtures/documents/baseline.json")
+        .replacen("\"vm\"", r#""vm\nmembw: node healthy""#, 1)
+        .replacen("\"AMD EPYC\"", r#""EPYC\u001b[2K""#, 1)
+        .replacen("\"6.18.44-fc-v782\"", r#""6.18\r""#, 1);
+    let b = Baseline::parse(&text).unwrap();
+    assert_eq!(b.hosts, ["vm\\nmembw: node healthy"]);
+    assert_eq!(b.identity.cpu_model.as_deref(), Some("EPYC\\u{1b}[2K"));
+    assert_eq!(b.identity.kernel, "6.18\\r");
+}
