@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="e7a40360b76ab67c2a99376b28f147cedd2ae92763e1b238cec3d51d4353a24b")
+    version("0.1.0", sha256="a532e8f79709fe9cabdb43121db10cc13ac679fa1a33d5efa564d40375765b7e")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
