@@ -173,6 +173,21 @@ pub fn children_cpu_time() -> Duration {
     rusage_cpu_time(libc::RUSAGE_CHILDREN)
 }
 
+/// CPU time (user + system) the calling thread has used, to the
+/// nanosecond: a clock that stands still while the thread waits for a CPU.
+pub fn thread_cpu_time() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into storage we own; the
+    // calling thread's CPU clock always exists on Linux.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
 /// User + system time of getrusage(2)'s `who`; zero if it fails.
 fn rusage_cpu_time(who: libc::c_int) -> Duration {
     // SAFETY: getrusage writes one rusage struct into storage we own.
@@ -292,6 +307,22 @@ pub fn kill_group(pgid: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_threads_cpu_clock_runs_while_it_works_and_stands_still_while_it_sleeps() {
+        let before = thread_cpu_time();
+        std::thread::sleep(Duration::from_millis(50));
+        let slept = thread_cpu_time() - before;
+        assert!(slept < Duration::from_millis(25), "{slept:?} of CPU asleep");
+        // Busy until the clock has moved a millisecond (bounded in wall time).
+        let (began, wall) = (thread_cpu_time(), std::time::Instant::now());
+        while thread_cpu_time() - began < Duration::from_millis(1) {
+            assert!(
+                wall.elapsed() < Duration::from_secs(30),
+                "the clock did not move"
+            );
+        }
+    }
 
     #[test]
     fn pinning_to_an_allowed_cpu_sticks() {

@@ -5,6 +5,11 @@
 //! arrays on the calling thread, whatever its grid, and its events read a
 //! clock of [`TICK_S`](super::TICK_S) ticks, scaled by `clock=F`.
 //!
+//! That clock is the calling thread's CPU time, as a GPU's is its own: a
+//! device's kernels are not slowed by other work on the host, and a
+//! simulated device on a busy machine (the test suite beside QEMU guests)
+//! must not look slower than it was made to be.
+//!
 //! `wrong-element=N` adds one to element N of what every kernel and copy
 //! writes (the array a kernel writes last, a copy's destination), as a
 //! device with a bad word would: validation must name the array.
@@ -18,8 +23,8 @@ use crate::kernels::gpu_builds::{BLOCKS, BUILDS};
 use crate::kernels::{ARRAYS, ArrayId, KernelId, Mover, Path};
 use crate::memory::Chunk;
 use crate::sys::MappedArray;
+use crate::sys::thread_cpu_time;
 use std::time::Duration;
-use std::time::Instant;
 
 /// The arrays that are the device's own (a..d), first in a launch's.
 const DEVICE_ARRAYS: usize = 4;
@@ -129,7 +134,7 @@ pub(super) struct SimRuntime {
     /// Everything it addresses: its allocations and the registered host
     /// buffers.
     regions: Vec<Region>,
-    events: [Option<Instant>; 3],
+    events: [Option<Duration>; 3],
     warnings: Vec<String>,
     /// The share of their speed its kernels run at (`slow=I:F`).
     speed: f64,
@@ -306,7 +311,7 @@ impl SimRuntime {
 
     /// A copy of `len` doubles, `wrong-element` applied to what it wrote.
     fn copy(&self, to: *mut f64, from: *const f64, len: usize) {
-        let began = Instant::now();
+        let began = thread_cpu_time();
         // SAFETY: the callers' contracts: both ranges valid for `len`
         // doubles; they are different buffers (host and device memory).
         let (to, from) = unsafe {
@@ -322,12 +327,12 @@ impl SimRuntime {
 }
 
 /// A memory that runs at `speed` of its own: the work begun at `began`
-/// lasts 1/`speed` as long, busy (as a kernel is), so that both clocks
-/// agree on it.
-fn slow_down(began: Instant, speed: f64) {
+/// (the thread's CPU time) lasts 1/`speed` as long, busy (as a kernel
+/// is), so that the host's clock around it sees it last at least as long.
+fn slow_down(began: Duration, speed: f64) {
     if speed < 1.0 {
-        let until = began + Duration::from_secs_f64(began.elapsed().as_secs_f64() / speed);
-        while Instant::now() < until {
+        let until = began + thread_cpu_time().saturating_sub(began).div_f64(speed);
+        while thread_cpu_time() < until {
             std::hint::spin_loop();
         }
     }
@@ -368,7 +373,7 @@ impl Runtime for SimRuntime {
             .ok_or_else(|| format!("address {ptr:#x} is not the device's"))?;
         if region.kind == (RegionKind::Managed { resident: false }) {
             // Its pages cross the link once.
-            let began = Instant::now();
+            let began = thread_cpu_time();
             // SAFETY: the region is one of the runtime's allocations.
             let pages = unsafe { std::slice::from_raw_parts(region.start, region.len) };
             std::hint::black_box(pages.iter().step_by(512).sum::<f64>());
@@ -465,7 +470,7 @@ impl Runtime for SimRuntime {
         }
         let body = self.names[function.0].1;
         let elements = args.elements as usize;
-        let began = Instant::now();
+        let began = thread_cpu_time();
         let placed = self.where_they_live(&args.arrays[..DEVICE_ARRAYS]);
         // SAFETY: the arrays are the runtime's regions, and the launch
         // is done before this call returns.
@@ -513,7 +518,7 @@ impl Runtime for SimRuntime {
     }
 
     fn record(&mut self, event: Event, _stream: Stream) -> Result<(), String> {
-        self.events[Self::slot(event)] = Some(Instant::now());
+        self.events[Self::slot(event)] = Some(thread_cpu_time());
         Ok(())
     }
 
@@ -526,7 +531,7 @@ impl Runtime for SimRuntime {
         else {
             return Err("an event that was never recorded".into());
         };
-        let seconds = (t1 - t0).as_secs_f64() * self.setup.clock.unwrap_or(1.0);
+        let seconds = t1.saturating_sub(t0).as_secs_f64() * self.setup.clock.unwrap_or(1.0);
         // Whole ticks, as a device's clock counts.
         Ok((seconds / TICK_S).floor() * TICK_S)
     }
@@ -567,7 +572,7 @@ impl Runtime for SimRuntime {
     ) -> Result<(), String> {
         let (to, room_to, speed_to) = self.for_copy(to)?;
         let (from, room_from, speed_from) = self.for_copy(from)?;
-        let began = Instant::now();
+        let began = thread_cpu_time();
         self.copy(to, from, len.min(room_to).min(room_from));
         let speed = speed_to.min(speed_from);
         if speed < 1.0 {
