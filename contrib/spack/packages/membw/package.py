@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="a532e8f79709fe9cabdb43121db10cc13ac679fa1a33d5efa564d40375765b7e")
+    version("0.1.0", sha256="0a150dcf15821a91e30ea31179159ab0d479c1d3ee612c2acb4747a21105153c")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
