@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../fake_gpu/kernels.h"
 #include "../fake_gpu/memory.h"
@@ -52,12 +51,6 @@ static int initialized;
 static int devices(void) {
   const char *n = getenv("FAKE_CUDA_DEVICES");
   return n ? atoi(n) : 1;
-}
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
 CUresult cuInit(unsigned flags) {
@@ -170,7 +163,7 @@ CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) { (void)s; (void)e
 
 CUresult cuEventCreate(CUevent *e, unsigned flags) { (void)flags; *e = calloc(1, sizeof **e); return SUCCESS; }
 CUresult cuEventDestroy_v2(CUevent e) { free(e); return SUCCESS; }
-CUresult cuEventRecord(CUevent e, CUstream s) { (void)s; e->ms = now_ms(); return SUCCESS; }
+CUresult cuEventRecord(CUevent e, CUstream s) { (void)s; e->ms = fake_event_ms(); return SUCCESS; }
 CUresult cuEventSynchronize(CUevent e) { (void)e; return SUCCESS; }
 CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
   *ms = (float)(end->ms - start->ms);

@@ -36,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../fake_gpu/kernels.h"
 #include "../fake_gpu/memory.h"
@@ -67,12 +66,6 @@ static void say(const char *fmt, ...) {
   vfprintf(f, fmt, args);
   va_end(args);
   fclose(f);
-}
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
 const char *hipGetErrorName(hipError_t e) {
@@ -186,7 +179,7 @@ hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned f) { (void)s
 
 hipError_t hipEventCreate(hipEvent_t *e) { *e = calloc(1, sizeof **e); return SUCCESS; }
 hipError_t hipEventDestroy(hipEvent_t e) { free(e); return SUCCESS; }
-hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) { (void)s; e->ms = now_ms(); return SUCCESS; }
+hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) { (void)s; e->ms = fake_event_ms(); return SUCCESS; }
 hipError_t hipEventSynchronize(hipEvent_t e) { (void)e; return SUCCESS; }
 hipError_t hipEventElapsedTime(float *ms, hipEvent_t start, hipEvent_t end) {
   *ms = (float)(end->ms - start->ms);
