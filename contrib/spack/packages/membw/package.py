@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="0a150dcf15821a91e30ea31179159ab0d479c1d3ee612c2acb4747a21105153c")
+    version("0.1.0", sha256="ceb53a91b0b1778cd1f3c04778af65082c0e28f1ed1adbcf7b5b5fb7cdc8beeb")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
