@@ -12,10 +12,11 @@ use crate::engine::{Engine, Source};
 use crate::error::{Error, Result};
 use crate::health::rules::{self, IdentityDifference};
 use crate::health::verdict::Verdict;
-use crate::health::{Baseline, BaselineError, Identity};
+use crate::health::{Baseline, BaselineError, Identity, Scope, Siblings};
 use crate::results::file::FileError;
 use crate::topology::Topology;
 use clap::Args;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Exit 1 means "measured, and unhealthy": a site drains the node on it.
@@ -159,58 +160,123 @@ fn plan_check<'a>(
         });
     }
     let jobs = args.protocol.scope_jobs(topo, source)?;
-    // A small check's rates are the caches': no share of memory's peak.
-    let small = jobs.iter().any(|j| j.band != crate::results::Band::Memory);
-    let domains = (jobs.iter())
-        .filter(|j| j.scope.cpu_node().is_some())
-        .count()
-        >= 2;
-    let siblings = source.devices().iter().flatten().count() >= 2;
-    let mut notes = Vec::new();
-    // A device is held against its own peak, not the host's.
-    let held_against = (jobs.iter()).find_map(|j| j.plan.target.memory_peak(peak));
-    let peak = (held_against.as_ref())
-        .filter(|_| !small)
-        .ok_or_else(|| match small {
-            true => "a small check measures the caches, not the memory (--small)".to_string(),
-            false => "the theoretical peak of this node is unknown".to_string(),
-        })
-        .and_then(|p| crate::peak::share::peak_to_judge(p, crate::peak::share::Share::of(topo)));
-    let peak_gb_s = match peak {
-        Ok(gb_s) => Some(gb_s),
-        Err(why) if domains || siblings => {
-            notes.push(format!(
-                "not held against the theoretical peak: {why}; --peak gives this node's own"
-            ));
-            None
-        }
-        Err(why) => {
-            return Err(Error::Usage(format!(
-                "no baseline and nothing to compare against: one NUMA domain, and {why}; make a baseline with membw baseline -o FILE and pass --baseline FILE (or give this node's own --peak)"
-            )));
-        }
-    };
-    let share = format!("{:.0} % of the theoretical peak", args.peak_share * 100.0);
-    let others = if siblings {
-        "the sibling devices"
-    } else {
-        "the other NUMA domains"
-    };
-    let against = match (domains || siblings, peak_gb_s) {
-        (true, Some(_)) => format!("{others} and {share}"),
-        (true, None) => others.into(),
-        (false, _) => share,
-    };
+    against_itself(jobs, topo, peak, args.peak_share)
+}
+
+/// Without a baseline: the NUMA domains against each other, a set's
+/// devices against each other, and each whole memory against `share` of
+/// its own peak; what none of these can judge is said in the notes. Exit 2
+/// where nothing can be judged at all.
+fn against_itself<'a>(
+    jobs: Vec<crate::engine::scopes::ScopeJob>,
+    topo: &Topology,
+    peak: Option<&crate::peak::Peak>,
+    share: f64,
+) -> Result<CheckPlan<'a>> {
+    let scopes: Vec<Scope> = jobs.iter().map(|j| j.scope).collect();
+    let siblings = rules::with_siblings(&scopes);
+    let (peaks, no_peak) = peaks_to_judge(&jobs, topo, peak);
+    if peaks.is_empty() && siblings.is_empty() {
+        let why = (no_peak.first()).map_or("no scope has a theoretical peak", |(_, why)| why);
+        return Err(Error::Usage(format!(
+            "no baseline and nothing to compare against: one NUMA domain, and {why}; make a baseline with membw baseline -o FILE and pass --baseline FILE (or give this node's own --peak)"
+        )));
+    }
+    let mut notes = no_peak_notes(&no_peak);
+    // Never silently healthy: what nothing here can judge is said.
+    let unjudged: Vec<String> = (scopes.iter())
+        .filter(|s| !peaks.contains_key(s) && !siblings.contains(s))
+        .filter(|s| !no_peak.iter().any(|(n, _)| n == *s))
+        .map(|s| s.to_string())
+        .collect();
+    if !unjudged.is_empty() {
+        notes.push(format!(
+            "measured, not judged without a baseline (no peak or sibling to hold it against): {}; a baseline (membw baseline -o FILE, then --baseline FILE) judges every scope",
+            unjudged.join(", ")
+        ));
+    }
+    let mut against = Vec::new();
+    let domains = |s: &Scope| s.siblings() == Some(Siblings::Domains);
+    if siblings.iter().any(domains) {
+        against.push("the other NUMA domains".to_string());
+    }
+    if !siblings.iter().all(domains) {
+        against.push("the sibling devices".to_string());
+    }
+    if !peaks.is_empty() {
+        against.push(format!(
+            "{:.0} % of {}",
+            share * 100.0,
+            match peaks.len() {
+                1 => "the theoretical peak",
+                _ => "each memory's theoretical peak",
+            }
+        ));
+    }
     Ok(CheckPlan {
         jobs,
-        reference: Reference::Symmetry {
-            peak_gb_s,
-            share: args.peak_share,
-        },
-        against,
+        reference: Reference::Symmetry { peaks, share },
+        against: against.join(" and "),
         differences: Vec::new(),
         notes,
     })
+}
+
+/// The notes of scopes without a peak, one per reason (a set's devices
+/// share theirs).
+fn no_peak_notes(no_peak: &[(Scope, String)]) -> Vec<String> {
+    let mut by_why: Vec<(&str, Vec<String>)> = Vec::new();
+    for (scope, why) in no_peak {
+        match by_why.iter_mut().find(|(w, _)| w == why) {
+            Some((_, scopes)) => scopes.push(scope.to_string()),
+            None => by_why.push((why, vec![scope.to_string()])),
+        }
+    }
+    (by_why.iter())
+        .map(|(why, scopes)| match scopes.as_slice() {
+            [node] if *node == Scope::Node.to_string() => {
+                format!(
+                    "not held against the theoretical peak: {why}; --peak gives this node's own"
+                )
+            }
+            _ => format!(
+                "{} not held against a theoretical peak: {why}",
+                scopes.join(", ")
+            ),
+        })
+        .collect()
+}
+
+/// The peak each whole memory measured (the node's, each device's) is
+/// held against, and why a scope has none: a small check measures the
+/// caches; a host peak for whole sockets is not a slice's.
+fn peaks_to_judge(
+    jobs: &[crate::engine::scopes::ScopeJob],
+    topo: &Topology,
+    host: Option<&crate::peak::Peak>,
+) -> (BTreeMap<Scope, f64>, Vec<(Scope, String)>) {
+    use crate::peak::share::{Share, peak_to_judge};
+    let (mut peaks, mut none) = (BTreeMap::new(), Vec::new());
+    for job in jobs.iter().filter(|j| j.scope.whole_memory()) {
+        let peak = match job.plan.target.memory_peak(host) {
+            // A small check's rates are the caches': no share of memory's peak.
+            _ if job.band != crate::results::Band::Memory => {
+                Err("a small check measures the caches, not the memory (--small)".to_string())
+            }
+            Some(p) => peak_to_judge(&p, Share::of(topo)),
+            None if job.scope == Scope::Node => {
+                Err("the theoretical peak of this node is unknown".to_string())
+            }
+            None => Err("its backend declares none".to_string()),
+        };
+        match peak {
+            Ok(gb_s) => {
+                peaks.insert(job.scope, gb_s);
+            }
+            Err(why) => none.push((job.scope, why)),
+        }
+    }
+    (peaks, none)
 }
 
 fn run_check(args: &CheckArgs) -> Result<()> {

@@ -260,10 +260,11 @@ fn judge_tally(tally: &crate::trust::Tally) -> crate::trust::Interference {
 /// What a check is held against.
 pub enum Reference<'a> {
     Baseline(&'a Baseline),
-    /// No baseline: the domains against each other, and the node against
-    /// `share` of its theoretical peak where the peak is known.
+    /// No baseline: the domains against each other, the devices of a set
+    /// against each other, and each scope in `peaks` (the node, a device)
+    /// against `share` of its own theoretical peak.
     Symmetry {
-        peak_gb_s: Option<f64>,
+        peaks: BTreeMap<Scope, f64>,
         share: f64,
     },
 }
@@ -273,11 +274,9 @@ impl Reference<'_> {
     pub fn judge(&self, bests: &Bests, balance: &Balance, tolerance: f64) -> Vec<Finding> {
         let mut findings = match self {
             Reference::Baseline(b) => rules::against_baseline(bests, b, tolerance),
-            Reference::Symmetry { peak_gb_s, share } => {
+            Reference::Symmetry { peaks, share } => {
                 let mut f = rules::symmetry(bests, tolerance);
-                f.extend(
-                    peak_gb_s.map_or_else(Vec::new, |p| rules::against_peak(bests, p, *share)),
-                );
+                f.extend(rules::against_peak(bests, peaks, *share));
                 f
             }
         };

@@ -203,21 +203,34 @@ pub fn symmetry(bests: &Bests, tolerance: f64) -> Vec<Finding> {
     out
 }
 
-/// The node's triad (or each device's) against `share` of the
-/// theoretical peak.
-pub fn against_peak(bests: &Bests, peak_gb_s: f64, share: f64) -> Vec<Finding> {
+/// Each scope's triad against `share` of its own theoretical peak (the
+/// node's, each device's memory), where `peaks` has one for it.
+pub fn against_peak(bests: &Bests, peaks: &BTreeMap<Scope, f64>, share: f64) -> Vec<Finding> {
     (bests.iter())
-        .filter(|((scope, kernel), _)| *kernel == KernelId::Triad && scope.whole_memory())
-        .map(|(&(scope, kernel), &measured)| {
-            finding(
+        .filter(|((_, kernel), _)| *kernel == KernelId::Triad)
+        .filter_map(|(&(scope, kernel), &measured)| {
+            let peak = peaks.get(&scope)?;
+            Some(finding(
                 scope,
                 kernel,
                 measured,
-                share * peak_gb_s,
+                share * peak,
                 Against::Peak,
                 1.0,
-            )
+            ))
         })
+        .collect()
+}
+
+/// The scopes that [`symmetry`] holds against siblings: those of a class
+/// with two members or more.
+pub fn with_siblings(scopes: &[Scope]) -> Vec<Scope> {
+    let mut classes: BTreeMap<super::Siblings, usize> = BTreeMap::new();
+    for class in scopes.iter().filter_map(Scope::siblings) {
+        *classes.entry(class).or_default() += 1;
+    }
+    (scopes.iter().copied())
+        .filter(|s| s.siblings().is_some_and(|c| classes[&c] >= 2))
         .collect()
 }
 

@@ -3,6 +3,7 @@
 use super::rules::*;
 use super::*;
 use crate::kernels::KernelId::{Copy, H2d, Triad};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 fn bests(rows: &[(Scope, KernelId, f64)]) -> Bests {
@@ -207,18 +208,49 @@ fn scopes_keep_their_device_in_keys_and_read_old_ones() {
 }
 
 #[test]
-fn the_node_is_held_against_a_share_of_its_peak() {
+fn each_scope_is_held_against_a_share_of_its_own_peak() {
+    let node = |p: f64| BTreeMap::from([(Scope::Node, p)]);
     let b = bests(&[(Scope::Node, Triad, 150.0)]);
-    assert!(matches!(&against_peak(&b, 400.0, 0.5)[..], [f] if !f.ok && f.ratio == 0.75));
-    assert!(matches!(&against_peak(&b, 250.0, 0.5)[..], [f] if f.ok));
-    assert!(against_peak(&bests(&[(Scope::Node, Copy, 150.0)]), 400.0, 0.5).is_empty());
-    // Every device of a set against its own share.
-    let set = bests(&[
-        (Scope::Device(0), Triad, 300.0),
-        (Scope::Device(1), Triad, 100.0),
+    assert!(matches!(&against_peak(&b, &node(400.0), 0.5)[..], [f] if !f.ok && f.ratio == 0.75));
+    assert!(matches!(&against_peak(&b, &node(250.0), 0.5)[..], [f] if f.ok));
+    assert!(against_peak(&bests(&[(Scope::Node, Copy, 150.0)]), &node(400.0), 0.5).is_empty());
+    // A node's CPUs and its GPUs: each against its own memory's peak, and
+    // a scope without one against none.
+    let node_and_gpus = bests(&[
+        (Scope::Node, Triad, 150.0),
+        (Scope::Device(0), Triad, 3000.0),
+        (Scope::Device(1), Triad, 1000.0),
+        (Scope::NumaOn(0, 1), Triad, 100.0),
     ]);
-    let f = against_peak(&set, 400.0, 0.5);
-    assert_eq!(f.iter().map(|f| f.ok).collect::<Vec<_>>(), [true, false]);
+    let peaks = BTreeMap::from([
+        (Scope::Node, 200.0),
+        (Scope::Device(0), 3352.0),
+        (Scope::Device(1), 3352.0),
+    ]);
+    let f = against_peak(&node_and_gpus, &peaks, 0.5);
+    let judged: Vec<(Scope, bool)> = f.iter().map(|f| (f.scope, f.ok)).collect();
+    assert_eq!(
+        judged,
+        [
+            (Scope::Node, true),
+            (Scope::Device(0), true),
+            (Scope::Device(1), false)
+        ]
+    );
+    assert_eq!(f[1].reference_gb_s, 1676.0);
+}
+
+#[test]
+fn only_a_class_of_two_or_more_has_siblings() {
+    let scopes = [
+        Scope::Node,
+        Scope::Numa(0),
+        Scope::Numa(1),
+        Scope::NumaOn(0, 2),
+        Scope::Device(0),
+        Scope::HostLink(0, 0),
+    ];
+    assert_eq!(with_siblings(&scopes), [Scope::Numa(0), Scope::Numa(1)]);
 }
 
 #[test]

@@ -467,3 +467,56 @@ fn a_check_with_no_backend_covers_the_cpus_and_every_gpu_unless_told() {
         );
     }
 }
+
+#[test]
+fn without_a_baseline_the_cpus_and_each_gpu_are_held_against_their_own_peak() {
+    let _alone = one_at_a_time();
+    // The node's peak is --peak's (1 GB/s), each device's its own (2 GB/s):
+    // half of each, whichever scope comes first; what nothing can judge
+    // (one device's link, with no sibling) is said, not passed.
+    let verdict = |devices: &str| {
+        let out = common::on_small_caches(&mut membw())
+            .env("MEMBW_SIM_DEVICE", format!("devices={devices},peak=2"))
+            .args([
+                "check", "--peak", "1", "--kernels", "triad", "--ntimes", "2",
+            ])
+            .args(["--budget", "1s", "--format", "json"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        v
+    };
+    let v = verdict("2");
+    let held: Vec<(String, f64)> = (v["findings"].as_array().unwrap().iter())
+        .filter(|f| f["against"] == "peak")
+        .map(|f| {
+            let scope = f["scope"].as_str().unwrap().to_string();
+            (scope, f["reference_gb_s"].as_f64().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        held,
+        [
+            ("node".to_string(), 0.5),
+            ("device:0".to_string(), 1.0),
+            ("device:1".to_string(), 1.0)
+        ],
+        "{v}"
+    );
+    assert_eq!(
+        v["against"],
+        "the sibling devices and 50 % of each memory's theoretical peak"
+    );
+    assert!(
+        !v["notes"].to_string().contains("not judged"),
+        "two devices' links are siblings: {v}"
+    );
+    let one = verdict("1");
+    let notes = one["notes"].to_string();
+    assert!(
+        notes.contains("measured, not judged without a baseline")
+            && notes.contains("device 0 link from node 0"),
+        "{one}"
+    );
+}

@@ -272,6 +272,39 @@ fn a_baseline_keeps_the_cpus_over_hbm_and_a_check_holds_it_there() {
 }
 
 #[test]
+fn without_a_baseline_the_cpus_over_hbm_are_measured_and_said_not_judged() {
+    // The GH200's HBM node has no peak membw knows and no sibling: the
+    // check measures the CPUs over it, judges the node against its peak,
+    // and says which scope nothing held, in text and JSON.
+    let root = common::shared_tree("gh200-1s");
+    let check = |format: &str| {
+        output(
+            membw()
+                .args(["check", "--fake-source", "40", "--format", format])
+                .arg("--sysroot")
+                .arg(&root),
+        )
+    };
+    let (code, verdict, stderr) = check("json");
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&verdict).unwrap();
+    let scopes = |of: &str| -> Vec<String> {
+        let mut s: Vec<String> = (v[of].as_array().unwrap().iter())
+            .map(|f| f["scope"].as_str().unwrap().to_string())
+            .collect();
+        s.dedup();
+        s
+    };
+    assert_eq!(scopes("rates"), ["node", "numa:0/mem:1"]);
+    assert_eq!(scopes("findings"), ["node"]);
+    let said = "measured, not judged without a baseline (no peak or sibling to hold it against): NUMA node 0 on node 1's memory";
+    assert!(v["notes"].to_string().contains(said), "{v}");
+    let (code, text, stderr) = check("text");
+    assert_eq!(code, 0, "{stderr}");
+    common::assert_contains(&text, &format!("note: {said}"));
+}
+
+#[test]
 fn arrays_bound_to_a_node_that_cannot_hold_them_are_refused_in_one_line() {
     let root = common::shared_tree("gh200-1s");
     // 120 GB over the 96 GiB HBM node, though the node has 576 GiB in all.
