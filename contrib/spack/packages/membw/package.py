@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="ceb53a91b0b1778cd1f3c04778af65082c0e28f1ed1adbcf7b5b5fb7cdc8beeb")
+    version("0.1.0", sha256="c3eb10eac05d567353ef450c90e1fcd88c9006a69bffcb8fbaefa59b29de1230")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
