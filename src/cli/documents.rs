@@ -272,11 +272,12 @@ pub(crate) fn report(args: ReportArgs) -> Result<()> {
                     .unwrap_or(Path::new("."))
                     .join("membw-nodes-plots")
             });
+            let runs = run_documents(docs)?;
             let (text, plots, slow) =
-                report::nodes::document(&run_documents(docs)?, args.outlier.outlier)
-                    .map_err(Error::Usage)?;
+                report::nodes::document(&runs, args.outlier.outlier).map_err(Error::Usage)?;
             let doc = view::View::Nodes {
                 text: &text,
+                runs: Some(&runs),
                 plots: &plots,
                 dir: &dir,
             };
@@ -387,6 +388,7 @@ fn history(args: &ReportArgs, files: &[PathBuf]) -> Result<()> {
     let text = report::history::render(&fleet, kernel, files.len(), tolerance);
     let doc = view::View::Nodes {
         text: &text,
+        runs: None,
         plots: &plots,
         dir: &dir,
     };

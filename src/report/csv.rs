@@ -18,6 +18,17 @@ fn cell(count: Option<usize>) -> String {
 }
 
 pub fn render(report: &RunReport) -> Result<String> {
+    write(&HEADER, rows(report))
+}
+
+/// Several runs' rows under one header (`membw report` on run documents,
+/// one a node): as `membw run --format csv` prints each.
+pub fn runs<'a>(reports: impl IntoIterator<Item = &'a RunReport>) -> Result<String> {
+    write(&HEADER, reports.into_iter().flat_map(rows))
+}
+
+/// One row per kernel of a run.
+fn rows(report: &RunReport) -> Vec<[String; HEADER.len()]> {
     let m = &report.measurement;
     let mut rows = Vec::with_capacity(m.results.len());
     for r in &m.results {
@@ -47,7 +58,7 @@ pub fn render(report: &RunReport) -> Result<String> {
             m.target().label(),
         ]);
     }
-    write(&HEADER, rows)
+    rows
 }
 
 /// The header of a results file's CSV (`membw report --format csv`).
@@ -191,7 +202,8 @@ fn write<const N: usize>(
     String::from_utf8(bytes).map_err(|e| fail(&e))
 }
 
-/// The CSV exporter: runs and latency points; nothing for `exec`.
+/// The CSV exporter: runs (one or a node's each), results files' points
+/// and latency points; nothing for `exec`.
 pub struct Csv;
 
 impl super::view::TextExporter for Csv {
@@ -212,6 +224,9 @@ impl super::view::TextExporter for Csv {
                 ..
             } => Some(turned(p)),
             View::Study { records, .. } => Some(study(records)),
+            View::Nodes {
+                runs: Some(runs), ..
+            } => Some(self::runs(runs.iter().map(|(_, r)| r))),
             _ => None,
         }
     }

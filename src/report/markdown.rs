@@ -142,7 +142,9 @@ impl super::view::TextExporter for Markdown {
             } => Some(Ok(super::latency_tables::document(
                 records, plots, dir, true,
             ))),
-            View::Nodes { text, plots, dir } => {
+            View::Nodes {
+                text, plots, dir, ..
+            } => {
                 let mut o = format!("```text\n{text}```\n");
                 for (title, path) in super::view::links(plots, dir) {
                     let _ = writeln!(o, "\n![{title}]({path})");

@@ -42,9 +42,11 @@ pub enum View<'a> {
         dir: &'a std::path::Path,
     },
     /// `membw report` on run documents: the per-node table, already laid
-    /// out, and its plots in `dir`.
+    /// out, and its plots in `dir`; the documents themselves (none for a
+    /// fleet's verdicts).
     Nodes {
         text: &'a str,
+        runs: Option<&'a [(std::path::PathBuf, RunReport)]>,
         plots: &'a [super::Plot],
         dir: &'a std::path::Path,
     },
@@ -114,7 +116,8 @@ impl View<'_> {
         match self {
             View::Study { .. } => "a bandwidth results file",
             View::LatencyExperiment { .. } => "a latency results file",
-            View::Nodes { .. } => "run documents",
+            View::Nodes { runs: Some(_), .. } => "run documents",
+            View::Nodes { runs: None, .. } => "a fleet's check verdicts",
             View::Devices(_) => "a device set's run",
             _ => "this document",
         }

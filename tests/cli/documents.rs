@@ -127,7 +127,7 @@ fn names_in_a_results_file_cannot_forge_a_line_of_its_report() {
         std::fs::write(&file, text).unwrap();
         let formats: &[&str] = match name {
             "check.json" => &["text", "markdown"],
-            "run.json" => &["text", "markdown", "html"],
+            "run.json" => &["text", "markdown", "csv", "html"],
             _ => &["text", "markdown", "csv", "html"],
         };
         for format in formats {
@@ -161,7 +161,13 @@ fn a_format_a_document_has_no_form_in_is_an_input_refused_with_those_it_has() {
     let dir = crate::common::scratch_dir();
     let plots = dir.path().join("plots");
     let out = membw()
-        .args(["report", &fixture("run.json"), "--format", "csv", "--plots"])
+        .args([
+            "report",
+            &fixture("run.json"),
+            "--format",
+            "jsonl",
+            "--plots",
+        ])
         .arg(&plots)
         .output()
         .unwrap();
@@ -169,7 +175,7 @@ fn a_format_a_document_has_no_form_in_is_an_input_refused_with_those_it_has() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(
         stderr.trim_end(),
-        "membw: error: --format csv: membw report has no csv form for run documents (it has text, markdown, html)",
+        "membw: error: --format jsonl: membw report has no jsonl form for run documents (it has text, csv, markdown, html)",
     );
     // Refused before anything was written.
     assert!(out.stdout.is_empty());
@@ -187,4 +193,62 @@ fn a_format_a_document_has_no_form_in_is_an_input_refused_with_those_it_has() {
         "{csv}"
     );
     assert!(csv.lines().count() > 2, "{csv}");
+}
+
+#[test]
+fn run_documents_of_several_nodes_are_one_csv_as_run_prints_each() {
+    // Each node's `membw run --json`: one header, each node's rows as
+    // `membw run --format csv` prints them, in the order given.
+    let dir = crate::common::scratch_dir();
+    let run = std::fs::read_to_string(fixture("run.json")).unwrap();
+    let mut files = Vec::new();
+    for host in ["n1", "n2"] {
+        let file = dir.path().join(format!("{host}.json"));
+        let text = run
+            .replace("\"hostname\": \"vm\"", &format!("\"hostname\": \"{host}\""))
+            .replace("\"hostname\":\"vm\"", &format!("\"hostname\":\"{host}\""));
+        std::fs::write(&file, text).unwrap();
+        files.push(file.to_str().unwrap().to_string());
+    }
+    let plots = dir.path().join("plots");
+    let mut args = vec![
+        "report",
+        "--format",
+        "csv",
+        "--plots",
+        plots.to_str().unwrap(),
+    ];
+    args.extend(files.iter().map(String::as_str));
+    let csv = stdout(&args);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(
+        lines[0].starts_with("schema_version,hostname,kernel,best_rate_mb_s,"),
+        "{csv}"
+    );
+    let hosts: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l.split(',').nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        hosts,
+        ["n1", "n1", "n1", "n1", "n2", "n2", "n2", "n2"],
+        "{csv}"
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("schema_version"))
+            .count(),
+        1
+    );
+    // One document alone: the same rows, the same header.
+    let one = stdout(&[
+        "report",
+        "--format",
+        "csv",
+        "--plots",
+        plots.to_str().unwrap(),
+        &files[0],
+    ]);
+    assert_eq!(one.lines().collect::<Vec<_>>(), lines[..5]);
 }
