@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="c3eb10eac05d567353ef450c90e1fcd88c9006a69bffcb8fbaefa59b29de1230")
+    version("0.1.0", sha256="bca7b786baf417ec29987052bdb03b54cbfb5aac409c17cbf382b6791bae045b")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
