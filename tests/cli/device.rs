@@ -375,7 +375,13 @@ fn a_baseline_and_check_of_the_device_hold_it_against_itself_and_its_own_peak() 
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    // Healthy, or declined because this host was busy (the suites beside
+    // it), never anything else.
+    let busy = String::from_utf8_lossy(&out.stderr).contains("busy with other work");
+    assert!(
+        out.status.code() == Some(0) || (out.status.code() == Some(2) && busy),
+        "{out:?}"
+    );
     crate::common::assert_contains(&stdout, "against 50 % of the theoretical peak");
     crate::common::assert_contains(&stdout, "0.50");
 
