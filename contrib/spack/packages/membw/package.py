@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="bca7b786baf417ec29987052bdb03b54cbfb5aac409c17cbf382b6791bae045b")
+    version("0.1.0", sha256="7f2b74cccefd9e7b94ea56507a469460d61a81797f5a6ddb3b4b652f45c1f69b")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
