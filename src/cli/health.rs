@@ -182,12 +182,18 @@ fn against_itself<'a>(
             "no baseline and nothing to compare against: one NUMA domain, and {why}; make a baseline with membw baseline -o FILE and pass --baseline FILE (or give this node's own --peak)"
         )));
     }
-    let mut notes = no_peak_notes(&no_peak);
-    // Never silently healthy: what nothing here can judge is said.
+    // Never silently healthy: what nothing here can judge is said, with
+    // why it has no peak; the node's own note says what gives it one.
+    let judged = |s: &Scope| peaks.contains_key(s) || siblings.contains(s);
+    let (noted, unjudged_no_peak): (Vec<_>, Vec<_>) =
+        (no_peak.iter().cloned()).partition(|(s, _)| judged(s) || *s == Scope::Node);
+    let mut notes = no_peak_notes(&noted);
     let unjudged: Vec<String> = (scopes.iter())
-        .filter(|s| !peaks.contains_key(s) && !siblings.contains(s))
-        .filter(|s| !no_peak.iter().any(|(n, _)| n == *s))
-        .map(|s| s.to_string())
+        .filter(|s| !judged(s) && **s != Scope::Node)
+        .map(|s| match unjudged_no_peak.iter().find(|(n, _)| n == s) {
+            Some((_, why)) => format!("{s} ({why})"),
+            None => s.to_string(),
+        })
         .collect();
     if !unjudged.is_empty() {
         notes.push(format!(
@@ -247,9 +253,11 @@ fn no_peak_notes(no_peak: &[(Scope, String)]) -> Vec<String> {
         .collect()
 }
 
-/// The peak each whole memory measured (the node's, each device's) is
-/// held against, and why a scope has none: a small check measures the
-/// caches; a host peak for whole sockets is not a slice's.
+/// The peak each memory measured is held against, and why a scope has
+/// none: the node's (the host's, or `--peak`), each device's own, and a
+/// node without CPUs reached by the cores nearest it (its firmware's
+/// figure, ACPI HMAT); none in a small check (the caches), nor from a
+/// host peak for whole sockets on a slice of them.
 fn peaks_to_judge(
     jobs: &[crate::engine::scopes::ScopeJob],
     topo: &Topology,
@@ -257,17 +265,24 @@ fn peaks_to_judge(
 ) -> (BTreeMap<Scope, f64>, Vec<(Scope, String)>) {
     use crate::peak::share::{Share, peak_to_judge};
     let (mut peaks, mut none) = (BTreeMap::new(), Vec::new());
-    for job in jobs.iter().filter(|j| j.scope.whole_memory()) {
-        let peak = match job.plan.target.memory_peak(host) {
+    for job in jobs {
+        let other = job.scope.other_memory_node();
+        if !job.scope.whole_memory() && other.is_none() {
+            continue;
+        }
+        let peak = match (job.plan.target.memory_peak(host), other) {
             // A small check's rates are the caches': no share of memory's peak.
             _ if job.band != crate::results::Band::Memory => {
                 Err("a small check measures the caches, not the memory (--small)".to_string())
             }
-            Some(p) => peak_to_judge(&p, Share::of(topo)),
-            None if job.scope == Scope::Node => {
+            (_, Some(m)) => (crate::peak::tier_peak(topo, &job.plan.mem))
+                .map(|p| p.per_socket_gb_s)
+                .ok_or_else(|| format!("the firmware (ACPI HMAT) gives no bandwidth for node {m}")),
+            (Some(p), None) => peak_to_judge(&p, Share::of(topo)),
+            (None, None) if job.scope == Scope::Node => {
                 Err("the theoretical peak of this node is unknown".to_string())
             }
-            None => Err("its backend declares none".to_string()),
+            (None, None) => Err("its backend declares none".to_string()),
         };
         match peak {
             Ok(gb_s) => {

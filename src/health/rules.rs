@@ -375,6 +375,10 @@ pub fn diagnosis(f: &Finding, tolerance: f64, findings: &[Finding]) -> String {
             "{what} of the expected {:.1} GB/s (share of its link's peak): a link trained below its maximum, host buffers off NUMA node {n}, or other traffic on the link",
             f.reference_gb_s
         ),
+        (Against::Peak, Scope::NumaOn(c, m)) => format!(
+            "{what} of the expected {:.1} GB/s (share of node {m}'s bandwidth as its firmware states it, ACPI HMAT): the cores of node {c} reach that memory slower than it allows: its link (CXL) trained down, a device or module missing, or another job using it",
+            f.reference_gb_s
+        ),
         (Against::Peak, _)
         | (Against::OtherDomains, Scope::Node | Scope::NumaOn(..) | Scope::DeviceOn(..)) => {
             format!(

@@ -241,6 +241,30 @@ fn each_scope_is_held_against_a_share_of_its_own_peak() {
 }
 
 #[test]
+fn a_node_without_cpus_short_of_its_firmware_figure_says_so() {
+    // The cores of node 0 over a CXL node 1, held against half of what
+    // HMAT states for it.
+    let slow = Finding {
+        scope: Scope::NumaOn(0, 1),
+        measured_gb_s: 10.0,
+        reference_gb_s: 30.72,
+        ratio: 10.0 / 30.72,
+        against: Against::Peak,
+        ok: false,
+        ..finding_ok(false)
+    };
+    let why = diagnosis(&slow, 0.1, std::slice::from_ref(&slow));
+    assert!(
+        why.contains("node 1's bandwidth as its firmware states it, ACPI HMAT"),
+        "{why}"
+    );
+    assert!(
+        why.contains("the cores of node 0 reach that memory"),
+        "{why}"
+    );
+}
+
+#[test]
 fn only_a_class_of_two_or_more_has_siblings() {
     let scopes = [
         Scope::Node,

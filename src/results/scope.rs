@@ -241,6 +241,20 @@ impl Scope {
         }
     }
 
+    /// The memory node a scope's CPUs reach that is not theirs (the cores
+    /// nearest a node without CPUs: an HBM or CXL node): its peak is the
+    /// firmware's figure for that node, not the sockets'.
+    pub fn other_memory_node(&self) -> Option<usize> {
+        match self {
+            Scope::NumaOn(_, m) => Some(*m),
+            Scope::Node
+            | Scope::Numa(_)
+            | Scope::Device(_)
+            | Scope::HostLink(..)
+            | Scope::DeviceOn(..) => None,
+        }
+    }
+
     /// Where a device's arrays live in this scope: host memory on a node
     /// for its kernels over it, else its own.
     pub fn gpu_memory(&self) -> GpuMemory {

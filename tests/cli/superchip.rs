@@ -297,11 +297,35 @@ fn without_a_baseline_the_cpus_over_hbm_are_measured_and_said_not_judged() {
     };
     assert_eq!(scopes("rates"), ["node", "numa:0/mem:1"]);
     assert_eq!(scopes("findings"), ["node"]);
-    let said = "measured, not judged without a baseline (no peak or sibling to hold it against): NUMA node 0 on node 1's memory";
+    let said = "measured, not judged without a baseline (no peak or sibling to hold it against): NUMA node 0 on node 1's memory (the firmware (ACPI HMAT) gives no bandwidth for node 1)";
     assert!(v["notes"].to_string().contains(said), "{v}");
     let (code, text, stderr) = check("text");
     assert_eq!(code, 0, "{stderr}");
     common::assert_contains(&text, &format!("note: {said}"));
+}
+
+#[test]
+fn without_a_baseline_the_cpus_over_a_cxl_node_are_held_against_its_firmware_figure() {
+    // The Xeon 6 fixture's CXL node 1: HMAT states 61440 MB/s read from
+    // node 0's cores; half of it is the reference, as the node's is half
+    // of its own peak.
+    let root = common::shared_tree("xeon-6-cxl-1s");
+    let (code, verdict, stderr) = output(
+        membw()
+            .args([
+                "check", "--fake-source", "40", "--format", "json", "--sysroot",
+            ])
+            .arg(&root),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&verdict).unwrap();
+    let cxl = (v["findings"].as_array().unwrap().iter())
+        .find(|f| f["scope"] == "numa:0/mem:1")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(cxl["against"], "peak");
+    assert_eq!(cxl["reference_gb_s"], 30.72);
+    assert_eq!(v["against"], "50 % of each memory's theoretical peak");
+    assert!(!v["notes"].to_string().contains("not judged"), "{v}");
 }
 
 #[test]
