@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="7f2b74cccefd9e7b94ea56507a469460d61a81797f5a6ddb3b4b652f45c1f69b")
+    version("0.1.0", sha256="ed3b2323f2074b9329a8dd3e78b4e39604ad571224e78d8f0ad82b2a13bdc0d9")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
