@@ -231,24 +231,27 @@ fn against_itself<'a>(
 /// The notes of scopes without a peak, one per reason (a set's devices
 /// share theirs).
 fn no_peak_notes(no_peak: &[(Scope, String)]) -> Vec<String> {
-    let mut by_why: Vec<(&str, Vec<String>)> = Vec::new();
+    let mut by_why: Vec<(&str, Vec<Scope>)> = Vec::new();
     for (scope, why) in no_peak {
         match by_why.iter_mut().find(|(w, _)| w == why) {
-            Some((_, scopes)) => scopes.push(scope.to_string()),
-            None => by_why.push((why, vec![scope.to_string()])),
+            Some((_, scopes)) => scopes.push(*scope),
+            None => by_why.push((why, vec![*scope])),
         }
     }
     (by_why.iter())
         .map(|(why, scopes)| match scopes.as_slice() {
-            [node] if *node == Scope::Node.to_string() => {
+            [Scope::Node] => {
                 format!(
                     "not held against the theoretical peak: {why}; --peak gives this node's own"
                 )
             }
-            _ => format!(
-                "{} not held against a theoretical peak: {why}",
-                scopes.join(", ")
-            ),
+            _ => {
+                let names: Vec<String> = scopes.iter().map(Scope::to_string).collect();
+                format!(
+                    "{} not held against a theoretical peak: {why}",
+                    names.join(", ")
+                )
+            }
         })
         .collect()
 }
