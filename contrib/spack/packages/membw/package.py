@@ -27,7 +27,7 @@ class Membw(cargo.CargoPackage):
     homepage = "https://membw.invalid/"
     url = "https://membw.invalid/releases/membw-0.1.0.tar.gz"
 
-    version("0.1.0", sha256="ed3b2323f2074b9329a8dd3e78b4e39604ad571224e78d8f0ad82b2a13bdc0d9")
+    version("0.1.0", sha256="c0134cb672aabb22be37b4ec085a7b7b85cfcc3b2161d6a57c5d9b8b62027fbe")
 
     # Every crate of Cargo.lock, so that the build needs no crates.io.
     resource(
